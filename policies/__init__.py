@@ -1,0 +1,24 @@
+"""Who may see and call which tools, and the limits of one tool loop."""
+
+from __future__ import annotations
+
+from .decisions import ALLOW, Action, Decision
+from .errors import PolicyError
+from .filters import NO_FILTER, ToolFilter
+from .guards import LoopGuard, LoopLimits
+from .rules import PolicyConfig, Rule, RuleMatch, RulePolicy
+
+__all__ = [
+    "ALLOW",
+    "NO_FILTER",
+    "Action",
+    "Decision",
+    "LoopGuard",
+    "LoopLimits",
+    "PolicyConfig",
+    "PolicyError",
+    "Rule",
+    "RuleMatch",
+    "RulePolicy",
+    "ToolFilter",
+]

@@ -1,0 +1,17 @@
+"""Toolwire's HTTP side: front ends, upstream client, the tool loop, streaming."""
+
+from __future__ import annotations
+
+from .app import build_registry, create_app
+from .config import ConfigError, Settings, load_settings, parse_settings
+from .errors import ProxyError
+
+__all__ = [
+    "ConfigError",
+    "ProxyError",
+    "Settings",
+    "build_registry",
+    "create_app",
+    "load_settings",
+    "parse_settings",
+]

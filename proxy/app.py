@@ -1,0 +1,126 @@
+"""create_app(settings): the ASGI application and the objects it owns for its lifetime."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import AsyncIterator
+from typing import Any
+
+from policies import RulePolicy
+from registry import Executor, ToolRegistry, load_python_source
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from .config import Settings
+from .continuations import MemoryTurnStore
+from .errors import ProxyError
+from .injection import Catalog
+from .loop import ToolLoop
+from .router import UpstreamRouter
+from .routes import ChatCompletions, Services
+
+log = logging.getLogger("toolwire")
+
+
+def build_registry(settings: Settings) -> ToolRegistry:
+    """A registry holding every configured tool source.
+
+    Raises:
+        SourceLoadError: a source cannot be loaded.
+    """
+    registry = ToolRegistry()
+    for source in settings.tools:
+        load_python_source(registry, source, base_dir=settings.base_dir)
+    return registry
+
+
+def create_app(settings: Settings, *, registry: ToolRegistry | None = None) -> Starlette:
+    """The proxy as an ASGI app; sources load and connections open in its lifespan."""
+    chat = _LateBound()
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        tools = registry if registry is not None else build_registry(settings)
+        executor = Executor(
+            default_timeout_s=settings.execution.timeout_s,
+            max_workers=settings.execution.max_workers,
+        )
+        policy = RulePolicy(settings.policy)
+        upstreams = UpstreamRouter(settings.upstreams)
+        services = Services(
+            registry=tools,
+            catalog=Catalog(tools, policy),
+            loop=ToolLoop(
+                executor=executor, policy=policy, limits=settings.loop, turns=MemoryTurnStore()
+            ),
+            upstreams=upstreams,
+            max_body_bytes=settings.server.max_body_bytes,
+        )
+        app.state.services = services
+        chat.target = ChatCompletions(services)
+        log.info("toolwire ready: %d tools", len(tools))
+        try:
+            yield
+        finally:
+            chat.target = None
+            await upstreams.aclose()
+            executor.close()
+
+    return Starlette(
+        routes=[
+            Route("/v1/chat/completions", chat, methods=["POST"]),
+            Route("/v1/models", _models, methods=["GET"]),
+            Route("/healthz", _healthz, methods=["GET"]),
+            Route("/readyz", _readyz, methods=["GET"]),
+        ],
+        lifespan=lifespan,
+        exception_handlers={HTTPException: _http_error, ProxyError: _proxy_error},
+    )
+
+
+class _LateBound:
+    """An ASGI app whose target exists only while the lifespan runs."""
+
+    def __init__(self) -> None:
+        self.target: ChatCompletions | None = None
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if self.target is None:
+            raise ProxyError("the proxy is not ready", status=503, code="not_ready")
+        await self.target(scope, receive, send)
+
+
+async def _models(request: Request) -> Response:
+    services: Services = request.app.state.services
+    models = await services.upstreams.list_models()
+    data = [
+        {"id": model, "object": "model", "created": 0, "owned_by": owner} for model, owner in models
+    ]
+    return JSONResponse({"object": "list", "data": data})
+
+
+async def _healthz(request: Request) -> Response:
+    return JSONResponse({"status": "ok"})
+
+
+async def _readyz(request: Request) -> Response:
+    services: Services | None = getattr(request.app.state, "services", None)
+    if services is None:
+        return JSONResponse({"status": "starting"}, status_code=503)
+    return JSONResponse({"status": "ready", "tools": len(services.registry)})
+
+
+async def _http_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, HTTPException)
+    kind = "not_found" if exc.status_code == 404 else "invalid_request_error"
+    body = {"error": {"message": str(exc.detail), "type": kind, "param": None, "code": None}}
+    return JSONResponse(body, status_code=exc.status_code)
+
+
+async def _proxy_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, ProxyError)
+    return JSONResponse(exc.body(), status_code=exc.status, headers=exc.headers)

@@ -1,0 +1,162 @@
+"""Folds one upstream answer's chunks into a message: content, tool calls, finish, usage.
+
+Tool calls are recognised by their presence, whatever the finish_reason says: vLLM-style
+deltas split anywhere and keyed by index, Ollama-style whole calls with no index and
+arguments as objects, and calls with no id all end up as complete `ToolCall`s.
+"""
+
+from __future__ import annotations
+
+import secrets
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+from registry import ToolCall
+
+from .errors import UpstreamError
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    """Token counts, summed over every upstream call of a turn."""
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    total_tokens: int = 0
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            self.prompt_tokens + other.prompt_tokens,
+            self.completion_tokens + other.completion_tokens,
+            self.total_tokens + other.total_tokens,
+        )
+
+    def as_dict(self) -> dict[str, int]:
+        return {
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+            "total_tokens": self.total_tokens,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Delta:
+    """Text to forward to the client as soon as it arrives."""
+
+    content: str | None = None
+    reasoning: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """One upstream answer, assembled."""
+
+    content: str
+    tool_calls: list[ToolCall]
+    finish_reason: str
+    usage: Usage | None
+
+
+@dataclass(slots=True)
+class _PartialCall:
+    id: str | None = None
+    name: str = ""
+    fragments: list[str] = field(default_factory=list)
+    whole: Any = None
+
+    def absorb(self, entry: dict[str, Any]) -> None:
+        if entry.get("id"):
+            self.id = entry["id"]
+        function = entry.get("function") or {}
+        name = function.get("name")
+        if name and name != self.name:
+            self.name += name
+        arguments = function.get("arguments")
+        if isinstance(arguments, str):
+            self.fragments.append(arguments)
+        elif arguments is not None:
+            self.whole = arguments
+
+    def build(self) -> ToolCall:
+        arguments: str | dict[str, Any]
+        if self.whole is not None and not "".join(self.fragments).strip():
+            arguments = self.whole
+        else:
+            arguments = "".join(self.fragments)
+        return ToolCall(id=self.id or f"call_{secrets.token_hex(12)}", name=self.name, arguments=arguments)
+
+
+class Assembler:
+    """Consumes the chunks of one upstream answer."""
+
+    def __init__(self) -> None:
+        self._content: list[str] = []
+        self._calls: dict[int, _PartialCall] = {}
+        self._finish: str | None = None
+        self._usage: Usage | None = None
+
+    def feed(self, chunk: dict[str, Any]) -> Delta | None:
+        """Take one chunk; return the text in it that can go to the client now."""
+        usage = chunk.get("usage")
+        if isinstance(usage, dict):
+            self._usage = _usage(usage)
+        choices = chunk.get("choices")
+        if not choices:
+            return None
+        choice = choices[0]
+        if choice.get("finish_reason"):
+            self._finish = str(choice["finish_reason"]).lower()
+        delta = choice.get("delta") or {}
+        calls = delta.get("tool_calls")
+        if calls:
+            for entry in calls:
+                self._absorb(entry)
+        elif delta.get("function_call"):
+            self._absorb({"function": delta["function_call"]})
+        content = delta.get("content")
+        reasoning = delta.get("reasoning_content") or delta.get("reasoning")
+        if content:
+            self._content.append(content)
+        if content or reasoning:
+            return Delta(content or None, reasoning or None)
+        return None
+
+    def _absorb(self, entry: dict[str, Any]) -> None:
+        index = entry.get("index")
+        if not isinstance(index, int):
+            # Whole-call chunks (Ollama) carry no index: each is a call of its own unless it
+            # only continues the previous call's arguments.
+            starts = entry.get("id") or (entry.get("function") or {}).get("name")
+            index = len(self._calls) if starts or not self._calls else max(self._calls)
+        self._calls.setdefault(index, _PartialCall()).absorb(entry)
+
+    def finish(self) -> Answer:
+        """The assembled answer.
+
+        Raises:
+            UpstreamError: a tool call came without a function name.
+        """
+        calls = [self._calls[i].build() for i in sorted(self._calls)]
+        if any(not call.name for call in calls):
+            raise UpstreamError("upstream sent a tool call without a function name")
+        finish = self._finish or "stop"
+        if calls:
+            finish = "tool_calls"
+        elif finish == "tool_calls":
+            finish = "stop"
+        return Answer("".join(self._content), calls, finish, self._usage)
+
+
+def wire_call(call: ToolCall) -> dict[str, Any]:
+    """A tool call as it appears in an OpenAI assistant message (arguments as a JSON string)."""
+    arguments = call.arguments
+    if not isinstance(arguments, str):
+        arguments = orjson.dumps(arguments).decode()
+    return {"id": call.id, "type": "function", "function": {"name": call.name, "arguments": arguments}}
+
+
+def _usage(raw: dict[str, Any]) -> Usage:
+    prompt = int(raw.get("prompt_tokens") or 0)
+    completion = int(raw.get("completion_tokens") or 0)
+    return Usage(prompt, completion, int(raw.get("total_tokens") or prompt + completion))

@@ -1,0 +1,147 @@
+"""proxy.yaml: the settings models, `${VAR}` expansion, and errors that name the key path."""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from policies import LoopLimits, PolicyConfig
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from registry import PythonSourceConfig
+
+_ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+
+
+class ConfigError(Exception):
+    """proxy.yaml is unreadable or invalid; the message names each bad key path."""
+
+
+class ServerConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    host: str = "127.0.0.1"
+    port: int = Field(default=8000, ge=0, le=65535)
+    max_body_bytes: int = Field(default=4 * 1024 * 1024, ge=1024)
+    """Requests with a larger body get a 413."""
+
+
+class UpstreamConfig(BaseModel):
+    """One model server; the first whose `models` glob matches the request's model serves it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+    base_url: str
+    """`http(s)://host:port/v1`, or `demo` for the built-in demo model."""
+    api_key: str = ""
+    """Empty: the client's Authorization header is forwarded."""
+    format: Literal["openai-chat"] = "openai-chat"
+    models: list[str] = Field(default_factory=lambda: ["*"])
+    tool_calling: Literal["native"] = "native"
+    timeout_s: float = Field(default=600.0, gt=0)
+    """Total time of one upstream call."""
+    connect_timeout_s: float = Field(default=10.0, gt=0)
+    first_byte_timeout_s: float = Field(default=300.0, gt=0)
+    """Until the response headers arrive (a model's queue and prefill)."""
+    idle_timeout_s: float = Field(default=120.0, gt=0)
+    """Longest silence between two reads of a response."""
+    max_connections: int = Field(default=1000, ge=1)
+
+    @field_validator("base_url")
+    @classmethod
+    def _known_scheme(cls, value: str) -> str:
+        if value != "demo" and not value.startswith(("http://", "https://")):
+            raise ValueError("must be an http(s) URL or 'demo'")
+        return value.rstrip("/")
+
+
+class ExecutionConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    mode: Literal["inline", "thread"] = "thread"
+    timeout_s: float = Field(default=30.0, gt=0)
+    """Default per-call timeout."""
+    max_workers: int = Field(default=16, ge=1, le=512)
+
+
+class Settings(BaseModel):
+    """The whole of proxy.yaml."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    server: ServerConfig = Field(default_factory=ServerConfig)
+    upstreams: list[UpstreamConfig] = Field(min_length=1)
+    tools: list[PythonSourceConfig] = Field(default_factory=list)
+    policy: PolicyConfig = Field(default_factory=PolicyConfig)
+    loop: LoopLimits = Field(default_factory=LoopLimits)
+    execution: ExecutionConfig = Field(default_factory=ExecutionConfig)
+    base_dir: Path = Field(default_factory=Path.cwd, exclude=True)
+    """Where relative paths in the file are resolved: the config file's folder."""
+
+
+def load_settings(path: str | Path, environ: dict[str, str] | None = None) -> Settings:
+    """Read, expand and validate a proxy.yaml.
+
+    Raises:
+        ConfigError: the file is missing, not YAML, or invalid; every problem is listed.
+    """
+    path = Path(path)
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read: {exc.strerror}") from exc
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{path}: not valid YAML: {exc}") from exc
+    if raw is None:
+        raw = {}
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{path}: the top level must be a mapping")
+    return parse_settings(raw, base_dir=path.resolve().parent, environ=environ)
+
+
+def parse_settings(
+    raw: dict[str, Any], *, base_dir: Path, environ: dict[str, str] | None = None
+) -> Settings:
+    """Validate an already-loaded mapping.
+
+    Raises:
+        ConfigError: a value is invalid or an environment reference is unset.
+    """
+    env = os.environ if environ is None else environ
+    expanded = _expand(raw, env, "")
+    try:
+        return Settings.model_validate({**expanded, "base_dir": base_dir})
+    except ValidationError as exc:
+        raise ConfigError("\n".join(_describe(err) for err in exc.errors())) from exc
+
+
+def _expand(value: Any, env: Any, where: str) -> Any:
+    if isinstance(value, str):
+        return _ENV_REF.sub(lambda m: _lookup(m, env, where), value)
+    if isinstance(value, dict):
+        return {k: _expand(v, env, f"{where}.{k}" if where else str(k)) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_expand(v, env, f"{where}[{i}]") for i, v in enumerate(value)]
+    return value
+
+
+def _lookup(match: re.Match[str], env: Any, where: str) -> str:
+    name, default = match.group(1), match.group(2)
+    if name in env and env[name] != "":
+        return str(env[name])
+    if default is not None:
+        return default
+    raise ConfigError(f"{where}: environment variable {name} is not set")
+
+
+def _describe(error: Any) -> str:
+    path = ""
+    for part in error["loc"]:
+        path += f"[{part}]" if isinstance(part, int) else (f".{part}" if path else str(part))
+    reason = "required" if error["type"] == "missing" else error["msg"]
+    if error["type"] == "extra_forbidden":
+        reason = "unknown key"
+    return f"{path or '(top level)'}: {reason}"

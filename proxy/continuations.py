@@ -1,0 +1,71 @@
+"""Turns the client must finish: what the upstream saw, kept until the client answers.
+
+When one model turn calls registry tools and client tools, the client sees only its own
+calls. The hidden part (earlier rounds, the full assistant message, the registry's results)
+is kept here, keyed by the client's call ids, and spliced back into the history when the
+client returns with its results, so the upstream always receives a complete history.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import OrderedDict
+from typing import Any, Protocol
+
+Message = dict[str, Any]
+
+
+class TurnStore(Protocol):
+    """Where pending turns wait; in memory now, shared (Redis) when the proxy scales out."""
+
+    async def put(self, key: str, messages: list[Message]) -> None:
+        """Keep `messages` under `key` until they expire."""
+        ...
+
+    async def get(self, key: str) -> list[Message] | None:
+        """The messages kept under `key`, or None."""
+        ...
+
+
+class MemoryTurnStore:
+    """A bounded, expiring in-process TurnStore."""
+
+    def __init__(self, *, ttl_s: float = 3600.0, max_entries: int = 10_000) -> None:
+        self._ttl = ttl_s
+        self._max = max_entries
+        self._entries: OrderedDict[str, tuple[float, list[Message]]] = OrderedDict()
+
+    async def put(self, key: str, messages: list[Message]) -> None:
+        self._entries[key] = (time.monotonic() + self._ttl, messages)
+        self._entries.move_to_end(key)
+        while len(self._entries) > self._max:
+            self._entries.popitem(last=False)
+
+    async def get(self, key: str) -> list[Message] | None:
+        entry = self._entries.get(key)
+        if entry is None:
+            return None
+        expires, messages = entry
+        if expires < time.monotonic():
+            del self._entries[key]
+            return None
+        return messages
+
+
+async def restore(store: TurnStore, messages: list[Message]) -> list[Message]:
+    """The history with every assistant message that ended a pending turn expanded."""
+    restored: list[Message] = []
+    for message in messages:
+        hidden = await _hidden_part(store, message)
+        restored.extend(hidden if hidden is not None else (message,))
+    return restored
+
+
+async def _hidden_part(store: TurnStore, message: Message) -> list[Message] | None:
+    if message.get("role") != "assistant":
+        return None
+    calls = message.get("tool_calls")
+    if not calls or not isinstance(calls, list) or not isinstance(calls[0], dict):
+        return None
+    call_id = calls[0].get("id")
+    return await store.get(call_id) if isinstance(call_id, str) else None

@@ -1,0 +1,145 @@
+"""Renders a turn's events as one OpenAI response: SSE chunks or one JSON body."""
+
+from __future__ import annotations
+
+import secrets
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from . import sse
+from .assembler import Usage, wire_call
+from .errors import ProxyError
+from .events import ContentDelta, Finished, KeepAlive, LoopEvent, ToolsFinished, ToolsStarted
+
+
+@dataclass(frozen=True, slots=True)
+class ResponseMeta:
+    """What every chunk of one response shares."""
+
+    model: str
+    id: str = field(default_factory=lambda: f"chatcmpl-{secrets.token_hex(12)}")
+    created: int = field(default_factory=lambda: int(time.time()))
+
+
+class StreamRenderer:
+    """Turns events into `chat.completion.chunk` SSE frames of a single response."""
+
+    def __init__(self, meta: ResponseMeta, *, include_usage: bool, tool_events: bool) -> None:
+        self._meta = meta
+        self._include_usage = include_usage
+        self._tool_events = tool_events
+        # Every chunk shares this prefix; building it once keeps per-chunk work small.
+        head = orjson.dumps(
+            {"id": meta.id, "object": "chat.completion.chunk", "created": meta.created,
+             "model": meta.model}
+        )
+        self._prefix = b"data: " + head[:-1] + b',"choices":[{"index":0,"delta":'
+
+    def start(self) -> bytes:
+        """The role chunk that opens the response."""
+        return self._choice({"role": "assistant", "content": ""})
+
+    def frames(self, event: LoopEvent) -> list[bytes]:
+        """The SSE frames for one event (possibly none)."""
+        if isinstance(event, ContentDelta):
+            delta: dict[str, Any] = {}
+            if event.content is not None:
+                delta["content"] = event.content
+            if event.reasoning is not None:
+                delta["reasoning_content"] = event.reasoning
+            return [self._choice(delta)]
+        if isinstance(event, KeepAlive):
+            return [sse.comment()]
+        if isinstance(event, ToolsStarted | ToolsFinished):
+            return self._tool_event(event)
+        return self._finish(event)
+
+    def error(self, exc: ProxyError) -> list[bytes]:
+        """Frames that end a stream that failed after its first byte."""
+        return [sse.encode(exc.body()), sse.DONE]
+
+    def _finish(self, event: Finished) -> list[bytes]:
+        frames = []
+        if event.tool_calls:
+            calls = [{"index": i, **wire_call(c)} for i, c in enumerate(event.tool_calls)]
+            frames.append(self._choice({"tool_calls": calls}))
+        last: dict[str, Any] = {}
+        if event.extra:
+            last["toolwire"] = event.extra
+        frames.append(self._choice(last, event.finish_reason))
+        if self._include_usage:
+            frames.append(self._usage(event.usage))
+        frames.append(sse.DONE)
+        return frames
+
+    def _tool_event(self, event: ToolsStarted | ToolsFinished) -> list[bytes]:
+        if not self._tool_events:
+            return [sse.comment("tools running")] if isinstance(event, ToolsStarted) else []
+        if isinstance(event, ToolsStarted):
+            info: dict[str, Any] = {"tool_calls": [wire_call(c) for c in event.calls]}
+        else:
+            info = {"tool_results": [
+                {"tool_call_id": r.call_id, "content": r.content, "is_error": r.is_error}
+                for r in event.results
+            ]}
+        return [self._choice({"toolwire": info})]
+
+    def _choice(self, delta: dict[str, Any], finish_reason: str | None = None) -> bytes:
+        tail = b'null}]}\n\n' if finish_reason is None else orjson.dumps(finish_reason) + b"}]}\n\n"
+        return self._prefix + orjson.dumps(delta) + b',"finish_reason":' + tail
+
+    def _usage(self, usage: Usage) -> bytes:
+        meta = self._meta
+        return sse.encode(
+            {"id": meta.id, "object": "chat.completion.chunk", "created": meta.created,
+             "model": meta.model, "choices": [], "usage": usage.as_dict()}
+        )
+
+
+class JsonRenderer:
+    """Folds events into one `chat.completion` body."""
+
+    def __init__(self, meta: ResponseMeta) -> None:
+        self._meta = meta
+        self._content: list[str] = []
+        self._reasoning: list[str] = []
+        self._finished: Finished | None = None
+
+    def feed(self, event: LoopEvent) -> None:
+        if isinstance(event, ContentDelta):
+            if event.content:
+                self._content.append(event.content)
+            if event.reasoning:
+                self._reasoning.append(event.reasoning)
+        elif isinstance(event, Finished):
+            self._finished = event
+
+    def body(self) -> dict[str, Any]:
+        """The whole answer.
+
+        Raises:
+            RuntimeError: no `Finished` event was fed.
+        """
+        if self._finished is None:
+            raise RuntimeError("the turn ended without a Finished event")
+        done = self._finished
+        message: dict[str, Any] = {"role": "assistant", "content": "".join(self._content) or None}
+        if self._reasoning:
+            message["reasoning_content"] = "".join(self._reasoning)
+        if done.tool_calls:
+            message["tool_calls"] = [wire_call(c) for c in done.tool_calls]
+        if done.extra:
+            message["toolwire"] = done.extra
+        meta = self._meta
+        return {
+            "id": meta.id,
+            "object": "chat.completion",
+            "created": meta.created,
+            "model": meta.model,
+            "choices": [{"index": 0, "message": message, "finish_reason": done.finish_reason,
+                         "logprobs": None}],
+            "usage": done.usage.as_dict(),
+        }

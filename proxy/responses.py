@@ -1,0 +1,107 @@
+"""Raw ASGI sending: JSON bodies, event streams, and cancelling work on client disconnect."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import orjson
+
+from .errors import ClientDisconnectedError, PayloadTooLargeError, ProxyError
+
+Scope = dict[str, Any]
+Receive = Callable[[], Awaitable[dict[str, Any]]]
+Send = Callable[[dict[str, Any]], Awaitable[None]]
+
+
+async def send_json(
+    send: Send, status: int, payload: Any, headers: dict[str, str] | None = None
+) -> None:
+    """Send a whole JSON response."""
+    body = orjson.dumps(payload)
+    raw_headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+    raw_headers += [(k.lower().encode(), v.encode()) for k, v in (headers or {}).items()]
+    await send({"type": "http.response.start", "status": status, "headers": raw_headers})
+    await send({"type": "http.response.body", "body": body})
+
+
+async def send_error(send: Send, error: ProxyError, request_id: str | None = None) -> None:
+    """Send an OpenAI-shaped error response."""
+    headers = dict(error.headers)
+    if request_id:
+        headers["x-request-id"] = request_id
+    await send_json(send, error.status, error.body(), headers)
+
+
+async def start_stream(send: Send, request_id: str) -> None:
+    """Send the headers of an SSE response."""
+    await send(
+        {
+            "type": "http.response.start",
+            "status": 200,
+            "headers": [
+                (b"content-type", b"text/event-stream; charset=utf-8"),
+                (b"cache-control", b"no-cache"),
+                (b"x-accel-buffering", b"no"),
+                (b"x-request-id", request_id.encode()),
+            ],
+        }
+    )
+
+
+async def read_body(receive: Receive, scope: Scope, limit: int) -> bytes:
+    """The whole request body.
+
+    Raises:
+        PayloadTooLargeError: the body exceeds `limit` bytes.
+        ClientDisconnectedError: the client left while sending.
+    """
+    declared = _content_length(scope)
+    if declared is not None and declared > limit:
+        raise PayloadTooLargeError(f"the request body exceeds {limit} bytes")
+    parts: list[bytes] = []
+    size = 0
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            raise ClientDisconnectedError("client disconnected")
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > limit:
+            raise PayloadTooLargeError(f"the request body exceeds {limit} bytes")
+        parts.append(chunk)
+        if not message.get("more_body"):
+            return b"".join(parts)
+
+
+async def until_disconnect(receive: Receive, work: Awaitable[None]) -> bool:
+    """Run `work`, cancelling it if the client disconnects; True when it was cancelled so."""
+    task = asyncio.ensure_future(work)
+    watcher = asyncio.ensure_future(_disconnected(receive))
+    try:
+        done, _ = await asyncio.wait({task, watcher}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for pending in (task, watcher):
+            if not pending.done():
+                pending.cancel()
+        await asyncio.gather(task, watcher, return_exceptions=True)
+    if task in done:
+        task.result()
+        return False
+    return True
+
+
+async def _disconnected(receive: Receive) -> None:
+    while (await receive())["type"] != "http.disconnect":
+        pass
+
+
+def _content_length(scope: Scope) -> int | None:
+    for name, value in scope.get("headers", ()):
+        if name == b"content-length":
+            try:
+                return int(value)
+            except ValueError:
+                return None
+    return None

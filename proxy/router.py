@@ -1,0 +1,51 @@
+"""Chooses the upstream for a model: the first whose `models` globs match."""
+
+from __future__ import annotations
+
+import asyncio
+from fnmatch import fnmatchcase
+
+from .config import UpstreamConfig
+from .demo import DemoUpstream
+from .errors import ModelNotFoundError
+from .upstream import HTTPUpstream, Upstream
+
+
+class UpstreamRouter:
+    """Owns every configured upstream and routes requests by model name."""
+
+    def __init__(self, configs: list[UpstreamConfig]) -> None:
+        self._routes: list[tuple[UpstreamConfig, Upstream]] = [
+            (config, _build(config)) for config in configs
+        ]
+
+    def for_model(self, model: str) -> Upstream:
+        """The upstream serving `model`.
+
+        Raises:
+            ModelNotFoundError: no upstream's globs match.
+        """
+        for config, upstream in self._routes:
+            if any(fnmatchcase(model, pattern) for pattern in config.models):
+                return upstream
+        raise ModelNotFoundError(f"the model {model!r} does not exist", param="model")
+
+    async def list_models(self) -> list[tuple[str, str]]:
+        """(model id, upstream name) for every model any upstream reports or names."""
+        listed = await asyncio.gather(*(u.list_models() for _, u in self._routes))
+        seen: dict[str, str] = {}
+        for (config, upstream), models in zip(self._routes, listed, strict=True):
+            literal = [m for m in config.models if not any(ch in m for ch in "*?[")]
+            for model in [*models, *literal]:
+                seen.setdefault(model, upstream.name)
+        return list(seen.items())
+
+    async def aclose(self) -> None:
+        for _, upstream in self._routes:
+            await upstream.aclose()
+
+
+def _build(config: UpstreamConfig) -> Upstream:
+    if config.base_url == "demo":
+        return DemoUpstream(config.name)
+    return HTTPUpstream(config)

@@ -1,0 +1,169 @@
+"""HTTP endpoints: parse the request, run the loop, render the answer."""
+
+from __future__ import annotations
+
+import logging
+import secrets
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+from registry import ToolRegistry
+
+from .controls import parse_controls
+from .errors import BadRequestError, ClientDisconnectedError, ProxyError
+from .events import LoopEvent
+from .injection import Catalog
+from .loop import ToolLoop, Turn
+from .render import JsonRenderer, ResponseMeta, StreamRenderer
+from .responses import (
+    Receive,
+    Scope,
+    Send,
+    read_body,
+    send_error,
+    send_json,
+    start_stream,
+    until_disconnect,
+)
+from .router import UpstreamRouter
+
+log = logging.getLogger("toolwire")
+
+_ROLES = frozenset({"system", "developer", "user", "assistant", "tool", "function"})
+
+
+@dataclass(frozen=True, slots=True)
+class Services:
+    """Everything a request needs, built once at start-up."""
+
+    registry: ToolRegistry
+    catalog: Catalog
+    loop: ToolLoop
+    upstreams: UpstreamRouter
+    max_body_bytes: int
+
+
+class ChatCompletions:
+    """`POST /v1/chat/completions` as a raw ASGI app (so disconnects cancel the work)."""
+
+    def __init__(self, services: Services) -> None:
+        self._services = services
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        request_id = f"req_{secrets.token_hex(8)}"
+        headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
+        try:
+            raw = await read_body(receive, scope, self._services.max_body_bytes)
+            turn, stream, include_usage = self._turn(raw, headers)
+        except ClientDisconnectedError:
+            return
+        except ProxyError as exc:
+            await send_error(send, exc, request_id)
+            return
+        meta = ResponseMeta(model=turn.body["model"])
+        events = self._services.loop.run(turn)
+        if stream:
+            renderer = StreamRenderer(
+                meta, include_usage=include_usage, tool_events=turn.controls.stream_tool_events
+            )
+            work = _stream(events, renderer, send, request_id)
+        else:
+            work = _answer(events, JsonRenderer(meta), send, request_id)
+        if await until_disconnect(receive, work):
+            log.info("%s client disconnected; turn cancelled", request_id)
+
+    def _turn(self, raw: bytes, headers: dict[str, str]) -> tuple[Turn, bool, bool]:
+        body = _parse_body(raw)
+        controls = parse_controls(body.pop("toolwire", None), headers)
+        upstream = self._services.upstreams.for_model(body["model"])
+        catalog = self._services.catalog
+        client_tools = catalog.client_tool_names(body.get("tools"))
+        toolset = catalog.toolset(controls.tool_filter)
+        if toolset.schemas and body.get("n", 1) not in (1, None):
+            raise BadRequestError("n > 1 is not supported with proxy tools", param="n")
+        stream = body.get("stream") is True
+        options = body.get("stream_options") or {}
+        include_usage = stream and isinstance(options, dict) and options.get("include_usage") is True
+        turn = Turn(body, upstream, toolset, client_tools, controls, headers)
+        return turn, stream, include_usage
+
+
+async def _answer(
+    events: AsyncIterator[LoopEvent], renderer: JsonRenderer, send: Send, request_id: str
+) -> None:
+    try:
+        async for event in events:
+            renderer.feed(event)
+    except ProxyError as exc:
+        await send_error(send, exc, request_id)
+        return
+    except Exception:
+        log.exception("%s turn failed", request_id)
+        await send_error(send, ProxyError("internal error in the proxy"), request_id)
+        return
+    await send_json(send, 200, renderer.body(), {"x-request-id": request_id})
+
+
+async def _stream(
+    events: AsyncIterator[LoopEvent], renderer: StreamRenderer, send: Send, request_id: str
+) -> None:
+    # The first event decides the status: an upstream that fails at once gets a real
+    # HTTP error, not a 200 stream carrying an error.
+    started = False
+    try:
+        async for event in events:
+            frames = renderer.frames(event)
+            if not started:
+                await start_stream(send, request_id)
+                frames.insert(0, renderer.start())
+                started = True
+            await send({"type": "http.response.body", "body": b"".join(frames), "more_body": True})
+    except ProxyError as exc:
+        if not started:
+            await send_error(send, exc, request_id)
+            return
+        await _end(send, renderer.error(exc))
+        return
+    except Exception:
+        log.exception("%s turn failed", request_id)
+        error = ProxyError("internal error in the proxy")
+        if not started:
+            await send_error(send, error, request_id)
+            return
+        await _end(send, renderer.error(error))
+        return
+    await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+
+async def _end(send: Send, frames: list[bytes]) -> None:
+    await send({"type": "http.response.body", "body": b"".join(frames), "more_body": False})
+
+
+def _parse_body(raw: bytes) -> dict[str, Any]:
+    """The request body as a dict, checked just enough to route and loop on it.
+
+    Raises:
+        BadRequestError: not JSON, or a required field missing or of the wrong type.
+    """
+    try:
+        body = orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        raise BadRequestError(f"the request body is not valid JSON: {exc}") from exc
+    if not isinstance(body, dict):
+        raise BadRequestError("the request body must be a JSON object")
+    model = body.get("model")
+    if not isinstance(model, str) or not model:
+        raise BadRequestError("'model' is required and must be a string", param="model")
+    messages = body.get("messages")
+    if not isinstance(messages, list) or not messages:
+        raise BadRequestError("'messages' must be a non-empty array", param="messages")
+    for i, message in enumerate(messages):
+        if not isinstance(message, dict) or message.get("role") not in _ROLES:
+            raise BadRequestError(
+                "each message must be an object with a valid 'role'", param=f"messages[{i}]"
+            )
+    if "stream" in body and not isinstance(body["stream"], bool | None):
+        raise BadRequestError("'stream' must be a boolean", param="stream")
+    return body

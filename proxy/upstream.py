@@ -1,0 +1,240 @@
+"""The upstream seam and its OpenAI-compatible HTTP implementation (aiohttp).
+
+Every upstream yields OpenAI `chat.completion.chunk` dicts; an unstreamed answer becomes one
+chunk whose delta holds the whole message, so the loop has a single path. aiohttp errors are
+mapped to proxy errors here and nowhere else.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Mapping
+from typing import Any, Protocol
+
+import aiohttp
+import orjson
+
+from . import sse
+from .config import UpstreamConfig
+from .errors import (
+    ProxyError,
+    UpstreamError,
+    UpstreamStatusError,
+    UpstreamTimeoutError,
+)
+
+Chunk = dict[str, Any]
+_MAX_BODY = 64 * 1024 * 1024
+
+
+class Upstream(Protocol):
+    """A model server speaking (or adapted to) OpenAI Chat Completions."""
+
+    name: str
+
+    def complete(
+        self, body: dict[str, Any], *, headers: Mapping[str, str] | None = None
+    ) -> contextlib.AbstractAsyncContextManager[AsyncIterator[Chunk]]:
+        """Open one completion; iterate the context's value for its chunks."""
+        ...
+
+    async def list_models(self) -> list[str]:
+        """The model ids this upstream serves."""
+        ...
+
+    async def aclose(self) -> None:
+        """Release connections."""
+        ...
+
+
+class HTTPUpstream:
+    """An OpenAI-compatible server (vLLM, SGLang, Ollama, llama.cpp, OpenAI) over pooled HTTP."""
+
+    def __init__(self, config: UpstreamConfig) -> None:
+        self.name = config.name
+        self._config = config
+        self._url = f"{config.base_url}/chat/completions"
+        self._session: aiohttp.ClientSession | None = None
+
+    def _client(self) -> aiohttp.ClientSession:
+        # Created lazily so it binds to the serving event loop.
+        if self._session is None:
+            connector = aiohttp.TCPConnector(
+                limit=self._config.max_connections, ttl_dns_cache=300, enable_cleanup_closed=True
+            )
+            self._session = aiohttp.ClientSession(
+                connector=connector,
+                timeout=aiohttp.ClientTimeout(
+                    total=self._config.timeout_s,
+                    sock_connect=self._config.connect_timeout_s,
+                    sock_read=self._config.idle_timeout_s,
+                ),
+                json_serialize=lambda obj: orjson.dumps(obj).decode(),
+                auto_decompress=True,
+            )
+        return self._session
+
+    def _headers(self, incoming: Mapping[str, str] | None) -> dict[str, str]:
+        headers = {"Content-Type": "application/json"}
+        if self._config.api_key:
+            headers["Authorization"] = f"Bearer {self._config.api_key}"
+        elif incoming and incoming.get("authorization"):
+            headers["Authorization"] = incoming["authorization"]
+        return headers
+
+    @contextlib.asynccontextmanager
+    async def complete(
+        self, body: dict[str, Any], *, headers: Mapping[str, str] | None = None
+    ) -> AsyncIterator[AsyncIterator[Chunk]]:
+        """POST the body and yield an iterator of its chunks.
+
+        Raises:
+            UpstreamError: connection failed, bad status or unusable body (502).
+            UpstreamTimeoutError: a connect, first-byte, idle or total deadline passed (504).
+            UpstreamStatusError: the upstream rejected the request with a 4xx.
+        """
+        session = self._client()
+        try:
+            async with asyncio.timeout(self._config.first_byte_timeout_s):
+                response = await session.post(
+                    self._url, data=orjson.dumps(body), headers=self._headers(headers)
+                )
+        except TimeoutError as exc:
+            raise UpstreamTimeoutError(f"upstream {self.name!r} did not answer in time") from exc
+        except aiohttp.ClientError as exc:
+            raise UpstreamError(f"upstream {self.name!r} is unreachable: {_reason(exc)}") from exc
+        try:
+            if response.status >= 400:
+                await _raise_for_status(self.name, response)
+            if body.get("stream"):
+                yield _mapped(self.name, _stream_chunks(response))
+            else:
+                yield _mapped(self.name, _whole_answer(response))
+        finally:
+            response.close()
+
+    async def list_models(self) -> list[str]:
+        """Ask the server's `/models`; an unreachable server lists nothing.
+
+        Raises:
+            UpstreamError: the server answered something that is not a model list.
+        """
+        try:
+            async with asyncio.timeout(self._config.connect_timeout_s):
+                async with self._client().get(
+                    f"{self._config.base_url}/models", headers=self._headers(None)
+                ) as response:
+                    if response.status >= 400:
+                        return []
+                    payload = orjson.loads(await response.read())
+        except (aiohttp.ClientError, TimeoutError, orjson.JSONDecodeError):
+            return []
+        data = payload.get("data") if isinstance(payload, dict) else None
+        if not isinstance(data, list):
+            raise UpstreamError(f"upstream {self.name!r} returned an invalid model list")
+        return [m["id"] for m in data if isinstance(m, dict) and isinstance(m.get("id"), str)]
+
+    async def aclose(self) -> None:
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
+
+
+async def _mapped(name: str, chunks: AsyncIterator[Chunk]) -> AsyncIterator[Chunk]:
+    """Re-raise the HTTP client's errors during the body as proxy errors."""
+    try:
+        async for chunk in chunks:
+            yield chunk
+    except ProxyError:
+        raise
+    except TimeoutError as exc:
+        raise UpstreamTimeoutError(f"upstream {name!r} stalled") from exc
+    except (aiohttp.ClientError, sse.SSEDecodeError, UnicodeDecodeError) as exc:
+        raise UpstreamError(f"upstream {name!r} broke off: {_reason(exc)}") from exc
+
+
+async def _stream_chunks(response: aiohttp.ClientResponse) -> AsyncIterator[Chunk]:
+    async for data in sse.decode(response.content.iter_any()):
+        if data == "[DONE]":
+            return
+        try:
+            chunk = orjson.loads(data)
+        except orjson.JSONDecodeError as exc:
+            raise UpstreamError("upstream sent an event that is not JSON") from exc
+        if not isinstance(chunk, dict):
+            raise UpstreamError("upstream sent an event that is not an object")
+        if "error" in chunk and "choices" not in chunk:
+            raise UpstreamError(f"upstream error mid-stream: {_error_message(chunk)}")
+        yield chunk
+
+
+async def _whole_answer(response: aiohttp.ClientResponse) -> AsyncIterator[Chunk]:
+    raw = await response.content.read(_MAX_BODY + 1)
+    if len(raw) > _MAX_BODY:
+        raise UpstreamError("upstream answer is too large")
+    try:
+        payload = orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        raise UpstreamError("upstream answer is not JSON") from exc
+    yield as_chunk(payload)
+
+
+def as_chunk(payload: Any) -> Chunk:
+    """Turn an unstreamed `chat.completion` into one equivalent chunk.
+
+    Raises:
+        UpstreamError: the payload has no usable first choice.
+    """
+    choices = payload.get("choices") if isinstance(payload, dict) else None
+    if not choices or not isinstance(choices[0], dict):
+        raise UpstreamError("upstream answer has no choices")
+    choice = choices[0]
+    message = choice.get("message")
+    if not isinstance(message, dict):
+        raise UpstreamError("upstream answer has no message")
+    return {
+        "id": payload.get("id"),
+        "model": payload.get("model"),
+        "choices": [{"index": 0, "delta": message, "finish_reason": choice.get("finish_reason")}],
+        "usage": payload.get("usage"),
+    }
+
+
+async def _raise_for_status(name: str, response: aiohttp.ClientResponse) -> None:
+    raw = await response.content.read(64 * 1024)
+    try:
+        message = _error_message(orjson.loads(raw))
+    except orjson.JSONDecodeError:
+        message = raw.decode("utf-8", "replace").strip()[:500] or response.reason or ""
+    status = response.status
+    if status in (401, 403):
+        raise UpstreamError(f"upstream {name!r} refused the proxy's credentials ({status})")
+    if status == 429:
+        retry = response.headers.get("Retry-After")
+        raise UpstreamStatusError(
+            message or "upstream rate limit",
+            status=429,
+            code="rate_limit_exceeded",
+            headers={"Retry-After": retry} if retry else None,
+        )
+    if 400 <= status < 500:
+        raise UpstreamStatusError(message or f"upstream rejected the request ({status})", status=status)
+    raise UpstreamError(f"upstream {name!r} failed ({status}): {message}")
+
+
+def _error_message(payload: Any) -> str:
+    if isinstance(payload, dict):
+        error = payload.get("error", payload)
+        if isinstance(error, dict):
+            return str(error.get("message") or error.get("detail") or "")[:2000]
+        if isinstance(error, str):
+            return error[:2000]
+        detail = payload.get("detail")
+        if detail:
+            return str(detail)[:2000]
+    return ""
+
+
+def _reason(exc: BaseException) -> str:
+    return str(exc) or type(exc).__name__

@@ -1,0 +1,39 @@
+"""Toolwire's tool registry: the Tool model, the registry, tool sources and execution."""
+
+from __future__ import annotations
+
+from registry.backends import ExecutionBackend, InlineBackend, ThreadBackend
+from registry.calls import ErrorKind, ToolCall, ToolResult
+from registry.errors import (
+    InvalidArgumentsError,
+    RegistryError,
+    SourceLoadError,
+    ToolNotFoundError,
+)
+from registry.executor import Executor
+from registry.python_source import PythonSourceConfig, ToolOverride, load_python_source
+from registry.registry import ChangeCallback, ToolRegistry
+from registry.tags import Tag
+from registry.tool import Tool, ToolMetadata
+
+__all__ = [
+    "ChangeCallback",
+    "ErrorKind",
+    "ExecutionBackend",
+    "Executor",
+    "InlineBackend",
+    "InvalidArgumentsError",
+    "PythonSourceConfig",
+    "RegistryError",
+    "SourceLoadError",
+    "Tag",
+    "ThreadBackend",
+    "Tool",
+    "ToolCall",
+    "ToolMetadata",
+    "ToolNotFoundError",
+    "ToolOverride",
+    "ToolRegistry",
+    "ToolResult",
+    "load_python_source",
+]

@@ -1,0 +1,312 @@
+"""The tool registry: registered tools, their wire names, wire schemas and enabled state."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any, overload
+
+import orjson
+
+from registry.errors import RegistryError, ToolNotFoundError
+from registry.tool import Tool, ToolMetadata
+from registry.wire_names import WireNames
+
+__all__ = ["ChangeCallback", "ToolRegistry"]
+
+ChangeCallback = Callable[["ToolRegistry"], None]
+_METADATA_FIELDS = frozenset(f.name for f in dataclasses.fields(ToolMetadata))
+
+
+@dataclass(frozen=True, slots=True)
+class _Entry:
+    tool: Tool
+    wire_name: str
+    schema: dict[str, Any]
+    schema_bytes: bytes
+    disabled_reason: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class _Filter:
+    tags: frozenset[str] | None
+    exclude_tags: frozenset[str]
+    namespaces: frozenset[str | None] | None
+    names: frozenset[str] | None
+    include_disabled: bool
+
+    def matches(self, entry: _Entry) -> bool:
+        tool = entry.tool
+        tags = tool.metadata.tags
+        return (
+            (self.include_disabled or entry.disabled_reason is None)
+            and (self.tags is None or not self.tags.isdisjoint(tags))
+            and self.exclude_tags.isdisjoint(tags)
+            and (self.namespaces is None or tool.namespace in self.namespaces)
+            and (
+                self.names is None
+                or tool.qualified_name in self.names
+                or entry.wire_name in self.names
+            )
+        )
+
+
+class ToolRegistry:
+    """Holds tools by qualified name, in registration order.
+
+    Meant to be changed from one thread (the event loop's); every change bumps `version`
+    and then calls the `on_change` callbacks.
+    """
+
+    def __init__(self) -> None:
+        self._entries: dict[str, _Entry] = {}
+        self._wire_names = WireNames()
+        self._callbacks: list[ChangeCallback] = []
+        self._version = 0
+
+    @overload
+    def register(
+        self,
+        fn_or_tool: Tool | Callable[..., Any],
+        *,
+        namespace: str | None = None,
+        name: str | None = None,
+        **metadata_kwargs: Any,
+    ) -> Tool: ...
+
+    @overload
+    def register(
+        self,
+        fn_or_tool: None = None,
+        *,
+        namespace: str | None = None,
+        name: str | None = None,
+        **metadata_kwargs: Any,
+    ) -> Callable[[Tool | Callable[..., Any]], Tool]: ...
+
+    def register(
+        self,
+        fn_or_tool: Tool | Callable[..., Any] | None = None,
+        *,
+        namespace: str | None = None,
+        name: str | None = None,
+        **metadata_kwargs: Any,
+    ) -> Tool | Callable[[Tool | Callable[..., Any]], Tool]:
+        """Register a tool or a function (also usable as `@register` or `@register(...)`).
+
+        `metadata_kwargs` are `ToolMetadata` fields, plus `description` to replace the
+        tool's description. As a decorator it returns the `Tool`, not the function.
+
+        Raises:
+            RegistryError: the qualified name is taken, a keyword names no metadata field, or
+                the function cannot be described as a tool.
+        """
+        if fn_or_tool is None:
+
+            def decorate(target: Tool | Callable[..., Any]) -> Tool:
+                return self.register(target, namespace=namespace, name=name, **metadata_kwargs)
+
+            return decorate
+        tool = _build_tool(fn_or_tool, namespace, name, dict(metadata_kwargs))
+        qualified = tool.qualified_name
+        if qualified in self._entries:
+            raise RegistryError(f"a tool named {qualified!r} is already registered")
+        wire = self._wire_names.add(qualified)
+        schema = {
+            "type": "function",
+            "function": {
+                "name": wire,
+                "description": tool.description,
+                "parameters": tool.parameters,
+            },
+        }
+        self._entries[qualified] = _Entry(tool, wire, schema, orjson.dumps(schema))
+        self._changed()
+        return tool
+
+    def unregister(self, qualified_name: str) -> None:
+        """Remove a tool and free its wire name.
+
+        Raises:
+            ToolNotFoundError: no such tool.
+        """
+        self._entry(qualified_name)
+        del self._entries[qualified_name]
+        self._wire_names.remove(qualified_name)
+        self._changed()
+
+    def enable(self, qualified_name: str) -> None:
+        """Enable a disabled tool; enabling an enabled tool changes nothing.
+
+        Raises:
+            ToolNotFoundError: no such tool.
+        """
+        self._set_disabled_reason(qualified_name, None)
+
+    def disable(self, qualified_name: str, reason: str) -> None:
+        """Disable a tool: it stays registered but is not listed or resolved by default.
+
+        Raises:
+            ToolNotFoundError: no such tool.
+        """
+        self._set_disabled_reason(qualified_name, reason or "disabled")
+
+    def is_enabled(self, qualified_name: str) -> bool:
+        """Whether the tool is enabled.
+
+        Raises:
+            ToolNotFoundError: no such tool.
+        """
+        return self._entry(qualified_name).disabled_reason is None
+
+    def disabled_reason(self, qualified_name: str) -> str | None:
+        """Why the tool is disabled, or None when it is enabled.
+
+        Raises:
+            ToolNotFoundError: no such tool.
+        """
+        return self._entry(qualified_name).disabled_reason
+
+    def get_tool(self, qualified_name: str) -> Tool:
+        """The tool registered under `qualified_name`, enabled or not.
+
+        Raises:
+            ToolNotFoundError: no such tool.
+        """
+        return self._entry(qualified_name).tool
+
+    def list_tools(
+        self,
+        *,
+        tags: Iterable[str] | None = None,
+        exclude_tags: Iterable[str] | None = None,
+        namespaces: Iterable[str | None] | None = None,
+        names: Iterable[str] | None = None,
+        include_disabled: bool = False,
+    ) -> list[Tool]:
+        """Tools in registration order, filtered; None means no filter for that argument.
+
+        A tool is kept when it has ANY of `tags`, NONE of `exclude_tags`, a namespace in
+        `namespaces`, and a qualified or wire name in `names`. An empty collection keeps
+        nothing (except `exclude_tags`, which then excludes nothing).
+        """
+        selection = _Filter(
+            tags=None if tags is None else frozenset(str(t) for t in tags),
+            exclude_tags=frozenset(str(t) for t in exclude_tags or ()),
+            namespaces=None if namespaces is None else frozenset(namespaces),
+            names=None if names is None else frozenset(names),
+            include_disabled=include_disabled,
+        )
+        return [entry.tool for entry in self._entries.values() if selection.matches(entry)]
+
+    def wire_name(self, tool: Tool | str) -> str:
+        """The name the tool carries on the wire (`^[a-zA-Z0-9_-]{1,64}$`).
+
+        Raises:
+            ToolNotFoundError: the tool is not registered.
+        """
+        return self._entry(_qualified(tool)).wire_name
+
+    def resolve(self, name: str, *, include_disabled: bool = False) -> Tool | None:
+        """Map a wire name (or a qualified name) back to its tool by lookup.
+
+        Disabled tools resolve to None unless `include_disabled`, so they cannot be called.
+        """
+        qualified = self._wire_names.qualified_name(name) or name
+        entry = self._entries.get(qualified)
+        if entry is None or (entry.disabled_reason is not None and not include_disabled):
+            return None
+        return entry.tool
+
+    def openai_schema(self, tool: Tool | str) -> dict[str, Any]:
+        """The tool's OpenAI function schema, built once at registration.
+
+        The same dict is returned every time and shared by all callers: do not mutate it.
+
+        Raises:
+            ToolNotFoundError: the tool is not registered.
+        """
+        return self._entry(_qualified(tool)).schema
+
+    def openai_schema_bytes(self, tool: Tool | str) -> bytes:
+        """`openai_schema(tool)` serialized as JSON, built once at registration.
+
+        Raises:
+            ToolNotFoundError: the tool is not registered.
+        """
+        return self._entry(_qualified(tool)).schema_bytes
+
+    @property
+    def version(self) -> int:
+        """A counter that increases on every change to the registry."""
+        return self._version
+
+    def on_change(self, callback: ChangeCallback) -> Callable[[], None]:
+        """Call `callback(registry)` after every change; returns a function that unsubscribes.
+
+        A callback that raises propagates to whoever made the change (which is kept).
+        """
+        self._callbacks.append(callback)
+
+        def unsubscribe() -> None:
+            if callback in self._callbacks:
+                self._callbacks.remove(callback)
+
+        return unsubscribe
+
+    def __contains__(self, qualified_name: object) -> bool:
+        return qualified_name in self._entries
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def __iter__(self) -> Iterator[Tool]:
+        """All registered tools, enabled or not, in registration order."""
+        return iter([entry.tool for entry in self._entries.values()])
+
+    def _entry(self, qualified_name: str) -> _Entry:
+        try:
+            return self._entries[qualified_name]
+        except KeyError:
+            raise ToolNotFoundError(f"no tool named {qualified_name!r}") from None
+
+    def _set_disabled_reason(self, qualified_name: str, reason: str | None) -> None:
+        entry = self._entry(qualified_name)
+        if entry.disabled_reason == reason:
+            return
+        self._entries[qualified_name] = dataclasses.replace(entry, disabled_reason=reason)
+        self._changed()
+
+    def _changed(self) -> None:
+        self._version += 1
+        for callback in list(self._callbacks):
+            callback(self)
+
+
+def _qualified(tool: Tool | str) -> str:
+    return tool if isinstance(tool, str) else tool.qualified_name
+
+
+def _build_tool(
+    target: Tool | Callable[..., Any],
+    namespace: str | None,
+    name: str | None,
+    metadata_kwargs: dict[str, Any],
+) -> Tool:
+    description = metadata_kwargs.pop("description", None)
+    unknown = set(metadata_kwargs) - _METADATA_FIELDS
+    if unknown:
+        raise RegistryError(f"unknown tool metadata: {', '.join(sorted(unknown))}")
+    if not isinstance(target, Tool):
+        tool = Tool.from_function(target, name=name, namespace=namespace, description=description)
+        return tool.with_metadata(**metadata_kwargs) if metadata_kwargs else tool
+    tool = target
+    changes: dict[str, Any] = {
+        key: value
+        for key, value in (("namespace", namespace), ("name", name), ("description", description))
+        if value is not None
+    }
+    if changes:
+        tool = dataclasses.replace(tool, **changes)
+    return tool.with_metadata(**metadata_kwargs) if metadata_kwargs else tool

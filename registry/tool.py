@@ -1,0 +1,149 @@
+"""The Tool model: what a tool is, how it is described and how it is called."""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
+
+from pydantic import BaseModel
+
+from registry.arguments import bind_arguments, parse_arguments
+from registry.errors import RegistryError
+from registry.signatures import read_signature
+
+__all__ = ["Tool", "ToolMetadata"]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolMetadata:
+    """How a tool is governed and run: tags, limits, deferral, where it came from.
+
+    Raises:
+        RegistryError: a timeout or result size that is not positive.
+    """
+
+    tags: frozenset[str] = frozenset()
+    timeout_s: float | None = None
+    is_concurrency_safe: bool = True
+    defer: bool = False
+    search_hint: str | None = None
+    max_result_size: int | None = None
+    source: str = "python"
+    extra: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+
+    def __post_init__(self) -> None:
+        if isinstance(self.tags, str):
+            raise RegistryError(f"tags must be a collection of strings, not {self.tags!r}")
+        # str() turns Tag members into plain strings so tags print and serialize as values.
+        object.__setattr__(self, "tags", frozenset(str(tag) for tag in self.tags))
+        if self.timeout_s is not None and self.timeout_s <= 0:
+            raise RegistryError(f"timeout_s must be positive, got {self.timeout_s}")
+        if self.max_result_size is not None and self.max_result_size <= 0:
+            raise RegistryError(f"max_result_size must be positive, got {self.max_result_size}")
+
+
+@dataclass(frozen=True, slots=True)
+class Tool:
+    """A callable tool: its name, description, JSON schema and implementation.
+
+    Raises:
+        RegistryError: an empty name or namespace, or parameters that are not an object schema.
+    """
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+    fn: Callable[..., Any] | None = None
+    is_async: bool = False
+    namespace: str | None = None
+    metadata: ToolMetadata = field(default_factory=ToolMetadata)
+    arguments_model: type[BaseModel] | None = None
+
+    def __post_init__(self) -> None:
+        if not self.name:
+            raise RegistryError("a tool needs a non-empty name")
+        if self.namespace == "":
+            raise RegistryError(f"tool {self.name!r}: namespace must be None or non-empty")
+        if self.parameters.get("type", "object") != "object":
+            raise RegistryError(f"tool {self.name!r}: parameters must be an object schema")
+
+    @property
+    def qualified_name(self) -> str:
+        """`namespace.name`, or `name` when the tool has no namespace."""
+        return f"{self.namespace}.{self.name}" if self.namespace else self.name
+
+    def with_metadata(self, **changes: Any) -> Tool:
+        """Return a copy whose metadata has `changes` applied.
+
+        Raises:
+            TypeError: a change names no metadata field.
+            RegistryError: a changed value is invalid.
+        """
+        return dataclasses.replace(self, metadata=dataclasses.replace(self.metadata, **changes))
+
+    def validate_arguments(self, raw: str | Mapping[str, Any]) -> dict[str, Any]:
+        """Parse and validate a call's raw arguments into the keyword arguments for `fn`.
+
+        Raises:
+            InvalidArgumentsError: the arguments are not JSON, not an object, or do not match.
+        """
+        return bind_arguments(self.arguments_model, parse_arguments(raw))
+
+    @classmethod
+    def from_function(
+        cls,
+        fn: Callable[..., Any],
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        namespace: str | None = None,
+        tags: Iterable[str] = (),
+        timeout_s: float | None = None,
+        is_concurrency_safe: bool = True,
+        defer: bool = False,
+        search_hint: str | None = None,
+        max_result_size: int | None = None,
+        source: str = "python",
+    ) -> Tool:
+        """Describe a Python function as a tool from its signature, type hints and docstring.
+
+        Raises:
+            RegistryError: the function cannot be described (see `read_signature`) or a
+                metadata value is invalid.
+        """
+        tool_name = name or getattr(fn, "__name__", None)
+        if not tool_name:
+            raise RegistryError(f"{fn!r} has no __name__; pass name=")
+        if isinstance(tags, str):
+            raise RegistryError(f"tool {tool_name!r}: tags must be a collection, not {tags!r}")
+        signature = read_signature(fn, tool_name=tool_name)
+        metadata = ToolMetadata(
+            tags=frozenset(tags),
+            timeout_s=timeout_s,
+            is_concurrency_safe=is_concurrency_safe,
+            defer=defer,
+            search_hint=search_hint,
+            max_result_size=max_result_size,
+            source=source,
+        )
+        return cls(
+            name=tool_name,
+            description=signature.description if description is None else description,
+            parameters=signature.parameters,
+            fn=fn,
+            is_async=_is_async(fn),
+            namespace=namespace,
+            metadata=metadata,
+            arguments_model=signature.arguments_model,
+        )
+
+
+def _is_async(fn: Callable[..., Any]) -> bool:
+    if inspect.iscoroutinefunction(fn):
+        return True
+    # Callable objects with an `async def __call__`.
+    return inspect.iscoroutinefunction(getattr(fn, "__call__", None))  # noqa: B004
