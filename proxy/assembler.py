@@ -137,7 +137,7 @@ class Assembler:
         Raises:
             UpstreamError: a tool call came without a function name.
         """
-        calls = [self._calls[i].build() for i in sorted(self._calls)]
+        calls = _unique_ids([self._calls[i].build() for i in sorted(self._calls)])
         if any(not call.name for call in calls):
             raise UpstreamError("upstream sent a tool call without a function name")
         finish = self._finish or "stop"
@@ -154,6 +154,18 @@ def wire_call(call: ToolCall) -> dict[str, Any]:
     if not isinstance(arguments, str):
         arguments = orjson.dumps(arguments).decode()
     return {"id": call.id, "type": "function", "function": {"name": call.name, "arguments": arguments}}
+
+
+def _unique_ids(calls: list[ToolCall]) -> list[ToolCall]:
+    """Give a repeated call id a fresh one, so every call maps to exactly one result."""
+    seen: set[str] = set()
+    unique = []
+    for call in calls:
+        if call.id in seen:
+            call = ToolCall(id=f"call_{secrets.token_hex(12)}", name=call.name, arguments=call.arguments)
+        seen.add(call.id)
+        unique.append(call)
+    return unique
 
 
 def _usage(raw: dict[str, Any]) -> Usage:

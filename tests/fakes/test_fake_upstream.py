@@ -326,6 +326,18 @@ async def test_stream_then_hang_sends_content_then_stalls(
     assert await up.wait_closed(timeout=2)
 
 
+async def test_sdk_closing_a_stream_marks_closed(up: FakeUpstream, client: AsyncOpenAI) -> None:
+    up.script(Reply.stream_then_hang("partial answer"))
+    stream = await client.chat.completions.create(model="m1", messages=[], stream=True)
+    first = await anext(aiter(stream))
+    assert first.choices[0].delta.role == "assistant"
+    await stream.close()
+    closed_by_client = time.monotonic()
+    assert await up.wait_closed(timeout=2)
+    assert up.closed_at is not None
+    assert up.closed_at - closed_by_client < 0.1
+
+
 async def test_drop_closes_stream_without_done(
     up: FakeUpstream, session: aiohttp.ClientSession
 ) -> None:
@@ -375,6 +387,19 @@ async def test_stop_releases_hanging_requests(session: aiohttp.ClientSession) ->
     response = await request
     assert response.status == 503
     response.release()
+
+
+async def test_stop_ends_a_stalled_stream(session: aiohttp.ClientSession) -> None:
+    up = FakeUpstream(Reply.stream_then_hang("so far"))
+    await up.start()
+    url = f"{up.base_url}/chat/completions"
+    async with session.post(url, json=_body(stream=True)) as response:
+        await response.content.readuntil(b"\n\n")
+        async with asyncio.timeout(2):
+            await up.stop()
+            rest = await response.read()
+    assert b'"far"' in rest
+    assert not up.closed.is_set()
 
 
 def test_serve_in_thread_for_sync_clients() -> None:

@@ -279,7 +279,8 @@ class _Responder:
         if reply.kind == "error":
             return _error_response(reply.status, reply.content or "", reply.error_type)
         if reply.kind == "hang" or (reply.kind == "stream_then_hang" and not self.stream):
-            return await self._hang()
+            await self._until_stopped()
+            return _error_response(503, "fake upstream is shutting down", "server_error")
         if reply.kind == "drop" and not self.stream:
             return await self._drop()
         if reply.kind == "garbage" and not self.stream:
@@ -293,7 +294,7 @@ class _Responder:
         elif reply.kind == "stream_then_hang":
             for delta in _role_and_content(reply.content or ""):
                 await response.write(self._chunk(delta))
-            return await self._hang()
+            await self._until_stopped()
         elif reply.kind == "drop":
             chunks = itertools.islice(_role_and_content(reply.content or ""), reply.after_chunks)
             for delta in chunks:
@@ -315,10 +316,10 @@ class _Responder:
             await response.write(b"data: " + orjson.dumps(usage_chunk) + b"\n\n")
         await response.write(_DONE)
 
-    async def _hang(self) -> web.StreamResponse:
+    async def _until_stopped(self) -> None:
+        """Stall until the client goes away (this task is cancelled) or the fake stops."""
         if self.stopping is not None:
             await self.stopping.wait()
-        return _error_response(503, "fake upstream is shutting down", "server_error")
 
     async def _drop(self) -> web.StreamResponse:
         self.dropped = True

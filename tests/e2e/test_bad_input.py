@@ -1,0 +1,151 @@
+"""Bad client input and failing upstreams get OpenAI-shaped errors, never a 500."""
+
+from __future__ import annotations
+
+import aiohttp
+import openai
+import pytest
+
+from tests.e2e.answers import ask
+from tests.e2e.tools import registry_with
+from tests.fakes.upstream import FakeUpstream, Reply
+
+USER = [{"role": "user", "content": "hi"}]
+
+
+async def _post(url: str, data: bytes, headers: dict[str, str] | None = None) -> tuple[int, dict]:
+    async with aiohttp.ClientSession() as session:
+        async with session.post(
+            f"{url}/chat/completions",
+            data=data,
+            headers={"content-type": "application/json", **(headers or {})},
+        ) as response:
+            return response.status, await response.json()
+
+
+@pytest.mark.parametrize(
+    ("body", "param"),
+    [
+        (b"{not json", None),
+        (b"[1, 2]", None),
+        (b'{"messages": [{"role": "user", "content": "x"}]}', "model"),
+        (b'{"model": 5, "messages": [{"role": "user", "content": "x"}]}', "model"),
+        (b'{"model": "m"}', "messages"),
+        (b'{"model": "m", "messages": []}', "messages"),
+        (b'{"model": "m", "messages": [{"role": "wizard"}]}', "messages[0]"),
+        (b'{"model": "m", "messages": [{"role": "user"}], "stream": "yes"}', "stream"),
+        (b'{"model": "m", "messages": [{"role": "user"}], "tools": {"a": 1}}', "tools"),
+        (b'{"model": "m", "messages": [{"role": "user"}], "tools": [{"type": "function"}]}', "tools[0]"),
+        (b'{"model": "m", "messages": [{"role": "user"}], "toolwire": {"bogus": 1}}', "toolwire.bogus"),
+        (b'{"model": "m", "messages": [{"role": "user", "content": NaN}]}', None),
+    ],
+)
+async def test_malformed_requests_are_400(make_proxy, upstream: FakeUpstream, body: bytes, param) -> None:
+    async with make_proxy(registry_with()) as proxy:
+        status, payload = await _post(proxy.base_url, body)
+    assert status == 400
+    assert payload["error"]["type"] == "invalid_request_error"
+    assert payload["error"]["param"] == param
+    assert payload["error"]["message"]
+    assert upstream.requests == []
+
+
+async def test_oversized_body_is_413(make_proxy, upstream: FakeUpstream) -> None:
+    big = b'{"model": "m", "messages": [{"role": "user", "content": "' + b"x" * 5000 + b'"}]}'
+    async with make_proxy(registry_with(), server={"max_body_bytes": 4096}) as proxy:
+        status, payload = await _post(proxy.base_url, big)
+    assert status == 413
+    assert payload["error"]["code"] == "request_too_large"
+
+
+async def test_unknown_model_is_404(make_proxy, upstream: FakeUpstream) -> None:
+    async with make_proxy(registry_with(), upstream={"models": ["fake-*"]}) as proxy:
+        with pytest.raises(openai.NotFoundError) as caught:
+            await ask(proxy.client, stream=False, model="gpt-unknown", messages=USER)
+    assert caught.value.code == "model_not_found"
+
+
+async def test_unknown_route_is_openai_shaped(make_proxy, upstream: FakeUpstream) -> None:
+    async with make_proxy() as proxy:
+        async with aiohttp.ClientSession() as session:
+            async with session.get(f"{proxy.base_url}/nothing-here") as response:
+                assert response.status == 404
+                assert "error" in await response.json()
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])
+async def test_upstream_4xx_passes_through(make_proxy, upstream: FakeUpstream, stream: bool) -> None:
+    upstream.script(Reply.error(400, "This model's maximum context length is 8192 tokens"))
+    async with make_proxy(registry_with()) as proxy:
+        with pytest.raises(openai.BadRequestError) as caught:
+            await ask(proxy.client, stream=stream, messages=USER)
+    assert "maximum context length" in caught.value.message
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])
+async def test_upstream_500_is_502(make_proxy, upstream: FakeUpstream, stream: bool) -> None:
+    upstream.script(Reply.error(500, "CUDA out of memory", type="server_error"))
+    async with make_proxy(registry_with()) as proxy:
+        with pytest.raises(openai.APIStatusError) as caught:
+            await ask(proxy.client, stream=stream, messages=USER)
+    assert caught.value.status_code == 502
+    assert "CUDA out of memory" in caught.value.message
+
+
+async def test_unreachable_upstream_is_502(make_proxy, upstream: FakeUpstream) -> None:
+    async with make_proxy(upstream={"base_url": "http://127.0.0.1:9/v1"}) as proxy:
+        with pytest.raises(openai.APIStatusError) as caught:
+            await ask(proxy.client, stream=False, messages=USER)
+    assert caught.value.status_code == 502
+    assert "unreachable" in caught.value.message
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])
+async def test_silent_upstream_is_504(make_proxy, upstream: FakeUpstream, stream: bool) -> None:
+    upstream.script(Reply.hang())
+    async with make_proxy(upstream={"first_byte_timeout_s": 0.3}) as proxy:
+        with pytest.raises(openai.APIStatusError) as caught:
+            await ask(proxy.client, stream=stream, messages=USER)
+    assert caught.value.status_code == 504
+    assert await upstream.wait_closed(5)
+
+
+async def test_upstream_stalling_mid_stream_ends_with_error_chunk(
+    make_proxy, upstream: FakeUpstream
+) -> None:
+    upstream.script(Reply.stream_then_hang("partial answer"))
+    async with make_proxy(upstream={"idle_timeout_s": 0.3}) as proxy:
+        stream = await proxy.client.chat.completions.create(model="m", messages=USER, stream=True)
+        seen = []
+        with pytest.raises(openai.APIError) as caught:
+            async for chunk in stream:
+                seen.append(chunk)
+    assert "stalled" in str(caught.value)
+    assert "".join(c.choices[0].delta.content or "" for c in seen if c.choices) == "partial answer"
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])
+async def test_upstream_garbage_is_502(make_proxy, upstream: FakeUpstream, stream: bool) -> None:
+    upstream.script(Reply.garbage())
+    async with make_proxy() as proxy:
+        with pytest.raises(openai.APIError):
+            await ask(proxy.client, stream=stream, messages=USER)
+
+
+async def test_upstream_drop_mid_stream_is_error_chunk(make_proxy, upstream: FakeUpstream) -> None:
+    upstream.script(Reply.drop(after_chunks=3))
+    async with make_proxy() as proxy:
+        stream = await proxy.client.chat.completions.create(model="m", messages=USER, stream=True)
+        with pytest.raises(openai.APIError):
+            async for _ in stream:
+                pass
+
+
+async def test_vendor_fields_stay_home(make_proxy, upstream: FakeUpstream) -> None:
+    upstream.script(Reply.text("ok"))
+    messages = [{"role": "user", "content": "hi", "toolwire": {"stopped_by": "x"}}]
+    async with make_proxy(registry_with()) as proxy:
+        await ask(proxy.client, stream=False, messages=messages, extra_body={"toolwire": {}})
+    sent = upstream.requests[0]
+    assert "toolwire" not in sent
+    assert all("toolwire" not in m for m in sent["messages"])

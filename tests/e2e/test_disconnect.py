@@ -1,0 +1,59 @@
+"""A client that goes away cancels the upstream request and the running tools."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import aiohttp
+import orjson
+import pytest
+
+from tests.e2e.tools import Probe, registry_with
+from tests.fakes.upstream import FakeUpstream, Reply
+
+USER = [{"role": "user", "content": "work on it"}]
+
+
+async def _abandon(url: str, stream: bool, ready: asyncio.Event) -> None:
+    body = orjson.dumps({"model": "m", "messages": USER, "stream": stream})
+    async with aiohttp.ClientSession() as session:
+        request = session.post(f"{url}/chat/completions", data=body,
+                               headers={"content-type": "application/json"})
+        task = asyncio.ensure_future(request)
+        await ready.wait()
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])
+async def test_disconnect_during_tool_cancels_it(
+    make_proxy, upstream: FakeUpstream, stream: bool
+) -> None:
+    probe = Probe()
+    upstream.script(Reply.tool_calls([("t_slow", {"task": "x"})]), Reply.text("never"))
+    async with make_proxy(registry_with(probe)) as proxy:
+        await _abandon(proxy.base_url, stream, probe.started)
+        left = time.monotonic()
+        async with asyncio.timeout(5):
+            await probe.cancelled.wait()
+        assert probe.cancelled_at is not None
+        # Generous bound: loaded CI machines; the benchmark reports the real figure.
+        assert probe.cancelled_at - left < 1.0
+    assert len(upstream.requests) == 1
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])
+async def test_disconnect_while_upstream_thinks_closes_upstream(
+    make_proxy, upstream: FakeUpstream, stream: bool
+) -> None:
+    started = asyncio.Event()
+
+    def arrived(body: dict) -> Reply:
+        started.set()
+        return Reply.hang()
+
+    upstream.script(Reply.func(arrived))
+    async with make_proxy(registry_with()) as proxy:
+        await _abandon(proxy.base_url, stream, started)
+        assert await upstream.wait_closed(5)
