@@ -5,6 +5,7 @@ from __future__ import annotations
 from fnmatch import fnmatchcase
 
 from pydantic import BaseModel, ConfigDict, Field
+
 from registry import Tool
 
 from .decisions import ALLOW, Action, Decision

@@ -7,13 +7,14 @@ import logging
 from collections.abc import AsyncIterator
 from typing import Any
 
-from policies import RulePolicy
-from registry import Executor, ToolRegistry, load_python_source
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
+
+from policies import RulePolicy
+from registry import Executor, ToolRegistry, load_python_source
 
 from .config import Settings
 from .continuations import MemoryTurnStore

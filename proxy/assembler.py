@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
+
 from registry import ToolCall
 
 from .errors import UpstreamError
@@ -84,7 +85,9 @@ class _PartialCall:
             arguments = self.whole
         else:
             arguments = "".join(self.fragments)
-        return ToolCall(id=self.id or f"call_{secrets.token_hex(12)}", name=self.name, arguments=arguments)
+        return ToolCall(
+            id=self.id or f"call_{secrets.token_hex(12)}", name=self.name, arguments=arguments
+        )
 
 
 class Assembler:
@@ -153,7 +156,11 @@ def wire_call(call: ToolCall) -> dict[str, Any]:
     arguments = call.arguments
     if not isinstance(arguments, str):
         arguments = orjson.dumps(arguments).decode()
-    return {"id": call.id, "type": "function", "function": {"name": call.name, "arguments": arguments}}
+    return {
+        "id": call.id,
+        "type": "function",
+        "function": {"name": call.name, "arguments": arguments},
+    }
 
 
 def _unique_ids(calls: list[ToolCall]) -> list[ToolCall]:
@@ -162,7 +169,9 @@ def _unique_ids(calls: list[ToolCall]) -> list[ToolCall]:
     unique = []
     for call in calls:
         if call.id in seen:
-            call = ToolCall(id=f"call_{secrets.token_hex(12)}", name=call.name, arguments=call.arguments)
+            call = ToolCall(
+                id=f"call_{secrets.token_hex(12)}", name=call.name, arguments=call.arguments
+            )
         seen.add(call.id)
         unique.append(call)
     return unique

@@ -5,11 +5,14 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import orjson
+
 from policies import Action, RulePolicy
 from registry import Executor, RegistryError, ToolCall, ToolRegistry
 
@@ -69,6 +72,7 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
     logging.basicConfig(level=args.log_level.upper(), format="%(levelname)s %(name)s: %(message)s")
     if args.workers > 1:
         # Each worker process builds its own app from the same file.
+        os.environ["TOOLWIRE_CONFIG"] = str(Path(args.config).resolve())
         uvicorn.run(
             "proxy.cli:app_from_env",
             factory=True,
@@ -83,14 +87,14 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
         return 0
     registry = build_registry(settings)
     app = create_app(settings, registry=registry)
-    uvicorn.run(app, host=host, port=port, http="httptools", loop="uvloop", log_level=args.log_level)
+    uvicorn.run(
+        app, host=host, port=port, http="httptools", loop="uvloop", log_level=args.log_level
+    )
     return 0
 
 
 def app_from_env() -> object:
     """The app for worker processes: the config path comes from TOOLWIRE_CONFIG."""
-    import os
-
     settings = load_settings(os.environ.get("TOOLWIRE_CONFIG", "proxy.yaml"))
     return create_app(settings)
 
@@ -98,7 +102,7 @@ def app_from_env() -> object:
 def _tools(args: argparse.Namespace, settings: Settings) -> int:
     registry = build_registry(settings)
     tools = registry.list_tools(tags=set(args.tag) or None, include_disabled=True)
-    rows = [
+    rows: list[dict[str, Any]] = [
         {
             "name": tool.qualified_name,
             "wire_name": registry.wire_name(tool),
@@ -113,7 +117,9 @@ def _tools(args: argparse.Namespace, settings: Settings) -> int:
         print(orjson.dumps(rows, option=orjson.OPT_INDENT_2).decode())
         return 0
     for row in rows:
-        flags = ("" if row["enabled"] else " [disabled]") + (" [deferred]" if row["deferred"] else "")
+        flags = ("" if row["enabled"] else " [disabled]") + (
+            " [deferred]" if row["deferred"] else ""
+        )
         tags = ",".join(row["tags"]) or "-"
         print(f"{row['name']:<32} {row['source']:<28} {tags}{flags}")
     return 0

@@ -8,8 +8,9 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from policies import LoopLimits, PolicyConfig
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from policies import LoopLimits, PolicyConfig
 from registry import PythonSourceConfig
 
 _ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")

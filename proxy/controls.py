@@ -9,8 +9,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from policies import ToolFilter
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from policies import ToolFilter
 
 from .errors import BadRequestError
 

@@ -78,7 +78,7 @@ class UpstreamError(ProxyError):
 
     status = 502
     type = "api_error"
-    code = "upstream_error"
+    code: str | None = "upstream_error"
 
 
 class UpstreamStatusError(UpstreamError):

@@ -257,11 +257,12 @@ def _relax_tool_choice(body: dict[str, Any]) -> dict[str, Any]:
 
 
 def _without_tools(body: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in body.items() if k not in ("tools", "tool_choice", "parallel_tool_calls")}
+    return {
+        k: v for k, v in body.items() if k not in ("tools", "tool_choice", "parallel_tool_calls")
+    }
 
 
 def _strip_vendor_fields(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [
         {k: v for k, v in m.items() if k != "toolwire"} if "toolwire" in m else m for m in messages
     ]
-

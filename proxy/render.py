@@ -33,8 +33,12 @@ class StreamRenderer:
         self._tool_events = tool_events
         # Every chunk shares this prefix; building it once keeps per-chunk work small.
         head = orjson.dumps(
-            {"id": meta.id, "object": "chat.completion.chunk", "created": meta.created,
-             "model": meta.model}
+            {
+                "id": meta.id,
+                "object": "chat.completion.chunk",
+                "created": meta.created,
+                "model": meta.model,
+            }
         )
         self._prefix = b"data: " + head[:-1] + b',"choices":[{"index":0,"delta":'
 
@@ -81,21 +85,29 @@ class StreamRenderer:
         if isinstance(event, ToolsStarted):
             info: dict[str, Any] = {"tool_calls": [wire_call(c) for c in event.calls]}
         else:
-            info = {"tool_results": [
-                {"tool_call_id": r.call_id, "content": r.content, "is_error": r.is_error}
-                for r in event.results
-            ]}
+            info = {
+                "tool_results": [
+                    {"tool_call_id": r.call_id, "content": r.content, "is_error": r.is_error}
+                    for r in event.results
+                ]
+            }
         return [self._choice({"toolwire": info})]
 
     def _choice(self, delta: dict[str, Any], finish_reason: str | None = None) -> bytes:
-        tail = b'null}]}\n\n' if finish_reason is None else orjson.dumps(finish_reason) + b"}]}\n\n"
+        tail = b"null}]}\n\n" if finish_reason is None else orjson.dumps(finish_reason) + b"}]}\n\n"
         return self._prefix + orjson.dumps(delta) + b',"finish_reason":' + tail
 
     def _usage(self, usage: Usage) -> bytes:
         meta = self._meta
         return sse.encode(
-            {"id": meta.id, "object": "chat.completion.chunk", "created": meta.created,
-             "model": meta.model, "choices": [], "usage": usage.as_dict()}
+            {
+                "id": meta.id,
+                "object": "chat.completion.chunk",
+                "created": meta.created,
+                "model": meta.model,
+                "choices": [],
+                "usage": usage.as_dict(),
+            }
         )
 
 
@@ -139,7 +151,13 @@ class JsonRenderer:
             "object": "chat.completion",
             "created": meta.created,
             "model": meta.model,
-            "choices": [{"index": 0, "message": message, "finish_reason": done.finish_reason,
-                         "logprobs": None}],
+            "choices": [
+                {
+                    "index": 0,
+                    "message": message,
+                    "finish_reason": done.finish_reason,
+                    "logprobs": None,
+                }
+            ],
             "usage": done.usage.as_dict(),
         }

@@ -20,7 +20,10 @@ async def send_json(
 ) -> None:
     """Send a whole JSON response."""
     body = orjson.dumps(payload)
-    raw_headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+    raw_headers = [
+        (b"content-type", b"application/json"),
+        (b"content-length", str(len(body)).encode()),
+    ]
     raw_headers += [(k.lower().encode(), v.encode()) for k, v in (headers or {}).items()]
     await send({"type": "http.response.start", "status": status, "headers": raw_headers})
     await send({"type": "http.response.body", "body": body})

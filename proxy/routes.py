@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import orjson
+
 from registry import ToolRegistry
 
 from .controls import parse_controls
@@ -85,7 +86,9 @@ class ChatCompletions:
             raise BadRequestError("n > 1 is not supported with proxy tools", param="n")
         stream = body.get("stream") is True
         options = body.get("stream_options") or {}
-        include_usage = stream and isinstance(options, dict) and options.get("include_usage") is True
+        include_usage = (
+            stream and isinstance(options, dict) and options.get("include_usage") is True
+        )
         turn = Turn(body, upstream, toolset, client_tools, controls, headers)
         return turn, stream, include_usage
 

@@ -32,7 +32,9 @@ def comment(text: str = "keep-alive") -> bytes:
     return b": " + text.encode() + b"\n\n"
 
 
-async def decode(chunks: AsyncIterator[bytes], *, max_line: int = 8 * 1024 * 1024) -> AsyncIterator[str]:
+async def decode(
+    chunks: AsyncIterator[bytes], *, max_line: int = 8 * 1024 * 1024
+) -> AsyncIterator[str]:
     """Yield the data of each event of a byte stream (multi-line data joined by newlines).
 
     Handles events split anywhere across reads (UTF-8 included), CRLF line ends, comments,

@@ -219,7 +219,9 @@ async def _raise_for_status(name: str, response: aiohttp.ClientResponse) -> None
             headers={"Retry-After": retry} if retry else None,
         )
     if 400 <= status < 500:
-        raise UpstreamStatusError(message or f"upstream rejected the request ({status})", status=status)
+        raise UpstreamStatusError(
+            message or f"upstream rejected the request ({status})", status=status
+        )
     raise UpstreamError(f"upstream {name!r} failed ({status}): {message}")
 
 

@@ -13,10 +13,12 @@ from typing import Any
 import pytest
 import uvicorn
 from openai import AsyncOpenAI
+
 from proxy import create_app, parse_settings
 from registry import ToolRegistry
-
 from tests.fakes.upstream import FakeUpstream
+
+REPO = Path(__file__).resolve().parents[1]
 
 
 @dataclass
@@ -45,7 +47,7 @@ async def serve_proxy(
     config: dict[str, Any], registry: ToolRegistry | None = None
 ) -> AsyncIterator[Proxy]:
     """Run the real app under uvicorn on an ephemeral loopback port."""
-    settings = parse_settings(config, base_dir=Path(__file__).resolve().parents[1], environ={})
+    settings = parse_settings(config, base_dir=REPO, environ={})
     registry = registry if registry is not None else ToolRegistry()
     app = create_app(settings, registry=registry)
     port = _free_port()

@@ -32,7 +32,9 @@ async def ask(client: AsyncOpenAI, *, stream: bool, **kwargs: Any) -> Outcome:
             choice.message.content or "",
             choice.finish_reason,
             calls,
-            response.usage.model_dump(include={"prompt_tokens", "completion_tokens", "total_tokens"})
+            response.usage.model_dump(
+                include={"prompt_tokens", "completion_tokens", "total_tokens"}
+            )
             if response.usage
             else None,
             extra.get("toolwire"),
@@ -50,7 +52,9 @@ def fold_chunks(chunks: list[Any]) -> Outcome:
     assert len({c.id for c in chunks}) == 1, "chunks carry several ids"
     roles = [c for c in chunks if c.choices and c.choices[0].delta.role]
     assert len(roles) == 1, "expected exactly one role chunk"
-    finishes = [c.choices[0].finish_reason for c in chunks if c.choices and c.choices[0].finish_reason]
+    finishes = [
+        c.choices[0].finish_reason for c in chunks if c.choices and c.choices[0].finish_reason
+    ]
     assert len(finishes) <= 1, f"several finish_reasons: {finishes}"
     content = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
     calls: dict[int, dict[str, Any]] = {}
@@ -60,7 +64,9 @@ def fold_chunks(chunks: list[Any]) -> Outcome:
             continue
         delta = c.choices[0].delta
         for tc in delta.tool_calls or []:
-            slot = calls.setdefault(tc.index, {"id": None, "function": {"name": "", "arguments": ""}})
+            slot = calls.setdefault(
+                tc.index, {"id": None, "function": {"name": "", "arguments": ""}}
+            )
             slot["id"] = tc.id or slot["id"]
             slot["function"]["name"] += tc.function.name or ""
             slot["function"]["arguments"] += tc.function.arguments or ""
@@ -70,7 +76,9 @@ def fold_chunks(chunks: list[Any]) -> Outcome:
     usage_chunks = [c for c in chunks if c.usage]
     assert len(usage_chunks) <= 1
     usage = (
-        usage_chunks[0].usage.model_dump(include={"prompt_tokens", "completion_tokens", "total_tokens"})
+        usage_chunks[0].usage.model_dump(
+            include={"prompt_tokens", "completion_tokens", "total_tokens"}
+        )
         if usage_chunks
         else None
     )

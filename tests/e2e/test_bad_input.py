@@ -14,13 +14,15 @@ USER = [{"role": "user", "content": "hi"}]
 
 
 async def _post(url: str, data: bytes, headers: dict[str, str] | None = None) -> tuple[int, dict]:
-    async with aiohttp.ClientSession() as session:
-        async with session.post(
+    async with (
+        aiohttp.ClientSession() as session,
+        session.post(
             f"{url}/chat/completions",
             data=data,
             headers={"content-type": "application/json", **(headers or {})},
-        ) as response:
-            return response.status, await response.json()
+        ) as response,
+    ):
+        return response.status, await response.json()
 
 
 @pytest.mark.parametrize(
@@ -35,12 +37,20 @@ async def _post(url: str, data: bytes, headers: dict[str, str] | None = None) ->
         (b'{"model": "m", "messages": [{"role": "wizard"}]}', "messages[0]"),
         (b'{"model": "m", "messages": [{"role": "user"}], "stream": "yes"}', "stream"),
         (b'{"model": "m", "messages": [{"role": "user"}], "tools": {"a": 1}}', "tools"),
-        (b'{"model": "m", "messages": [{"role": "user"}], "tools": [{"type": "function"}]}', "tools[0]"),
-        (b'{"model": "m", "messages": [{"role": "user"}], "toolwire": {"bogus": 1}}', "toolwire.bogus"),
+        (
+            b'{"model": "m", "messages": [{"role": "user"}], "tools": [{"type": "function"}]}',
+            "tools[0]",
+        ),
+        (
+            b'{"model": "m", "messages": [{"role": "user"}], "toolwire": {"bogus": 1}}',
+            "toolwire.bogus",
+        ),
         (b'{"model": "m", "messages": [{"role": "user", "content": NaN}]}', None),
     ],
 )
-async def test_malformed_requests_are_400(make_proxy, upstream: FakeUpstream, body: bytes, param) -> None:
+async def test_malformed_requests_are_400(
+    make_proxy, upstream: FakeUpstream, body: bytes, param
+) -> None:
     async with make_proxy(registry_with()) as proxy:
         status, payload = await _post(proxy.base_url, body)
     assert status == 400
@@ -66,15 +76,19 @@ async def test_unknown_model_is_404(make_proxy, upstream: FakeUpstream) -> None:
 
 
 async def test_unknown_route_is_openai_shaped(make_proxy, upstream: FakeUpstream) -> None:
-    async with make_proxy() as proxy:
-        async with aiohttp.ClientSession() as session:
-            async with session.get(f"{proxy.base_url}/nothing-here") as response:
-                assert response.status == 404
-                assert "error" in await response.json()
+    async with (
+        make_proxy() as proxy,
+        aiohttp.ClientSession() as session,
+        session.get(f"{proxy.base_url}/nothing-here") as response,
+    ):
+        assert response.status == 404
+        assert "error" in await response.json()
 
 
 @pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])
-async def test_upstream_4xx_passes_through(make_proxy, upstream: FakeUpstream, stream: bool) -> None:
+async def test_upstream_4xx_passes_through(
+    make_proxy, upstream: FakeUpstream, stream: bool
+) -> None:
     upstream.script(Reply.error(400, "This model's maximum context length is 8192 tokens"))
     async with make_proxy(registry_with()) as proxy:
         with pytest.raises(openai.BadRequestError) as caught:

@@ -23,7 +23,9 @@ LOOKUP = {
 USER = [{"role": "user", "content": "Where is order 7, and the weather in Rome?"}]
 
 
-async def test_client_tool_call_is_returned(make_proxy, upstream: FakeUpstream, stream: bool) -> None:
+async def test_client_tool_call_is_returned(
+    make_proxy, upstream: FakeUpstream, stream: bool
+) -> None:
     upstream.script(Reply.tool_calls([("lookup_order", {"order_id": "7"})]))
     async with make_proxy(registry_with()) as proxy:
         out = await ask(proxy.client, stream=stream, messages=USER, tools=[LOOKUP])
@@ -53,9 +55,13 @@ async def test_mixed_turn_runs_own_returns_client_and_resumes(
         call = first.tool_calls[0]
         history = [
             *USER,
-            {"role": "assistant", "content": first.content or None, "tool_calls": [
-                {"id": call["id"], "type": "function", "function": call["function"]}
-            ]},
+            {
+                "role": "assistant",
+                "content": first.content or None,
+                "tool_calls": [
+                    {"id": call["id"], "type": "function", "function": call["function"]}
+                ],
+            },
             {"role": "tool", "tool_call_id": call["id"], "content": "ships today"},
         ]
         second = await ask(proxy.client, stream=stream, messages=history, tools=[LOOKUP])
@@ -90,7 +96,10 @@ async def test_auto_execute_false_returns_registry_calls(
     upstream.script(Reply.tool_calls([("t_add", {"a": 1, "b": 2})]))
     async with make_proxy(registry_with()) as proxy:
         out = await ask(
-            proxy.client, stream=stream, messages=USER, extra_body={"toolwire": {"auto_execute": False}}
+            proxy.client,
+            stream=stream,
+            messages=USER,
+            extra_body={"toolwire": {"auto_execute": False}},
         )
     assert out.finish_reason == "tool_calls"
     assert out.tool_calls[0]["function"]["name"] == "t_add"

@@ -29,16 +29,21 @@ async def test_filters_narrow_injected_tools(
     make_proxy, upstream: FakeUpstream, extra_body: dict, headers: dict, expected: set
 ) -> None:
     async with make_proxy(registry_with()) as proxy:
-        await ask(proxy.client, stream=False, messages=USER, extra_body=extra_body,
-                  extra_headers=headers)
+        await ask(
+            proxy.client, stream=False, messages=USER, extra_body=extra_body, extra_headers=headers
+        )
     assert set(tool_names(upstream.requests[0])) == expected
 
 
 async def test_hidden_tool_is_not_callable(make_proxy, upstream: FakeUpstream) -> None:
     upstream.script(Reply.tool_calls([("t_explode", {"reason": "x"})]), Reply.text("ok"))
     async with make_proxy(registry_with()) as proxy:
-        await ask(proxy.client, stream=False, messages=USER,
-                  extra_body={"toolwire": {"tags": ["read_only"]}})
+        await ask(
+            proxy.client,
+            stream=False,
+            messages=USER,
+            extra_body={"toolwire": {"tags": ["read_only"]}},
+        )
     (result,) = tool_messages(upstream.requests[1])
     assert result["content"].startswith("Error (unknown_tool)")
 

@@ -18,8 +18,9 @@ USER = [{"role": "user", "content": "work on it"}]
 async def _abandon(url: str, stream: bool, ready: asyncio.Event) -> None:
     body = orjson.dumps({"model": "m", "messages": USER, "stream": stream})
     async with aiohttp.ClientSession() as session:
-        request = session.post(f"{url}/chat/completions", data=body,
-                               headers={"content-type": "application/json"})
+        request = session.post(
+            f"{url}/chat/completions", data=body, headers={"content-type": "application/json"}
+        )
         task = asyncio.ensure_future(request)
         await ready.wait()
         task.cancel()

@@ -42,7 +42,10 @@ async def test_request_may_lower_max_iterations(
     upstream.default = _keep_calling([])
     async with make_proxy(registry_with(), loop={"max_iterations": 5}) as proxy:
         out = await ask(
-            proxy.client, stream=stream, messages=USER, extra_body={"toolwire": {"max_iterations": 1}}
+            proxy.client,
+            stream=stream,
+            messages=USER,
+            extra_body={"toolwire": {"max_iterations": 1}},
         )
     assert out.toolwire == {"stopped_by": "max_iterations"}
     assert len(upstream.requests) == 2
@@ -64,7 +67,9 @@ async def test_max_tool_calls_answers_every_call(
     assert all(c.startswith("Error (limit)") for c in contents[3:]) and len(contents) == 5
 
 
-async def test_identical_calls_stop_the_loop(make_proxy, upstream: FakeUpstream, stream: bool) -> None:
+async def test_identical_calls_stop_the_loop(
+    make_proxy, upstream: FakeUpstream, stream: bool
+) -> None:
     def same(body: dict) -> Reply:
         if not body.get("tools"):
             return Reply.text("giving up")

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 
 import pytest
 
 from tests.e2e.answers import ask, tool_messages, tool_names
-from tests.e2e.tools import Probe, registry_with
+from tests.e2e.tools import registry_with
 from tests.fakes.upstream import FakeUpstream, Reply
 
 pytestmark = pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])
@@ -33,7 +32,11 @@ async def test_one_call_then_answer(make_proxy, upstream: FakeUpstream, stream: 
     assert assistant["tool_calls"][0]["function"]["name"] == "t_get_weather"
     (result,) = tool_messages(second)
     assert result["tool_call_id"] == assistant["tool_calls"][0]["id"]
-    assert json.loads(result["content"]) == {"city": "Paris", "temperature_c": 21, "conditions": "sunny"}
+    assert json.loads(result["content"]) == {
+        "city": "Paris",
+        "temperature_c": 21,
+        "conditions": "sunny",
+    }
 
 
 @pytest.mark.parametrize("style", ["vllm", "interleaved", "ollama"])
@@ -43,7 +46,9 @@ async def test_parallel_calls_each_style(
 ) -> None:
     upstream.script(
         Reply.tool_calls(
-            [("t_get_weather", {"city": "Paris"}), ("t_add", {"a": 2, "b": 40})], style=style, ids=ids
+            [("t_get_weather", {"city": "Paris"}), ("t_add", {"a": 2, "b": 40})],
+            style=style,
+            ids=ids,
         ),
         Reply.text("done"),
     )
@@ -68,9 +73,13 @@ async def test_several_rounds(make_proxy, upstream: FakeUpstream, stream: bool) 
         Reply.text("finished"),
     )
     async with make_proxy(registry_with()) as proxy:
-        out = await ask(
-            proxy.client, stream=stream, messages=USER, stream_options={"include_usage": True}
-        ) if stream else await ask(proxy.client, stream=stream, messages=USER)
+        out = (
+            await ask(
+                proxy.client, stream=stream, messages=USER, stream_options={"include_usage": True}
+            )
+            if stream
+            else await ask(proxy.client, stream=stream, messages=USER)
+        )
     assert out.content == "finished"
     assert len(upstream.requests) == 4
     assert [m["content"] for m in tool_messages(upstream.requests[3])][:2] == ["3", "7"]
