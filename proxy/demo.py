@@ -74,7 +74,7 @@ _PLACE_SEPARATOR = re.compile(r",|\band\b|&", re.IGNORECASE)
 # A place stops at the first word that belongs to the sentence rather than to the name.
 _PLACE_END = re.compile(
     r"\b(?:weather|temperature|forecast|time|what|how|is|it|in|at|for|today|tomorrow|now|"
-    r"right|please|currently|also|then|calculate|compute|convert)\b|'s\b",
+    r"right|please|currently|also|then|calculate|compute|convert|the|a|an)\b|'s\b",
     re.IGNORECASE,
 )
 _MATH_ASK = re.compile(

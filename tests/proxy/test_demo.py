@@ -117,6 +117,15 @@ async def test_several_asks_become_parallel_calls_in_prompt_order() -> None:
     assert len({c["id"] for c in delta["tool_calls"]}) == 3
 
 
+async def test_articles_are_not_places() -> None:
+    # Regression: "and the time in Tokyo" once made "The" a city.
+    delta, _ = await _message(_ask("What's the weather in Paris and the time in Tokyo?"))
+    assert _calls(delta) == [
+        ("demo_get_weather", {"city": "Paris"}),
+        ("demo_get_current_time", {"timezone": "Asia/Tokyo"}),
+    ]
+
+
 async def test_uses_the_exact_wire_name_offered() -> None:
     tools = _tools("get_weather", prefix="") + _tools("get_weather", prefix="weather-ns__")
     tools += [{"type": "function", "function": {"name": "lookup", "parameters": {}}}]
