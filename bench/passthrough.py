@@ -1,0 +1,148 @@
+"""A minimal pass-through proxy: the floor any Python proxy on Toolwire's stack can reach.
+
+Same stack as `toolwire serve`: a raw ASGI app under uvicorn (`http="httptools"`,
+`loop="uvloop"`, one worker), and the same upstream client: one aiohttp `ClientSession` with
+`TCPConnector(limit=1000, ttl_dns_cache=300, enable_cleanup_closed=True)`, the same
+`ClientTimeout`, orjson. Per request it reads the body, parses it with orjson (any real proxy
+looks at `model`/`stream`), forwards the original bytes to the upstream and relays the answer:
+an SSE response chunk by chunk as the upstream's reads arrive, anything else as one body.
+There is no tool injection, no re-serialisation, no SSE decoding and no re-rendering; the
+difference between this and Toolwire is what Toolwire's own work costs.
+
+    python bench/passthrough.py --port 8100 --upstream http://127.0.0.1:8001/v1
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import aiohttp
+import orjson
+import uvicorn
+
+Scope = dict[str, Any]
+Message = dict[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+
+_JSON = [(b"content-type", b"application/json")]
+
+
+class PassThrough:
+    """`POST /v1/chat/completions` and `GET /v1/models`, relayed to one upstream."""
+
+    def __init__(self, upstream: str) -> None:
+        self._base = upstream.rstrip("/")
+        self._chat_url = f"{self._base}/chat/completions"
+        self._session: aiohttp.ClientSession | None = None
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            await self._lifespan(receive, send)
+            return
+        if scope["type"] != "http":
+            return
+        path, method = scope["path"], scope["method"]
+        if path == "/v1/chat/completions" and method == "POST":
+            await self._chat(receive, send)
+        elif path == "/v1/models" and method == "GET":
+            await self._relay("GET", f"{self._base}/models", None, send)
+        else:
+            await _send_whole(send, 404, b'{"error":{"message":"not found"}}', _JSON)
+
+    async def _lifespan(self, receive: Receive, send: Send) -> None:
+        while True:
+            message = await receive()
+            if message["type"] == "lifespan.startup":
+                connector = aiohttp.TCPConnector(
+                    limit=1000, ttl_dns_cache=300, enable_cleanup_closed=True
+                )
+                self._session = aiohttp.ClientSession(
+                    connector=connector,
+                    timeout=aiohttp.ClientTimeout(total=600, sock_connect=10, sock_read=120),
+                    json_serialize=lambda obj: orjson.dumps(obj).decode(),
+                )
+                await send({"type": "lifespan.startup.complete"})
+            elif message["type"] == "lifespan.shutdown":
+                if self._session is not None:
+                    await self._session.close()
+                await send({"type": "lifespan.shutdown.complete"})
+                return
+
+    async def _chat(self, receive: Receive, send: Send) -> None:
+        parts: list[bytes] = []
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                return
+            parts.append(message.get("body", b""))
+            if not message.get("more_body"):
+                break
+        raw = b"".join(parts)
+        try:
+            body = orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            await _send_whole(send, 400, b'{"error":{"message":"invalid JSON"}}', _JSON)
+            return
+        if not isinstance(body, dict) or not isinstance(body.get("model"), str):
+            await _send_whole(send, 400, b'{"error":{"message":"model required"}}', _JSON)
+            return
+        await self._relay("POST", self._chat_url, raw, send)
+
+    async def _relay(self, method: str, url: str, data: bytes | None, send: Send) -> None:
+        assert self._session is not None
+        headers = {"Content-Type": "application/json"} if data is not None else None
+        try:
+            async with self._session.request(method, url, data=data, headers=headers) as resp:
+                content_type = resp.headers.get("Content-Type", "application/json")
+                if not content_type.startswith("text/event-stream"):
+                    payload = await resp.read()
+                    await _send_whole(
+                        send, resp.status, payload, [(b"content-type", content_type.encode())]
+                    )
+                    return
+                await send(
+                    {
+                        "type": "http.response.start",
+                        "status": resp.status,
+                        "headers": [
+                            (b"content-type", content_type.encode()),
+                            (b"cache-control", b"no-cache"),
+                        ],
+                    }
+                )
+                async for chunk in resp.content.iter_any():
+                    await send({"type": "http.response.body", "body": chunk, "more_body": True})
+                await send({"type": "http.response.body", "body": b"", "more_body": False})
+        except aiohttp.ClientError as exc:
+            error = orjson.dumps({"error": {"message": f"upstream failed: {exc}"}})
+            await _send_whole(send, 502, error, _JSON)
+
+
+async def _send_whole(send: Send, status: int, body: bytes, headers: list[Any]) -> None:
+    headers = [*headers, (b"content-length", str(len(body)).encode())]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description="Minimal pass-through proxy (benchmark floor).")
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--upstream", required=True, help="base URL, e.g. http://h:p/v1")
+    parser.add_argument("--log-level", default="warning")
+    args = parser.parse_args()
+    uvicorn.run(
+        PassThrough(args.upstream),
+        host=args.host,
+        port=args.port,
+        http="httptools",
+        loop="uvloop",
+        log_level=args.log_level,
+    )
+
+
+if __name__ == "__main__":
+    main()
