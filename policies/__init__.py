@@ -6,6 +6,7 @@ from .decisions import ALLOW, Action, Decision
 from .errors import PolicyError
 from .filters import NO_FILTER, ToolFilter
 from .guards import LoopGuard, LoopLimits
+from .policy import Policy
 from .rules import PolicyConfig, Rule, RuleMatch, RulePolicy
 
 __all__ = [
@@ -15,6 +16,7 @@ __all__ = [
     "Decision",
     "LoopGuard",
     "LoopLimits",
+    "Policy",
     "PolicyConfig",
     "PolicyError",
     "Rule",

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from policies import RulePolicy, ToolFilter
+from policies import Policy, ToolFilter
 from registry import Tool, ToolRegistry
 
 from .errors import BadRequestError
@@ -29,7 +29,7 @@ class Catalog:
     """Selects and caches visible toolsets."""
 
     def __init__(
-        self, registry: ToolRegistry, policy: RulePolicy, *, cache_size: int = 256
+        self, registry: ToolRegistry, policy: Policy, *, cache_size: int = 256
     ) -> None:
         self._registry = registry
         self._policy = policy

@@ -11,7 +11,7 @@ from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from policies import Action, LoopGuard, LoopLimits, RulePolicy
+from policies import Action, LoopGuard, LoopLimits, Policy
 from registry import Executor, Tool, ToolCall, ToolResult
 
 from .assembler import Answer, Assembler, Usage, wire_call
@@ -53,7 +53,7 @@ class ToolLoop:
         self,
         *,
         executor: Executor,
-        policy: RulePolicy,
+        policy: Policy,
         limits: LoopLimits,
         turns: TurnStore,
     ) -> None:
