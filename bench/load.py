@@ -144,7 +144,6 @@ def _percentile(values: list[float], q: float) -> float:
 async def latency(client: Client, args: argparse.Namespace) -> dict[str, Any]:
     for _ in range(args.warmup_requests):
         await client.one()
-    client.errors = Errors()
     gc.collect()
     gc.freeze()
     ttfb: list[float] = []
@@ -175,8 +174,6 @@ async def throughput(client: Client, args: argparse.Namespace) -> dict[str, Any]
     marks: dict[str, tuple[float, float, dict[int, float | None]]] = {}
 
     def mark(name: str) -> None:
-        if name == "start":
-            client.errors = Errors()
         cpu = {pid: _cpu_seconds(pid) for pid in args.watch_pid}
         marks[name] = (time.perf_counter(), time.process_time(), cpu)
 

@@ -62,7 +62,8 @@ class UpstreamConfig(BaseModel):
 class ExecutionConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    mode: Literal["inline", "thread"] = "thread"
+    mode: Literal["thread"] = "thread"
+    """Sync tools run in a thread pool, async tools on the event loop."""
     timeout_s: float = Field(default=30.0, gt=0)
     """Default per-call timeout."""
     max_workers: int = Field(default=16, ge=1, le=512)
