@@ -194,7 +194,9 @@ async def throughput(client: Client, args: argparse.Namespace) -> dict[str, Any]
     watched = {}
     for pid in args.watch_pid:
         before, after = p0.get(pid), p1.get(pid)
-        watched[str(pid)] = None if before is None or after is None else 100 * (after - before) / wall
+        watched[str(pid)] = (
+            None if before is None or after is None else 100 * (after - before) / wall
+        )
     return {
         "mode": "throughput",
         "concurrency": args.concurrency,

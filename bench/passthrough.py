@@ -46,7 +46,7 @@ class PassThrough:
             return
         path, method = scope["path"], scope["method"]
         if path == "/v1/chat/completions" and method == "POST":
-            await self._chat(receive, send)
+            await self._chat(scope, receive, send)
         elif path == "/v1/models" and method == "GET":
             await self._relay("GET", f"{self._base}/models", None, send)
         else:
@@ -71,7 +71,7 @@ class PassThrough:
                 await send({"type": "lifespan.shutdown.complete"})
                 return
 
-    async def _chat(self, receive: Receive, send: Send) -> None:
+    async def _chat(self, scope: Scope, receive: Receive, send: Send) -> None:
         parts: list[bytes] = []
         while True:
             message = await receive()
@@ -89,11 +89,22 @@ class PassThrough:
         if not isinstance(body, dict) or not isinstance(body.get("model"), str):
             await _send_whole(send, 400, b'{"error":{"message":"model required"}}', _JSON)
             return
-        await self._relay("POST", self._chat_url, raw, send)
+        headers = {"Content-Type": "application/json"}
+        for name, value in scope["headers"]:
+            if name == b"authorization":
+                headers["Authorization"] = value.decode("latin-1")
+        await self._relay("POST", self._chat_url, raw, send, headers)
 
-    async def _relay(self, method: str, url: str, data: bytes | None, send: Send) -> None:
+    async def _relay(
+        self,
+        method: str,
+        url: str,
+        data: bytes | None,
+        send: Send,
+        headers: dict[str, str] | None = None,
+    ) -> None:
         assert self._session is not None
-        headers = {"Content-Type": "application/json"} if data is not None else None
+        started = False
         try:
             async with self._session.request(method, url, data=data, headers=headers) as resp:
                 content_type = resp.headers.get("Content-Type", "application/json")
@@ -113,10 +124,14 @@ class PassThrough:
                         ],
                     }
                 )
+                started = True
                 async for chunk in resp.content.iter_any():
                     await send({"type": "http.response.body", "body": chunk, "more_body": True})
                 await send({"type": "http.response.body", "body": b"", "more_body": False})
         except aiohttp.ClientError as exc:
+            if started:
+                await send({"type": "http.response.body", "body": b"", "more_body": False})
+                return
             error = orjson.dumps({"error": {"message": f"upstream failed: {exc}"}})
             await _send_whole(send, 502, error, _JSON)
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .app import build_registry, create_app
+from .app import create_app, sources_for
 from .config import ConfigError, Settings, load_settings, parse_settings
 from .errors import ProxyError
 
@@ -10,8 +10,8 @@ __all__ = [
     "ConfigError",
     "ProxyError",
     "Settings",
-    "build_registry",
     "create_app",
     "load_settings",
     "parse_settings",
+    "sources_for",
 ]

@@ -14,7 +14,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from policies import RulePolicy
-from registry import Executor, ToolRegistry, load_python_source
+from registry import Executor, SourceSet, ToolRegistry
 
 from .config import Settings
 from .continuations import MemoryTurnStore
@@ -27,25 +27,35 @@ from .routes import ChatCompletions, Services
 log = logging.getLogger("toolwire")
 
 
-def build_registry(settings: Settings) -> ToolRegistry:
-    """A registry holding every configured tool source.
+def sources_for(settings: Settings) -> SourceSet:
+    """The tool sources of a configuration, not yet started.
 
     Raises:
-        SourceLoadError: a source cannot be loaded.
+        SourceLoadError: an entry has no source implementation.
     """
-    registry = ToolRegistry()
-    for source in settings.tools:
-        load_python_source(registry, source, base_dir=settings.base_dir)
-    return registry
+    return SourceSet.from_configs(settings.tools, base_dir=settings.base_dir)
 
 
-def create_app(settings: Settings, *, registry: ToolRegistry | None = None) -> Starlette:
-    """The proxy as an ASGI app; sources load and connections open in its lifespan."""
+def create_app(
+    settings: Settings,
+    *,
+    registry: ToolRegistry | None = None,
+    sources: SourceSet | None = None,
+) -> Starlette:
+    """The proxy as an ASGI app.
+
+    Given `sources` are taken as started (their tools in `registry`); otherwise the app
+    starts the configured sources in its lifespan and closes them at shutdown.
+    """
     chat = _LateBound()
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        tools = registry if registry is not None else build_registry(settings)
+        tools = registry if registry is not None else ToolRegistry()
+        owned = sources is None
+        source_set = sources_for(settings) if sources is None else sources
+        if owned:
+            await source_set.start(tools)
         executor = Executor(
             default_timeout_s=settings.execution.timeout_s,
             max_workers=settings.execution.max_workers,
@@ -54,6 +64,7 @@ def create_app(settings: Settings, *, registry: ToolRegistry | None = None) -> S
         upstreams = UpstreamRouter(settings.upstreams)
         services = Services(
             registry=tools,
+            sources=source_set,
             catalog=Catalog(tools, policy),
             loop=ToolLoop(
                 executor=executor, policy=policy, limits=settings.loop, turns=MemoryTurnStore()
@@ -70,6 +81,8 @@ def create_app(settings: Settings, *, registry: ToolRegistry | None = None) -> S
             chat.target = None
             await upstreams.aclose()
             executor.close()
+            if owned:
+                await source_set.aclose()
 
     return Starlette(
         routes=[
@@ -112,7 +125,16 @@ async def _readyz(request: Request) -> Response:
     services: Services | None = getattr(request.app.state, "services", None)
     if services is None:
         return JSONResponse({"status": "starting"}, status_code=503)
-    return JSONResponse({"status": "ready", "tools": len(services.registry)})
+    statuses = services.sources.statuses()
+    body = {
+        "status": "ready",
+        "tools": len(services.registry),
+        "sources": [
+            {"name": s.name, "reachable": s.reachable, "tools": s.tool_count, "error": s.error}
+            for s in statuses
+        ],
+    }
+    return JSONResponse(body)
 
 
 async def _http_error(request: Request, exc: Exception) -> Response:

@@ -4,26 +4,26 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import logging
 import os
 import sys
-from collections.abc import Sequence
-from pathlib import Path
+from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 import orjson
+import uvicorn
 
 from policies import Action, RulePolicy
-from registry import Executor, RegistryError, ToolCall, ToolRegistry
+from registry import Executor, RegistryError, SourceSet, ToolCall, ToolRegistry
 
-from .app import build_registry, create_app
+from .app import create_app, sources_for
 from .config import ConfigError, Settings, load_settings
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the console script; returns the exit status."""
-    parser = _parser()
-    args = parser.parse_args(argv)
+    args = _parser().parse_args(argv)
     try:
         settings = load_settings(args.config)
         return int(args.run(args, settings) or 0)
@@ -33,6 +33,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except RegistryError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
+    except KeyboardInterrupt:
+        return 130
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -65,14 +67,12 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _serve(args: argparse.Namespace, settings: Settings) -> int:
-    import uvicorn
-
     host = args.host or settings.server.host
     port = args.port if args.port is not None else settings.server.port
     logging.basicConfig(level=args.log_level.upper(), format="%(levelname)s %(name)s: %(message)s")
     if args.workers > 1:
-        # Each worker process builds its own app from the same file.
-        os.environ["TOOLWIRE_CONFIG"] = str(Path(args.config).resolve())
+        # Each worker process builds its own app (and starts its own sources) from the file.
+        os.environ["TOOLWIRE_CONFIG"] = os.path.abspath(args.config)
         uvicorn.run(
             "proxy.cli:app_from_env",
             factory=True,
@@ -82,82 +82,111 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
             http="httptools",
             loop="uvloop",
             log_level=args.log_level,
-            env_file=None,
         )
         return 0
-    registry = build_registry(settings)
-    app = create_app(settings, registry=registry)
-    uvicorn.run(
-        app, host=host, port=port, http="httptools", loop="uvloop", log_level=args.log_level
-    )
+    import uvloop
+
+    uvloop.run(_serve_one(settings, host, port, args.log_level))
     return 0
+
+
+async def _serve_one(settings: Settings, host: str, port: int, log_level: str) -> None:
+    # Sources start before the server binds, so a broken source is a clean error exit.
+    async with _started(settings) as (registry, sources):
+        app = create_app(settings, registry=registry, sources=sources)
+        config = uvicorn.Config(app, host=host, port=port, http="httptools", log_level=log_level)
+        await uvicorn.Server(config).serve()
 
 
 def app_from_env() -> object:
     """The app for worker processes: the config path comes from TOOLWIRE_CONFIG."""
-    settings = load_settings(os.environ.get("TOOLWIRE_CONFIG", "proxy.yaml"))
-    return create_app(settings)
+    return create_app(load_settings(os.environ.get("TOOLWIRE_CONFIG", "proxy.yaml")))
+
+
+@contextlib.asynccontextmanager
+async def _started(
+    settings: Settings, *, fail_fast: bool = True
+) -> AsyncIterator[tuple[ToolRegistry, SourceSet]]:
+    registry = ToolRegistry()
+    sources = sources_for(settings)
+    await sources.start(registry, fail_fast=fail_fast)
+    try:
+        yield registry, sources
+    finally:
+        await sources.aclose()
 
 
 def _tools(args: argparse.Namespace, settings: Settings) -> int:
-    registry = build_registry(settings)
-    tools = registry.list_tools(tags=set(args.tag) or None, include_disabled=True)
-    rows: list[dict[str, Any]] = [
-        {
-            "name": tool.qualified_name,
-            "wire_name": registry.wire_name(tool),
-            "source": tool.metadata.source,
-            "tags": sorted(tool.metadata.tags),
-            "enabled": registry.is_enabled(tool.qualified_name),
-            "deferred": tool.metadata.defer,
-        }
-        for tool in tools
-    ]
+    return asyncio.run(_list_tools(args, settings))
+
+
+async def _list_tools(args: argparse.Namespace, settings: Settings) -> int:
+    async with _started(settings) as (registry, _):
+        tools = registry.list_tools(tags=set(args.tag) or None, include_disabled=True)
+        rows: list[dict[str, Any]] = [
+            {
+                "name": tool.qualified_name,
+                "wire_name": registry.wire_name(tool),
+                "source": tool.metadata.source,
+                "tags": sorted(tool.metadata.tags),
+                "enabled": registry.is_enabled(tool.qualified_name),
+                "deferred": tool.metadata.defer,
+            }
+            for tool in tools
+        ]
     if args.json:
         print(orjson.dumps(rows, option=orjson.OPT_INDENT_2).decode())
         return 0
     for row in rows:
-        flags = ("" if row["enabled"] else " [disabled]") + (
-            " [deferred]" if row["deferred"] else ""
-        )
+        flags = "" if row["enabled"] else " [disabled]"
+        flags += " [deferred]" if row["deferred"] else ""
         tags = ",".join(row["tags"]) or "-"
         print(f"{row['name']:<32} {row['source']:<28} {tags}{flags}")
     return 0
 
 
 def _check(args: argparse.Namespace, settings: Settings) -> int:
-    registry = build_registry(settings)
-    problems = [
-        f"{tool.qualified_name}: parameters must be a JSON object schema"
-        for tool in registry.list_tools(include_disabled=True)
-        if tool.parameters.get("type") != "object"
-    ]
+    return asyncio.run(_check_sources(args, settings))
+
+
+async def _check_sources(args: argparse.Namespace, settings: Settings) -> int:
+    async with _started(settings, fail_fast=False) as (registry, sources):
+        statuses = sources.statuses()
+        problems = [
+            f"{tool.qualified_name}: parameters must be a JSON object schema"
+            for tool in registry.list_tools(include_disabled=True)
+            if tool.parameters.get("type") != "object"
+        ]
+    failed = False
+    for status in statuses:
+        if status.reachable:
+            print(f"ok    {status.name}: {status.tool_count} tools")
+        else:
+            failed = True
+            print(f"error {status.name}: {status.error}")
     for problem in problems:
-        print(f"error: {problem}", file=sys.stderr)
-    print(f"{Path(args.config)}: {len(registry)} tools from {len(settings.tools)} sources")
-    return 1 if problems else 0
+        print(f"error {problem}")
+    print(f"{args.config}: {len(registry)} tools from {len(statuses)} sources")
+    return 1 if failed or problems else 0
 
 
 def _call(args: argparse.Namespace, settings: Settings) -> int:
-    registry = build_registry(settings)
-    tool = registry.resolve(args.name)
-    if tool is None:
-        print(f"error: no tool named {args.name!r}", file=sys.stderr)
-        return 1
-    decision = RulePolicy(settings.policy).check(tool)
-    if decision.action is not Action.ALLOW:
-        print(f"error: {decision.action}: {decision.reason}", file=sys.stderr)
-        return 1
-    result = asyncio.run(_run_one(registry, settings, args.name, args.args))
+    return asyncio.run(_call_tool(args, settings))
+
+
+async def _call_tool(args: argparse.Namespace, settings: Settings) -> int:
+    async with _started(settings) as (registry, _):
+        tool = registry.resolve(args.name)
+        if tool is None:
+            print(f"error: no tool named {args.name!r}", file=sys.stderr)
+            return 1
+        decision = RulePolicy(settings.policy).check(tool)
+        if decision.action is not Action.ALLOW:
+            print(f"error: {decision.action}: {decision.reason}", file=sys.stderr)
+            return 1
+        with Executor(default_timeout_s=settings.execution.timeout_s) as executor:
+            result = await executor.execute(
+                tool, ToolCall(id="cli", name=args.name, arguments=args.args)
+            )
     print(result.content)
     return 1 if result.is_error else 0
-
-
-async def _run_one(registry: ToolRegistry, settings: Settings, name: str, arguments: str):  # type: ignore[no-untyped-def]
-    tool = registry.resolve(name)
-    assert tool is not None
-    executor = Executor(default_timeout_s=settings.execution.timeout_s)
-    try:
-        return await executor.execute(tool, ToolCall(id="cli", name=name, arguments=arguments))
-    finally:
-        executor.close()

@@ -28,9 +28,7 @@ class Toolset:
 class Catalog:
     """Selects and caches visible toolsets."""
 
-    def __init__(
-        self, registry: ToolRegistry, policy: Policy, *, cache_size: int = 256
-    ) -> None:
+    def __init__(self, registry: ToolRegistry, policy: Policy, *, cache_size: int = 256) -> None:
         self._registry = registry
         self._policy = policy
         self._cache: OrderedDict[tuple[int, ToolFilter], Toolset] = OrderedDict()

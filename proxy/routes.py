@@ -10,7 +10,7 @@ from typing import Any
 
 import orjson
 
-from registry import ToolRegistry
+from registry import SourceSet, ToolRegistry
 
 from .controls import parse_controls
 from .errors import BadRequestError, ClientDisconnectedError, ProxyError
@@ -40,6 +40,7 @@ class Services:
     """Everything a request needs, built once at start-up."""
 
     registry: ToolRegistry
+    sources: SourceSet
     catalog: Catalog
     loop: ToolLoop
     upstreams: UpstreamRouter

@@ -13,6 +13,7 @@ from registry.errors import (
 from registry.executor import Executor
 from registry.python_source import PythonSourceConfig, ToolOverride, load_python_source
 from registry.registry import ChangeCallback, ToolRegistry
+from registry.sources import PythonSource, SourceSet, SourceStatus, ToolSource, build_source
 from registry.tags import Tag
 from registry.tool import Tool, ToolMetadata
 
@@ -23,9 +24,12 @@ __all__ = [
     "Executor",
     "InlineBackend",
     "InvalidArgumentsError",
+    "PythonSource",
     "PythonSourceConfig",
     "RegistryError",
     "SourceLoadError",
+    "SourceSet",
+    "SourceStatus",
     "Tag",
     "ThreadBackend",
     "Tool",
@@ -35,5 +39,7 @@ __all__ = [
     "ToolOverride",
     "ToolRegistry",
     "ToolResult",
+    "ToolSource",
+    "build_source",
     "load_python_source",
 ]

@@ -1,0 +1,873 @@
+"""How much latency and throughput Toolwire costs on top of its upstream.
+
+    .venv/bin/python bench/overhead.py                  # table + PASS/MISS goal lines
+    .venv/bin/python bench/overhead.py --json out.json  # the same, and every number as JSON
+    .venv/bin/python bench/overhead.py --json           # JSON only, on stdout
+    .venv/bin/python bench/overhead.py --rounds 5 --duration 5 --with-no-tools
+
+What is measured
+----------------
+Three targets answer the same chat request (model + system and user messages, ~1 KB; the
+streamed variant adds `"stream": true`), each measured the same way in the same run:
+
+* direct        the fake upstream itself (`tests.fakes.upstream`, aiohttp + uvloop): the
+                floor, nothing in between.
+* pass-through  `bench/passthrough.py`, a minimal proxy on Toolwire's own stack (uvicorn with
+                httptools + uvloop, one worker; aiohttp ClientSession, TCPConnector(limit=1000),
+                orjson) that forwards the body bytes and relays the answer bytes. The floor
+                for *any* Python proxy on this stack.
+* toolwire      `toolwire serve` with a generated config: the fake as its upstream and the
+                example tools (examples/tools.py, namespace demo), so four tool schemas are
+                injected into every upstream request as in production. The fake answers text,
+                so no tool runs: this is the cost of the proxy path itself (parse, inject,
+                re-serialise, decode SSE, assemble, re-render). `--with-no-tools` adds a
+                `toolwire (no tools)` variant with an empty `tools:` list.
+
+For each of non-streamed and streamed (the fake sends the text in 20 content chunks):
+
+* c=1    `--requests` sequential requests on one keep-alive connection after
+         `--warmup-requests`; p50 and p99 of the whole response (for streams: until the last
+         byte) and, for streams, of the time to the first body byte (the first SSE event the
+         client can show). "+p50"/"+p99" is what the target adds to direct: the median over
+         rounds of (target - direct) in the same round.
+* c=64   closed loop, 64 connections, `--warmup` seconds not counted, then `--duration`
+         seconds counted: requests/s, and the server's CPU use in that window (utime+stime
+         from /proc, all threads; 100% = one core busy). Ratios: toolwire / pass-through (the
+         goal is >= 0.8x) and pass-through / direct.
+
+Every response is checked (status 200, assistant text equal to the fake's text, `[DONE]` at
+the end of a stream); a target with errors is marked `!` and its errors are printed.
+
+Method
+------
+* Every server is its own process on an ephemeral 127.0.0.1 port, polled on /v1/models until
+  ready, and killed (its whole process group) in a `finally`, also on Ctrl-C or SIGTERM.
+* The machine has 2 cores. With `os.sched_setaffinity` the server under test runs on CPU A
+  (the first allowed CPU) and everything else on CPU B: the upstream fake the proxies call,
+  the load generator, and this script (idle while a run goes). "direct" is measured against a
+  second fake instance pinned to CPU A, so the target under test always has a core of its
+  own and never competes with the load generator. Without affinity support nothing is pinned
+  and the output says so.
+* c=1 latency uses `bench/load.py` (Python, aiohttp, uvloop, its own process): its own
+  overhead is the same for every target and cancels out of the "+" columns.
+* c=64 throughput uses `wrk` (C, one thread, a generated Lua script that sets the POST body
+  and checks every response's status and text) when it is installed, else `bench/load.py`.
+  wrk is preferred because it is cheap: a Python load generator needs about as much CPU per
+  request as the fake upstream, and CPU B carries both, so with it CPU B tends to saturate
+  first and caps the measured req/s of fast targets (direct, pass-through) well below what
+  they can do, which makes every ratio look better than it is. The output reports the load
+  generator's CPU and CPU B's total (load generator + upstream fake) next to every c=64 number
+  and warns when CPU B, not the server, was the bottleneck. `--loadgen python` forces the
+  Python generator (`apt-get install -y wrk` to get wrk).
+* The run is repeated `--rounds` times (default 3); each round runs every mode and every target
+  with the target order rotated, and the table shows the median over rounds.
+* Servers log at `--log-level` (default warning, for every target alike). Note that
+  `toolwire serve`'s own default is info, which also writes a uvicorn access-log line per
+  request; that cost is not in these numbers.
+* The upstream is `bench/fake_upstream.py`: the test suite's `FakeUpstream` unchanged, except
+  that its per-request log is capped (the stock one keeps every request body, which at
+  10^5 requests makes its garbage collections, and so the upstream, slower as the run goes).
+
+Reading the numbers
+-------------------
+* "+p50" at c=1 is the latency Toolwire adds per request on an idle machine. Goal: <= 1 ms.
+* c=64 req/s with the server at ~100% CPU is its capacity on one core. "tw/pt" is Toolwire's
+  share of the best a Python proxy on this stack does; goal >= 0.8x. "pt/direct" shows what
+  a Python proxy hop costs at all (with one core for the proxy and one shared by the fake and
+  the load generator, so it is below 1 even for a zero-cost proxy).
+* A stream's "first byte" is how soon the client sees the first token; its whole-stream time
+  grows with the number of chunks the proxy decodes and re-renders.
+* Numbers on loopback are best cases: a real upstream takes 100s of ms per answer, so these
+  overheads matter for capacity (how many concurrent streams one process carries) much more
+  than for the latency a user notices.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import math
+import os
+import platform
+import resource
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+ROOT = Path(__file__).resolve().parent.parent
+BENCH = ROOT / "bench"
+TEXT = "The quick brown fox jumps over the lazy dog while the proxy keeps up."
+CHUNKS = 20
+MODES = ("json", "stream")
+MODE_TITLES = {"json": "Non-streamed", "stream": f"Streamed ({CHUNKS} chunks)"}
+
+SYSTEM_PROMPT = (
+    "You are Ada, the support assistant of Northwind Outfitters, an online shop for hiking "
+    "and camping gear. Answer in plain English, in at most three short paragraphs, and be "
+    "precise about prices, sizes and delivery times. If the customer asks about an order, "
+    "ask for the order number when it is missing and never invent tracking details. Prefer "
+    "recommending items that are in stock; mention the 30-day return policy when the customer "
+    "seems unsure about a size. Do not discuss competitors. If a question is outside the "
+    "shop's business, say so politely and offer to help with something related to the shop."
+)
+USER_PROMPT = (
+    "Hi! I'm planning a four-day hike in the Dolomites at the end of September with two "
+    "friends. We already have tents, but I'm not sure whether my old three-season sleeping "
+    "bag (comfort rating 5 C) is warm enough for nights at around 2,000 m, or whether I "
+    "should buy a new one. Also, what would the delivery time be to Munich if I order today, "
+    "and can I still return the bag if it turns out to be too warm?"
+)
+
+
+def request_body(stream: bool) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "model": "fake-model",
+        "messages": [
+            {"role": "system", "content": SYSTEM_PROMPT},
+            {"role": "user", "content": USER_PROMPT},
+        ],
+        "temperature": 0.3,
+        "max_tokens": 512,
+    }
+    if stream:
+        body["stream"] = True
+    return body
+
+
+# --------------------------------------------------------------------------- processes
+
+
+@dataclass
+class Cpus:
+    """Which CPU the server under test gets and which one the rest shares."""
+
+    server: int | None
+    other: int | None
+
+    @classmethod
+    def detect(cls, enabled: bool) -> Cpus:
+        if not enabled or not hasattr(os, "sched_setaffinity"):
+            return cls(None, None)
+        try:
+            allowed = sorted(os.sched_getaffinity(0))
+        except OSError:
+            return cls(None, None)
+        if len(allowed) < 2:
+            return cls(None, None)
+        return cls(allowed[0], allowed[1])
+
+    @property
+    def pinned(self) -> bool:
+        return self.server is not None
+
+    def describe(self) -> str:
+        if not self.pinned:
+            return "not pinned (no sched_setaffinity or fewer than 2 CPUs)"
+        return (
+            f"server under test on CPU {self.server}; upstream fake, load generator "
+            f"and this script on CPU {self.other}"
+        )
+
+
+def _pinner(cpu: int | None) -> Callable[[], None] | None:
+    if cpu is None:
+        return None
+
+    def pin() -> None:
+        with contextlib.suppress(OSError):
+            os.sched_setaffinity(0, {cpu})
+
+    return pin
+
+
+class Processes:
+    """Every child process this script starts; `close` ends them all (process groups)."""
+
+    def __init__(self, workdir: Path) -> None:
+        self.workdir = workdir
+        self.procs: list[subprocess.Popen[bytes]] = []
+        self.env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONUNBUFFERED": "1"}
+
+    def start(
+        self, name: str, cmd: list[str], cpu: int | None, *, stdout: int | None = None
+    ) -> subprocess.Popen[bytes]:
+        log = open(self.workdir / f"{name}.log", "wb")  # noqa: SIM115 - lives with the child
+        proc = subprocess.Popen(
+            cmd,
+            cwd=ROOT,
+            env=self.env,
+            stdin=subprocess.DEVNULL,
+            stdout=log if stdout is None else stdout,
+            stderr=log,
+            start_new_session=True,
+            preexec_fn=_pinner(cpu),
+        )
+        log.close()
+        self.procs.append(proc)
+        return proc
+
+    def run(self, name: str, cmd: list[str], cpu: int | None, timeout: float) -> tuple[str, float]:
+        """Run a command to its end; (stdout, CPU seconds it used)."""
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        proc = self.start(name, cmd, cpu, stdout=subprocess.PIPE)
+        try:
+            out, _ = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired as exc:
+            raise RuntimeError(f"{name} did not finish in {timeout:.0f} s") from exc
+        finally:
+            self.stop(proc)
+            self.procs.remove(proc)
+        # Only this child was reaped in between (the servers run on), so the difference is its.
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu_seconds = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+        if proc.returncode != 0:
+            raise RuntimeError(f"{name} failed ({proc.returncode}):\n{self.log_tail(name)}")
+        return out.decode(), cpu_seconds
+
+    def log_tail(self, name: str, lines: int = 20) -> str:
+        path = self.workdir / f"{name}.log"
+        try:
+            return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+        except OSError:
+            return ""
+
+    @staticmethod
+    def stop(proc: subprocess.Popen[bytes]) -> None:
+        if proc.returncode is not None:
+            return
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=3)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=3)
+        if proc.stdout is not None:
+            proc.stdout.close()
+
+    def close(self) -> None:
+        for proc in reversed(self.procs):
+            self.stop(proc)
+        self.procs.clear()
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def wait_ready(
+    procs: Processes, name: str, proc: subprocess.Popen[bytes], base: str, timeout: float = 30
+) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"{name} exited ({proc.returncode}):\n{procs.log_tail(name)}")
+        try:
+            with urllib.request.urlopen(f"{base}/v1/models", timeout=1) as resp:
+                if resp.status == 200:
+                    return
+        except OSError:
+            pass
+        time.sleep(0.05)
+    raise RuntimeError(f"{name} not ready after {timeout:.0f} s:\n{procs.log_tail(name)}")
+
+
+def toolwire_command() -> list[str]:
+    script = Path(sys.executable).parent / "toolwire"
+    if script.exists():
+        return [str(script)]
+    # Not installed as a distribution: the same entry point (proxy.cli:main) by module.
+    return [sys.executable, "-m", "proxy"]
+
+
+@dataclass
+class Target:
+    key: str
+    label: str
+    base: str
+    proc: subprocess.Popen[bytes]
+
+
+@dataclass
+class Bench:
+    """Servers, request files and the load generators of one benchmark run."""
+
+    args: argparse.Namespace
+    procs: Processes
+    cpus: Cpus
+    workdir: Path
+    wrk: str | None
+    targets: list[Target] = field(default_factory=list)
+    upstream: subprocess.Popen[bytes] | None = None
+    bodies: dict[str, Path] = field(default_factory=dict)
+
+    def start_servers(self) -> None:
+        a, b = self.cpus.server, self.cpus.other
+        fake = [sys.executable, str(BENCH / "fake_upstream.py"), "--chunks", str(CHUNKS)]
+        fake += ["--text", TEXT]
+        up_port = free_port()
+        self.upstream = self.procs.start("upstream", [*fake, "--port", str(up_port)], b)
+        upstream_url = f"http://127.0.0.1:{up_port}/v1"
+        wait_ready(self.procs, "upstream", self.upstream, f"http://127.0.0.1:{up_port}")
+
+        log_level = self.args.log_level
+        specs: list[tuple[str, str, list[str]]] = [
+            ("direct", "direct", fake),
+            (
+                "passthrough",
+                "pass-through",
+                [sys.executable, str(BENCH / "passthrough.py"), "--upstream", upstream_url, "--log-level", log_level],
+            ),
+            ("toolwire", "toolwire", self._toolwire_cmd(upstream_url, tools=True)),
+        ]
+        if self.args.with_no_tools:
+            specs.append(
+                (
+                    "toolwire_bare",
+                    "toolwire (no tools)",
+                    self._toolwire_cmd(upstream_url, tools=False),
+                )
+            )
+        for key, label, cmd in specs:
+            port = free_port()
+            proc = self.procs.start(key, [*cmd, "--port", str(port)], a)
+            self.targets.append(Target(key, label, f"http://127.0.0.1:{port}", proc))
+        for target in self.targets:
+            wait_ready(self.procs, target.key, target.proc, target.base)
+
+    def _toolwire_cmd(self, upstream_url: str, *, tools: bool) -> list[str]:
+        config: dict[str, Any] = {
+            "server": {"host": "127.0.0.1"},
+            "upstreams": [{"name": "fake", "base_url": upstream_url}],
+            "tools": (
+                [{"python": str(ROOT / "examples" / "tools.py"), "namespace": "demo"}]
+                if tools
+                else []
+            ),
+        }
+        path = self.workdir / ("toolwire.yaml" if tools else "toolwire-no-tools.yaml")
+        # JSON is YAML: no need to import a YAML writer.
+        path.write_bytes(orjson.dumps(config, option=orjson.OPT_INDENT_2))
+        cmd = [*toolwire_command(), "serve", "--config", str(path)]
+        return [*cmd, "--log-level", self.args.log_level]
+
+    def write_bodies(self) -> None:
+        for mode in MODES:
+            path = self.workdir / f"body-{mode}.json"
+            path.write_bytes(orjson.dumps(request_body(mode == "stream")))
+            self.bodies[mode] = path
+
+    # ------------------------------------------------------------------ load runs
+
+    def _loadgen(self, mode: str, target: Target) -> list[str]:
+        return [
+            sys.executable,
+            str(BENCH / "load.py"),
+            "--url",
+            f"{target.base}/v1/chat/completions",
+            "--body",
+            str(self.bodies[mode]),
+            "--expect",
+            TEXT,
+        ]
+
+    def latency(self, mode: str, target: Target) -> dict[str, Any]:
+        cmd = [*self._loadgen(mode, target), "latency", "--requests", str(self.args.requests), "--warmup-requests", str(self.args.warmup_requests)]
+        out, _ = self.procs.run("loadgen", cmd, self.cpus.other, timeout=300)
+        raw = orjson.loads(out.strip().splitlines()[-1])
+        return {
+            "p50_ms": _pct(raw["total_ms"], 50),
+            "p99_ms": _pct(raw["total_ms"], 99),
+            "ttfb_p50_ms": _pct(raw["ttfb_ms"], 50),
+            "ttfb_p99_ms": _pct(raw["ttfb_ms"], 99),
+            "ok": raw["ok"],
+            "loadgen_cpu_pct": raw["loadgen_cpu_pct"],
+            "errors": raw["errors"],
+        }
+
+    def throughput(self, mode: str, target: Target) -> dict[str, Any]:
+        watch = [target.proc.pid]
+        if target.key != "direct" and self.upstream is not None:
+            watch.append(self.upstream.pid)
+        if self.wrk is not None:
+            result = self._wrk(mode, target, watch)
+        else:
+            result = self._python_throughput(mode, target, watch)
+        server = result["watched_cpu_pct"].get(str(target.proc.pid))
+        upstream = result["watched_cpu_pct"].get(str(watch[-1])) if len(watch) > 1 else 0.0
+        result["server_cpu_pct"] = server
+        result["upstream_cpu_pct"] = upstream
+        result["cpu_b_pct"] = (upstream or 0.0) + result["loadgen_cpu_pct"]
+        return result
+
+    def _python_throughput(self, mode: str, target: Target, watch: list[int]) -> dict[str, Any]:
+        cmd = [*self._loadgen(mode, target), "throughput", "--concurrency", str(self.args.concurrency), "--duration", str(self.args.duration), "--warmup", str(self.args.warmup)]
+        for pid in watch:
+            cmd += ["--watch-pid", str(pid)]
+        timeout = self.args.duration + self.args.warmup + 60
+        out, _ = self.procs.run("loadgen", cmd, self.cpus.other, timeout=timeout)
+        raw = orjson.loads(out.strip().splitlines()[-1])
+        raw["loadgen"] = "python"
+        return raw
+
+    def _wrk(self, mode: str, target: Target, watch: list[int]) -> dict[str, Any]:
+        assert self.wrk is not None
+        script = self.workdir / f"wrk-{mode}.lua"
+        if not script.exists():
+            script.write_text(_wrk_script(self.bodies[mode].read_text(), mode == "stream"))
+        url = f"{target.base}/v1/chat/completions"
+        conns = str(self.args.concurrency)
+
+        def cmd(seconds: float) -> list[str]:
+            return [self.wrk, "-t1", "-c", conns, "-d", f"{seconds:g}s", "--timeout", "10s", "-s", str(script), url]
+
+        errors: dict[str, int] = {}
+        if self.args.warmup > 0:
+            out, _ = self.procs.run("wrk", cmd(self.args.warmup), self.cpus.other, timeout=120)
+            _merge_wrk_errors(errors, _wrk_result(out))
+        before = {pid: _cpu_seconds(pid) for pid in watch}
+        wall0 = time.perf_counter()
+        out, wrk_cpu = self.procs.run(
+            "wrk", cmd(self.args.duration), self.cpus.other, timeout=self.args.duration + 120
+        )
+        wall = time.perf_counter() - wall0
+        after = {pid: _cpu_seconds(pid) for pid in watch}
+        raw = _wrk_result(out)
+        _merge_wrk_errors(errors, raw)
+        seconds = raw["duration_us"] / 1e6
+        watched = {
+            str(pid): None
+            if before[pid] is None or after[pid] is None
+            else 100 * (after[pid] - before[pid]) / wall
+            for pid in watch
+        }
+        total = sum(errors.values())
+        samples = [raw["sample"]] if raw.get("sample") else []
+        return {
+            "mode": "throughput",
+            "loadgen": "wrk",
+            "concurrency": self.args.concurrency,
+            "seconds": seconds,
+            "ok": raw["requests"] - raw["bad_content"] - raw["bad_status"],
+            "rps": (raw["requests"] - raw["bad_content"] - raw["bad_status"]) / seconds,
+            "p50_ms": raw["p50_us"] / 1000,
+            "p99_ms": raw["p99_us"] / 1000,
+            "loadgen_cpu_pct": 100 * wrk_cpu / wall,
+            "watched_cpu_pct": watched,
+            "errors": {"total": total, "by_kind": errors, "samples": samples},
+        }
+
+
+def _cpu_seconds(pid: int) -> float | None:
+    """utime + stime of a process (all threads), from /proc."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            fields = f.read().rsplit(b")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _wrk_script(body: str, stream: bool) -> str:
+    level = 1
+    while f"]{'=' * level}]" in body or f"]{'=' * level}]" in TEXT:
+        level += 1
+    eq = "=" * level
+
+    def long_string(text: str) -> str:
+        return f"[{eq}[{text}]{eq}]"
+
+    return f"""-- generated by bench/overhead.py
+wrk.method = "POST"
+wrk.headers["Content-Type"] = "application/json"
+wrk.headers["Authorization"] = "Bearer bench"
+wrk.body = {long_string(body)}
+local expect = {long_string(TEXT)}
+local stream = {"true" if stream else "false"}
+local threads = {{}}
+
+function setup(thread)
+  table.insert(threads, thread)
+end
+
+function init(args)
+  bad_content = 0
+  bad_status = 0
+  sample = ""
+end
+
+function response(status, headers, body)
+  if status ~= 200 then
+    bad_status = bad_status + 1
+    if sample == "" then sample = "status " .. status .. ": " .. body:sub(1, 200) end
+    return
+  end
+  local pieces = {{}}
+  for piece in body:gmatch('"content":"([^"]*)"') do
+    pieces[#pieces + 1] = piece
+  end
+  local ok = table.concat(pieces) == expect
+  if stream and not body:find("data: [DONE]", 1, true) then ok = false end
+  if not ok then
+    bad_content = bad_content + 1
+    if sample == "" then sample = "content: " .. body:sub(1, 200) end
+  end
+end
+
+function done(summary, latency, requests)
+  local bc, bs, sample_out = 0, 0, ""
+  for _, t in ipairs(threads) do
+    bc = bc + t:get("bad_content")
+    bs = bs + t:get("bad_status")
+    if sample_out == "" then sample_out = t:get("sample") or "" end
+  end
+  local e = summary.errors
+  io.write(string.format(
+    'WRKRESULT {{"requests":%d,"duration_us":%d,"p50_us":%.0f,"p99_us":%.0f,' ..
+    '"connect":%d,"read":%d,"write":%d,"status":%d,"timeout":%d,' ..
+    '"bad_content":%d,"bad_status":%d,"sample":"%s"}}\\n',
+    summary.requests, summary.duration, latency:percentile(50), latency:percentile(99),
+    e.connect, e.read, e.write, e.status, e.timeout, bc, bs,
+    (sample_out:gsub('[%c"\\\\]', ' '))))
+end
+"""
+
+
+def _wrk_result(out: str) -> dict[str, Any]:
+    for line in out.splitlines():
+        if line.startswith("WRKRESULT "):
+            result: dict[str, Any] = orjson.loads(line.removeprefix("WRKRESULT "))
+            return result
+    raise RuntimeError(f"wrk printed no result:\n{out}")
+
+
+def _merge_wrk_errors(errors: dict[str, int], raw: dict[str, Any]) -> None:
+    # wrk counts non-2xx in "status" and the script counts them again in "bad_status".
+    for kind in ("connect", "read", "write", "timeout", "bad_content", "bad_status"):
+        if raw[kind]:
+            errors[kind] = errors.get(kind, 0) + int(raw[kind])
+
+
+def _pct(values: list[float], q: float) -> float:
+    if not values:
+        return math.nan
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q / 100 * (len(ordered) - 1)))]
+
+
+# --------------------------------------------------------------------------- summary
+
+
+def _median(values: list[float | None]) -> float:
+    present = [v for v in values if v is not None and not math.isnan(v)]
+    return statistics.median(present) if present else math.nan
+
+
+def summarise(rounds: list[dict[str, Any]], target_keys: list[str]) -> dict[str, Any]:
+    """Medians over rounds per mode and target, plus the added latency and ratios."""
+    summary: dict[str, Any] = {}
+    for mode in MODES:
+        per_target: dict[str, Any] = {}
+        for key in target_keys:
+            runs = [r[mode][key] for r in rounds]
+            lat = [run["latency"] for run in runs]
+            thr = [run["throughput"] for run in runs]
+            direct = [r[mode]["direct"]["latency"] for r in rounds]
+            row: dict[str, Any] = {
+                metric: _median([x[metric] for x in lat])
+                for metric in ("p50_ms", "p99_ms", "ttfb_p50_ms", "ttfb_p99_ms")
+            }
+            for metric in ("p50_ms", "p99_ms", "ttfb_p50_ms", "ttfb_p99_ms"):
+                row[f"added_{metric}"] = _median(
+                    [x[metric] - d[metric] for x, d in zip(lat, direct, strict=True)]
+                )
+            row["rps"] = _median([x["rps"] for x in thr])
+            row["rps_rounds"] = [x["rps"] for x in thr]
+            row["c64_p50_ms"] = _median([x["p50_ms"] for x in thr])
+            row["c64_p99_ms"] = _median([x["p99_ms"] for x in thr])
+            for metric in ("server_cpu_pct", "upstream_cpu_pct", "loadgen_cpu_pct", "cpu_b_pct"):
+                row[metric] = _median([x[metric] for x in thr])
+            row["errors"] = sum(x["errors"]["total"] for x in lat + thr)
+            row["error_samples"] = [s for x in lat + thr for s in x["errors"]["samples"]][:5]
+            per_target[key] = row
+        ratios = {}
+        if "passthrough" in per_target:
+            pt = per_target["passthrough"]["rps"]
+            ratios["passthrough_over_direct"] = pt / per_target["direct"]["rps"]
+            for key in target_keys:
+                if key.startswith("toolwire"):
+                    ratios[f"{key}_over_passthrough"] = per_target[key]["rps"] / pt
+        summary[mode] = {"targets": per_target, "ratios": ratios}
+    return summary
+
+
+def _f(value: float | None, digits: int = 2, width: int = 7) -> str:
+    if value is None or math.isnan(value):
+        return f"{'-':>{width}}"
+    return f"{value:>{width}.{digits}f}"
+
+
+def _signed(value: float, width: int = 7) -> str:
+    if math.isnan(value):
+        return f"{'-':>{width}}"
+    return f"{value:>+{width}.2f}"
+
+
+def render(result: dict[str, Any]) -> str:
+    meta, summary, labels = result["meta"], result["summary"], result["labels"]
+    lines = [
+        f"Toolwire overhead: median of {meta['rounds']} rounds; c=1: {meta['requests']} "
+        f"sequential requests after {meta['warmup_requests']}; c={meta['concurrency']}: "
+        f"{meta['duration']:g} s after {meta['warmup']:g} s warm-up, load by {meta['loadgen']}",
+        f"pinning: {meta['pinning']}",
+        f"request body {meta['body_bytes']} bytes; times in ms; '+' = added vs direct; "
+        "srv = CPU of the server under test, cpuB = load generator + upstream fake (100 = 1 core)",
+    ]
+    c = meta["concurrency"]
+    for mode in MODES:
+        rows = summary[mode]["targets"]
+        lines.append("")
+        lines.append(f"{MODE_TITLES[mode]}")
+        head = f"  {'target':<20}{'p50':>7}{'p99':>7}{'+p50':>7}{'+p99':>7}"
+        if mode == "stream":
+            head += f" |{'ttfb50':>7}{'ttfb99':>7}{'+ttfb':>7}"
+        head += f" |{f'c={c} req/s':>12}{'srv%':>6}{'cpuB%':>6}{'lg%':>5}{'errors':>7}"
+        lines.append(head)
+        for key, row in rows.items():
+            mark = "!" if row["errors"] else " "
+            direct = key == "direct"
+            line = f"{mark} {labels[key]:<20}{_f(row['p50_ms'])}{_f(row['p99_ms'])}"
+            line += (
+                f"{'-':>7}{'-':>7}"
+                if direct
+                else f"{_signed(row['added_p50_ms'])}{_signed(row['added_p99_ms'])}"
+            )
+            if mode == "stream":
+                line += f" |{_f(row['ttfb_p50_ms'])}{_f(row['ttfb_p99_ms'])}"
+                line += f"{'-':>7}" if direct else _signed(row["added_ttfb_p50_ms"])
+            line += f" |{_f(row['rps'], 0, 12)}{_f(row['server_cpu_pct'], 0, 6)}"
+            line += f"{_f(row['cpu_b_pct'], 0, 6)}{_f(row['loadgen_cpu_pct'], 0, 5)}"
+            line += f"{row['errors']:>7}"
+            lines.append(line)
+        ratios = summary[mode]["ratios"]
+        parts = [f"pass-through/direct {ratios['passthrough_over_direct']:.2f}x"]
+        parts += [
+            f"{labels[key.removesuffix('_over_passthrough')]}/pass-through {value:.2f}x"
+            for key, value in ratios.items()
+            if key.endswith("_over_passthrough")
+        ]
+        lines.append(f"  c={c} ratios: " + ", ".join(parts))
+    lines.append("")
+    lines += goal_lines(result)
+    lines += warning_lines(result)
+    return "\n".join(lines)
+
+
+def goal_lines(result: dict[str, Any]) -> list[str]:
+    out = []
+    c = result["meta"]["concurrency"]
+    for mode in MODES:
+        row = result["summary"][mode]["targets"]["toolwire"]
+        added = row["added_p50_ms"]
+        ok = added <= 1.0 and not row["errors"]
+        out.append(
+            f"{'PASS' if ok else 'MISS'}  {MODE_TITLES[mode]}: toolwire adds {added:.2f} ms "
+            f"p50 at c=1 (goal <= 1 ms)"
+        )
+    for mode in MODES:
+        ratio = result["summary"][mode]["ratios"]["toolwire_over_passthrough"]
+        row = result["summary"][mode]["targets"]["toolwire"]
+        ok = ratio >= 0.8 and not row["errors"]
+        out.append(
+            f"{'PASS' if ok else 'MISS'}  {MODE_TITLES[mode]}: toolwire does {ratio:.2f}x "
+            f"pass-through req/s at c={c} (goal >= 0.8x)"
+        )
+    return out
+
+
+def warning_lines(result: dict[str, Any]) -> list[str]:
+    out = []
+    labels = result["labels"]
+    for mode in MODES:
+        for key, row in result["summary"][mode]["targets"].items():
+            if row["errors"]:
+                out.append(f"ERRORS {MODE_TITLES[mode]} {labels[key]}: {row['errors']}")
+                out += [f"    {sample}" for sample in row["error_samples"]]
+            server, cpu_b = row["server_cpu_pct"], row["cpu_b_pct"]
+            if cpu_b >= 90 and (math.isnan(server) or server < 90):
+                out.append(
+                    f"NOTE  {MODE_TITLES[mode]} {labels[key]}: CPU B was busy ({cpu_b:.0f}%, "
+                    f"load generator {row['loadgen_cpu_pct']:.0f}%) while the server used "
+                    f"{server:.0f}%: its req/s is bounded by the load side, not the server"
+                )
+    return out
+
+
+# --------------------------------------------------------------------------- main
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        description="Latency and throughput overhead of Toolwire vs a pass-through proxy.",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    parser.add_argument("--rounds", type=int, default=3, help="repeats; medians are reported")
+    parser.add_argument("--requests", type=int, default=500, help="c=1 requests per run")
+    parser.add_argument("--warmup-requests", type=int, default=50, help="c=1 warm-up requests")
+    parser.add_argument("--concurrency", type=int, default=64, help="connections for req/s")
+    parser.add_argument("--duration", type=float, default=3.0, help="counted seconds at c=64")
+    parser.add_argument("--warmup", type=float, default=1.0, help="uncounted seconds at c=64")
+    parser.add_argument(
+        "--loadgen",
+        choices=["auto", "wrk", "python"],
+        default="auto",
+        help="c=64 load generator; auto = wrk when installed, else python",
+    )
+    parser.add_argument(
+        "--with-no-tools", action="store_true", help="also measure toolwire with no tools"
+    )
+    parser.add_argument("--no-pin", action="store_true", help="do not pin processes to CPUs")
+    parser.add_argument("--log-level", default="warning", help="log level of every server")
+    parser.add_argument(
+        "--json",
+        nargs="?",
+        const="-",
+        metavar="PATH",
+        help="write every number as JSON to PATH; bare --json: JSON only, on stdout",
+    )
+    return parser.parse_args(argv)
+
+
+def _progress(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+@contextlib.contextmanager
+def _terminate_on_sigterm() -> Iterator[None]:
+    def handler(signum: int, frame: Any) -> None:
+        raise SystemExit(128 + signum)
+
+    previous = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _find_wrk(choice: str) -> str | None:
+    if choice == "python":
+        return None
+    found = shutil.which("wrk")
+    if found is None and choice == "wrk":
+        raise SystemExit("--loadgen wrk: wrk is not installed (apt-get install -y wrk)")
+    return found
+
+
+def run_benchmark(args: argparse.Namespace) -> dict[str, Any]:
+    cpus = Cpus.detect(not args.no_pin)
+    if cpus.other is not None:
+        with contextlib.suppress(OSError):
+            os.sched_setaffinity(0, {cpus.other})
+    wrk = _find_wrk(args.loadgen)
+    with tempfile.TemporaryDirectory(prefix="toolwire-bench-") as tmp, _terminate_on_sigterm():
+        workdir = Path(tmp)
+        procs = Processes(workdir)
+        try:
+            bench = Bench(args, procs, cpus, workdir, wrk)
+            bench.write_bodies()
+            _progress("starting servers ...")
+            bench.start_servers()
+            rounds = []
+            keys = [t.key for t in bench.targets]
+            for index in range(args.rounds):
+                shift = index % len(bench.targets)
+                order = bench.targets[shift:] + bench.targets[:shift]
+                this_round: dict[str, Any] = {}
+                for mode in MODES:
+                    this_round[mode] = {}
+                    for target in order:
+                        _progress(f"round {index + 1}/{args.rounds} {mode:<6} {target.label}")
+                        this_round[mode][target.key] = {
+                            "latency": bench.latency(mode, target),
+                            "throughput": bench.throughput(mode, target),
+                        }
+                rounds.append(this_round)
+        finally:
+            procs.close()
+    labels = {t.key: t.label for t in bench.targets}
+    meta = {
+        "rounds": args.rounds,
+        "requests": args.requests,
+        "warmup_requests": args.warmup_requests,
+        "concurrency": args.concurrency,
+        "duration": args.duration,
+        "warmup": args.warmup,
+        "loadgen": "wrk (1 thread)" if wrk else "bench/load.py (python)",
+        "pinning": cpus.describe(),
+        "body_bytes": bench.bodies["json"].stat().st_size if bench.bodies else 0,
+        "chunks": CHUNKS,
+        "log_level": args.log_level,
+        "python": platform.python_version(),
+        "cpus": os.cpu_count(),
+        "toolwire_command": " ".join(toolwire_command()),
+        "git": _git_revision(),
+    }
+    return {
+        "meta": meta,
+        "labels": labels,
+        "summary": summarise(rounds, keys),
+        "rounds": rounds,
+    }
+
+
+def _git_revision() -> str | None:
+    try:
+        out = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    return out.stdout.strip()
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    started = time.monotonic()
+    try:
+        result = run_benchmark(args)
+    except KeyboardInterrupt:
+        _progress("interrupted; every server was stopped")
+        return 130
+    result["meta"]["seconds"] = round(time.monotonic() - started, 1)
+    _progress(f"done in {result['meta']['seconds']:.0f} s")
+    if args.json == "-":
+        sys.stdout.write(orjson.dumps(result, option=orjson.OPT_INDENT_2).decode() + "\n")
+        return 0
+    print(render(result))
+    if args.json:
+        Path(args.json).write_bytes(orjson.dumps(result, option=orjson.OPT_INDENT_2))
+        print(f"results written to {args.json}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

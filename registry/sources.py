@@ -1,0 +1,154 @@
+"""Tool sources: where tools come from, and their lifecycle next to the registry.
+
+A source registers its tools when it starts (connecting first if it is remote), keeps them
+current while it runs, and releases what it holds when closed. `SourceSet` starts and
+closes every configured source together.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from pydantic import BaseModel
+
+from registry.errors import SourceLoadError
+from registry.python_source import PythonSourceConfig, load_python_source
+from registry.registry import ToolRegistry
+
+__all__ = ["PythonSource", "SourceSet", "SourceStatus", "ToolSource", "build_source"]
+
+log = logging.getLogger("toolwire.sources")
+
+
+@dataclass(frozen=True, slots=True)
+class SourceStatus:
+    """How a source is doing: for `toolwire check`, `/readyz` and the logs."""
+
+    name: str
+    """A label such as `python:examples/tools.py` or `mcp:time`."""
+    reachable: bool
+    tool_count: int
+    error: str | None = None
+
+
+class ToolSource(Protocol):
+    """Something that puts tools into a registry and keeps them there while it runs."""
+
+    name: str
+
+    async def start(self, registry: ToolRegistry) -> None:
+        """Connect if needed and register the source's tools.
+
+        Raises:
+            SourceLoadError: the source cannot be loaded.
+        """
+        ...
+
+    async def aclose(self) -> None:
+        """Release connections and processes; the source's tools may stay registered."""
+        ...
+
+    def status(self) -> SourceStatus:
+        """The source's current state."""
+        ...
+
+
+class PythonSource:
+    """A Python file or module whose public functions are tools."""
+
+    def __init__(self, config: PythonSourceConfig, *, base_dir: Path) -> None:
+        self.name = f"python:{config.python}"
+        self._config = config
+        self._base_dir = base_dir
+        self._count = 0
+        self._error: str | None = None
+
+    async def start(self, registry: ToolRegistry) -> None:
+        try:
+            self._count = len(load_python_source(registry, self._config, base_dir=self._base_dir))
+        except SourceLoadError as exc:
+            self._error = str(exc)
+            raise
+
+    async def aclose(self) -> None:
+        return None
+
+    def status(self) -> SourceStatus:
+        return SourceStatus(self.name, self._error is None, self._count, self._error)
+
+
+SourceFactory = Callable[[Any, Path], ToolSource]
+
+_FACTORIES: dict[type[BaseModel], SourceFactory] = {
+    PythonSourceConfig: lambda config, base_dir: PythonSource(config, base_dir=base_dir),
+}
+
+
+def build_source(config: BaseModel, *, base_dir: Path) -> ToolSource:
+    """The source a `tools:` entry describes.
+
+    Raises:
+        SourceLoadError: the entry's kind has no source implementation.
+    """
+    factory = _FACTORIES.get(type(config))
+    if factory is None:
+        raise SourceLoadError(f"no tool source handles {type(config).__name__}")
+    return factory(config, base_dir)
+
+
+class SourceSet:
+    """Every configured source, started together and closed together."""
+
+    def __init__(self, sources: Sequence[ToolSource]) -> None:
+        self._sources = tuple(sources)
+
+    @classmethod
+    def from_configs(cls, configs: Sequence[BaseModel], *, base_dir: Path) -> SourceSet:
+        """Sources for `tools:` entries.
+
+        Raises:
+            SourceLoadError: an entry has no source implementation.
+        """
+        return cls([build_source(config, base_dir=base_dir) for config in configs])
+
+    async def start(self, registry: ToolRegistry, *, fail_fast: bool = True) -> None:
+        """Start every source concurrently; on failure, close what started and re-raise.
+
+        With `fail_fast=False` every source is tried and failures only show in `statuses()`.
+
+        Raises:
+            SourceLoadError: a source failed; the message names it.
+        """
+        if not fail_fast:
+            await asyncio.gather(*(_try_start(s, registry) for s in self._sources))
+            return
+        try:
+            async with asyncio.TaskGroup() as group:
+                for source in self._sources:
+                    group.create_task(source.start(registry))
+        except* SourceLoadError as failures:
+            await self.aclose()
+            first = failures.exceptions[0]
+            raise SourceLoadError(str(first)) from first
+
+    async def aclose(self) -> None:
+        """Close every source; one failing to close does not stop the others."""
+        results = await asyncio.gather(*(s.aclose() for s in self._sources), return_exceptions=True)
+        for source, result in zip(self._sources, results, strict=True):
+            if isinstance(result, Exception):
+                log.warning("closing %s failed: %s", source.name, result)
+
+    def statuses(self) -> list[SourceStatus]:
+        return [source.status() for source in self._sources]
+
+
+async def _try_start(source: ToolSource, registry: ToolRegistry) -> None:
+    try:
+        await source.start(registry)
+    except SourceLoadError as exc:
+        log.error("%s", exc)

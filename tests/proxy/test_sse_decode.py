@@ -1,0 +1,136 @@
+"""SSE framing: decoding upstream byte streams split anywhere, encoding frames for clients."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterable
+
+import orjson
+import pytest
+
+from proxy import sse
+
+
+async def _stream(chunks: Iterable[bytes]) -> AsyncIterator[bytes]:
+    for chunk in chunks:
+        yield chunk
+
+
+async def decode_all(chunks: Iterable[bytes], **kwargs: int) -> list[str]:
+    return [data async for data in sse.decode(_stream(chunks), **kwargs)]
+
+
+def bytewise(raw: bytes) -> list[bytes]:
+    return [raw[i : i + 1] for i in range(len(raw))]
+
+
+VLLM_STREAM = (
+    b'data: {"choices":[{"delta":{"role":"assistant","content":""}}]}\n\n'
+    b'data: {"choices":[{"delta":{"content":"Caf\xc3\xa9 \xe2\x98\x95 \xf0\x9f\x98\x80"}}]}\n\n'
+    b": keep-alive\n\n"
+    b"event: message\nid: 7\n"
+    b'data: {"choices":[{"delta":{},"finish_reason":"stop"}]}\n\n'
+    b"data: [DONE]\n\n"
+)
+VLLM_EVENTS = [
+    '{"choices":[{"delta":{"role":"assistant","content":""}}]}',
+    '{"choices":[{"delta":{"content":"Café ☕ 😀"}}]}',
+    '{"choices":[{"delta":{},"finish_reason":"stop"}]}',
+    "[DONE]",
+]
+
+
+async def test_whole_stream_in_one_chunk() -> None:
+    assert await decode_all([VLLM_STREAM]) == VLLM_EVENTS
+
+
+async def test_one_byte_at_a_time_gives_the_same_events() -> None:
+    assert await decode_all(bytewise(VLLM_STREAM)) == VLLM_EVENTS
+
+
+async def test_every_split_point_gives_the_same_events() -> None:
+    for cut in range(len(VLLM_STREAM) + 1):
+        parts = [VLLM_STREAM[:cut], VLLM_STREAM[cut:]]
+        assert await decode_all(parts) == VLLM_EVENTS, f"split at byte {cut}"
+
+
+async def test_multibyte_utf8_split_inside_a_character() -> None:
+    emoji = "😀".encode()
+    assert len(emoji) == 4
+    raw = b"data: " + emoji + b"\n\n"
+    for cut in range(7, 10):
+        assert await decode_all([raw[:cut], raw[cut:]]) == ["😀"]
+
+
+async def test_crlf_line_ends() -> None:
+    raw = b"data: one\r\n\r\ndata: two\r\n\r\n"
+    assert await decode_all([raw]) == ["one", "two"]
+    assert await decode_all(bytewise(raw)) == ["one", "two"]
+
+
+async def test_comments_alone_yield_nothing() -> None:
+    assert await decode_all([b": ping\n\n: another\n\n"]) == []
+
+
+async def test_event_and_id_fields_are_ignored() -> None:
+    raw = b"event: delta\nid: 42\nretry: 1000\ndata: x\n\n"
+    assert await decode_all([raw]) == ["x"]
+
+
+async def test_multiline_data_is_joined_with_newlines() -> None:
+    raw = b'data: {"a":\ndata: 1}\n\n'
+    assert await decode_all([raw]) == ['{"a":\n1}']
+
+
+async def test_data_without_space_after_colon() -> None:
+    assert await decode_all([b"data:x\n\n", b"data:  two spaces\n\n"]) == ["x", " two spaces"]
+
+
+async def test_missing_final_blank_line_still_yields_the_last_event() -> None:
+    assert await decode_all([b"data: a\n\ndata: b"]) == ["a", "b"]
+    assert await decode_all([b"data: a\n\ndata: b\n"]) == ["a", "b"]
+    assert await decode_all([b"data: a\n\ndata: b\r"]) == ["a", "b"]
+
+
+async def test_blank_lines_between_events_yield_no_empty_events() -> None:
+    assert await decode_all([b"\n\n\ndata: a\n\n\n\ndata: b\n\n"]) == ["a", "b"]
+
+
+async def test_line_longer_than_max_line_raises() -> None:
+    with pytest.raises(sse.SSEDecodeError, match="exceeds 64 bytes"):
+        await decode_all(bytewise(b"data: " + b"x" * 100), max_line=64)
+
+
+async def test_line_within_max_line_is_fine() -> None:
+    payload = b"x" * 50
+    assert await decode_all(bytewise(b"data: " + payload + b"\n\n"), max_line=64) == ["x" * 50]
+
+
+def test_encode_frames_one_json_event() -> None:
+    frame = sse.encode({"a": "é", "b": [1, None]})
+    assert frame.startswith(b"data: ")
+    assert frame.endswith(b"\n\n")
+    assert frame.count(b"\n") == 2
+    assert orjson.loads(frame[len(b"data: ") : -2]) == {"a": "é", "b": [1, None]}
+
+
+def test_encode_keeps_newlines_in_strings_inside_one_data_line() -> None:
+    frame = sse.encode({"content": "line one\nline two"})
+    assert frame.count(b"\n") == 2
+
+
+def test_encode_raw_wraps_bytes() -> None:
+    assert sse.encode_raw(b'{"x":1}') == b'data: {"x":1}\n\n'
+
+
+def test_comment_and_done_frames() -> None:
+    assert sse.comment() == b": keep-alive\n\n"
+    assert sse.comment("tools running") == b": tools running\n\n"
+    assert sse.DONE == b"data: [DONE]\n\n"
+
+
+async def test_encoded_frames_round_trip_through_decode() -> None:
+    payloads = [{"n": i, "text": "é\n☕"} for i in range(3)]
+    raw = b"".join(sse.encode(p) for p in payloads) + sse.comment() + sse.DONE
+    decoded = await decode_all(bytewise(raw))
+    assert decoded[-1] == "[DONE]"
+    assert [orjson.loads(d) for d in decoded[:-1]] == payloads
