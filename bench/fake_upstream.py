@@ -13,11 +13,14 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import sys
 from collections import deque
+from pathlib import Path
 
 import uvloop
 
-from tests.fakes.upstream import FakeUpstream, Reply
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from tests.fakes.upstream import FakeUpstream, Reply  # noqa: E402
 
 DEFAULT_TEXT = "The quick brown fox jumps over the lazy dog while the proxy keeps up."
 

@@ -233,7 +233,8 @@ class Processes:
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
         cpu_seconds = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
         if proc.returncode != 0:
-            raise RuntimeError(f"{name} failed ({proc.returncode}):\n{self.log_tail(name)}")
+            detail = (out.decode(errors="replace") + "\n" + self.log_tail(name)).strip()
+            raise RuntimeError(f"{name} failed ({proc.returncode}):\n{detail}")
         return out.decode(), cpu_seconds
 
     def log_tail(self, name: str, lines: int = 20) -> str:
@@ -331,7 +332,14 @@ class Bench:
             (
                 "passthrough",
                 "pass-through",
-                [sys.executable, str(BENCH / "passthrough.py"), "--upstream", upstream_url, "--log-level", log_level],
+                [
+                    sys.executable,
+                    str(BENCH / "passthrough.py"),
+                    "--upstream",
+                    upstream_url,
+                    "--log-level",
+                    log_level,
+                ],
             ),
             ("toolwire", "toolwire", self._toolwire_cmd(upstream_url, tools=True)),
         ]
@@ -387,7 +395,14 @@ class Bench:
         ]
 
     def latency(self, mode: str, target: Target) -> dict[str, Any]:
-        cmd = [*self._loadgen(mode, target), "latency", "--requests", str(self.args.requests), "--warmup-requests", str(self.args.warmup_requests)]
+        cmd = [
+            *self._loadgen(mode, target),
+            "latency",
+            "--requests",
+            str(self.args.requests),
+            "--warmup-requests",
+            str(self.args.warmup_requests),
+        ]
         out, _ = self.procs.run("loadgen", cmd, self.cpus.other, timeout=300)
         raw = orjson.loads(out.strip().splitlines()[-1])
         return {
@@ -416,7 +431,16 @@ class Bench:
         return result
 
     def _python_throughput(self, mode: str, target: Target, watch: list[int]) -> dict[str, Any]:
-        cmd = [*self._loadgen(mode, target), "throughput", "--concurrency", str(self.args.concurrency), "--duration", str(self.args.duration), "--warmup", str(self.args.warmup)]
+        cmd = [
+            *self._loadgen(mode, target),
+            "throughput",
+            "--concurrency",
+            str(self.args.concurrency),
+            "--duration",
+            str(self.args.duration),
+            "--warmup",
+            str(self.args.warmup),
+        ]
         for pid in watch:
             cmd += ["--watch-pid", str(pid)]
         timeout = self.args.duration + self.args.warmup + 60
@@ -434,7 +458,19 @@ class Bench:
         conns = str(self.args.concurrency)
 
         def cmd(seconds: float) -> list[str]:
-            return [self.wrk, "-t1", "-c", conns, "-d", f"{seconds:g}s", "--timeout", "10s", "-s", str(script), url]
+            return [
+                self.wrk,
+                "-t1",
+                "-c",
+                conns,
+                "-d",
+                f"{max(1, math.ceil(seconds))}s",  # wrk takes whole seconds
+                "--timeout",
+                "10s",
+                "-s",
+                str(script),
+                url,
+            ]
 
         errors: dict[str, int] = {}
         if self.args.warmup > 0:

@@ -11,7 +11,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from policies import LoopLimits, PolicyConfig
-from registry import PythonSourceConfig
+from registry import SOURCE_KINDS, SourceConfig
 
 _ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 
@@ -76,7 +76,7 @@ class Settings(BaseModel):
 
     server: ServerConfig = Field(default_factory=ServerConfig)
     upstreams: list[UpstreamConfig] = Field(min_length=1)
-    tools: list[PythonSourceConfig] = Field(default_factory=list)
+    tools: list[SourceConfig] = Field(default_factory=list)
     policy: PolicyConfig = Field(default_factory=PolicyConfig)
     loop: LoopLimits = Field(default_factory=LoopLimits)
     execution: ExecutionConfig = Field(default_factory=ExecutionConfig)
@@ -140,8 +140,11 @@ def _lookup(match: re.Match[str], env: Any, where: str) -> str:
 
 
 def _describe(error: Any) -> str:
+    loc = list(error["loc"])
+    if len(loc) > 2 and loc[0] == "tools" and loc[2] in SOURCE_KINDS:
+        del loc[2]  # the union's tag, not a key the user wrote
     path = ""
-    for part in error["loc"]:
+    for part in loc:
         path += f"[{part}]" if isinstance(part, int) else (f".{part}" if path else str(part))
     reason = "required" if error["type"] == "missing" else error["msg"]
     if error["type"] == "extra_forbidden":

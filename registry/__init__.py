@@ -13,11 +13,20 @@ from registry.errors import (
 from registry.executor import Executor
 from registry.python_source import PythonSourceConfig, ToolOverride, load_python_source
 from registry.registry import ChangeCallback, ToolRegistry
-from registry.sources import PythonSource, SourceSet, SourceStatus, ToolSource, build_source
+from registry.sources import (
+    SOURCE_KINDS,
+    PythonSource,
+    SourceConfig,
+    SourceSet,
+    SourceStatus,
+    ToolSource,
+    build_source,
+)
 from registry.tags import Tag
 from registry.tool import Tool, ToolMetadata
 
 __all__ = [
+    "SOURCE_KINDS",
     "ChangeCallback",
     "ErrorKind",
     "ExecutionBackend",
@@ -27,6 +36,7 @@ __all__ = [
     "PythonSource",
     "PythonSourceConfig",
     "RegistryError",
+    "SourceConfig",
     "SourceLoadError",
     "SourceSet",
     "SourceStatus",

@@ -12,15 +12,23 @@ import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Annotated, Any, Protocol, Union
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Discriminator, Tag
 
 from registry.errors import SourceLoadError
 from registry.python_source import PythonSourceConfig, load_python_source
 from registry.registry import ToolRegistry
 
-__all__ = ["PythonSource", "SourceSet", "SourceStatus", "ToolSource", "build_source"]
+__all__ = [
+    "SOURCE_KINDS",
+    "PythonSource",
+    "SourceConfig",
+    "SourceSet",
+    "SourceStatus",
+    "ToolSource",
+    "build_source",
+]
 
 log = logging.getLogger("toolwire.sources")
 
@@ -81,6 +89,29 @@ class PythonSource:
     def status(self) -> SourceStatus:
         return SourceStatus(self.name, self._error is None, self._count, self._error)
 
+
+SOURCE_KINDS = ("python",)
+"""The keys that name a `tools:` entry's kind; the first one present decides."""
+
+
+def _source_kind(value: Any) -> str | None:
+    for kind in SOURCE_KINDS:
+        if (kind in value) if isinstance(value, dict) else hasattr(value, kind):
+            return kind
+    return None
+
+
+SourceConfig = Annotated[
+    Union[  # noqa: UP007 - a union of Annotated members
+        Annotated[PythonSourceConfig, Tag("python")],
+    ],
+    Discriminator(
+        _source_kind,
+        custom_error_type="source_kind",
+        custom_error_message=f"needs one of the keys {', '.join(SOURCE_KINDS)}",
+    ),
+]
+"""One `tools:` entry of proxy.yaml, validated as the model of its kind."""
 
 SourceFactory = Callable[[Any, Path], ToolSource]
 

@@ -1,0 +1,275 @@
+"""HTTPUpstream against a real (fake) OpenAI-compatible server over loopback."""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+from aiohttp import web
+
+from proxy.assembler import Assembler, Usage
+from proxy.config import UpstreamConfig
+from proxy.errors import UpstreamError, UpstreamStatusError, UpstreamTimeoutError
+from proxy.upstream import HTTPUpstream
+from tests.fakes.upstream import FakeUpstream, Reply
+
+SECRET = "sk-proxy-secret-0123456789"
+
+
+@contextlib.asynccontextmanager
+async def http_upstream(base_url: str, **config: Any) -> AsyncIterator[HTTPUpstream]:
+    upstream = HTTPUpstream(UpstreamConfig(name="fake", base_url=base_url, **config))
+    try:
+        yield upstream
+    finally:
+        await upstream.aclose()
+
+
+async def collect(
+    upstream: HTTPUpstream, body: dict[str, Any], headers: dict[str, str] | None = None
+) -> list[dict[str, Any]]:
+    async with upstream.complete(body, headers=headers) as chunks:
+        return [chunk async for chunk in chunks]
+
+
+def ask(stream: bool, **extra: Any) -> dict[str, Any]:
+    body = {"model": "fake-model", "messages": [{"role": "user", "content": "hi"}]}
+    return body | {"stream": stream} | extra
+
+
+@contextlib.asynccontextmanager
+async def tiny_server(handler: Any) -> AsyncIterator[str]:
+    """An aiohttp server answering every request with `handler`, for what the fake cannot do."""
+    runner = web.ServerRunner(web.Server(handler))
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = runner.addresses[0][1]
+    try:
+        yield f"http://127.0.0.1:{port}/v1"
+    finally:
+        await runner.cleanup()
+
+
+def closed_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.mark.parametrize("stream", [True, False])
+async def test_text_answer_streamed_and_not(stream: bool) -> None:
+    async with FakeUpstream(Reply.text("Hello there world")) as fake:
+        async with http_upstream(fake.base_url) as upstream:
+            chunks = await collect(
+                upstream, ask(stream, stream_options={"include_usage": True} if stream else None)
+            )
+    assembler = Assembler()
+    for chunk in chunks:
+        assembler.feed(chunk)
+    answer = assembler.finish()
+    assert answer.content == "Hello there world"
+    assert answer.finish_reason == "stop"
+    assert answer.usage == Usage(10, 5, 15)
+    assert fake.requests[0]["messages"] == [{"role": "user", "content": "hi"}]
+
+
+@pytest.mark.parametrize("style", ["vllm", "interleaved", "ollama"])
+async def test_streamed_tool_calls_assemble(style: Any) -> None:
+    calls = [("demo_get_weather", {"city": "Paris"}), ("demo_calculate", {"expression": "1+2"})]
+    async with FakeUpstream(Reply.tool_calls(calls, style=style)) as fake:
+        async with http_upstream(fake.base_url) as upstream:
+            chunks = await collect(upstream, ask(True))
+    assembler = Assembler()
+    for chunk in chunks:
+        assembler.feed(chunk)
+    answer = assembler.finish()
+    assert answer.finish_reason == "tool_calls"
+    got = [(c.name, c.arguments) for c in answer.tool_calls]
+    if style == "ollama":
+        assert got == calls
+    else:
+        assert got == [("demo_get_weather", '{"city":"Paris"}'), ("demo_calculate", '{"expression":"1+2"}')]
+
+
+async def test_unstreamed_answer_is_one_chunk_with_the_whole_message() -> None:
+    async with FakeUpstream(Reply.text("whole answer")) as fake:
+        async with http_upstream(fake.base_url) as upstream:
+            chunks = await collect(upstream, ask(False))
+    assert len(chunks) == 1
+    choice = chunks[0]["choices"][0]
+    assert choice["delta"]["content"] == "whole answer"
+    assert choice["finish_reason"] == "stop"
+    assert chunks[0]["usage"]["total_tokens"] == 15
+
+
+async def test_client_authorization_forwarded_when_api_key_empty() -> None:
+    async with FakeUpstream() as fake:
+        async with http_upstream(fake.base_url) as upstream:
+            await collect(upstream, ask(True), headers={"authorization": "Bearer client-key"})
+            await collect(upstream, ask(True), headers={})
+    assert fake.headers[0]["authorization"] == "Bearer client-key"
+    assert "authorization" not in fake.headers[1]
+    assert fake.headers[0]["content-type"] == "application/json"
+
+
+async def test_configured_api_key_replaces_client_authorization() -> None:
+    async with FakeUpstream() as fake:
+        async with http_upstream(fake.base_url, api_key=SECRET) as upstream:
+            await collect(upstream, ask(False), headers={"authorization": "Bearer client-key"})
+    assert fake.headers[0]["authorization"] == f"Bearer {SECRET}"
+
+
+@pytest.mark.parametrize("status", [401, 403])
+async def test_rejected_credentials_are_a_502_that_does_not_echo_the_key(status: int) -> None:
+    reply = Reply.error(status, f"Incorrect API key provided: {SECRET}", type="auth_error")
+    async with FakeUpstream(reply) as fake:
+        async with http_upstream(fake.base_url, api_key=SECRET) as upstream:
+            with pytest.raises(UpstreamError) as caught:
+                await collect(upstream, ask(True))
+    error = caught.value
+    assert not isinstance(error, UpstreamStatusError)
+    assert error.status == 502
+    assert f"({status})" in error.message
+    assert SECRET not in str(error.body())
+    assert SECRET not in str(error)
+
+
+async def test_rate_limit_keeps_status_and_retry_after() -> None:
+    async def handler(request: web.BaseRequest) -> web.Response:
+        body = b'{"error": {"message": "slow down", "type": "rate_limit"}}'
+        return web.Response(
+            status=429,
+            body=body,
+            content_type="application/json",
+            headers={"Retry-After": "17"},
+        )
+
+    async with tiny_server(handler) as base_url, http_upstream(base_url) as upstream:
+        with pytest.raises(UpstreamStatusError) as caught:
+            await collect(upstream, ask(True))
+    error = caught.value
+    assert error.status == 429
+    assert error.code == "rate_limit_exceeded"
+    assert error.headers == {"Retry-After": "17"}
+    assert error.message == "slow down"
+
+
+async def test_rate_limit_without_retry_after_has_no_header() -> None:
+    async with FakeUpstream(Reply.error(429, "too many")) as fake:
+        async with http_upstream(fake.base_url) as upstream:
+            with pytest.raises(UpstreamStatusError) as caught:
+                await collect(upstream, ask(False))
+    assert caught.value.status == 429
+    assert caught.value.headers == {}
+
+
+async def test_client_error_status_is_passed_through_with_message() -> None:
+    async with FakeUpstream(Reply.error(400, "messages[0].content is required")) as fake:
+        async with http_upstream(fake.base_url) as upstream:
+            with pytest.raises(UpstreamStatusError) as caught:
+                await collect(upstream, ask(True))
+    assert caught.value.status == 400
+    assert caught.value.body()["error"]["message"] == "messages[0].content is required"
+
+
+async def test_server_error_becomes_502() -> None:
+    reply = Reply.error(500, "CUDA out of memory", type="server_error")
+    async with FakeUpstream(reply) as fake:
+        async with http_upstream(fake.base_url) as upstream:
+            with pytest.raises(UpstreamError) as caught:
+                await collect(upstream, ask(True))
+    assert not isinstance(caught.value, UpstreamStatusError)
+    assert caught.value.status == 502
+    assert "CUDA out of memory" in caught.value.message
+
+
+@pytest.mark.parametrize("stream", [True, False])
+async def test_garbage_body_is_an_upstream_error(stream: bool) -> None:
+    async with FakeUpstream(Reply.garbage()) as fake:
+        async with http_upstream(fake.base_url) as upstream:
+            with pytest.raises(UpstreamError, match="not JSON") as caught:
+                await collect(upstream, ask(stream))
+    assert caught.value.status == 502
+
+
+async def test_stream_dropped_midway_is_an_upstream_error() -> None:
+    async with FakeUpstream(Reply.drop(after_chunks=2)) as fake:
+        async with http_upstream(fake.base_url) as upstream:
+            with pytest.raises(UpstreamError, match="broke off"):
+                await collect(upstream, ask(True))
+
+
+async def test_no_first_byte_in_time_is_a_504() -> None:
+    async with FakeUpstream(Reply.hang()) as fake:
+        async with http_upstream(fake.base_url, first_byte_timeout_s=0.2) as upstream:
+            with pytest.raises(UpstreamTimeoutError) as caught:
+                await collect(upstream, ask(True))
+    assert caught.value.status == 504
+
+
+async def test_stalled_stream_is_a_504() -> None:
+    async with FakeUpstream(Reply.stream_then_hang("partial")) as fake:
+        async with http_upstream(fake.base_url, idle_timeout_s=0.2) as upstream:
+            received: list[dict[str, Any]] = []
+            with pytest.raises(UpstreamTimeoutError, match="stalled"):
+                async with upstream.complete(ask(True)) as chunks:
+                    async for chunk in chunks:
+                        received.append(chunk)
+    assert received, "the chunks before the stall reached the caller"
+
+
+async def test_connection_refused_is_an_upstream_error() -> None:
+    base_url = f"http://127.0.0.1:{closed_port()}/v1"
+    async with http_upstream(base_url, api_key=SECRET) as upstream:
+        with pytest.raises(UpstreamError, match="unreachable") as caught:
+            await collect(upstream, ask(True))
+    assert caught.value.status == 502
+    assert SECRET not in str(caught.value)
+
+
+async def test_list_models() -> None:
+    async with FakeUpstream(models=["llama-3", "qwen-2"]) as fake:
+        async with http_upstream(fake.base_url) as upstream:
+            assert await upstream.list_models() == ["llama-3", "qwen-2"]
+
+
+async def test_list_models_of_unreachable_server_is_empty() -> None:
+    async with http_upstream(f"http://127.0.0.1:{closed_port()}/v1") as upstream:
+        assert await upstream.list_models() == []
+
+
+async def test_list_models_rejects_a_non_list() -> None:
+    async def handler(request: web.BaseRequest) -> web.Response:
+        return web.json_response({"object": "list", "data": "nope"})
+
+    async with tiny_server(handler) as base_url, http_upstream(base_url) as upstream:
+        with pytest.raises(UpstreamError, match="invalid model list"):
+            await upstream.list_models()
+
+
+async def test_session_is_reused_across_calls() -> None:
+    async with FakeUpstream() as fake:
+        async with http_upstream(fake.base_url) as upstream:
+            for _ in range(3):
+                await collect(upstream, ask(True))
+            session = upstream._client()
+            await collect(upstream, ask(False))
+            assert upstream._client() is session
+    assert len(fake.requests) == 4
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="_whole_answer uses StreamReader.read(n), which returns only the bytes buffered "
+    "so far: a large unstreamed answer is cut and reported as 'not JSON'",
+)
+async def test_large_unstreamed_answer_is_read_whole() -> None:
+    text = "word " * 400_000
+    async with FakeUpstream(Reply.text(text)) as fake:
+        async with http_upstream(fake.base_url) as upstream:
+            chunks = await collect(upstream, ask(False))
+    assert chunks[0]["choices"][0]["delta"]["content"] == text
