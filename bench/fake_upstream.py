@@ -20,7 +20,7 @@ from pathlib import Path
 import uvloop
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from tests.fakes.upstream import FakeUpstream, Reply  # noqa: E402
+from tests.fakes.upstream import FakeUpstream, Reply
 
 DEFAULT_TEXT = "The quick brown fox jumps over the lazy dog while the proxy keeps up."
 

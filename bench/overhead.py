@@ -855,7 +855,7 @@ def run_benchmark(args: argparse.Namespace) -> dict[str, Any]:
         "warmup": args.warmup,
         "loadgen": "wrk (1 thread)" if wrk else "bench/load.py (python)",
         "pinning": cpus.describe(),
-        "body_bytes": bench.bodies["json"].stat().st_size if bench.bodies else 0,
+        "body_bytes": len(orjson.dumps(request_body(False))),
         "chunks": CHUNKS,
         "log_level": args.log_level,
         "python": platform.python_version(),

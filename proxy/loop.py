@@ -97,7 +97,7 @@ class ToolLoop:
                 else:
                     yield item
             assistant = _assistant_message(answer)
-            tool_messages = [_tool_message(r) for _, r in results]
+            tool_messages = _tool_messages([r for _, r in results])
             if sorted_calls.client:
                 await self._park(sorted_calls.client, [*added, assistant, *tool_messages])
                 yield Finished("tool_calls", usage, tuple(sorted_calls.client))
@@ -244,8 +244,23 @@ def _assistant_message(answer: Answer) -> dict[str, Any]:
     }
 
 
-def _tool_message(result: ToolResult) -> dict[str, Any]:
-    return {"role": "tool", "tool_call_id": result.call_id, "content": result.content}
+def _tool_messages(results: list[ToolResult]) -> list[dict[str, Any]]:
+    """One tool message per result; attachments follow in one user message.
+
+    Tool messages carry text only on most servers, so images and audio a tool returned
+    travel as content parts of a user message placed right after the results.
+    """
+    messages: list[dict[str, Any]] = [
+        {"role": "tool", "tool_call_id": r.call_id, "content": r.content} for r in results
+    ]
+    parts: list[dict[str, Any]] = []
+    for result in results:
+        if result.attachments:
+            parts.append({"type": "text", "text": f"Attachments of tool call {result.call_id}:"})
+            parts.extend(result.attachments)
+    if parts:
+        messages.append({"role": "user", "content": parts})
+    return messages
 
 
 def _relax_tool_choice(body: dict[str, Any]) -> dict[str, Any]:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from registry.backends import ExecutionBackend, InlineBackend, ThreadBackend
-from registry.calls import ErrorKind, ToolCall, ToolResult
+from registry.calls import ErrorKind, ToolCall, ToolOutput, ToolResult
 from registry.errors import (
     InvalidArgumentsError,
     RegistryError,
@@ -46,6 +46,7 @@ __all__ = [
     "ToolCall",
     "ToolMetadata",
     "ToolNotFoundError",
+    "ToolOutput",
     "ToolOverride",
     "ToolRegistry",
     "ToolResult",

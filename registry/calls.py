@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-__all__ = ["ErrorKind", "ToolCall", "ToolResult"]
+__all__ = ["ErrorKind", "ToolCall", "ToolOutput", "ToolResult"]
 
 
 class ErrorKind(StrEnum):
@@ -20,6 +20,8 @@ class ErrorKind(StrEnum):
     DENIED = "denied"
     CANCELLED = "cancelled"
     LIMIT = "limit"
+    TOOL_ERROR = "tool_error"
+    """The tool itself reported failure (an MCP result with isError, an HTTP error status)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,6 +34,21 @@ class ToolCall:
 
 
 @dataclass(frozen=True, slots=True)
+class ToolOutput:
+    """What a tool returns when plain text is not enough (remote tools return this).
+
+    `attachments` are OpenAI content parts (`image_url` with a data URL, `input_audio`,
+    `file`) that the loop shows the model next to the text.
+    """
+
+    text: str
+    attachments: tuple[dict[str, Any], ...] = ()
+    is_error: bool = False
+    structured: Any = None
+    """Structured content as the tool gave it, kept for callers that want it."""
+
+
+@dataclass(frozen=True, slots=True)
 class ToolResult:
     """The text a call returns to the model, and whether it reports a failure."""
 
@@ -39,6 +56,7 @@ class ToolResult:
     content: str
     is_error: bool = False
     error_kind: str | None = None
+    attachments: tuple[dict[str, Any], ...] = ()
 
     @classmethod
     def error(cls, call_id: str, kind: str, message: str) -> ToolResult:

@@ -9,7 +9,7 @@ from concurrent.futures import ThreadPoolExecutor
 from types import TracebackType
 
 from registry.backends import ExecutionBackend, InlineBackend, ThreadBackend
-from registry.calls import ErrorKind, ToolCall, ToolResult
+from registry.calls import ErrorKind, ToolCall, ToolOutput, ToolResult
 from registry.errors import InvalidArgumentsError, RegistryError
 from registry.output import render_output, truncate
 from registry.tool import Tool
@@ -102,6 +102,8 @@ class Executor:
         try:
             async with scope:
                 value = await self.backend_for(tool).run(tool, arguments)
+            if isinstance(value, ToolOutput):
+                return _from_output(call.id, value)
             return ToolResult(call.id, render_output(value))
         except TimeoutError as exc:
             if scope.expired():
@@ -114,6 +116,13 @@ class Executor:
 
     def _lock(self, tool: Tool) -> asyncio.Lock:
         return self._locks.setdefault(tool.qualified_name, asyncio.Lock())
+
+
+def _from_output(call_id: str, output: ToolOutput) -> ToolResult:
+    if output.is_error:
+        failed = ToolResult.error(call_id, ErrorKind.TOOL_ERROR, output.text)
+        return dataclasses.replace(failed, attachments=output.attachments)
+    return ToolResult(call_id, output.text, attachments=output.attachments)
 
 
 def _describe(exc: BaseException) -> str:

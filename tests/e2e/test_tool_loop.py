@@ -142,3 +142,39 @@ async def test_unknown_raising_and_timed_out_tools_are_answered(
     assert contents[1].startswith("Error (exception)") and "boom: disk" in contents[1]
     assert contents[2].startswith("Error (timeout)")
     assert contents[3] == "2"
+
+
+async def test_tool_output_attachments_reach_upstream(
+    make_proxy, upstream: FakeUpstream, stream: bool
+) -> None:
+    from registry import ToolOutput
+
+    image = {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}}
+
+    async def snapshot(camera: str) -> ToolOutput:
+        """Take a picture.
+
+        Args:
+            camera: which camera.
+        """
+        return ToolOutput(f"picture from {camera}", attachments=(image,))
+
+    async def broken() -> ToolOutput:
+        """A remote tool that reports failure."""
+        return ToolOutput("the service said no", is_error=True)
+
+    registry = registry_with()
+    registry.register(snapshot, namespace="t")
+    registry.register(broken, namespace="t")
+    upstream.script(
+        Reply.tool_calls([("t_snapshot", {"camera": "door"}), ("t_broken", {})]),
+        Reply.text("I see a door."),
+    )
+    async with make_proxy(registry) as proxy:
+        out = await ask(proxy.client, stream=stream, messages=USER)
+    assert out.content == "I see a door."
+    sent = upstream.requests[1]["messages"]
+    assert [m["role"] for m in sent] == ["user", "assistant", "tool", "tool", "user"]
+    assert sent[2]["content"] == "picture from door"
+    assert sent[3]["content"] == "Error (tool_error): the service said no"
+    assert sent[4]["content"][1] == image
