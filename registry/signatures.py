@@ -5,7 +5,8 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Annotated, Any, get_args, get_origin
+from types import SimpleNamespace
+from typing import Annotated, Any, get_args, get_origin, get_type_hints
 
 from pydantic import BaseModel, ConfigDict, Field, PydanticUserError, create_model
 from pydantic.fields import FieldInfo
@@ -37,7 +38,7 @@ def read_signature(fn: Callable[..., Any], *, tool_name: str) -> FunctionSignatu
             annotation cannot be resolved, or a type has no JSON schema.
     """
     try:
-        signature = inspect.signature(fn, eval_str=True)
+        signature = _resolved_signature(fn)
     except (NameError, SyntaxError, TypeError, ValueError) as exc:
         raise RegistryError(f"tool {tool_name!r}: cannot read its signature: {exc}") from exc
     docs = read_docstring(fn)
@@ -59,6 +60,26 @@ def read_signature(fn: Callable[..., Any], *, tool_name: str) -> FunctionSignatu
         description=docs.description,
         parameters=_object_schema(flatten_schema(schema)),
         arguments_model=model,
+    )
+
+
+def _resolved_signature(fn: Callable[..., Any]) -> inspect.Signature:
+    """The signature with parameter annotations resolved; the return annotation is not
+    needed for a schema, so a name only imported for type checking there does no harm."""
+    signature = inspect.signature(fn)
+    annotations = {
+        p.name: p.annotation
+        for p in signature.parameters.values()
+        if p.annotation is not inspect.Parameter.empty
+    }
+    unwrapped = inspect.unwrap(fn)
+    holder = SimpleNamespace(__annotations__=annotations, __globals__=unwrapped.__globals__)
+    hints = get_type_hints(holder, include_extras=True)
+    return signature.replace(
+        parameters=[
+            p.replace(annotation=hints.get(p.name, p.annotation))
+            for p in signature.parameters.values()
+        ]
     )
 
 
