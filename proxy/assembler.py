@@ -144,7 +144,10 @@ class Assembler:
         if any(not call.name for call in calls):
             raise UpstreamError("upstream sent a tool call without a function name")
         finish = self._finish or "stop"
-        if calls:
+        if finish == "length":
+            # A call cut off by the token limit is never run: its arguments are incomplete.
+            calls = []
+        elif calls:
             finish = "tool_calls"
         elif finish == "tool_calls":
             finish = "stop"

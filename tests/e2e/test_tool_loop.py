@@ -178,3 +178,17 @@ async def test_tool_output_attachments_reach_upstream(
     assert sent[2]["content"] == "picture from door"
     assert sent[3]["content"] == "Error (tool_error): the service said no"
     assert sent[4]["content"][1] == image
+
+
+async def test_call_cut_off_by_length_is_never_run(
+    make_proxy, upstream: FakeUpstream, stream: bool
+) -> None:
+    upstream.script(
+        Reply.tool_calls([("t_explode", '{"reason": "half')], finish_reason="length", content="Hm")
+    )
+    async with make_proxy(registry_with()) as proxy:
+        out = await ask(proxy.client, stream=stream, messages=USER)
+    assert out.finish_reason == "length"
+    assert out.content == "Hm"
+    assert not out.tool_calls
+    assert len(upstream.requests) == 1
