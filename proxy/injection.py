@@ -8,13 +8,41 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from policies import Policy, ToolFilter
-from registry import Tool, ToolRegistry
+from registry import Tool, ToolIndex, ToolRegistry
 
 from .errors import BadRequestError
+
+SEARCH_TOOL = "tool_search"
+"""The tool injected when deferred tools are visible (SPEC 6.9)."""
+
+SEARCH_SCHEMA: dict[str, Any] = {
+    "type": "function",
+    "function": {
+        "name": SEARCH_TOOL,
+        "description": (
+            "Search the catalog of additional tools by what they do. Matching tools become "
+            "callable from your next step on."
+        ),
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "query": {"type": "string", "description": "words describing the task"},
+                "limit": {
+                    "type": "integer",
+                    "minimum": 1,
+                    "maximum": 20,
+                    "description": "most tools to return (default 5)",
+                },
+            },
+            "required": ["query"],
+            "additionalProperties": False,
+        },
+    },
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -22,7 +50,12 @@ class Toolset:
     """The registry tools visible to one request."""
 
     schemas: tuple[dict[str, Any], ...]
+    """Injected from the first call: the visible tools that are not deferred."""
     by_wire_name: Mapping[str, Tool]
+    """Every visible tool, deferred ones included (a call to any of them may run)."""
+    deferred: ToolIndex | None = None
+    """Search over the visible deferred tools; None when there are none."""
+    deferred_schemas: Mapping[str, dict[str, Any]] = field(default_factory=dict)
 
 
 class Catalog:
@@ -40,14 +73,14 @@ class Catalog:
         found = self._cache.get(key)
         if found is not None:
             return found
-        tools = [
-            t
-            for t in tool_filter.select(self._registry)
-            if not t.metadata.defer and self._policy.visible(t)
-        ]
+        visible = [t for t in tool_filter.select(self._registry) if self._policy.visible(t)]
+        deferred = [t for t in visible if t.metadata.defer]
+        wire = self._registry.wire_name
         toolset = Toolset(
-            schemas=tuple(self._registry.openai_schema(t) for t in tools),
-            by_wire_name={self._registry.wire_name(t): t for t in tools},
+            schemas=tuple(self._registry.openai_schema(t) for t in visible if not t.metadata.defer),
+            by_wire_name={wire(t): t for t in visible},
+            deferred=ToolIndex(deferred) if deferred else None,
+            deferred_schemas={wire(t): self._registry.openai_schema(t) for t in deferred},
         )
         self._cache[key] = toolset
         if len(self._cache) > self._cache_size:
@@ -69,7 +102,7 @@ class Catalog:
             name = _function_name(spec, i)
             if name in names:
                 raise BadRequestError(f"tool {name!r} is defined twice", param=f"tools[{i}]")
-            if self._registry.resolve(name) is not None:
+            if name == SEARCH_TOOL or self._registry.resolve(name) is not None:
                 raise BadRequestError(
                     f"tool {name!r} clashes with a tool the proxy provides; rename it",
                     param=f"tools[{i}]",

@@ -7,8 +7,8 @@ It yields `LoopEvent`s and knows nothing of HTTP rendering. Request-fatal failur
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Mapping
-from dataclasses import dataclass
+from collections.abc import AsyncIterator, Awaitable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from policies import Action, LoopGuard, LoopLimits, Policy
@@ -18,8 +18,11 @@ from .assembler import Answer, Assembler, Usage, wire_call
 from .continuations import TurnStore, restore
 from .controls import Controls
 from .events import ContentDelta, Finished, KeepAlive, LoopEvent, ToolsFinished, ToolsStarted
-from .injection import Toolset
+from .injection import SEARCH_SCHEMA, SEARCH_TOOL, Toolset
+from .search_calls import run_search
 from .upstream import Upstream
+
+Message = dict[str, Any]
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,14 +39,29 @@ class Turn:
 
 
 @dataclass(slots=True)
-class _Round:
-    """One upstream answer's calls, sorted by who runs them."""
+class _State:
+    """What one turn has accumulated so far."""
 
-    own: list[tuple[Tool, ToolCall]]
-    unknown: list[ToolCall]
-    client: list[ToolCall]
-    answered_here: list[ToolCall]
-    """Own and unknown calls in the model's order: each gets a tool message from us."""
+    guard: LoopGuard
+    history: list[Message]
+    body: dict[str, Any]
+    """The upstream body without `messages` and `tools`."""
+    added: list[Message] = field(default_factory=list)
+    usage: Usage = field(default_factory=Usage)
+    loaded: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Schemas of deferred tools that `tool_search` found, by wire name."""
+
+
+@dataclass(slots=True)
+class _Round:
+    """One upstream answer's calls, sorted by who answers them."""
+
+    own: list[tuple[Tool, ToolCall]] = field(default_factory=list)
+    searches: list[ToolCall] = field(default_factory=list)
+    unknown: list[ToolCall] = field(default_factory=list)
+    client: list[ToolCall] = field(default_factory=list)
+    answered_here: list[ToolCall] = field(default_factory=list)
+    """Every call but the client's, in the model's order: each gets a tool message from us."""
 
 
 class ToolLoop:
@@ -68,53 +86,56 @@ class ToolLoop:
         Raises:
             ProxyError: the upstream failed or rejected the request.
         """
-        guard = LoopGuard(self._limits_for(turn.controls))
-        history = await restore(self._turns, _strip_vendor_fields(turn.body["messages"]))
-        added: list[dict[str, Any]] = []
-        body = self._upstream_body(turn)
-        usage = Usage()
+        state = _State(
+            guard=LoopGuard(self._limits_for(turn.controls)),
+            history=await restore(self._turns, _strip_vendor_fields(turn.body["messages"])),
+            body=_upstream_body(turn.body),
+        )
         while True:
-            guard.begin_iteration()
+            state.guard.begin_iteration()
             answer = None
-            async for event in self._ask(turn, {**body, "messages": history + added}):
+            async for event in self._ask(turn, state, with_tools=True):
                 if isinstance(event, Answer):
                     answer = event
                 else:
                     yield event
             assert answer is not None
-            usage = usage + (answer.usage or Usage())
             if not answer.tool_calls:
-                yield Finished(answer.finish_reason, usage)
+                yield Finished(answer.finish_reason, state.usage)
                 return
             if not turn.controls.auto_execute:
-                yield Finished("tool_calls", usage, tuple(answer.tool_calls))
+                yield Finished("tool_calls", state.usage, tuple(answer.tool_calls))
                 return
-            sorted_calls = self._sort(turn, answer.tool_calls)
-            results: list[tuple[ToolCall, ToolResult]] = []
-            async for item in self._execute(sorted_calls, guard):
+            calls = _sort(turn, answer.tool_calls)
+            results: list[ToolResult] = []
+            async for item in self._answer_calls(turn, state, calls):
                 if isinstance(item, list):
                     results = item
                 else:
                     yield item
-            assistant = _assistant_message(answer)
-            tool_messages = _tool_messages([r for _, r in results])
-            if sorted_calls.client:
-                await self._park(sorted_calls.client, [*added, assistant, *tool_messages])
-                yield Finished("tool_calls", usage, tuple(sorted_calls.client))
+            messages = [_assistant_message(answer), *_tool_messages(results)]
+            if calls.client:
+                await self._park(calls.client, [*state.added, *messages])
+                yield Finished("tool_calls", state.usage, tuple(calls.client))
                 return
-            added += [assistant, *tool_messages]
-            body = _relax_tool_choice(body)
-            stopped_by = guard.check()
+            state.added += messages
+            state.body = _relax_tool_choice(state.body)
+            stopped_by = state.guard.check()
             if stopped_by is not None:
-                final = {**_without_tools(body), "messages": history + added}
-                async for event in self._ask(turn, final):
-                    if isinstance(event, Answer):
-                        usage = usage + (event.usage or Usage())
-                        reason = "stop" if event.tool_calls else event.finish_reason
-                        yield Finished(reason, usage, extra={"stopped_by": stopped_by})
-                    else:
-                        yield event
+                async for final in self._last_word(turn, state, stopped_by):
+                    yield final
                 return
+
+    async def _last_word(
+        self, turn: Turn, state: _State, stopped_by: str
+    ) -> AsyncIterator[LoopEvent]:
+        """At a limit: one more upstream call without tools, so the model answers."""
+        async for event in self._ask(turn, state, with_tools=False):
+            if isinstance(event, Answer):
+                reason = "stop" if event.tool_calls else event.finish_reason
+                yield Finished(reason, state.usage, extra={"stopped_by": stopped_by})
+            else:
+                yield event
 
     def _limits_for(self, controls: Controls) -> LoopLimits:
         if controls.max_iterations is None:
@@ -122,55 +143,40 @@ class ToolLoop:
         lowered = min(controls.max_iterations, self._limits.max_iterations)
         return self._limits.model_copy(update={"max_iterations": lowered})
 
-    def _upstream_body(self, turn: Turn) -> dict[str, Any]:
-        body = {k: v for k, v in turn.body.items() if k != "messages"}
-        tools = [*turn.toolset.schemas, *(turn.body.get("tools") or ())]
+    async def _ask(
+        self, turn: Turn, state: _State, *, with_tools: bool
+    ) -> AsyncIterator[ContentDelta | Answer]:
+        body = {**state.body, "messages": state.history + state.added}
+        tools = _tools_for(turn, state) if with_tools else []
         if tools:
             body["tools"] = tools
         else:
-            body.pop("tools", None)
-            body.pop("tool_choice", None)
-        if body.get("stream"):
-            body["stream_options"] = {**(body.get("stream_options") or {}), "include_usage": True}
-        else:
-            body.pop("stream_options", None)
-        return body
-
-    async def _ask(self, turn: Turn, body: dict[str, Any]) -> AsyncIterator[ContentDelta | Answer]:
+            for key in ("tool_choice", "parallel_tool_calls"):
+                body.pop(key, None)
         assembler = Assembler()
         async with turn.upstream.complete(body, headers=turn.headers) as chunks:
             async for chunk in chunks:
                 delta = assembler.feed(chunk)
                 if delta is not None:
                     yield ContentDelta(delta.content, delta.reasoning)
-        yield assembler.finish()
+        answer = assembler.finish()
+        state.usage = state.usage + (answer.usage or Usage())
+        yield answer
 
-    def _sort(self, turn: Turn, calls: list[ToolCall]) -> _Round:
-        sorted_calls = _Round([], [], [], [])
-        for call in calls:
-            tool = turn.toolset.by_wire_name.get(call.name)
-            if call.name in turn.client_tools:
-                sorted_calls.client.append(call)
-                continue
-            if tool is not None:
-                sorted_calls.own.append((tool, call))
-            else:
-                sorted_calls.unknown.append(call)
-            sorted_calls.answered_here.append(call)
-        return sorted_calls
-
-    async def _execute(
-        self, calls: _Round, guard: LoopGuard
-    ) -> AsyncIterator[LoopEvent | list[tuple[ToolCall, ToolResult]]]:
-        """Answer every own and unknown call; yields events, then the results in call order."""
+    async def _answer_calls(
+        self, turn: Turn, state: _State, calls: _Round
+    ) -> AsyncIterator[LoopEvent | list[ToolResult]]:
+        """Answer every call but the client's; yields events, then results in call order."""
         answered: dict[str, ToolResult] = {
             c.id: ToolResult.error(c.id, "unknown_tool", f"there is no tool named {c.name!r}")
             for c in calls.unknown
         }
+        for call in calls.searches:
+            answered[call.id] = run_search(turn.toolset, call, state.loaded)
         runnable: list[tuple[Tool, ToolCall]] = []
-        budget = max(0, guard.limits.max_tool_calls - guard.tool_calls)
+        budget = max(0, state.guard.limits.max_tool_calls - state.guard.tool_calls)
         for tool, call in calls.own:
-            refusal = self._refusal(tool, call, len(runnable) >= budget)
+            refusal = self._refusal(tool, call, over_budget=len(runnable) >= budget)
             if refusal is None:
                 runnable.append((tool, call))
             else:
@@ -178,17 +184,17 @@ class ToolLoop:
         if runnable:
             started = tuple(c for _, c in runnable)
             yield ToolsStarted(started)
-            work = _within(self._executor.execute_many(runnable), runnable, guard.remaining())
+            work = _within(self._executor.execute_many(runnable), runnable, state.guard.remaining())
             async for event in _keepalive_wait(work, self._limits.keepalive_s):
                 if isinstance(event, KeepAlive):
                     yield event
                 else:
                     answered.update((r.call_id, r) for r in event)
-            guard.record_calls([(t.qualified_name, c.arguments) for t, c in runnable])
+            state.guard.record_calls([(t.qualified_name, c.arguments) for t, c in runnable])
             yield ToolsFinished(started, tuple(answered[c.id] for c in started))
-        yield [(c, answered[c.id]) for c in calls.answered_here]
+        yield [answered[c.id] for c in calls.answered_here]
 
-    def _refusal(self, tool: Tool, call: ToolCall, over_budget: bool) -> ToolResult | None:
+    def _refusal(self, tool: Tool, call: ToolCall, *, over_budget: bool) -> ToolResult | None:
         decision = self._policy.check(tool)
         if decision.action is Action.DENY:
             return ToolResult.error(call.id, "denied", decision.reason or "denied by policy")
@@ -200,26 +206,59 @@ class ToolLoop:
             return ToolResult.error(call.id, "limit", "the turn's tool-call limit is reached")
         return None
 
-    async def _park(self, client_calls: list[ToolCall], hidden: list[dict[str, Any]]) -> None:
+    async def _park(self, client_calls: list[ToolCall], hidden: list[Message]) -> None:
         for call in client_calls:
             await self._turns.put(call.id, hidden)
 
 
+def _sort(turn: Turn, calls: list[ToolCall]) -> _Round:
+    sorted_calls = _Round()
+    for call in calls:
+        if call.name in turn.client_tools:
+            sorted_calls.client.append(call)
+            continue
+        tool = turn.toolset.by_wire_name.get(call.name)
+        if tool is not None:
+            sorted_calls.own.append((tool, call))
+        elif call.name == SEARCH_TOOL and turn.toolset.deferred is not None:
+            sorted_calls.searches.append(call)
+        else:
+            sorted_calls.unknown.append(call)
+        sorted_calls.answered_here.append(call)
+    return sorted_calls
+
+
+def _tools_for(turn: Turn, state: _State) -> list[dict[str, Any]]:
+    tools = [*turn.toolset.schemas, *state.loaded.values()]
+    if turn.toolset.deferred is not None:
+        tools.append(SEARCH_SCHEMA)
+    tools.extend(turn.body.get("tools") or ())
+    return tools
+
+
+def _upstream_body(client_body: dict[str, Any]) -> dict[str, Any]:
+    body = {k: v for k, v in client_body.items() if k not in ("messages", "tools")}
+    if body.get("stream"):
+        body["stream_options"] = {**(body.get("stream_options") or {}), "include_usage": True}
+    else:
+        body.pop("stream_options", None)
+    return body
+
+
 async def _within(
-    work: Any, runnable: list[tuple[Tool, ToolCall]], seconds: float
+    work: Awaitable[list[ToolResult]], runnable: list[tuple[Tool, ToolCall]], seconds: float
 ) -> list[ToolResult]:
     """The calls' results, or timeout errors for all when the turn's budget runs out."""
     try:
         async with asyncio.timeout(seconds):
-            results: list[ToolResult] = await work
-            return results
+            return await work
     except TimeoutError:
         message = "the turn's time budget ran out while the tool ran"
         return [ToolResult.error(c.id, "timeout", message) for _, c in runnable]
 
 
 async def _keepalive_wait(
-    work: Any, interval: float
+    work: Awaitable[list[ToolResult]], interval: float
 ) -> AsyncIterator[KeepAlive | list[ToolResult]]:
     """Await `work`, yielding KeepAlive every `interval` seconds; cancel it if abandoned."""
     task = asyncio.ensure_future(work)
@@ -236,7 +275,7 @@ async def _keepalive_wait(
             await asyncio.gather(task, return_exceptions=True)
 
 
-def _assistant_message(answer: Answer) -> dict[str, Any]:
+def _assistant_message(answer: Answer) -> Message:
     return {
         "role": "assistant",
         "content": answer.content or None,
@@ -244,13 +283,13 @@ def _assistant_message(answer: Answer) -> dict[str, Any]:
     }
 
 
-def _tool_messages(results: list[ToolResult]) -> list[dict[str, Any]]:
+def _tool_messages(results: list[ToolResult]) -> list[Message]:
     """One tool message per result; attachments follow in one user message.
 
     Tool messages carry text only on most servers, so images and audio a tool returned
     travel as content parts of a user message placed right after the results.
     """
-    messages: list[dict[str, Any]] = [
+    messages: list[Message] = [
         {"role": "tool", "tool_call_id": r.call_id, "content": r.content} for r in results
     ]
     parts: list[dict[str, Any]] = []
@@ -271,13 +310,7 @@ def _relax_tool_choice(body: dict[str, Any]) -> dict[str, Any]:
     return body
 
 
-def _without_tools(body: dict[str, Any]) -> dict[str, Any]:
-    return {
-        k: v for k, v in body.items() if k not in ("tools", "tool_choice", "parallel_tool_calls")
-    }
-
-
-def _strip_vendor_fields(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _strip_vendor_fields(messages: list[Message]) -> list[Message]:
     return [
         {k: v for k, v in m.items() if k != "toolwire"} if "toolwire" in m else m for m in messages
     ]

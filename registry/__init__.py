@@ -13,6 +13,7 @@ from registry.errors import (
 from registry.executor import Executor
 from registry.python_source import PythonSourceConfig, ToolOverride, load_python_source
 from registry.registry import ChangeCallback, ToolRegistry
+from registry.search import ToolIndex
 from registry.sources import (
     SOURCE_KINDS,
     PythonSource,
@@ -44,6 +45,7 @@ __all__ = [
     "ThreadBackend",
     "Tool",
     "ToolCall",
+    "ToolIndex",
     "ToolMetadata",
     "ToolNotFoundError",
     "ToolOutput",

@@ -1,0 +1,60 @@
+"""Answers `tool_search` calls: finds deferred tools and loads their schemas for the turn."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+from registry import ToolCall, ToolResult
+
+from .injection import Toolset
+
+DEFAULT_LIMIT = 5
+MAX_LIMIT = 20
+
+
+def run_search(toolset: Toolset, call: ToolCall, loaded: dict[str, dict[str, Any]]) -> ToolResult:
+    """Search the toolset's deferred tools; the found ones join `loaded` (wire name → schema)."""
+    if toolset.deferred is None:
+        return ToolResult.error(call.id, "unknown_tool", "there are no tools to search")
+    arguments = _arguments(call)
+    query = arguments.get("query") if arguments is not None else None
+    if not isinstance(query, str) or not query.strip():
+        return ToolResult.error(
+            call.id, "invalid_arguments", "query: a non-empty string is required"
+        )
+    limit = arguments.get("limit", DEFAULT_LIMIT) if arguments else DEFAULT_LIMIT
+    if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= MAX_LIMIT:
+        return ToolResult.error(
+            call.id, "invalid_arguments", f"limit: an integer from 1 to {MAX_LIMIT} is required"
+        )
+    found = []
+    for tool in toolset.deferred.search(query, limit=limit):
+        schema = _schema_of(toolset, tool.qualified_name)
+        if schema is None:
+            continue
+        name = schema["function"]["name"]
+        loaded[name] = schema
+        found.append({"name": name, "description": tool.description})
+    if not found:
+        return ToolResult(call.id, orjson.dumps({"tools": [], "note": "no tool matches"}).decode())
+    note = "these tools can be called from now on"
+    return ToolResult(call.id, orjson.dumps({"tools": found, "note": note}).decode())
+
+
+def _arguments(call: ToolCall) -> dict[str, Any] | None:
+    if isinstance(call.arguments, dict):
+        return call.arguments
+    try:
+        value = orjson.loads(call.arguments or "{}")
+    except orjson.JSONDecodeError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def _schema_of(toolset: Toolset, qualified_name: str) -> dict[str, Any] | None:
+    for name, tool in toolset.by_wire_name.items():
+        if tool.qualified_name == qualified_name:
+            return toolset.deferred_schemas.get(name)
+    return None
