@@ -2,6 +2,16 @@
 
 from __future__ import annotations
 
+from .approvals import (
+    ApprovalStore,
+    MemoryApprovalStore,
+    PendingApproval,
+    Verdict,
+    new_call_id,
+    parse_verdict,
+    pending,
+    refusal,
+)
 from .decisions import ALLOW, Action, Decision
 from .errors import PolicyError
 from .filters import NO_FILTER, ToolFilter
@@ -13,9 +23,12 @@ __all__ = [
     "ALLOW",
     "NO_FILTER",
     "Action",
+    "ApprovalStore",
     "Decision",
     "LoopGuard",
     "LoopLimits",
+    "MemoryApprovalStore",
+    "PendingApproval",
     "Policy",
     "PolicyConfig",
     "PolicyError",
@@ -23,4 +36,9 @@ __all__ = [
     "RuleMatch",
     "RulePolicy",
     "ToolFilter",
+    "Verdict",
+    "new_call_id",
+    "parse_verdict",
+    "pending",
+    "refusal",
 ]

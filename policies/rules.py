@@ -48,6 +48,8 @@ class PolicyConfig(BaseModel):
 
     default: Action = Action.ALLOW
     rules: list[Rule] = Field(default_factory=list)
+    approval_ttl_s: float = Field(default=600.0, gt=0)
+    """How long the client has to approve an `ask` call."""
 
 
 class RulePolicy:

@@ -13,9 +13,10 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from policies import RulePolicy
+from policies import MemoryApprovalStore, RulePolicy
 from registry import Executor, SourceSet, ToolRegistry
 
+from .approvals import ApprovalFlow
 from .config import Settings
 from .continuations import MemoryTurnStore
 from .errors import ProxyError
@@ -61,13 +62,20 @@ def create_app(
             max_workers=settings.execution.max_workers,
         )
         policy = RulePolicy(settings.policy)
+        turns = MemoryTurnStore()
         upstreams = UpstreamRouter(settings.upstreams)
         services = Services(
             registry=tools,
             sources=source_set,
             catalog=Catalog(tools, policy),
             loop=ToolLoop(
-                executor=executor, policy=policy, limits=settings.loop, turns=MemoryTurnStore()
+                executor=executor,
+                policy=policy,
+                limits=settings.loop,
+                turns=turns,
+                approvals=ApprovalFlow(
+                    MemoryApprovalStore(), turns, ttl_s=settings.policy.approval_ttl_s
+                ),
             ),
             upstreams=upstreams,
             max_body_bytes=settings.server.max_body_bytes,

@@ -14,6 +14,7 @@ from typing import Any
 from policies import Action, LoopGuard, LoopLimits, Policy
 from registry import Executor, Tool, ToolCall, ToolResult
 
+from .approvals import ApprovalFlow, apply_answers
 from .assembler import Answer, Assembler, Usage, wire_call
 from .continuations import TurnStore, restore
 from .controls import Controls
@@ -56,12 +57,22 @@ class _State:
 class _Round:
     """One upstream answer's calls, sorted by who answers them."""
 
+    ordered: list[ToolCall] = field(default_factory=list)
+    """Every call in the model's order (calls awaiting approval under their new ids)."""
     own: list[tuple[Tool, ToolCall]] = field(default_factory=list)
+    denied: dict[str, ToolResult] = field(default_factory=dict)
+    asks: list[tuple[Tool, ToolCall, str]] = field(default_factory=list)
     searches: list[ToolCall] = field(default_factory=list)
     unknown: list[ToolCall] = field(default_factory=list)
     client: list[ToolCall] = field(default_factory=list)
     answered_here: list[ToolCall] = field(default_factory=list)
-    """Every call but the client's, in the model's order: each gets a tool message from us."""
+    """The calls the proxy answers now, in the model's order: each gets a tool message."""
+
+    @property
+    def handed_back(self) -> list[ToolCall]:
+        """The calls the client must answer: its own tools' and those awaiting approval."""
+        here = {c.id for c in self.answered_here}
+        return [c for c in self.ordered if c.id not in here]
 
 
 class ToolLoop:
@@ -74,11 +85,13 @@ class ToolLoop:
         policy: Policy,
         limits: LoopLimits,
         turns: TurnStore,
+        approvals: ApprovalFlow,
     ) -> None:
         self._executor = executor
         self._policy = policy
         self._limits = limits
         self._turns = turns
+        self._approvals = approvals
 
     async def run(self, turn: Turn) -> AsyncIterator[LoopEvent]:
         """Yield the events of one turn, ending with `Finished`.
@@ -91,6 +104,8 @@ class ToolLoop:
             history=await restore(self._turns, _strip_vendor_fields(turn.body["messages"])),
             body=_upstream_body(turn.body),
         )
+        async for resumed in self._resume_approved(turn, state):
+            yield resumed
         while True:
             state.guard.begin_iteration()
             answer = None
@@ -106,17 +121,16 @@ class ToolLoop:
             if not turn.controls.auto_execute:
                 yield Finished("tool_calls", state.usage, tuple(answer.tool_calls))
                 return
-            calls = _sort(turn, answer.tool_calls)
+            calls = self._sort(turn, answer.tool_calls)
             results: list[ToolResult] = []
             async for item in self._answer_calls(turn, state, calls):
                 if isinstance(item, list):
                     results = item
                 else:
                     yield item
-            messages = [_assistant_message(answer), *_tool_messages(results)]
-            if calls.client:
-                await self._park(calls.client, [*state.added, *messages])
-                yield Finished("tool_calls", state.usage, tuple(calls.client))
+            messages = [_assistant_message(answer.content, calls.ordered), *_tool_messages(results)]
+            if calls.handed_back:
+                yield await self._hand_back(state, calls, [*state.added, *messages])
                 return
             state.added += messages
             state.body = _relax_tool_choice(state.body)
@@ -125,6 +139,28 @@ class ToolLoop:
                 async for final in self._last_word(turn, state, stopped_by):
                     yield final
                 return
+
+    async def _resume_approved(self, turn: Turn, state: _State) -> AsyncIterator[LoopEvent]:
+        """Run or refuse the calls the client answered with a verdict; put in the outcomes."""
+        resolution = await self._approvals.resolve(turn.body["messages"], turn.toolset)
+        if resolution.to_run:
+            async for item in self._execute(state, resolution.to_run):
+                if isinstance(item, list):
+                    await self._approvals.remember(item)
+                    resolution.answers.update((r.call_id, r.content) for r in item)
+                else:
+                    yield item
+        state.history = apply_answers(state.history, resolution.answers)
+
+    async def _hand_back(self, state: _State, calls: _Round, hidden: list[Message]) -> Finished:
+        """End the turn with the calls the client must answer; keep the rest for its return."""
+        returned = calls.handed_back
+        for call in returned:
+            await self._turns.put(call.id, hidden)
+        extra = {}
+        if calls.asks:
+            extra["approval_required"] = await self._approvals.request(calls.asks)
+        return Finished("tool_calls", state.usage, tuple(returned), extra=extra)
 
     async def _last_word(
         self, turn: Turn, state: _State, stopped_by: str
@@ -166,66 +202,71 @@ class ToolLoop:
     async def _answer_calls(
         self, turn: Turn, state: _State, calls: _Round
     ) -> AsyncIterator[LoopEvent | list[ToolResult]]:
-        """Answer every call but the client's; yields events, then results in call order."""
-        answered: dict[str, ToolResult] = {
-            c.id: ToolResult.error(c.id, "unknown_tool", f"there is no tool named {c.name!r}")
-            for c in calls.unknown
-        }
+        """Answer the calls the proxy owns; yields events, then results in call order."""
+        answered: dict[str, ToolResult] = dict(calls.denied)
+        for call in calls.unknown:
+            message = f"there is no tool named {call.name!r}"
+            answered[call.id] = ToolResult.error(call.id, "unknown_tool", message)
         for call in calls.searches:
             answered[call.id] = run_search(turn.toolset, call, state.loaded)
-        runnable: list[tuple[Tool, ToolCall]] = []
         budget = max(0, state.guard.limits.max_tool_calls - state.guard.tool_calls)
-        for tool, call in calls.own:
-            refusal = self._refusal(tool, call, over_budget=len(runnable) >= budget)
-            if refusal is None:
-                runnable.append((tool, call))
+        runnable = calls.own[:budget]
+        for _, call in calls.own[budget:]:
+            message = "the turn's tool-call limit is reached"
+            answered[call.id] = ToolResult.error(call.id, "limit", message)
+        async for item in self._execute(state, runnable):
+            if isinstance(item, list):
+                answered.update((r.call_id, r) for r in item)
             else:
-                answered[call.id] = refusal
-        if runnable:
-            started = tuple(c for _, c in runnable)
-            yield ToolsStarted(started)
-            work = _within(self._executor.execute_many(runnable), runnable, state.guard.remaining())
-            async for event in _keepalive_wait(work, self._limits.keepalive_s):
-                if isinstance(event, KeepAlive):
-                    yield event
-                else:
-                    answered.update((r.call_id, r) for r in event)
-            state.guard.record_calls([(t.qualified_name, c.arguments) for t, c in runnable])
-            yield ToolsFinished(started, tuple(answered[c.id] for c in started))
+                yield item
         yield [answered[c.id] for c in calls.answered_here]
 
-    def _refusal(self, tool: Tool, call: ToolCall, *, over_budget: bool) -> ToolResult | None:
-        decision = self._policy.check(tool)
-        if decision.action is Action.DENY:
-            return ToolResult.error(call.id, "denied", decision.reason or "denied by policy")
-        if decision.action is Action.ASK:
-            return ToolResult.error(
-                call.id, "denied", f"{decision.reason or 'requires approval'}; not granted"
-            )
-        if over_budget:
-            return ToolResult.error(call.id, "limit", "the turn's tool-call limit is reached")
-        return None
+    async def _execute(
+        self, state: _State, runnable: list[tuple[Tool, ToolCall]]
+    ) -> AsyncIterator[LoopEvent | list[ToolResult]]:
+        """Run calls with keep-alives and the turn's deadline; yields events, then results."""
+        if not runnable:
+            yield []
+            return
+        started = tuple(c for _, c in runnable)
+        yield ToolsStarted(started)
+        work = _within(self._executor.execute_many(runnable), runnable, state.guard.remaining())
+        results: list[ToolResult] = []
+        async for event in _keepalive_wait(work, self._limits.keepalive_s):
+            if isinstance(event, KeepAlive):
+                yield event
+            else:
+                results = event
+        state.guard.record_calls([(t.qualified_name, c.arguments) for t, c in runnable])
+        yield ToolsFinished(started, tuple(results))
+        yield results
 
-    async def _park(self, client_calls: list[ToolCall], hidden: list[Message]) -> None:
-        for call in client_calls:
-            await self._turns.put(call.id, hidden)
-
-
-def _sort(turn: Turn, calls: list[ToolCall]) -> _Round:
-    sorted_calls = _Round()
-    for call in calls:
-        if call.name in turn.client_tools:
-            sorted_calls.client.append(call)
-            continue
-        tool = turn.toolset.by_wire_name.get(call.name)
-        if tool is not None:
-            sorted_calls.own.append((tool, call))
-        elif call.name == SEARCH_TOOL and turn.toolset.deferred is not None:
-            sorted_calls.searches.append(call)
-        else:
-            sorted_calls.unknown.append(call)
-        sorted_calls.answered_here.append(call)
-    return sorted_calls
+    def _sort(self, turn: Turn, calls: list[ToolCall]) -> _Round:
+        sorted_calls = _Round()
+        for call in calls:
+            if call.name in turn.client_tools:
+                sorted_calls.client.append(call)
+                sorted_calls.ordered.append(call)
+                continue
+            tool = turn.toolset.by_wire_name.get(call.name)
+            decision = self._policy.check(tool) if tool is not None else None
+            if tool is not None and decision is not None and decision.action is Action.ASK:
+                call = self._approvals.reissue(call)
+                sorted_calls.asks.append((tool, call, decision.reason or "requires approval"))
+                sorted_calls.ordered.append(call)
+                continue
+            sorted_calls.ordered.append(call)
+            sorted_calls.answered_here.append(call)
+            if tool is not None and decision is not None and decision.action is Action.DENY:
+                reason = decision.reason or "denied by policy"
+                sorted_calls.denied[call.id] = ToolResult.error(call.id, "denied", reason)
+            elif tool is not None:
+                sorted_calls.own.append((tool, call))
+            elif call.name == SEARCH_TOOL and turn.toolset.deferred is not None:
+                sorted_calls.searches.append(call)
+            else:
+                sorted_calls.unknown.append(call)
+        return sorted_calls
 
 
 def _tools_for(turn: Turn, state: _State) -> list[dict[str, Any]]:
@@ -275,11 +316,11 @@ async def _keepalive_wait(
             await asyncio.gather(task, return_exceptions=True)
 
 
-def _assistant_message(answer: Answer) -> Message:
+def _assistant_message(content: str, calls: list[ToolCall]) -> Message:
     return {
         "role": "assistant",
-        "content": answer.content or None,
-        "tool_calls": [wire_call(c) for c in answer.tool_calls],
+        "content": content or None,
+        "tool_calls": [wire_call(c) for c in calls],
     }
 
 

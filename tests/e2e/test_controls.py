@@ -58,16 +58,6 @@ async def test_policy_deny_hides_and_refuses(make_proxy, upstream: FakeUpstream)
     assert result["content"].startswith("Error (unknown_tool)")
 
 
-async def test_ask_policy_never_runs_without_approval(make_proxy, upstream: FakeUpstream) -> None:
-    policy = {"rules": [{"match": {"tags": ["network"]}, "action": "ask"}]}
-    upstream.script(Reply.tool_calls([("t_get_weather", {"city": "Oslo"})]), Reply.text("ok"))
-    async with make_proxy(registry_with(), policy=policy) as proxy:
-        await ask(proxy.client, stream=False, messages=USER)
-    (result,) = tool_messages(upstream.requests[1])
-    assert result["content"].startswith("Error (denied)")
-    assert "sunny" not in result["content"]
-
-
 async def test_no_tools_means_no_tools_key(make_proxy, upstream: FakeUpstream) -> None:
     async with make_proxy() as proxy:
         out = await ask(proxy.client, stream=False, messages=USER, tool_choice="auto")

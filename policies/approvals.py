@@ -1,0 +1,116 @@
+"""Approvals for `ask` tools: bound to one call's tool, arguments and expiry, used once."""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+import time
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import orjson
+
+
+@dataclass(frozen=True, slots=True)
+class PendingApproval:
+    """A call the proxy paused until the client approves or refuses it."""
+
+    call_id: str
+    tool: str
+    """The tool's qualified name."""
+    arguments_digest: str
+    expires_at: float
+    """Wall-clock time (epoch seconds) after which an answer is refused."""
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """The client's answer to a pending call."""
+
+    approved: bool
+    reason: str | None = None
+
+
+class ApprovalStore(Protocol):
+    """Where pending approvals wait; in memory now, shared (Redis) when the proxy scales out."""
+
+    async def put(self, approval: PendingApproval) -> None:
+        """Keep a pending approval until it is taken or expires."""
+        ...
+
+    async def take(self, call_id: str) -> PendingApproval | None:
+        """Remove and return the approval for `call_id` (so it can be used once)."""
+        ...
+
+
+class MemoryApprovalStore:
+    """A bounded in-process ApprovalStore."""
+
+    def __init__(self, *, max_entries: int = 10_000) -> None:
+        self._max = max_entries
+        self._entries: OrderedDict[str, PendingApproval] = OrderedDict()
+
+    async def put(self, approval: PendingApproval) -> None:
+        self._entries[approval.call_id] = approval
+        while len(self._entries) > self._max:
+            self._entries.popitem(last=False)
+
+    async def take(self, call_id: str) -> PendingApproval | None:
+        return self._entries.pop(call_id, None)
+
+
+def new_call_id() -> str:
+    """An unguessable call id the proxy issues for a call that needs approval."""
+    return f"call_tw{secrets.token_hex(16)}"
+
+
+def digest(arguments: str | dict[str, Any]) -> str:
+    """A digest of a call's arguments that ignores key order and whitespace."""
+    value: Any = arguments
+    if isinstance(arguments, str):
+        try:
+            value = orjson.loads(arguments or "{}")
+        except orjson.JSONDecodeError:
+            return hashlib.sha256(arguments.encode()).hexdigest()
+    return hashlib.sha256(orjson.dumps(value, option=orjson.OPT_SORT_KEYS)).hexdigest()
+
+
+def pending(
+    call_id: str, tool: str, arguments: str | dict[str, Any], ttl_s: float
+) -> PendingApproval:
+    """A pending approval for one call, expiring `ttl_s` from now."""
+    return PendingApproval(call_id, tool, digest(arguments), time.time() + ttl_s)
+
+
+def parse_verdict(content: Any) -> Verdict | None:
+    """The verdict in a tool message's content, or None when it holds no verdict.
+
+    Accepts `{"approve": true}` or `{"approve": false, "reason": "…"}` as a JSON string or
+    as a text content part.
+    """
+    if isinstance(content, list):
+        content = "".join(p.get("text", "") for p in content if isinstance(p, dict))
+    if not isinstance(content, str):
+        return None
+    try:
+        value = orjson.loads(content)
+    except orjson.JSONDecodeError:
+        return None
+    if not isinstance(value, dict) or not isinstance(value.get("approve"), bool):
+        return None
+    reason = value.get("reason")
+    return Verdict(value["approve"], reason if isinstance(reason, str) else None)
+
+
+def refusal(approval: PendingApproval | None, tool: str, arguments: Any) -> str | None:
+    """Why an answer to a pending call cannot count as an approval, or None when it can."""
+    if approval is None:
+        return "no approval is pending for this call (unknown, already used, or not issued)"
+    if approval.tool != tool:
+        return "the approval was issued for another tool"
+    if approval.arguments_digest != digest(arguments):
+        return "the call's arguments changed after the approval was requested"
+    if time.time() > approval.expires_at:
+        return "the approval expired"
+    return None

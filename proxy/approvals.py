@@ -1,0 +1,128 @@
+"""The approval flow for `ask` tools on Chat Completions (SPEC 6.7).
+
+A call that needs approval ends the turn: it is returned to the client under a new,
+unguessable id with `toolwire.approval_required`. The client answers it with a tool message
+`{"approve": true}` or `{"approve": false, "reason": "…"}`. On the next request the proxy
+checks the answer against the pending approval (same tool, same arguments, not expired,
+not used), runs or refuses the call, and puts the real result where the verdict was; the
+result is kept so later requests that replay the same history send the same result.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from policies import ApprovalStore, new_call_id, parse_verdict, pending, refusal
+from registry import Tool, ToolCall, ToolResult
+
+from .continuations import TurnStore
+from .injection import Toolset
+
+Message = dict[str, Any]
+_RESULT_KEY = "approved-result:"
+
+
+@dataclass(slots=True)
+class Resolution:
+    """What the verdicts in a history call for."""
+
+    to_run: list[tuple[Tool, ToolCall]] = field(default_factory=list)
+    answers: dict[str, str] = field(default_factory=dict)
+    """Tool message content to put in place of each verdict, by call id."""
+
+
+class ApprovalFlow:
+    """Issues approvals for paused calls and honours the client's verdicts."""
+
+    def __init__(self, store: ApprovalStore, results: TurnStore, *, ttl_s: float) -> None:
+        self._store = store
+        self._results = results
+        self._ttl_s = ttl_s
+
+    @staticmethod
+    def reissue(call: ToolCall) -> ToolCall:
+        """The call under a proxy-issued id, so only the proxy's own calls can be approved."""
+        return ToolCall(id=new_call_id(), name=call.name, arguments=call.arguments)
+
+    async def request(self, calls: list[tuple[Tool, ToolCall, str]]) -> list[dict[str, Any]]:
+        """Record pending approvals for (tool, call, reason); the entries for the client."""
+        entries = []
+        for tool, call, reason in calls:
+            approval = pending(call.id, tool.qualified_name, call.arguments, self._ttl_s)
+            await self._store.put(approval)
+            entries.append(
+                {
+                    "tool_call_id": call.id,
+                    "tool": tool.qualified_name,
+                    "reason": reason,
+                    "expires_at": int(approval.expires_at),
+                }
+            )
+        return entries
+
+    async def resolve(self, client_messages: list[Message], toolset: Toolset) -> Resolution:
+        """Find the verdicts among the client's tool messages and decide each."""
+        calls = _calls_by_id(client_messages)
+        resolution = Resolution()
+        for message in client_messages:
+            call_id = message.get("tool_call_id")
+            if message.get("role") != "tool" or not isinstance(call_id, str):
+                continue
+            verdict = parse_verdict(message.get("content"))
+            if verdict is None or call_id not in calls:
+                continue
+            call = calls[call_id]
+            tool = toolset.by_wire_name.get(call.name)
+            if tool is None:
+                continue  # a client tool's own result, whatever it looks like
+            kept = await self._results.get(_RESULT_KEY + call_id)
+            if kept is not None:
+                resolution.answers[call_id] = kept[0]["content"]
+                continue
+            approval = await self._store.take(call_id)
+            problem = refusal(approval, tool.qualified_name, call.arguments)
+            if problem is not None:
+                resolution.answers[call_id] = _denied(problem)
+            elif not verdict.approved:
+                why = f": {verdict.reason}" if verdict.reason else ""
+                resolution.answers[call_id] = _denied(f"the user refused the call{why}")
+            else:
+                resolution.to_run.append((tool, call))
+        return resolution
+
+    async def remember(self, results: list[ToolResult]) -> None:
+        """Keep the results of approved calls for requests that replay this history."""
+        for result in results:
+            message = {"role": "tool", "tool_call_id": result.call_id, "content": result.content}
+            await self._results.put(_RESULT_KEY + result.call_id, [message])
+
+
+def apply_answers(history: list[Message], answers: dict[str, str]) -> list[Message]:
+    """The history with each verdict's tool message holding the call's real outcome."""
+    if not answers:
+        return history
+    return [
+        {**m, "content": answers[m["tool_call_id"]]}
+        if m.get("role") == "tool" and m.get("tool_call_id") in answers
+        else m
+        for m in history
+    ]
+
+
+def _calls_by_id(messages: list[Message]) -> dict[str, ToolCall]:
+    calls: dict[str, ToolCall] = {}
+    for message in messages:
+        if message.get("role") != "assistant":
+            continue
+        for entry in message.get("tool_calls") or ():
+            function = entry.get("function") if isinstance(entry, dict) else None
+            if isinstance(function, dict) and isinstance(entry.get("id"), str):
+                name, arguments = function.get("name"), function.get("arguments", "")
+                if isinstance(name, str) and isinstance(arguments, str | dict):
+                    calls[entry["id"]] = ToolCall(entry["id"], name, arguments)
+    return calls
+
+
+def _denied(reason: str) -> str:
+    return ToolResult.error("", "denied", reason).content
