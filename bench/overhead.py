@@ -52,10 +52,11 @@ Method
   overhead is the same for every target and cancels out of the "+" columns.
 * c=64 throughput uses `wrk` (C, one thread, a generated Lua script that sets the POST body
   and checks every response's status and text) when it is installed, else `bench/load.py`.
-  wrk is preferred because it is cheap: a Python load generator needs about as much CPU per
-  request as the fake upstream, and CPU B carries both, so with it CPU B tends to saturate
-  first and caps the measured req/s of fast targets (direct, pass-through) well below what
-  they can do, which makes every ratio look better than it is. The output reports the load
+  wrk is preferred because it is cheap: measured here, the Python generator spends ~90 us of
+  CPU per non-streamed request against wrk's ~17 us, and CPU B carries it together with the
+  upstream fake, so with it CPU B saturates first and caps the req/s of the fast targets
+  (direct, pass-through) below what they can do, which makes every ratio look better than it
+  is. The output reports the load
   generator's CPU and CPU B's total (load generator + upstream fake) next to every c=64 number
   and warns when CPU B, not the server, was the bottleneck. `--loadgen python` forces the
   Python generator (`apt-get install -y wrk` to get wrk).
@@ -111,6 +112,8 @@ BENCH = ROOT / "bench"
 TEXT = "The quick brown fox jumps over the lazy dog while the proxy keeps up."
 CHUNKS = 20
 MODES = ("json", "stream")
+OTHER_LOAD_PCT = 20
+"""Busy time on a benchmark core not used by our processes above which a run counts as noisy."""
 MODE_TITLES = {"json": "Non-streamed", "stream": f"Streamed ({CHUNKS} chunks)"}
 
 SYSTEM_PROMPT = (
@@ -199,6 +202,8 @@ class Processes:
         self.workdir = workdir
         self.procs: list[subprocess.Popen[bytes]] = []
         self.env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONUNBUFFERED": "1"}
+        self.run_cpu_seconds = 0.0
+        """CPU used by every command `run` ran to its end (the load generators)."""
 
     def start(
         self, name: str, cmd: list[str], cpu: int | None, *, stdout: int | None = None
@@ -232,6 +237,7 @@ class Processes:
         # Only this child was reaped in between (the servers run on), so the difference is its.
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
         cpu_seconds = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+        self.run_cpu_seconds += cpu_seconds
         if proc.returncode != 0:
             detail = (out.decode(errors="replace") + "\n" + self.log_tail(name)).strip()
             raise RuntimeError(f"{name} failed ({proc.returncode}):\n{detail}")
@@ -394,7 +400,20 @@ class Bench:
             TEXT,
         ]
 
+    def _watched(self, target: Target) -> list[int]:
+        pids = [target.proc.pid]
+        if self.upstream is not None and target.key != "direct":
+            pids.append(self.upstream.pid)
+        return pids
+
     def latency(self, mode: str, target: Target) -> dict[str, Any]:
+        before = Snapshot.take(self, self._watched(target))
+        result = self._latency(mode, target)
+        after = Snapshot.take(self, self._watched(target))
+        result["cpu"] = cpu_accounting(self, before, after, target.proc.pid)
+        return result
+
+    def _latency(self, mode: str, target: Target) -> dict[str, Any]:
         cmd = [
             *self._loadgen(mode, target),
             "latency",
@@ -416,13 +435,14 @@ class Bench:
         }
 
     def throughput(self, mode: str, target: Target) -> dict[str, Any]:
-        watch = [target.proc.pid]
-        if target.key != "direct" and self.upstream is not None:
-            watch.append(self.upstream.pid)
+        watch = self._watched(target)
+        before = Snapshot.take(self, watch)
         if self.wrk is not None:
             result = self._wrk(mode, target, watch)
         else:
             result = self._python_throughput(mode, target, watch)
+        after = Snapshot.take(self, watch)
+        result["cpu"] = cpu_accounting(self, before, after, target.proc.pid)
         server = result["watched_cpu_pct"].get(str(target.proc.pid))
         upstream = result["watched_cpu_pct"].get(str(watch[-1])) if len(watch) > 1 else 0.0
         result["server_cpu_pct"] = server
@@ -517,6 +537,77 @@ def _cpu_seconds(pid: int) -> float | None:
     except OSError:
         return None
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _cpu_jiffies() -> dict[int, tuple[int, int]]:
+    """Per CPU: (busy, total) jiffies since boot, from /proc/stat (busy excludes idle, iowait)."""
+    out: dict[int, tuple[int, int]] = {}
+    try:
+        with open("/proc/stat") as f:
+            for line in f:
+                name, *values = line.split()
+                if not name.startswith("cpu") or name == "cpu":
+                    continue
+                ticks = [int(v) for v in values[:8]]
+                total = sum(ticks)
+                out[int(name[3:])] = (total - ticks[3] - ticks[4], total)
+    except OSError:
+        pass
+    return out
+
+
+@dataclass
+class Snapshot:
+    """CPU counters at one instant: per core, per watched process, load generators."""
+
+    cores: dict[int, tuple[int, int]]
+    procs: dict[int, float | None]
+    runs: float
+
+    @classmethod
+    def take(cls, bench: Bench, pids: list[int]) -> Snapshot:
+        procs = {pid: _cpu_seconds(pid) for pid in pids}
+        return cls(_cpu_jiffies(), procs, bench.procs.run_cpu_seconds)
+
+
+def cpu_accounting(bench: Bench, before: Snapshot, after: Snapshot, server: int) -> dict[str, Any]:
+    """How busy each core was between two snapshots, and how much of it was not ours.
+
+    "other" = a core's busy time minus the CPU of our processes pinned to it: other programs
+    on the machine, plus kernel time charged to nobody (interrupts). A few % is normal; much
+    more means something else competed with the benchmark and its numbers are noisy.
+    """
+
+    def core(cpu: int | None) -> float | None:
+        if cpu is None or cpu not in before.cores or cpu not in after.cores:
+            return None
+        busy = after.cores[cpu][0] - before.cores[cpu][0]
+        total = after.cores[cpu][1] - before.cores[cpu][1]
+        return 100 * busy / total if total else None
+
+    def proc(pid: int) -> float:
+        b, a = before.procs.get(pid), after.procs.get(pid)
+        return 0.0 if a is None or b is None else a - b
+
+    cpus = bench.cpus
+    a, b = core(cpus.server), core(cpus.other)
+    # Jiffies per core advance at the clock tick rate: use them as the wall clock.
+    ticks = os.sysconf("SC_CLK_TCK")
+    ref = cpus.server if cpus.server is not None else next(iter(after.cores), None)
+    wall = (
+        (after.cores[ref][1] - before.cores[ref][1]) / ticks
+        if ref is not None and ref in before.cores
+        else math.nan
+    )
+    ours_a = 100 * proc(server) / wall if wall else math.nan
+    upstream = bench.upstream.pid if bench.upstream is not None else -1
+    ours_b = 100 * (proc(upstream) + after.runs - before.runs) / wall if wall else math.nan
+    return {
+        "cpu_a_busy_pct": a,
+        "cpu_b_busy_pct": b,
+        "cpu_a_other_pct": None if a is None else a - ours_a,
+        "cpu_b_other_pct": None if b is None else b - ours_b,
+    }
 
 
 def _wrk_script(body: str, stream: bool) -> str:
@@ -638,6 +729,12 @@ def summarise(rounds: list[dict[str, Any]], target_keys: list[str]) -> dict[str,
             row["c64_p99_ms"] = _median([x["p99_ms"] for x in thr])
             for metric in ("server_cpu_pct", "upstream_cpu_pct", "loadgen_cpu_pct", "cpu_b_pct"):
                 row[metric] = _median([x[metric] for x in thr])
+            for metric in ("cpu_a_busy_pct", "cpu_b_busy_pct"):
+                row[metric] = _median([x["cpu"][metric] for x in thr])
+            # The worst interference seen in any run of this row, c=1 or c=64.
+            for metric in ("cpu_a_other_pct", "cpu_b_other_pct"):
+                seen = [x["cpu"][metric] for x in lat + thr if x["cpu"][metric] is not None]
+                row[f"max_{metric}"] = max(seen) if seen else math.nan
             row["errors"] = sum(x["errors"]["total"] for x in lat + thr)
             row["error_samples"] = [s for x in lat + thr for s in x["errors"]["samples"]][:5]
             per_target[key] = row
@@ -672,7 +769,8 @@ def render(result: dict[str, Any]) -> str:
         f"{meta['duration']:g} s after {meta['warmup']:g} s warm-up, load by {meta['loadgen']}",
         f"pinning: {meta['pinning']}",
         f"request body {meta['body_bytes']} bytes; times in ms; '+' = added vs direct; "
-        "srv = CPU of the server under test, cpuB = load generator + upstream fake (100 = 1 core)",
+        "c=64 CPU (100 = one core busy): srv = the server under test's process, "
+        "A/B = whole core A/B, lg = load generator",
     ]
     c = meta["concurrency"]
     for mode in MODES:
@@ -682,7 +780,7 @@ def render(result: dict[str, Any]) -> str:
         head = f"  {'target':<20}{'p50':>7}{'p99':>7}{'+p50':>7}{'+p99':>7}"
         if mode == "stream":
             head += f" |{'ttfb50':>7}{'ttfb99':>7}{'+ttfb':>7}"
-        head += f" |{f'c={c} req/s':>12}{'srv%':>6}{'cpuB%':>6}{'lg%':>5}{'errors':>7}"
+        head += f" |{f'c={c} req/s':>12}{'srv%':>6}{'A%':>5}{'B%':>5}{'lg%':>5}{'errors':>7}"
         lines.append(head)
         for key, row in rows.items():
             mark = "!" if row["errors"] else " "
@@ -697,7 +795,8 @@ def render(result: dict[str, Any]) -> str:
                 line += f" |{_f(row['ttfb_p50_ms'])}{_f(row['ttfb_p99_ms'])}"
                 line += f"{'-':>7}" if direct else _signed(row["added_ttfb_p50_ms"])
             line += f" |{_f(row['rps'], 0, 12)}{_f(row['server_cpu_pct'], 0, 6)}"
-            line += f"{_f(row['cpu_b_pct'], 0, 6)}{_f(row['loadgen_cpu_pct'], 0, 5)}"
+            line += f"{_f(row['cpu_a_busy_pct'], 0, 5)}{_f(row['cpu_b_busy_pct'], 0, 5)}"
+            line += _f(row["loadgen_cpu_pct"], 0, 5)
             line += f"{row['errors']:>7}"
             lines.append(line)
         ratios = summary[mode]["ratios"]
@@ -737,20 +836,32 @@ def goal_lines(result: dict[str, Any]) -> list[str]:
 
 
 def warning_lines(result: dict[str, Any]) -> list[str]:
-    out = []
+    out: list[str] = []
+    noisy: list[str] = []
     labels = result["labels"]
     for mode in MODES:
         for key, row in result["summary"][mode]["targets"].items():
             if row["errors"]:
                 out.append(f"ERRORS {MODE_TITLES[mode]} {labels[key]}: {row['errors']}")
                 out += [f"    {sample}" for sample in row["error_samples"]]
-            server, cpu_b = row["server_cpu_pct"], row["cpu_b_pct"]
-            if cpu_b >= 90 and (math.isnan(server) or server < 90):
+            server, cpu_b = row["server_cpu_pct"], row["cpu_b_busy_pct"]
+            if cpu_b is not None and cpu_b >= 90 and (math.isnan(server) or server < 90):
+                ours = row["loadgen_cpu_pct"] + (row["upstream_cpu_pct"] or 0.0)
                 out.append(
-                    f"NOTE  {MODE_TITLES[mode]} {labels[key]}: CPU B was busy ({cpu_b:.0f}%, "
-                    f"load generator {row['loadgen_cpu_pct']:.0f}%) while the server used "
-                    f"{server:.0f}%: its req/s is bounded by the load side, not the server"
+                    f"NOTE  {MODE_TITLES[mode]} {labels[key]}: CPU B was saturated ({cpu_b:.0f}%: "
+                    f"load generator {row['loadgen_cpu_pct']:.0f}%, upstream fake "
+                    f"{row['upstream_cpu_pct'] or 0:.0f}%, other {cpu_b - ours:.0f}%) while the "
+                    f"server used {server:.0f}%: req/s is bounded by CPU B, not by the server"
                 )
+            other = max(row["max_cpu_a_other_pct"], row["max_cpu_b_other_pct"])
+            if other > OTHER_LOAD_PCT:
+                noisy.append(f"{MODE_TITLES[mode]} {labels[key]} ({other:.0f}%)")
+    if noisy:
+        out.append(
+            f"NOTE  other activity took > {OTHER_LOAD_PCT}% of a benchmark core during: "
+            + ", ".join(noisy)
+            + "; those numbers are noisy, rerun on a quiet machine (or with more --rounds)"
+        )
     return out
 
 

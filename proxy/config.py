@@ -41,7 +41,16 @@ class UpstreamConfig(BaseModel):
     """Empty: the client's Authorization header is forwarded."""
     format: Literal["openai-chat"] = "openai-chat"
     models: list[str] = Field(default_factory=lambda: ["*"])
-    tool_calling: Literal["native"] = "native"
+    tool_calling: Literal["native", "emulated", "auto"] = "native"
+    """native: the server parses tool calls; emulated: tools go into the prompt and calls are
+    parsed from the text; auto: native until the server rejects `tools` for a model."""
+    emulation_format: Literal["hermes", "xml", "pythonic", "json"] = "hermes"
+    emulation_strict: bool = False
+    """Refuse malformed emulated calls instead of applying the tolerated repairs."""
+    models_tool_calling: dict[str, Literal["native", "emulated", "auto"]] = Field(
+        default_factory=dict
+    )
+    """Per-model `tool_calling` by glob (first match wins); other models use `tool_calling`."""
     timeout_s: float = Field(default=600.0, gt=0)
     """Total time of one upstream call."""
     connect_timeout_s: float = Field(default=10.0, gt=0)

@@ -7,6 +7,7 @@ from fnmatch import fnmatchcase
 
 from .config import UpstreamConfig
 from .demo import DemoUpstream
+from .emulation import with_tool_calling
 from .errors import ModelNotFoundError
 from .upstream import HTTPUpstream, Upstream
 
@@ -46,6 +47,13 @@ class UpstreamRouter:
 
 
 def _build(config: UpstreamConfig) -> Upstream:
-    if config.base_url == "demo":
-        return DemoUpstream(config.name)
-    return HTTPUpstream(config)
+    upstream: Upstream = (
+        DemoUpstream(config.name) if config.base_url == "demo" else HTTPUpstream(config)
+    )
+    return with_tool_calling(
+        upstream,
+        config.tool_calling,
+        config.emulation_format,
+        strict=config.emulation_strict,
+        per_model=config.models_tool_calling,
+    )

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from registry.backends import ExecutionBackend, InlineBackend, ThreadBackend
 from registry.calls import ErrorKind, ToolCall, ToolOutput, ToolResult
+from registry.classes import PythonClassSource, PythonClassSourceConfig, register_class
+from registry.composition import merge, reduce_namespace, spinoff
+from registry.context import ExecutionContext, ToolCancelledError, ToolContext
 from registry.errors import (
     InvalidArgumentsError,
     RegistryError,
@@ -11,6 +14,14 @@ from registry.errors import (
     ToolNotFoundError,
 )
 from registry.executor import Executor
+from registry.mcp import (
+    McpServerConfig,
+    McpServersJsonConfig,
+    McpServersJsonSource,
+    McpSource,
+    McpSourceConfig,
+)
+from registry.openapi import OpenApiSource, OpenApiSourceConfig
 from registry.python_source import PythonSourceConfig, ToolOverride, load_python_source
 from registry.registry import ChangeCallback, ToolRegistry
 from registry.search import ToolIndex
@@ -31,9 +42,19 @@ __all__ = [
     "ChangeCallback",
     "ErrorKind",
     "ExecutionBackend",
+    "ExecutionContext",
     "Executor",
     "InlineBackend",
     "InvalidArgumentsError",
+    "McpServerConfig",
+    "McpServersJsonConfig",
+    "McpServersJsonSource",
+    "McpSource",
+    "McpSourceConfig",
+    "OpenApiSource",
+    "OpenApiSourceConfig",
+    "PythonClassSource",
+    "PythonClassSourceConfig",
     "PythonSource",
     "PythonSourceConfig",
     "RegistryError",
@@ -45,6 +66,8 @@ __all__ = [
     "ThreadBackend",
     "Tool",
     "ToolCall",
+    "ToolCancelledError",
+    "ToolContext",
     "ToolIndex",
     "ToolMetadata",
     "ToolNotFoundError",
@@ -55,4 +78,8 @@ __all__ = [
     "ToolSource",
     "build_source",
     "load_python_source",
+    "merge",
+    "reduce_namespace",
+    "register_class",
+    "spinoff",
 ]

@@ -37,8 +37,12 @@ def parse_arguments(raw: str | Mapping[str, Any]) -> dict[str, Any]:
     return value
 
 
-def bind_arguments(model: type[BaseModel] | None, arguments: dict[str, Any]) -> dict[str, Any]:
+def bind_arguments(
+    model: type[BaseModel] | None, arguments: dict[str, Any], *, strict: bool = False
+) -> dict[str, Any]:
     """Validate and coerce `arguments` with `model`; return the function's keyword arguments.
+
+    With `strict`, values must already have their JSON type ("2" is not an integer).
 
     Raises:
         InvalidArgumentsError: kind "invalid_arguments", listing each field and its problem.
@@ -46,7 +50,12 @@ def bind_arguments(model: type[BaseModel] | None, arguments: dict[str, Any]) -> 
     if model is None:
         return arguments
     try:
-        instance = model.model_validate(arguments)
+        if strict:
+            # JSON-mode strictness: "2" is refused for an int, but a string still becomes
+            # an enum member or a datetime, as JSON itself has no such types.
+            instance = model.model_validate_json(_dumps(arguments), strict=True)
+        else:
+            instance = model.model_validate(arguments)
     except ValidationError as exc:
         raise InvalidArgumentsError("invalid_arguments", _explain(exc, model)) from exc
     # Attribute access, not model_dump(), so nested models and dataclasses reach the
@@ -54,6 +63,14 @@ def bind_arguments(model: type[BaseModel] | None, arguments: dict[str, Any]) -> 
     return {
         (info.alias or name): getattr(instance, name) for name, info in model.model_fields.items()
     }
+
+
+def _dumps(arguments: dict[str, Any]) -> bytes:
+    try:
+        return orjson.dumps(arguments)
+    except orjson.JSONEncodeError as exc:
+        # Only arguments given as an object can hold what JSON text cannot (huge integers).
+        raise InvalidArgumentsError("invalid_arguments", f"arguments are not JSON: {exc}") from exc
 
 
 def _loads(text: str) -> Any:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import functools
+import inspect
 from concurrent.futures import Executor as PoolExecutor
 from typing import Any, Protocol
 
@@ -23,15 +24,20 @@ class ExecutionBackend(Protocol):
 
 
 class InlineBackend:
-    """Awaits async tools on the running event loop."""
+    """Runs tools on the event loop: async tools are awaited, sync tools called directly.
+
+    A sync tool run inline blocks the loop while it runs; that suits only tools that return
+    at once (inline mode for a sync tool is an explicit choice, never the default).
+    """
 
     async def run(self, tool: Tool, arguments: dict[str, Any]) -> Any:
-        """Await `tool.fn(**arguments)`.
+        """Await `tool.fn(**arguments)`, or call it when it is sync.
 
         Raises:
             RegistryError: the tool has no local function.
         """
-        return await _function(tool)(**arguments)
+        value = _function(tool)(**arguments)
+        return await value if inspect.isawaitable(value) else value
 
 
 class ThreadBackend:
@@ -50,8 +56,20 @@ class ThreadBackend:
         Raises:
             RegistryError: the tool has no local function.
         """
-        call = functools.partial(contextvars.copy_context().run, _function(tool), **arguments)
+        fn = _function(tool)
+        if tool.is_async:
+            # An async tool asked for a thread (it blocks despite being async): it gets an
+            # event loop of its own in the worker thread.
+            fn = functools.partial(_run_coroutine, fn)
+        call = functools.partial(contextvars.copy_context().run, fn, **arguments)
         return await asyncio.get_running_loop().run_in_executor(self._pool, call)
+
+
+def _run_coroutine(fn: Any, **arguments: Any) -> Any:
+    async def wait() -> Any:
+        return await fn(**arguments)
+
+    return asyncio.run(wait())
 
 
 def _function(tool: Tool) -> Any:

@@ -1,71 +1,167 @@
-"""The executor: validates a call's arguments, runs the tool, and reports the result."""
+"""The executor: repairs and validates a call's arguments, runs the tool, reports the result."""
 
 from __future__ import annotations
 
 import asyncio
 import dataclasses
-from collections.abc import Sequence
+import logging
+import time
+from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from types import TracebackType
+from typing import Any
 
+from registry.arguments import bind_arguments, parse_arguments
 from registry.backends import ExecutionBackend, InlineBackend, ThreadBackend
 from registry.calls import ErrorKind, ToolCall, ToolOutput, ToolResult
+from registry.context import ToolCancelledError, ToolContext
 from registry.errors import InvalidArgumentsError, RegistryError
+from registry.execution_config import ExecutionConfig
+from registry.execution_log import ExecutionLog, ExecutionRecord, redact, summarize
+from registry.listeners import CallEvent, Listeners
 from registry.output import render_output, truncate
-from registry.tool import Tool
+from registry.process_pool import ProcessBackend
+from registry.repair import repair_call
+from registry.retry import RetrySettings, call_with_retries, retries_for
+from registry.tool import EXECUTION_MODES, ExecutionMode, Tool
 
 __all__ = ["Executor"]
 
+log = logging.getLogger("toolwire.execution")
+
+
+@dataclasses.dataclass(slots=True)
+class _Run:
+    """What one call came to, for the result, the log and the listeners."""
+
+    result: ToolResult
+    attempts: int = 0
+    mode: str | None = None
+    repairs: tuple[str, ...] = ()
+
 
 class Executor:
-    """Runs tool calls with validation, timeouts and per-tool serialization.
+    """Runs tool calls: argument repair and validation, backends, timeouts, retries, log.
 
-    Async tools run on the event loop, sync tools in a thread pool owned by the executor.
-    A sync call that times out or is cancelled stops being awaited at once, but its thread
-    cannot be killed and runs to completion in the background (for a tool that is not
-    concurrency-safe, the next call may then start while it still runs).
+    Where a call runs: the tool's `execution_mode` if set; otherwise async tools run inline
+    on the event loop and sync tools in `mode` (thread by default). A timed-out or cancelled
+    call sets its `ToolContext.cancelled`; a process-mode call also has its worker killed,
+    while a thread cannot be killed and runs on until it returns or heeds the flag.
 
     Raises:
-        RegistryError: a non-positive timeout or worker count.
+        RegistryError: a non-positive timeout or worker count, or an unknown mode.
     """
 
-    def __init__(self, *, default_timeout_s: float = 30.0, max_workers: int = 16) -> None:
-        if default_timeout_s <= 0 or max_workers <= 0:
-            raise RegistryError("default_timeout_s and max_workers must be positive")
+    def __init__(
+        self,
+        *,
+        default_timeout_s: float = 30.0,
+        max_workers: int = 16,
+        mode: ExecutionMode = "thread",
+        process_workers: int = 4,
+        strict_arguments: bool = False,
+        log_capacity: int = 1000,
+        retry: RetrySettings | None = None,
+        max_result_size: int | None = None,
+        listeners: Iterable[object] = (),
+    ) -> None:
+        if default_timeout_s <= 0 or max_workers <= 0 or process_workers <= 0:
+            raise RegistryError("default_timeout_s and the worker counts must be positive")
+        if mode not in EXECUTION_MODES:
+            raise RegistryError(f"mode must be one of {', '.join(EXECUTION_MODES)}")
         self._default_timeout_s = default_timeout_s
+        self._mode: ExecutionMode = mode
+        self._strict = strict_arguments
+        self._retry = retry or RetrySettings()
+        self._max_result_size = max_result_size
         self._pool = ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="toolwire")
         self._inline = InlineBackend()
         self._threads = ThreadBackend(self._pool)
+        self._processes = ProcessBackend(workers=process_workers, fallback=self._threads)
+        self.log = ExecutionLog(log_capacity)
+        self.listeners = Listeners(listeners)
         # Per qualified name, so a tool that is not concurrency-safe runs one call at a time
         # across every request this executor serves.
         self._locks: dict[str, asyncio.Lock] = {}
 
-    def backend_for(self, tool: Tool) -> ExecutionBackend:
-        """The backend that runs `tool`: inline for async functions, threads for sync ones."""
-        return self._inline if tool.is_async else self._threads
+    @classmethod
+    def from_config(cls, config: ExecutionConfig, *, listeners: Iterable[object] = ()) -> Executor:
+        """An executor set up as the `execution:` section says.
 
-    async def execute(self, tool: Tool, call: ToolCall) -> ToolResult:
+        Raises:
+            RegistryError: see `Executor`.
+        """
+        return cls(
+            default_timeout_s=config.timeout_s,
+            max_workers=config.max_workers,
+            mode=config.mode,
+            process_workers=config.process_workers,
+            strict_arguments=config.strict_arguments,
+            log_capacity=config.log_capacity,
+            retry=config.retry.settings(),
+            max_result_size=config.max_result_size,
+            listeners=listeners,
+        )
+
+    def mode_for(self, tool: Tool) -> ExecutionMode:
+        """Where `tool` runs: its own mode, inline for async tools, else the default."""
+        if tool.metadata.execution_mode is not None:
+            return tool.metadata.execution_mode
+        return "inline" if tool.is_async else self._mode
+
+    def backend_for(self, tool: Tool) -> ExecutionBackend:
+        """The backend that runs `tool` (see `mode_for`)."""
+        mode = self.mode_for(tool)
+        if mode == "process":
+            return self._processes
+        return self._inline if mode == "inline" else self._threads
+
+    async def execute(
+        self, tool: Tool, call: ToolCall, *, request_id: str | None = None
+    ) -> ToolResult:
         """Run one call; failures come back as error results, never as exceptions.
 
         Raises:
             asyncio.CancelledError: the caller was cancelled; the call is abandoned.
         """
+        started, wall = time.monotonic(), time.time()
+        event = CallEvent(tool, call, request_id)
+        if self.listeners:
+            await self.listeners.before(event)
+        logged: Any = _loggable(call.arguments)
         try:
-            arguments = tool.validate_arguments(call.arguments)
+            arguments, repairs = repair_call(
+                call.arguments, tool.parameters, self._strict, tool=tool.qualified_name
+            )
+            logged = redact(arguments)
+            bound = bind_arguments(tool.arguments_model, arguments, strict=self._strict)
         except InvalidArgumentsError as exc:
-            result = ToolResult.error(call.id, exc.kind, exc.message)
+            run = _Run(ToolResult.error(call.id, exc.kind, exc.message))
         else:
-            if tool.metadata.is_concurrency_safe:
-                result = await self._run(tool, call, arguments)
-            else:
-                async with self._lock(tool):
-                    result = await self._run(tool, call, arguments)
-        limit = tool.metadata.max_result_size
-        if limit is not None and len(result.content) > limit:
-            result = dataclasses.replace(result, content=truncate(result.content, limit))
-        return result
+            try:
+                if tool.metadata.is_concurrency_safe:
+                    run = await self._run(tool, call, bound, request_id)
+                else:
+                    async with self._lock(tool):
+                        run = await self._run(tool, call, bound, request_id)
+            except asyncio.CancelledError:
+                cancelled = ToolResult.error(call.id, ErrorKind.CANCELLED, "the caller went away")
+                self._record(tool, call, request_id, logged, _Run(cancelled), started, wall)
+                raise
+            run.repairs = tuple(str(r) for r in repairs)
+        limit = tool.metadata.max_result_size or self._max_result_size
+        if limit is not None and len(run.result.content) > limit:
+            run.result = dataclasses.replace(
+                run.result, content=truncate(run.result.content, limit)
+            )
+        self._record(tool, call, request_id, logged, run, started, wall)
+        if self.listeners:
+            await self.listeners.after(event, run.result)
+        return run.result
 
-    async def execute_many(self, items: Sequence[tuple[Tool, ToolCall]]) -> list[ToolResult]:
+    async def execute_many(
+        self, items: Sequence[tuple[Tool, ToolCall]], *, request_id: str | None = None
+    ) -> list[ToolResult]:
         """Run calls concurrently (unsafe tools one at a time); results in input order.
 
         Raises:
@@ -74,7 +170,7 @@ class Executor:
         results: list[ToolResult | None] = [None] * len(items)
 
         async def run_one(index: int, tool: Tool, call: ToolCall) -> None:
-            results[index] = await self.execute(tool, call)
+            results[index] = await self.execute(tool, call, request_id=request_id)
 
         async with asyncio.TaskGroup() as group:
             for index, (tool, call) in enumerate(items):
@@ -82,8 +178,9 @@ class Executor:
         return [result for result in results if result is not None]
 
     def close(self) -> None:
-        """Stop the thread pool without waiting; queued calls are dropped."""
+        """Stop the thread pool without waiting (queued calls are dropped); kill workers."""
         self._pool.shutdown(wait=False, cancel_futures=True)
+        self._processes.close()
 
     def __enter__(self) -> Executor:
         return self
@@ -96,26 +193,97 @@ class Executor:
     ) -> None:
         self.close()
 
-    async def _run(self, tool: Tool, call: ToolCall, arguments: dict[str, object]) -> ToolResult:
+    async def _run(
+        self, tool: Tool, call: ToolCall, arguments: dict[str, Any], request_id: str | None
+    ) -> _Run:
         timeout_s = tool.metadata.timeout_s or self._default_timeout_s
+        deadline = time.monotonic() + timeout_s
+        mode = self.mode_for(tool)
+        backend = self.backend_for(tool)
+        contexts: list[ToolContext] = []
+
+        async def attempt(number: int) -> Any:
+            kwargs = arguments
+            if tool.context_parameter is not None:
+                context = ToolContext(call.id, deadline, request_id, number)
+                contexts.append(context)
+                kwargs = {**arguments, tool.context_parameter: context}
+            return await backend.run(tool, kwargs)
+
         scope = asyncio.timeout(timeout_s)
+        finished = False
         try:
             async with scope:
-                value = await self.backend_for(tool).run(tool, arguments)
-            if isinstance(value, ToolOutput):
-                return _from_output(call.id, value)
-            return ToolResult(call.id, render_output(value))
+                outcome = await call_with_retries(
+                    attempt,
+                    retries=retries_for(tool, self._retry),
+                    settings=self._retry,
+                    deadline=deadline,
+                )
+            finished = True
         except TimeoutError as exc:
-            if scope.expired():
-                message = f"the tool did not finish within {timeout_s:g} seconds"
-                return ToolResult.error(call.id, ErrorKind.TIMEOUT, message)
-            return ToolResult.error(call.id, ErrorKind.EXCEPTION, _describe(exc))
-        except Exception as exc:
-            # Whatever the tool raised is the model's to see, as data; the loop goes on.
-            return ToolResult.error(call.id, ErrorKind.EXCEPTION, _describe(exc))
+            if not scope.expired():
+                raise RegistryError("a timeout escaped the retry loop") from exc
+            message = f"the tool did not finish within {timeout_s:g} seconds"
+            attempts = max(1, len(contexts))
+            return _Run(ToolResult.error(call.id, ErrorKind.TIMEOUT, message), attempts, mode)
+        finally:
+            if not finished:
+                # Tells sync code still running in a thread that nobody waits any more.
+                for context in contexts:
+                    context.cancelled.set()
+        if outcome.error is not None:
+            return _Run(_failure(call.id, outcome.error, outcome.attempts), outcome.attempts, mode)
+        value = outcome.value
+        if isinstance(value, ToolOutput):
+            return _Run(_from_output(call.id, value), outcome.attempts, mode)
+        return _Run(ToolResult(call.id, render_output(value)), outcome.attempts, mode)
 
     def _lock(self, tool: Tool) -> asyncio.Lock:
         return self._locks.setdefault(tool.qualified_name, asyncio.Lock())
+
+    def _record(
+        self,
+        tool: Tool,
+        call: ToolCall,
+        request_id: str | None,
+        arguments: Any,
+        run: _Run,
+        started: float,
+        wall: float,
+    ) -> None:
+        self.log.record(
+            ExecutionRecord(
+                tool=tool.qualified_name,
+                call_id=call.id,
+                arguments=arguments,
+                result=summarize(run.result.content),
+                duration_s=time.monotonic() - started,
+                error=run.result.error_kind,
+                request_id=request_id,
+                attempts=run.attempts,
+                mode=run.mode,
+                repairs=run.repairs,
+                started_at=wall,
+            )
+        )
+
+
+def _loggable(raw: str | dict[str, Any]) -> Any:
+    try:
+        return redact(parse_arguments(raw))
+    except InvalidArgumentsError:
+        # Unparsable text may hold a secret in any shape, so only its size is kept.
+        return {"_unparsed": f"{len(raw)} characters"}
+
+
+def _failure(call_id: str, exc: BaseException, attempts: int) -> ToolResult:
+    kind = ErrorKind.CANCELLED if isinstance(exc, ToolCancelledError) else ErrorKind.EXCEPTION
+    text = str(exc)
+    message = f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+    if attempts > 1:
+        message += f" (after {attempts} attempts)"
+    return ToolResult.error(call_id, kind, message)
 
 
 def _from_output(call_id: str, output: ToolOutput) -> ToolResult:
@@ -123,8 +291,3 @@ def _from_output(call_id: str, output: ToolOutput) -> ToolResult:
         failed = ToolResult.error(call_id, ErrorKind.TOOL_ERROR, output.text)
         return dataclasses.replace(failed, attachments=output.attachments)
     return ToolResult(call_id, output.text, attachments=output.attachments)
-
-
-def _describe(exc: BaseException) -> str:
-    text = str(exc)
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__

@@ -6,11 +6,13 @@ import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
 from types import SimpleNamespace
-from typing import Annotated, Any, get_args, get_origin, get_type_hints
+from types import UnionType
+from typing import Annotated, Any, Union, get_args, get_origin, get_type_hints
 
 from pydantic import BaseModel, ConfigDict, Field, PydanticUserError, create_model
 from pydantic.fields import FieldInfo
 
+from registry.context import ToolContext
 from registry.docstrings import read_docstring
 from registry.errors import RegistryError
 from registry.schema import flatten_schema
@@ -28,6 +30,8 @@ class FunctionSignature:
     description: str
     parameters: dict[str, Any]
     arguments_model: type[BaseModel]
+    context_parameter: str | None = None
+    """The parameter that receives the `ToolContext`, kept out of the schema."""
 
 
 def read_signature(fn: Callable[..., Any], *, tool_name: str) -> FunctionSignature:
@@ -43,8 +47,12 @@ def read_signature(fn: Callable[..., Any], *, tool_name: str) -> FunctionSignatu
         raise RegistryError(f"tool {tool_name!r}: cannot read its signature: {exc}") from exc
     docs = read_docstring(fn)
     fields: dict[str, Any] = {}
+    context_parameter: str | None = None
     for index, param in enumerate(signature.parameters.values()):
         if index == 0 and param.name in _SKIPPED_FIRST:
+            continue
+        if _is_context(param.annotation):
+            context_parameter = param.name
             continue
         _check_kind(param, tool_name)
         field_name = _field_name(param.name, fields)
@@ -60,7 +68,19 @@ def read_signature(fn: Callable[..., Any], *, tool_name: str) -> FunctionSignatu
         description=docs.description,
         parameters=_object_schema(flatten_schema(schema)),
         arguments_model=model,
+        context_parameter=context_parameter,
     )
+
+
+def _is_context(annotation: Any) -> bool:
+    if annotation is ToolContext:
+        return True
+    origin = get_origin(annotation)
+    if origin is Annotated:
+        return _is_context(get_args(annotation)[0])
+    if origin is Union or origin is UnionType:
+        return any(arg is ToolContext for arg in get_args(annotation))
+    return False
 
 
 def _resolved_signature(fn: Callable[..., Any]) -> inspect.Signature:

@@ -16,7 +16,10 @@ from typing import Annotated, Any, Protocol, Union
 
 from pydantic import BaseModel, Discriminator, Tag
 
+from registry.classes import PythonClassSource, PythonClassSourceConfig
 from registry.errors import SourceLoadError
+from registry.mcp import McpServersJsonConfig, McpServersJsonSource, McpSource, McpSourceConfig
+from registry.openapi import OpenApiSource, OpenApiSourceConfig
 from registry.python_source import PythonSourceConfig, load_python_source
 from registry.registry import ToolRegistry
 
@@ -90,7 +93,7 @@ class PythonSource:
         return SourceStatus(self.name, self._error is None, self._count, self._error)
 
 
-SOURCE_KINDS = ("python",)
+SOURCE_KINDS = ("python", "mcp", "mcp_servers_json", "openapi", "python_class")
 """The keys that name a `tools:` entry's kind; the first one present decides."""
 
 
@@ -104,6 +107,10 @@ def _source_kind(value: Any) -> str | None:
 SourceConfig = Annotated[
     Union[  # noqa: UP007 - a union of Annotated members
         Annotated[PythonSourceConfig, Tag("python")],
+        Annotated[McpSourceConfig, Tag("mcp")],
+        Annotated[McpServersJsonConfig, Tag("mcp_servers_json")],
+        Annotated[OpenApiSourceConfig, Tag("openapi")],
+        Annotated[PythonClassSourceConfig, Tag("python_class")],
     ],
     Discriminator(
         _source_kind,
@@ -117,6 +124,10 @@ SourceFactory = Callable[[Any, Path], ToolSource]
 
 _FACTORIES: dict[type[BaseModel], SourceFactory] = {
     PythonSourceConfig: lambda config, base_dir: PythonSource(config, base_dir=base_dir),
+    McpSourceConfig: lambda config, base_dir: McpSource(config, base_dir=base_dir),
+    McpServersJsonConfig: lambda config, base_dir: McpServersJsonSource(config, base_dir=base_dir),
+    OpenApiSourceConfig: lambda config, base_dir: OpenApiSource(config, base_dir=base_dir),
+    PythonClassSourceConfig: lambda config, base_dir: PythonClassSource(config, base_dir=base_dir),
 }
 
 

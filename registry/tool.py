@@ -7,7 +7,7 @@ import inspect
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel
 
@@ -15,7 +15,10 @@ from registry.arguments import bind_arguments, parse_arguments
 from registry.errors import RegistryError
 from registry.signatures import read_signature
 
-__all__ = ["Tool", "ToolMetadata"]
+__all__ = ["EXECUTION_MODES", "ExecutionMode", "Tool", "ToolMetadata"]
+
+ExecutionMode = Literal["inline", "thread", "process"]
+EXECUTION_MODES: tuple[ExecutionMode, ...] = ("inline", "thread", "process")
 
 
 @dataclass(frozen=True, slots=True)
@@ -23,7 +26,8 @@ class ToolMetadata:
     """How a tool is governed and run: tags, limits, deferral, where it came from.
 
     Raises:
-        RegistryError: a timeout or result size that is not positive.
+        RegistryError: a timeout or result size that is not positive, a negative retry
+            count, or an unknown execution mode.
     """
 
     tags: frozenset[str] = frozenset()
@@ -34,6 +38,12 @@ class ToolMetadata:
     max_result_size: int | None = None
     source: str = "python"
     extra: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+    execution_mode: ExecutionMode | None = None
+    """Where the tool runs; None follows the executor's default (see `Executor`)."""
+    retries: int | None = None
+    """Retries after a transient error; set, it marks the tool safe to retry. None: the
+    executor's default applies to idempotent tools only."""
+    idempotent: bool = False
 
     def __post_init__(self) -> None:
         if isinstance(self.tags, str):
@@ -44,6 +54,13 @@ class ToolMetadata:
             raise RegistryError(f"timeout_s must be positive, got {self.timeout_s}")
         if self.max_result_size is not None and self.max_result_size <= 0:
             raise RegistryError(f"max_result_size must be positive, got {self.max_result_size}")
+        if self.retries is not None and self.retries < 0:
+            raise RegistryError(f"retries must not be negative, got {self.retries}")
+        if self.execution_mode is not None and self.execution_mode not in EXECUTION_MODES:
+            raise RegistryError(
+                f"execution_mode must be one of {', '.join(EXECUTION_MODES)}, "
+                f"got {self.execution_mode!r}"
+            )
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,6 +79,8 @@ class Tool:
     namespace: str | None = None
     metadata: ToolMetadata = field(default_factory=ToolMetadata)
     arguments_model: type[BaseModel] | None = None
+    context_parameter: str | None = None
+    """The parameter of `fn` that receives a `ToolContext`; it is not in `parameters`."""
 
     def __post_init__(self) -> None:
         if not self.name:
@@ -108,6 +127,9 @@ class Tool:
         search_hint: str | None = None,
         max_result_size: int | None = None,
         source: str = "python",
+        execution_mode: ExecutionMode | None = None,
+        retries: int | None = None,
+        idempotent: bool = False,
     ) -> Tool:
         """Describe a Python function as a tool from its signature, type hints and docstring.
 
@@ -129,6 +151,9 @@ class Tool:
             search_hint=search_hint,
             max_result_size=max_result_size,
             source=source,
+            execution_mode=execution_mode,
+            retries=retries,
+            idempotent=idempotent,
         )
         return cls(
             name=tool_name,
@@ -139,6 +164,7 @@ class Tool:
             namespace=namespace,
             metadata=metadata,
             arguments_model=signature.arguments_model,
+            context_parameter=signature.context_parameter,
         )
 
 

@@ -76,9 +76,7 @@ def names(tools: list[Tool]) -> list[str]:
 
 def test_no_rules_uses_the_default_action() -> None:
     assert policy().check(tool("time.get_time")) == ALLOW
-    assert policy(default="deny").check(tool("fetch")) == Decision(
-        Action.DENY, "denied by policy"
-    )
+    assert policy(default="deny").check(tool("fetch")) == Decision(Action.DENY, "denied by policy")
     assert policy(default="ask").check(tool("fetch")) == Decision(Action.ASK, "requires approval")
 
 

@@ -43,7 +43,11 @@ HIDDEN = [
         "content": None,
         "tool_calls": [
             {"id": "r1", "type": "function", "function": {"name": "demo_calc", "arguments": "{}"}},
-            {"id": "c1", "type": "function", "function": {"name": "client_tool", "arguments": "{}"}},
+            {
+                "id": "c1",
+                "type": "function",
+                "function": {"name": "client_tool", "arguments": "{}"},
+            },
         ],
     },
     {"role": "tool", "tool_call_id": "r1", "content": "42"},

@@ -93,8 +93,25 @@ def test_unset_variable_in_nested_list_names_full_path() -> None:
     assert error_of(raw).startswith("upstreams[1].models[1]: environment variable M ")
 
 
+def test_tool_entry_without_a_source_key_is_named() -> None:
+    message = error_of({"upstreams": [UPSTREAM], "tools": [{"python": "m"}, {}]})
+    assert message.startswith("tools[1]: ")
+    assert "python" in message
+
+
 def test_missing_required_key_is_named() -> None:
-    assert error_of({"upstreams": [UPSTREAM], "tools": [{}]}) == "tools[0].python: required"
+    assert error_of({"upstreams": [{"name": "x"}]}) == "upstreams[0].base_url: required"
+
+
+def test_bad_value_inside_a_tool_entry_names_the_full_path() -> None:
+    raw = {
+        "upstreams": [UPSTREAM],
+        "tools": [{"python": "m", "overrides": {"f": {"timeout_s": 0}}}],
+    }
+    assert error_of(raw).startswith("tools[0].overrides.f.timeout_s: ")
+    assert error_of({"upstreams": [UPSTREAM], "tools": [{"python": ""}]}).startswith(
+        "tools[0].python: "
+    )
 
 
 def test_missing_upstreams_is_named() -> None:

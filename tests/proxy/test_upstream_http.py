@@ -28,6 +28,16 @@ async def http_upstream(base_url: str, **config: Any) -> AsyncIterator[HTTPUpstr
         await upstream.aclose()
 
 
+@contextlib.asynccontextmanager
+async def served(
+    reply: Reply | None = None, *, models: list[str] | None = None, **config: Any
+) -> AsyncIterator[tuple[FakeUpstream, HTTPUpstream]]:
+    """A fake upstream answering `reply`, and an HTTPUpstream pointed at it."""
+    fake = FakeUpstream(reply, models=models or ["fake-model"])
+    async with fake, http_upstream(fake.base_url, **config) as upstream:
+        yield fake, upstream
+
+
 async def collect(
     upstream: HTTPUpstream, body: dict[str, Any], headers: dict[str, str] | None = None
 ) -> list[dict[str, Any]]:
@@ -62,10 +72,9 @@ def closed_port() -> int:
 
 @pytest.mark.parametrize("stream", [True, False])
 async def test_text_answer_streamed_and_not(stream: bool) -> None:
-    async with FakeUpstream(Reply.text("Hello there world")) as fake:
-        async with http_upstream(fake.base_url) as upstream:
-            options = {"stream_options": {"include_usage": True}} if stream else {}
-            chunks = await collect(upstream, ask(stream, **options))
+    async with served(Reply.text("Hello there world")) as (fake, upstream):
+        options = {"stream_options": {"include_usage": True}} if stream else {}
+        chunks = await collect(upstream, ask(stream, **options))
     assembler = Assembler()
     for chunk in chunks:
         assembler.feed(chunk)
@@ -79,9 +88,8 @@ async def test_text_answer_streamed_and_not(stream: bool) -> None:
 @pytest.mark.parametrize("style", ["vllm", "interleaved", "ollama"])
 async def test_streamed_tool_calls_assemble(style: Any) -> None:
     calls = [("demo_get_weather", {"city": "Paris"}), ("demo_calculate", {"expression": "1+2"})]
-    async with FakeUpstream(Reply.tool_calls(calls, style=style)) as fake:
-        async with http_upstream(fake.base_url) as upstream:
-            chunks = await collect(upstream, ask(True))
+    async with served(Reply.tool_calls(calls, style=style)) as (_fake, upstream):
+        chunks = await collect(upstream, ask(True))
     assembler = Assembler()
     for chunk in chunks:
         assembler.feed(chunk)
@@ -91,13 +99,15 @@ async def test_streamed_tool_calls_assemble(style: Any) -> None:
     if style == "ollama":
         assert got == calls
     else:
-        assert got == [("demo_get_weather", '{"city":"Paris"}'), ("demo_calculate", '{"expression":"1+2"}')]
+        assert got == [
+            ("demo_get_weather", '{"city":"Paris"}'),
+            ("demo_calculate", '{"expression":"1+2"}'),
+        ]
 
 
 async def test_unstreamed_answer_is_one_chunk_with_the_whole_message() -> None:
-    async with FakeUpstream(Reply.text("whole answer")) as fake:
-        async with http_upstream(fake.base_url) as upstream:
-            chunks = await collect(upstream, ask(False))
+    async with served(Reply.text("whole answer")) as (_fake, upstream):
+        chunks = await collect(upstream, ask(False))
     assert len(chunks) == 1
     choice = chunks[0]["choices"][0]
     assert choice["delta"]["content"] == "whole answer"
@@ -106,29 +116,26 @@ async def test_unstreamed_answer_is_one_chunk_with_the_whole_message() -> None:
 
 
 async def test_client_authorization_forwarded_when_api_key_empty() -> None:
-    async with FakeUpstream() as fake:
-        async with http_upstream(fake.base_url) as upstream:
-            await collect(upstream, ask(True), headers={"authorization": "Bearer client-key"})
-            await collect(upstream, ask(True), headers={})
+    async with served() as (fake, upstream):
+        await collect(upstream, ask(True), headers={"authorization": "Bearer client-key"})
+        await collect(upstream, ask(True), headers={})
     assert fake.headers[0]["authorization"] == "Bearer client-key"
     assert "authorization" not in fake.headers[1]
     assert fake.headers[0]["content-type"] == "application/json"
 
 
 async def test_configured_api_key_replaces_client_authorization() -> None:
-    async with FakeUpstream() as fake:
-        async with http_upstream(fake.base_url, api_key=SECRET) as upstream:
-            await collect(upstream, ask(False), headers={"authorization": "Bearer client-key"})
+    async with served(api_key=SECRET) as (fake, upstream):
+        await collect(upstream, ask(False), headers={"authorization": "Bearer client-key"})
     assert fake.headers[0]["authorization"] == f"Bearer {SECRET}"
 
 
 @pytest.mark.parametrize("status", [401, 403])
 async def test_rejected_credentials_are_a_502_that_does_not_echo_the_key(status: int) -> None:
     reply = Reply.error(status, f"Incorrect API key provided: {SECRET}", type="auth_error")
-    async with FakeUpstream(reply) as fake:
-        async with http_upstream(fake.base_url, api_key=SECRET) as upstream:
-            with pytest.raises(UpstreamError) as caught:
-                await collect(upstream, ask(True))
+    async with served(reply, api_key=SECRET) as (_fake, upstream):
+        with pytest.raises(UpstreamError) as caught:
+            await collect(upstream, ask(True))
     error = caught.value
     assert not isinstance(error, UpstreamStatusError)
     assert error.status == 502
@@ -158,29 +165,26 @@ async def test_rate_limit_keeps_status_and_retry_after() -> None:
 
 
 async def test_rate_limit_without_retry_after_has_no_header() -> None:
-    async with FakeUpstream(Reply.error(429, "too many")) as fake:
-        async with http_upstream(fake.base_url) as upstream:
-            with pytest.raises(UpstreamStatusError) as caught:
-                await collect(upstream, ask(False))
+    async with served(Reply.error(429, "too many")) as (_fake, upstream):
+        with pytest.raises(UpstreamStatusError) as caught:
+            await collect(upstream, ask(False))
     assert caught.value.status == 429
     assert caught.value.headers == {}
 
 
 async def test_client_error_status_is_passed_through_with_message() -> None:
-    async with FakeUpstream(Reply.error(400, "messages[0].content is required")) as fake:
-        async with http_upstream(fake.base_url) as upstream:
-            with pytest.raises(UpstreamStatusError) as caught:
-                await collect(upstream, ask(True))
+    async with served(Reply.error(400, "messages[0].content is required")) as (_fake, upstream):
+        with pytest.raises(UpstreamStatusError) as caught:
+            await collect(upstream, ask(True))
     assert caught.value.status == 400
     assert caught.value.body()["error"]["message"] == "messages[0].content is required"
 
 
 async def test_server_error_becomes_502() -> None:
     reply = Reply.error(500, "CUDA out of memory", type="server_error")
-    async with FakeUpstream(reply) as fake:
-        async with http_upstream(fake.base_url) as upstream:
-            with pytest.raises(UpstreamError) as caught:
-                await collect(upstream, ask(True))
+    async with served(reply) as (_fake, upstream):
+        with pytest.raises(UpstreamError) as caught:
+            await collect(upstream, ask(True))
     assert not isinstance(caught.value, UpstreamStatusError)
     assert caught.value.status == 502
     assert "CUDA out of memory" in caught.value.message
@@ -188,36 +192,32 @@ async def test_server_error_becomes_502() -> None:
 
 @pytest.mark.parametrize("stream", [True, False])
 async def test_garbage_body_is_an_upstream_error(stream: bool) -> None:
-    async with FakeUpstream(Reply.garbage()) as fake:
-        async with http_upstream(fake.base_url) as upstream:
-            with pytest.raises(UpstreamError, match="not JSON") as caught:
-                await collect(upstream, ask(stream))
+    async with served(Reply.garbage()) as (_fake, upstream):
+        with pytest.raises(UpstreamError, match="not JSON") as caught:
+            await collect(upstream, ask(stream))
     assert caught.value.status == 502
 
 
 async def test_stream_dropped_midway_is_an_upstream_error() -> None:
-    async with FakeUpstream(Reply.drop(after_chunks=2)) as fake:
-        async with http_upstream(fake.base_url) as upstream:
-            with pytest.raises(UpstreamError, match="broke off"):
-                await collect(upstream, ask(True))
+    async with served(Reply.drop(after_chunks=2)) as (_fake, upstream):
+        with pytest.raises(UpstreamError, match="broke off"):
+            await collect(upstream, ask(True))
 
 
 async def test_no_first_byte_in_time_is_a_504() -> None:
-    async with FakeUpstream(Reply.hang()) as fake:
-        async with http_upstream(fake.base_url, first_byte_timeout_s=0.2) as upstream:
-            with pytest.raises(UpstreamTimeoutError) as caught:
-                await collect(upstream, ask(True))
+    async with served(Reply.hang(), first_byte_timeout_s=0.2) as (_fake, upstream):
+        with pytest.raises(UpstreamTimeoutError) as caught:
+            await collect(upstream, ask(True))
     assert caught.value.status == 504
 
 
 async def test_stalled_stream_is_a_504() -> None:
-    async with FakeUpstream(Reply.stream_then_hang("partial")) as fake:
-        async with http_upstream(fake.base_url, idle_timeout_s=0.2) as upstream:
-            received: list[dict[str, Any]] = []
-            with pytest.raises(UpstreamTimeoutError, match="stalled"):
-                async with upstream.complete(ask(True)) as chunks:
-                    async for chunk in chunks:
-                        received.append(chunk)
+    async with served(Reply.stream_then_hang("partial"), idle_timeout_s=0.2) as (_fake, upstream):
+        received: list[dict[str, Any]] = []
+        with pytest.raises(UpstreamTimeoutError, match="stalled"):
+            async with upstream.complete(ask(True)) as chunks:
+                async for chunk in chunks:
+                    received.append(chunk)
     assert received, "the chunks before the stall reached the caller"
 
 
@@ -231,9 +231,8 @@ async def test_connection_refused_is_an_upstream_error() -> None:
 
 
 async def test_list_models() -> None:
-    async with FakeUpstream(models=["llama-3", "qwen-2"]) as fake:
-        async with http_upstream(fake.base_url) as upstream:
-            assert await upstream.list_models() == ["llama-3", "qwen-2"]
+    async with served(models=["llama-3", "qwen-2"]) as (_fake, upstream):
+        assert await upstream.list_models() == ["llama-3", "qwen-2"]
 
 
 async def test_list_models_of_unreachable_server_is_empty() -> None:
@@ -257,7 +256,6 @@ async def test_list_models_rejects_a_non_list() -> None:
 )
 async def test_large_unstreamed_answer_is_read_whole() -> None:
     text = "word " * 400_000
-    async with FakeUpstream(Reply.text(text)) as fake:
-        async with http_upstream(fake.base_url) as upstream:
-            chunks = await collect(upstream, ask(False))
+    async with served(Reply.text(text)) as (_fake, upstream):
+        chunks = await collect(upstream, ask(False))
     assert chunks[0]["choices"][0]["delta"]["content"] == text

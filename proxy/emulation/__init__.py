@@ -1,0 +1,35 @@
+"""Prompt-emulated tool calling for models and servers without function calling."""
+
+from __future__ import annotations
+
+from .formats import FORMAT_NAMES, EmulationFormat, get_format
+from .modes import AutoUpstream, MemoryModeStore, ModeStore, PerModelUpstream, with_tool_calling
+from .parser import Call, Event, Parser, Text, run
+from .prompt import Rewritten, catalog, rewrite
+from .repairs import Refusal, Repair
+from .toolspecs import ToolSpecs
+from .upstream import EmulatedUpstream, translate
+
+__all__ = [
+    "FORMAT_NAMES",
+    "AutoUpstream",
+    "Call",
+    "EmulatedUpstream",
+    "EmulationFormat",
+    "Event",
+    "MemoryModeStore",
+    "ModeStore",
+    "Parser",
+    "PerModelUpstream",
+    "Refusal",
+    "Repair",
+    "Rewritten",
+    "Text",
+    "ToolSpecs",
+    "catalog",
+    "get_format",
+    "rewrite",
+    "run",
+    "translate",
+    "with_tool_calling",
+]

@@ -1,0 +1,57 @@
+"""The seam every emulated format implements, and the text helpers they share."""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Protocol
+
+from ..parser import Parser
+from ..toolspecs import ToolSpecs
+
+_MARKER = re.compile(r"<(?=/?(?:tool_call|tool_response|tools|function|parameter)\b)", re.I)
+
+CallText = tuple[str, Any]
+"""A call in the history: (name, arguments object, or the raw string if not JSON)."""
+
+
+class EmulationFormat(Protocol):
+    """How tools are described to a model, how its calls are written and read back."""
+
+    name: str
+    stops: tuple[str, ...]
+    """Stop strings added to the request, so a model cannot write its own tool results."""
+
+    def system_prompt(self, catalog: str, *, parallel: bool) -> str:
+        """The tool block: the catalog and how to call; identical bytes for identical input."""
+        ...
+
+    def render_calls(self, calls: list[CallText]) -> str:
+        """Earlier calls of the assistant, in the format's own text."""
+        ...
+
+    def render_results(self, results: list[tuple[str, str]]) -> str:
+        """Tool results (name, content) as the text of one user message."""
+        ...
+
+    def parser(self, specs: ToolSpecs, *, strict: bool) -> Parser:
+        """A fresh parser for one answer."""
+        ...
+
+
+def neutralise(text: str) -> str:
+    """Escape tool markers in text the model did not write, so it cannot pose as a call."""
+    return _MARKER.sub("&lt;", text)
+
+
+def response_blocks(results: list[tuple[str, str]]) -> str:
+    """Results in Hermes/Qwen `<tool_response>` blocks, markers inside neutralised."""
+    return "\n".join(
+        f"<tool_response>\n{neutralise(content)}\n</tool_response>" for _, content in results
+    )
+
+
+def parallel_line(parallel: bool, block: str) -> str:
+    """The sentence that allows or forbids several calls in one reply."""
+    if parallel:
+        return f"You may write several {block} blocks in one reply."
+    return f"Write at most one {block} block per reply."

@@ -1,0 +1,72 @@
+"""`hermes`: one JSON object per call inside `<tool_call>` tags (Hermes 2/3, Qwen 2.5/3)."""
+
+from __future__ import annotations
+
+import json
+
+from ..parser import Envelope, Parser, TaggedParser
+from ..repairs import Decoded, Repair, calls_from_json, strip_tokens, unfence
+from ..scanning import BodyScanner, QuotedScanner
+from ..toolspecs import ToolSpecs
+from .base import CallText, parallel_line, response_blocks
+
+_PROMPT = """# Tools
+
+You may call one or more functions to assist with the user query.
+
+You are provided with function signatures within <tools></tools> XML tags:
+<tools>
+{catalog}
+</tools>
+
+For each function call, return a json object with function name and arguments within \
+<tool_call></tool_call> XML tags:
+<tool_call>
+{{"name": <function-name>, "arguments": <args-json-object>}}
+</tool_call>
+{parallel}
+If no function is needed, answer normally and do not write <tool_call>.
+Never write <tool_response> yourself; results will be provided to you."""
+
+
+class Hermes:
+    """The default format: the most widely trained one."""
+
+    name = "hermes"
+    stops: tuple[str, ...] = ("<tool_response>",)
+
+    def system_prompt(self, catalog: str, *, parallel: bool) -> str:
+        """The Qwen-Agent / Hermes tool block."""
+        return _PROMPT.format(catalog=catalog, parallel=parallel_line(parallel, "<tool_call>"))
+
+    def render_calls(self, calls: list[CallText]) -> str:
+        """`<tool_call>` blocks, one per call."""
+        return "\n".join(
+            "<tool_call>\n"
+            + json.dumps({"name": name, "arguments": arguments}, ensure_ascii=False)
+            + "\n</tool_call>"
+            for name, arguments in calls
+        )
+
+    def render_results(self, results: list[tuple[str, str]]) -> str:
+        """`<tool_response>` blocks in call order."""
+        return response_blocks(results)
+
+    def parser(self, specs: ToolSpecs, *, strict: bool) -> Parser:
+        """A tagged parser reading JSON bodies."""
+        return TaggedParser(
+            specs, decode, [Envelope("<tool_call>", "</tool_call>", _scanner)], strict=strict
+        )
+
+
+def _scanner(lenient: bool) -> BodyScanner:
+    # A new <tool_call> outside strings means the model forgot to close the previous one.
+    return QuotedScanner("</tool_call>", ends=("<tool_call>",) if lenient else ())
+
+
+def decode(body: str, lenient: bool) -> Decoded | None:
+    """Calls from a `<tool_call>` body; None if it is not a valid call."""
+    repairs: list[Repair] = []
+    text = unfence(strip_tokens(body.strip(), lenient, repairs).strip(), lenient, repairs)
+    calls = calls_from_json(text, lenient, repairs)
+    return None if calls is None else (calls, repairs)

@@ -1,0 +1,167 @@
+"""How an upstream does tool calling: native, emulated, or `auto` (native until refused).
+
+`auto` sends `tools` natively; when the server answers 400 about tools (vLLM without
+`--enable-auto-tool-choice`, llama.cpp without `--jinja`, an Ollama model without a tools
+template), the request is retried once emulated and the model is remembered as emulated.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import re
+from collections.abc import AsyncIterator, Mapping
+from fnmatch import fnmatchcase
+from typing import Any, Protocol
+
+from ..errors import UpstreamStatusError
+from ..upstream import Chunk, Upstream
+from .formats import get_format
+from .upstream import EmulatedUpstream
+
+log = logging.getLogger("toolwire.emulation")
+
+# What servers say when they refuse `tools`: vLLM without --enable-auto-tool-choice,
+# llama.cpp without --jinja, Ollama models without a tools template, TGI, LiteLLM.
+_REJECTS_TOOLS = re.compile(
+    r"tool[ _-]?(choice|call|parser)|tools?\b.*\b(not supported|unsupported|requires|"
+    r"does not support)|does not support tools|--jinja|function[ _-]?calling",
+    re.IGNORECASE,
+)
+
+
+class ModeStore(Protocol):
+    """Remembers which models an `auto` upstream serves by emulation (Redis later)."""
+
+    async def is_emulated(self, model: str) -> bool:
+        """Whether `model` was found to reject native tools."""
+        ...
+
+    async def mark_emulated(self, model: str) -> None:
+        """Remember that `model` rejects native tools."""
+        ...
+
+
+class MemoryModeStore:
+    """A ModeStore in this process's memory, one per upstream."""
+
+    def __init__(self) -> None:
+        self._emulated: set[str] = set()
+
+    async def is_emulated(self, model: str) -> bool:
+        """Whether `model` was marked."""
+        return model in self._emulated
+
+    async def mark_emulated(self, model: str) -> None:
+        """Mark `model`."""
+        self._emulated.add(model)
+
+
+class AutoUpstream:
+    """Native tool calling until a model rejects `tools`; then emulation, remembered."""
+
+    def __init__(self, inner: Upstream, emulated: Upstream, store: ModeStore | None = None) -> None:
+        self.name = inner.name
+        self._inner, self._emulated = inner, emulated
+        self._store = store if store is not None else MemoryModeStore()
+
+    @contextlib.asynccontextmanager
+    async def complete(
+        self, body: dict[str, Any], *, headers: Mapping[str, str] | None = None
+    ) -> AsyncIterator[AsyncIterator[Chunk]]:
+        """Open one completion natively, or emulated when the model needs it.
+
+        Raises:
+            ProxyError: whatever the chosen upstream raises; a 400 about tools is retried once
+                with emulation instead.
+        """
+        model = str(body.get("model") or "")
+        async with contextlib.AsyncExitStack() as stack:
+            if await self._store.is_emulated(model):
+                yield await stack.enter_async_context(
+                    self._emulated.complete(body, headers=headers)
+                )
+                return
+            try:
+                chunks = await stack.enter_async_context(
+                    self._inner.complete(body, headers=headers)
+                )
+            except UpstreamStatusError as exc:
+                if (
+                    not body.get("tools")
+                    or exc.status != 400
+                    or not _REJECTS_TOOLS.search(exc.message)
+                ):
+                    raise
+                log.warning(
+                    "upstream %r rejected tools for model %r (%s); emulating from now on",
+                    self.name,
+                    model,
+                    exc.message[:200],
+                )
+                await self._store.mark_emulated(model)
+                chunks = await stack.enter_async_context(
+                    self._emulated.complete(body, headers=headers)
+                )
+            yield chunks
+
+    async def list_models(self) -> list[str]:
+        """The inner upstream's models."""
+        return await self._inner.list_models()
+
+    async def aclose(self) -> None:
+        """Close the inner upstream."""
+        await self._inner.aclose()
+
+
+class PerModelUpstream:
+    """Dispatches each request by model glob to one of several ways of calling the same server."""
+
+    def __init__(self, default: Upstream, routes: list[tuple[str, Upstream]]) -> None:
+        self.name = default.name
+        self._default, self._routes = default, routes
+
+    def complete(
+        self, body: dict[str, Any], *, headers: Mapping[str, str] | None = None
+    ) -> contextlib.AbstractAsyncContextManager[AsyncIterator[Chunk]]:
+        """Open one completion through the route whose glob matches the body's model."""
+        model = str(body.get("model") or "")
+        for pattern, upstream in self._routes:
+            if fnmatchcase(model, pattern):
+                return upstream.complete(body, headers=headers)
+        return self._default.complete(body, headers=headers)
+
+    async def list_models(self) -> list[str]:
+        """The server's models."""
+        return await self._default.list_models()
+
+    async def aclose(self) -> None:
+        """Close the server's connections (every route shares them)."""
+        await self._default.aclose()
+
+
+def with_tool_calling(
+    upstream: Upstream,
+    mode: str,
+    format_name: str = "hermes",
+    *,
+    strict: bool = False,
+    per_model: Mapping[str, str] | None = None,
+) -> Upstream:
+    """`upstream` wrapped for `mode` (native: unchanged), with per-model glob overrides.
+
+    Raises:
+        KeyError: `format_name` is not a known format.
+    """
+    emulated = EmulatedUpstream(upstream, get_format(format_name), strict=strict)
+    built: dict[str, Upstream] = {"native": upstream, "emulated": emulated}
+
+    def wrapped(kind: str) -> Upstream:
+        if kind not in built:
+            built[kind] = AutoUpstream(upstream, emulated)
+        return built[kind]
+
+    default = wrapped(mode)
+    if not per_model:
+        return default
+    return PerModelUpstream(default, [(glob, wrapped(kind)) for glob, kind in per_model.items()])

@@ -1,0 +1,297 @@
+"""Incremental parsing of tool calls out of model text, shared by the tag-delimited formats.
+
+One state machine serves both paths: a streamed answer is fed chunk by chunk, an unstreamed
+one is fed whole, then `finish` is called, so both give the same events by construction.
+Text that could still turn out to start a marker is held back until it is decided.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from .repairs import (
+    PARTIAL_SPECIAL_TOKEN,
+    SPECIAL_TOKEN,
+    Decoded,
+    Refusal,
+    Repair,
+)
+from .scanning import BodyScanner, partial_overlap
+from .toolspecs import ToolSpecs
+
+log = logging.getLogger("toolwire.emulation")
+
+_FENCE_BEFORE_CALL = re.compile(r"```[\w+-]*[ \t]*$")
+_PARTIAL_FENCE = re.compile(r"`{1,3}[\w+-]*$")
+MAX_BODY = 512 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class Text:
+    """Content for the client."""
+
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class Call:
+    """A complete, validated call of an offered tool."""
+
+    name: str
+    arguments: dict[str, Any]
+
+
+Event = Text | Call
+
+
+class Parser(Protocol):
+    """Turns model text into content and calls; fed any number of times, finished once."""
+
+    repairs: list[Repair]
+    refusals: list[Refusal]
+
+    def feed(self, text: str) -> list[Event]:
+        """Take more model text; return what can be decided now."""
+        ...
+
+    def finish(self, *, truncated: bool = False) -> list[Event]:
+        """The model stopped (`truncated`: by the length limit); return what is left."""
+        ...
+
+
+Decoder = Callable[[str, bool], Decoded | None]
+"""(body, lenient) -> calls and repairs, or None when the body is not a valid call."""
+
+
+@dataclass(frozen=True, slots=True)
+class Envelope:
+    """Where a call sits in the text: between `open` and `close`."""
+
+    open: str
+    close: str
+    scanner: Callable[[bool], BodyScanner]
+    """Builds a boundary scanner; the flag says lenient."""
+    keep_markers: bool = False
+    """The decoder reads the markers too (the open marker is part of the call's syntax)."""
+    repair: Repair | None = None
+    """Set for an envelope only a lenient parser accepts."""
+
+
+class TaggedParser:
+    """Calls delimited by tags, with text before, between and after them."""
+
+    def __init__(
+        self,
+        specs: ToolSpecs,
+        decode: Decoder,
+        envelopes: Sequence[Envelope],
+        *,
+        strict: bool = False,
+        stops: Sequence[str] = ("<tool_response>",),
+    ) -> None:
+        self.repairs: list[Repair] = []
+        self.refusals: list[Refusal] = []
+        self._specs, self._decode, self._lenient = specs, decode, not strict
+        self._envelopes = [e for e in envelopes if e.repair is None or not strict]
+        self._stops = tuple(stops)
+        self._markers = [e.open for e in self._envelopes] + list(self._stops)
+        self._buf = ""
+        self._state = "text"
+        self._env: Envelope | None = None
+        self._scanner: BodyScanner | None = None
+        self._gap = ""
+        self._fence_open = False
+        self._after_call = False
+        self._said = False
+        """Text other than whitespace went out since the last call."""
+
+    def feed(self, text: str) -> list[Event]:
+        """Take more model text; return what can be decided now."""
+        self._buf += text
+        out: list[Event] = []
+        self._run(out, final=False, truncated=False)
+        return out
+
+    def finish(self, *, truncated: bool = False) -> list[Event]:
+        """Flush held text; an unclosed call becomes text when `truncated`."""
+        out: list[Event] = []
+        self._run(out, final=True, truncated=truncated)
+        return out
+
+    def _run(self, out: list[Event], *, final: bool, truncated: bool) -> None:
+        while self._state != "done":
+            step = self._text_step if self._state == "text" else self._body_step
+            if not step(out, final, truncated):
+                return
+        self._buf = ""
+
+    def _text_step(self, out: list[Event], final: bool, truncated: bool) -> bool:
+        if self._lenient and SPECIAL_TOKEN.search(self._buf):
+            self._record([Repair.SPECIAL_TOKEN_STRIPPED])
+            self._buf = SPECIAL_TOKEN.sub("", self._buf)
+        if self._after_call and not self._skip_after_call(final):
+            return False
+        found = self._first_marker()
+        if found is None:
+            cut = len(self._buf) if final else self._holdback(self._buf)
+            self._say(out, self._buf[:cut])
+            self._buf = self._buf[cut:]
+            return False
+        index, marker = found
+        head, self._gap = self._split_gap(self._buf[:index])
+        self._say(out, head)
+        env = next((e for e in self._envelopes if e.open == marker), None)
+        if env is None:
+            self._refuse(Refusal.HALLUCINATED_RESULT, marker)
+            self._state = "done"
+            return True
+        self._env, self._scanner = env, env.scanner(self._lenient)
+        self._buf = self._buf[index if env.keep_markers else index + len(marker) :]
+        self._state = "body"
+        return True
+
+    def _skip_after_call(self, final: bool) -> bool:
+        """Drop whitespace (and a fence's closing backticks) after a call; False: wait."""
+        rest = self._buf.lstrip()
+        if self._fence_open:
+            # The fence may hold more calls before its closing backticks.
+            if rest.startswith("```"):
+                rest, self._fence_open = rest[3:].lstrip(), False
+            elif not final and any(m.startswith(rest) for m in ("```", *self._markers)):
+                self._buf = rest
+                return False
+            elif not any(rest.startswith(m) for m in self._markers):
+                self._fence_open = False
+        self._buf = rest
+        if not rest and not final:
+            return False
+        self._after_call = False
+        return True
+
+    def _first_marker(self) -> tuple[int, str] | None:
+        best: tuple[int, str] | None = None
+        for marker in self._markers:
+            index = self._buf.find(marker)
+            if index >= 0 and (best is None or index < best[0]):
+                best = (index, marker)
+        return best
+
+    def _holdback(self, buf: str) -> int:
+        """Where the text that might still start a marker (or a fence before one) begins."""
+        cut = len(buf) - max(partial_overlap(buf, m) for m in self._markers)
+        if self._lenient:
+            partial = PARTIAL_SPECIAL_TOKEN.search(buf)
+            if partial:
+                cut = min(cut, partial.start())
+        cut = len(buf[:cut].rstrip())
+        if self._lenient:
+            fence = _PARTIAL_FENCE.search(buf[:cut])
+            if fence:
+                cut = fence.start()
+        return cut
+
+    def _split_gap(self, before: str) -> tuple[str, str]:
+        """Split off (lenient) a code fence opener before a call, and whitespace that would be
+        all the text since the last call."""
+        head = before
+        if self._lenient:
+            fence = _FENCE_BEFORE_CALL.search(before.rstrip())
+            if fence:
+                head = before[: fence.start()]
+        if not head.strip() and not self._said:
+            head = ""
+        return head, before[len(head) :]
+
+    def _body_step(self, out: list[Event], final: bool, truncated: bool) -> bool:
+        assert self._env is not None and self._scanner is not None
+        env = self._env
+        opener = "" if env.keep_markers else env.open
+        found = self._scanner.scan(self._buf)
+        if found is not None:
+            index, marker = found
+            consumed = index + len(marker) if marker == env.close else index
+            raw = opener + self._buf[:consumed]
+            body = self._buf[:consumed] if env.keep_markers else self._buf[:index]
+            self._buf = self._buf[consumed:]
+            self._state = "text"
+            extra = [] if marker == env.close else [Repair.MISSING_CLOSE_TAG]
+            self._complete(out, body, raw, extra)
+            return True
+        if len(self._buf) > MAX_BODY or final:
+            raw, body = opener + self._buf, self._buf
+            self._buf, self._state = "", "text"
+            if not final:
+                self._give_up(out, Refusal.BODY_TOO_LONG, raw)
+            elif truncated:
+                self._give_up(out, Refusal.TRUNCATED_CALL, raw)
+            elif self._lenient:
+                self._complete(out, body, raw, [Repair.MISSING_CLOSE_TAG])
+            else:
+                self._give_up(out, Refusal.INVALID_CALL, raw)
+            return True
+        return False
+
+    def _complete(self, out: list[Event], body: str, raw: str, extra: list[Repair]) -> None:
+        assert self._env is not None
+        decoded = self._decode(body, self._lenient)
+        if decoded is None:
+            self._give_up(out, Refusal.INVALID_CALL, raw)
+            return
+        calls, used = decoded
+        used = [*extra, *used]
+        resolved = []
+        for name, arguments in calls:
+            known = self._specs.resolve(name, self._lenient, used)
+            if known is None:
+                self._give_up(out, Refusal.UNKNOWN_TOOL, raw)
+                return
+            resolved.append(Call(known, arguments))
+        if "```" in self._gap:
+            used.append(Repair.CODE_FENCE_UNWRAPPED)
+            self._fence_open = True
+        if self._env.repair is not None:
+            used.append(self._env.repair)
+        self._record(used)
+        out.extend(resolved)
+        self._gap, self._after_call, self._said = "", True, False
+
+    def _say(self, out: list[Event], text: str) -> None:
+        self._said = self._said or bool(text.strip())
+        _emit(out, text)
+
+    def _give_up(self, out: list[Event], refusal: Refusal, raw: str) -> None:
+        self._refuse(refusal, raw)
+        self._say(out, self._gap + raw)
+        self._gap = ""
+
+    def _refuse(self, refusal: Refusal, raw: str) -> None:
+        self.refusals.append(refusal)
+        log.warning("emulated tool call refused (%s): %.200r", refusal.value, raw)
+
+    def _record(self, used: list[Repair]) -> None:
+        for repair in used:
+            log.info("emulated tool call repaired: %s", repair.value)
+        self.repairs.extend(used)
+
+
+def _emit(out: list[Event], text: str) -> None:
+    if text:
+        if out and isinstance(out[-1], Text):
+            out[-1] = Text(out[-1].text + text)
+        else:
+            out.append(Text(text))
+
+
+def run(parser: Parser, chunks: Sequence[str], *, truncated: bool = False) -> list[Event]:
+    """Feed every chunk then finish; adjacent texts merged."""
+    events: list[Event] = []
+    for chunk in chunks:
+        for event in parser.feed(chunk):
+            _emit(events, event.text) if isinstance(event, Text) else events.append(event)
+    for event in parser.finish(truncated=truncated):
+        _emit(events, event.text) if isinstance(event, Text) else events.append(event)
+    return events

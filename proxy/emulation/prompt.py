@@ -1,0 +1,123 @@
+"""The request rewritten for emulation: the tool block as a byte-stable system prefix.
+
+The system prefix depends only on the format, the tool schemas and `parallel_tool_calls`,
+never on `tool_choice` or the iteration, so vLLM and SGLang prefix caching survive a whole
+turn. `tool_choice` becomes a short note at the end of the last user message, the one place
+that changes between iterations anyway.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from .formats import EmulationFormat
+from .history import has_tool_history, rewrite_history, text_of
+from .toolspecs import ToolSpecs
+
+_DROPPED = ("tools", "tool_choice", "parallel_tool_calls", "functions", "function_call")
+_CATALOG_MARKER = re.compile(r"<(?=/?(?:tools|tool_call|tool_response|function|parameter)\b)")
+_MAX_STOPS = 4
+
+
+@dataclass(frozen=True, slots=True)
+class Rewritten:
+    """The body to send upstream and the tools a reply may call."""
+
+    body: dict[str, Any]
+    specs: ToolSpecs
+
+
+def catalog(tools: list[dict[str, Any]]) -> str:
+    """One JSON line per tool, sorted by name with sorted keys: same tools, same bytes."""
+    functions = [t for t in tools if isinstance(t, dict) and isinstance(t.get("function"), dict)]
+    functions.sort(key=lambda t: str(t["function"].get("name")))
+    lines = [
+        json.dumps({"type": "function", "function": t["function"]}, sort_keys=True)
+        for t in functions
+    ]
+    # Escaped as JSON allows, so a description cannot close the block or open a call.
+    return "\n".join(_CATALOG_MARKER.sub(r"\\u003c", line) for line in lines)
+
+
+def rewrite(body: dict[str, Any], fmt: EmulationFormat) -> Rewritten | None:
+    """The body with tools written into the prompt; None when there is nothing to emulate."""
+    tools = [t for t in body.get("tools") or [] if isinstance(t, dict)]
+    messages = [m for m in body.get("messages") or [] if isinstance(m, dict)]
+    if not tools and not has_tool_history(messages):
+        return None
+    choice = body.get("tool_choice", "auto")
+    specs = ToolSpecs.from_tools(tools, _allowed(choice, tools))
+    parallel = body.get("parallel_tool_calls") is not False
+    messages = rewrite_history(messages, fmt)
+    if tools:
+        prefix = fmt.system_prompt(catalog(tools), parallel=parallel)
+        messages = _with_system(messages, prefix)
+        messages = _with_note(messages, _note(choice) if specs.schemas else None)
+    out = {k: v for k, v in body.items() if k not in _DROPPED}
+    out["messages"] = messages
+    stops = _stops(body.get("stop"), fmt.stops)
+    if stops is not None:
+        out["stop"] = stops
+    return Rewritten(out, specs)
+
+
+def _allowed(choice: Any, tools: list[dict[str, Any]]) -> list[str] | None:
+    if choice == "none":
+        return []
+    if isinstance(choice, dict):
+        function = choice.get("function")
+        name = function.get("name") if isinstance(function, dict) else None
+        return [name] if isinstance(name, str) else None
+    return None
+
+
+def _note(choice: Any) -> str | None:
+    if choice == "none":
+        return "(Answer directly; do not call any function in this reply.)"
+    if choice == "required":
+        return "(You must call at least one function in this reply.)"
+    if isinstance(choice, dict):
+        function = choice.get("function")
+        name = function.get("name") if isinstance(function, dict) else None
+        if isinstance(name, str):
+            return f"(You must call the function {name} in this reply.)"
+    return None
+
+
+def _with_system(messages: list[dict[str, Any]], prefix: str) -> list[dict[str, Any]]:
+    """The tool block first, then the client's own system text, in one system message."""
+    if messages and messages[0].get("role") in ("system", "developer"):
+        first, rest = messages[0], messages[1:]
+        own = text_of(first)
+        content = f"{prefix}\n\n{own}" if own else prefix
+        return [{**first, "role": "system", "content": content}, *rest]
+    return [{"role": "system", "content": prefix}, *messages]
+
+
+def _with_note(messages: list[dict[str, Any]], note: str | None) -> list[dict[str, Any]]:
+    if note is None:
+        return messages
+    for i in range(len(messages) - 1, -1, -1):
+        if messages[i].get("role") == "user":
+            message = messages[i]
+            content = message.get("content")
+            if isinstance(content, list):
+                content = [*content, {"type": "text", "text": f"\n\n{note}"}]
+            else:
+                content = f"{content or ''}\n\n{note}"
+            return [*messages[:i], {**message, "content": content}, *messages[i + 1 :]]
+    return messages
+
+
+def _stops(given: Any, extra: tuple[str, ...]) -> list[str] | None:
+    """The client's stop strings plus the format's, within OpenAI's limit of four."""
+    if not extra:
+        return None
+    stops = [given] if isinstance(given, str) else list(given or [])
+    for stop in extra:
+        if stop not in stops and len(stops) < _MAX_STOPS:
+            stops.append(stop)
+    return stops

@@ -1,0 +1,111 @@
+"""The upstream adapter for prompt-emulated tool calling.
+
+`EmulatedUpstream` wraps any `Upstream`: tools go into the prompt on the way in, calls are
+parsed out of the text on the way out and re-emitted as standard tool-call deltas, so the
+tool loop and the client see native `tool_calls` either way.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import secrets
+from collections.abc import AsyncIterator, Mapping
+from typing import Any
+
+from ..upstream import Chunk, Upstream
+from .formats import EmulationFormat
+from .parser import Call, Event, Parser
+from .prompt import rewrite
+
+log = logging.getLogger("toolwire.emulation")
+
+
+class EmulatedUpstream:
+    """Tool calling through the prompt, for a model or server that has none."""
+
+    def __init__(self, inner: Upstream, fmt: EmulationFormat, *, strict: bool = False) -> None:
+        self.name = inner.name
+        self._inner, self._format, self._strict = inner, fmt, strict
+
+    @contextlib.asynccontextmanager
+    async def complete(
+        self, body: dict[str, Any], *, headers: Mapping[str, str] | None = None
+    ) -> AsyncIterator[AsyncIterator[Chunk]]:
+        """Open one completion with tools in the prompt; its chunks carry parsed tool calls.
+
+        Raises:
+            ProxyError: whatever the inner upstream raises.
+        """
+        rewritten = rewrite(body, self._format)
+        if rewritten is None:
+            async with self._inner.complete(body, headers=headers) as chunks:
+                yield chunks
+            return
+        parser = self._format.parser(rewritten.specs, strict=self._strict)
+        async with self._inner.complete(rewritten.body, headers=headers) as chunks:
+            yield translate(chunks, parser)
+
+    async def list_models(self) -> list[str]:
+        """The inner upstream's models."""
+        return await self._inner.list_models()
+
+    async def aclose(self) -> None:
+        """Close the inner upstream."""
+        await self._inner.aclose()
+
+
+async def translate(chunks: AsyncIterator[Chunk], parser: Parser) -> AsyncIterator[Chunk]:
+    """The chunks with their text parsed: content stays content, calls become tool calls."""
+    index = 0
+    finished = False
+    last: Chunk = {}
+    async for chunk in chunks:
+        choices = chunk.get("choices")
+        if not choices or finished:
+            yield chunk
+            continue
+        last = chunk
+        choice = choices[0]
+        delta = dict(choice.get("delta") or {})
+        text = delta.pop("content", None)
+        events = parser.feed(text) if isinstance(text, str) and text else []
+        reason = choice.get("finish_reason")
+        if reason:
+            events += parser.finish(truncated=str(reason).lower() == "length")
+            finished = True
+        out, index = _apply(delta, events, index)
+        if reason and index and str(reason).lower() == "stop":
+            reason = "tool_calls"
+        yield {**chunk, "choices": [{**choice, "delta": out, "finish_reason": reason}]}
+    if not finished:
+        out, index = _apply({}, parser.finish(), index)
+        if out:
+            yield {**last, "choices": [{"index": 0, "delta": out, "finish_reason": None}]}
+
+
+def _apply(delta: dict[str, Any], events: list[Event], index: int) -> tuple[dict[str, Any], int]:
+    """The delta with the events' text as content and their calls as tool-call deltas."""
+    text = "".join(e.text for e in events if not isinstance(e, Call))
+    if text:
+        delta["content"] = text
+    calls = []
+    for event in events:
+        if isinstance(event, Call):
+            calls.append(
+                {
+                    "index": index,
+                    "id": f"call_{secrets.token_hex(12)}",
+                    "type": "function",
+                    "function": {"name": event.name, "arguments": _json(event.arguments)},
+                }
+            )
+            index += 1
+    if calls:
+        delta["tool_calls"] = [*(delta.get("tool_calls") or []), *calls]
+    return delta, index
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False)

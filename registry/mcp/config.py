@@ -1,0 +1,123 @@
+"""The `mcp:` and `mcp_servers_json:` entries of proxy.yaml."""
+
+from __future__ import annotations
+
+from typing import Literal
+from urllib.parse import urlsplit
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from registry.python_source import ToolOverride
+
+__all__ = ["McpServerConfig", "McpServersJsonConfig", "McpSourceConfig", "Transport"]
+
+Transport = Literal["stdio", "streamable-http", "sse"]
+
+_STDIO_KEYS = ("args", "env", "cwd")
+_HTTP_KEYS = ("headers", "transport", "bearer_token_env")
+
+
+class McpServerConfig(BaseModel):
+    """How to reach one MCP server: a command to run (stdio) or a URL (HTTP).
+
+    Raises:
+        pydantic.ValidationError: neither or both of `command` and `url`, or keys of the
+            other kind of server.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    command: list[str] | str | None = None
+    """The executable and its arguments (a list), or the executable alone with `args`."""
+    args: list[str] = []
+    env: dict[str, str] = {}
+    """Set on top of the small allow-listed environment the server inherits."""
+    cwd: str | None = None
+    url: str | None = None
+    headers: dict[str, str] = {}
+    transport: Literal["streamable-http", "sse"] | None = None
+    """Default: SSE when the URL path ends in /sse, else Streamable HTTP."""
+    bearer_token_env: str | None = None
+    """The name of an environment variable holding a token sent as `Authorization: Bearer`."""
+    connect_timeout_s: float = Field(default=30.0, gt=0)
+    """Spawning or connecting, the handshake and the first tool listing together."""
+
+    @field_validator("command")
+    @classmethod
+    def _non_empty_command(cls, value: list[str] | str | None) -> list[str] | str | None:
+        if value is not None and (not value or any(not part for part in value)):
+            raise ValueError("must be a non-empty string or a list of non-empty strings")
+        return value
+
+    @field_validator("url")
+    @classmethod
+    def _http_url(cls, value: str | None) -> str | None:
+        if value is not None and urlsplit(value).scheme not in ("http", "https"):
+            raise ValueError("must be an http(s) URL")
+        return value
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> McpServerConfig:
+        if (self.command is None) == (self.url is None):
+            raise ValueError("needs either `command` (a stdio server) or `url` (an HTTP server)")
+        wrong = _HTTP_KEYS if self.command is not None else _STDIO_KEYS
+        given = [key for key in wrong if key in self.model_fields_set]
+        if given:
+            kind = (
+                "a stdio server (command)" if self.command is not None else "an HTTP server (url)"
+            )
+            raise ValueError(f"{', '.join(given)}: not used by {kind}")
+        return self
+
+    @property
+    def kind(self) -> Transport:
+        """The transport this server is reached over."""
+        if self.url is None:
+            return "stdio"
+        if self.transport is not None:
+            return self.transport
+        return "sse" if urlsplit(self.url).path.rstrip("/").endswith("/sse") else "streamable-http"
+
+    @property
+    def argv(self) -> list[str]:
+        """The command line of a stdio server (empty for an HTTP server)."""
+        if self.command is None:
+            return []
+        head = [self.command] if isinstance(self.command, str) else list(self.command)
+        return [*head, *self.args]
+
+    def label(self) -> str:
+        """A short description for logs and statuses: the command line or the URL."""
+        return self.url if self.url is not None else " ".join(self.argv)
+
+
+class McpSourceConfig(BaseModel):
+    """A `tools:` entry with an `mcp:` key: one MCP server and how its tools are governed."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    mcp: McpServerConfig
+    namespace: str | None = Field(default=None, min_length=1)
+    """Tools are named `namespace.tool`; without it, by the server's own tool names."""
+    tags: list[str] = []
+    defer: bool = False
+    overrides: dict[str, ToolOverride] = {}
+    timeout_s: float | None = Field(default=None, gt=0)
+    """Per-call deadline of every tool of the server (default: `execution.timeout_s`)."""
+    optional: bool = False
+    """True: a server down at start-up does not stop the proxy; its tools appear later."""
+
+
+class McpServersJsonConfig(BaseModel):
+    """A `tools:` entry importing the `{"mcpServers": {...}}` file Claude Desktop and Cursor use."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    mcp_servers_json: str = Field(min_length=1)
+    tags: list[str] = []
+    defer: bool = False
+    timeout_s: float | None = Field(default=None, gt=0)
+    optional: bool = False
+    """True: servers down at start-up do not stop the proxy."""
+    servers: list[str] | None = None
+    """Import only these servers of the file (default: every server not marked disabled)."""

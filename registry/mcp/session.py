@@ -1,0 +1,334 @@
+"""One persistent MCP client session per server: connect, list, call, follow changes, reconnect.
+
+This is the one module that calls the `mcp` client SDK; its exceptions are mapped here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import math
+import os
+import sys
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any, Literal
+
+import anyio
+import httpx2
+import mcp_types as types
+from anyio.streams.memory import MemoryObjectReceiveStream
+from mcp import ClientSession, MCPError, StdioServerParameters
+from mcp.client._transport import TransportStreams
+from mcp.client.session import MessageHandlerFnT
+from mcp.client.sse import sse_client
+from mcp.client.stdio import stdio_client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.message import SessionMessage
+from pydantic import ValidationError
+
+from registry.mcp.config import McpServerConfig
+from registry.mcp.errors import McpCallError, McpConnectionLostError, McpUnavailableError
+
+__all__ = ["McpSession"]
+
+log = logging.getLogger("toolwire.mcp")
+
+State = Literal["idle", "connecting", "connected", "backoff", "closed"]
+ToolsCallback = Callable[[list[types.Tool]], None]
+
+INITIAL_BACKOFF_S = 0.25
+MAX_BACKOFF_S = 30.0
+STABLE_AFTER_S = 30.0
+"""A connection that stayed up this long resets the backoff to its initial delay."""
+LIST_TIMEOUT_S = 30.0
+MAX_LIST_PAGES = 1000
+_PYTHON_NAMES = ("python", "python3")
+_CLIENT_INFO = types.Implementation(name="toolwire", version="0.1.0")
+# A terminated Streamable HTTP session answers with this code and message: reconnect.
+_SESSION_TERMINATED = (types.INVALID_REQUEST, "Session terminated")
+
+
+class McpSession:
+    """A client session to one MCP server, kept open and re-opened with backoff after failures.
+
+    A background task owns the connection (the SDK's transports are anyio task groups that
+    must be entered and left by one task); `start` creates it, `aclose` cancels and awaits it.
+    """
+
+    def __init__(
+        self, server: McpServerConfig, *, label: str, base_dir: Path, on_tools: ToolsCallback
+    ) -> None:
+        self._server = server
+        self._label = label
+        self._base_dir = base_dir
+        self._on_tools = on_tools
+        self._state: State = "idle"
+        self._error: str | None = None
+        self._session: ClientSession | None = None
+        self._lost: anyio.Event | None = None
+        self._attempt_done = asyncio.Event()
+        self._ready = asyncio.Event()
+        self._scope = anyio.CancelScope()
+        self._task: asyncio.Task[None] | None = None
+
+    @property
+    def connected(self) -> bool:
+        """Whether a session is open, initialized and not known to be lost."""
+        return self._ready.is_set()
+
+    @property
+    def error(self) -> str | None:
+        """Why the last connection attempt failed or the last connection ended."""
+        return self._error
+
+    @property
+    def state(self) -> State:
+        return self._state
+
+    async def start(self) -> None:
+        """Start the connection task and wait for its first attempt to finish.
+
+        Raises:
+            McpUnavailableError: the first attempt failed (the task keeps retrying).
+        """
+        if self._task is None:
+            self._task = asyncio.create_task(self._supervise(), name=f"mcp:{self._label}")
+        await self._attempt_done.wait()
+        if not self._ready.is_set():
+            raise McpUnavailableError(f"MCP server {self._label}: {self._error}")
+
+    async def wait_connected(self) -> None:
+        """Wait until a session is open (no timeout: the caller bounds it)."""
+        if self._state == "closed":
+            raise McpUnavailableError(f"MCP server {self._label} is closed")
+        await self._ready.wait()
+
+    async def aclose(self) -> None:
+        """Close the session and stop a stdio server (its whole process group)."""
+        self._scope.cancel()
+        if self._task is not None:
+            await asyncio.wait({self._task})
+        self._state = "closed"
+
+    async def call_tool(self, name: str, arguments: dict[str, Any]) -> types.CallToolResult:
+        """Call a tool once; it is never re-sent, whatever happens to the connection.
+
+        Raises:
+            McpUnavailableError: the server is not connected.
+            McpConnectionLostError: the connection died during the call.
+            McpCallError: the server answered with a protocol error or an unusable result.
+        """
+        if not self._ready.is_set() and self._state == "connecting":
+            # A (re)connection is under way: worth waiting for, within the call's deadline.
+            await self._attempt_done.wait()
+        session = self._session if self._ready.is_set() else None
+        if session is None:
+            raise McpUnavailableError(
+                f"MCP server {self._label} is not connected ({self._error or 'not started'}); "
+                "it is being reconnected in the background"
+            )
+        try:
+            result = await session.call_tool(name, arguments)
+        except MCPError as exc:
+            if (
+                exc.code == types.CONNECTION_CLOSED
+                or (exc.code, exc.message) == _SESSION_TERMINATED
+            ):
+                self._mark_lost()
+                raise McpConnectionLostError(
+                    f"the connection to MCP server {self._label} was lost during the call "
+                    f"({exc.message}); the call was not retried and may or may not have run"
+                ) from exc
+            raise McpCallError(f"MCP error {exc.code}: {exc.message}") from exc
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError) as exc:
+            self._mark_lost()
+            raise McpConnectionLostError(
+                f"the connection to MCP server {self._label} was lost during the call"
+            ) from exc
+        except (RuntimeError, ValidationError) as exc:
+            # The SDK raises RuntimeError for results it rejects (structured content that does
+            # not match the output schema, an input-required result).
+            raise McpCallError(f"unusable result from MCP server {self._label}: {exc}") from exc
+        if not isinstance(result, types.CallToolResult):
+            raise McpCallError(f"unexpected result type {type(result).__name__}")
+        return result
+
+    def _mark_lost(self) -> None:
+        # Calls fail fast from here on; the supervisor tears the connection down and retries.
+        self._ready.clear()
+        if self._lost is not None:
+            self._lost.set()
+
+    async def _supervise(self) -> None:
+        failures = 0
+        with self._scope:
+            while True:
+                self._state = "connecting"
+                up_for = 0.0
+                try:
+                    up_for = await self._connect_and_serve()
+                except Exception as exc:
+                    # The connection boundary: whatever broke (spawn, network, handshake,
+                    # listing), the answer is the same: record it and try again later.
+                    self._error = _describe(exc)
+                    log.warning("MCP server %s: %s", self._label, self._error)
+                finally:
+                    self._ready.clear()
+                    self._session = None
+                    self._lost = None
+                    self._attempt_done.set()
+                self._attempt_done = asyncio.Event()
+                failures = 0 if up_for >= STABLE_AFTER_S else failures + 1
+                delay = min(MAX_BACKOFF_S, INITIAL_BACKOFF_S * 2 ** max(failures - 1, 0))
+                log.info("MCP server %s: reconnecting in %.2fs", self._label, delay)
+                self._state = "backoff"
+                await anyio.sleep(delay)
+        self._state = "closed"
+
+    async def _connect_and_serve(self) -> float:
+        """Connect, initialize, list and serve until the connection is lost; returns its uptime."""
+        lost = self._lost = anyio.Event()
+        changes = asyncio.Event()
+        up_since = anyio.current_time()
+        with anyio.CancelScope() as connecting:
+            connecting.deadline = anyio.current_time() + self._server.connect_timeout_s
+            async with self._transport() as (read, write), anyio.create_task_group() as pumps:
+                watched = _watch(read, self._mark_lost, pumps)
+                async with ClientSession(
+                    watched, write, message_handler=self._handler(changes), client_info=_CLIENT_INFO
+                ) as session:
+                    await session.initialize()
+                    tools = await _list_all(session)
+                    connecting.deadline = math.inf
+                    up_since = anyio.current_time()
+                    self._on_tools(tools)
+                    self._session, self._error = session, None
+                    self._state = "connected"
+                    self._ready.set()
+                    self._attempt_done.set()
+                    log.info("MCP server %s: connected, %d tools", self._label, len(tools))
+                    async with anyio.create_task_group() as relisting:
+                        relisting.start_soon(self._relist, session, changes)
+                        await lost.wait()
+                        relisting.cancel_scope.cancel()
+                    self._session = None
+                pumps.cancel_scope.cancel()
+        if connecting.cancelled_caught:
+            raise TimeoutError(f"no answer within {self._server.connect_timeout_s:g}s")
+        self._error = "the connection was lost"
+        log.warning("MCP server %s: connection lost", self._label)
+        return anyio.current_time() - up_since
+
+    def _handler(self, changes: asyncio.Event) -> MessageHandlerFnT:
+        async def handle(message: types.ServerNotification | Exception) -> None:
+            # Handled whether or not the server advertised tools.listChanged: some send it anyway.
+            if isinstance(message, types.ToolListChangedNotification):
+                changes.set()
+            elif isinstance(message, Exception):
+                log.debug("MCP server %s: transport error: %s", self._label, message)
+
+        return handle
+
+    async def _relist(self, session: ClientSession, changes: asyncio.Event) -> None:
+        while True:
+            await changes.wait()
+            changes.clear()
+            try:
+                tools = await _list_all(session)
+            except (MCPError, TimeoutError, ValidationError) as exc:
+                log.warning("MCP server %s: re-listing tools failed: %s", self._label, exc)
+                continue
+            self._on_tools(tools)
+
+    def _transport(self) -> contextlib.AbstractAsyncContextManager[TransportStreams]:
+        server = self._server
+        if server.kind == "stdio":
+            return stdio_client(self._stdio_parameters(), errlog=sys.stderr)
+        headers = dict(server.headers)
+        if server.bearer_token_env is not None:
+            token = os.environ.get(server.bearer_token_env)
+            if not token:
+                raise McpUnavailableError(
+                    f"environment variable {server.bearer_token_env} is not set"
+                )
+            headers["Authorization"] = f"Bearer {token}"
+        assert server.url is not None
+        if server.kind == "sse":
+            return sse_client(server.url, headers=headers, timeout=server.connect_timeout_s)
+        return _streamable_http(server.url, headers, server.connect_timeout_s)
+
+    def _stdio_parameters(self) -> StdioServerParameters:
+        command, *args = self._server.argv
+        if command in _PYTHON_NAMES:
+            # The interpreter Toolwire runs under, so servers installed next to it are found.
+            command = sys.executable
+        elif "/" in command and not Path(command).is_absolute():
+            command = str((self._base_dir / command).resolve())
+        # Relative to the config's folder, like every path in proxy.yaml (default: that folder).
+        cwd = self._base_dir / Path(self._server.cwd or ".").expanduser()
+        return StdioServerParameters(
+            command=command, args=args, env=dict(self._server.env) or None, cwd=str(cwd)
+        )
+
+
+@contextlib.asynccontextmanager
+async def _streamable_http(
+    url: str, headers: dict[str, str], timeout_s: float
+) -> AsyncIterator[TransportStreams]:
+    # A long read timeout: the server may hold a response stream open while a tool runs.
+    timeout = httpx2.Timeout(timeout_s, read=max(300.0, timeout_s))
+    async with (
+        httpx2.AsyncClient(headers=headers, timeout=timeout) as client,
+        streamable_http_client(url, http_client=client) as streams,
+    ):
+        yield streams
+
+
+def _watch(
+    read: Any, on_end: Callable[[], None], group: anyio.abc.TaskGroup
+) -> MemoryObjectReceiveStream[SessionMessage | Exception]:
+    """Relay the transport's messages to the session, calling `on_end` when the stream ends.
+
+    The SDK gives no public signal that a transport ended, and a dead stdio server or a
+    dropped HTTP stream must be noticed even when no call is in flight.
+    """
+    send, receive = anyio.create_memory_object_stream[SessionMessage | Exception](0)
+
+    async def relay() -> None:
+        try:
+            async with send:
+                async for item in read:
+                    await send.send(item)
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+            pass  # the session closed its end: we are shutting down
+        finally:
+            on_end()
+
+    group.start_soon(relay)
+    return receive
+
+
+async def _list_all(session: ClientSession) -> list[types.Tool]:
+    """Every page of `tools/list`."""
+    tools: list[types.Tool] = []
+    cursor: str | None = None
+    with anyio.fail_after(LIST_TIMEOUT_S):
+        for _ in range(MAX_LIST_PAGES):
+            params = types.PaginatedRequestParams(cursor=cursor) if cursor else None
+            page = await session.list_tools(params=params)
+            tools.extend(page.tools)
+            cursor = page.next_cursor
+            if not cursor:
+                return tools
+    raise McpCallError(f"tools/list returned more than {MAX_LIST_PAGES} pages")
+
+
+def _describe(exc: BaseException) -> str:
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    if isinstance(exc, MCPError):
+        return f"MCP error {exc.code}: {exc.message}"
+    text = str(exc)
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__

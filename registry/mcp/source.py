@@ -1,0 +1,152 @@
+"""The MCP tool source: one server's tools, kept current in the registry while it runs."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import mcp_types as types
+
+from registry.calls import ToolOutput
+from registry.errors import RegistryError, SourceLoadError
+from registry.mcp.config import McpSourceConfig
+from registry.mcp.content import to_output
+from registry.mcp.errors import McpCallError, McpConnectionLostError, McpUnavailableError
+from registry.mcp.session import McpSession
+from registry.mcp.tools import describe_tool, fingerprint
+from registry.python_source import DISABLED_IN_CONFIG
+from registry.registry import ToolRegistry
+
+if TYPE_CHECKING:
+    from registry.sources import SourceStatus
+
+__all__ = ["McpSource"]
+
+log = logging.getLogger("toolwire.mcp")
+
+
+class McpSource:
+    """An MCP server whose tools are registered and kept in step with its `tools/list`.
+
+    The tools stay registered while the server is away; a call then fails at once with an
+    error saying so, and the tools are re-listed when the session comes back.
+    """
+
+    def __init__(
+        self, config: McpSourceConfig, *, base_dir: Path, label: str | None = None
+    ) -> None:
+        label = label or config.namespace or config.mcp.label()
+        self.name = f"mcp:{label}"
+        self._config = config
+        self._session = McpSession(config.mcp, label=label, base_dir=base_dir, on_tools=self._sync)
+        self._registry: ToolRegistry | None = None
+        # MCP tool name -> (qualified name in the registry, fingerprint of its definition).
+        self._tools: dict[str, tuple[str, str]] = {}
+        self._problems: list[str] = []
+
+    async def start(self, registry: ToolRegistry) -> None:
+        """Connect, register every tool, and keep following the server.
+
+        Raises:
+            SourceLoadError: the server cannot be reached (unless `optional`), or a tool
+                cannot be registered (a taken name, an invalid schema).
+        """
+        self._registry = registry
+        try:
+            await self._session.start()
+        except McpUnavailableError as exc:
+            if self._config.optional:
+                log.warning("%s is down; its tools appear when it connects: %s", self.name, exc)
+                return
+            await self._session.aclose()
+            raise SourceLoadError(str(exc)) from exc
+        if self._problems and not self._config.optional:
+            problems = "; ".join(self._problems)
+            await self._session.aclose()
+            self._unregister_all()
+            raise SourceLoadError(f"{self.name}: {problems}")
+
+    async def aclose(self) -> None:
+        """Close the session; a stdio server is stopped with its whole process group."""
+        await self._session.aclose()
+
+    def status(self) -> SourceStatus:
+        error = self._session.error if not self._session.connected else None
+        problems = "; ".join(self._problems) or None
+        # Imported here: registry.sources imports this package to build its factories.
+        from registry.sources import SourceStatus
+
+        return SourceStatus(self.name, self._session.connected, len(self._tools), error or problems)
+
+    async def wait_connected(self) -> None:
+        """Wait until the session is open (again); bound it with a timeout.
+
+        Raises:
+            McpUnavailableError: the source was closed.
+        """
+        await self._session.wait_connected()
+
+    async def _call(self, name: str, arguments: dict[str, Any]) -> ToolOutput:
+        try:
+            result = await self._session.call_tool(name, arguments)
+        except (McpUnavailableError, McpConnectionLostError, McpCallError) as exc:
+            return ToolOutput(text=str(exc), is_error=True)
+        return to_output(result)
+
+    def _sync(self, listed: list[types.Tool]) -> None:
+        """Make the registry match a fresh listing: add new, replace changed, remove gone."""
+        registry = self._registry
+        assert registry is not None, "tools are listed only after start()"
+        kept: dict[str, tuple[str, str]] = {}
+        problems: list[str] = []
+        for mcp_tool in listed:
+            mark = fingerprint(mcp_tool)
+            previous = self._tools.get(mcp_tool.name)
+            if previous is not None and previous[1] == mark and previous[0] in registry:
+                kept[mcp_tool.name] = previous
+                continue
+            try:
+                qualified = self._register(registry, mcp_tool, previous)
+            except RegistryError as exc:
+                problems.append(str(exc))
+                continue
+            kept[mcp_tool.name] = (qualified, mark)
+        for name, (qualified, _) in self._tools.items():
+            if name not in kept and qualified in registry:
+                registry.unregister(qualified)
+        unknown = sorted(set(self._config.overrides) - kept.keys())
+        if unknown:
+            log.warning("%s: overrides name tools the server does not list: %s", self.name, unknown)
+        for problem in problems:
+            log.error("%s: %s", self.name, problem)
+        self._tools, self._problems = kept, problems
+
+    def _register(
+        self, registry: ToolRegistry, mcp_tool: types.Tool, previous: tuple[str, str] | None
+    ) -> str:
+        tool = describe_tool(mcp_tool, self._config, source=self.name, call=self._call)
+        qualified = tool.qualified_name
+        disabled: str | None = None
+        if previous is not None and previous[0] in registry:
+            # A changed definition replaces the old one; a tool disabled at run time stays so.
+            disabled = registry.disabled_reason(previous[0])
+            registry.unregister(previous[0])
+        elif qualified in registry:
+            raise RegistryError(
+                f"tool {qualified!r} is already registered by another source; set `namespace`"
+            )
+        registry.register(tool)
+        override = self._config.overrides.get(mcp_tool.name)
+        if override is not None and override.enabled is False:
+            disabled = DISABLED_IN_CONFIG
+        if disabled is not None:
+            registry.disable(qualified, disabled)
+        return qualified
+
+    def _unregister_all(self) -> None:
+        registry = self._registry
+        for qualified, _ in self._tools.values():
+            if registry is not None and qualified in registry:
+                registry.unregister(qualified)
+        self._tools = {}

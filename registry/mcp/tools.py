@@ -1,0 +1,122 @@
+"""MCP tool definitions as registry `Tool`s: schema as given, annotations as tags, overrides."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from types import MappingProxyType
+from typing import Any
+
+import mcp_types as types
+from jsonschema import SchemaError
+from jsonschema.protocols import Validator
+from jsonschema.validators import validator_for
+
+from registry.calls import ToolOutput
+from registry.errors import RegistryError
+from registry.mcp.config import McpSourceConfig
+from registry.python_source import ToolOverride
+from registry.tags import Tag
+from registry.tool import Tool, ToolMetadata
+
+__all__ = ["CallFunction", "describe_tool", "fingerprint"]
+
+CallFunction = Callable[[str, dict[str, Any]], Awaitable[ToolOutput]]
+"""Calls a tool by its MCP name with validated arguments."""
+
+_HINT_TAGS = (
+    ("read_only_hint", Tag.READ_ONLY),
+    ("destructive_hint", Tag.DESTRUCTIVE),
+    ("open_world_hint", Tag.NETWORK),
+)
+_MAX_REPORTED_ERRORS = 8
+
+
+def describe_tool(
+    mcp_tool: types.Tool, config: McpSourceConfig, *, source: str, call: CallFunction
+) -> Tool:
+    """The registry tool for one MCP tool; its arguments are checked against `inputSchema`.
+
+    Raises:
+        RegistryError: the input schema is not a valid JSON Schema for an object.
+    """
+    schema = mcp_tool.input_schema
+    try:
+        validator_class = validator_for(schema)
+        validator_class.check_schema(schema)
+    except SchemaError as exc:
+        raise RegistryError(f"tool {mcp_tool.name!r}: invalid inputSchema: {exc.message}") from exc
+    override = config.overrides.get(mcp_tool.name) or ToolOverride()
+    hints = mcp_tool.annotations
+    hint_tags = [
+        tag for key, tag in _HINT_TAGS if hints is not None and getattr(hints, key) is True
+    ]
+    metadata = ToolMetadata(
+        tags=frozenset([*config.tags, *hint_tags, *(override.tags or ())]),
+        timeout_s=override.timeout_s or config.timeout_s,
+        is_concurrency_safe=(
+            True if override.is_concurrency_safe is None else override.is_concurrency_safe
+        ),
+        defer=config.defer if override.defer is None else override.defer,
+        search_hint=override.search_hint,
+        max_result_size=override.max_result_size,
+        source=source,
+        extra=MappingProxyType(_extra(mcp_tool)),
+    )
+    description = override.description or mcp_tool.description or mcp_tool.title or ""
+    return Tool(
+        name=mcp_tool.name,
+        description=description,
+        parameters=schema,
+        fn=_RemoteCall(mcp_tool.name, validator_class(schema), call),
+        is_async=True,
+        namespace=config.namespace,
+        metadata=metadata,
+        # Validated against the JSON schema in the call instead of with a pydantic model.
+        arguments_model=None,
+    )
+
+
+def fingerprint(mcp_tool: types.Tool) -> str:
+    """What makes two listings of a tool the same tool (name, schema, description, hints)."""
+    return mcp_tool.model_dump_json(
+        include={"name", "title", "description", "input_schema", "annotations", "output_schema"}
+    )
+
+
+class _RemoteCall:
+    """A tool's function: validate the arguments against the schema, then call the server."""
+
+    def __init__(self, name: str, validator: Validator, call: CallFunction) -> None:
+        self._name = name
+        self._validator = validator
+        self._call = call
+
+    async def __call__(self, **arguments: Any) -> ToolOutput:
+        problems = _problems(self._validator, arguments)
+        if problems:
+            return ToolOutput(text=f"invalid arguments: {problems}", is_error=True)
+        return await self._call(self._name, arguments)
+
+
+def _problems(validator: Validator, arguments: dict[str, Any]) -> str:
+    errors = sorted(
+        validator.iter_errors(arguments), key=lambda error: [str(part) for part in error.path]
+    )
+    parts = []
+    for error in errors[:_MAX_REPORTED_ERRORS]:
+        path = ".".join(str(part) for part in error.absolute_path)
+        parts.append(f"field '{path}': {error.message}" if path else error.message)
+    if len(errors) > _MAX_REPORTED_ERRORS:
+        parts.append(f"and {len(errors) - _MAX_REPORTED_ERRORS} more errors")
+    return "; ".join(parts)
+
+
+def _extra(mcp_tool: types.Tool) -> dict[str, Any]:
+    extra: dict[str, Any] = {"mcp_name": mcp_tool.name}
+    if mcp_tool.annotations is not None:
+        extra["annotations"] = mcp_tool.annotations.model_dump(by_alias=True, exclude_none=True)
+    if mcp_tool.title:
+        extra["title"] = mcp_tool.title
+    if mcp_tool.output_schema is not None:
+        extra["output_schema"] = mcp_tool.output_schema
+    return extra

@@ -1,0 +1,364 @@
+"""The `toolwire` command, run as a user runs it: a subprocess in the repository."""
+
+from __future__ import annotations
+
+import json
+import os
+import selectors
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from examples.tools import get_weather
+
+REPO = Path(__file__).resolve().parents[2]
+TOOLWIRE = [sys.executable, "-m", "proxy"]
+DEMO_TOOLS = [
+    "demo.get_weather",
+    "demo.get_current_time",
+    "demo.calculate",
+    "demo.convert_currency",
+]
+EXAMPLES = (REPO / "examples" / "tools.py").as_posix()
+
+
+def _environ() -> dict[str, str]:
+    """The user's environment without the variables proxy.yaml reads."""
+    hidden = {"TOOLWIRE_UPSTREAM_URL", "UPSTREAM_API_KEY", "TOOLWIRE_CONFIG"}
+    return {k: v for k, v in os.environ.items() if k not in hidden}
+
+
+def toolwire(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*TOOLWIRE, *args],
+        cwd=REPO,
+        env=_environ(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
+def write_config(tmp_path: Path, text: str | bytes) -> str:
+    path = tmp_path / "proxy.yaml"
+    if isinstance(text, bytes):
+        path.write_bytes(text)
+    else:
+        path.write_text(text, encoding="utf-8")
+    return str(path)
+
+
+def assert_clean_failure(result: subprocess.CompletedProcess[str], *expected: str) -> None:
+    assert result.returncode == 1, result
+    assert "Traceback" not in result.stderr
+    for text in expected:
+        assert text in result.stderr, result.stderr
+
+
+# --- tools ----------------------------------------------------------------------------------
+
+
+def test_tools_lists_demo_tools_with_source_and_tags() -> None:
+    result = toolwire("tools")
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert [line.split()[0] for line in lines] == DEMO_TOOLS
+    for line in lines:
+        _, source, tags = line.split()
+        assert source == "python:examples/tools.py"
+        assert tags == "read_only"
+
+
+def test_tools_json_parses() -> None:
+    result = toolwire("tools", "--json")
+    assert result.returncode == 0, result.stderr
+    rows = json.loads(result.stdout)
+    assert [row["name"] for row in rows] == DEMO_TOOLS
+    weather = rows[0]
+    assert weather == {
+        "name": "demo.get_weather",
+        "wire_name": "demo_get_weather",
+        "source": "python:examples/tools.py",
+        "tags": ["read_only"],
+        "enabled": True,
+        "deferred": False,
+    }
+
+
+def test_tools_filtered_by_tag(tmp_path: Path) -> None:
+    rows = json.loads(toolwire("tools", "--tag", "read_only", "--json").stdout)
+    assert [r["name"] for r in rows] == DEMO_TOOLS
+    assert json.loads(toolwire("tools", "--tag", "network", "--json").stdout) == []
+    config = write_config(
+        tmp_path,
+        "upstreams: [{name: d, base_url: demo}]\n"
+        f"tools:\n  - python: {EXAMPLES}\n    namespace: demo\n"
+        "    overrides: {get_weather: {tags: [network], defer: true, enabled: false}}\n",
+    )
+    rows = json.loads(toolwire("tools", "--tag", "network", "--json", "--config", config).stdout)
+    assert [(r["name"], r["enabled"], r["deferred"]) for r in rows] == [
+        ("demo.get_weather", False, True)
+    ]
+    text = toolwire("tools", "--tag", "network", "--config", config).stdout
+    assert "[disabled]" in text
+    assert "[deferred]" in text
+
+
+# --- check ----------------------------------------------------------------------------------
+
+
+def test_check_accepts_the_repo_config() -> None:
+    result = toolwire("check")
+    assert result.returncode == 0, result.stderr
+    assert "4 tools from 1 sources" in result.stdout
+    assert result.stderr == ""
+
+
+BAD_CONFIGS = {
+    "no source key": ("upstreams: [{name: d, base_url: demo}]\ntools: [{}]\n", "tools[0]: "),
+    "empty python": (
+        "upstreams: [{name: d, base_url: demo}]\ntools: [{python: ''}]\n",
+        "tools[0].python: ",
+    ),
+    "bad upstream url": ("upstreams: [{name: d, base_url: 'ftp://x'}]\n", "upstreams[0].base_url"),
+    "unknown key": ("upstreams: [{name: d, base_url: demo}]\nloops: {}\n", "loops: unknown key"),
+    "no upstreams": ("server: {port: 8000}\n", "upstreams: required"),
+    "unset env": ("upstreams: [{name: d, base_url: '${TW_NOT_SET_ANYWHERE}'}]\n", "TW_NOT_SET"),
+    "yaml syntax": ("upstreams: [\n", "not valid YAML"),
+    "not a mapping": ("- a\n- b\n", "the top level must be a mapping"),
+}
+
+
+@pytest.mark.parametrize("case", BAD_CONFIGS)
+@pytest.mark.parametrize("command", ["check", "tools", "serve"])
+def test_bad_config_exits_1_with_key_path_and_no_traceback(
+    tmp_path: Path, case: str, command: str
+) -> None:
+    text, expected = BAD_CONFIGS[case]
+    config = write_config(tmp_path, text)
+    result = toolwire(command, "--config", config)
+    assert_clean_failure(result, expected, f"{config}: invalid configuration")
+
+
+def test_bad_config_for_call_is_reported_before_running(tmp_path: Path) -> None:
+    config = write_config(tmp_path, BAD_CONFIGS["bad upstream url"][0])
+    result = toolwire("call", "demo.calculate", "--args", "{}", "--config", config)
+    assert_clean_failure(result, "upstreams[0].base_url: ")
+    assert result.stdout == ""
+
+
+def test_missing_config_file(tmp_path: Path) -> None:
+    result = toolwire("check", "--config", str(tmp_path / "nope.yaml"))
+    assert_clean_failure(result, "cannot read")
+
+
+def test_source_that_cannot_load_is_reported(tmp_path: Path) -> None:
+    config = write_config(
+        tmp_path,
+        "upstreams: [{name: d, base_url: demo}]\ntools: [{python: missing_tools.py}]\n",
+    )
+    result = toolwire("check", "--config", config)
+    assert_clean_failure(result, "python source file not found")
+
+
+def test_override_of_unknown_tool_is_reported(tmp_path: Path) -> None:
+    config = write_config(
+        tmp_path,
+        f"upstreams: [{{name: d, base_url: demo}}]\n"
+        f"tools: [{{python: {EXAMPLES}, overrides: {{get_wether: {{defer: true}}}}}}]\n",
+    )
+    result = toolwire("check", "--config", config)
+    assert_clean_failure(result, "get_wether")
+
+
+@pytest.mark.xfail(
+    strict=True, reason="load_settings lets UnicodeDecodeError escape: the CLI shows a traceback"
+)
+def test_config_that_is_not_utf8_exits_1_without_traceback(tmp_path: Path) -> None:
+    config = write_config(tmp_path, b"upstreams: [{name: d, base_url: demo}]\n# caf\xe9\n")
+    assert_clean_failure(toolwire("check", "--config", config), config)
+
+
+# --- call -----------------------------------------------------------------------------------
+
+
+def test_call_runs_a_tool_and_prints_the_result() -> None:
+    result = toolwire("call", "demo.calculate", "--args", '{"expression": "2*(3+4)"}')
+    assert result.returncode == 0, result.stderr
+    assert float(result.stdout.strip()) == 14
+
+
+def test_call_by_wire_name_with_object_result() -> None:
+    result = toolwire("call", "demo_get_weather", "--args", '{"city": "Paris"}')
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout) == get_weather("Paris")
+
+
+@pytest.mark.parametrize(
+    ("arguments", "expected"),
+    [
+        ('{"expr": "1"}', "field 'expression' is required"),
+        ('{"expression": 5}', "invalid_arguments"),
+        ("not json", "invalid_json"),
+    ],
+)
+def test_call_with_bad_arguments_exits_1_with_the_validation_error(
+    arguments: str, expected: str
+) -> None:
+    result = toolwire("call", "demo.calculate", "--args", arguments)
+    assert result.returncode == 1
+    assert expected in result.stdout + result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_call_when_the_tool_raises_exits_1() -> None:
+    result = toolwire("call", "demo.calculate", "--args", '{"expression": "1/0"}')
+    assert result.returncode == 1
+    assert "division by zero" in result.stdout + result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_call_unknown_tool_exits_1() -> None:
+    result = toolwire("call", "demo.nothing", "--args", "{}")
+    assert_clean_failure(result, "no tool named 'demo.nothing'")
+
+
+def test_call_respects_the_policy(tmp_path: Path) -> None:
+    config = write_config(
+        tmp_path,
+        "upstreams: [{name: d, base_url: demo}]\n"
+        f"tools: [{{python: {EXAMPLES}, namespace: demo}}]\n"
+        "policy:\n  rules:\n"
+        "    - {match: {name: 'demo.calc*'}, action: deny, reason: no maths here}\n"
+        "    - {match: {name: 'demo.get_weather'}, action: ask}\n",
+    )
+    denied = toolwire("call", "demo.calculate", "--args", '{"expression": "1"}', "--config", config)
+    assert_clean_failure(denied, "no maths here")
+    assert denied.stdout == ""
+    ask = toolwire("call", "demo.get_weather", "--args", '{"city": "Oslo"}', "--config", config)
+    assert_clean_failure(ask, "requires approval")
+    allowed = toolwire("call", "demo.get_current_time", "--config", config)
+    assert allowed.returncode == 0, allowed.stderr
+
+
+# --- serve ----------------------------------------------------------------------------------
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _wait_for_line(process: subprocess.Popen[str], needle: str, deadline: float) -> list[str]:
+    """Read the server's stderr until a line contains `needle`; fail at the deadline."""
+    assert process.stderr is not None
+    seen: list[str] = []
+    with selectors.DefaultSelector() as selector:
+        selector.register(process.stderr, selectors.EVENT_READ)
+        while time.monotonic() < deadline:
+            if not selector.select(timeout=max(0.0, deadline - time.monotonic())):
+                break
+            line = process.stderr.readline()
+            if not line:
+                break
+            seen.append(line)
+            if needle in line:
+                return seen
+    raise AssertionError(f"server never logged {needle!r}: {''.join(seen)}")
+
+
+@pytest.fixture
+def server() -> Iterator[tuple[subprocess.Popen[str], str]]:
+    port = _free_port()
+    process = subprocess.Popen(
+        [*TOOLWIRE, "serve", "--port", str(port)],
+        cwd=REPO,
+        env=_environ(),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        _wait_for_line(process, "Uvicorn running on", time.monotonic() + 30)
+        yield process, f"http://127.0.0.1:{port}"
+    finally:
+        if process.poll() is None:
+            process.kill()
+        process.wait(timeout=10)
+        assert process.stderr is not None
+        process.stderr.close()
+
+
+def _get(url: str) -> Any:
+    with urllib.request.urlopen(url, timeout=10) as response:
+        assert response.status == 200
+        return json.loads(response.read())
+
+
+def _post(url: str, body: dict[str, Any]) -> Any:
+    request = urllib.request.Request(
+        url,
+        data=json.dumps(body).encode(),
+        headers={"Content-Type": "application/json", "Authorization": "Bearer anything"},
+    )
+    with urllib.request.urlopen(request, timeout=30) as response:
+        assert response.status == 200
+        return json.loads(response.read())
+
+
+def _stop(process: subprocess.Popen[str], signum: int) -> str:
+    """Send `signum`; the server must shut down gracefully and exit within the deadline."""
+    process.send_signal(signum)
+    process.wait(timeout=15)
+    assert process.stderr is not None
+    stderr = process.stderr.read()
+    # uvicorn re-raises the signal after its graceful shutdown, so the parent sees either a
+    # plain exit or death by that same signal; anything else is a crash.
+    assert process.returncode in (0, -signum, 128 + signum), stderr
+    assert "Application shutdown complete" in stderr
+    assert "Traceback" not in stderr
+    return stderr
+
+
+def test_serve_answers_health_and_a_tool_using_chat_then_stops_on_sigterm(
+    server: tuple[subprocess.Popen[str], str],
+) -> None:
+    process, base = server
+    assert _get(f"{base}/healthz") == {"status": "ok"}
+    ready = _get(f"{base}/readyz")
+    assert (ready["status"], ready["tools"]) == ("ready", 4)
+    models = _get(f"{base}/v1/models")
+    assert "toolwire-demo" in [m["id"] for m in models["data"]]
+
+    body = {
+        "model": "toolwire-demo",
+        "messages": [{"role": "user", "content": "What is the weather in Paris?"}],
+    }
+    answer = _post(f"{base}/v1/chat/completions", body)
+    choice = answer["choices"][0]
+    assert choice["finish_reason"] == "stop"
+    content = choice["message"]["content"]
+    assert "Paris" in content
+    # The figures come from running demo.get_weather, so the answer shows the tool ran.
+    weather = get_weather("Paris")
+    assert str(weather["temperature"]) in content
+    assert weather["condition"] in content
+    assert "tool_calls" not in choice["message"]
+
+    _stop(process, signal.SIGTERM)
+
+
+def test_serve_stops_on_sigint(server: tuple[subprocess.Popen[str], str]) -> None:
+    process, base = server
+    assert _get(f"{base}/healthz") == {"status": "ok"}
+    assert "KeyboardInterrupt" not in _stop(process, signal.SIGINT)

@@ -1,0 +1,49 @@
+"""MCP tools through the real proxy, with the OpenAI SDK as the client, streamed and not."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.e2e.answers import ask, tool_messages, tool_names
+from tests.fakes.mcp_servers import stdio_command
+from tests.fakes.upstream import FakeUpstream, Reply
+
+pytestmark = pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])
+
+TOOLS = [
+    {"mcp": {"command": ["python", "-m", "mcp_server_time"]}, "namespace": "time"},
+    {"mcp": {"command": stdio_command("demo")}, "namespace": "demo"},
+]
+
+
+async def test_the_model_calls_an_mcp_tool(make_proxy, upstream: FakeUpstream, stream: bool):
+    upstream.script(
+        Reply.tool_calls([("time_get_current_time", {"timezone": "Asia/Tokyo"})]),
+        Reply.text("It is late in Tokyo."),
+    )
+    async with make_proxy(tools=TOOLS) as proxy:
+        out = await ask(proxy.client, stream=stream, messages=[{"role": "user", "content": "t?"}])
+
+    assert out.content == "It is late in Tokyo."
+    assert {"time_get_current_time", "demo_echo"} <= set(tool_names(upstream.requests[0]))
+    (result,) = tool_messages(upstream.requests[1])
+    assert json.loads(result["content"])["timezone"] == "Asia/Tokyo"
+
+
+async def test_an_image_result_reaches_the_upstream(
+    make_proxy, upstream: FakeUpstream, stream: bool
+):
+    upstream.script(Reply.tool_calls([("demo_picture", {})]), Reply.text("A tiny picture."))
+    async with make_proxy(tools=TOOLS) as proxy:
+        out = await ask(proxy.client, stream=stream, messages=[{"role": "user", "content": "p"}])
+
+    assert out.content == "A tiny picture."
+    messages = upstream.requests[1]["messages"]
+    roles = [m["role"] for m in messages]
+    assert roles[-2:] == ["tool", "user"]
+    assert "image/png" in messages[-2]["content"]
+    parts = messages[-1]["content"]
+    images = [p for p in parts if p["type"] == "image_url"]
+    assert images and images[0]["image_url"]["url"].startswith("data:image/png;base64,")

@@ -1,0 +1,145 @@
+"""Dependencies run proxy -> policies -> registry, and only through each package's `__all__`."""
+
+from __future__ import annotations
+
+import ast
+import importlib
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+PACKAGES = ("proxy", "policies", "registry")
+ALLOWED = {
+    "proxy": {"policies", "registry"},
+    "policies": {"registry"},
+    "registry": set(),
+}
+
+
+@dataclass(frozen=True)
+class Import:
+    """One import of a first-party package found in a source file."""
+
+    where: str
+    line: int
+    module: str
+    names: tuple[str, ...]
+
+    @property
+    def package(self) -> str:
+        return self.module.split(".")[0]
+
+    def __str__(self) -> str:
+        names = f" ({', '.join(self.names)})" if self.names else ""
+        return f"{self.where}:{self.line}: {self.module}{names}"
+
+
+def imports_of(source: str, where: str) -> Iterator[Import]:
+    """Absolute imports of first-party packages, anywhere in the file (functions included)."""
+    for node in ast.walk(ast.parse(source, filename=where)):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                yield Import(where, node.lineno, alias.name, ())
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            yield Import(where, node.lineno, node.module, tuple(a.name for a in node.names))
+
+
+def first_party(found: Iterator[Import]) -> list[Import]:
+    return [i for i in found if i.package in PACKAGES]
+
+
+def package_files(package: str) -> list[Path]:
+    files = sorted((REPO / package).rglob("*.py"))
+    assert files, f"no sources found for {package}"
+    return files
+
+
+def all_imports(package: str) -> list[Import]:
+    found: list[Import] = []
+    for path in package_files(package):
+        where = path.relative_to(REPO).as_posix()
+        found += first_party(imports_of(path.read_text(encoding="utf-8"), where))
+    return found
+
+
+def declared_all(package: str) -> list[str] | None:
+    """The literal `__all__` of a package's `__init__.py`, read without importing it."""
+    tree = ast.parse((REPO / package / "__init__.py").read_text(encoding="utf-8"))
+    for node in tree.body:
+        targets = node.targets if isinstance(node, ast.Assign) else []
+        if isinstance(node, ast.AnnAssign):
+            targets = [node.target]
+        if any(isinstance(t, ast.Name) and t.id == "__all__" for t in targets):
+            assert node.value is not None
+            return list(ast.literal_eval(node.value))
+    return None
+
+
+def violations(package: str, found: list[Import]) -> list[str]:
+    """Every import in `package` that breaks the dependency direction or the public API rule."""
+    problems = []
+    for imp in found:
+        other = imp.package
+        if other == package:
+            continue
+        if other not in ALLOWED[package]:
+            problems.append(f"{imp}: {package} must not depend on {other}")
+        elif imp.module != other:
+            problems.append(f"{imp}: import from {other}'s __init__, not {imp.module}")
+        else:
+            public = set(declared_all(other) or ())
+            hidden = [n for n in imp.names if n not in public]
+            if hidden:
+                problems.append(f"{imp}: not in {other}.__all__: {', '.join(hidden)}")
+    return problems
+
+
+@pytest.mark.parametrize("package", PACKAGES)
+def test_dependencies_run_one_way_through_public_apis(package: str) -> None:
+    assert violations(package, all_imports(package)) == []
+
+
+def test_registry_and_policies_know_nothing_of_http_front_ends() -> None:
+    assert not [i for i in all_imports("registry") if i.package in {"proxy", "policies"}]
+    assert not [i for i in all_imports("policies") if i.package == "proxy"]
+
+
+@pytest.mark.parametrize("package", PACKAGES)
+def test_package_init_declares_all_and_defines_each_name(package: str) -> None:
+    exported = declared_all(package)
+    assert exported, f"{package}/__init__.py must declare a non-empty __all__"
+    assert len(exported) == len(set(exported)), "duplicate names in __all__"
+    module = importlib.import_module(package)
+    assert [name for name in exported if not hasattr(module, name)] == []
+
+
+@pytest.mark.parametrize(
+    ("package", "source", "expected"),
+    [
+        ("proxy", "from registry.tool import Tool", "import from registry's __init__"),
+        ("proxy", "import registry.tool", "import from registry's __init__"),
+        ("proxy", "from registry import _private", "not in registry.__all__: _private"),
+        ("registry", "from policies import RulePolicy", "registry must not depend on policies"),
+        ("registry", "def f():\n    import proxy\n", "registry must not depend on proxy"),
+        ("policies", "from proxy.errors import ProxyError", "policies must not depend on proxy"),
+    ],
+)
+def test_the_checker_catches_violations(package: str, source: str, expected: str) -> None:
+    problems = violations(package, first_party(imports_of(source, "example.py")))
+    assert len(problems) == 1
+    assert expected in problems[0]
+
+
+@pytest.mark.parametrize(
+    ("package", "source"),
+    [
+        ("proxy", "from registry import Tool, ToolRegistry\nfrom policies import RulePolicy"),
+        ("proxy", "from .errors import ProxyError\nfrom proxy.sse import encode"),
+        ("registry", "from registry.tool import Tool\nimport orjson"),
+    ],
+)
+def test_the_checker_accepts_allowed_imports(package: str, source: str) -> None:
+    assert violations(package, first_party(imports_of(source, "example.py"))) == []
