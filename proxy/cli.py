@@ -159,11 +159,14 @@ async def _check_sources(args: argparse.Namespace, settings: Settings) -> int:
         ]
     failed = False
     for status in statuses:
-        if status.reachable:
+        if status.reachable and status.error is None:
             print(f"ok    {status.name}: {status.tool_count} tools")
+        elif status.reachable:
+            failed = True
+            print(f"error {status.name}: {status.tool_count} tools; {status.error}")
         else:
             failed = True
-            print(f"error {status.name}: {status.error}")
+            print(f"error {status.name}: unreachable: {status.error}")
     for problem in problems:
         print(f"error {problem}")
     print(f"{args.config}: {len(registry)} tools from {len(statuses)} sources")

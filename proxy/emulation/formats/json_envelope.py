@@ -25,7 +25,7 @@ from ..repairs import (
 )
 from ..scanning import object_end
 from ..toolspecs import ToolSpecs
-from .base import CallText
+from .base import CallText, neutralise
 
 log = logging.getLogger("toolwire.emulation")
 
@@ -65,8 +65,8 @@ class JsonEnvelope:
         return json.dumps({"tool_calls": items}, ensure_ascii=False)
 
     def render_results(self, results: list[tuple[str, str]]) -> str:
-        """Results as a JSON object (the encoding keeps them from posing as a reply)."""
-        items = [{"name": name, "content": content} for name, content in results]
+        """Results as a JSON object, tool markers inside neutralised."""
+        items = [{"name": name, "content": neutralise(content)} for name, content in results]
         return json.dumps({"tool_results": items}, ensure_ascii=False)
 
     def parser(self, specs: ToolSpecs, *, strict: bool) -> Parser:
