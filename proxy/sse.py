@@ -32,38 +32,66 @@ def comment(text: str = "keep-alive") -> bytes:
     return b": " + text.encode() + b"\n\n"
 
 
-async def decode(
-    chunks: AsyncIterator[bytes], *, max_line: int = 8 * 1024 * 1024
-) -> AsyncIterator[str]:
-    """Yield the data of each event of a byte stream (multi-line data joined by newlines).
+class SSEDecoder:
+    """Incremental decoder: feed it bytes as they arrive, get the data of complete events.
 
     Handles events split anywhere across reads (UTF-8 included), CRLF line ends, comments,
     and `event:`/`id:` fields, which are ignored.
+    """
+
+    def __init__(self, *, max_line: int = 8 * 1024 * 1024) -> None:
+        self._max_line = max_line
+        self._buffer = b""
+        self._data: list[bytes] = []
+
+    def feed(self, chunk: bytes) -> list[str]:
+        """The data of every event completed by `chunk`.
+
+        Raises:
+            SSEDecodeError: a line grows past the size limit.
+        """
+        buffer = self._buffer + chunk
+        if b"\n" not in chunk:
+            if len(buffer) > self._max_line:
+                raise SSEDecodeError(f"an event line exceeds {self._max_line} bytes")
+            self._buffer = buffer
+            return []
+        *lines, self._buffer = buffer.split(b"\n")
+        events: list[str] = []
+        for line in lines:
+            self._line(line.rstrip(b"\r"), events)
+        return events
+
+    def close(self) -> list[str]:
+        """The data of an event the stream ended without a blank line after."""
+        events: list[str] = []
+        if self._buffer:
+            self._line(self._buffer.rstrip(b"\r"), events)
+            self._buffer = b""
+        self._line(b"", events)
+        return events
+
+    def _line(self, line: bytes, events: list[str]) -> None:
+        if not line:
+            if self._data:
+                events.append(b"\n".join(self._data).decode("utf-8"))
+                self._data = []
+        elif line.startswith(b"data:"):
+            value = line[5:]
+            self._data.append(value[1:] if value.startswith(b" ") else value)
+
+
+async def decode(
+    chunks: AsyncIterator[bytes], *, max_line: int = 8 * 1024 * 1024
+) -> AsyncIterator[str]:
+    """Yield the data of each event of a byte stream (see `SSEDecoder`).
 
     Raises:
         SSEDecodeError: a line grows past `max_line` bytes.
     """
-    buffer = b""
-    data: list[bytes] = []
+    decoder = SSEDecoder(max_line=max_line)
     async for chunk in chunks:
-        buffer += chunk
-        while True:
-            end = buffer.find(b"\n")
-            if end < 0:
-                if len(buffer) > max_line:
-                    raise SSEDecodeError(f"an event line exceeds {max_line} bytes")
-                break
-            line = buffer[:end].rstrip(b"\r")
-            buffer = buffer[end + 1 :]
-            if not line:
-                if data:
-                    yield b"\n".join(data).decode("utf-8")
-                    data = []
-            elif line.startswith(b"data:"):
-                value = line[5:]
-                data.append(value[1:] if value.startswith(b" ") else value)
-    if buffer.startswith(b"data:"):
-        value = buffer[5:].rstrip(b"\r")
-        data.append(value[1:] if value.startswith(b" ") else value)
-    if data:
-        yield b"\n".join(data).decode("utf-8")
+        for data in decoder.feed(chunk):
+            yield data
+    for data in decoder.close():
+        yield data

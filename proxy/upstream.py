@@ -18,7 +18,6 @@ import orjson
 from . import sse
 from .config import UpstreamConfig
 from .errors import (
-    ProxyError,
     UpstreamError,
     UpstreamStatusError,
     UpstreamTimeoutError,
@@ -108,9 +107,9 @@ class HTTPUpstream:
             if response.status >= 400:
                 await _raise_for_status(self.name, response)
             if body.get("stream"):
-                yield _mapped(self.name, _stream_chunks(response))
+                yield _stream_chunks(self.name, response)
             else:
-                yield _mapped(self.name, _whole_answer(response))
+                yield _whole_answer(self.name, response)
         finally:
             response.close()
 
@@ -141,38 +140,49 @@ class HTTPUpstream:
             self._session = None
 
 
-async def _mapped(name: str, chunks: AsyncIterator[Chunk]) -> AsyncIterator[Chunk]:
-    """Re-raise the HTTP client's errors during the body as proxy errors."""
+async def _stream_chunks(name: str, response: aiohttp.ClientResponse) -> AsyncIterator[Chunk]:
+    decoder = sse.SSEDecoder()
     try:
-        async for chunk in chunks:
-            yield chunk
-    except ProxyError:
-        raise
+        async for raw in response.content.iter_any():
+            for data in decoder.feed(raw):
+                if data == "[DONE]":
+                    return
+                yield _event(data)
+        for data in decoder.close():
+            if data != "[DONE]":
+                yield _event(data)
     except TimeoutError as exc:
         raise UpstreamTimeoutError(f"upstream {name!r} stalled") from exc
     except (aiohttp.ClientError, sse.SSEDecodeError, UnicodeDecodeError) as exc:
         raise UpstreamError(f"upstream {name!r} broke off: {_reason(exc)}") from exc
 
 
-async def _stream_chunks(response: aiohttp.ClientResponse) -> AsyncIterator[Chunk]:
-    async for data in sse.decode(response.content.iter_any()):
-        if data == "[DONE]":
-            return
-        try:
-            chunk = orjson.loads(data)
-        except orjson.JSONDecodeError as exc:
-            raise UpstreamError("upstream sent an event that is not JSON") from exc
-        if not isinstance(chunk, dict):
-            raise UpstreamError("upstream sent an event that is not an object")
-        if "error" in chunk and "choices" not in chunk:
-            raise UpstreamError(f"upstream error mid-stream: {_error_message(chunk)}")
-        yield chunk
+def _event(data: str) -> Chunk:
+    try:
+        chunk = orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
+        raise UpstreamError("upstream sent an event that is not JSON") from exc
+    if not isinstance(chunk, dict):
+        raise UpstreamError("upstream sent an event that is not an object")
+    if "error" in chunk and "choices" not in chunk:
+        raise UpstreamError(f"upstream error mid-stream: {_error_message(chunk)}")
+    return chunk
 
 
-async def _whole_answer(response: aiohttp.ClientResponse) -> AsyncIterator[Chunk]:
-    raw = await response.content.read(_MAX_BODY + 1)
-    if len(raw) > _MAX_BODY:
-        raise UpstreamError("upstream answer is too large")
+async def _whole_answer(name: str, response: aiohttp.ClientResponse) -> AsyncIterator[Chunk]:
+    parts: list[bytes] = []
+    size = 0
+    try:
+        async for part in response.content.iter_any():
+            size += len(part)
+            if size > _MAX_BODY:
+                raise UpstreamError("upstream answer is too large")
+            parts.append(part)
+    except TimeoutError as exc:
+        raise UpstreamTimeoutError(f"upstream {name!r} stalled") from exc
+    except aiohttp.ClientError as exc:
+        raise UpstreamError(f"upstream {name!r} broke off: {_reason(exc)}") from exc
+    raw = b"".join(parts)
     try:
         payload = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:

@@ -133,6 +133,6 @@ def _dotted(node: ast.expr) -> str | None:
 
 def _all_dicts(node: ast.List | ast.Dict) -> bool:
     """A JSON call object, or a list of them, written where a call list belongs."""
-    return isinstance(node, ast.Dict) or bool(node.elts) and all(
-        isinstance(e, ast.Dict) for e in node.elts
-    )
+    if isinstance(node, ast.Dict):
+        return True
+    return bool(node.elts) and all(isinstance(e, ast.Dict) for e in node.elts)
