@@ -63,8 +63,10 @@ class ApprovalFlow:
 
     async def resolve(self, client_messages: list[Message], toolset: Toolset) -> Resolution:
         """Find the verdicts among the client's tool messages and decide each."""
-        calls = _calls_by_id(client_messages)
         resolution = Resolution()
+        if not any(_may_hold_verdict(m) for m in client_messages):
+            return resolution
+        calls = _calls_by_id(client_messages)
         for message in client_messages:
             call_id = message.get("tool_call_id")
             if message.get("role") != "tool" or not isinstance(call_id, str):
@@ -108,6 +110,13 @@ def apply_answers(history: list[Message], answers: dict[str, str]) -> list[Messa
         else m
         for m in history
     ]
+
+
+def _may_hold_verdict(message: Message) -> bool:
+    content = message.get("content")
+    return message.get("role") == "tool" and (
+        isinstance(content, list) or (isinstance(content, str) and "approve" in content)
+    )
 
 
 def _calls_by_id(messages: list[Message]) -> dict[str, ToolCall]:

@@ -16,37 +16,10 @@ import orjson
 from registry import ToolCall
 
 from .errors import UpstreamError
+from .events import ContentDelta, Usage
 
-
-@dataclass(frozen=True, slots=True)
-class Usage:
-    """Token counts, summed over every upstream call of a turn."""
-
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    total_tokens: int = 0
-
-    def __add__(self, other: Usage) -> Usage:
-        return Usage(
-            self.prompt_tokens + other.prompt_tokens,
-            self.completion_tokens + other.completion_tokens,
-            self.total_tokens + other.total_tokens,
-        )
-
-    def as_dict(self) -> dict[str, int]:
-        return {
-            "prompt_tokens": self.prompt_tokens,
-            "completion_tokens": self.completion_tokens,
-            "total_tokens": self.total_tokens,
-        }
-
-
-@dataclass(frozen=True, slots=True)
-class Delta:
-    """Text to forward to the client as soon as it arrives."""
-
-    content: str | None = None
-    reasoning: str | None = None
+Delta = ContentDelta
+"""What `Assembler.feed` returns: text to forward to the client now."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,11 +68,13 @@ class Assembler:
 
     def __init__(self) -> None:
         self._content: list[str] = []
-        self._calls: dict[int, _PartialCall] = {}
+        self._calls: dict[tuple[int, int], _PartialCall] = {}
+        self._by_index: dict[int, tuple[int, int]] = {}
+        self._last: tuple[int, int] | None = None
         self._finish: str | None = None
         self._usage: Usage | None = None
 
-    def feed(self, chunk: dict[str, Any]) -> Delta | None:
+    def feed(self, chunk: dict[str, Any]) -> ContentDelta | None:
         """Take one chunk; return the text in it that can go to the client now."""
         usage = chunk.get("usage")
         if isinstance(usage, dict):
@@ -122,17 +97,32 @@ class Assembler:
         if content:
             self._content.append(content)
         if content or reasoning:
-            return Delta(content or None, reasoning or None)
+            return ContentDelta(content or None, reasoning or None)
         return None
 
     def _absorb(self, entry: dict[str, Any]) -> None:
+        key = self._slot(entry)
+        self._last = key
+        self._calls.setdefault(key, _PartialCall()).absorb(entry)
+
+    def _slot(self, entry: dict[str, Any]) -> tuple[int, int]:
+        """The call an entry belongs to, keyed (index, reuse) so calls sort by index."""
         index = entry.get("index")
+        new_id = entry.get("id")
         if not isinstance(index, int):
             # Whole-call chunks (Ollama) carry no index: each is a call of its own unless it
             # only continues the previous call's arguments.
-            starts = entry.get("id") or (entry.get("function") or {}).get("name")
-            index = len(self._calls) if starts or not self._calls else max(self._calls)
-        self._calls.setdefault(index, _PartialCall()).absorb(entry)
+            starts = new_id or (entry.get("function") or {}).get("name")
+            if starts or self._last is None:
+                return (len(self._calls), 0)
+            return self._last
+        key = self._by_index.setdefault(index, (index, 0))
+        current = self._calls.get(key)
+        if current is not None and new_id and current.id not in (None, new_id):
+            # Some servers send every parallel call whole under index 0, each with its own id.
+            key = (index, key[1] + 1)
+            self._by_index[index] = key
+        return key
 
     def finish(self) -> Answer:
         """The assembled answer.

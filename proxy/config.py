@@ -101,9 +101,12 @@ def load_settings(path: str | Path, environ: dict[str, str] | None = None) -> Se
     """
     path = Path(path)
     try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+        with path.open(encoding="utf-8") as file:
+            raw = yaml.safe_load(file)
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read: {exc.strerror}") from exc
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: not UTF-8 text (byte {exc.start})") from exc
     except yaml.YAMLError as exc:
         raise ConfigError(f"{path}: not valid YAML: {exc}") from exc
     if raw is None:
@@ -122,6 +125,8 @@ def parse_settings(
         ConfigError: a value is invalid or an environment reference is unset.
     """
     env = os.environ if environ is None else environ
+    if "base_dir" in raw:
+        raise ConfigError("base_dir: unknown key")
     expanded = _expand(raw, env, "")
     try:
         return Settings.model_validate({**expanded, "base_dir": base_dir})
@@ -140,12 +145,14 @@ def _expand(value: Any, env: Any, where: str) -> Any:
 
 
 def _lookup(match: re.Match[str], env: Any, where: str) -> str:
+    # As in the shell: ${VAR:-d} is d when VAR is unset or empty; ${VAR} needs VAR set.
     name, default = match.group(1), match.group(2)
-    if name in env and env[name] != "":
-        return str(env[name])
-    if default is not None:
+    value = env.get(name)
+    if default is not None and not value:
         return default
-    raise ConfigError(f"{where}: environment variable {name} is not set")
+    if value is None:
+        raise ConfigError(f"{where}: environment variable {name} is not set")
+    return str(value)
 
 
 def _describe(error: Any) -> str:
@@ -155,7 +162,11 @@ def _describe(error: Any) -> str:
     path = ""
     for part in loc:
         path += f"[{part}]" if isinstance(part, int) else (f".{part}" if path else str(part))
-    reason = "required" if error["type"] == "missing" else error["msg"]
-    if error["type"] == "extra_forbidden":
+    reason = error["msg"]
+    if error["type"] == "missing":
+        reason = "required"
+    elif error["type"] == "extra_forbidden":
         reason = "unknown key"
+    elif error["type"] == "value_error":
+        reason = str(error["ctx"]["error"])
     return f"{path or '(top level)'}: {reason}"

@@ -7,7 +7,28 @@ from typing import Any
 
 from registry import ToolCall, ToolResult
 
-from .assembler import Usage
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    """Token counts, summed over every upstream call of a turn."""
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    total_tokens: int = 0
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            self.prompt_tokens + other.prompt_tokens,
+            self.completion_tokens + other.completion_tokens,
+            self.total_tokens + other.total_tokens,
+        )
+
+    def as_dict(self) -> dict[str, int]:
+        return {
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+            "total_tokens": self.total_tokens,
+        }
 
 
 @dataclass(frozen=True, slots=True)

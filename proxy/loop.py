@@ -194,7 +194,7 @@ class ToolLoop:
             async for chunk in chunks:
                 delta = assembler.feed(chunk)
                 if delta is not None:
-                    yield ContentDelta(delta.content, delta.reasoning)
+                    yield delta
         answer = assembler.finish()
         state.usage = state.usage + (answer.usage or Usage())
         yield answer

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import secrets
+import random
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -20,7 +20,7 @@ class ResponseMeta:
     """What every chunk of one response shares."""
 
     model: str
-    id: str = field(default_factory=lambda: f"chatcmpl-{secrets.token_hex(12)}")
+    id: str = field(default_factory=lambda: f"chatcmpl-{random.getrandbits(96):024x}")
     created: int = field(default_factory=lambda: int(time.time()))
 
 

@@ -93,7 +93,11 @@ def _resolved_signature(fn: Callable[..., Any]) -> inspect.Signature:
         if p.annotation is not inspect.Parameter.empty
     }
     unwrapped = inspect.unwrap(fn)
-    holder = SimpleNamespace(__annotations__=annotations, __globals__=unwrapped.__globals__)
+    # A callable object has no globals of its own; its __call__ method has.
+    globalns = getattr(unwrapped, "__globals__", None)
+    if globalns is None:
+        globalns = getattr(type(unwrapped).__call__, "__globals__", {})
+    holder = SimpleNamespace(__annotations__=annotations, __globals__=globalns)
     hints = get_type_hints(holder, include_extras=True)
     return signature.replace(
         parameters=[

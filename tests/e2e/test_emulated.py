@@ -3,6 +3,7 @@ vLLM started without a tool parser, answers 400 to any request carrying `tools`.
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections import deque
 from typing import Any
@@ -145,7 +146,7 @@ async def test_system_prefix_is_byte_identical_across_iterations(
     systems = {body["messages"][0]["content"] for body in sent}
     assert len(systems) == 1
     # Each request extends the previous one, so a prefix cache covers the whole history.
-    for earlier, later in zip(sent, sent[1:], strict=False):
+    for earlier, later in itertools.pairwise(sent):
         assert later["messages"][: len(earlier["messages"])] == earlier["messages"]
     results = sent[2]["messages"][-1]["content"]
     assert results.count("<tool_response>") == 2 and "\n7\n" in results

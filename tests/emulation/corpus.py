@@ -140,28 +140,6 @@ def _hermes_like(fmt: str, objects: list[str]) -> str:
 def perturb(fmt: str, tag: str, calls: CallList) -> str | None:
     """A perturbed rendering with the same expected calls; None where it does not apply."""
     clean = render(fmt, calls)
-    json_like = fmt in ("hermes", "json")
-    if tag == "whitespace":
-        if json_like:
-            objs = [json.dumps({"name": n, "arguments": a}, indent=2) for n, a in calls]
-            return (
-                "\n\n"
-                + _hermes_like(fmt, objs).replace("\n</tool_call>", "  \n\n</tool_call>")
-                + "\n  "
-            )
-        return (
-            "\n\n"
-            + clean.replace("<tool_call>", "<tool_call>\n ").replace(
-                "</tool_call>", "\n</tool_call>"
-            )
-            + "\n  "
-        )
-    if tag == "key_order":
-        flipped = [(n, dict(reversed(list(a.items())))) for n, a in calls]
-        if json_like:
-            objs = [json.dumps({"arguments": a, "name": n}) for n, a in flipped]
-            return _hermes_like(fmt, objs)
-        return render(fmt, flipped)
     if tag == "lead_prose":
         return LEAD + clean
     if tag == "trail_prose":
@@ -169,36 +147,45 @@ def perturb(fmt: str, tag: str, calls: CallList) -> str | None:
     if tag == "fence":
         return ("```python\n" if fmt == "pythonic" else "```json\n") + clean + "\n```"
     if tag == "leaked_token":
-        return (
-            clean.replace("</tool_call>", "</tool_call><|im_end|>")
-            if fmt != "json"
-            else clean + "<|eot_id|>"
-        )
-    if tag == "single_quotes":
-        if fmt == "xml":
-            return None
-        if fmt == "pythonic":
-            return (
-                "<tool_call>["
-                + ", ".join(
-                    f"{n}(" + ", ".join(f"{k}={v!r}" for k, v in a.items()) + ")" for n, a in calls
-                )
-                + "]</tool_call>"
-            )
-        return _hermes_like(fmt, [repr({"name": n, "arguments": a}) for n, a in calls])
-    if not json_like:
-        return None
-    if tag == "alias_key":
-        return _hermes_like(fmt, [json.dumps({"name": n, "parameters": a}) for n, a in calls])
-    if tag == "stringified_args":
-        return _hermes_like(
-            fmt, [json.dumps({"name": n, "arguments": json.dumps(a)}) for n, a in calls]
-        )
-    if tag == "unicode_escapes":
-        return _hermes_like(
-            fmt, [json.dumps({"name": n, "arguments": a}, ensure_ascii=True) for n, a in calls]
-        )
+        if fmt == "json":
+            return clean + "<|eot_id|>"
+        return clean.replace("</tool_call>", "</tool_call><|im_end|>")
+    if fmt in ("hermes", "json"):
+        return _json_perturbation(fmt, tag, calls)
+    return _text_perturbation(fmt, tag, calls, clean)
+
+
+def _text_perturbation(fmt: str, tag: str, calls: CallList, clean: str) -> str | None:
+    if tag == "whitespace":
+        spaced = clean.replace("<tool_call>", "<tool_call>\n ")
+        return "\n\n" + spaced.replace("</tool_call>", "\n</tool_call>") + "\n  "
+    if tag == "key_order":
+        return render(fmt, [(n, dict(reversed(list(a.items())))) for n, a in calls])
+    if tag == "single_quotes" and fmt == "pythonic":
+        written = [f"{n}(" + ", ".join(f"{k}={v!r}" for k, v in a.items()) + ")" for n, a in calls]
+        return "<tool_call>[" + ", ".join(written) + "]</tool_call>"
     return None
+
+
+def _json_perturbation(fmt: str, tag: str, calls: CallList) -> str | None:
+    objects: dict[str, list[str]] = {
+        "whitespace": [json.dumps({"name": n, "arguments": a}, indent=2) for n, a in calls],
+        "key_order": [
+            json.dumps({"arguments": dict(reversed(list(a.items()))), "name": n}) for n, a in calls
+        ],
+        "single_quotes": [repr({"name": n, "arguments": a}) for n, a in calls],
+        "alias_key": [json.dumps({"name": n, "parameters": a}) for n, a in calls],
+        "stringified_args": [json.dumps({"name": n, "arguments": json.dumps(a)}) for n, a in calls],
+        "unicode_escapes": [
+            json.dumps({"name": n, "arguments": a}, ensure_ascii=True) for n, a in calls
+        ],
+    }
+    if tag not in objects:
+        return None
+    text = _hermes_like(fmt, objects[tag])
+    if tag == "whitespace":
+        return "\n\n" + text.replace("\n</tool_call>", "  \n\n</tool_call>") + "\n  "
+    return text
 
 
 def truncations(
@@ -226,7 +213,8 @@ def irrelevant_prose(case: dict[str, Any]) -> list[str]:
     return [
         f"I can't answer that with {name}: it does something else. "
         f'A call such as {name}(x=1) or {{"name": "{name}", "arguments": {{}}}} would not help.',
-        f"`{name}()` is not relevant here.\n\n```python\nresult = {name}(value=2)\n```\nSo I answer directly: no.",
+        f"`{name}()` is not relevant here.\n\n```python\nresult = {name}(value=2)\n```\n"
+        "So I answer directly: no.",
         f"I will not write a <tool_call> block for {name}; the question is about something else.",
     ]
 

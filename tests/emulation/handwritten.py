@@ -50,7 +50,8 @@ HERMES: list[dict[str, Any]] = [
     },
     {
         "tag": "text_before_and_after",
-        "text": 'Let me check.\n<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}'
+        "text": 'Let me check.\n<tool_call>\n{"name": "get_weather", '
+        '"arguments": {"city": "Paris"}}'
         "\n</tool_call>\nI asked for the weather.",
         "calls": [PARIS],
         "content": "Let me check.\nI asked for the weather.",
@@ -64,8 +65,9 @@ HERMES: list[dict[str, Any]] = [
     },
     {
         "tag": "every_json_type_and_escapes",
-        "text": '<tool_call>\n{"name": "set_flags", "arguments": {"enabled": false, "ratio": -1.5e-3, '
-        '"tags": ["a\\"b", "\\u00e9\\ud83d\\ude00", "{}"], "meta": {"k": null, "n": [1, {"x": "]"}]}, '
+        "text": '<tool_call>\n{"name": "set_flags", "arguments": {"enabled": false, '
+        '"ratio": -1.5e-3, "tags": ["a\\"b", "\\u00e9\\ud83d\\ude00", "{}"], '
+        '"meta": {"k": null, "n": [1, {"x": "]"}]}, '
         '"note": null, "code": "line1\\nline2\\\\"}}\n</tool_call>',
         "calls": [
             (
@@ -117,7 +119,8 @@ HERMES: list[dict[str, Any]] = [
     },
     {
         "tag": "fenced_single_quoted_with_leaked_token",
-        "text": "Here:\n```json\n<tool_call>\n{'name': 'get_weather', 'arguments': {'city': 'Paris', "
+        "text": "Here:\n```json\n<tool_call>\n{'name': 'get_weather', "
+        "'arguments': {'city': 'Paris', "
         "'days': 2}}\n</tool_call>\n```<|im_end|>",
         "calls": [("get_weather", {"city": "Paris", "days": 2})],
         "content": "Here:",
@@ -194,7 +197,8 @@ XML: list[dict[str, Any]] = [
     },
     {
         "tag": "missing_parameter_close",
-        "text": "<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n<parameter=days>\n3\n"
+        "text": "<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n"
+        "<parameter=days>\n3\n"
         "</parameter>\n</function>\n</tool_call>",
         "calls": [("get_weather", {"city": "Paris", "days": 3})],
         "content": "",
@@ -282,7 +286,8 @@ PYTHONIC: list[dict[str, Any]] = [
         "tag": "never_eval",
         "text": "<tool_call>[get_weather(city=__import__('os').system('echo pwned'))]</tool_call>",
         "calls": [],
-        "content": "<tool_call>[get_weather(city=__import__('os').system('echo pwned'))]</tool_call>",
+        "content": "<tool_call>[get_weather(city=__import__('os').system('echo pwned'))]"
+        "</tool_call>",
     },
     {
         "tag": "json_calls_in_pythonic",

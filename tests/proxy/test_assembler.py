@@ -341,12 +341,8 @@ def test_random_fragmentation_gives_identical_calls() -> None:
         assert json.loads(str(answer.tool_calls[0].arguments))["city"] == "São Paulo"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="Ollama (ollama/ollama#15457) streams every parallel call as a whole call with "
-    "index 0 and its own id; the assembler merges them into one call with broken arguments",
-)
 def test_whole_calls_reusing_index_zero_with_new_ids_stay_separate() -> None:
+    # Regression: Ollama streams each parallel call whole under index 0 with its own id.
     answer = fold(
         [
             chunk(call_delta(0, id="call_a", name="write", arguments='{"path": "a.py"}')),

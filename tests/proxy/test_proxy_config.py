@@ -195,10 +195,6 @@ def test_missing_file_is_a_config_error(tmp_path: Path) -> None:
     assert str(path) in str(caught.value)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="load_settings lets UnicodeDecodeError escape: a non-UTF-8 file is a traceback",
-)
 def test_file_that_is_not_utf8_is_a_config_error(tmp_path: Path) -> None:
     path = write(tmp_path, b"upstreams: [{name: a, base_url: demo}]\n# caf\xe9\n")
     with pytest.raises(ConfigError) as caught:
@@ -220,3 +216,24 @@ def test_repo_proxy_yaml_follows_toolwire_upstream_url() -> None:
     settings = load_settings(REPO / "proxy.yaml", environ=environ)
     assert settings.upstreams[0].base_url == "http://127.0.0.1:8001/v1"
     assert settings.upstreams[0].api_key == "sk-x"
+
+
+def test_value_error_reason_has_no_library_prefix() -> None:
+    message = error_of({"upstreams": [UPSTREAM | {"base_url": "ftp://host/v1"}]})
+    assert message == "upstreams[0].base_url: must be an http(s) URL or 'demo'"
+
+
+def test_empty_variable_is_an_empty_value_as_in_the_shell() -> None:
+    settings = parse({"upstreams": [UPSTREAM | {"api_key": "${KEY}"}]}, KEY="")
+    assert settings.upstreams[0].api_key == ""
+
+
+def test_base_dir_is_not_a_config_key() -> None:
+    assert error_of({"upstreams": [UPSTREAM], "base_dir": "/"}) == "base_dir: unknown key"
+
+
+def test_yaml_error_points_into_the_named_file(tmp_path: Path) -> None:
+    path = write(tmp_path, "upstreams: [\n")
+    with pytest.raises(ConfigError) as caught:
+        load_settings(path)
+    assert "proxy.yaml" in str(caught.value).split("not valid YAML", 1)[1]

@@ -66,12 +66,20 @@ async def wait_until_dead(pid: int) -> None:
 
 
 async def read_fifo(fifo: Path) -> int:
-    def read() -> int:
-        with open(fifo) as stream:
-            return int(stream.read())
-
-    async with asyncio.timeout(DEADLINE_S):
-        return await asyncio.to_thread(read)
+    """The pid a worker wrote; non-blocking, so a worker that never writes fails the test."""
+    fd = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+    data = b""
+    try:
+        async with asyncio.timeout(DEADLINE_S):
+            while not data.strip():
+                try:
+                    data += os.read(fd, 64)
+                except BlockingIOError:
+                    pass
+                await asyncio.sleep(0.01)
+    finally:
+        os.close(fd)
+    return int(data)
 
 
 def process_tool(fn: object, **metadata: object) -> Tool:
@@ -124,7 +132,8 @@ async def test_a_hanging_process_call_times_out_and_its_worker_is_killed(
 ) -> None:
     fifo = tmp_path / "pid"
     os.mkfifo(fifo)
-    tool = process_tool(send_pid_and_hang, timeout_s=1.0)
+    # Long enough for a cold worker to import this test module and start the call.
+    tool = process_tool(send_pid_and_hang, timeout_s=4.0)
     running = asyncio.create_task(executor.execute(tool, call({"fifo": str(fifo)})))
     pid = await read_fifo(fifo)
     result = await running
