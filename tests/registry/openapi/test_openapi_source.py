@@ -343,3 +343,25 @@ class SpecServer:
     async def __aexit__(self, *exc: object) -> None:
         assert self._runner is not None
         await self._runner.cleanup()
+
+
+async def test_a_failed_reload_keeps_the_tools_and_is_retried(shop: Shop) -> None:
+    spec = create_spec_from(shop)
+    async with SpecServer(spec) as (url, counts):
+        source, registry = await started(config(url))
+        try:
+            spec["openapi"] = "2.0"
+            counts["etag"] += 1
+            with pytest.raises(SourceLoadError, match=r"only OpenAPI 3\.0 and 3\.1"):
+                await source.reload()
+            assert "shop.get_item" in registry
+            assert not source.status().reachable
+            spec["openapi"] = "3.1.0"
+            spec["paths"]["/items/{item_id}"]["get"]["summary"] = "Fixed"
+            # The failed version's ETag was not kept, so this is a full fetch, not a 304.
+            assert await source.reload() is True
+            assert source.status().reachable
+        finally:
+            await source.aclose()
+    assert counts["304"] == 0
+    assert registry.get_tool("shop.get_item").description == "Fixed"
