@@ -16,6 +16,7 @@ from typing import Annotated, Any, Protocol, Union
 
 from pydantic import BaseModel, Discriminator, Tag
 
+from registry.builtins import BuiltinSource, BuiltinSourceConfig
 from registry.classes import PythonClassSource, PythonClassSourceConfig
 from registry.errors import SourceLoadError
 from registry.mcp import McpServersJsonConfig, McpServersJsonSource, McpSource, McpSourceConfig
@@ -93,7 +94,7 @@ class PythonSource:
         return SourceStatus(self.name, self._error is None, self._count, self._error)
 
 
-SOURCE_KINDS = ("python", "mcp", "mcp_servers_json", "openapi", "python_class")
+SOURCE_KINDS = ("python", "mcp", "mcp_servers_json", "openapi", "python_class", "builtin")
 """The keys that name a `tools:` entry's kind; the first one present decides."""
 
 
@@ -111,6 +112,7 @@ SourceConfig = Annotated[
         Annotated[McpServersJsonConfig, Tag("mcp_servers_json")],
         Annotated[OpenApiSourceConfig, Tag("openapi")],
         Annotated[PythonClassSourceConfig, Tag("python_class")],
+        Annotated[BuiltinSourceConfig, Tag("builtin")],
     ],
     Discriminator(
         _source_kind,
@@ -128,6 +130,7 @@ _FACTORIES: dict[type[BaseModel], SourceFactory] = {
     McpServersJsonConfig: lambda config, base_dir: McpServersJsonSource(config, base_dir=base_dir),
     OpenApiSourceConfig: lambda config, base_dir: OpenApiSource(config, base_dir=base_dir),
     PythonClassSourceConfig: lambda config, base_dir: PythonClassSource(config, base_dir=base_dir),
+    BuiltinSourceConfig: lambda config, base_dir: BuiltinSource(config, base_dir=base_dir),
 }
 
 

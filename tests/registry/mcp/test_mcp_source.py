@@ -138,12 +138,12 @@ def test_config_errors_name_the_key_path():
             parse_settings({"upstreams": UPSTREAMS, "tools": [entry]}, base_dir=REPO, environ={})
         return str(caught.value)
 
-    assert "tools[0].mcp: Value error, needs either `command`" in errors({"mcp": {}})
+    assert "tools[0].mcp: needs either `command`" in errors({"mcp": {}})
     assert "tools[0].mcp.comand: unknown key" in errors({"mcp": {"comand": "x"}})
-    assert "tools[0].mcp: Value error, headers: not used by a stdio server" in errors(
+    assert "tools[0].mcp: headers: not used by a stdio server" in errors(
         {"mcp": {"command": "x", "headers": {"a": "b"}}}
     )
-    assert "tools[0].mcp.url: Value error, must be an http(s) URL" in errors({"mcp": {"url": "x"}})
+    assert "tools[0].mcp.url: must be an http(s) URL" in errors({"mcp": {"url": "x"}})
     assert "tools[0].timeout_s" in errors({"mcp": {"command": "x"}, "timeout_s": 0})
 
 

@@ -1,0 +1,21 @@
+"""Built-in tools, opt-in from proxy.yaml: date/time, calculator, JSON, text, HTTP,
+filesystem and shell."""
+
+from __future__ import annotations
+
+from registry.builtins.addresses import AddressGuard, BlockedAddressError, is_forbidden
+from registry.builtins.config import BUILTIN_GROUPS, BuiltinOptions, BuiltinSourceConfig
+from registry.builtins.filesystem import Confinement
+from registry.builtins.source import BuiltinSource, builtin_tools
+
+__all__ = [
+    "BUILTIN_GROUPS",
+    "AddressGuard",
+    "BlockedAddressError",
+    "BuiltinOptions",
+    "BuiltinSource",
+    "BuiltinSourceConfig",
+    "Confinement",
+    "builtin_tools",
+    "is_forbidden",
+]
