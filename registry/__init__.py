@@ -3,17 +3,24 @@
 from __future__ import annotations
 
 from registry.backends import ExecutionBackend, InlineBackend, ThreadBackend
+from registry.builtins import BuiltinOptions, BuiltinSource, BuiltinSourceConfig
+from registry.cached import CachedTool
 from registry.calls import ErrorKind, ToolCall, ToolOutput, ToolResult
 from registry.classes import PythonClassSource, PythonClassSourceConfig, register_class
+from registry.composers import ConditionalComposer, FallbackComposer, SequentialComposer
 from registry.composition import merge, reduce_namespace, spinoff
 from registry.context import ExecutionContext, ToolCancelledError, ToolContext
+from registry.decorators import ToolBuilder, ToolKit, ToolMark, describe, tool, tool_mark
 from registry.errors import (
     InvalidArgumentsError,
     RegistryError,
     SourceLoadError,
     ToolNotFoundError,
 )
+from registry.execution_config import ExecutionConfig, RetryConfig
+from registry.execution_log import ExecutionLog, ExecutionRecord
 from registry.executor import Executor
+from registry.listeners import CallEvent, CallListener
 from registry.mcp import (
     McpServerConfig,
     McpServersJsonConfig,
@@ -22,8 +29,11 @@ from registry.mcp import (
     McpSourceConfig,
 )
 from registry.openapi import OpenApiSource, OpenApiSourceConfig
+from registry.process_pool import ProcessBackend, WorkerCrashedError
 from registry.python_source import PythonSourceConfig, ToolOverride, load_python_source
 from registry.registry import ChangeCallback, ToolRegistry
+from registry.repair import NameMatch, Repair, repair_call, resolve_name
+from registry.retry import RetryableError, RetrySettings, TransientError, is_transient, retryable
 from registry.search import ToolIndex
 from registry.sources import (
     SOURCE_KINDS,
@@ -34,16 +44,29 @@ from registry.sources import (
     ToolSource,
     build_source,
 )
+from registry.sync_bridge import call_async, call_sync, run_sync
 from registry.tags import Tag
-from registry.tool import Tool, ToolMetadata
+from registry.tool import ExecutionMode, Tool, ToolMetadata
 
 __all__ = [
     "SOURCE_KINDS",
+    "BuiltinOptions",
+    "BuiltinSource",
+    "BuiltinSourceConfig",
+    "CachedTool",
+    "CallEvent",
+    "CallListener",
     "ChangeCallback",
+    "ConditionalComposer",
     "ErrorKind",
     "ExecutionBackend",
+    "ExecutionConfig",
     "ExecutionContext",
+    "ExecutionLog",
+    "ExecutionMode",
+    "ExecutionRecord",
     "Executor",
+    "FallbackComposer",
     "InlineBackend",
     "InvalidArgumentsError",
     "McpServerConfig",
@@ -51,13 +74,20 @@ __all__ = [
     "McpServersJsonSource",
     "McpSource",
     "McpSourceConfig",
+    "NameMatch",
     "OpenApiSource",
     "OpenApiSourceConfig",
+    "ProcessBackend",
     "PythonClassSource",
     "PythonClassSourceConfig",
     "PythonSource",
     "PythonSourceConfig",
     "RegistryError",
+    "Repair",
+    "RetryConfig",
+    "RetrySettings",
+    "RetryableError",
+    "SequentialComposer",
     "SourceConfig",
     "SourceLoadError",
     "SourceSet",
@@ -65,10 +95,13 @@ __all__ = [
     "Tag",
     "ThreadBackend",
     "Tool",
+    "ToolBuilder",
     "ToolCall",
     "ToolCancelledError",
     "ToolContext",
     "ToolIndex",
+    "ToolKit",
+    "ToolMark",
     "ToolMetadata",
     "ToolNotFoundError",
     "ToolOutput",
@@ -76,10 +109,22 @@ __all__ = [
     "ToolRegistry",
     "ToolResult",
     "ToolSource",
+    "TransientError",
+    "WorkerCrashedError",
     "build_source",
+    "call_async",
+    "call_sync",
+    "describe",
+    "is_transient",
     "load_python_source",
     "merge",
     "reduce_namespace",
     "register_class",
+    "repair_call",
+    "resolve_name",
+    "retryable",
+    "run_sync",
     "spinoff",
+    "tool",
+    "tool_mark",
 ]

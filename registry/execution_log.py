@@ -65,14 +65,17 @@ class ExecutionLog:
         with self._lock:
             self._records.append(record)
 
-    def records(self, *, request_id: str | None = None, tool: str | None = None) -> list[ExecutionRecord]:
+    def records(
+        self, *, request_id: str | None = None, tool: str | None = None
+    ) -> list[ExecutionRecord]:
         """The kept records, oldest first, optionally only one request's or one tool's."""
         with self._lock:
             kept = list(self._records)
         return [
             r
             for r in kept
-            if (request_id is None or r.request_id == request_id) and (tool is None or r.tool == tool)
+            if (request_id is None or r.request_id == request_id)
+            and (tool is None or r.tool == tool)
         ]
 
     def clear(self) -> None:

@@ -223,7 +223,7 @@ class Executor:
             finished = True
         except TimeoutError as exc:
             if not scope.expired():
-                raise RegistryError("a timeout escaped the retry loop") from exc
+                return _Run(_failure(call.id, exc, max(1, len(contexts))), 1, mode)
             message = f"the tool did not finish within {timeout_s:g} seconds"
             attempts = max(1, len(contexts))
             return _Run(ToolResult.error(call.id, ErrorKind.TIMEOUT, message), attempts, mode)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from enum import Enum
 from typing import Any
 
 import orjson
@@ -25,6 +26,8 @@ def render_output(value: Any) -> str:
         return _render_bytes(bytes(value))
     if isinstance(value, BaseModel):
         return value.model_dump_json()
+    if isinstance(value, Enum):
+        return render_output(value.value)
     is_dataclass_instance = dataclasses.is_dataclass(value) and not isinstance(value, type)
     if isinstance(value, _JSON_TYPES) or is_dataclass_instance:
         try:

@@ -10,6 +10,7 @@ its own call; the pool replaces either on the next call.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import logging
 import os
@@ -98,11 +99,9 @@ class _Worker:
         self.process.wait()
         for stream in (self.process.stdin, self.process.stdout):
             if stream is not None:
-                try:
+                # A pipe whose reader died cannot flush; it is closed all the same.
+                with contextlib.suppress(OSError):
                     stream.close()
-                except OSError:
-                    # A pipe whose reader died cannot flush; it is closed all the same.
-                    pass
 
 
 class ProcessBackend:
@@ -138,7 +137,7 @@ class ProcessBackend:
         try:
             digest, function = self._pickle_function(tool)
             argument_bytes = cloudpickle.dumps(arguments)
-        except Exception as exc:  # noqa: BLE001 - cloudpickle raises many types
+        except Exception as exc:
             self._note_fallback(tool, exc)
             return await self._fallback.run(tool, arguments)
         async with self._slots:

@@ -85,7 +85,7 @@ def _serve(frame: bytes, functions: OrderedDict[bytes, Any]) -> bytes:
                 functions.popitem(last=False)
         value = _call(fn, cloudpickle.loads(argument_bytes))
         reply: tuple[str, Any] = ("ok", value)
-    except BaseException as exc:  # noqa: BLE001 - every failure goes back as data
+    except BaseException as exc:
         reply = ("error", exc)
     return _frame(reply)
 
@@ -105,7 +105,7 @@ def _call(fn: Any, arguments: dict[str, Any]) -> Any:
 def _frame(reply: tuple[str, Any]) -> bytes:
     try:
         payload = cloudpickle.dumps(reply)
-    except Exception as exc:  # noqa: BLE001 - the value or exception cannot travel back
+    except Exception as exc:
         kind, value = reply
         what = "result" if kind == "ok" else f"exception {type(value).__name__}: {value}"
         payload = cloudpickle.dumps(("unpicklable", f"the tool's {what} cannot be pickled: {exc}"))

@@ -11,8 +11,10 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+import cloudpickle
 from pydantic import BaseModel, ConfigDict, Field
 
+from registry.decorators import ToolMark, tool_mark
 from registry.errors import RegistryError, SourceLoadError
 from registry.registry import ToolRegistry
 from registry.tool import Tool
@@ -62,9 +64,9 @@ def load_python_source(
     """
     module = _import(config.python, base_dir)
     functions = _public_functions(module)
-    unknown = sorted(set(config.overrides) - {fn.__name__ for fn in functions})
+    unknown = sorted(set(config.overrides) - {_tool_name(fn) for fn in functions})
     if unknown:
-        available = ", ".join(fn.__name__ for fn in functions) or "none"
+        available = ", ".join(_tool_name(fn) for fn in functions) or "none"
         raise SourceLoadError(
             f"python source {config.python!r}: overrides name unknown tools: "
             f"{', '.join(unknown)} (functions: {available})"
@@ -119,6 +121,9 @@ def _import_file(path: Path) -> ModuleType:
     except BaseException:
         del sys.modules[name]
         raise
+    # A worker process cannot import the module by this made-up name, so its functions
+    # travel to process-mode workers by value.
+    cloudpickle.register_pickle_by_value(module)
     return module
 
 
@@ -136,22 +141,43 @@ def _public_functions(module: ModuleType) -> list[Any]:
     ]
 
 
+def _tool_name(fn: Any) -> str:
+    mark = tool_mark(fn)
+    return (mark.name if mark is not None else None) or fn.__name__
+
+
 def _describe(fn: Any, config: PythonSourceConfig) -> Tool:
-    override = config.overrides.get(fn.__name__) or ToolOverride()
+    # Precedence: the config's override, then the function's @tool mark, then the source.
+    mark = tool_mark(fn) or ToolMark()
+    override = config.overrides.get(_tool_name(fn)) or ToolOverride()
+    marked_defer = mark.metadata.get("defer")
     try:
         tool = Tool.from_function(
             fn,
+            name=mark.name,
             namespace=config.namespace,
-            description=override.description,
-            tags=[*config.tags, *(override.tags or ())],
-            defer=config.defer if override.defer is None else override.defer,
-            search_hint=override.search_hint,
-            timeout_s=override.timeout_s,
-            max_result_size=override.max_result_size,
+            description=override.description or mark.description,
+            tags=[*config.tags, *mark.tags, *(override.tags or ())],
+            defer=override.defer
+            if override.defer is not None
+            else (config.defer if marked_defer is None else marked_defer),
             source=f"python:{config.python}",
         )
+        marked = {k: v for k, v in mark.metadata.items() if k != "defer"}
+        if marked:
+            tool = tool.with_metadata(**marked)
+        changes = {
+            key: value
+            for key, value in (
+                ("search_hint", override.search_hint),
+                ("timeout_s", override.timeout_s),
+                ("max_result_size", override.max_result_size),
+                ("is_concurrency_safe", override.is_concurrency_safe),
+            )
+            if value is not None
+        }
+        if changes:
+            tool = tool.with_metadata(**changes)
     except RegistryError as exc:
         raise SourceLoadError(f"python source {config.python!r}: {exc}") from exc
-    if override.is_concurrency_safe is not None:
-        tool = tool.with_metadata(is_concurrency_safe=override.is_concurrency_safe)
     return tool

@@ -79,7 +79,9 @@ def resolve_name(registry_or_names: ToolRegistry | Iterable[str], name: str) -> 
         if tool is not None:
             return NameMatch(registry_or_names.wire_name(tool))
         names = [registry_or_names.wire_name(t) for t in registry_or_names.list_tools()]
-        qualified = {t.qualified_name: registry_or_names.wire_name(t) for t in registry_or_names.list_tools()}
+        qualified = {
+            t.qualified_name: registry_or_names.wire_name(t) for t in registry_or_names.list_tools()
+        }
     else:
         names = list(registry_or_names)
         if name in names:
@@ -114,7 +116,9 @@ class _Repairer:
             branch = self._branch(schema, "array", depth)
             items = branch.get("items") if branch is not None else None
             if isinstance(items, Mapping):
-                return [self.value(v, items, f"{path}[{i}]", depth + 1) for i, v in enumerate(value)]
+                return [
+                    self.value(v, items, f"{path}[{i}]", depth + 1) for i, v in enumerate(value)
+                ]
         return value
 
     def _from_string(self, text: str, types: set[str], path: str) -> Any:

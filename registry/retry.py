@@ -120,7 +120,7 @@ def backoff_delay(attempt: int, settings: RetrySettings, retry_after: float | No
     """Full-jitter exponential backoff after attempt number `attempt`."""
     ceiling = min(settings.max_backoff_s, settings.backoff_s * 2 ** (attempt - 1))
     # Jitter keeps many callers that failed together from retrying together.
-    delay = random.uniform(0, ceiling)  # noqa: S311 - not cryptographic
+    delay = random.uniform(0, ceiling)
     return max(delay, retry_after or 0.0)
 
 

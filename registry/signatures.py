@@ -5,8 +5,7 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
-from types import SimpleNamespace
-from types import UnionType
+from types import SimpleNamespace, UnionType
 from typing import Annotated, Any, Union, get_args, get_origin, get_type_hints
 
 from pydantic import BaseModel, ConfigDict, Field, PydanticUserError, create_model

@@ -5,7 +5,6 @@ from __future__ import annotations
 import fnmatch
 import ipaddress
 import socket
-from typing import Any
 
 from aiohttp.abc import AbstractResolver, ResolveResult
 from aiohttp.resolver import ThreadedResolver
@@ -70,7 +69,9 @@ class AddressGuard:
         for text in addresses:
             address = ipaddress.ip_address(text.split("%", 1)[0])
             if is_forbidden(address):
-                raise BlockedAddressError(f"{host} resolves to {address}, a private or local address; refused")
+                raise BlockedAddressError(
+                    f"{host} resolves to {address}, a private or local address; refused"
+                )
 
 
 class GuardedResolver(AbstractResolver):
@@ -100,5 +101,3 @@ class GuardedResolver(AbstractResolver):
 
     def __repr__(self) -> str:
         return f"GuardedResolver(allow_private={self._guard.allow_private})"
-
-

@@ -106,9 +106,9 @@ def _power(base: Any, exponent: Any) -> Any:
     if abs(exponent) > _MAX_EXPONENT:
         raise ValueError(f"exponents are limited to ±{_MAX_EXPONENT}")
     # An integer power's size is known before computing it: bits(base) * exponent.
-    if isinstance(base, int) and isinstance(exponent, int) and exponent > 0:
-        if base.bit_length() * exponent > _MAX_INT_BITS:
-            raise ValueError(f"the result would exceed {_MAX_INT_BITS} bits")
+    integral = isinstance(base, int) and isinstance(exponent, int) and exponent > 0
+    if integral and base.bit_length() * exponent > _MAX_INT_BITS:
+        raise ValueError(f"the result would exceed {_MAX_INT_BITS} bits")
     return _check(base**exponent)
 
 

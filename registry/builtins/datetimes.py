@@ -60,7 +60,9 @@ def _zone(name: str) -> ZoneInfo:
     try:
         return ZoneInfo(name)
     except (ZoneInfoNotFoundError, ValueError):
-        raise ValueError(f"unknown time zone {name!r}; use an IANA name like Europe/Paris") from None
+        raise ValueError(
+            f"unknown time zone {name!r}; use an IANA name like Europe/Paris"
+        ) from None
 
 
 def _parse(text: str, timezone: str) -> datetime:

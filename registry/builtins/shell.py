@@ -36,7 +36,9 @@ def shell_tools(options: BuiltinOptions) -> list[Tool]:
         """
         if not argv or argv[0] not in allowed:
             names = ", ".join(sorted(allowed))
-            raise PermissionError(f"{argv[0] if argv else '(nothing)'!r} is not allowed; allowed: {names}")
+            raise PermissionError(
+                f"{argv[0] if argv else '(nothing)'!r} is not allowed; allowed: {names}"
+            )
         executable = argv[0] if os.path.isabs(argv[0]) else shutil.which(argv[0])
         if executable is None:
             raise FileNotFoundError(f"{argv[0]!r} is not installed")

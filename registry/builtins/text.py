@@ -121,6 +121,7 @@ def _compile(pattern: str, ignore_case: bool) -> re.Pattern[str]:
 
 def _sized(fn: Any, limit: int) -> Any:
     """`fn`, refusing a `text` longer than `limit` before any work is done."""
+
     @functools.wraps(fn)
     def guarded(text: str, *args: Any, **kwargs: Any) -> Any:
         if len(text) > limit:

@@ -52,7 +52,11 @@ class HttpClient:
                 try:
                     self._guard.check_literal(target.raw_host or "")
                     async with session.request(
-                        method, target, headers=dict(headers or {}), data=body, allow_redirects=False
+                        method,
+                        target,
+                        headers=dict(headers or {}),
+                        data=body,
+                        allow_redirects=False,
                     ) as response:
                         location = response.headers.get("location")
                         if response.status not in _REDIRECTS or not location:
@@ -77,7 +81,9 @@ class HttpClient:
         if truncated:
             text += f"\n…[body truncated at {self._max_bytes} bytes]"
         headers = "".join(
-            f"{name}: {response.headers[name]}\n" for name in _KEPT_HEADERS if name in response.headers
+            f"{name}: {response.headers[name]}\n"
+            for name in _KEPT_HEADERS
+            if name in response.headers
         )
         summary = f"HTTP {response.status} {response.reason or ''}".rstrip()
         return ToolOutput(f"{summary}\n{headers}\n{text}", is_error=response.status >= 400)

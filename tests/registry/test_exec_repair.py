@@ -95,7 +95,9 @@ async def test_the_executor_repairs_before_validating(executor: Executor) -> Non
 async def test_strict_executor_refuses_what_it_would_repair() -> None:
     tool = Tool.from_function(forecast)
     with Executor(strict_arguments=True) as executor:
-        keys = await executor.execute(tool, ToolCall("c1", "f", {"City": "Oslo", "days": 2, "cities": []}))
+        keys = await executor.execute(
+            tool, ToolCall("c1", "f", {"City": "Oslo", "days": 2, "cities": []})
+        )
         number = await executor.execute(
             tool, ToolCall("c2", "f", {"city": "Oslo", "days": "2", "cities": []})
         )
