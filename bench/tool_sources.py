@@ -470,22 +470,15 @@ def report(paths: list[Target], args: argparse.Namespace, pinning: Pinning) -> N
             print(f"! {path.label}: {path.failures} failed calls, first: {path.first_failure}")
 
 
-async def run(args: argparse.Namespace) -> bool:
+async def run(args: argparse.Namespace, children: Children) -> bool:
     """Measure and report; False when calls failed (a missed goal is not a failure)."""
     pinning = Pinning.choose(not args.no_pin)
-    failed = True
-    with tempfile.TemporaryDirectory(prefix="toolwire-bench-") as logdir:
-        children = Children(Path(logdir))
-        try:
-            async with setup(children, pinning) as paths:
-                await measure(paths, args)
-                report(paths, args, pinning)
-                failed = any(path.failures for path in paths)
-                if args.profile:
-                    print(await profile(paths, args.profile))
-        finally:
-            children.close()
-    return not failed
+    async with setup(children, pinning) as paths:
+        await measure(paths, args)
+        report(paths, args, pinning)
+        if args.profile:
+            print(await profile(paths, args.profile))
+    return not any(path.failures for path in paths)
 
 
 def main() -> None:
@@ -505,7 +498,14 @@ def main() -> None:
         runner: Callable[..., Any] = asyncio.run
     else:
         runner = uvloop.run
-    ok = runner(run(args))
+    # SIGTERM unwinds like Ctrl-C, so the servers are killed in the `finally` below.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    with tempfile.TemporaryDirectory(prefix="toolwire-bench-") as logdir:
+        children = Children(Path(logdir))
+        try:
+            ok = runner(run(args, children))
+        finally:
+            children.close()
     sys.exit(0 if ok else 1)
 
 

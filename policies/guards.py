@@ -24,6 +24,8 @@ class LoopLimits(BaseModel):
     """How often one tool may be called with the same arguments in one turn."""
     keepalive_s: float = Field(default=5.0, gt=0)
     """Interval of SSE keep-alive comments while tools run."""
+    repair_client_calls: bool = False
+    """Repair the arguments of calls returned for client tools against their schemas."""
 
 
 @dataclass(slots=True)

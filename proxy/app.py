@@ -58,10 +58,7 @@ def create_app(
         source_set = sources_for(settings) if sources is None else sources
         if owned:
             await source_set.start(tools)
-        executor = Executor(
-            default_timeout_s=settings.execution.timeout_s,
-            max_workers=settings.execution.max_workers,
-        )
+        executor = Executor.from_config(settings.execution)
         policy = RulePolicy(settings.policy)
         turns = MemoryTurnStore()
         upstreams = UpstreamRouter(settings.upstreams)
@@ -77,6 +74,7 @@ def create_app(
                 approvals=ApprovalFlow(
                     MemoryApprovalStore(), turns, ttl_s=settings.policy.approval_ttl_s
                 ),
+                strict_arguments=settings.execution.strict_arguments,
             ),
             upstreams=upstreams,
             max_body_bytes=settings.server.max_body_bytes,

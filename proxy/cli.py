@@ -201,7 +201,7 @@ async def _call_tool(args: argparse.Namespace, settings: Settings) -> int:
         if decision.action is not Action.ALLOW:
             print(f"error: {decision.action}: {decision.reason}", file=sys.stderr)
             return 1
-        with Executor(default_timeout_s=settings.execution.timeout_s) as executor:
+        with Executor.from_config(settings.execution) as executor:
             result = await executor.execute(
                 tool, ToolCall(id="cli", name=args.name, arguments=args.args)
             )

@@ -11,7 +11,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from policies import LoopLimits, PolicyConfig
-from registry import SOURCE_KINDS, SourceConfig
+from registry import SOURCE_KINDS, ExecutionConfig, SourceConfig
 
 _ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 
@@ -66,16 +66,6 @@ class UpstreamConfig(BaseModel):
         if value != "demo" and not value.startswith(("http://", "https://")):
             raise ValueError("must be an http(s) URL or 'demo'")
         return value.rstrip("/")
-
-
-class ExecutionConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    mode: Literal["thread"] = "thread"
-    """Sync tools run in a thread pool, async tools on the event loop."""
-    timeout_s: float = Field(default=30.0, gt=0)
-    """Default per-call timeout."""
-    max_workers: int = Field(default=16, ge=1, le=512)
 
 
 class Settings(BaseModel):

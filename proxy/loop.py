@@ -12,7 +12,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from policies import Action, LoopGuard, LoopLimits, Policy
-from registry import Executor, Tool, ToolCall, ToolResult
+from registry import (
+    Executor,
+    RegistryError,
+    Tool,
+    ToolCall,
+    ToolResult,
+    repair_call,
+    resolve_name,
+)
 
 from .approvals import ApprovalFlow, apply_answers
 from .assembler import Answer, Assembler, Usage, wire_call
@@ -37,6 +45,7 @@ class Turn:
     client_tools: frozenset[str]
     controls: Controls
     headers: Mapping[str, str]
+    request_id: str = ""
 
 
 @dataclass(slots=True)
@@ -86,7 +95,9 @@ class ToolLoop:
         limits: LoopLimits,
         turns: TurnStore,
         approvals: ApprovalFlow,
+        strict_arguments: bool = False,
     ) -> None:
+        self._strict = strict_arguments
         self._executor = executor
         self._policy = policy
         self._limits = limits
@@ -144,7 +155,7 @@ class ToolLoop:
         """Run or refuse the calls the client answered with a verdict; put in the outcomes."""
         resolution = await self._approvals.resolve(turn.body["messages"], turn.toolset)
         if resolution.to_run:
-            async for item in self._execute(state, resolution.to_run):
+            async for item in self._execute(turn, state, resolution.to_run):
                 if isinstance(item, list):
                     await self._approvals.remember(item)
                     resolution.answers.update((r.call_id, r.content) for r in item)
@@ -161,6 +172,29 @@ class ToolLoop:
         if calls.asks:
             extra["approval_required"] = await self._approvals.request(calls.asks)
         return Finished("tool_calls", state.usage, tuple(returned), extra=extra)
+
+    def _repaired_name(self, turn: Turn, call: ToolCall) -> ToolCall:
+        """The call under the tool name it evidently meant (case, `-`/`_`), unless strict."""
+        known = call.name in turn.toolset.by_wire_name or call.name in turn.client_tools
+        if self._strict or known or call.name == SEARCH_TOOL:
+            return call
+        match = resolve_name([*turn.toolset.by_wire_name, *turn.client_tools], call.name)
+        if match is None:
+            return call
+        return ToolCall(id=call.id, name=match.name, arguments=call.arguments)
+
+    def _repaired_client_call(self, turn: Turn, call: ToolCall) -> ToolCall:
+        """A client tool's call with its arguments repaired, when the config asks for it."""
+        if not self._limits.repair_client_calls or self._strict:
+            return call
+        schema = _client_schema(turn.body.get("tools") or (), call.name)
+        try:
+            arguments, repairs = repair_call(call.arguments, schema, tool=call.name)
+        except RegistryError:
+            return call  # not repairable: the client sees what the model wrote
+        if not repairs:
+            return call
+        return ToolCall(id=call.id, name=call.name, arguments=arguments)
 
     async def _last_word(
         self, turn: Turn, state: _State, stopped_by: str
@@ -214,7 +248,7 @@ class ToolLoop:
         for _, call in calls.own[budget:]:
             message = "the turn's tool-call limit is reached"
             answered[call.id] = ToolResult.error(call.id, "limit", message)
-        async for item in self._execute(state, runnable):
+        async for item in self._execute(turn, state, runnable):
             if isinstance(item, list):
                 answered.update((r.call_id, r) for r in item)
             else:
@@ -222,7 +256,7 @@ class ToolLoop:
         yield [answered[c.id] for c in calls.answered_here]
 
     async def _execute(
-        self, state: _State, runnable: list[tuple[Tool, ToolCall]]
+        self, turn: Turn, state: _State, runnable: list[tuple[Tool, ToolCall]]
     ) -> AsyncIterator[LoopEvent | list[ToolResult]]:
         """Run calls with keep-alives and the turn's deadline; yields events, then results."""
         if not runnable:
@@ -230,7 +264,8 @@ class ToolLoop:
             return
         started = tuple(c for _, c in runnable)
         yield ToolsStarted(started)
-        work = _within(self._executor.execute_many(runnable), runnable, state.guard.remaining())
+        calls = self._executor.execute_many(runnable, request_id=turn.request_id)
+        work = _within(calls, runnable, state.guard.remaining())
         results: list[ToolResult] = []
         async for event in _keepalive_wait(work, self._limits.keepalive_s):
             if isinstance(event, KeepAlive):
@@ -244,7 +279,9 @@ class ToolLoop:
     def _sort(self, turn: Turn, calls: list[ToolCall]) -> _Round:
         sorted_calls = _Round()
         for call in calls:
+            call = self._repaired_name(turn, call)
             if call.name in turn.client_tools:
+                call = self._repaired_client_call(turn, call)
                 sorted_calls.client.append(call)
                 sorted_calls.ordered.append(call)
                 continue
@@ -267,6 +304,15 @@ class ToolLoop:
             else:
                 sorted_calls.unknown.append(call)
         return sorted_calls
+
+
+def _client_schema(tools: Any, name: str) -> dict[str, Any]:
+    for spec in tools:
+        function = spec.get("function") or {}
+        if function.get("name") == name:
+            parameters = function.get("parameters")
+            return parameters if isinstance(parameters, dict) else {}
+    return {}
 
 
 def _tools_for(turn: Turn, state: _State) -> list[dict[str, Any]]:

@@ -63,7 +63,7 @@ class ChatCompletions:
         headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
         try:
             raw = await read_body(receive, scope, self._services.max_body_bytes)
-            turn, stream, include_usage = self._turn(raw, headers)
+            turn, stream, include_usage = self._turn(raw, headers, request_id)
         except ClientDisconnectedError:
             return
         except ProxyError as exc:
@@ -81,7 +81,9 @@ class ChatCompletions:
         if await until_disconnect(receive, work):
             log.info("%s client disconnected; turn cancelled", request_id)
 
-    def _turn(self, raw: bytes, headers: dict[str, str]) -> tuple[Turn, bool, bool]:
+    def _turn(
+        self, raw: bytes, headers: dict[str, str], request_id: str
+    ) -> tuple[Turn, bool, bool]:
         body = _parse_body(raw)
         controls = parse_controls(body.pop("toolwire", None), headers)
         upstream = self._services.upstreams.for_model(body["model"])
@@ -95,7 +97,7 @@ class ChatCompletions:
         include_usage = (
             stream and isinstance(options, dict) and options.get("include_usage") is True
         )
-        turn = Turn(body, upstream, toolset, client_tools, controls, headers)
+        turn = Turn(body, upstream, toolset, client_tools, controls, headers, request_id)
         return turn, stream, include_usage
 
 
