@@ -462,7 +462,7 @@ def report(paths: list[Target], args: argparse.Namespace, pinning: Pinning) -> N
         passed = p50 <= GOAL and not ours.failures and not direct.failures
         print(
             f"{'PASS' if passed else 'MISS'} {ours.server:<10} toolwire/direct p50 {p50:.2f}x "
-            f"(goal <= {GOAL}x, +{added:.0f} us), p99 {p99:.2f}x, "
+            f"(goal <= {GOAL}x, {added:+.0f} us), p99 {p99:.2f}x, "
             f"time per call @16 {rate:.2f}x"
         )
     for path in paths:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from registry.backends import ExecutionBackend, InlineBackend, ThreadBackend
 from registry.builtins import BuiltinOptions, BuiltinSource, BuiltinSourceConfig
 from registry.cached import CachedTool
@@ -21,13 +23,7 @@ from registry.execution_config import ExecutionConfig, RetryConfig
 from registry.execution_log import ExecutionLog, ExecutionRecord
 from registry.executor import Executor
 from registry.listeners import CallEvent, CallListener
-from registry.mcp import (
-    McpServerConfig,
-    McpServersJsonConfig,
-    McpServersJsonSource,
-    McpSource,
-    McpSourceConfig,
-)
+from registry.mcp import McpServerConfig, McpServersJsonConfig, McpSourceConfig
 from registry.openapi import OpenApiSource, OpenApiSourceConfig
 from registry.process_pool import ProcessBackend, WorkerCrashedError
 from registry.python_source import PythonSourceConfig, ToolOverride, load_python_source
@@ -128,3 +124,15 @@ __all__ = [
     "tool",
     "tool_mark",
 ]
+
+if TYPE_CHECKING:
+    from registry.mcp import McpServersJsonSource, McpSource
+
+
+def __getattr__(name: str) -> Any:
+    # The MCP sources load the MCP SDK; see registry.mcp.
+    if name in ("McpSource", "McpServersJsonSource"):
+        import registry.mcp as mcp
+
+        return getattr(mcp, name)
+    raise AttributeError(f"module 'registry' has no attribute {name!r}")

@@ -16,10 +16,11 @@ from typing import Annotated, Any, Protocol, Union
 
 from pydantic import BaseModel, Discriminator, Tag
 
+import registry.mcp as mcp
 from registry.builtins import BuiltinSource, BuiltinSourceConfig
 from registry.classes import PythonClassSource, PythonClassSourceConfig
 from registry.errors import SourceLoadError
-from registry.mcp import McpServersJsonConfig, McpServersJsonSource, McpSource, McpSourceConfig
+from registry.mcp import McpServersJsonConfig, McpSourceConfig
 from registry.openapi import OpenApiSource, OpenApiSourceConfig
 from registry.python_source import PythonSourceConfig, load_python_source
 from registry.registry import ToolRegistry
@@ -126,8 +127,10 @@ SourceFactory = Callable[[Any, Path], ToolSource]
 
 _FACTORIES: dict[type[BaseModel], SourceFactory] = {
     PythonSourceConfig: lambda config, base_dir: PythonSource(config, base_dir=base_dir),
-    McpSourceConfig: lambda config, base_dir: McpSource(config, base_dir=base_dir),
-    McpServersJsonConfig: lambda config, base_dir: McpServersJsonSource(config, base_dir=base_dir),
+    McpSourceConfig: lambda config, base_dir: mcp.McpSource(config, base_dir=base_dir),
+    McpServersJsonConfig: lambda config, base_dir: mcp.McpServersJsonSource(
+        config, base_dir=base_dir
+    ),
     OpenApiSourceConfig: lambda config, base_dir: OpenApiSource(config, base_dir=base_dir),
     PythonClassSourceConfig: lambda config, base_dir: PythonClassSource(config, base_dir=base_dir),
     BuiltinSourceConfig: lambda config, base_dir: BuiltinSource(config, base_dir=base_dir),
