@@ -1,6 +1,6 @@
 """What one tool call costs through Toolwire's registry, against calling the server directly.
 
-    .venv/bin/python bench/tool_sources.py                    # table + PASS/MISS lines (~45 s)
+    .venv/bin/python bench/tool_sources.py                    # table + PASS/MISS lines (~55 s)
     .venv/bin/python bench/tool_sources.py --calls 300 --duration 1
     .venv/bin/python bench/tool_sources.py --profile 2000     # and where Toolwire's time goes
 
@@ -29,8 +29,9 @@ Three servers, each called two ways in the same run:
 
 Per path: `--warmup` calls, then `--rounds` rounds; in each round every path runs `--calls`
 sequential calls (latency, pooled over rounds into p50/p99) and then a closed loop of 16
-concurrent callers for `--duration` seconds (calls/s; the median round is shown). Paths
-alternate inside each round so drift hits them alike. "cpu/call" is this process's CPU time
+concurrent callers for `--duration` seconds (calls/s; the median round is shown). The paths
+run one after another, Toolwire before direct in even rounds and after it in odd ones, so
+drift and leftovers of the previous burst hit both alike. "cpu/call" is this process's CPU time
 (user+system, all threads) per sequential call: the client side's own cost, since every server
 runs in another process. Each call's result is checked; a path with failures is marked `!`.
 
@@ -44,7 +45,10 @@ Method
   client never competes with the server it measures. The output says when nothing is pinned.
 * The event loop is uvloop (as under `toolwire serve`) for both sides.
 * Goal (issue 3): Toolwire's p50 latency at most 1.3x the direct call's, per server.
-  The throughput ratio and p99 ratio are printed for information.
+  The p99 ratio and "time per call @16" (direct calls/s over Toolwire's) are for information.
+* The mcp SDK's Streamable HTTP client closes each call's SSE response as soon as the answer
+  arrives, before the server ends it, so both MCP HTTP paths open a new TCP connection per
+  call (and leave a TIME_WAIT socket); that is part of both numbers, and makes them noisy.
 * `--profile N` afterwards runs N sequential Toolwire calls per path under cProfile and
   prints the functions with the most own time, to show where the per-call overhead goes.
 """

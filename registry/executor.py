@@ -135,6 +135,8 @@ class Executor:
             )
             logged = redact(arguments)
             bound = bind_arguments(tool.arguments_model, arguments, strict=self._strict)
+            if tool.arguments_check is not None:
+                tool.arguments_check(bound)
         except InvalidArgumentsError as exc:
             run = _Run(ToolResult.error(call.id, exc.kind, exc.message))
         else:

@@ -80,6 +80,8 @@ class Tool:
     metadata: ToolMetadata = field(default_factory=ToolMetadata)
     arguments_model: type[BaseModel] | None = None
     context_parameter: str | None = None
+    arguments_check: Callable[[dict[str, Any]], None] | None = None
+    """For tools with no arguments model: raises InvalidArgumentsError on bad arguments."""
     """The parameter of `fn` that receives a `ToolContext`; it is not in `parameters`."""
 
     def __post_init__(self) -> None:
@@ -110,7 +112,10 @@ class Tool:
         Raises:
             InvalidArgumentsError: the arguments are not JSON, not an object, or do not match.
         """
-        return bind_arguments(self.arguments_model, parse_arguments(raw))
+        arguments = bind_arguments(self.arguments_model, parse_arguments(raw))
+        if self.arguments_check is not None:
+            self.arguments_check(arguments)
+        return arguments
 
     @classmethod
     def from_function(

@@ -7,12 +7,10 @@ from types import MappingProxyType
 from typing import Any
 
 import mcp_types as types
-from jsonschema import SchemaError
-from jsonschema.protocols import Validator
-from jsonschema.validators import validator_for
 
 from registry.calls import ToolOutput
 from registry.errors import RegistryError
+from registry.json_schemas import SchemaArguments
 from registry.mcp.config import McpSourceConfig
 from registry.python_source import ToolOverride
 from registry.tags import Tag
@@ -28,7 +26,6 @@ _HINT_TAGS = (
     ("destructive_hint", Tag.DESTRUCTIVE),
     ("open_world_hint", Tag.NETWORK),
 )
-_MAX_REPORTED_ERRORS = 8
 
 
 def describe_tool(
@@ -41,10 +38,9 @@ def describe_tool(
     """
     schema = mcp_tool.input_schema
     try:
-        validator_class = validator_for(schema)
-        validator_class.check_schema(schema)
-    except SchemaError as exc:
-        raise RegistryError(f"tool {mcp_tool.name!r}: invalid inputSchema: {exc.message}") from exc
+        check = SchemaArguments(schema)
+    except RegistryError as exc:
+        raise RegistryError(f"tool {mcp_tool.name!r}: invalid inputSchema: {exc}") from exc
     override = config.overrides.get(mcp_tool.name) or ToolOverride()
     hints = mcp_tool.annotations
     hint_tags = [
@@ -67,12 +63,11 @@ def describe_tool(
         name=mcp_tool.name,
         description=description,
         parameters=schema,
-        fn=_RemoteCall(mcp_tool.name, validator_class(schema), call),
+        fn=_RemoteCall(mcp_tool.name, call),
         is_async=True,
         namespace=config.namespace,
         metadata=metadata,
-        # Validated against the JSON schema in the call instead of with a pydantic model.
-        arguments_model=None,
+        arguments_check=check,
     )
 
 
@@ -84,31 +79,14 @@ def fingerprint(mcp_tool: types.Tool) -> str:
 
 
 class _RemoteCall:
-    """A tool's function: validate the arguments against the schema, then call the server."""
+    """A tool's function: call the server (arguments were checked against the schema)."""
 
-    def __init__(self, name: str, validator: Validator, call: CallFunction) -> None:
+    def __init__(self, name: str, call: CallFunction) -> None:
         self._name = name
-        self._validator = validator
         self._call = call
 
     async def __call__(self, **arguments: Any) -> ToolOutput:
-        problems = _problems(self._validator, arguments)
-        if problems:
-            return ToolOutput(text=f"invalid arguments: {problems}", is_error=True)
         return await self._call(self._name, arguments)
-
-
-def _problems(validator: Validator, arguments: dict[str, Any]) -> str:
-    errors = sorted(
-        validator.iter_errors(arguments), key=lambda error: [str(part) for part in error.path]
-    )
-    parts = []
-    for error in errors[:_MAX_REPORTED_ERRORS]:
-        path = ".".join(str(part) for part in error.absolute_path)
-        parts.append(f"field '{path}': {error.message}" if path else error.message)
-    if len(errors) > _MAX_REPORTED_ERRORS:
-        parts.append(f"and {len(errors) - _MAX_REPORTED_ERRORS} more errors")
-    return "; ".join(parts)
 
 
 def _extra(mcp_tool: types.Tool) -> dict[str, Any]:

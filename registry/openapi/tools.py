@@ -5,9 +5,9 @@ from __future__ import annotations
 from types import MappingProxyType
 from typing import Any
 
-from jsonschema import Draft202012Validator, SchemaError
-
 from registry.calls import ToolOutput
+from registry.errors import RegistryError
+from registry.json_schemas import SchemaArguments
 from registry.openapi.binding import ArgumentError, bind_request
 from registry.openapi.config import OpenApiSourceConfig
 from registry.openapi.document import SpecError
@@ -20,7 +20,6 @@ from registry.tool import Tool, ToolMetadata
 __all__ = ["describe_operation"]
 
 _READ_ONLY_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
-_MAX_REPORTED_ERRORS = 8
 
 
 def describe_operation(
@@ -56,7 +55,7 @@ def describe_operation(
         source=source,
         extra=MappingProxyType({"openapi": _described(operation, base_url)}),
     )
-    call = _OperationCall(client, operation, base_url, headers, timeout_s, _validator(operation))
+    call = _OperationCall(client, operation, base_url, headers, timeout_s)
     return Tool(
         name=operation.name,
         description=override.description or operation.description,
@@ -65,6 +64,7 @@ def describe_operation(
         is_async=True,
         namespace=config.namespace,
         metadata=metadata,
+        arguments_check=_checker(operation),
     )
 
 
@@ -78,19 +78,14 @@ class _OperationCall:
         base_url: str,
         headers: dict[str, str],
         timeout_s: float,
-        validator: Draft202012Validator,
     ) -> None:
         self._client = client
         self._operation = operation
         self._base_url = base_url
         self._headers = headers
         self._timeout_s = timeout_s
-        self._validator = validator
 
     async def __call__(self, **arguments: Any) -> ToolOutput:
-        problems = _problems(self._validator, arguments)
-        if problems:
-            return ToolOutput(f"invalid arguments: {problems}", is_error=True)
         try:
             request = bind_request(self._operation, self._base_url, arguments, self._headers)
         except ArgumentError as exc:
@@ -98,23 +93,11 @@ class _OperationCall:
         return await self._client.send(request, timeout_s=self._timeout_s)
 
 
-def _validator(operation: Operation) -> Draft202012Validator:
+def _checker(operation: Operation) -> SchemaArguments:
     try:
-        Draft202012Validator.check_schema(operation.parameters)
-    except SchemaError as exc:
-        raise SpecError(f"its parameters are not a valid JSON Schema: {exc.message}") from exc
-    return Draft202012Validator(operation.parameters)
-
-
-def _problems(validator: Draft202012Validator, arguments: dict[str, Any]) -> str:
-    errors = sorted(validator.iter_errors(arguments), key=lambda e: [str(p) for p in e.path])
-    parts = []
-    for error in errors[:_MAX_REPORTED_ERRORS]:
-        path = ".".join(str(part) for part in error.absolute_path)
-        parts.append(f"field '{path}': {error.message}" if path else error.message)
-    if len(errors) > _MAX_REPORTED_ERRORS:
-        parts.append(f"and {len(errors) - _MAX_REPORTED_ERRORS} more errors")
-    return "; ".join(parts)
+        return SchemaArguments(operation.parameters)
+    except RegistryError as exc:
+        raise SpecError(f"its parameters are not {exc}") from exc
 
 
 def _described(operation: Operation, base_url: str) -> dict[str, Any]:

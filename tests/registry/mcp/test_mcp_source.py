@@ -89,7 +89,8 @@ async def test_arguments_are_checked_against_the_input_schema(start_source, call
 
     result = await call_tool("demo.add", a="two")
 
-    assert result.is_error
+    # Answered before any request reaches the server, as the model's own mistake.
+    assert result.is_error and result.error_kind == "invalid_arguments"
     assert "'b' is a required property" in result.content
     assert "field 'a': 'two' is not of type 'integer'" in result.content
 

@@ -127,7 +127,7 @@ async def test_error_statuses_are_tool_errors_with_the_message(
     assert missing.is_error and missing.error_kind == "tool_error"
     assert missing.content == "Error (tool_error): HTTP 404 Not Found: item 99 not found"
     # Checked against the schema before any request is made.
-    assert invalid.is_error and "invalid arguments" in invalid.content
+    assert invalid.is_error and invalid.error_kind == "invalid_arguments"
     assert "'abc' is not of type 'integer'" in invalid.content
 
 
