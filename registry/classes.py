@@ -7,7 +7,7 @@ import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from types import FunctionType
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -15,10 +15,8 @@ from registry.errors import RegistryError, SourceLoadError
 from registry.python_source import DISABLED_IN_CONFIG, ToolOverride
 from registry.python_source import _import as import_target
 from registry.registry import ToolRegistry
+from registry.source_status import SourceStatus
 from registry.tool import Tool
-
-if TYPE_CHECKING:
-    from registry.sources import SourceStatus
 
 __all__ = ["PythonClassSource", "PythonClassSourceConfig", "register_class", "snake_case"]
 
@@ -221,8 +219,6 @@ class PythonClassSource:
         return None
 
     def status(self) -> SourceStatus:
-        # Imported here: registry.sources imports this module to register the source kind.
-        from registry.sources import SourceStatus
 
         return SourceStatus(self.name, self._error is None, self._count, self._error)
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Protocol, Union
 
@@ -24,6 +23,7 @@ from registry.mcp import McpServersJsonConfig, McpSourceConfig
 from registry.openapi import OpenApiSource, OpenApiSourceConfig
 from registry.python_source import PythonSourceConfig, load_python_source
 from registry.registry import ToolRegistry
+from registry.source_status import SourceStatus
 
 __all__ = [
     "SOURCE_KINDS",
@@ -36,17 +36,6 @@ __all__ = [
 ]
 
 log = logging.getLogger("toolwire.sources")
-
-
-@dataclass(frozen=True, slots=True)
-class SourceStatus:
-    """How a source is doing: for `toolwire check`, `/readyz` and the logs."""
-
-    name: str
-    """A label such as `python:examples/tools.py` or `mcp:time`."""
-    reachable: bool
-    tool_count: int
-    error: str | None = None
 
 
 class ToolSource(Protocol):

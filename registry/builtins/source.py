@@ -5,7 +5,6 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from registry.builtins.calculator import calculator_tools
 from registry.builtins.config import BuiltinOptions, BuiltinSourceConfig
@@ -17,10 +16,8 @@ from registry.builtins.text import text_tools
 from registry.builtins.web import http_tools
 from registry.errors import RegistryError, SourceLoadError
 from registry.registry import ToolRegistry
+from registry.source_status import SourceStatus
 from registry.tool import Tool
-
-if TYPE_CHECKING:
-    from registry.sources import SourceStatus
 
 __all__ = ["BuiltinSource", "builtin_tools"]
 
@@ -84,8 +81,6 @@ class BuiltinSource:
 
     def status(self) -> SourceStatus:
         """The source's current state."""
-        # registry.sources imports this module to build sources, hence the late import.
-        from registry.sources import SourceStatus
 
         return SourceStatus(self.name, self._error is None, self._count, self._error)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import orjson
 from pydantic import ValidationError
@@ -14,9 +14,7 @@ from registry.errors import SourceLoadError
 from registry.mcp.config import McpServerConfig, McpServersJsonConfig, McpSourceConfig
 from registry.mcp.source import McpSource
 from registry.registry import ToolRegistry
-
-if TYPE_CHECKING:
-    from registry.sources import SourceStatus
+from registry.source_status import SourceStatus
 
 __all__ = ["McpServersJsonSource", "read_servers_json"]
 
@@ -143,8 +141,6 @@ class McpServersJsonSource:
         errors = [f"{s.name}: {s.error}" for s in statuses if s.error]
         if self._error is not None and not statuses:
             errors.append(self._error)
-        # Imported here: registry.sources imports this package to build its factories.
-        from registry.sources import SourceStatus
 
         return SourceStatus(
             self.name,

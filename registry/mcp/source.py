@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import mcp_types as types
 
@@ -17,9 +17,7 @@ from registry.mcp.session import McpSession
 from registry.mcp.tools import describe_tool, fingerprint
 from registry.python_source import DISABLED_IN_CONFIG
 from registry.registry import ToolRegistry
-
-if TYPE_CHECKING:
-    from registry.sources import SourceStatus
+from registry.source_status import SourceStatus
 
 __all__ = ["McpSource"]
 
@@ -74,8 +72,6 @@ class McpSource:
     def status(self) -> SourceStatus:
         error = self._session.error if not self._session.connected else None
         problems = "; ".join(self._problems) or None
-        # Imported here: registry.sources imports this package to build its factories.
-        from registry.sources import SourceStatus
 
         return SourceStatus(self.name, self._session.connected, len(self._tools), error or problems)
 

@@ -8,7 +8,6 @@ import logging
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
 from urllib.parse import urljoin, urlsplit
 
 from registry.errors import SourceLoadError
@@ -19,10 +18,8 @@ from registry.openapi.operations import Operation, read_operations, server_url
 from registry.openapi.tools import describe_operation
 from registry.python_source import DISABLED_IN_CONFIG
 from registry.registry import ToolRegistry
+from registry.source_status import SourceStatus
 from registry.tool import Tool
-
-if TYPE_CHECKING:
-    from registry.sources import SourceStatus
 
 __all__ = ["OpenApiSource"]
 
@@ -92,8 +89,6 @@ class OpenApiSource:
             await client.aclose()
 
     def status(self) -> SourceStatus:
-        # Imported here: registry.sources imports this package to register the source kind.
-        from registry.sources import SourceStatus
 
         return SourceStatus(self.name, self._error is None, len(self._names), self._error)
 

@@ -1,0 +1,18 @@
+"""How a tool source is doing: what `toolwire check` and `/readyz` report."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["SourceStatus"]
+
+
+@dataclass(frozen=True, slots=True)
+class SourceStatus:
+    """How a source is doing: for `toolwire check`, `/readyz` and the logs."""
+
+    name: str
+    """A label such as `python:examples/tools.py` or `mcp:time`."""
+    reachable: bool
+    tool_count: int
+    error: str | None = None
