@@ -128,12 +128,16 @@ class Executor:
         event = CallEvent(tool, call, request_id)
         if self.listeners:
             await self.listeners.before(event)
-        logged: Any = _loggable(call.arguments)
+        # Unparsable text may hold a secret in any shape, so only its size is logged.
+        logged: Any = {"_unparsed": f"{len(call.arguments)} characters"}
         try:
+            parsed = parse_arguments(call.arguments)
+            logged = redact(parsed)
             arguments, repairs = repair_call(
-                call.arguments, tool.parameters, self._strict, tool=tool.qualified_name
+                parsed, tool.parameters, self._strict, tool=tool.qualified_name
             )
-            logged = redact(arguments)
+            if repairs:
+                logged = redact(arguments)
             bound = bind_arguments(tool.arguments_model, arguments, strict=self._strict)
             if tool.arguments_check is not None:
                 tool.arguments_check(bound)
@@ -169,6 +173,9 @@ class Executor:
         Raises:
             asyncio.CancelledError: the caller was cancelled; every running call is cancelled.
         """
+        if len(items) == 1:
+            ((tool, call),) = items
+            return [await self.execute(tool, call, request_id=request_id)]
         results: list[ToolResult | None] = [None] * len(items)
 
         async def run_one(index: int, tool: Tool, call: ToolCall) -> None:
@@ -269,14 +276,6 @@ class Executor:
                 started_at=wall,
             )
         )
-
-
-def _loggable(raw: str | dict[str, Any]) -> Any:
-    try:
-        return redact(parse_arguments(raw))
-    except InvalidArgumentsError:
-        # Unparsable text may hold a secret in any shape, so only its size is kept.
-        return {"_unparsed": f"{len(raw)} characters"}
 
 
 def _failure(call_id: str, exc: BaseException, attempts: int) -> ToolResult:
