@@ -10,6 +10,9 @@ import orjson
 
 from .errors import ClientDisconnectedError, PayloadTooLargeError, ProxyError
 
+WATCH_AFTER_S = 0.05
+"""How long a request runs before its client is watched for a disconnect."""
+
 Scope = dict[str, Any]
 Receive = Callable[[], Awaitable[dict[str, Any]]]
 Send = Callable[[dict[str, Any]], Awaitable[None]]
@@ -81,12 +84,15 @@ async def read_body(receive: Receive, scope: Scope, limit: int) -> bytes:
 async def until_disconnect(receive: Receive, work: Awaitable[None]) -> bool:
     """Run `work` in this task, cancelling it if the client disconnects.
 
-    Returns True when the work was cancelled so. One watcher task per request: the work
-    itself runs in the caller's task, so nothing else is scheduled on the hot path.
+    Returns True when the work was cancelled so. The watcher starts only once the work has
+    run for `WATCH_AFTER_S`: most answers finish sooner, and a task per request is a
+    measurable share of the proxy's CPU; a disconnect is still seen within 100 ms.
     """
     current = asyncio.current_task()
     assert current is not None
+    loop = asyncio.get_running_loop()
     gone = False
+    watcher: asyncio.Task[None] | None = None
 
     async def watch() -> None:
         nonlocal gone
@@ -94,7 +100,11 @@ async def until_disconnect(receive: Receive, work: Awaitable[None]) -> bool:
         gone = True
         current.cancel()
 
-    watcher = asyncio.ensure_future(watch())
+    def start_watching() -> None:
+        nonlocal watcher
+        watcher = loop.create_task(watch())
+
+    timer = loop.call_later(WATCH_AFTER_S, start_watching)
     try:
         await work
     except asyncio.CancelledError:
@@ -103,7 +113,8 @@ async def until_disconnect(receive: Receive, work: Awaitable[None]) -> bool:
         current.uncancel()
         return True
     finally:
-        if not watcher.done():
+        timer.cancel()
+        if watcher is not None and not watcher.done():
             watcher.cancel()
             await asyncio.gather(watcher, return_exceptions=True)
     return False

@@ -12,10 +12,15 @@ from .errors import ModelNotFoundError
 from .upstream import HTTPUpstream, Upstream
 
 
+_REMEMBERED_MODELS = 1024
+"""Model names whose route is remembered (globs are matched once per name)."""
+
+
 class UpstreamRouter:
     """Owns every configured upstream and routes requests by model name."""
 
     def __init__(self, configs: list[UpstreamConfig]) -> None:
+        self._chosen: dict[str, Upstream] = {}
         self._routes: list[tuple[UpstreamConfig, Upstream]] = [
             (config, _build(config)) for config in configs
         ]
@@ -26,8 +31,13 @@ class UpstreamRouter:
         Raises:
             ModelNotFoundError: no upstream's globs match.
         """
+        found = self._chosen.get(model)
+        if found is not None:
+            return found
         for config, upstream in self._routes:
             if any(fnmatchcase(model, pattern) for pattern in config.models):
+                if len(self._chosen) < _REMEMBERED_MODELS:
+                    self._chosen[model] = upstream
                 return upstream
         raise ModelNotFoundError(f"the model {model!r} does not exist", param="model")
 

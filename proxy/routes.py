@@ -127,7 +127,7 @@ async def _stream(
     chunks), which halves the cost of streaming under load.
     """
     queue: asyncio.Queue[bytes | ProxyError | None] = asyncio.Queue(maxsize=_QUEUE_FRAMES)
-    producer = asyncio.ensure_future(_produce(events, renderer, queue, request_id))
+    producer = asyncio.get_running_loop().create_task(_produce(events, renderer, queue, request_id))
     started = False
     try:
         while True:
