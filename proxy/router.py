@@ -11,7 +11,6 @@ from .emulation import with_tool_calling
 from .errors import ModelNotFoundError
 from .upstream import HTTPUpstream, Upstream
 
-
 _REMEMBERED_MODELS = 1024
 """Model names whose route is remembered (globs are matched once per name)."""
 
