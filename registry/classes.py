@@ -219,7 +219,6 @@ class PythonClassSource:
         return None
 
     def status(self) -> SourceStatus:
-
         return SourceStatus(self.name, self._error is None, self._count, self._error)
 
 

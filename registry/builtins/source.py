@@ -81,7 +81,6 @@ class BuiltinSource:
 
     def status(self) -> SourceStatus:
         """The source's current state."""
-
         return SourceStatus(self.name, self._error is None, self._count, self._error)
 
     def _dress(self, tool: Tool) -> Tool:

@@ -89,7 +89,6 @@ class OpenApiSource:
             await client.aclose()
 
     def status(self) -> SourceStatus:
-
         return SourceStatus(self.name, self._error is None, len(self._names), self._error)
 
     async def _load(self) -> bool:
