@@ -7,45 +7,24 @@ It yields `LoopEvent`s and knows nothing of HTTP rendering. Request-fatal failur
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Awaitable, Mapping
+from collections.abc import AsyncIterator, Awaitable
 from dataclasses import dataclass, field
 from typing import Any
 
-from policies import Action, LoopGuard, LoopLimits, Policy
-from registry import (
-    Executor,
-    RegistryError,
-    Tool,
-    ToolCall,
-    ToolResult,
-    repair_call,
-    resolve_name,
-)
+from policies import LoopGuard, LoopLimits, Policy
+from registry import Executor, Tool, ToolCall, ToolResult
 
 from .approvals import ApprovalFlow, apply_answers
 from .assembler import Answer, Assembler, Usage, wire_call
 from .continuations import TurnStore, restore
 from .controls import Controls
 from .events import ContentDelta, Finished, KeepAlive, LoopEvent, ToolsFinished, ToolsStarted
-from .injection import SEARCH_SCHEMA, SEARCH_TOOL, Toolset
+from .injection import SEARCH_SCHEMA
 from .search_calls import run_search
-from .upstream import Upstream
+from .triage import Round, Triage
+from .turns import Turn
 
 Message = dict[str, Any]
-
-
-@dataclass(frozen=True, slots=True)
-class Turn:
-    """Everything one client request brings to the loop."""
-
-    body: dict[str, Any]
-    """The client's Chat Completions body, without Toolwire's own field."""
-    upstream: Upstream
-    toolset: Toolset
-    client_tools: frozenset[str]
-    controls: Controls
-    headers: Mapping[str, str]
-    request_id: str = ""
 
 
 @dataclass(slots=True)
@@ -62,28 +41,6 @@ class _State:
     """Schemas of deferred tools that `tool_search` found, by wire name."""
 
 
-@dataclass(slots=True)
-class _Round:
-    """One upstream answer's calls, sorted by who answers them."""
-
-    ordered: list[ToolCall] = field(default_factory=list)
-    """Every call in the model's order (calls awaiting approval under their new ids)."""
-    own: list[tuple[Tool, ToolCall]] = field(default_factory=list)
-    denied: dict[str, ToolResult] = field(default_factory=dict)
-    asks: list[tuple[Tool, ToolCall, str]] = field(default_factory=list)
-    searches: list[ToolCall] = field(default_factory=list)
-    unknown: list[ToolCall] = field(default_factory=list)
-    client: list[ToolCall] = field(default_factory=list)
-    answered_here: list[ToolCall] = field(default_factory=list)
-    """The calls the proxy answers now, in the model's order: each gets a tool message."""
-
-    @property
-    def handed_back(self) -> list[ToolCall]:
-        """The calls the client must answer: its own tools' and those awaiting approval."""
-        here = {c.id for c in self.answered_here}
-        return [c for c in self.ordered if c.id not in here]
-
-
 class ToolLoop:
     """Runs turns against the registry under a policy and loop limits."""
 
@@ -97,9 +54,13 @@ class ToolLoop:
         approvals: ApprovalFlow,
         strict_arguments: bool = False,
     ) -> None:
-        self._strict = strict_arguments
+        self._triage = Triage(
+            policy,
+            approvals,
+            strict=strict_arguments,
+            repair_client_calls=limits.repair_client_calls,
+        )
         self._executor = executor
-        self._policy = policy
         self._limits = limits
         self._turns = turns
         self._approvals = approvals
@@ -132,7 +93,7 @@ class ToolLoop:
             if not turn.controls.auto_execute:
                 yield Finished("tool_calls", state.usage, tuple(answer.tool_calls))
                 return
-            calls = self._sort(turn, answer.tool_calls)
+            calls = self._triage.sort(turn, answer.tool_calls)
             results: list[ToolResult] = []
             async for item in self._answer_calls(turn, state, calls):
                 if isinstance(item, list):
@@ -163,7 +124,7 @@ class ToolLoop:
                     yield item
         state.history = apply_answers(state.history, resolution.answers)
 
-    async def _hand_back(self, state: _State, calls: _Round, hidden: list[Message]) -> Finished:
+    async def _hand_back(self, state: _State, calls: Round, hidden: list[Message]) -> Finished:
         """End the turn with the calls the client must answer; keep the rest for its return."""
         returned = calls.handed_back
         for call in returned:
@@ -172,29 +133,6 @@ class ToolLoop:
         if calls.asks:
             extra["approval_required"] = await self._approvals.request(calls.asks)
         return Finished("tool_calls", state.usage, tuple(returned), extra=extra)
-
-    def _repaired_name(self, turn: Turn, call: ToolCall) -> ToolCall:
-        """The call under the tool name it evidently meant (case, `-`/`_`), unless strict."""
-        known = call.name in turn.toolset.by_wire_name or call.name in turn.client_tools
-        if self._strict or known or call.name == SEARCH_TOOL:
-            return call
-        match = resolve_name([*turn.toolset.by_wire_name, *turn.client_tools], call.name)
-        if match is None:
-            return call
-        return ToolCall(id=call.id, name=match.name, arguments=call.arguments)
-
-    def _repaired_client_call(self, turn: Turn, call: ToolCall) -> ToolCall:
-        """A client tool's call with its arguments repaired, when the config asks for it."""
-        if not self._limits.repair_client_calls or self._strict:
-            return call
-        schema = _client_schema(turn.body.get("tools") or (), call.name)
-        try:
-            arguments, repairs = repair_call(call.arguments, schema, tool=call.name)
-        except RegistryError:
-            return call  # not repairable: the client sees what the model wrote
-        if not repairs:
-            return call
-        return ToolCall(id=call.id, name=call.name, arguments=arguments)
 
     async def _last_word(
         self, turn: Turn, state: _State, stopped_by: str
@@ -234,7 +172,7 @@ class ToolLoop:
         yield answer
 
     async def _answer_calls(
-        self, turn: Turn, state: _State, calls: _Round
+        self, turn: Turn, state: _State, calls: Round
     ) -> AsyncIterator[LoopEvent | list[ToolResult]]:
         """Answer the calls the proxy owns; yields events, then results in call order."""
         answered: dict[str, ToolResult] = dict(calls.denied)
@@ -275,44 +213,6 @@ class ToolLoop:
         state.guard.record_calls([(t.qualified_name, c.arguments) for t, c in runnable])
         yield ToolsFinished(started, tuple(results))
         yield results
-
-    def _sort(self, turn: Turn, calls: list[ToolCall]) -> _Round:
-        sorted_calls = _Round()
-        for call in calls:
-            call = self._repaired_name(turn, call)
-            if call.name in turn.client_tools:
-                call = self._repaired_client_call(turn, call)
-                sorted_calls.client.append(call)
-                sorted_calls.ordered.append(call)
-                continue
-            tool = turn.toolset.by_wire_name.get(call.name)
-            decision = self._policy.check(tool) if tool is not None else None
-            if tool is not None and decision is not None and decision.action is Action.ASK:
-                call = self._approvals.reissue(call)
-                sorted_calls.asks.append((tool, call, decision.reason or "requires approval"))
-                sorted_calls.ordered.append(call)
-                continue
-            sorted_calls.ordered.append(call)
-            sorted_calls.answered_here.append(call)
-            if tool is not None and decision is not None and decision.action is Action.DENY:
-                reason = decision.reason or "denied by policy"
-                sorted_calls.denied[call.id] = ToolResult.error(call.id, "denied", reason)
-            elif tool is not None:
-                sorted_calls.own.append((tool, call))
-            elif call.name == SEARCH_TOOL and turn.toolset.deferred is not None:
-                sorted_calls.searches.append(call)
-            else:
-                sorted_calls.unknown.append(call)
-        return sorted_calls
-
-
-def _client_schema(tools: Any, name: str) -> dict[str, Any]:
-    for spec in tools:
-        function = spec.get("function") or {}
-        if function.get("name") == name:
-            parameters = function.get("parameters")
-            return parameters if isinstance(parameters, dict) else {}
-    return {}
 
 
 def _tools_for(turn: Turn, state: _State) -> list[dict[str, Any]]:

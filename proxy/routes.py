@@ -17,7 +17,7 @@ from .controls import parse_controls
 from .errors import BadRequestError, ClientDisconnectedError, ProxyError
 from .events import LoopEvent
 from .injection import Catalog
-from .loop import ToolLoop, Turn
+from .loop import ToolLoop
 from .render import JsonRenderer, ResponseMeta, StreamRenderer
 from .responses import (
     Receive,
@@ -30,6 +30,7 @@ from .responses import (
     until_disconnect,
 )
 from .router import UpstreamRouter
+from .turns import Turn
 
 log = logging.getLogger("toolwire")
 

@@ -1,0 +1,25 @@
+"""What one client request brings to the tool loop."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from .controls import Controls
+from .injection import Toolset
+from .upstream import Upstream
+
+
+@dataclass(frozen=True, slots=True)
+class Turn:
+    """Everything one client request brings to the loop."""
+
+    body: dict[str, Any]
+    """The client's Chat Completions body, without Toolwire's own field."""
+    upstream: Upstream
+    toolset: Toolset
+    client_tools: frozenset[str]
+    controls: Controls
+    headers: Mapping[str, str]
+    request_id: str = ""
