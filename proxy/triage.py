@@ -63,7 +63,9 @@ class Triage:
         for call in calls:
             call = self._repaired_name(turn, call)
             if call.name in turn.client_tools:
-                call = self._repaired_client_call(turn, call)
+                # A proxy-issued id keys the turn's hidden part: upstream ids may repeat
+                # across conversations (call_0), ours cannot be guessed or collide.
+                call = self._approvals.reissue(self._repaired_client_call(turn, call))
                 sorted_calls.client.append(call)
                 sorted_calls.ordered.append(call)
                 continue

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import types
 
 import pytest
 
@@ -104,3 +105,45 @@ async def test_auto_execute_false_returns_registry_calls(
     assert out.finish_reason == "tool_calls"
     assert out.tool_calls[0]["function"]["name"] == "t_add"
     assert len(upstream.requests) == 1
+
+
+async def test_upstream_ids_that_repeat_never_mix_conversations(
+    make_proxy, upstream: FakeUpstream, stream: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Regression: servers that reuse ids (call_0) made one conversation's hidden turn
+    splice into another's."""
+    import tests.fakes.upstream as fake
+
+    same = types.SimpleNamespace(hex="0" * 32)
+    monkeypatch.setattr(fake, "uuid", types.SimpleNamespace(uuid4=lambda: same))
+
+    def fixed_ids(body: dict) -> Reply:
+        user = body["messages"][0]["content"]
+        if body["messages"][-1]["role"] == "tool":
+            return Reply.text("done")
+        b = 40 if "bob" in user else 1
+        return Reply.tool_calls([("lookup_order", {"order_id": user}), ("t_add", {"a": b, "b": 2})])
+
+    upstream.default = Reply.func(fixed_ids)
+    async with make_proxy(registry_with()) as proxy:
+        turns = {}
+        for who in ("alice", "bob"):
+            messages = [{"role": "user", "content": who}]
+            out = await ask(proxy.client, stream=stream, messages=messages, tools=[LOOKUP])
+            turns[who] = (messages, out.tool_calls[0])
+        assert turns["alice"][1]["id"] != turns["bob"][1]["id"]
+        messages, call = turns["alice"]
+        history = [
+            *messages,
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {"id": call["id"], "type": "function", "function": call["function"]}
+                ],
+            },
+            {"role": "tool", "tool_call_id": call["id"], "content": "shipped"},
+        ]
+        await ask(proxy.client, stream=stream, messages=history, tools=[LOOKUP])
+    sent = upstream.requests[-1]["messages"]
+    assert [m["content"] for m in sent if m["role"] == "tool"] == ["3", "shipped"]
