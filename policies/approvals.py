@@ -90,7 +90,8 @@ def parse_verdict(content: Any) -> Verdict | None:
     as a text content part.
     """
     if isinstance(content, list):
-        content = "".join(p.get("text", "") for p in content if isinstance(p, dict))
+        texts = [p.get("text") for p in content if isinstance(p, dict)]
+        content = "".join(t for t in texts if isinstance(t, str))
     if not isinstance(content, str):
         return None
     try:

@@ -70,6 +70,11 @@ class ChatCompletions:
         except ProxyError as exc:
             await send_error(send, exc, request_id)
             return
+        except Exception:
+            # The boundary: whatever slipped past validation is still an OpenAI error.
+            log.exception("%s request could not be read", request_id)
+            await send_error(send, ProxyError("internal error in the proxy"), request_id)
+            return
         meta = ResponseMeta(model=turn.body["model"])
         events = self._services.loop.run(turn)
         if stream:
@@ -194,7 +199,8 @@ def _parse_body(raw: bytes) -> dict[str, Any]:
     if not isinstance(messages, list) or not messages:
         raise BadRequestError("'messages' must be a non-empty array", param="messages")
     for i, message in enumerate(messages):
-        if not isinstance(message, dict) or message.get("role") not in _ROLES:
+        role = message.get("role") if isinstance(message, dict) else None
+        if not isinstance(role, str) or role not in _ROLES:
             raise BadRequestError(
                 "each message must be an object with a valid 'role'", param=f"messages[{i}]"
             )

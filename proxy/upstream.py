@@ -99,13 +99,14 @@ class HTTPUpstream:
                 response = await session.post(
                     self._url, data=orjson.dumps(body), headers=self._headers(headers)
                 )
+            client_key = not self._config.api_key
         except TimeoutError as exc:
             raise UpstreamTimeoutError(f"upstream {self.name!r} did not answer in time") from exc
         except aiohttp.ClientError as exc:
             raise UpstreamError(f"upstream {self.name!r} is unreachable: {_reason(exc)}") from exc
         try:
             if response.status >= 400:
-                await _raise_for_status(self.name, response)
+                await _raise_for_status(self.name, response, client_key=client_key)
             if body.get("stream"):
                 yield _stream_chunks(self.name, response)
             else:
@@ -211,13 +212,20 @@ def as_chunk(payload: Any) -> Chunk:
     }
 
 
-async def _raise_for_status(name: str, response: aiohttp.ClientResponse) -> None:
+async def _raise_for_status(
+    name: str, response: aiohttp.ClientResponse, *, client_key: bool = False
+) -> None:
     raw = await response.content.read(64 * 1024)
     try:
         message = _error_message(orjson.loads(raw))
     except orjson.JSONDecodeError:
         message = raw.decode("utf-8", "replace").strip()[:500] or response.reason or ""
     status = response.status
+    if status in (401, 403) and client_key:
+        # The client's own key was forwarded: its problem to see, not a proxy failure.
+        raise UpstreamStatusError(
+            message or "the upstream refused the credentials", status=status, code="invalid_api_key"
+        )
     if status in (401, 403):
         raise UpstreamError(f"upstream {name!r} refused the proxy's credentials ({status})")
     if status == 429:

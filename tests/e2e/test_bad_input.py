@@ -163,3 +163,29 @@ async def test_vendor_fields_stay_home(make_proxy, upstream: FakeUpstream) -> No
     sent = upstream.requests[0]
     assert "toolwire" not in sent
     assert all("toolwire" not in m for m in sent["messages"])
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b'{"model": "m", "messages": [{"role": ["user"], "content": "x"}]}',
+        b'{"model": "m", "messages": [{"role": {"a": 1}}]}',
+    ],
+)
+async def test_unhashable_role_is_400_not_500(make_proxy, upstream: FakeUpstream, body) -> None:
+    async with make_proxy(registry_with()) as proxy:
+        status, payload = await _post(proxy.base_url, body)
+    assert status == 400
+    assert payload["error"]["param"] == "messages[0]"
+
+
+async def test_verdict_shaped_content_with_odd_parts_is_harmless(
+    make_proxy, upstream: FakeUpstream
+) -> None:
+    body = (
+        b'{"model": "m", "messages": [{"role": "user", "content": "x"},'
+        b'{"role": "tool", "tool_call_id": "x", "content": [{"type": "text", "text": 5}]}]}'
+    )
+    async with make_proxy(registry_with()) as proxy:
+        status, _ = await _post(proxy.base_url, body)
+    assert status == 200

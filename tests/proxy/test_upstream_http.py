@@ -144,6 +144,17 @@ async def test_rejected_credentials_are_a_502_that_does_not_echo_the_key(status:
     assert SECRET not in str(error)
 
 
+@pytest.mark.parametrize("status", [401, 403])
+async def test_rejected_client_key_is_the_clients_error(status: int) -> None:
+    # Regression: a forwarded client key the upstream refused came back as a 502.
+    reply = Reply.error(status, "Incorrect API key provided", type="auth_error")
+    async with served(reply) as (_fake, upstream):
+        with pytest.raises(UpstreamStatusError) as caught:
+            await collect(upstream, ask(True), headers={"authorization": "Bearer client-key"})
+    assert caught.value.status == status
+    assert caught.value.code == "invalid_api_key"
+
+
 async def test_rate_limit_keeps_status_and_retry_after() -> None:
     async def handler(request: web.BaseRequest) -> web.Response:
         body = b'{"error": {"message": "slow down", "type": "rate_limit"}}'

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import argparse
 import asyncio
 import contextlib
 import logging
@@ -50,6 +51,22 @@ async def async_square(x: int) -> int:
 
 def fails() -> None:
     raise LookupError("no such record")
+
+
+def parse_count(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="count", exit_on_error=False)
+    parser.add_argument("--count", type=int, required=True)
+    # exit_on_error=False does not cover a missing required option: argparse still exits.
+    return int(parser.parse_args(argv).count)
+
+
+async def exit_async() -> None:
+    await asyncio.sleep(0)
+    sys.exit("bye")
+
+
+def interrupt() -> None:
+    raise KeyboardInterrupt
 
 
 def alive(pid: int) -> bool:
@@ -139,6 +156,25 @@ async def test_a_hanging_process_call_times_out_and_its_worker_is_killed(
     result = await running
     assert result.error_kind == "timeout"
     await wait_until_dead(pid)
+
+
+@pytest.mark.parametrize("mode", ["inline", "thread", "process"])
+async def test_a_tool_that_exits_fails_only_its_call_in_every_mode(
+    executor: Executor, mode: str
+) -> None:
+    def tool(fn: object) -> Tool:
+        return Tool.from_function(fn, execution_mode=mode)  # type: ignore[arg-type]
+
+    bad_argv = await executor.execute(tool(parse_count), call({"argv": []}))
+    exited = await executor.execute(tool(exit_async), call())
+    interrupted = await executor.execute(tool(interrupt), call())
+    assert bad_argv.error_kind == "exception"
+    assert bad_argv.content == "Error (exception): RuntimeError: the tool exited: SystemExit(2)"
+    assert exited.content == "Error (exception): RuntimeError: the tool exited: SystemExit('bye')"
+    assert interrupted.error_kind == "exception"
+    assert "KeyboardInterrupt" in interrupted.content
+    again = await executor.execute(tool(parse_count), call({"argv": ["--count", "3"]}))
+    assert again.content == "3"
 
 
 async def test_an_unpicklable_closure_falls_back_to_threads_logged_once(

@@ -4,12 +4,13 @@ import asyncio
 import threading
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import pytest
 from pydantic import BaseModel
 
 from registry import Executor, Tool, ToolCall, ToolResult
+from registry.json_schemas import SchemaArguments
 
 DEADLINE_S = 5.0
 
@@ -310,3 +311,93 @@ async def test_truncation_marks_what_was_cut(executor: Executor) -> None:
 
     short = await executor.execute(Tool.from_function(big, max_result_size=1000), call())
     assert short.content == "x" * 1000
+
+
+async def test_an_integer_string_too_long_to_convert_is_refused_not_raised(
+    executor: Executor,
+) -> None:
+    result = await executor.execute(Tool.from_function(add), call({"a": "9" * 5000, "b": 1}))
+    assert result.error_kind == "invalid_arguments"
+    assert "field 'a'" in result.content
+
+
+def schema_tool(schema: dict[str, object]) -> Tool:
+    def echo(**arguments: object) -> object:
+        return arguments
+
+    return Tool(
+        name="t",
+        description="",
+        parameters=schema,
+        fn=echo,
+        arguments_check=SchemaArguments(schema),
+    )
+
+
+@pytest.mark.parametrize(
+    "schema",
+    [
+        {"type": "object", "properties": {"a": {"$ref": "#/$defs/missing"}}},
+        {"type": "object", "properties": {"a": {"$ref": "https://example.invalid/a.json"}}},
+        {"type": "object", "$defs": {"loop": {"$ref": "#/$defs/loop"}}, "$ref": "#/$defs/loop"},
+    ],
+)
+async def test_a_schema_whose_references_cannot_resolve_fails_each_call(
+    executor: Executor, schema: dict[str, object]
+) -> None:
+    result = await executor.execute(schema_tool(schema), call({"a": 1}))
+    assert result.error_kind == "invalid_arguments"
+    assert "schema" in result.content
+
+
+class Opaque:
+    def __str__(self) -> str:
+        raise RuntimeError("no text for this")
+
+
+class Holder(BaseModel, arbitrary_types_allowed=True):
+    thing: Opaque
+
+
+async def test_a_result_that_cannot_be_rendered_is_an_exception_result(
+    executor: Executor,
+) -> None:
+    def opaque() -> object:
+        return Opaque()
+
+    def model() -> Holder:
+        return Holder(thing=Opaque())
+
+    class Unprintable(Exception):
+        def __str__(self) -> str:
+            raise RuntimeError("no text")
+
+    def raises_unprintable() -> None:
+        raise Unprintable
+
+    for fn in (opaque, model):
+        result = await executor.execute(Tool.from_function(fn), call())
+        assert result.error_kind == "exception"
+        assert result.content.startswith("Error (exception): the tool's result cannot be rendered")
+    failed = await executor.execute(Tool.from_function(raises_unprintable), call())
+    assert failed.content == "Error (exception): Unprintable"
+
+
+async def test_a_failing_argument_check_is_a_result_and_execute_many_never_raises(
+    executor: Executor,
+) -> None:
+    def check(arguments: dict[str, object]) -> None:
+        raise KeyError("checker bug")
+
+    broken = replace(Tool.from_function(add), arguments_check=check)
+    results = await executor.execute_many(
+        [
+            (broken, call({"a": 1, "b": 2}, "x")),
+            (Tool.from_function(add), call({"a": "9" * 5000, "b": 1}, "y")),
+            (Tool.from_function(add), call({"a": 1, "b": 2}, "z")),
+        ]
+    )
+    assert [r.error_kind for r in results] == ["invalid_arguments", "invalid_arguments", None]
+    assert results[0].content == (
+        "Error (invalid_arguments): the arguments could not be checked: KeyError: 'checker bug'"
+    )
