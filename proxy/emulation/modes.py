@@ -23,9 +23,11 @@ log = logging.getLogger("toolwire.emulation")
 
 # What servers say when they refuse `tools`: vLLM without --enable-auto-tool-choice,
 # llama.cpp without --jinja, Ollama models without a tools template, TGI, LiteLLM.
+# Only wording that says tools as such are refused: a 400 about a malformed history
+# ("role 'tool' must follow tool_calls") must never switch a model for everyone.
 _REJECTS_TOOLS = re.compile(
-    r"tool[ _-]?(choice|call|parser)|tools?\b.*\b(not supported|unsupported|requires|"
-    r"does not support)|does not support tools|--jinja|function[ _-]?calling",
+    r"--enable-auto-tool-choice|tool[ _-]call[ _-]parser|--jinja|does not support tools|"
+    r"tools? (?:is|are) not supported|(?:tools|function calling) (?:is |are )?unsupported",
     re.IGNORECASE,
 )
 
@@ -93,6 +95,10 @@ class AutoUpstream:
                     or not _REJECTS_TOOLS.search(exc.message)
                 ):
                     raise
+                chunks = await stack.enter_async_context(
+                    self._emulated.complete(body, headers=headers)
+                )
+                # Remembered only once the same request went through without `tools`.
                 log.warning(
                     "upstream %r rejected tools for model %r (%s); emulating from now on",
                     self.name,
@@ -100,9 +106,6 @@ class AutoUpstream:
                     exc.message[:200],
                 )
                 await self._store.mark_emulated(model)
-                chunks = await stack.enter_async_context(
-                    self._emulated.complete(body, headers=headers)
-                )
             yield chunks
 
     async def list_models(self) -> list[str]:

@@ -116,10 +116,34 @@ async def test_auto_retries_emulated_once_and_remembers() -> None:
     assert [("tools" in b) for b in inner.bodies] == [True, False, False]
 
 
-async def test_auto_lets_other_rejections_through() -> None:
-    auto = with_tool_calling(Scripted("", reject="context length exceeded"), "auto")
+@pytest.mark.parametrize(
+    "message",
+    [
+        "context length exceeded",
+        # Regression: history errors that mention tool calls once switched the model.
+        "messages with role 'tool' must be a response to a preceding message with 'tool_calls'",
+        "Invalid 'messages[3].tool_call_id': empty",
+        "This model's maximum context length is 8192 tokens; reduce function calling tools",
+    ],
+)
+async def test_auto_lets_other_rejections_through(message: str) -> None:
+    auto = with_tool_calling(Scripted("", reject=message), "auto")
     with pytest.raises(UpstreamStatusError):
         await _fold(auto, BODY)
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        '"auto" tool choice requires --enable-auto-tool-choice and --tool-call-parser to be set',
+        "registry.ollama.ai/library/gemma:2b does not support tools",
+        "tools param requires --jinja flag",
+    ],
+)
+async def test_auto_recognises_servers_that_refuse_tools(message: str) -> None:
+    inner = Scripted(WEATHER, reject=message)
+    first = await _fold(with_tool_calling(inner, "auto"), BODY)
+    assert first[1][0]["function"]["name"] == "get_weather"
 
 
 async def test_per_model_overrides() -> None:
