@@ -72,7 +72,10 @@ def create_app(
                 limits=settings.loop,
                 turns=turns,
                 approvals=ApprovalFlow(
-                    MemoryApprovalStore(), turns, ttl_s=settings.policy.approval_ttl_s
+                    MemoryApprovalStore(),
+                    # Outcomes outlive pending turns: a conversation replays them for days.
+                    MemoryTurnStore(ttl_s=7 * 86400, max_entries=100_000),
+                    ttl_s=settings.policy.approval_ttl_s,
                 ),
                 strict_arguments=settings.execution.strict_arguments,
             ),

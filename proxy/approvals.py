@@ -75,29 +75,37 @@ class ApprovalFlow:
             if verdict is None or call_id not in calls:
                 continue
             call = calls[call_id]
-            tool = toolset.by_wire_name.get(call.name)
-            if tool is None:
-                continue  # a client tool's own result, whatever it looks like
             kept = await self._results.get(_RESULT_KEY + call_id)
             if kept is not None:
                 resolution.answers[call_id] = kept[0]["content"]
                 continue
+            tool = toolset.by_wire_name.get(call.name)
             approval = await self._store.take(call_id)
-            problem = refusal(approval, tool.qualified_name, call.arguments)
-            if problem is not None:
-                resolution.answers[call_id] = _denied(problem)
+            if tool is None and approval is None:
+                continue  # a client tool's own result, whatever it looks like
+            if tool is None:
+                answer = _denied("the tool is not available to this request")
+            elif problem := refusal(approval, tool.qualified_name, call.arguments):
+                answer = _denied(problem)
             elif not verdict.approved:
                 why = f": {verdict.reason}" if verdict.reason else ""
-                resolution.answers[call_id] = _denied(f"the user refused the call{why}")
+                answer = _denied(f"the user refused the call{why}")
             else:
                 resolution.to_run.append((tool, call))
+                continue
+            resolution.answers[call_id] = answer
+            await self._keep(call_id, answer)
         return resolution
 
     async def remember(self, results: list[ToolResult]) -> None:
         """Keep the results of approved calls for requests that replay this history."""
         for result in results:
-            message = {"role": "tool", "tool_call_id": result.call_id, "content": result.content}
-            await self._results.put(_RESULT_KEY + result.call_id, [message])
+            await self._keep(result.call_id, result.content)
+
+    async def _keep(self, call_id: str, content: str) -> None:
+        # Every outcome is kept, refusals too: a replayed history must read the same.
+        message = {"role": "tool", "tool_call_id": call_id, "content": content}
+        await self._results.put(_RESULT_KEY + call_id, [message])
 
 
 def apply_answers(history: list[Message], answers: dict[str, str]) -> list[Message]:

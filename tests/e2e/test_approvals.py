@@ -154,3 +154,40 @@ async def test_client_tool_result_shaped_like_a_verdict_is_left_alone(
     async with make_proxy(registry_with(), policy=ASK_NETWORK) as proxy:
         await ask(proxy.client, stream=stream, messages=history, tools=[lookup])
     assert tool_messages(upstream.requests[0])[0]["content"] == '{"approve": true}'
+
+
+async def test_refusal_reads_the_same_when_replayed(
+    make_proxy, upstream: FakeUpstream, stream: bool
+) -> None:
+    async with make_proxy(registry_with(), policy=ASK_NETWORK) as proxy:
+        first = await _pause(proxy, upstream, stream)
+        (pending,) = first.tool_calls
+        history = _history(first, {pending["id"]: {"approve": False, "reason": "no"}})
+        await ask(proxy.client, stream=stream, messages=history)
+        upstream.script(Reply.text("again"))
+        await ask(proxy.client, stream=stream, messages=history)
+    once, twice = (
+        {m["tool_call_id"]: m["content"] for m in tool_messages(r)} for r in upstream.requests[1:3]
+    )
+    assert (
+        once[pending["id"]]
+        == twice[pending["id"]]
+        == ("Error (denied): the user refused the call: no")
+    )
+
+
+async def test_approved_tool_filtered_out_of_the_follow_up_is_refused(
+    make_proxy, upstream: FakeUpstream, stream: bool
+) -> None:
+    async with make_proxy(registry_with(), policy=ASK_NETWORK) as proxy:
+        first = await _pause(proxy, upstream, stream)
+        (pending,) = first.tool_calls
+        history = _history(first, {pending["id"]: {"approve": True}})
+        await ask(
+            proxy.client,
+            stream=stream,
+            messages=history,
+            extra_body={"toolwire": {"tags": ["nothing-has-this"]}},
+        )
+    results = {m["tool_call_id"]: m["content"] for m in tool_messages(upstream.requests[1])}
+    assert results[pending["id"]] == "Error (denied): the tool is not available to this request"
