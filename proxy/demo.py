@@ -121,7 +121,11 @@ class DemoUpstream:
 
     @contextlib.asynccontextmanager
     async def complete(
-        self, body: dict[str, Any], *, headers: Mapping[str, str] | None = None
+        self,
+        body: dict[str, Any],
+        *,
+        headers: Mapping[str, str] | None = None,
+        deadline: float | None = None,
     ) -> AsyncIterator[AsyncIterator[dict[str, Any]]]:
         """Answer one Chat Completions request; yields an iterator of its chunks."""
         chunks = _chunks(body, _answer(body))

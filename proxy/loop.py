@@ -162,7 +162,8 @@ class ToolLoop:
             for key in ("tool_choice", "parallel_tool_calls"):
                 body.pop(key, None)
         assembler = Assembler()
-        async with turn.upstream.complete(body, headers=turn.headers) as chunks:
+        deadline = state.guard.deadline if with_tools else None
+        async with turn.upstream.complete(body, headers=turn.headers, deadline=deadline) as chunks:
             async for chunk in chunks:
                 delta = assembler.feed(chunk)
                 if delta is not None:

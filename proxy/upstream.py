@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from collections.abc import AsyncIterator, Mapping
 from typing import Any, Protocol
 
@@ -33,9 +34,16 @@ class Upstream(Protocol):
     name: str
 
     def complete(
-        self, body: dict[str, Any], *, headers: Mapping[str, str] | None = None
+        self,
+        body: dict[str, Any],
+        *,
+        headers: Mapping[str, str] | None = None,
+        deadline: float | None = None,
     ) -> contextlib.AbstractAsyncContextManager[AsyncIterator[Chunk]]:
-        """Open one completion; iterate the context's value for its chunks."""
+        """Open one completion; iterate the context's value for its chunks.
+
+        `deadline` (a `time.monotonic()` value) bounds the whole call, when given.
+        """
         ...
 
     async def list_models(self) -> list[str]:
@@ -55,6 +63,11 @@ class HTTPUpstream:
         self._config = config
         self._url = f"{config.base_url}/chat/completions"
         self._session: aiohttp.ClientSession | None = None
+        self._timeout = aiohttp.ClientTimeout(
+            total=config.timeout_s,
+            sock_connect=config.connect_timeout_s,
+            sock_read=config.idle_timeout_s,
+        )
 
     def _client(self) -> aiohttp.ClientSession:
         # Created lazily so it binds to the serving event loop.
@@ -64,11 +77,7 @@ class HTTPUpstream:
             )
             self._session = aiohttp.ClientSession(
                 connector=connector,
-                timeout=aiohttp.ClientTimeout(
-                    total=self._config.timeout_s,
-                    sock_connect=self._config.connect_timeout_s,
-                    sock_read=self._config.idle_timeout_s,
-                ),
+                timeout=self._timeout,
                 json_serialize=lambda obj: orjson.dumps(obj).decode(),
                 auto_decompress=True,
             )
@@ -84,7 +93,11 @@ class HTTPUpstream:
 
     @contextlib.asynccontextmanager
     async def complete(
-        self, body: dict[str, Any], *, headers: Mapping[str, str] | None = None
+        self,
+        body: dict[str, Any],
+        *,
+        headers: Mapping[str, str] | None = None,
+        deadline: float | None = None,
     ) -> AsyncIterator[AsyncIterator[Chunk]]:
         """POST the body and yield an iterator of its chunks.
 
@@ -94,10 +107,25 @@ class HTTPUpstream:
             UpstreamStatusError: the upstream rejected the request with a 4xx.
         """
         session = self._client()
+        first_byte = self._config.first_byte_timeout_s
+        timeout: aiohttp.ClientTimeout | None = None
+        if deadline is not None:
+            # The turn's budget bounds this call too: aiohttp's own timer, one per request.
+            left = max(0.001, deadline - time.monotonic())
+            first_byte = min(first_byte, left)
+            if left < self._config.timeout_s:
+                timeout = aiohttp.ClientTimeout(
+                    total=left,
+                    sock_connect=self._config.connect_timeout_s,
+                    sock_read=self._config.idle_timeout_s,
+                )
         try:
-            async with asyncio.timeout(self._config.first_byte_timeout_s):
+            async with asyncio.timeout(first_byte):
                 response = await session.post(
-                    self._url, data=orjson.dumps(body), headers=self._headers(headers)
+                    self._url,
+                    data=orjson.dumps(body),
+                    headers=self._headers(headers),
+                    timeout=timeout or self._timeout,
                 )
             client_key = not self._config.api_key
         except TimeoutError as exc:

@@ -69,7 +69,11 @@ class AutoUpstream:
 
     @contextlib.asynccontextmanager
     async def complete(
-        self, body: dict[str, Any], *, headers: Mapping[str, str] | None = None
+        self,
+        body: dict[str, Any],
+        *,
+        headers: Mapping[str, str] | None = None,
+        deadline: float | None = None,
     ) -> AsyncIterator[AsyncIterator[Chunk]]:
         """Open one completion natively, or emulated when the model needs it.
 
@@ -81,12 +85,12 @@ class AutoUpstream:
         async with contextlib.AsyncExitStack() as stack:
             if await self._store.is_emulated(model):
                 yield await stack.enter_async_context(
-                    self._emulated.complete(body, headers=headers)
+                    self._emulated.complete(body, headers=headers, deadline=deadline)
                 )
                 return
             try:
                 chunks = await stack.enter_async_context(
-                    self._inner.complete(body, headers=headers)
+                    self._inner.complete(body, headers=headers, deadline=deadline)
                 )
             except UpstreamStatusError as exc:
                 if (
@@ -96,7 +100,7 @@ class AutoUpstream:
                 ):
                     raise
                 chunks = await stack.enter_async_context(
-                    self._emulated.complete(body, headers=headers)
+                    self._emulated.complete(body, headers=headers, deadline=deadline)
                 )
                 # Remembered only once the same request went through without `tools`.
                 log.warning(
@@ -125,14 +129,18 @@ class PerModelUpstream:
         self._default, self._routes = default, routes
 
     def complete(
-        self, body: dict[str, Any], *, headers: Mapping[str, str] | None = None
+        self,
+        body: dict[str, Any],
+        *,
+        headers: Mapping[str, str] | None = None,
+        deadline: float | None = None,
     ) -> contextlib.AbstractAsyncContextManager[AsyncIterator[Chunk]]:
         """Open one completion through the route whose glob matches the body's model."""
         model = str(body.get("model") or "")
         for pattern, upstream in self._routes:
             if fnmatchcase(model, pattern):
-                return upstream.complete(body, headers=headers)
-        return self._default.complete(body, headers=headers)
+                return upstream.complete(body, headers=headers, deadline=deadline)
+        return self._default.complete(body, headers=headers, deadline=deadline)
 
     async def list_models(self) -> list[str]:
         """The server's models."""

@@ -31,7 +31,11 @@ class EmulatedUpstream:
 
     @contextlib.asynccontextmanager
     async def complete(
-        self, body: dict[str, Any], *, headers: Mapping[str, str] | None = None
+        self,
+        body: dict[str, Any],
+        *,
+        headers: Mapping[str, str] | None = None,
+        deadline: float | None = None,
     ) -> AsyncIterator[AsyncIterator[Chunk]]:
         """Open one completion with tools in the prompt; its chunks carry parsed tool calls.
 
@@ -40,11 +44,13 @@ class EmulatedUpstream:
         """
         rewritten = rewrite(body, self._format)
         if rewritten is None:
-            async with self._inner.complete(body, headers=headers) as chunks:
+            async with self._inner.complete(body, headers=headers, deadline=deadline) as chunks:
                 yield chunks
             return
         parser = self._format.parser(rewritten.specs, strict=self._strict)
-        async with self._inner.complete(rewritten.body, headers=headers) as chunks:
+        async with self._inner.complete(
+            rewritten.body, headers=headers, deadline=deadline
+        ) as chunks:
             yield translate(chunks, parser)
 
     async def list_models(self) -> list[str]:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 from tests.e2e.answers import ask, tool_messages
@@ -109,3 +111,16 @@ async def test_forced_tool_choice_is_relaxed_after_first_round(
     assert out.content == "2"
     assert upstream.requests[0]["tool_choice"] == "required"
     assert upstream.requests[1]["tool_choice"] == "auto"
+
+
+async def test_turn_timeout_bounds_upstream_calls_too(
+    make_proxy, upstream: FakeUpstream, stream: bool
+) -> None:
+    import openai
+
+    upstream.script(Reply.tool_calls([("t_add", {"a": 1, "b": 1})]), Reply.hang())
+    async with make_proxy(registry_with(), loop={"timeout_s": 0.5}) as proxy:
+        with pytest.raises(openai.APIError) as caught:
+            async with asyncio.timeout(10):
+                await ask(proxy.client, stream=stream, messages=USER)
+    assert "did not answer in time" in str(caught.value) or "stalled" in str(caught.value)

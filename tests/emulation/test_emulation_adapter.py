@@ -30,7 +30,11 @@ class Scripted:
 
     @contextlib.asynccontextmanager
     async def complete(
-        self, body: dict[str, Any], *, headers: Mapping[str, str] | None = None
+        self,
+        body: dict[str, Any],
+        *,
+        headers: Mapping[str, str] | None = None,
+        deadline: float | None = None,
     ) -> AsyncIterator[AsyncIterator[dict[str, Any]]]:
         self.bodies.append(body)
         if self.reject and body.get("tools"):
