@@ -52,12 +52,32 @@ class MemoryTurnStore:
         return messages
 
 
+AFTER_RESULTS = "toolwire_after_results"
+"""Marks a kept message that belongs after the client's tool results (attachments)."""
+
+
 async def restore(store: TurnStore, messages: list[Message]) -> list[Message]:
-    """The history with every assistant message that ended a pending turn expanded."""
+    """The history with every assistant message that ended a pending turn expanded.
+
+    Kept messages marked `AFTER_RESULTS` go after the tool messages that follow, so every
+    tool message still directly follows the assistant message it answers.
+    """
     restored: list[Message] = []
+    after: list[Message] = []
     for message in messages:
+        if after and message.get("role") != "tool":
+            restored.extend(after)
+            after = []
         hidden = await _hidden_part(store, message)
-        restored.extend(hidden if hidden is not None else (message,))
+        if hidden is None:
+            restored.append(message)
+            continue
+        for kept in hidden:
+            if kept.get(AFTER_RESULTS):
+                after.append({k: v for k, v in kept.items() if k != AFTER_RESULTS})
+            else:
+                restored.append(kept)
+    restored.extend(after)
     return restored
 
 

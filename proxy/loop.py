@@ -16,7 +16,7 @@ from registry import Executor, Tool, ToolCall, ToolResult
 
 from .approvals import ApprovalFlow, apply_answers
 from .assembler import Answer, Assembler, Usage, wire_call
-from .continuations import TurnStore, restore
+from .continuations import AFTER_RESULTS, TurnStore, restore
 from .controls import Controls
 from .events import ContentDelta, Finished, KeepAlive, LoopEvent, ToolsFinished, ToolsStarted
 from .injection import SEARCH_SCHEMA
@@ -100,11 +100,10 @@ class ToolLoop:
                     results = item
                 else:
                     yield item
-            messages = [_assistant_message(answer.content, calls.ordered), *_tool_messages(results)]
-            if calls.handed_back:
-                yield await self._hand_back(state, calls, [*state.added, *messages])
+            handed_back = await self._settle(state, answer.content, calls, results)
+            if handed_back is not None:
+                yield handed_back
                 return
-            state.added += messages
             state.body = _relax_tool_choice(state.body)
             stopped_by = state.guard.check()
             if stopped_by is not None:
@@ -123,6 +122,20 @@ class ToolLoop:
                 else:
                     yield item
         state.history = apply_answers(state.history, resolution.answers)
+
+    async def _settle(
+        self, state: _State, content: str, calls: Round, results: list[ToolResult]
+    ) -> Finished | None:
+        """Add the round to the turn's history, or end the turn if the client has calls."""
+        replies, attached = _tool_messages(results)
+        messages = [_assistant_message(content, calls.ordered), *replies]
+        if calls.handed_back:
+            kept = [*state.added, *messages]
+            if attached is not None:
+                kept.append({**attached, AFTER_RESULTS: True})
+            return await self._hand_back(state, calls, kept)
+        state.added += [*messages, attached] if attached is not None else messages
+        return None
 
     async def _hand_back(self, state: _State, calls: Round, hidden: list[Message]) -> Finished:
         """End the turn with the calls the client must answer; keep the rest for its return."""
@@ -271,8 +284,8 @@ def _assistant_message(content: str, calls: list[ToolCall]) -> Message:
     }
 
 
-def _tool_messages(results: list[ToolResult]) -> list[Message]:
-    """One tool message per result; attachments follow in one user message.
+def _tool_messages(results: list[ToolResult]) -> tuple[list[Message], Message | None]:
+    """One tool message per result, and one user message with their attachments, if any.
 
     Tool messages carry text only on most servers, so images and audio a tool returned
     travel as content parts of a user message placed right after the results.
@@ -285,9 +298,7 @@ def _tool_messages(results: list[ToolResult]) -> list[Message]:
         if result.attachments:
             parts.append({"type": "text", "text": f"Attachments of tool call {result.call_id}:"})
             parts.extend(result.attachments)
-    if parts:
-        messages.append({"role": "user", "content": parts})
-    return messages
+    return messages, ({"role": "user", "content": parts} if parts else None)
 
 
 def _relax_tool_choice(body: dict[str, Any]) -> dict[str, Any]:

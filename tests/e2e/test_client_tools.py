@@ -147,3 +147,45 @@ async def test_upstream_ids_that_repeat_never_mix_conversations(
         await ask(proxy.client, stream=stream, messages=history, tools=[LOOKUP])
     sent = upstream.requests[-1]["messages"]
     assert [m["content"] for m in sent if m["role"] == "tool"] == ["3", "shipped"]
+
+
+async def test_mixed_turn_with_attachments_keeps_tool_messages_together(
+    make_proxy, upstream: FakeUpstream, stream: bool
+) -> None:
+    from registry import ToolOutput
+
+    image = {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}}
+
+    async def snap(camera: str) -> ToolOutput:
+        """Take a picture.
+
+        Args:
+            camera: which camera.
+        """
+        return ToolOutput("a picture", attachments=(image,))
+
+    registry = registry_with()
+    registry.register(snap, namespace="t")
+    upstream.script(
+        Reply.tool_calls([("t_snap", {"camera": "door"}), ("lookup_order", {"order_id": "7"})]),
+        Reply.text("ok"),
+    )
+    async with make_proxy(registry) as proxy:
+        first = await ask(proxy.client, stream=stream, messages=USER, tools=[LOOKUP])
+        call = first.tool_calls[0]
+        history = [
+            *USER,
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {"id": call["id"], "type": "function", "function": call["function"]}
+                ],
+            },
+            {"role": "tool", "tool_call_id": call["id"], "content": "shipped"},
+        ]
+        await ask(proxy.client, stream=stream, messages=history, tools=[LOOKUP])
+    sent = upstream.requests[1]["messages"]
+    assert [m["role"] for m in sent] == ["user", "assistant", "tool", "tool", "user"]
+    assert sent[-1]["content"][1] == image
+    assert all("toolwire_after_results" not in m for m in sent)
