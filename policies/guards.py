@@ -51,7 +51,7 @@ class LoopGuard:
         self.iterations += 1
 
     def record_calls(self, calls: list[tuple[str, object]]) -> None:
-        """Count a round of executed calls given as (tool name, parsed arguments)."""
+        """Count a round of executed calls given as (tool name, arguments text or object)."""
         self.tool_calls += len(calls)
         for name, arguments in calls:
             key = (name, _fingerprint(arguments))
@@ -76,6 +76,13 @@ class LoopGuard:
 
 
 def _fingerprint(arguments: object) -> bytes:
+    # Calls that differ only in whitespace or key order are the same call.
+    if isinstance(arguments, str):
+        text = arguments
+        try:
+            arguments = orjson.loads(text or "{}")
+        except orjson.JSONDecodeError:
+            return text.encode()
     try:
         return orjson.dumps(arguments, option=orjson.OPT_SORT_KEYS)
     except TypeError:

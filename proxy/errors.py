@@ -49,14 +49,6 @@ class BadRequestError(ProxyError):
     type = "invalid_request_error"
 
 
-class AuthenticationError(ProxyError):
-    """The client did not authenticate."""
-
-    status = 401
-    type = "invalid_request_error"
-    code = "invalid_api_key"
-
-
 class ModelNotFoundError(ProxyError):
     """No upstream serves the requested model."""
 

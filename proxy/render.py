@@ -7,8 +7,6 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-import orjson
-
 from . import sse
 from .assembler import Usage, wire_call
 from .errors import ProxyError
@@ -31,8 +29,7 @@ class StreamRenderer:
         self._meta = meta
         self._include_usage = include_usage
         self._tool_events = tool_events
-        # Every chunk shares this prefix; building it once keeps per-chunk work small.
-        head = orjson.dumps(
+        self._encoder = sse.ChoiceEncoder(
             {
                 "id": meta.id,
                 "object": "chat.completion.chunk",
@@ -40,11 +37,10 @@ class StreamRenderer:
                 "model": meta.model,
             }
         )
-        self._prefix = b"data: " + head[:-1] + b',"choices":[{"index":0,"delta":'
 
     def start(self) -> bytes:
         """The role chunk that opens the response."""
-        return self._choice({"role": "assistant", "content": ""})
+        return self._encoder.frame({"role": "assistant", "content": ""})
 
     def frames(self, event: LoopEvent) -> list[bytes]:
         """The SSE frames for one event (possibly none)."""
@@ -54,7 +50,7 @@ class StreamRenderer:
                 delta["content"] = event.content
             if event.reasoning is not None:
                 delta["reasoning_content"] = event.reasoning
-            return [self._choice(delta)]
+            return [self._encoder.frame(delta)]
         if isinstance(event, KeepAlive):
             return [sse.comment()]
         if isinstance(event, ToolsStarted | ToolsFinished):
@@ -69,11 +65,11 @@ class StreamRenderer:
         frames = []
         if event.tool_calls:
             calls = [{"index": i, **wire_call(c)} for i, c in enumerate(event.tool_calls)]
-            frames.append(self._choice({"tool_calls": calls}))
+            frames.append(self._encoder.frame({"tool_calls": calls}))
         last: dict[str, Any] = {}
         if event.extra:
             last["toolwire"] = event.extra
-        frames.append(self._choice(last, event.finish_reason))
+        frames.append(self._encoder.frame(last, event.finish_reason))
         if self._include_usage:
             frames.append(self._usage(event.usage))
         frames.append(sse.DONE)
@@ -91,11 +87,7 @@ class StreamRenderer:
                     for r in event.results
                 ]
             }
-        return [self._choice({"toolwire": info})]
-
-    def _choice(self, delta: dict[str, Any], finish_reason: str | None = None) -> bytes:
-        tail = b"null}]}\n\n" if finish_reason is None else orjson.dumps(finish_reason) + b"}]}\n\n"
-        return self._prefix + orjson.dumps(delta) + b',"finish_reason":' + tail
+        return [self._encoder.frame({"toolwire": info})]
 
     def _usage(self, usage: Usage) -> bytes:
         meta = self._meta

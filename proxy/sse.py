@@ -22,9 +22,20 @@ def encode(payload: Any) -> bytes:
     return b"data: " + orjson.dumps(payload) + b"\n\n"
 
 
-def encode_raw(json_bytes: bytes) -> bytes:
-    """One `data:` frame around already-serialized JSON."""
-    return b"data: " + json_bytes + b"\n\n"
+class ChoiceEncoder:
+    """Frames of one chat completion stream: a fixed head, then one choice's delta.
+
+    Every chunk of a response shares its id, created and model; the head is serialized
+    once, so a frame costs one small JSON dump of the delta.
+    """
+
+    def __init__(self, head: dict[str, Any]) -> None:
+        self._prefix = b"data: " + orjson.dumps(head)[:-1] + b',"choices":[{"index":0,"delta":'
+
+    def frame(self, delta: dict[str, Any], finish_reason: str | None = None) -> bytes:
+        """One `data:` frame carrying `delta` and, when given, the finish reason."""
+        finish = b"null" if finish_reason is None else orjson.dumps(finish_reason)
+        return self._prefix + orjson.dumps(delta) + b',"finish_reason":' + finish + b"}]}\n\n"
 
 
 def comment(text: str = "keep-alive") -> bytes:

@@ -341,3 +341,12 @@ def test_first_tripped_limit_sticks() -> None:
 def test_loop_limits_reject_non_positive_values(limits: dict[str, Any]) -> None:
     with pytest.raises(ValidationError):
         LoopLimits(**limits)
+
+
+def test_identical_calls_match_across_spelling_of_their_arguments() -> None:
+    guard = LoopGuard(LoopLimits(max_identical_calls=3))
+    guard.record_calls([("t.add", '{"a": 1, "b": 2}')])
+    guard.record_calls([("t.add", '{"b":2,"a":1}')])
+    assert guard.tripped is None
+    guard.record_calls([("t.add", {"a": 1, "b": 2})])
+    assert guard.tripped == "max_identical_calls"

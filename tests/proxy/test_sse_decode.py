@@ -118,8 +118,16 @@ def test_encode_keeps_newlines_in_strings_inside_one_data_line() -> None:
     assert frame.count(b"\n") == 2
 
 
-def test_encode_raw_wraps_bytes() -> None:
-    assert sse.encode_raw(b'{"x":1}') == b'data: {"x":1}\n\n'
+def test_choice_encoder_frames_are_valid_chunks() -> None:
+    encoder = sse.ChoiceEncoder({"id": "c1", "object": "chat.completion.chunk"})
+    frame = encoder.frame({"content": "hi"})
+    assert frame.startswith(b"data: ") and frame.endswith(b"\n\n")
+    assert orjson.loads(frame[6:]) == {
+        "id": "c1",
+        "object": "chat.completion.chunk",
+        "choices": [{"index": 0, "delta": {"content": "hi"}, "finish_reason": None}],
+    }
+    assert orjson.loads(encoder.frame({}, "stop")[6:])["choices"][0]["finish_reason"] == "stop"
 
 
 def test_comment_and_done_frames() -> None:
