@@ -6,13 +6,15 @@ import asyncio
 import contextvars
 import functools
 import inspect
+import threading
+from collections.abc import Callable
 from concurrent.futures import Executor as PoolExecutor
 from typing import Any, Protocol
 
 from registry.errors import RegistryError
 from registry.tool import Tool
 
-__all__ = ["ExecutionBackend", "InlineBackend", "ThreadBackend"]
+__all__ = ["ExecutionBackend", "InlineBackend", "ThreadBackend", "exit_error"]
 
 
 class ExecutionBackend(Protocol):
@@ -35,9 +37,14 @@ class InlineBackend:
 
         Raises:
             RegistryError: the tool has no local function.
+            RuntimeError: the tool raised SystemExit or KeyboardInterrupt.
         """
-        value = _function(tool)(**arguments)
-        return await value if inspect.isawaitable(value) else value
+        fn = _function(tool)
+        try:
+            value = fn(**arguments)
+            return await value if inspect.isawaitable(value) else value
+        except (SystemExit, KeyboardInterrupt) as exc:
+            raise exit_error(exc) from exc
 
 
 class ThreadBackend:
@@ -45,16 +52,20 @@ class ThreadBackend:
 
     Cancelling the awaiting task returns at once, but a thread cannot be interrupted: a
     function that is already running goes on until it returns, and its result is dropped.
+    A tool that is not concurrency-safe stays busy until then: the next call's thread waits
+    for it, and a call abandoned meanwhile never starts.
     """
 
     def __init__(self, pool: PoolExecutor) -> None:
         self._pool = pool
+        self._busy: dict[str, threading.Lock] = {}
 
     async def run(self, tool: Tool, arguments: dict[str, Any]) -> Any:
         """Call `tool.fn(**arguments)` in the pool, with the caller's context variables.
 
         Raises:
             RegistryError: the tool has no local function.
+            RuntimeError: the tool raised SystemExit or KeyboardInterrupt.
         """
         fn = _function(tool)
         if tool.is_async:
@@ -62,7 +73,40 @@ class ThreadBackend:
             # event loop of its own in the worker thread.
             fn = functools.partial(_run_coroutine, fn)
         call = functools.partial(contextvars.copy_context().run, fn, **arguments)
-        return await asyncio.get_running_loop().run_in_executor(self._pool, call)
+        abandoned = threading.Event()
+        if not tool.metadata.is_concurrency_safe:
+            busy = self._busy.setdefault(tool.qualified_name, threading.Lock())
+            call = functools.partial(_alone, busy, abandoned, call)
+        try:
+            return await asyncio.get_running_loop().run_in_executor(
+                self._pool, functools.partial(_guarded, call)
+            )
+        except asyncio.CancelledError:
+            abandoned.set()
+            raise
+
+
+def exit_error(exc: BaseException) -> RuntimeError:
+    """The ordinary error that stands for a tool's SystemExit or KeyboardInterrupt.
+
+    A tool that calls `sys.exit()` (an argparse tool given bad argv) means "this call
+    failed", not "stop the server"; left as is, either would end the event loop.
+    """
+    return RuntimeError(f"the tool exited: {exc!r}")
+
+
+def _alone(busy: threading.Lock, abandoned: threading.Event, call: Callable[[], Any]) -> Any:
+    with busy:
+        if abandoned.is_set():
+            return None
+        return call()
+
+
+def _guarded(call: Callable[[], Any]) -> Any:
+    try:
+        return call()
+    except (SystemExit, KeyboardInterrupt) as exc:
+        raise exit_error(exc) from exc
 
 
 def _run_coroutine(fn: Any, **arguments: Any) -> Any:

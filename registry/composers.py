@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from registry.calls import ToolOutput
 from registry.errors import RegistryError
 from registry.sync_bridge import call_async
-from registry.tool import Tool
+from registry.tags import Tag
+from registry.tool import Tool, ToolMetadata
 
 __all__ = ["ConditionalComposer", "FallbackComposer", "SequentialComposer", "invoke"]
 
@@ -34,8 +35,11 @@ async def invoke(tool: Tool, arguments: Mapping[str, Any]) -> Any:
     return value
 
 
-def _composite(first: Tool, fn: Callable[..., Any], name: str, description: str | None) -> Tool:
+def _composite(
+    steps: Sequence[Tool], fn: Callable[..., Any], name: str, description: str | None
+) -> Tool:
     # The composite takes the first tool's arguments; it runs inline and calls its steps.
+    first = steps[0]
     return dataclasses.replace(
         first,
         name=name,
@@ -44,8 +48,42 @@ def _composite(first: Tool, fn: Callable[..., Any], name: str, description: str 
         is_async=True,
         namespace=None,
         context_parameter=None,
-        metadata=dataclasses.replace(first.metadata, execution_mode=None, source="composite"),
+        metadata=dataclasses.replace(
+            _combined_metadata([step.metadata for step in steps]),
+            execution_mode=None,
+            source="composite",
+        ),
     )
+
+
+def _combined_metadata(steps: Sequence[ToolMetadata]) -> ToolMetadata:
+    """What may run any of the steps: every step's tags (policies match them), and a
+    guarantee (read-only, idempotent, safe to retry or run concurrently) only when every
+    step gives it."""
+    tags = frozenset().union(*(step.tags for step in steps))
+    if not all(Tag.READ_ONLY in step.tags for step in steps):
+        tags -= {Tag.READ_ONLY}
+    timeouts = [step.timeout_s for step in steps]
+    return dataclasses.replace(
+        steps[0],
+        tags=tags,
+        idempotent=all(step.idempotent for step in steps),
+        retries=_combined_retries(steps),
+        is_concurrency_safe=all(step.is_concurrency_safe for step in steps),
+        timeout_s=None if None in timeouts else sum(t for t in timeouts if t is not None),
+    )
+
+
+def _combined_retries(steps: Sequence[ToolMetadata]) -> int | None:
+    # A retry re-runs every step. None leaves it to the combined idempotent and read-only
+    # marks; an explicit count holds only if each step without one is safe to retry anyway.
+    counts = [step.retries for step in steps if step.retries is not None]
+    if not counts:
+        return None
+    unmarked_are_safe = all(
+        step.idempotent or Tag.READ_ONLY in step.tags for step in steps if step.retries is None
+    )
+    return min(counts) if unmarked_are_safe else 0
 
 
 class SequentialComposer:
@@ -61,7 +99,7 @@ class SequentialComposer:
         if not steps:
             raise RegistryError("a sequence needs at least one tool")
         self.steps = steps
-        self.tool = _composite(steps[0], self, name, description)
+        self.tool = _composite(steps, self, name, description)
 
     async def __call__(self, **arguments: Any) -> Any:
         value = await invoke(self.steps[0], arguments)
@@ -81,7 +119,7 @@ class FallbackComposer:
         if not tools:
             raise RegistryError("a fallback needs at least one tool")
         self.tools = tools
-        self.tool = _composite(tools[0], self, name, description)
+        self.tool = _composite(tools, self, name, description)
 
     async def __call__(self, **arguments: Any) -> Any:
         failures: list[str] = []
@@ -108,7 +146,7 @@ class ConditionalComposer:
     ) -> None:
         self.predicate = predicate
         self.if_true, self.if_false = if_true, if_false
-        self.tool = _composite(if_true, self, name, description)
+        self.tool = _composite((if_true, if_false), self, name, description)
 
     async def __call__(self, **arguments: Any) -> Any:
         chosen = self.if_true if self.predicate(arguments) else self.if_false

@@ -8,14 +8,36 @@ from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import unquote_plus, urlsplit, urlunsplit
 
 __all__ = ["REDACTED", "ExecutionLog", "ExecutionRecord", "redact"]
 
 REDACTED = "[redacted]"
-_SECRET_KEY = re.compile(
-    r"pass(word|wd)?|token|secret|api[-_]?key|authori[sz]ation|cookie|credential|private[-_]?key",
-    re.IGNORECASE,
+_SECRET_WORDS = frozenset(
+    {
+        "pass",
+        "password",
+        "passwd",
+        "secret",
+        "token",
+        "key",
+        "apikey",
+        "privatekey",
+        "auth",
+        "authorization",
+        "authorisation",
+        "bearer",
+        "session",
+        "cookie",
+        "signature",
+        "sig",
+        "credential",
+    }
 )
+# Run-together names that end in one of these ("accesstoken", "dbpassword"); never "key",
+# which ends "monkey" and "turkey".
+_SECRET_ENDINGS = ("password", "passwd", "secret", "token", "apikey", "credential")
+_KEY_TOKEN = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
 _SUMMARY_CHARS = 200
 _MAX_DEPTH = 8
 
@@ -88,19 +110,61 @@ class ExecutionLog:
 
 
 def redact(value: Any, depth: int = 0) -> Any:
-    """A copy of `value` whose values under secret-looking keys are REDACTED."""
+    """A copy of `value` whose values under secret-looking keys are REDACTED, and whose URLs
+    lose their user info and the values of secret-looking query parameters.
+
+    A key is secret-looking when one of its words (split at `_`, `-`, `.`, spaces and
+    camelCase) is one like `password`, `token`, `key`, `auth` or `session`.
+    """
     if depth > _MAX_DEPTH:
         return "…"
     if isinstance(value, Mapping):
         return {
-            key: REDACTED
-            if isinstance(key, str) and _SECRET_KEY.search(key)
-            else redact(item, depth + 1)
+            key: REDACTED if _is_secret_key(key) else redact(item, depth + 1)
             for key, item in value.items()
         }
     if isinstance(value, list | tuple):
         return [redact(item, depth + 1) for item in value]
+    if isinstance(value, str) and "://" in value:
+        return _redact_url(value)
     return value
+
+
+def _is_secret_key(key: object) -> bool:
+    """Whether a value under `key` is to be kept out of the log."""
+    if not isinstance(key, str):
+        return False
+    for word in (w.lower() for w in _KEY_TOKEN.findall(key)):
+        singular = word.removesuffix("s")
+        if word in _SECRET_WORDS or singular in _SECRET_WORDS:
+            return True
+        if word.endswith(_SECRET_ENDINGS) or singular.endswith(_SECRET_ENDINGS):
+            return True
+    return False
+
+
+def _redact_url(text: str) -> str:
+    try:
+        parts = urlsplit(text)
+    except ValueError:
+        return text
+    if not parts.scheme or not parts.netloc:
+        return text
+    netloc = parts.netloc.rpartition("@")[2]
+    redacted = parts._replace(
+        netloc=netloc, query=_redact_pairs(parts.query), fragment=_redact_pairs(parts.fragment)
+    )
+    return text if redacted == parts else urlunsplit(redacted)
+
+
+def _redact_pairs(text: str) -> str:
+    pairs = []
+    for pair in text.split("&"):
+        name, equals, _ = pair.partition("=")
+        pairs.append(
+            f"{name}={REDACTED}" if equals and _is_secret_key(unquote_plus(name)) else pair
+        )
+    return "&".join(pairs)
 
 
 def summarize(text: str) -> str:

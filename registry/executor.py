@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import logging
 import time
@@ -143,13 +144,14 @@ class Executor:
                 tool.arguments_check(bound)
         except InvalidArgumentsError as exc:
             run = _Run(ToolResult.error(call.id, exc.kind, exc.message))
+        except Exception as exc:
+            # A checker's own bug (a custom validator, a repair) still fails only this call.
+            log.warning("checking the arguments of %s failed", tool.qualified_name, exc_info=True)
+            message = f"the arguments could not be checked: {_describe(exc)}"
+            run = _Run(ToolResult.error(call.id, ErrorKind.INVALID_ARGUMENTS, message))
         else:
             try:
-                if tool.metadata.is_concurrency_safe:
-                    run = await self._run(tool, call, bound, request_id)
-                else:
-                    async with self._lock(tool):
-                        run = await self._run(tool, call, bound, request_id)
+                run = await self._run(tool, call, bound, request_id)
             except asyncio.CancelledError:
                 cancelled = ToolResult.error(call.id, ErrorKind.CANCELLED, "the caller went away")
                 self._record(tool, call, request_id, logged, _Run(cancelled), started, wall)
@@ -222,7 +224,9 @@ class Executor:
         scope = asyncio.timeout(timeout_s)
         finished = False
         try:
-            async with scope:
+            # Waiting for a busy tool counts against the timeout, so a queue of calls cannot
+            # outlast it. (A thread that outlives its call keeps its tool busy: ThreadBackend.)
+            async with scope, self._exclusive(tool):
                 outcome = await call_with_retries(
                     attempt,
                     retries=retries_for(tool, self._retry),
@@ -244,11 +248,20 @@ class Executor:
         if outcome.error is not None:
             return _Run(_failure(call.id, outcome.error, outcome.attempts), outcome.attempts, mode)
         value = outcome.value
-        if isinstance(value, ToolOutput):
-            return _Run(_from_output(call.id, value), outcome.attempts, mode)
-        return _Run(ToolResult(call.id, render_output(value)), outcome.attempts, mode)
+        try:
+            if isinstance(value, ToolOutput):
+                result = _from_output(call.id, value)
+            else:
+                result = ToolResult(call.id, render_output(value))
+        except Exception as exc:
+            # A result whose serializer or __str__ raises is the tool's failure, not ours.
+            message = f"the tool's result cannot be rendered: {_describe(exc)}"
+            result = ToolResult.error(call.id, ErrorKind.EXCEPTION, message)
+        return _Run(result, outcome.attempts, mode)
 
-    def _lock(self, tool: Tool) -> asyncio.Lock:
+    def _exclusive(self, tool: Tool) -> contextlib.AbstractAsyncContextManager[Any]:
+        if tool.metadata.is_concurrency_safe:
+            return contextlib.nullcontext()
         return self._locks.setdefault(tool.qualified_name, asyncio.Lock())
 
     def _record(
@@ -280,11 +293,19 @@ class Executor:
 
 def _failure(call_id: str, exc: BaseException, attempts: int) -> ToolResult:
     kind = ErrorKind.CANCELLED if isinstance(exc, ToolCancelledError) else ErrorKind.EXCEPTION
-    text = str(exc)
-    message = f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+    message = _describe(exc)
     if attempts > 1:
         message += f" (after {attempts} attempts)"
     return ToolResult.error(call_id, kind, message)
+
+
+def _describe(exc: BaseException) -> str:
+    try:
+        text = str(exc)
+    except Exception:
+        # An exception whose __str__ raises is still reported, by its type.
+        text = ""
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
 def _from_output(call_id: str, output: ToolOutput) -> ToolResult:

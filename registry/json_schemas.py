@@ -12,6 +12,7 @@ from typing import Any
 
 from jsonschema import SchemaError
 from jsonschema.validators import validator_for
+from referencing.exceptions import Unresolvable
 
 from registry.errors import InvalidArgumentsError, RegistryError
 
@@ -39,11 +40,20 @@ class SchemaArguments:
         """Check `arguments`.
 
         Raises:
-            InvalidArgumentsError: they do not match; the message lists up to eight problems.
+            InvalidArgumentsError: they do not match (the message lists up to eight problems),
+                or the schema cannot check them: a `$ref` that resolves to nothing, or
+                references that recurse without end.
         """
-        errors = sorted(
-            self._validator.iter_errors(arguments), key=lambda e: [str(p) for p in e.path]
-        )
+        try:
+            errors = sorted(
+                self._validator.iter_errors(arguments), key=lambda e: [str(p) for p in e.path]
+            )
+        except Unresolvable as exc:
+            message = f"the tool's schema has a reference that resolves to nothing: {exc}"
+            raise InvalidArgumentsError("invalid_arguments", message) from exc
+        except RecursionError as exc:
+            message = "the tool's schema has references that recurse without end"
+            raise InvalidArgumentsError("invalid_arguments", message) from exc
         if not errors:
             return
         parts = []

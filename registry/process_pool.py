@@ -25,7 +25,7 @@ from typing import IO, Any
 
 import cloudpickle
 
-from registry.backends import ExecutionBackend
+from registry.backends import ExecutionBackend, exit_error
 from registry.errors import RegistryError
 from registry.tool import Tool
 
@@ -36,6 +36,8 @@ log = logging.getLogger("toolwire.execution")
 _HEADER = struct.Struct(">Q")
 _WORKER_SCRIPT = str(Path(__file__).with_name("process_worker.py"))
 _PICKLE_CACHE = 256
+_MISSING = b""
+"""The worker's reply when it no longer has the function a request names only by digest."""
 
 
 class WorkerCrashedError(RegistryError):
@@ -67,10 +69,17 @@ class _Worker:
         Raises:
             WorkerCrashedError: the worker died or closed its pipe.
         """
+        reply = self._exchange(digest, None if digest in self.known else function, arguments)
+        if reply == _MISSING:
+            # The worker evicted the function from its bounded cache: send it along again.
+            reply = self._exchange(digest, function, arguments)
+        self.known.add(digest)
+        return reply
+
+    def _exchange(self, digest: bytes, function: bytes | None, arguments: bytes) -> bytes:
         stdin, stdout = self.process.stdin, self.process.stdout
         assert stdin is not None and stdout is not None
-        sent = None if digest in self.known else function
-        payload = cloudpickle.dumps((digest, sent, arguments))
+        payload = cloudpickle.dumps((digest, function, arguments))
         try:
             stdin.write(_HEADER.pack(len(payload)) + payload)
             stdin.flush()
@@ -81,7 +90,6 @@ class _Worker:
         if reply is None:
             self.discard()
             raise WorkerCrashedError(_death_notice(self.process))
-        self.known.add(digest)
         return reply
 
     def kill(self) -> None:
@@ -228,5 +236,9 @@ def _unpack(reply: bytes) -> Any:
     if kind == "ok":
         return value
     if kind == "error":
+        if not isinstance(value, Exception):
+            # The worker maps a tool's exits; whatever else is not an Exception (a tool's own
+            # CancelledError) must not pass for the caller's own cancellation or exit here.
+            raise exit_error(value) from value
         raise value
     raise RegistryError(str(value))

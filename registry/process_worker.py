@@ -6,7 +6,8 @@ milliseconds; a tool's own module is imported when its function is first unpickl
 Protocol, over the inherited stdin/stdout pipes: each frame is an 8-byte big-endian length
 and a cloudpickle payload. A request is `(digest, function_bytes_or_None, arguments_bytes)`;
 the function is sent once per worker and cached by digest. A reply is `("ok", value)`,
-`("error", exception)` or `("unpicklable", text)`.
+`("error", exception)` or `("unpicklable", text)`; an empty frame means the function named
+only by its digest has left the cache, and the parent sends the request again with it.
 """
 
 from __future__ import annotations
@@ -76,15 +77,21 @@ def _serve(frame: bytes, functions: OrderedDict[bytes, Any]) -> bytes:
     try:
         digest, function_bytes, argument_bytes = cloudpickle.loads(frame)
         fn = functions.get(digest)
-        if fn is None:
+        if fn is not None:
+            functions.move_to_end(digest)
+        else:
             if function_bytes is None:
-                raise RuntimeError("worker lost the function; the parent must resend it")
+                return _HEADER.pack(0)
             fn = cloudpickle.loads(function_bytes)
             functions[digest] = fn
             if len(functions) > _CACHED_FUNCTIONS:
                 functions.popitem(last=False)
         value = _call(fn, cloudpickle.loads(argument_bytes))
         reply: tuple[str, Any] = ("ok", value)
+    except (SystemExit, KeyboardInterrupt) as exc:
+        # A tool's exit fails its call, never the worker (the parent's exit_error, inlined:
+        # the worker imports nothing of the registry).
+        reply = ("error", RuntimeError(f"the tool exited: {exc!r}"))
     except BaseException as exc:
         reply = ("error", exc)
     return _frame(reply)

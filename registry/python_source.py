@@ -7,6 +7,7 @@ import importlib
 import importlib.util
 import inspect
 import sys
+from collections import Counter
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -72,16 +73,29 @@ def load_python_source(
             f"{', '.join(unknown)} (functions: {available})"
         )
     tools = [_describe(fn, config) for fn in functions]
+    counts = Counter(tool.qualified_name for tool in tools)
+    twice = sorted(name for name, count in counts.items() if count > 1)
+    if twice:
+        raise SourceLoadError(
+            f"python source {config.python!r}: more than one function is named {', '.join(twice)}"
+        )
     taken = [tool.qualified_name for tool in tools if tool.qualified_name in registry]
     if taken:
         raise SourceLoadError(
             f"python source {config.python!r}: tools already registered: {', '.join(taken)}"
         )
-    for tool in tools:
-        registry.register(tool)
-        override = config.overrides.get(tool.name)
-        if override is not None and override.enabled is False:
-            registry.disable(tool.qualified_name, DISABLED_IN_CONFIG)
+    added: list[str] = []
+    try:
+        for tool in tools:
+            registry.register(tool)
+            added.append(tool.qualified_name)
+            override = config.overrides.get(tool.name)
+            if override is not None and override.enabled is False:
+                registry.disable(tool.qualified_name, DISABLED_IN_CONFIG)
+    except RegistryError as exc:
+        for name in added:
+            registry.unregister(name)
+        raise SourceLoadError(f"python source {config.python!r}: {exc}") from exc
     return tools
 
 

@@ -133,8 +133,14 @@ class _Repairer:
                 self._note("json_string", path, "a JSON string was decoded")
                 return parsed
         if "integer" in types and _INTEGER.match(text):
+            try:
+                integer = int(text)
+            except ValueError:
+                # More digits than Python converts (sys.get_int_max_str_digits): validation
+                # refuses the text as it stands.
+                return text
             self._note("number_string", path, f"{text!r} taken as a number")
-            return int(text)
+            return integer
         if "number" in types:
             try:
                 number = float(text)

@@ -8,6 +8,7 @@ closes every configured source together.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -143,6 +144,8 @@ class SourceSet:
 
     def __init__(self, sources: Sequence[ToolSource]) -> None:
         self._sources = tuple(sources)
+        # Why a source failed to start, by position, for a source whose status cannot say.
+        self._start_errors: dict[int, str] = {}
 
     @classmethod
     def from_configs(cls, configs: Sequence[BaseModel], *, base_dir: Path) -> SourceSet:
@@ -161,14 +164,17 @@ class SourceSet:
         Raises:
             SourceLoadError: a source failed; the message names it.
         """
+        self._start_errors.clear()
         if not fail_fast:
-            await asyncio.gather(*(_try_start(s, registry) for s in self._sources))
+            await asyncio.gather(
+                *(self._try_start(i, s, registry) for i, s in enumerate(self._sources))
+            )
             return
         try:
             async with asyncio.TaskGroup() as group:
                 for source in self._sources:
-                    group.create_task(source.start(registry))
-        except* SourceLoadError as failures:
+                    group.create_task(_start(source, registry))
+        except* Exception as failures:
             await self.aclose()
             first = failures.exceptions[0]
             raise SourceLoadError(str(first)) from first
@@ -181,11 +187,33 @@ class SourceSet:
                 log.warning("closing %s failed: %s", source.name, result)
 
     def statuses(self) -> list[SourceStatus]:
-        return [source.status() for source in self._sources]
+        statuses = [source.status() for source in self._sources]
+        return [
+            dataclasses.replace(status, reachable=False, error=self._start_errors[i])
+            if i in self._start_errors and status.error is None
+            else status
+            for i, status in enumerate(statuses)
+        ]
+
+    async def _try_start(self, index: int, source: ToolSource, registry: ToolRegistry) -> None:
+        try:
+            await _start(source, registry)
+        except SourceLoadError as exc:
+            self._start_errors[index] = str(exc)
+            log.error("%s", exc)
 
 
-async def _try_start(source: ToolSource, registry: ToolRegistry) -> None:
+async def _start(source: ToolSource, registry: ToolRegistry) -> None:
+    """Start `source`.
+
+    Raises:
+        SourceLoadError: the source failed, however it raised; the message names it.
+    """
     try:
         await source.start(registry)
-    except SourceLoadError as exc:
-        log.error("%s", exc)
+    except SourceLoadError:
+        raise
+    except Exception as exc:
+        raise SourceLoadError(
+            f"{source.name} failed to start: {type(exc).__name__}: {exc}"
+        ) from exc

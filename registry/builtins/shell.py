@@ -64,11 +64,14 @@ def shell_tools(options: BuiltinOptions) -> list[Tool]:
         except TimeoutError:
             raise TimeoutError(f"{argv[0]} did not finish within {timeout_s:g} seconds") from None
         finally:
-            if process.returncode is None:
-                # The whole session, so children the program started go too.
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(process.pid, signal.SIGKILL)
-                await process.wait()
+            # The whole session (its id is the program's pid), even when the program has
+            # exited: a child it left in the background may still hold the pipes open.
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGKILL)
+            await process.wait()
+            # asyncio closes the transport only once the pipes are drained, and after a
+            # timeout nobody reads them; Process has no public close.
+            process._transport.close()  # type: ignore[attr-defined]
         return {"exit_code": code, "stdout": stdout, "stderr": stderr}
 
     return [

@@ -25,9 +25,17 @@ __all__ = ["OpenApiSource"]
 
 log = logging.getLogger("toolwire.sources.openapi")
 
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+
 
 class OpenApiSource:
-    """An OpenAPI 3.0/3.1 service: one tool per operation, one pooled HTTP session."""
+    """An OpenAPI 3.0/3.1 service: one tool per operation, one pooled HTTP session.
+
+    A service URL counts as the operator's choice when it is the configured `base_url`, comes
+    from a spec file, or (after resolving it against a fetched spec's URL, `//host` included)
+    has the spec URL's origin. Only such URLs receive the configured `auth`, and only they may
+    reach non-public addresses unless `allow_private` says otherwise.
+    """
 
     def __init__(
         self,
@@ -141,16 +149,21 @@ class OpenApiSource:
                 raise SpecError(f"{base} is not a public address (allow_private is false)")
         client = self._client
         assert client is not None
-        headers = self._static_headers()
+        with_auth, without_auth = self._static_headers(), dict(config.openapi.headers)
         tools = []
         for op in operations:
+            base, chosen_by_operator = bases[op.name]
+            if config.openapi.auth is not None and not chosen_by_operator:
+                log.warning(
+                    "%s: %s gets no auth: the spec names its host; set base_url", self.name, base
+                )
             try:
                 tool = describe_operation(
                     op,
                     config,
                     client=client,
-                    base_url=bases[op.name][0],
-                    headers=headers,
+                    base_url=base,
+                    headers=with_auth if chosen_by_operator else without_auth,
                     source=self.name,
                 )
             except SpecError as exc:
@@ -168,12 +181,13 @@ class OpenApiSource:
         servers = document.raw.get("servers")
         first = servers[0] if isinstance(servers, list) and servers else {"url": "/"}
         url = operation.server_url or server_url(first if isinstance(first, dict) else {})
-        if _is_url(url):
-            same_host = _is_url(settings.spec) and _origin(url) == _origin(settings.spec)
-            return _checked_url(url), same_host or not _is_url(settings.spec)
         if not _is_url(settings.spec):
-            raise SpecError(f"the server URL {url!r} is relative to a file; set base_url")
-        return _checked_url(urljoin(settings.spec, url)), True
+            if not _is_url(url):
+                raise SpecError(f"the server URL {url!r} is relative to a file; set base_url")
+            return _checked_url(url), True
+        # Decided after joining: `//host/path` is relative to the scheme only, not the host.
+        joined = _checked_url(urljoin(settings.spec, url))
+        return joined, _origin(joined) == _origin(settings.spec)
 
     def _static_headers(self) -> dict[str, str]:
         settings = self._config.openapi
@@ -221,11 +235,16 @@ def _is_url(text: str) -> bool:
 
 def _origin(url: str) -> tuple[str, str | None, int | None]:
     parts = urlsplit(url)
-    return parts.scheme, parts.hostname, parts.port
+    return parts.scheme, parts.hostname, parts.port or _DEFAULT_PORTS.get(parts.scheme)
 
 
 def _checked_url(url: str) -> str:
-    if not _is_url(url) or not urlsplit(url).hostname:
+    try:
+        parts = urlsplit(url)
+        valid = _is_url(url) and bool(parts.hostname) and (parts.port or 0) >= 0
+    except ValueError:
+        valid = False
+    if not valid:
         raise SpecError(f"the service URL {url!r} is not an http(s) URL")
     return url
 

@@ -177,6 +177,23 @@ async def test_a_tool_that_exits_fails_only_its_call_in_every_mode(
     assert again.content == "3"
 
 
+def numbered(n: int) -> object:
+    def number() -> int:
+        return n
+
+    return number
+
+
+async def test_a_worker_that_evicted_a_function_is_sent_it_again() -> None:
+    # More distinct functions than a worker keeps (128), through the one worker.
+    tools = [process_tool(numbered(n), name=f"n{n}") for n in range(130)]
+    with Executor(default_timeout_s=DEADLINE_S, process_workers=1) as executor:
+        first = [(await executor.execute(tool, call())).content for tool in tools]
+        again = [(await executor.execute(tool, call())).content for tool in tools[:3]]
+    assert first == [str(n) for n in range(130)]
+    assert again == ["0", "1", "2"]
+
+
 async def test_an_unpicklable_closure_falls_back_to_threads_logged_once(
     executor: Executor, caplog: pytest.LogCaptureFixture
 ) -> None:

@@ -205,3 +205,34 @@ async def test_composers() -> None:
     assert safe.content == "backup for Oslo"
     assert paris.content == "backup for Paris"
     assert other.content == "Error (exception): ConnectionError: down"
+
+
+def test_a_composite_carries_every_steps_risks_and_only_shared_guarantees() -> None:
+    def look(city: str) -> str:
+        return city
+
+    def wipe(city: str) -> str:
+        return city
+
+    reader = Tool.from_function(
+        look, tags=["read_only", "network"], idempotent=True, retries=3, timeout_s=2
+    )
+    writer = Tool.from_function(wipe, tags=["destructive"], is_concurrency_safe=False, timeout_s=5)
+    idle = Tool.from_function(look, name="idle", tags=["read_only"], idempotent=True)
+    mixed = [
+        SequentialComposer(reader, writer, name="seq").tool,
+        FallbackComposer(reader, writer, name="fall").tool,
+        ConditionalComposer(lambda args: True, reader, writer, name="cond").tool,
+    ]
+    for composite in mixed:
+        metadata = composite.metadata
+        assert metadata.tags == {"network", "destructive"}
+        assert (metadata.idempotent, metadata.retries) == (False, 0)
+        assert metadata.is_concurrency_safe is False
+        assert metadata.timeout_s == 7
+    readers = SequentialComposer(reader, idle, name="readers").tool.metadata
+    assert readers.tags == {"read_only", "network"}
+    assert (readers.idempotent, readers.retries, readers.timeout_s) == (True, 3, None)
+    assert readers.is_concurrency_safe is True
+    twice = SequentialComposer(idle, idle, name="twice").tool.metadata
+    assert twice.retries is None and twice.idempotent is True

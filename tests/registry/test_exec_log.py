@@ -82,6 +82,46 @@ def test_redact_handles_lists_and_depth() -> None:
     assert ExecutionLog(0).capacity == 0
 
 
+@pytest.mark.parametrize(
+    "key",
+    [
+        "apiKey",
+        "X-Api-Key",
+        "accessToken",
+        "refresh_token",
+        "sessionId",
+        "Set-Cookie",
+        "x-amz-signature",
+        "sig",
+        "bearer",
+        "authHeader",
+        "AWSSecretAccessKey",
+        "db_credentials",
+        "clientsecret",
+    ],
+)
+def test_secret_words_inside_a_key_are_redacted(key: str) -> None:
+    assert redact({key: "s3cret", "note": "keep"}) == {key: REDACTED, "note": "keep"}
+
+
+@pytest.mark.parametrize("key", ["passage", "monkey", "author", "keyboard", "compass"])
+def test_words_that_merely_contain_a_secret_word_are_kept(key: str) -> None:
+    assert redact({key: "visible"}) == {key: "visible"}
+
+
+def test_urls_lose_their_user_info_and_secret_query_values() -> None:
+    arguments = {
+        "url": "https://bob:hunter2@example.com/a?page=2&access_token=abc&Signature=x%2By",
+        "links": ["http://h.example/cb#id_token=t1&state=s", "https://example.com/?q=key"],
+        "text": "hunter2 is not a URL",
+    }
+    assert redact(arguments) == {
+        "url": f"https://example.com/a?page=2&access_token={REDACTED}&Signature={REDACTED}",
+        "links": [f"http://h.example/cb#id_token={REDACTED}&state=s", "https://example.com/?q=key"],
+        "text": "hunter2 is not a URL",
+    }
+
+
 async def test_listeners_are_called_in_the_documented_order() -> None:
     order: list[str] = []
 

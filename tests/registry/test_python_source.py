@@ -11,7 +11,10 @@ from pydantic import ValidationError
 from registry import (
     Executor,
     PythonSourceConfig,
+    RegistryError,
     SourceLoadError,
+    SourceSet,
+    SourceStatus,
     ToolCall,
     ToolOverride,
     ToolRegistry,
@@ -214,6 +217,72 @@ def test_bad_function_and_taken_names_register_nothing(tmp_path: Path) -> None:
     with pytest.raises(SourceLoadError, match="already registered: delete_note"):
         load_python_source(registry, PythonSourceConfig(python="tools.py"), base_dir=tmp_path)
     assert [t.name for t in registry] == ["delete_note"]
+
+
+DUPLICATES = """
+from registry import tool
+
+def first() -> str:
+    return "first"
+
+@tool(name="lookup")
+def lookup_a() -> str:
+    return "a"
+
+@tool(name="lookup")
+def lookup_b() -> str:
+    return "b"
+"""
+
+
+def test_two_functions_with_one_name_register_nothing(tmp_path: Path) -> None:
+    write(tmp_path, DUPLICATES, "dup.py")
+    registry = ToolRegistry()
+    with pytest.raises(SourceLoadError, match="more than one function is named lookup"):
+        load_python_source(registry, PythonSourceConfig(python="dup.py"), base_dir=tmp_path)
+    assert len(registry) == 0
+
+
+class BrokenSource:
+    """A source whose start fails with something other than SourceLoadError."""
+
+    def __init__(self, name: str, error: Exception | None) -> None:
+        self.name = name
+        self.error = error
+        self.closed = False
+
+    async def start(self, registry: ToolRegistry) -> None:
+        if self.error is not None:
+            raise self.error
+
+    async def aclose(self) -> None:
+        self.closed = True
+
+    def status(self) -> SourceStatus:
+        return SourceStatus(self.name, True, 0)
+
+
+async def test_a_source_failing_any_way_is_a_load_error_and_everything_closes(
+    tmp_path: Path,
+) -> None:
+    write(tmp_path, DUPLICATES, "dup.py")
+    registry = ToolRegistry()
+    fine = BrokenSource("fine", None)
+    odd = BrokenSource("odd", RegistryError("name clash"))
+    with pytest.raises(SourceLoadError, match="odd failed to start: RegistryError: name clash"):
+        await SourceSet([fine, odd]).start(registry)
+    assert fine.closed and odd.closed
+    dup = SourceSet.from_configs([PythonSourceConfig(python="dup.py")], base_dir=tmp_path)
+    with pytest.raises(SourceLoadError, match="named lookup"):
+        await dup.start(registry)
+    assert len(registry) == 0
+
+    tolerant = SourceSet([fine, odd])
+    await tolerant.start(registry, fail_fast=False)
+    assert tolerant.statuses() == [
+        SourceStatus("fine", True, 0),
+        SourceStatus("odd", False, 0, "odd failed to start: RegistryError: name clash"),
+    ]
 
 
 def test_config_is_strict() -> None:

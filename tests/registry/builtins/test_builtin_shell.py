@@ -1,5 +1,8 @@
 from __future__ import annotations
 
+import asyncio
+import os
+import signal
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -67,6 +70,33 @@ async def test_a_hanging_program_is_killed_at_its_timeout(
     result = await run(executor, shell(tmp_path, timeouts={"shell": 0.3}), ["sleep", "30"])
     assert result.is_error
     assert "did not finish within 0.3 seconds" in result.content
+
+
+def alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+    return state not in ("Z", "X")
+
+
+async def test_a_timed_out_programs_background_child_is_killed_too(
+    executor: Executor, tmp_path: Path
+) -> None:
+    tool = shell(tmp_path, shell_allow=["sh"], timeouts={"shell": 0.3})
+    script = "sleep 313 & echo $! > child.pid; echo started"
+    result = await run(executor, tool, ["sh", "-c", script])
+    assert "did not finish within 0.3 seconds" in result.content
+    child = int((tmp_path / "child.pid").read_text())
+    try:
+        async with asyncio.timeout(10):
+            # A death has no event to await here; poll it, bounded by the deadline.
+            while alive(child):  # noqa: ASYNC110
+                await asyncio.sleep(0.02)
+    finally:
+        if alive(child):
+            os.kill(child, signal.SIGKILL)
+    # Warnings are errors here, so a pipe the child kept open would fail the test as well.
 
 
 async def test_output_is_capped(executor: Executor, tmp_path: Path) -> None:

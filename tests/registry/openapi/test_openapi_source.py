@@ -249,6 +249,46 @@ async def test_a_spec_from_elsewhere_naming_another_host_is_guarded_by_default(
     assert guarded.is_error and "non-public" in guarded.content
 
 
+@pytest.mark.parametrize("server", ["//169.254.169.254/latest", "http://169.254.169.254/latest"])
+async def test_a_fetched_spec_cannot_name_a_private_host_scheme_relative(
+    shop: Shop, server: str
+) -> None:
+    spec = create_spec_from(shop)
+    spec["servers"] = [{"url": server}]
+    async with SpecServer(spec) as (url, _):
+        with pytest.raises(SourceLoadError, match=r"169\.254\.169\.254/latest is not a public"):
+            await started(config(url))
+
+
+async def test_auth_goes_only_to_the_spec_origin_or_the_configured_base_url(
+    shop: Shop, executor: Executor
+) -> None:
+    other_host = shop.url.replace("http://127.0.0.1", "//localhost")
+    auth = {"auth": {"bearer_env": "SHOP_TOKEN"}, "headers": {"X-Api-Key": "k-1"}}
+    environ = {"SHOP_TOKEN": "operator-token"}
+    spec = create_spec_from(shop)
+    seen: dict[tuple[str, tuple[str, ...]], ToolResult] = {}
+    async with SpecServer(spec) as (url, _):
+        for server, settings in [
+            (other_host, {}),
+            (other_host, {"allow_private": True}),
+            (other_host, {"base_url": shop.url}),
+        ]:
+            spec["servers"] = [{"url": server}]
+            source, registry = await started(config(url, **auth, **settings), environ=environ)
+            try:
+                result = await call(executor, registry, "shop.whoami", {})
+            finally:
+                await source.aclose()
+            seen[server, tuple(settings)] = result
+    guarded = seen[other_host, ()]
+    assert guarded.is_error and "non-public" in guarded.content
+    allowed = json.loads(seen[other_host, ("allow_private",)].content)
+    assert allowed == {"authorization": None, "x_api_key": "k-1", "x_trace_id": None}
+    configured = json.loads(seen[other_host, ("base_url",)].content)
+    assert configured["authorization"] == "Bearer operator-token"
+
+
 async def test_overrides_apply_and_unknown_names_are_refused(shop: Shop) -> None:
     cfg = config(
         shop.spec_url,
