@@ -33,8 +33,8 @@ class OpenApiSource:
 
     A service URL counts as the operator's choice when it is the configured `base_url`, comes
     from a spec file, or (after resolving it against a fetched spec's URL, `//host` included)
-    has the spec URL's origin. Only such URLs receive the configured `auth`, and only they may
-    reach non-public addresses unless `allow_private` says otherwise.
+    has the spec URL's origin. Only such URLs receive the configured `headers` and `auth`,
+    and only they may reach non-public addresses unless `allow_private` says otherwise.
     """
 
     def __init__(
@@ -149,13 +149,16 @@ class OpenApiSource:
                 raise SpecError(f"{base} is not a public address (allow_private is false)")
         client = self._client
         assert client is not None
-        with_auth, without_auth = self._static_headers(), dict(config.openapi.headers)
+        configured = self._static_headers()
         tools = []
         for op in operations:
             base, chosen_by_operator = bases[op.name]
-            if config.openapi.auth is not None and not chosen_by_operator:
+            if configured and not chosen_by_operator:
                 log.warning(
-                    "%s: %s gets no auth: the spec names its host; set base_url", self.name, base
+                    "%s: %s gets no configured headers or auth: the spec names its host; "
+                    "set base_url",
+                    self.name,
+                    base,
                 )
             try:
                 tool = describe_operation(
@@ -163,7 +166,8 @@ class OpenApiSource:
                     config,
                     client=client,
                     base_url=base,
-                    headers=with_auth if chosen_by_operator else without_auth,
+                    # Configured headers often carry keys: they go to the operator's hosts only.
+                    headers=configured if chosen_by_operator else {},
                     source=self.name,
                 )
             except SpecError as exc:

@@ -284,7 +284,8 @@ async def test_auth_goes_only_to_the_spec_origin_or_the_configured_base_url(
     guarded = seen[other_host, ()]
     assert guarded.is_error and "non-public" in guarded.content
     allowed = json.loads(seen[other_host, ("allow_private",)].content)
-    assert allowed == {"authorization": None, "x_api_key": "k-1", "x_trace_id": None}
+    # A host the spec names gets neither the configured auth nor the configured headers.
+    assert allowed == {"authorization": None, "x_api_key": None, "x_trace_id": None}
     configured = json.loads(seen[other_host, ("base_url",)].content)
     assert configured["authorization"] == "Bearer operator-token"
 
