@@ -364,3 +364,31 @@ def test_serve_stops_on_sigint(server: tuple[subprocess.Popen[str], str]) -> Non
     process, base = server
     assert _get(f"{base}/healthz") == {"status": "ok"}
     assert "KeyboardInterrupt" not in _stop(process, signal.SIGINT)
+
+
+# --- examples ----------------------------------------------------------------------------
+
+
+def test_example_client_gets_answers_that_used_tools(
+    server: tuple[subprocess.Popen[str], str],
+) -> None:
+    _, url = server
+    result = subprocess.run(
+        [sys.executable, "examples/client.py"],
+        cwd=REPO,
+        env={**_environ(), "TOOLWIRE_URL": f"{url}/v1"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "The weather in Paris is" in result.stdout
+    assert "17 * 23 = 391" in result.stdout
+    assert "tokens over every upstream call" in result.stdout
+
+
+def test_example_config_with_every_kind_of_source_checks_out() -> None:
+    result = toolwire("check", "--config", "examples/everything.yaml")
+    assert result.returncode == 0, result.stdout + result.stderr
+    for source in ("python:tools.py", "mcp:time", "mcp:notes", "builtin:"):
+        assert source in result.stdout
