@@ -5,7 +5,6 @@ The only module that knows SSE framing.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from typing import Any
 
 import orjson
@@ -90,19 +89,3 @@ class SSEDecoder:
         elif line.startswith(b"data:"):
             value = line[5:]
             self._data.append(value[1:] if value.startswith(b" ") else value)
-
-
-async def decode(
-    chunks: AsyncIterator[bytes], *, max_line: int = 8 * 1024 * 1024
-) -> AsyncIterator[str]:
-    """Yield the data of each event of a byte stream (see `SSEDecoder`).
-
-    Raises:
-        SSEDecodeError: a line grows past `max_line` bytes.
-    """
-    decoder = SSEDecoder(max_line=max_line)
-    async for chunk in chunks:
-        for data in decoder.feed(chunk):
-            yield data
-    for data in decoder.close():
-        yield data

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import Iterable
 
 import orjson
 import pytest
@@ -10,13 +10,11 @@ import pytest
 from proxy import sse
 
 
-async def _stream(chunks: Iterable[bytes]) -> AsyncIterator[bytes]:
-    for chunk in chunks:
-        yield chunk
-
-
 async def decode_all(chunks: Iterable[bytes], **kwargs: int) -> list[str]:
-    return [data async for data in sse.decode(_stream(chunks), **kwargs)]
+    """Feed every chunk to one decoder, then close it, as the upstream client does."""
+    decoder = sse.SSEDecoder(**kwargs)
+    events = [data for chunk in chunks for data in decoder.feed(chunk)]
+    return events + decoder.close()
 
 
 def bytewise(raw: bytes) -> list[bytes]:
