@@ -17,6 +17,7 @@ from policies import ApprovalStore, new_call_id, parse_verdict, pending, refusal
 from registry import Tool, ToolCall, ToolResult
 
 from .continuations import TurnStore
+from .events import ApprovalRequest
 from .injection import Toolset
 
 Message = dict[str, Any]
@@ -45,21 +46,16 @@ class ApprovalFlow:
         """The call under a proxy-issued id, so only the proxy's own calls can be approved."""
         return ToolCall(id=new_call_id(), name=call.name, arguments=call.arguments)
 
-    async def request(self, calls: list[tuple[Tool, ToolCall, str]]) -> list[dict[str, Any]]:
-        """Record pending approvals for (tool, call, reason); the entries for the client."""
-        entries = []
+    async def request(self, calls: list[tuple[Tool, ToolCall, str]]) -> list[ApprovalRequest]:
+        """Record pending approvals for (tool, call, reason); what the client is asked."""
+        requests = []
         for tool, call, reason in calls:
             approval = pending(call.id, tool.qualified_name, call.arguments, self._ttl_s)
             await self._store.put(approval)
-            entries.append(
-                {
-                    "tool_call_id": call.id,
-                    "tool": tool.qualified_name,
-                    "reason": reason,
-                    "expires_at": int(approval.expires_at),
-                }
+            requests.append(
+                ApprovalRequest(call, tool.qualified_name, reason, int(approval.expires_at))
             )
-        return entries
+        return requests
 
     async def resolve(self, client_messages: list[Message], toolset: Toolset) -> Resolution:
         """Find the verdicts among the client's tool messages and decide each."""

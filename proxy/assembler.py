@@ -78,7 +78,7 @@ class Assembler:
         """Take one chunk; return the text in it that can go to the client now."""
         usage = chunk.get("usage")
         if isinstance(usage, dict):
-            self._usage = _usage(usage)
+            self._usage = Usage.from_chat(usage)
         choices = chunk.get("choices")
         if not choices:
             return None
@@ -168,9 +168,3 @@ def _unique_ids(calls: list[ToolCall]) -> list[ToolCall]:
         seen.add(call.id)
         unique.append(call)
     return unique
-
-
-def _usage(raw: dict[str, Any]) -> Usage:
-    prompt = int(raw.get("prompt_tokens") or 0)
-    completion = int(raw.get("completion_tokens") or 0)
-    return Usage(prompt, completion, int(raw.get("total_tokens") or prompt + completion))

@@ -1,8 +1,8 @@
-"""The internal event stream of one turn, consumed by the SSE and JSON renderers."""
+"""The internal event stream of one turn, consumed by every front's renderers."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from registry import ToolCall, ToolResult
@@ -15,20 +15,53 @@ class Usage:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     total_tokens: int = 0
+    cached_tokens: int = 0
+    """Prompt tokens the upstream served from its cache."""
+    reasoning_tokens: int = 0
+    """Completion tokens spent on reasoning."""
 
     def __add__(self, other: Usage) -> Usage:
         return Usage(
             self.prompt_tokens + other.prompt_tokens,
             self.completion_tokens + other.completion_tokens,
             self.total_tokens + other.total_tokens,
+            self.cached_tokens + other.cached_tokens,
+            self.reasoning_tokens + other.reasoning_tokens,
         )
 
-    def as_dict(self) -> dict[str, int]:
-        return {
+    @classmethod
+    def from_chat(cls, raw: dict[str, Any]) -> Usage:
+        """Usage from a Chat Completions `usage` object (details included when present)."""
+        prompt = _count(raw.get("prompt_tokens"))
+        completion = _count(raw.get("completion_tokens"))
+        prompt_details = raw.get("prompt_tokens_details")
+        completion_details = raw.get("completion_tokens_details")
+        return cls(
+            prompt,
+            completion,
+            _count(raw.get("total_tokens")) or prompt + completion,
+            _count(prompt_details.get("cached_tokens")) if isinstance(prompt_details, dict) else 0,
+            _count(completion_details.get("reasoning_tokens"))
+            if isinstance(completion_details, dict)
+            else 0,
+        )
+
+    def as_dict(self) -> dict[str, Any]:
+        """Chat Completions' `usage` object."""
+        usage: dict[str, Any] = {
             "prompt_tokens": self.prompt_tokens,
             "completion_tokens": self.completion_tokens,
             "total_tokens": self.total_tokens,
         }
+        if self.cached_tokens:
+            usage["prompt_tokens_details"] = {"cached_tokens": self.cached_tokens}
+        if self.reasoning_tokens:
+            usage["completion_tokens_details"] = {"reasoning_tokens": self.reasoning_tokens}
+        return usage
+
+
+def _count(value: Any) -> int:
+    return value if isinstance(value, int) and value > 0 else 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,7 +74,7 @@ class ContentDelta:
 
 @dataclass(frozen=True, slots=True)
 class ToolsStarted:
-    """The proxy began running these calls."""
+    """The proxy answers these calls now (runs them, or answers with an error)."""
 
     calls: tuple[ToolCall, ...]
 
@@ -60,14 +93,51 @@ class KeepAlive:
 
 
 @dataclass(frozen=True, slots=True)
+class ApprovalRequest:
+    """A call paused until the client approves it (SPEC 6.7)."""
+
+    call: ToolCall
+    """The call under its proxy-issued id, as handed to the client."""
+    tool: str
+    """The tool's qualified name."""
+    reason: str
+    expires_at: int
+    """Wall-clock expiry, epoch seconds."""
+
+    def as_dict(self) -> dict[str, Any]:
+        """The entry in Chat's `toolwire.approval_required` list."""
+        return {
+            "tool_call_id": self.call.id,
+            "tool": self.tool,
+            "reason": self.reason,
+            "expires_at": self.expires_at,
+        }
+
+
+@dataclass(frozen=True, slots=True)
 class Finished:
-    """The turn is over: why, its summed usage, and the calls handed to the client."""
+    """The turn is over: why, its summed usage, and what the client must answer."""
 
     finish_reason: str
+    """Chat's vocabulary: stop, length, tool_calls, content_filter."""
     usage: Usage
     tool_calls: tuple[ToolCall, ...] = ()
-    extra: dict[str, Any] = field(default_factory=dict)
-    """Toolwire's own fields for the final message (`toolwire` key), e.g. which guard stopped."""
+    """Calls handed to the client: its own tools' and those awaiting approval."""
+    approvals: tuple[ApprovalRequest, ...] = ()
+    stopped_by: str | None = None
+    """The loop guard that ended the turn, if one did."""
+    rounds: tuple[dict[str, Any], ...] = ()
+    """Chat messages of the proxy's own tool rounds this turn, when it ended with an answer
+    (a front that keeps conversations stores them; a hand-back keeps them itself)."""
+
+    def vendor_fields(self) -> dict[str, Any]:
+        """Toolwire's own fields for the final message (`toolwire` key), if any."""
+        fields: dict[str, Any] = {}
+        if self.approvals:
+            fields["approval_required"] = [a.as_dict() for a in self.approvals]
+        if self.stopped_by is not None:
+            fields["stopped_by"] = self.stopped_by
+        return fields
 
 
 LoopEvent = ContentDelta | ToolsStarted | ToolsFinished | KeepAlive | Finished

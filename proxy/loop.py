@@ -18,7 +18,7 @@ from .approvals import ApprovalFlow, apply_answers
 from .assembler import Answer, Assembler, Usage, wire_call
 from .continuations import AFTER_RESULTS, TurnStore, restore
 from .controls import Controls
-from .events import ContentDelta, Finished, KeepAlive, LoopEvent, ToolsFinished, ToolsStarted
+from .events import Finished, KeepAlive, LoopEvent, ToolsFinished, ToolsStarted
 from .injection import SEARCH_SCHEMA
 from .search_calls import run_search
 from .triage import Round, Triage
@@ -39,6 +39,8 @@ class _State:
     usage: Usage = field(default_factory=Usage)
     loaded: dict[str, dict[str, Any]] = field(default_factory=dict)
     """Schemas of deferred tools that `tool_search` found, by wire name."""
+    answer: Answer | None = None
+    """The latest upstream answer, set by `_ask`."""
 
 
 class ToolLoop:
@@ -76,51 +78,50 @@ class ToolLoop:
             history=await restore(self._turns, _strip_vendor_fields(turn.body["messages"])),
             body=_upstream_body(turn.body),
         )
-        async for resumed in self._resume_approved(turn, state):
-            yield resumed
+        async for event in self._resume_approved(turn, state):
+            yield event
         while True:
             state.guard.begin_iteration()
-            answer = None
             async for event in self._ask(turn, state, with_tools=True):
-                if isinstance(event, Answer):
-                    answer = event
-                else:
-                    yield event
+                yield event
+            answer = state.answer
             assert answer is not None
             if not answer.tool_calls:
-                yield Finished(answer.finish_reason, state.usage)
+                yield Finished(answer.finish_reason, state.usage, rounds=tuple(state.added))
                 return
             if not turn.controls.auto_execute:
                 yield Finished("tool_calls", state.usage, tuple(answer.tool_calls))
                 return
             calls = self._triage.sort(turn, answer.tool_calls)
-            results: list[ToolResult] = []
-            async for item in self._answer_calls(turn, state, calls):
-                if isinstance(item, list):
-                    results = item
-                else:
-                    yield item
-            handed_back = await self._settle(state, answer.content, calls, results)
+            results: dict[str, ToolResult] = {}
+            async for event in self._answer_calls(turn, state, calls, results):
+                yield event
+            ordered = [results[c.id] for c in calls.answered_here]
+            handed_back = await self._settle(state, answer.content, calls, ordered)
             if handed_back is not None:
                 yield handed_back
                 return
             state.body = _relax_tool_choice(state.body)
             stopped_by = state.guard.check()
             if stopped_by is not None:
-                async for final in self._last_word(turn, state, stopped_by):
-                    yield final
+                async for event in self._ask(turn, state, with_tools=False):
+                    yield event
+                yield self._last_word(state, stopped_by)
                 return
 
     async def _resume_approved(self, turn: Turn, state: _State) -> AsyncIterator[LoopEvent]:
         """Run or refuse the calls the client answered with a verdict; put in the outcomes."""
         resolution = await self._approvals.resolve(turn.body["messages"], turn.toolset)
         if resolution.to_run:
-            async for item in self._execute(turn, state, resolution.to_run):
-                if isinstance(item, list):
-                    await self._approvals.remember(item)
-                    resolution.answers.update((r.call_id, r.content) for r in item)
-                else:
-                    yield item
+            results: dict[str, ToolResult] = {}
+            approved = tuple(call for _, call in resolution.to_run)
+            yield ToolsStarted(approved)
+            async for event in self._execute(turn, state, resolution.to_run, results):
+                yield event
+            ran = [results[call.id] for call in approved]
+            yield ToolsFinished(approved, tuple(ran))
+            await self._approvals.remember(ran)
+            resolution.answers.update((r.call_id, r.content) for r in ran)
         state.history = apply_answers(state.history, resolution.answers)
 
     async def _settle(
@@ -142,21 +143,15 @@ class ToolLoop:
         returned = calls.handed_back
         for call in returned:
             await self._turns.put(call.id, hidden)
-        extra = {}
-        if calls.asks:
-            extra["approval_required"] = await self._approvals.request(calls.asks)
-        return Finished("tool_calls", state.usage, tuple(returned), extra=extra)
+        approvals = await self._approvals.request(calls.asks) if calls.asks else ()
+        return Finished("tool_calls", state.usage, tuple(returned), approvals=tuple(approvals))
 
-    async def _last_word(
-        self, turn: Turn, state: _State, stopped_by: str
-    ) -> AsyncIterator[LoopEvent]:
-        """At a limit: one more upstream call without tools, so the model answers."""
-        async for event in self._ask(turn, state, with_tools=False):
-            if isinstance(event, Answer):
-                reason = "stop" if event.tool_calls else event.finish_reason
-                yield Finished(reason, state.usage, extra={"stopped_by": stopped_by})
-            else:
-                yield event
+    def _last_word(self, state: _State, stopped_by: str) -> Finished:
+        """The end of a turn a guard stopped, after its last upstream call without tools."""
+        answer = state.answer
+        assert answer is not None
+        reason = "stop" if answer.tool_calls else answer.finish_reason
+        return Finished(reason, state.usage, stopped_by=stopped_by, rounds=tuple(state.added))
 
     def _limits_for(self, controls: Controls) -> LoopLimits:
         if controls.max_iterations is None:
@@ -166,7 +161,8 @@ class ToolLoop:
 
     async def _ask(
         self, turn: Turn, state: _State, *, with_tools: bool
-    ) -> AsyncIterator[ContentDelta | Answer]:
+    ) -> AsyncIterator[LoopEvent]:
+        """One upstream call: its text as it arrives; the answer lands in `state.answer`."""
         body = {**state.body, "messages": state.history + state.added}
         tools = _tools_for(turn, state) if with_tools else []
         if tools:
@@ -183,50 +179,54 @@ class ToolLoop:
                     yield delta
         answer = assembler.finish()
         state.usage = state.usage + (answer.usage or Usage())
-        yield answer
+        state.answer = answer
 
     async def _answer_calls(
-        self, turn: Turn, state: _State, calls: Round
-    ) -> AsyncIterator[LoopEvent | list[ToolResult]]:
-        """Answer the calls the proxy owns; yields events, then results in call order."""
-        answered: dict[str, ToolResult] = dict(calls.denied)
+        self, turn: Turn, state: _State, calls: Round, results: dict[str, ToolResult]
+    ) -> AsyncIterator[LoopEvent]:
+        """Answer the calls the proxy owns; their results land in `results` by call id."""
+        results.update(calls.denied)
         for call in calls.unknown:
             message = f"there is no tool named {call.name!r}"
-            answered[call.id] = ToolResult.error(call.id, "unknown_tool", message)
+            results[call.id] = ToolResult.error(call.id, "unknown_tool", message)
         for call in calls.searches:
-            answered[call.id] = run_search(turn.toolset, call, state.loaded)
+            results[call.id] = run_search(turn.toolset, call, state.loaded)
         budget = max(0, state.guard.limits.max_tool_calls - state.guard.tool_calls)
         runnable = calls.own[:budget]
         for _, call in calls.own[budget:]:
             message = "the turn's tool-call limit is reached"
-            answered[call.id] = ToolResult.error(call.id, "limit", message)
-        async for item in self._execute(turn, state, runnable):
-            if isinstance(item, list):
-                answered.update((r.call_id, r) for r in item)
-            else:
-                yield item
-        yield [answered[c.id] for c in calls.answered_here]
+            results[call.id] = ToolResult.error(call.id, "limit", message)
+        answered = tuple(calls.answered_here)
+        if not answered:
+            return
+        yield ToolsStarted(answered)
+        async for event in self._execute(turn, state, runnable, results):
+            yield event
+        yield ToolsFinished(answered, tuple(results[c.id] for c in answered))
 
     async def _execute(
-        self, turn: Turn, state: _State, runnable: list[tuple[Tool, ToolCall]]
-    ) -> AsyncIterator[LoopEvent | list[ToolResult]]:
-        """Run calls with keep-alives and the turn's deadline; yields events, then results."""
+        self,
+        turn: Turn,
+        state: _State,
+        runnable: list[tuple[Tool, ToolCall]],
+        results: dict[str, ToolResult],
+    ) -> AsyncIterator[LoopEvent]:
+        """Run calls within the turn's deadline, with keep-alives; results land in `results`."""
         if not runnable:
-            yield []
             return
-        started = tuple(c for _, c in runnable)
-        yield ToolsStarted(started)
         calls = self._executor.execute_many(runnable, request_id=turn.request_id)
-        work = _within(calls, runnable, state.guard.remaining())
-        results: list[ToolResult] = []
-        async for event in _keepalive_wait(work, self._limits.keepalive_s):
-            if isinstance(event, KeepAlive):
-                yield event
-            else:
-                results = event
+        work = asyncio.ensure_future(_within(calls, runnable, state.guard.remaining()))
+        try:
+            while not work.done():
+                await asyncio.wait({work}, timeout=self._limits.keepalive_s)
+                if not work.done():
+                    yield KeepAlive()
+            results.update((r.call_id, r) for r in work.result())
+        finally:
+            if not work.done():
+                work.cancel()
+                await asyncio.gather(work, return_exceptions=True)
         state.guard.record_calls([(t.qualified_name, c.arguments) for t, c in runnable])
-        yield ToolsFinished(started, tuple(results))
-        yield results
 
 
 def _tools_for(turn: Turn, state: _State) -> list[dict[str, Any]]:
@@ -256,24 +256,6 @@ async def _within(
     except TimeoutError:
         message = "the turn's time budget ran out while the tool ran"
         return [ToolResult.error(c.id, "timeout", message) for _, c in runnable]
-
-
-async def _keepalive_wait(
-    work: Awaitable[list[ToolResult]], interval: float
-) -> AsyncIterator[KeepAlive | list[ToolResult]]:
-    """Await `work`, yielding KeepAlive every `interval` seconds; cancel it if abandoned."""
-    task = asyncio.ensure_future(work)
-    try:
-        while True:
-            done, _ = await asyncio.wait({task}, timeout=interval)
-            if done:
-                yield task.result()
-                return
-            yield KeepAlive()
-    finally:
-        if not task.done():
-            task.cancel()
-            await asyncio.gather(task, return_exceptions=True)
 
 
 def _assistant_message(content: str, calls: list[ToolCall]) -> Message:

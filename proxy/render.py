@@ -67,8 +67,8 @@ class StreamRenderer:
             calls = [{"index": i, **wire_call(c)} for i, c in enumerate(event.tool_calls)]
             frames.append(self._encoder.frame({"tool_calls": calls}))
         last: dict[str, Any] = {}
-        if event.extra:
-            last["toolwire"] = event.extra
+        if vendor := event.vendor_fields():
+            last["toolwire"] = vendor
         frames.append(self._encoder.frame(last, event.finish_reason))
         if self._include_usage:
             frames.append(self._usage(event.usage))
@@ -135,8 +135,8 @@ class JsonRenderer:
             message["reasoning_content"] = "".join(self._reasoning)
         if done.tool_calls:
             message["tool_calls"] = [wire_call(c) for c in done.tool_calls]
-        if done.extra:
-            message["toolwire"] = done.extra
+        if vendor := done.vendor_fields():
+            message["toolwire"] = vendor
         meta = self._meta
         return {
             "id": meta.id,

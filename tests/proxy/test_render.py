@@ -118,7 +118,7 @@ def test_several_client_calls_are_indexed_in_order() -> None:
 
 def test_toolwire_extra_rides_on_the_finish_delta() -> None:
     extra = {"stopped_by": "max_iterations"}
-    chunks = chunks_of(render(Finished("stop", USAGE, extra=extra)))
+    chunks = chunks_of(render(Finished("stop", USAGE, stopped_by="max_iterations")))
     last = chunks[-1]["choices"][0]
     assert last["finish_reason"] == "stop"
     assert last["delta"] == {"toolwire": extra}
@@ -206,7 +206,7 @@ def test_json_renderer_keeps_reasoning_and_extra() -> None:
     renderer = JsonRenderer(META)
     renderer.feed(ContentDelta(reasoning="think "))
     renderer.feed(ContentDelta(reasoning="hard"))
-    renderer.feed(Finished("stop", USAGE, extra={"stopped_by": "timeout"}))
+    renderer.feed(Finished("stop", USAGE, stopped_by="timeout"))
     message = renderer.body()["choices"][0]["message"]
     assert message["reasoning_content"] == "think hard"
     assert message["toolwire"] == {"stopped_by": "timeout"}
