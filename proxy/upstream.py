@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import time
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any, Protocol
 
 import aiohttp
@@ -26,6 +27,7 @@ from .errors import (
 
 Chunk = dict[str, Any]
 _MAX_BODY = 64 * 1024 * 1024
+_CUT = "the upstream stream ended before the answer was complete"
 
 
 class Upstream(Protocol):
@@ -102,13 +104,34 @@ class HTTPUpstream:
         """POST the body and yield an iterator of its chunks.
 
         Raises:
-            UpstreamError: connection failed, bad status or unusable body (502).
+            UpstreamError: connection failed, bad status, unusable body, or a stream that ended
+                before the answer did (502).
             UpstreamTimeoutError: a connect, first-byte, idle or total deadline passed (504).
             UpstreamStatusError: the upstream rejected the request with a 4xx.
         """
-        session = self._client()
+        data = orjson.dumps(body)
+        sent = self._headers(headers)
+        call = _Call(
+            self.name,
+            functools.partial(self._post, data, sent, deadline),
+            client_key=not self._config.api_key,
+        )
+        try:
+            response = await call.open()
+            yield call.chunks(response) if body.get("stream") else call.whole(response)
+        finally:
+            call.close()
+
+    async def _post(
+        self, data: bytes, headers: dict[str, str], deadline: float | None
+    ) -> aiohttp.ClientResponse:
+        """One POST, bounded by the first-byte timeout and the turn's deadline.
+
+        Raises:
+            aiohttp.ClientError, TimeoutError: left for the caller to map.
+        """
         first_byte = self._config.first_byte_timeout_s
-        timeout: aiohttp.ClientTimeout | None = None
+        timeout = self._timeout
         if deadline is not None:
             # The turn's budget bounds this call too: aiohttp's own timer, one per request.
             left = max(0.001, deadline - time.monotonic())
@@ -119,28 +142,8 @@ class HTTPUpstream:
                     sock_connect=self._config.connect_timeout_s,
                     sock_read=self._config.idle_timeout_s,
                 )
-        try:
-            async with asyncio.timeout(first_byte):
-                response = await session.post(
-                    self._url,
-                    data=orjson.dumps(body),
-                    headers=self._headers(headers),
-                    timeout=timeout or self._timeout,
-                )
-            client_key = not self._config.api_key
-        except TimeoutError as exc:
-            raise UpstreamTimeoutError(f"upstream {self.name!r} did not answer in time") from exc
-        except aiohttp.ClientError as exc:
-            raise UpstreamError(f"upstream {self.name!r} is unreachable: {_reason(exc)}") from exc
-        try:
-            if response.status >= 400:
-                await _raise_for_status(self.name, response, client_key=client_key)
-            if body.get("stream"):
-                yield _stream_chunks(self.name, response)
-            else:
-                yield _whole_answer(self.name, response)
-        finally:
-            response.close()
+        async with asyncio.timeout(first_byte):
+            return await self._client().post(self._url, data=data, headers=headers, timeout=timeout)
 
     async def list_models(self) -> list[str]:
         """Ask the server's `/models`; an unreachable server lists nothing.
@@ -169,21 +172,107 @@ class HTTPUpstream:
             self._session = None
 
 
-async def _stream_chunks(name: str, response: aiohttp.ClientResponse) -> AsyncIterator[Chunk]:
-    decoder = sse.SSEDecoder()
-    try:
-        async for raw in response.content.iter_any():
-            for data in decoder.feed(raw):
-                if data == "[DONE]":
-                    return
-                yield _event(data)
-        for data in decoder.close():
-            if data != "[DONE]":
-                yield _event(data)
-    except TimeoutError as exc:
-        raise UpstreamTimeoutError(f"upstream {name!r} stalled") from exc
-    except (aiohttp.ClientError, sse.SSEDecodeError, UnicodeDecodeError) as exc:
-        raise UpstreamError(f"upstream {name!r} broke off: {_reason(exc)}") from exc
+class _Call:
+    """One completion request: its live response, and a second try for an empty stream."""
+
+    def __init__(
+        self,
+        name: str,
+        send: Callable[[], Awaitable[aiohttp.ClientResponse]],
+        *,
+        client_key: bool,
+    ) -> None:
+        self.name = name
+        self._send = send
+        self._client_key = client_key
+        self._response: aiohttp.ClientResponse | None = None
+
+    async def open(self) -> aiohttp.ClientResponse:
+        """Send the request (again) and check its status.
+
+        Raises:
+            UpstreamError, UpstreamTimeoutError, UpstreamStatusError: as `HTTPUpstream.complete`.
+        """
+        self.close()
+        try:
+            self._response = response = await self._send()
+        except TimeoutError as exc:
+            raise UpstreamTimeoutError(f"upstream {self.name!r} did not answer in time") from exc
+        except aiohttp.ClientError as exc:
+            raise UpstreamError(f"upstream {self.name!r} is unreachable: {_reason(exc)}") from exc
+        if response.status >= 400:
+            await _raise_for_status(self.name, response, client_key=self._client_key)
+        return response
+
+    def close(self) -> None:
+        """Release the current response's connection."""
+        if self._response is not None:
+            self._response.close()
+            self._response = None
+
+    async def chunks(self, response: aiohttp.ClientResponse) -> AsyncIterator[Chunk]:
+        """The streamed chunks, up to `[DONE]` or the end of a stream that finished its answer.
+
+        A stream that ends without `[DONE]` and without a finish_reason was cut short: it is
+        asked for once more when nothing reached the caller yet.
+
+        Raises:
+            UpstreamError: the stream broke off, sent something unusable or was cut short (502).
+            UpstreamTimeoutError: the stream stalled (504).
+        """
+        for attempt in range(2):
+            if attempt:
+                response = await self.open()
+            started = finished = False
+            decoder = sse.SSEDecoder()
+            try:
+                async for raw in response.content.iter_any():
+                    for data in decoder.feed(raw):
+                        if data == "[DONE]":
+                            return
+                        chunk = _event(data)
+                        if not finished:
+                            started, finished = True, _finishes(chunk)
+                        yield chunk
+                tail = decoder.close()
+            except TimeoutError as exc:
+                raise UpstreamTimeoutError(f"upstream {self.name!r} stalled") from exc
+            except (aiohttp.ClientError, sse.SSEDecodeError, UnicodeDecodeError) as exc:
+                raise UpstreamError(f"upstream {self.name!r} broke off: {_reason(exc)}") from exc
+            last, done = _tail(tail)
+            for chunk in last:
+                started, finished = True, finished or _finishes(chunk)
+                yield chunk
+            if done or finished:
+                return
+            if started:
+                break
+        raise UpstreamError(f"{_CUT} (upstream {self.name!r})")
+
+    async def whole(self, response: aiohttp.ClientResponse) -> AsyncIterator[Chunk]:
+        """The unstreamed answer as one chunk.
+
+        Raises:
+            UpstreamError: the body is cut, too large, or not a usable completion.
+            UpstreamTimeoutError: the body stalled.
+        """
+        parts: list[bytes] = []
+        size = 0
+        try:
+            async for part in response.content.iter_any():
+                size += len(part)
+                if size > _MAX_BODY:
+                    raise UpstreamError("upstream answer is too large")
+                parts.append(part)
+        except TimeoutError as exc:
+            raise UpstreamTimeoutError(f"upstream {self.name!r} stalled") from exc
+        except aiohttp.ClientError as exc:
+            raise UpstreamError(f"upstream {self.name!r} broke off: {_reason(exc)}") from exc
+        try:
+            payload = orjson.loads(b"".join(parts))
+        except orjson.JSONDecodeError as exc:
+            raise UpstreamError("upstream answer is not JSON") from exc
+        yield as_chunk(payload)
 
 
 def _event(data: str) -> Chunk:
@@ -198,25 +287,24 @@ def _event(data: str) -> Chunk:
     return chunk
 
 
-async def _whole_answer(name: str, response: aiohttp.ClientResponse) -> AsyncIterator[Chunk]:
-    parts: list[bytes] = []
-    size = 0
-    try:
-        async for part in response.content.iter_any():
-            size += len(part)
-            if size > _MAX_BODY:
-                raise UpstreamError("upstream answer is too large")
-            parts.append(part)
-    except TimeoutError as exc:
-        raise UpstreamTimeoutError(f"upstream {name!r} stalled") from exc
-    except aiohttp.ClientError as exc:
-        raise UpstreamError(f"upstream {name!r} broke off: {_reason(exc)}") from exc
-    raw = b"".join(parts)
-    try:
-        payload = orjson.loads(raw)
-    except orjson.JSONDecodeError as exc:
-        raise UpstreamError("upstream answer is not JSON") from exc
-    yield as_chunk(payload)
+def _tail(events: list[str]) -> tuple[list[Chunk], bool]:
+    """The chunks of the events a stream ended without a blank line after; True after [DONE]."""
+    chunks: list[Chunk] = []
+    for data in events:
+        if data == "[DONE]":
+            return chunks, True
+        chunks.append(_event(data))
+    return chunks, False
+
+
+def _finishes(chunk: Chunk) -> bool:
+    # Only a chunk with a finish_reason (or [DONE]) proves the upstream meant to stop there.
+    choices = chunk.get("choices")
+    if isinstance(choices, list):
+        for choice in choices:
+            if isinstance(choice, dict) and choice.get("finish_reason") is not None:
+                return True
+    return False
 
 
 def as_chunk(payload: Any) -> Chunk:
