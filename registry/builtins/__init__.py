@@ -3,19 +3,15 @@ filesystem and shell."""
 
 from __future__ import annotations
 
-from registry.builtins.addresses import AddressGuard, BlockedAddressError, is_forbidden
 from registry.builtins.config import BUILTIN_GROUPS, BuiltinOptions, BuiltinSourceConfig
 from registry.builtins.filesystem import Confinement
 from registry.builtins.source import BuiltinSource, builtin_tools
 
 __all__ = [
     "BUILTIN_GROUPS",
-    "AddressGuard",
-    "BlockedAddressError",
     "BuiltinOptions",
     "BuiltinSource",
     "BuiltinSourceConfig",
     "Confinement",
     "builtin_tools",
-    "is_forbidden",
 ]

@@ -8,7 +8,7 @@ from typing import Any, Literal
 import aiohttp
 from yarl import URL
 
-from registry.builtins.addresses import AddressGuard, BlockedAddressError, GuardedResolver
+from registry.addresses import AddressGuard, BlockedAddressError, GuardedResolver
 from registry.builtins.config import BuiltinOptions
 from registry.calls import ToolOutput
 from registry.tags import Tag

@@ -6,22 +6,20 @@ operation calls come back as error `ToolOutput`s.
 
 from __future__ import annotations
 
-import errno
-import ipaddress
-import socket
 from dataclasses import dataclass
 
 import aiohttp
 import orjson
-from aiohttp.abc import AbstractResolver, ResolveResult
+from aiohttp.abc import AbstractResolver
 from yarl import URL
 
+from registry.addresses import AddressGuard, BlockedAddressError, GuardedResolver
 from registry.calls import ToolOutput
 from registry.openapi.binding import HttpRequest
 from registry.openapi.document import SpecError
 from registry.openapi.results import response_output
 
-__all__ = ["FetchedSpec", "ServiceClient", "fetch_spec", "is_public_address"]
+__all__ = ["FetchedSpec", "ServiceClient", "fetch_spec"]
 
 MAX_SPEC_BYTES = 20_000_000
 _CHUNK = 64 * 1024
@@ -67,14 +65,6 @@ async def fetch_spec(url: str, *, etag: str | None, timeout_s: float) -> Fetched
         raise SpecError(f"fetching {url}: {type(exc).__name__}: {exc}") from exc
 
 
-def is_public_address(host: str) -> bool:
-    """Whether an IP address is globally routable (not loopback, private, link-local...)."""
-    address = ipaddress.ip_address(host.strip("[]").split("%")[0])
-    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
-        address = address.ipv4_mapped
-    return address.is_global and not address.is_multicast
-
-
 class ServiceClient:
     """One pooled aiohttp session for a source's calls; opened in `open`, closed in `aclose`.
 
@@ -83,14 +73,31 @@ class ServiceClient:
     and the environment's proxies and .netrc are ignored.
     """
 
-    def __init__(self, *, allow_private: bool, max_response_bytes: int) -> None:
-        self.allow_private = allow_private
+    def __init__(
+        self,
+        *,
+        allow_private: bool,
+        max_response_bytes: int,
+        resolver: AbstractResolver | None = None,
+    ) -> None:
+        self._guard = AddressGuard(allow_private=allow_private)
+        self._resolver = resolver
         self._max_response_bytes = max_response_bytes
         self._session: aiohttp.ClientSession | None = None
 
+    @property
+    def allow_private(self) -> bool:
+        """Whether calls may reach non-public addresses (see `registry.addresses`)."""
+        return self._guard.allow_private
+
+    @allow_private.setter
+    def allow_private(self, value: bool) -> None:
+        self._guard.allow_private = value
+
     async def open(self) -> None:
         """Create the session (it must be created inside the running event loop)."""
-        connector = aiohttp.TCPConnector(limit=100, resolver=_GuardedResolver(self))
+        resolver = GuardedResolver(self._guard, self._resolver)
+        connector = aiohttp.TCPConnector(limit=100, resolver=resolver)
         self._session = aiohttp.ClientSession(
             connector=connector, cookie_jar=aiohttp.DummyCookieJar(), trust_env=False
         )
@@ -107,9 +114,9 @@ class ServiceClient:
         if session is None:
             return ToolOutput("the OpenAPI source is closed", is_error=True)
         url = URL(request.url, encoded=True)
-        if not self.allow_private and _is_private_literal(url.host or ""):
-            return ToolOutput(f"refused: {url.host} is not a public address", is_error=True)
         try:
+            # The resolver is not asked about an IP literal, so it is checked here.
+            self._guard.check_literal(url.raw_host or "")
             async with session.request(
                 request.method,
                 url,
@@ -127,46 +134,14 @@ class ServiceClient:
                     truncated=truncated,
                     location=response.headers.get("Location"),
                 )
+        except BlockedAddressError as exc:
+            return ToolOutput(str(exc), is_error=True)
         except TimeoutError:
             message = f"{request.method} {url.path}: no answer within {timeout_s:g} seconds"
             return ToolOutput(message, is_error=True)
         except aiohttp.ClientError as exc:
             message = f"{request.method} {url.path}: cannot reach the service: {exc}"
             return ToolOutput(message, is_error=True)
-
-
-class _GuardedResolver(AbstractResolver):
-    """Resolves names, keeping only public addresses unless the client allows private ones.
-
-    The connection goes to the addresses returned here, so a name cannot be re-resolved
-    to a private address between the check and the connect (DNS rebinding).
-    """
-
-    def __init__(self, client: ServiceClient) -> None:
-        self._client = client
-        self._inner = aiohttp.DefaultResolver()
-
-    async def resolve(
-        self, host: str, port: int = 0, family: socket.AddressFamily = socket.AF_INET
-    ) -> list[ResolveResult]:
-        results = await self._inner.resolve(host, port, family)
-        if self._client.allow_private:
-            return results
-        public = [r for r in results if is_public_address(r["host"])]
-        if not public:
-            # aiohttp reports an OSError's strerror, so the reason reaches the model.
-            raise OSError(errno.EPERM, f"refused: {host} resolves only to non-public addresses")
-        return public
-
-    async def close(self) -> None:
-        await self._inner.close()
-
-
-def _is_private_literal(host: str) -> bool:
-    try:
-        return not is_public_address(host)
-    except ValueError:
-        return False  # a name, checked by the resolver when it is resolved
 
 
 async def _read(response: aiohttp.ClientResponse, limit: int) -> tuple[bytes, bool]:

@@ -10,10 +10,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from urllib.parse import urljoin, urlsplit
 
+from registry.addresses import AddressGuard, BlockedAddressError
 from registry.errors import SourceLoadError
 from registry.openapi.config import OpenApiSourceConfig
 from registry.openapi.document import Document, SpecError, parse_spec
-from registry.openapi.http import ServiceClient, fetch_spec, is_public_address
+from registry.openapi.http import ServiceClient, fetch_spec
 from registry.openapi.operations import Operation, read_operations, server_url
 from registry.openapi.tools import describe_operation
 from registry.python_source import DISABLED_IN_CONFIG
@@ -143,10 +144,13 @@ class OpenApiSource:
         allow_private = config.openapi.allow_private
         if allow_private is None:
             allow_private = all(chosen_by_operator for _, chosen_by_operator in bases.values())
+        guard = AddressGuard(allow_private=allow_private)
         for base, _ in bases.values():
-            host = urlsplit(base).hostname or ""
-            if not allow_private and _is_private_literal(host):
-                raise SpecError(f"{base} is not a public address (allow_private is false)")
+            try:
+                guard.check_literal(urlsplit(base).hostname or "")
+            except BlockedAddressError as exc:
+                message = f"{base} is not a public address (allow_private is false)"
+                raise SpecError(message) from exc
         client = self._client
         assert client is not None
         configured = self._static_headers()
@@ -251,10 +255,3 @@ def _checked_url(url: str) -> str:
     if not valid:
         raise SpecError(f"the service URL {url!r} is not an http(s) URL")
     return url
-
-
-def _is_private_literal(host: str) -> bool:
-    try:
-        return not is_public_address(host)
-    except ValueError:
-        return False

@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-import ipaddress
 from collections.abc import AsyncIterator, Iterator
 
 import orjson
@@ -8,13 +7,7 @@ import pytest
 from aiohttp import web
 
 from registry import Executor, Tool, ToolCall, ToolResult
-from registry.builtins import (
-    AddressGuard,
-    BlockedAddressError,
-    BuiltinOptions,
-    builtin_tools,
-    is_forbidden,
-)
+from registry.builtins import BuiltinOptions, builtin_tools
 
 
 @pytest.fixture
@@ -85,7 +78,7 @@ async def get(executor: Executor, url: str, **options: object) -> ToolResult:
 async def test_private_targets_are_refused(executor: Executor, url: str) -> None:
     result = await get(executor, url)
     assert result.error_kind == "exception"
-    assert "private or local address; refused" in result.content
+    assert "non-public address" in result.content
 
 
 async def test_other_schemes_are_refused(executor: Executor) -> None:
@@ -115,38 +108,6 @@ async def test_bodies_are_capped_and_errors_are_tool_errors(
     missing = await get(executor, f"{server}/missing", http_allow_private=True)
     assert missing.error_kind == "tool_error"
     assert "HTTP 404 Not Found" in missing.content
-
-
-@pytest.mark.parametrize(
-    ("address", "forbidden"),
-    [
-        ("127.0.0.1", True),
-        ("169.254.169.254", True),
-        ("10.0.0.1", True),
-        ("172.16.5.4", True),
-        ("100.64.0.1", True),
-        ("0.0.0.0", True),
-        ("::1", True),
-        ("::ffff:127.0.0.1", True),
-        ("::ffff:10.0.0.1", True),
-        ("2002:7f00:1::", True),
-        ("fc00::1", True),
-        ("fe80::1", True),
-        ("224.0.0.1", True),
-        ("8.8.8.8", False),
-        ("2001:4860:4860::8888", False),
-        ("::ffff:8.8.8.8", False),
-    ],
-)
-def test_which_addresses_are_forbidden(address: str, forbidden: bool) -> None:
-    assert is_forbidden(ipaddress.ip_address(address)) is forbidden
-
-
-def test_one_bad_address_among_many_refuses_the_host() -> None:
-    guard = AddressGuard()
-    with pytest.raises(BlockedAddressError):
-        guard.check_resolved("rebind.example", ["8.8.8.8", "127.0.0.1"])
-    AddressGuard(allow_hosts=("*.internal",)).check_resolved("api.internal", ["10.0.0.5"])
 
 
 def test_tags() -> None:
