@@ -151,12 +151,33 @@ async def _list_tools(args: argparse.Namespace, settings: Settings) -> int:
     if args.json:
         print(orjson.dumps(rows, option=orjson.OPT_INDENT_2).decode())
         return 0
-    for row in rows:
-        flags = "" if row["enabled"] else " [disabled]"
-        flags += " [deferred]" if row["deferred"] else ""
-        tags = ",".join(row["tags"]) or "-"
-        print(f"{row['name']:<32} {row['source']:<28} {tags}{flags}")
+    table = [
+        [
+            row["name"],
+            row["source"],
+            ",".join(row["tags"]) or "-",
+            "yes" if row["enabled"] else "no",
+            "yes" if row["deferred"] else "no",
+        ]
+        for row in rows
+    ]
+    for line in _aligned([["NAME", "SOURCE", "TAGS", "ENABLED", "DEFERRED"], *table]):
+        print(line)
     return 0
+
+
+def _aligned(table: list[list[str]]) -> list[str]:
+    """Lines with each column padded to its widest cell, two spaces apart."""
+    widths = [max(len(cell) for cell in column) for column in zip(*table, strict=True)]
+    return [
+        "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
+        for row in table
+    ]
+
+
+def _count(number: int, noun: str) -> str:
+    """`1 tool`, `2 tools`."""
+    return f"{number} {noun}" if number == 1 else f"{number} {noun}s"
 
 
 def _check(args: argparse.Namespace, settings: Settings) -> int:
@@ -174,16 +195,17 @@ async def _check_sources(args: argparse.Namespace, settings: Settings) -> int:
     failed = False
     for status in statuses:
         if status.reachable and status.error is None:
-            print(f"ok    {status.name}: {status.tool_count} tools")
+            print(f"ok    {status.name}: {_count(status.tool_count, 'tool')}")
         elif status.reachable:
             failed = True
-            print(f"error {status.name}: {status.tool_count} tools; {status.error}")
+            print(f"error {status.name}: {_count(status.tool_count, 'tool')}; {status.error}")
         else:
             failed = True
             print(f"error {status.name}: unreachable: {status.error}")
     for problem in problems:
         print(f"error {problem}")
-    print(f"{args.config}: {len(registry)} tools from {len(statuses)} sources")
+    summary = f"{_count(len(registry), 'tool')} from {_count(len(statuses), 'source')}"
+    print(f"{args.config}: {summary}")
     return 1 if failed or problems else 0
 
 

@@ -10,6 +10,7 @@ import socket
 import subprocess
 import sys
 import time
+import tomllib
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,6 +19,7 @@ from typing import Any
 import pytest
 
 from examples.tools import get_weather
+from proxy import load_settings
 
 REPO = Path(__file__).resolve().parents[2]
 TOOLWIRE = [sys.executable, "-m", "proxy"]
@@ -67,15 +69,43 @@ def assert_clean_failure(result: subprocess.CompletedProcess[str], *expected: st
 # --- tools ----------------------------------------------------------------------------------
 
 
-def test_tools_lists_demo_tools_with_source_and_tags() -> None:
+TOOLS_HEADER = ["NAME", "SOURCE", "TAGS", "ENABLED", "DEFERRED"]
+
+
+def tools_table(stdout: str) -> list[dict[str, str]]:
+    """The rows of `toolwire tools`, each cell cut at its header's column."""
+    header, *lines = stdout.splitlines()
+    assert header.split() == TOOLS_HEADER
+    starts = [header.index(name) for name in TOOLS_HEADER]
+    bounds = list(zip(starts, [*starts[1:], None], strict=True))
+    rows: list[dict[str, str]] = []
+    for line in lines:
+        # Aligned: every cell starts at its header's column, after a blank.
+        assert all(line[start - 1] == " " for start in starts[1:]), line
+        cells = [line[start:end].strip() for start, end in bounds]
+        assert all(cell and " " not in cell for cell in cells), line
+        rows.append(dict(zip(TOOLS_HEADER, cells, strict=True)))
+    return rows
+
+
+def test_tools_prints_a_header_and_aligned_columns() -> None:
     result = toolwire("tools")
     assert result.returncode == 0, result.stderr
-    lines = result.stdout.splitlines()
-    assert [line.split()[0] for line in lines] == DEMO_TOOLS
-    for line in lines:
-        _, source, tags = line.split()
-        assert source == "python:examples/tools.py"
-        assert tags == "read_only"
+    rows = tools_table(result.stdout)
+    assert [row["NAME"] for row in rows] == DEMO_TOOLS
+    for row in rows:
+        assert (row["SOURCE"], row["TAGS"], row["ENABLED"], row["DEFERRED"]) == (
+            "python:examples/tools.py",
+            "read_only",
+            "yes",
+            "no",
+        )
+
+
+def test_tools_with_no_match_prints_only_the_header() -> None:
+    result = toolwire("tools", "--tag", "network")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == TOOLS_HEADER
 
 
 def test_tools_json_parses() -> None:
@@ -109,8 +139,15 @@ def test_tools_filtered_by_tag(tmp_path: Path) -> None:
         ("demo.get_weather", False, True)
     ]
     text = toolwire("tools", "--tag", "network", "--config", config).stdout
-    assert "[disabled]" in text
-    assert "[deferred]" in text
+    assert tools_table(text) == [
+        {
+            "NAME": "demo.get_weather",
+            "SOURCE": f"python:{EXAMPLES}",
+            "TAGS": "network",
+            "ENABLED": "no",
+            "DEFERRED": "yes",
+        }
+    ]
 
 
 # --- check ----------------------------------------------------------------------------------
@@ -119,8 +156,23 @@ def test_tools_filtered_by_tag(tmp_path: Path) -> None:
 def test_check_accepts_the_repo_config() -> None:
     result = toolwire("check")
     assert result.returncode == 0, result.stderr
-    assert "4 tools from 1 sources" in result.stdout
+    assert result.stdout.splitlines()[-1] == "proxy.yaml: 4 tools from 1 source"
     assert result.stderr == ""
+
+
+def test_check_counts_in_singular_and_plural(tmp_path: Path) -> None:
+    config = write_config(
+        tmp_path,
+        "upstreams: [{name: d, base_url: demo}]\n"
+        f"tools:\n  - python: {EXAMPLES}\n  - builtin: {{tools: [calculator]}}\n",
+    )
+    result = toolwire("check", "--config", config)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stdout.splitlines() == [
+        f"ok    python:{EXAMPLES}: 4 tools",
+        "ok    builtin:calculator: 1 tool",
+        f"{config}: 5 tools from 2 sources",
+    ]
 
 
 BAD_CONFIGS = {
@@ -392,3 +444,24 @@ def test_example_config_with_every_kind_of_source_checks_out() -> None:
     assert result.returncode == 0, result.stdout + result.stderr
     for source in ("python:tools.py", "mcp:time", "mcp:notes", "builtin:"):
         assert source in result.stdout
+
+
+def test_example_config_serves_beside_the_default_config() -> None:
+    default = load_settings(REPO / "proxy.yaml", environ={})
+    everything = load_settings(REPO / "examples" / "everything.yaml", environ={})
+    assert everything.server.port == 8010
+    assert everything.server.port != default.server.port
+    header = (REPO / "examples" / "everything.yaml").read_text(encoding="utf-8")
+    assert ".venv/bin/pip install mcp-server-time" in header
+    assert "8010" in header
+
+
+def test_quickstart_installs_the_openai_sdk_the_client_examples_need() -> None:
+    project = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    assert "openai>=1.40" in project["optional-dependencies"]["client"]
+    assert not any(dep.startswith("openai") for dep in project["dependencies"])
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    quickstart = readme.split("## Quickstart", 1)[1].split("\n## ", 1)[0]
+    quickstart = " ".join(quickstart.split())
+    assert '.venv/bin/pip install -e ".[client]" && .venv/bin/toolwire serve' in quickstart
+    assert "second terminal" in quickstart
