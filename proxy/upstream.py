@@ -28,6 +28,9 @@ from .errors import (
 Chunk = dict[str, Any]
 _MAX_BODY = 64 * 1024 * 1024
 _CUT = "the upstream stream ended before the answer was complete"
+# Idle pooled connections are dropped after this, before uvicorn's 5 s (and most servers'
+# keep-alive) runs out, so the upstream seldom closes one under a request we are sending.
+_KEEPALIVE_S = 4.0
 
 
 class Upstream(Protocol):
@@ -65,6 +68,7 @@ class HTTPUpstream:
         self._config = config
         self._url = f"{config.base_url}/chat/completions"
         self._session: aiohttp.ClientSession | None = None
+        self._fresh_session: aiohttp.ClientSession | None = None
         self._timeout = aiohttp.ClientTimeout(
             total=config.timeout_s,
             sock_connect=config.connect_timeout_s,
@@ -74,16 +78,33 @@ class HTTPUpstream:
     def _client(self) -> aiohttp.ClientSession:
         # Created lazily so it binds to the serving event loop.
         if self._session is None:
-            connector = aiohttp.TCPConnector(
-                limit=self._config.max_connections, ttl_dns_cache=300, enable_cleanup_closed=True
-            )
-            self._session = aiohttp.ClientSession(
-                connector=connector,
-                timeout=self._timeout,
-                json_serialize=lambda obj: orjson.dumps(obj).decode(),
-                auto_decompress=True,
+            self._session = self._new_session(
+                aiohttp.TCPConnector(
+                    limit=self._config.max_connections,
+                    keepalive_timeout=_KEEPALIVE_S,
+                    ttl_dns_cache=300,
+                    enable_cleanup_closed=True,
+                )
             )
         return self._session
+
+    def _fresh_client(self) -> aiohttp.ClientSession:
+        # For a request sent again: a connection of its own, as the pool may hold more dead ones.
+        if self._fresh_session is None:
+            self._fresh_session = self._new_session(
+                aiohttp.TCPConnector(
+                    limit=self._config.max_connections, force_close=True, ttl_dns_cache=300
+                )
+            )
+        return self._fresh_session
+
+    def _new_session(self, connector: aiohttp.TCPConnector) -> aiohttp.ClientSession:
+        return aiohttp.ClientSession(
+            connector=connector,
+            timeout=self._timeout,
+            json_serialize=lambda obj: orjson.dumps(obj).decode(),
+            auto_decompress=True,
+        )
 
     def _headers(self, incoming: Mapping[str, str] | None) -> dict[str, str]:
         headers = {"Content-Type": "application/json"}
@@ -125,11 +146,26 @@ class HTTPUpstream:
     async def _post(
         self, data: bytes, headers: dict[str, str], deadline: float | None
     ) -> aiohttp.ClientResponse:
-        """One POST, bounded by the first-byte timeout and the turn's deadline.
+        """POST; once more on a fresh connection when the first died before any answer.
 
         Raises:
             aiohttp.ClientError, TimeoutError: left for the caller to map.
         """
+        try:
+            return await self._post_on(self._client(), data, headers, deadline)
+        except aiohttp.ClientError as exc:
+            if not _unanswered(exc):
+                raise
+        return await self._post_on(self._fresh_client(), data, headers, deadline)
+
+    async def _post_on(
+        self,
+        session: aiohttp.ClientSession,
+        data: bytes,
+        headers: dict[str, str],
+        deadline: float | None,
+    ) -> aiohttp.ClientResponse:
+        """One POST, bounded by the first-byte timeout and the turn's deadline."""
         first_byte = self._config.first_byte_timeout_s
         timeout = self._timeout
         if deadline is not None:
@@ -143,7 +179,7 @@ class HTTPUpstream:
                     sock_read=self._config.idle_timeout_s,
                 )
         async with asyncio.timeout(first_byte):
-            return await self._client().post(self._url, data=data, headers=headers, timeout=timeout)
+            return await session.post(self._url, data=data, headers=headers, timeout=timeout)
 
     async def list_models(self) -> list[str]:
         """Ask the server's `/models`; an unreachable server lists nothing.
@@ -167,9 +203,10 @@ class HTTPUpstream:
         return [m["id"] for m in data if isinstance(m, dict) and isinstance(m.get("id"), str)]
 
     async def aclose(self) -> None:
-        if self._session is not None:
-            await self._session.close()
-            self._session = None
+        for session in (self._session, self._fresh_session):
+            if session is not None:
+                await session.close()
+        self._session = self._fresh_session = None
 
 
 class _Call:
@@ -370,6 +407,22 @@ def _error_message(payload: Any) -> str:
         if detail:
             return str(detail)[:2000]
     return ""
+
+
+def _unanswered(exc: aiohttp.ClientError) -> bool:
+    """Whether a connection died under the request before any byte of an answer came back.
+
+    The keep-alive race: the server closes an idle pooled connection just as a request goes
+    out on it. Nothing was answered, so the request may be sent again.
+    """
+    if isinstance(exc, aiohttp.ServerDisconnectedError):
+        # aiohttp hands over the partly parsed response instead of a text when any arrived.
+        return isinstance(exc.message, str)
+    if isinstance(exc, aiohttp.ClientConnectorError):
+        return False  # no connection was made: a fresh one would be refused alike
+    # A reset while the request was written or its answer awaited: the response head never
+    # completed (aiohttp keeps no record of a partial one).
+    return isinstance(exc, aiohttp.ClientOSError | aiohttp.ClientConnectionResetError)
 
 
 def _reason(exc: BaseException) -> str:

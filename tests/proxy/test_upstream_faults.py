@@ -1,4 +1,7 @@
-"""HTTPUpstream against upstreams that misbehave at the HTTP level: cut streams and bodies."""
+"""HTTPUpstream against upstreams that misbehave at the HTTP level.
+
+Cut streams and bodies, and pooled connections the server drops under a request.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +9,7 @@ import contextlib
 from collections.abc import AsyncIterator
 from typing import Any
 
+import aiohttp.connector
 import openai
 import pytest
 
@@ -169,3 +173,63 @@ async def test_proxy_ends_a_cut_stream_with_an_error(make_proxy: Any) -> None:
                 if event.choices:
                     pieces.append(event.choices[0].delta.content or "")
     assert "".join(pieces) == "The answer is"
+
+
+def answer(content: str) -> Act:
+    return Act.answer(json_reply(completion(content)))
+
+
+@pytest.mark.parametrize("stream", [True, False])
+@pytest.mark.parametrize("drop", [Act.hang_up(), Act.reset()], ids=["closed", "reset"])
+async def test_pooled_connection_dropped_under_a_request_is_sent_again(
+    drop: Act, stream: bool
+) -> None:
+    # Regression: the keep-alive race (the server closes an idle connection just as the next
+    # request goes out on it) failed the request with "Server disconnected" or a reset.
+    second = Act.answer(sse_reply(WHOLE, done=True)) if stream else answer("The answer is 42.")
+    async with MisbehavingUpstream(answer("first"), drop, second) as fake, pointed_at(fake) as up:
+        first: list[dict[str, Any]] = []
+        await drain(up, ask(False), first)
+        received: list[dict[str, Any]] = []
+        await drain(up, ask(stream), received)
+    assert text(first) == "first"
+    assert text(received) == "The answer is 42."
+    assert len(fake.requests) == 3
+    assert fake.connections == 2, "the first request's connection was reused, then replaced"
+
+
+async def test_request_dropped_twice_is_sent_only_twice() -> None:
+    async with MisbehavingUpstream(default=Act.hang_up()) as fake, pointed_at(fake) as upstream:
+        with pytest.raises(UpstreamError, match="unreachable") as caught:
+            await drain(upstream, ask(True), [])
+    assert caught.value.status == 502
+    assert len(fake.requests) == 2
+
+
+@pytest.mark.parametrize(
+    "partial",
+    [b"HTTP/1.1 200 OK\r\n", b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"],
+    ids=["status-line", "some-headers"],
+)
+async def test_request_that_got_part_of_an_answer_is_not_sent_again(partial: bytes) -> None:
+    async with MisbehavingUpstream(Act.answer(partial, then="fin")) as fake, pointed_at(fake) as up:
+        with pytest.raises(UpstreamError) as caught:
+            await drain(up, ask(True), [])
+    assert caught.value.status == 502
+    assert len(fake.requests) == 1
+
+
+async def test_idle_connections_are_dropped_before_uvicorns_keepalive_ends(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # uvicorn closes a connection idle for 5 s; ours must be gone before, not raced at 5 s.
+    now = [1000.0]
+    monkeypatch.setattr(aiohttp.connector, "monotonic", lambda: now[0])
+    async with MisbehavingUpstream(default=answer("ok")) as fake, pointed_at(fake) as upstream:
+        await drain(upstream, ask(False), [])
+        now[0] += 3.0
+        await drain(upstream, ask(False), [])
+        assert fake.connections == 1, "a connection idle for 3 s is reused"
+        now[0] += 4.5
+        await drain(upstream, ask(False), [])
+    assert fake.connections == 2
