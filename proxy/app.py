@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 from starlette.applications import Starlette
@@ -17,14 +17,17 @@ from policies import MemoryApprovalStore, RulePolicy
 from registry import Executor, SourceSet, ToolRegistry
 
 from .approvals import ApprovalFlow
+from .asgi import Receive, Scope, Send, send_json
 from .config import Settings
+from .context import context_of
 from .continuations import MemoryTurnStore
 from .errors import ProxyError
+from .fronts import ChatCompletions, ResponseRecords, Responses
 from .injection import Catalog
 from .loop import ToolLoop
-from .responses import send_error
+from .response_store import MemoryResponseStore
 from .router import UpstreamRouter
-from .routes import ChatCompletions, Services
+from .services import Services
 
 log = logging.getLogger("toolwire")
 
@@ -49,7 +52,7 @@ def create_app(
     Given `sources` are taken as started (their tools in `registry`); otherwise the app
     starts the configured sources in its lifespan and closes them at shutdown.
     """
-    chat = _LateBound()
+    hot = _HotRoutes()
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -80,15 +83,18 @@ def create_app(
                 strict_arguments=settings.execution.strict_arguments,
             ),
             upstreams=upstreams,
+            responses=MemoryResponseStore(
+                ttl_s=settings.state.response_ttl_s, max_bytes=settings.state.max_memory_bytes
+            ),
             max_body_bytes=settings.server.max_body_bytes,
         )
         app.state.services = services
-        chat.target = ChatCompletions(services)
+        hot.bind(services)
         log.info("toolwire ready: %d tools", len(tools))
         try:
             yield
         finally:
-            chat.target = None
+            hot.unbind()
             await upstreams.aclose()
             executor.close()
             if owned:
@@ -96,56 +102,77 @@ def create_app(
 
     routes = Starlette(
         routes=[
-            Route("/v1/chat/completions", chat, methods=["POST"]),
             Route("/v1/models", _models, methods=["GET"]),
+            Route("/v1/responses/{response_id}", hot.records, methods=["GET", "DELETE"]),
             Route("/healthz", _healthz, methods=["GET"]),
             Route("/readyz", _readyz, methods=["GET"]),
         ],
         lifespan=lifespan,
         exception_handlers={HTTPException: _http_error, ProxyError: _proxy_error},
     )
-    return ToolwireApp(routes, chat)
+    return ToolwireApp(routes, hot)
 
 
 class ToolwireApp:
-    """The ASGI app: chat completions dispatched straight to its handler, the rest routed.
+    """The ASGI app: the fronts' POST routes dispatched straight to their handlers, the
+    rest through the router.
 
-    The chat route is the hot path; skipping the router and its middleware stack there is
-    measurable under load (bench/overhead.py).
+    The fronts are the hot path; skipping the router and its middleware stack there is
+    measurable under load (bench/overhead.py). Every request gets its `RequestContext`
+    here, in the scope, where later layers (auth, metrics) read it.
     """
 
-    def __init__(self, routes: Starlette, chat: _LateBound) -> None:
+    def __init__(self, routes: Starlette, hot: _HotRoutes) -> None:
         self.routes = routes
-        self._chat = chat
+        self._hot = hot
 
     @property
     def state(self) -> Any:
         return self.routes.state
 
-    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        if (
-            scope["type"] == "http"
-            and scope["method"] == "POST"
-            and scope["path"] == "/v1/chat/completions"
-        ):
-            try:
-                await self._chat(scope, receive, send)
-            except ProxyError as exc:
-                await send_error(send, exc)
-            return
-        await self.routes(scope, receive, send)
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            context = context_of(scope)
+            if scope["method"] == "POST":
+                handler = self._hot.handlers.get(scope["path"])
+                if handler is not None:
+                    await handler(scope, receive, send)
+                    return
+                if self._hot.handlers is _NOT_READY and scope["path"] in _FRONT_PATHS:
+                    error = ProxyError("the proxy is not ready", status=503, code="not_ready")
+                    headers = {"x-request-id": context.request_id}
+                    await send_json(send, error.status, error.body(), headers)
+                    return
+        await self.routes(scope, receive, send)  # type: ignore[arg-type]
 
 
-class _LateBound:
-    """An ASGI app whose target exists only while the lifespan runs."""
+Handler = Callable[[Scope, Receive, Send], Awaitable[None]]
+_FRONT_PATHS = ("/v1/chat/completions", "/v1/responses")
+_NOT_READY: dict[str, Handler] = {}
+
+
+class _HotRoutes:
+    """The fronts' handlers, which exist only while the lifespan runs."""
 
     def __init__(self) -> None:
-        self.target: ChatCompletions | None = None
+        self.handlers: dict[str, Handler] = _NOT_READY
+        self._records: ResponseRecords | None = None
 
-    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        if self.target is None:
+    def bind(self, services: Services) -> None:
+        self.handlers = {
+            "/v1/chat/completions": ChatCompletions(services),
+            "/v1/responses": Responses(services),
+        }
+        self._records = ResponseRecords(services)
+
+    def unbind(self) -> None:
+        self.handlers = _NOT_READY
+        self._records = None
+
+    async def records(self, request: Request) -> Response:
+        if self._records is None:
             raise ProxyError("the proxy is not ready", status=503, code="not_ready")
-        await self.target(scope, receive, send)
+        return await self._records(request)
 
 
 async def _models(request: Request) -> Response:

@@ -68,6 +68,19 @@ class UpstreamConfig(BaseModel):
         return value.rstrip("/")
 
 
+class StateConfig(BaseModel):
+    """Where conversation state lives: pending turns, approvals, stored responses."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    backend: Literal["memory"] = "memory"
+    """Only `memory` so far: each process keeps its own state (see the README)."""
+    response_ttl_s: float = Field(default=7 * 86400, gt=0)
+    """How long a stored Responses API response can be continued or retrieved."""
+    max_memory_bytes: int = Field(default=256 * 1024 * 1024, ge=1024)
+    """Byte budget of the in-memory response store; the oldest responses go first."""
+
+
 class Settings(BaseModel):
     """The whole of proxy.yaml."""
 
@@ -79,6 +92,7 @@ class Settings(BaseModel):
     policy: PolicyConfig = Field(default_factory=PolicyConfig)
     loop: LoopLimits = Field(default_factory=LoopLimits)
     execution: ExecutionConfig = Field(default_factory=ExecutionConfig)
+    state: StateConfig = Field(default_factory=StateConfig)
     base_dir: Path = Field(default_factory=Path.cwd, exclude=True)
     """Where relative paths in the file are resolved: the config file's folder."""
 

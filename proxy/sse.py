@@ -37,6 +37,11 @@ class ChoiceEncoder:
         return self._prefix + orjson.dumps(delta) + b',"finish_reason":' + finish + b"}]}\n\n"
 
 
+def event(kind: str, payload: Any) -> bytes:
+    """One frame with an `event:` line naming its type and a `data:` line holding `payload`."""
+    return b"event: " + kind.encode() + b"\ndata: " + orjson.dumps(payload) + b"\n\n"
+
+
 def comment(text: str = "keep-alive") -> bytes:
     """A comment frame: clients ignore it, proxies see traffic."""
     return b": " + text.encode() + b"\n\n"

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from policies import Action, Policy
+from policies import Action, Decision, Policy
 from registry import RegistryError, Tool, ToolCall, ToolResult, repair_call, resolve_name
 
 from .approvals import ApprovalFlow
@@ -70,7 +70,7 @@ class Triage:
                 sorted_calls.ordered.append(call)
                 continue
             tool = turn.toolset.by_wire_name.get(call.name)
-            decision = self._policy.check(tool) if tool is not None else None
+            decision = _decide(self._policy, turn, tool) if tool is not None else None
             if tool is not None and decision is not None and decision.action is Action.ASK:
                 call = self._approvals.reissue(call)
                 sorted_calls.asks.append((tool, call, decision.reason or "requires approval"))
@@ -111,6 +111,14 @@ class Triage:
         if not repairs:
             return call
         return ToolCall(id=call.id, name=call.name, arguments=arguments)
+
+
+def _decide(policy: Policy, turn: Turn, tool: Tool) -> Decision:
+    """The policy's decision, tightened to `ask` where the request wants approval."""
+    decision = policy.check(tool)
+    if decision.action is Action.ALLOW and tool.qualified_name in turn.must_ask:
+        return Decision(Action.ASK, "the client requires approval for this tool")
+    return decision
 
 
 def _client_schema(tools: Any, name: str) -> dict[str, Any]:

@@ -16,10 +16,14 @@ class Turn:
     """Everything one client request brings to the loop."""
 
     body: dict[str, Any]
-    """The client's Chat Completions body, without Toolwire's own field."""
+    """The request as a Chat Completions body, without Toolwire's own field (fronts of
+    other formats convert theirs: Chat messages are the loop's lingua franca)."""
     upstream: Upstream
     toolset: Toolset
     client_tools: frozenset[str]
     controls: Controls
     headers: Mapping[str, str]
     request_id: str = ""
+    must_ask: frozenset[str] = frozenset()
+    """Qualified names of tools the client wants approval for even where the policy allows
+    them (a request can tighten the policy, never loosen it)."""

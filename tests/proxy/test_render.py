@@ -10,7 +10,7 @@ import pytest
 from proxy.assembler import Usage
 from proxy.errors import BadRequestError, UpstreamError
 from proxy.events import ContentDelta, Finished, KeepAlive, ToolsFinished, ToolsStarted
-from proxy.render import JsonRenderer, ResponseMeta, StreamRenderer
+from proxy.fronts.chat.render import JsonRenderer, ResponseMeta, StreamRenderer
 from registry import ToolCall, ToolResult
 
 META = ResponseMeta(model="toolwire-demo", id="chatcmpl-test", created=1700000000)

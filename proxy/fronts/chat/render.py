@@ -7,10 +7,10 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import sse
-from .assembler import Usage, wire_call
-from .errors import ProxyError
-from .events import ContentDelta, Finished, KeepAlive, LoopEvent, ToolsFinished, ToolsStarted
+from ... import sse
+from ...assembler import Usage, wire_call
+from ...errors import ProxyError
+from ...events import ContentDelta, Finished, KeepAlive, LoopEvent, ToolsFinished, ToolsStarted
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,0 +1,5 @@
+"""The Responses API front (`/v1/responses`)."""
+
+from .handler import ResponseRecords, Responses, error_body
+
+__all__ = ["ResponseRecords", "Responses", "error_body"]

@@ -1,0 +1,280 @@
+"""`POST /v1/responses`, `GET` and `DELETE /v1/responses/{id}`: the Responses API front."""
+
+from __future__ import annotations
+
+import copy
+import logging
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+from llm_rosetta import OpenAIChatConverter, OpenAIResponsesConverter
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+
+from policies import ToolFilter
+
+from ...asgi import Receive, Scope, Send, read_body, until_disconnect
+from ...context import RequestContext, context_of
+from ...controls import parse_controls
+from ...errors import BadRequestError, ClientDisconnectedError, ProxyError
+from ...events import Finished, LoopEvent
+from ...injection import Toolset
+from ...response_store import StoredResponse
+from ...services import Services
+from ...turns import Turn
+from .. import exchange
+from .items import Item, for_rosetta, input_items, listed_labels
+from .render import ResponseBuilder, ResponsePlan, ResponsesJsonRenderer, ResponsesStreamRenderer
+from .request import ResponsesBody, ToolsPlan, parse_body, plan_tools
+from .rosetta_fixes import responses_to_chat
+
+log = logging.getLogger("toolwire")
+
+
+def error_body(exc: ProxyError) -> dict[str, Any]:
+    """OpenAI's error shape."""
+    return exc.body()
+
+
+class ResponseNotFoundError(ProxyError):
+    """No stored response has the id the client named."""
+
+    status = 404
+    type = "invalid_request_error"
+    code = "response_not_found"
+
+
+@dataclass(frozen=True, slots=True)
+class _Prepared:
+    turn: Turn
+    plan: ResponsePlan
+    conversation: list[Item]
+    stream: bool
+    store: bool
+
+
+class Responses:
+    """`POST /v1/responses` as a raw ASGI app, on the same loop as Chat Completions."""
+
+    def __init__(self, services: Services) -> None:
+        self._services = services
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        context = context_of(scope)
+        try:
+            raw = await read_body(receive, scope, self._services.max_body_bytes)
+            prepared = await self._prepare(raw, context)
+        except ClientDisconnectedError:
+            return
+        except ProxyError as exc:
+            await exchange.send_error(send, exc, context, error_body)
+            return
+        except Exception:
+            log.exception("%s request could not be read", context.request_id)
+            await exchange.send_error(send, exchange.internal_error(), context, error_body)
+            return
+        builder = ResponseBuilder(prepared.plan)
+        events = self._kept(self._services.loop.run(prepared.turn), builder, prepared)
+        if prepared.stream:
+            renderer = ResponsesStreamRenderer(builder)
+            work = exchange.stream(events, renderer, send, context, error_body)
+        else:
+            json_renderer = ResponsesJsonRenderer(builder)
+            work = exchange.answer(events, json_renderer, send, context, error_body)
+        if await until_disconnect(receive, work):
+            log.info("%s client disconnected; turn cancelled", context.request_id)
+
+    async def _prepare(self, raw: bytes, context: RequestContext) -> _Prepared:
+        try:
+            body = parse_body(orjson.loads(raw))
+        except orjson.JSONDecodeError as exc:
+            raise BadRequestError(f"the request body is not valid JSON: {exc}") from exc
+        services = self._services
+        prior: list[Item] = []
+        if body.previous_response_id is not None:
+            stored = await services.responses.get(body.previous_response_id)
+            if stored is None:
+                raise ResponseNotFoundError(
+                    f"previous response {body.previous_response_id!r} not found",
+                    param="previous_response_id",
+                )
+            prior = stored.conversation
+        conversation = [*prior, *input_items(body.input)]
+        controls = parse_controls(body.toolwire, context.headers)
+        tools = plan_tools(body.tools, services.registry)
+        tool_filter = controls.tool_filter
+        if tools.names is not None:
+            tool_filter = tool_filter.narrow(ToolFilter(names=tools.names))
+        toolset = services.catalog.toolset(tool_filter)
+        chat = responses_to_chat(_chat_request(body, conversation, tools, toolset))
+        if not chat.get("messages"):
+            raise BadRequestError("'input' holds no message", param="input")
+        turn = Turn(
+            chat,
+            services.upstreams.for_model(body.model),
+            toolset,
+            services.catalog.client_tool_names(chat.get("tools")),
+            controls,
+            context.headers,
+            context.request_id,
+            must_ask=tools.must_ask,
+        )
+        labels = {wire: tools.label(tool) for wire, tool in toolset.by_wire_name.items()}
+        plan = ResponsePlan(
+            model=body.model,
+            echo=_echo(body),
+            labels=labels,
+            show_rounds=bool(tools.entries) or controls.stream_tool_events,
+            listings=_listings(tools, toolset, labels, listed_labels(conversation)),
+        )
+        return _Prepared(turn, plan, conversation, body.stream is True, body.store is not False)
+
+    async def _kept(
+        self, events: AsyncIterator[LoopEvent], builder: ResponseBuilder, prepared: _Prepared
+    ) -> AsyncIterator[LoopEvent]:
+        """The loop's events; a finished response is stored before the client sees its end,
+        so a follow-up sent the moment it arrives finds it."""
+        async for event in events:
+            if isinstance(event, Finished) and prepared.store:
+                preview = copy.deepcopy(builder)
+                preview.feed(event)
+                hidden = [] if prepared.plan.show_rounds else _round_items(event.rounds)
+                conversation = [*prepared.conversation, *hidden, *preview.output]
+                stored = StoredResponse(preview.response(), conversation)
+                await self._services.responses.put(prepared.plan.id, stored)
+            yield event
+
+
+class ResponseRecords:
+    """`GET` and `DELETE /v1/responses/{id}`."""
+
+    def __init__(self, services: Services) -> None:
+        self._store = services.responses
+
+    async def __call__(self, request: Request) -> Response:
+        response_id = request.path_params["response_id"]
+        if request.method == "DELETE":
+            if not await self._store.delete(response_id):
+                raise _not_found(response_id)
+            return JSONResponse({"id": response_id, "object": "response", "deleted": True})
+        stored = await self._store.get(response_id)
+        if stored is None:
+            raise _not_found(response_id)
+        return JSONResponse(stored.response)
+
+
+def _not_found(response_id: str) -> ResponseNotFoundError:
+    return ResponseNotFoundError(f"no response with id {response_id!r}", param="response_id")
+
+
+def _chat_request(
+    body: ResponsesBody, conversation: list[Item], tools: ToolsPlan, toolset: Toolset
+) -> dict[str, Any]:
+    """The Responses body llm-rosetta converts: hosted-MCP parts already in Chat terms."""
+    request: dict[str, Any] = {"model": body.model, "input": for_rosetta(conversation)}
+    if tools.functions:
+        request["tools"] = tools.functions
+    fields = (
+        "instructions",
+        "parallel_tool_calls",
+        "max_output_tokens",
+        "temperature",
+        "top_p",
+        "text",
+        "reasoning",
+        "stream",
+    )
+    for name in fields:
+        value = getattr(body, name)
+        if value is not None:
+            request[name] = value
+    choice = _tool_choice(body.tool_choice, tools, toolset)
+    if choice is not None:
+        request["tool_choice"] = choice
+    return request
+
+
+def _tool_choice(choice: Any, tools: ToolsPlan, toolset: Toolset) -> Any:
+    """The request's tool_choice; an `mcp` one names the registry tool by its wire name."""
+    if not isinstance(choice, dict) or choice.get("type") != "mcp":
+        return choice
+    name = choice.get("name")
+    if name is None:
+        return "required"
+    for wire, tool in toolset.by_wire_name.items():
+        label = tools.label(tool)
+        if label == choice.get("server_label") and name in (wire, tool.name, tool.qualified_name):
+            return {"type": "function", "name": wire}
+    raise BadRequestError(f"tool_choice names no tool {name!r}", param="tool_choice")
+
+
+def _listings(
+    tools: ToolsPlan, toolset: Toolset, labels: dict[str, str], listed: set[str]
+) -> tuple[Item, ...]:
+    """An `mcp_list_tools` item for each label this conversation has not listed yet."""
+    listings: list[Item] = []
+    for entry in tools.entries:
+        if entry.label in listed:
+            continue
+        listed.add(entry.label)
+        described = []
+        for schema in toolset.schemas:
+            function = schema["function"]
+            if labels.get(function["name"]) == entry.label:
+                described.append(
+                    {
+                        "name": function["name"],
+                        "description": function.get("description"),
+                        "input_schema": function.get("parameters", {}),
+                        "annotations": None,
+                    }
+                )
+        listings.append(
+            {
+                "type": "mcp_list_tools",
+                "id": f"mcpl_{entry.label}_{len(listings)}",
+                "server_label": entry.label,
+                "tools": described,
+                "error": None,
+            }
+        )
+    return tuple(listings)
+
+
+def _echo(body: ResponsesBody) -> dict[str, Any]:
+    """The request fields every response object repeats, with OpenAI's defaults."""
+    return {
+        "instructions": body.instructions,
+        "previous_response_id": body.previous_response_id,
+        "tools": body.tools or [],
+        "tool_choice": body.tool_choice if body.tool_choice is not None else "auto",
+        "parallel_tool_calls": body.parallel_tool_calls is not False,
+        "max_output_tokens": body.max_output_tokens,
+        "max_tool_calls": None,
+        "temperature": body.temperature if body.temperature is not None else 1.0,
+        "top_p": body.top_p if body.top_p is not None else 1.0,
+        "presence_penalty": 0.0,
+        "frequency_penalty": 0.0,
+        "top_logprobs": 0,
+        "text": body.text or {"format": {"type": "text"}},
+        "reasoning": body.reasoning or {"effort": None, "summary": None},
+        "truncation": "disabled",
+        "store": body.store is not False,
+        "background": False,
+        "service_tier": "default",
+        "metadata": body.metadata or {},
+        "user": body.user,
+        "safety_identifier": None,
+        "prompt_cache_key": None,
+    }
+
+
+def _round_items(rounds: tuple[dict[str, Any], ...]) -> list[Item]:
+    """The proxy's hidden tool rounds as Responses items, for the stored conversation."""
+    if not rounds:
+        return []
+    ir = OpenAIChatConverter().messages_from_provider(list(rounds))
+    items, _ = OpenAIResponsesConverter().messages_to_provider(ir)
+    return list(items)

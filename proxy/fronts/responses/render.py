@@ -1,0 +1,384 @@
+"""A turn's events as one Responses API response: its stream events and its final object.
+
+One `ResponseBuilder` folds the loop's events into output items and says what happened as
+Responses stream events; the SSE renderer sends those events, the JSON renderer only the
+final object, so a streamed response and its completed object always agree.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from registry import ToolCall, ToolResult
+
+from ... import sse
+from ...assembler import wire_call
+from ...errors import ProxyError
+from ...events import (
+    ContentDelta,
+    Finished,
+    KeepAlive,
+    LoopEvent,
+    ToolsFinished,
+    ToolsStarted,
+    Usage,
+)
+from .items import approval_id
+
+Item = dict[str, Any]
+Event = dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class ResponsePlan:
+    """What the response echoes of its request, and how tool rounds are shown."""
+
+    model: str
+    echo: dict[str, Any]
+    """Request fields the response object repeats (instructions, tools, sampling...)."""
+    labels: dict[str, str]
+    """Server label of each registry tool by wire name, for `mcp_*` items."""
+    show_rounds: bool
+    listings: tuple[Item, ...] = ()
+    """`mcp_list_tools` items to open the output with."""
+    id: str = field(default_factory=lambda: f"resp_{random.getrandbits(128):032x}")
+    created_at: int = field(default_factory=lambda: int(time.time()))
+
+
+@dataclass(slots=True)
+class _Open:
+    """The message or reasoning item that text deltas are being added to."""
+
+    index: int
+    kind: str
+    parts: list[str] = field(default_factory=list)
+
+
+class ResponseBuilder:
+    """Folds loop events into output items, as Responses stream events."""
+
+    def __init__(self, plan: ResponsePlan) -> None:
+        self.plan = plan
+        self.output: list[Item] = []
+        self._sequence = 0
+        self._open: _Open | None = None
+        self._calls: dict[str, int] = {}
+        """Output index of each shown `mcp_call`, by call id."""
+        self._usage = Usage()
+        self._finished: Finished | None = None
+        self.status = "in_progress"
+        self.incomplete: dict[str, Any] | None = None
+        self.error: dict[str, Any] | None = None
+
+    def start(self) -> list[Event]:
+        events = [
+            self._event("response.created", response=self.response()),
+            self._event("response.in_progress", response=self.response()),
+        ]
+        for listing in self.plan.listings:
+            index = self._add(listing)
+            events.append(
+                self._event("response.output_item.added", output_index=index, item=listing)
+            )
+            events.append(self._item_event("response.mcp_list_tools.in_progress", index))
+            events.append(self._item_event("response.mcp_list_tools.completed", index))
+            events.append(
+                self._event("response.output_item.done", output_index=index, item=listing)
+            )
+        return events
+
+    def feed(self, event: LoopEvent) -> list[Event]:
+        """The stream events one loop event makes (possibly none)."""
+        if isinstance(event, ContentDelta):
+            events: list[Event] = []
+            if event.reasoning:
+                events += self._text("reasoning", event.reasoning)
+            if event.content:
+                events += self._text("message", event.content)
+            return events
+        if isinstance(event, ToolsStarted):
+            return self._calls_started(event.calls) if self.plan.show_rounds else []
+        if isinstance(event, ToolsFinished):
+            return self._calls_finished(event.calls, event.results) if self.plan.show_rounds else []
+        if isinstance(event, KeepAlive):
+            return []
+        return self._finish(event)
+
+    def fail(self, exc: ProxyError) -> list[Event]:
+        """The events that end a response that failed after it started."""
+        events = self._close()
+        self.status = "failed"
+        self.error = {"code": exc.code or exc.type, "message": exc.message}
+        return [*events, self._event("response.failed", response=self.response())]
+
+    def response(self) -> dict[str, Any]:
+        """The response object as it stands."""
+        plan = self.plan
+        finished = self.status != "in_progress"
+        return {
+            "id": plan.id,
+            "object": "response",
+            "created_at": plan.created_at,
+            "completed_at": int(time.time()) if self.status == "completed" else None,
+            "status": self.status,
+            "incomplete_details": self.incomplete,
+            "error": self.error,
+            "model": plan.model,
+            "output": list(self.output) if finished else [],
+            "usage": _usage(self._usage) if finished else None,
+            **plan.echo,
+        }
+
+    def _event(self, kind: str, **fields: Any) -> Event:
+        event = {"type": kind, "sequence_number": self._sequence, **fields}
+        self._sequence += 1
+        return event
+
+    def _item_event(self, kind: str, index: int, **fields: Any) -> Event:
+        item_id = self.output[index]["id"]
+        return self._event(kind, item_id=item_id, output_index=index, **fields)
+
+    def _add(self, item: Item) -> int:
+        self.output.append(item)
+        return len(self.output) - 1
+
+    def _new_id(self, prefix: str) -> str:
+        return f"{prefix}_{self.plan.id[5:21]}{len(self.output):04x}"
+
+    def _text(self, kind: str, delta: str) -> list[Event]:
+        events: list[Event] = []
+        if self._open is None or self._open.kind != kind:
+            events += self._close()
+            events += self._open_text(kind)
+        assert self._open is not None
+        self._open.parts.append(delta)
+        name = (
+            "response.output_text.delta" if kind == "message" else "response.reasoning_text.delta"
+        )
+        extra: dict[str, Any] = {"logprobs": []} if kind == "message" else {}
+        events.append(
+            self._item_event(name, self._open.index, content_index=0, delta=delta, **extra)
+        )
+        return events
+
+    def _open_text(self, kind: str) -> list[Event]:
+        if kind == "message":
+            item: Item = {
+                "type": "message",
+                "id": self._new_id("msg"),
+                "status": "in_progress",
+                "role": "assistant",
+                "content": [],
+            }
+            part: Item = {"type": "output_text", "text": "", "annotations": [], "logprobs": []}
+        else:
+            item = {
+                "type": "reasoning",
+                "id": self._new_id("rs"),
+                "status": "in_progress",
+                "summary": [],
+                "content": [],
+            }
+            part = {"type": "reasoning_text", "text": ""}
+        index = self._add(item)
+        self._open = _Open(index, kind)
+        return [
+            self._event("response.output_item.added", output_index=index, item=_copy(item)),
+            self._item_event("response.content_part.added", index, content_index=0, part=part),
+        ]
+
+    def _close(self) -> list[Event]:
+        """Finish the open text item, if any."""
+        current, self._open = self._open, None
+        if current is None:
+            return []
+        text = "".join(current.parts)
+        item = self.output[current.index]
+        if current.kind == "message":
+            part: Item = {"type": "output_text", "text": text, "annotations": [], "logprobs": []}
+            done = self._item_event(
+                "response.output_text.done", current.index, content_index=0, text=text, logprobs=[]
+            )
+        else:
+            part = {"type": "reasoning_text", "text": text}
+            done = self._item_event(
+                "response.reasoning_text.done", current.index, content_index=0, text=text
+            )
+        item["content"] = [part]
+        item["status"] = "completed"
+        return [
+            done,
+            self._item_event(
+                "response.content_part.done", current.index, content_index=0, part=part
+            ),
+            self._event("response.output_item.done", output_index=current.index, item=_copy(item)),
+        ]
+
+    def _calls_started(self, calls: tuple[ToolCall, ...]) -> list[Event]:
+        events = self._close()
+        for call in calls:
+            arguments = wire_call(call)["function"]["arguments"]
+            item: Item = {
+                "type": "mcp_call",
+                "id": self._new_id("mcp"),
+                "server_label": self.plan.labels.get(call.name, "toolwire"),
+                "name": call.name,
+                "arguments": arguments,
+                "output": None,
+                "error": None,
+                "status": "in_progress",
+                "approval_request_id": approval_id(call.id) if _paused(call) else None,
+            }
+            index = self._add(item)
+            self._calls[call.id] = index
+            added = {**item, "arguments": ""}
+            events += [
+                self._event("response.output_item.added", output_index=index, item=added),
+                self._item_event("response.mcp_call.in_progress", index),
+                self._item_event("response.mcp_call_arguments.delta", index, delta=arguments),
+                self._item_event("response.mcp_call_arguments.done", index, arguments=arguments),
+            ]
+        return events
+
+    def _calls_finished(
+        self, calls: tuple[ToolCall, ...], results: tuple[ToolResult, ...]
+    ) -> list[Event]:
+        events: list[Event] = []
+        for call, result in zip(calls, results, strict=True):
+            index = self._calls.pop(call.id, None)
+            if index is None:
+                continue
+            item = self.output[index]
+            if result.is_error:
+                item["error"] = {
+                    "type": "mcp_tool_execution_error",
+                    "content": [{"type": "text", "text": result.content}],
+                }
+                item["status"] = "failed"
+                events.append(self._item_event("response.mcp_call.failed", index))
+            else:
+                item["output"] = result.content
+                item["status"] = "completed"
+                events.append(self._item_event("response.mcp_call.completed", index))
+            events.append(
+                self._event("response.output_item.done", output_index=index, item=_copy(item))
+            )
+        return events
+
+    def _finish(self, done: Finished) -> list[Event]:
+        events = self._close()
+        asked = {a.call.id: a for a in done.approvals}
+        for call in done.tool_calls:
+            request = asked.get(call.id)
+            events += self._approval(call) if request is not None else self._function_call(call)
+        self._usage = done.usage
+        if done.stopped_by is not None:
+            self.status = "incomplete"
+            self.incomplete = {"reason": done.stopped_by}
+        elif done.finish_reason == "length":
+            self.status = "incomplete"
+            self.incomplete = {"reason": "max_output_tokens"}
+        elif done.finish_reason == "content_filter":
+            self.status = "incomplete"
+            self.incomplete = {"reason": "content_filter"}
+        else:
+            self.status = "completed"
+        self._finished = done
+        terminal = "response.completed" if self.status == "completed" else "response.incomplete"
+        return [*events, self._event(terminal, response=self.response())]
+
+    def _function_call(self, call: ToolCall) -> list[Event]:
+        arguments = wire_call(call)["function"]["arguments"]
+        item: Item = {
+            "type": "function_call",
+            "id": self._new_id("fc"),
+            "call_id": call.id,
+            "name": call.name,
+            "arguments": arguments,
+            "status": "completed",
+        }
+        index = self._add(item)
+        added = {**item, "arguments": "", "status": "in_progress"}
+        return [
+            self._event("response.output_item.added", output_index=index, item=added),
+            self._item_event("response.function_call_arguments.delta", index, delta=arguments),
+            self._item_event(
+                "response.function_call_arguments.done", index, arguments=arguments, name=call.name
+            ),
+            self._event("response.output_item.done", output_index=index, item=_copy(item)),
+        ]
+
+    def _approval(self, call: ToolCall) -> list[Event]:
+        item: Item = {
+            "type": "mcp_approval_request",
+            "id": approval_id(call.id),
+            "server_label": self.plan.labels.get(call.name, "toolwire"),
+            "name": call.name,
+            "arguments": wire_call(call)["function"]["arguments"],
+        }
+        index = self._add(item)
+        return [
+            self._event("response.output_item.added", output_index=index, item=item),
+            self._event("response.output_item.done", output_index=index, item=item),
+        ]
+
+
+def _paused(call: ToolCall) -> bool:
+    """Whether a call ran after an approval (its id is one the proxy issued to pause it)."""
+    return call.id.startswith("call_tw")
+
+
+def _copy(item: Item) -> Item:
+    return {**item, "content": list(item["content"])} if "content" in item else dict(item)
+
+
+def _usage(usage: Usage) -> dict[str, Any]:
+    return {
+        "input_tokens": usage.prompt_tokens,
+        "input_tokens_details": {"cached_tokens": usage.cached_tokens},
+        "output_tokens": usage.completion_tokens,
+        "output_tokens_details": {"reasoning_tokens": usage.reasoning_tokens},
+        "total_tokens": usage.total_tokens,
+    }
+
+
+class ResponsesStreamRenderer:
+    """Sends a builder's events as SSE (`event:` and `data:` lines, as OpenAI does)."""
+
+    def __init__(self, builder: ResponseBuilder) -> None:
+        self._builder = builder
+        # Numbered now: the stream's first frames are rendered before it is started.
+        self._start = b"".join(sse.event(e["type"], e) for e in builder.start())
+
+    def start(self) -> bytes:
+        return self._start
+
+    def frames(self, event: LoopEvent) -> list[bytes]:
+        if isinstance(event, KeepAlive):
+            return [sse.comment()]
+        frames = [sse.event(e["type"], e) for e in self._builder.feed(event)]
+        if not frames and isinstance(event, ToolsStarted):
+            frames.append(sse.comment("tools running"))
+        return frames
+
+    def error(self, exc: ProxyError) -> list[bytes]:
+        return [sse.event(e["type"], e) for e in self._builder.fail(exc)]
+
+
+class ResponsesJsonRenderer:
+    """Folds the events into the final response object."""
+
+    def __init__(self, builder: ResponseBuilder) -> None:
+        self._builder = builder
+        builder.start()
+
+    def feed(self, event: LoopEvent) -> None:
+        self._builder.feed(event)
+
+    def body(self) -> dict[str, Any]:
+        if self._builder.status == "in_progress":
+            raise RuntimeError("the turn ended without a Finished event")
+        return self._builder.response()

@@ -1,0 +1,66 @@
+"""llm-rosetta's Responses → Chat request conversion, with the fixes it needs here.
+
+llm-rosetta 0.13 converts Responses input items, tools and sampling fields to a Chat
+Completions body. What it gets wrong for a proxy in front of self-hosted servers is
+mended in this one module:
+
+- `text.format` (structured output) is dropped: it becomes Chat's `response_format`;
+- `max_output_tokens` becomes `max_completion_tokens`, which Ollama and older vLLM
+  ignore: it becomes `max_tokens`, which every OpenAI-compatible server reads;
+- text-only content arrives as a list of text parts, which some servers (llama.cpp
+  without `--jinja`, older vLLM templates) reject: it becomes a plain string;
+- assistant messages carry `refusal: null`, a field strict servers may refuse: dropped;
+- orphaned tool results are removed with a warning in rosetta's log: callers check the
+  pairing first and answer the client with a 400 instead.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from llm_rosetta import ConversionPipeline
+
+from ...errors import BadRequestError
+
+
+def responses_to_chat(body: dict[str, Any]) -> dict[str, Any]:
+    """A Chat Completions body equivalent to a Responses request body.
+
+    Raises:
+        BadRequestError: rosetta cannot convert the request.
+    """
+    try:
+        chat = ConversionPipeline("openai_responses", "openai_chat").convert_request(body)
+    except Exception as exc:  # rosetta's ConversionError and what its validators raise
+        raise BadRequestError(f"the request cannot be converted: {exc}") from exc
+    if "max_completion_tokens" in chat:
+        chat["max_tokens"] = chat.pop("max_completion_tokens")
+    response_format = _response_format(body.get("text"))
+    if response_format is not None:
+        chat["response_format"] = response_format
+    chat["messages"] = [_plain(m) for m in chat.get("messages", ())]
+    return chat
+
+
+def _response_format(text: Any) -> dict[str, Any] | None:
+    form = text.get("format") if isinstance(text, dict) else None
+    if not isinstance(form, dict):
+        return None
+    kind = form.get("type")
+    if kind == "json_schema":
+        schema = {k: v for k, v in form.items() if k in ("name", "schema", "strict", "description")}
+        return {"type": "json_schema", "json_schema": schema}
+    if kind == "json_object":
+        return {"type": "json_object"}
+    return None
+
+
+def _plain(message: dict[str, Any]) -> dict[str, Any]:
+    if message.get("refusal", 0) is None:
+        message = {k: v for k, v in message.items() if k != "refusal"}
+    content = message.get("content")
+    if isinstance(content, list) and all(
+        isinstance(p, dict) and p.get("type") == "text" for p in content
+    ):
+        message = {**message, "content": "".join(str(p.get("text", "")) for p in content)}
+    return message
