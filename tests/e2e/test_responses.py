@@ -340,3 +340,78 @@ async def test_upstream_error_reaches_the_client(
         with pytest.raises(openai.BadRequestError) as error:
             await respond(proxy.client, stream=stream, model=MODEL, input="x")
     assert "context too long" in str(error.value)
+
+
+async def test_request_fields_reach_a_chat_upstream(
+    make_proxy, upstream: FakeUpstream, stream: bool
+) -> None:
+    upstream.script(Reply.text('{"ok": true}'))
+    schema = {"type": "object", "properties": {"ok": {"type": "boolean"}}}
+    async with make_proxy(registry_with()) as proxy:
+        response = await respond(
+            proxy.client,
+            stream=stream,
+            model=MODEL,
+            input=[
+                {"role": "developer", "content": "Answer in JSON."},
+                {
+                    "role": "user",
+                    "content": [
+                        {"type": "input_text", "text": "Is this fine?"},
+                        {"type": "input_image", "image_url": "data:image/png;base64,AAAA"},
+                    ],
+                },
+            ],
+            text={"format": {"type": "json_schema", "name": "ok", "schema": schema}},
+            max_output_tokens=64,
+            temperature=0.2,
+            metadata={"team": "a"},
+            user="u-1",
+            extra_body={"truncation": "auto", "some_future_field": {"x": 1}},
+        )
+    assert response.metadata == {"team": "a"} and response.max_output_tokens == 64
+    sent = upstream.requests[0]
+    assert sent["response_format"] == {
+        "type": "json_schema",
+        "json_schema": {"name": "ok", "schema": schema},
+    }
+    assert sent["max_tokens"] == 64 and sent["temperature"] == 0.2
+    assert "metadata" not in sent and "some_future_field" not in sent
+    user = sent["messages"][1]
+    assert user["content"][1]["image_url"]["url"] == "data:image/png;base64,AAAA"
+
+
+async def test_stream_tool_events_show_rounds_without_mcp_entries(
+    make_proxy, upstream: FakeUpstream, stream: bool
+) -> None:
+    upstream.script(Reply.tool_calls([("t_add", {"a": 2, "b": 2})]), Reply.text("4"))
+    async with make_proxy(registry_with()) as proxy:
+        response = await respond(
+            proxy.client,
+            stream=stream,
+            model=MODEL,
+            input="2+2",
+            extra_body={"toolwire": {"stream_tool_events": True}},
+        )
+    assert kinds(response) == ["mcp_call", "message"]
+    (call,) = items(response, "mcp_call")
+    assert (call.server_label, call.output) == ("t", "4")
+
+
+async def test_guard_limit_is_incomplete(make_proxy, upstream: FakeUpstream, stream: bool) -> None:
+    upstream.script(
+        Reply.tool_calls([("t_add", {"a": 1, "b": 1})]),
+        Reply.text("Stopped early."),
+    )
+    async with make_proxy(registry_with()) as proxy:
+        response = await respond(
+            proxy.client,
+            stream=stream,
+            model=MODEL,
+            input="loop",
+            extra_body={"toolwire": {"max_iterations": 1}},
+        )
+    assert response.status == "incomplete"
+    assert response.incomplete_details.reason == "max_iterations"
+    assert response.output_text == "Stopped early."
+    assert "tools" not in upstream.requests[1]
