@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import functools
 import inspect
@@ -17,11 +18,21 @@ from registry.tool import Tool
 __all__ = ["ExecutionBackend", "InlineBackend", "ThreadBackend", "exit_error"]
 
 
+OnStart = Callable[[], None]
+"""Called (on the event loop) when a call stops waiting and starts running."""
+
+
 class ExecutionBackend(Protocol):
     """Runs a tool's function with already-validated keyword arguments."""
 
-    async def run(self, tool: Tool, arguments: dict[str, Any]) -> Any:
-        """Run the tool and return its raw result; the tool's exceptions propagate."""
+    async def run(
+        self, tool: Tool, arguments: dict[str, Any], *, on_start: OnStart | None = None
+    ) -> Any:
+        """Run the tool and return its raw result; the tool's exceptions propagate.
+
+        A backend may first wait for a free worker; it calls `on_start` once the call has
+        one and begins, so the caller can start the call's clock then.
+        """
         ...
 
 
@@ -32,7 +43,9 @@ class InlineBackend:
     at once (inline mode for a sync tool is an explicit choice, never the default).
     """
 
-    async def run(self, tool: Tool, arguments: dict[str, Any]) -> Any:
+    async def run(
+        self, tool: Tool, arguments: dict[str, Any], *, on_start: OnStart | None = None
+    ) -> Any:
         """Await `tool.fn(**arguments)`, or call it when it is sync.
 
         Raises:
@@ -40,6 +53,8 @@ class InlineBackend:
             RuntimeError: the tool raised SystemExit or KeyboardInterrupt.
         """
         fn = _function(tool)
+        if on_start is not None:
+            on_start()
         try:
             value = fn(**arguments)
             return await value if inspect.isawaitable(value) else value
@@ -52,15 +67,20 @@ class ThreadBackend:
 
     Cancelling the awaiting task returns at once, but a thread cannot be interrupted: a
     function that is already running goes on until it returns, and its result is dropped.
-    A tool that is not concurrency-safe stays busy until then: the next call's thread waits
-    for it, and a call abandoned meanwhile never starts.
+    Its thread counts as busy until then. With `workers` (the pool's size) a call waits on
+    the event loop for a free thread, so it starts as soon as it is handed to the pool.
+    A tool that is not concurrency-safe stays busy until its thread returns: the next call's
+    thread waits for it, and a call abandoned meanwhile never starts.
     """
 
-    def __init__(self, pool: PoolExecutor) -> None:
+    def __init__(self, pool: PoolExecutor, *, workers: int | None = None) -> None:
         self._pool = pool
+        self._free = None if workers is None else asyncio.Semaphore(workers)
         self._busy: dict[str, threading.Lock] = {}
 
-    async def run(self, tool: Tool, arguments: dict[str, Any]) -> Any:
+    async def run(
+        self, tool: Tool, arguments: dict[str, Any], *, on_start: OnStart | None = None
+    ) -> Any:
         """Call `tool.fn(**arguments)` in the pool, with the caller's context variables.
 
         Raises:
@@ -77,13 +97,32 @@ class ThreadBackend:
         if not tool.metadata.is_concurrency_safe:
             busy = self._busy.setdefault(tool.qualified_name, threading.Lock())
             call = functools.partial(_alone, busy, abandoned, call)
+        loop = asyncio.get_running_loop()
+        if self._free is not None:
+            await self._free.acquire()
         try:
-            return await asyncio.get_running_loop().run_in_executor(
-                self._pool, functools.partial(_guarded, call)
-            )
+            if on_start is not None:
+                on_start()
+            job = self._pool.submit(_guarded, call)
+        except BaseException:
+            if self._free is not None:
+                self._free.release()
+            raise
+        # The thread is free again when the function returns, not when its caller leaves.
+        job.add_done_callback(lambda _: self._release(loop))
+        try:
+            return await asyncio.wrap_future(job)
         except asyncio.CancelledError:
             abandoned.set()
             raise
+
+    def _release(self, loop: asyncio.AbstractEventLoop) -> None:
+        if self._free is None:
+            return
+        # Called from the worker thread (or whichever thread cancelled the job); a loop that
+        # is already closed has nobody left waiting for a thread.
+        with contextlib.suppress(RuntimeError):
+            loop.call_soon_threadsafe(self._free.release)
 
 
 def exit_error(exc: BaseException) -> RuntimeError:

@@ -45,9 +45,12 @@ class Executor:
     """Runs tool calls: argument repair and validation, backends, timeouts, retries, log.
 
     Where a call runs: the tool's `execution_mode` if set; otherwise async tools run inline
-    on the event loop and sync tools in `mode` (thread by default). A timed-out or cancelled
-    call sets its `ToolContext.cancelled`; a process-mode call also has its worker killed,
-    while a thread cannot be killed and runs on until it returns or heeds the flag.
+    on the event loop and sync tools in `mode` (thread by default). A call's timeout starts
+    when it starts running: time spent waiting for a free thread or worker process, or for
+    a tool that runs one call at a time, is bounded only by the caller (who may cancel).
+    A timed-out or cancelled call sets its `ToolContext.cancelled`; a process-mode call also
+    has its worker killed, while a thread cannot be killed and runs on until it returns or
+    heeds the flag.
 
     Raises:
         RegistryError: a non-positive timeout or worker count, or an unknown mode.
@@ -77,7 +80,7 @@ class Executor:
         self._max_result_size = max_result_size
         self._pool = ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="toolwire")
         self._inline = InlineBackend()
-        self._threads = ThreadBackend(self._pool)
+        self._threads = ThreadBackend(self._pool, workers=max_workers)
         self._processes = ProcessBackend(workers=process_workers, fallback=self._threads)
         self.log = ExecutionLog(log_capacity)
         self.listeners = Listeners(listeners)
@@ -207,38 +210,34 @@ class Executor:
     async def _run(
         self, tool: Tool, call: ToolCall, arguments: dict[str, Any], request_id: str | None
     ) -> _Run:
-        timeout_s = tool.metadata.timeout_s or self._default_timeout_s
-        deadline = time.monotonic() + timeout_s
         mode = self.mode_for(tool)
         backend = self.backend_for(tool)
-        contexts: list[ToolContext] = []
+        clock = _Clock(tool.metadata.timeout_s or self._default_timeout_s)
+        contexts = clock.contexts
 
         async def attempt(number: int) -> Any:
             kwargs = arguments
             if tool.context_parameter is not None:
-                context = ToolContext(call.id, deadline, request_id, number)
+                context = ToolContext(call.id, clock.deadline, request_id, number)
                 contexts.append(context)
                 kwargs = {**arguments, tool.context_parameter: context}
-            return await backend.run(tool, kwargs)
+            return await backend.run(tool, kwargs, on_start=clock.start)
 
-        scope = asyncio.timeout(timeout_s)
         finished = False
         try:
-            # Waiting for a busy tool counts against the timeout, so a queue of calls cannot
-            # outlast it. (A thread that outlives its call keeps its tool busy: ThreadBackend.)
-            async with scope, self._exclusive(tool):
+            async with clock.scope, self._exclusive(tool):
                 outcome = await call_with_retries(
                     attempt,
                     retries=retries_for(tool, self._retry),
                     settings=self._retry,
-                    deadline=deadline,
+                    deadline=lambda: clock.deadline,
                 )
             finished = True
         except TimeoutError as exc:
-            if not scope.expired():
-                return _Run(_failure(call.id, exc, max(1, len(contexts))), 1, mode)
-            message = f"the tool did not finish within {timeout_s:g} seconds"
             attempts = max(1, len(contexts))
+            if not clock.scope.expired():
+                return _Run(_failure(call.id, exc, attempts), 1, mode)
+            message = f"the tool did not finish within {clock.timeout_s:g} seconds"
             return _Run(ToolResult.error(call.id, ErrorKind.TIMEOUT, message), attempts, mode)
         finally:
             if not finished:
@@ -247,17 +246,7 @@ class Executor:
                     context.cancelled.set()
         if outcome.error is not None:
             return _Run(_failure(call.id, outcome.error, outcome.attempts), outcome.attempts, mode)
-        value = outcome.value
-        try:
-            if isinstance(value, ToolOutput):
-                result = _from_output(call.id, value)
-            else:
-                result = ToolResult(call.id, render_output(value))
-        except Exception as exc:
-            # A result whose serializer or __str__ raises is the tool's failure, not ours.
-            message = f"the tool's result cannot be rendered: {_describe(exc)}"
-            result = ToolResult.error(call.id, ErrorKind.EXCEPTION, message)
-        return _Run(result, outcome.attempts, mode)
+        return _Run(_rendered(call.id, outcome.value), outcome.attempts, mode)
 
     def _exclusive(self, tool: Tool) -> contextlib.AbstractAsyncContextManager[Any]:
         if tool.metadata.is_concurrency_safe:
@@ -289,6 +278,38 @@ class Executor:
                 started_at=wall,
             )
         )
+
+
+class _Clock:
+    """A call's timeout, started when the call starts running (`start`, called by the
+    backend): waiting for the tool (one call at a time) or for a free worker is bounded
+    only by the caller's own budget."""
+
+    def __init__(self, timeout_s: float) -> None:
+        self.timeout_s = timeout_s
+        self.scope = asyncio.timeout(None)
+        self.deadline: float | None = None
+        """`time.monotonic()` value when the call times out; None until it starts."""
+        self.contexts: list[ToolContext] = []
+        """One per attempt, for tools that take a context: each learns the deadline."""
+
+    def start(self) -> None:
+        if self.deadline is None:
+            self.deadline = time.monotonic() + self.timeout_s
+            self.scope.reschedule(asyncio.get_running_loop().time() + self.timeout_s)
+        if self.contexts:
+            self.contexts[-1].deadline = self.deadline
+
+
+def _rendered(call_id: str, value: Any) -> ToolResult:
+    try:
+        if isinstance(value, ToolOutput):
+            return _from_output(call_id, value)
+        return ToolResult(call_id, render_output(value))
+    except Exception as exc:
+        # A result whose serializer or __str__ raises is the tool's failure, not ours.
+        message = f"the tool's result cannot be rendered: {_describe(exc)}"
+        return ToolResult.error(call_id, ErrorKind.EXCEPTION, message)
 
 
 def _failure(call_id: str, exc: BaseException, attempts: int) -> ToolResult:

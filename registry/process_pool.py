@@ -25,7 +25,7 @@ from typing import IO, Any
 
 import cloudpickle
 
-from registry.backends import ExecutionBackend, exit_error
+from registry.backends import ExecutionBackend, OnStart, exit_error
 from registry.errors import RegistryError
 from registry.tool import Tool
 
@@ -135,8 +135,12 @@ class ProcessBackend:
         self._fell_back: set[str] = set()
         self._closed = False
 
-    async def run(self, tool: Tool, arguments: dict[str, Any]) -> Any:
+    async def run(
+        self, tool: Tool, arguments: dict[str, Any], *, on_start: OnStart | None = None
+    ) -> Any:
         """Run `tool.fn(**arguments)` in a worker process and return its result.
+
+        Waits for a free worker first; `on_start` is called once the call has one.
 
         Raises:
             WorkerCrashedError: the worker died mid-call (it is replaced).
@@ -144,26 +148,39 @@ class ProcessBackend:
         """
         try:
             digest, function = self._pickle_function(tool)
-            argument_bytes = cloudpickle.dumps(arguments)
         except Exception as exc:
             self._note_fallback(tool, exc)
-            return await self._fallback.run(tool, arguments)
+            return await self._fallback.run(tool, arguments, on_start=on_start)
         async with self._slots:
-            worker = self._take()
-            job = self._readers.submit(worker.roundtrip, digest, function, argument_bytes)
+            if on_start is not None:
+                on_start()
             try:
-                reply = await asyncio.wrap_future(job)
-            except BaseException:
-                # Timed out, cancelled or crashed: the worker may still be running the call,
-                # so it is killed, never reused; once the reader thread sees EOF it is reaped.
-                self._live.discard(worker)
-                worker.kill()
-                job.add_done_callback(lambda _: worker.discard())
-                raise
-            if self._closed:
-                worker.discard()
+                # Pickled once the call has started: a ToolContext carries its deadline.
+                argument_bytes = cloudpickle.dumps(arguments)
+            except Exception as exc:
+                unpicklable: Exception = exc
             else:
-                self._idle.append(worker)
+                return await self._run_in_worker(digest, function, argument_bytes)
+        self._note_fallback(tool, unpicklable)
+        return await self._fallback.run(tool, arguments, on_start=on_start)
+
+    async def _run_in_worker(self, digest: bytes, function: bytes, argument_bytes: bytes) -> Any:
+        """Send one call to an idle or new worker; the caller holds a slot."""
+        worker = self._take()
+        job = self._readers.submit(worker.roundtrip, digest, function, argument_bytes)
+        try:
+            reply = await asyncio.wrap_future(job)
+        except BaseException:
+            # Timed out, cancelled or crashed: the worker may still be running the call,
+            # so it is killed, never reused; once the reader thread sees EOF it is reaped.
+            self._live.discard(worker)
+            worker.kill()
+            job.add_done_callback(lambda _: worker.discard())
+            raise
+        if self._closed:
+            worker.discard()
+        else:
+            self._idle.append(worker)
         return _unpack(reply)
 
     def close(self) -> None:

@@ -94,10 +94,11 @@ async def call_with_retries(
     *,
     retries: int,
     settings: RetrySettings,
-    deadline: float | None = None,
+    deadline: Callable[[], float | None] | None = None,
 ) -> RetryOutcome:
     """Await `attempt(n)` for n = 1, 2, …, retrying transient errors with jittered
-    exponential backoff, never sleeping past `deadline` (a `time.monotonic()` value).
+    exponential backoff, never sleeping past `deadline()` (a `time.monotonic()` value, or
+    None for none; asked after each failure, since a call's clock starts when it runs).
 
     Raises:
         asyncio.CancelledError: the caller was cancelled.
@@ -110,7 +111,8 @@ async def call_with_retries(
             if number > retries or not is_transient(exc):
                 return RetryOutcome(None, exc, number)
             delay = backoff_delay(number, settings, getattr(exc, "retry_after", None))
-            if deadline is not None and time.monotonic() + delay >= deadline:
+            ends = None if deadline is None else deadline()
+            if ends is not None and time.monotonic() + delay >= ends:
                 return RetryOutcome(None, exc, number)
         await asyncio.sleep(delay)
         number += 1

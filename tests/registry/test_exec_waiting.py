@@ -1,0 +1,98 @@
+"""Waiting for a worker or for a busy tool: not the call's time, and never a pool thread."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from registry import Executor, Tool, ToolCall, ToolResult
+
+DEADLINE_S = 30.0
+HASTY_S = 0.2
+"""The timeout of calls that must wait far longer than it (10x) and still succeed."""
+
+
+@pytest.fixture
+def executor() -> Iterator[Executor]:
+    with Executor(default_timeout_s=DEADLINE_S, max_workers=2, process_workers=2) as ex:
+        yield ex
+
+
+def hold(marker: str, release: str) -> str:
+    """Say it started (by creating `marker`), then run until `release` exists."""
+    Path(marker).touch()
+    ends = time.monotonic() + DEADLINE_S
+    # The tool may run in another process, so the test's signal is a file.
+    while not Path(release).exists() and time.monotonic() < ends:
+        time.sleep(0.01)
+    return "held"
+
+
+def quick() -> str:
+    return "quick"
+
+
+def call(arguments: dict[str, object] | None = None, call_id: str = "c1") -> ToolCall:
+    return ToolCall(id=call_id, name="t", arguments=arguments or {})
+
+
+async def started(*markers: Path) -> None:
+    async with asyncio.timeout(DEADLINE_S):
+        # A worker process has no event to await here; poll its marker, bounded.
+        while not all(marker.exists() for marker in markers):  # noqa: ASYNC110
+            await asyncio.sleep(0.01)
+
+
+async def still_waiting(task: asyncio.Task[ToolResult]) -> bool:
+    """Whether `task` is still unfinished after ten times the hasty timeout."""
+    done, _ = await asyncio.wait({task}, timeout=10 * HASTY_S)
+    return not done
+
+
+@pytest.mark.parametrize("mode", ["thread", "process"])
+async def test_a_timeout_starts_when_the_call_gets_a_worker(
+    executor: Executor, tmp_path: Path, mode: str
+) -> None:
+    blocker = Tool.from_function(hold, execution_mode=mode)  # type: ignore[arg-type]
+    hasty = Tool.from_function(quick, execution_mode=mode, timeout_s=HASTY_S)  # type: ignore[arg-type]
+    release = tmp_path / "release"
+    markers = [tmp_path / f"started-{n}" for n in range(2)]
+    holding = [
+        asyncio.create_task(
+            executor.execute(blocker, call({"marker": str(m), "release": str(release)}))
+        )
+        for m in markers
+    ]
+    await started(*markers)
+    waiting = asyncio.create_task(executor.execute(hasty, call()))
+    # Both workers are busy: the hasty call waits far past its own timeout...
+    assert await still_waiting(waiting)
+    release.touch()
+    # ...and still has its whole timeout once it gets a worker.
+    assert (await waiting).content == "quick"
+    assert [(await task).content for task in holding] == ["held", "held"]
+
+
+async def test_waiting_for_a_busy_tool_is_not_the_call_s_time(executor: Executor) -> None:
+    entered, gate = asyncio.Event(), asyncio.Event()
+
+    async def write(n: int) -> int:
+        if n == 1:
+            entered.set()
+            await gate.wait()
+        return n
+
+    patient = Tool.from_function(write, is_concurrency_safe=False)
+    hasty = patient.with_metadata(timeout_s=HASTY_S)  # the same tool: one call at a time
+    first = asyncio.create_task(executor.execute(patient, call({"n": 1})))
+    async with asyncio.timeout(DEADLINE_S):
+        await entered.wait()
+    second = asyncio.create_task(executor.execute(hasty, call({"n": 2})))
+    assert await still_waiting(second)
+    gate.set()
+    assert (await first).content == "1"
+    assert (await second).content == "2"
