@@ -12,7 +12,7 @@ import contextlib
 import functools
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
-from typing import Any, Protocol
+from typing import Any, NoReturn, Protocol
 
 import aiohttp
 import orjson
@@ -27,7 +27,9 @@ from .errors import (
 
 Chunk = dict[str, Any]
 _MAX_BODY = 64 * 1024 * 1024
+_MAX_MESSAGE = 2000
 _CUT = "the upstream stream ended before the answer was complete"
+_REDACTED = "[redacted]"
 # Idle pooled connections are dropped after this, before uvicorn's 5 s (and most servers'
 # keep-alive) runs out, so the upstream seldom closes one under a request we are sending.
 _KEEPALIVE_S = 4.0
@@ -135,6 +137,7 @@ class HTTPUpstream:
         call = _Call(
             self.name,
             functools.partial(self._post, data, sent, deadline),
+            credential=sent.get("Authorization", ""),
             client_key=not self._config.api_key,
         )
         try:
@@ -210,17 +213,20 @@ class HTTPUpstream:
 
 
 class _Call:
-    """One completion request: its live response, and a second try for an empty stream."""
+    """One completion request: its live response, a second try for an empty stream, and the
+    credential it carried, which no error message may show."""
 
     def __init__(
         self,
         name: str,
         send: Callable[[], Awaitable[aiohttp.ClientResponse]],
         *,
+        credential: str,
         client_key: bool,
     ) -> None:
         self.name = name
         self._send = send
+        self._credential = credential
         self._client_key = client_key
         self._response: aiohttp.ClientResponse | None = None
 
@@ -236,9 +242,10 @@ class _Call:
         except TimeoutError as exc:
             raise UpstreamTimeoutError(f"upstream {self.name!r} did not answer in time") from exc
         except aiohttp.ClientError as exc:
-            raise UpstreamError(f"upstream {self.name!r} is unreachable: {_reason(exc)}") from exc
+            reason = self._redact(_reason(exc))
+            raise UpstreamError(f"upstream {self.name!r} is unreachable: {reason}") from exc
         if response.status >= 400:
-            await _raise_for_status(self.name, response, client_key=self._client_key)
+            await self._raise_for_status(response)
         return response
 
     def close(self) -> None:
@@ -267,7 +274,7 @@ class _Call:
                     for data in decoder.feed(raw):
                         if data == "[DONE]":
                             return
-                        chunk = _event(data)
+                        chunk = self._event(data)
                         if not finished:
                             started, finished = True, _finishes(chunk)
                         yield chunk
@@ -275,8 +282,8 @@ class _Call:
             except TimeoutError as exc:
                 raise UpstreamTimeoutError(f"upstream {self.name!r} stalled") from exc
             except (aiohttp.ClientError, sse.SSEDecodeError, UnicodeDecodeError) as exc:
-                raise UpstreamError(f"upstream {self.name!r} broke off: {_reason(exc)}") from exc
-            last, done = _tail(tail)
+                raise self._broke_off(exc) from exc
+            last, done = self._tail(tail)
             for chunk in last:
                 started, finished = True, finished or _finishes(chunk)
                 yield chunk
@@ -304,34 +311,85 @@ class _Call:
         except TimeoutError as exc:
             raise UpstreamTimeoutError(f"upstream {self.name!r} stalled") from exc
         except aiohttp.ClientError as exc:
-            raise UpstreamError(f"upstream {self.name!r} broke off: {_reason(exc)}") from exc
+            raise self._broke_off(exc) from exc
         try:
             payload = orjson.loads(b"".join(parts))
         except orjson.JSONDecodeError as exc:
             raise UpstreamError("upstream answer is not JSON") from exc
         yield as_chunk(payload)
 
+    def _event(self, data: str) -> Chunk:
+        try:
+            chunk = orjson.loads(data)
+        except orjson.JSONDecodeError as exc:
+            raise UpstreamError("upstream sent an event that is not JSON") from exc
+        if not isinstance(chunk, dict):
+            raise UpstreamError("upstream sent an event that is not an object")
+        if "error" in chunk and "choices" not in chunk:
+            message = self._redact(_error_message(chunk))[:_MAX_MESSAGE]
+            raise UpstreamError(f"upstream error mid-stream: {message}")
+        return chunk
 
-def _event(data: str) -> Chunk:
-    try:
-        chunk = orjson.loads(data)
-    except orjson.JSONDecodeError as exc:
-        raise UpstreamError("upstream sent an event that is not JSON") from exc
-    if not isinstance(chunk, dict):
-        raise UpstreamError("upstream sent an event that is not an object")
-    if "error" in chunk and "choices" not in chunk:
-        raise UpstreamError(f"upstream error mid-stream: {_error_message(chunk)}")
-    return chunk
+    def _tail(self, events: list[str]) -> tuple[list[Chunk], bool]:
+        """The chunks of the events a stream ended without a blank line after; True after [DONE]."""
+        chunks: list[Chunk] = []
+        for data in events:
+            if data == "[DONE]":
+                return chunks, True
+            chunks.append(self._event(data))
+        return chunks, False
 
+    async def _raise_for_status(self, response: aiohttp.ClientResponse) -> NoReturn:
+        message = await self._error_text(response)
+        status = response.status
+        if status in (401, 403) and self._client_key:
+            # The client's own key was forwarded: its problem to see, not a proxy failure.
+            raise UpstreamStatusError(
+                message or "the upstream refused the credentials",
+                status=status,
+                code="invalid_api_key",
+            )
+        if status in (401, 403):
+            raise UpstreamError(
+                f"upstream {self.name!r} refused the proxy's credentials ({status})"
+            )
+        if status == 429:
+            retry = response.headers.get("Retry-After")
+            raise UpstreamStatusError(
+                message or "upstream rate limit",
+                status=429,
+                code="rate_limit_exceeded",
+                headers={"Retry-After": retry} if retry else None,
+            )
+        if 400 <= status < 500:
+            raise UpstreamStatusError(
+                message or f"upstream rejected the request ({status})", status=status
+            )
+        raise UpstreamError(f"upstream {self.name!r} failed ({status}): {message}")
 
-def _tail(events: list[str]) -> tuple[list[Chunk], bool]:
-    """The chunks of the events a stream ended without a blank line after; True after [DONE]."""
-    chunks: list[Chunk] = []
-    for data in events:
-        if data == "[DONE]":
-            return chunks, True
-        chunks.append(_event(data))
-    return chunks, False
+    async def _error_text(self, response: aiohttp.ClientResponse) -> str:
+        """The message of an error answer, redacted, then clipped."""
+        try:
+            raw = await response.content.read(64 * 1024)
+        except (aiohttp.ClientError, TimeoutError):
+            raw = b""  # a cut or stalled error body: its status still says what happened
+        try:
+            return self._redact(_error_message(orjson.loads(raw)))[:_MAX_MESSAGE]
+        except orjson.JSONDecodeError:
+            text = raw.decode("utf-8", "replace").strip()
+            return self._redact(text)[:500] or response.reason or ""
+
+    def _broke_off(self, exc: BaseException) -> UpstreamError:
+        return UpstreamError(f"upstream {self.name!r} broke off: {self._redact(_reason(exc))}")
+
+    def _redact(self, text: str) -> str:
+        # Upstreams echo keys in their errors ("invalid key sk-…"); redacting before clipping
+        # leaves no prefix of one either. Error paths only.
+        token = self._credential.partition(" ")[2].strip()
+        for secret in (self._credential, token):
+            if secret:
+                text = text.replace(secret, _REDACTED)
+        return text
 
 
 def _finishes(chunk: Chunk) -> bool:
@@ -365,47 +423,17 @@ def as_chunk(payload: Any) -> Chunk:
     }
 
 
-async def _raise_for_status(
-    name: str, response: aiohttp.ClientResponse, *, client_key: bool = False
-) -> None:
-    raw = await response.content.read(64 * 1024)
-    try:
-        message = _error_message(orjson.loads(raw))
-    except orjson.JSONDecodeError:
-        message = raw.decode("utf-8", "replace").strip()[:500] or response.reason or ""
-    status = response.status
-    if status in (401, 403) and client_key:
-        # The client's own key was forwarded: its problem to see, not a proxy failure.
-        raise UpstreamStatusError(
-            message or "the upstream refused the credentials", status=status, code="invalid_api_key"
-        )
-    if status in (401, 403):
-        raise UpstreamError(f"upstream {name!r} refused the proxy's credentials ({status})")
-    if status == 429:
-        retry = response.headers.get("Retry-After")
-        raise UpstreamStatusError(
-            message or "upstream rate limit",
-            status=429,
-            code="rate_limit_exceeded",
-            headers={"Retry-After": retry} if retry else None,
-        )
-    if 400 <= status < 500:
-        raise UpstreamStatusError(
-            message or f"upstream rejected the request ({status})", status=status
-        )
-    raise UpstreamError(f"upstream {name!r} failed ({status}): {message}")
-
-
 def _error_message(payload: Any) -> str:
+    # Whole: the caller redacts, then clips.
     if isinstance(payload, dict):
         error = payload.get("error", payload)
         if isinstance(error, dict):
-            return str(error.get("message") or error.get("detail") or "")[:2000]
+            return str(error.get("message") or error.get("detail") or "")
         if isinstance(error, str):
-            return error[:2000]
+            return error
         detail = payload.get("detail")
         if detail:
-            return str(detail)[:2000]
+            return str(detail)
     return ""
 
 

@@ -1,6 +1,7 @@
 """HTTPUpstream against upstreams that misbehave at the HTTP level.
 
-Cut streams and bodies, and pooled connections the server drops under a request.
+Cut streams and bodies, pooled connections the server drops under a request, and errors that
+echo the credentials.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ ROLE = chunk({"role": "assistant", "content": ""})
 PARTIAL = [ROLE, chunk({"content": "The answer is"})]
 WHOLE = [*PARTIAL, chunk({"content": " 42."}), chunk({}, "stop")]
 CUT = "ended before the answer was complete"
+SECRET = "sk-proxy-secret-0123456789"
 
 
 @contextlib.asynccontextmanager
@@ -233,3 +235,27 @@ async def test_idle_connections_are_dropped_before_uvicorns_keepalive_ends(
         now[0] += 4.5
         await drain(upstream, ask(False), [])
     assert fake.connections == 2
+
+
+@pytest.mark.parametrize("api_key", [SECRET, ""], ids=["configured", "forwarded"])
+async def test_key_echoed_in_a_streamed_error_never_reaches_the_client(api_key: str) -> None:
+    error = {"error": {"message": f"key {SECRET} was revoked", "type": "auth_error"}}
+    reply = Act.answer(sse_reply([ROLE, error], done=True))
+    async with MisbehavingUpstream(reply) as fake, pointed_at(fake, api_key=api_key) as upstream:
+        with pytest.raises(UpstreamError, match="mid-stream") as caught:
+            async with upstream.complete(ask(True), headers={"authorization": SECRET}) as chunks:
+                async for _ in chunks:
+                    pass
+    assert SECRET not in caught.value.message
+    assert "key [redacted] was revoked" in caught.value.message
+
+
+@pytest.mark.parametrize("then", ["fin", "keep"], ids=["cut", "stalled"])
+async def test_error_status_whose_body_breaks_off_is_still_mapped(then: Any) -> None:
+    # The error body is cut or stalls: the status alone decides, and no aiohttp error escapes.
+    reply = b"HTTP/1.1 500 X\r\nContent-Type: application/json\r\nContent-Length: 400\r\n\r\n"
+    act = Act.answer(reply, then=then)
+    async with MisbehavingUpstream(act) as fake, pointed_at(fake, idle_timeout_s=0.2) as up:
+        with pytest.raises(UpstreamError, match=r"failed \(500\)") as caught:
+            await drain(up, ask(True), [])
+    assert caught.value.status == 502

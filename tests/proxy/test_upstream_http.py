@@ -144,6 +144,54 @@ async def test_rejected_credentials_are_a_502_that_does_not_echo_the_key(status:
     assert SECRET not in str(error)
 
 
+@pytest.mark.parametrize("status", [400, 404, 422, 429, 500, 503])
+async def test_configured_key_echoed_in_an_error_never_reaches_the_client(status: int) -> None:
+    # Regression: a 4xx passed through, or a 5xx's message, carried the proxy's own key.
+    reply = Reply.error(status, f"invalid key {SECRET} (header: Bearer {SECRET})")
+    async with served(reply, api_key=SECRET) as (_fake, upstream):
+        with pytest.raises(UpstreamError) as caught:
+            await collect(upstream, ask(True))
+    message = caught.value.body()["error"]["message"]
+    assert SECRET not in message
+    assert "invalid key [redacted]" in message
+    assert SECRET not in str(caught.value)
+
+
+@pytest.mark.parametrize("status", [400, 401, 403, 500])
+async def test_forwarded_client_key_echoed_in_an_error_never_reaches_the_client(
+    status: int,
+) -> None:
+    client_key = "sk-client-9876543210"
+    reply = Reply.error(status, f"Authorization: Bearer {client_key} is not valid")
+    async with served(reply) as (_fake, upstream):
+        with pytest.raises(UpstreamError) as caught:
+            headers = {"authorization": f"Bearer {client_key}"}
+            await collect(upstream, ask(False), headers=headers)
+    message = caught.value.body()["error"]["message"]
+    assert client_key not in message
+    assert "Authorization: [redacted] is not valid" in message
+
+
+async def test_key_at_the_clipping_edge_leaves_no_prefix() -> None:
+    # Redaction runs before the message is clipped, so no leading part of a key survives.
+    reply = Reply.error(400, "x" * 1995 + SECRET)
+    async with served(reply, api_key=SECRET) as (_fake, upstream):
+        with pytest.raises(UpstreamStatusError) as caught:
+            await collect(upstream, ask(True))
+    assert SECRET[:5] not in caught.value.message
+
+
+async def test_key_echoed_in_a_plain_text_error_never_reaches_the_client() -> None:
+    async def handler(request: web.BaseRequest) -> web.Response:
+        return web.Response(status=502, text=f"gateway saw {request.headers['Authorization']}")
+
+    async with tiny_server(handler) as base_url, http_upstream(base_url, api_key=SECRET) as up:
+        with pytest.raises(UpstreamError) as caught:
+            await collect(up, ask(True))
+    assert SECRET not in caught.value.message
+    assert "gateway saw [redacted]" in caught.value.message
+
+
 @pytest.mark.parametrize("status", [401, 403])
 async def test_rejected_client_key_is_the_clients_error(status: int) -> None:
     # Regression: a forwarded client key the upstream refused came back as a 502.
