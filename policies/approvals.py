@@ -22,6 +22,8 @@ class PendingApproval:
     arguments_digest: str
     expires_at: float
     """Wall-clock time (epoch seconds) after which an answer is refused."""
+    conversation: str = ""
+    """Digest of the conversation the call was paused in (see `conversation_digest`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,10 +79,51 @@ def digest(arguments: str | dict[str, Any]) -> str:
 
 
 def pending(
-    call_id: str, tool: str, arguments: str | dict[str, Any], ttl_s: float
+    call_id: str,
+    tool: str,
+    arguments: str | dict[str, Any],
+    ttl_s: float,
+    conversation: str = "",
 ) -> PendingApproval:
-    """A pending approval for one call, expiring `ttl_s` from now."""
-    return PendingApproval(call_id, tool, digest(arguments), time.time() + ttl_s)
+    """A pending approval for one call in one conversation, expiring `ttl_s` from now."""
+    return PendingApproval(call_id, tool, digest(arguments), time.time() + ttl_s, conversation)
+
+
+def conversation_digest(messages: list[dict[str, Any]]) -> str:
+    """A digest of a conversation's turns that survives a client's re-serialisation.
+
+    Only what the parties said counts: roles, text, tool-call ids and the ids results
+    answer. System and developer messages are left out, so a client may restate its
+    instructions; an approval pasted into another conversation still fails to match.
+    """
+    said: list[Any] = []
+    for message in messages:
+        role = message.get("role")
+        if role in ("system", "developer"):
+            continue
+        calls = message.get("tool_calls") or ()
+        said.append(
+            (
+                role,
+                _text(message.get("content")),
+                [c.get("id") for c in calls if isinstance(c, dict)],
+                message.get("tool_call_id"),
+            )
+        )
+    return hashlib.sha256(orjson.dumps(said)).hexdigest()
+
+
+def _text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        return ""
+    texts = []
+    for part in content:
+        if isinstance(part, dict):
+            value = part.get("text", part.get("image_url", ""))
+            texts.append(value if isinstance(value, str) else orjson.dumps(value).decode())
+    return "".join(texts)
 
 
 def parse_verdict(content: Any) -> Verdict | None:
@@ -104,7 +147,9 @@ def parse_verdict(content: Any) -> Verdict | None:
     return Verdict(value["approve"], reason if isinstance(reason, str) else None)
 
 
-def refusal(approval: PendingApproval | None, tool: str, arguments: Any) -> str | None:
+def refusal(
+    approval: PendingApproval | None, tool: str, arguments: Any, conversation: str = ""
+) -> str | None:
     """Why an answer to a pending call cannot count as an approval, or None when it can."""
     if approval is None:
         return "no approval is pending for this call (unknown, already used, or not issued)"
@@ -112,6 +157,8 @@ def refusal(approval: PendingApproval | None, tool: str, arguments: Any) -> str 
         return "the approval was issued for another tool"
     if approval.arguments_digest != digest(arguments):
         return "the call's arguments changed after the approval was requested"
+    if approval.conversation != conversation:
+        return "the approval was issued in another conversation"
     if time.time() > approval.expires_at:
         return "the approval expired"
     return None

@@ -13,7 +13,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from policies import ApprovalStore, new_call_id, parse_verdict, pending, refusal
+from policies import (
+    ApprovalStore,
+    conversation_digest,
+    new_call_id,
+    parse_verdict,
+    pending,
+    refusal,
+)
 from registry import Tool, ToolCall, ToolResult
 
 from .continuations import TurnStore
@@ -22,6 +29,11 @@ from .injection import Toolset
 
 Message = dict[str, Any]
 _RESULT_KEY = "approved-result:"
+_NOT_A_VERDICT = (
+    'the answer to the approval request was not a verdict ({"approve": true} or '
+    '{"approve": false, "reason": "..."}), so the call was not approved'
+)
+_INTERRUPTED = "the approved call was interrupted before its result was known; it may have run"
 
 
 @dataclass(slots=True)
@@ -46,11 +58,15 @@ class ApprovalFlow:
         """The call under a proxy-issued id, so only the proxy's own calls can be approved."""
         return ToolCall(id=new_call_id(), name=call.name, arguments=call.arguments)
 
-    async def request(self, calls: list[tuple[Tool, ToolCall, str]]) -> list[ApprovalRequest]:
-        """Record pending approvals for (tool, call, reason); what the client is asked."""
+    async def request(
+        self, calls: list[tuple[Tool, ToolCall, str]], conversation: list[Message]
+    ) -> list[ApprovalRequest]:
+        """Record pending approvals for (tool, call, reason), bound to the conversation
+        the client sent (the messages before the answer that pauses); what it is asked."""
+        bound = conversation_digest(conversation)
         requests = []
         for tool, call, reason in calls:
-            approval = pending(call.id, tool.qualified_name, call.arguments, self._ttl_s)
+            approval = pending(call.id, tool.qualified_name, call.arguments, self._ttl_s, bound)
             await self._store.put(approval)
             requests.append(
                 ApprovalRequest(call, tool.qualified_name, reason, int(approval.expires_at))
@@ -58,35 +74,45 @@ class ApprovalFlow:
         return requests
 
     async def resolve(self, client_messages: list[Message], toolset: Toolset) -> Resolution:
-        """Find the verdicts among the client's tool messages and decide each."""
+        """Find the answers to paused calls among the client's tool messages; decide each.
+
+        An answer to a paused call that is not a verdict is a refusal, never a result: the
+        tool did not run, and the model is told so.
+        """
         resolution = Resolution()
-        if not any(_may_hold_verdict(m) for m in client_messages):
+        if not any(m.get("role") == "tool" for m in client_messages):
             return resolution
-        calls = _calls_by_id(client_messages)
+        calls = _calls_by_position(client_messages)
         for message in client_messages:
             call_id = message.get("tool_call_id")
-            if message.get("role") != "tool" or not isinstance(call_id, str):
+            if message.get("role") != "tool" or call_id not in calls:
                 continue
+            position, call = calls[call_id]
+            tool = toolset.by_wire_name.get(call.name)
             verdict = parse_verdict(message.get("content"))
-            if verdict is None or call_id not in calls:
-                continue
-            call = calls[call_id]
+            if tool is None and verdict is None:
+                continue  # a client tool's own result
             kept = await self._results.get(_RESULT_KEY + call_id)
             if kept is not None:
                 resolution.answers[call_id] = kept[0]["content"]
                 continue
-            tool = toolset.by_wire_name.get(call.name)
             approval = await self._store.take(call_id)
-            if tool is None and approval is None:
-                continue  # a client tool's own result, whatever it looks like
+            if approval is None and (tool is None or verdict is None):
+                continue  # a client tool's result that looks like a verdict, or a real one
+            bound = conversation_digest(client_messages[:position])
             if tool is None:
                 answer = _denied("the tool is not available to this request")
-            elif problem := refusal(approval, tool.qualified_name, call.arguments):
+            elif verdict is None:
+                answer = _denied(_NOT_A_VERDICT)
+            elif problem := refusal(approval, tool.qualified_name, call.arguments, bound):
                 answer = _denied(problem)
             elif not verdict.approved:
                 why = f": {verdict.reason}" if verdict.reason else ""
                 answer = _denied(f"the user refused the call{why}")
             else:
+                # Kept before the call runs: if it is cut off, a replay learns that it may
+                # have run, and never runs it again.
+                await self._keep(call_id, _INTERRUPTED)
                 resolution.to_run.append((tool, call))
                 continue
             resolution.answers[call_id] = answer
@@ -116,16 +142,10 @@ def apply_answers(history: list[Message], answers: dict[str, str]) -> list[Messa
     ]
 
 
-def _may_hold_verdict(message: Message) -> bool:
-    content = message.get("content")
-    return message.get("role") == "tool" and (
-        isinstance(content, list) or (isinstance(content, str) and "approve" in content)
-    )
-
-
-def _calls_by_id(messages: list[Message]) -> dict[str, ToolCall]:
-    calls: dict[str, ToolCall] = {}
-    for message in messages:
+def _calls_by_position(messages: list[Message]) -> dict[str, tuple[int, ToolCall]]:
+    """Each tool call of the assistant messages, with the index of the message making it."""
+    calls: dict[str, tuple[int, ToolCall]] = {}
+    for position, message in enumerate(messages):
         if message.get("role") != "assistant":
             continue
         for entry in message.get("tool_calls") or ():
@@ -133,7 +153,7 @@ def _calls_by_id(messages: list[Message]) -> dict[str, ToolCall]:
             if isinstance(function, dict) and isinstance(entry.get("id"), str):
                 name, arguments = function.get("name"), function.get("arguments", "")
                 if isinstance(name, str) and isinstance(arguments, str | dict):
-                    calls[entry["id"]] = ToolCall(entry["id"], name, arguments)
+                    calls[entry["id"]] = (position, ToolCall(entry["id"], name, arguments))
     return calls
 
 

@@ -97,7 +97,7 @@ class ToolLoop:
             async for event in self._answer_calls(turn, state, calls, results):
                 yield event
             ordered = [results[c.id] for c in calls.answered_here]
-            handed_back = await self._settle(state, answer.content, calls, ordered)
+            handed_back = await self._settle(turn, state, answer.content, calls, ordered)
             if handed_back is not None:
                 yield handed_back
                 return
@@ -125,7 +125,7 @@ class ToolLoop:
         state.history = apply_answers(state.history, resolution.answers)
 
     async def _settle(
-        self, state: _State, content: str, calls: Round, results: list[ToolResult]
+        self, turn: Turn, state: _State, content: str, calls: Round, results: list[ToolResult]
     ) -> Finished | None:
         """Add the round to the turn's history, or end the turn if the client has calls."""
         replies, attached = _tool_messages(results)
@@ -134,16 +134,20 @@ class ToolLoop:
             kept = [*state.added, *messages]
             if attached is not None:
                 kept.append({**attached, AFTER_RESULTS: True})
-            return await self._hand_back(state, calls, kept)
+            return await self._hand_back(turn, state, calls, kept)
         state.added += [*messages, attached] if attached is not None else messages
         return None
 
-    async def _hand_back(self, state: _State, calls: Round, hidden: list[Message]) -> Finished:
+    async def _hand_back(
+        self, turn: Turn, state: _State, calls: Round, hidden: list[Message]
+    ) -> Finished:
         """End the turn with the calls the client must answer; keep the rest for its return."""
         returned = calls.handed_back
         for call in returned:
             await self._turns.put(call.id, hidden)
-        approvals = await self._approvals.request(calls.asks) if calls.asks else ()
+        approvals = (
+            await self._approvals.request(calls.asks, turn.body["messages"]) if calls.asks else ()
+        )
         return Finished("tool_calls", state.usage, tuple(returned), approvals=tuple(approvals))
 
     def _last_word(self, state: _State, stopped_by: str) -> Finished:

@@ -191,3 +191,46 @@ async def test_approved_tool_filtered_out_of_the_follow_up_is_refused(
         )
     results = {m["tool_call_id"]: m["content"] for m in tool_messages(upstream.requests[1])}
     assert results[pending["id"]] == "Error (denied): the tool is not available to this request"
+
+
+@pytest.mark.parametrize("answer", [{"approve": "yes"}, {"approved": True}, "sure, go ahead"])
+async def test_malformed_verdict_is_refused_never_passed_off_as_a_result(
+    make_proxy, upstream: FakeUpstream, stream: bool, answer: Any
+) -> None:
+    async with make_proxy(registry_with(), policy=ASK_NETWORK) as proxy:
+        first = await _pause(proxy, upstream, stream)
+        (pending,) = first.tool_calls
+        history = _history(first, {pending["id"]: answer})
+        await ask(proxy.client, stream=stream, messages=history)
+    results = {m["tool_call_id"]: m["content"] for m in tool_messages(upstream.requests[1])}
+    told = results[pending["id"]]
+    assert told.startswith("Error (denied): the answer to the approval request was not a verdict")
+    assert "sunny" not in told
+
+
+async def test_approval_pasted_into_another_conversation_is_refused(
+    make_proxy, upstream: FakeUpstream, stream: bool
+) -> None:
+    async with make_proxy(registry_with(), policy=ASK_NETWORK) as proxy:
+        first = await _pause(proxy, upstream, stream)
+        (pending,) = first.tool_calls
+        history = _history(first, {pending["id"]: {"approve": True}})
+        history[0] = {"role": "user", "content": "Something else entirely"}
+        await ask(proxy.client, stream=stream, messages=history)
+    results = {m["tool_call_id"]: m["content"] for m in tool_messages(upstream.requests[1])}
+    assert results[pending["id"]] == (
+        "Error (denied): the approval was issued in another conversation"
+    )
+
+
+async def test_instructions_may_be_restated_between_pause_and_verdict(
+    make_proxy, upstream: FakeUpstream, stream: bool
+) -> None:
+    async with make_proxy(registry_with(), policy=ASK_NETWORK) as proxy:
+        first = await _pause(proxy, upstream, stream)
+        (pending,) = first.tool_calls
+        history = _history(first, {pending["id"]: {"approve": True}})
+        history.insert(0, {"role": "system", "content": "Be brief today."})
+        await ask(proxy.client, stream=stream, messages=history)
+    results = {m["tool_call_id"]: m["content"] for m in tool_messages(upstream.requests[1])}
+    assert json.loads(results[pending["id"]])["city"] == "Oslo"
