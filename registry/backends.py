@@ -7,7 +7,6 @@ import contextlib
 import contextvars
 import functools
 import inspect
-import threading
 from collections.abc import Callable
 from concurrent.futures import Executor as PoolExecutor
 from typing import Any, Protocol
@@ -67,16 +66,16 @@ class ThreadBackend:
 
     Cancelling the awaiting task returns at once, but a thread cannot be interrupted: a
     function that is already running goes on until it returns, and its result is dropped.
-    Its thread counts as busy until then. With `workers` (the pool's size) a call waits on
-    the event loop for a free thread, so it starts as soon as it is handed to the pool.
-    A tool that is not concurrency-safe stays busy until its thread returns: the next call's
-    thread waits for it, and a call abandoned meanwhile never starts.
+    Its thread stays busy until then, and so does its tool when it is not concurrency-safe.
+    A call waits for both on the event loop (for a free thread when `workers`, the pool's
+    size, is given), so it takes a thread only when it can run at once: a hung tool holds
+    one thread, never the threads of the calls queued behind it.
     """
 
     def __init__(self, pool: PoolExecutor, *, workers: int | None = None) -> None:
         self._pool = pool
         self._free = None if workers is None else asyncio.Semaphore(workers)
-        self._busy: dict[str, threading.Lock] = {}
+        self._idle: dict[str, asyncio.Lock] = {}
 
     async def run(
         self, tool: Tool, arguments: dict[str, Any], *, on_start: OnStart | None = None
@@ -93,36 +92,36 @@ class ThreadBackend:
             # event loop of its own in the worker thread.
             fn = functools.partial(_run_coroutine, fn)
         call = functools.partial(contextvars.copy_context().run, fn, **arguments)
-        abandoned = threading.Event()
-        if not tool.metadata.is_concurrency_safe:
-            busy = self._busy.setdefault(tool.qualified_name, threading.Lock())
-            call = functools.partial(_alone, busy, abandoned, call)
         loop = asyncio.get_running_loop()
-        if self._free is not None:
-            await self._free.acquire()
+        held = await self._hold(tool)
         try:
             if on_start is not None:
                 on_start()
             job = self._pool.submit(_guarded, call)
         except BaseException:
-            if self._free is not None:
-                self._free.release()
+            _release(held)
             raise
-        # The thread is free again when the function returns, not when its caller leaves.
-        job.add_done_callback(lambda _: self._release(loop))
-        try:
-            return await asyncio.wrap_future(job)
-        except asyncio.CancelledError:
-            abandoned.set()
-            raise
+        # The thread and the tool are free again when the function returns, not when its
+        # caller gives up; a loop that is already closed has nobody left waiting for them.
+        job.add_done_callback(lambda _: _release_soon(loop, held))
+        return await asyncio.wrap_future(job)
 
-    def _release(self, loop: asyncio.AbstractEventLoop) -> None:
-        if self._free is None:
-            return
-        # Called from the worker thread (or whichever thread cancelled the job); a loop that
-        # is already closed has nobody left waiting for a thread.
-        with contextlib.suppress(RuntimeError):
-            loop.call_soon_threadsafe(self._free.release)
+    async def _hold(self, tool: Tool) -> list[Callable[[], None]]:
+        """Wait until the tool is idle (if it runs one call at a time) and a thread is free;
+        returns what to release once the call's function returns."""
+        held: list[Callable[[], None]] = []
+        try:
+            if not tool.metadata.is_concurrency_safe:
+                idle = self._idle.setdefault(tool.qualified_name, asyncio.Lock())
+                await idle.acquire()
+                held.append(idle.release)
+            if self._free is not None:
+                await self._free.acquire()
+                held.append(self._free.release)
+        except BaseException:
+            _release(held)
+            raise
+        return held
 
 
 def exit_error(exc: BaseException) -> RuntimeError:
@@ -134,11 +133,15 @@ def exit_error(exc: BaseException) -> RuntimeError:
     return RuntimeError(f"the tool exited: {exc!r}")
 
 
-def _alone(busy: threading.Lock, abandoned: threading.Event, call: Callable[[], Any]) -> Any:
-    with busy:
-        if abandoned.is_set():
-            return None
-        return call()
+def _release(held: list[Callable[[], None]]) -> None:
+    for release in reversed(held):
+        release()
+
+
+def _release_soon(loop: asyncio.AbstractEventLoop, held: list[Callable[[], None]]) -> None:
+    # Called from the worker thread, or from whichever thread cancelled the job.
+    with contextlib.suppress(RuntimeError):
+        loop.call_soon_threadsafe(_release, held)
 
 
 def _guarded(call: Callable[[], Any]) -> Any:

@@ -96,3 +96,26 @@ async def test_waiting_for_a_busy_tool_is_not_the_call_s_time(executor: Executor
     gate.set()
     assert (await first).content == "1"
     assert (await second).content == "2"
+
+
+async def test_a_hung_unsafe_tool_holds_one_thread_and_other_tools_keep_running(
+    executor: Executor, tmp_path: Path
+) -> None:
+    release = tmp_path / "release"
+    hung = Tool.from_function(hold, is_concurrency_safe=False, timeout_s=HASTY_S)
+
+    def arguments(n: int) -> ToolCall:
+        marker = str(tmp_path / f"started-{n}")
+        return call({"marker": marker, "release": str(release)}, call_id=str(n))
+
+    first = asyncio.create_task(executor.execute(hung, arguments(0)))
+    queued = [asyncio.create_task(executor.execute(hung, arguments(n))) for n in (1, 2, 3)]
+    done, _ = await asyncio.wait({first, *queued}, timeout=10 * HASTY_S)
+    # The first call timed out; its thread runs on, and the calls behind it wait without
+    # taking a thread each (the old way took one per timed-out call, until none was left).
+    assert done == {first}
+    assert first.result().error_kind == "timeout"
+    other = await executor.execute(Tool.from_function(quick, timeout_s=HASTY_S), call())
+    assert other.content == "quick"
+    release.touch()
+    assert [(await task).content for task in queued] == ["held"] * 3

@@ -236,10 +236,12 @@ async def test_an_unsafe_thread_tool_stays_one_at_a_time_past_timeouts(
     hasty = Tool.from_function(write, is_concurrency_safe=False, timeout_s=0.2)
     results = await executor.execute_many([(hasty, call(call_id=str(i))) for i in range(3)])
     assert [r.error_kind for r in results] == ["timeout"] * 3
-    # The first call's thread still runs: a patient call waits for it instead of overlapping.
+    # Each call waited for the previous call's thread to return, then ran for its timeout;
+    # the last one's thread still runs, and a patient call waits for it too.
     patient = await executor.execute(hasty.with_metadata(timeout_s=DEADLINE_S), call())
     assert not patient.is_error
     assert peak == 1
+    assert runs == 4
 
 
 async def test_safe_tools_run_in_parallel(executor: Executor) -> None:
