@@ -44,68 +44,113 @@ class WorkerCrashedError(RegistryError):
     """The worker process running a call died before it answered."""
 
 
+class _Unpicklable(Exception):
+    """The call's arguments cannot be pickled: it runs on the fallback backend instead."""
+
+
 class _Worker:
-    """One worker subprocess and its pipes; used by one call at a time."""
+    """One worker subprocess and its pipes; used by one call at a time.
+
+    Everything that blocks (spawning, pickling, the pipes, reaping) runs in a reader
+    thread; the event loop only creates the object, checks `alive` and calls `kill`.
+    """
 
     def __init__(self) -> None:
+        self.process: subprocess.Popen[bytes] | None = None
+        self.known: set[bytes] = set()
+        self._lock = threading.Lock()
+        self._killed = False
+        self._discarded = False
+
+    def alive(self) -> bool:
+        """Whether the worker can take a call (not started yet counts; never blocks)."""
+        return not self._killed and (self.process is None or self.process.poll() is None)
+
+    def call(self, digest: bytes, function: bytes, arguments: dict[str, Any]) -> tuple[str, Any]:
+        """Send one call and wait for its unpickled reply (runs in a reader thread).
+
+        Raises:
+            _Unpicklable: the arguments cannot be pickled (nothing was sent).
+            WorkerCrashedError: the worker died or closed its pipe.
+        """
+        try:
+            argument_bytes = cloudpickle.dumps(arguments)
+        except Exception as exc:
+            raise _Unpicklable(exc) from exc
+        self._start()
+        function_or_none = None if digest in self.known else function
+        reply = self._exchange(digest, function_or_none, argument_bytes)
+        if reply == _MISSING:
+            # The worker evicted the function from its bounded cache: send it along again.
+            reply = self._exchange(digest, function, argument_bytes)
+        self.known.add(digest)
+        try:
+            kind, value = cloudpickle.loads(reply)
+        except Exception as exc:
+            # The worker is fine: a result this process cannot unpickle fails the call only.
+            return "error", exc
+        return kind, value
+
+    def _start(self) -> None:
+        if self.process is not None:
+            return
         env = dict(os.environ)
         # The worker must import what the parent can (tool modules, this package).
         env["PYTHONPATH"] = os.pathsep.join(p or os.getcwd() for p in sys.path)
         env["TOOLWIRE_PARENT_PID"] = str(os.getpid())
-        self.process = subprocess.Popen(
+        # Spawned from a reader thread: such threads live as long as the pool, which
+        # matters because PR_SET_PDEATHSIG fires when the spawning *thread* exits.
+        process = subprocess.Popen(
             [sys.executable, "-P", _WORKER_SCRIPT],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             env=env,
             close_fds=True,
         )
-        self.known: set[bytes] = set()
-        self._lock = threading.Lock()
-        self._discarded = False
-
-    def roundtrip(self, digest: bytes, function: bytes, arguments: bytes) -> bytes:
-        """Send one call and wait for its reply (runs in a reader thread).
-
-        Raises:
-            WorkerCrashedError: the worker died or closed its pipe.
-        """
-        reply = self._exchange(digest, None if digest in self.known else function, arguments)
-        if reply == _MISSING:
-            # The worker evicted the function from its bounded cache: send it along again.
-            reply = self._exchange(digest, function, arguments)
-        self.known.add(digest)
-        return reply
+        with self._lock:
+            self.process = process
+            killed = self._killed
+        if killed:
+            # Killed while it was being spawned: the exchange then fails at once.
+            process.kill()
 
     def _exchange(self, digest: bytes, function: bytes | None, arguments: bytes) -> bytes:
-        stdin, stdout = self.process.stdin, self.process.stdout
-        assert stdin is not None and stdout is not None
+        process = self.process
+        assert process is not None and process.stdin is not None and process.stdout is not None
         payload = cloudpickle.dumps((digest, function, arguments))
         try:
-            stdin.write(_HEADER.pack(len(payload)) + payload)
-            stdin.flush()
-            reply = _read_frame(stdout)
+            process.stdin.write(_HEADER.pack(len(payload)) + payload)
+            process.stdin.flush()
+            reply = _read_frame(process.stdout)
         except (OSError, ValueError) as exc:
             reply = None
-            log.debug("worker %s pipe failed: %s", self.process.pid, exc)
+            log.debug("worker %s pipe failed: %s", process.pid, exc)
         if reply is None:
             self.discard()
-            raise WorkerCrashedError(_death_notice(self.process))
+            raise WorkerCrashedError(_death_notice(process))
         return reply
 
     def kill(self) -> None:
-        """Kill the process; a reader thread blocked on it then sees end of file."""
-        if self.process.poll() is None:
-            self.process.kill()
+        """Kill the process (or stop it from starting); a reader thread blocked on it then
+        sees end of file. Never blocks."""
+        with self._lock:
+            self._killed = True
+            process = self.process
+        if process is not None and process.poll() is None:
+            process.kill()
 
     def discard(self) -> None:
-        """Kill, reap and close the pipes (idempotent)."""
+        """Kill, reap and close the pipes (idempotent; blocks until the process is gone)."""
         with self._lock:
             if self._discarded:
                 return
             self._discarded = True
         self.kill()
-        self.process.wait()
-        for stream in (self.process.stdin, self.process.stdout):
+        process = self.process
+        if process is None:
+            return
+        process.wait()
+        for stream in (process.stdin, process.stdout):
             if stream is not None:
                 # A pipe whose reader died cannot flush; it is closed all the same.
                 with contextlib.suppress(OSError):
@@ -117,6 +162,7 @@ class ProcessBackend:
 
     Workers start on demand (at most `workers` at once) and are killed by `close`; on Linux
     they also die with the parent (PR_SET_PDEATHSIG), and idle ones exit on end of file.
+    Spawning, pickling and reaping happen in threads, never on the event loop.
 
     Raises:
         RegistryError: `workers` is not positive.
@@ -129,8 +175,11 @@ class ProcessBackend:
         self._slots = asyncio.Semaphore(workers)
         self._idle: list[_Worker] = []
         self._live: set[_Worker] = set()
-        # One blocked reader thread per busy worker: a killed worker ends its read with EOF.
-        self._readers = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="toolwire-ipc")
+        # One blocked reader thread per busy worker (a killed worker ends its read with
+        # EOF), and one more so reaping killed workers never queues behind the calls.
+        self._readers = ThreadPoolExecutor(
+            max_workers=workers + 1, thread_name_prefix="toolwire-ipc"
+        )
         self._pickled: dict[int, tuple[Callable[..., Any], bytes, bytes]] = {}
         self._fell_back: set[str] = set()
         self._closed = False
@@ -147,7 +196,7 @@ class ProcessBackend:
             RegistryError: the pool is closed, or the result cannot be pickled.
         """
         try:
-            digest, function = self._pickle_function(tool)
+            digest, function = await self._pickle_function(tool)
         except Exception as exc:
             self._note_fallback(tool, exc)
             return await self._fallback.run(tool, arguments, on_start=on_start)
@@ -156,65 +205,79 @@ class ProcessBackend:
                 on_start()
             try:
                 # Pickled once the call has started: a ToolContext carries its deadline.
-                argument_bytes = cloudpickle.dumps(arguments)
-            except Exception as exc:
-                unpicklable: Exception = exc
+                kind, value = await self._call(digest, function, arguments)
+            except _Unpicklable as exc:
+                unpicklable = exc.__cause__ or exc
             else:
-                return await self._run_in_worker(digest, function, argument_bytes)
+                return _unpack(kind, value)
         self._note_fallback(tool, unpicklable)
         return await self._fallback.run(tool, arguments, on_start=on_start)
 
-    async def _run_in_worker(self, digest: bytes, function: bytes, argument_bytes: bytes) -> Any:
-        """Send one call to an idle or new worker; the caller holds a slot."""
+    def close(self) -> None:
+        """Kill every worker and stop the reader threads (they reap the workers)."""
+        self._closed = True
+        for worker in list(self._live):
+            worker.kill()
+        for worker in self._idle:
+            self._discard_later(worker)
+        self._idle.clear()
+        self._live.clear()
+        # Not cancel_futures: what is queued only reaps workers that were just killed.
+        self._readers.shutdown(wait=False)
+
+    async def _call(
+        self, digest: bytes, function: bytes, arguments: dict[str, Any]
+    ) -> tuple[str, Any]:
+        """One call on an idle or new worker; the caller holds a slot."""
         worker = self._take()
-        job = self._readers.submit(worker.roundtrip, digest, function, argument_bytes)
+        job = self._readers.submit(worker.call, digest, function, arguments)
         try:
             reply = await asyncio.wrap_future(job)
+        except _Unpicklable:
+            self._idle.append(worker)  # never used: nothing was sent
+            raise
         except BaseException:
             # Timed out, cancelled or crashed: the worker may still be running the call,
             # so it is killed, never reused; once the reader thread sees EOF it is reaped.
             self._live.discard(worker)
             worker.kill()
-            job.add_done_callback(lambda _: worker.discard())
+            job.add_done_callback(lambda _: self._discard_later(worker))
             raise
         if self._closed:
-            worker.discard()
+            self._discard_later(worker)
         else:
             self._idle.append(worker)
-        return _unpack(reply)
-
-    def close(self) -> None:
-        """Kill every worker and stop the reader threads."""
-        self._closed = True
-        for worker in list(self._live):
-            worker.kill()
-        for worker in self._idle:
-            worker.discard()
-        self._idle.clear()
-        self._live.clear()
-        self._readers.shutdown(wait=False, cancel_futures=True)
+        return reply
 
     def _take(self) -> _Worker:
         if self._closed:
             raise RegistryError("the executor is closed")
         while self._idle:
             worker = self._idle.pop()
-            if worker.process.poll() is None:
+            if worker.alive():
                 return worker
             self._live.discard(worker)
-            worker.discard()
+            self._discard_later(worker)
         worker = _Worker()
         self._live.add(worker)
         return worker
 
-    def _pickle_function(self, tool: Tool) -> tuple[bytes, bytes]:
+    def _discard_later(self, worker: _Worker) -> None:
+        """Kill now and reap in a reader thread: waiting for a process never blocks the loop."""
+        worker.kill()
+        # Once the readers are shut down, the killed process is left to the subprocess
+        # module, which reaps it later.
+        with contextlib.suppress(RuntimeError):
+            self._readers.submit(worker.discard)
+
+    async def _pickle_function(self, tool: Tool) -> tuple[bytes, bytes]:
         fn = tool.fn
         if fn is None:
             raise RegistryError(f"tool {tool.qualified_name!r} has no local function to run")
         cached = self._pickled.get(id(fn))
         if cached is not None and cached[0] is fn:
             return cached[1], cached[2]
-        data = cloudpickle.dumps(fn)
+        data = await asyncio.to_thread(cloudpickle.dumps, fn)
         digest = hashlib.blake2b(data, digest_size=16).digest()
         if len(self._pickled) >= _PICKLE_CACHE:
             self._pickled.clear()
@@ -222,7 +285,7 @@ class ProcessBackend:
         self._pickled[id(fn)] = (fn, digest, data)
         return digest, data
 
-    def _note_fallback(self, tool: Tool, exc: Exception) -> None:
+    def _note_fallback(self, tool: Tool, exc: BaseException) -> None:
         if tool.qualified_name not in self._fell_back:
             self._fell_back.add(tool.qualified_name)
             log.warning(
@@ -248,8 +311,7 @@ def _death_notice(process: subprocess.Popen[bytes]) -> str:
     return f"the worker process running the call {how}; a new worker takes the next call"
 
 
-def _unpack(reply: bytes) -> Any:
-    kind, value = cloudpickle.loads(reply)
+def _unpack(kind: str, value: Any) -> Any:
     if kind == "ok":
         return value
     if kind == "error":
