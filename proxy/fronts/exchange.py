@@ -120,8 +120,11 @@ async def stream(
             if end is not False:
                 return
     finally:
-        producer.cancel()
-        await asyncio.gather(producer, return_exceptions=True)
+        # After a complete stream the producer is done: awaiting it anyway would yield to
+        # the disconnect watcher, which then reads the finished response as a departure.
+        if not producer.done():
+            producer.cancel()
+            await asyncio.gather(producer, return_exceptions=True)
 
 
 async def _produce(

@@ -46,6 +46,33 @@ async def _post(url: str, data: bytes, headers: dict[str, str] | None = None) ->
             "toolwire.bogus",
         ),
         (b'{"model": "m", "messages": [{"role": "user", "content": NaN}]}', None),
+        (b'{"model": "m", "messages": [{"role": "user"}], "tool_choice": 5}', "tool_choice"),
+        (b'{"model": "m", "messages": [{"role": "user"}], "max_tokens": "abc"}', "max_tokens"),
+        (
+            b'{"model": "m", "messages": [{"role": "user"}], "stream": true,'
+            b' "stream_options": "usage"}',
+            "stream_options",
+        ),
+        (
+            b'{"model": "m", "messages": [{"role": "user"},'
+            b' {"role": "tool", "tool_call_id": "c1", "content": "r"}]}',
+            "messages[1].tool_call_id",
+        ),
+        (
+            b'{"model": "m", "messages": [{"role": "user"},'
+            b' {"role": "assistant", "tool_calls": [{"id": "c1", "type": "function"}]}]}',
+            "messages[1].tool_calls[0].function",
+        ),
+        (
+            b'{"model": "m", "messages": [{"role": "user"}, {"role": "assistant",'
+            b' "tool_calls": [{"id": "c1", "function": {"arguments": "{}"}}]}]}',
+            "messages[1].tool_calls[0].function.name",
+        ),
+        (
+            b'{"model": "m", "messages": [{"role": "tool", "content": "r"}]}',
+            "messages[0].tool_call_id",
+        ),
+        (b'{"model": "m", "messages": [{"role": "user"}], "temperature": 9}', "temperature"),
     ],
 )
 async def test_malformed_requests_are_400(
@@ -184,6 +211,7 @@ async def test_verdict_shaped_content_with_odd_parts_is_harmless(
 ) -> None:
     body = (
         b'{"model": "m", "messages": [{"role": "user", "content": "x"},'
+        b'{"role": "assistant", "tool_calls": [{"id": "x", "function": {"name": "lookup"}}]},'
         b'{"role": "tool", "tool_call_id": "x", "content": [{"type": "text", "text": 5}]}]}'
     )
     async with make_proxy(registry_with()) as proxy:

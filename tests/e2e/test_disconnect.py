@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import logging
 import time
 
 import aiohttp
@@ -58,3 +60,28 @@ async def test_disconnect_while_upstream_thinks_closes_upstream(
     async with make_proxy(registry_with()) as proxy:
         await _abandon(proxy.base_url, stream, started)
         assert await upstream.wait_closed(5)
+
+
+@pytest.mark.parametrize("path", ["chat/completions", "responses"])
+async def test_a_completed_stream_is_not_logged_as_a_disconnect(
+    make_proxy, upstream: FakeUpstream, caplog: pytest.LogCaptureFixture, path: str
+) -> None:
+    """The client reads the whole stream and keeps its connection open a while."""
+    caplog.set_level(logging.INFO, logger="toolwire")
+    upstream.script(Reply.tool_calls([("t_nap", {"seconds": 0.1})]), Reply.text("rested"))
+    if path == "responses":
+        payload = {"model": "m", "input": "rest", "stream": True}
+    else:
+        payload = {"model": "m", "messages": USER, "stream": True}
+    async with (
+        make_proxy(registry_with()) as proxy,
+        aiohttp.ClientSession() as session,
+        session.post(f"{proxy.base_url}/{path}", json=payload) as response,
+    ):
+        body = await response.read()
+        # Held open after the last byte: the server must not read that as a departure.
+        closed = asyncio.Event()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(closed.wait(), 0.3)
+    assert b"rested" in body
+    assert not [r for r in caplog.records if "disconnected" in r.getMessage()]

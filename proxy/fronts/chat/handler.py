@@ -5,8 +5,6 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-import orjson
-
 from ...asgi import Receive, Scope, Send, read_body, until_disconnect
 from ...context import RequestContext, context_of
 from ...controls import parse_controls
@@ -15,10 +13,9 @@ from ...services import Services
 from ...turns import Turn
 from .. import exchange
 from .render import JsonRenderer, ResponseMeta, StreamRenderer
+from .request import parse_body
 
 log = logging.getLogger("toolwire")
-
-_ROLES = frozenset({"system", "developer", "user", "assistant", "tool", "function"})
 
 
 def error_body(exc: ProxyError) -> dict[str, Any]:
@@ -60,7 +57,7 @@ class ChatCompletions:
             log.info("%s client disconnected; turn cancelled", context.request_id)
 
     def _turn(self, raw: bytes, context: RequestContext) -> tuple[Turn, bool, bool]:
-        body = _parse_body(raw)
+        body = parse_body(raw)
         controls = parse_controls(body.pop("toolwire", None), context.headers)
         upstream = self._services.upstreams.for_model(body["model"])
         catalog = self._services.catalog
@@ -69,40 +66,9 @@ class ChatCompletions:
         if toolset.schemas and body.get("n", 1) not in (1, None):
             raise BadRequestError("n > 1 is not supported with proxy tools", param="n")
         stream = body.get("stream") is True
-        options = body.get("stream_options")
-        if options is not None and not isinstance(options, dict):
-            raise BadRequestError("'stream_options' must be an object", param="stream_options")
-        include_usage = stream and options is not None and options.get("include_usage") is True
+        options = body.get("stream_options") or {}
+        include_usage = stream and options.get("include_usage") is True
         turn = Turn(
             body, upstream, toolset, client_tools, controls, context.headers, context.request_id
         )
         return turn, stream, include_usage
-
-
-def _parse_body(raw: bytes) -> dict[str, Any]:
-    """The request body as a dict, checked just enough to route and loop on it.
-
-    Raises:
-        BadRequestError: not JSON, or a required field missing or of the wrong type.
-    """
-    try:
-        body = orjson.loads(raw)
-    except orjson.JSONDecodeError as exc:
-        raise BadRequestError(f"the request body is not valid JSON: {exc}") from exc
-    if not isinstance(body, dict):
-        raise BadRequestError("the request body must be a JSON object")
-    model = body.get("model")
-    if not isinstance(model, str) or not model:
-        raise BadRequestError("'model' is required and must be a string", param="model")
-    messages = body.get("messages")
-    if not isinstance(messages, list) or not messages:
-        raise BadRequestError("'messages' must be a non-empty array", param="messages")
-    for i, message in enumerate(messages):
-        role = message.get("role") if isinstance(message, dict) else None
-        if not isinstance(role, str) or role not in _ROLES:
-            raise BadRequestError(
-                "each message must be an object with a valid 'role'", param=f"messages[{i}]"
-            )
-    if "stream" in body and not isinstance(body["stream"], bool | None):
-        raise BadRequestError("'stream' must be a boolean", param="stream")
-    return body

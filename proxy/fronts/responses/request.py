@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from registry import Tool, ToolRegistry
 
 from ...errors import BadRequestError
+from ..validation import field_path
 
 ALL_TOOLS_LABEL = "toolwire"
 """The `server_label` that selects every registry tool the request may see."""
@@ -56,10 +57,7 @@ def parse_body(raw: Any) -> ResponsesBody:
         return ResponsesBody.model_validate(raw)
     except ValidationError as exc:
         first = exc.errors()[0]
-        where = "".join(
-            f"[{p}]" if isinstance(p, int) else (f".{p}" if i else str(p))
-            for i, p in enumerate(first["loc"])
-        )
+        where = field_path(first["loc"])
         reason = "required" if first["type"] == "missing" else first["msg"]
         raise BadRequestError(f"{where}: {reason}", param=where or None) from exc
 
