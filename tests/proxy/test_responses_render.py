@@ -174,7 +174,7 @@ def test_failure_closes_open_items_and_ends_failed() -> None:
 
 
 def test_listings_open_the_output() -> None:
-    listing = {"type": "mcp_list_tools", "id": "mcpl_t_0", "server_label": "t", "tools": []}
+    listing = {"type": "mcp_list_tools", "id": "mcpl_0", "server_label": "t", "tools": []}
     events = run(builder(listings=(listing,)), Finished("stop", USAGE))
     assert types(events)[2:6] == [
         "response.output_item.added",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import logging
+import secrets
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
@@ -234,7 +235,7 @@ def _listings(
         listings.append(
             {
                 "type": "mcp_list_tools",
-                "id": f"mcpl_{entry.label}_{len(listings)}",
+                "id": f"mcpl_{secrets.token_hex(12)}",
                 "server_label": entry.label,
                 "tools": described,
                 "error": None,
