@@ -7,6 +7,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from registry.output import DEFAULT_MAX_RESULT_SIZE
 from registry.retry import RetrySettings
 
 __all__ = ["ExecutionConfig", "RetryConfig"]
@@ -44,6 +45,7 @@ class ExecutionConfig(BaseModel):
     """True: no argument repairs, and no lax coercion ("2" for 2) in validation."""
     log_capacity: int = Field(default=1000, ge=0)
     """How many recent calls the execution log keeps."""
-    max_result_size: int | None = Field(default=None, gt=0)
-    """Characters of a result kept for the model when the tool sets no limit; None: all."""
+    max_result_size: int | None = Field(default=DEFAULT_MAX_RESULT_SIZE, gt=0)
+    """Characters of a result kept for the model when the tool sets no limit (1 MiB of
+    text); longer results are cut with a marker. None: no limit."""
     retry: RetryConfig = Field(default_factory=RetryConfig)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import threading
 from collections import deque
@@ -10,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote_plus, urlsplit, urlunsplit
 
-__all__ = ["REDACTED", "ExecutionLog", "ExecutionRecord", "redact"]
+__all__ = ["REDACTED", "ExecutionLog", "ExecutionRecord", "abridge", "redact"]
 
 REDACTED = "[redacted]"
 _SECRET_WORDS = frozenset(
@@ -40,6 +41,12 @@ _SECRET_ENDINGS = ("password", "passwd", "secret", "token", "apikey", "credentia
 _KEY_TOKEN = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
 _SUMMARY_CHARS = 200
 _MAX_DEPTH = 8
+_ARGUMENT_BUDGET = 2000
+"""About how many characters of a call's arguments the log keeps (an item or key counts
+one more)."""
+_STRING_CHARS = 500
+"""So that one long string does not take the whole budget."""
+_KEY_CHARS = 100
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,7 +56,8 @@ class ExecutionRecord:
     tool: str
     call_id: str
     arguments: Any
-    """The arguments as the model sent them, with secret values replaced by REDACTED."""
+    """The arguments as the model sent them, with secret values replaced by REDACTED,
+    abridged (long strings, lists and objects cut with a marker)."""
     result: str
     """The first characters of the result text."""
     duration_s: float
@@ -83,7 +91,9 @@ class ExecutionLog:
         return self._records.maxlen or 0
 
     def record(self, record: ExecutionRecord) -> None:
-        """Add a record, dropping the oldest when full."""
+        """Add a record (its arguments abridged), dropping the oldest when full."""
+        # The log is bounded by count, so each record must be bounded in size too.
+        record = dataclasses.replace(record, arguments=abridge(record.arguments))
         with self._lock:
             self._records.append(record)
 
@@ -127,6 +137,42 @@ def redact(value: Any, depth: int = 0) -> Any:
         return [redact(item, depth + 1) for item in value]
     if isinstance(value, str) and "://" in value:
         return _redact_url(value)
+    return value
+
+
+def abridge(value: Any, budget: int = _ARGUMENT_BUDGET) -> Any:
+    """A copy of JSON-like `value` that keeps about `budget` characters: a string longer
+    than 500 characters, or a list or object that would pass the budget, is cut, ending in a
+    marker that says how much was left out."""
+    return _abridge(value, [budget])
+
+
+def _abridge(value: Any, left: list[int]) -> Any:
+    if isinstance(value, str):
+        kept = value[: max(0, min(left[0], _STRING_CHARS))]
+        left[0] -= len(kept)
+        omitted = len(value) - len(kept)
+        return kept + f"…[{omitted} more characters]" if omitted else value
+    if isinstance(value, Mapping):
+        items: dict[Any, Any] = {}
+        for index, (key, item) in enumerate(value.items()):
+            if left[0] <= 0:
+                items["…"] = f"{len(value) - index} more keys"
+                break
+            if isinstance(key, str) and len(key) > _KEY_CHARS:
+                key = key[:_KEY_CHARS] + "…"
+            left[0] -= 1 + (len(key) if isinstance(key, str) else 1)
+            items[key] = _abridge(item, left)
+        return items
+    if isinstance(value, list | tuple):
+        kept_items: list[Any] = []
+        for index, item in enumerate(value):
+            if left[0] <= 0:
+                kept_items.append(f"…[{len(value) - index} more items]")
+                break
+            left[0] -= 1
+            kept_items.append(_abridge(item, left))
+        return kept_items
     return value
 
 

@@ -20,7 +20,7 @@ from registry.errors import InvalidArgumentsError, RegistryError
 from registry.execution_config import ExecutionConfig
 from registry.execution_log import ExecutionLog, ExecutionRecord, redact, summarize
 from registry.listeners import CallEvent, Listeners
-from registry.output import render_output, truncate
+from registry.output import DEFAULT_MAX_RESULT_SIZE, render_output, truncate
 from registry.process_pool import ProcessBackend
 from registry.repair import repair_call
 from registry.retry import RetrySettings, call_with_retries, retries_for
@@ -50,7 +50,9 @@ class Executor:
     a tool that runs one call at a time, is bounded only by the caller (who may cancel).
     A timed-out or cancelled call sets its `ToolContext.cancelled`; a process-mode call also
     has its worker killed, while a thread cannot be killed and runs on until it returns or
-    heeds the flag.
+    heeds the flag. A result longer than the tool's `max_result_size`, else
+    `max_result_size` here (1 MiB of text by default; None for no limit), is cut with a
+    marker.
 
     Raises:
         RegistryError: a non-positive timeout or worker count, or an unknown mode.
@@ -66,7 +68,7 @@ class Executor:
         strict_arguments: bool = False,
         log_capacity: int = 1000,
         retry: RetrySettings | None = None,
-        max_result_size: int | None = None,
+        max_result_size: int | None = DEFAULT_MAX_RESULT_SIZE,
         listeners: Iterable[object] = (),
     ) -> None:
         if default_timeout_s <= 0 or max_workers <= 0 or process_workers <= 0:

@@ -9,9 +9,11 @@ from typing import Any
 import orjson
 from pydantic import BaseModel
 
-__all__ = ["NO_OUTPUT", "render_output", "truncate"]
+__all__ = ["DEFAULT_MAX_RESULT_SIZE", "NO_OUTPUT", "render_output", "truncate"]
 
 NO_OUTPUT = "(no output)"
+DEFAULT_MAX_RESULT_SIZE = 1024 * 1024
+"""Characters of a result kept for the model when neither the tool nor the config says."""
 _JSON_OPTIONS = orjson.OPT_NON_STR_KEYS | orjson.OPT_SERIALIZE_NUMPY
 _JSON_TYPES = (dict, list, tuple, int, float, bool, set, frozenset)
 

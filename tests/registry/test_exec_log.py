@@ -15,7 +15,7 @@ from registry import (
     ToolCall,
     ToolResult,
 )
-from registry.execution_log import REDACTED, ExecutionLog, redact
+from registry.execution_log import REDACTED, ExecutionLog, abridge, redact
 from registry.output import render_output
 
 
@@ -218,3 +218,47 @@ async def test_from_config() -> None:
             Tool.from_function(login), ToolCall("c", "l", {"user": 1, "password": "p"})
         )
     assert strict.error_kind == "invalid_arguments"
+
+
+async def test_results_are_capped_at_one_mib_of_text_by_default() -> None:
+    def huge() -> str:
+        return "x" * (3 * 1024 * 1024)
+
+    assert ExecutionConfig().max_result_size == 1024 * 1024
+    for executor in (Executor(), Executor.from_config(ExecutionConfig())):
+        with executor:
+            result = await executor.execute(Tool.from_function(huge), ToolCall("c", "h", "{}"))
+        assert len(result.content) <= 1024 * 1024
+        assert result.content.startswith("x" * 1000)
+        assert result.content.endswith(" characters]") and "…[truncated " in result.content
+    with Executor(max_result_size=None) as uncapped:
+        whole = await uncapped.execute(Tool.from_function(huge), ToolCall("c", "h", "{}"))
+    assert len(whole.content) == 3 * 1024 * 1024
+
+
+async def test_logged_arguments_are_abridged(executor: Executor) -> None:
+    def write(path: str, text: str, lines: list[str]) -> str:
+        return "ok"
+
+    arguments = {"path": "notes.txt", "text": "y" * 1_000_000, "lines": ["z"] * 100_000}
+    await executor.execute(Tool.from_function(write), ToolCall("c", "write", arguments))
+    (record,) = executor.log.records()
+    assert record.arguments["path"] == "notes.txt"
+    assert record.arguments["text"] == "y" * 500 + "…[999500 more characters]"
+    lines = record.arguments["lines"]
+    assert 100 < len(lines) < 3000
+    assert lines[-1] == f"…[{100_000 - len(lines) + 1} more items]"
+
+
+def test_abridge_keeps_small_values_and_cuts_large_ones_with_markers() -> None:
+    small = {"a": [1, 2, {"b": "c"}], "d": None, "e": True}
+    assert abridge(small) == small
+    assert abridge("x" * 50, budget=10) == "x" * 10 + "…[40 more characters]"
+    assert abridge(list(range(20)), budget=5) == [0, 1, 2, 3, 4, "…[15 more items]"]
+    assert abridge({str(n): n for n in range(10)}, budget=4) == {
+        "0": 0,
+        "1": 1,
+        "…": "8 more keys",
+    }
+    (key,) = abridge({"k" * 500: 1})
+    assert key == "k" * 100 + "…"
