@@ -56,6 +56,9 @@ class Toolset:
     deferred: ToolIndex | None = None
     """Search over the visible deferred tools; None when there are none."""
     deferred_schemas: Mapping[str, dict[str, Any]] = field(default_factory=dict)
+    denied: Mapping[str, Tool] = field(default_factory=dict)
+    """Tools the request's filters select but the policy denies, by wire name: never shown
+    or run, but a call to one is answered with the denial's reason, not "unknown tool"."""
 
 
 class Catalog:
@@ -73,14 +76,17 @@ class Catalog:
         found = self._cache.get(key)
         if found is not None:
             return found
-        visible = [t for t in tool_filter.select(self._registry) if self._policy.visible(t)]
+        selected = tool_filter.select(self._registry)
+        visible = [t for t in selected if self._policy.visible(t)]
         deferred = [t for t in visible if t.metadata.defer]
         wire = self._registry.wire_name
+        shown = {id(t) for t in visible}
         toolset = Toolset(
             schemas=tuple(self._registry.openai_schema(t) for t in visible if not t.metadata.defer),
             by_wire_name={wire(t): t for t in visible},
             deferred=ToolIndex(deferred) if deferred else None,
             deferred_schemas={wire(t): self._registry.openai_schema(t) for t in deferred},
+            denied={wire(t): t for t in selected if id(t) not in shown},
         )
         self._cache[key] = toolset
         if len(self._cache) > self._cache_size:

@@ -69,7 +69,7 @@ class Triage:
                 sorted_calls.client.append(call)
                 sorted_calls.ordered.append(call)
                 continue
-            tool = turn.toolset.by_wire_name.get(call.name)
+            tool = turn.toolset.by_wire_name.get(call.name) or turn.toolset.denied.get(call.name)
             decision = _decide(self._policy, turn, tool) if tool is not None else None
             if tool is not None and decision is not None and decision.action is Action.ASK:
                 call = self._approvals.reissue(call)

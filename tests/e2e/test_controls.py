@@ -55,6 +55,31 @@ async def test_policy_deny_hides_and_refuses(make_proxy, upstream: FakeUpstream)
         await ask(proxy.client, stream=False, messages=USER)
     assert "t_explode" not in tool_names(upstream.requests[0])
     (result,) = tool_messages(upstream.requests[1])
+    # The model learns the rule's reason (the tool never ran: it would have said "boom").
+    assert result["content"] == "Error (denied): not here"
+
+
+async def test_policy_deny_without_reason_says_denied(make_proxy, upstream: FakeUpstream) -> None:
+    policy = {"default": "deny"}
+    upstream.script(Reply.tool_calls([("t_add", {"a": 1, "b": 2})]), Reply.text("ok"))
+    async with make_proxy(registry_with(), policy=policy) as proxy:
+        await ask(proxy.client, stream=False, messages=USER)
+    assert "tools" not in upstream.requests[0]
+    (result,) = tool_messages(upstream.requests[1])
+    assert result["content"] == "Error (denied): denied by policy"
+
+
+async def test_filtered_out_denied_tool_stays_unknown(make_proxy, upstream: FakeUpstream) -> None:
+    policy = {"rules": [{"match": {"name": "t.explode"}, "action": "deny", "reason": "not here"}]}
+    upstream.script(Reply.tool_calls([("t_explode", {"reason": "x"})]), Reply.text("ok"))
+    async with make_proxy(registry_with(), policy=policy) as proxy:
+        await ask(
+            proxy.client,
+            stream=False,
+            messages=USER,
+            extra_body={"toolwire": {"tags": ["read_only"]}},
+        )
+    (result,) = tool_messages(upstream.requests[1])
     assert result["content"].startswith("Error (unknown_tool)")
 
 
