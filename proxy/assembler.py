@@ -96,6 +96,10 @@ class Assembler:
         reasoning = delta.get("reasoning_content") or delta.get("reasoning")
         if content:
             self._content.append(content)
+        refusal = delta.get("refusal")
+        logprobs = choice.get("logprobs")
+        if refusal or logprobs:
+            return _rare_delta(content, reasoning, refusal, logprobs)
         if content or reasoning:
             return ContentDelta(content or None, reasoning or None)
         return None
@@ -142,6 +146,17 @@ class Assembler:
         elif finish == "tool_calls":
             finish = "stop"
         return Answer("".join(self._content), calls, finish, self._usage)
+
+
+def _rare_delta(content: Any, reasoning: Any, refusal: Any, logprobs: Any) -> ContentDelta:
+    """A delta that carries a refusal or log-probabilities (kept off the common path)."""
+    tokens = logprobs.get("content") if isinstance(logprobs, dict) else None
+    return ContentDelta(
+        content or None,
+        reasoning or None,
+        refusal if isinstance(refusal, str) and refusal else None,
+        tuple(tokens) if isinstance(tokens, list) and tokens else None,
+    )
 
 
 def wire_call(call: ToolCall) -> dict[str, Any]:

@@ -66,10 +66,13 @@ def _count(value: Any) -> int:
 
 @dataclass(frozen=True, slots=True)
 class ContentDelta:
-    """Model text (or reasoning) to show the client now."""
+    """Model text (or reasoning, or a refusal) to show the client now."""
 
     content: str | None = None
     reasoning: str | None = None
+    refusal: str | None = None
+    logprobs: tuple[dict[str, Any], ...] | None = None
+    """The upstream's token log-probabilities for `content`, as Chat's `logprobs.content`."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -31,10 +31,20 @@ class ChoiceEncoder:
     def __init__(self, head: dict[str, Any]) -> None:
         self._prefix = b"data: " + orjson.dumps(head)[:-1] + b',"choices":[{"index":0,"delta":'
 
-    def frame(self, delta: dict[str, Any], finish_reason: str | None = None) -> bytes:
-        """One `data:` frame carrying `delta` and, when given, the finish reason."""
+    def frame(
+        self,
+        delta: dict[str, Any],
+        finish_reason: str | None = None,
+        *,
+        logprobs: dict[str, Any] | None = None,
+    ) -> bytes:
+        """One `data:` frame carrying `delta` and, when given, the finish reason and the
+        choice's log-probabilities."""
         finish = b"null" if finish_reason is None else orjson.dumps(finish_reason)
-        return self._prefix + orjson.dumps(delta) + b',"finish_reason":' + finish + b"}]}\n\n"
+        extra = b"" if logprobs is None else b',"logprobs":' + orjson.dumps(logprobs)
+        return (
+            self._prefix + orjson.dumps(delta) + extra + b',"finish_reason":' + finish + b"}]}\n\n"
+        )
 
 
 def event(kind: str, payload: Any) -> bytes:

@@ -418,7 +418,14 @@ def as_chunk(payload: Any) -> Chunk:
     return {
         "id": payload.get("id"),
         "model": payload.get("model"),
-        "choices": [{"index": 0, "delta": message, "finish_reason": choice.get("finish_reason")}],
+        "choices": [
+            {
+                "index": 0,
+                "delta": message,
+                "logprobs": choice.get("logprobs"),
+                "finish_reason": choice.get("finish_reason"),
+            }
+        ],
         "usage": payload.get("usage"),
     }
 

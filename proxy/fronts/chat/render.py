@@ -50,6 +50,10 @@ class StreamRenderer:
                 delta["content"] = event.content
             if event.reasoning is not None:
                 delta["reasoning_content"] = event.reasoning
+            if event.refusal is not None:
+                delta["refusal"] = event.refusal
+            if event.logprobs is not None:
+                return [self._encoder.frame(delta, logprobs={"content": list(event.logprobs)})]
             return [self._encoder.frame(delta)]
         if isinstance(event, KeepAlive):
             return [sse.comment()]
@@ -110,6 +114,8 @@ class JsonRenderer:
         self._meta = meta
         self._content: list[str] = []
         self._reasoning: list[str] = []
+        self._refusal: list[str] = []
+        self._logprobs: list[dict[str, Any]] = []
         self._finished: Finished | None = None
 
     def feed(self, event: LoopEvent) -> None:
@@ -118,6 +124,10 @@ class JsonRenderer:
                 self._content.append(event.content)
             if event.reasoning:
                 self._reasoning.append(event.reasoning)
+            if event.refusal:
+                self._refusal.append(event.refusal)
+            if event.logprobs:
+                self._logprobs.extend(event.logprobs)
         elif isinstance(event, Finished):
             self._finished = event
 
@@ -133,6 +143,8 @@ class JsonRenderer:
         message: dict[str, Any] = {"role": "assistant", "content": "".join(self._content) or None}
         if self._reasoning:
             message["reasoning_content"] = "".join(self._reasoning)
+        if self._refusal:
+            message["refusal"] = "".join(self._refusal)
         if done.tool_calls:
             message["tool_calls"] = [wire_call(c) for c in done.tool_calls]
         if vendor := done.vendor_fields():
@@ -148,7 +160,7 @@ class JsonRenderer:
                     "index": 0,
                     "message": message,
                     "finish_reason": done.finish_reason,
-                    "logprobs": None,
+                    "logprobs": {"content": self._logprobs} if self._logprobs else None,
                 }
             ],
             "usage": done.usage.as_dict(),

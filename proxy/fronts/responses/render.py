@@ -48,13 +48,33 @@ class ResponsePlan:
     created_at: int = field(default_factory=lambda: int(time.time()))
 
 
+@dataclass(frozen=True, slots=True)
+class _PartKind:
+    """One kind of streamed text: the item it lives in, its part and its events."""
+
+    item: str
+    part: str
+    field: str
+    """The part's text field (`text`, or `refusal`)."""
+    events: str
+    """The stream events' stem: `response.<stem>.delta` / `.done`."""
+
+
+_KINDS = {
+    "output_text": _PartKind("message", "output_text", "text", "output_text"),
+    "refusal": _PartKind("message", "refusal", "refusal", "refusal"),
+    "reasoning_text": _PartKind("reasoning", "reasoning_text", "text", "reasoning_text"),
+}
+
+
 @dataclass(slots=True)
 class _Open:
-    """The message or reasoning item that text deltas are being added to."""
+    """The item that text deltas are being added to."""
 
     index: int
-    kind: str
+    kind: _PartKind
     parts: list[str] = field(default_factory=list)
+    logprobs: list[dict[str, Any]] = field(default_factory=list)
 
 
 class ResponseBuilder:
@@ -95,9 +115,11 @@ class ResponseBuilder:
         if isinstance(event, ContentDelta):
             events: list[Event] = []
             if event.reasoning:
-                events += self._text("reasoning", event.reasoning)
+                events += self._text("reasoning_text", event.reasoning)
             if event.content:
-                events += self._text("message", event.content)
+                events += self._text("output_text", event.content, event.logprobs)
+            if event.refusal:
+                events += self._text("refusal", event.refusal)
             return events
         if isinstance(event, ToolsStarted):
             return self._calls_started(event.calls) if self.plan.show_rounds else []
@@ -148,69 +170,72 @@ class ResponseBuilder:
     def _new_id(self, prefix: str) -> str:
         return f"{prefix}_{self.plan.id[5:21]}{len(self.output):04x}"
 
-    def _text(self, kind: str, delta: str) -> list[Event]:
+    def _text(
+        self, name: str, delta: str, logprobs: tuple[dict[str, Any], ...] | None = None
+    ) -> list[Event]:
+        kind = _KINDS[name]
         events: list[Event] = []
-        if self._open is None or self._open.kind != kind:
+        if self._open is None or self._open.kind is not kind:
             events += self._close()
             events += self._open_text(kind)
         assert self._open is not None
         self._open.parts.append(delta)
-        name = (
-            "response.output_text.delta" if kind == "message" else "response.reasoning_text.delta"
-        )
-        extra: dict[str, Any] = {"logprobs": []} if kind == "message" else {}
+        extra: dict[str, Any] = {}
+        if kind.part == "output_text":
+            extra["logprobs"] = list(logprobs or ())
+            self._open.logprobs += extra["logprobs"]
         events.append(
-            self._item_event(name, self._open.index, content_index=0, delta=delta, **extra)
+            self._item_event(
+                f"response.{kind.events}.delta",
+                self._open.index,
+                content_index=0,
+                delta=delta,
+                **extra,
+            )
         )
         return events
 
-    def _open_text(self, kind: str) -> list[Event]:
-        if kind == "message":
-            item: Item = {
-                "type": "message",
-                "id": self._new_id("msg"),
-                "status": "in_progress",
-                "role": "assistant",
-                "content": [],
-            }
-            part: Item = {"type": "output_text", "text": "", "annotations": [], "logprobs": []}
+    def _open_text(self, kind: _PartKind) -> list[Event]:
+        item: Item = {"type": kind.item, "id": "", "status": "in_progress"}
+        if kind.item == "message":
+            item.update(id=self._new_id("msg"), role="assistant", content=[])
         else:
-            item = {
-                "type": "reasoning",
-                "id": self._new_id("rs"),
-                "status": "in_progress",
-                "summary": [],
-                "content": [],
-            }
-            part = {"type": "reasoning_text", "text": ""}
+            item.update(id=self._new_id("rs"), summary=[], content=[])
         index = self._add(item)
         self._open = _Open(index, kind)
+        part = self._part(kind, "", [])
         return [
             self._event("response.output_item.added", output_index=index, item=_copy(item)),
             self._item_event("response.content_part.added", index, content_index=0, part=part),
         ]
+
+    @staticmethod
+    def _part(kind: _PartKind, text: str, logprobs: list[dict[str, Any]]) -> Item:
+        part: Item = {"type": kind.part, kind.field: text}
+        if kind.part == "output_text":
+            part.update(annotations=[], logprobs=logprobs)
+        return part
 
     def _close(self) -> list[Event]:
         """Finish the open text item, if any."""
         current, self._open = self._open, None
         if current is None:
             return []
+        kind = current.kind
         text = "".join(current.parts)
+        part = self._part(kind, text, current.logprobs)
+        extra: dict[str, Any] = {"logprobs": current.logprobs} if kind.part == "output_text" else {}
         item = self.output[current.index]
-        if current.kind == "message":
-            part: Item = {"type": "output_text", "text": text, "annotations": [], "logprobs": []}
-            done = self._item_event(
-                "response.output_text.done", current.index, content_index=0, text=text, logprobs=[]
-            )
-        else:
-            part = {"type": "reasoning_text", "text": text}
-            done = self._item_event(
-                "response.reasoning_text.done", current.index, content_index=0, text=text
-            )
         item["content"] = [part]
         item["status"] = "completed"
         return [
-            done,
+            self._item_event(
+                f"response.{kind.events}.done",
+                current.index,
+                content_index=0,
+                **{kind.field: text},
+                **extra,
+            ),
             self._item_event(
                 "response.content_part.done", current.index, content_index=0, part=part
             ),
