@@ -86,7 +86,7 @@ def create_app(
             responses=MemoryResponseStore(
                 ttl_s=settings.state.response_ttl_s, max_bytes=settings.state.max_memory_bytes
             ),
-            max_body_bytes=settings.server.max_body_bytes,
+            server=settings.server,
         )
         app.state.services = services
         hot.bind(services)

@@ -4,11 +4,16 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, Protocol
 
 import orjson
 
-from .errors import ClientDisconnectedError, PayloadTooLargeError, ProxyError
+from .errors import (
+    ClientDisconnectedError,
+    PayloadTooLargeError,
+    ProxyError,
+    RequestTimeoutError,
+)
 
 WATCH_AFTER_S = 0.05
 """How long a request runs before its client is watched for a disconnect."""
@@ -56,29 +61,47 @@ async def start_stream(send: Send, request_id: str) -> None:
     )
 
 
-async def read_body(receive: Receive, scope: Scope, limit: int) -> bytes:
+async def read_body(receive: Receive, scope: Scope, limits: BodyLimits) -> bytes:
     """The whole request body.
 
     Raises:
-        PayloadTooLargeError: the body exceeds `limit` bytes.
+        PayloadTooLargeError: the body exceeds `limits.max_body_bytes`.
+        RequestTimeoutError: the body did not arrive within `limits.body_timeout_s`.
         ClientDisconnectedError: the client left while sending.
     """
+    limit = limits.max_body_bytes
     declared = _content_length(scope)
     if declared is not None and declared > limit:
         raise PayloadTooLargeError(f"the request body exceeds {limit} bytes")
     parts: list[bytes] = []
     size = 0
-    while True:
-        message = await receive()
-        if message["type"] == "http.disconnect":
-            raise ClientDisconnectedError("client disconnected")
-        chunk = message.get("body", b"")
-        size += len(chunk)
-        if size > limit:
-            raise PayloadTooLargeError(f"the request body exceeds {limit} bytes")
-        parts.append(chunk)
-        if not message.get("more_body"):
-            return b"".join(parts)
+    try:
+        async with asyncio.timeout(limits.body_timeout_s):
+            while True:
+                message = await receive()
+                if message["type"] == "http.disconnect":
+                    raise ClientDisconnectedError("client disconnected")
+                chunk = message.get("body", b"")
+                size += len(chunk)
+                if size > limit:
+                    raise PayloadTooLargeError(f"the request body exceeds {limit} bytes")
+                parts.append(chunk)
+                if not message.get("more_body"):
+                    return b"".join(parts)
+    except TimeoutError as exc:
+        raise RequestTimeoutError(
+            f"the request body did not arrive within {limits.body_timeout_s:g} s"
+        ) from exc
+
+
+class BodyLimits(Protocol):
+    """How much a request body may hold and how long it may take to arrive."""
+
+    @property
+    def max_body_bytes(self) -> int: ...
+
+    @property
+    def body_timeout_s(self) -> float: ...
 
 
 async def until_disconnect(receive: Receive, work: Awaitable[None]) -> bool:

@@ -27,6 +27,9 @@ class ServerConfig(BaseModel):
     port: int = Field(default=8000, ge=0, le=65535)
     max_body_bytes: int = Field(default=4 * 1024 * 1024, ge=1024)
     """Requests with a larger body get a 413."""
+    body_timeout_s: float = Field(default=30.0, gt=0)
+    """A client must send its whole request body within this time (else 408), so slow
+    clients cannot hold connections open forever."""
 
 
 class UpstreamConfig(BaseModel):

@@ -65,6 +65,14 @@ class PayloadTooLargeError(ProxyError):
     code = "request_too_large"
 
 
+class RequestTimeoutError(ProxyError):
+    """The client did not send its request in time."""
+
+    status = 408
+    type = "invalid_request_error"
+    code = "request_timeout"
+
+
 class UpstreamError(ProxyError):
     """The upstream model server failed or answered something unusable."""
 

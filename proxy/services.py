@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from registry import SourceSet, ToolRegistry
 
+from .config import ServerConfig
 from .injection import Catalog
 from .loop import ToolLoop
 from .response_store import ResponseStore
@@ -22,4 +23,5 @@ class Services:
     loop: ToolLoop
     upstreams: UpstreamRouter
     responses: ResponseStore
-    max_body_bytes: int
+    server: ServerConfig
+    """Request limits: body size and the time to send it."""

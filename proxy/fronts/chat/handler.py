@@ -32,7 +32,7 @@ class ChatCompletions:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         context = context_of(scope)
         try:
-            raw = await read_body(receive, scope, self._services.max_body_bytes)
+            raw = await read_body(receive, scope, self._services.server)
             turn, stream, include_usage = self._turn(raw, context)
         except ClientDisconnectedError:
             return

@@ -65,7 +65,7 @@ class Responses:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         context = context_of(scope)
         try:
-            raw = await read_body(receive, scope, self._services.max_body_bytes)
+            raw = await read_body(receive, scope, self._services.server)
             prepared = await self._prepare(raw, context)
         except ClientDisconnectedError:
             return
