@@ -54,8 +54,12 @@ class MemoryApprovalStore:
         self._entries: OrderedDict[str, PendingApproval] = OrderedDict()
 
     async def put(self, approval: PendingApproval) -> None:
+        # Entries are small and alike, so a count bounds their bytes; expired ones go first.
         self._entries[approval.call_id] = approval
-        while len(self._entries) > self._max:
+        now = time.time()
+        while self._entries and (
+            len(self._entries) > self._max or next(iter(self._entries.values())).expires_at < now
+        ):
             self._entries.popitem(last=False)
 
     async def take(self, call_id: str) -> PendingApproval | None:

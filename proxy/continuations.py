@@ -12,6 +12,8 @@ import time
 from collections import OrderedDict
 from typing import Any, Protocol
 
+import orjson
+
 Message = dict[str, Any]
 
 
@@ -28,28 +30,50 @@ class TurnStore(Protocol):
 
 
 class MemoryTurnStore:
-    """A bounded, expiring in-process TurnStore."""
+    """A bounded, expiring in-process TurnStore: by entries, and by bytes (attachments such
+    as images make a hidden turn large); the oldest entries go first."""
 
-    def __init__(self, *, ttl_s: float = 3600.0, max_entries: int = 10_000) -> None:
+    def __init__(
+        self,
+        *,
+        ttl_s: float = 3600.0,
+        max_entries: int = 10_000,
+        max_bytes: int = 256 * 1024 * 1024,
+    ) -> None:
         self._ttl = ttl_s
         self._max = max_entries
-        self._entries: OrderedDict[str, tuple[float, list[Message]]] = OrderedDict()
+        self._max_bytes = max_bytes
+        self._bytes = 0
+        self._entries: OrderedDict[str, tuple[float, int, list[Message]]] = OrderedDict()
 
     async def put(self, key: str, messages: list[Message]) -> None:
-        self._entries[key] = (time.monotonic() + self._ttl, messages)
-        self._entries.move_to_end(key)
-        while len(self._entries) > self._max:
-            self._entries.popitem(last=False)
+        size = len(orjson.dumps(messages))
+        self._drop(key)
+        if size > self._max_bytes:
+            return
+        self._entries[key] = (time.monotonic() + self._ttl, size, messages)
+        self._bytes += size
+        now = time.monotonic()
+        while self._entries and (
+            len(self._entries) > self._max
+            or self._bytes > self._max_bytes
+            or next(iter(self._entries.values()))[0] < now
+        ):
+            self._drop(next(iter(self._entries)))
 
     async def get(self, key: str) -> list[Message] | None:
         entry = self._entries.get(key)
         if entry is None:
             return None
-        expires, messages = entry
-        if expires < time.monotonic():
-            del self._entries[key]
+        if entry[0] < time.monotonic():
+            self._drop(key)
             return None
-        return messages
+        return entry[2]
+
+    def _drop(self, key: str) -> None:
+        entry = self._entries.pop(key, None)
+        if entry is not None:
+            self._bytes -= entry[1]
 
 
 AFTER_RESULTS = "toolwire_after_results"

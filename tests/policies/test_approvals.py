@@ -96,3 +96,11 @@ def test_call_ids_are_unguessable_and_marked() -> None:
     ids = {new_call_id() for _ in range(100)}
     assert len(ids) == 100 and all(i.startswith("call_tw") and len(i) == 39 for i in ids)
     assert time.time() < pending("c", "t", "{}", 60).expires_at <= time.time() + 60
+
+
+async def test_expired_approvals_are_swept_when_others_arrive() -> None:
+    store = MemoryApprovalStore(max_entries=100)
+    await store.put(pending("stale", "t", "{}", -1))
+    await store.put(pending("fresh", "t", "{}", 60))
+    assert await store.take("stale") is None
+    assert await store.take("fresh") is not None

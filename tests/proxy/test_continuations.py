@@ -159,3 +159,23 @@ async def test_restore_after_expiry_keeps_the_client_history(clock: Clock) -> No
     clock.now += 2
     history = [assistant("c1")]
     assert await restore(store, history) == history
+
+
+async def test_oldest_entries_are_evicted_past_max_bytes(clock: Clock) -> None:
+    image = [{"role": "user", "content": [{"type": "image_url", "image_url": "x" * 4000}]}]
+    store = MemoryTurnStore(max_bytes=10_000)
+    for key in ("a", "b", "c"):
+        await store.put(key, image)
+    assert await store.get("a") is None
+    assert await store.get("b") == image and await store.get("c") == image
+    await store.put("huge", [{"role": "user", "content": "y" * 20_000}])
+    assert await store.get("huge") is None  # larger than the store: not kept
+    assert await store.get("c") == image
+
+
+async def test_expired_entries_are_swept_on_put(clock: Clock) -> None:
+    store = MemoryTurnStore(ttl_s=10, max_bytes=10_000)
+    await store.put("old", [{"role": "tool", "content": "x" * 3000}])
+    clock.now += 11
+    await store.put("new", [{"role": "tool", "content": "y"}])
+    assert store._bytes < 100  # the expired entry's bytes were released
