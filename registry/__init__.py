@@ -11,6 +11,7 @@ from registry.calls import ErrorKind, ToolCall, ToolOutput, ToolResult
 from registry.classes import PythonClassSource, PythonClassSourceConfig, register_class
 from registry.composers import ConditionalComposer, FallbackComposer, SequentialComposer
 from registry.composition import merge, reduce_namespace, spinoff
+from registry.configured import SourceSettings, ToolOverride
 from registry.context import ExecutionContext, ToolCancelledError, ToolContext
 from registry.decorators import ToolBuilder, ToolKit, ToolMark, describe, tool, tool_mark
 from registry.errors import (
@@ -26,7 +27,7 @@ from registry.listeners import CallEvent, CallListener
 from registry.mcp import McpServerConfig, McpServersJsonConfig, McpSourceConfig
 from registry.openapi import OpenApiSource, OpenApiSourceConfig
 from registry.process_pool import ProcessBackend, WorkerCrashedError
-from registry.python_source import PythonSourceConfig, ToolOverride, load_python_source
+from registry.python_source import PythonSourceConfig, load_python_source
 from registry.registry import ChangeCallback, ToolRegistry
 from registry.repair import NameMatch, Repair, repair_call, resolve_name
 from registry.retry import RetryableError, RetrySettings, TransientError, is_transient, retryable
@@ -87,6 +88,7 @@ __all__ = [
     "SourceConfig",
     "SourceLoadError",
     "SourceSet",
+    "SourceSettings",
     "SourceStatus",
     "Tag",
     "ThreadBackend",

@@ -9,10 +9,10 @@ from pathlib import Path
 from types import FunctionType
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import Field, field_validator
 
+from registry.configured import ConfiguredRegistry, SourceSettings, ToolOverride
 from registry.errors import RegistryError, SourceLoadError
-from registry.python_source import DISABLED_IN_CONFIG, ToolOverride
 from registry.python_source import _import as import_target
 from registry.registry import ToolRegistry
 from registry.source_status import SourceStatus
@@ -68,13 +68,12 @@ def register_class(
     if instance is None and needs_instance:
         instance = _instantiate(cls, init_kwargs or {}, needs_instance)
     label = source or f"class:{cls.__module__}.{cls.__qualname__}"
-    settings = _Settings(namespace or snake_case(cls.__name__), tuple(tags), defer, label)
     tools = [
-        _describe(
+        Tool.from_function(
             getattr(instance if isinstance(raw, FunctionType) else cls, name),
-            name,
-            settings,
-            overrides.get(name) or ToolOverride(),
+            name=name,
+            namespace=namespace or snake_case(cls.__name__),
+            source=label,
         )
         for name, raw in members
     ]
@@ -83,19 +82,9 @@ def register_class(
         raise RegistryError(
             f"class {cls.__qualname__}: tools already registered: {', '.join(taken)}"
         )
-    for tool in tools:
-        registry.register(tool)
-        override = overrides.get(tool.name)
-        if override is not None and override.enabled is False:
-            registry.disable(tool.qualified_name, DISABLED_IN_CONFIG)
-    return tools
-
-
-class _Settings:
-    __slots__ = ("defer", "namespace", "source", "tags")
-
-    def __init__(self, namespace: str, tags: tuple[str, ...], defer: bool, source: str) -> None:
-        self.namespace, self.tags, self.defer, self.source = namespace, tags, defer, source
+    settings = SourceSettings(tags=list(tags), defer=defer, overrides=dict(overrides))
+    configured = ConfiguredRegistry(registry, settings)
+    return [configured.register(tool) for tool in tools]
 
 
 def _public_members(cls: type, include_inherited: bool) -> list[tuple[str, Any]]:
@@ -136,38 +125,16 @@ def _instantiate(cls: type, init_kwargs: Mapping[str, Any], methods: list[str]) 
         ) from exc
 
 
-def _describe(fn: Any, name: str, settings: _Settings, override: ToolOverride) -> Tool:
-    tool = Tool.from_function(
-        fn,
-        name=name,
-        namespace=settings.namespace,
-        description=override.description,
-        tags=[*settings.tags, *(override.tags or ())],
-        defer=settings.defer if override.defer is None else override.defer,
-        search_hint=override.search_hint,
-        timeout_s=override.timeout_s,
-        max_result_size=override.max_result_size,
-        source=settings.source,
-    )
-    if override.is_concurrency_safe is not None:
-        tool = tool.with_metadata(is_concurrency_safe=override.is_concurrency_safe)
-    return tool
+class PythonClassSourceConfig(SourceSettings):
+    """A `tools:` entry with a `python_class:` key: `module.path:Class` or `file.py:Class`.
 
-
-class PythonClassSourceConfig(BaseModel):
-    """A `tools:` entry with a `python_class:` key: `module.path:Class` or `file.py:Class`."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    Its `namespace` defaults to the class name in snake_case.
+    """
 
     python_class: str = Field(min_length=1)
-    namespace: str | None = None
-    """Defaults to the class name in snake_case."""
-    tags: list[str] = []
-    defer: bool = False
     include_inherited: bool = False
     init: dict[str, Any] = {}
     """Keyword arguments for the class's constructor (needed by instance methods)."""
-    overrides: dict[str, ToolOverride] = {}
 
     @field_validator("python_class")
     @classmethod

@@ -13,43 +13,21 @@ from types import ModuleType
 from typing import Any
 
 import cloudpickle
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
+from registry.configured import ConfiguredRegistry, SourceSettings, ToolOverride
 from registry.decorators import ToolMark, tool_mark
 from registry.errors import RegistryError, SourceLoadError
 from registry.registry import ToolRegistry
 from registry.tool import Tool
 
-__all__ = ["PythonSourceConfig", "ToolOverride", "load_python_source"]
-
-DISABLED_IN_CONFIG = "disabled in config"
+__all__ = ["PythonSourceConfig", "load_python_source"]
 
 
-class ToolOverride(BaseModel):
-    """Per-tool settings in a source's `overrides`; unset fields keep the tool's values."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    tags: list[str] | None = None
-    defer: bool | None = None
-    search_hint: str | None = None
-    timeout_s: float | None = Field(default=None, gt=0)
-    enabled: bool | None = None
-    description: str | None = None
-    max_result_size: int | None = Field(default=None, gt=0)
-    is_concurrency_safe: bool | None = None
-
-
-class PythonSourceConfig(BaseModel):
+class PythonSourceConfig(SourceSettings):
     """A `tools:` entry with a `python:` key: a file path or an importable module."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
     python: str = Field(min_length=1)
-    namespace: str | None = None
-    tags: list[str] = []
-    defer: bool = False
-    overrides: dict[str, ToolOverride] = {}
 
 
 def load_python_source(
@@ -73,6 +51,13 @@ def load_python_source(
             f"{', '.join(unknown)} (functions: {available})"
         )
     tools = [_describe(fn, config) for fn in functions]
+    # A function's @tool mark may choose defer; the entry's overrides win over it.
+    marked = {
+        _tool_name(fn): ToolOverride(defer=mark.metadata["defer"])
+        for fn in functions
+        if (mark := tool_mark(fn)) is not None and "defer" in mark.metadata
+    }
+    configured = ConfiguredRegistry(registry, config.beneath(marked))
     counts = Counter(tool.qualified_name for tool in tools)
     twice = sorted(name for name, count in counts.items() if count > 1)
     if twice:
@@ -84,19 +69,15 @@ def load_python_source(
         raise SourceLoadError(
             f"python source {config.python!r}: tools already registered: {', '.join(taken)}"
         )
-    added: list[str] = []
+    added: list[Tool] = []
     try:
         for tool in tools:
-            registry.register(tool)
-            added.append(tool.qualified_name)
-            override = config.overrides.get(tool.name)
-            if override is not None and override.enabled is False:
-                registry.disable(tool.qualified_name, DISABLED_IN_CONFIG)
+            added.append(configured.register(tool))
     except RegistryError as exc:
-        for name in added:
-            registry.unregister(name)
+        for done in added:
+            registry.unregister(done.qualified_name)
         raise SourceLoadError(f"python source {config.python!r}: {exc}") from exc
-    return tools
+    return added
 
 
 def _import(target: str, base_dir: Path) -> ModuleType:
@@ -161,37 +142,21 @@ def _tool_name(fn: Any) -> str:
 
 
 def _describe(fn: Any, config: PythonSourceConfig) -> Tool:
-    # Precedence: the config's override, then the function's @tool mark, then the source.
+    """The tool as the function and its @tool mark describe it (the entry's tags, defer and
+    overrides are applied when it is registered)."""
     mark = tool_mark(fn) or ToolMark()
-    override = config.overrides.get(_tool_name(fn)) or ToolOverride()
-    marked_defer = mark.metadata.get("defer")
     try:
         tool = Tool.from_function(
             fn,
             name=mark.name,
             namespace=config.namespace,
-            description=override.description or mark.description,
-            tags=[*config.tags, *mark.tags, *(override.tags or ())],
-            defer=override.defer
-            if override.defer is not None
-            else (config.defer if marked_defer is None else marked_defer),
+            description=mark.description,
+            tags=mark.tags,
             source=f"python:{config.python}",
         )
         marked = {k: v for k, v in mark.metadata.items() if k != "defer"}
         if marked:
             tool = tool.with_metadata(**marked)
-        changes = {
-            key: value
-            for key, value in (
-                ("search_hint", override.search_hint),
-                ("timeout_s", override.timeout_s),
-                ("max_result_size", override.max_result_size),
-                ("is_concurrency_safe", override.is_concurrency_safe),
-            )
-            if value is not None
-        }
-        if changes:
-            tool = tool.with_metadata(**changes)
     except RegistryError as exc:
         raise SourceLoadError(f"python source {config.python!r}: {exc}") from exc
     return tool

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable
 from pathlib import Path
 
@@ -14,6 +13,7 @@ from registry.builtins.json_tools import json_tools
 from registry.builtins.shell import shell_tools
 from registry.builtins.text import text_tools
 from registry.builtins.web import http_tools
+from registry.configured import ConfiguredRegistry, SourceSettings
 from registry.errors import RegistryError, SourceLoadError
 from registry.registry import ToolRegistry
 from registry.source_status import SourceStatus
@@ -62,14 +62,16 @@ class BuiltinSource:
         Raises:
             SourceLoadError: a tool's name is already taken.
         """
-        tools = [self._dress(tool) for tool in builtin_tools(self._config.builtin)]
+        tools = builtin_tools(self._config.builtin)
         taken = [tool.qualified_name for tool in tools if tool.qualified_name in registry]
         if taken:
             self._error = f"{self.name}: tools already registered: {', '.join(taken)}"
             raise SourceLoadError(self._error)
+        settings = SourceSettings(tags=self._config.tags, defer=self._config.defer)
+        configured = ConfiguredRegistry(registry, settings)
         try:
             for tool in tools:
-                registry.register(tool)
+                configured.register(tool)
         except RegistryError as exc:
             self._error = f"{self.name}: {exc}"
             raise SourceLoadError(self._error) from exc
@@ -82,12 +84,3 @@ class BuiltinSource:
     def status(self) -> SourceStatus:
         """The source's current state."""
         return SourceStatus(self.name, self._error is None, self._count, self._error)
-
-    def _dress(self, tool: Tool) -> Tool:
-        extra_tags = self._config.tags
-        metadata = dataclasses.replace(
-            tool.metadata,
-            tags=tool.metadata.tags | frozenset(extra_tags),
-            defer=self._config.defer or tool.metadata.defer,
-        )
-        return dataclasses.replace(tool, metadata=metadata)

@@ -7,7 +7,7 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from registry.python_source import ToolOverride
+from registry.configured import SourceSettings
 
 __all__ = ["McpServerConfig", "McpServersJsonConfig", "McpSourceConfig", "Transport"]
 
@@ -91,17 +91,12 @@ class McpServerConfig(BaseModel):
         return self.url if self.url is not None else " ".join(self.argv)
 
 
-class McpSourceConfig(BaseModel):
+class McpSourceConfig(SourceSettings):
     """A `tools:` entry with an `mcp:` key: one MCP server and how its tools are governed."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     mcp: McpServerConfig
     namespace: str | None = Field(default=None, min_length=1)
     """Tools are named `namespace.tool`; without it, by the server's own tool names."""
-    tags: list[str] = []
-    defer: bool = False
-    overrides: dict[str, ToolOverride] = {}
     timeout_s: float | None = Field(default=None, gt=0)
     """Per-call deadline of every tool of the server (default: `execution.timeout_s`)."""
     optional: bool = False

@@ -9,13 +9,13 @@ from typing import Any
 import mcp_types as types
 
 from registry.calls import ToolOutput
+from registry.configured import ConfiguredRegistry
 from registry.errors import RegistryError, SourceLoadError
 from registry.mcp.config import McpSourceConfig
 from registry.mcp.content import to_output
 from registry.mcp.errors import McpCallError, McpConnectionLostError, McpUnavailableError
 from registry.mcp.session import McpSession
 from registry.mcp.tools import describe_tool, fingerprint
-from registry.python_source import DISABLED_IN_CONFIG
 from registry.registry import ToolRegistry
 from registry.source_status import SourceStatus
 
@@ -38,7 +38,7 @@ class McpSource:
         self.name = f"mcp:{label}"
         self._config = config
         self._session = McpSession(config.mcp, label=label, base_dir=base_dir, on_tools=self._sync)
-        self._registry: ToolRegistry | None = None
+        self._registry: ConfiguredRegistry | None = None
         # MCP tool name -> (qualified name in the registry, fingerprint of its definition).
         self._tools: dict[str, tuple[str, str]] = {}
         self._problems: list[str] = []
@@ -50,7 +50,7 @@ class McpSource:
             SourceLoadError: the server cannot be reached (unless `optional`), or a tool
                 cannot be registered (a taken name, an invalid schema).
         """
-        self._registry = registry
+        self._registry = ConfiguredRegistry(registry, self._config)
         try:
             await self._session.start()
         except McpUnavailableError as exc:
@@ -119,7 +119,7 @@ class McpSource:
         self._tools, self._problems = kept, problems
 
     def _register(
-        self, registry: ToolRegistry, mcp_tool: types.Tool, previous: tuple[str, str] | None
+        self, registry: ConfiguredRegistry, mcp_tool: types.Tool, previous: tuple[str, str] | None
     ) -> str:
         tool = describe_tool(mcp_tool, self._config, source=self.name, call=self._call)
         qualified = tool.qualified_name
@@ -133,10 +133,8 @@ class McpSource:
                 f"tool {qualified!r} is already registered by another source; set `namespace`"
             )
         registry.register(tool)
-        override = self._config.overrides.get(mcp_tool.name)
-        if override is not None and override.enabled is False:
-            disabled = DISABLED_IN_CONFIG
-        if disabled is not None:
+        # A tool the config disables keeps that reason; else a run-time disable carries over.
+        if disabled is not None and registry.disabled_reason(qualified) is None:
             registry.disable(qualified, disabled)
         return qualified
 

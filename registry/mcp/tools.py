@@ -1,4 +1,4 @@
-"""MCP tool definitions as registry `Tool`s: schema as given, annotations as tags, overrides."""
+"""MCP tool definitions as registry `Tool`s: schema as given, annotations as tags."""
 
 from __future__ import annotations
 
@@ -12,7 +12,6 @@ from registry.calls import ToolOutput
 from registry.errors import RegistryError
 from registry.json_schemas import SchemaArguments
 from registry.mcp.config import McpSourceConfig
-from registry.python_source import ToolOverride
 from registry.tags import Tag
 from registry.tool import Tool, ToolMetadata
 
@@ -31,7 +30,9 @@ _HINT_TAGS = (
 def describe_tool(
     mcp_tool: types.Tool, config: McpSourceConfig, *, source: str, call: CallFunction
 ) -> Tool:
-    """The registry tool for one MCP tool; its arguments are checked against `inputSchema`.
+    """The registry tool for one MCP tool, as the server describes it (the entry's tags,
+    defer and overrides are applied when it is registered); its arguments are checked
+    against `inputSchema`.
 
     Raises:
         RegistryError: the input schema is not a valid JSON Schema for an object.
@@ -41,27 +42,19 @@ def describe_tool(
         check = SchemaArguments(schema)
     except RegistryError as exc:
         raise RegistryError(f"tool {mcp_tool.name!r}: invalid inputSchema: {exc}") from exc
-    override = config.overrides.get(mcp_tool.name) or ToolOverride()
     hints = mcp_tool.annotations
     hint_tags = [
         tag for key, tag in _HINT_TAGS if hints is not None and getattr(hints, key) is True
     ]
     metadata = ToolMetadata(
-        tags=frozenset([*config.tags, *hint_tags, *(override.tags or ())]),
-        timeout_s=override.timeout_s or config.timeout_s,
-        is_concurrency_safe=(
-            True if override.is_concurrency_safe is None else override.is_concurrency_safe
-        ),
-        defer=config.defer if override.defer is None else override.defer,
-        search_hint=override.search_hint,
-        max_result_size=override.max_result_size,
+        tags=frozenset(hint_tags),
+        timeout_s=config.timeout_s,
         source=source,
         extra=MappingProxyType(_extra(mcp_tool)),
     )
-    description = override.description or mcp_tool.description or mcp_tool.title or ""
     return Tool(
         name=mcp_tool.name,
-        description=description,
+        description=mcp_tool.description or mcp_tool.title or "",
         parameters=schema,
         fn=_RemoteCall(mcp_tool.name, call),
         is_async=True,

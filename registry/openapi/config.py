@@ -6,7 +6,7 @@ from collections.abc import Mapping
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from registry.python_source import ToolOverride
+from registry.configured import SourceSettings
 
 __all__ = ["OpenApiAuth", "OpenApiSettings", "OpenApiSourceConfig"]
 
@@ -64,13 +64,7 @@ class OpenApiSettings(BaseModel):
     """Longer bodies are cut, with a marker, before they reach the model."""
 
 
-class OpenApiSourceConfig(BaseModel):
+class OpenApiSourceConfig(SourceSettings):
     """A `tools:` entry with an `openapi:` key: each operation of the spec becomes a tool."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
     openapi: OpenApiSettings
-    namespace: str | None = None
-    tags: list[str] = []
-    defer: bool = False
-    overrides: dict[str, ToolOverride] = {}

@@ -11,13 +11,13 @@ from pathlib import Path
 from urllib.parse import urljoin, urlsplit
 
 from registry.addresses import AddressGuard, BlockedAddressError
+from registry.configured import ConfiguredRegistry
 from registry.errors import SourceLoadError
 from registry.openapi.config import OpenApiSourceConfig
 from registry.openapi.document import Document, SpecError, parse_spec
 from registry.openapi.http import ServiceClient, fetch_spec
 from registry.openapi.operations import Operation, read_operations, server_url
 from registry.openapi.tools import describe_operation
-from registry.python_source import DISABLED_IN_CONFIG
 from registry.registry import ToolRegistry
 from registry.source_status import SourceStatus
 from registry.tool import Tool
@@ -49,7 +49,7 @@ class OpenApiSource:
         self._config = config
         self._base_dir = base_dir
         self._environ = os.environ if environ is None else environ
-        self._registry: ToolRegistry | None = None
+        self._registry: ConfiguredRegistry | None = None
         self._client: ServiceClient | None = None
         self._lock = asyncio.Lock()
         self._etag: str | None = None
@@ -66,7 +66,7 @@ class OpenApiSource:
             SourceLoadError: the spec cannot be fetched or read, an override names no
                 operation, a tool name is taken, or an auth variable is unset.
         """
-        self._registry = registry
+        self._registry = ConfiguredRegistry(registry, self._config)
         settings = self._config.openapi
         self._client = ServiceClient(
             allow_private=True, max_response_bytes=settings.max_response_bytes
@@ -222,9 +222,6 @@ class OpenApiSource:
                 registry.unregister(name)
         for tool in tools:
             registry.register(tool)
-            override = self._config.overrides.get(tool.name)
-            if override is not None and override.enabled is False:
-                registry.disable(tool.qualified_name, DISABLED_IN_CONFIG)
         self._names = [tool.qualified_name for tool in tools]
 
 

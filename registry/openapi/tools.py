@@ -1,4 +1,4 @@
-"""An operation as a registry `Tool`: tags by method, overrides, and the function that calls it."""
+"""An operation as a registry `Tool`: tags by method, and the function that calls it."""
 
 from __future__ import annotations
 
@@ -13,7 +13,6 @@ from registry.openapi.config import OpenApiSourceConfig
 from registry.openapi.document import SpecError
 from registry.openapi.http import ServiceClient
 from registry.openapi.operations import Operation
-from registry.python_source import ToolOverride
 from registry.tags import Tag
 from registry.tool import Tool, ToolMetadata
 
@@ -31,34 +30,29 @@ def describe_operation(
     headers: dict[str, str],
     source: str,
 ) -> Tool:
-    """The tool that calls `operation`; its arguments are checked against its JSON schema.
+    """The tool that calls `operation` (the entry's tags, defer and overrides are applied
+    when it is registered); its arguments are checked against its JSON schema.
 
     Raises:
         SpecError: the operation's parameters are not a valid JSON Schema.
     """
-    override = config.overrides.get(operation.name) or ToolOverride()
-    tags = {Tag.NETWORK.value, *config.tags, *(override.tags or ())}
+    tags = {Tag.NETWORK.value}
     if operation.method in _READ_ONLY_METHODS:
         tags.add(Tag.READ_ONLY.value)
     elif operation.method == "DELETE":
         tags.add(Tag.DESTRUCTIVE.value)
-    timeout_s = override.timeout_s or config.openapi.timeout_s
+    # An overridden timeout bounds the HTTP request too, not only the call.
+    timeout_s = config.override(operation.name).timeout_s or config.openapi.timeout_s
     metadata = ToolMetadata(
         tags=frozenset(tags),
         timeout_s=timeout_s,
-        is_concurrency_safe=(
-            True if override.is_concurrency_safe is None else override.is_concurrency_safe
-        ),
-        defer=config.defer if override.defer is None else override.defer,
-        search_hint=override.search_hint,
-        max_result_size=override.max_result_size,
         source=source,
         extra=MappingProxyType({"openapi": _described(operation, base_url)}),
     )
     call = _OperationCall(client, operation, base_url, headers, timeout_s)
     return Tool(
         name=operation.name,
-        description=override.description or operation.description,
+        description=operation.description,
         parameters=operation.parameters,
         fn=call,
         is_async=True,
