@@ -7,6 +7,8 @@ from typing import Any
 
 import pytest
 
+from registry import ToolRegistry
+from tests.e2e import tools
 from tests.e2e.answers import Outcome, ask, tool_messages
 from tests.e2e.tools import registry_with
 from tests.fakes.upstream import FakeUpstream, Reply
@@ -40,8 +42,28 @@ async def _pause(proxy, upstream: FakeUpstream, stream: bool) -> Outcome:
     return first
 
 
+def _counting_registry() -> tuple[ToolRegistry, list[str]]:
+    """The test tools, with `t.get_weather` recording the city of each run."""
+    runs: list[str] = []
+    registry = registry_with()
+    registry.unregister("t.get_weather")
+
+    def get_weather(city: str) -> dict[str, object]:
+        """Current weather of a city.
+
+        Args:
+            city: the city's name.
+        """
+        runs.append(city)
+        return tools.get_weather(city)
+
+    registry.register(get_weather, namespace="t", tags=["read_only", "network"])
+    return registry, runs
+
+
 async def test_approved_call_runs_once(make_proxy, upstream: FakeUpstream, stream: bool) -> None:
-    async with make_proxy(registry_with(), policy=ASK_NETWORK) as proxy:
+    registry, runs = _counting_registry()
+    async with make_proxy(registry, policy=ASK_NETWORK) as proxy:
         first = await _pause(proxy, upstream, stream)
         (pending,) = first.tool_calls
         assert pending["function"]["name"] == "t_get_weather"
@@ -49,9 +71,11 @@ async def test_approved_call_runs_once(make_proxy, upstream: FakeUpstream, strea
         (required,) = first.toolwire["approval_required"]
         assert required["tool_call_id"] == pending["id"]
         assert required["tool"] == "t.get_weather" and required["reason"] == "goes online"
+        assert runs == []  # paused, not run
         history = _history(first, {pending["id"]: {"approve": True}})
         second = await ask(proxy.client, stream=stream, messages=history)
         assert second.content == "Oslo is sunny and 1 + 2 = 3."
+        assert runs == ["Oslo"]
         sent = upstream.requests[1]["messages"]
         results = {m["tool_call_id"]: m["content"] for m in tool_messages(upstream.requests[1])}
         assert json.loads(results[pending["id"]])["city"] == "Oslo"
@@ -62,6 +86,7 @@ async def test_approved_call_runs_once(make_proxy, upstream: FakeUpstream, strea
         await ask(proxy.client, stream=stream, messages=history)
         replayed = {m["tool_call_id"]: m["content"] for m in tool_messages(upstream.requests[2])}
         assert replayed[pending["id"]] == results[pending["id"]]
+    assert runs == ["Oslo"]
 
 
 async def test_refused_call_does_not_run(make_proxy, upstream: FakeUpstream, stream: bool) -> None:

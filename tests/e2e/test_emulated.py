@@ -190,10 +190,18 @@ async def test_tool_choice_none_and_unknown_names_stay_text(
     )
 
 
+@pytest.mark.parametrize(
+    "cut",
+    [
+        'Checking.\n<tool_call>\n{"name": "t_explode", "arguments": {"reason": "di',
+        # Complete JSON, no closing tag: only finish_reason "length" says it is cut off.
+        'Checking.\n<tool_call>\n{"name": "t_explode", "arguments": {"reason": "disk"}}',
+    ],
+    ids=["inside-json", "after-json"],
+)
 async def test_call_cut_off_by_length_is_never_run(
-    make_proxy, upstream: FakeUpstream, stream: bool
+    make_proxy, upstream: FakeUpstream, stream: bool, cut: str
 ) -> None:
-    cut = 'Checking.\n<tool_call>\n{"name": "t_explode", "arguments": {"reason": "di'
     upstream.default = Reply("text", content=cut, finish_reason="length")
     async with make_proxy(registry_with(), upstream={"tool_calling": "emulated"}) as proxy:
         out = await ask(proxy.client, stream=stream, messages=USER)

@@ -85,6 +85,7 @@ async def test_identical_calls_stop_the_loop(
     assert len(upstream.requests) == 3
 
 
+@pytest.mark.timeout(10)  # a missing timeout fails here, not at the suite's limit
 async def test_turn_timeout_stops_a_slow_tool(
     make_proxy, upstream: FakeUpstream, stream: bool
 ) -> None:

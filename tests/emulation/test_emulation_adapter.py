@@ -97,11 +97,33 @@ async def test_streamed_and_whole_answers_give_the_same_tool_calls(pieces: int) 
     assert "tools" not in sent and sent["stop"] == ["<tool_response>"]
 
 
+ENVELOPE = '{"tool_calls": [{"name": "get_weather", "arguments": {"city": "Paris"}}]}'
+WHOLE_JSON_NO_CLOSE = WEATHER.removesuffix("\n</tool_call>")
+
+
 @pytest.mark.parametrize("pieces", [0, 5])
-async def test_length_cut_call_stays_text(pieces: int) -> None:
-    inner = Scripted(WEATHER[:40], pieces=pieces, finish="length")
-    content, calls, finish = await _fold(EmulatedUpstream(inner, get_format("hermes")), BODY)
-    assert (content, calls, finish) == (WEATHER[:40], [], "length")
+@pytest.mark.parametrize(
+    ("fmt", "text"),
+    [
+        ("hermes", WEATHER[:40]),
+        # Cut after complete JSON: only finish_reason "length" says the call is unfinished.
+        ("hermes", WHOLE_JSON_NO_CLOSE),
+        ("json", ENVELOPE),
+    ],
+    ids=["inside-json", "after-json", "envelope"],
+)
+async def test_length_cut_call_stays_text(pieces: int, fmt: str, text: str) -> None:
+    inner = Scripted(text, pieces=pieces, finish="length")
+    content, calls, finish = await _fold(EmulatedUpstream(inner, get_format(fmt)), BODY)
+    assert (content, calls, finish) == (text, [], "length")
+
+
+@pytest.mark.parametrize(("fmt", "text"), [("hermes", WHOLE_JSON_NO_CLOSE), ("json", ENVELOPE)])
+async def test_the_same_text_ending_normally_is_a_call(fmt: str, text: str) -> None:
+    inner = Scripted(text, finish="stop")
+    content, calls, finish = await _fold(EmulatedUpstream(inner, get_format(fmt)), BODY)
+    assert content == "" and finish == "tool_calls"
+    assert [c["function"]["name"] for c in calls] == ["get_weather"]
 
 
 async def test_plain_requests_pass_through_untouched() -> None:

@@ -303,7 +303,7 @@ async def test_hang_marks_closed_when_client_goes_away(
     gave_up = time.monotonic()
     assert await up.wait_closed(timeout=2)
     assert up.closed_at is not None
-    assert up.closed_at - gave_up < 0.1
+    assert up.closed_at - gave_up < 1.0  # typically milliseconds: ample slack on a busy machine
     assert up.disconnects == 1
     up.reset_closed()
     assert not up.closed.is_set()
@@ -335,7 +335,7 @@ async def test_sdk_closing_a_stream_marks_closed(up: FakeUpstream, client: Async
     closed_by_client = time.monotonic()
     assert await up.wait_closed(timeout=2)
     assert up.closed_at is not None
-    assert up.closed_at - closed_by_client < 0.1
+    assert up.closed_at - closed_by_client < 1.0
 
 
 async def test_drop_closes_stream_without_done(

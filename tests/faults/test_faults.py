@@ -57,6 +57,7 @@ async def _raw_request(port: int, head: bytes, body: bytes) -> bytes:
         writer.close()
 
 
+@pytest.mark.timeout(10)  # a missing timeout fails here, not at the suite's limit
 async def test_slow_client_body_is_a_408_not_a_held_connection(upstream: FakeUpstream) -> None:
     async with serve_proxy(_config(upstream, server={"body_timeout_s": 0.3})) as proxy:
         port = int(proxy.base_url.split(":")[2].split("/")[0])

@@ -263,6 +263,7 @@ async def test_stream_dropped_midway_is_an_upstream_error() -> None:
             await collect(upstream, ask(True))
 
 
+@pytest.mark.timeout(5)  # a missing timeout fails here, not at the suite's limit
 async def test_no_first_byte_in_time_is_a_504() -> None:
     async with served(Reply.hang(), first_byte_timeout_s=0.2) as (_fake, upstream):
         with pytest.raises(UpstreamTimeoutError) as caught:
@@ -270,6 +271,7 @@ async def test_no_first_byte_in_time_is_a_504() -> None:
     assert caught.value.status == 504
 
 
+@pytest.mark.timeout(5)  # a missing timeout fails here, not at the suite's limit
 async def test_stalled_stream_is_a_504() -> None:
     async with served(Reply.stream_then_hang("partial"), idle_timeout_s=0.2) as (_fake, upstream):
         received: list[dict[str, Any]] = []

@@ -100,6 +100,7 @@ async def test_tool_raising_timeout_error_is_an_exception_not_a_timeout(
     assert "TimeoutError: upstream took too long" in result.content
 
 
+@pytest.mark.timeout(DEADLINE_S)  # a missing timeout fails here, not at 20 s
 async def test_timeout_of_a_hanging_sync_tool(executor: Executor, release: threading.Event) -> None:
     def hang() -> None:
         release.wait(DEADLINE_S * 4)
@@ -112,6 +113,7 @@ async def test_timeout_of_a_hanging_sync_tool(executor: Executor, release: threa
     assert result.content == "Error (timeout): the tool did not finish within 0.2 seconds"
 
 
+@pytest.mark.timeout(DEADLINE_S)  # a missing timeout fails here, not at the suite's limit
 async def test_timeout_of_a_hanging_async_tool() -> None:
     async def hang() -> None:
         await asyncio.Event().wait()

@@ -64,6 +64,7 @@ async def test_the_environment_holds_no_secrets(
     assert "PATH=" in result.content
 
 
+@pytest.mark.timeout(10)  # a missing timeout fails here, not at the suite's limit
 async def test_a_hanging_program_is_killed_at_its_timeout(
     executor: Executor, tmp_path: Path
 ) -> None:
@@ -80,6 +81,7 @@ def alive(pid: int) -> bool:
     return state not in ("Z", "X")
 
 
+@pytest.mark.timeout(20)  # a missing timeout fails here, not at the suite's limit
 async def test_a_timed_out_programs_background_child_is_killed_too(
     executor: Executor, tmp_path: Path
 ) -> None:

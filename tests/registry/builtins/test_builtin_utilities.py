@@ -103,6 +103,7 @@ async def test_text_tools(executor: Executor) -> None:
     assert orjson.loads(parts.content) == ["a", "b,c"]
 
 
+@pytest.mark.timeout(30)  # a missing timeout fails here, not at the suite's limit
 async def test_catastrophic_regex_is_stopped_by_the_process_timeout(executor: Executor) -> None:
     name = "text.regex_extract"
     slow = tool(name, timeouts={name: 3.0})

@@ -8,6 +8,8 @@ import signal
 import time
 from pathlib import Path
 
+import pytest
+
 from registry import Executor, ToolCall
 from tests.fakes.mcp_servers import PAGED_TOOLS, child_pids, process_state, stdio_command
 
@@ -42,6 +44,7 @@ async def test_server_killed_mid_call_fails_fast_then_comes_back(
     assert first_pid not in child_pids()
 
 
+@pytest.mark.timeout(20)  # a missing timeout fails here, not at the suite's limit
 async def test_a_call_past_its_deadline_times_out_and_the_session_survives(
     start_source, registry, call_tool
 ):

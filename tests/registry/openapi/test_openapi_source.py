@@ -203,6 +203,7 @@ async def test_a_relative_server_in_a_file_needs_base_url(tmp_path: Path) -> Non
         await started(config("s.json"), base_dir=tmp_path)
 
 
+@pytest.mark.timeout(10)  # a missing timeout fails here, not at the suite's limit
 async def test_a_slow_call_times_out_within_its_deadline(shop: Shop, executor: Executor) -> None:
     source, registry = await started(config(shop.spec_url, timeout_s=0.3))
     try:

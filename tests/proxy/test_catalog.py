@@ -1,0 +1,147 @@
+"""The catalog in memory: which tools a request sees, cached until the registry changes."""
+
+from __future__ import annotations
+
+import pytest
+
+from policies import NO_FILTER, PolicyConfig, RulePolicy, ToolFilter
+from proxy.errors import BadRequestError
+from proxy.injection import SEARCH_SCHEMA, SEARCH_TOOL, Catalog
+from registry import ToolRegistry
+
+POLICY = RulePolicy(
+    PolicyConfig.model_validate(
+        {"rules": [{"match": {"name": "t.wipe"}, "action": "deny", "reason": "never"}]}
+    )
+)
+
+
+def add(a: int, b: int) -> int:
+    """Add two integers."""
+    return a + b
+
+
+def wipe(target: str) -> str:
+    """Wipe something."""
+    return target
+
+
+def archive(target: str) -> str:
+    """Archive something."""
+    return target
+
+
+def ping() -> str:
+    """Answer pong."""
+    return "pong"
+
+
+def registry() -> ToolRegistry:
+    tools = ToolRegistry()
+    tools.register(add, namespace="t", tags=["read_only"])
+    tools.register(wipe, namespace="t")
+    tools.register(archive, namespace="t", defer=True)
+    return tools
+
+
+def shown(catalog: Catalog, tool_filter: ToolFilter = NO_FILTER) -> list[str]:
+    return [s["function"]["name"] for s in catalog.toolset(tool_filter).schemas]
+
+
+def test_a_toolset_holds_visible_deferred_and_denied_tools_apart() -> None:
+    toolset = Catalog(registry(), POLICY).toolset(ToolFilter())
+    assert [s["function"]["name"] for s in toolset.schemas] == ["t_add"]
+    assert set(toolset.by_wire_name) == {"t_add", "t_archive"}
+    assert set(toolset.deferred_schemas) == {"t_archive"}
+    assert toolset.deferred is not None
+    assert [t.qualified_name for t in toolset.denied.values()] == ["t.wipe"]
+    assert list(toolset.denied) == ["t_wipe"]
+
+
+def test_without_deferred_tools_there_is_nothing_to_search() -> None:
+    tools = ToolRegistry()
+    tools.register(add, namespace="t")
+    toolset = Catalog(tools, POLICY).toolset(ToolFilter())
+    assert toolset.deferred is None and toolset.deferred_schemas == {}
+    assert SEARCH_SCHEMA["function"]["name"] == SEARCH_TOOL
+
+
+def test_a_filter_narrows_the_toolset_and_its_denials() -> None:
+    catalog = Catalog(registry(), POLICY)
+    toolset = catalog.toolset(ToolFilter(tags=frozenset({"read_only"})))
+    assert set(toolset.by_wire_name) == {"t_add"} and toolset.denied == {}
+
+
+def test_an_unchanged_registry_reuses_the_toolset() -> None:
+    catalog = Catalog(registry(), POLICY)
+    first = catalog.toolset(ToolFilter())
+    assert catalog.toolset(ToolFilter()) is first
+    assert catalog.toolset(ToolFilter(tags=frozenset({"read_only"}))) is not first
+
+
+def test_tools_added_at_run_time_reach_later_requests() -> None:
+    tools = registry()
+    catalog = Catalog(tools, POLICY)
+    assert shown(catalog) == ["t_add"]
+    tools.register(ping, namespace="t")
+    assert shown(catalog) == ["t_add", "t_ping"]
+    assert "t_ping" in catalog.toolset(ToolFilter()).by_wire_name
+
+
+def test_tools_removed_or_disabled_at_run_time_leave_later_requests() -> None:
+    tools = registry()
+    catalog = Catalog(tools, POLICY)
+    assert "t_add" in catalog.toolset(ToolFilter()).by_wire_name
+    tools.disable("t.add", "the server went away")
+    assert "t_add" not in catalog.toolset(ToolFilter()).by_wire_name
+    tools.enable("t.add")
+    assert "t_add" in catalog.toolset(ToolFilter()).by_wire_name
+    tools.unregister("t.add")
+    assert shown(catalog) == []
+
+
+def test_the_cache_is_bounded_oldest_first() -> None:
+    catalog = Catalog(registry(), POLICY, cache_size=2)
+    filters = [ToolFilter(tags=frozenset({tag})) for tag in ("a", "b", "c")]
+    first = catalog.toolset(filters[0])
+    second = catalog.toolset(filters[1])
+    assert catalog.toolset(filters[0]) is first
+    catalog.toolset(filters[2])  # evicts the oldest entry: filters[0]
+    assert catalog.toolset(filters[1]) is second
+    assert catalog.toolset(filters[0]) is not first
+
+
+def test_client_tool_names() -> None:
+    catalog = Catalog(registry(), POLICY)
+    assert catalog.client_tool_names(None) == frozenset()
+    assert catalog.client_tool_names([]) == frozenset()
+    spec = {"type": "function", "function": {"name": "lookup"}}
+    other = {"type": "function", "function": {"name": "order"}}
+    assert catalog.client_tool_names([spec, other]) == {"lookup", "order"}
+
+
+@pytest.mark.parametrize(
+    ("tools", "param", "message"),
+    [
+        ({"type": "function"}, "tools", "must be an array"),
+        (["lookup"], "tools[0]", "each tool must be"),
+        ([{"type": "file_search", "function": {"name": "x"}}], "tools[0]", "each tool must"),
+        ([{"type": "function", "function": "x"}], "tools[0]", "each tool must"),
+        ([{"type": "function", "function": {"name": 3}}], "tools[0]", "each tool must"),
+        ([{"type": "function", "function": {"name": ""}}], "tools[0]", "must not be empty"),
+        (
+            [{"type": "function", "function": {"name": "a"}}] * 2,
+            "tools[1]",
+            "defined twice",
+        ),
+        ([{"type": "function", "function": {"name": "t_add"}}], "tools[0]", "clashes"),
+        ([{"type": "function", "function": {"name": "t.add"}}], "tools[0]", "clashes"),
+        ([{"type": "function", "function": {"name": SEARCH_TOOL}}], "tools[0]", "clashes"),
+    ],
+)
+def test_malformed_or_clashing_client_tools_are_a_400(
+    tools: object, param: str, message: str
+) -> None:
+    with pytest.raises(BadRequestError, match=message) as caught:
+        Catalog(registry(), POLICY).client_tool_names(tools)
+    assert caught.value.param == param and caught.value.status == 400

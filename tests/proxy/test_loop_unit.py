@@ -1,0 +1,169 @@
+"""The tool loop in memory: a scripted upstream, real triage, executor and guards, no server."""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import json
+from collections.abc import AsyncIterator, Iterator, Mapping
+from typing import Any
+
+import pytest
+
+from policies import LoopLimits, MemoryApprovalStore, PolicyConfig, RulePolicy, ToolFilter
+from proxy.approvals import ApprovalFlow
+from proxy.continuations import MemoryTurnStore
+from proxy.controls import Controls
+from proxy.events import Finished, LoopEvent
+from proxy.injection import Catalog
+from proxy.loop import ToolLoop
+from proxy.turns import Turn
+from registry import Executor, ToolRegistry
+
+USER = [{"role": "user", "content": "add 1 and 2"}]
+NAMED = {"type": "function", "function": {"name": "t_add"}}
+
+
+def add(a: int, b: int) -> int:
+    """Add two integers."""
+    return a + b
+
+
+class Scripted:
+    """An in-memory upstream: calls `t_add` for its first `calls` answers, then says done."""
+
+    name = "scripted"
+
+    def __init__(self, calls: int) -> None:
+        self.calls = calls
+        self.bodies: list[dict[str, Any]] = []
+
+    @contextlib.asynccontextmanager
+    async def complete(
+        self,
+        body: dict[str, Any],
+        *,
+        headers: Mapping[str, str] | None = None,
+        deadline: float | None = None,
+    ) -> AsyncIterator[AsyncIterator[dict[str, Any]]]:
+        self.bodies.append(copy.deepcopy(body))
+        yield self._chunks(len(self.bodies))
+
+    async def _chunks(self, number: int) -> AsyncIterator[dict[str, Any]]:
+        if number <= self.calls and "tools" in self.bodies[-1]:
+            arguments = json.dumps({"a": number, "b": 1})  # never identical: no repetition guard
+            call = {"index": 0, "id": f"c{number}", "type": "function"}
+            call["function"] = {"name": "t_add", "arguments": arguments}
+            delta: dict[str, Any] = {"role": "assistant", "tool_calls": [call]}
+            yield {"id": "x", "choices": [{"index": 0, "delta": delta, "finish_reason": None}]}
+            yield {"id": "x", "choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]}
+            return
+        delta = {"role": "assistant", "content": "done"}
+        yield {"id": "x", "choices": [{"index": 0, "delta": delta, "finish_reason": "stop"}]}
+
+    async def list_models(self) -> list[str]:
+        return ["m"]
+
+    async def aclose(self) -> None:
+        return None
+
+
+@pytest.fixture
+def executor() -> Iterator[Executor]:
+    with Executor(default_timeout_s=5) as running:
+        yield running
+
+
+def _registry() -> ToolRegistry:
+    tools = ToolRegistry()
+    tools.register(add, namespace="t")
+    return tools
+
+
+async def run(
+    executor: Executor,
+    upstream: Scripted,
+    *,
+    server_iterations: int = 8,
+    max_iterations: int | None = None,
+    **body: Any,
+) -> Finished:
+    policy = RulePolicy(PolicyConfig())
+    loop = ToolLoop(
+        executor=executor,
+        policy=policy,
+        limits=LoopLimits(max_iterations=server_iterations),
+        turns=MemoryTurnStore(),
+        approvals=ApprovalFlow(MemoryApprovalStore(), MemoryTurnStore(), ttl_s=60),
+    )
+    turn = Turn(
+        body={"model": "m", "messages": USER, **body},
+        upstream=upstream,
+        toolset=Catalog(_registry(), policy).toolset(ToolFilter()),
+        client_tools=frozenset(),
+        controls=Controls(tool_filter=ToolFilter(), max_iterations=max_iterations),
+        headers={},
+    )
+    events: list[LoopEvent] = [event async for event in loop.run(turn)]
+    finished = events[-1]
+    assert isinstance(finished, Finished)
+    return finished
+
+
+@pytest.mark.parametrize("forced", [NAMED, "required"], ids=["named", "required"])
+async def test_a_forced_tool_choice_is_relaxed_to_auto_after_the_first_round(
+    executor: Executor, forced: Any
+) -> None:
+    upstream = Scripted(calls=1)
+    finished = await run(executor, upstream, tool_choice=forced)
+    assert finished.finish_reason == "stop"
+    assert [b["tool_choice"] for b in upstream.bodies] == [forced, "auto"]
+    assert upstream.bodies[1]["messages"][-1] == {
+        "role": "tool",
+        "tool_call_id": "c1",
+        "content": "2",
+    }
+
+
+@pytest.mark.parametrize("choice", ["auto", "none", None])
+async def test_an_unforced_tool_choice_is_left_as_the_client_sent_it(
+    executor: Executor, choice: str | None
+) -> None:
+    upstream = Scripted(calls=1)
+    body = {} if choice is None else {"tool_choice": choice}
+    await run(executor, upstream, **body)
+    assert [b.get("tool_choice") for b in upstream.bodies] == [choice, choice]
+
+
+async def test_a_request_cannot_raise_max_iterations_above_the_servers_limit(
+    executor: Executor,
+) -> None:
+    upstream = Scripted(calls=100)
+    finished = await run(executor, upstream, server_iterations=2, max_iterations=5)
+    assert finished.stopped_by == "max_iterations"
+    # Two rounds with tools, then one last call without them for the answer.
+    assert ["tools" in b for b in upstream.bodies] == [True, True, False]
+
+
+async def test_a_request_may_lower_max_iterations(executor: Executor) -> None:
+    upstream = Scripted(calls=100)
+    finished = await run(executor, upstream, server_iterations=3, max_iterations=1)
+    assert finished.stopped_by == "max_iterations"
+    assert ["tools" in b for b in upstream.bodies] == [True, False]
+
+
+async def test_without_a_request_limit_the_servers_limit_holds(executor: Executor) -> None:
+    upstream = Scripted(calls=100)
+    finished = await run(executor, upstream, server_iterations=2)
+    assert finished.stopped_by == "max_iterations"
+    assert len(upstream.bodies) == 3
+
+
+async def test_the_last_word_after_a_guard_is_asked_without_tools_or_tool_choice(
+    executor: Executor,
+) -> None:
+    upstream = Scripted(calls=100)
+    finished = await run(executor, upstream, server_iterations=1, tool_choice="required")
+    last = upstream.bodies[-1]
+    assert "tools" not in last and "tool_choice" not in last
+    assert finished.finish_reason == "stop" and finished.stopped_by == "max_iterations"

@@ -1,0 +1,306 @@
+"""Triage in memory: who answers each call of one upstream answer, and under which name."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from policies import Action, Decision, MemoryApprovalStore, ToolFilter
+from proxy.approvals import ApprovalFlow
+from proxy.continuations import MemoryTurnStore
+from proxy.controls import DEFAULT_CONTROLS
+from proxy.injection import SEARCH_TOOL, Catalog, Toolset
+from proxy.triage import Round, Triage
+from proxy.turns import Turn
+from registry import Tool, ToolCall, ToolRegistry
+
+
+def read(path: str) -> str:
+    """Read something."""
+    return path
+
+
+def launch(target: str) -> str:
+    """Launch something."""
+    return target
+
+
+def wipe(target: str) -> str:
+    """Wipe something."""
+    return target
+
+
+def archive(target: str) -> str:
+    """Archive something."""
+    return target
+
+
+class Fixed:
+    """A policy with one decision per qualified name (allow for any other tool)."""
+
+    def __init__(self, decisions: dict[str, Decision]) -> None:
+        self._decisions = decisions
+
+    def check(self, tool: Tool) -> Decision:
+        return self._decisions.get(tool.qualified_name, Decision(Action.ALLOW))
+
+    def visible(self, tool: Tool) -> bool:
+        return self.check(tool).action is not Action.DENY
+
+
+POLICY = Fixed(
+    {
+        "ops.launch": Decision(Action.ASK, "launches are checked"),
+        "ops.wipe": Decision(Action.DENY, "never in production"),
+    }
+)
+LOOKUP = {
+    "type": "function",
+    "function": {
+        "name": "lookup_order",
+        "parameters": {
+            "type": "object",
+            "properties": {"order_id": {"type": "integer"}, "items": {"type": "array"}},
+        },
+    },
+}
+
+
+def registry(*, deferred: bool = True) -> ToolRegistry:
+    tools = ToolRegistry()
+    for fn in (read, launch, wipe):
+        tools.register(fn, namespace="ops")
+    if deferred:
+        tools.register(archive, namespace="ops", defer=True)
+    return tools
+
+
+def toolset(policy: Any = POLICY, *, deferred: bool = True) -> Toolset:
+    return Catalog(registry(deferred=deferred), policy).toolset(ToolFilter())
+
+
+def turn(
+    tools: Toolset | None = None,
+    *,
+    client: tuple[dict[str, Any], ...] = (LOOKUP,),
+    must_ask: frozenset[str] = frozenset(),
+) -> Turn:
+    names = frozenset(spec["function"]["name"] for spec in client)
+    return Turn(
+        body={"messages": [], "tools": list(client)},
+        upstream=None,  # type: ignore[arg-type]  # triage never calls the model
+        toolset=tools if tools is not None else toolset(),
+        client_tools=names,
+        controls=DEFAULT_CONTROLS,
+        headers={},
+        must_ask=must_ask,
+    )
+
+
+def triage(policy: Any = POLICY, **options: bool) -> Triage:
+    approvals = ApprovalFlow(MemoryApprovalStore(), MemoryTurnStore(), ttl_s=60)
+    return Triage(policy, approvals, **options)
+
+
+def call(name: str, arguments: Any = '{"target": "x"}', id: str = "") -> ToolCall:
+    return ToolCall(id or f"up_{name}", name, arguments)
+
+
+def names(calls: list[ToolCall]) -> list[str]:
+    return [c.name for c in calls]
+
+
+def test_each_call_goes_to_whoever_answers_it_in_the_models_order() -> None:
+    calls = [
+        call("ops_read", '{"path": "a"}'),
+        call("ops_wipe"),
+        call("ops_launch"),
+        call("lookup_order", '{"order_id": 7}'),
+        call(SEARCH_TOOL, '{"query": "archive"}'),
+        call("no_such_tool"),
+    ]
+    sorted_calls = triage().sort(turn(), calls)
+    assert [(t.qualified_name, c) for t, c in sorted_calls.own] == [("ops.read", calls[0])]
+    assert list(sorted_calls.denied) == ["up_ops_wipe"]
+    assert [(t.qualified_name, c.name) for t, c, _ in sorted_calls.asks] == [
+        ("ops.launch", "ops_launch")
+    ]
+    assert names(sorted_calls.client) == ["lookup_order"]
+    assert sorted_calls.searches == [calls[4]]
+    assert sorted_calls.unknown == [calls[5]]
+    assert names(sorted_calls.ordered) == [c.name for c in calls]
+    here = [calls[0], calls[1], calls[4], calls[5]]
+    assert sorted_calls.answered_here == here
+    assert names(sorted_calls.handed_back) == ["ops_launch", "lookup_order"]
+
+
+def test_a_denied_call_is_answered_with_the_rules_reason_and_never_runs() -> None:
+    sorted_calls = triage().sort(turn(), [call("ops_wipe")])
+    (result,) = sorted_calls.denied.values()
+    assert result.call_id == "up_ops_wipe" and result.is_error
+    assert result.content == "Error (denied): never in production"
+    assert sorted_calls.own == [] and sorted_calls.unknown == []
+    assert sorted_calls.handed_back == []
+
+
+def test_a_denial_without_a_reason_says_denied_by_policy() -> None:
+    policy = Fixed({"ops.wipe": Decision(Action.DENY)})
+    sorted_calls = triage(policy).sort(turn(toolset(policy)), [call("ops_wipe")])
+    assert sorted_calls.denied["up_ops_wipe"].content == "Error (denied): denied by policy"
+
+
+def test_a_call_awaiting_approval_gets_a_new_id_its_reason_and_is_handed_back() -> None:
+    original = call("ops_launch", '{"target": "moon"}')
+    sorted_calls = triage().sort(turn(), [original])
+    ((tool, paused, reason),) = sorted_calls.asks
+    assert tool.qualified_name == "ops.launch" and reason == "launches are checked"
+    assert paused.id != original.id and paused.id.startswith("call_tw")
+    assert (paused.name, paused.arguments) == (original.name, original.arguments)
+    assert sorted_calls.ordered == [paused] and sorted_calls.handed_back == [paused]
+    assert sorted_calls.answered_here == [] and sorted_calls.own == []
+
+
+def test_an_ask_without_a_reason_says_requires_approval() -> None:
+    policy = Fixed({"ops.launch": Decision(Action.ASK)})
+    sorted_calls = triage(policy).sort(turn(toolset(policy)), [call("ops_launch")])
+    assert sorted_calls.asks[0][2] == "requires approval"
+
+
+def test_the_client_may_require_approval_of_an_allowed_tool_never_loosen_a_denial() -> None:
+    must_ask = frozenset({"ops.read", "ops.wipe", "ops.launch"})
+    calls = [call("ops_read"), call("ops_wipe"), call("ops_launch")]
+    sorted_calls = triage().sort(turn(must_ask=must_ask), calls)
+    reasons = {t.qualified_name: reason for t, _, reason in sorted_calls.asks}
+    assert reasons == {
+        "ops.read": "the client requires approval for this tool",
+        "ops.launch": "launches are checked",
+    }
+    assert list(sorted_calls.denied) == ["up_ops_wipe"] and sorted_calls.own == []
+
+
+def test_tools_the_client_did_not_name_run_without_approval() -> None:
+    sorted_calls = triage().sort(turn(must_ask=frozenset({"ops.launch"})), [call("ops_read")])
+    assert [t.qualified_name for t, _ in sorted_calls.own] == ["ops.read"]
+    assert sorted_calls.asks == []
+
+
+def test_client_calls_are_handed_back_under_a_proxy_issued_id() -> None:
+    original = call("lookup_order", '{"order_id": 7}')
+    sorted_calls = triage().sort(turn(), [original])
+    (returned,) = sorted_calls.client
+    assert returned.id != original.id and returned.id.startswith("call_tw")
+    assert (returned.name, returned.arguments) == ("lookup_order", '{"order_id": 7}')
+    assert sorted_calls.handed_back == [returned] and sorted_calls.answered_here == []
+
+
+def test_a_search_without_deferred_tools_is_an_unknown_tool() -> None:
+    search = call(SEARCH_TOOL, '{"query": "x"}')
+    sorted_calls = triage().sort(turn(toolset(deferred=False)), [search])
+    assert sorted_calls.searches == [] and sorted_calls.unknown == [search]
+
+
+def test_a_deferred_tool_may_be_called_directly() -> None:
+    sorted_calls = triage().sort(turn(), [call("ops_archive")])
+    assert [t.qualified_name for t, _ in sorted_calls.own] == ["ops.archive"]
+
+
+def test_names_off_by_case_or_separator_are_repaired_keeping_the_call_id() -> None:
+    calls = [call("OPS-Read", '{"path": "a"}'), call("Lookup-Order", "{}"), call("ops.Launch")]
+    sorted_calls = triage().sort(turn(), calls)
+    ((tool, own),) = sorted_calls.own
+    assert tool.qualified_name == "ops.read"
+    assert (own.id, own.name, own.arguments) == ("up_OPS-Read", "ops_read", '{"path": "a"}')
+    assert names(sorted_calls.client) == ["lookup_order"]
+    assert [t.qualified_name for t, _, _ in sorted_calls.asks] == ["ops.launch"]
+    assert names(sorted_calls.ordered) == ["ops_read", "lookup_order", "ops_launch"]
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="bug: name repair looks only at visible and client tools, so a denied tool "
+    "called under a loose name is answered 'unknown tool', not with the denial's reason",
+)
+def test_a_denied_tool_called_under_a_loose_name_is_answered_with_the_denial() -> None:
+    sorted_calls = triage().sort(turn(), [call("OPS-Wipe")])
+    assert sorted_calls.unknown == []
+    assert sorted_calls.denied["up_OPS-Wipe"].content == "Error (denied): never in production"
+
+
+def test_strict_triage_repairs_no_name() -> None:
+    calls = [call("OPS-Read"), call("Lookup-Order")]
+    sorted_calls = triage(strict=True).sort(turn(), calls)
+    assert sorted_calls.unknown == calls and sorted_calls.client == []
+
+
+def test_an_ambiguous_loose_name_is_refused_not_resolved_to_either_tool() -> None:
+    def read_file(path: str) -> str:
+        """Read a file."""
+        return path
+
+    def readfile(path: str) -> str:
+        """Read a file too."""
+        return path
+
+    tools = registry()
+    tools.register(read_file, namespace="ops")
+    tools.register(readfile, namespace="ops")
+    visible = Catalog(tools, POLICY).toolset(ToolFilter())
+    loose = call("OPS-READFILE", '{"path": "a"}')
+    sorted_calls = triage().sort(turn(visible), [loose])
+    assert sorted_calls.own == [] and sorted_calls.unknown == [loose]
+
+
+def test_a_loose_name_matching_a_registry_and_a_client_tool_is_refused() -> None:
+    client = {"type": "function", "function": {"name": "OpsRead", "parameters": {}}}
+    loose = call("ops-read", '{"path": "a"}')
+    sorted_calls = triage().sort(turn(client=(client,)), [loose])
+    assert sorted_calls.unknown == [loose]
+    assert sorted_calls.own == [] and sorted_calls.client == []
+
+
+def test_the_search_tool_is_never_renamed_to_a_look_alike_client_tool() -> None:
+    client = {"type": "function", "function": {"name": "Tool-Search", "parameters": {}}}
+    search = call(SEARCH_TOOL, '{"query": "archive"}')
+    sorted_calls = triage().sort(turn(client=(client,)), [search])
+    assert sorted_calls.searches == [search] and sorted_calls.client == []
+
+
+SLOPPY = '{"Order-ID": "7", "items": "[\\"a\\", \\"b\\"]"}'
+
+
+def test_client_call_arguments_are_repaired_when_asked() -> None:
+    sorted_calls = triage(repair_client_calls=True).sort(turn(), [call("lookup_order", SLOPPY)])
+    (returned,) = sorted_calls.client
+    assert _arguments(returned) == {"order_id": 7, "items": ["a", "b"]}
+
+
+def test_client_call_arguments_are_left_alone_by_default_and_when_strict() -> None:
+    for sorter in (triage(), triage(repair_client_calls=True, strict=True)):
+        (returned,) = sorter.sort(turn(), [call("lookup_order", SLOPPY)]).client
+        assert returned.arguments == SLOPPY
+
+
+def test_client_call_arguments_that_need_no_repair_or_are_not_json_stay_as_written() -> None:
+    sorter = triage(repair_client_calls=True)
+    for text in ('{"order_id": 7}', '{"order_id": 7', "[1, 2]"):
+        (returned,) = sorter.sort(turn(), [call("lookup_order", text)]).client
+        assert returned.arguments == text
+
+
+def test_a_client_tool_without_parameters_gets_its_arguments_unchanged() -> None:
+    bare = {"type": "function", "function": {"name": "ping"}}
+    sorter = triage(repair_client_calls=True)
+    (returned,) = sorter.sort(turn(client=(bare,)), [call("ping", '{"n": "7"}')]).client
+    assert returned.arguments == '{"n": "7"}'
+
+
+def test_handed_back_holds_every_call_not_answered_here() -> None:
+    sorted_calls = Round(ordered=[call("a"), call("b"), call("c")], answered_here=[call("b")])
+    assert names(sorted_calls.handed_back) == ["a", "c"]
+
+
+def _arguments(found: ToolCall) -> Any:
+    value = found.arguments
+    return json.loads(value) if isinstance(value, str) else value
