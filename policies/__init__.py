@@ -13,31 +13,60 @@ from .approvals import (
     pending,
     refusal,
 )
+from .call_guards import GuardConfig, Guards
 from .decisions import ALLOW, Action, Decision
 from .errors import PolicyError
 from .filters import NO_FILTER, ToolFilter
+from .gate import Admission, CallGuards, Gate
+from .gate import Verdict as GateVerdict
 from .guards import LoopGuard, LoopLimits
-from .policy import Policy
-from .rules import PolicyConfig, Rule, RuleMatch, RulePolicy
+from .policy import Approver, Policy
+from .principals import (
+    ANONYMOUS,
+    AuthConfig,
+    CallContext,
+    KeyConfig,
+    KeyRing,
+    Principal,
+)
+from .ratelimit import MemoryRateLimiter, RateLimiter
+from .rules import PRESETS, PolicyConfig, Rule, RuleMatch, RulePolicy, WebhookConfig
 
 __all__ = [
     "ALLOW",
+    "ANONYMOUS",
     "NO_FILTER",
+    "PRESETS",
     "Action",
+    "Admission",
     "ApprovalStore",
+    "Approver",
+    "AuthConfig",
+    "CallContext",
+    "CallGuards",
     "Decision",
+    "Gate",
+    "GateVerdict",
+    "GuardConfig",
+    "Guards",
+    "KeyConfig",
+    "KeyRing",
     "LoopGuard",
     "LoopLimits",
     "MemoryApprovalStore",
+    "MemoryRateLimiter",
     "PendingApproval",
     "Policy",
     "PolicyConfig",
     "PolicyError",
+    "Principal",
+    "RateLimiter",
     "Rule",
     "RuleMatch",
     "RulePolicy",
     "ToolFilter",
     "Verdict",
+    "WebhookConfig",
     "conversation_digest",
     "new_call_id",
     "parse_verdict",

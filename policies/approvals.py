@@ -46,6 +46,9 @@ class ApprovalStore(Protocol):
         ...
 
 
+_EXPIRED_KEPT_S = 3600.0
+
+
 class MemoryApprovalStore:
     """A bounded in-process ApprovalStore."""
 
@@ -54,11 +57,12 @@ class MemoryApprovalStore:
         self._entries: OrderedDict[str, PendingApproval] = OrderedDict()
 
     async def put(self, approval: PendingApproval) -> None:
-        # Entries are small and alike, so a count bounds their bytes; expired ones go first.
+        # Entries are small and alike, so a count bounds their bytes. Long-expired ones go
+        # first; recently expired ones stay a while, so an answer learns it came too late.
         self._entries[approval.call_id] = approval
-        now = time.time()
+        stale = time.time() - _EXPIRED_KEPT_S
         while self._entries and (
-            len(self._entries) > self._max or next(iter(self._entries.values())).expires_at < now
+            len(self._entries) > self._max or next(iter(self._entries.values())).expires_at < stale
         ):
             self._entries.popitem(last=False)
 

@@ -1,21 +1,35 @@
-"""The policy seam: what the loop asks before showing or running a tool."""
+"""The policy seam: what the gate asks before showing or running a tool."""
 
 from __future__ import annotations
 
-from typing import Protocol
+from collections.abc import Mapping
+from typing import Any, Protocol
 
 from registry import Tool
 
 from .decisions import Decision
+from .principals import CallContext
 
 
 class Policy(Protocol):
-    """Decides whether a tool is shown to the model and whether a call of it may run."""
+    """Decides whether a tool is shown to a caller and whether one call of it may run."""
 
-    def check(self, tool: Tool) -> Decision:
-        """The verdict for calling `tool`."""
+    def visible(self, tool: Tool, context: CallContext) -> bool:
+        """Whether the model may see `tool` at all in this caller's requests."""
         ...
 
-    def visible(self, tool: Tool) -> bool:
-        """Whether the model may see `tool` at all."""
+    async def check(
+        self, tool: Tool, arguments: Mapping[str, Any], context: CallContext
+    ) -> Decision:
+        """The verdict for calling `tool` with `arguments` in `context`."""
+        ...
+
+
+class Approver(Protocol):
+    """Answers `ask` calls for clients that cannot (a webhook): True approves."""
+
+    async def approve(
+        self, tool: Tool, arguments: Mapping[str, Any], context: CallContext, reason: str
+    ) -> bool:
+        """Whether the call may run; no answer in time is False."""
         ...

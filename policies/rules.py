@@ -1,14 +1,26 @@
-"""Permission rules from proxy.yaml: first match wins, else the default action."""
+"""Permission rules from proxy.yaml: first match wins, else the handler, else the default."""
 
 from __future__ import annotations
 
+import importlib
+import inspect
+import logging
+import re
+from collections.abc import Callable, Mapping
 from fnmatch import fnmatchcase
+from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+import orjson
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from registry import Tool
 
 from .decisions import ALLOW, Action, Decision
+
+if TYPE_CHECKING:
+    from .principals import CallContext
+
+log = logging.getLogger("toolwire.policy")
 
 
 class RuleMatch(BaseModel):
@@ -22,13 +34,44 @@ class RuleMatch(BaseModel):
     """The tool has any of these tags."""
     namespaces: list[str] | None = None
     """The tool's namespace is one of these."""
+    arguments: dict[str, str] | None = None
+    """Argument name → regular expression searched in its value (a string as it is, any
+    other value as its JSON text); every listed argument must be present and match."""
 
-    def matches(self, tool: Tool) -> bool:
+    @field_validator("arguments")
+    @classmethod
+    def _compiles(cls, value: dict[str, str] | None) -> dict[str, str] | None:
+        for name, pattern in (value or {}).items():
+            try:
+                re.compile(pattern)
+            except re.error as exc:
+                raise ValueError(f"{name}: not a regular expression: {exc}") from exc
+        return value
+
+    def matches_tool(self, tool: Tool) -> bool:
+        """The conditions on the tool itself (name, tags, namespace)."""
         if self.name is not None and not fnmatchcase(tool.qualified_name, self.name):
             return False
         if self.tags is not None and not tool.metadata.tags.intersection(self.tags):
             return False
         return self.namespaces is None or tool.namespace in self.namespaces
+
+    def matches(self, tool: Tool, arguments: Mapping[str, Any] | None = None) -> bool:
+        """Every condition, the arguments' included (none given: argument rules fail)."""
+        if not self.matches_tool(tool):
+            return False
+        if not self.arguments:
+            return True
+        if arguments is None:
+            return False
+        return all(
+            name in arguments and re.search(pattern, _text(arguments[name])) is not None
+            for name, pattern in self.arguments.items()
+        )
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else orjson.dumps(value).decode()
 
 
 class Rule(BaseModel):
@@ -41,36 +84,153 @@ class Rule(BaseModel):
     reason: str | None = None
 
 
+def _rule(tags: list[str], action: Action, reason: str) -> Rule:
+    return Rule(match=RuleMatch(tags=tags), action=action, reason=reason)
+
+
+PRESETS: dict[str, tuple[Rule, ...]] = {
+    "allow_read_only": (_rule(["read_only"], Action.ALLOW, "read-only"),),
+    "ask_destructive": (_rule(["destructive"], Action.ASK, "changes or deletes data"),),
+    "deny_privileged": (_rule(["privileged"], Action.DENY, "privileged tools are off"),),
+    "ask_network": (_rule(["network"], Action.ASK, "reaches the network"),),
+    "ask_file_system": (_rule(["file_system"], Action.ASK, "touches the file system"),),
+}
+"""Named rule sets `policy.presets` places before `policy.rules`."""
+
+Preset = Literal[
+    "allow_read_only", "ask_destructive", "deny_privileged", "ask_network", "ask_file_system"
+]
+
+
+class WebhookConfig(BaseModel):
+    """Where `ask` calls are approved when the client cannot answer approvals itself."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    url: str
+    timeout_s: float = Field(default=30.0, gt=0)
+    """No answer within this time is a denial."""
+
+    @field_validator("url")
+    @classmethod
+    def _http(cls, value: str) -> str:
+        if not value.startswith(("http://", "https://")):
+            raise ValueError("must be an http(s) URL")
+        return value
+
+
 class PolicyConfig(BaseModel):
     """The `policy:` section of proxy.yaml."""
 
     model_config = ConfigDict(extra="forbid")
 
     default: Action = Action.ALLOW
+    presets: list[Preset] = Field(default_factory=list)
     rules: list[Rule] = Field(default_factory=list)
+    handler: str | None = None
+    """Import path (`package.module:function`) of a sync or async callable deciding calls
+    no rule matched: `(tool, arguments, context)` → "allow" / "deny" / "ask", a Decision,
+    or (action, reason). A handler that raises denies."""
+    approval_webhook: WebhookConfig | None = None
     approval_ttl_s: float = Field(default=600.0, gt=0)
     """How long the client has to approve an `ask` call."""
 
+    @field_validator("handler")
+    @classmethod
+    def _importable(cls, value: str | None) -> str | None:
+        if value is not None:
+            load_handler(value)
+        return value
+
+
+Handler = Callable[..., Any]
+
+
+def load_handler(path: str) -> Handler:
+    """The callable at `module:attribute` (or `module.attribute`).
+
+    Raises:
+        ValueError: it cannot be imported or is not callable.
+    """
+    module_name, _, attribute = path.partition(":")
+    if not attribute:
+        module_name, _, attribute = path.rpartition(".")
+    try:
+        found = getattr(importlib.import_module(module_name), attribute)
+    except (ImportError, AttributeError, ValueError) as exc:
+        raise ValueError(f"cannot import {path!r}: {exc}") from exc
+    if not callable(found):
+        raise ValueError(f"{path!r} is not callable")
+    return found  # type: ignore[no-any-return]
+
 
 class RulePolicy:
-    """Decides allow / deny / ask for a tool from ordered rules."""
+    """Decides allow / deny / ask: the caller's key rules, presets and rules, the handler,
+    the default — the first that decides wins."""
 
     def __init__(self, config: PolicyConfig) -> None:
-        self._rules = tuple(config.rules)
+        presets = [rule for name in config.presets for rule in PRESETS[name]]
+        self._rules = (*presets, *config.rules)
+        self._handler = load_handler(config.handler) if config.handler else None
         self._default = Decision(config.default, _default_reason(config.default))
 
-    def check(self, tool: Tool) -> Decision:
-        """The verdict for calling `tool`."""
-        for rule in self._rules:
-            if rule.match.matches(tool):
+    def visible(self, tool: Tool, context: CallContext) -> bool:
+        """Whether the model may see `tool`: not when a rule that holds whatever the
+        arguments denies it first (the handler, which needs arguments, is not asked)."""
+        for rule in self._rules_for(context):
+            if rule.match.matches_tool(tool):
+                if rule.match.arguments:
+                    return True  # may deny some calls, not the tool
+                return rule.action is not Action.DENY
+        return self._handler is not None or self._default.action is not Action.DENY
+
+    async def check(
+        self, tool: Tool, arguments: Mapping[str, Any], context: CallContext
+    ) -> Decision:
+        """The verdict for one call of `tool` with `arguments` by the caller in `context`."""
+        for rule in self._rules_for(context):
+            if rule.match.matches(tool, arguments):
                 if rule.action is Action.ALLOW:
                     return ALLOW
                 return Decision(rule.action, rule.reason or _default_reason(rule.action))
+        if self._handler is not None:
+            return await _ask_handler(self._handler, tool, arguments, context)
         return self._default
 
-    def visible(self, tool: Tool) -> bool:
-        """Whether the tool may be shown to the model at all (denied tools are not)."""
-        return self.check(tool).action is not Action.DENY
+    def _rules_for(self, context: CallContext) -> tuple[Rule, ...]:
+        principal = context.principal
+        if principal is None or not principal.rules:
+            return self._rules
+        return (*principal.rules, *self._rules)
+
+
+async def _ask_handler(
+    handler: Handler, tool: Tool, arguments: Mapping[str, Any], context: CallContext
+) -> Decision:
+    try:
+        answer = handler(tool, dict(arguments), context)
+        if inspect.isawaitable(answer):
+            answer = await answer
+        return _decision(answer)
+    except Exception as exc:
+        log.warning("the policy handler failed for %s", tool.qualified_name, exc_info=True)
+        return Decision(Action.DENY, f"the policy handler failed: {type(exc).__name__}")
+
+
+def _decision(answer: Any) -> Decision:
+    """A handler's answer as a Decision; anything unrecognised denies."""
+    if isinstance(answer, Decision):
+        return answer
+    reason = None
+    if isinstance(answer, tuple) and len(answer) == 2:
+        answer, reason = answer
+    try:
+        action = Action(answer)
+    except ValueError:
+        return Decision(Action.DENY, f"the policy handler answered {answer!r}")
+    if action is Action.ALLOW:
+        return ALLOW
+    return Decision(action, str(reason) if reason else _default_reason(action))
 
 
 def _default_reason(action: Action) -> str | None:

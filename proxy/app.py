@@ -13,11 +13,12 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from policies import MemoryApprovalStore, RulePolicy
+from policies import Gate, Guards, MemoryApprovalStore, MemoryRateLimiter, RulePolicy
 from registry import Executor, SourceSet, ToolRegistry
 
 from .approvals import ApprovalFlow
 from .asgi import Receive, Scope, Send, send_json
+from .auth import Authenticator
 from .config import Settings
 from .context import context_of
 from .continuations import MemoryTurnStore
@@ -28,6 +29,7 @@ from .loop import ToolLoop
 from .response_store import MemoryResponseStore
 from .router import UpstreamRouter
 from .services import Services
+from .webhook import WebhookApprover
 
 log = logging.getLogger("toolwire")
 
@@ -56,49 +58,13 @@ def create_app(
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        tools = registry if registry is not None else ToolRegistry()
-        owned = sources is None
-        source_set = sources_for(settings) if sources is None else sources
-        if owned:
-            await source_set.start(tools)
-        executor = Executor.from_config(settings.execution)
-        policy = RulePolicy(settings.policy)
-        turns = MemoryTurnStore()
-        upstreams = UpstreamRouter(settings.upstreams)
-        services = Services(
-            registry=tools,
-            sources=source_set,
-            catalog=Catalog(tools, policy),
-            loop=ToolLoop(
-                executor=executor,
-                policy=policy,
-                limits=settings.loop,
-                turns=turns,
-                approvals=ApprovalFlow(
-                    MemoryApprovalStore(),
-                    # Outcomes outlive pending turns: a conversation replays them for days.
-                    MemoryTurnStore(ttl_s=7 * 86400, max_entries=100_000),
-                    ttl_s=settings.policy.approval_ttl_s,
-                ),
-                strict_arguments=settings.execution.strict_arguments,
-            ),
-            upstreams=upstreams,
-            responses=MemoryResponseStore(
-                ttl_s=settings.state.response_ttl_s, max_bytes=settings.state.max_memory_bytes
-            ),
-            server=settings.server,
-        )
-        app.state.services = services
-        hot.bind(services)
-        log.info("toolwire ready: %d tools", len(tools))
-        try:
+        async with contextlib.AsyncExitStack() as stack:
+            services = await _start(settings, registry, sources, stack)
+            app.state.services = services
+            hot.bind(services)
+            stack.callback(hot.unbind)
+            log.info("toolwire ready: %d tools", len(services.registry))
             yield
-        finally:
-            hot.unbind()
-            await upstreams.aclose()
-            executor.close()
-            if owned:
-                await source_set.aclose()
 
     routes = Starlette(
         routes=[
@@ -111,6 +77,62 @@ def create_app(
         exception_handlers={HTTPException: _http_error, ProxyError: _proxy_error},
     )
     return ToolwireApp(routes, hot)
+
+
+async def _start(
+    settings: Settings,
+    registry: ToolRegistry | None,
+    sources: SourceSet | None,
+    stack: contextlib.AsyncExitStack,
+) -> Services:
+    """Build every long-lived object; `stack` closes each, also when a later one fails."""
+    tools = registry if registry is not None else ToolRegistry()
+    if sources is None:
+        sources = sources_for(settings)
+        await sources.start(tools)
+        stack.push_async_callback(sources.aclose)
+    executor = Executor.from_config(settings.execution)
+    stack.callback(executor.close)
+    approver = None
+    if settings.policy.approval_webhook is not None:
+        approver = WebhookApprover(settings.policy.approval_webhook)
+        stack.push_async_callback(approver.aclose)
+    limiter = MemoryRateLimiter()
+    gate = Gate(
+        RulePolicy(settings.policy),
+        executor,
+        guards=Guards(settings.guards, limiter) if settings.guards else None,
+        limiter=limiter,
+        approver=approver,
+    )
+    upstreams = UpstreamRouter(settings.upstreams)
+    stack.push_async_callback(upstreams.aclose)
+    approvals = ApprovalFlow(
+        MemoryApprovalStore(),
+        # Outcomes outlive pending turns: a conversation replays them for days.
+        MemoryTurnStore(ttl_s=7 * 86400, max_entries=100_000),
+        ttl_s=settings.policy.approval_ttl_s,
+    )
+    loop = ToolLoop(
+        gate=gate,
+        limits=settings.loop,
+        turns=MemoryTurnStore(),
+        approvals=approvals,
+        strict_arguments=settings.execution.strict_arguments,
+    )
+    return Services(
+        registry=tools,
+        sources=sources,
+        catalog=Catalog(tools, gate),
+        loop=loop,
+        upstreams=upstreams,
+        responses=MemoryResponseStore(
+            ttl_s=settings.state.response_ttl_s, max_bytes=settings.state.max_memory_bytes
+        ),
+        server=settings.server,
+        gate=gate,
+        keys=Authenticator(settings.auth, limiter) if settings.auth is not None else None,
+    )
 
 
 class ToolwireApp:
@@ -133,6 +155,15 @@ class ToolwireApp:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
             context = context_of(scope)
+            keys = self._hot.keys
+            if keys is not None and scope["path"] not in _OPEN_PATHS:
+                try:
+                    context.principal = await keys.authenticate(context.headers)
+                except ProxyError as exc:
+                    headers = {**exc.headers, "x-request-id": context.request_id}
+                    await send_json(send, exc.status, exc.body(), headers)
+                    return
+                context.headers = keys.upstream_headers(dict(context.headers))
             if scope["method"] == "POST":
                 handler = self._hot.handlers.get(scope["path"])
                 if handler is not None:
@@ -148,6 +179,8 @@ class ToolwireApp:
 
 Handler = Callable[[Scope, Receive, Send], Awaitable[None]]
 _FRONT_PATHS = ("/v1/chat/completions", "/v1/responses")
+_OPEN_PATHS = frozenset({"/healthz"})
+"""Paths that answer without a key (liveness probes)."""
 _NOT_READY: dict[str, Handler] = {}
 
 
@@ -156,9 +189,11 @@ class _HotRoutes:
 
     def __init__(self) -> None:
         self.handlers: dict[str, Handler] = _NOT_READY
+        self.keys: Authenticator | None = None
         self._records: ResponseRecords | None = None
 
     def bind(self, services: Services) -> None:
+        self.keys = services.keys
         self.handlers = {
             "/v1/chat/completions": ChatCompletions(services),
             "/v1/responses": Responses(services),
@@ -167,6 +202,7 @@ class _HotRoutes:
 
     def unbind(self) -> None:
         self.handlers = _NOT_READY
+        self.keys = None
         self._records = None
 
     async def records(self, request: Request) -> Response:

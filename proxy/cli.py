@@ -15,7 +15,15 @@ from typing import Any
 import orjson
 import uvicorn
 
-from policies import Action, RulePolicy
+from policies import (
+    CallContext,
+    Gate,
+    GateVerdict,
+    Guards,
+    KeyRing,
+    MemoryRateLimiter,
+    RulePolicy,
+)
 from registry import Executor, RegistryError, SourceSet, ToolCall, ToolRegistry
 
 from .app import create_app, sources_for
@@ -60,9 +68,11 @@ def _parser() -> argparse.ArgumentParser:
     check = commands.add_parser("check", help="validate the config and load every source")
     check.set_defaults(run=_check)
 
-    call = commands.add_parser("call", help="run one tool through registry and policy")
+    call = commands.add_parser("call", help="run one tool through the gate (scope, policy...)")
     call.add_argument("name")
     call.add_argument("--args", default="{}")
+    call.add_argument("--key", help="act as this key of auth.keys (its scope and rules)")
+    call.add_argument("--approve", action="store_true", help="approve an `ask` tool's call")
     call.set_defaults(run=_call)
 
     for sub in (serve, tools, check, call):
@@ -214,18 +224,33 @@ def _call(args: argparse.Namespace, settings: Settings) -> int:
 
 
 async def _call_tool(args: argparse.Namespace, settings: Settings) -> int:
+    principal = None
+    if args.key is not None:
+        keys = KeyRing.from_config(settings.auth) if settings.auth is not None else KeyRing()
+        principal = keys.principal(args.key)
+        if principal is None:
+            print(f"error: no key named {args.key!r} in auth.keys", file=sys.stderr)
+            return 1
+    context = CallContext(principal, request_id="cli")
     async with _started(settings) as (registry, _):
         tool = registry.resolve(args.name)
-        if tool is None:
-            print(f"error: no tool named {args.name!r}", file=sys.stderr)
-            return 1
-        decision = RulePolicy(settings.policy).check(tool)
-        if decision.action is not Action.ALLOW:
-            print(f"error: {decision.action}: {decision.reason}", file=sys.stderr)
-            return 1
         with Executor.from_config(settings.execution) as executor:
-            result = await executor.execute(
-                tool, ToolCall(id="cli", name=args.name, arguments=args.args)
+            gate = Gate(
+                RulePolicy(settings.policy),
+                executor,
+                guards=Guards(settings.guards, MemoryRateLimiter()),
             )
+            if tool is None or not gate.in_scope(tool, context):
+                print(f"error: no tool named {args.name!r}", file=sys.stderr)
+                return 1
+            call = ToolCall(id="cli", name=args.name, arguments=args.args)
+            admission = await gate.admit(tool, call, context, approved=args.approve)
+            if admission.verdict is GateVerdict.ASK:
+                print(f"error: ask: {admission.reason} (run again with --approve)", file=sys.stderr)
+                return 1
+            if admission.result is not None:
+                print(f"error: {admission.result.content}", file=sys.stderr)
+                return 1
+            (result,) = await gate.run([admission], context)
     print(result.content)
     return 1 if result.is_error else 0

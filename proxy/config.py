@@ -10,7 +10,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from policies import LoopLimits, PolicyConfig
+from policies import AuthConfig, GuardConfig, LoopLimits, PolicyConfig
 from registry import SOURCE_KINDS, ExecutionConfig, SourceConfig
 
 _ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
@@ -96,6 +96,10 @@ class Settings(BaseModel):
     loop: LoopLimits = Field(default_factory=LoopLimits)
     execution: ExecutionConfig = Field(default_factory=ExecutionConfig)
     state: StateConfig = Field(default_factory=StateConfig)
+    guards: list[GuardConfig] = Field(default_factory=list)
+    """Checked at execution after the policy; a refusal is a tool error the model reads."""
+    auth: AuthConfig | None = None
+    """Client keys; absent, the proxy authenticates no one (bind it to loopback)."""
     base_dir: Path = Field(default_factory=Path.cwd, exclude=True)
     """Where relative paths in the file are resolved: the config file's folder."""
 

@@ -7,6 +7,8 @@ from collections.abc import Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass
 
+from policies import CallContext, Principal
+
 from .asgi import Scope
 
 
@@ -20,10 +22,14 @@ class RequestContext:
 
     request_id: str
     headers: Mapping[str, str]
-    principal: str | None = None
-    """The client key's name once authentication is on; None without auth."""
+    principal: Principal | None = None
+    """The client key that authenticated the request; None without auth."""
     deadline: float | None = None
     """`time.monotonic()` by which the request must be answered, if bounded."""
+
+    def caller(self, must_ask: frozenset[str] = frozenset()) -> CallContext:
+        """What the gate knows of this request."""
+        return CallContext(self.principal, self.request_id, must_ask)
 
 
 current_request: ContextVar[RequestContext | None] = ContextVar("toolwire_request", default=None)

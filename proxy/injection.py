@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from policies import Policy, ToolFilter
+from policies import ANONYMOUS, CallContext, Gate, ToolFilter
 from registry import Tool, ToolIndex, ToolRegistry
 
 from .errors import BadRequestError
@@ -64,20 +64,21 @@ class Toolset:
 class Catalog:
     """Selects and caches visible toolsets."""
 
-    def __init__(self, registry: ToolRegistry, policy: Policy, *, cache_size: int = 256) -> None:
+    def __init__(self, registry: ToolRegistry, gate: Gate, *, cache_size: int = 256) -> None:
         self._registry = registry
-        self._policy = policy
-        self._cache: OrderedDict[tuple[int, ToolFilter], Toolset] = OrderedDict()
+        self._gate = gate
+        self._cache: OrderedDict[tuple[int, ToolFilter, str | None], Toolset] = OrderedDict()
         self._cache_size = cache_size
 
-    def toolset(self, tool_filter: ToolFilter) -> Toolset:
-        """The tools `tool_filter` lets a request see (deferred and denied tools excluded)."""
-        key = (self._registry.version, tool_filter)
+    def toolset(self, tool_filter: ToolFilter, caller: CallContext = ANONYMOUS) -> Toolset:
+        """The tools `tool_filter` lets a caller's request see (deferred and denied tools
+        excluded; tools outside the caller's key scope do not exist for it)."""
+        key = (self._registry.version, tool_filter, caller.caller)
         found = self._cache.get(key)
         if found is not None:
             return found
-        selected = tool_filter.select(self._registry)
-        visible = [t for t in selected if self._policy.visible(t)]
+        selected = [t for t in tool_filter.select(self._registry) if self._gate.in_scope(t, caller)]
+        visible = [t for t in selected if self._gate.visible(t, caller)]
         deferred = [t for t in visible if t.metadata.defer]
         wire = self._registry.wire_name
         shown = {id(t) for t in visible}
@@ -93,7 +94,7 @@ class Catalog:
             self._cache.popitem(last=False)
         return toolset
 
-    def client_tool_names(self, tools: Any) -> frozenset[str]:
+    def client_tool_names(self, tools: Any, caller: CallContext = ANONYMOUS) -> frozenset[str]:
         """Names of the client's own function tools.
 
         Raises:
@@ -108,7 +109,8 @@ class Catalog:
             name = _function_name(spec, i)
             if name in names:
                 raise BadRequestError(f"tool {name!r} is defined twice", param=f"tools[{i}]")
-            if name == SEARCH_TOOL or self._registry.resolve(name) is not None:
+            clash = self._registry.resolve(name)
+            if name == SEARCH_TOOL or (clash is not None and self._gate.in_scope(clash, caller)):
                 raise BadRequestError(
                     f"tool {name!r} clashes with a tool the proxy provides; rename it",
                     param=f"tools[{i}]",

@@ -11,8 +11,8 @@ from collections.abc import AsyncIterator, Awaitable
 from dataclasses import dataclass, field
 from typing import Any
 
-from policies import LoopGuard, LoopLimits, Policy
-from registry import Executor, Tool, ToolCall, ToolResult
+from policies import Admission, Gate, GateVerdict, LoopGuard, LoopLimits
+from registry import ToolCall, ToolResult
 
 from .approvals import ApprovalFlow, apply_answers
 from .assembler import Answer, Assembler, Usage, wire_call
@@ -49,20 +49,19 @@ class ToolLoop:
     def __init__(
         self,
         *,
-        executor: Executor,
-        policy: Policy,
+        gate: Gate,
         limits: LoopLimits,
         turns: TurnStore,
         approvals: ApprovalFlow,
         strict_arguments: bool = False,
     ) -> None:
         self._triage = Triage(
-            policy,
+            gate,
             approvals,
             strict=strict_arguments,
             repair_client_calls=limits.repair_client_calls,
         )
-        self._executor = executor
+        self._gate = gate
         self._limits = limits
         self._turns = turns
         self._approvals = approvals
@@ -92,7 +91,7 @@ class ToolLoop:
             if not turn.controls.auto_execute:
                 yield Finished("tool_calls", state.usage, tuple(answer.tool_calls))
                 return
-            calls = self._triage.sort(turn, answer.tool_calls)
+            calls = await self._triage.sort(turn, answer.tool_calls)
             results: dict[str, ToolResult] = {}
             async for event in self._answer_calls(turn, state, calls, results):
                 yield event
@@ -115,8 +114,12 @@ class ToolLoop:
         if resolution.to_run:
             results: dict[str, ToolResult] = {}
             approved = tuple(call for _, call in resolution.to_run)
+            admitted = [
+                await self._gate.admit(tool, call, turn.caller, approved=True)
+                for tool, call in resolution.to_run
+            ]
             yield ToolsStarted(approved)
-            async for event in self._execute(turn, state, resolution.to_run, results):
+            async for event in self._execute(turn, state, admitted, results):
                 yield event
             ran = [results[call.id] for call in approved]
             yield ToolsFinished(approved, tuple(ran))
@@ -189,22 +192,25 @@ class ToolLoop:
         self, turn: Turn, state: _State, calls: Round, results: dict[str, ToolResult]
     ) -> AsyncIterator[LoopEvent]:
         """Answer the calls the proxy owns; their results land in `results` by call id."""
-        results.update(calls.denied)
         for call in calls.unknown:
             message = f"there is no tool named {call.name!r}"
             results[call.id] = ToolResult.error(call.id, "unknown_tool", message)
         for call in calls.searches:
             results[call.id] = run_search(turn.toolset, call, state.loaded)
         budget = max(0, state.guard.limits.max_tool_calls - state.guard.tool_calls)
-        runnable = calls.own[:budget]
-        for _, call in calls.own[budget:]:
-            message = "the turn's tool-call limit is reached"
-            results[call.id] = ToolResult.error(call.id, "limit", message)
+        admitted: list[Admission] = []
+        for admission in calls.own:
+            if admission.verdict is GateVerdict.RUN and budget == 0:
+                message = "the turn's tool-call limit is reached"
+                results[admission.call.id] = ToolResult.error(admission.call.id, "limit", message)
+                continue
+            budget -= admission.verdict is GateVerdict.RUN
+            admitted.append(admission)
         answered = tuple(calls.answered_here)
         if not answered:
             return
         yield ToolsStarted(answered)
-        async for event in self._execute(turn, state, runnable, results):
+        async for event in self._execute(turn, state, admitted, results):
             yield event
         yield ToolsFinished(answered, tuple(results[c.id] for c in answered))
 
@@ -212,14 +218,15 @@ class ToolLoop:
         self,
         turn: Turn,
         state: _State,
-        runnable: list[tuple[Tool, ToolCall]],
+        admitted: list[Admission],
         results: dict[str, ToolResult],
     ) -> AsyncIterator[LoopEvent]:
-        """Run calls within the turn's deadline, with keep-alives; results land in `results`."""
-        if not runnable:
+        """Run what the gate admitted within the turn's deadline, with keep-alives; every
+        admission's result (refusals included) lands in `results`."""
+        if not admitted:
             return
-        calls = self._executor.execute_many(runnable, request_id=turn.request_id)
-        work = asyncio.ensure_future(_within(calls, runnable, state.guard.remaining()))
+        calls = self._gate.run(admitted, turn.caller)
+        work = asyncio.ensure_future(_within(calls, admitted, state.guard.remaining()))
         try:
             while not work.done():
                 await asyncio.wait({work}, timeout=self._limits.keepalive_s)
@@ -230,7 +237,8 @@ class ToolLoop:
             if not work.done():
                 work.cancel()
                 await asyncio.gather(work, return_exceptions=True)
-        state.guard.record_calls([(t.qualified_name, c.arguments) for t, c in runnable])
+        ran = [a for a in admitted if a.verdict is GateVerdict.RUN]
+        state.guard.record_calls([(a.tool.qualified_name, a.call.arguments) for a in ran])
 
 
 def _tools_for(turn: Turn, state: _State) -> list[dict[str, Any]]:
@@ -251,7 +259,7 @@ def _upstream_body(client_body: dict[str, Any]) -> dict[str, Any]:
 
 
 async def _within(
-    work: Awaitable[list[ToolResult]], runnable: list[tuple[Tool, ToolCall]], seconds: float
+    work: Awaitable[list[ToolResult]], admitted: list[Admission], seconds: float
 ) -> list[ToolResult]:
     """The calls' results, or timeout errors for all when the turn's budget runs out."""
     try:
@@ -259,7 +267,7 @@ async def _within(
             return await work
     except TimeoutError:
         message = "the turn's time budget ran out while the tool ran"
-        return [ToolResult.error(c.id, "timeout", message) for _, c in runnable]
+        return [a.result or ToolResult.error(a.call.id, "timeout", message) for a in admitted]
 
 
 def _assistant_message(content: str, calls: list[ToolCall]) -> Message:

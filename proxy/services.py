@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from policies import Gate
 from registry import SourceSet, ToolRegistry
 
+from .auth import Authenticator
 from .config import ServerConfig
 from .injection import Catalog
 from .loop import ToolLoop
@@ -25,3 +27,7 @@ class Services:
     responses: ResponseStore
     server: ServerConfig
     """Request limits: body size and the time to send it."""
+    gate: Gate
+    """The one gate every tool call passes."""
+    keys: Authenticator | None = None
+    """Client authentication; None when `auth:` is absent."""

@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from policies import Action, Decision, Policy
-from registry import RegistryError, Tool, ToolCall, ToolResult, repair_call, resolve_name
+from policies import Admission, Gate, GateVerdict
+from registry import RegistryError, Tool, ToolCall, repair_call, resolve_name
 
 from .approvals import ApprovalFlow
 from .injection import SEARCH_TOOL
@@ -25,8 +25,8 @@ class Round:
 
     ordered: list[ToolCall] = field(default_factory=list)
     """Every call in the model's order (calls awaiting approval under their new ids)."""
-    own: list[tuple[Tool, ToolCall]] = field(default_factory=list)
-    denied: dict[str, ToolResult] = field(default_factory=dict)
+    own: list[Admission] = field(default_factory=list)
+    """The calls the gate admitted, and those it refused (answered with their error)."""
     asks: list[tuple[Tool, ToolCall, str]] = field(default_factory=list)
     searches: list[ToolCall] = field(default_factory=list)
     unknown: list[ToolCall] = field(default_factory=list)
@@ -42,22 +42,22 @@ class Round:
 
 
 class Triage:
-    """Sorts the calls of one answer; one per loop, shared by its turns."""
+    """Sorts the calls of one answer through the gate; one per loop, shared by its turns."""
 
     def __init__(
         self,
-        policy: Policy,
+        gate: Gate,
         approvals: ApprovalFlow,
         *,
         strict: bool = False,
         repair_client_calls: bool = False,
     ) -> None:
-        self._policy = policy
+        self._gate = gate
         self._approvals = approvals
         self._strict = strict
         self._repair_client_calls = repair_client_calls
 
-    def sort(self, turn: Turn, calls: list[ToolCall]) -> Round:
+    async def sort(self, turn: Turn, calls: list[ToolCall]) -> Round:
         """The calls sorted by who answers them, in the model's order."""
         sorted_calls = Round()
         for call in calls:
@@ -70,23 +70,23 @@ class Triage:
                 sorted_calls.ordered.append(call)
                 continue
             tool = turn.toolset.by_wire_name.get(call.name) or turn.toolset.denied.get(call.name)
-            decision = _decide(self._policy, turn, tool) if tool is not None else None
-            if tool is not None and decision is not None and decision.action is Action.ASK:
+            if tool is None:
+                sorted_calls.ordered.append(call)
+                sorted_calls.answered_here.append(call)
+                if call.name == SEARCH_TOOL and turn.toolset.deferred is not None:
+                    sorted_calls.searches.append(call)
+                else:
+                    sorted_calls.unknown.append(call)
+                continue
+            admission = await self._gate.admit(tool, call, turn.caller)
+            if admission.verdict is GateVerdict.ASK:
                 call = self._approvals.reissue(call)
-                sorted_calls.asks.append((tool, call, decision.reason or "requires approval"))
+                sorted_calls.asks.append((tool, call, admission.reason))
                 sorted_calls.ordered.append(call)
                 continue
             sorted_calls.ordered.append(call)
             sorted_calls.answered_here.append(call)
-            if tool is not None and decision is not None and decision.action is Action.DENY:
-                reason = decision.reason or "denied by policy"
-                sorted_calls.denied[call.id] = ToolResult.error(call.id, "denied", reason)
-            elif tool is not None:
-                sorted_calls.own.append((tool, call))
-            elif call.name == SEARCH_TOOL and turn.toolset.deferred is not None:
-                sorted_calls.searches.append(call)
-            else:
-                sorted_calls.unknown.append(call)
+            sorted_calls.own.append(admission)
         return sorted_calls
 
     def _repaired_name(self, turn: Turn, call: ToolCall) -> ToolCall:
@@ -111,14 +111,6 @@ class Triage:
         if not repairs:
             return call
         return ToolCall(id=call.id, name=call.name, arguments=arguments)
-
-
-def _decide(policy: Policy, turn: Turn, tool: Tool) -> Decision:
-    """The policy's decision, tightened to `ask` where the request wants approval."""
-    decision = policy.check(tool)
-    if decision.action is Action.ALLOW and tool.qualified_name in turn.must_ask:
-        return Decision(Action.ASK, "the client requires approval for this tool")
-    return decision
 
 
 def _client_schema(tools: Any, name: str) -> dict[str, Any]:

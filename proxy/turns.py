@@ -6,6 +6,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from policies import ANONYMOUS, CallContext
+
 from .controls import Controls
 from .injection import Toolset
 from .upstream import Upstream
@@ -23,7 +25,9 @@ class Turn:
     client_tools: frozenset[str]
     controls: Controls
     headers: Mapping[str, str]
-    request_id: str = ""
-    must_ask: frozenset[str] = frozenset()
-    """Qualified names of tools the client wants approval for even where the policy allows
-    them (a request can tighten the policy, never loosen it)."""
+    caller: CallContext = ANONYMOUS
+    """Who asks (their key), the request id, and the approvals the request adds."""
+
+    @property
+    def request_id(self) -> str:
+        return self.caller.request_id

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from registry.arguments import parse_arguments
 from registry.backends import ExecutionBackend, InlineBackend, ThreadBackend
 from registry.builtins import BuiltinOptions, BuiltinSource, BuiltinSourceConfig
 from registry.cached import CachedTool
@@ -116,6 +117,7 @@ __all__ = [
     "is_transient",
     "load_python_source",
     "merge",
+    "parse_arguments",
     "reduce_namespace",
     "register_class",
     "repair_call",

@@ -20,6 +20,12 @@ class ErrorKind(StrEnum):
     DENIED = "denied"
     CANCELLED = "cancelled"
     LIMIT = "limit"
+    GUARD = "guard"
+    """A guard (sandbox, required arguments, rate limit) refused the call."""
+    RATE_LIMIT = "rate_limit"
+    """The caller's key has made its tool calls for this minute."""
+    APPROVAL_REQUIRED = "approval_required"
+    """The policy asks for an approval and none was given."""
     TOOL_ERROR = "tool_error"
     """The tool itself reported failure (an MCP result with isError, an HTTP error status)."""
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import random
 import time
 from typing import Any
@@ -11,6 +12,7 @@ from pydantic import ValidationError
 
 from policies import (
     ALLOW,
+    ANONYMOUS,
     NO_FILTER,
     Action,
     Decision,
@@ -21,6 +23,11 @@ from policies import (
     ToolFilter,
 )
 from registry import Tool, ToolRegistry
+
+
+def check(rules: RulePolicy, tool: Tool, arguments: dict[str, Any] | None = None) -> Decision:
+    """The policy's decision for one call, outside any event loop."""
+    return asyncio.run(rules.check(tool, arguments or {}, ANONYMOUS))
 
 
 def get_time(zone: str = "UTC") -> str:
@@ -75,9 +82,9 @@ def names(tools: list[Tool]) -> list[str]:
 
 
 def test_no_rules_uses_the_default_action() -> None:
-    assert policy().check(tool("time.get_time")) == ALLOW
-    assert policy(default="deny").check(tool("fetch")) == Decision(Action.DENY, "denied by policy")
-    assert policy(default="ask").check(tool("fetch")) == Decision(Action.ASK, "requires approval")
+    assert check(policy(), tool("time.get_time")) == ALLOW
+    assert check(policy(default="deny"), tool("fetch")) == Decision(Action.DENY, "denied by policy")
+    assert check(policy(default="ask"), tool("fetch")) == Decision(Action.ASK, "requires approval")
 
 
 def test_first_matching_rule_wins() -> None:
@@ -86,10 +93,10 @@ def test_first_matching_rule_wins() -> None:
         {"match": {"namespaces": ["fs"]}, "action": "deny", "reason": "no files"},
         {"match": {"tags": ["privileged"]}, "action": "deny"},
     )
-    assert rules.check(tool("fs.delete_file")) == Decision(Action.ASK, "confirm first")
-    assert rules.check(tool("fs.read_file")) == Decision(Action.DENY, "no files")
-    assert rules.check(tool("admin.shutdown")) == Decision(Action.ASK, "confirm first")
-    assert rules.check(tool("time.get_time")) == ALLOW
+    assert check(rules, tool("fs.delete_file")) == Decision(Action.ASK, "confirm first")
+    assert check(rules, tool("fs.read_file")) == Decision(Action.DENY, "no files")
+    assert check(rules, tool("admin.shutdown")) == Decision(Action.ASK, "confirm first")
+    assert check(rules, tool("time.get_time")) == ALLOW
 
 
 def test_allow_rule_before_a_deny_lets_the_tool_through() -> None:
@@ -98,14 +105,14 @@ def test_allow_rule_before_a_deny_lets_the_tool_through() -> None:
         {"match": {"namespaces": ["fs"]}, "action": "deny"},
         default="deny",
     )
-    assert rules.check(tool("fs.read_file")).allowed
-    assert rules.check(tool("fs.delete_file")) == Decision(Action.DENY, "denied by policy")
-    assert rules.check(tool("fetch")).action is Action.DENY
+    assert check(rules, tool("fs.read_file")).allowed
+    assert check(rules, tool("fs.delete_file")) == Decision(Action.DENY, "denied by policy")
+    assert check(rules, tool("fetch")).action is Action.DENY
 
 
 def test_rule_without_reason_gets_the_default_reason() -> None:
     rules = policy({"match": {"tags": ["network"]}, "action": "ask"})
-    assert rules.check(tool("fetch")) == Decision(Action.ASK, "requires approval")
+    assert check(rules, tool("fetch")) == Decision(Action.ASK, "requires approval")
 
 
 @pytest.mark.parametrize(
@@ -121,30 +128,30 @@ def test_rule_without_reason_gets_the_default_reason() -> None:
 )
 def test_name_globs_match_the_qualified_name(glob: str, matching: list[str]) -> None:
     rules = policy({"match": {"name": glob}, "action": "deny"})
-    assert [t.qualified_name for t in REGISTRY if not rules.check(t).allowed] == matching
+    assert [t.qualified_name for t in REGISTRY if not check(rules, t).allowed] == matching
 
 
 def test_tag_match_is_any_of_the_listed_tags() -> None:
     rules = policy({"match": {"tags": ["network", "privileged"]}, "action": "deny"})
-    denied = [t.qualified_name for t in REGISTRY if not rules.check(t).allowed]
+    denied = [t.qualified_name for t in REGISTRY if not check(rules, t).allowed]
     assert denied == ["fetch", "admin.shutdown"]
 
 
 def test_namespace_match() -> None:
     rules = policy({"match": {"namespaces": ["fs", "admin"]}, "action": "deny"})
-    denied = [t.qualified_name for t in REGISTRY if not rules.check(t).allowed]
+    denied = [t.qualified_name for t in REGISTRY if not check(rules, t).allowed]
     assert denied == ["fs.read_file", "fs.delete_file", "admin.shutdown"]
 
 
 def test_every_condition_of_a_match_must_hold() -> None:
     rules = policy({"match": {"namespaces": ["fs"], "tags": ["destructive"]}, "action": "deny"})
-    denied = [t.qualified_name for t in REGISTRY if not rules.check(t).allowed]
+    denied = [t.qualified_name for t in REGISTRY if not check(rules, t).allowed]
     assert denied == ["fs.delete_file"]
 
 
 def test_empty_match_matches_every_tool() -> None:
     rules = policy({"match": {}, "action": "ask"})
-    assert {rules.check(t).action for t in REGISTRY} == {Action.ASK}
+    assert {check(rules, t).action for t in REGISTRY} == {Action.ASK}
 
 
 def test_visible_hides_only_denied_tools() -> None:
@@ -152,7 +159,7 @@ def test_visible_hides_only_denied_tools() -> None:
         {"match": {"tags": ["privileged"]}, "action": "deny"},
         {"match": {"tags": ["destructive"]}, "action": "ask"},
     )
-    assert [t.qualified_name for t in REGISTRY if rules.visible(t)] == [
+    assert [t.qualified_name for t in REGISTRY if rules.visible(t, ANONYMOUS)] == [
         "time.get_time",
         "fs.read_file",
         "fs.delete_file",

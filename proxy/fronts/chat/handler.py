@@ -61,14 +61,13 @@ class ChatCompletions:
         controls = parse_controls(body.pop("toolwire", None), context.headers)
         upstream = self._services.upstreams.for_model(body["model"])
         catalog = self._services.catalog
-        client_tools = catalog.client_tool_names(body.get("tools"))
-        toolset = catalog.toolset(controls.tool_filter)
+        caller = context.caller()
+        client_tools = catalog.client_tool_names(body.get("tools"), caller)
+        toolset = catalog.toolset(controls.tool_filter, caller)
         if toolset.schemas and body.get("n", 1) not in (1, None):
             raise BadRequestError("n > 1 is not supported with proxy tools", param="n")
         stream = body.get("stream") is True
         options = body.get("stream_options") or {}
         include_usage = stream and options.get("include_usage") is True
-        turn = Turn(
-            body, upstream, toolset, client_tools, controls, context.headers, context.request_id
-        )
+        turn = Turn(body, upstream, toolset, client_tools, controls, context.headers, caller)
         return turn, stream, include_usage

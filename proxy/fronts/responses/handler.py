@@ -108,7 +108,8 @@ class Responses:
         tool_filter = controls.tool_filter
         if tools.names is not None:
             tool_filter = tool_filter.narrow(ToolFilter(names=tools.names))
-        toolset = services.catalog.toolset(tool_filter)
+        caller = context.caller(tools.must_ask)
+        toolset = services.catalog.toolset(tool_filter, caller)
         chat = responses_to_chat(_chat_request(body, conversation, tools, toolset))
         if not chat.get("messages"):
             raise BadRequestError("'input' holds no message", param="input")
@@ -116,11 +117,10 @@ class Responses:
             chat,
             services.upstreams.for_model(body.model),
             toolset,
-            services.catalog.client_tool_names(chat.get("tools")),
+            services.catalog.client_tool_names(chat.get("tools"), caller),
             controls,
             context.headers,
-            context.request_id,
-            must_ask=tools.must_ask,
+            caller,
         )
         labels = {wire: tools.label(tool) for wire, tool in toolset.by_wire_name.items()}
         plan = ResponsePlan(

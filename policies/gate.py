@@ -1,0 +1,188 @@
+"""The one gate every tool call passes (SPEC 6.13): the caller's scope, the policy, the
+guards, the approval; then, and only then, execution.
+
+Every path that runs a tool (the loop on every front, `toolwire call`, later the admin
+API and `/mcp`) asks `Gate.admit` and runs what it admitted with `Gate.run`; nothing else
+calls the executor.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from registry import (
+    ErrorKind,
+    Executor,
+    RegistryError,
+    Tool,
+    ToolCall,
+    ToolResult,
+    parse_arguments,
+)
+
+from .decisions import Action
+from .policy import Approver, Policy
+from .principals import CallContext
+from .ratelimit import RateLimiter
+
+MINUTE = 60.0
+_CLIENT_ASKS = "the client requires approval for this tool"
+
+
+class CallGuards(Protocol):
+    """The `guards:` of the configuration, checked after the policy."""
+
+    async def check(
+        self, tool: Tool, arguments: Mapping[str, Any], *, principal: str | None
+    ) -> str | None:
+        """Why the call is refused, or None."""
+        ...
+
+
+class Verdict(enum.Enum):
+    """What the gate decided about one call."""
+
+    RUN = "run"
+    REFUSED = "refused"
+    """Answered with an error result: out of scope, denied, refused by a guard, limited."""
+    ASK = "ask"
+    """Needs the client's approval first; the call ends the turn."""
+
+
+@dataclass(frozen=True, slots=True)
+class Admission:
+    """The gate's decision about one call; only the gate that made it can run it."""
+
+    tool: Tool
+    call: ToolCall
+    verdict: Verdict
+    reason: str = ""
+    result: ToolResult | None = None
+    """The error result of a refused call."""
+    gate: Gate | None = field(default=None, repr=False, compare=False)
+
+
+class Gate:
+    """Checks and runs tool calls for callers, in one order, failing closed."""
+
+    def __init__(
+        self,
+        policy: Policy,
+        executor: Executor,
+        *,
+        guards: CallGuards | None = None,
+        limiter: RateLimiter | None = None,
+        approver: Approver | None = None,
+    ) -> None:
+        self.policy = policy
+        self._executor = executor
+        self._guards = guards
+        self._limiter = limiter
+        self._approver = approver
+
+    def visible(self, tool: Tool, context: CallContext) -> bool:
+        """Whether `tool` may be shown to the caller (in its scope, not denied outright)."""
+        return _in_scope(tool, context) and self.policy.visible(tool, context)
+
+    def in_scope(self, tool: Tool, context: CallContext) -> bool:
+        """Whether the caller's key covers `tool` at all (outside it a tool is unknown)."""
+        return _in_scope(tool, context)
+
+    async def admit(
+        self, tool: Tool, call: ToolCall, context: CallContext, *, approved: bool = False
+    ) -> Admission:
+        """Decide one call: scope, policy, guards, approval, in that order.
+
+        `approved` says the client approved this very call (the approval flow checked its
+        tool, arguments, conversation and expiry); a denial still wins over it.
+        """
+        if not _in_scope(tool, context):
+            unknown = f"there is no tool named {call.name!r}"
+            return self._refused(tool, call, ErrorKind.UNKNOWN_TOOL, unknown)
+        arguments = _arguments(call)
+        decision = await self.policy.check(tool, arguments, context)
+        if decision.action is Action.DENY:
+            reason = decision.reason or "denied by policy"
+            return self._refused(tool, call, ErrorKind.DENIED, reason)
+        if self._guards is not None:
+            refusal = await self._guards.check(tool, arguments, principal=context.caller)
+            if refusal is not None:
+                return self._refused(tool, call, ErrorKind.GUARD, refusal)
+        if decision.action is Action.ASK and not approved:
+            reason = decision.reason or "requires approval"
+            if self._approver is None:
+                return Admission(tool, call, Verdict.ASK, reason, gate=self)
+            if not await self._approver.approve(tool, arguments, context, reason):
+                return self._refused(tool, call, ErrorKind.DENIED, "the approver refused the call")
+        elif tool.qualified_name in context.must_ask and not approved:
+            return Admission(tool, call, Verdict.ASK, _CLIENT_ASKS, gate=self)
+        limited = await self._key_limit(context)
+        if limited is not None:
+            return self._refused(tool, call, ErrorKind.RATE_LIMIT, limited)
+        return Admission(tool, call, Verdict.RUN, gate=self)
+
+    async def run(self, admissions: Sequence[Admission], context: CallContext) -> list[ToolResult]:
+        """Run the admitted calls concurrently; every admission gets its result, in order.
+
+        Raises:
+            ValueError: an admission this gate did not make.
+        """
+        if any(a.gate is not self for a in admissions):
+            raise ValueError("only the gate's own admissions can run")
+        runnable = [(a.tool, a.call) for a in admissions if a.verdict is Verdict.RUN]
+        ran = iter(
+            await self._executor.execute_many(runnable, request_id=context.request_id or None)
+            if runnable
+            else []
+        )
+        results = []
+        for admission in admissions:
+            if admission.verdict is Verdict.RUN:
+                results.append(next(ran))
+            elif admission.result is not None:
+                results.append(admission.result)
+            else:
+                message = f"the call needs approval: {admission.reason}"
+                results.append(
+                    ToolResult.error(admission.call.id, ErrorKind.APPROVAL_REQUIRED, message)
+                )
+        return results
+
+    async def call(
+        self, tool: Tool, call: ToolCall, context: CallContext, *, approved: bool = False
+    ) -> ToolResult:
+        """Admit and run one call (for callers outside the loop: the CLI, the admin API)."""
+        admission = await self.admit(tool, call, context, approved=approved)
+        (result,) = await self.run([admission], context)
+        return result
+
+    def _refused(self, tool: Tool, call: ToolCall, kind: ErrorKind, reason: str) -> Admission:
+        result = ToolResult.error(call.id, kind, reason)
+        return Admission(tool, call, Verdict.REFUSED, reason, result, gate=self)
+
+    async def _key_limit(self, context: CallContext) -> str | None:
+        principal = context.principal
+        if principal is None or principal.tool_calls_per_minute is None or self._limiter is None:
+            return None
+        wait = await self._limiter.acquire(
+            f"key:{principal.name}:tool_calls", principal.tool_calls_per_minute, MINUTE
+        )
+        if wait is None:
+            return None
+        return f"the key's tool-call limit is reached; try again in {wait:.0f} s"
+
+
+def _in_scope(tool: Tool, context: CallContext) -> bool:
+    return context.principal is None or context.principal.sees(tool)
+
+
+def _arguments(call: ToolCall) -> Mapping[str, Any]:
+    """The call's arguments as the policy and guards see them; unreadable ones are empty
+    (the executor refuses such a call before anything runs)."""
+    try:
+        return parse_arguments(call.arguments)
+    except RegistryError:
+        return {}
