@@ -143,3 +143,20 @@ def test_the_checker_catches_violations(package: str, source: str, expected: str
 )
 def test_the_checker_accepts_allowed_imports(package: str, source: str) -> None:
     assert violations(package, first_party(imports_of(source, "example.py"))) == []
+
+
+def test_only_the_gate_runs_tools() -> None:
+    """Every path that executes a tool goes through policies/gate.py: nothing else in the
+    proxy or the policies calls an executor's `execute` or `execute_many`."""
+    callers = []
+    for package in ("proxy", "policies"):
+        for path in package_files(package):
+            tree = ast.parse(path.read_text(encoding="utf-8"))
+            for node in ast.walk(tree):
+                if (
+                    isinstance(node, ast.Call)
+                    and isinstance(node.func, ast.Attribute)
+                    and node.func.attr in ("execute", "execute_many")
+                ):
+                    callers.append(f"{path.relative_to(REPO)}:{node.lineno}")
+    assert callers and all(c.startswith("policies/gate.py:") for c in callers), callers

@@ -297,6 +297,31 @@ def test_call_respects_the_policy(tmp_path: Path) -> None:
     assert_clean_failure(ask, "requires approval")
     allowed = toolwire("call", "demo.get_current_time", "--config", config)
     assert allowed.returncode == 0, allowed.stderr
+    approved = toolwire(
+        "call", "demo.get_weather", "--args", '{"city": "Oslo"}', "--approve", "--config", config
+    )
+    assert approved.returncode == 0, approved.stderr
+    assert "Oslo" in approved.stdout
+
+
+def test_call_acts_as_a_key(tmp_path: Path) -> None:
+    config = write_config(
+        tmp_path,
+        "upstreams: [{name: d, base_url: demo}]\n"
+        f"tools: [{{python: {EXAMPLES}, namespace: demo}}]\n"
+        "auth:\n  keys:\n"
+        "    - name: narrow\n      key: narrow-key-123456\n      tags: [nothing-has-this]\n"
+        "    - name: strict\n      key: strict-key-123456\n"
+        "      policy: [{match: {name: 'demo.*'}, action: deny, reason: not for strict}]\n",
+    )
+    hidden = toolwire("call", "demo.get_current_time", "--key", "narrow", "--config", config)
+    assert_clean_failure(hidden, "no tool named")
+    denied = toolwire("call", "demo.get_current_time", "--key", "strict", "--config", config)
+    assert_clean_failure(denied, "not for strict")
+    unknown = toolwire("call", "demo.get_current_time", "--key", "nobody", "--config", config)
+    assert_clean_failure(unknown, "no key named 'nobody'")
+    anyone = toolwire("call", "demo.get_current_time", "--config", config)
+    assert anyone.returncode == 0, anyone.stderr
 
 
 # --- serve ----------------------------------------------------------------------------------
