@@ -64,6 +64,23 @@ class Admission:
     """The error result of a refused call."""
     gate: Gate | None = field(default=None, repr=False, compare=False)
 
+    @property
+    def kind(self) -> str:
+        """`run`, `ask`, or the error kind of a refusal (`denied`, `guard`, ...)."""
+        if self.result is not None and self.result.error_kind is not None:
+            return self.result.error_kind
+        return self.verdict.value
+
+
+_OUTCOMES = {
+    "ask": "asked",
+    ErrorKind.DENIED.value: "denied",
+    ErrorKind.GUARD.value: "refused",
+    ErrorKind.RATE_LIMIT.value: "refused",
+    ErrorKind.UNKNOWN_TOOL.value: "denied",
+}
+"""The permission event each gate decision is logged as (a plain run is not one)."""
+
 
 class Gate:
     """Checks and runs tool calls for callers, in one order, failing closed."""
@@ -97,8 +114,23 @@ class Gate:
         """Decide one call: scope, policy, guards, approval, in that order.
 
         `approved` says the client approved this very call (the approval flow checked its
-        tool, arguments, conversation and expiry); a denial still wins over it.
+        tool, arguments, conversation and expiry); a denial still wins over it. Every
+        denial, request for approval, approval and refusal reaches the execution log and
+        the listeners.
         """
+        admission = await self._decide(tool, call, context, approved)
+        outcome = _OUTCOMES.get(admission.kind)
+        if outcome is None and approved:
+            outcome = "approved"
+        if outcome is not None:
+            await self._executor.note_permission(
+                tool, call, outcome, admission.reason, request_id=context.request_id or None
+            )
+        return admission
+
+    async def _decide(
+        self, tool: Tool, call: ToolCall, context: CallContext, approved: bool
+    ) -> Admission:
         if not _in_scope(tool, context):
             unknown = f"there is no tool named {call.name!r}"
             return self._refused(tool, call, ErrorKind.UNKNOWN_TOOL, unknown)

@@ -172,6 +172,29 @@ class Executor:
             await self.listeners.after(event, run.result)
         return run.result
 
+    async def note_permission(
+        self, tool: Tool, call: ToolCall, outcome: str, reason: str, *, request_id: str | None
+    ) -> None:
+        """Record a permission decision (denied, asked, approved, refused) in the log and
+        tell the listeners; a call that never runs still leaves its trace."""
+        if outcome != "approved":
+            self.log.record(
+                ExecutionRecord(
+                    tool=tool.qualified_name,
+                    call_id=call.id,
+                    arguments=_logged_arguments(call.arguments),
+                    result=summarize(reason),
+                    duration_s=0.0,
+                    error=outcome,
+                    request_id=request_id,
+                    attempts=0,
+                    mode=None,
+                    started_at=time.time(),
+                )
+            )
+        if self.listeners:
+            await self.listeners.permission(CallEvent(tool, call, request_id), outcome, reason)
+
     async def execute_many(
         self, items: Sequence[tuple[Tool, ToolCall]], *, request_id: str | None = None
     ) -> list[ToolResult]:
@@ -280,6 +303,14 @@ class Executor:
                 started_at=wall,
             )
         )
+
+
+def _logged_arguments(raw: str | dict[str, Any]) -> Any:
+    """A call's arguments as the log keeps them: parsed and redacted, or only their size."""
+    try:
+        return redact(parse_arguments(raw))
+    except InvalidArgumentsError:
+        return {"_unparsed": f"{len(raw)} characters"}
 
 
 class _Clock:

@@ -42,6 +42,10 @@ class CallListener(Protocol):
 
     def on_error(self, event: CallEvent, result: ToolResult) -> Any: ...
 
+    def on_permission(self, event: CallEvent, outcome: str, reason: str) -> Any:
+        """A permission decision about the call: `denied`, `asked`, `approved` or
+        `refused` (by a guard or a limit). Denied, asked and refused calls never run."""
+
 
 class Listeners:
     """The executor's listeners, called in the documented order."""
@@ -71,6 +75,11 @@ class Listeners:
                 await _notify(listener, "on_error", event, result)
         for listener in ordered:
             await _notify(listener, "after_call", event, result)
+
+    async def permission(self, event: CallEvent, outcome: str, reason: str) -> None:
+        """Call every `on_permission`, first added first."""
+        for listener in list(self._listeners):
+            await _notify(listener, "on_permission", event, outcome, reason)
 
     def __bool__(self) -> bool:
         return bool(self._listeners)
