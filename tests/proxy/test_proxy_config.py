@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from proxy.config import ConfigError, Settings, load_settings, parse_settings
 
@@ -237,3 +238,14 @@ def test_yaml_error_points_into_the_named_file(tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as caught:
         load_settings(path)
     assert "proxy.yaml" in str(caught.value).split("not valid YAML", 1)[1]
+
+
+def test_the_readme_configuration_reference_is_a_valid_config() -> None:
+    """The manual's reference block must load: every key it shows exists, every value fits."""
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    reference = readme.split("## Configuration reference", 1)[1]
+    block = reference.split("```yaml", 1)[1].split("```", 1)[0]
+    raw = yaml.safe_load(block)
+    raw["tools"] = []  # its sources name files and servers that need not exist here
+    settings = parse_settings(raw, base_dir=Path.cwd(), environ={"UPSTREAM_API_KEY": ""})
+    assert settings.policy.presets and settings.guards and settings.state.backend == "memory"
