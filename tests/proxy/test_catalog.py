@@ -4,7 +4,15 @@ from __future__ import annotations
 
 import pytest
 
-from policies import NO_FILTER, PolicyConfig, RulePolicy, ToolFilter
+from policies import (
+    NO_FILTER,
+    CallContext,
+    Gate,
+    PolicyConfig,
+    Principal,
+    RulePolicy,
+    ToolFilter,
+)
 from proxy.errors import BadRequestError
 from proxy.injection import SEARCH_SCHEMA, SEARCH_TOOL, Catalog
 from registry import ToolRegistry
@@ -14,6 +22,16 @@ POLICY = RulePolicy(
         {"rules": [{"match": {"name": "t.wipe"}, "action": "deny", "reason": "never"}]}
     )
 )
+
+
+class NeverRuns:
+    """The gate's executor here: the catalog only asks what is visible."""
+
+    async def execute_many(self, *args: object, **kwargs: object) -> list[object]:
+        raise AssertionError("the catalog must never run a tool")
+
+
+GATE = Gate(POLICY, NeverRuns())  # type: ignore[arg-type]
 
 
 def add(a: int, b: int) -> int:
@@ -49,7 +67,7 @@ def shown(catalog: Catalog, tool_filter: ToolFilter = NO_FILTER) -> list[str]:
 
 
 def test_a_toolset_holds_visible_deferred_and_denied_tools_apart() -> None:
-    toolset = Catalog(registry(), POLICY).toolset(ToolFilter())
+    toolset = Catalog(registry(), GATE).toolset(ToolFilter())
     assert [s["function"]["name"] for s in toolset.schemas] == ["t_add"]
     assert set(toolset.by_wire_name) == {"t_add", "t_archive"}
     assert set(toolset.deferred_schemas) == {"t_archive"}
@@ -61,19 +79,19 @@ def test_a_toolset_holds_visible_deferred_and_denied_tools_apart() -> None:
 def test_without_deferred_tools_there_is_nothing_to_search() -> None:
     tools = ToolRegistry()
     tools.register(add, namespace="t")
-    toolset = Catalog(tools, POLICY).toolset(ToolFilter())
+    toolset = Catalog(tools, GATE).toolset(ToolFilter())
     assert toolset.deferred is None and toolset.deferred_schemas == {}
     assert SEARCH_SCHEMA["function"]["name"] == SEARCH_TOOL
 
 
 def test_a_filter_narrows_the_toolset_and_its_denials() -> None:
-    catalog = Catalog(registry(), POLICY)
+    catalog = Catalog(registry(), GATE)
     toolset = catalog.toolset(ToolFilter(tags=frozenset({"read_only"})))
     assert set(toolset.by_wire_name) == {"t_add"} and toolset.denied == {}
 
 
 def test_an_unchanged_registry_reuses_the_toolset() -> None:
-    catalog = Catalog(registry(), POLICY)
+    catalog = Catalog(registry(), GATE)
     first = catalog.toolset(ToolFilter())
     assert catalog.toolset(ToolFilter()) is first
     assert catalog.toolset(ToolFilter(tags=frozenset({"read_only"}))) is not first
@@ -81,7 +99,7 @@ def test_an_unchanged_registry_reuses_the_toolset() -> None:
 
 def test_tools_added_at_run_time_reach_later_requests() -> None:
     tools = registry()
-    catalog = Catalog(tools, POLICY)
+    catalog = Catalog(tools, GATE)
     assert shown(catalog) == ["t_add"]
     tools.register(ping, namespace="t")
     assert shown(catalog) == ["t_add", "t_ping"]
@@ -90,7 +108,7 @@ def test_tools_added_at_run_time_reach_later_requests() -> None:
 
 def test_tools_removed_or_disabled_at_run_time_leave_later_requests() -> None:
     tools = registry()
-    catalog = Catalog(tools, POLICY)
+    catalog = Catalog(tools, GATE)
     assert "t_add" in catalog.toolset(ToolFilter()).by_wire_name
     tools.disable("t.add", "the server went away")
     assert "t_add" not in catalog.toolset(ToolFilter()).by_wire_name
@@ -101,7 +119,7 @@ def test_tools_removed_or_disabled_at_run_time_leave_later_requests() -> None:
 
 
 def test_the_cache_is_bounded_oldest_first() -> None:
-    catalog = Catalog(registry(), POLICY, cache_size=2)
+    catalog = Catalog(registry(), GATE, cache_size=2)
     filters = [ToolFilter(tags=frozenset({tag})) for tag in ("a", "b", "c")]
     first = catalog.toolset(filters[0])
     second = catalog.toolset(filters[1])
@@ -112,7 +130,7 @@ def test_the_cache_is_bounded_oldest_first() -> None:
 
 
 def test_client_tool_names() -> None:
-    catalog = Catalog(registry(), POLICY)
+    catalog = Catalog(registry(), GATE)
     assert catalog.client_tool_names(None) == frozenset()
     assert catalog.client_tool_names([]) == frozenset()
     spec = {"type": "function", "function": {"name": "lookup"}}
@@ -143,5 +161,25 @@ def test_malformed_or_clashing_client_tools_are_a_400(
     tools: object, param: str, message: str
 ) -> None:
     with pytest.raises(BadRequestError, match=message) as caught:
-        Catalog(registry(), POLICY).client_tool_names(tools)
+        Catalog(registry(), GATE).client_tool_names(tools)
     assert caught.value.param == param and caught.value.status == 400
+
+
+READER = CallContext(principal=Principal("reader", namespaces=frozenset({"other"})))
+
+
+def test_each_caller_gets_the_toolset_of_its_own_key_scope() -> None:
+    catalog = Catalog(registry(), GATE)
+    everything = catalog.toolset(NO_FILTER)
+    scoped = catalog.toolset(NO_FILTER, READER)
+    assert scoped.by_wire_name == {} and scoped.schemas == () and scoped.denied == {}
+    assert catalog.toolset(NO_FILTER) is everything
+    assert catalog.toolset(NO_FILTER, READER) is scoped
+
+
+def test_a_client_tool_may_reuse_the_name_of_a_tool_outside_the_callers_scope() -> None:
+    catalog = Catalog(registry(), GATE)
+    spec = [{"type": "function", "function": {"name": "t_add"}}]
+    assert catalog.client_tool_names(spec, READER) == {"t_add"}
+    with pytest.raises(BadRequestError, match="clashes"):
+        catalog.client_tool_names(spec)

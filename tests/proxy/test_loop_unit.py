@@ -10,7 +10,14 @@ from typing import Any
 
 import pytest
 
-from policies import LoopLimits, MemoryApprovalStore, PolicyConfig, RulePolicy, ToolFilter
+from policies import (
+    Gate,
+    LoopLimits,
+    MemoryApprovalStore,
+    PolicyConfig,
+    RulePolicy,
+    ToolFilter,
+)
 from proxy.approvals import ApprovalFlow
 from proxy.continuations import MemoryTurnStore
 from proxy.controls import Controls
@@ -88,10 +95,9 @@ async def run(
     max_iterations: int | None = None,
     **body: Any,
 ) -> Finished:
-    policy = RulePolicy(PolicyConfig())
+    gate = Gate(RulePolicy(PolicyConfig()), executor)
     loop = ToolLoop(
-        executor=executor,
-        policy=policy,
+        gate=gate,
         limits=LoopLimits(max_iterations=server_iterations),
         turns=MemoryTurnStore(),
         approvals=ApprovalFlow(MemoryApprovalStore(), MemoryTurnStore(), ttl_s=60),
@@ -99,7 +105,7 @@ async def run(
     turn = Turn(
         body={"model": "m", "messages": USER, **body},
         upstream=upstream,
-        toolset=Catalog(_registry(), policy).toolset(ToolFilter()),
+        toolset=Catalog(_registry(), gate).toolset(ToolFilter()),
         client_tools=frozenset(),
         controls=Controls(tool_filter=ToolFilter(), max_iterations=max_iterations),
         headers={},

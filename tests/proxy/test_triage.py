@@ -7,7 +7,17 @@ from typing import Any
 
 import pytest
 
-from policies import Action, Decision, MemoryApprovalStore, ToolFilter
+from policies import (
+    ANONYMOUS,
+    Action,
+    CallContext,
+    Decision,
+    Gate,
+    GateVerdict,
+    MemoryApprovalStore,
+    Principal,
+    ToolFilter,
+)
 from proxy.approvals import ApprovalFlow
 from proxy.continuations import MemoryTurnStore
 from proxy.controls import DEFAULT_CONTROLS
@@ -43,11 +53,14 @@ class Fixed:
     def __init__(self, decisions: dict[str, Decision]) -> None:
         self._decisions = decisions
 
-    def check(self, tool: Tool) -> Decision:
-        return self._decisions.get(tool.qualified_name, Decision(Action.ALLOW))
+    async def check(self, tool: Tool, arguments: Any, context: CallContext) -> Decision:
+        return self._decision(tool)
 
-    def visible(self, tool: Tool) -> bool:
-        return self.check(tool).action is not Action.DENY
+    def visible(self, tool: Tool, context: CallContext) -> bool:
+        return self._decision(tool).action is not Action.DENY
+
+    def _decision(self, tool: Tool) -> Decision:
+        return self._decisions.get(tool.qualified_name, Decision(Action.ALLOW))
 
 
 POLICY = Fixed(
@@ -77,15 +90,28 @@ def registry(*, deferred: bool = True) -> ToolRegistry:
     return tools
 
 
-def toolset(policy: Any = POLICY, *, deferred: bool = True) -> Toolset:
-    return Catalog(registry(deferred=deferred), policy).toolset(ToolFilter())
+class NeverRuns:
+    """The gate's executor here: triage admits calls; running one would be a bug."""
+
+    async def execute_many(self, *args: object, **kwargs: object) -> list[Any]:
+        raise AssertionError("triage must never run a tool")
+
+
+def gate(policy: Any = POLICY) -> Gate:
+    return Gate(policy, NeverRuns())  # type: ignore[arg-type]
+
+
+def toolset(
+    policy: Any = POLICY, *, deferred: bool = True, caller: CallContext = ANONYMOUS
+) -> Toolset:
+    return Catalog(registry(deferred=deferred), gate(policy)).toolset(ToolFilter(), caller)
 
 
 def turn(
     tools: Toolset | None = None,
     *,
     client: tuple[dict[str, Any], ...] = (LOOKUP,),
-    must_ask: frozenset[str] = frozenset(),
+    caller: CallContext = ANONYMOUS,
 ) -> Turn:
     names = frozenset(spec["function"]["name"] for spec in client)
     return Turn(
@@ -95,13 +121,13 @@ def turn(
         client_tools=names,
         controls=DEFAULT_CONTROLS,
         headers={},
-        must_ask=must_ask,
+        caller=caller,
     )
 
 
 def triage(policy: Any = POLICY, **options: bool) -> Triage:
     approvals = ApprovalFlow(MemoryApprovalStore(), MemoryTurnStore(), ttl_s=60)
-    return Triage(policy, approvals, **options)
+    return Triage(gate(policy), approvals, **options)
 
 
 def call(name: str, arguments: Any = '{"target": "x"}', id: str = "") -> ToolCall:
@@ -112,7 +138,17 @@ def names(calls: list[ToolCall]) -> list[str]:
     return [c.name for c in calls]
 
 
-def test_each_call_goes_to_whoever_answers_it_in_the_models_order() -> None:
+def admitted(sorted_calls: Round) -> list[tuple[str, ToolCall]]:
+    """The calls the gate let run: (qualified name, call)."""
+    return [(a.tool.qualified_name, a.call) for a in sorted_calls.own if a.result is None]
+
+
+def refused(sorted_calls: Round) -> dict[str, str]:
+    """The calls the gate answered with an error: call id → the model's tool message."""
+    return {a.call.id: a.result.content for a in sorted_calls.own if a.result is not None}
+
+
+async def test_each_call_goes_to_whoever_answers_it_in_the_models_order() -> None:
     calls = [
         call("ops_read", '{"path": "a"}'),
         call("ops_wipe"),
@@ -121,9 +157,9 @@ def test_each_call_goes_to_whoever_answers_it_in_the_models_order() -> None:
         call(SEARCH_TOOL, '{"query": "archive"}'),
         call("no_such_tool"),
     ]
-    sorted_calls = triage().sort(turn(), calls)
-    assert [(t.qualified_name, c) for t, c in sorted_calls.own] == [("ops.read", calls[0])]
-    assert list(sorted_calls.denied) == ["up_ops_wipe"]
+    sorted_calls = await triage().sort(turn(), calls)
+    assert admitted(sorted_calls) == [("ops.read", calls[0])]
+    assert list(refused(sorted_calls)) == ["up_ops_wipe"]
     assert [(t.qualified_name, c.name) for t, c, _ in sorted_calls.asks] == [
         ("ops.launch", "ops_launch")
     ]
@@ -136,24 +172,25 @@ def test_each_call_goes_to_whoever_answers_it_in_the_models_order() -> None:
     assert names(sorted_calls.handed_back) == ["ops_launch", "lookup_order"]
 
 
-def test_a_denied_call_is_answered_with_the_rules_reason_and_never_runs() -> None:
-    sorted_calls = triage().sort(turn(), [call("ops_wipe")])
-    (result,) = sorted_calls.denied.values()
-    assert result.call_id == "up_ops_wipe" and result.is_error
-    assert result.content == "Error (denied): never in production"
-    assert sorted_calls.own == [] and sorted_calls.unknown == []
-    assert sorted_calls.handed_back == []
+async def test_a_denied_call_is_answered_with_the_rules_reason_and_never_runs() -> None:
+    sorted_calls = await triage().sort(turn(), [call("ops_wipe")])
+    ((denied),) = sorted_calls.own
+    assert denied.verdict is GateVerdict.REFUSED and denied.result is not None
+    assert denied.result.call_id == "up_ops_wipe" and denied.result.is_error
+    assert denied.result.content == "Error (denied): never in production"
+    assert admitted(sorted_calls) == [] and sorted_calls.unknown == []
+    assert sorted_calls.answered_here == [call("ops_wipe")] and sorted_calls.handed_back == []
 
 
-def test_a_denial_without_a_reason_says_denied_by_policy() -> None:
+async def test_a_denial_without_a_reason_says_denied_by_policy() -> None:
     policy = Fixed({"ops.wipe": Decision(Action.DENY)})
-    sorted_calls = triage(policy).sort(turn(toolset(policy)), [call("ops_wipe")])
-    assert sorted_calls.denied["up_ops_wipe"].content == "Error (denied): denied by policy"
+    sorted_calls = await triage(policy).sort(turn(toolset(policy)), [call("ops_wipe")])
+    assert refused(sorted_calls) == {"up_ops_wipe": "Error (denied): denied by policy"}
 
 
-def test_a_call_awaiting_approval_gets_a_new_id_its_reason_and_is_handed_back() -> None:
+async def test_a_call_awaiting_approval_gets_a_new_id_its_reason_and_is_handed_back() -> None:
     original = call("ops_launch", '{"target": "moon"}')
-    sorted_calls = triage().sort(turn(), [original])
+    sorted_calls = await triage().sort(turn(), [original])
     ((tool, paused, reason),) = sorted_calls.asks
     assert tool.qualified_name == "ops.launch" and reason == "launches are checked"
     assert paused.id != original.id and paused.id.startswith("call_tw")
@@ -162,55 +199,56 @@ def test_a_call_awaiting_approval_gets_a_new_id_its_reason_and_is_handed_back() 
     assert sorted_calls.answered_here == [] and sorted_calls.own == []
 
 
-def test_an_ask_without_a_reason_says_requires_approval() -> None:
+async def test_an_ask_without_a_reason_says_requires_approval() -> None:
     policy = Fixed({"ops.launch": Decision(Action.ASK)})
-    sorted_calls = triage(policy).sort(turn(toolset(policy)), [call("ops_launch")])
+    sorted_calls = await triage(policy).sort(turn(toolset(policy)), [call("ops_launch")])
     assert sorted_calls.asks[0][2] == "requires approval"
 
 
-def test_the_client_may_require_approval_of_an_allowed_tool_never_loosen_a_denial() -> None:
-    must_ask = frozenset({"ops.read", "ops.wipe", "ops.launch"})
+async def test_the_client_may_require_approval_of_an_allowed_tool_never_loosen_a_denial() -> None:
+    must_ask = CallContext(must_ask=frozenset({"ops.read", "ops.wipe", "ops.launch"}))
     calls = [call("ops_read"), call("ops_wipe"), call("ops_launch")]
-    sorted_calls = triage().sort(turn(must_ask=must_ask), calls)
+    sorted_calls = await triage().sort(turn(caller=must_ask), calls)
     reasons = {t.qualified_name: reason for t, _, reason in sorted_calls.asks}
     assert reasons == {
         "ops.read": "the client requires approval for this tool",
         "ops.launch": "launches are checked",
     }
-    assert list(sorted_calls.denied) == ["up_ops_wipe"] and sorted_calls.own == []
+    assert list(refused(sorted_calls)) == ["up_ops_wipe"] and admitted(sorted_calls) == []
 
 
-def test_tools_the_client_did_not_name_run_without_approval() -> None:
-    sorted_calls = triage().sort(turn(must_ask=frozenset({"ops.launch"})), [call("ops_read")])
-    assert [t.qualified_name for t, _ in sorted_calls.own] == ["ops.read"]
+async def test_tools_the_client_did_not_name_run_without_approval() -> None:
+    must_ask = CallContext(must_ask=frozenset({"ops.launch"}))
+    sorted_calls = await triage().sort(turn(caller=must_ask), [call("ops_read")])
+    assert [name for name, _ in admitted(sorted_calls)] == ["ops.read"]
     assert sorted_calls.asks == []
 
 
-def test_client_calls_are_handed_back_under_a_proxy_issued_id() -> None:
+async def test_client_calls_are_handed_back_under_a_proxy_issued_id() -> None:
     original = call("lookup_order", '{"order_id": 7}')
-    sorted_calls = triage().sort(turn(), [original])
+    sorted_calls = await triage().sort(turn(), [original])
     (returned,) = sorted_calls.client
     assert returned.id != original.id and returned.id.startswith("call_tw")
     assert (returned.name, returned.arguments) == ("lookup_order", '{"order_id": 7}')
     assert sorted_calls.handed_back == [returned] and sorted_calls.answered_here == []
 
 
-def test_a_search_without_deferred_tools_is_an_unknown_tool() -> None:
+async def test_a_search_without_deferred_tools_is_an_unknown_tool() -> None:
     search = call(SEARCH_TOOL, '{"query": "x"}')
-    sorted_calls = triage().sort(turn(toolset(deferred=False)), [search])
+    sorted_calls = await triage().sort(turn(toolset(deferred=False)), [search])
     assert sorted_calls.searches == [] and sorted_calls.unknown == [search]
 
 
-def test_a_deferred_tool_may_be_called_directly() -> None:
-    sorted_calls = triage().sort(turn(), [call("ops_archive")])
-    assert [t.qualified_name for t, _ in sorted_calls.own] == ["ops.archive"]
+async def test_a_deferred_tool_may_be_called_directly() -> None:
+    sorted_calls = await triage().sort(turn(), [call("ops_archive")])
+    assert [name for name, _ in admitted(sorted_calls)] == ["ops.archive"]
 
 
-def test_names_off_by_case_or_separator_are_repaired_keeping_the_call_id() -> None:
+async def test_names_off_by_case_or_separator_are_repaired_keeping_the_call_id() -> None:
     calls = [call("OPS-Read", '{"path": "a"}'), call("Lookup-Order", "{}"), call("ops.Launch")]
-    sorted_calls = triage().sort(turn(), calls)
-    ((tool, own),) = sorted_calls.own
-    assert tool.qualified_name == "ops.read"
+    sorted_calls = await triage().sort(turn(), calls)
+    ((name, own),) = admitted(sorted_calls)
+    assert name == "ops.read"
     assert (own.id, own.name, own.arguments) == ("up_OPS-Read", "ops_read", '{"path": "a"}')
     assert names(sorted_calls.client) == ["lookup_order"]
     assert [t.qualified_name for t, _, _ in sorted_calls.asks] == ["ops.launch"]
@@ -222,19 +260,19 @@ def test_names_off_by_case_or_separator_are_repaired_keeping_the_call_id() -> No
     reason="bug: name repair looks only at visible and client tools, so a denied tool "
     "called under a loose name is answered 'unknown tool', not with the denial's reason",
 )
-def test_a_denied_tool_called_under_a_loose_name_is_answered_with_the_denial() -> None:
-    sorted_calls = triage().sort(turn(), [call("OPS-Wipe")])
+async def test_a_denied_tool_called_under_a_loose_name_is_answered_with_the_denial() -> None:
+    sorted_calls = await triage().sort(turn(), [call("OPS-Wipe")])
     assert sorted_calls.unknown == []
-    assert sorted_calls.denied["up_OPS-Wipe"].content == "Error (denied): never in production"
+    assert refused(sorted_calls) == {"up_OPS-Wipe": "Error (denied): never in production"}
 
 
-def test_strict_triage_repairs_no_name() -> None:
+async def test_strict_triage_repairs_no_name() -> None:
     calls = [call("OPS-Read"), call("Lookup-Order")]
-    sorted_calls = triage(strict=True).sort(turn(), calls)
+    sorted_calls = await triage(strict=True).sort(turn(), calls)
     assert sorted_calls.unknown == calls and sorted_calls.client == []
 
 
-def test_an_ambiguous_loose_name_is_refused_not_resolved_to_either_tool() -> None:
+async def test_an_ambiguous_loose_name_is_refused_not_resolved_to_either_tool() -> None:
     def read_file(path: str) -> str:
         """Read a file."""
         return path
@@ -246,53 +284,55 @@ def test_an_ambiguous_loose_name_is_refused_not_resolved_to_either_tool() -> Non
     tools = registry()
     tools.register(read_file, namespace="ops")
     tools.register(readfile, namespace="ops")
-    visible = Catalog(tools, POLICY).toolset(ToolFilter())
+    visible = Catalog(tools, gate()).toolset(ToolFilter())
     loose = call("OPS-READFILE", '{"path": "a"}')
-    sorted_calls = triage().sort(turn(visible), [loose])
+    sorted_calls = await triage().sort(turn(visible), [loose])
     assert sorted_calls.own == [] and sorted_calls.unknown == [loose]
 
 
-def test_a_loose_name_matching_a_registry_and_a_client_tool_is_refused() -> None:
+async def test_a_loose_name_matching_a_registry_and_a_client_tool_is_refused() -> None:
     client = {"type": "function", "function": {"name": "OpsRead", "parameters": {}}}
     loose = call("ops-read", '{"path": "a"}')
-    sorted_calls = triage().sort(turn(client=(client,)), [loose])
+    sorted_calls = await triage().sort(turn(client=(client,)), [loose])
     assert sorted_calls.unknown == [loose]
     assert sorted_calls.own == [] and sorted_calls.client == []
 
 
-def test_the_search_tool_is_never_renamed_to_a_look_alike_client_tool() -> None:
+async def test_the_search_tool_is_never_renamed_to_a_look_alike_client_tool() -> None:
     client = {"type": "function", "function": {"name": "Tool-Search", "parameters": {}}}
     search = call(SEARCH_TOOL, '{"query": "archive"}')
-    sorted_calls = triage().sort(turn(client=(client,)), [search])
+    sorted_calls = await triage().sort(turn(client=(client,)), [search])
     assert sorted_calls.searches == [search] and sorted_calls.client == []
 
 
 SLOPPY = '{"Order-ID": "7", "items": "[\\"a\\", \\"b\\"]"}'
 
 
-def test_client_call_arguments_are_repaired_when_asked() -> None:
-    sorted_calls = triage(repair_client_calls=True).sort(turn(), [call("lookup_order", SLOPPY)])
+async def test_client_call_arguments_are_repaired_when_asked() -> None:
+    sorted_calls = await triage(repair_client_calls=True).sort(
+        turn(), [call("lookup_order", SLOPPY)]
+    )
     (returned,) = sorted_calls.client
     assert _arguments(returned) == {"order_id": 7, "items": ["a", "b"]}
 
 
-def test_client_call_arguments_are_left_alone_by_default_and_when_strict() -> None:
+async def test_client_call_arguments_are_left_alone_by_default_and_when_strict() -> None:
     for sorter in (triage(), triage(repair_client_calls=True, strict=True)):
-        (returned,) = sorter.sort(turn(), [call("lookup_order", SLOPPY)]).client
+        (returned,) = (await sorter.sort(turn(), [call("lookup_order", SLOPPY)])).client
         assert returned.arguments == SLOPPY
 
 
-def test_client_call_arguments_that_need_no_repair_or_are_not_json_stay_as_written() -> None:
+async def test_client_call_arguments_that_need_no_repair_or_are_not_json_stay_as_written() -> None:
     sorter = triage(repair_client_calls=True)
     for text in ('{"order_id": 7}', '{"order_id": 7', "[1, 2]"):
-        (returned,) = sorter.sort(turn(), [call("lookup_order", text)]).client
+        (returned,) = (await sorter.sort(turn(), [call("lookup_order", text)])).client
         assert returned.arguments == text
 
 
-def test_a_client_tool_without_parameters_gets_its_arguments_unchanged() -> None:
+async def test_a_client_tool_without_parameters_gets_its_arguments_unchanged() -> None:
     bare = {"type": "function", "function": {"name": "ping"}}
     sorter = triage(repair_client_calls=True)
-    (returned,) = sorter.sort(turn(client=(bare,)), [call("ping", '{"n": "7"}')]).client
+    (returned,) = (await sorter.sort(turn(client=(bare,)), [call("ping", '{"n": "7"}')])).client
     assert returned.arguments == '{"n": "7"}'
 
 
@@ -304,3 +344,12 @@ def test_handed_back_holds_every_call_not_answered_here() -> None:
 def _arguments(found: ToolCall) -> Any:
     value = found.arguments
     return json.loads(value) if isinstance(value, str) else value
+
+
+async def test_a_tool_outside_the_callers_key_scope_is_unknown_even_if_denied() -> None:
+    scoped = CallContext(principal=Principal("reader", namespaces=frozenset({"other"})))
+    visible = toolset(caller=scoped)
+    assert visible.by_wire_name == {} and visible.denied == {}
+    calls = [call("ops_read"), call("ops_wipe")]
+    sorted_calls = await triage().sort(turn(visible, caller=scoped), calls)
+    assert sorted_calls.unknown == calls and sorted_calls.own == []
