@@ -15,7 +15,7 @@ from policies import (
 )
 from proxy.errors import BadRequestError
 from proxy.injection import SEARCH_SCHEMA, SEARCH_TOOL, Catalog
-from registry import ToolRegistry
+from registry import Executor, ToolRegistry
 
 POLICY = RulePolicy(
     PolicyConfig.model_validate(
@@ -24,14 +24,7 @@ POLICY = RulePolicy(
 )
 
 
-class NeverRuns:
-    """The gate's executor here: the catalog only asks what is visible."""
-
-    async def execute_many(self, *args: object, **kwargs: object) -> list[object]:
-        raise AssertionError("the catalog must never run a tool")
-
-
-GATE = Gate(POLICY, NeverRuns())  # type: ignore[arg-type]
+GATE = Gate(POLICY, Executor())  # idle: the catalog only asks what is visible
 
 
 def add(a: int, b: int) -> int:

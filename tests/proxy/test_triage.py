@@ -24,7 +24,7 @@ from proxy.controls import DEFAULT_CONTROLS
 from proxy.injection import SEARCH_TOOL, Catalog, Toolset
 from proxy.triage import Round, Triage
 from proxy.turns import Turn
-from registry import Tool, ToolCall, ToolRegistry
+from registry import Executor, Tool, ToolCall, ToolRegistry
 
 
 def read(path: str) -> str:
@@ -90,15 +90,8 @@ def registry(*, deferred: bool = True) -> ToolRegistry:
     return tools
 
 
-class NeverRuns:
-    """The gate's executor here: triage admits calls; running one would be a bug."""
-
-    async def execute_many(self, *args: object, **kwargs: object) -> list[Any]:
-        raise AssertionError("triage must never run a tool")
-
-
 def gate(policy: Any = POLICY) -> Gate:
-    return Gate(policy, NeverRuns())  # type: ignore[arg-type]
+    return Gate(policy, Executor())  # idle: triage admits calls; it never runs one
 
 
 def toolset(
