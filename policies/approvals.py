@@ -41,8 +41,13 @@ class ApprovalStore(Protocol):
         """Keep a pending approval until it is taken or expires."""
         ...
 
+    async def get(self, call_id: str) -> PendingApproval | None:
+        """The approval for `call_id`, left in place (to check an answer before using it)."""
+        ...
+
     async def take(self, call_id: str) -> PendingApproval | None:
-        """Remove and return the approval for `call_id` (so it can be used once)."""
+        """Remove and return the approval for `call_id`, atomically: of any number of
+        concurrent takers, one gets it (so it is used once)."""
         ...
 
 
@@ -65,6 +70,9 @@ class MemoryApprovalStore:
             len(self._entries) > self._max or next(iter(self._entries.values())).expires_at < stale
         ):
             self._entries.popitem(last=False)
+
+    async def get(self, call_id: str) -> PendingApproval | None:
+        return self._entries.get(call_id)
 
     async def take(self, call_id: str) -> PendingApproval | None:
         return self._entries.pop(call_id, None)

@@ -34,6 +34,7 @@ _NOT_A_VERDICT = (
     '{"approve": false, "reason": "..."}), so the call was not approved'
 )
 _INTERRUPTED = "the approved call was interrupted before its result was known; it may have run"
+USED_APPROVAL = "no approval is pending for this call (already used)"
 
 
 @dataclass(slots=True)
@@ -96,7 +97,7 @@ class ApprovalFlow:
             if kept is not None:
                 resolution.answers[call_id] = kept[0]["content"]
                 continue
-            approval = await self._store.take(call_id)
+            approval = await self._store.get(call_id)
             if approval is None and (tool is None or verdict is None):
                 continue  # a client tool's result that looks like a verdict, or a real one
             bound = conversation_digest(client_messages[:position])
@@ -110,14 +111,25 @@ class ApprovalFlow:
                 why = f": {verdict.reason}" if verdict.reason else ""
                 answer = _denied(f"the user refused the call{why}")
             else:
-                # Kept before the call runs: if it is cut off, a replay learns that it may
-                # have run, and never runs it again.
-                await self._keep(call_id, _INTERRUPTED)
-                resolution.to_run.append((tool, call))
+                resolution.to_run.append((tool, call))  # used by `claim`, when it starts
                 continue
+            if approval is not None:
+                await self._store.take(call_id)
             resolution.answers[call_id] = answer
             await self._keep(call_id, answer)
         return resolution
+
+    async def claim(self, call_id: str) -> bool:
+        """Use the approval of a call about to start; False when another request did.
+
+        Taken only now, so a request cut off before its approved call starts leaves the
+        approval valid. The call is marked before it runs: if the run is cut off, a replay
+        learns that it may have run, and never runs it again.
+        """
+        if await self._store.take(call_id) is None:
+            return False
+        await self._keep(call_id, _INTERRUPTED)
+        return True
 
     async def remember(self, results: list[ToolResult]) -> None:
         """Keep the results of approved calls for requests that replay this history."""

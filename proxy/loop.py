@@ -14,7 +14,7 @@ from typing import Any
 from policies import Admission, Gate, GateVerdict, LoopGuard, LoopLimits
 from registry import ToolCall, ToolResult
 
-from .approvals import ApprovalFlow, apply_answers
+from .approvals import USED_APPROVAL, ApprovalFlow, apply_answers
 from .assembler import Answer, Assembler, Usage, wire_call
 from .continuations import AFTER_RESULTS, TurnStore, restore
 from .controls import Controls
@@ -114,16 +114,18 @@ class ToolLoop:
         if resolution.to_run:
             results: dict[str, ToolResult] = {}
             approved = tuple(call for _, call in resolution.to_run)
-            admitted = [
-                await self._gate.admit(tool, call, turn.caller, approved=True)
-                for tool, call in resolution.to_run
-            ]
+            admitted = []
+            for tool, call in resolution.to_run:
+                if await self._approvals.claim(call.id):
+                    admitted.append(await self._gate.admit(tool, call, turn.caller, approved=True))
+                else:
+                    results[call.id] = ToolResult.error(call.id, "denied", USED_APPROVAL)
             yield ToolsStarted(approved)
             async for event in self._execute(turn, state, admitted, results):
                 yield event
             ran = [results[call.id] for call in approved]
             yield ToolsFinished(approved, tuple(ran))
-            await self._approvals.remember(ran)
+            await self._approvals.remember([results[a.call.id] for a in admitted])
             resolution.answers.update((r.call_id, r.content) for r in ran)
         state.history = apply_answers(state.history, resolution.answers)
 

@@ -62,6 +62,7 @@ async def test_approved_call_runs_once_and_is_replayed_from_its_kept_result() ->
     history = answered(call, {"approve": True})
     first = await approvals.resolve(history, toolset())
     assert [c.id for _, c in first.to_run] == [call.id]
+    assert await approvals.claim(call.id)
     await approvals.remember([ToolResult(call.id, "launched")])
     again = await approvals.resolve(history, toolset())
     assert again.to_run == [] and again.answers == {call.id: "launched"}
@@ -72,6 +73,7 @@ async def test_a_run_cut_off_is_never_run_again() -> None:
     call = await paused(approvals)
     history = answered(call, {"approve": True})
     assert (await approvals.resolve(history, toolset())).to_run
+    assert await approvals.claim(call.id)
     # The run never finished (client gone): a replay learns it may have run.
     replay = await approvals.resolve(history, toolset())
     assert replay.to_run == []
@@ -84,9 +86,30 @@ async def test_approval_is_removed_when_taken_even_if_its_result_is_forgotten() 
     call = await paused(approvals)
     history = answered(call, {"approve": True})
     assert (await approvals.resolve(history, toolset())).to_run
+    assert await approvals.claim(call.id)
     second = await approvals.resolve(history, toolset())
     assert second.to_run == []
     assert "no approval is pending" in second.answers[call.id]
+
+
+async def test_an_approval_stays_valid_until_its_call_starts() -> None:
+    approvals = flow()
+    call = await paused(approvals)
+    history = answered(call, {"approve": True})
+    assert (await approvals.resolve(history, toolset())).to_run
+    # Cut off before the call started: the approval is still there.
+    again = await approvals.resolve(history, toolset())
+    assert [c.id for _, c in again.to_run] == [call.id]
+    assert await approvals.claim(call.id)
+
+
+async def test_concurrent_replays_use_the_approval_once() -> None:
+    approvals = flow()
+    call = await paused(approvals)
+    history = answered(call, {"approve": True})
+    first, second = [await approvals.resolve(history, toolset()) for _ in range(2)]
+    assert first.to_run and second.to_run
+    assert [await approvals.claim(call.id), await approvals.claim(call.id)] == [True, False]
 
 
 async def test_renamed_call_is_refused() -> None:
