@@ -32,6 +32,7 @@ from registry.python_source import PythonSourceConfig, load_python_source
 from registry.registry import ChangeCallback, ToolRegistry
 from registry.repair import NameMatch, Repair, repair_call, resolve_name
 from registry.retry import RetryableError, RetrySettings, TransientError, is_transient, retryable
+from registry.safe_ast import parse_python
 from registry.search import ToolIndex
 from registry.sources import (
     SOURCE_KINDS,
@@ -118,6 +119,7 @@ __all__ = [
     "load_python_source",
     "merge",
     "parse_arguments",
+    "parse_python",
     "reduce_namespace",
     "register_class",
     "repair_call",

@@ -7,6 +7,8 @@ import json
 import math
 from typing import Any
 
+from registry import parse_python
+
 _NAMES: dict[str, Any] = {
     "True": True,
     "False": False,
@@ -32,7 +34,7 @@ def parse_expression(source: str) -> ast.expr:
     if len(source) > _MAX_SOURCE:
         raise NotLiteral("too long")
     try:
-        return ast.parse(source.strip(), mode="eval").body
+        return parse_python(source.strip(), mode="eval").body
     except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
         raise NotLiteral(str(exc)) from exc
 

@@ -8,6 +8,7 @@ import operator
 from collections.abc import Callable
 from typing import Any
 
+from registry.safe_ast import parse_python
 from registry.tags import Tag
 from registry.tool import Tool
 
@@ -61,7 +62,7 @@ def evaluate(expression: str) -> int | float:
     if len(expression) > _MAX_EXPRESSION:
         raise ValueError(f"the expression is longer than {_MAX_EXPRESSION} characters")
     try:
-        tree = ast.parse(expression.strip(), mode="eval")
+        tree = parse_python(expression.strip(), mode="eval")
     except SyntaxError as exc:
         raise ValueError(f"not an arithmetic expression: {exc.msg}") from None
     if sum(1 for _ in ast.walk(tree)) > _MAX_NODES:

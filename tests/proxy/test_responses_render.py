@@ -170,6 +170,8 @@ def test_failure_closes_open_items_and_ends_failed() -> None:
     ]
     failed = events[-1]["response"]
     assert failed["status"] == "failed"
+    assert events[-2]["item"]["status"] == "incomplete"  # the cut message is not complete
+    assert failed["output"][0]["status"] == "incomplete"
     assert failed["error"] == {"code": "upstream_error", "message": "upstream went away"}
 
 

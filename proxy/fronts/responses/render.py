@@ -131,7 +131,9 @@ class ResponseBuilder:
 
     def fail(self, exc: ProxyError) -> list[Event]:
         """The events that end a response that failed after it started."""
-        events = self._close()
+        events = self._close("incomplete")
+        for index in self._calls.values():  # shown calls that never got their result
+            self.output[index]["status"] = "incomplete"
         self.status = "failed"
         self.error = {"code": exc.code or exc.type, "message": exc.message}
         return [*events, self._event("response.failed", response=self.response())]
@@ -216,7 +218,7 @@ class ResponseBuilder:
             part.update(annotations=[], logprobs=logprobs)
         return part
 
-    def _close(self) -> list[Event]:
+    def _close(self, status: str = "completed") -> list[Event]:
         """Finish the open text item, if any."""
         current, self._open = self._open, None
         if current is None:
@@ -227,7 +229,7 @@ class ResponseBuilder:
         extra: dict[str, Any] = {"logprobs": current.logprobs} if kind.part == "output_text" else {}
         item = self.output[current.index]
         item["content"] = [part]
-        item["status"] = "completed"
+        item["status"] = status
         return [
             self._item_event(
                 f"response.{kind.events}.done",
