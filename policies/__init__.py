@@ -30,7 +30,15 @@ from .principals import (
     Principal,
 )
 from .ratelimit import MemoryRateLimiter, RateLimiter
-from .rules import PRESETS, PolicyConfig, Rule, RuleMatch, RulePolicy, WebhookConfig
+from .rules import (
+    PRESETS,
+    PolicyConfig,
+    Rule,
+    RuleMatch,
+    RulePolicy,
+    ThinkAugment,
+    WebhookConfig,
+)
 
 __all__ = [
     "ALLOW",
@@ -64,6 +72,7 @@ __all__ = [
     "Rule",
     "RuleMatch",
     "RulePolicy",
+    "ThinkAugment",
     "ToolFilter",
     "Verdict",
     "WebhookConfig",

@@ -8,10 +8,13 @@ calls the executor.
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
+
+import orjson
 
 from registry import (
     ErrorKind,
@@ -27,6 +30,7 @@ from .decisions import Action
 from .policy import Approver, Policy
 from .principals import CallContext
 from .ratelimit import RateLimiter
+from .rules import THINK_ARGUMENT, THINK_SCHEMA, ThinkAugment
 
 MINUTE = 60.0
 _CLIENT_ASKS = "the client requires approval for this tool"
@@ -63,6 +67,8 @@ class Admission:
     result: ToolResult | None = None
     """The error result of a refused call."""
     gate: Gate | None = field(default=None, repr=False, compare=False)
+    thought: str | None = None
+    """The reason the model gave (think-augment), removed from the call's arguments."""
 
     @property
     def kind(self) -> str:
@@ -93,12 +99,27 @@ class Gate:
         guards: CallGuards | None = None,
         limiter: RateLimiter | None = None,
         approver: Approver | None = None,
+        think: ThinkAugment | None = None,
     ) -> None:
         self.policy = policy
+        self._think = think
         self._executor = executor
         self._guards = guards
         self._limiter = limiter
         self._approver = approver
+
+    def schema(self, tool: Tool, schema: dict[str, Any]) -> dict[str, Any]:
+        """A tool's wire schema as this gate shows it (with `reason` where think-augment
+        applies)."""
+        if self._think is None or not self._think.applies(tool):
+            return schema
+        function = schema["function"]
+        parameters = function.get("parameters") or {"type": "object", "properties": {}}
+        properties = {**(parameters.get("properties") or {}), THINK_ARGUMENT: THINK_SCHEMA}
+        return {
+            **schema,
+            "function": {**function, "parameters": {**parameters, "properties": properties}},
+        }
 
     def visible(self, tool: Tool, context: CallContext) -> bool:
         """Whether `tool` may be shown to the caller (in its scope, not denied outright)."""
@@ -118,7 +139,12 @@ class Gate:
         denial, request for approval, approval and refusal reaches the execution log and
         the listeners.
         """
+        thought = None
+        if self._think is not None and self._think.applies(tool):
+            call, thought = _without_thought(call)
         admission = await self._decide(tool, call, context, approved)
+        if thought is not None:
+            admission = dataclasses.replace(admission, thought=thought)
         outcome = _OUTCOMES.get(admission.kind)
         if outcome is None and approved:
             outcome = "approved"
@@ -165,8 +191,11 @@ class Gate:
         if any(a.gate is not self for a in admissions):
             raise ValueError("only the gate's own admissions can run")
         runnable = [(a.tool, a.call) for a in admissions if a.verdict is Verdict.RUN]
+        notes = {a.call.id: a.thought for a in admissions if a.thought is not None}
         ran = iter(
-            await self._executor.execute_many(runnable, request_id=context.request_id or None)
+            await self._executor.execute_many(
+                runnable, request_id=context.request_id or None, notes=notes
+            )
             if runnable
             else []
         )
@@ -209,6 +238,19 @@ class Gate:
 
 def _in_scope(tool: Tool, context: CallContext) -> bool:
     return context.principal is None or context.principal.sees(tool)
+
+
+def _without_thought(call: ToolCall) -> tuple[ToolCall, str | None]:
+    """The call without the think-augment argument, and the reason it held."""
+    try:
+        arguments = parse_arguments(call.arguments)
+    except RegistryError:
+        return call, None
+    if THINK_ARGUMENT not in arguments:
+        return call, None
+    thought = arguments.pop(THINK_ARGUMENT)
+    note = thought if isinstance(thought, str) else orjson.dumps(thought).decode()
+    return ToolCall(call.id, call.name, arguments), note
 
 
 def _arguments(call: ToolCall) -> Mapping[str, Any]:

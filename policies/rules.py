@@ -119,6 +119,35 @@ class WebhookConfig(BaseModel):
         return value
 
 
+class ThinkAugment(BaseModel):
+    """Which tools get an optional `reason` argument: the model says why it calls them; the
+    reason is kept in the execution log and removed before the tool runs."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    all: bool = False
+    tools: list[str] = Field(default_factory=list)
+    """Globs on qualified names."""
+    namespaces: list[str] = Field(default_factory=list)
+
+    def applies(self, tool: Tool) -> bool:
+        """Whether `tool` gets the argument (never when it has a `reason` of its own)."""
+        if THINK_ARGUMENT in (tool.parameters.get("properties") or {}):
+            return False
+        return (
+            self.all
+            or tool.namespace in self.namespaces
+            or any(fnmatchcase(tool.qualified_name, glob) for glob in self.tools)
+        )
+
+
+THINK_ARGUMENT = "reason"
+THINK_SCHEMA = {
+    "type": "string",
+    "description": "Optional: in one sentence, why this call helps with the task.",
+}
+
+
 class PolicyConfig(BaseModel):
     """The `policy:` section of proxy.yaml."""
 
@@ -132,6 +161,7 @@ class PolicyConfig(BaseModel):
     no rule matched: `(tool, arguments, context)` → "allow" / "deny" / "ask", a Decision,
     or (action, reason). A handler that raises denies."""
     approval_webhook: WebhookConfig | None = None
+    think_augment: ThinkAugment | None = None
     approval_ttl_s: float = Field(default=600.0, gt=0)
     """How long the client has to approve an `ask` call."""
 

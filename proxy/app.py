@@ -104,6 +104,7 @@ async def _start(
         guards=Guards(settings.guards, limiter) if settings.guards else None,
         limiter=limiter,
         approver=approver,
+        think=settings.policy.think_augment,
     )
     upstreams = UpstreamRouter(settings.upstreams)
     stack.push_async_callback(upstreams.aclose)

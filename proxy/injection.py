@@ -83,16 +83,19 @@ class Catalog:
         wire = self._registry.wire_name
         shown = {id(t) for t in visible}
         toolset = Toolset(
-            schemas=tuple(self._registry.openai_schema(t) for t in visible if not t.metadata.defer),
+            schemas=tuple(self._schema(t) for t in visible if not t.metadata.defer),
             by_wire_name={wire(t): t for t in visible},
             deferred=ToolIndex(deferred) if deferred else None,
-            deferred_schemas={wire(t): self._registry.openai_schema(t) for t in deferred},
+            deferred_schemas={wire(t): self._schema(t) for t in deferred},
             denied={wire(t): t for t in selected if id(t) not in shown},
         )
         self._cache[key] = toolset
         if len(self._cache) > self._cache_size:
             self._cache.popitem(last=False)
         return toolset
+
+    def _schema(self, tool: Tool) -> dict[str, Any]:
+        return self._gate.schema(tool, self._registry.openai_schema(tool))
 
     def client_tool_names(self, tools: Any, caller: CallContext = ANONYMOUS) -> frozenset[str]:
         """Names of the client's own function tools.

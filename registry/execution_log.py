@@ -70,6 +70,8 @@ class ExecutionRecord:
     repairs: tuple[str, ...] = ()
     started_at: float = 0.0
     """Wall-clock start, `time.time()`."""
+    note: str | None = None
+    """What the caller added, e.g. the reason the model gave for the call."""
 
 
 class ExecutionLog:

@@ -7,7 +7,7 @@ import contextlib
 import dataclasses
 import logging
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from types import TracebackType
 from typing import Any
@@ -123,9 +123,11 @@ class Executor:
         return self._inline if mode == "inline" else self._threads
 
     async def execute(
-        self, tool: Tool, call: ToolCall, *, request_id: str | None = None
+        self, tool: Tool, call: ToolCall, *, request_id: str | None = None, note: str | None = None
     ) -> ToolResult:
         """Run one call; failures come back as error results, never as exceptions.
+
+        `note` is kept with the call's log record (e.g. the reason the model gave).
 
         Raises:
             asyncio.CancelledError: the caller was cancelled; the call is abandoned.
@@ -159,7 +161,7 @@ class Executor:
                 run = await self._run(tool, call, bound, request_id)
             except asyncio.CancelledError:
                 cancelled = ToolResult.error(call.id, ErrorKind.CANCELLED, "the caller went away")
-                self._record(tool, call, request_id, logged, _Run(cancelled), started, wall)
+                self._record(tool, call, request_id, logged, _Run(cancelled), started, wall, note)
                 raise
             run.repairs = tuple(str(r) for r in repairs)
         limit = tool.metadata.max_result_size or self._max_result_size
@@ -167,7 +169,7 @@ class Executor:
             run.result = dataclasses.replace(
                 run.result, content=truncate(run.result.content, limit)
             )
-        self._record(tool, call, request_id, logged, run, started, wall)
+        self._record(tool, call, request_id, logged, run, started, wall, note)
         if self.listeners:
             await self.listeners.after(event, run.result)
         return run.result
@@ -196,20 +198,27 @@ class Executor:
             await self.listeners.permission(CallEvent(tool, call, request_id), outcome, reason)
 
     async def execute_many(
-        self, items: Sequence[tuple[Tool, ToolCall]], *, request_id: str | None = None
+        self,
+        items: Sequence[tuple[Tool, ToolCall]],
+        *,
+        request_id: str | None = None,
+        notes: Mapping[str, str] | None = None,
     ) -> list[ToolResult]:
         """Run calls concurrently (unsafe tools one at a time); results in input order.
+        `notes` are kept with the log records of the calls whose ids they name.
 
         Raises:
             asyncio.CancelledError: the caller was cancelled; every running call is cancelled.
         """
+        notes = notes or {}
         if len(items) == 1:
             ((tool, call),) = items
-            return [await self.execute(tool, call, request_id=request_id)]
+            return [await self.execute(tool, call, request_id=request_id, note=notes.get(call.id))]
         results: list[ToolResult | None] = [None] * len(items)
 
         async def run_one(index: int, tool: Tool, call: ToolCall) -> None:
-            results[index] = await self.execute(tool, call, request_id=request_id)
+            note = notes.get(call.id)
+            results[index] = await self.execute(tool, call, request_id=request_id, note=note)
 
         async with asyncio.TaskGroup() as group:
             for index, (tool, call) in enumerate(items):
@@ -287,6 +296,7 @@ class Executor:
         run: _Run,
         started: float,
         wall: float,
+        note: str | None = None,
     ) -> None:
         self.log.record(
             ExecutionRecord(
@@ -301,6 +311,7 @@ class Executor:
                 mode=run.mode,
                 repairs=run.repairs,
                 started_at=wall,
+                note=note,
             )
         )
 

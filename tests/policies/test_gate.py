@@ -18,6 +18,7 @@ from policies import (
     Rule,
     RuleMatch,
     RulePolicy,
+    ThinkAugment,
 )
 from registry import Executor, ToolCall, ToolRegistry
 
@@ -171,3 +172,22 @@ async def test_key_tool_call_limit() -> None:
     assert not (await gate.call(tool, call("a"), limited)).is_error
     second = await gate.call(tool, call("b"), limited)
     assert second.error_kind == "rate_limit" and RUNS == ["a"]
+
+
+async def test_think_augment_adds_a_reason_strips_it_and_logs_it() -> None:
+    registry = ToolRegistry()
+    launch_tool = registry.register(launch, namespace="ops")
+    read_tool = registry.register(read, namespace="docs")
+    executor = Executor(strict_arguments=True)
+    gate = Gate(RulePolicy(PolicyConfig()), executor, think=ThinkAugment(namespaces=["ops"]))
+    schema = gate.schema(launch_tool, registry.openai_schema(launch_tool))
+    assert schema["function"]["parameters"]["properties"]["reason"]["type"] == "string"
+    assert "reason" not in schema["function"]["parameters"].get("required", [])
+    assert gate.schema(read_tool, registry.openai_schema(read_tool)) == registry.openai_schema(
+        read_tool
+    )
+    thought = ToolCall("c9", "ops_launch", {"target": "mars", "reason": "the user asked"})
+    result = await gate.call(launch_tool, thought, CallContext())
+    assert result.content == "launched mars"  # strict arguments: `reason` never reached it
+    (record,) = executor.log.records()
+    assert record.note == "the user asked" and "reason" not in record.arguments
