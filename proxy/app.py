@@ -23,12 +23,20 @@ from .config import Settings
 from .context import context_of
 from .continuations import MemoryTurnStore
 from .errors import ProxyError
-from .fronts import ChatCompletions, ResponseRecords, Responses
+from .fronts import (
+    ChatCompletions,
+    CountTokens,
+    Messages,
+    ResponseRecords,
+    Responses,
+    anthropic_error_body,
+)
 from .injection import Catalog
 from .loop import ToolLoop
 from .response_store import MemoryResponseStore
 from .router import UpstreamRouter
 from .services import Services
+from .telemetry import Telemetry
 from .webhook import WebhookApprover
 
 log = logging.getLogger("toolwire")
@@ -48,18 +56,26 @@ def create_app(
     *,
     registry: ToolRegistry | None = None,
     sources: SourceSet | None = None,
+    telemetry: Telemetry | None = None,
 ) -> ToolwireApp:
     """The proxy as an ASGI app.
 
     Given `sources` are taken as started (their tools in `registry`); otherwise the app
-    starts the configured sources in its lifespan and closes them at shutdown.
+    starts the configured sources in its lifespan and closes them at shutdown. `telemetry`
+    replaces the one `settings.telemetry` describes.
+
+    Raises:
+        ConfigError: traces are configured but OpenTelemetry is not installed.
     """
     hot = _HotRoutes()
+    telemetry = telemetry if telemetry is not None else Telemetry.from_settings(settings)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         async with contextlib.AsyncExitStack() as stack:
-            services = await _start(settings, registry, sources, stack)
+            stack.callback(telemetry.close)
+            started = await _start(settings, registry, sources, stack, telemetry.listener)
+            services = telemetry.instrument(started)
             app.state.services = services
             hot.bind(services)
             stack.callback(hot.unbind)
@@ -72,11 +88,12 @@ def create_app(
             Route("/v1/responses/{response_id}", hot.records, methods=["GET", "DELETE"]),
             Route("/healthz", _healthz, methods=["GET"]),
             Route("/readyz", _readyz, methods=["GET"]),
+            Route("/metrics", telemetry.metrics_endpoint, methods=["GET"]),
         ],
         lifespan=lifespan,
         exception_handlers={HTTPException: _http_error, ProxyError: _proxy_error},
     )
-    return ToolwireApp(routes, hot)
+    return ToolwireApp(routes, hot, telemetry)
 
 
 async def _start(
@@ -84,6 +101,7 @@ async def _start(
     registry: ToolRegistry | None,
     sources: SourceSet | None,
     stack: contextlib.AsyncExitStack,
+    listener: object,
 ) -> Services:
     """Build every long-lived object; `stack` closes each, also when a later one fails."""
     tools = registry if registry is not None else ToolRegistry()
@@ -91,7 +109,7 @@ async def _start(
         sources = sources_for(settings)
         await sources.start(tools)
         stack.push_async_callback(sources.aclose)
-    executor = Executor.from_config(settings.execution)
+    executor = Executor.from_config(settings.execution, listeners=[listener])
     stack.callback(executor.close)
     approver = None
     if settings.policy.approval_webhook is not None:
@@ -142,11 +160,13 @@ class ToolwireApp:
 
     The fronts are the hot path; skipping the router and its middleware stack there is
     measurable under load (bench/overhead.py). Every request gets its `RequestContext`
-    here, in the scope, where later layers (auth, metrics) read it.
+    here, in the scope, where later layers (auth, metrics) read it, and passes the
+    telemetry's edge (request id, summary log, metrics, span).
     """
 
-    def __init__(self, routes: Starlette, hot: _HotRoutes) -> None:
+    def __init__(self, routes: Starlette, hot: _HotRoutes, telemetry: Telemetry) -> None:
         self.routes = routes
+        self.telemetry = telemetry
         self._hot = hot
 
     @property
@@ -155,6 +175,12 @@ class ToolwireApp:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
+            await self.telemetry.serve(scope, receive, send, self._dispatch)
+            return
+        await self.routes(scope, receive, send)  # type: ignore[arg-type]
+
+    async def _dispatch(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
             context = context_of(scope)
             keys = self._hot.keys
             if keys is not None and scope["path"] not in _OPEN_PATHS:
@@ -162,7 +188,7 @@ class ToolwireApp:
                     context.principal = await keys.authenticate(context.headers)
                 except ProxyError as exc:
                     headers = {**exc.headers, "x-request-id": context.request_id}
-                    await send_json(send, exc.status, exc.body(), headers)
+                    await send_json(send, exc.status, _error_shape(scope["path"])(exc), headers)
                     return
                 context.headers = keys.upstream_headers(dict(context.headers))
             if scope["method"] == "POST":
@@ -173,13 +199,22 @@ class ToolwireApp:
                 if self._hot.handlers is _NOT_READY and scope["path"] in _FRONT_PATHS:
                     error = ProxyError("the proxy is not ready", status=503, code="not_ready")
                     headers = {"x-request-id": context.request_id}
-                    await send_json(send, error.status, error.body(), headers)
+                    await send_json(send, error.status, _error_shape(scope["path"])(error), headers)
                     return
         await self.routes(scope, receive, send)  # type: ignore[arg-type]
 
 
 Handler = Callable[[Scope, Receive, Send], Awaitable[None]]
-_FRONT_PATHS = ("/v1/chat/completions", "/v1/responses")
+_FRONT_PATHS = ("/v1/chat/completions", "/v1/responses", "/v1/messages")
+
+
+def _error_shape(path: str) -> Callable[[ProxyError], dict[str, Any]]:
+    """The error body shape of the front a path belongs to (Anthropic's on /v1/messages)."""
+    if path.startswith("/v1/messages"):
+        return anthropic_error_body
+    return ProxyError.body
+
+
 _OPEN_PATHS = frozenset({"/healthz"})
 """Paths that answer without a key (liveness probes)."""
 _NOT_READY: dict[str, Handler] = {}
@@ -198,6 +233,8 @@ class _HotRoutes:
         self.handlers = {
             "/v1/chat/completions": ChatCompletions(services),
             "/v1/responses": Responses(services),
+            "/v1/messages": Messages(services),
+            "/v1/messages/count_tokens": CountTokens(services),
         }
         self._records = ResponseRecords(services)
 

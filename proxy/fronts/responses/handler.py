@@ -26,10 +26,10 @@ from ...response_store import StoredResponse
 from ...services import Services
 from ...turns import Turn
 from .. import exchange
+from ..rosetta_fixes import to_chat
 from .items import Item, for_rosetta, input_items, listed_labels
 from .render import ResponseBuilder, ResponsePlan, ResponsesJsonRenderer, ResponsesStreamRenderer
 from .request import ResponsesBody, ToolsPlan, parse_body, plan_tools
-from .rosetta_fixes import responses_to_chat
 
 log = logging.getLogger("toolwire")
 
@@ -110,7 +110,7 @@ class Responses:
             tool_filter = tool_filter.narrow(ToolFilter(names=tools.names))
         caller = context.caller(tools.must_ask)
         toolset = services.catalog.toolset(tool_filter, caller)
-        chat = responses_to_chat(_chat_request(body, conversation, tools, toolset))
+        chat = to_chat(_chat_request(body, conversation, tools, toolset), "openai_responses")
         if not chat.get("messages"):
             raise BadRequestError("'input' holds no message", param="input")
         turn = Turn(

@@ -1,8 +1,9 @@
-"""llm-rosetta's Responses → Chat request conversion, with the fixes it needs here.
+"""llm-rosetta's conversion of the fronts' requests (Responses, Anthropic Messages) into
+the loop's Chat Completions body, with the fixes it needs here.
 
-llm-rosetta 0.13 converts Responses input items, tools and sampling fields to a Chat
-Completions body. What it gets wrong for a proxy in front of self-hosted servers is
-mended in this one module:
+llm-rosetta 0.13 converts input items or messages, tools and sampling fields to a Chat
+body. What it gets wrong for a proxy in front of self-hosted servers is mended in this
+one module:
 
 - `text.format` (structured output) is dropped: it becomes Chat's `response_format`;
 - `max_output_tokens` becomes `max_completion_tokens`, which Ollama and older vLLM
@@ -11,28 +12,35 @@ mended in this one module:
   without `--jinja`, older vLLM templates) reject: it becomes a plain string;
 - assistant messages carry `refusal: null`, a field strict servers may refuse: dropped;
 - orphaned tool results are removed with a warning in rosetta's log: callers check the
-  pairing first and answer the client with a 400 instead.
+  pairing first and answer the client with a 400 instead;
+- an Anthropic assistant turn's thinking arrives as `reasoning_content` on the Chat
+  message, which strict Chat servers reject in a request: it is dropped (Chat upstreams
+  take no reasoning back).
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from llm_rosetta import ConversionPipeline
 
-from ...errors import BadRequestError
+from ..errors import BadRequestError
+
+Source = Literal["openai_responses", "anthropic"]
 
 
-def responses_to_chat(body: dict[str, Any]) -> dict[str, Any]:
-    """A Chat Completions body equivalent to a Responses request body.
+def to_chat(body: dict[str, Any], source: Source) -> dict[str, Any]:
+    """A Chat Completions body equivalent to a Responses or Anthropic request body.
 
     Raises:
         BadRequestError: rosetta cannot convert the request.
     """
     try:
-        chat = ConversionPipeline("openai_responses", "openai_chat").convert_request(body)
+        chat = ConversionPipeline(source, "openai_chat").convert_request(body)
     except Exception as exc:  # rosetta's ConversionError and what its validators raise
         raise BadRequestError(f"the request cannot be converted: {exc}") from exc
+    if source == "anthropic" and isinstance(chat.get("stop"), str):
+        chat["stop"] = [chat["stop"]]
     if "max_completion_tokens" in chat:
         chat["max_tokens"] = chat.pop("max_completion_tokens")
     response_format = _response_format(body.get("text"))
@@ -56,8 +64,8 @@ def _response_format(text: Any) -> dict[str, Any] | None:
 
 
 def _plain(message: dict[str, Any]) -> dict[str, Any]:
-    if message.get("refusal", 0) is None:
-        message = {k: v for k, v in message.items() if k != "refusal"}
+    if message.get("refusal", 0) is None or "reasoning_content" in message:
+        message = {k: v for k, v in message.items() if k not in ("refusal", "reasoning_content")}
     content = message.get("content")
     if isinstance(content, list) and all(
         isinstance(p, dict) and p.get("type") == "text" for p in content

@@ -1,0 +1,116 @@
+"""`POST /v1/messages` (Anthropic Messages) and `/v1/messages/count_tokens`."""
+
+from __future__ import annotations
+
+import logging
+
+import orjson
+
+from ...asgi import Receive, Scope, Send, read_body, send_json, until_disconnect
+from ...context import RequestContext, context_of
+from ...controls import parse_controls
+from ...errors import BadRequestError, ClientDisconnectedError, ProxyError
+from ...services import Services
+from ...turns import Turn
+from .. import exchange
+from .errors import error_body
+from .render import MessageBuilder, MessagesJsonRenderer, MessagesStreamRenderer
+from .request import parse_body, to_chat_body
+
+log = logging.getLogger("toolwire")
+
+
+class NotFoundError(ProxyError):
+    status = 404
+    type = "not_found_error"
+
+
+class Messages:
+    """The Anthropic Messages front as a raw ASGI app, on the same loop as the others.
+
+    Client tools (`tools` with `input_schema`) come back as `tool_use` blocks with
+    `stop_reason: "tool_use"`; the proxy's own rounds are hidden.
+    """
+
+    def __init__(self, services: Services) -> None:
+        self._services = services
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        context = context_of(scope)
+        try:
+            raw = await read_body(receive, scope, self._services.server)
+            turn, stream = self._turn(raw, context)
+        except ClientDisconnectedError:
+            return
+        except ProxyError as exc:
+            await exchange.send_error(send, exc, context, error_body)
+            return
+        except Exception:
+            log.exception("%s request could not be read", context.request_id)
+            await exchange.send_error(send, exchange.internal_error(), context, error_body)
+            return
+        builder = MessageBuilder(turn.body["model"])
+        events = self._services.loop.run(turn)
+        if stream:
+            renderer = MessagesStreamRenderer(builder)
+            work = exchange.stream(events, renderer, send, context, error_body)
+        else:
+            json_renderer = MessagesJsonRenderer(builder)
+            work = exchange.answer(events, json_renderer, send, context, error_body)
+        if await until_disconnect(receive, work):
+            log.info("%s client disconnected; turn cancelled", context.request_id)
+
+    def _turn(self, raw: bytes, context: RequestContext) -> tuple[Turn, bool]:
+        try:
+            document = orjson.loads(raw)
+        except orjson.JSONDecodeError as exc:
+            raise BadRequestError(f"the request body is not valid JSON: {exc}") from exc
+        body = parse_body(document)
+        controls = parse_controls(body.toolwire, context.headers)
+        chat = to_chat_body(document)
+        services = self._services
+        caller = context.caller()
+        turn = Turn(
+            chat,
+            services.upstreams.for_model(body.model),
+            services.catalog.toolset(controls.tool_filter, caller),
+            services.catalog.client_tool_names(chat.get("tools"), caller),
+            controls,
+            context.headers,
+            caller,
+        )
+        return turn, body.stream is True
+
+
+class CountTokens:
+    """`POST /v1/messages/count_tokens`: only an upstream that counts can answer it."""
+
+    def __init__(self, services: Services) -> None:
+        self._services = services
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        context = context_of(scope)
+        try:
+            raw = await read_body(receive, scope, self._services.server)
+            document = orjson.loads(raw)
+            model = document.get("model") if isinstance(document, dict) else None
+            if not isinstance(model, str) or not model:
+                raise BadRequestError("model: Field required", param="model")
+            upstream = self._services.upstreams.for_model(model)
+            counter = getattr(upstream, "count_tokens", None)
+            if counter is None:
+                raise NotFoundError(
+                    f"count_tokens is not available: the upstream serving {model!r} does not "
+                    "count tokens (only an Anthropic upstream does)"
+                )
+            counted = await counter(document, headers=context.headers)
+        except ClientDisconnectedError:
+            return
+        except orjson.JSONDecodeError as exc:
+            bad = BadRequestError(f"the request body is not valid JSON: {exc}")
+            await exchange.send_error(send, bad, context, error_body)
+            return
+        except ProxyError as exc:
+            await exchange.send_error(send, exc, context, error_body)
+            return
+        await send_json(send, 200, counted, {"x-request-id": context.request_id})

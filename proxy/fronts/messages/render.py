@@ -1,0 +1,217 @@
+"""A turn's events as one Anthropic message: its stream events and its final object.
+
+One `MessageBuilder` folds the loop's events into content blocks and says what happened
+as Anthropic stream events; the SSE renderer sends those, the JSON renderer only the final
+message, so both always agree. The proxy's own tool rounds are hidden: `ping` events keep
+the stream alive while tools run.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from registry import ToolCall
+
+from ... import sse
+from ...errors import ProxyError
+from ...events import ContentDelta, Finished, KeepAlive, LoopEvent, ToolsStarted, Usage
+from .errors import error_body
+
+Block = dict[str, Any]
+Event = dict[str, Any]
+
+_STOP_REASONS = {
+    "stop": "end_turn",
+    "length": "max_tokens",
+    "tool_calls": "tool_use",
+    "content_filter": "refusal",
+}
+
+
+@dataclass(slots=True)
+class _Open:
+    index: int
+    kind: str
+    parts: list[str] = field(default_factory=list)
+
+
+class MessageBuilder:
+    """Folds loop events into content blocks, as Anthropic stream events."""
+
+    def __init__(self, model: str) -> None:
+        self.id = f"msg_{random.getrandbits(96):024x}"
+        self.model = model
+        self.content: list[Block] = []
+        self._open: _Open | None = None
+        self._finished: Finished | None = None
+
+    def start(self) -> list[Event]:
+        message = {**self._message(), "content": []}
+        return [{"type": "message_start", "message": message}]
+
+    def feed(self, event: LoopEvent) -> list[Event]:
+        if isinstance(event, ContentDelta):
+            events: list[Event] = []
+            if event.reasoning:
+                events += self._text("thinking", event.reasoning)
+            if event.content:
+                events += self._text("text", event.content)
+            return events
+        if isinstance(event, KeepAlive | ToolsStarted):
+            return [{"type": "ping"}]
+        if isinstance(event, Finished):
+            return self._finish(event)
+        return []
+
+    def fail(self, exc: ProxyError) -> list[Event]:
+        return [*self._close(), {**error_body(exc)}]
+
+    @property
+    def finished(self) -> bool:
+        return self._finished is not None
+
+    def message(self) -> dict[str, Any]:
+        """The final message object."""
+        return {**self._message(), "content": list(self.content)}
+
+    def _message(self) -> dict[str, Any]:
+        done = self._finished
+        message: dict[str, Any] = {
+            "id": self.id,
+            "type": "message",
+            "role": "assistant",
+            "model": self.model,
+            "content": self.content,
+            "stop_reason": _stop_reason(done) if done is not None else None,
+            "stop_sequence": None,
+            "usage": _usage(done.usage if done is not None else Usage()),
+        }
+        if done is not None and (vendor := done.vendor_fields()):
+            message["toolwire"] = vendor
+        return message
+
+    def _text(self, kind: str, delta: str) -> list[Event]:
+        events: list[Event] = []
+        if self._open is None or self._open.kind != kind:
+            events += self._close()
+            block: Block = (
+                {"type": "text", "text": ""}
+                if kind == "text"
+                else {"type": "thinking", "thinking": "", "signature": ""}
+            )
+            self.content.append(block)
+            self._open = _Open(len(self.content) - 1, kind)
+            events.append(
+                {"type": "content_block_start", "index": self._open.index, "content_block": block}
+            )
+        assert self._open is not None
+        self._open.parts.append(delta)
+        payload = (
+            {"type": "text_delta", "text": delta}
+            if kind == "text"
+            else {"type": "thinking_delta", "thinking": delta}
+        )
+        events.append({"type": "content_block_delta", "index": self._open.index, "delta": payload})
+        return events
+
+    def _close(self) -> list[Event]:
+        current, self._open = self._open, None
+        if current is None:
+            return []
+        text = "".join(current.parts)
+        key = "text" if current.kind == "text" else "thinking"
+        self.content[current.index] = {**self.content[current.index], key: text}
+        return [{"type": "content_block_stop", "index": current.index}]
+
+    def _finish(self, done: Finished) -> list[Event]:
+        events = self._close()
+        for call in done.tool_calls:
+            events += self._tool_use(call)
+        self._finished = done
+        delta = {"stop_reason": _stop_reason(done), "stop_sequence": None}
+        message_delta: Event = {
+            "type": "message_delta",
+            "delta": delta,
+            "usage": _usage(done.usage),
+        }
+        if vendor := done.vendor_fields():
+            message_delta["toolwire"] = vendor
+        return [*events, message_delta, {"type": "message_stop"}]
+
+    def _tool_use(self, call: ToolCall) -> list[Event]:
+        arguments = call.arguments
+        if isinstance(arguments, str):
+            try:
+                arguments = orjson.loads(arguments or "{}")
+            except orjson.JSONDecodeError:
+                arguments = {}
+        if not isinstance(arguments, dict):
+            arguments = {}
+        block: Block = {"type": "tool_use", "id": call.id, "name": call.name, "input": arguments}
+        self.content.append(block)
+        index = len(self.content) - 1
+        return [
+            {
+                "type": "content_block_start",
+                "index": index,
+                "content_block": {**block, "input": {}},
+            },
+            {
+                "type": "content_block_delta",
+                "index": index,
+                "delta": {
+                    "type": "input_json_delta",
+                    "partial_json": orjson.dumps(arguments).decode(),
+                },
+            },
+            {"type": "content_block_stop", "index": index},
+        ]
+
+
+def _stop_reason(done: Finished) -> str:
+    return _STOP_REASONS.get(done.finish_reason, "end_turn")
+
+
+def _usage(usage: Usage) -> dict[str, Any]:
+    return {
+        "input_tokens": usage.prompt_tokens,
+        "output_tokens": usage.completion_tokens,
+        "cache_creation_input_tokens": 0,
+        "cache_read_input_tokens": usage.cached_tokens,
+    }
+
+
+class MessagesStreamRenderer:
+    """Sends a builder's events as Anthropic SSE (`event:` and `data:` lines)."""
+
+    def __init__(self, builder: MessageBuilder) -> None:
+        self._builder = builder
+        self._start = b"".join(sse.event(e["type"], e) for e in builder.start())
+
+    def start(self) -> bytes:
+        return self._start
+
+    def frames(self, event: LoopEvent) -> list[bytes]:
+        return [sse.event(e["type"], e) for e in self._builder.feed(event)]
+
+    def error(self, exc: ProxyError) -> list[bytes]:
+        return [sse.event(e["type"], e) for e in self._builder.fail(exc)]
+
+
+class MessagesJsonRenderer:
+    """Folds the events into the final message."""
+
+    def __init__(self, builder: MessageBuilder) -> None:
+        self._builder = builder
+
+    def feed(self, event: LoopEvent) -> None:
+        self._builder.feed(event)
+
+    def body(self) -> dict[str, Any]:
+        if not self._builder.finished:
+            raise RuntimeError("the turn ended without a Finished event")
+        return self._builder.message()
