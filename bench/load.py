@@ -1,9 +1,12 @@
 """Closed-loop HTTP load generator for the overhead benchmark (aiohttp client, uvloop).
 
 Runs as its own process so its CPU is never charged to the server under test, and prints one
-JSON object on stdout. Every response is checked: status 200 and the assistant text (the whole
-`message.content`, or every streamed `delta.content` joined, plus `[DONE]`) equal to
-`--expect`; failures are counted by kind with a few samples kept.
+JSON object on stdout. Every response is checked: status 200 and the assistant text equal to
+`--expect`; failures are counted by kind with a few samples kept. The text is, with
+`--api chat`, the whole `message.content`, or every streamed `delta.content` joined, plus
+`[DONE]`; with `--api responses`, the output message's `content[0].text` of a completed
+response, or for a stream: the last frame is `event: response.completed` and its response's
+output text is the text, as are the `response.output_text.delta` deltas joined.
 
     latency:    --requests N sequential requests after --warmup-requests W (concurrency 1);
                 reports every sample: whole-response time and time to first body byte.
@@ -87,6 +90,77 @@ def check_stream(status: int, body: bytes, expect: str) -> str | None:
     return None if content == expect else f"content {content!r}"
 
 
+def _responses_text(response: Any) -> str | None:
+    """The text of a Responses API response object's output message(s), if completed."""
+    if not isinstance(response, dict) or response.get("status") != "completed":
+        return None
+    texts = [
+        item["content"][0]["text"]
+        for item in response.get("output") or ()
+        if item.get("type") == "message" and item.get("content")
+    ]
+    return "".join(texts) if texts else None
+
+
+def check_responses_json(status: int, body: bytes, expect: str) -> str | None:
+    """None when the unstreamed Responses answer is right, else what is wrong."""
+    if status != 200:
+        return f"status {status}: {body[:200]!r}"
+    try:
+        content = _responses_text(orjson.loads(body))
+    except (orjson.JSONDecodeError, KeyError, IndexError, TypeError) as exc:
+        return f"bad body ({exc!r}): {body[:200]!r}"
+    return None if content == expect else f"content {content!r}: {body[:200]!r}"
+
+
+def _events(body: bytes) -> list[tuple[bytes, bytes]]:
+    """(event type, data) of every SSE frame that names its type."""
+    events = []
+    for frame in body.split(b"\n\n"):
+        kind, data = None, b""
+        for line in frame.split(b"\n"):
+            if line.startswith(b"event:"):
+                kind = line[6:].strip()
+            elif line.startswith(b"data:"):
+                data = line[5:].strip()
+        if kind is not None:
+            events.append((kind, data))
+    return events
+
+
+def check_responses_stream(status: int, body: bytes, expect: str) -> str | None:
+    """None when the Responses SSE answer is right: it ends with a `response.completed`
+    frame whose response holds `expect`, and the text deltas join to `expect`."""
+    if status != 200:
+        return f"status {status}: {body[:200]!r}"
+    if not body.endswith(b"\n\n"):
+        return f"unterminated stream: {body[-200:]!r}"
+    events = _events(body)
+    if not events or events[-1][0] != b"response.completed":
+        return f"does not end with response.completed: {body[-200:]!r}"
+    try:
+        deltas = [
+            orjson.loads(data)["delta"]
+            for kind, data in events
+            if kind == b"response.output_text.delta"
+        ]
+        content = _responses_text(orjson.loads(events[-1][1])["response"])
+    except (orjson.JSONDecodeError, KeyError, IndexError, TypeError) as exc:
+        return f"bad event ({exc!r}): {body[-200:]!r}"
+    if content != expect:
+        return f"completed content {content!r}"
+    joined = "".join(deltas)
+    return None if joined == expect else f"deltas {joined!r}"
+
+
+CHECKS = {
+    ("chat", False): check_json,
+    ("chat", True): check_stream,
+    ("responses", False): check_responses_json,
+    ("responses", True): check_responses_stream,
+}
+
+
 class Client:
     """One request shape against one URL, checked on every answer."""
 
@@ -96,6 +170,7 @@ class Client:
         with open(args.body, "rb") as f:
             self.body = f.read()
         self.stream = b'"stream":true' in self.body.replace(b" ", b"")
+        self.check = CHECKS[args.api, self.stream]
         self.expect: str = args.expect
         self.headers = {"Content-Type": "application/json", "Authorization": "Bearer bench"}
         self.errors = Errors()
@@ -117,8 +192,7 @@ class Client:
             return None
         end = time.perf_counter()
         body = b"".join(parts)
-        check = check_stream if self.stream else check_json
-        problem = check(status, body, self.expect)
+        problem = self.check(status, body, self.expect)
         if problem is not None:
             self.errors.add("http" if status != 200 else "content", problem)
             return None
@@ -225,6 +299,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("mode", choices=["latency", "throughput"])
     parser.add_argument("--url", required=True)
+    parser.add_argument(
+        "--api", choices=["chat", "responses"], default="chat", help="how answers are checked"
+    )
     parser.add_argument("--body", required=True, help="file holding the JSON request body")
     parser.add_argument("--expect", required=True, help="the assistant text every answer holds")
     parser.add_argument("--requests", type=int, default=500)

@@ -4,10 +4,11 @@
     .venv/bin/python bench/overhead.py --json out.json  # the same, and every number as JSON
     .venv/bin/python bench/overhead.py --json           # JSON only, on stdout
     .venv/bin/python bench/overhead.py --rounds 5 --duration 5 --with-no-tools
+    .venv/bin/python bench/overhead.py --apis chat --toolwire-tree /tmp/old  # before/after
 
 What is measured
 ----------------
-Three targets answer the same chat request (model + system and user messages, ~1 KB; the
+Four targets answer the same request (model + system and user messages, ~1 KB; the
 streamed variant adds `"stream": true`), each measured the same way in the same run:
 
 * direct        the fake upstream itself (`tests.fakes.upstream`, aiohttp + uvloop): the
@@ -22,6 +23,26 @@ streamed variant adds `"stream": true`), each measured the same way in the same 
                 so no tool runs: this is the cost of the proxy path itself (parse, inject,
                 re-serialise, decode SSE, assemble, re-render). `--with-no-tools` adds a
                 `toolwire (no tools)` variant with an empty `tools:` list.
+* toolwire responses
+                the same `toolwire serve` process sent the same request as a Responses API
+                body on `/v1/responses` (`instructions` = the system text, `input` = the user
+                text, `temperature`, `max_output_tokens`; streamed: `"stream": true`). Toolwire
+                converts it to the very same upstream chat request (the non-streamed one
+                adds only `"stream": false`), so the difference to `toolwire` is the
+                Responses front: validating the body, converting it (llm-rosetta), building
+                the response object and its events, and storing the response (`store`
+                defaults to true). The store is capped at `--response-store-mib` (4 MiB,
+                about 1,500 responses of this size), so storing, and evicting, is measured
+                but the heap stays the same size through the run: with toolwire's default
+                budget (256 MiB of JSON) a run's ~20,000 stored responses grow the server by
+                ~100 MB and every later request on it, chat ones included, costs ~15% more
+                CPU (more objects for each garbage collection), which would tilt the chat
+                rows measured after it and the responses / chat ratio.
+                `--apis chat` leaves it out.
+* toolwire @REV `--toolwire-tree DIR` (repeatable) also measures, with the chat request, the
+                toolwire of another source tree (say a git worktree of an older commit), run
+                as `python -m proxy serve` by this venv with DIR first on its import path:
+                the fairest before/after comparison, interleaved in the same rounds.
 
 For each of non-streamed and streamed (the fake sends the text in 20 content chunks):
 
@@ -32,11 +53,18 @@ For each of non-streamed and streamed (the fake sends the text in 20 content chu
          rounds of (target - direct) in the same round.
 * c=64   closed loop, 64 connections, `--warmup` seconds not counted, then `--duration`
          seconds counted: requests/s, and the server's CPU use in that window (utime+stime
-         from /proc, all threads; 100% = one core busy). Ratios: toolwire / pass-through (the
-         goal is >= 0.8x) and pass-through / direct.
+         from /proc, all threads; 100% = one core busy) and per request ("us/rq": server CPU
+         microseconds per answered request, the figure least moved by a busy CPU B). Ratios:
+         toolwire / pass-through (the goal is >= 0.8x) and pass-through / direct; and, each
+         taken within a round and then the median over rounds: toolwire responses / toolwire
+         and toolwire / toolwire @REV, for req/s and CPU per request, with the c=1 p50 (and
+         first byte) difference.
 
-Every response is checked (status 200, assistant text equal to the fake's text, `[DONE]` at
-the end of a stream); a target with errors is marked `!` and its errors are printed.
+Every response is checked (status 200; chat: the assistant text equal to the fake's text,
+`[DONE]` at the end of a stream; responses: the output message's `content[0].text` equal to
+it, and a stream's last frame an `event: response.completed` whose response holds it, with
+the `response.output_text.delta` deltas joined equal to it too); a target with errors is
+marked `!` and its errors are printed.
 
 Method
 ------
@@ -61,7 +89,8 @@ Method
   and warns when CPU B, not the server, was the bottleneck. `--loadgen python` forces the
   Python generator (`apt-get install -y wrk` to get wrk).
 * The run is repeated `--rounds` times (default 3); each round runs every mode and every target
-  with the target order rotated, and the table shows the median over rounds.
+  with the target order rotated, and the table shows the median over rounds. The default run
+  (four targets) takes about two and a half minutes.
 * Servers log at `--log-level` (default warning, for every target alike). Note that
   `toolwire serve`'s own default is info, which also writes a uvicorn access-log line per
   request; that cost is not in these numbers.
@@ -112,6 +141,8 @@ BENCH = ROOT / "bench"
 TEXT = "The quick brown fox jumps over the lazy dog while the proxy keeps up."
 CHUNKS = 20
 MODES = ("json", "stream")
+APIS = ("chat", "responses")
+API_PATHS = {"chat": "/v1/chat/completions", "responses": "/v1/responses"}
 OTHER_LOAD_PCT = 20
 """Busy time on a benchmark core not used by our processes above which a run counts as noisy."""
 MODE_TITLES = {"json": "Non-streamed", "stream": f"Streamed ({CHUNKS} chunks)"}
@@ -134,16 +165,27 @@ USER_PROMPT = (
 )
 
 
-def request_body(stream: bool) -> dict[str, Any]:
-    body: dict[str, Any] = {
-        "model": "fake-model",
-        "messages": [
-            {"role": "system", "content": SYSTEM_PROMPT},
-            {"role": "user", "content": USER_PROMPT},
-        ],
-        "temperature": 0.3,
-        "max_tokens": 512,
-    }
+def request_body(stream: bool, api: str = "chat") -> dict[str, Any]:
+    """The benchmark request in `api`'s wire format; both ask the upstream the same thing."""
+    body: dict[str, Any]
+    if api == "responses":
+        body = {
+            "model": "fake-model",
+            "instructions": SYSTEM_PROMPT,
+            "input": USER_PROMPT,
+            "temperature": 0.3,
+            "max_output_tokens": 512,
+        }
+    else:
+        body = {
+            "model": "fake-model",
+            "messages": [
+                {"role": "system", "content": SYSTEM_PROMPT},
+                {"role": "user", "content": USER_PROMPT},
+            ],
+            "temperature": 0.3,
+            "max_tokens": 512,
+        }
     if stream:
         body["stream"] = True
     return body
@@ -206,13 +248,21 @@ class Processes:
         """CPU used by every command `run` ran to its end (the load generators)."""
 
     def start(
-        self, name: str, cmd: list[str], cpu: int | None, *, stdout: int | None = None
+        self,
+        name: str,
+        cmd: list[str],
+        cpu: int | None,
+        *,
+        stdout: int | None = None,
+        tree: Path | None = None,
     ) -> subprocess.Popen[bytes]:
+        """Start `cmd` in its own session; `tree`: run it in (and import from) that tree."""
         log = open(self.workdir / f"{name}.log", "wb")  # noqa: SIM115 - lives with the child
+        env = self.env if tree is None else {**self.env, "PYTHONPATH": str(tree)}
         proc = subprocess.Popen(
             cmd,
-            cwd=ROOT,
-            env=self.env,
+            cwd=ROOT if tree is None else tree,
+            env=env,
             stdin=subprocess.DEVNULL,
             stdout=log if stdout is None else stdout,
             stderr=log,
@@ -294,12 +344,28 @@ def wait_ready(
     raise RuntimeError(f"{name} not ready after {timeout:.0f} s:\n{procs.log_tail(name)}")
 
 
-def toolwire_command() -> list[str]:
+def toolwire_command(tree: Path | None = None) -> list[str]:
+    """How to run `toolwire`; from another source `tree`: by module, imported from there."""
     script = Path(sys.executable).parent / "toolwire"
-    if script.exists():
+    if tree is None and script.exists():
         return [str(script)]
     # Not installed as a distribution: the same entry point (proxy.cli:main) by module.
     return [sys.executable, "-m", "proxy"]
+
+
+def tree_label(tree: Path) -> str:
+    """`@<short commit>` of a git checkout, else `@<directory name>`."""
+    try:
+        out = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"],
+            cwd=tree,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        return "@" + out.stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "@" + tree.name
 
 
 @dataclass
@@ -308,6 +374,12 @@ class Target:
     label: str
     base: str
     proc: subprocess.Popen[bytes]
+    api: str = "chat"
+    """Which wire format it is sent: "chat" (`/v1/chat/completions`) or "responses"."""
+
+    @property
+    def url(self) -> str:
+        return self.base + API_PATHS[self.api]
 
 
 @dataclass
@@ -321,7 +393,8 @@ class Bench:
     wrk: str | None
     targets: list[Target] = field(default_factory=list)
     upstream: subprocess.Popen[bytes] | None = None
-    bodies: dict[str, Path] = field(default_factory=dict)
+    bodies: dict[tuple[str, str], Path] = field(default_factory=dict)
+    """Request body file by (api, mode)."""
 
     def start_servers(self) -> None:
         a, b = self.cpus.server, self.cpus.other
@@ -333,8 +406,8 @@ class Bench:
         wait_ready(self.procs, "upstream", self.upstream, f"http://127.0.0.1:{up_port}")
 
         log_level = self.args.log_level
-        specs: list[tuple[str, str, list[str]]] = [
-            ("direct", "direct", fake),
+        specs: list[tuple[str, str, list[str], Path | None]] = [
+            ("direct", "direct", fake, None),
             (
                 "passthrough",
                 "pass-through",
@@ -346,8 +419,9 @@ class Bench:
                     "--log-level",
                     log_level,
                 ],
+                None,
             ),
-            ("toolwire", "toolwire", self._toolwire_cmd(upstream_url, tools=True)),
+            ("toolwire", "toolwire", self._toolwire_cmd(upstream_url, tools=True), None),
         ]
         if self.args.with_no_tools:
             specs.append(
@@ -355,16 +429,33 @@ class Bench:
                     "toolwire_bare",
                     "toolwire (no tools)",
                     self._toolwire_cmd(upstream_url, tools=False),
+                    None,
                 )
             )
-        for key, label, cmd in specs:
+        for index, tree in enumerate(self.args.toolwire_tree, 1):
+            cmd = self._toolwire_cmd(upstream_url, tools=True, tree=tree)
+            specs.append((f"toolwire_tree{index}", f"toolwire {tree_label(tree)}", cmd, tree))
+        for key, label, cmd, tree in specs:
             port = free_port()
-            proc = self.procs.start(key, [*cmd, "--port", str(port)], a)
+            proc = self.procs.start(key, [*cmd, "--port", str(port)], a, tree=tree)
             self.targets.append(Target(key, label, f"http://127.0.0.1:{port}", proc))
+            if key == "toolwire" and "responses" in self.args.apis:
+                # The same server, sent the same request as a Responses API body.
+                self.targets.append(
+                    Target(
+                        "toolwire_responses",
+                        "toolwire responses",
+                        f"http://127.0.0.1:{port}",
+                        proc,
+                        api="responses",
+                    )
+                )
         for target in self.targets:
             wait_ready(self.procs, target.key, target.proc, target.base)
 
-    def _toolwire_cmd(self, upstream_url: str, *, tools: bool) -> list[str]:
+    def _toolwire_cmd(
+        self, upstream_url: str, *, tools: bool, tree: Path | None = None
+    ) -> list[str]:
         config: dict[str, Any] = {
             "server": {"host": "127.0.0.1"},
             "upstreams": [{"name": "fake", "base_url": upstream_url}],
@@ -374,17 +465,22 @@ class Bench:
                 else []
             ),
         }
+        if tree is None and "responses" in self.args.apis and self.args.response_store_mib:
+            # Older trees know no `state:` section, and their servers store no responses.
+            mib = self.args.response_store_mib
+            config["state"] = {"max_memory_bytes": mib * 1024 * 1024}
         path = self.workdir / ("toolwire.yaml" if tools else "toolwire-no-tools.yaml")
         # JSON is YAML: no need to import a YAML writer.
         path.write_bytes(orjson.dumps(config, option=orjson.OPT_INDENT_2))
-        cmd = [*toolwire_command(), "serve", "--config", str(path)]
+        cmd = [*toolwire_command(tree), "serve", "--config", str(path)]
         return [*cmd, "--log-level", self.args.log_level]
 
     def write_bodies(self) -> None:
-        for mode in MODES:
-            path = self.workdir / f"body-{mode}.json"
-            path.write_bytes(orjson.dumps(request_body(mode == "stream")))
-            self.bodies[mode] = path
+        for api in APIS:
+            for mode in MODES:
+                path = self.workdir / f"body-{api}-{mode}.json"
+                path.write_bytes(orjson.dumps(request_body(mode == "stream", api)))
+                self.bodies[api, mode] = path
 
     # ------------------------------------------------------------------ load runs
 
@@ -393,9 +489,11 @@ class Bench:
             sys.executable,
             str(BENCH / "load.py"),
             "--url",
-            f"{target.base}/v1/chat/completions",
+            target.url,
+            "--api",
+            target.api,
             "--body",
-            str(self.bodies[mode]),
+            str(self.bodies[target.api, mode]),
             "--expect",
             TEXT,
         ]
@@ -447,6 +545,10 @@ class Bench:
         upstream = result["watched_cpu_pct"].get(str(watch[-1])) if len(watch) > 1 else 0.0
         result["server_cpu_pct"] = server
         result["upstream_cpu_pct"] = upstream
+        # Server CPU per answered request, in microseconds (the cost of one request).
+        result["cpu_us_per_req"] = (
+            None if server is None or not result["rps"] else server * 1e4 / result["rps"]
+        )
         result["cpu_b_pct"] = (upstream or 0.0) + result["loadgen_cpu_pct"]
         return result
 
@@ -471,10 +573,11 @@ class Bench:
 
     def _wrk(self, mode: str, target: Target, watch: list[int]) -> dict[str, Any]:
         assert self.wrk is not None
-        script = self.workdir / f"wrk-{mode}.lua"
+        script = self.workdir / f"wrk-{target.api}-{mode}.lua"
         if not script.exists():
-            script.write_text(_wrk_script(self.bodies[mode].read_text(), mode == "stream"))
-        url = f"{target.base}/v1/chat/completions"
+            body = self.bodies[target.api, mode].read_text()
+            script.write_text(_wrk_script(body, mode == "stream", target.api))
+        url = target.url
         conns = str(self.args.concurrency)
 
         def cmd(seconds: float) -> list[str]:
@@ -610,7 +713,7 @@ def cpu_accounting(bench: Bench, before: Snapshot, after: Snapshot, server: int)
     }
 
 
-def _wrk_script(body: str, stream: bool) -> str:
+def _wrk_script(body: str, stream: bool, api: str = "chat") -> str:
     level = 1
     while f"]{'=' * level}]" in body or f"]{'=' * level}]" in TEXT:
         level += 1
@@ -626,7 +729,35 @@ wrk.headers["Authorization"] = "Bearer bench"
 wrk.body = {long_string(body)}
 local expect = {long_string(TEXT)}
 local stream = {"true" if stream else "false"}
+local api = "{api}"
 local threads = {{}}
+
+local function joined(text, pattern)
+  local pieces = {{}}
+  for piece in text:gmatch(pattern) do
+    pieces[#pieces + 1] = piece
+  end
+  return table.concat(pieces)
+end
+
+-- Chat: every "content" string joined is the text (a stream ends with [DONE]).
+-- Responses: the output's "text" is; a stream's last frame is response.completed, whose
+-- response holds the text, and its output_text deltas join to the text too.
+local function content_ok(body)
+  if api == "chat" then
+    if stream and not body:find("data: [DONE]", 1, true) then return false end
+    return joined(body, '"content":"([^"]*)"') == expect
+  end
+  if not stream then
+    return joined(body, '"text":"([^"]*)"') == expect
+  end
+  local at = body:find("event: response.completed\\n", 1, true)
+  if at == nil or body:find("\\nevent: ", at, true) or body:sub(-2) ~= "\\n\\n" then
+    return false
+  end
+  return joined(body:sub(at), '"text":"([^"]*)"') == expect
+    and joined(body, '"delta":"([^"]*)"') == expect
+end
 
 function setup(thread)
   table.insert(threads, thread)
@@ -644,13 +775,7 @@ function response(status, headers, body)
     if sample == "" then sample = "status " .. status .. ": " .. body:sub(1, 200) end
     return
   end
-  local pieces = {{}}
-  for piece in body:gmatch('"content":"([^"]*)"') do
-    pieces[#pieces + 1] = piece
-  end
-  local ok = table.concat(pieces) == expect
-  if stream and not body:find("data: [DONE]", 1, true) then ok = false end
-  if not ok then
+  if not content_ok(body) then
     bad_content = bad_content + 1
     if sample == "" then sample = "content: " .. body:sub(1, 200) end
   end
@@ -724,6 +849,7 @@ def summarise(rounds: list[dict[str, Any]], target_keys: list[str]) -> dict[str,
                     [x[metric] - d[metric] for x, d in zip(lat, direct, strict=True)]
                 )
             row["rps"] = _median([x["rps"] for x in thr])
+            row["cpu_us_per_req"] = _median([x["cpu_us_per_req"] for x in thr])
             row["rps_rounds"] = [x["rps"] for x in thr]
             row["c64_p50_ms"] = _median([x["p50_ms"] for x in thr])
             row["c64_p99_ms"] = _median([x["p99_ms"] for x in thr])
@@ -745,8 +871,61 @@ def summarise(rounds: list[dict[str, Any]], target_keys: list[str]) -> dict[str,
             for key in target_keys:
                 if key.startswith("toolwire"):
                     ratios[f"{key}_over_passthrough"] = per_target[key]["rps"] / pt
-        summary[mode] = {"targets": per_target, "ratios": ratios}
+        summary[mode] = {
+            "targets": per_target,
+            "ratios": ratios,
+            "compare": [_compare(rounds, mode, num, den) for num, den in _comparisons(target_keys)],
+        }
     return summary
+
+
+def _comparisons(target_keys: list[str]) -> list[tuple[str, str]]:
+    """(numerator, denominator) pairs compared in the same rounds: the Responses path
+    against the chat path of the same server, this tree's toolwire against every other
+    tree's, and every later --toolwire-tree against the first one (the baseline)."""
+    pairs = []
+    if "toolwire_responses" in target_keys:
+        pairs.append(("toolwire_responses", "toolwire"))
+    trees = sorted(
+        (key for key in target_keys if key.startswith("toolwire_tree")),
+        key=lambda key: int(key.removeprefix("toolwire_tree")),
+    )
+    pairs += [("toolwire", key) for key in trees]
+    pairs += [(key, trees[0]) for key in trees[1:]]
+    return pairs
+
+
+def _compare(rounds: list[dict[str, Any]], mode: str, num: str, den: str) -> dict[str, Any]:
+    """num / den for req/s and CPU per request, and num - den for latency: each taken
+    within a round (both measured minutes apart at most), then the median over rounds."""
+
+    def ratio(a: float | None, b: float | None) -> float | None:
+        return None if a is None or b is None or not b else a / b
+
+    def diff(a: float | None, b: float | None) -> float | None:
+        return None if a is None or b is None else a - b
+
+    pairs = [(r[mode][num], r[mode][den]) for r in rounds]
+    out: dict[str, Any] = {"num": num, "den": den}
+    out["rps"] = _median([ratio(n["throughput"]["rps"], d["throughput"]["rps"]) for n, d in pairs])
+    out["rps_rounds"] = [ratio(n["throughput"]["rps"], d["throughput"]["rps"]) for n, d in pairs]
+    out["cpu_per_req"] = _median(
+        [
+            ratio(n["throughput"]["cpu_us_per_req"], d["throughput"]["cpu_us_per_req"])
+            for n, d in pairs
+        ]
+    )
+    out["cpu_us_per_req_diff"] = _median(
+        [
+            diff(n["throughput"]["cpu_us_per_req"], d["throughput"]["cpu_us_per_req"])
+            for n, d in pairs
+        ]
+    )
+    for metric in ("p50_ms", "p99_ms", "ttfb_p50_ms"):
+        out[f"{metric}_diff"] = _median(
+            [diff(n["latency"][metric], d["latency"][metric]) for n, d in pairs]
+        )
+    return out
 
 
 def _f(value: float | None, digits: int = 2, width: int = 7) -> str:
@@ -755,8 +934,8 @@ def _f(value: float | None, digits: int = 2, width: int = 7) -> str:
     return f"{value:>{width}.{digits}f}"
 
 
-def _signed(value: float, width: int = 7) -> str:
-    if math.isnan(value):
+def _signed(value: float | None, width: int = 7) -> str:
+    if value is None or math.isnan(value):
         return f"{'-':>{width}}"
     return f"{value:>+{width}.2f}"
 
@@ -770,22 +949,30 @@ def render(result: dict[str, Any]) -> str:
         f"pinning: {meta['pinning']}",
         f"request body {meta['body_bytes']} bytes; times in ms; '+' = added vs direct; "
         "c=64 CPU (100 = one core busy): srv = the server under test's process, "
-        "A/B = whole core A/B, lg = load generator",
+        "us/rq = its CPU microseconds per request, A/B = whole core A/B, lg = load generator",
     ]
+    if "responses_body_bytes" in meta:
+        lines[-1] = lines[-1].replace(
+            f"request body {meta['body_bytes']} bytes",
+            f"request body {meta['body_bytes']} bytes (chat), "
+            f"{meta['responses_body_bytes']} (responses)",
+        )
     c = meta["concurrency"]
+    width = max(20, *(len(label) + 1 for label in labels.values()))
     for mode in MODES:
         rows = summary[mode]["targets"]
         lines.append("")
         lines.append(f"{MODE_TITLES[mode]}")
-        head = f"  {'target':<20}{'p50':>7}{'p99':>7}{'+p50':>7}{'+p99':>7}"
+        head = f"  {'target':<{width}}{'p50':>7}{'p99':>7}{'+p50':>7}{'+p99':>7}"
         if mode == "stream":
             head += f" |{'ttfb50':>7}{'ttfb99':>7}{'+ttfb':>7}"
-        head += f" |{f'c={c} req/s':>12}{'srv%':>6}{'A%':>5}{'B%':>5}{'lg%':>5}{'errors':>7}"
+        head += f" |{f'c={c} req/s':>12}{'srv%':>6}{'us/rq':>6}{'A%':>5}{'B%':>5}{'lg%':>5}"
+        head += f"{'errors':>7}"
         lines.append(head)
         for key, row in rows.items():
             mark = "!" if row["errors"] else " "
             direct = key == "direct"
-            line = f"{mark} {labels[key]:<20}{_f(row['p50_ms'])}{_f(row['p99_ms'])}"
+            line = f"{mark} {labels[key]:<{width}}{_f(row['p50_ms'])}{_f(row['p99_ms'])}"
             line += (
                 f"{'-':>7}{'-':>7}"
                 if direct
@@ -795,6 +982,7 @@ def render(result: dict[str, Any]) -> str:
                 line += f" |{_f(row['ttfb_p50_ms'])}{_f(row['ttfb_p99_ms'])}"
                 line += f"{'-':>7}" if direct else _signed(row["added_ttfb_p50_ms"])
             line += f" |{_f(row['rps'], 0, 12)}{_f(row['server_cpu_pct'], 0, 6)}"
+            line += _f(row["cpu_us_per_req"], 0, 6)
             line += f"{_f(row['cpu_a_busy_pct'], 0, 5)}{_f(row['cpu_b_busy_pct'], 0, 5)}"
             line += _f(row["loadgen_cpu_pct"], 0, 5)
             line += f"{row['errors']:>7}"
@@ -807,6 +995,16 @@ def render(result: dict[str, Any]) -> str:
             if key.endswith("_over_passthrough")
         ]
         lines.append(f"  c={c} ratios: " + ", ".join(parts))
+        for pair in summary[mode].get("compare", ()):
+            num, den = labels[pair["num"]], labels[pair["den"]]
+            text = (
+                f"  {num} / {den}: req/s {_f(pair['rps'], 2, 0)}x, CPU per request "
+                f"{_f(pair['cpu_per_req'], 2, 0)}x ({_signed(pair['cpu_us_per_req_diff'], 0)} us)"
+                f"; c=1 p50 {_signed(pair['p50_ms_diff'], 0)} ms"
+            )
+            if mode == "stream":
+                text += f", first byte {_signed(pair['ttfb_p50_ms_diff'], 0)} ms"
+            lines.append(text + " (same-round ratio/difference, median)")
     lines.append("")
     lines += goal_lines(result)
     lines += warning_lines(result)
@@ -888,6 +1086,29 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--with-no-tools", action="store_true", help="also measure toolwire with no tools"
     )
+    parser.add_argument(
+        "--apis",
+        type=_apis,
+        default=APIS,
+        metavar="API[,API]",
+        help="wire formats sent to toolwire: chat, responses (the same server's /v1/responses)",
+    )
+    parser.add_argument(
+        "--response-store-mib",
+        type=int,
+        default=4,
+        help="byte budget of toolwire's response store (state.max_memory_bytes) in MiB; "
+        "0 = toolwire's default (256 MiB), which lets the heap grow through the run",
+    )
+    parser.add_argument(
+        "--toolwire-tree",
+        type=Path,
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="also measure toolwire (chat) from another source tree, e.g. a git worktree of "
+        "an older commit, run by this venv's python with that tree first on sys.path",
+    )
     parser.add_argument("--no-pin", action="store_true", help="do not pin processes to CPUs")
     parser.add_argument("--log-level", default="warning", help="log level of every server")
     parser.add_argument(
@@ -897,7 +1118,20 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         metavar="PATH",
         help="write every number as JSON to PATH; bare --json: JSON only, on stdout",
     )
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    args.toolwire_tree = [tree.resolve() for tree in args.toolwire_tree]
+    for tree in args.toolwire_tree:
+        if not (tree / "proxy" / "__main__.py").is_file():
+            parser.error(f"--toolwire-tree {tree}: no proxy/__main__.py there")
+    return args
+
+
+def _apis(value: str) -> tuple[str, ...]:
+    apis = tuple(a.strip() for a in value.split(",") if a.strip())
+    unknown = [a for a in apis if a not in APIS]
+    if unknown or "chat" not in apis:
+        raise argparse.ArgumentTypeError(f"one or more of {', '.join(APIS)}, chat included")
+    return apis
 
 
 def _progress(message: str) -> None:
@@ -967,6 +1201,16 @@ def run_benchmark(args: argparse.Namespace) -> dict[str, Any]:
         "loadgen": "wrk (1 thread)" if wrk else "bench/load.py (python)",
         "pinning": cpus.describe(),
         "body_bytes": len(orjson.dumps(request_body(False))),
+        "responses_body_bytes": len(orjson.dumps(request_body(False, "responses"))),
+        "apis": list(args.apis),
+        "toolwire_trees": {
+            t.key: str(tree)
+            for t, tree in zip(
+                [t for t in bench.targets if t.key.startswith("toolwire_tree")],
+                args.toolwire_tree,
+                strict=True,
+            )
+        },
         "chunks": CHUNKS,
         "log_level": args.log_level,
         "python": platform.python_version(),
