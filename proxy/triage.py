@@ -91,10 +91,12 @@ class Triage:
 
     def _repaired_name(self, turn: Turn, call: ToolCall) -> ToolCall:
         """The call under the tool name it evidently meant (case, `-`/`_`), unless strict."""
-        known = call.name in turn.toolset.by_wire_name or call.name in turn.client_tools
+        names = (turn.toolset.by_wire_name, turn.toolset.denied, turn.client_tools)
+        known = any(call.name in group for group in names)
         if self._strict or known or call.name == SEARCH_TOOL:
             return call
-        match = resolve_name([*turn.toolset.by_wire_name, *turn.client_tools], call.name)
+        # Denied tools count too: a slip in a denied tool's name still earns the denial.
+        match = resolve_name([name for group in names for name in group], call.name)
         if match is None:
             return call
         return ToolCall(id=call.id, name=match.name, arguments=call.arguments)

@@ -5,8 +5,6 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import pytest
-
 from policies import (
     ANONYMOUS,
     Action,
@@ -248,11 +246,6 @@ async def test_names_off_by_case_or_separator_are_repaired_keeping_the_call_id()
     assert names(sorted_calls.ordered) == ["ops_read", "lookup_order", "ops_launch"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: name repair looks only at visible and client tools, so a denied tool "
-    "called under a loose name is answered 'unknown tool', not with the denial's reason",
-)
 async def test_a_denied_tool_called_under_a_loose_name_is_answered_with_the_denial() -> None:
     sorted_calls = await triage().sort(turn(), [call("OPS-Wipe")])
     assert sorted_calls.unknown == []
