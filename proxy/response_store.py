@@ -42,20 +42,25 @@ class ResponseStore(Protocol):
 
 
 class MemoryResponseStore:
-    """An in-process ResponseStore bounded by age and by total bytes (oldest go first)."""
+    """An in-process ResponseStore bounded by age and by total bytes (oldest go first).
+
+    Entries are kept as JSON bytes: the budget is what is held (Python objects would take
+    several times their JSON size), and a large store adds nothing to garbage collection.
+    """
 
     def __init__(self, *, ttl_s: float, max_bytes: int) -> None:
         self._ttl = ttl_s
         self._max_bytes = max_bytes
         self._bytes = 0
-        self._entries: OrderedDict[str, tuple[float, int, StoredResponse]] = OrderedDict()
+        self._entries: OrderedDict[str, tuple[float, int, bytes]] = OrderedDict()
 
     async def put(self, response_id: str, stored: StoredResponse) -> None:
-        size = len(orjson.dumps(stored.response)) + len(orjson.dumps(stored.conversation))
+        data = orjson.dumps([stored.response, stored.conversation])
+        size = len(data)
         if size > self._max_bytes:
             return  # larger than the whole store: keeping it would evict everything else
         self._drop(response_id)
-        self._entries[response_id] = (time.monotonic() + self._ttl, size, stored)
+        self._entries[response_id] = (time.monotonic() + self._ttl, size, data)
         self._bytes += size
         now = time.monotonic()
         while self._entries and (
@@ -70,7 +75,8 @@ class MemoryResponseStore:
         if entry[0] < time.monotonic():
             self._drop(response_id)
             return None
-        return entry[2]
+        response, conversation = orjson.loads(entry[2])
+        return StoredResponse(response, conversation)
 
     async def delete(self, response_id: str) -> bool:
         return self._drop(response_id)

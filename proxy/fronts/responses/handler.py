@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 import logging
 import secrets
 from collections.abc import AsyncIterator
@@ -139,11 +138,10 @@ class Responses:
         so a follow-up sent the moment it arrives finds it."""
         async for event in events:
             if isinstance(event, Finished) and prepared.store:
-                preview = copy.deepcopy(builder)
-                preview.feed(event)
+                builder.prepare(event)
                 hidden = [] if prepared.plan.show_rounds else _round_items(event.rounds)
-                conversation = [*prepared.conversation, *hidden, *preview.output]
-                stored = StoredResponse(preview.response(), conversation)
+                conversation = [*prepared.conversation, *hidden, *builder.output]
+                stored = StoredResponse(builder.response(), conversation)
                 await self._services.responses.put(prepared.plan.id, stored)
             yield event
 

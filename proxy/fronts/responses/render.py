@@ -89,6 +89,7 @@ class ResponseBuilder:
         """Output index of each shown `mcp_call`, by call id."""
         self._usage = Usage()
         self._finished: Finished | None = None
+        self._prepared: tuple[Finished, list[Event]] | None = None
         self.status = "in_progress"
         self.incomplete: dict[str, Any] | None = None
         self.error: dict[str, Any] | None = None
@@ -127,7 +128,14 @@ class ResponseBuilder:
             return self._calls_finished(event.calls, event.results) if self.plan.show_rounds else []
         if isinstance(event, KeepAlive):
             return []
+        if self._prepared is not None and self._prepared[0] is event:
+            return self._prepared[1]
         return self._finish(event)
+
+    def prepare(self, done: Finished) -> None:
+        """Finish the response now, before `done` is fed: its final object can be stored
+        before the client sees its end; feeding `done` then returns the same events."""
+        self._prepared = (done, self._finish(done))
 
     def fail(self, exc: ProxyError) -> list[Event]:
         """The events that end a response that failed after it started."""

@@ -1,0 +1,41 @@
+"""The in-memory response store: kept by age and within a byte budget, oldest first."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+
+from proxy import response_store
+from proxy.response_store import MemoryResponseStore, StoredResponse
+
+
+def stored(text: str) -> StoredResponse:
+    return StoredResponse({"id": text, "output": [text]}, [{"role": "user", "content": text}])
+
+
+async def test_put_get_delete() -> None:
+    store = MemoryResponseStore(ttl_s=60, max_bytes=10_000)
+    await store.put("r1", stored("a"))
+    assert await store.get("r1") == stored("a")
+    assert await store.delete("r1") is True
+    assert await store.get("r1") is None and await store.delete("r1") is False
+
+
+async def test_oldest_go_first_past_the_byte_budget() -> None:
+    store = MemoryResponseStore(ttl_s=60, max_bytes=3_000)
+    for key in ("r1", "r2", "r3"):
+        await store.put(key, stored(key * 400))  # about 1.2 kB each
+    assert await store.get("r1") is None
+    assert await store.get("r3") == stored("r3" * 400)
+    await store.put("huge", stored("x" * 5_000))
+    assert await store.get("huge") is None and await store.get("r3") is not None
+
+
+async def test_entries_expire(monkeypatch: pytest.MonkeyPatch) -> None:
+    now = [1000.0]
+    monkeypatch.setattr(response_store, "time", SimpleNamespace(monotonic=lambda: now[0]))
+    store = MemoryResponseStore(ttl_s=10, max_bytes=10_000)
+    await store.put("r1", stored("a"))
+    now[0] += 11
+    assert await store.get("r1") is None
