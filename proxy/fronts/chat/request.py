@@ -7,62 +7,64 @@ tool_calls[0].function`), as OpenAI does.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, NotRequired
 
 import orjson
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+from pydantic import ConfigDict, Field, TypeAdapter, ValidationError, with_config
+from typing_extensions import TypedDict
 
 from ...errors import BadRequestError
 from ..validation import field_path
 
 _OPEN = ConfigDict(extra="allow", strict=True)
+# TypedDicts, not models: validated without building objects, twice as fast on the hot path.
 
 Content = str | list[dict[str, Any]] | None
 
 
-class _Function(BaseModel):
-    model_config = _OPEN
+@with_config(_OPEN)
+class _Function(TypedDict):
     name: str
-    arguments: str | dict[str, Any] = ""
+    arguments: NotRequired[str | dict[str, Any]]
 
 
-class _ToolCall(BaseModel):
-    model_config = _OPEN
+@with_config(_OPEN)
+class _ToolCall(TypedDict):
     id: str
     function: _Function
 
 
-class _System(BaseModel):
-    model_config = _OPEN
+@with_config(_OPEN)
+class _System(TypedDict):
     role: Literal["system", "developer"]
-    content: Content = None
+    content: NotRequired[Content]
 
 
-class _User(BaseModel):
-    model_config = _OPEN
+@with_config(_OPEN)
+class _User(TypedDict):
     role: Literal["user"]
-    content: Content = None
+    content: NotRequired[Content]
 
 
-class _Assistant(BaseModel):
-    model_config = _OPEN
+@with_config(_OPEN)
+class _Assistant(TypedDict):
     role: Literal["assistant"]
-    content: Content = None
-    tool_calls: list[_ToolCall] | None = None
+    content: NotRequired[Content]
+    tool_calls: NotRequired[list[_ToolCall] | None]
 
 
-class _ToolMessage(BaseModel):
-    model_config = _OPEN
+@with_config(_OPEN)
+class _ToolMessage(TypedDict):
     role: Literal["tool"]
     tool_call_id: str
-    content: Content = None
+    content: NotRequired[Content]
 
 
-class _FunctionMessage(BaseModel):
-    model_config = _OPEN
+@with_config(_OPEN)
+class _FunctionMessage(TypedDict):
     role: Literal["function"]
     name: str
-    content: Content = None
+    content: NotRequired[Content]
 
 
 Message = Annotated[
@@ -70,41 +72,40 @@ Message = Annotated[
 ]
 
 
-class _NamedChoice(BaseModel):
-    model_config = _OPEN
+@with_config(_OPEN)
+class _NamedChoice(TypedDict):
     type: Literal["function"]
     function: dict[str, str]
 
 
-class _StreamOptions(BaseModel):
-    model_config = _OPEN
-    include_usage: bool | None = None
+@with_config(_OPEN)
+class _StreamOptions(TypedDict):
+    include_usage: NotRequired[bool | None]
 
 
-class ChatBody(BaseModel):
+@with_config(_OPEN)
+class ChatBody(TypedDict):
     """The fields of `POST /v1/chat/completions` that are checked."""
 
-    model_config = _OPEN
-
-    model: str = Field(min_length=1)
-    messages: list[Message] = Field(min_length=1)
-    stream: bool | None = None
-    stream_options: _StreamOptions | None = None
-    tool_choice: Literal["none", "auto", "required"] | _NamedChoice | None = None
-    parallel_tool_calls: bool | None = None
-    max_tokens: int | None = Field(default=None, ge=1)
-    max_completion_tokens: int | None = Field(default=None, ge=1)
-    n: int | None = Field(default=None, ge=1)
-    temperature: float | None = Field(default=None, ge=0, le=2)
-    top_p: float | None = Field(default=None, ge=0, le=1)
-    presence_penalty: float | None = Field(default=None, ge=-2, le=2)
-    frequency_penalty: float | None = Field(default=None, ge=-2, le=2)
-    stop: str | list[str] | None = None
-    seed: int | None = None
-    logprobs: bool | None = None
-    top_logprobs: int | None = Field(default=None, ge=0, le=20)
-    response_format: dict[str, Any] | None = None
-    user: str | None = None
+    model: Annotated[str, Field(min_length=1)]
+    messages: Annotated[list[Message], Field(min_length=1)]
+    stream: NotRequired[bool | None]
+    stream_options: NotRequired[_StreamOptions | None]
+    tool_choice: NotRequired[Literal["none", "auto", "required"] | _NamedChoice | None]
+    parallel_tool_calls: NotRequired[bool | None]
+    max_tokens: NotRequired[Annotated[int, Field(ge=1)] | None]
+    max_completion_tokens: NotRequired[Annotated[int, Field(ge=1)] | None]
+    n: NotRequired[Annotated[int, Field(ge=1)] | None]
+    temperature: NotRequired[Annotated[float, Field(ge=0, le=2)] | None]
+    top_p: NotRequired[Annotated[float, Field(ge=0, le=1)] | None]
+    presence_penalty: NotRequired[Annotated[float, Field(ge=-2, le=2)] | None]
+    frequency_penalty: NotRequired[Annotated[float, Field(ge=-2, le=2)] | None]
+    stop: NotRequired[str | list[str] | None]
+    seed: NotRequired[int | None]
+    logprobs: NotRequired[bool | None]
+    top_logprobs: NotRequired[Annotated[int, Field(ge=0, le=20)] | None]
+    response_format: NotRequired[dict[str, Any] | None]
+    user: NotRequired[str | None]
 
 
 _BODY = TypeAdapter(ChatBody)
