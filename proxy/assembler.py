@@ -17,6 +17,7 @@ from registry import ToolCall
 
 from .errors import UpstreamError
 from .events import ContentDelta, Usage
+from .upstreams.base import PROVIDER_KEY
 
 Delta = ContentDelta
 """What `Assembler.feed` returns: text to forward to the client now."""
@@ -30,6 +31,9 @@ class Answer:
     tool_calls: list[ToolCall]
     finish_reason: str
     usage: Usage | None
+    provider: dict[str, Any] | None = None
+    """Opaque data the upstream adapter needs back with this message next round (thinking
+    signatures and the like), kept under `PROVIDER_KEY` on the assistant message."""
 
 
 @dataclass(slots=True)
@@ -73,6 +77,7 @@ class Assembler:
         self._last: tuple[int, int] | None = None
         self._finish: str | None = None
         self._usage: Usage | None = None
+        self._provider: dict[str, Any] | None = None
 
     def feed(self, chunk: dict[str, Any]) -> ContentDelta | None:
         """Take one chunk; return the text in it that can go to the client now."""
@@ -86,6 +91,9 @@ class Assembler:
         if choice.get("finish_reason"):
             self._finish = str(choice["finish_reason"]).lower()
         delta = choice.get("delta") or {}
+        provider = delta.get(PROVIDER_KEY)
+        if isinstance(provider, dict):
+            self._provider = {**(self._provider or {}), **provider}
         calls = delta.get("tool_calls")
         if calls:
             for entry in calls:
@@ -145,7 +153,7 @@ class Assembler:
             finish = "tool_calls"
         elif finish == "tool_calls":
             finish = "stop"
-        return Answer("".join(self._content), calls, finish, self._usage)
+        return Answer("".join(self._content), calls, finish, self._usage, self._provider)
 
 
 def _rare_delta(content: Any, reasoning: Any, refusal: Any, logprobs: Any) -> ContentDelta:
@@ -157,6 +165,20 @@ def _rare_delta(content: Any, reasoning: Any, refusal: Any, logprobs: Any) -> Co
         refusal if isinstance(refusal, str) and refusal else None,
         tuple(tokens) if isinstance(tokens, list) and tokens else None,
     )
+
+
+def assistant_message(
+    content: str, calls: list[ToolCall], provider: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """The assistant message of a round for the history, with the upstream's provider data."""
+    message: dict[str, Any] = {
+        "role": "assistant",
+        "content": content or None,
+        "tool_calls": [wire_call(c) for c in calls],
+    }
+    if provider:
+        message[PROVIDER_KEY] = provider
+    return message
 
 
 def wire_call(call: ToolCall) -> dict[str, Any]:

@@ -39,10 +39,14 @@ class UpstreamConfig(BaseModel):
 
     name: str
     base_url: str
-    """`http(s)://host:port/v1`, or `demo` for the built-in demo model."""
+    """`http(s)://host:port/v1`, or `demo` for the built-in demo model. Anthropic and Gemini
+    take the service's root (`https://api.anthropic.com`); the proxy appends the path."""
     api_key: str = ""
     """Empty: the client's Authorization header is forwarded."""
-    format: Literal["openai-chat"] = "openai-chat"
+    format: Literal["openai-chat", "openai-responses", "anthropic", "gemini"] = "openai-chat"
+    """The upstream's wire format; the loop runs the same over each."""
+    anthropic_version: str = "2023-06-01"
+    """The `anthropic-version` header sent to an `anthropic` upstream."""
     models: list[str] = Field(default_factory=lambda: ["*"])
     tool_calling: Literal["native", "emulated", "auto"] = "native"
     """native: the server parses tool calls; emulated: tools go into the prompt and calls are

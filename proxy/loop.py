@@ -12,10 +12,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from policies import Admission, Gate, GateVerdict, LoopGuard, LoopLimits
-from registry import ToolCall, ToolResult
+from registry import ToolResult
 
 from .approvals import USED_APPROVAL, ApprovalFlow, apply_answers
-from .assembler import Answer, Assembler, Usage, wire_call
+from .assembler import Answer, Assembler, Usage, assistant_message
 from .continuations import AFTER_RESULTS, TurnStore, restore
 from .controls import Controls
 from .events import Finished, KeepAlive, LoopEvent, ToolsFinished, ToolsStarted
@@ -134,7 +134,8 @@ class ToolLoop:
     ) -> Finished | None:
         """Add the round to the turn's history, or end the turn if the client has calls."""
         replies, attached = _tool_messages(results)
-        messages = [_assistant_message(content, calls.ordered), *replies]
+        provider = state.answer.provider if state.answer is not None else None
+        messages = [assistant_message(content, calls.ordered, provider), *replies]
         if calls.handed_back:
             kept = [*state.added, *messages]
             if attached is not None:
@@ -270,14 +271,6 @@ async def _within(
     except TimeoutError:
         message = "the turn's time budget ran out while the tool ran"
         return [a.result or ToolResult.error(a.call.id, "timeout", message) for a in admitted]
-
-
-def _assistant_message(content: str, calls: list[ToolCall]) -> Message:
-    return {
-        "role": "assistant",
-        "content": content or None,
-        "tool_calls": [wire_call(c) for c in calls],
-    }
 
 
 def _tool_messages(results: list[ToolResult]) -> tuple[list[Message], Message | None]:

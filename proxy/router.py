@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from fnmatch import fnmatchcase
 
 from .config import UpstreamConfig
 from .demo import DemoUpstream
-from .emulation import with_tool_calling
+from .emulation import ModeStore, with_tool_calling
 from .errors import ModelNotFoundError
-from .upstream import HTTPUpstream, Upstream
+from .upstreams import AnthropicUpstream, GeminiUpstream, HTTPUpstream, Upstream
 
 _REMEMBERED_MODELS = 1024
 """Model names whose route is remembered (globs are matched once per name)."""
@@ -18,10 +19,13 @@ _REMEMBERED_MODELS = 1024
 class UpstreamRouter:
     """Owns every configured upstream and routes requests by model name."""
 
-    def __init__(self, configs: list[UpstreamConfig]) -> None:
+    def __init__(
+        self, configs: list[UpstreamConfig], *, modes: Callable[[str], ModeStore] | None = None
+    ) -> None:
+        """`modes` gives each `auto` upstream, by name, where it remembers emulated models."""
         self._chosen: dict[str, Upstream] = {}
         self._routes: list[tuple[UpstreamConfig, Upstream]] = [
-            (config, _build(config)) for config in configs
+            (config, _build(config, modes)) for config in configs
         ]
 
     def for_model(self, model: str) -> Upstream:
@@ -55,9 +59,9 @@ class UpstreamRouter:
             await upstream.aclose()
 
 
-def _build(config: UpstreamConfig) -> Upstream:
+def _build(config: UpstreamConfig, modes: Callable[[str], ModeStore] | None) -> Upstream:
     upstream: Upstream = (
-        DemoUpstream(config.name) if config.base_url == "demo" else HTTPUpstream(config)
+        DemoUpstream(config.name) if config.base_url == "demo" else _adapter(config)
     )
     return with_tool_calling(
         upstream,
@@ -65,4 +69,14 @@ def _build(config: UpstreamConfig) -> Upstream:
         config.emulation_format,
         strict=config.emulation_strict,
         per_model=config.models_tool_calling,
+        modes=modes(config.name) if modes is not None else None,
     )
+
+
+def _adapter(config: UpstreamConfig) -> Upstream:
+    """The adapter for the upstream's wire format."""
+    if config.format == "anthropic":
+        return AnthropicUpstream(config)
+    if config.format == "gemini":
+        return GeminiUpstream(config)
+    return HTTPUpstream(config)

@@ -1,0 +1,134 @@
+"""Upstreams speaking Anthropic Messages (`format: anthropic`): POST {base_url}/v1/messages."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator, Mapping
+from typing import Any
+
+from ..config import UpstreamConfig
+from . import rosetta_fixes as fixes
+from .base import Chunk, Fault, provider_chunk
+from .conversion import Conversion
+from .openai_chat import as_chunk, model_ids
+from .transport import Transport, error_message, overloaded
+
+
+class AnthropicUpstream:
+    """Claude behind the Messages API; the loop's Chat bodies and chunks are converted."""
+
+    def __init__(self, config: UpstreamConfig) -> None:
+        self.name = config.name
+        self._config = config
+        self._transport = Transport(config)
+
+    @contextlib.asynccontextmanager
+    async def complete(
+        self,
+        body: dict[str, Any],
+        *,
+        headers: Mapping[str, str] | None = None,
+        deadline: float | None = None,
+    ) -> AsyncIterator[AsyncIterator[Chunk]]:
+        """Send the body as a Messages request; yield the answer as Chat chunks.
+
+        Raises:
+            BadRequestError: the body cannot be converted.
+            UpstreamError, UpstreamTimeoutError, UpstreamStatusError: as `Transport.exchange`.
+        """
+        messages, kept = fixes.take_provider_data(body.get("messages") or [], "anthropic")
+        chat = fixes.hoist_system({**body, "messages": messages})
+        conversion = Conversion(chat, "anthropic", self.name)
+        payload = fixes.anthropic_request(conversion.body, chat)
+        fixes.restore_thinking(payload["messages"], kept)
+        sent, credential = self._headers(headers)
+        async with self._transport.exchange(
+            f"{self._config.base_url}/v1/messages",
+            payload,
+            sent,
+            stream=bool(payload.get("stream")),
+            codec=lambda: _AnthropicCodec(conversion),
+            credential=credential,
+            client_key=not self._config.api_key,
+            deadline=deadline,
+        ) as chunks:
+            yield chunks
+
+    def _headers(self, incoming: Mapping[str, str] | None) -> tuple[dict[str, str], str]:
+        headers = {
+            "Content-Type": "application/json",
+            "anthropic-version": self._config.anthropic_version,
+        }
+        if self._config.api_key:
+            headers["x-api-key"] = self._config.api_key
+        elif incoming and incoming.get("x-api-key"):
+            headers["x-api-key"] = incoming["x-api-key"]
+        elif incoming and incoming.get("authorization"):
+            headers["Authorization"] = incoming["authorization"]
+        return headers, headers.get("x-api-key") or headers.get("Authorization", "")
+
+    async def list_models(self) -> list[str]:
+        """Ask `GET /v1/models`; an unreachable server lists nothing.
+
+        Raises:
+            UpstreamError: the server answered something that is not a model list.
+        """
+        sent, _ = self._headers(None)
+        payload = await self._transport.get_json(f"{self._config.base_url}/v1/models", sent)
+        return model_ids(self.name, payload)
+
+    async def aclose(self) -> None:
+        await self._transport.aclose()
+
+
+class _AnthropicCodec:
+    """Messages stream events (or a whole message) to Chat chunks, through rosetta."""
+
+    def __init__(self, conversion: Conversion) -> None:
+        self.finished = False
+        self._conversion = conversion
+        self._processor = conversion.stream()
+        self._thinking = fixes.AnthropicThinking()
+        self._usage: dict[str, Any] = {}
+        self._stop: str | None = None
+
+    def event(self, payload: dict[str, Any]) -> list[Chunk]:
+        kind = payload.get("type")
+        if kind == "error":
+            raise _fault(payload)
+        if kind == "ping":
+            return []
+        self._thinking.observe(payload)
+        if kind == "message_start":
+            self._usage.update((payload.get("message") or {}).get("usage") or {})
+        elif kind == "message_delta":
+            self._usage.update({k: v for k, v in (payload.get("usage") or {}).items() if v})
+            self._stop = (payload.get("delta") or {}).get("stop_reason")
+        chunks = self._conversion.chunks(self._processor, payload)
+        if kind == "message_stop":
+            self.finished = True
+            data = self._thinking.provider_data()
+            if data is not None:
+                chunks.append(provider_chunk(data))
+        chunks = fixes.with_finish(chunks, fixes.ANTHROPIC_FINISH, self._stop)
+        return fixes.with_usage(chunks, fixes.anthropic_usage(self._usage) if self._usage else None)
+
+    def whole(self, payload: Any) -> list[Chunk]:
+        if not isinstance(payload, dict) or payload.get("type") == "error":
+            raise _fault(payload)
+        self._thinking.observe_message(payload)
+        chunk = as_chunk(self._conversion.answer(payload))
+        chunk = fixes.with_finish([chunk], fixes.ANTHROPIC_FINISH, payload.get("stop_reason"))[0]
+        usage = payload.get("usage")
+        if isinstance(usage, dict):
+            chunk["usage"] = fixes.anthropic_usage(usage)
+        data = self._thinking.provider_data()
+        return [chunk, provider_chunk(data)] if data is not None else [chunk]
+
+
+def _fault(payload: Any) -> Fault:
+    error = payload.get("error") if isinstance(payload, dict) else None
+    message = error_message(payload) or "the upstream reported an error"
+    if isinstance(error, dict) and error.get("type") == "overloaded_error":
+        return overloaded(message)
+    return Fault(message)

@@ -1,0 +1,81 @@
+"""The upstream seam: what the tool loop asks of a model server, whatever its wire format."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator, Mapping
+from typing import Any, Protocol
+
+Chunk = dict[str, Any]
+
+PROVIDER_KEY = "toolwire_provider"
+"""Extension key on a Chat assistant message (and on a chunk's delta) holding what a
+provider needs back next round and Chat cannot carry: Anthropic thinking blocks with their
+signatures, Gemini thought signatures, Responses reasoning items. Each adapter writes and
+reads its own entry under it; every adapter removes the key before a request goes out."""
+
+
+class Upstream(Protocol):
+    """A model server speaking (or adapted to) OpenAI Chat Completions."""
+
+    name: str
+
+    def complete(
+        self,
+        body: dict[str, Any],
+        *,
+        headers: Mapping[str, str] | None = None,
+        deadline: float | None = None,
+    ) -> contextlib.AbstractAsyncContextManager[AsyncIterator[Chunk]]:
+        """Open one completion; iterate the context's value for its chunks.
+
+        `deadline` (a `time.monotonic()` value) bounds the whole call, when given.
+        """
+        ...
+
+    async def list_models(self) -> list[str]:
+        """The model ids this upstream serves."""
+        ...
+
+    async def aclose(self) -> None:
+        """Release connections."""
+        ...
+
+
+class Codec(Protocol):
+    """Turns one provider answer (its stream events, or its whole body) into Chat chunks.
+
+    `event` and `whole` raise `Fault` for an error the provider reports in its answer.
+    """
+
+    finished: bool
+    """True once the answer's end arrived, so a stream that stops here is complete."""
+
+    def event(self, payload: dict[str, Any]) -> list[Chunk]: ...
+
+    def whole(self, payload: Any) -> list[Chunk]: ...
+
+
+class Fault(Exception):
+    """An error the provider reported inside a 200 answer (an error event, a failed response).
+
+    The transport turns it into an `UpstreamError` with the secrets redacted.
+    """
+
+    def __init__(self, message: str, *, status: int = 502, retry_after: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.status = status
+        self.retry_after = retry_after
+
+
+def provider_chunk(data: dict[str, Any]) -> Chunk:
+    """A chunk carrying only provider data for the assembler to keep with the answer."""
+    return {"choices": [{"index": 0, "delta": {PROVIDER_KEY: data}, "finish_reason": None}]}
+
+
+def strip_provider(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The messages without the provider extension key (for upstreams that cannot use it)."""
+    if not any(PROVIDER_KEY in m for m in messages):
+        return messages
+    return [{k: v for k, v in m.items() if k != PROVIDER_KEY} for m in messages]

@@ -1,0 +1,149 @@
+"""Upstreams speaking Gemini's `generateContent` (`format: gemini`).
+
+POST {base_url}/v1beta/models/{model}:generateContent, or :streamGenerateContent?alt=sse
+(data-only events, CRLF-separated) when streaming; the key goes in `x-goog-api-key`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import secrets
+from collections.abc import AsyncIterator, Mapping
+from typing import Any
+from urllib.parse import quote
+
+from ..config import UpstreamConfig
+from ..errors import UpstreamError
+from . import rosetta_fixes as fixes
+from .base import Chunk, Fault, provider_chunk
+from .conversion import Conversion
+from .openai_chat import as_chunk
+from .transport import Transport, error_message, overloaded
+
+
+class GeminiUpstream:
+    """Gemini behind the Generative Language API; Chat bodies and chunks are converted."""
+
+    def __init__(self, config: UpstreamConfig) -> None:
+        self.name = config.name
+        self._config = config
+        self._transport = Transport(config)
+
+    @contextlib.asynccontextmanager
+    async def complete(
+        self,
+        body: dict[str, Any],
+        *,
+        headers: Mapping[str, str] | None = None,
+        deadline: float | None = None,
+    ) -> AsyncIterator[AsyncIterator[Chunk]]:
+        """Send the body as a generateContent request; yield the answer as Chat chunks.
+
+        Raises:
+            BadRequestError: the body cannot be converted.
+            UpstreamError, UpstreamTimeoutError, UpstreamStatusError: as `Transport.exchange`.
+        """
+        messages, kept = fixes.take_provider_data(body.get("messages") or [], "gemini")
+        chat = fixes.hoist_system({**body, "messages": messages})
+        conversion = Conversion(chat, "google", self.name)
+        payload = fixes.gemini_request(conversion.body, chat)
+        fixes.restore_signatures(payload["contents"], kept)
+        stream = bool(body.get("stream"))
+        model = quote(str(body.get("model", "")).removeprefix("models/"), safe="-._")
+        action = "streamGenerateContent?alt=sse" if stream else "generateContent"
+        sent, credential = self._headers(headers)
+        async with self._transport.exchange(
+            f"{self._config.base_url}/v1beta/models/{model}:{action}",
+            payload,
+            sent,
+            stream=stream,
+            codec=lambda: _GeminiCodec(conversion),
+            credential=credential,
+            client_key=not self._config.api_key,
+            deadline=deadline,
+        ) as chunks:
+            yield chunks
+
+    def _headers(self, incoming: Mapping[str, str] | None) -> tuple[dict[str, str], str]:
+        headers = {"Content-Type": "application/json"}
+        key = self._config.api_key
+        if not key and incoming:
+            key = incoming.get("x-goog-api-key") or ""
+            bearer = incoming.get("authorization", "")
+            if not key and bearer.lower().startswith("bearer "):
+                key = bearer[7:].strip()
+        if key:
+            headers["x-goog-api-key"] = key
+        return headers, key
+
+    async def list_models(self) -> list[str]:
+        """Ask `GET /v1beta/models`; an unreachable server lists nothing.
+
+        Raises:
+            UpstreamError: the server answered something that is not a model list.
+        """
+        sent, _ = self._headers(None)
+        payload = await self._transport.get_json(f"{self._config.base_url}/v1beta/models", sent)
+        if payload is None:
+            return []
+        models = payload.get("models") if isinstance(payload, dict) else None
+        if not isinstance(models, list):
+            raise UpstreamError(f"upstream {self.name!r} returned an invalid model list")
+        names = (m.get("name") for m in models if isinstance(m, dict))
+        return [n.removeprefix("models/") for n in names if isinstance(n, str)]
+
+    async def aclose(self) -> None:
+        await self._transport.aclose()
+
+
+class _GeminiCodec:
+    """generateContent answers (streamed pieces, or the whole) to Chat chunks, through rosetta."""
+
+    def __init__(self, conversion: Conversion) -> None:
+        self.finished = False
+        self._conversion = conversion
+        self._processor = conversion.stream()
+        self._calls = fixes.GeminiCalls(lambda: f"call_{secrets.token_hex(12)}")
+
+    def event(self, payload: dict[str, Any]) -> list[Chunk]:
+        if "error" in payload:
+            raise _fault(payload)
+        payload = self._calls.observe(payload)
+        usage = payload.get("usageMetadata")
+        chunks = fixes.without_rosetta_metadata(self._conversion.chunks(self._processor, payload))
+        if _ends(payload):
+            self.finished = True
+            data = self._calls.provider_data()
+            if data is not None:
+                chunks.insert(0, provider_chunk(data))
+        return fixes.with_usage(chunks, fixes.gemini_usage(usage) if usage else None)
+
+    def whole(self, payload: Any) -> list[Chunk]:
+        if not isinstance(payload, dict) or "error" in payload:
+            raise _fault(payload)
+        payload = self._calls.observe(payload)
+        converted = self._conversion.answer(payload)
+        chunk = as_chunk(fixes.without_rosetta_metadata([converted])[0])
+        usage = payload.get("usageMetadata")
+        if isinstance(usage, dict):
+            chunk["usage"] = fixes.gemini_usage(usage)
+        data = self._calls.provider_data()
+        return [chunk, provider_chunk(data)] if data is not None else [chunk]
+
+
+def _ends(payload: dict[str, Any]) -> bool:
+    if (payload.get("promptFeedback") or {}).get("blockReason"):
+        return True
+    candidates = payload.get("candidates") or ()
+    return any(isinstance(c, dict) and c.get("finishReason") for c in candidates)
+
+
+def _fault(payload: Any) -> Fault:
+    message = error_message(payload) or "the upstream reported an error"
+    error = payload.get("error") if isinstance(payload, dict) else None
+    if isinstance(error, dict) and error.get("status") == "UNAVAILABLE":
+        return overloaded(message)
+    return Fault(message)
+
+
+__all__ = ["GeminiUpstream"]

@@ -1,0 +1,148 @@
+"""Upstreams speaking OpenAI Chat Completions (vLLM, SGLang, Ollama, llama.cpp, OpenAI).
+
+The loop speaks Chat too, so the body goes out as it is (minus the provider extension key)
+and the chunks come back as they are; an unstreamed answer becomes one chunk whose delta
+holds the whole message, so the loop has a single path.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator, Mapping
+from typing import Any
+
+from ..config import UpstreamConfig
+from ..errors import UpstreamError
+from .base import Chunk, Fault, strip_provider
+from .transport import Transport, error_message
+
+
+class HTTPUpstream:
+    """An OpenAI-compatible server over pooled HTTP (`format: openai-chat`)."""
+
+    def __init__(self, config: UpstreamConfig) -> None:
+        self.name = config.name
+        self._config = config
+        self._url = f"{config.base_url}/chat/completions"
+        self._transport = Transport(config)
+
+    @contextlib.asynccontextmanager
+    async def complete(
+        self,
+        body: dict[str, Any],
+        *,
+        headers: Mapping[str, str] | None = None,
+        deadline: float | None = None,
+    ) -> AsyncIterator[AsyncIterator[Chunk]]:
+        """POST the body and yield an iterator of its chunks.
+
+        Raises:
+            UpstreamError, UpstreamTimeoutError, UpstreamStatusError: as `Transport.exchange`.
+        """
+        messages = body.get("messages")
+        if isinstance(messages, list):
+            body = {**body, "messages": strip_provider(messages)}
+        sent = bearer_headers(self._config.api_key, headers)
+        async with self._transport.exchange(
+            self._url,
+            body,
+            sent,
+            stream=bool(body.get("stream")),
+            codec=ChatCodec,
+            credential=sent.get("Authorization", ""),
+            client_key=not self._config.api_key,
+            deadline=deadline,
+        ) as chunks:
+            yield chunks
+
+    async def list_models(self) -> list[str]:
+        """Ask the server's `/models`; an unreachable server lists nothing.
+
+        Raises:
+            UpstreamError: the server answered something that is not a model list.
+        """
+        url = f"{self._config.base_url}/models"
+        payload = await self._transport.get_json(url, bearer_headers(self._config.api_key, None))
+        return model_ids(self.name, payload)
+
+    async def aclose(self) -> None:
+        await self._transport.aclose()
+
+
+class ChatCodec:
+    """Chat chunks pass through; an error object in the stream is a fault."""
+
+    def __init__(self) -> None:
+        self.finished = False
+
+    def event(self, payload: dict[str, Any]) -> list[Chunk]:
+        if "error" in payload and "choices" not in payload:
+            raise Fault(error_message(payload))
+        if not self.finished:
+            self.finished = _finishes(payload)
+        return [payload]
+
+    def whole(self, payload: Any) -> list[Chunk]:
+        return [as_chunk(payload)]
+
+
+def bearer_headers(api_key: str, incoming: Mapping[str, str] | None) -> dict[str, str]:
+    """JSON headers with the configured key as a bearer token, else the client's own."""
+    headers = {"Content-Type": "application/json"}
+    if api_key:
+        headers["Authorization"] = f"Bearer {api_key}"
+    elif incoming and incoming.get("authorization"):
+        headers["Authorization"] = incoming["authorization"]
+    return headers
+
+
+def model_ids(name: str, payload: Any) -> list[str]:
+    """The ids of an OpenAI-style model list (`{"data": [{"id": ...}]}`); None lists nothing.
+
+    Raises:
+        UpstreamError: the payload is not a model list.
+    """
+    if payload is None:
+        return []
+    data = payload.get("data") if isinstance(payload, dict) else None
+    if not isinstance(data, list):
+        raise UpstreamError(f"upstream {name!r} returned an invalid model list")
+    return [m["id"] for m in data if isinstance(m, dict) and isinstance(m.get("id"), str)]
+
+
+def _finishes(chunk: Chunk) -> bool:
+    # Only a chunk with a finish_reason (or [DONE]) proves the upstream meant to stop there.
+    choices = chunk.get("choices")
+    if isinstance(choices, list):
+        for choice in choices:
+            if isinstance(choice, dict) and choice.get("finish_reason") is not None:
+                return True
+    return False
+
+
+def as_chunk(payload: Any) -> Chunk:
+    """Turn an unstreamed `chat.completion` into one equivalent chunk.
+
+    Raises:
+        UpstreamError: the payload has no usable first choice.
+    """
+    choices = payload.get("choices") if isinstance(payload, dict) else None
+    if not choices or not isinstance(choices[0], dict):
+        raise UpstreamError("upstream answer has no choices")
+    choice = choices[0]
+    message = choice.get("message")
+    if not isinstance(message, dict):
+        raise UpstreamError("upstream answer has no message")
+    return {
+        "id": payload.get("id"),
+        "model": payload.get("model"),
+        "choices": [
+            {
+                "index": 0,
+                "delta": message,
+                "logprobs": choice.get("logprobs"),
+                "finish_reason": choice.get("finish_reason"),
+            }
+        ],
+        "usage": payload.get("usage"),
+    }

@@ -1,0 +1,425 @@
+"""The HTTP transport every upstream adapter shares (aiohttp).
+
+Pooled sessions, timeouts and the turn's deadline, the keep-alive retry, SSE decoding with
+truncation detection, status and error mapping, and secret redaction live here; an adapter
+only says where to send what, and how its answer becomes Chat chunks (its `Codec`).
+aiohttp errors are mapped to proxy errors here and nowhere else.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, NoReturn
+
+import aiohttp
+import orjson
+
+from .. import sse
+from ..config import UpstreamConfig
+from ..errors import UpstreamError, UpstreamStatusError, UpstreamTimeoutError
+from .base import Chunk, Codec, Fault
+
+_MAX_BODY = 64 * 1024 * 1024
+_MAX_MESSAGE = 2000
+_CUT = "the upstream stream ended before the answer was complete"
+_REDACTED = "[redacted]"
+# Idle pooled connections are dropped after this, before uvicorn's 5 s (and most servers'
+# keep-alive) runs out, so the upstream seldom closes one under a request we are sending.
+_KEEPALIVE_S = 4.0
+_OVERLOADED_RETRY_S = "5"
+
+
+class Transport:
+    """Pooled HTTP to one upstream, bounded by its configured timeouts."""
+
+    def __init__(self, config: UpstreamConfig) -> None:
+        self.name = config.name
+        self._config = config
+        self._session: aiohttp.ClientSession | None = None
+        self._fresh_session: aiohttp.ClientSession | None = None
+        self._timeout = aiohttp.ClientTimeout(
+            total=config.timeout_s,
+            sock_connect=config.connect_timeout_s,
+            sock_read=config.idle_timeout_s,
+        )
+
+    @contextlib.asynccontextmanager
+    async def exchange(
+        self,
+        url: str,
+        payload: dict[str, Any],
+        headers: dict[str, str],
+        *,
+        stream: bool,
+        codec: Callable[[], Codec],
+        credential: str,
+        client_key: bool,
+        deadline: float | None = None,
+    ) -> AsyncIterator[AsyncIterator[Chunk]]:
+        """POST `payload` and yield an iterator of the answer's Chat chunks.
+
+        `credential` is the secret the request carries (never shown in an error);
+        `client_key` says it is the client's own, so a refusal is the client's to see.
+
+        Raises:
+            UpstreamError: connection failed, bad status, unusable body, an error in the
+                answer, or a stream that ended before the answer did (502).
+            UpstreamTimeoutError: a connect, first-byte, idle or total deadline passed (504).
+            UpstreamStatusError: the upstream rejected the request with a 4xx.
+        """
+        data = orjson.dumps(payload)
+        call = _Call(
+            self.name,
+            functools.partial(self._post, url, data, headers, deadline),
+            codec,
+            credential=credential,
+            client_key=client_key,
+        )
+        try:
+            response = await call.open()
+            yield call.chunks(response) if stream else call.whole(response)
+        finally:
+            call.close()
+
+    async def get_json(self, url: str, headers: dict[str, str]) -> Any:
+        """GET a JSON document; None when the server is unreachable or refuses."""
+        try:
+            async with asyncio.timeout(self._config.connect_timeout_s):
+                async with self._client().get(url, headers=headers) as response:
+                    if response.status >= 400:
+                        return None
+                    return orjson.loads(await response.read())
+        except (aiohttp.ClientError, TimeoutError, orjson.JSONDecodeError):
+            return None
+
+    async def aclose(self) -> None:
+        for session in (self._session, self._fresh_session):
+            if session is not None:
+                await session.close()
+        self._session = self._fresh_session = None
+
+    def _client(self) -> aiohttp.ClientSession:
+        # Created lazily so it binds to the serving event loop.
+        if self._session is None:
+            self._session = self._new_session(
+                aiohttp.TCPConnector(
+                    limit=self._config.max_connections,
+                    keepalive_timeout=_KEEPALIVE_S,
+                    ttl_dns_cache=300,
+                    enable_cleanup_closed=True,
+                )
+            )
+        return self._session
+
+    def _fresh_client(self) -> aiohttp.ClientSession:
+        # For a request sent again: a connection of its own, as the pool may hold more dead ones.
+        if self._fresh_session is None:
+            self._fresh_session = self._new_session(
+                aiohttp.TCPConnector(
+                    limit=self._config.max_connections, force_close=True, ttl_dns_cache=300
+                )
+            )
+        return self._fresh_session
+
+    def _new_session(self, connector: aiohttp.TCPConnector) -> aiohttp.ClientSession:
+        return aiohttp.ClientSession(
+            connector=connector,
+            timeout=self._timeout,
+            json_serialize=lambda obj: orjson.dumps(obj).decode(),
+            auto_decompress=True,
+        )
+
+    async def _post(
+        self, url: str, data: bytes, headers: dict[str, str], deadline: float | None
+    ) -> aiohttp.ClientResponse:
+        """POST; once more on a fresh connection when the first died before any answer.
+
+        Raises:
+            aiohttp.ClientError, TimeoutError: left for the caller to map.
+        """
+        try:
+            return await self._post_on(self._client(), url, data, headers, deadline)
+        except aiohttp.ClientError as exc:
+            if not _unanswered(exc):
+                raise
+        return await self._post_on(self._fresh_client(), url, data, headers, deadline)
+
+    async def _post_on(
+        self,
+        session: aiohttp.ClientSession,
+        url: str,
+        data: bytes,
+        headers: dict[str, str],
+        deadline: float | None,
+    ) -> aiohttp.ClientResponse:
+        """One POST, bounded by the first-byte timeout and the turn's deadline."""
+        first_byte = self._config.first_byte_timeout_s
+        timeout = self._timeout
+        if deadline is not None:
+            # The turn's budget bounds this call too: aiohttp's own timer, one per request.
+            left = max(0.001, deadline - time.monotonic())
+            first_byte = min(first_byte, left)
+            if left < self._config.timeout_s:
+                timeout = aiohttp.ClientTimeout(
+                    total=left,
+                    sock_connect=self._config.connect_timeout_s,
+                    sock_read=self._config.idle_timeout_s,
+                )
+        async with asyncio.timeout(first_byte):
+            return await session.post(url, data=data, headers=headers, timeout=timeout)
+
+
+@dataclass(slots=True)
+class _Progress:
+    started: bool = False
+    """A chunk reached the caller: the request may not be sent again."""
+    complete: bool = False
+    """The stream reached `[DONE]` or the end of its answer."""
+
+
+class _Call:
+    """One completion request: its live response, a second try for an empty stream, and the
+    credential it carried, which no error message may show."""
+
+    def __init__(
+        self,
+        name: str,
+        send: Callable[[], Awaitable[aiohttp.ClientResponse]],
+        codec: Callable[[], Codec],
+        *,
+        credential: str,
+        client_key: bool,
+    ) -> None:
+        self.name = name
+        self._send = send
+        self._codec = codec
+        self._credential = credential
+        self._client_key = client_key
+        self._response: aiohttp.ClientResponse | None = None
+
+    async def open(self) -> aiohttp.ClientResponse:
+        """Send the request (again) and check its status.
+
+        Raises:
+            UpstreamError, UpstreamTimeoutError, UpstreamStatusError: as `Transport.exchange`.
+        """
+        self.close()
+        try:
+            self._response = response = await self._send()
+        except TimeoutError as exc:
+            raise UpstreamTimeoutError(f"upstream {self.name!r} did not answer in time") from exc
+        except aiohttp.ClientError as exc:
+            reason = self._redact(_reason(exc))
+            raise UpstreamError(f"upstream {self.name!r} is unreachable: {reason}") from exc
+        if response.status >= 400:
+            await self._raise_for_status(response)
+        return response
+
+    def close(self) -> None:
+        """Release the current response's connection."""
+        if self._response is not None:
+            self._response.close()
+            self._response = None
+
+    async def chunks(self, response: aiohttp.ClientResponse) -> AsyncIterator[Chunk]:
+        """The streamed chunks, up to `[DONE]` or the end of a stream that finished its answer.
+
+        A stream that ends without `[DONE]` and before its codec saw the answer's end was cut
+        short: it is asked for once more when nothing reached the caller yet.
+
+        Raises:
+            UpstreamError: the stream broke off, sent something unusable or was cut short (502).
+            UpstreamTimeoutError: the stream stalled (504).
+        """
+        for attempt in range(2):
+            if attempt:
+                response = await self.open()
+            progress = _Progress()
+            async for chunk in self._read(response, progress):
+                yield chunk
+            if progress.complete:
+                return
+            if progress.started:
+                break
+        raise UpstreamError(f"{_CUT} (upstream {self.name!r})")
+
+    async def _read(
+        self, response: aiohttp.ClientResponse, progress: _Progress
+    ) -> AsyncIterator[Chunk]:
+        """One response's chunks; `progress` says whether any came and whether it ended."""
+        codec = self._codec()
+        decoder = sse.SSEDecoder()
+        try:
+            async for raw in response.content.iter_any():
+                for data in decoder.feed(raw):
+                    if data == "[DONE]":
+                        progress.complete = True
+                        return
+                    for chunk in self._event(codec, data):
+                        progress.started = True
+                        yield chunk
+            tail = decoder.close()
+        except TimeoutError as exc:
+            raise UpstreamTimeoutError(f"upstream {self.name!r} stalled") from exc
+        except (aiohttp.ClientError, sse.SSEDecodeError, UnicodeDecodeError) as exc:
+            raise self._broke_off(exc) from exc
+        for data in tail:
+            if data == "[DONE]":
+                progress.complete = True
+                return
+            for chunk in self._event(codec, data):
+                progress.started = True
+                yield chunk
+        progress.complete = codec.finished
+
+    async def whole(self, response: aiohttp.ClientResponse) -> AsyncIterator[Chunk]:
+        """The unstreamed answer as chunks (one, for most formats).
+
+        Raises:
+            UpstreamError: the body is cut, too large, or not a usable completion.
+            UpstreamTimeoutError: the body stalled.
+        """
+        parts: list[bytes] = []
+        size = 0
+        try:
+            async for part in response.content.iter_any():
+                size += len(part)
+                if size > _MAX_BODY:
+                    raise UpstreamError("upstream answer is too large")
+                parts.append(part)
+        except TimeoutError as exc:
+            raise UpstreamTimeoutError(f"upstream {self.name!r} stalled") from exc
+        except aiohttp.ClientError as exc:
+            raise self._broke_off(exc) from exc
+        try:
+            payload = orjson.loads(b"".join(parts))
+        except orjson.JSONDecodeError as exc:
+            raise UpstreamError("upstream answer is not JSON") from exc
+        try:
+            chunks = self._codec().whole(payload)
+        except Fault as fault:
+            raise self._fault(fault, "upstream error") from fault
+        for chunk in chunks:
+            yield chunk
+
+    def _event(self, codec: Codec, data: str) -> list[Chunk]:
+        try:
+            payload = orjson.loads(data)
+        except orjson.JSONDecodeError as exc:
+            raise UpstreamError("upstream sent an event that is not JSON") from exc
+        if not isinstance(payload, dict):
+            raise UpstreamError("upstream sent an event that is not an object")
+        try:
+            return codec.event(payload)
+        except Fault as fault:
+            raise self._fault(fault, "upstream error mid-stream") from fault
+
+    def _fault(self, fault: Fault, prefix: str) -> UpstreamError:
+        message = f"{prefix}: {self._redact(fault.message)[:_MAX_MESSAGE]}"
+        headers = {"Retry-After": fault.retry_after} if fault.retry_after else None
+        return UpstreamError(message, status=fault.status, headers=headers)
+
+    async def _raise_for_status(self, response: aiohttp.ClientResponse) -> NoReturn:
+        message = await self._error_text(response)
+        status = response.status
+        retry = response.headers.get("Retry-After")
+        if status in (401, 403) and self._client_key:
+            # The client's own key was forwarded: its problem to see, not a proxy failure.
+            raise UpstreamStatusError(
+                message or "the upstream refused the credentials",
+                status=status,
+                code="invalid_api_key",
+            )
+        if status in (401, 403):
+            raise UpstreamError(
+                f"upstream {self.name!r} refused the proxy's credentials ({status})"
+            )
+        if status == 429:
+            raise UpstreamStatusError(
+                message or "upstream rate limit",
+                status=429,
+                code="rate_limit_exceeded",
+                headers={"Retry-After": retry} if retry else None,
+            )
+        if status == 529:
+            # Anthropic's "overloaded": a temporary state the client should wait out.
+            raise UpstreamError(
+                f"upstream {self.name!r} is overloaded: {message}",
+                status=503,
+                code="upstream_overloaded",
+                headers={"Retry-After": retry or _OVERLOADED_RETRY_S},
+            )
+        if 400 <= status < 500:
+            raise UpstreamStatusError(
+                message or f"upstream rejected the request ({status})", status=status
+            )
+        raise UpstreamError(f"upstream {self.name!r} failed ({status}): {message}")
+
+    async def _error_text(self, response: aiohttp.ClientResponse) -> str:
+        """The message of an error answer, redacted, then clipped."""
+        try:
+            raw = await response.content.read(64 * 1024)
+        except (aiohttp.ClientError, TimeoutError):
+            raw = b""  # a cut or stalled error body: its status still says what happened
+        try:
+            return self._redact(error_message(orjson.loads(raw)))[:_MAX_MESSAGE]
+        except orjson.JSONDecodeError:
+            text = raw.decode("utf-8", "replace").strip()
+            return self._redact(text)[:500] or response.reason or ""
+
+    def _broke_off(self, exc: BaseException) -> UpstreamError:
+        return UpstreamError(f"upstream {self.name!r} broke off: {self._redact(_reason(exc))}")
+
+    def _redact(self, text: str) -> str:
+        # Upstreams echo keys in their errors ("invalid key sk-…"); redacting before clipping
+        # leaves no prefix of one either. Error paths only.
+        token = self._credential.partition(" ")[2].strip()
+        for secret in (self._credential, token):
+            if secret:
+                text = text.replace(secret, _REDACTED)
+        return text
+
+
+def overloaded(message: str, retry_after: str | None = None) -> Fault:
+    """A provider's "overloaded" reported inside an answer: a 503 to wait out."""
+    return Fault(message, status=503, retry_after=retry_after or _OVERLOADED_RETRY_S)
+
+
+def error_message(payload: Any) -> str:
+    """The message of a provider's error body (OpenAI, Anthropic and Gemini shapes alike),
+    whole: the caller redacts, then clips."""
+    if isinstance(payload, dict):
+        error = payload.get("error", payload)
+        if isinstance(error, dict):
+            return str(error.get("message") or error.get("detail") or "")
+        if isinstance(error, str):
+            return error
+        detail = payload.get("detail")
+        if detail:
+            return str(detail)
+    return ""
+
+
+def _unanswered(exc: aiohttp.ClientError) -> bool:
+    """Whether a connection died under the request before any byte of an answer came back.
+
+    The keep-alive race: the server closes an idle pooled connection just as a request goes
+    out on it. Nothing was answered, so the request may be sent again.
+    """
+    if isinstance(exc, aiohttp.ServerDisconnectedError):
+        # aiohttp hands over the partly parsed response instead of a text when any arrived.
+        return isinstance(exc.message, str)
+    if isinstance(exc, aiohttp.ClientConnectorError):
+        return False  # no connection was made: a fresh one would be refused alike
+    # A reset while the request was written or its answer awaited: the response head never
+    # completed (aiohttp keeps no record of a partial one).
+    return isinstance(exc, aiohttp.ClientOSError | aiohttp.ClientConnectionResetError)
+
+
+def _reason(exc: BaseException) -> str:
+    return str(exc) or type(exc).__name__
