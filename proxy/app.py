@@ -31,6 +31,7 @@ from .fronts import (
     Responses,
     anthropic_error_body,
 )
+from .fronts.mcp import McpFront
 from .injection import Catalog
 from .loop import ToolLoop
 from .response_store import MemoryResponseStore
@@ -68,6 +69,7 @@ def create_app(
         ConfigError: traces are configured but OpenTelemetry is not installed.
     """
     hot = _HotRoutes()
+    mcp = McpFront() if settings.mcp_server.enabled else None
     telemetry = telemetry if telemetry is not None else Telemetry.from_settings(settings)
 
     @contextlib.asynccontextmanager
@@ -79,6 +81,13 @@ def create_app(
             app.state.services = services
             hot.bind(services)
             stack.callback(hot.unbind)
+            if mcp is not None:
+                serving = mcp.serving(
+                    services,
+                    approval_timeout_s=settings.policy.approval_ttl_s,
+                    max_body_bytes=settings.server.max_body_bytes,
+                )
+                await stack.enter_async_context(serving)
             log.info("toolwire ready: %d tools", len(services.registry))
             yield
 
@@ -89,6 +98,7 @@ def create_app(
             Route("/healthz", _healthz, methods=["GET"]),
             Route("/readyz", _readyz, methods=["GET"]),
             Route("/metrics", telemetry.metrics_endpoint, methods=["GET"]),
+            *([Route("/mcp", mcp)] if mcp is not None else []),
         ],
         lifespan=lifespan,
         exception_handlers={HTTPException: _http_error, ProxyError: _proxy_error},

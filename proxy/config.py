@@ -88,6 +88,14 @@ class StateConfig(BaseModel):
     """Byte budget of the in-memory response store; the oldest responses go first."""
 
 
+class McpServerConfig(BaseModel):
+    """`/mcp`: the registry served outward over MCP, under the same keys and gate."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    enabled: bool = True
+
+
 class Settings(BaseModel):
     """The whole of proxy.yaml."""
 
@@ -104,6 +112,7 @@ class Settings(BaseModel):
     """Checked at execution after the policy; a refusal is a tool error the model reads."""
     auth: AuthConfig | None = None
     """Client keys; absent, the proxy authenticates no one (bind it to loopback)."""
+    mcp_server: McpServerConfig = Field(default_factory=McpServerConfig)
     base_dir: Path = Field(default_factory=Path.cwd, exclude=True)
     """Where relative paths in the file are resolved: the config file's folder."""
 

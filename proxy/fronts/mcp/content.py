@@ -1,0 +1,91 @@
+"""Registry tools and results as MCP sees them: `Tool` definitions and `CallToolResult`s.
+
+The inverse of `registry/mcp/content.py`: attachments are stored as OpenAI content parts
+(`image_url` with a data URL, `input_audio`) and become MCP image and audio blocks again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import mcp_types as types
+
+from registry import Tag, Tool, ToolResult
+
+_AUDIO_TYPES = {"wav": "audio/wav", "mp3": "audio/mpeg"}
+"""MIME types of the formats OpenAI's `input_audio` part takes."""
+
+META_PREFIX = "toolwire/"
+"""Toolwire's fields in a tool's `_meta`: its qualified name, tags and deferral."""
+
+
+def mcp_tool(tool: Tool, wire_name: str, schema: Mapping[str, Any]) -> types.Tool:
+    """A registry tool as an MCP tool definition, under its wire name.
+
+    `schema` is the OpenAI function schema the gate shows for the tool; its parameters
+    become the input schema.
+    """
+    function = schema["function"]
+    parameters = function.get("parameters") or {"type": "object", "properties": {}}
+    meta = {
+        f"{META_PREFIX}name": tool.qualified_name,
+        f"{META_PREFIX}tags": sorted(tool.metadata.tags),
+        f"{META_PREFIX}deferred": tool.metadata.defer,
+    }
+    return types.Tool(
+        name=wire_name,
+        description=function.get("description") or tool.description,
+        input_schema=parameters,
+        annotations=_annotations(tool),
+        _meta=meta,
+    )
+
+
+def _annotations(tool: Tool) -> types.ToolAnnotations | None:
+    """The MCP hints the tool's tags state plainly (absent hints stay unset); None when
+    they state none."""
+    tags = tool.metadata.tags
+    hints = types.ToolAnnotations(
+        read_only_hint=True if Tag.READ_ONLY in tags else None,
+        destructive_hint=True if Tag.DESTRUCTIVE in tags else None,
+        idempotent_hint=True if tool.metadata.idempotent else None,
+        open_world_hint=True if Tag.NETWORK in tags else None,
+    )
+    return hints if hints.model_dump(exclude_none=True) else None
+
+
+def call_result(result: ToolResult) -> types.CallToolResult:
+    """A tool's result as MCP content: its text, then its attachments; errors as `isError`."""
+    blocks: list[types.ContentBlock] = []
+    if result.content or not result.attachments:
+        blocks.append(types.TextContent(type="text", text=result.content))
+    blocks += [_block(part) for part in result.attachments]
+    return types.CallToolResult(content=blocks, is_error=result.is_error)
+
+
+def _block(part: Mapping[str, Any]) -> types.ContentBlock:
+    """One OpenAI content part as an MCP content block."""
+    kind = part.get("type")
+    if kind == "image_url":
+        url = str((part.get("image_url") or {}).get("url", ""))
+        inline = _data_url(url)
+        if inline is not None:
+            mime_type, data = inline
+            return types.ImageContent(type="image", data=data, mime_type=mime_type)
+        return types.ResourceLink(type="resource_link", name="image", uri=url)
+    if kind == "input_audio":
+        audio = part.get("input_audio") or {}
+        mime_type = _AUDIO_TYPES.get(str(audio.get("format")), "application/octet-stream")
+        return types.AudioContent(
+            type="audio", data=str(audio.get("data", "")), mime_type=mime_type
+        )
+    return types.TextContent(type="text", text=f"[attachment of type {kind!r} omitted]")
+
+
+def _data_url(url: str) -> tuple[str, str] | None:
+    """(MIME type, base64 data) of a base64 `data:` URL, or None."""
+    header, comma, data = url.partition(",")
+    if not comma or not header.startswith("data:") or not header.endswith(";base64"):
+        return None
+    return header[len("data:") : -len(";base64")] or "application/octet-stream", data

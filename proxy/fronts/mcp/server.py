@@ -1,0 +1,88 @@
+"""`/mcp`: the registry served outward as an MCP server over Streamable HTTP.
+
+Sessions are stateful (the SDK's session manager, SSE responses): an `ask` tool asks the
+client mid-call through elicitation, and the client's answer must find the waiting call.
+Each session is bound to the key that opened it; every request in it is still judged by
+its own key, which the edge authenticated before the request got here.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator
+from urllib.parse import urlsplit
+
+from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
+from mcp.server.auth.provider import AccessToken
+from mcp.server.lowlevel import Server
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+
+from ...asgi import Receive, Scope, Send, send_json
+from ...context import context_of
+from ...services import Services
+from .tools import McpTools
+
+SERVER_NAME = "toolwire"
+INSTRUCTIONS = (
+    "Tools gathered behind a Toolwire proxy. Each call passes the proxy's policy; a call "
+    "that needs approval asks you first, or is refused when it cannot ask."
+)
+_LOOPBACK = frozenset({"localhost", "127.0.0.1", "::1"})
+"""Browser origins allowed to call `/mcp` (a DNS-rebinding page has any other host)."""
+
+
+class McpFront:
+    """The `/mcp` endpoint: an ASGI app that serves MCP while `serving` runs, 503 before."""
+
+    def __init__(self) -> None:
+        self._manager: StreamableHTTPSessionManager | None = None
+
+    @contextlib.asynccontextmanager
+    async def serving(
+        self, services: Services, *, approval_timeout_s: float, max_body_bytes: int
+    ) -> AsyncIterator[None]:
+        """Serve MCP requests with `services` until the context exits (which ends every
+        session)."""
+        tools = McpTools(
+            services.catalog,
+            services.gate,
+            authenticated=services.keys is not None,
+            approval_timeout_s=approval_timeout_s,
+        )
+        server: Server[object] = Server(
+            SERVER_NAME,
+            instructions=INSTRUCTIONS,
+            on_list_tools=tools.list_tools,
+            on_call_tool=tools.call_tool,
+        )
+        manager = StreamableHTTPSessionManager(server, max_request_body_size=max_body_bytes)
+        async with manager.run():
+            self._manager = manager
+            try:
+                yield
+            finally:
+                self._manager = None
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        manager = self._manager
+        if manager is None:
+            await _refuse(send, 503, "the proxy is not ready")
+            return
+        headers = context_of(scope).headers
+        origin = headers.get("origin")
+        if origin is not None and urlsplit(origin).hostname not in _LOOPBACK:
+            await _refuse(send, 403, f"origin not allowed: {origin}")
+            return
+        principal = context_of(scope).principal
+        if principal is not None:
+            # The SDK binds a session to the credential that opened it: another key gets
+            # 404 for it, as if it did not exist.
+            token = AccessToken(token="", client_id=principal.name, scopes=[])
+            scope["user"] = AuthenticatedUser(token)
+        await manager.handle_request(scope, receive, send)  # type: ignore[arg-type]
+
+
+async def _refuse(send: Send, status: int, message: str) -> None:
+    """A JSON-RPC error body without an id, as the SDK answers transport-level refusals."""
+    body = {"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": message}}
+    await send_json(send, status, body)

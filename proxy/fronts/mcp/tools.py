@@ -1,0 +1,168 @@
+"""`tools/list` and `tools/call` for MCP clients: the caller's toolset, and every call
+through the one gate (scope, policy, guards, approval, then execution)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anyio
+import mcp_types as types
+import orjson
+from mcp.server.context import ServerRequestContext
+from mcp.shared.exceptions import MCPError
+
+from policies import ANONYMOUS, NO_FILTER, CallContext, Gate, GateVerdict
+from registry import ErrorKind, Tool, ToolCall, ToolResult
+
+from ...context import context_of
+from ...injection import Catalog
+from .content import call_result, mcp_tool
+
+PAGE_SIZE = 100
+"""Tools per `tools/list` page."""
+
+APPROVAL_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "approve": {
+            "type": "boolean",
+            "title": "Approve",
+            "description": "Run this tool call now",
+        }
+    },
+    "required": ["approve"],
+}
+"""The form an `ask` tool's approval request shows the user."""
+
+_ELICITATION = types.ClientCapabilities(elicitation=types.ElicitationCapability())
+
+
+class McpTools:
+    """The registry's tools as one MCP caller may see and run them.
+
+    The caller is the key that authenticated each HTTP request, read from that request's
+    scope (where the edge put it), never from the MCP session: a session's later
+    requests are judged by their own key.
+    """
+
+    def __init__(
+        self,
+        catalog: Catalog,
+        gate: Gate,
+        *,
+        authenticated: bool,
+        approval_timeout_s: float,
+        page_size: int = PAGE_SIZE,
+    ) -> None:
+        self._catalog = catalog
+        self._gate = gate
+        self._authenticated = authenticated
+        self._approval_timeout_s = approval_timeout_s
+        self._page_size = page_size
+
+    async def list_tools(
+        self, ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
+        """One page of the tools the caller may see, deferred ones included.
+
+        Raises:
+            MCPError: the cursor is not one this server gave, or the caller is unknown.
+        """
+        toolset = self._catalog.toolset(NO_FILTER, self._caller(ctx))
+        names = list(toolset.by_wire_name)
+        start = _offset(params.cursor if params is not None else None, len(names))
+        page = names[start : start + self._page_size]
+        end = start + len(page)
+        shown = {schema["function"]["name"]: schema for schema in toolset.schemas}
+        shown.update(toolset.deferred_schemas)
+        return types.ListToolsResult(
+            tools=[mcp_tool(toolset.by_wire_name[name], name, shown[name]) for name in page],
+            next_cursor=str(end) if end < len(names) else None,
+        )
+
+    async def call_tool(
+        self, ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
+    ) -> types.CallToolResult:
+        """Run one call through the gate; refusals and failures are `isError` results.
+
+        Raises:
+            MCPError: no tool of that name exists for the caller (`INVALID_PARAMS`), or the
+                caller is unknown.
+        """
+        caller = self._caller(ctx)
+        toolset = self._catalog.toolset(NO_FILTER, caller)
+        # A denied tool still goes to the gate, which logs the denial and gives its reason.
+        tool = toolset.by_wire_name.get(params.name) or toolset.denied.get(params.name)
+        if tool is None:
+            raise MCPError(types.INVALID_PARAMS, f"Unknown tool: {params.name!r}")
+        call = ToolCall(f"mcp_{ctx.request_id}", params.name, dict(params.arguments or {}))
+        admission = await self._gate.admit(tool, call, caller)
+        if admission.verdict is GateVerdict.ASK:
+            refusal = await self._approval(ctx, tool, call, admission.reason)
+            if refusal is not None:
+                return call_result(refusal)
+            admission = await self._gate.admit(tool, call, caller, approved=True)
+        (result,) = await self._gate.run([admission], caller)
+        return call_result(result)
+
+    def _caller(self, ctx: ServerRequestContext[Any, Any]) -> CallContext:
+        """The request's caller, as the edge authenticated it.
+
+        Raises:
+            MCPError: authentication is on and the message came with no HTTP request.
+        """
+        request = ctx.request
+        if request is None:
+            if self._authenticated:
+                raise MCPError(types.INVALID_REQUEST, "no authenticated caller")
+            return ANONYMOUS
+        return context_of(request.scope).caller()
+
+    async def _approval(
+        self, ctx: ServerRequestContext[Any, Any], tool: Tool, call: ToolCall, reason: str
+    ) -> ToolResult | None:
+        """Ask the client to approve the call (MCP elicitation): None when it approved,
+        else the result that says why the call did not run. Fails closed."""
+        session = ctx.session
+        if not (session.can_send_request and session.check_client_capability(_ELICITATION)):
+            return ToolResult.error(
+                call.id,
+                ErrorKind.APPROVAL_REQUIRED,
+                f"the call needs approval ({reason}), and this MCP client cannot be asked: "
+                "it declared no elicitation support, or its connection has no channel for "
+                "the question",
+            )
+        arguments = orjson.dumps(call.arguments).decode()
+        message = (
+            f"Run {tool.qualified_name} with {arguments}?\n"
+            f"The proxy's policy asks for approval: {reason}."
+        )
+        try:
+            with anyio.fail_after(self._approval_timeout_s):
+                answer = await session.elicit_form(message, APPROVAL_SCHEMA, ctx.request_id)
+        except TimeoutError:
+            return ToolResult.error(
+                call.id,
+                ErrorKind.APPROVAL_REQUIRED,
+                f"no answer to the approval request within {self._approval_timeout_s:g} s",
+            )
+        except MCPError as exc:
+            return ToolResult.error(
+                call.id, ErrorKind.APPROVAL_REQUIRED, f"the approval request failed: {exc}"
+            )
+        if answer.action == "accept" and (answer.content or {}).get("approve") is True:
+            return None
+        return ToolResult.error(call.id, ErrorKind.DENIED, "the user refused the call")
+
+
+def _offset(cursor: str | None, total: int) -> int:
+    """Where a `tools/list` cursor starts.
+
+    Raises:
+        MCPError: the cursor is not a position in the list (`INVALID_PARAMS`).
+    """
+    if cursor is None:
+        return 0
+    if not cursor.isdigit() or int(cursor) > total:
+        raise MCPError(types.INVALID_PARAMS, f"invalid cursor: {cursor!r}")
+    return int(cursor)

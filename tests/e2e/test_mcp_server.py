@@ -1,0 +1,232 @@
+"""`/mcp` through the real server with the `mcp` SDK's client: a key lists and runs only its
+tools, every call passes the gate (denied never runs, `ask` runs only on the client's yes),
+and results come back as MCP content."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator
+from typing import Any
+
+import httpx2
+import mcp_types as types
+import pytest
+from mcp import ClientSession
+from mcp.client.session import ClientRequestContext
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError
+
+from registry import ToolOutput, ToolRegistry
+from tests.e2e.tools import registry_with
+
+MASTER = "master-key-0123456789"
+TEAM_A = "team-a-key-0123456789"
+PIXEL = (
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAQAAAC1HAwCAAAAC0lEQVR42mNkYAAAAAYAAjCB0C8AAAAASUVORK5CYII="
+)
+AUTH = {
+    "master_key": MASTER,
+    "keys": [{"name": "team-a", "key": TEAM_A, "namespaces": ["t"]}],
+}
+POLICY = {
+    "rules": [
+        {"match": {"name": "ops.wipe"}, "action": "deny", "reason": "wiping is not allowed here"},
+        {"match": {"name": "ops.deploy"}, "action": "ask", "reason": "deploys need a human"},
+    ]
+}
+Elicitation = Any
+
+
+def ops_registry() -> tuple[ToolRegistry, list[str]]:
+    """The test tools in `t`, plus `ops` tools that record each run."""
+    registry = registry_with()
+    runs: list[str] = []
+
+    def launch(target: str) -> str:
+        """Launch something.
+
+        Args:
+            target: what to launch.
+        """
+        runs.append(f"launch {target}")
+        return f"launched {target}"
+
+    def wipe(target: str) -> str:
+        """Wipe something.
+
+        Args:
+            target: what to wipe.
+        """
+        runs.append(f"wipe {target}")
+        return f"wiped {target}"
+
+    def deploy(service: str) -> str:
+        """Deploy a service.
+
+        Args:
+            service: what to deploy.
+        """
+        runs.append(f"deploy {service}")
+        return f"deployed {service}"
+
+    def snapshot() -> ToolOutput:
+        """Take a picture."""
+        part = {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{PIXEL}"}}
+        return ToolOutput(text="one pixel", attachments=(part,))
+
+    registry.register(launch, namespace="ops", tags=["destructive"])
+    registry.register(wipe, namespace="ops", tags=["destructive"])
+    registry.register(deploy, namespace="ops")
+    registry.register(snapshot, namespace="ops", tags=["read_only"], defer=True)
+    return registry, runs
+
+
+def mcp_url(proxy: Any) -> str:
+    return f"{proxy.base_url.removesuffix('/v1')}/mcp"
+
+
+@contextlib.asynccontextmanager
+async def connect(
+    proxy: Any, key: str | None = MASTER, elicitation: Elicitation | None = None
+) -> AsyncIterator[ClientSession]:
+    headers = {"authorization": f"Bearer {key}"} if key else {}
+    async with (
+        httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(30, read=60)) as http,
+        streamable_http_client(mcp_url(proxy), http_client=http) as (read, write),
+        ClientSession(read, write, elicitation_callback=elicitation) as session,
+    ):
+        await session.initialize()
+        yield session
+
+
+def answering(approve: bool, asked: list[str]) -> Elicitation:
+    async def answer(
+        context: ClientRequestContext, params: types.ElicitRequestParams
+    ) -> types.ElicitResult:
+        asked.append(params.message)
+        return types.ElicitResult(action="accept", content={"approve": approve})
+
+    return answer
+
+
+def text(result: types.CallToolResult) -> str:
+    return "\n".join(b.text for b in result.content if isinstance(b, types.TextContent))
+
+
+async def test_a_key_lists_only_its_tools(make_proxy) -> None:
+    registry, _ = ops_registry()
+    async with make_proxy(registry, auth=AUTH, policy=POLICY) as proxy:
+        async with connect(proxy, MASTER) as master:
+            listed = {t.name: t for t in (await master.list_tools()).tools}
+        async with connect(proxy, TEAM_A) as team:
+            team_names = {t.name for t in (await team.list_tools()).tools}
+    assert team_names == {"t_get_weather", "t_add", "t_explode", "t_nap", "t_slow"}
+    assert {"ops_launch", "ops_deploy", "ops_snapshot"} <= set(listed)
+    assert "ops_wipe" not in listed  # denied outright: never shown
+    add = listed["t_add"]
+    assert add.description and add.description.startswith("Add two integers")
+    assert add.input_schema["required"] == ["a", "b"]
+    assert add.annotations is not None and add.annotations.read_only_hint is True
+    launch = listed["ops_launch"].annotations
+    assert launch is not None and launch.destructive_hint is True
+    snapshot = listed["ops_snapshot"]  # deferred tools are listed: MCP has no tool_search
+    assert snapshot.meta is not None and snapshot.meta["toolwire/deferred"] is True
+    assert snapshot.meta["toolwire/name"] == "ops.snapshot"
+
+
+async def test_requests_without_a_valid_key_are_401(make_proxy) -> None:
+    initialize = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {},
+            "clientInfo": {"name": "test", "version": "0"},
+        },
+    }
+    headers = {"accept": "application/json, text/event-stream"}
+    async with make_proxy(registry_with(), auth=AUTH) as proxy, httpx2.AsyncClient() as http:
+        keyless = await http.post(mcp_url(proxy), json=initialize, headers=headers)
+        wrong = {**headers, "authorization": "Bearer wrong-key-0123456789"}
+        stranger = await http.post(mcp_url(proxy), json=initialize, headers=wrong)
+        evil = {**headers, "authorization": f"Bearer {MASTER}", "origin": "http://evil.example"}
+        rebound = await http.post(mcp_url(proxy), json=initialize, headers=evil)
+    assert keyless.status_code == 401 and stranger.status_code == 401
+    assert rebound.status_code == 403
+
+
+async def test_a_call_runs_through_the_gate(make_proxy) -> None:
+    async with make_proxy(registry_with(), auth=AUTH) as proxy, connect(proxy, TEAM_A) as team:
+        added = await team.call_tool("t_add", {"a": 2, "b": 3})
+        failed = await team.call_tool("t_explode", {"reason": "test"})
+        invalid = await team.call_tool("t_add", {"a": "two"})
+    assert not added.is_error and text(added) == "5"
+    assert failed.is_error and "boom: test" in text(failed)
+    assert invalid.is_error and "invalid_arguments" in text(invalid)
+
+
+async def test_denied_and_out_of_scope_tools_never_run(make_proxy) -> None:
+    registry, runs = ops_registry()
+    async with make_proxy(registry, auth=AUTH, policy=POLICY) as proxy:
+        async with connect(proxy, MASTER) as master:
+            denied = await master.call_tool("ops_wipe", {"target": "disk"})
+        async with connect(proxy, TEAM_A) as team:
+            with pytest.raises(MCPError, match="Unknown tool: 'ops_launch'"):
+                await team.call_tool("ops_launch", {"target": "rocket"})
+    assert denied.is_error and "wiping is not allowed here" in text(denied)
+    assert runs == []
+
+
+async def test_an_ask_tool_without_elicitation_is_refused(make_proxy) -> None:
+    registry, runs = ops_registry()
+    async with make_proxy(registry, auth=AUTH, policy=POLICY) as proxy, connect(proxy) as master:
+        result = await master.call_tool("ops_deploy", {"service": "api"})
+    assert result.is_error and "needs approval (deploys need a human)" in text(result)
+    assert "cannot be asked" in text(result)
+    assert runs == []
+
+
+async def test_an_ask_tool_runs_once_when_the_client_approves(make_proxy) -> None:
+    registry, runs = ops_registry()
+    asked: list[str] = []
+    async with (
+        make_proxy(registry, auth=AUTH, policy=POLICY) as proxy,
+        connect(proxy, elicitation=answering(True, asked)) as master,
+    ):
+        result = await master.call_tool("ops_deploy", {"service": "api"})
+    assert not result.is_error and text(result) == "deployed api"
+    assert runs == ["deploy api"]
+    assert len(asked) == 1 and "ops.deploy" in asked[0] and '"service":"api"' in asked[0]
+
+
+async def test_an_ask_tool_never_runs_when_the_client_declines(make_proxy) -> None:
+    registry, runs = ops_registry()
+    asked: list[str] = []
+    async with (
+        make_proxy(registry, auth=AUTH, policy=POLICY) as proxy,
+        connect(proxy, elicitation=answering(False, asked)) as master,
+    ):
+        result = await master.call_tool("ops_deploy", {"service": "api"})
+    assert result.is_error and "refused" in text(result)
+    assert runs == [] and len(asked) == 1
+
+
+async def test_image_results_come_back_as_image_content(make_proxy) -> None:
+    registry, _ = ops_registry()
+    async with make_proxy(registry) as proxy, connect(proxy, key=None) as session:
+        result = await session.call_tool("ops_snapshot", {})
+    assert not result.is_error
+    first, image = result.content
+    assert isinstance(first, types.TextContent) and first.text == "one pixel"
+    assert isinstance(image, types.ImageContent)
+    assert image.mime_type == "image/png" and image.data == PIXEL
+
+
+async def test_mcp_server_can_be_turned_off(make_proxy) -> None:
+    async with (
+        make_proxy(registry_with(), mcp_server={"enabled": False}) as proxy,
+        httpx2.AsyncClient() as http,
+    ):
+        answer = await http.post(mcp_url(proxy), json={})
+    assert answer.status_code == 404
