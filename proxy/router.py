@@ -10,7 +10,13 @@ from .config import UpstreamConfig
 from .demo import DemoUpstream
 from .emulation import ModeStore, with_tool_calling
 from .errors import ModelNotFoundError
-from .upstreams import AnthropicUpstream, GeminiUpstream, HTTPUpstream, Upstream
+from .upstreams import (
+    AnthropicUpstream,
+    GeminiUpstream,
+    HTTPUpstream,
+    ResponsesUpstream,
+    Upstream,
+)
 
 _REMEMBERED_MODELS = 1024
 """Model names whose route is remembered (globs are matched once per name)."""
@@ -79,4 +85,6 @@ def _adapter(config: UpstreamConfig) -> Upstream:
         return AnthropicUpstream(config)
     if config.format == "gemini":
         return GeminiUpstream(config)
+    if config.format == "openai-responses":
+        return ResponsesUpstream(config)
     return HTTPUpstream(config)

@@ -4,6 +4,7 @@ from .anthropic import AnthropicUpstream
 from .base import PROVIDER_KEY, Chunk, Upstream
 from .gemini import GeminiUpstream
 from .openai_chat import HTTPUpstream, as_chunk
+from .openai_responses import ResponsesUpstream
 
 __all__ = [
     "PROVIDER_KEY",
@@ -11,6 +12,7 @@ __all__ = [
     "Chunk",
     "GeminiUpstream",
     "HTTPUpstream",
+    "ResponsesUpstream",
     "Upstream",
     "as_chunk",
 ]

@@ -26,7 +26,8 @@ Answers (provider → Chat chunks):
   out thoughts and the total is 0 when no candidate tokens came;
 - Anthropic `refusal` stops become `stop` (now `content_filter`); an Anthropic `error`
   event is ignored, a failed or incomplete Responses stream ends without a finish (now
-  faults, and `length` / `content_filter`); Responses refusal deltas are dropped.
+  faults, and `length` / `content_filter`); Responses refusal deltas are dropped; a
+  response without output items converts to a completion without choices.
 """
 
 from __future__ import annotations
@@ -446,6 +447,16 @@ def restore_reasoning(items: list[dict[str, Any]], kept: dict[str, dict[str, Any
                 items[index:index] = before
                 index += len(before)
         index += 1
+
+
+def with_a_choice(completion: dict[str, Any]) -> dict[str, Any]:
+    """A completion with one (empty) choice: rosetta gives none for a response without
+    output items (an incomplete or filtered one)."""
+    if completion.get("choices"):
+        return completion
+    message = {"role": "assistant", "content": ""}
+    choice = {"index": 0, "message": message, "finish_reason": "stop"}
+    return {**completion, "choices": [choice]}
 
 
 def responses_finish(response: dict[str, Any]) -> str:

@@ -1,7 +1,8 @@
 """A scripted Gemini generateContent server, as strict as the real one where adapters go wrong.
 
-`POST /v1beta/models/{model}:generateContent` (or /v1/) answers whole; `:streamGenerateContent?alt=sse`
-answers with data-only events separated by CRLF, several function calls in one part list
+`POST /v1beta/models/{model}:generateContent` (or /v1/) answers whole;
+`:streamGenerateContent?alt=sse` answers with data-only events separated by CRLF, several
+function calls in one part list
 (ids present or absent, arguments as objects, a thoughtSignature on the first) and
 `finishReason: "STOP"` even for calls. `GET /v1beta/models` lists the models. Requests
 breaking the service's rules get its 400: roles other than user/model, empty text parts,

@@ -1,0 +1,164 @@
+"""Upstreams speaking OpenAI's Responses API (`format: openai-responses`): POST
+{base_url}/responses, bearer key; streamed `response.*` events or a whole response."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator, Mapping
+from typing import Any
+
+from ..config import UpstreamConfig
+from . import rosetta_fixes as fixes
+from .base import Chunk, Fault, provider_chunk
+from .conversion import Conversion
+from .openai_chat import as_chunk, bearer_headers, model_ids
+from .transport import Transport, error_message
+
+_KEY = "openai-responses"
+_ENDS = ("response.completed", "response.incomplete")
+
+
+class ResponsesUpstream:
+    """A Responses API server; the loop's Chat bodies and chunks are converted."""
+
+    def __init__(self, config: UpstreamConfig) -> None:
+        self.name = config.name
+        self._config = config
+        self._transport = Transport(config)
+
+    @contextlib.asynccontextmanager
+    async def complete(
+        self,
+        body: dict[str, Any],
+        *,
+        headers: Mapping[str, str] | None = None,
+        deadline: float | None = None,
+    ) -> AsyncIterator[AsyncIterator[Chunk]]:
+        """Send the body as a Responses request; yield the answer as Chat chunks.
+
+        Raises:
+            BadRequestError: the body cannot be converted.
+            UpstreamError, UpstreamTimeoutError, UpstreamStatusError: as `Transport.exchange`.
+        """
+        messages, kept = fixes.take_provider_data(body.get("messages") or [], _KEY)
+        chat = {**body, "messages": messages}
+        conversion = Conversion(chat, "openai_responses", self.name)
+        payload = fixes.responses_request(conversion.body, chat)
+        fixes.restore_reasoning(payload.get("input") or [], kept)
+        sent = bearer_headers(self._config.api_key, headers)
+        async with self._transport.exchange(
+            f"{self._config.base_url}/responses",
+            payload,
+            sent,
+            stream=bool(payload.get("stream")),
+            codec=lambda: _ResponsesCodec(conversion),
+            credential=sent.get("Authorization", ""),
+            client_key=not self._config.api_key,
+            deadline=deadline,
+        ) as chunks:
+            yield chunks
+
+    async def list_models(self) -> list[str]:
+        """Ask the server's `/models`; an unreachable server lists nothing.
+
+        Raises:
+            UpstreamError: the server answered something that is not a model list.
+        """
+        url = f"{self._config.base_url}/models"
+        payload = await self._transport.get_json(url, bearer_headers(self._config.api_key, None))
+        return model_ids(self.name, payload)
+
+    async def aclose(self) -> None:
+        await self._transport.aclose()
+
+
+class _ResponsesCodec:
+    """Responses stream events (or a whole response) to Chat chunks, through rosetta."""
+
+    def __init__(self, conversion: Conversion) -> None:
+        self.finished = False
+        self._conversion = conversion
+        self._processor = conversion.stream()
+        self._reasoning: list[dict[str, Any]] = []
+        self._item_ids: dict[str, str] = {}
+
+    def event(self, payload: dict[str, Any]) -> list[Chunk]:
+        kind = payload.get("type")
+        if kind in ("error", "response.failed"):
+            raise _fault(payload)
+        item = payload.get("item")
+        if isinstance(item, dict):
+            self._note(item)
+        if kind == "response.refusal.delta":
+            delta = {"refusal": payload.get("delta") or ""}
+            return [{"choices": [{"index": 0, "delta": delta, "finish_reason": None}]}]
+        chunks = self._conversion.chunks(self._processor, payload)
+        if kind in _ENDS:
+            self.finished = True
+            response = payload.get("response") or {}
+            if kind == "response.incomplete":
+                chunks = self._incomplete(response)
+            data = self._provider_data()
+            if data is not None:
+                chunks.insert(0, provider_chunk(data))
+        return fixes.without_rosetta_metadata(chunks)
+
+    def whole(self, payload: Any) -> list[Chunk]:
+        if (
+            not isinstance(payload, dict)
+            or payload.get("status") == "failed"
+            or (payload.get("error") and "output" not in payload)
+        ):
+            raise _fault(payload)
+        for item in payload.get("output") or ():
+            if isinstance(item, dict):
+                self._note(item)
+        completion = fixes.with_a_choice(self._conversion.answer(payload))
+        chunk = as_chunk(fixes.without_rosetta_metadata([completion])[0])
+        if payload.get("status") == "incomplete":
+            chunk["choices"][0]["finish_reason"] = fixes.responses_finish(payload)
+        data = self._provider_data()
+        return [chunk, provider_chunk(data)] if data is not None else [chunk]
+
+    def _note(self, item: dict[str, Any]) -> None:
+        if item.get("type") == "function_call" and item.get("id") and item.get("call_id"):
+            self._item_ids[str(item["call_id"])] = str(item["id"])
+        elif item.get("type") == "reasoning" and item.get("status") != "in_progress":
+            kept: dict[str, Any] = {
+                k: item[k] for k in ("type", "id", "summary", "encrypted_content") if k in item
+            }
+            self._reasoning = [r for r in self._reasoning if r.get("id") != kept.get("id")]
+            self._reasoning.append(kept)
+
+    def _incomplete(self, response: dict[str, Any]) -> list[Chunk]:
+        # Rosetta ends an incomplete stream without a finish reason or usage.
+        finish = {"index": 0, "delta": {}, "finish_reason": fixes.responses_finish(response)}
+        chunks: list[Chunk] = [{"choices": [finish]}]
+        usage = response.get("usage")
+        if isinstance(usage, dict):
+            total = usage.get("total_tokens") or 0
+            chunks.append(
+                {
+                    "choices": [],
+                    "usage": {
+                        "prompt_tokens": usage.get("input_tokens") or 0,
+                        "completion_tokens": usage.get("output_tokens") or 0,
+                        "total_tokens": total,
+                    },
+                }
+            )
+        return chunks
+
+    def _provider_data(self) -> dict[str, Any] | None:
+        if not self._reasoning and not self._item_ids:
+            return None
+        return {_KEY: {"reasoning": self._reasoning, "item_ids": self._item_ids}}
+
+
+def _fault(payload: Any) -> Fault:
+    response = payload.get("response") if isinstance(payload, dict) else None
+    source = response if isinstance(response, dict) and response.get("error") else payload
+    return Fault(error_message(source) or "the upstream reported an error")
+
+
+__all__ = ["ResponsesUpstream"]
