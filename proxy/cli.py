@@ -7,9 +7,13 @@ import asyncio
 import contextlib
 import gc
 import logging
+import logging.config
+import math
 import os
+import signal
 import sys
-from collections.abc import AsyncIterator, Sequence
+import tempfile
+from collections.abc import AsyncIterator, Iterator, Sequence
 from typing import Any
 
 import orjson
@@ -28,6 +32,7 @@ from registry import Executor, RegistryError, SourceSet, ToolCall, ToolRegistry
 
 from .app import create_app, sources_for
 from .config import ConfigError, Settings, load_settings
+from .telemetry import MULTIPROC_ENV, Telemetry, log_config
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -56,6 +61,12 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--workers", type=int, default=1)
     serve.add_argument("--log-level", default="info")
     serve.add_argument(
+        "--log-format",
+        choices=["text", "json"],
+        default="text",
+        help="json: one JSON object per line (time, level, logger, message, request_id, ...)",
+    )
+    serve.add_argument(
         "--access-log", action="store_true", help="log every request (costs throughput)"
     )
     serve.set_defaults(run=_serve)
@@ -83,21 +94,25 @@ def _parser() -> argparse.ArgumentParser:
 def _serve(args: argparse.Namespace, settings: Settings) -> int:
     host = args.host or settings.server.host
     port = args.port if args.port is not None else settings.server.port
-    logging.basicConfig(level=args.log_level.upper(), format="%(levelname)s %(name)s: %(message)s")
+    logs = log_config(args.log_format, args.log_level)
+    logging.config.dictConfig(logs)
     if args.workers > 1:
         # Each worker process builds its own app (and starts its own sources) from the file.
         os.environ["TOOLWIRE_CONFIG"] = os.path.abspath(args.config)
-        uvicorn.run(
-            "proxy.cli:app_from_env",
-            factory=True,
-            host=host,
-            port=port,
-            workers=args.workers,
-            http="httptools",
-            loop="uvloop",
-            log_level=args.log_level,
-            access_log=args.access_log,
-        )
+        with _metrics_shared_by_workers():
+            uvicorn.run(
+                "proxy.cli:app_from_env",
+                factory=True,
+                host=host,
+                port=port,
+                workers=args.workers,
+                http="httptools",
+                loop="uvloop",
+                log_level=args.log_level,
+                log_config=logs,
+                access_log=args.access_log,
+                timeout_graceful_shutdown=math.ceil(settings.server.shutdown_timeout_s),
+            )
         return 0
     import uvloop
 
@@ -115,11 +130,44 @@ async def _serve_one(settings: Settings, host: str, port: int, args: argparse.Na
             port=port,
             http="httptools",
             log_level=args.log_level,
+            log_config=log_config(args.log_format, args.log_level),
             access_log=args.access_log,
+            timeout_graceful_shutdown=math.ceil(settings.server.shutdown_timeout_s),
         )
+        server = uvicorn.Server(config)
+        _drain_on_exit(server, app.telemetry)
         # What start-up built lives as long as the process: keep the collector off it.
         gc.freeze()
-        await uvicorn.Server(config).serve()
+        # On SIGTERM uvicorn stops accepting, lets running requests (streams too) finish
+        # within server.shutdown_timeout_s, and returns; then the sources close.
+        await server.serve()
+
+
+def _drain_on_exit(server: uvicorn.Server, telemetry: Telemetry) -> None:
+    """Refuse new turns (503) and report `draining` on /readyz once a signal asks to stop."""
+    stop = server.handle_exit
+
+    def handle_exit(sig: int, frame: Any) -> None:
+        if sig in (signal.SIGTERM, signal.SIGINT):
+            telemetry.begin_drain()
+        stop(sig, frame)
+
+    server.handle_exit = handle_exit  # type: ignore[method-assign]
+
+
+@contextlib.contextmanager
+def _metrics_shared_by_workers() -> Iterator[None]:
+    """A folder where every worker keeps its metric values (prometheus-client's multiprocess
+    mode), removed at exit; one the environment already names is used and kept."""
+    if os.environ.get(MULTIPROC_ENV):
+        yield
+        return
+    with tempfile.TemporaryDirectory(prefix="toolwire-metrics-") as folder:
+        os.environ[MULTIPROC_ENV] = folder
+        try:
+            yield
+        finally:
+            del os.environ[MULTIPROC_ENV]
 
 
 def app_from_env() -> object:

@@ -30,6 +30,9 @@ class ServerConfig(BaseModel):
     body_timeout_s: float = Field(default=30.0, gt=0)
     """A client must send its whole request body within this time (else 408), so slow
     clients cannot hold connections open forever."""
+    shutdown_timeout_s: float = Field(default=30.0, ge=0)
+    """On SIGTERM, how long running requests (streams included) may take to finish before
+    they are cancelled and the sources closed."""
 
 
 class UpstreamConfig(BaseModel):
@@ -96,6 +99,27 @@ class McpServerConfig(BaseModel):
     enabled: bool = True
 
 
+class TelemetryConfig(BaseModel):
+    """Metrics and traces (the README's Operations section)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    metrics: bool = True
+    """Serve Prometheus metrics on `GET /metrics`."""
+    otlp_endpoint: str = ""
+    """Export traces over OTLP/HTTP to this URL (e.g. `http://collector:4318`); empty: no
+    tracing. Needs the `toolwire[otel]` extra."""
+    service_name: str = "toolwire"
+    """The traces' `service.name`."""
+
+    @field_validator("otlp_endpoint")
+    @classmethod
+    def _http_url(cls, value: str) -> str:
+        if value and not value.startswith(("http://", "https://")):
+            raise ValueError("must be an http(s) URL or empty")
+        return value.rstrip("/")
+
+
 class Settings(BaseModel):
     """The whole of proxy.yaml."""
 
@@ -112,6 +136,7 @@ class Settings(BaseModel):
     """Checked at execution after the policy; a refusal is a tool error the model reads."""
     auth: AuthConfig | None = None
     """Client keys; absent, the proxy authenticates no one (bind it to loopback)."""
+    telemetry: TelemetryConfig = Field(default_factory=TelemetryConfig)
     mcp_server: McpServerConfig = Field(default_factory=McpServerConfig)
     base_dir: Path = Field(default_factory=Path.cwd, exclude=True)
     """Where relative paths in the file are resolved: the config file's folder."""

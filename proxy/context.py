@@ -3,13 +3,51 @@
 from __future__ import annotations
 
 import random
+import re
+import time
 from collections.abc import Mapping
 from contextvars import ContextVar
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from policies import CallContext, Principal
 
 from .asgi import Scope
+
+REQUEST_ID_HEADER = "x-request-id"
+_VALID_ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")
+"""A client's request id is kept when it is this; any other is replaced (it reaches logs
+and headers, so no spaces, quotes or control characters)."""
+
+
+@dataclass(slots=True)
+class RequestStats:
+    """What one request came to, gathered by the layers it passed, read once at its end
+    (the summary log line, the metrics, the trace)."""
+
+    started: float = field(default_factory=time.perf_counter)
+    front: str = "other"
+    model: str = ""
+    """The model the client asked for, as sent (labels collapse unknown names)."""
+    status: int = 0
+    streamed: bool = False
+    disconnected: bool = False
+    """The client went away before the whole answer was sent."""
+    upstream_calls: int = 0
+    upstream_s: float = 0.0
+    """Time with an upstream call open."""
+    tool_calls: int = 0
+    tool_s: float = 0.0
+    """Time with at least one tool running (parallel calls count once)."""
+    tools_running: int = 0
+    tools_since: float = 0.0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    stopped_by: str | None = None
+
+    def overhead_s(self, now: float) -> float:
+        """The proxy's own time so far: the request's, less upstream and tool time."""
+        tools = self.tool_s + (now - self.tools_since if self.tools_running else 0.0)
+        return max(0.0, now - self.started - self.upstream_s - tools)
 
 
 @dataclass(slots=True)
@@ -26,6 +64,7 @@ class RequestContext:
     """The client key that authenticated the request; None without auth."""
     deadline: float | None = None
     """`time.monotonic()` by which the request must be answered, if bounded."""
+    stats: RequestStats = field(default_factory=RequestStats)
 
     def caller(self, must_ask: frozenset[str] = frozenset()) -> CallContext:
         """What the gate knows of this request."""
@@ -39,13 +78,24 @@ SCOPE_KEY = "toolwire.context"
 
 
 def context_of(scope: Scope) -> RequestContext:
-    """The request's context, created on first use and kept in the scope."""
+    """The request's context, created on first use and kept in the scope.
+
+    Its id is the client's `X-Request-Id` when that is 1-128 characters of
+    `[A-Za-z0-9._:-]`, else a new one.
+    """
     found = scope.get(SCOPE_KEY)
     if found is not None:
         return found  # type: ignore[no-any-return]
     headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
-    # Ids only need to be unique, not secret: the fast generator keeps them cheap.
-    context = RequestContext(f"req_{random.getrandbits(64):016x}", headers)
+    context = RequestContext(request_id(headers.get(REQUEST_ID_HEADER)), headers)
     scope[SCOPE_KEY] = context
     current_request.set(context)
     return context
+
+
+def request_id(given: str | None) -> str:
+    """`given` when it is a valid request id, else a new one."""
+    if given is not None and _VALID_ID.fullmatch(given):
+        return given
+    # Ids only need to be unique, not secret: the fast generator keeps them cheap.
+    return f"req_{random.getrandbits(64):016x}"

@@ -1,0 +1,19 @@
+"""Operations: request ids and logs, Prometheus metrics, OpenTelemetry traces, the drain."""
+
+from .edge import OVERHEAD_HEADER, Telemetry
+from .logs import JsonFormatter, LogFormat, RequestIdFilter, log_config
+from .metrics import MULTIPROC_ENV, Metrics, ModelLabels
+from .tracing import Tracing
+
+__all__ = [
+    "MULTIPROC_ENV",
+    "OVERHEAD_HEADER",
+    "JsonFormatter",
+    "LogFormat",
+    "Metrics",
+    "ModelLabels",
+    "RequestIdFilter",
+    "Telemetry",
+    "Tracing",
+    "log_config",
+]

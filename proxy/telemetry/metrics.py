@@ -1,0 +1,185 @@
+"""Prometheus metrics: what the proxy counts, with bounded labels, and their exposition.
+
+Every label value comes from the configuration or the registry (fronts, configured model
+names, key names, upstream names, registered tools and their sources, error kinds), never
+from a client's free text: a model name the configuration does not list is `other`.
+
+With several worker processes (`toolwire serve --workers N`) prometheus-client keeps the
+values in files under `PROMETHEUS_MULTIPROC_DIR` and a scrape of any worker reads them
+all; `toolwire serve` sets that up.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable, Iterator, Sequence
+
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    generate_latest,
+)
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.multiprocess import MultiProcessCollector
+from prometheus_client.registry import Collector
+
+from registry import SourceStatus
+
+OTHER = "other"
+NONE = "-"
+MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
+CONTENT_TYPE = CONTENT_TYPE_LATEST
+
+_LATENCY = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0)
+_FIRST_TOKEN = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
+_TOOL = (0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
+_OVERHEAD = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0)
+_ITERATIONS = (1, 2, 3, 4, 5, 6, 8, 10, 16, 32)
+
+
+class ModelLabels:
+    """Model names as labels: the configured ones as they are, any other as `other`."""
+
+    def __init__(self, known: Iterable[str]) -> None:
+        self._known = frozenset(known)
+
+    def __call__(self, model: str) -> str:
+        if not model:
+            return NONE
+        return model if model in self._known else OTHER
+
+
+class Metrics:
+    """The proxy's metrics in a registry of their own (one per app, none global)."""
+
+    def __init__(self, models: ModelLabels) -> None:
+        self.model = models
+        self.registry = CollectorRegistry(auto_describe=True)
+        self._multiprocess = bool(os.environ.get(MULTIPROC_ENV))
+        self._sources: Callable[[], Sequence[SourceStatus]] | None = None
+        r = self.registry
+        self.requests = Counter(
+            "toolwire_requests",
+            "HTTP requests answered, by front, model, client key and status.",
+            ["front", "model", "key", "status"],
+            registry=r,
+        )
+        self.request_seconds = Histogram(
+            "toolwire_request_duration_seconds",
+            "Whole requests, first byte in to last byte out.",
+            ["front"],
+            buckets=_LATENCY,
+            registry=r,
+        )
+        self.overhead_seconds = Histogram(
+            "toolwire_overhead_seconds",
+            "The proxy's own time per request: its duration less upstream and tool time.",
+            ["front"],
+            buckets=_OVERHEAD,
+            registry=r,
+        )
+        self.upstream_calls = Counter(
+            "toolwire_upstream_calls",
+            "Calls to upstream model servers, by outcome (ok, error, cancelled).",
+            ["upstream", "model", "outcome"],
+            registry=r,
+        )
+        self.upstream_seconds = Histogram(
+            "toolwire_upstream_duration_seconds",
+            "Upstream calls, from sending the request to the answer's end.",
+            ["upstream", "model"],
+            buckets=_LATENCY,
+            registry=r,
+        )
+        self.first_token_seconds = Histogram(
+            "toolwire_upstream_time_to_first_token_seconds",
+            "Streamed upstream calls: from sending the request to the first chunk.",
+            ["upstream", "model"],
+            buckets=_FIRST_TOKEN,
+            registry=r,
+        )
+        self.tokens = Counter(
+            "toolwire_tokens",
+            "Tokens the upstreams reported, summed per turn: input (prompt) and output.",
+            ["model", "key", "direction"],
+            registry=r,
+        )
+        self.tool_calls = Counter(
+            "toolwire_tool_calls",
+            "Tool calls by outcome: ok, an error kind (tool_error, timeout, "
+            "invalid_arguments, ...), or a gate refusal (denied, refused).",
+            ["tool", "source", "outcome"],
+            registry=r,
+        )
+        self.tool_seconds = Histogram(
+            "toolwire_tool_duration_seconds",
+            "Tool calls that ran, arguments checked to result.",
+            ["tool", "source"],
+            buckets=_TOOL,
+            registry=r,
+        )
+        self.iterations = Histogram(
+            "toolwire_loop_iterations",
+            "Upstream calls per turn.",
+            buckets=_ITERATIONS,
+            registry=r,
+        )
+        self.guard_stops = Counter(
+            "toolwire_guard_stops",
+            "Turns a loop guard ended, by the limit that did.",
+            ["limit"],
+            registry=r,
+        )
+        self.approvals = Counter(
+            "toolwire_approvals",
+            "Calls the policy asked approval for (asked) and approved calls run (approved).",
+            ["outcome"],
+            registry=r,
+        )
+        self.open_streams = Gauge(
+            "toolwire_open_streams",
+            "Event streams being sent now.",
+            registry=r,
+            multiprocess_mode="livesum",
+        )
+
+    def watch_sources(self, statuses: Callable[[], Sequence[SourceStatus]] | None) -> None:
+        """Report these sources' health at each scrape (None: stop)."""
+        self._sources = statuses
+
+    def exposition(self) -> bytes:
+        """The text a scrape gets: every worker's values with several workers."""
+        if self._multiprocess:
+            registry = CollectorRegistry(auto_describe=True)
+            MultiProcessCollector(registry)
+        else:
+            registry = self.registry
+        text = generate_latest(registry)
+        if self._sources is not None:
+            scratch = CollectorRegistry(auto_describe=False)
+            scratch.register(_SourceHealth(self._sources))
+            text += generate_latest(scratch)
+        return text
+
+
+class _SourceHealth(Collector):
+    """This process's tool sources as gauges, read at scrape time."""
+
+    def __init__(self, statuses: Callable[[], Sequence[SourceStatus]]) -> None:
+        self._statuses = statuses
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        up = GaugeMetricFamily(
+            "toolwire_source_up", "1 when the tool source loaded without error.", labels=["source"]
+        )
+        tools = GaugeMetricFamily(
+            "toolwire_source_tools", "Tools the source registered.", labels=["source"]
+        )
+        for status in self._statuses():
+            up.add_metric([status.name], 1.0 if status.reachable and not status.error else 0.0)
+            tools.add_metric([status.name], float(status.tool_count))
+        yield up
+        yield tools
