@@ -11,7 +11,7 @@ from typing import Any
 import httpx2
 import mcp_types as types
 import pytest
-from mcp import ClientSession
+from mcp import Client, ClientSession
 from mcp.client.session import ClientRequestContext
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
@@ -230,3 +230,107 @@ async def test_mcp_server_can_be_turned_off(make_proxy) -> None:
     ):
         answer = await http.post(mcp_url(proxy), json={})
     assert answer.status_code == 404
+
+
+@contextlib.asynccontextmanager
+async def connect_2026(
+    proxy: Any, key: str = MASTER, elicitation: Elicitation | None = None
+) -> AsyncIterator[Client]:
+    """The SDK's high-level client, which speaks 2026-07-28 (asked by `input_required`)."""
+    headers = {"authorization": f"Bearer {key}"}
+    async with (
+        httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(30, read=60)) as http,
+        Client(
+            streamable_http_client(mcp_url(proxy), http_client=http),
+            elicitation_callback=elicitation,
+        ) as client,
+    ):
+        assert client.protocol_version == "2026-07-28"
+        yield client
+
+
+async def test_a_2026_client_is_scoped_and_asked_by_round_trip(make_proxy) -> None:
+    registry, runs = ops_registry()
+    approved: list[str] = []
+    declined: list[str] = []
+    async with make_proxy(registry, auth=AUTH, policy=POLICY) as proxy:
+        async with connect_2026(proxy, TEAM_A) as team:
+            names = {t.name for t in (await team.list_tools()).tools}
+            added = await team.call_tool("t_add", {"a": 1, "b": 2})
+            with pytest.raises(MCPError, match="Unknown tool"):
+                await team.call_tool("ops_launch", {"target": "x"})
+        async with connect_2026(proxy) as mute:
+            unasked = await mute.call_tool("ops_deploy", {"service": "api"})
+        async with connect_2026(proxy, elicitation=answering(False, declined)) as no:
+            refused = await no.call_tool("ops_deploy", {"service": "api"})
+        async with connect_2026(proxy, elicitation=answering(True, approved)) as yes:
+            deployed = await yes.call_tool("ops_deploy", {"service": "api"})
+    assert names == {"t_get_weather", "t_add", "t_explode", "t_nap", "t_slow"}
+    assert text(added) == "3"
+    assert unasked.is_error and "cannot be asked" in text(unasked)
+    assert refused.is_error and "refused" in text(refused) and len(declined) == 1
+    assert not deployed.is_error and text(deployed) == "deployed api" and len(approved) == 1
+    assert runs == ["deploy api"]
+
+
+async def test_a_round_trip_approval_is_bound_and_used_once(make_proxy) -> None:
+    registry, runs = ops_registry()
+    yes: types.InputResponses = {
+        "approval": types.ElicitResult(action="accept", content={"approve": True})
+    }
+    arguments = {"service": "api"}
+    async with (
+        make_proxy(registry, auth=AUTH, policy=POLICY) as proxy,
+        connect_2026(proxy, elicitation=answering(True, [])) as client,
+    ):
+        session = client.session
+        asked = await session.call_tool("ops_deploy", arguments, allow_input_required=True)
+        assert isinstance(asked, types.InputRequiredResult) and asked.request_state
+        state = asked.request_state
+        with pytest.raises(MCPError, match="Invalid or expired requestState"):
+            await session.call_tool(
+                "ops_deploy", {"service": "db"}, input_responses=yes, request_state=state
+            )
+        with pytest.raises(MCPError, match="Invalid or expired requestState"):
+            await session.call_tool(
+                "ops_deploy", arguments, input_responses=yes, request_state=state + "x"
+            )
+        first = await session.call_tool(
+            "ops_deploy", arguments, input_responses=yes, request_state=state
+        )
+        replayed = await session.call_tool(
+            "ops_deploy", arguments, input_responses=yes, request_state=state
+        )
+    assert not first.is_error and text(first) == "deployed api"
+    assert replayed.is_error and "already used" in text(replayed)
+    assert runs == ["deploy api"]
+
+
+async def test_a_session_belongs_to_the_key_that_opened_it(make_proxy) -> None:
+    accept = {"accept": "application/json, text/event-stream"}
+    initialize = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {},
+            "clientInfo": {"name": "test", "version": "0"},
+        },
+    }
+    listing = {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}
+    async with make_proxy(registry_with(), auth=AUTH) as proxy, httpx2.AsyncClient() as http:
+        opened = await http.post(
+            mcp_url(proxy), json=initialize, headers={**accept, "authorization": f"Bearer {MASTER}"}
+        )
+        session = {
+            **accept,
+            "mcp-session-id": opened.headers["mcp-session-id"],
+            "mcp-protocol-version": "2025-11-25",
+        }
+        borrowed = await http.post(
+            mcp_url(proxy), json=listing, headers={**session, "authorization": f"Bearer {TEAM_A}"}
+        )
+        await http.delete(mcp_url(proxy), headers={**session, "authorization": f"Bearer {MASTER}"})
+    assert opened.status_code == 200
+    assert borrowed.status_code == 404

@@ -9,6 +9,7 @@ its own key, which the edge authenticated before the request got here.
 from __future__ import annotations
 
 import contextlib
+import importlib.metadata
 from collections.abc import AsyncIterator
 from urllib.parse import urlsplit
 
@@ -20,6 +21,7 @@ from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from ...asgi import Receive, Scope, Send, send_json
 from ...context import context_of
 from ...services import Services
+from .approvals import Approvals
 from .tools import McpTools
 
 SERVER_NAME = "toolwire"
@@ -43,18 +45,21 @@ class McpFront:
     ) -> AsyncIterator[None]:
         """Serve MCP requests with `services` until the context exits (which ends every
         session)."""
+        approvals = Approvals(timeout_s=approval_timeout_s)
         tools = McpTools(
             services.catalog,
             services.gate,
             authenticated=services.keys is not None,
-            approval_timeout_s=approval_timeout_s,
+            approvals=approvals,
         )
         server: Server[object] = Server(
             SERVER_NAME,
+            version=_version(),
             instructions=INSTRUCTIONS,
             on_list_tools=tools.list_tools,
             on_call_tool=tools.call_tool,
         )
+        server.middleware.append(approvals.boundary(SERVER_NAME))
         manager = StreamableHTTPSessionManager(server, max_request_body_size=max_body_bytes)
         async with manager.run():
             self._manager = manager
@@ -86,3 +91,10 @@ async def _refuse(send: Send, status: int, message: str) -> None:
     """A JSON-RPC error body without an id, as the SDK answers transport-level refusals."""
     body = {"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": message}}
     await send_json(send, status, body)
+
+
+def _version() -> str:
+    try:
+        return importlib.metadata.version("toolwire")
+    except importlib.metadata.PackageNotFoundError:
+        return ""

@@ -5,36 +5,20 @@ from __future__ import annotations
 
 from typing import Any
 
-import anyio
 import mcp_types as types
-import orjson
 from mcp.server.context import ServerRequestContext
 from mcp.shared.exceptions import MCPError
 
 from policies import ANONYMOUS, NO_FILTER, CallContext, Gate, GateVerdict
-from registry import ErrorKind, Tool, ToolCall, ToolResult
+from registry import ToolCall
 
 from ...context import context_of
 from ...injection import Catalog
+from .approvals import Approvals
 from .content import call_result, mcp_tool
 
 PAGE_SIZE = 100
 """Tools per `tools/list` page."""
-
-APPROVAL_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "approve": {
-            "type": "boolean",
-            "title": "Approve",
-            "description": "Run this tool call now",
-        }
-    },
-    "required": ["approve"],
-}
-"""The form an `ask` tool's approval request shows the user."""
-
-_ELICITATION = types.ClientCapabilities(elicitation=types.ElicitationCapability())
 
 
 class McpTools:
@@ -51,13 +35,13 @@ class McpTools:
         gate: Gate,
         *,
         authenticated: bool,
-        approval_timeout_s: float,
+        approvals: Approvals,
         page_size: int = PAGE_SIZE,
     ) -> None:
         self._catalog = catalog
         self._gate = gate
         self._authenticated = authenticated
-        self._approval_timeout_s = approval_timeout_s
+        self._approvals = approvals
         self._page_size = page_size
 
     async def list_tools(
@@ -82,8 +66,11 @@ class McpTools:
 
     async def call_tool(
         self, ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
-    ) -> types.CallToolResult:
+    ) -> types.CallToolResult | types.InputRequiredResult:
         """Run one call through the gate; refusals and failures are `isError` results.
+
+        An `ask` call runs only once the client approved it (see `Approvals`); a
+        2026-07-28 client gets the question as an `input_required` result first.
 
         Raises:
             MCPError: no tool of that name exists for the caller (`INVALID_PARAMS`), or the
@@ -98,7 +85,10 @@ class McpTools:
         call = ToolCall(f"mcp_{ctx.request_id}", params.name, dict(params.arguments or {}))
         admission = await self._gate.admit(tool, call, caller)
         if admission.verdict is GateVerdict.ASK:
-            refusal = await self._approval(ctx, tool, call, admission.reason)
+            approvals = self._approvals
+            if approvals.round_trip(ctx) and params.request_state is None:
+                return approvals.question(ctx, tool, call, admission.reason)
+            refusal = await approvals.answer(ctx, params, tool, call, admission.reason)
             if refusal is not None:
                 return call_result(refusal)
             admission = await self._gate.admit(tool, call, caller, approved=True)
@@ -117,42 +107,6 @@ class McpTools:
                 raise MCPError(types.INVALID_REQUEST, "no authenticated caller")
             return ANONYMOUS
         return context_of(request.scope).caller()
-
-    async def _approval(
-        self, ctx: ServerRequestContext[Any, Any], tool: Tool, call: ToolCall, reason: str
-    ) -> ToolResult | None:
-        """Ask the client to approve the call (MCP elicitation): None when it approved,
-        else the result that says why the call did not run. Fails closed."""
-        session = ctx.session
-        if not (session.can_send_request and session.check_client_capability(_ELICITATION)):
-            return ToolResult.error(
-                call.id,
-                ErrorKind.APPROVAL_REQUIRED,
-                f"the call needs approval ({reason}), and this MCP client cannot be asked: "
-                "it declared no elicitation support, or its connection has no channel for "
-                "the question",
-            )
-        arguments = orjson.dumps(call.arguments).decode()
-        message = (
-            f"Run {tool.qualified_name} with {arguments}?\n"
-            f"The proxy's policy asks for approval: {reason}."
-        )
-        try:
-            with anyio.fail_after(self._approval_timeout_s):
-                answer = await session.elicit_form(message, APPROVAL_SCHEMA, ctx.request_id)
-        except TimeoutError:
-            return ToolResult.error(
-                call.id,
-                ErrorKind.APPROVAL_REQUIRED,
-                f"no answer to the approval request within {self._approval_timeout_s:g} s",
-            )
-        except MCPError as exc:
-            return ToolResult.error(
-                call.id, ErrorKind.APPROVAL_REQUIRED, f"the approval request failed: {exc}"
-            )
-        if answer.action == "accept" and (answer.content or {}).get("approve") is True:
-            return None
-        return ToolResult.error(call.id, ErrorKind.DENIED, "the user refused the call")
 
 
 def _offset(cursor: str | None, total: int) -> int:
