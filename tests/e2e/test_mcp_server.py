@@ -334,3 +334,28 @@ async def test_a_session_belongs_to_the_key_that_opened_it(make_proxy) -> None:
         await http.delete(mcp_url(proxy), headers={**session, "authorization": f"Bearer {MASTER}"})
     assert opened.status_code == 200
     assert borrowed.status_code == 404
+
+
+async def test_tools_list_is_paged(make_proxy) -> None:
+    registry = ToolRegistry()
+    for i in range(130):
+
+        def tool(x: int) -> int:
+            """Echo a number.
+
+            Args:
+                x: the number.
+            """
+            return x
+
+        registry.register(tool, name=f"tool_{i:03d}", namespace="many")
+    async with make_proxy(registry) as proxy, connect(proxy, key=None) as session:
+        first = await session.list_tools()
+        assert first.next_cursor is not None
+        params = types.PaginatedRequestParams(cursor=first.next_cursor)
+        second = await session.list_tools(params=params)
+        with pytest.raises(MCPError, match="invalid cursor"):
+            await session.list_tools(params=types.PaginatedRequestParams(cursor="nope"))
+    assert len(first.tools) == 100 and second.next_cursor is None
+    names = [t.name for t in first.tools + second.tools]
+    assert names == [f"many_tool_{i:03d}" for i in range(130)]
