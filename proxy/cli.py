@@ -144,13 +144,15 @@ async def _serve_one(settings: Settings, host: str, port: int, args: argparse.Na
 
 
 def _drain_on_exit(server: uvicorn.Server, telemetry: Telemetry) -> None:
-    """Refuse new turns (503) and report `draining` on /readyz once a signal asks to stop."""
-    stop = server.handle_exit
+    """On SIGTERM or SIGINT: refuse new turns (503), report `draining` on /readyz, and stop
+    the server as uvicorn would, but without raising the signal again once it has stopped
+    (which kills the process before the sources close, with status -15)."""
 
     def handle_exit(sig: int, frame: Any) -> None:
-        if sig in (signal.SIGTERM, signal.SIGINT):
-            telemetry.begin_drain()
-        stop(sig, frame)
+        telemetry.begin_drain()
+        if server.should_exit and sig == signal.SIGINT:
+            server.force_exit = True  # a second Ctrl-C: stop waiting for running requests
+        server.should_exit = True
 
     server.handle_exit = handle_exit  # type: ignore[method-assign]
 
