@@ -13,7 +13,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from policies import Gate, Guards, MemoryApprovalStore, MemoryRateLimiter, RulePolicy
+from policies import Gate, Guards, RulePolicy
 from registry import Executor, SourceSet, ToolRegistry
 
 from .approvals import ApprovalFlow
@@ -21,7 +21,6 @@ from .asgi import Receive, Scope, Send, send_json
 from .auth import Authenticator
 from .config import Settings
 from .context import context_of
-from .continuations import MemoryTurnStore
 from .errors import ProxyError
 from .fronts import (
     ChatCompletions,
@@ -34,9 +33,9 @@ from .fronts import (
 from .fronts.mcp import McpFront
 from .injection import Catalog
 from .loop import ToolLoop
-from .response_store import MemoryResponseStore
 from .router import UpstreamRouter
 from .services import Services
+from .state import build_stores
 from .telemetry import Telemetry
 from .webhook import WebhookApprover
 
@@ -125,7 +124,9 @@ async def _start(
     if settings.policy.approval_webhook is not None:
         approver = WebhookApprover(settings.policy.approval_webhook)
         stack.push_async_callback(approver.aclose)
-    limiter = MemoryRateLimiter()
+    stores = await build_stores(settings)
+    stack.push_async_callback(stores.aclose)
+    limiter = stores.limiter
     gate = Gate(
         RulePolicy(settings.policy),
         executor,
@@ -134,18 +135,15 @@ async def _start(
         approver=approver,
         think=settings.policy.think_augment,
     )
-    upstreams = UpstreamRouter(settings.upstreams)
+    upstreams = UpstreamRouter(settings.upstreams, modes=stores.modes)
     stack.push_async_callback(upstreams.aclose)
     approvals = ApprovalFlow(
-        MemoryApprovalStore(),
-        # Outcomes outlive pending turns: a conversation replays them for days.
-        MemoryTurnStore(ttl_s=7 * 86400, max_entries=100_000),
-        ttl_s=settings.policy.approval_ttl_s,
+        stores.approvals, stores.outcomes, ttl_s=settings.policy.approval_ttl_s
     )
     loop = ToolLoop(
         gate=gate,
         limits=settings.loop,
-        turns=MemoryTurnStore(),
+        turns=stores.turns,
         approvals=approvals,
         strict_arguments=settings.execution.strict_arguments,
     )
@@ -155,9 +153,7 @@ async def _start(
         catalog=Catalog(tools, gate),
         loop=loop,
         upstreams=upstreams,
-        responses=MemoryResponseStore(
-            ttl_s=settings.state.response_ttl_s, max_bytes=settings.state.max_memory_bytes
-        ),
+        responses=stores.responses,
         server=settings.server,
         gate=gate,
         keys=Authenticator(settings.auth, limiter) if settings.auth is not None else None,

@@ -15,6 +15,7 @@ from typing import Any
 
 from policies import (
     ApprovalStore,
+    Verdict,
     conversation_digest,
     new_call_id,
     parse_verdict,
@@ -81,19 +82,12 @@ class ApprovalFlow:
         tool did not run, and the model is told so.
         """
         resolution = Resolution()
-        if not any(m.get("role") == "tool" for m in client_messages):
+        answered = _answers(client_messages, toolset)
+        if not answered:
             return resolution
-        calls = _calls_by_position(client_messages)
-        for message in client_messages:
-            call_id = message.get("tool_call_id")
-            if message.get("role") != "tool" or call_id not in calls:
-                continue
-            position, call = calls[call_id]
-            tool = toolset.by_wire_name.get(call.name)
-            verdict = parse_verdict(message.get("content"))
-            if tool is None and verdict is None:
-                continue  # a client tool's own result
-            kept = await self._results.get(_RESULT_KEY + call_id)
+        # Kept outcomes are looked up at once: a replayed history holds every past verdict.
+        outcomes = await self._results.get_many([_RESULT_KEY + a[0] for a in answered])
+        for (call_id, position, call, tool, verdict), kept in zip(answered, outcomes, strict=True):
             if kept is not None:
                 resolution.answers[call_id] = kept[0]["content"]
                 continue
@@ -152,6 +146,29 @@ def apply_answers(history: list[Message], answers: dict[str, str]) -> list[Messa
         else m
         for m in history
     ]
+
+
+_Answer = tuple[str, int, ToolCall, Tool | None, Verdict | None]
+
+
+def _answers(messages: list[Message], toolset: Toolset) -> list[_Answer]:
+    """Each tool message that may answer a paused call: its call id, the position of the
+    message making the call, the call, the registry tool (None: not one) and the verdict."""
+    if not any(m.get("role") == "tool" for m in messages):
+        return []
+    calls = _calls_by_position(messages)
+    answered = []
+    for message in messages:
+        call_id = message.get("tool_call_id")
+        if message.get("role") != "tool" or call_id not in calls:
+            continue
+        position, call = calls[call_id]
+        tool = toolset.by_wire_name.get(call.name)
+        verdict = parse_verdict(message.get("content"))
+        if tool is None and verdict is None:
+            continue  # a client tool's own result
+        answered.append((call_id, position, call, tool, verdict))
+    return answered
 
 
 def _calls_by_position(messages: list[Message]) -> dict[str, tuple[int, ToolCall]]:

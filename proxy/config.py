@@ -79,16 +79,32 @@ class UpstreamConfig(BaseModel):
 
 
 class StateConfig(BaseModel):
-    """Where conversation state lives: pending turns, approvals, stored responses."""
+    """Where conversation state lives: pending turns, approvals, stored responses, rate
+    windows, the auto-emulation modes."""
 
     model_config = ConfigDict(extra="forbid")
 
-    backend: Literal["memory"] = "memory"
-    """Only `memory` so far: each process keeps its own state (see the README)."""
+    backend: Literal["memory", "redis"] = "memory"
+    """memory: each process keeps its own state; redis: every replica shares it."""
+    url: str = "redis://127.0.0.1:6379/0"
+    """The Redis server (`redis://`, `rediss://` for TLS, `unix://`); used by `redis`."""
+    required: bool = True
+    """false: when Redis is unreachable at start-up, run on memory state with a warning."""
+    prefix: str = Field(default="toolwire:", min_length=1)
+    """Prepended to every key, so several deployments can share one Redis."""
+    max_entry_bytes: int = Field(default=16 * 1024 * 1024, ge=1024)
+    """Largest value kept in Redis; larger ones are refused with a warning."""
     response_ttl_s: float = Field(default=7 * 86400, gt=0)
     """How long a stored Responses API response can be continued or retrieved."""
     max_memory_bytes: int = Field(default=256 * 1024 * 1024, ge=1024)
     """Byte budget of the in-memory response store; the oldest responses go first."""
+
+    @field_validator("url")
+    @classmethod
+    def _redis_url(cls, value: str) -> str:
+        if not value.startswith(("redis://", "rediss://", "unix://")):
+            raise ValueError("must be a redis://, rediss:// or unix:// URL")
+        return value
 
 
 class McpServerConfig(BaseModel):

@@ -28,6 +28,10 @@ class TurnStore(Protocol):
         """The messages kept under `key`, or None."""
         ...
 
+    async def get_many(self, keys: list[str]) -> list[list[Message] | None]:
+        """The messages kept under each key, in order (None where absent): one lookup."""
+        ...
+
 
 class MemoryTurnStore:
     """A bounded, expiring in-process TurnStore: by entries, and by bytes (attachments such
@@ -70,6 +74,9 @@ class MemoryTurnStore:
             return None
         return entry[2]
 
+    async def get_many(self, keys: list[str]) -> list[list[Message] | None]:
+        return [await self.get(key) for key in keys]
+
     def _drop(self, key: str) -> None:
         entry = self._entries.pop(key, None)
         if entry is not None:
@@ -84,15 +91,21 @@ async def restore(store: TurnStore, messages: list[Message]) -> list[Message]:
     """The history with every assistant message that ended a pending turn expanded.
 
     Kept messages marked `AFTER_RESULTS` go after the tool messages that follow, so every
-    tool message still directly follows the assistant message it answers.
+    tool message still directly follows the assistant message it answers. Every pending
+    turn is looked up at once (one round trip to a shared store).
     """
+    keys = [_turn_key(message) for message in messages]
+    wanted = [key for key in keys if key is not None]
+    if not wanted:
+        return list(messages)
+    found = dict(zip(wanted, await store.get_many(wanted), strict=True))
     restored: list[Message] = []
     after: list[Message] = []
-    for message in messages:
+    for message, key in zip(messages, keys, strict=True):
         if after and message.get("role") != "tool":
             restored.extend(after)
             after = []
-        hidden = await _hidden_part(store, message)
+        hidden = found.get(key) if key is not None else None
         if hidden is None:
             restored.append(message)
             continue
@@ -105,11 +118,12 @@ async def restore(store: TurnStore, messages: list[Message]) -> list[Message]:
     return restored
 
 
-async def _hidden_part(store: TurnStore, message: Message) -> list[Message] | None:
+def _turn_key(message: Message) -> str | None:
+    """The key a pending turn ended by `message` would be kept under (its first call's id)."""
     if message.get("role") != "assistant":
         return None
     calls = message.get("tool_calls")
     if not calls or not isinstance(calls, list) or not isinstance(calls[0], dict):
         return None
     call_id = calls[0].get("id")
-    return await store.get(call_id) if isinstance(call_id, str) else None
+    return call_id if isinstance(call_id, str) else None

@@ -100,3 +100,11 @@ class ClientDisconnectedError(ProxyError):
 
     status = 499
     code = "client_disconnected"
+
+
+class StateUnavailableError(ProxyError):
+    """The shared state (Redis) cannot be reached; requests that need it cannot proceed."""
+
+    status = 503
+    type = "api_error"
+    code = "state_unavailable"

@@ -33,7 +33,7 @@ _REJECTS_TOOLS = re.compile(
 
 
 class ModeStore(Protocol):
-    """Remembers which models an `auto` upstream serves by emulation (Redis later)."""
+    """Remembers which models an `auto` upstream serves by emulation (in memory, or shared)."""
 
     async def is_emulated(self, model: str) -> bool:
         """Whether `model` was found to reject native tools."""
@@ -158,8 +158,10 @@ def with_tool_calling(
     *,
     strict: bool = False,
     per_model: Mapping[str, str] | None = None,
+    modes: ModeStore | None = None,
 ) -> Upstream:
-    """`upstream` wrapped for `mode` (native: unchanged), with per-model glob overrides.
+    """`upstream` wrapped for `mode` (native: unchanged), with per-model glob overrides;
+    `auto` remembers its emulated models in `modes` (default: this process's memory).
 
     Raises:
         KeyError: `format_name` is not a known format.
@@ -169,7 +171,7 @@ def with_tool_calling(
 
     def wrapped(kind: str) -> Upstream:
         if kind not in built:
-            built[kind] = AutoUpstream(upstream, emulated)
+            built[kind] = AutoUpstream(upstream, emulated, modes)
         return built[kind]
 
     default = wrapped(mode)

@@ -1,0 +1,130 @@
+"""The state stores a proxy process uses, in memory or shared through Redis (`state:`)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Literal
+
+from policies import ApprovalStore, MemoryApprovalStore, MemoryRateLimiter, RateLimiter
+
+from ..config import ConfigError, Settings, StateConfig
+from ..continuations import MemoryTurnStore, TurnStore
+from ..emulation.modes import MemoryModeStore, ModeStore
+from ..errors import StateUnavailableError
+from ..response_store import MemoryResponseStore, ResponseStore
+from .redis import (
+    RedisApprovalStore,
+    RedisModeStore,
+    RedisRateLimiter,
+    RedisResponseStore,
+    RedisState,
+    RedisTurnStore,
+    connect,
+    redacted,
+)
+
+log = logging.getLogger("toolwire.state")
+
+TURN_TTL_S = 3600.0
+"""How long a turn handed back to the client waits for its answer."""
+OUTCOME_TTL_S = 7 * 86400.0
+"""Approval outcomes outlive pending turns: a conversation replays them for days."""
+
+NOT_SHARED = "pending turns, approvals, stored responses and rate-limit windows"
+"""What each process keeps to itself with the memory backend."""
+
+
+@dataclass(frozen=True, slots=True)
+class Stores:
+    """Every store of one process; `backend` says which is in use (after any fallback)."""
+
+    backend: Literal["memory", "redis"]
+    turns: TurnStore
+    approvals: ApprovalStore
+    outcomes: TurnStore
+    """The outcomes of approved and refused calls, by call id."""
+    responses: ResponseStore
+    limiter: RateLimiter
+    modes: Callable[[str], ModeStore]
+    """The emulation-mode memory of the upstream of that name."""
+    redis: RedisState | None = None
+
+    async def aclose(self) -> None:
+        """Close the connection pool, if any."""
+        if self.redis is not None:
+            await self.redis.aclose()
+
+
+async def build_stores(settings: Settings) -> Stores:
+    """The stores `settings.state` asks for.
+
+    Raises:
+        ConfigError: Redis is unreachable and `state.required` is true.
+    """
+    config = settings.state
+    if config.backend == "memory":
+        return memory_stores(config)
+    try:
+        client = await connect(config.url)
+    except StateUnavailableError as exc:
+        if config.required:
+            raise _unreachable(config, exc) from exc
+        log.warning(
+            "STATE NOT SHARED: Redis at %s is unreachable (%s); state.required is false, so "
+            "this process runs on its own memory: %s are not shared with other replicas",
+            redacted(config.url),
+            exc.__cause__,
+            NOT_SHARED,
+        )
+        return memory_stores(config)
+    state = RedisState(client, prefix=config.prefix, max_entry_bytes=config.max_entry_bytes)
+    return Stores(
+        backend="redis",
+        turns=RedisTurnStore(state, kind="turn", ttl_s=TURN_TTL_S),
+        approvals=RedisApprovalStore(state),
+        outcomes=RedisTurnStore(state, kind="outcome", ttl_s=OUTCOME_TTL_S),
+        responses=RedisResponseStore(state, ttl_s=config.response_ttl_s),
+        limiter=RedisRateLimiter(state),
+        modes=lambda upstream: RedisModeStore(state, upstream),
+        redis=state,
+    )
+
+
+def memory_stores(config: StateConfig) -> Stores:
+    """Stores in this process's memory, bounded in entries and bytes."""
+    return Stores(
+        backend="memory",
+        turns=MemoryTurnStore(ttl_s=TURN_TTL_S),
+        approvals=MemoryApprovalStore(),
+        outcomes=MemoryTurnStore(ttl_s=OUTCOME_TTL_S, max_entries=100_000),
+        responses=MemoryResponseStore(
+            ttl_s=config.response_ttl_s, max_bytes=config.max_memory_bytes
+        ),
+        limiter=MemoryRateLimiter(),
+        modes=lambda upstream: MemoryModeStore(),
+    )
+
+
+async def check_state(settings: Settings) -> None:
+    """Reach the configured Redis once, before serving, so a bad one is a clean exit.
+
+    Raises:
+        ConfigError: Redis is unreachable and `state.required` is true.
+    """
+    config = settings.state
+    if config.backend != "redis" or not config.required:
+        return
+    try:
+        client = await connect(config.url)
+    except StateUnavailableError as exc:
+        raise _unreachable(config, exc) from exc
+    await client.aclose()
+
+
+def _unreachable(config: StateConfig, exc: StateUnavailableError) -> ConfigError:
+    return ConfigError(
+        f"state.url: cannot reach Redis at {redacted(config.url)} ({exc.__cause__}); start "
+        "it, correct state.url, or set state.required: false to run on per-process memory"
+    )
