@@ -206,19 +206,19 @@ def _count(metrics: Metrics, context: RequestContext, now: float) -> None:
     stats = context.stats
     model = metrics.model(stats.model)
     key = context.principal.name if context.principal is not None else NO_REQUEST
-    metrics.requests.labels(stats.front, model, key, str(stats.status)).inc()
-    metrics.request_seconds.labels(stats.front).observe(now - stats.started)
+    metrics.requests(stats.front, model, key, str(stats.status)).inc()
+    metrics.request_seconds(stats.front).observe(now - stats.started)
     if not stats.model:
         return
-    metrics.overhead_seconds.labels(stats.front).observe(stats.overhead_s(now))
+    metrics.overhead_seconds(stats.front).observe(stats.overhead_s(now))
     if stats.upstream_calls:
         metrics.iterations.observe(stats.upstream_calls)
     if stats.input_tokens:
-        metrics.tokens.labels(model, key, "input").inc(stats.input_tokens)
+        metrics.tokens(model, key, "input").inc(stats.input_tokens)
     if stats.output_tokens:
-        metrics.tokens.labels(model, key, "output").inc(stats.output_tokens)
+        metrics.tokens(model, key, "output").inc(stats.output_tokens)
     if stats.stopped_by is not None:
-        metrics.guard_stops.labels(stats.stopped_by).inc()
+        metrics.guard_stops(stats.stopped_by).inc()
 
 
 def _span_attributes(context: RequestContext) -> dict[str, Any]:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Any
 
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
@@ -61,65 +62,83 @@ class Metrics:
         self._multiprocess = bool(os.environ.get(MULTIPROC_ENV))
         self._sources: Callable[[], Sequence[SourceStatus]] | None = None
         r = self.registry
-        self.requests = Counter(
-            "toolwire_requests",
-            "HTTP requests answered, by front, model, client key and status.",
-            ["front", "model", "key", "status"],
-            registry=r,
+        self.requests = _Children(
+            Counter(
+                "toolwire_requests",
+                "HTTP requests answered, by front, model, client key and status.",
+                ["front", "model", "key", "status"],
+                registry=r,
+            )
         )
-        self.request_seconds = Histogram(
-            "toolwire_request_duration_seconds",
-            "Whole requests, first byte in to last byte out.",
-            ["front"],
-            buckets=_LATENCY,
-            registry=r,
+        self.request_seconds = _Children(
+            Histogram(
+                "toolwire_request_duration_seconds",
+                "Whole requests, first byte in to last byte out.",
+                ["front"],
+                buckets=_LATENCY,
+                registry=r,
+            )
         )
-        self.overhead_seconds = Histogram(
-            "toolwire_overhead_seconds",
-            "The proxy's own time per request: its duration less upstream and tool time.",
-            ["front"],
-            buckets=_OVERHEAD,
-            registry=r,
+        self.overhead_seconds = _Children(
+            Histogram(
+                "toolwire_overhead_seconds",
+                "The proxy's own time per request: its duration less upstream and tool time.",
+                ["front"],
+                buckets=_OVERHEAD,
+                registry=r,
+            )
         )
-        self.upstream_calls = Counter(
-            "toolwire_upstream_calls",
-            "Calls to upstream model servers, by outcome (ok, error, cancelled).",
-            ["upstream", "model", "outcome"],
-            registry=r,
+        self.upstream_calls = _Children(
+            Counter(
+                "toolwire_upstream_calls",
+                "Calls to upstream model servers, by outcome (ok, error, cancelled).",
+                ["upstream", "model", "outcome"],
+                registry=r,
+            )
         )
-        self.upstream_seconds = Histogram(
-            "toolwire_upstream_duration_seconds",
-            "Upstream calls, from sending the request to the answer's end.",
-            ["upstream", "model"],
-            buckets=_LATENCY,
-            registry=r,
+        self.upstream_seconds = _Children(
+            Histogram(
+                "toolwire_upstream_duration_seconds",
+                "Upstream calls, from sending the request to the answer's end.",
+                ["upstream", "model"],
+                buckets=_LATENCY,
+                registry=r,
+            )
         )
-        self.first_token_seconds = Histogram(
-            "toolwire_upstream_time_to_first_token_seconds",
-            "Streamed upstream calls: from sending the request to the first chunk.",
-            ["upstream", "model"],
-            buckets=_FIRST_TOKEN,
-            registry=r,
+        self.first_token_seconds = _Children(
+            Histogram(
+                "toolwire_upstream_time_to_first_token_seconds",
+                "Streamed upstream calls: from sending the request to the first chunk.",
+                ["upstream", "model"],
+                buckets=_FIRST_TOKEN,
+                registry=r,
+            )
         )
-        self.tokens = Counter(
-            "toolwire_tokens",
-            "Tokens the upstreams reported, summed per turn: input (prompt) and output.",
-            ["model", "key", "direction"],
-            registry=r,
+        self.tokens = _Children(
+            Counter(
+                "toolwire_tokens",
+                "Tokens the upstreams reported, summed per turn: input (prompt) and output.",
+                ["model", "key", "direction"],
+                registry=r,
+            )
         )
-        self.tool_calls = Counter(
-            "toolwire_tool_calls",
-            "Tool calls by outcome: ok, an error kind (tool_error, timeout, "
-            "invalid_arguments, ...), or a gate refusal (denied, refused).",
-            ["tool", "source", "outcome"],
-            registry=r,
+        self.tool_calls = _Children(
+            Counter(
+                "toolwire_tool_calls",
+                "Tool calls by outcome: ok, an error kind (tool_error, timeout, "
+                "invalid_arguments, ...), or a gate refusal (denied, refused).",
+                ["tool", "source", "outcome"],
+                registry=r,
+            )
         )
-        self.tool_seconds = Histogram(
-            "toolwire_tool_duration_seconds",
-            "Tool calls that ran, arguments checked to result.",
-            ["tool", "source"],
-            buckets=_TOOL,
-            registry=r,
+        self.tool_seconds = _Children(
+            Histogram(
+                "toolwire_tool_duration_seconds",
+                "Tool calls that ran, arguments checked to result.",
+                ["tool", "source"],
+                buckets=_TOOL,
+                registry=r,
+            )
         )
         self.iterations = Histogram(
             "toolwire_loop_iterations",
@@ -127,17 +146,21 @@ class Metrics:
             buckets=_ITERATIONS,
             registry=r,
         )
-        self.guard_stops = Counter(
-            "toolwire_guard_stops",
-            "Turns a loop guard ended, by the limit that did.",
-            ["limit"],
-            registry=r,
+        self.guard_stops = _Children(
+            Counter(
+                "toolwire_guard_stops",
+                "Turns a loop guard ended, by the limit that did.",
+                ["limit"],
+                registry=r,
+            )
         )
-        self.approvals = Counter(
-            "toolwire_approvals",
-            "Calls the policy asked approval for (asked) and approved calls run (approved).",
-            ["outcome"],
-            registry=r,
+        self.approvals = _Children(
+            Counter(
+                "toolwire_approvals",
+                "Calls the policy asked approval for (asked) and approved calls run (approved).",
+                ["outcome"],
+                registry=r,
+            )
         )
         self.open_streams = Gauge(
             "toolwire_open_streams",
@@ -163,6 +186,23 @@ class Metrics:
             scratch.register(_SourceHealth(self._sources))
             text += generate_latest(scratch)
         return text
+
+
+class _Children:
+    """A labelled metric's children by label values, found without prometheus-client's
+    lock and checks after the first time (label values are bounded, so is this)."""
+
+    __slots__ = ("_cache", "_metric")
+
+    def __init__(self, metric: Any) -> None:
+        self._metric = metric
+        self._cache: dict[tuple[str, ...], Any] = {}
+
+    def __call__(self, *values: str) -> Any:
+        child = self._cache.get(values)
+        if child is None:
+            child = self._cache[values] = self._metric.labels(*values)
+        return child
 
 
 class _SourceHealth(Collector):

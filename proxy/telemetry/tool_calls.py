@@ -72,14 +72,14 @@ class ToolCallListener:
             self._tracing.end_tool(running.span, running.token, kind)
         if self._metrics is not None:
             tool, source = event.tool.qualified_name, event.tool.metadata.source
-            self._metrics.tool_calls.labels(tool, source, kind or OK).inc()
-            self._metrics.tool_seconds.labels(tool, source).observe(now - running.started)
+            self._metrics.tool_calls(tool, source, kind or OK).inc()
+            self._metrics.tool_seconds(tool, source).observe(now - running.started)
 
     def on_permission(self, event: CallEvent, outcome: str, reason: str) -> None:
         if self._metrics is None:
             return
         if outcome in _REFUSALS:
             tool, source = event.tool.qualified_name, event.tool.metadata.source
-            self._metrics.tool_calls.labels(tool, source, outcome).inc()
+            self._metrics.tool_calls(tool, source, outcome).inc()
         elif outcome in _APPROVALS:
-            self._metrics.approvals.labels(outcome).inc()
+            self._metrics.approvals(outcome).inc()

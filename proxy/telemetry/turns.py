@@ -12,6 +12,7 @@ import contextlib
 import dataclasses
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping
+from types import TracebackType
 from typing import TYPE_CHECKING, Any, cast
 
 from ..context import RequestStats, current_request
@@ -80,8 +81,8 @@ class MeteredUpstream:
     def __init__(self, inner: Upstream, metrics: Metrics | None, tracing: Tracing | None) -> None:
         self.inner = inner
         self.name = inner.name
+        self.tracing = tracing
         self._metrics = metrics
-        self._tracing = tracing
 
     def complete(
         self,
@@ -90,49 +91,24 @@ class MeteredUpstream:
         headers: Mapping[str, str] | None = None,
         deadline: float | None = None,
     ) -> contextlib.AbstractAsyncContextManager[AsyncIterator[Chunk]]:
-        return self._call(body, headers, deadline)
+        return _Call(self, body, headers, deadline)
 
-    @contextlib.asynccontextmanager
-    async def _call(
-        self, body: dict[str, Any], headers: Mapping[str, str] | None, deadline: float | None
-    ) -> AsyncIterator[AsyncIterator[Chunk]]:
-        call = _Call(time.perf_counter())
-        model = body.get("model")
-        model = model if isinstance(model, str) else ""
-        span = None
-        if self._tracing is not None:
-            span, headers = self._tracing.start_upstream(self.name, model, headers)
-        try:
-            async with self.inner.complete(body, headers=headers, deadline=deadline) as chunks:
-                yield call.watch(chunks)
-        except asyncio.CancelledError:
-            call.outcome = "cancelled"
-            raise
-        except BaseException as exc:
-            call.outcome = "error"
-            call.error = type(exc).__name__
-            raise
-        finally:
-            self._done(call, model, bool(body.get("stream")), span)
-
-    def _done(self, call: _Call, model: str, streamed: bool, span: Any) -> None:
-        now = time.perf_counter()
-        elapsed = now - call.started
+    def done(self, call: _Call, outcome: str) -> None:
+        """Account for a call that ended (`outcome`: ok, error or cancelled)."""
+        elapsed = time.perf_counter() - call.started
         context = current_request.get()
         if context is not None:
             context.stats.upstream_calls += 1
             context.stats.upstream_s += elapsed
-        if self._metrics is not None:
-            label = self._metrics.model(model)
-            metrics = self._metrics
-            metrics.upstream_calls.labels(self.name, label, call.outcome).inc()
-            metrics.upstream_seconds.labels(self.name, label).observe(elapsed)
-            if streamed and call.first is not None:
-                metrics.first_token_seconds.labels(self.name, label).observe(
-                    call.first - call.started
-                )
-        if span is not None and self._tracing is not None:
-            self._tracing.end_upstream(span, call.attributes(), call.error)
+        metrics = self._metrics
+        if metrics is not None:
+            label = metrics.model(call.model)
+            metrics.upstream_calls(self.name, label, outcome).inc()
+            metrics.upstream_seconds(self.name, label).observe(elapsed)
+            if call.first is not None and call.streamed:
+                metrics.first_token_seconds(self.name, label).observe(call.first - call.started)
+        if call.span is not None and self.tracing is not None:
+            self.tracing.end_upstream(call.span, call.attributes(), call.error)
 
     async def list_models(self) -> list[str]:
         return await self.inner.list_models()
@@ -141,13 +117,86 @@ class MeteredUpstream:
         await self.inner.aclose()
 
 
-@dataclasses.dataclass(slots=True)
 class _Call:
-    started: float
-    first: float | None = None
-    last: Chunk | None = None
-    outcome: str = "ok"
-    error: str | None = None
+    """One upstream call: its times, its last chunk, its span.
+
+    A class rather than an `asynccontextmanager`: it runs once per upstream call, on the
+    hot path, where the generator machinery costs a measurable share.
+    """
+
+    __slots__ = (
+        "_body",
+        "_deadline",
+        "_headers",
+        "_inner",
+        "_upstream",
+        "error",
+        "first",
+        "last",
+        "model",
+        "span",
+        "started",
+        "streamed",
+    )
+
+    def __init__(
+        self,
+        upstream: MeteredUpstream,
+        body: dict[str, Any],
+        headers: Mapping[str, str] | None,
+        deadline: float | None,
+    ) -> None:
+        self._upstream = upstream
+        self._body = body
+        self._headers = headers
+        self._deadline = deadline
+        self._inner: contextlib.AbstractAsyncContextManager[AsyncIterator[Chunk]] | None = None
+        model = body.get("model")
+        self.model = model if isinstance(model, str) else ""
+        self.streamed = body.get("stream") is True
+        self.span: Any = None
+        self.started = 0.0
+        self.first: float | None = None
+        self.last: Chunk | None = None
+        self.error: str | None = None
+
+    async def __aenter__(self) -> AsyncIterator[Chunk]:
+        upstream = self._upstream
+        headers = self._headers
+        if upstream.tracing is not None:
+            self.span, headers = upstream.tracing.start_upstream(upstream.name, self.model, headers)
+        self.started = time.perf_counter()
+        self._inner = upstream.inner.complete(self._body, headers=headers, deadline=self._deadline)
+        try:
+            chunks = await self._inner.__aenter__()
+        except BaseException as exc:
+            self._end(exc)
+            raise
+        return self.watch(chunks)
+
+    async def __aexit__(
+        self,
+        kind: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> bool | None:
+        assert self._inner is not None
+        try:
+            suppressed = await self._inner.__aexit__(kind, exc, traceback)
+        except BaseException as raised:
+            self._end(raised)
+            raise
+        self._end(None if suppressed else exc)
+        return suppressed
+
+    def _end(self, exc: BaseException | None) -> None:
+        if exc is None:
+            outcome = "ok"
+        elif isinstance(exc, asyncio.CancelledError | GeneratorExit):
+            outcome = self.error = "cancelled"
+        else:
+            outcome, self.error = "error", type(exc).__name__
+        self._upstream.done(self, outcome)
 
     async def watch(self, chunks: AsyncIterator[Chunk]) -> AsyncIterator[Chunk]:
         """The chunks, the first one's time and the last one noted."""

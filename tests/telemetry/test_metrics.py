@@ -1,0 +1,72 @@
+"""Metrics: bounded model labels, source health at scrape time, the exposition format."""
+
+from __future__ import annotations
+
+from prometheus_client.parser import text_string_to_metric_families
+
+from proxy import parse_settings
+from proxy.telemetry import Metrics, ModelLabels, Telemetry
+from registry import SourceStatus
+from tests.conftest import REPO
+
+
+def _samples(text: bytes) -> dict[tuple[str, frozenset], float]:
+    return {
+        (s.name, frozenset(s.labels.items())): s.value
+        for family in text_string_to_metric_families(text.decode())
+        for s in family.samples
+    }
+
+
+def test_only_configured_model_names_become_labels() -> None:
+    labels = ModelLabels(["llama-3.1-8b", "qwen"])
+    assert labels("qwen") == "qwen"
+    assert labels("qwen-but-not-quite") == "other"
+    assert labels("") == "-"
+
+
+def test_globs_in_the_configuration_are_not_model_names() -> None:
+    settings = parse_settings(
+        {
+            "upstreams": [
+                {"name": "a", "base_url": "demo", "models": ["gpt-*", "exact", "[ab]c"]},
+                {
+                    "name": "b",
+                    "base_url": "demo",
+                    "models": ["*"],
+                    "models_tool_calling": {"small": "emulated"},
+                },
+            ]
+        },
+        base_dir=REPO,
+        environ={},
+    )
+    telemetry = Telemetry.from_settings(settings)
+    assert telemetry.metrics is not None
+    assert telemetry.metrics.model("exact") == "exact"
+    assert telemetry.metrics.model("small") == "small"
+    assert telemetry.metrics.model("gpt-4o") == "other"
+
+
+def test_source_health_is_read_at_each_scrape() -> None:
+    metrics = Metrics(ModelLabels([]))
+    statuses = [SourceStatus("python:tools.py", True, 4), SourceStatus("mcp:time", False, 0, "x")]
+    metrics.watch_sources(lambda: statuses)
+    samples = _samples(metrics.exposition())
+    assert samples[("toolwire_source_up", frozenset({("source", "mcp:time")}))] == 0
+    assert samples[("toolwire_source_up", frozenset({("source", "python:tools.py")}))] == 1
+    assert samples[("toolwire_source_tools", frozenset({("source", "python:tools.py")}))] == 4
+    statuses[1] = SourceStatus("mcp:time", True, 2)
+    samples = _samples(metrics.exposition())
+    assert samples[("toolwire_source_up", frozenset({("source", "mcp:time")}))] == 1
+    metrics.watch_sources(None)
+    assert not any(name == "toolwire_source_up" for name, _ in _samples(metrics.exposition()))
+
+
+def test_each_app_has_its_own_registry() -> None:
+    one, two = Metrics(ModelLabels([])), Metrics(ModelLabels([]))
+    one.requests("chat", "-", "-", "200").inc()
+    assert (
+        "toolwire_requests_total",
+        frozenset({("front", "chat"), ("model", "-"), ("key", "-"), ("status", "200")}),
+    ) not in _samples(two.exposition())
