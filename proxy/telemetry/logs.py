@@ -29,6 +29,7 @@ _RECORD_FIELDS = frozenset(
         "asctime",
         "request_id",
         "taskName",
+        "color_message",  # uvicorn's coloured copy of the message
     ]
 )
 
