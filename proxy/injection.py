@@ -46,6 +46,23 @@ SEARCH_SCHEMA: dict[str, Any] = {
 
 
 @dataclass(frozen=True, slots=True)
+class DeferredTools:
+    """The deferred tools one request may find: a view on the catalog's one index."""
+
+    index: ToolIndex
+    allowed: frozenset[int]
+    """Index positions of the deferred tools this request sees."""
+    wire_names: Mapping[str, str]
+    """Wire name of each, by qualified name."""
+
+    def search(self, query: str, *, limit: int = 5) -> list[Tool]:
+        return self.index.search(query, limit=limit, allowed=self.allowed)
+
+    def __len__(self) -> int:
+        return len(self.allowed)
+
+
+@dataclass(frozen=True, slots=True)
 class Toolset:
     """The registry tools visible to one request."""
 
@@ -53,7 +70,7 @@ class Toolset:
     """Injected from the first call: the visible tools that are not deferred."""
     by_wire_name: Mapping[str, Tool]
     """Every visible tool, deferred ones included (a call to any of them may run)."""
-    deferred: ToolIndex | None = None
+    deferred: DeferredTools | None = None
     """Search over the visible deferred tools; None when there are none."""
     deferred_schemas: Mapping[str, dict[str, Any]] = field(default_factory=dict)
     denied: Mapping[str, Tool] = field(default_factory=dict)
@@ -69,6 +86,7 @@ class Catalog:
         self._gate = gate
         self._cache: OrderedDict[tuple[int, ToolFilter, str | None], Toolset] = OrderedDict()
         self._cache_size = cache_size
+        self._index: tuple[int, ToolIndex] | None = None
 
     def toolset(self, tool_filter: ToolFilter, caller: CallContext = ANONYMOUS) -> Toolset:
         """The tools `tool_filter` lets a caller's request see (deferred and denied tools
@@ -76,6 +94,7 @@ class Catalog:
         key = (self._registry.version, tool_filter, caller.caller)
         found = self._cache.get(key)
         if found is not None:
+            self._cache.move_to_end(key)
             return found
         selected = [t for t in tool_filter.select(self._registry) if self._gate.in_scope(t, caller)]
         visible = [t for t in selected if self._gate.visible(t, caller)]
@@ -85,7 +104,7 @@ class Catalog:
         toolset = Toolset(
             schemas=tuple(self._schema(t) for t in visible if not t.metadata.defer),
             by_wire_name={wire(t): t for t in visible},
-            deferred=ToolIndex(deferred) if deferred else None,
+            deferred=self._deferred(deferred) if deferred else None,
             deferred_schemas={wire(t): self._schema(t) for t in deferred},
             denied={wire(t): t for t in selected if id(t) not in shown},
         )
@@ -93,6 +112,21 @@ class Catalog:
         if len(self._cache) > self._cache_size:
             self._cache.popitem(last=False)
         return toolset
+
+    def _deferred(self, tools: list[Tool]) -> DeferredTools:
+        """A view on the one index of every deferred tool, built once per registry version
+        (a new filter or caller only picks its tools from it)."""
+        version = self._registry.version
+        if self._index is None or self._index[0] != version:
+            every = [t for t in self._registry.list_tools() if t.metadata.defer]
+            self._index = (version, ToolIndex(every))
+        wire = self._registry.wire_name
+        index = self._index[1]
+        return DeferredTools(
+            index,
+            index.positions([t.qualified_name for t in tools]),
+            {t.qualified_name: wire(t) for t in tools},
+        )
 
     def _schema(self, tool: Tool) -> dict[str, Any]:
         return self._gate.schema(tool, self._registry.openai_schema(tool))

@@ -54,7 +54,5 @@ def _arguments(call: ToolCall) -> dict[str, Any] | None:
 
 
 def _schema_of(toolset: Toolset, qualified_name: str) -> dict[str, Any] | None:
-    for name, tool in toolset.by_wire_name.items():
-        if tool.qualified_name == qualified_name:
-            return toolset.deferred_schemas.get(name)
-    return None
+    wire = toolset.deferred.wire_names.get(qualified_name) if toolset.deferred else None
+    return toolset.deferred_schemas.get(wire) if wire is not None else None

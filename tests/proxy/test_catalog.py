@@ -111,15 +111,15 @@ def test_tools_removed_or_disabled_at_run_time_leave_later_requests() -> None:
     assert shown(catalog) == []
 
 
-def test_the_cache_is_bounded_oldest_first() -> None:
+def test_the_cache_is_bounded_least_recently_used_first() -> None:
     catalog = Catalog(registry(), GATE, cache_size=2)
     filters = [ToolFilter(tags=frozenset({tag})) for tag in ("a", "b", "c")]
     first = catalog.toolset(filters[0])
     second = catalog.toolset(filters[1])
+    assert catalog.toolset(filters[0]) is first  # used again: now the newest
+    catalog.toolset(filters[2])  # evicts the least recently used entry: filters[1]
     assert catalog.toolset(filters[0]) is first
-    catalog.toolset(filters[2])  # evicts the oldest entry: filters[0]
-    assert catalog.toolset(filters[1]) is second
-    assert catalog.toolset(filters[0]) is not first
+    assert catalog.toolset(filters[1]) is not second
 
 
 def test_client_tool_names() -> None:

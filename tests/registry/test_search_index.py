@@ -41,3 +41,38 @@ def test_prefix_and_ranking_and_limit() -> None:
     assert len(index.search("send list weather", limit=2)) == 2
     assert index.search("") == []
     assert index.search("quantum chromodynamics") == []
+
+
+def test_allowed_positions_restrict_the_results() -> None:
+    index = _index()
+    only_fs = index.positions(["fs.list_files", "nowhere.unknown"])
+    assert [t.name for t in index.search("email files", allowed=only_fs)] == ["list_files"]
+    assert index.search("email", allowed=frozenset()) == []
+
+
+def _catalog(count: int) -> ToolIndex:
+    registry = ToolRegistry()
+    for i in range(count):
+
+        def tool(x: int) -> int:
+            return x
+
+        tool.__doc__ = f"Fetch the record of item {i} from the archive." + (
+            " Also exports spreadsheets." if i == count - 1 else ""
+        )
+        registry.register(tool, namespace=f"ns{i}", name="fetch")
+    return ToolIndex(list(registry))
+
+
+def test_words_in_most_tools_do_not_rank_a_large_catalog() -> None:
+    index = _catalog(40)
+    # "archive" is in every tool: it says nothing; "spreadsheets" finds the one tool.
+    assert [t.namespace for t in index.search("archive spreadsheets", limit=1)] == ["ns39"]
+    assert index.search("archive") == []
+    small = _catalog(5)  # small catalogs keep every word
+    assert len(small.search("archive")) == 5
+
+
+def test_ties_keep_index_order() -> None:
+    index = _catalog(5)
+    assert [t.namespace for t in index.search("item", limit=3)] == ["ns0", "ns1", "ns2"]
