@@ -32,6 +32,7 @@ from registry import Executor, RegistryError, SourceSet, ToolCall, ToolRegistry
 
 from .app import create_app, sources_for
 from .config import ConfigError, Settings, load_settings
+from .state import NOT_SHARED, check_state
 from .telemetry import MULTIPROC_ENV, Telemetry, log_config
 
 
@@ -96,6 +97,14 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
     port = args.port if args.port is not None else settings.server.port
     logs = log_config(args.log_format, args.log_level)
     logging.config.dictConfig(logs)
+    asyncio.run(check_state(settings))  # an unreachable Redis is a clean exit 1
+    if args.workers > 1 and settings.state.backend == "memory":
+        print(
+            f"toolwire: {args.workers} workers with state.backend: memory: each worker keeps "
+            f"its own {NOT_SHARED}; a follow-up that lands on another worker will not find "
+            "them (set state.backend: redis to share them)",
+            file=sys.stderr,
+        )
     if args.workers > 1:
         # Each worker process builds its own app (and starts its own sources) from the file.
         os.environ["TOOLWIRE_CONFIG"] = os.path.abspath(args.config)

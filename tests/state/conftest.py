@@ -4,9 +4,11 @@ test for tests that stop and restart it. Skipped only where redis-server is not 
 
 from __future__ import annotations
 
+import os
 import shutil
 import socket
 import subprocess
+import tempfile
 import time
 import uuid
 from collections.abc import Iterator
@@ -19,18 +21,21 @@ _REDIS = shutil.which("redis-server")
 
 
 class RedisServer:
-    """A redis-server process without persistence, on a fixed port across restarts."""
+    """A redis-server process on a fixed port across restarts, without automatic
+    persistence: only an explicit SAVE writes its folder's dump, which a restart loads."""
 
-    def __init__(self) -> None:
+    def __init__(self, folder: str) -> None:
         self.port = _free_port()
         self.url = f"redis://127.0.0.1:{self.port}/0"
+        self._folder = folder
         self._process: subprocess.Popen[bytes] | None = None
 
     def start(self) -> None:
         assert _REDIS is not None
         self._process = subprocess.Popen(
             [_REDIS, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
-             "--appendonly", "no", "--daemonize", "no", "--loglevel", "warning"],
+             "--appendonly", "no", "--daemonize", "no", "--loglevel", "warning",
+             "--dir", self._folder],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )  # fmt: skip
@@ -57,13 +62,16 @@ class RedisServer:
 
 def _started() -> Iterator[RedisServer]:
     if _REDIS is None:
+        if os.environ.get("CI"):
+            pytest.fail("redis-server is not installed, and CI must run the Redis tests")
         pytest.skip("redis-server is not installed (apt-get install redis-server)")
-    server = RedisServer()
-    server.start()
-    try:
-        yield server
-    finally:
-        server.stop()
+    with tempfile.TemporaryDirectory(prefix="toolwire-redis-") as folder:
+        server = RedisServer(folder)
+        server.start()
+        try:
+            yield server
+        finally:
+            server.stop()
 
 
 @pytest.fixture(scope="session")
