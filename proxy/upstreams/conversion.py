@@ -6,16 +6,26 @@ on input it cannot read; both are handled here, in the one module that calls it.
 
 from __future__ import annotations
 
+import functools
 import logging
 import warnings
 from typing import Any
 
-from llm_rosetta import ConversionPipeline
+from llm_rosetta import ConversionPipeline, get_converter_for_provider
 
 from ..errors import BadRequestError
 from .base import Chunk, Fault
 
 log = logging.getLogger("toolwire.upstream")
+
+
+@functools.cache
+def _without_self_checks(*providers: str) -> None:
+    """Turn off rosetta's re-validation of its own intermediate form in the converters its
+    pipelines share: the input is the loop's own Chat body, and the check cost 2-3x the
+    rest of a conversion (measured: anthropic 5.9 -> 1.8 ms, 10 messages and 10 tools)."""
+    for provider in providers:
+        get_converter_for_provider(provider).validate_output = False
 
 
 class Conversion:
@@ -27,6 +37,7 @@ class Conversion:
         Raises:
             BadRequestError: rosetta cannot convert the request.
         """
+        _without_self_checks("openai_chat", target)
         self._pipeline = ConversionPipeline("openai_chat", target)
         self._upstream = upstream
         with warnings.catch_warnings(record=True) as dropped:
