@@ -10,6 +10,7 @@ import json
 from collections.abc import AsyncIterator
 from typing import Any
 
+import aiohttp
 import openai
 import pytest
 from redis import asyncio as aioredis
@@ -310,3 +311,41 @@ async def test_redis_lost_and_back(
     assert runs == ["Oslo"]
     results = [tool_messages(r)[0]["content"] for r in upstream.requests[-2:]]
     assert results[0] == results[1] and json.loads(results[0])["city"] == "Oslo"
+
+
+async def test_a_model_found_emulated_on_a_is_emulated_on_b(
+    make_proxy: ProxyFactory, upstream: FakeUpstream, redis_server: RedisServer, prefix: str
+) -> None:
+    rejection = '"auto" tool choice requires --enable-auto-tool-choice and --tool-call-parser'
+    upstream.script(Reply.error(400, rejection), Reply.text("Hello."), Reply.text("Hi."))
+    runs: list[str] = []
+    auto = {"tool_calling": "auto"}
+    async with replicas(make_proxy, redis_server, prefix, runs, upstream=auto) as (a, b):
+        await ask(a.client, stream=False, messages=USER)
+        answer = await ask(b.client, stream=False, messages=USER)
+    assert answer.content == "Hi."
+    # A: refused natively, then emulated; B: emulated from the start.
+    assert [bool(body.get("tools")) for body in upstream.requests] == [True, False, False]
+
+
+async def test_lost_redis_on_the_messages_front_is_anthropics_503(
+    make_proxy: ProxyFactory, upstream: FakeUpstream, own_redis: RedisServer, prefix: str
+) -> None:
+    history = [
+        {"role": "user", "content": "order 7?"},
+        {
+            "role": "assistant",
+            "content": [{"type": "tool_use", "id": "toolu_1", "name": "lookup", "input": {}}],
+        },
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1"}]},
+    ]
+    body = {"model": "fake-model", "max_tokens": 50, "messages": history}
+    runs: list[str] = []
+    async with replicas(make_proxy, own_redis, prefix, runs) as (a, _):
+        own_redis.stop()
+        url = a.base_url + "/messages"
+        async with aiohttp.ClientSession() as session, session.post(url, json=body) as response:
+            assert response.status == 503
+            error = await response.json()
+    assert error["type"] == "error"  # Anthropic's shape
+    assert "Redis" in error["error"]["message"]
