@@ -15,6 +15,7 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import pytest
+from anthropic import AsyncAnthropic
 
 from tests.conftest import Proxy, serve_proxy
 from tests.e2e.answers import ask
@@ -141,3 +142,44 @@ async def test_responses_front(stream: bool, upstream_format: str) -> None:
         )
     assert second.output_text == "Order 7 ships today; Paris is sunny."
     _check_rounds(fake, upstream_format)
+
+
+MESSAGES_LOOKUP = {"name": "lookup_order", "input_schema": LOOKUP_PARAMETERS}
+
+
+@pytest.mark.parametrize("upstream_format", list(FORMATS))
+async def test_messages_front(stream: bool, upstream_format: str) -> None:
+    """The Anthropic front over every upstream format, with the official anthropic SDK."""
+    async with proxied(upstream_format) as (fake, proxy):
+        base = proxy.base_url.removesuffix("/v1")
+        async with AsyncAnthropic(base_url=base, api_key="unused", max_retries=0) as client:
+            question = [{"role": "user", "content": USER}]
+            first = await _message(client, stream, question)
+            assert first.stop_reason == "tool_use"
+            (use,) = [b for b in first.content if b.type == "tool_use"]
+            assert use.name == "lookup_order" and use.input == {"order_id": "7"}
+            follow_up = [
+                *question,
+                {"role": "assistant", "content": [b.model_dump() for b in first.content]},
+                {
+                    "role": "user",
+                    "content": [{"type": "tool_result", "tool_use_id": use.id, "content": "ok"}],
+                },
+            ]
+            second = await _message(client, stream, follow_up)
+    texts = [b.text for b in second.content if b.type == "text"]
+    assert texts == ["Order 7 ships today; Paris is sunny."]
+    _check_rounds(fake, upstream_format)
+
+
+async def _message(client: AsyncAnthropic, stream: bool, messages: list[Any]) -> Any:
+    request: dict[str, Any] = {
+        "model": MODEL,
+        "max_tokens": 512,
+        "messages": messages,
+        "tools": [MESSAGES_LOOKUP],
+    }
+    if not stream:
+        return await client.messages.create(**request)
+    async with client.messages.stream(**request) as events:
+        return await events.get_final_message()
