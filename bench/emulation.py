@@ -110,7 +110,7 @@ def _measure(fixture: Fixture, tally: Tally, splits: int) -> None:
 
 
 def _same(a: Outcome, b: Outcome) -> bool:
-    return (a.content, a.calls) == (b.content, b.calls)
+    return (a.content, a.reasoning, a.calls) == (b.content, b.reasoning, b.calls)
 
 
 def _pct(part: float, whole: float) -> str:

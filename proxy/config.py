@@ -54,7 +54,18 @@ class UpstreamConfig(BaseModel):
     tool_calling: Literal["native", "emulated", "auto"] = "native"
     """native: the server parses tool calls; emulated: tools go into the prompt and calls are
     parsed from the text; auto: native until the server rejects `tools` for a model."""
-    emulation_format: Literal["hermes", "xml", "pythonic", "json"] = "hermes"
+    emulation_format: Literal[
+        "hermes",
+        "xml",
+        "pythonic",
+        "json",
+        "mistral",
+        "llama",
+        "gpt-oss",
+        "deepseek",
+        "glm",
+        "kimi",
+    ] = "hermes"
     emulation_strict: bool = False
     """Refuse malformed emulated calls instead of applying the tolerated repairs."""
     models_tool_calling: dict[str, Literal["native", "emulated", "auto"]] = Field(

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from .formats import FORMAT_NAMES, EmulationFormat, get_format
 from .modes import AutoUpstream, MemoryModeStore, ModeStore, PerModelUpstream, with_tool_calling
-from .parser import Call, Event, Parser, Text, run
+from .parser import Call, Event, Parser, Reasoning, Text, run
 from .prompt import Rewritten, catalog, rewrite
+from .reasoning import ThinkingParser
 from .repairs import Refusal, Repair
 from .toolspecs import ToolSpecs
 from .upstream import EmulatedUpstream, translate
@@ -21,10 +22,12 @@ __all__ = [
     "ModeStore",
     "Parser",
     "PerModelUpstream",
+    "Reasoning",
     "Refusal",
     "Repair",
     "Rewritten",
     "Text",
+    "ThinkingParser",
     "ToolSpecs",
     "catalog",
     "get_format",

@@ -45,7 +45,14 @@ class Call:
     arguments: dict[str, Any]
 
 
-Event = Text | Call
+@dataclass(frozen=True, slots=True)
+class Reasoning:
+    """The model's thinking (`<think>…</think>`, a harmony analysis channel): never content."""
+
+    text: str
+
+
+Event = Text | Call | Reasoning
 
 
 class Parser(Protocol):
@@ -79,6 +86,9 @@ class Envelope:
     """The decoder reads the markers too (the open marker is part of the call's syntax)."""
     repair: Repair | None = None
     """Set for an envelope only a lenient parser accepts."""
+    at_start: bool = False
+    """`open` counts only as the reply's first non-blank text (or right after a call): a bare
+    `{` that starts a Llama reply is a call, one inside prose is not."""
 
 
 class TaggedParser:
@@ -92,13 +102,23 @@ class TaggedParser:
         *,
         strict: bool = False,
         stops: Sequence[str] = ("<tool_response>",),
+        drop: Sequence[str] = (),
     ) -> None:
+        """`stops`: markers of a hallucinated tool result (the rest of the reply is dropped);
+        `drop`: markers with no meaning of their own (a section around calls, an end of
+        sentence), removed from text."""
         self.repairs: list[Repair] = []
         self.refusals: list[Refusal] = []
         self._specs, self._decode, self._lenient = specs, decode, not strict
         self._envelopes = [e for e in envelopes if e.repair is None or not strict]
+        self._starts = [e for e in self._envelopes if e.at_start]
+        self._envelopes = [e for e in self._envelopes if not e.at_start]
         self._stops = tuple(stops)
         self._markers = [e.open for e in self._envelopes] + list(self._stops)
+        self._drop = tuple(drop)
+        self._own = {*self._markers, *self._drop, *(e.close for e in envelopes if e.close)}
+        self._begun = False
+        """The reply (or the text since the last call) has shown non-blank text."""
         self._buf = ""
         self._state = "text"
         self._env: Envelope | None = None
@@ -130,11 +150,15 @@ class TaggedParser:
         self._buf = ""
 
     def _text_step(self, out: list[Event], final: bool, truncated: bool) -> bool:
-        if self._lenient and SPECIAL_TOKEN.search(self._buf):
-            self._record([Repair.SPECIAL_TOKEN_STRIPPED])
-            self._buf = SPECIAL_TOKEN.sub("", self._buf)
+        self._clean_text()
         if self._after_call and not self._skip_after_call(final):
             return False
+        if self._starts and not self._begun:
+            started = self._start_step(final)
+            if started is None:
+                return False
+            if started:
+                return True
         found = self._first_marker()
         if found is None:
             cut = len(self._buf) if final else self._holdback(self._buf)
@@ -154,6 +178,49 @@ class TaggedParser:
         self._state = "body"
         return True
 
+    def _clean_text(self) -> None:
+        """Remove the markers that carry nothing, and (lenient) leaked special tokens other than
+        the format's own, from the text before the next call only: a call's body is its own."""
+        end = self._text_end()
+        text = self._buf[:end]
+        for marker in self._drop:
+            text = text.replace(marker, "")
+        if self._lenient and SPECIAL_TOKEN.search(text):
+            stripped = SPECIAL_TOKEN.sub(
+                lambda m: m.group(0) if m.group(0) in self._own else "", text
+            )
+            if stripped != text:
+                self._record([Repair.SPECIAL_TOKEN_STRIPPED])
+                text = stripped
+        self._buf = text + self._buf[end:]
+
+    def _text_end(self) -> int:
+        found = self._first_marker()
+        end = len(self._buf) if found is None else found[0]
+        if self._starts and not self._begun:
+            rest = self._buf.lstrip()
+            if any(rest.startswith(e.open) for e in self._starts):
+                end = min(end, len(self._buf) - len(rest))
+        return end
+
+    def _start_step(self, final: bool) -> bool | None:
+        """At the first non-blank text: enter an at-start envelope (True), or not (False);
+        None: only blanks so far, wait."""
+        rest = self._buf.lstrip()
+        if not rest:
+            return False if final else None
+        if not final and any(e.open.startswith(rest) and e.open != rest for e in self._starts):
+            return None
+        self._begun = True
+        env = next((e for e in self._starts if rest.startswith(e.open)), None)
+        if env is None:
+            return False
+        self._gap = self._buf[: len(self._buf) - len(rest)]
+        self._env, self._scanner = env, env.scanner(self._lenient)
+        self._buf = rest if env.keep_markers else rest[len(env.open) :]
+        self._state = "body"
+        return True
+
     def _skip_after_call(self, final: bool) -> bool:
         """Drop whitespace (and a fence's closing backticks) after a call; False: wait."""
         rest = self._buf.lstrip()
@@ -167,8 +234,8 @@ class TaggedParser:
             elif not any(rest.startswith(m) for m in self._markers):
                 self._fence_open = False
         self._buf = rest
-        if not rest and not final:
-            return False
+        if not final and (not rest or any(d.startswith(rest) for d in self._drop)):
+            return False  # blanks so far, or a marker that carries nothing may be coming
         self._after_call = False
         return True
 
@@ -182,7 +249,7 @@ class TaggedParser:
 
     def _holdback(self, buf: str) -> int:
         """Where the text that might still start a marker (or a fence before one) begins."""
-        cut = len(buf) - max(partial_overlap(buf, m) for m in self._markers)
+        cut = len(buf) - max(partial_overlap(buf, m) for m in (*self._markers, *self._drop))
         if self._lenient:
             partial = PARTIAL_SPECIAL_TOKEN.search(buf)
             if partial:
@@ -257,10 +324,11 @@ class TaggedParser:
             used.append(self._env.repair)
         self._record(used)
         out.extend(resolved)
-        self._gap, self._after_call, self._said = "", True, False
+        self._gap, self._after_call, self._said, self._begun = "", True, False, False
 
     def _say(self, out: list[Event], text: str) -> None:
         self._said = self._said or bool(text.strip())
+        self._begun = self._begun or self._said
         _emit(out, text)
 
     def _give_up(self, out: list[Event], refusal: Refusal, raw: str) -> None:
@@ -279,19 +347,27 @@ class TaggedParser:
 
 
 def _emit(out: list[Event], text: str) -> None:
-    if text:
-        if out and isinstance(out[-1], Text):
-            out[-1] = Text(out[-1].text + text)
+    append(out, Text(text))
+
+
+def append(out: list[Event], event: Event) -> None:
+    """Add an event, merged into the last one when both are text or both reasoning."""
+    if isinstance(event, Call):
+        out.append(event)
+    elif event.text:
+        last = out[-1] if out else None
+        if type(last) is type(event) and isinstance(last, Text | Reasoning):
+            out[-1] = type(event)(last.text + event.text)
         else:
-            out.append(Text(text))
+            out.append(event)
 
 
 def run(parser: Parser, chunks: Sequence[str], *, truncated: bool = False) -> list[Event]:
-    """Feed every chunk then finish; adjacent texts merged."""
+    """Feed every chunk then finish; adjacent texts (and reasoning) merged."""
     events: list[Event] = []
     for chunk in chunks:
         for event in parser.feed(chunk):
-            _emit(events, event.text) if isinstance(event, Text) else events.append(event)
+            append(events, event)
     for event in parser.finish(truncated=truncated):
-        _emit(events, event.text) if isinstance(event, Text) else events.append(event)
+        append(events, event)
     return events

@@ -63,6 +63,16 @@ def unfence(body: str, lenient: bool, repairs: list[Repair]) -> str:
     return body
 
 
+def stripped_candidates(body: str, lenient: bool) -> list[tuple[str, list[Repair]]]:
+    """The body as written, then (lenient, when it holds any) without leaked special tokens:
+    a decoder tries them in turn, so a token quoted inside an argument string survives."""
+    text = body.strip()
+    candidates: list[tuple[str, list[Repair]]] = [(text, [])]
+    if lenient and SPECIAL_TOKEN.search(text):
+        candidates.append((SPECIAL_TOKEN.sub("", text).strip(), [Repair.SPECIAL_TOKEN_STRIPPED]))
+    return candidates
+
+
 def strip_tokens(body: str, lenient: bool, repairs: list[Repair]) -> str:
     """The body without leaked special tokens such as `<|im_end|>` (lenient only)."""
     if lenient and SPECIAL_TOKEN.search(body):

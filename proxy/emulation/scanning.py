@@ -71,13 +71,19 @@ class QuotedScanner:
 
 
 class XmlScanner:
-    """Ends at `close` outside `<parameter=…>…</parameter>`, whose values are raw text."""
+    """Ends at `close` outside `<parameter=…>…</parameter>` (or another pair of value tags),
+    whose values are raw text."""
 
-    _OPEN_PARAM = "<parameter="
-    _CLOSE_PARAM = "</parameter>"
-
-    def __init__(self, close: str, *, ends: tuple[str, ...] = ()) -> None:
+    def __init__(
+        self,
+        close: str,
+        *,
+        ends: tuple[str, ...] = (),
+        value: tuple[str, str] = ("<parameter=", "</parameter>"),
+    ) -> None:
+        """`value`: the tags around a raw-text value (GLM: `<arg_value>`, `</arg_value>`)."""
         self._markers = (close, *ends)
+        self._OPEN_PARAM, self._CLOSE_PARAM = value
         self._pos = 0
         self._in_param = False
 
@@ -134,3 +140,74 @@ def object_end(text: str, start: int = 0) -> int | None:
             if depth == 0:
                 return i + 1
     return None
+
+
+class ValueScanner:
+    """Ends just past the first balanced JSON value (`{…}` or `[…]`) after a short head.
+
+    For formats with no closing tag (Mistral's `[TOOL_CALLS]name[ARGS]{…}`, Llama's bare
+    JSON): the head (a name, a separator) runs up to the value's first bracket; a head longer
+    than `head_limit` ends the body where it stands, so prose after a marker is given back.
+    """
+
+    def __init__(self, *, quotes: str = '"', head_limit: int = 256) -> None:
+        self._quotes, self._head_limit = quotes, head_limit
+        self._pos = 0
+        self._depth = 0
+        self._quote: str | None = None
+        self._escape = False
+
+    def scan(self, buf: str) -> tuple[int, str] | None:
+        """(index just past the value, ""); None while the value goes on."""
+        i, n = self._pos, len(buf)
+        while i < n:
+            ch = buf[i]
+            if self._quote is not None:
+                self._string(ch)
+            elif self._depth == 0:
+                head = self._head(buf, i)
+                if head is None:
+                    break
+                if head:
+                    self._pos = i
+                    return i, ""
+            elif ch in self._quotes:
+                self._quote = ch
+            elif ch in "{[":
+                self._depth += 1
+            elif ch in "}]":
+                self._depth -= 1
+                if self._depth == 0:
+                    self._pos = i + 1
+                    return i + 1, ""
+            i += 1
+        self._pos = i
+        return None
+
+    def _string(self, ch: str) -> None:
+        if self._escape:
+            self._escape = False
+        elif ch == "\\":
+            self._escape = True
+        elif ch == self._quote:
+            self._quote = None
+
+    def _head(self, buf: str, i: int) -> bool | None:
+        """Before the value: True when the head is too long (the body ends here); None: wait
+        for the next character."""
+        ch = buf[i]
+        if ch == "[" and i + 1 == len(buf):
+            return None  # `[ARGS]` or an array: the next character decides
+        if ch == "{" or (ch == "[" and not (buf[i + 1].isupper() or buf[i + 1] == "/")):
+            self._depth = 1
+            return False
+        return i >= self._head_limit
+
+
+def neutralise_tokens(text: str, tokens: tuple[str, ...]) -> str:
+    """Break each of a family's marker tokens in text the model did not write (a zero-width
+    space after the first character), so a tool result or description cannot pose as a call."""
+    for token in tokens:
+        if token in text:
+            text = text.replace(token, token[0] + "\u200b" + token[1:])
+    return text

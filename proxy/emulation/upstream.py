@@ -16,7 +16,7 @@ from typing import Any
 
 from ..upstream import Chunk, Upstream
 from .formats import EmulationFormat
-from .parser import Call, Event, Parser
+from .parser import Call, Event, Parser, Reasoning, Text
 from .prompt import rewrite
 
 log = logging.getLogger("toolwire.emulation")
@@ -92,8 +92,12 @@ async def translate(chunks: AsyncIterator[Chunk], parser: Parser) -> AsyncIterat
 
 
 def _apply(delta: dict[str, Any], events: list[Event], index: int) -> tuple[dict[str, Any], int]:
-    """The delta with the events' text as content and their calls as tool-call deltas."""
-    text = "".join(e.text for e in events if not isinstance(e, Call))
+    """The delta with the events' text as content, their reasoning as `reasoning_content` and
+    their calls as tool-call deltas."""
+    thought = "".join(e.text for e in events if isinstance(e, Reasoning))
+    if thought:
+        delta["reasoning_content"] = (delta.get("reasoning_content") or "") + thought
+    text = "".join(e.text for e in events if isinstance(e, Text))
     if text:
         delta["content"] = text
     calls = []

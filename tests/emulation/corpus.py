@@ -11,12 +11,15 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from proxy.emulation import Call, Parser, Text, ToolSpecs, get_format, run
+from proxy.emulation import Call, Parser, Reasoning, Text, ToolSpecs, get_format, run
 from tests.emulation.handwritten import HANDWRITTEN, TOOLS
 
 CORPUS = Path(__file__).with_name("bfcl_corpus.json")
-FORMATS = ("hermes", "xml", "pythonic", "json")
+FAMILIES = ("mistral", "llama", "gpt-oss", "deepseek", "glm", "kimi")
+"""The native formats of model families (the others are Toolwire's generic emulations)."""
+FORMATS = ("hermes", "xml", "pythonic", "json", *FAMILIES)
 PERTURBATIONS = (
+    "reasoning",
     "whitespace",
     "key_order",
     "lead_prose",
@@ -27,8 +30,38 @@ PERTURBATIONS = (
     "alias_key",
     "stringified_args",
     "unicode_escapes",
+    "legacy_array",
+    "python_tag",
+    "prefilled_start",
+    "stop_stripped",
+    "compact",
 )
 LEAD, TRAIL = "Sure, let me check that for you.\n", "\nI called the function for you."
+THOUGHT = (
+    'The user wants this. A call looks like <tool_call>{"name": "f"}</tool_call> or '
+    '[TOOL_CALLS]f[ARGS]{} or {"name": "f", "parameters": {}}; I will make it.'
+)
+JOINERS = {
+    "hermes": "\n",
+    "xml": "\n",
+    "glm": "\n",
+    "mistral": "",
+    "llama": "; ",
+    "gpt-oss": "",
+}
+"""How the formats that write one block per call join them (the others write one block)."""
+
+
+def deepseek_token(name: str) -> str:
+    """A DeepSeek marker (fullwidth bars, U+2581 for spaces)."""
+    return f"<\uff5c{name.replace(' ', chr(0x2581))}\uff5c>"
+
+
+SECTIONS = {
+    "kimi": ("<|tool_call_begin|>", "<|tool_call_end|>"),
+    "deepseek": (deepseek_token("tool call begin"), deepseek_token("tool call end")),
+}
+"""The call markers of the formats that write every call in one section."""
 CallList = list[tuple[str, dict[str, Any]]]
 
 
@@ -49,6 +82,8 @@ class Fixture:
     truncated: bool = False
     strict_calls: CallList | None = None
     """For hand-written fixtures: the calls strict mode gives (None: not checked)."""
+    reasoning: str | None = None
+    """Expected reasoning after stripping; None: not checked."""
 
 
 @dataclass
@@ -57,6 +92,7 @@ class Outcome:
 
     content: str
     calls: CallList
+    reasoning: str = ""
     refusals: list[str] = field(default_factory=list)
     repairs: list[str] = field(default_factory=list)
 
@@ -82,7 +118,15 @@ def fixtures(fmt: str) -> list[Fixture]:
             if text is not None:
                 content = LEAD if tag == "lead_prose" else TRAIL if tag == "trail_prose" else ""
                 fixture = Fixture(
-                    case["id"], fmt, "perturbed", tag, case["tools"], text, calls, content.strip()
+                    case["id"],
+                    fmt,
+                    "perturbed",
+                    tag,
+                    case["tools"],
+                    text,
+                    calls,
+                    content.strip(),
+                    reasoning=THOUGHT if tag == "reasoning" else None,
                 )
                 out.append(fixture)
         out += truncations(fmt, case["id"], case["tools"], calls)
@@ -113,16 +157,19 @@ def fixtures(fmt: str) -> list[Fixture]:
                 item.get("content"),
                 item.get("truncated", False),
                 None if "strict" not in item else [(n, a) for n, a in item["strict"]],
+                item.get("reasoning"),
             )
         )
     return out
 
 
 def renderable(fmt: str, calls: CallList) -> bool:
-    """Whether the format can write these calls (xml: no value holding its own end tag)."""
+    """Whether the format can write these calls (raw values: none holding its own end tag)."""
+    text = json.dumps([a for _, a in calls])
+    if fmt == "glm":
+        return "</arg_value>" not in text
     if fmt != "xml":
         return True
-    text = json.dumps([a for _, a in calls])
     return "</parameter>" not in text and "</function>" not in text
 
 
@@ -140,6 +187,16 @@ def _hermes_like(fmt: str, objects: list[str]) -> str:
 def perturb(fmt: str, tag: str, calls: CallList) -> str | None:
     """A perturbed rendering with the same expected calls; None where it does not apply."""
     clean = render(fmt, calls)
+    if fmt == "gpt-oss":
+        return _harmony_perturbation(tag, calls, clean)
+    if tag == "reasoning":
+        return f"<think>\n{THOUGHT}\n</think>\n\n{clean}"
+    if fmt in SECTIONS:
+        return _section_perturbation(fmt, tag, calls, clean)
+    if fmt == "glm" and tag == "compact":
+        return clean.replace(">\n<", "><").replace("</tool_call>\n", "</tool_call>")
+    if fmt in ("mistral", "llama"):
+        return _family_perturbation(fmt, tag, calls, clean)
     if tag == "lead_prose":
         return LEAD + clean
     if tag == "trail_prose":
@@ -153,6 +210,138 @@ def perturb(fmt: str, tag: str, calls: CallList) -> str | None:
     if fmt in ("hermes", "json"):
         return _json_perturbation(fmt, tag, calls)
     return _text_perturbation(fmt, tag, calls, clean)
+
+
+def _family_perturbation(fmt: str, tag: str, calls: CallList, clean: str) -> str | None:
+    if tag == "key_order":
+        return render(fmt, [(n, dict(reversed(list(a.items())))) for n, a in calls])
+    if tag == "trail_prose":
+        return clean + TRAIL
+    if tag == "leaked_token":
+        return clean + ("<|eot_id|>" if fmt == "llama" else "<|im_end|>")
+    if fmt == "mistral":
+        return _mistral_perturbation(tag, calls, clean)
+    return _llama_perturbation(tag, calls)
+
+
+def _mistral_perturbation(tag: str, calls: CallList, clean: str) -> str | None:
+    if tag == "lead_prose":
+        return LEAD + clean
+    if tag == "fence":
+        return "```json\n" + clean + "\n```"
+    forms = {
+        "whitespace": lambda n, a: f"[TOOL_CALLS] {n} [ARGS] {json.dumps(a, indent=2)}\n",
+        "single_quotes": lambda n, a: f"[TOOL_CALLS]{n}[ARGS]{a!r}",
+        "unicode_escapes": lambda n, a: f"[TOOL_CALLS]{n}[ARGS]{json.dumps(a)}",
+        "python_tag": lambda n, a: f"[TOOL_CALLS]{n}[CALL_ID]a1b2c3d4e[ARGS]{json.dumps(a)}",
+    }
+    if tag in forms:
+        return "".join(forms[tag](n, a) for n, a in calls)
+    arrays = {
+        "legacy_array": [{"name": n, "arguments": a} for n, a in calls],
+        "stringified_args": [{"name": n, "arguments": json.dumps(a)} for n, a in calls],
+        "alias_key": [
+            {"name": n, "arguments": a, "id": f"abc{i:06d}"} for i, (n, a) in enumerate(calls)
+        ],
+    }
+    if tag in arrays:
+        return "[TOOL_CALLS]" + json.dumps(arrays[tag], ensure_ascii=False)
+    return None
+
+
+def _section_perturbation(fmt: str, tag: str, calls: CallList, clean: str) -> str | None:
+    begin, end = SECTIONS[fmt]
+    if tag == "key_order":
+        return render(fmt, [(n, dict(reversed(list(a.items())))) for n, a in calls])
+    if tag == "lead_prose":
+        return LEAD + clean
+    if tag == "trail_prose":
+        return clean + TRAIL
+    if tag == "leaked_token":
+        return clean + ("<|im_end|>" if fmt == "kimi" else deepseek_token("end of sentence"))
+    if tag == "stop_stripped":
+        return clean[: clean.rindex(end) + len(end)]
+    sep = "<|tool_call_argument_begin|>" if fmt == "kimi" else deepseek_token("tool sep")
+    dumps = {
+        "single_quotes": repr,
+        "unicode_escapes": json.dumps,
+        "whitespace": lambda a: json.dumps(a, indent=2),
+    }
+    if tag in dumps:
+        items = [(n, dumps[tag](a)) for n, a in calls]
+    elif tag == "legacy_array" and fmt == "deepseek":
+        # V3 / R1: `function` before the separator, the name after it, arguments fenced.
+        items = [("function", f"{n}\n```json\n{json.dumps(a)}\n```") for n, a in calls]
+    else:
+        return None
+    spaced = "\n" if tag == "whitespace" else ""
+    body = "".join(
+        f"{spaced}{begin}{_section_head(fmt, n, i, tag)}{sep}{args}{end}"
+        for i, (n, args) in enumerate(items)
+    )
+    head, _, _ = clean.partition(begin)
+    tail = clean[clean.rindex(end) + len(end) :]
+    return head + body + spaced + tail
+
+
+def _section_head(fmt: str, name: str, index: int, tag: str) -> str:
+    if fmt == "kimi":
+        return f" functions.{name}:{index} " if tag == "whitespace" else f"functions.{name}:{index}"
+    return f" {name} " if tag == "whitespace" and name != "function" else name
+
+
+def _harmony_perturbation(tag: str, calls: CallList, clean: str) -> str | None:
+    def message(header: str, body: str, end: str = "<|call|>") -> str:
+        return f"<|start|>assistant{header}<|message|>{body}{end}"
+
+    def each(header: str, dump: Any = json.dumps, end: str = "<|call|>") -> str:
+        return "".join(message(header.format(n=n), dump(a), end) for n, a in calls)
+
+    if tag == "reasoning":
+        return f"<|channel|>analysis<|message|>{THOUGHT}<|end|>" + clean
+    if tag == "lead_prose":
+        return f"<|channel|>commentary<|message|>{LEAD}<|end|>" + clean
+    if tag == "trail_prose":
+        return clean + message("<|channel|>final", TRAIL, "<|return|>")
+    if tag == "key_order":
+        return render("gpt-oss", [(n, dict(reversed(list(a.items())))) for n, a in calls])
+    if tag == "prefilled_start":
+        return clean.removeprefix("<|start|>assistant")
+    if tag == "stop_stripped":
+        return clean.removesuffix("<|call|>")
+    forms = {
+        "whitespace": (
+            " to=functions.{n}<|channel|>commentary json",
+            lambda a: json.dumps(a, indent=2),
+        ),
+        "python_tag": ("<|channel|>commentary to=functions.{n}", json.dumps),
+        "single_quotes": ("<|channel|>commentary to=functions.{n} <|constrain|>json", repr),
+        "unicode_escapes": ("<|channel|>commentary to=functions.{n} <|constrain|>json", json.dumps),
+    }
+    if tag not in forms:
+        return None
+    header, dump = forms[tag]
+    return each(header, dump)
+
+
+def _llama_perturbation(tag: str, calls: CallList) -> str | None:
+    objects: dict[str, list[str]] = {
+        "whitespace": [json.dumps({"name": n, "parameters": a}, indent=2) for n, a in calls],
+        "single_quotes": [repr({"name": n, "parameters": a}) for n, a in calls],
+        "alias_key": [json.dumps({"name": n, "arguments": a}) for n, a in calls],
+        "stringified_args": [
+            json.dumps({"name": n, "parameters": json.dumps(a)}) for n, a in calls
+        ],
+        "unicode_escapes": [json.dumps({"name": n, "parameters": a}) for n, a in calls],
+        "python_tag": [json.dumps({"name": n, "parameters": a}) for n, a in calls],
+    }
+    if tag not in objects:
+        return None
+    if tag == "whitespace":
+        return "\n\n" + " ;\n".join(objects[tag]) + "\n  "
+    if tag == "python_tag":
+        return "<|python_tag|>" + "; ".join(objects[tag])
+    return "; ".join(objects[tag])
 
 
 def _text_perturbation(fmt: str, tag: str, calls: CallList, clean: str) -> str | None:
@@ -192,18 +381,23 @@ def truncations(
     fmt: str, case_id: str, tools: list[dict[str, Any]], calls: CallList
 ) -> list[Fixture]:
     """The clean output cut off inside its last call, as `finish_reason: length` leaves it."""
-    if fmt in ("hermes", "xml"):
+    if fmt in JOINERS:
         blocks = [render(fmt, [c]) for c in calls]
-        full, last, kept = "\n".join(blocks), len(blocks[-1]), calls[:-1]
+        full = JOINERS[fmt].join(blocks)
+        start, stop, kept = len(JOINERS[fmt].join(blocks[:-1])), len(full), calls[:-1]
+    elif fmt in SECTIONS:
+        begin, end = SECTIONS[fmt]
+        full = render(fmt, calls)
+        start, stop, kept = full.rindex(begin), full.rindex(end) + len(end), calls[:-1]
     else:
         full = render(fmt, calls)
-        last, kept = len(full), []
-    start = len(full) - last
-    points = sorted({start + 1, start + last // 3, start + last // 2, len(full) - 1})
+        start, stop, kept = 0, len(full), []
+    last = stop - start
+    points = sorted({start + 1, start + last // 3, start + last // 2, stop - 1})
     return [
         Fixture(case_id, fmt, "truncation", f"cut{p - start}", tools, full[:p], kept, None, True)
         for p in points
-        if start < p < len(full)
+        if start < p < stop
     ]
 
 
@@ -226,9 +420,14 @@ def parse(fixture: Fixture, chunks: list[str], *, strict: bool = False) -> Outco
     )
     events = run(parser, chunks, truncated=fixture.truncated)
     content = "".join(e.text for e in events if isinstance(e, Text))
+    reasoning = "".join(e.text for e in events if isinstance(e, Reasoning))
     calls = [(e.name, e.arguments) for e in events if isinstance(e, Call)]
     return Outcome(
-        content, calls, [str(r) for r in parser.refusals], [str(r) for r in parser.repairs]
+        content,
+        calls,
+        reasoning,
+        [str(r) for r in parser.refusals],
+        [str(r) for r in parser.repairs],
     )
 
 
@@ -275,5 +474,7 @@ def same_calls(got: CallList, expected: CallList) -> bool:
 def exact(outcome: Outcome, fixture: Fixture) -> bool:
     """The calls, and the content when the fixture states it, are as expected."""
     if not same_calls(outcome.calls, fixture.calls):
+        return False
+    if fixture.reasoning is not None and outcome.reasoning.strip() != fixture.reasoning:
         return False
     return fixture.content is None or outcome.content.strip() == fixture.content

@@ -358,9 +358,464 @@ JSON: list[dict[str, Any]] = [
     },
 ]
 
+MISTRAL: list[dict[str, Any]] = [
+    {
+        "tag": "v11_parallel_with_text_before",
+        "text": 'Checking both.[TOOL_CALLS]get_weather[ARGS]{"city": "Paris"}'
+        "[TOOL_CALLS]ping[ARGS]{}",
+        "calls": [PARIS, ("ping", {})],
+        "content": "Checking both.",
+    },
+    {
+        "tag": "legacy_array_with_ids",
+        "text": '[TOOL_CALLS] [{"name": "get_weather", "arguments": {"city": "Paris"}, '
+        '"id": "a1b2c3d4e"}, {"name": "ping", "arguments": {}, "id": "f5g6h7i8j"}]',
+        "calls": [PARIS, ("ping", {})],
+        "content": "",
+        "strict": [PARIS, ("ping", {})],
+    },
+    {
+        "tag": "markers_and_brackets_in_strings",
+        "text": '[TOOL_CALLS]write_file[ARGS]{"path": "a]}.txt", '
+        '"content": "[TOOL_CALLS]x[ARGS]{} and [TOOL_RESULTS]"}',
+        "calls": [
+            (
+                "write_file",
+                {"path": "a]}.txt", "content": "[TOOL_CALLS]x[ARGS]{} and [TOOL_RESULTS]"},
+            )
+        ],
+        "content": "",
+    },
+    {
+        "tag": "stripped_control_tokens",
+        "text": '[TOOL_CALLS]get_weather{"city": "Paris"}',
+        "calls": [PARIS],
+        "content": "",
+        "strict": [PARIS],
+    },
+    {
+        "tag": "magistral_think_then_call",
+        "text": "[THINK]The user wants [TOOL_CALLS] weather.[/THINK]"
+        '[TOOL_CALLS]get_weather[ARGS]{"city": "Paris"}',
+        "calls": [PARIS],
+        "content": "",
+        "reasoning": "The user wants [TOOL_CALLS] weather.",
+    },
+    {
+        "tag": "unknown_tool_is_text",
+        "text": "[TOOL_CALLS]rm_rf[ARGS]{}",
+        "calls": [],
+        "content": "[TOOL_CALLS]rm_rf[ARGS]{}",
+    },
+    {
+        "tag": "invalid_json_is_text",
+        "text": '[TOOL_CALLS]ping[ARGS]{"a": oops} ok',
+        "calls": [],
+        "content": '[TOOL_CALLS]ping[ARGS]{"a": oops} ok',
+    },
+    {
+        "tag": "hallucinated_result_dropped",
+        "text": "[TOOL_CALLS]ping[ARGS]{}[TOOL_RESULTS]pong[/TOOL_RESULTS]It said pong.",
+        "calls": [("ping", {})],
+        "content": "",
+    },
+    {
+        "tag": "truncated_second_call",
+        "text": '[TOOL_CALLS]ping[ARGS]{}[TOOL_CALLS]get_weather[ARGS]{"city": "Par',
+        "calls": [("ping", {})],
+        "content": None,
+        "truncated": True,
+    },
+    {
+        "tag": "marker_in_prose_without_value",
+        "text": "The [TOOL_CALLS] token starts a call; " + "x" * 300,
+        "calls": [],
+        "content": "The [TOOL_CALLS] token starts a call; " + "x" * 300,
+    },
+    {
+        "tag": "single_quoted_arguments",
+        "text": "[TOOL_CALLS]get_weather[ARGS]{'city': 'Paris', 'days': 2}",
+        "calls": [("get_weather", {"city": "Paris", "days": 2})],
+        "content": "",
+        "strict": [],
+    },
+]
+
+LLAMA: list[dict[str, Any]] = [
+    {
+        "tag": "parameters_and_separator",
+        "text": '{"name": "get_weather", "parameters": {"city": "Paris"}}; '
+        '{"name": "ping", "parameters": {}}',
+        "calls": [PARIS, ("ping", {})],
+        "content": "",
+        "strict": [PARIS, ("ping", {})],
+    },
+    {
+        "tag": "python_tag_and_eom",
+        "text": '<|python_tag|>{"name": "get_weather", "parameters": {"city": "Paris"}}<|eom_id|>',
+        "calls": [PARIS],
+        "content": "",
+    },
+    {
+        "tag": "json_answer_is_content",
+        "text": '{"city": "Paris", "population": 2100000}',
+        "calls": [],
+        "content": '{"city": "Paris", "population": 2100000}',
+    },
+    {
+        "tag": "call_in_prose_is_text",
+        "text": 'You would send {"name": "ping", "parameters": {}} to ping.',
+        "calls": [],
+        "content": 'You would send {"name": "ping", "parameters": {}} to ping.',
+    },
+    {
+        "tag": "braces_and_markers_in_strings",
+        "text": '{"name": "write_file", "parameters": {"path": "}{", '
+        '"content": "<|python_tag|>{\\"x\\": 1}; }"}}',
+        "calls": [("write_file", {"path": "}{", "content": '<|python_tag|>{"x": 1}; }'})],
+        "content": "",
+    },
+    {
+        "tag": "think_then_call",
+        "text": '<think>\nNeed weather.\n</think>\n\n{"name": "get_weather", '
+        '"parameters": {"city": "Paris"}}',
+        "calls": [PARIS],
+        "content": "",
+        "reasoning": "Need weather.",
+    },
+    {
+        "tag": "text_after_call",
+        "text": '{"name": "ping", "parameters": {}}\nPinging now.',
+        "calls": [("ping", {})],
+        "content": "Pinging now.",
+    },
+    {
+        "tag": "unknown_tool_is_text",
+        "text": '{"name": "rm_rf", "parameters": {}}',
+        "calls": [],
+        "content": '{"name": "rm_rf", "parameters": {}}',
+    },
+    {
+        "tag": "truncated_second_call",
+        "text": '{"name": "ping", "parameters": {}}; {"name": "get_weather", "parameters": '
+        '{"city": "Par',
+        "calls": [("ping", {})],
+        "content": None,
+        "truncated": True,
+    },
+    {
+        "tag": "hallucinated_turn_dropped",
+        "text": '{"name": "ping", "parameters": {}}<|eot_id|><|start_header_id|>ipython'
+        "<|end_header_id|>\n\npong",
+        "calls": [("ping", {})],
+        "content": "",
+    },
+]
+
+
+def _harmony(header: str, body: str, end: str = "<|call|>") -> str:
+    return f"<|start|>assistant{header}<|message|>{body}{end}"
+
+
+def _to(name: str) -> str:
+    return f"<|channel|>commentary to=functions.{name} <|constrain|>json"
+
+
+GPT_OSS: list[dict[str, Any]] = [
+    {
+        "tag": "analysis_then_call_prefilled",
+        "text": "<|channel|>analysis<|message|>The user wants the weather.<|end|>"
+        + _harmony(_to("get_weather"), '{"city": "Paris"}'),
+        "calls": [PARIS],
+        "content": "",
+        "reasoning": "The user wants the weather.",
+        "strict": [PARIS],
+    },
+    {
+        "tag": "final_answer_only",
+        "text": "<|channel|>analysis<|message|>Easy.<|end|>"
+        + _harmony("<|channel|>final", "It is 4.", "<|return|>"),
+        "calls": [],
+        "content": "It is 4.",
+        "reasoning": "Easy.",
+    },
+    {
+        "tag": "preamble_and_two_calls",
+        "text": "<|channel|>commentary<|message|>Checking two things.<|end|>"
+        + _harmony(_to("ping"), "{}")
+        + _harmony(_to("get_weather"), '{"city": "Paris"}'),
+        "calls": [("ping", {}), PARIS],
+        "content": "Checking two things.",
+    },
+    {
+        "tag": "recipient_in_header_no_constrain",
+        "text": "<|start|>assistant to=functions.get_weather<|channel|>commentary json"
+        '<|message|>{"city": "Paris"}',
+        "calls": [PARIS],
+        "content": "",
+    },
+    {
+        "tag": "markers_in_argument_strings",
+        "text": _harmony(
+            _to("write_file"), '{"path": "a", "content": "<|call|><|end|><|start|>x}"}'
+        ),
+        "calls": [("write_file", {"path": "a", "content": "<|call|><|end|><|start|>x}"})],
+        "content": "",
+    },
+    {
+        "tag": "unknown_tool_is_text",
+        "text": _harmony(_to("rm_rf"), "{}"),
+        "calls": [],
+        "content": _harmony(_to("rm_rf"), "{}"),
+    },
+    {
+        "tag": "invalid_json_is_text",
+        "text": _harmony(_to("ping"), "{oops}"),
+        "calls": [],
+        "content": _harmony(_to("ping"), "{oops}"),
+    },
+    {
+        "tag": "truncated_call",
+        "text": _harmony(_to("ping"), "{}") + _harmony(_to("get_weather"), '{"city": "Pa', ""),
+        "calls": [("ping", {})],
+        "content": None,
+        "truncated": True,
+    },
+    {
+        "tag": "truncated_analysis_is_reasoning",
+        "text": "<|channel|>analysis<|message|>I should call get_weather with",
+        "calls": [],
+        "content": "",
+        "reasoning": "I should call get_weather with",
+        "truncated": True,
+    },
+    {
+        "tag": "hallucinated_result_dropped",
+        "text": _harmony(_to("ping"), "{}")
+        + "<|start|>functions.ping to=assistant<|channel|>commentary<|message|>pong<|end|>",
+        "calls": [("ping", {})],
+        "content": "",
+    },
+    {
+        "tag": "no_header_is_plain_text",
+        "text": "Paris is sunny; call get_weather(city=Paris) if you doubt it.",
+        "calls": [],
+        "content": "Paris is sunny; call get_weather(city=Paris) if you doubt it.",
+    },
+]
+
+GLM: list[dict[str, Any]] = [
+    {
+        "tag": "think_then_two_calls",
+        "text": "<think>Weather, then a ping.</think>\n<tool_call>get_weather\n"
+        "<arg_key>city</arg_key>\n<arg_value>Paris</arg_value>\n<arg_key>days</arg_key>\n"
+        "<arg_value>2</arg_value>\n</tool_call>\n<tool_call>ping\n</tool_call>",
+        "calls": [("get_weather", {"city": "Paris", "days": 2}), ("ping", {})],
+        "content": "",
+        "reasoning": "Weather, then a ping.",
+        "strict": [("get_weather", {"city": "Paris", "days": 2}), ("ping", {})],
+    },
+    {
+        "tag": "markers_and_code_in_values",
+        "text": "<tool_call>write_file<arg_key>path</arg_key><arg_value>f.py</arg_value>"
+        f"<arg_key>content</arg_key><arg_value>{CODE}<tool_call>x</arg_value></tool_call>",
+        "calls": [("write_file", {"path": "f.py", "content": CODE + "<tool_call>x"})],
+        "content": "",
+    },
+    {
+        "tag": "schema_types_as_json",
+        "text": "<tool_call>set_flags\n<arg_key>enabled</arg_key>\n<arg_value>false</arg_value>\n"
+        '<arg_key>tags</arg_key>\n<arg_value>["a", "é"]</arg_value>\n<arg_key>meta</arg_key>\n'
+        '<arg_value>{"k": {"n": [1]}}</arg_value>\n<arg_key>code</arg_key>\n'
+        "<arg_value>42</arg_value>\n</tool_call>",
+        "calls": [
+            (
+                "set_flags",
+                {"enabled": False, "tags": ["a", "é"], "meta": {"k": {"n": [1]}}, "code": "42"},
+            )
+        ],
+        "content": "",
+    },
+    {
+        "tag": "text_before_and_after",
+        "text": "Let me check.\n<tool_call>get_weather\n<arg_key>city</arg_key>\n"
+        "<arg_value>Paris</arg_value>\n</tool_call>\nDone.",
+        "calls": [PARIS],
+        "content": "Let me check.\nDone.",
+    },
+    {
+        "tag": "unknown_tool_is_text",
+        "text": "<tool_call>rm_rf\n</tool_call>",
+        "calls": [],
+        "content": "<tool_call>rm_rf\n</tool_call>",
+    },
+    {
+        "tag": "garbage_between_pairs_is_text",
+        "text": "<tool_call>get_weather\nplease <arg_key>city</arg_key><arg_value>Paris"
+        "</arg_value></tool_call>",
+        "calls": [],
+        "content": "<tool_call>get_weather\nplease <arg_key>city</arg_key><arg_value>Paris"
+        "</arg_value></tool_call>",
+    },
+    {
+        "tag": "truncated_in_value",
+        "text": "<tool_call>ping\n</tool_call><tool_call>write_file\n<arg_key>content</arg_key>"
+        "<arg_value>print(",
+        "calls": [("ping", {})],
+        "content": None,
+        "truncated": True,
+    },
+    {
+        "tag": "hallucinated_observation_dropped",
+        "text": "<tool_call>ping\n</tool_call><|observation|>\n<tool_response>pong</tool_response>",
+        "calls": [("ping", {})],
+        "content": "",
+    },
+]
+
+KIMI: list[dict[str, Any]] = [
+    {
+        "tag": "think_then_section_of_two",
+        "text": "<think>Two calls.</think><|tool_calls_section_begin|><|tool_call_begin|>"
+        'functions.get_weather:0<|tool_call_argument_begin|>{"city": "Paris"}<|tool_call_end|>'
+        "<|tool_call_begin|>functions.ping:1<|tool_call_argument_begin|>{}<|tool_call_end|>"
+        "<|tool_calls_section_end|>",
+        "calls": [PARIS, ("ping", {})],
+        "content": "",
+        "reasoning": "Two calls.",
+        "strict": [PARIS, ("ping", {})],
+    },
+    {
+        "tag": "markers_in_strings",
+        "text": "<|tool_calls_section_begin|><|tool_call_begin|>functions.write_file:0"
+        '<|tool_call_argument_begin|>{"path": "a", "content": "<|tool_call_end|>'
+        '<|tool_calls_section_end|>"}<|tool_call_end|><|tool_calls_section_end|>',
+        "calls": [
+            ("write_file", {"path": "a", "content": "<|tool_call_end|><|tool_calls_section_end|>"})
+        ],
+        "content": "",
+    },
+    {
+        "tag": "text_before",
+        "text": "Checking.<|tool_calls_section_begin|><|tool_call_begin|>functions.ping:0"
+        "<|tool_call_argument_begin|>{}<|tool_call_end|><|tool_calls_section_end|>",
+        "calls": [("ping", {})],
+        "content": "Checking.",
+    },
+    {
+        "tag": "bare_name_lenient",
+        "text": "<|tool_calls_section_begin|><|tool_call_begin|>ping<|tool_call_argument_begin|>{}"
+        "<|tool_call_end|><|tool_calls_section_end|>",
+        "calls": [("ping", {})],
+        "content": "",
+        "strict": [],
+    },
+    {
+        "tag": "unknown_tool_is_text",
+        "text": "<|tool_call_begin|>functions.rm_rf:0<|tool_call_argument_begin|>{}"
+        "<|tool_call_end|>",
+        "calls": [],
+        "content": "<|tool_call_begin|>functions.rm_rf:0<|tool_call_argument_begin|>{}"
+        "<|tool_call_end|>",
+    },
+    {
+        "tag": "truncated_second_call",
+        "text": "<|tool_calls_section_begin|><|tool_call_begin|>functions.ping:0"
+        "<|tool_call_argument_begin|>{}<|tool_call_end|><|tool_call_begin|>functions.get_weather:1"
+        '<|tool_call_argument_begin|>{"city": "Pa',
+        "calls": [("ping", {})],
+        "content": None,
+        "truncated": True,
+    },
+    {
+        "tag": "hallucinated_return_dropped",
+        "text": "<|tool_calls_section_begin|><|tool_call_begin|>functions.ping:0"
+        "<|tool_call_argument_begin|>{}<|tool_call_end|><|tool_calls_section_end|>\n"
+        "## Return of functions.ping:0\npong",
+        "calls": [("ping", {})],
+        "content": "",
+    },
+]
+
+
+def _ds(name: str) -> str:
+    return f"<\uff5c{name.replace(' ', chr(0x2581))}\uff5c>"
+
+
+_DS_CALL = _ds("tool call begin") + "{}" + _ds("tool sep") + "{}" + _ds("tool call end")
+DEEPSEEK: list[dict[str, Any]] = [
+    {
+        "tag": "v31_two_calls_after_think",
+        "text": "<think>Two.</think>"
+        + _ds("tool calls begin")
+        + _DS_CALL.format("get_weather", '{"city": "Paris"}')
+        + _DS_CALL.format("ping", "{}")
+        + _ds("tool calls end")
+        + _ds("end of sentence"),
+        "calls": [PARIS, ("ping", {})],
+        "content": "",
+        "reasoning": "Two.",
+        "strict": [PARIS, ("ping", {})],
+    },
+    {
+        "tag": "v3_fenced_form",
+        "text": "Let me check."
+        + _ds("tool calls begin")
+        + _DS_CALL.format("function", 'get_weather\n```json\n{"city": "Paris"}\n```')
+        + _ds("tool calls end"),
+        "calls": [PARIS],
+        "content": "Let me check.",
+        "strict": [PARIS],
+    },
+    {
+        "tag": "markers_in_strings",
+        "text": _ds("tool calls begin")
+        + _DS_CALL.format("write_file", '{"path": "a", "content": "' + _ds("tool call end") + '}"}')
+        + _ds("tool calls end"),
+        "calls": [("write_file", {"path": "a", "content": _ds("tool call end") + "}"})],
+        "content": "",
+    },
+    {
+        "tag": "unknown_tool_is_text",
+        "text": _DS_CALL.format("rm_rf", "{}"),
+        "calls": [],
+        "content": _DS_CALL.format("rm_rf", "{}"),
+    },
+    {
+        "tag": "invalid_json_is_text",
+        "text": _DS_CALL.format("ping", "{oops}"),
+        "calls": [],
+        "content": _DS_CALL.format("ping", "{oops}"),
+    },
+    {
+        "tag": "truncated_second_call",
+        "text": _ds("tool calls begin")
+        + _DS_CALL.format("ping", "{}")
+        + _ds("tool call begin")
+        + "get_weather"
+        + _ds("tool sep")
+        + '{"city": "Pa',
+        "calls": [("ping", {})],
+        "content": None,
+        "truncated": True,
+    },
+    {
+        "tag": "hallucinated_output_dropped",
+        "text": _DS_CALL.format("ping", "{}") + _ds("tool output begin") + "pong",
+        "calls": [("ping", {})],
+        "content": "",
+    },
+]
+
 HANDWRITTEN: dict[str, list[dict[str, Any]]] = {
     "hermes": HERMES,
     "xml": XML,
     "pythonic": PYTHONIC,
     "json": JSON,
+    "mistral": MISTRAL,
+    "llama": LLAMA,
+    "gpt-oss": GPT_OSS,
+    "deepseek": DEEPSEEK,
+    "glm": GLM,
+    "kimi": KIMI,
 }

@@ -3,12 +3,29 @@
 from __future__ import annotations
 
 from .base import EmulationFormat
+from .deepseek import DeepSeek
+from .glm import Glm
+from .harmony import Harmony
 from .hermes import Hermes
 from .json_envelope import JsonEnvelope
+from .kimi import Kimi
+from .llama import Llama
+from .mistral import Mistral
 from .pythonic import Pythonic
 from .xml import Xml
 
-FORMAT_NAMES = ("hermes", "xml", "pythonic", "json")
+FORMAT_NAMES = (
+    "hermes",
+    "xml",
+    "pythonic",
+    "json",
+    "mistral",
+    "llama",
+    "gpt-oss",
+    "deepseek",
+    "glm",
+    "kimi",
+)
 
 
 def get_format(name: str) -> EmulationFormat:
@@ -22,6 +39,12 @@ def get_format(name: str) -> EmulationFormat:
         "xml": Xml(),
         "pythonic": Pythonic(),
         "json": JsonEnvelope(),
+        "mistral": Mistral(),
+        "llama": Llama(),
+        "gpt-oss": Harmony(),
+        "deepseek": DeepSeek(),
+        "glm": Glm(),
+        "kimi": Kimi(),
     }
     return formats[name]
 

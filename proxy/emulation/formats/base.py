@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any, Protocol
 
@@ -55,3 +56,20 @@ def parallel_line(parallel: bool, block: str) -> str:
     if parallel:
         return f"You may write several {block} blocks in one reply."
     return f"Write at most one {block} block per reply."
+
+
+def catalog_tools(catalog: str) -> list[dict[str, Any]]:
+    """The catalog's tools back as objects (`{"type": "function", "function": {…}}`), for
+    formats that lay them out their own way (a JSON array, TypeScript, indented JSON)."""
+    return [json.loads(line) for line in catalog.splitlines() if line.strip()]
+
+
+def json_text(value: Any, tokens: tuple[str, ...] = (), **options: Any) -> str:
+    """`value` as JSON whose strings cannot hold a family's markers: the first character of
+    each marker is written as a JSON escape (`<|` becomes `\\u003c|`), which the model reads
+    as the same text."""
+    text = json.dumps(value, ensure_ascii=False, **options)
+    for token in tokens:
+        if token in text:
+            text = text.replace(token, f"\\u{ord(token[0]):04x}" + token[1:])
+    return text

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 from ..parser import Envelope, Parser, TaggedParser
+from ..reasoning import ThinkingParser
 from ..repairs import Decoded, Repair, calls_from_json, strip_tokens, unfence
 from ..scanning import BodyScanner, QuotedScanner
 from ..toolspecs import ToolSpecs
@@ -54,8 +55,10 @@ class Hermes:
 
     def parser(self, specs: ToolSpecs, *, strict: bool) -> Parser:
         """A tagged parser reading JSON bodies."""
-        return TaggedParser(
-            specs, decode, [Envelope("<tool_call>", "</tool_call>", _scanner)], strict=strict
+        return ThinkingParser(
+            TaggedParser(
+                specs, decode, [Envelope("<tool_call>", "</tool_call>", _scanner)], strict=strict
+            )
         )
 
 

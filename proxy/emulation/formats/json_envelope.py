@@ -13,6 +13,7 @@ import re
 from typing import Any
 
 from ..parser import Call, Event, Parser, Text
+from ..reasoning import ThinkingParser
 from ..repairs import (
     PARTIAL_SPECIAL_TOKEN,
     SPECIAL_TOKEN,
@@ -71,7 +72,7 @@ class JsonEnvelope:
 
     def parser(self, specs: ToolSpecs, *, strict: bool) -> Parser:
         """A parser deciding at the first non-blank character."""
-        return EnvelopeParser(specs, strict=strict)
+        return ThinkingParser(EnvelopeParser(specs, strict=strict))
 
 
 class EnvelopeParser:

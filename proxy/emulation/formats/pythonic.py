@@ -10,6 +10,7 @@ from typing import Any
 
 from ..literals import NotLiteral, literal, parse_expression, render
 from ..parser import Envelope, Parser, TaggedParser
+from ..reasoning import ThinkingParser
 from ..repairs import Decoded, Repair, calls_from_json, strip_tokens, unfence
 from ..scanning import BodyScanner, QuotedScanner
 from ..toolspecs import ToolSpecs
@@ -58,8 +59,10 @@ class Pythonic:
 
     def parser(self, specs: ToolSpecs, *, strict: bool) -> Parser:
         """A tagged parser reading Python call lists."""
-        return TaggedParser(
-            specs, decode, [Envelope("<tool_call>", "</tool_call>", _scanner)], strict=strict
+        return ThinkingParser(
+            TaggedParser(
+                specs, decode, [Envelope("<tool_call>", "</tool_call>", _scanner)], strict=strict
+            )
         )
 
 

@@ -13,6 +13,7 @@ from typing import Any
 
 from ..literals import NotLiteral, literal_value
 from ..parser import Envelope, Parser, TaggedParser
+from ..reasoning import ThinkingParser
 from ..repairs import Decoded, Repair, strip_tokens, unfence
 from ..scanning import BodyScanner, XmlScanner
 from ..toolspecs import ToolSpecs
@@ -99,7 +100,7 @@ class Xml:
                 repair=Repair.MISSING_WRAPPER,
             ),
         ]
-        return TaggedParser(specs, decode, envelopes, strict=strict)
+        return ThinkingParser(TaggedParser(specs, decode, envelopes, strict=strict))
 
 
 def _scanner(close: str) -> Any:

@@ -1,0 +1,129 @@
+"""`deepseek`: DeepSeek V3 / R1 and V3.1 special-token tool calls.
+
+V3.1 writes `<|tool calls begin|><|tool call begin|>NAME<|tool sep|>{…}<|tool call end|>…
+<|tool calls end|>`; V3 and R1 write `function<|tool sep|>NAME` and the arguments in a
+```json fence. Both are read; the history is written in the V3.1 form, results as
+`<|tool output begin|>…<|tool output end|>`. (Written here with ASCII bars and spaces: the
+real markers have U+FF5C bars and U+2581 for each space, as in DeepSeek's tokenizer.)
+Reasoning is a leading `<think>` block. The markers are special tokens: the server must keep
+them.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ..parser import Envelope, Parser, TaggedParser
+from ..reasoning import ThinkingParser
+from ..repairs import Decoded, Repair, load_value
+from ..scanning import BodyScanner, QuotedScanner, neutralise_tokens
+from ..toolspecs import ToolSpecs
+from .base import CallText, catalog_tools, json_text
+
+
+def token(name: str) -> str:
+    """A DeepSeek marker: `name` between fullwidth bars, its spaces as U+2581."""
+    return f"<\uff5c{name.replace(' ', chr(0x2581))}\uff5c>"
+
+
+CALLS_BEGIN, CALLS_END = token("tool calls begin"), token("tool calls end")
+CALL_BEGIN, CALL_END, SEP = token("tool call begin"), token("tool call end"), token("tool sep")
+OUTPUT_BEGIN, OUTPUT_END = token("tool output begin"), token("tool output end")
+OUTPUTS_BEGIN = token("tool outputs begin")
+EOS = token("end of sentence")
+TOKENS = (CALLS_BEGIN, CALLS_END, CALL_BEGIN, CALL_END, SEP, OUTPUT_BEGIN, OUTPUT_END)
+_PROMPT = """## Tools
+You have access to the following tools:
+
+{tools}
+
+IMPORTANT: ALWAYS adhere to this exact format for tool use:
+{calls_begin}{call_begin}tool_call_name{sep}tool_call_arguments{call_end}\
+{{{{additional_tool_calls}}}}{calls_end}
+
+Where:
+- `tool_call_name` must be an exact match to one of the available tools
+- `tool_call_arguments` must be valid JSON that strictly follows the tool's Parameters Schema
+- For multiple tool calls, chain them directly without separators or spaces
+{parallel}
+If no tool is needed, answer normally. Never write tool outputs yourself."""
+_FENCED = re.compile(r"\s*```(?:json)?\s*\n?(.*?)\n?\s*```\s*", re.DOTALL)
+
+
+class DeepSeek:
+    """DeepSeek V3 / V3.1 / R1."""
+
+    name = "deepseek"
+    stops: tuple[str, ...] = ()
+
+    def system_prompt(self, catalog: str, *, parallel: bool) -> str:
+        """V3.1's tool section: each tool's description and parameter schema."""
+        tools = "\n\n".join(
+            f"### {f['name']}\nDescription: {f.get('description') or ''}\n\n"
+            f"Parameters: {json_text(f.get('parameters') or {}, TOKENS)}"
+            for f in (t["function"] for t in catalog_tools(catalog))
+        )
+        line = "" if parallel else "Call at most one tool per reply."
+        return _PROMPT.format(
+            tools=neutralise_tokens(tools, TOKENS),
+            calls_begin=CALLS_BEGIN,
+            calls_end=CALLS_END,
+            call_begin=CALL_BEGIN,
+            call_end=CALL_END,
+            sep=SEP,
+            parallel=line,
+        ).replace("\n\nIf no tool", "\nIf no tool")
+
+    def render_calls(self, calls: list[CallText]) -> str:
+        """V3.1: the calls chained in one block."""
+        inner = "".join(
+            f"{CALL_BEGIN}{name}{SEP}{json_text(arguments, TOKENS)}{CALL_END}"
+            for name, arguments in calls
+        )
+        return f"{CALLS_BEGIN}{inner}{CALLS_END}"
+
+    def render_results(self, results: list[tuple[str, str]]) -> str:
+        """One tool-output block per result, in call order."""
+        return "".join(
+            f"{OUTPUT_BEGIN}{neutralise_tokens(content, TOKENS)}{OUTPUT_END}"
+            for _, content in results
+        )
+
+    def parser(self, specs: ToolSpecs, *, strict: bool) -> Parser:
+        """A tagged parser per call; the block markers around them carry nothing."""
+        envelope = Envelope(CALL_BEGIN, CALL_END, _scanner)
+        inner = TaggedParser(
+            specs,
+            decode,
+            [envelope],
+            strict=strict,
+            stops=(OUTPUT_BEGIN, OUTPUTS_BEGIN),
+            drop=(CALLS_BEGIN, CALLS_END, EOS),
+        )
+        return ThinkingParser(inner)
+
+
+def _scanner(lenient: bool) -> BodyScanner:
+    return QuotedScanner(CALL_END, ends=(CALL_BEGIN, CALLS_END) if lenient else ())
+
+
+def decode(body: str, lenient: bool) -> Decoded | None:
+    """`NAME<|tool sep|>{…}` (V3.1) or `function<|tool sep|>NAME` and a fenced body (V3)."""
+    repairs: list[Repair] = []
+    head, found, rest = body.partition(SEP)
+    if not found:
+        return None
+    name = head.strip()
+    if name == "function":
+        name, _, rest = rest.partition("\n")
+        name = name.strip()
+        fenced = _FENCED.fullmatch(rest)
+        if fenced is None:
+            return None
+        rest = fenced.group(1)
+    if not name or any(c.isspace() for c in name):
+        return None
+    value = load_value(rest, lenient, repairs) if rest.strip() else {}
+    if not isinstance(value, dict):
+        return None
+    return [(name, value)], repairs

@@ -1,0 +1,119 @@
+"""`kimi`: Kimi K2's special-token tool calls.
+
+    <|tool_calls_section_begin|><|tool_call_begin|>functions.get_weather:0
+    <|tool_call_argument_begin|>{"city": "Paris"}<|tool_call_end|><|tool_calls_section_end|>
+
+(on one line). Each call's id is `functions.NAME:INDEX`; results go back as
+`## Return of ID` followed by the content, as K2's template writes a tool message. The tools
+are declared as a JSON array. Reasoning (K2-Thinking) is a leading `<think>` block. The
+markers are special tokens: the server must keep them.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ..parser import Envelope, Parser, TaggedParser
+from ..reasoning import ThinkingParser
+from ..repairs import Decoded, Repair, load_value, stripped_candidates
+from ..scanning import BodyScanner, QuotedScanner, neutralise_tokens
+from ..toolspecs import ToolSpecs
+from .base import CallText, catalog_tools, json_text
+
+SECTION_BEGIN, SECTION_END = "<|tool_calls_section_begin|>", "<|tool_calls_section_end|>"
+CALL_BEGIN, CALL_END = "<|tool_call_begin|>", "<|tool_call_end|>"
+ARGUMENT_BEGIN = "<|tool_call_argument_begin|>"
+TOKENS = (SECTION_BEGIN, SECTION_END, CALL_BEGIN, CALL_END, ARGUMENT_BEGIN, "<|im_end|>")
+_PROMPT = """# Tools
+
+The following tools are available, as JSON function signatures:
+{tools}
+
+To call tools, write them in one section, each with an id made of its name and its \
+index in this reply:
+{section_begin}{call_begin}functions.get_weather:0{argument_begin}{{"city": "Paris"}}\
+{call_end}{section_end}
+{parallel}
+If no tool is needed, answer normally. Results come back as "## Return of" the call's id; \
+never write them yourself."""
+_ID = re.compile(r"\s*(?:functions\.)?([^\s:<]+)(?::\d+)?\s*")
+
+
+class Kimi:
+    """Kimi K2: calls in a section of special tokens."""
+
+    name = "kimi"
+    stops: tuple[str, ...] = ()
+
+    def system_prompt(self, catalog: str, *, parallel: bool) -> str:
+        """The tools as a JSON array, then the call syntax."""
+        line = (
+            "You may put several calls in the section."
+            if parallel
+            else "Put at most one call in the section."
+        )
+        return _PROMPT.format(
+            tools=json_text(catalog_tools(catalog), TOKENS),
+            section_begin=SECTION_BEGIN,
+            section_end=SECTION_END,
+            call_begin=CALL_BEGIN,
+            call_end=CALL_END,
+            argument_begin=ARGUMENT_BEGIN,
+            parallel=line,
+        )
+
+    def render_calls(self, calls: list[CallText]) -> str:
+        """One section holding every call, numbered from 0."""
+        inner = "".join(
+            f"{CALL_BEGIN}functions.{name}:{i}{ARGUMENT_BEGIN}{json_text(arguments, TOKENS)}"
+            f"{CALL_END}"
+            for i, (name, arguments) in enumerate(calls)
+        )
+        return f"{SECTION_BEGIN}{inner}{SECTION_END}"
+
+    def render_results(self, results: list[tuple[str, str]]) -> str:
+        """`## Return of functions.NAME:INDEX` then the content, per result."""
+        return "\n\n".join(
+            f"## Return of functions.{name}:{i}\n{neutralise_tokens(content, TOKENS)}"
+            for i, (name, content) in enumerate(results)
+        )
+
+    def parser(self, specs: ToolSpecs, *, strict: bool) -> Parser:
+        """A tagged parser per call; the section markers around them carry nothing."""
+        envelope = Envelope(CALL_BEGIN, CALL_END, _scanner)
+        inner = TaggedParser(
+            specs,
+            decode,
+            [envelope],
+            strict=strict,
+            stops=("## Return of",),
+            drop=(SECTION_BEGIN, SECTION_END),
+        )
+        return ThinkingParser(inner)
+
+
+def _scanner(lenient: bool) -> BodyScanner:
+    # A new call or the section's end outside strings: the model forgot <|tool_call_end|>.
+    return QuotedScanner(CALL_END, ends=(CALL_BEGIN, SECTION_END) if lenient else ())
+
+
+def decode(body: str, lenient: bool) -> Decoded | None:
+    """`functions.NAME:INDEX<|tool_call_argument_begin|>{…}`."""
+    for text, repairs in stripped_candidates(body, lenient):
+        decoded = _decode(text, lenient, repairs)
+        if decoded is not None:
+            return decoded
+    return None
+
+
+def _decode(text: str, lenient: bool, repairs: list[Repair]) -> Decoded | None:
+    head, found, arguments = text.partition(ARGUMENT_BEGIN)
+    match = _ID.fullmatch(head)
+    if not found or match is None:
+        return None
+    if not lenient and not head.strip().startswith("functions."):
+        return None
+    value = load_value(arguments, lenient, repairs) if arguments.strip() else {}
+    if not isinstance(value, dict):
+        return None
+    return [(match.group(1), value)], repairs

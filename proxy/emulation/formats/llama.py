@@ -1,0 +1,87 @@
+"""`llama`: Llama 3.1-3.3's JSON tool calls, `{"name": …, "parameters": {…}}`.
+
+The reply that calls a tool is the JSON object itself, decided at its first non-blank
+character (a `{` inside prose is never a call), optionally after `<|python_tag|>`; several
+calls are separated by `;` (as vLLM's llama3_json reads them). `arguments` is accepted for
+`parameters`. The catalog is laid out as Meta's template does (each tool as indented JSON
+after the instruction), results go back as plain text, the `ipython` turn's content.
+"""
+
+from __future__ import annotations
+
+from ..parser import Envelope, Parser, TaggedParser
+from ..reasoning import ThinkingParser
+from ..repairs import Decoded, Repair, call_from_object, load_value, stripped_candidates
+from ..scanning import BodyScanner, ValueScanner, neutralise_tokens
+from ..toolspecs import ToolSpecs
+from .base import CallText, catalog_tools, json_text
+
+TOKENS = ("<|python_tag|>", "<|eom_id|>", "<|eot_id|>", "<|start_header_id|>")
+_PROMPT = """Given the following functions, please respond with a JSON for a function call \
+with its proper arguments that best answers the given prompt.
+
+Respond in the format {{"name": function name, "parameters": dictionary of argument name and \
+its value}}. Do not use variables.
+{parallel}
+If no function is needed, answer normally in plain text.
+
+{tools}"""
+
+
+class Llama:
+    """Bare JSON call objects at the start of the reply."""
+
+    name = "llama"
+    stops: tuple[str, ...] = ()
+
+    def system_prompt(self, catalog: str, *, parallel: bool) -> str:
+        """Meta's JSON tool-calling instruction, then each tool as indented JSON."""
+        tools = "\n\n".join(json_text(t, TOKENS, indent=4) for t in catalog_tools(catalog))
+        line = (
+            'To call several functions at once, separate their JSON objects with "; ".'
+            if parallel
+            else "Call at most one function per reply."
+        )
+        return _PROMPT.format(tools=tools, parallel=line)
+
+    def render_calls(self, calls: list[CallText]) -> str:
+        """The JSON objects, separated by `; `."""
+        return "; ".join(json_text({"name": n, "parameters": a}, TOKENS) for n, a in calls)
+
+    def render_results(self, results: list[tuple[str, str]]) -> str:
+        """The results' text, in call order."""
+        return "\n\n".join(neutralise_tokens(content, TOKENS) for _, content in results)
+
+    def parser(self, specs: ToolSpecs, *, strict: bool) -> Parser:
+        """A tagged parser whose calls open at the reply's start (or after a call's `;`), or
+        at `<|python_tag|>`, and end with their JSON value."""
+        envelopes = [
+            Envelope("{", "", _scanner, keep_markers=True, at_start=True),
+            Envelope(";", "", _scanner, keep_markers=True, at_start=True),
+            Envelope("<|python_tag|>", "", _scanner),
+        ]
+        inner = TaggedParser(specs, decode, envelopes, strict=strict, stops=TOKENS[3:])
+        return ThinkingParser(inner)
+
+
+def _scanner(lenient: bool) -> BodyScanner:
+    return ValueScanner(quotes="\"'" if lenient else '"', head_limit=8)
+
+
+def decode(body: str, lenient: bool) -> Decoded | None:
+    """The call in one JSON object (after a `;` separator when it follows another call)."""
+    for text, repairs in stripped_candidates(body, lenient):
+        decoded = _decode(text.removeprefix(";").strip(), lenient, repairs)
+        if decoded is not None:
+            return decoded
+    return None
+
+
+def _decode(text: str, lenient: bool, repairs: list[Repair]) -> Decoded | None:
+    if not text.startswith("{"):
+        return None
+    value = load_value(text, lenient, repairs)
+    if isinstance(value, dict) and "parameters" in value and "arguments" not in value:
+        value = {("arguments" if k == "parameters" else k): v for k, v in value.items()}
+    call = call_from_object(value, lenient, repairs)
+    return None if call is None else ([call], repairs)

@@ -1,0 +1,93 @@
+"""Reasoning blocks (`<think>…</think>`) split off before a format's parser sees the text.
+
+Reasoning-tuned families (Qwen3, GLM-4.5, DeepSeek-R1, Kimi-K2-Thinking, Hermes 4) open
+their reply with a thinking block. It becomes `Reasoning` events, never content and never
+calls, however it is chunked: only a block at the reply's first non-blank text counts, so
+`<think>` quoted later in an answer or inside an argument stays what it is.
+"""
+
+from __future__ import annotations
+
+from .parser import Event, Parser, Reasoning
+from .repairs import Refusal, Repair
+from .scanning import partial_overlap
+
+
+class ThinkingParser:
+    """Wraps a parser: a leading reasoning block goes out as `Reasoning`, the rest to `inner`."""
+
+    def __init__(
+        self,
+        inner: Parser,
+        *,
+        open: str = "<think>",
+        close: str = "</think>",
+        started: bool = False,
+    ) -> None:
+        """`started`: the prompt already opened the block (a template that prefills `<think>`),
+        so the reply begins inside it; a leading `open` is then just absorbed."""
+        self._inner, self._open, self._close = inner, open, close
+        # The inner parser's own lists: it records into them, callers read them here.
+        self.repairs: list[Repair] = inner.repairs
+        self.refusals: list[Refusal] = inner.refusals
+        self._buf = ""
+        self._state = "opening" if started else "start"
+
+    def feed(self, text: str) -> list[Event]:
+        """Take more model text; return what can be decided now."""
+        self._buf += text
+        return self._run(final=False)
+
+    def finish(self, *, truncated: bool = False) -> list[Event]:
+        """Flush: reasoning cut off is still reasoning; then finish the inner parser."""
+        out = self._run(final=True)
+        return out + self._inner.finish(truncated=truncated)
+
+    def _run(self, *, final: bool) -> list[Event]:
+        out: list[Event] = []
+        while self._step(out, final):
+            pass
+        return out
+
+    def _step(self, out: list[Event], final: bool) -> bool:
+        """Advance one state; False: wait for more text."""
+        if self._state in ("start", "opening"):
+            return self._opening(final)
+        if self._state == "thinking":
+            return self._thinking(out, final)
+        if self._state == "after":
+            # The blank lines a template puts after the block are not the answer's.
+            self._buf = self._buf.lstrip()
+            if not self._buf:
+                return False
+            self._state = "passing"
+            return True
+        text, self._buf = self._buf, ""
+        if text:
+            out += self._inner.feed(text)
+        return False
+
+    def _opening(self, final: bool) -> bool:
+        rest = self._buf.lstrip()
+        if not final and (not rest or (self._open.startswith(rest) and rest != self._open)):
+            return False
+        if rest.startswith(self._open):
+            self._buf, self._state = rest[len(self._open) :], "thinking"
+        else:
+            self._state = "thinking" if self._state == "opening" else "passing"
+        return True
+
+    def _thinking(self, out: list[Event], final: bool) -> bool:
+        index = self._buf.find(self._close)
+        if index < 0:
+            cut = len(self._buf)
+            if not final:
+                cut -= partial_overlap(self._buf, self._close)
+            if cut:
+                out.append(Reasoning(self._buf[:cut]))
+            self._buf = self._buf[cut:]
+            return False
+        if index:
+            out.append(Reasoning(self._buf[:index]))
+        self._buf, self._state = self._buf[index + len(self._close) :], "after"
+        return True
