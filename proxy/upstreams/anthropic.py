@@ -8,7 +8,7 @@ from typing import Any
 
 from ..config import UpstreamConfig
 from . import rosetta_fixes as fixes
-from .base import Chunk, Fault, provider_chunk
+from .base import Chunk, Fault, provider_chunk, with_trace
 from .conversion import Conversion
 from .openai_chat import as_chunk, model_ids
 from .transport import Transport, error_message, overloaded
@@ -65,7 +65,8 @@ class AnthropicUpstream:
             headers["x-api-key"] = incoming["x-api-key"]
         elif incoming and incoming.get("authorization"):
             headers["Authorization"] = incoming["authorization"]
-        return headers, headers.get("x-api-key") or headers.get("Authorization", "")
+        secret = headers.get("x-api-key") or headers.get("Authorization", "")
+        return with_trace(headers, incoming), secret
 
     async def list_models(self) -> list[str]:
         """Ask `GET /v1/models`; an unreachable server lists nothing.

@@ -79,3 +79,18 @@ def strip_provider(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     if not any(PROVIDER_KEY in m for m in messages):
         return messages
     return [{k: v for k, v in m.items() if k != PROVIDER_KEY} for m in messages]
+
+
+TRACE_HEADERS = ("traceparent", "tracestate")
+"""W3C trace context: passed on to every upstream, so its spans join the request's trace."""
+
+
+def with_trace(headers: dict[str, str], incoming: Mapping[str, str] | None) -> dict[str, str]:
+    """`headers` plus the trace context the request carries (the client's, or the span
+    telemetry put in)."""
+    if incoming:
+        for name in TRACE_HEADERS:
+            value = incoming.get(name)
+            if value:
+                headers[name] = value
+    return headers

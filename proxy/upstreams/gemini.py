@@ -15,7 +15,7 @@ from urllib.parse import quote
 from ..config import UpstreamConfig
 from ..errors import UpstreamError
 from . import rosetta_fixes as fixes
-from .base import Chunk, Fault, provider_chunk
+from .base import Chunk, Fault, provider_chunk, with_trace
 from .conversion import Conversion
 from .openai_chat import as_chunk
 from .transport import Transport, error_message, overloaded
@@ -74,7 +74,7 @@ class GeminiUpstream:
                 key = bearer[7:].strip()
         if key:
             headers["x-goog-api-key"] = key
-        return headers, key
+        return with_trace(headers, incoming), key
 
     async def list_models(self) -> list[str]:
         """Ask `GET /v1beta/models`; an unreachable server lists nothing.

@@ -13,7 +13,7 @@ from typing import Any
 
 from ..config import UpstreamConfig
 from ..errors import UpstreamError
-from .base import Chunk, Fault, strip_provider
+from .base import Chunk, Fault, strip_provider, with_trace
 from .transport import Transport, error_message
 
 
@@ -93,7 +93,7 @@ def bearer_headers(api_key: str, incoming: Mapping[str, str] | None) -> dict[str
         headers["Authorization"] = f"Bearer {api_key}"
     elif incoming and incoming.get("authorization"):
         headers["Authorization"] = incoming["authorization"]
-    return headers
+    return with_trace(headers, incoming)
 
 
 def model_ids(name: str, payload: Any) -> list[str]:

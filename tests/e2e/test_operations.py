@@ -303,11 +303,6 @@ async def test_spans_of_a_two_round_turn_under_the_clients_trace(upstream: FakeU
     assert {s.context.trace_id for s in spans} == {server.context.trace_id}
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the upstream adapters (proxy/upstreams/) send only Authorization of the headers "
-    "the loop passes them; they must also send traceparent/tracestate",
-)
 async def test_traceparent_reaches_the_upstream(upstream: FakeUpstream) -> None:
     exporter = InMemorySpanExporter()
     async with (
