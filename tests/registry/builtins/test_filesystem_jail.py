@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import shutil
+import subprocess
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import orjson
@@ -79,3 +81,44 @@ def test_the_root_itself_and_paths_inside_it_resolve(root: Path) -> None:
     assert jail.resolve("docs/../docs/a.txt") == real_root / "docs" / "a.txt"
     assert jail.show(jail.resolve("docs/a.txt")) == "docs/a.txt"
     assert jail.resolve("new/file.txt") == real_root / "new" / "file.txt"
+
+
+@pytest.fixture
+def immutable(root: Path) -> Iterator[Path]:
+    """A file inside the root that even root may not change (`chattr +i`: EPERM)."""
+    locked = root / "locked.txt"
+    locked.write_text("keep")
+    if shutil.which("chattr") is None:
+        pytest.skip("chattr is not available")
+    made = subprocess.run(["chattr", "+i", str(locked)], capture_output=True, check=False)
+    if made.returncode != 0:
+        pytest.skip("this file system cannot make a file immutable")
+    yield locked
+    subprocess.run(["chattr", "-i", str(locked)], check=True)
+
+
+async def test_an_os_refusal_inside_the_root_is_reported(
+    fs: Fs, root: Path, immutable: Path
+) -> None:
+    result = await fs("fs.write", path="locked.txt", content="changed")
+    assert result.is_error and "PermissionError" in result.content
+    assert "Operation not permitted" in result.content
+    assert _text(immutable) == "keep"
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="bug: _as_given re-raises an OS PermissionError (EACCES/EPERM) as it is, so the "
+    "message names the server path (registry/builtins/filesystem.py)",
+)
+async def test_an_os_refusal_names_the_path_as_given_not_the_server_path(
+    fs: Fs, root: Path, immutable: Path
+) -> None:
+    result = await fs("fs.write", path="locked.txt", content="changed")
+    assert result.is_error and "PermissionError" in result.content
+    assert str(root) not in result.content
+    assert "'locked.txt'" in result.content
+
+
+def _text(path: Path) -> str:
+    return path.read_text()
