@@ -1,6 +1,6 @@
 """Emulated tool-call parsing, per format, over the corpus in tests/emulation.
 
-    .venv/bin/python bench/emulation.py [--splits N]
+    .venv/bin/python bench/emulation.py [--splits N] [--formats mistral,llama]
 
 Prints exact-match accuracy on clean and perturbed fixtures, detection precision, recall and
 F1 (relevance fixtures should call, irrelevance ones should not), the false-call rate on
@@ -121,9 +121,10 @@ def main(argv: list[str] | None = None) -> None:
     """Run the corpus through every format and print the table."""
     options = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     options.add_argument("--splits", type=int, default=16, help="two-chunk splits per fixture")
+    options.add_argument("--formats", default=",".join(FORMATS), help="comma-separated formats")
     args = options.parse_args(argv)
     rows = []
-    for fmt in FORMATS:
+    for fmt in args.formats.split(","):
         tally = Tally([], [])
         for fixture in fixtures(fmt):
             try:

@@ -65,6 +65,7 @@ class UpstreamConfig(BaseModel):
         "deepseek",
         "glm",
         "kimi",
+        "gemma",
     ] = "hermes"
     emulation_strict: bool = False
     """Refuse malformed emulated calls instead of applying the tolerated repairs."""

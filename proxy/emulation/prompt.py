@@ -58,6 +58,7 @@ def rewrite(body: dict[str, Any], fmt: EmulationFormat) -> Rewritten | None:
         messages = _with_note(messages, _note(choice) if specs.schemas else None)
     out = {k: v for k, v in body.items() if k not in _DROPPED}
     out["messages"] = messages
+    out.update({k: v for k, v in fmt.request_fields.items() if k not in body})
     stops = _stops(body.get("stop"), fmt.stops)
     if stops is not None:
         out["stop"] = stops

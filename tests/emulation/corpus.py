@@ -15,7 +15,7 @@ from proxy.emulation import Call, Parser, Reasoning, Text, ToolSpecs, get_format
 from tests.emulation.handwritten import HANDWRITTEN, TOOLS
 
 CORPUS = Path(__file__).with_name("bfcl_corpus.json")
-FAMILIES = ("mistral", "llama", "gpt-oss", "deepseek", "glm", "kimi")
+FAMILIES = ("mistral", "llama", "gpt-oss", "deepseek", "glm", "kimi", "gemma")
 """The native formats of model families (the others are Toolwire's generic emulations)."""
 FORMATS = ("hermes", "xml", "pythonic", "json", *FAMILIES)
 PERTURBATIONS = (
@@ -48,6 +48,7 @@ JOINERS = {
     "mistral": "",
     "llama": "; ",
     "gpt-oss": "",
+    "gemma": "",
 }
 """How the formats that write one block per call join them (the others write one block)."""
 
@@ -168,6 +169,8 @@ def renderable(fmt: str, calls: CallList) -> bool:
     text = json.dumps([a for _, a in calls])
     if fmt == "glm":
         return "</arg_value>" not in text
+    if fmt == "gemma":
+        return '<|\\"|>' not in text
     if fmt != "xml":
         return True
     return "</parameter>" not in text and "</function>" not in text
@@ -187,16 +190,16 @@ def _hermes_like(fmt: str, objects: list[str]) -> str:
 def perturb(fmt: str, tag: str, calls: CallList) -> str | None:
     """A perturbed rendering with the same expected calls; None where it does not apply."""
     clean = render(fmt, calls)
-    if fmt == "gpt-oss":
-        return _harmony_perturbation(tag, calls, clean)
+    if fmt in ("gpt-oss", "gemma"):
+        # Their reasoning has its own markers: the whole set is theirs.
+        own = _harmony_perturbation if fmt == "gpt-oss" else _gemma_perturbation
+        return own(tag, calls, clean)
     if tag == "reasoning":
         return f"<think>\n{THOUGHT}\n</think>\n\n{clean}"
-    if fmt in SECTIONS:
-        return _section_perturbation(fmt, tag, calls, clean)
+    if fmt in ("mistral", "llama", *SECTIONS):
+        return _family_perturbation(fmt, tag, calls, clean)
     if fmt == "glm" and tag == "compact":
         return clean.replace(">\n<", "><").replace("</tool_call>\n", "</tool_call>")
-    if fmt in ("mistral", "llama"):
-        return _family_perturbation(fmt, tag, calls, clean)
     if tag == "lead_prose":
         return LEAD + clean
     if tag == "trail_prose":
@@ -213,6 +216,8 @@ def perturb(fmt: str, tag: str, calls: CallList) -> str | None:
 
 
 def _family_perturbation(fmt: str, tag: str, calls: CallList, clean: str) -> str | None:
+    if fmt in SECTIONS:
+        return _section_perturbation(fmt, tag, calls, clean)
     if tag == "key_order":
         return render(fmt, [(n, dict(reversed(list(a.items())))) for n, a in calls])
     if tag == "trail_prose":
@@ -288,6 +293,50 @@ def _section_head(fmt: str, name: str, index: int, tag: str) -> str:
     if fmt == "kimi":
         return f" functions.{name}:{index} " if tag == "whitespace" else f"functions.{name}:{index}"
     return f" {name} " if tag == "whitespace" and name != "function" else name
+
+
+def _gemma_perturbation(tag: str, calls: CallList, clean: str) -> str | None:
+    quote = '<|"|>'
+
+    def json_strings(value: Any) -> str:
+        if isinstance(value, dict):
+            return "{" + ",".join(f"{k}:{json_strings(v)}" for k, v in value.items()) + "}"
+        if isinstance(value, list):
+            return "[" + ",".join(json_strings(v) for v in value) + "]"
+        return json.dumps(value, ensure_ascii=False)
+
+    def spaced(value: Any) -> str:
+        if isinstance(value, dict):
+            return "{ " + ", ".join(f"{k}: {spaced(v)}" for k, v in value.items()) + " }"
+        if isinstance(value, list):
+            return "[ " + ", ".join(spaced(v) for v in value) + " ]"
+        return f"{quote}{value}{quote}" if isinstance(value, str) else json.dumps(value)
+
+    texts = {
+        "reasoning": f"<|channel>thought\n{THOUGHT}<channel|>{clean}",
+        "lead_prose": LEAD + clean,
+        "trail_prose": clean + TRAIL,
+        "leaked_token": clean + "<turn|>",
+        "key_order": render("gemma", [(n, dict(reversed(list(a.items())))) for n, a in calls]),
+        "whitespace": "\n".join(f"<|tool_call>call:{n}{spaced(a)}<tool_call|>" for n, a in calls),
+        "legacy_array": "".join(
+            f"<start_function_call>call:{n}{_escaped(a)}<end_function_call>" for n, a in calls
+        ),
+        "fence": "```\n" + clean + "\n```",
+        "single_quotes": "".join(
+            f"<|tool_call>call:{n}{json_strings(a)}<tool_call|>" for n, a in calls
+        ),
+    }
+    return texts.get(tag)
+
+
+def _escaped(value: Any) -> str:
+    """FunctionGemma's syntax: strings between <escape> tokens."""
+    if isinstance(value, dict):
+        return "{" + ",".join(f"{k}:{_escaped(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, list):
+        return "[" + ",".join(_escaped(v) for v in value) + "]"
+    return f"<escape>{value}<escape>" if isinstance(value, str) else json.dumps(value)
 
 
 def _harmony_perturbation(tag: str, calls: CallList, clean: str) -> str | None:

@@ -807,6 +807,95 @@ DEEPSEEK: list[dict[str, Any]] = [
     },
 ]
 
+Q = '<|"|>'
+
+
+def _gemma(name: str, body: str) -> str:
+    return f"<|tool_call>call:{name}{body}<tool_call|>"
+
+
+GEMMA: list[dict[str, Any]] = [
+    {
+        "tag": "thought_then_two_calls",
+        "text": "<|channel>thought\nWeather and a ping.<channel|>"
+        + _gemma("get_weather", f"{{city:{Q}Paris{Q},days:2}}")
+        + _gemma("ping", "{}"),
+        "calls": [("get_weather", {"city": "Paris", "days": 2}), ("ping", {})],
+        "content": "",
+        "reasoning": "Weather and a ping.",
+        "strict": [("get_weather", {"city": "Paris", "days": 2}), ("ping", {})],
+    },
+    {
+        "tag": "every_type_and_markers_in_strings",
+        "text": _gemma(
+            "set_flags",
+            f"{{enabled:false,ratio:-1.5e-3,tags:[{Q}a,b{Q},{Q}}}]{Q}],"
+            f"meta:{{k:null,n:[1,{{x:{Q}<tool_call|>{Q}}}]}},note:null,"
+            f'code:{Q}line1\n"q" \\{Q}}}',
+        ),
+        "calls": [
+            (
+                "set_flags",
+                {
+                    "enabled": False,
+                    "ratio": -1.5e-3,
+                    "tags": ["a,b", "}]"],
+                    "meta": {"k": None, "n": [1, {"x": "<tool_call|>"}]},
+                    "note": None,
+                    "code": 'line1\n"q" \\',
+                },
+            )
+        ],
+        "content": "",
+    },
+    {
+        "tag": "function_gemma_tokens",
+        "text": "<start_function_call>call:get_weather{city:<escape>Paris<escape>}"
+        "<end_function_call>",
+        "calls": [PARIS],
+        "content": "",
+        "strict": [PARIS],
+    },
+    {
+        "tag": "json_quoted_string_lenient",
+        "text": _gemma("get_weather", '{city:"Paris"}'),
+        "calls": [PARIS],
+        "content": "",
+        "strict": [],
+    },
+    {
+        "tag": "text_before_and_after",
+        "text": "Checking.\n" + _gemma("ping", "{}") + "\nDone.",
+        "calls": [("ping", {})],
+        "content": "Checking.\nDone.",
+    },
+    {
+        "tag": "unknown_tool_is_text",
+        "text": _gemma("rm_rf", "{}"),
+        "calls": [],
+        "content": _gemma("rm_rf", "{}"),
+    },
+    {
+        "tag": "bare_word_is_invalid",
+        "text": _gemma("get_weather", "{city:Paris}"),
+        "calls": [],
+        "content": _gemma("get_weather", "{city:Paris}"),
+    },
+    {
+        "tag": "truncated_in_string",
+        "text": _gemma("ping", "{}") + f"<|tool_call>call:get_weather{{city:{Q}Pa",
+        "calls": [("ping", {})],
+        "content": None,
+        "truncated": True,
+    },
+    {
+        "tag": "hallucinated_response_dropped",
+        "text": _gemma("ping", "{}") + f"<|tool_response>response:ping{{value:{Q}pong{Q}}}",
+        "calls": [("ping", {})],
+        "content": "",
+    },
+]
+
 HANDWRITTEN: dict[str, list[dict[str, Any]]] = {
     "hermes": HERMES,
     "xml": XML,
@@ -818,4 +907,5 @@ HANDWRITTEN: dict[str, list[dict[str, Any]]] = {
     "deepseek": DEEPSEEK,
     "glm": GLM,
     "kimi": KIMI,
+    "gemma": GEMMA,
 }

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from .base import EmulationFormat
 from .deepseek import DeepSeek
+from .gemma import Gemma
 from .glm import Glm
 from .harmony import Harmony
 from .hermes import Hermes
@@ -45,6 +46,7 @@ def get_format(name: str) -> EmulationFormat:
         "deepseek": DeepSeek(),
         "glm": Glm(),
         "kimi": Kimi(),
+        "gemma": Gemma(),
     }
     return formats[name]
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
 from typing import Any, Protocol
 
 from ..parser import Parser
@@ -11,6 +12,7 @@ from ..toolspecs import ToolSpecs
 
 _MARKER = re.compile(r"<(?=/?(?:tool_call|tool_response|tools|function|parameter)\b)", re.I)
 
+KEEP_SPECIAL_TOKENS: Mapping[str, Any] = {"skip_special_tokens": False}
 CallText = tuple[str, Any]
 """A call in the history: (name, arguments object, or the raw string if not JSON)."""
 
@@ -21,6 +23,9 @@ class EmulationFormat(Protocol):
     name: str
     stops: tuple[str, ...]
     """Stop strings added to the request, so a model cannot write its own tool results."""
+    request_fields: Mapping[str, Any]
+    """Fields added to the request unless the client set them: `skip_special_tokens: false`
+    where the family's markers are special tokens, which vLLM and SGLang strip by default."""
 
     def system_prompt(self, catalog: str, *, parallel: bool) -> str:
         """The tool block: the catalog and how to call; identical bytes for identical input."""

@@ -12,13 +12,15 @@ them.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
+from typing import Any
 
 from ..parser import Envelope, Parser, TaggedParser
 from ..reasoning import ThinkingParser
 from ..repairs import Decoded, Repair, load_value
 from ..scanning import BodyScanner, QuotedScanner, neutralise_tokens
 from ..toolspecs import ToolSpecs
-from .base import CallText, catalog_tools, json_text
+from .base import KEEP_SPECIAL_TOKENS, CallText, catalog_tools, json_text
 
 
 def token(name: str) -> str:
@@ -55,6 +57,7 @@ class DeepSeek:
 
     name = "deepseek"
     stops: tuple[str, ...] = ()
+    request_fields: Mapping[str, Any] = KEEP_SPECIAL_TOKENS
 
     def system_prompt(self, catalog: str, *, parallel: bool) -> str:
         """V3.1's tool section: each tool's description and parameter schema."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
 from typing import Any
 
 from ..parser import Envelope, Parser, TaggedParser
@@ -18,7 +19,7 @@ from ..reasoning import ThinkingParser
 from ..repairs import Decoded, Repair, strip_tokens
 from ..scanning import BodyScanner, XmlScanner
 from ..toolspecs import ToolSpecs
-from .base import CallText, parallel_line, response_blocks
+from .base import KEEP_SPECIAL_TOKENS, CallText, parallel_line, response_blocks
 from .xml import coerce
 
 _PROMPT = """# Tools
@@ -52,6 +53,7 @@ class Glm:
 
     name = "glm"
     stops: tuple[str, ...] = ("<tool_response>", "<|observation|>")
+    request_fields: Mapping[str, Any] = KEEP_SPECIAL_TOKENS
 
     def system_prompt(self, catalog: str, *, parallel: bool) -> str:
         """GLM's tool block."""

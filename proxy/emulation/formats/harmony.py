@@ -15,13 +15,14 @@ from __future__ import annotations
 import json
 import logging
 import re
+from collections.abc import Mapping
 from typing import Any
 
 from ..parser import Call, Event, Parser, Reasoning, Text
 from ..repairs import Refusal, Repair, load_value
 from ..scanning import QuotedScanner, neutralise_tokens, partial_overlap
 from ..toolspecs import ToolSpecs
-from .base import CallText, catalog_tools
+from .base import KEEP_SPECIAL_TOKENS, CallText, catalog_tools
 
 log = logging.getLogger("toolwire.emulation")
 
@@ -56,6 +57,7 @@ class Harmony:
 
     name = "gpt-oss"
     stops: tuple[str, ...] = ()
+    request_fields: Mapping[str, Any] = KEEP_SPECIAL_TOKENS
 
     def system_prompt(self, catalog: str, *, parallel: bool) -> str:
         """The developer message's `# Tools` section."""

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
+from typing import Any
 
 from ..parser import Envelope, Parser, TaggedParser
 from ..reasoning import ThinkingParser
@@ -35,6 +37,7 @@ class Hermes:
 
     name = "hermes"
     stops: tuple[str, ...] = ("<tool_response>",)
+    request_fields: Mapping[str, Any] = {}
 
     def system_prompt(self, catalog: str, *, parallel: bool) -> str:
         """The Qwen-Agent / Hermes tool block."""

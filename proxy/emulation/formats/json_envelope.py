@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import logging
 import re
+from collections.abc import Mapping
 from typing import Any
 
 from ..parser import Call, Event, Parser, Text
@@ -50,6 +51,7 @@ class JsonEnvelope:
 
     name = "json"
     stops: tuple[str, ...] = ()
+    request_fields: Mapping[str, Any] = {}
 
     def system_prompt(self, catalog: str, *, parallel: bool) -> str:
         """The tool block with the envelope's two shapes."""

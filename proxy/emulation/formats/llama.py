@@ -9,12 +9,15 @@ after the instruction), results go back as plain text, the `ipython` turn's cont
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from ..parser import Envelope, Parser, TaggedParser
 from ..reasoning import ThinkingParser
 from ..repairs import Decoded, Repair, call_from_object, load_value, stripped_candidates
 from ..scanning import BodyScanner, ValueScanner, neutralise_tokens
 from ..toolspecs import ToolSpecs
-from .base import CallText, catalog_tools, json_text
+from .base import KEEP_SPECIAL_TOKENS, CallText, catalog_tools, json_text
 
 TOKENS = ("<|python_tag|>", "<|eom_id|>", "<|eot_id|>", "<|start_header_id|>")
 _PROMPT = """Given the following functions, please respond with a JSON for a function call \
@@ -33,6 +36,7 @@ class Llama:
 
     name = "llama"
     stops: tuple[str, ...] = ()
+    request_fields: Mapping[str, Any] = KEEP_SPECIAL_TOKENS
 
     def system_prompt(self, catalog: str, *, parallel: bool) -> str:
         """Meta's JSON tool-calling instruction, then each tool as indented JSON."""

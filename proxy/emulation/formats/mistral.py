@@ -12,6 +12,7 @@ a call ends with its JSON value.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from typing import Any
 
 from ..parser import Envelope, Parser, TaggedParser
@@ -19,7 +20,7 @@ from ..reasoning import ThinkingParser
 from ..repairs import Decoded, Repair, call_from_object, load_value, stripped_candidates
 from ..scanning import BodyScanner, ValueScanner, neutralise_tokens
 from ..toolspecs import ToolSpecs
-from .base import CallText, catalog_tools, json_text
+from .base import KEEP_SPECIAL_TOKENS, CallText, catalog_tools, json_text
 
 TOKENS = (
     "[TOOL_CALLS]",
@@ -50,6 +51,7 @@ class Mistral:
 
     name = "mistral"
     stops: tuple[str, ...] = ("[TOOL_RESULTS]",)
+    request_fields: Mapping[str, Any] = KEEP_SPECIAL_TOKENS
 
     def system_prompt(self, catalog: str, *, parallel: bool) -> str:
         """The tools as an `[AVAILABLE_TOOLS]` JSON array, then how to call."""

@@ -6,6 +6,7 @@ Read with `ast` and a literal whitelist; nothing is evaluated.
 from __future__ import annotations
 
 import ast
+from collections.abc import Mapping
 from typing import Any
 
 from ..literals import NotLiteral, literal, parse_expression, render
@@ -39,6 +40,7 @@ class Pythonic:
 
     name = "pythonic"
     stops: tuple[str, ...] = ("<tool_response>",)
+    request_fields: Mapping[str, Any] = {}
 
     def system_prompt(self, catalog: str, *, parallel: bool) -> str:
         """The tool block with the call-list syntax."""

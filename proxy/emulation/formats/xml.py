@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Mapping
 from typing import Any
 
 from ..literals import NotLiteral, literal_value
@@ -63,6 +64,7 @@ class Xml:
 
     name = "xml"
     stops: tuple[str, ...] = ("<tool_response>",)
+    request_fields: Mapping[str, Any] = {}
 
     def system_prompt(self, catalog: str, *, parallel: bool) -> str:
         """The Qwen3-Coder tool block."""
