@@ -18,6 +18,7 @@ from ..upstream import Chunk, Upstream
 from .formats import EmulationFormat
 from .parser import Call, Event, Parser, Reasoning, Text
 from .prompt import rewrite
+from .reasoning import ThinkingParser
 
 log = logging.getLogger("toolwire.emulation")
 
@@ -48,6 +49,10 @@ class EmulatedUpstream:
                 yield chunks
             return
         parser = self._format.parser(rewritten.specs, strict=self._strict)
+        tags = self._format.think_tags
+        if tags is not None and asks_thinking(body):
+            # The template may open the block itself (DeepSeek V3.1, R1): start inside it.
+            parser = ThinkingParser(parser, open=tags[0], close=tags[1], started=True)
         async with self._inner.complete(
             rewritten.body, headers=headers, deadline=deadline
         ) as chunks:
@@ -60,6 +65,14 @@ class EmulatedUpstream:
     async def aclose(self) -> None:
         """Close the inner upstream."""
         await self._inner.aclose()
+
+
+def asks_thinking(body: dict[str, Any]) -> bool:
+    """Whether the request turns the template's thinking on (`chat_template_kwargs`)."""
+    kwargs = body.get("chat_template_kwargs")
+    if not isinstance(kwargs, dict):
+        return False
+    return kwargs.get("thinking") is True or kwargs.get("enable_thinking") is True
 
 
 async def translate(chunks: AsyncIterator[Chunk], parser: Parser) -> AsyncIterator[Chunk]:

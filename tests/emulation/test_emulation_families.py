@@ -127,3 +127,18 @@ def test_special_token_families_ask_the_server_to_keep_their_markers(fmt: str) -
     assert out.body.get("skip_special_tokens", True) is (not keeps)
     own = rewrite({**BODY, "skip_special_tokens": True}, get_format(fmt))
     assert own is not None and own.body["skip_special_tokens"] is True
+
+
+@pytest.mark.parametrize("opened", [True, False], ids=["template-opened", "model-opened"])
+@pytest.mark.parametrize("fmt", ["deepseek", "hermes", "glm", "kimi"])
+async def test_thinking_requests_start_inside_the_reasoning_block(fmt: str, opened: bool) -> None:
+    # DeepSeek V3.1 (thinking) and R1 templates open <think> themselves: the reply holds only
+    # its end. Qwen3 and GLM write the opening tag too; either way it is reasoning.
+    text = ("" if opened else "<think>\n") + f"{THOUGHT}\n</think>\n\n"
+    text += get_format(fmt).render_calls([WEATHER])
+    body = {**BODY, "chat_template_kwargs": {"thinking": True, "enable_thinking": True}}
+    content, reasoning, calls, _ = await _fold_all(
+        EmulatedUpstream(Scripted(text, pieces=11), get_format(fmt)), body
+    )
+    assert (content, reasoning.strip()) == ("", THOUGHT)
+    assert [c["function"]["name"] for c in calls] == ["get_weather"]

@@ -13,6 +13,7 @@ from ..toolspecs import ToolSpecs
 _MARKER = re.compile(r"<(?=/?(?:tool_call|tool_response|tools|function|parameter)\b)", re.I)
 
 KEEP_SPECIAL_TOKENS: Mapping[str, Any] = {"skip_special_tokens": False}
+THINK_TAGS = ("<think>", "</think>")
 CallText = tuple[str, Any]
 """A call in the history: (name, arguments object, or the raw string if not JSON)."""
 
@@ -23,6 +24,9 @@ class EmulationFormat(Protocol):
     name: str
     stops: tuple[str, ...]
     """Stop strings added to the request, so a model cannot write its own tool results."""
+    think_tags: tuple[str, str] | None
+    """The tags of the family's reasoning block (None: reasoning has no block, as in harmony),
+    used when the request turns thinking on and the template may have opened the block."""
     request_fields: Mapping[str, Any]
     """Fields added to the request unless the client set them: `skip_special_tokens: false`
     where the family's markers are special tokens, which vLLM and SGLang strip by default."""

@@ -20,7 +20,7 @@ from ..reasoning import ThinkingParser
 from ..repairs import Decoded, Repair, load_value
 from ..scanning import BodyScanner, QuotedScanner, neutralise_tokens
 from ..toolspecs import ToolSpecs
-from .base import KEEP_SPECIAL_TOKENS, CallText, catalog_tools, json_text
+from .base import KEEP_SPECIAL_TOKENS, THINK_TAGS, CallText, catalog_tools, json_text
 
 
 def token(name: str) -> str:
@@ -58,6 +58,7 @@ class DeepSeek:
     name = "deepseek"
     stops: tuple[str, ...] = ()
     request_fields: Mapping[str, Any] = KEEP_SPECIAL_TOKENS
+    think_tags: tuple[str, str] | None = THINK_TAGS
 
     def system_prompt(self, catalog: str, *, parallel: bool) -> str:
         """V3.1's tool section: each tool's description and parameter schema."""

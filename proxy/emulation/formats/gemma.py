@@ -59,6 +59,7 @@ class Gemma:
     name = "gemma"
     stops: tuple[str, ...] = (RESPONSE_OPEN,)
     request_fields: Mapping[str, Any] = KEEP_SPECIAL_TOKENS
+    think_tags: tuple[str, str] | None = ("<|channel>thought", "<channel|>")
 
     def system_prompt(self, catalog: str, *, parallel: bool) -> str:
         """Each tool as a `<|tool>declaration:…<tool|>` block, then how to call."""

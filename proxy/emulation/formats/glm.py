@@ -19,7 +19,7 @@ from ..reasoning import ThinkingParser
 from ..repairs import Decoded, Repair, strip_tokens
 from ..scanning import BodyScanner, XmlScanner
 from ..toolspecs import ToolSpecs
-from .base import KEEP_SPECIAL_TOKENS, CallText, parallel_line, response_blocks
+from .base import KEEP_SPECIAL_TOKENS, THINK_TAGS, CallText, parallel_line, response_blocks
 from .xml import coerce
 
 _PROMPT = """# Tools
@@ -54,6 +54,7 @@ class Glm:
     name = "glm"
     stops: tuple[str, ...] = ("<tool_response>", "<|observation|>")
     request_fields: Mapping[str, Any] = KEEP_SPECIAL_TOKENS
+    think_tags: tuple[str, str] | None = THINK_TAGS
 
     def system_prompt(self, catalog: str, *, parallel: bool) -> str:
         """GLM's tool block."""

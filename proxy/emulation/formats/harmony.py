@@ -58,6 +58,7 @@ class Harmony:
     name = "gpt-oss"
     stops: tuple[str, ...] = ()
     request_fields: Mapping[str, Any] = KEEP_SPECIAL_TOKENS
+    think_tags: tuple[str, str] | None = None
 
     def system_prompt(self, catalog: str, *, parallel: bool) -> str:
         """The developer message's `# Tools` section."""

@@ -11,7 +11,7 @@ from ..reasoning import ThinkingParser
 from ..repairs import Decoded, Repair, calls_from_json, strip_tokens, unfence
 from ..scanning import BodyScanner, QuotedScanner
 from ..toolspecs import ToolSpecs
-from .base import CallText, parallel_line, response_blocks
+from .base import THINK_TAGS, CallText, parallel_line, response_blocks
 
 _PROMPT = """# Tools
 
@@ -38,6 +38,7 @@ class Hermes:
     name = "hermes"
     stops: tuple[str, ...] = ("<tool_response>",)
     request_fields: Mapping[str, Any] = {}
+    think_tags: tuple[str, str] | None = THINK_TAGS
 
     def system_prompt(self, catalog: str, *, parallel: bool) -> str:
         """The Qwen-Agent / Hermes tool block."""

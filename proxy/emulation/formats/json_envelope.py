@@ -27,7 +27,7 @@ from ..repairs import (
 )
 from ..scanning import object_end
 from ..toolspecs import ToolSpecs
-from .base import CallText, neutralise
+from .base import THINK_TAGS, CallText, neutralise
 
 log = logging.getLogger("toolwire.emulation")
 
@@ -52,6 +52,7 @@ class JsonEnvelope:
     name = "json"
     stops: tuple[str, ...] = ()
     request_fields: Mapping[str, Any] = {}
+    think_tags: tuple[str, str] | None = THINK_TAGS
 
     def system_prompt(self, catalog: str, *, parallel: bool) -> str:
         """The tool block with the envelope's two shapes."""

@@ -20,7 +20,7 @@ from ..reasoning import ThinkingParser
 from ..repairs import Decoded, Repair, load_value, stripped_candidates
 from ..scanning import BodyScanner, QuotedScanner, neutralise_tokens
 from ..toolspecs import ToolSpecs
-from .base import KEEP_SPECIAL_TOKENS, CallText, catalog_tools, json_text
+from .base import KEEP_SPECIAL_TOKENS, THINK_TAGS, CallText, catalog_tools, json_text
 
 SECTION_BEGIN, SECTION_END = "<|tool_calls_section_begin|>", "<|tool_calls_section_end|>"
 CALL_BEGIN, CALL_END = "<|tool_call_begin|>", "<|tool_call_end|>"
@@ -47,6 +47,7 @@ class Kimi:
     name = "kimi"
     stops: tuple[str, ...] = ()
     request_fields: Mapping[str, Any] = KEEP_SPECIAL_TOKENS
+    think_tags: tuple[str, str] | None = THINK_TAGS
 
     def system_prompt(self, catalog: str, *, parallel: bool) -> str:
         """The tools as a JSON array, then the call syntax."""

@@ -17,7 +17,7 @@ from ..reasoning import ThinkingParser
 from ..repairs import Decoded, Repair, call_from_object, load_value, stripped_candidates
 from ..scanning import BodyScanner, ValueScanner, neutralise_tokens
 from ..toolspecs import ToolSpecs
-from .base import KEEP_SPECIAL_TOKENS, CallText, catalog_tools, json_text
+from .base import KEEP_SPECIAL_TOKENS, THINK_TAGS, CallText, catalog_tools, json_text
 
 TOKENS = ("<|python_tag|>", "<|eom_id|>", "<|eot_id|>", "<|start_header_id|>")
 _PROMPT = """Given the following functions, please respond with a JSON for a function call \
@@ -37,6 +37,7 @@ class Llama:
     name = "llama"
     stops: tuple[str, ...] = ()
     request_fields: Mapping[str, Any] = KEEP_SPECIAL_TOKENS
+    think_tags: tuple[str, str] | None = THINK_TAGS
 
     def system_prompt(self, catalog: str, *, parallel: bool) -> str:
         """Meta's JSON tool-calling instruction, then each tool as indented JSON."""

@@ -20,7 +20,7 @@ from ..reasoning import ThinkingParser
 from ..repairs import Decoded, Repair, call_from_object, load_value, stripped_candidates
 from ..scanning import BodyScanner, ValueScanner, neutralise_tokens
 from ..toolspecs import ToolSpecs
-from .base import KEEP_SPECIAL_TOKENS, CallText, catalog_tools, json_text
+from .base import KEEP_SPECIAL_TOKENS, THINK_TAGS, CallText, catalog_tools, json_text
 
 TOKENS = (
     "[TOOL_CALLS]",
@@ -52,6 +52,7 @@ class Mistral:
     name = "mistral"
     stops: tuple[str, ...] = ("[TOOL_RESULTS]",)
     request_fields: Mapping[str, Any] = KEEP_SPECIAL_TOKENS
+    think_tags: tuple[str, str] | None = THINK_TAGS
 
     def system_prompt(self, catalog: str, *, parallel: bool) -> str:
         """The tools as an `[AVAILABLE_TOOLS]` JSON array, then how to call."""

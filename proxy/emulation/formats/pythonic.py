@@ -15,7 +15,7 @@ from ..reasoning import ThinkingParser
 from ..repairs import Decoded, Repair, calls_from_json, strip_tokens, unfence
 from ..scanning import BodyScanner, QuotedScanner
 from ..toolspecs import ToolSpecs
-from .base import CallText, response_blocks
+from .base import THINK_TAGS, CallText, response_blocks
 
 _PROMPT = """# Tools
 
@@ -41,6 +41,7 @@ class Pythonic:
     name = "pythonic"
     stops: tuple[str, ...] = ("<tool_response>",)
     request_fields: Mapping[str, Any] = {}
+    think_tags: tuple[str, str] | None = THINK_TAGS
 
     def system_prompt(self, catalog: str, *, parallel: bool) -> str:
         """The tool block with the call-list syntax."""

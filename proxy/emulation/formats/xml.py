@@ -18,7 +18,7 @@ from ..reasoning import ThinkingParser
 from ..repairs import Decoded, Repair, strip_tokens, unfence
 from ..scanning import BodyScanner, XmlScanner
 from ..toolspecs import ToolSpecs
-from .base import CallText, parallel_line, response_blocks
+from .base import THINK_TAGS, CallText, parallel_line, response_blocks
 
 _PROMPT = """# Tools
 
@@ -65,6 +65,7 @@ class Xml:
     name = "xml"
     stops: tuple[str, ...] = ("<tool_response>",)
     request_fields: Mapping[str, Any] = {}
+    think_tags: tuple[str, str] | None = THINK_TAGS
 
     def system_prompt(self, catalog: str, *, parallel: bool) -> str:
         """The Qwen3-Coder tool block."""
