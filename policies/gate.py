@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -18,6 +18,7 @@ import orjson
 
 from registry import (
     ErrorKind,
+    ExecutionLog,
     Executor,
     RegistryError,
     Tool,
@@ -107,6 +108,18 @@ class Gate:
         self._guards = guards
         self._limiter = limiter
         self._approver = approver
+
+    @property
+    def log(self) -> ExecutionLog:
+        """The record of recent calls and permission decisions (arguments redacted)."""
+        return self._executor.log
+
+    def watch(self, listener: object) -> Callable[[], None]:
+        """Tell `listener` (a registry `CallListener`) of every call and permission decision
+        from now on; returns a function that stops telling it."""
+        listeners = self._executor.listeners
+        listeners.add(listener)
+        return lambda: listeners.remove(listener)
 
     def schema(self, tool: Tool, schema: dict[str, Any]) -> dict[str, Any]:
         """A tool's wire schema as this gate shows it (with `reason` where think-augment

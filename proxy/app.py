@@ -11,11 +11,12 @@ from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
-from starlette.routing import Route
+from starlette.routing import Mount, Route
 
 from policies import Gate, Guards, RulePolicy
 from registry import Executor, SourceSet, ToolRegistry
 
+from .admin import AdminFront
 from .approvals import ApprovalFlow
 from .asgi import Receive, Scope, Send, send_json
 from .auth import Authenticator
@@ -69,6 +70,7 @@ def create_app(
     """
     hot = _HotRoutes()
     mcp = McpFront() if settings.mcp_server.enabled else None
+    admin = AdminFront(settings.admin, settings.auth) if settings.admin.enabled else None
     telemetry = telemetry if telemetry is not None else Telemetry.from_settings(settings)
 
     @contextlib.asynccontextmanager
@@ -87,6 +89,8 @@ def create_app(
                     max_body_bytes=settings.server.max_body_bytes,
                 )
                 await stack.enter_async_context(serving)
+            if admin is not None:
+                await stack.enter_async_context(admin.serving(services))
             log.info("toolwire ready: %d tools", len(services.registry))
             yield
 
@@ -98,6 +102,7 @@ def create_app(
             Route("/readyz", _readyz, methods=["GET"]),
             Route("/metrics", telemetry.metrics_endpoint, methods=["GET"]),
             *([Route("/mcp", mcp)] if mcp is not None else []),
+            *([Mount("/admin", admin.app)] if admin is not None else []),
         ],
         lifespan=lifespan,
         exception_handlers={HTTPException: _http_error, ProxyError: _proxy_error},
@@ -157,6 +162,7 @@ async def _start(
         server=settings.server,
         gate=gate,
         keys=Authenticator(settings.auth, limiter) if settings.auth is not None else None,
+        approvals=approvals,
     )
 
 
@@ -189,7 +195,7 @@ class ToolwireApp:
         if scope["type"] == "http":
             context = context_of(scope)
             keys = self._hot.keys
-            if keys is not None and scope["path"] not in _OPEN_PATHS:
+            if keys is not None and scope["path"] not in _OPEN_PATHS and not _admin(scope["path"]):
                 try:
                     context.principal = await keys.authenticate(context.headers)
                 except ProxyError as exc:
@@ -223,6 +229,14 @@ def _error_shape(path: str) -> Callable[[ProxyError], dict[str, Any]]:
 
 _OPEN_PATHS = frozenset({"/healthz"})
 """Paths that answer without a key (liveness probes)."""
+
+
+def _admin(path: str) -> bool:
+    """The admin front's paths: it checks the admin or master key itself, and its panel
+    page loads without one."""
+    return path == "/admin" or path.startswith("/admin/")
+
+
 _NOT_READY: dict[str, Handler] = {}
 
 

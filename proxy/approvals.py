@@ -24,6 +24,7 @@ from policies import (
 )
 from registry import Tool, ToolCall, ToolResult
 
+from .approval_queue import ApprovalQueue
 from .continuations import TurnStore
 from .events import ApprovalRequest
 from .injection import Toolset
@@ -54,6 +55,8 @@ class ApprovalFlow:
         self._store = store
         self._results = results
         self._ttl_s = ttl_s
+        self.queue = ApprovalQueue(store, results)
+        """The open approvals and the operators' verdicts (the admin API's view)."""
 
     @staticmethod
     def reissue(call: ToolCall) -> ToolCall:
@@ -70,6 +73,7 @@ class ApprovalFlow:
         for tool, call, reason in calls:
             approval = pending(call.id, tool.qualified_name, call.arguments, self._ttl_s, bound)
             await self._store.put(approval)
+            self.queue.add(call, tool.qualified_name, reason, approval.expires_at)
             requests.append(
                 ApprovalRequest(call, tool.qualified_name, reason, int(approval.expires_at))
             )
@@ -85,12 +89,21 @@ class ApprovalFlow:
         answered = _answers(client_messages, toolset)
         if not answered:
             return resolution
-        # Kept outcomes are looked up at once: a replayed history holds every past verdict.
-        outcomes = await self._results.get_many([_RESULT_KEY + a[0] for a in answered])
-        for (call_id, position, call, tool, verdict), kept in zip(answered, outcomes, strict=True):
+        # Kept outcomes and operators' verdicts are looked up at once: a replayed history
+        # holds every past verdict.
+        ids = [a[0] for a in answered]
+        found = await self._results.get_many(
+            [_RESULT_KEY + i for i in ids] + ApprovalQueue.keys(ids)
+        )
+        decided = ApprovalQueue.verdicts(found[len(ids) :])
+        for (call_id, position, call, tool, verdict), kept, operator in zip(
+            answered, found[: len(ids)], decided, strict=True
+        ):
             if kept is not None:
                 resolution.answers[call_id] = kept[0]["content"]
                 continue
+            if operator is not None and (verdict is None or verdict.approved):
+                verdict = operator[0]  # the operator decided; a client's refusal still wins
             approval = await self._store.get(call_id)
             if approval is None and (tool is None or verdict is None):
                 continue  # a client tool's result that looks like a verdict, or a real one

@@ -148,6 +148,17 @@ class TelemetryConfig(BaseModel):
         return value.rstrip("/")
 
 
+class AdminConfig(BaseModel):
+    """`/admin/api` and the panel at `/admin/`: the admin key, or the master key, opens them."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    enabled: bool = True
+    key: str = ""
+    """The admin key (`Authorization: Bearer <key>`); empty: only the master key opens the
+    API, and with no `auth:` either, only clients on this machine (loopback)."""
+
+
 class Settings(BaseModel):
     """The whole of proxy.yaml."""
 
@@ -166,6 +177,7 @@ class Settings(BaseModel):
     """Client keys; absent, the proxy authenticates no one (bind it to loopback)."""
     telemetry: TelemetryConfig = Field(default_factory=TelemetryConfig)
     mcp_server: McpServerConfig = Field(default_factory=McpServerConfig)
+    admin: AdminConfig = Field(default_factory=AdminConfig)
     base_dir: Path = Field(default_factory=Path.cwd, exclude=True)
     """Where relative paths in the file are resolved: the config file's folder."""
 

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from policies import Gate
 from registry import SourceSet, ToolRegistry
 
+from .approvals import ApprovalFlow
 from .auth import Authenticator
 from .config import ServerConfig
 from .injection import Catalog
@@ -31,3 +32,5 @@ class Services:
     """The one gate every tool call passes."""
     keys: Authenticator | None = None
     """Client authentication; None when `auth:` is absent."""
+    approvals: ApprovalFlow | None = None
+    """The approvals of paused calls (the admin API lists and decides them)."""

@@ -22,7 +22,7 @@ from registry.errors import (
     ToolNotFoundError,
 )
 from registry.execution_config import ExecutionConfig, RetryConfig
-from registry.execution_log import ExecutionLog, ExecutionRecord
+from registry.execution_log import ExecutionLog, ExecutionRecord, redact
 from registry.executor import Executor
 from registry.listeners import CallEvent, CallListener
 from registry.mcp import McpServerConfig, McpServersJsonConfig, McpSourceConfig
@@ -120,6 +120,7 @@ __all__ = [
     "merge",
     "parse_arguments",
     "parse_python",
+    "redact",
     "reduce_namespace",
     "register_class",
     "repair_call",

@@ -136,6 +136,33 @@ class ToolRegistry:
         self._wire_names.remove(qualified_name)
         self._changed()
 
+    def update(
+        self, qualified_name: str, *, description: str | None = None, **metadata: Any
+    ) -> Tool:
+        """Change a registered tool's description or metadata in place, keeping its wire
+        name and enabled state; returns the changed tool.
+
+        Raises:
+            ToolNotFoundError: no such tool.
+            RegistryError: a keyword names no metadata field, or a value is invalid.
+        """
+        entry = self._entry(qualified_name)
+        unknown = set(metadata) - _METADATA_FIELDS
+        if unknown:
+            raise RegistryError(f"unknown tool metadata: {', '.join(sorted(unknown))}")
+        tool = entry.tool.with_metadata(**metadata) if metadata else entry.tool
+        if description is not None:
+            tool = dataclasses.replace(tool, description=description)
+        if tool == entry.tool:
+            return tool
+        function = {**entry.schema["function"], "description": tool.description}
+        schema = {**entry.schema, "function": function}
+        self._entries[qualified_name] = dataclasses.replace(
+            entry, tool=tool, schema=schema, schema_bytes=orjson.dumps(schema)
+        )
+        self._changed()
+        return tool
+
     def enable(self, qualified_name: str) -> None:
         """Enable a disabled tool; enabling an enabled tool changes nothing.
 

@@ -166,3 +166,29 @@ def test_openai_schema_is_cached() -> None:
     assert orjson.loads(registry.openai_schema_bytes(tool)) == schema
     with pytest.raises(ToolNotFoundError):
         registry.openai_schema("missing")
+
+
+def test_update_changes_metadata_and_description_in_place() -> None:
+    registry = ToolRegistry()
+
+    def lookup(city: str) -> str:
+        """Find a city."""
+        return city
+
+    registry.register(lookup, namespace="geo", tags=["read_only"])
+    registry.disable("geo.lookup", "maintenance")
+    wire, version = registry.wire_name("geo.lookup"), registry.version
+    changed = registry.update("geo.lookup", description="Find any city.", tags=["net"], defer=True)
+    assert changed.metadata.tags == {"net"} and changed.metadata.defer
+    assert registry.get_tool("geo.lookup") == changed
+    assert registry.version == version + 1
+    assert registry.wire_name("geo.lookup") == wire
+    assert registry.disabled_reason("geo.lookup") == "maintenance"
+    assert registry.openai_schema("geo.lookup")["function"]["description"] == "Find any city."
+    assert b"Find any city." in registry.openai_schema_bytes("geo.lookup")
+    registry.update("geo.lookup", defer=True)
+    assert registry.version == version + 1  # no change, no new version
+    with pytest.raises(RegistryError, match="unknown tool metadata"):
+        registry.update("geo.lookup", owner="me")
+    with pytest.raises(ToolNotFoundError):
+        registry.update("geo.nothing", defer=True)

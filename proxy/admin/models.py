@@ -1,0 +1,177 @@
+"""The admin API's wire models: what it answers and what it accepts."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class KeyDecision(BaseModel):
+    """What one configured key gets of a tool."""
+
+    key: str
+    """The key's name (`master`, a name from `auth.keys`, or `anonymous` without auth)."""
+    visible: bool
+    """Injected into that key's requests (in its scope, enabled, not denied outright)."""
+    action: Literal["allow", "deny", "ask"] | None
+    """The policy's decision for a call without arguments (rules matching arguments can
+    still change it); None when the key does not see the tool."""
+
+
+class ToolSummary(BaseModel):
+    """One registered tool, as the tools table lists it."""
+
+    name: str
+    """The qualified name, `namespace.name`."""
+    wire_name: str
+    namespace: str | None
+    description: str
+    source: str
+    tags: list[str]
+    enabled: bool
+    disabled_reason: str | None
+    deferred: bool
+    search_hint: str | None
+    timeout_s: float | None
+
+
+class ToolDetail(ToolSummary):
+    """One tool with its schema, metadata and the decision each key gets."""
+
+    parameters: dict[str, Any]
+    metadata: dict[str, Any]
+    decisions: list[KeyDecision]
+
+
+class ToolList(BaseModel):
+    """The tools table."""
+
+    version: int
+    """The registry's version: it increases on every change."""
+    tools: list[ToolSummary]
+
+
+class Toggle(BaseModel):
+    """Enable or disable a tool."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    reason: str = Field(default="", max_length=500)
+
+
+class ToolPatch(BaseModel):
+    """Metadata to change on a tool; fields left out stay as they are."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    tags: list[str] | None = None
+    defer: bool | None = None
+    search_hint: str | None = Field(default=None, max_length=1000)
+    timeout_s: float | None = Field(default=None, gt=0)
+    description: str | None = Field(default=None, max_length=10_000)
+
+
+class Source(BaseModel):
+    """One configured tool source."""
+
+    name: str
+    reachable: bool
+    tools: int
+    error: str | None
+
+
+class LogRecord(BaseModel):
+    """One call (or permission decision) in the execution log."""
+
+    tool: str
+    call_id: str
+    request_id: str | None
+    outcome: str
+    """`ok`, an error kind (`timeout`, `tool_error`, ...), or a permission decision that kept
+    the call from running (`denied`, `asked`, `refused`)."""
+    arguments: Any
+    """As the model sent them, secrets redacted, long values abridged."""
+    result: str
+    duration_ms: float
+    started_at: float
+    attempts: int
+    mode: str | None
+    note: str | None
+
+
+class LogPage(BaseModel):
+    """A page of the execution log, newest first."""
+
+    total: int
+    """Records matching the filters, over every page."""
+    offset: int
+    limit: int
+    records: list[LogRecord]
+
+
+class ToolStats(BaseModel):
+    """What one tool's kept calls came to."""
+
+    tool: str
+    calls: int
+    errors: int
+    refused: int
+    """Permission decisions that kept a call from running (denied, asked, refused)."""
+    p50_ms: float | None
+    p95_ms: float | None
+
+
+class Stats(BaseModel):
+    """Per-tool figures over the execution log (its last `capacity` records)."""
+
+    capacity: int
+    tools: list[ToolStats]
+
+
+class Approval(BaseModel):
+    """A call paused until someone approves it."""
+
+    call_id: str
+    tool: str
+    arguments: Any
+    reason: str
+    requested_at: float
+    expires_at: float
+    decided_by: str | None
+    approved: bool | None
+
+
+class ApprovalVerdict(BaseModel):
+    """An operator's answer to a paused call."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    reason: str = Field(default="", max_length=500)
+
+
+class ToolState(BaseModel):
+    """A tool's state as exported: enabled or not, and the metadata changed here."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    enabled: bool = True
+    disabled_reason: str | None = None
+    metadata: ToolPatch = Field(default_factory=ToolPatch)
+
+
+class StateDocument(BaseModel):
+    """The admin state as JSON: every tool's enabled state and metadata overrides."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    format: Literal["toolwire-admin-state/1"] = "toolwire-admin-state/1"
+    tools: dict[str, ToolState]
+
+
+class ImportReport(BaseModel):
+    """What an import changed."""
+
+    applied: list[str]
+    unknown: list[str]
+    """Tools named in the document that this proxy does not have (left alone)."""

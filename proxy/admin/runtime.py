@@ -1,0 +1,22 @@
+"""What the admin API works with while the proxy serves."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..approval_queue import ApprovalQueue
+from ..services import Services
+from .auth import AdminAuth
+from .events import EventHub
+from .tools import ToolDesk
+
+
+@dataclass(frozen=True, slots=True)
+class AdminRuntime:
+    """The proxy's services and the admin's own objects, built at start-up."""
+
+    services: Services
+    auth: AdminAuth
+    desk: ToolDesk
+    hub: EventHub
+    queue: ApprovalQueue

@@ -1,0 +1,332 @@
+// The Toolwire admin panel: plain DOM code over the admin REST API (no build step).
+"use strict";
+
+const KEY = "toolwire-admin-key";
+const LOG_PAGE = 50;
+const $ = (id) => document.getElementById(id);
+const state = { logOffset: 0, stats: new Map(), events: null, refreshing: null };
+
+function el(tag, props = {}, ...children) {
+  const node = document.createElement(tag);
+  for (const [name, value] of Object.entries(props)) {
+    if (name === "class") node.className = value;
+    else if (name.startsWith("on")) node.addEventListener(name.slice(2), value);
+    else node.setAttribute(name, value);
+  }
+  for (const child of children.flat()) {
+    if (child !== null && child !== undefined) node.append(child);
+  }
+  return node;
+}
+
+class Unauthorized extends Error {}
+
+async function api(path, options = {}) {
+  const headers = { ...(options.headers || {}) };
+  const key = sessionStorage.getItem(KEY);
+  if (key) headers.authorization = `Bearer ${key}`;
+  if (options.body !== undefined) headers["content-type"] = "application/json";
+  const response = await fetch(`api/${path}`, {
+    method: options.method || "GET",
+    headers,
+    body: options.body === undefined ? undefined : JSON.stringify(options.body),
+  });
+  if (response.status === 401 || response.status === 403) {
+    const detail = (await response.json().catch(() => ({}))).detail;
+    throw new Unauthorized(detail || `HTTP ${response.status}`);
+  }
+  if (!response.ok) {
+    const detail = (await response.json().catch(() => ({}))).detail;
+    throw new Error(typeof detail === "string" ? detail : `HTTP ${response.status}`);
+  }
+  return response.json();
+}
+
+function announce(text) {
+  $("live").textContent = text;
+}
+
+function failed(error) {
+  if (error instanceof Unauthorized) return signOut(error.message);
+  announce(`Error: ${error.message}`);
+}
+
+// ---- sign in ----
+
+async function start() {
+  try {
+    const me = await api("whoami");
+    $("whoami").textContent = `Signed in as ${me.caller}`;
+    $("signout").hidden = me.caller === "local";
+    $("login").hidden = true;
+    $("panel").hidden = false;
+    await refreshAll();
+    listen();
+  } catch (error) {
+    if (error instanceof Unauthorized) showLogin(sessionStorage.getItem(KEY) ? error.message : "");
+    else announce(`Error: ${error.message}`);
+  }
+}
+
+function showLogin(message) {
+  $("panel").hidden = true;
+  $("login").hidden = false;
+  $("login-error").textContent = message || "";
+  $("key").focus();
+}
+
+function signOut(message) {
+  sessionStorage.removeItem(KEY);
+  if (state.events) state.events.abort();
+  $("whoami").textContent = "";
+  $("signout").hidden = true;
+  showLogin(message);
+}
+
+// ---- tabs (arrow keys move between them, as in the WAI-ARIA tabs pattern) ----
+
+function selectTab(tab) {
+  for (const other of document.querySelectorAll('[role="tab"]')) {
+    const selected = other === tab;
+    other.setAttribute("aria-selected", String(selected));
+    other.tabIndex = selected ? 0 : -1;
+    $(other.getAttribute("aria-controls")).hidden = !selected;
+  }
+  tab.focus();
+}
+
+function onTabKey(event) {
+  const tabs = [...document.querySelectorAll('[role="tab"]')];
+  const at = tabs.indexOf(event.target);
+  const moves = { ArrowRight: at + 1, ArrowLeft: at - 1, Home: 0, End: tabs.length - 1 };
+  if (!(event.key in moves)) return;
+  event.preventDefault();
+  selectTab(tabs[(moves[event.key] + tabs.length) % tabs.length]);
+}
+
+// ---- tools ----
+
+async function refreshTools() {
+  const params = new URLSearchParams();
+  const search = $("tool-search").value.trim();
+  if (search) params.set("search", search);
+  if ($("tool-state").value) params.set("enabled", $("tool-state").value);
+  const [list, stats] = await Promise.all([api(`tools?${params}`), api("stats")]);
+  state.stats = new Map(stats.tools.map((s) => [s.tool, s]));
+  $("tool-rows").replaceChildren(...list.tools.map(toolRow));
+  $("tool-total").textContent = `${list.tools.length} tools`;
+}
+
+function toolRow(tool) {
+  const stats = state.stats.get(tool.name);
+  const label = `${tool.enabled ? "Disable" : "Enable"} ${tool.name}`;
+  const toggle = el("button", {
+    type: "button", role: "switch", class: "switch", "aria-checked": String(tool.enabled),
+    "aria-label": label, title: tool.disabled_reason || label,
+    onclick: () => toggleTool(tool),
+  });
+  const tags = tool.tags.map((t) => el("span", { class: "tag" }, t));
+  if (tool.deferred) tags.push(el("span", { class: "tag" }, "deferred"));
+  return el("tr", { class: tool.enabled ? "" : "off" },
+    el("td", {}, el("strong", {}, tool.name),
+      el("div", { class: "desc" }, tool.disabled_reason ? `Disabled: ${tool.disabled_reason}` : tool.description)),
+    el("td", { class: "small" }, tool.source),
+    el("td", {}, tags),
+    el("td", { class: "num" }, stats ? String(stats.calls) : "0"),
+    el("td", { class: "num" }, stats ? String(stats.errors) : "0"),
+    el("td", { class: "num" }, stats && stats.p95_ms !== null ? `${stats.p95_ms.toFixed(1)} ms` : "–"),
+    el("td", {}, toggle));
+}
+
+async function toggleTool(tool) {
+  try {
+    if (tool.enabled) {
+      const reason = await askReason(tool.name);
+      if (reason === null) return;
+      await api(`tools/${encodeURIComponent(tool.name)}/disable`, { method: "POST", body: { reason } });
+      announce(`${tool.name} disabled`);
+    } else {
+      await api(`tools/${encodeURIComponent(tool.name)}/enable`, { method: "POST", body: {} });
+      announce(`${tool.name} enabled`);
+    }
+    await refreshTools();
+  } catch (error) {
+    failed(error);
+  }
+}
+
+function askReason(name) {
+  const dialog = $("disable-dialog");
+  $("disable-name").textContent = name;
+  $("disable-reason").value = "";
+  dialog.showModal();
+  return new Promise((resolve) => {
+    dialog.addEventListener("close", () => {
+      resolve(dialog.returnValue === "disable" ? $("disable-reason").value.trim() : null);
+    }, { once: true });
+  });
+}
+
+// ---- sources ----
+
+async function refreshSources() {
+  const sources = await api("sources");
+  $("source-rows").replaceChildren(...sources.map((s) => el("tr", {},
+    el("td", {}, s.name),
+    el("td", {}, el("span", { class: `badge ${s.reachable ? "ok" : "bad"}` }, s.reachable ? "reachable" : "unreachable")),
+    el("td", { class: "num" }, String(s.tools)),
+    el("td", { class: "small" }, s.error || "–"))));
+}
+
+// ---- log ----
+
+async function refreshLog() {
+  const params = new URLSearchParams({ offset: state.logOffset, limit: LOG_PAGE });
+  if ($("log-tool").value.trim()) params.set("tool", $("log-tool").value.trim());
+  if ($("log-outcome").value) params.set("outcome", $("log-outcome").value);
+  const page = await api(`log?${params}`);
+  $("log-rows").replaceChildren(...page.records.map(logRow));
+  const last = Math.min(page.offset + page.records.length, page.total);
+  $("log-total").textContent = page.total ? `${page.offset + 1}–${last} of ${page.total}` : "No records";
+  $("log-newer").disabled = page.offset === 0;
+  $("log-older").disabled = last >= page.total;
+}
+
+function outcomeClass(outcome) {
+  if (outcome === "ok") return "ok";
+  return ["asked", "denied", "refused"].includes(outcome) ? "warn" : "bad";
+}
+
+function logRow(record) {
+  const when = new Date(record.started_at * 1000);
+  const details = el("details", {},
+    el("summary", {}, record.call_id),
+    el("div", { class: "small muted" }, `request ${record.request_id || "–"} · ${record.mode || "not run"} · attempts ${record.attempts}`),
+    el("pre", {}, JSON.stringify(record.arguments, null, 2)),
+    el("pre", {}, record.result),
+    record.note ? el("p", { class: "small" }, `Note: ${record.note}`) : null);
+  return el("tr", {},
+    el("td", { class: "small" }, el("time", { datetime: when.toISOString() }, when.toLocaleTimeString())),
+    el("td", {}, record.tool),
+    el("td", {}, el("span", { class: `badge ${outcomeClass(record.outcome)}` }, record.outcome)),
+    el("td", { class: "num" }, `${record.duration_ms.toFixed(1)} ms`),
+    el("td", {}, details));
+}
+
+// ---- approvals ----
+
+async function refreshApprovals() {
+  const pending = await api("approvals");
+  const open = pending.filter((a) => a.approved === null).length;
+  $("approval-count").hidden = open === 0;
+  $("approval-count").textContent = String(open);
+  $("approval-list").replaceChildren(...(pending.length ? pending.map(approvalCard)
+    : [el("li", { class: "muted" }, "No call is waiting for approval.")]));
+}
+
+function approvalCard(approval) {
+  const expires = new Date(approval.expires_at * 1000).toLocaleTimeString();
+  const decided = approval.approved === null ? null
+    : el("p", { class: `badge ${approval.approved ? "ok" : "bad"}` },
+      `${approval.approved ? "Approved" : "Denied"} by ${approval.decided_by}; waiting for the client to continue`);
+  const decide = (verdict) => async () => {
+    try {
+      await api(`approvals/${encodeURIComponent(approval.call_id)}/${verdict}`, { method: "POST", body: {} });
+      announce(`${approval.tool}: ${verdict === "approve" ? "approved" : "denied"}`);
+      await refreshApprovals();
+    } catch (error) {
+      failed(error);
+    }
+  };
+  return el("li", {},
+    el("h3", {}, approval.tool),
+    el("p", { class: "small muted" }, `${approval.reason || "needs approval"} · expires ${expires} · ${approval.call_id}`),
+    el("pre", {}, JSON.stringify(approval.arguments, null, 2)),
+    decided,
+    el("div", { class: "actions" },
+      el("button", { type: "button", class: "danger", onclick: decide("deny"), "aria-label": `Deny ${approval.tool}` }, "Deny"),
+      el("button", { type: "button", onclick: decide("approve"), "aria-label": `Approve ${approval.tool}` }, "Approve")));
+}
+
+// ---- live updates: the API's server-sent events, read with fetch (EventSource sends no key) ----
+
+async function refreshAll() {
+  await Promise.all([refreshTools(), refreshSources(), refreshLog(), refreshApprovals()]);
+}
+
+function soon() {
+  // Many events arrive in bursts (a turn with several calls); refresh once per burst.
+  clearTimeout(state.refreshing);
+  state.refreshing = setTimeout(() => refreshAll().catch(failed), 300);
+}
+
+async function listen() {
+  const abort = new AbortController();
+  state.events = abort;
+  const headers = {};
+  const key = sessionStorage.getItem(KEY);
+  if (key) headers.authorization = `Bearer ${key}`;
+  try {
+    const response = await fetch("api/events", { headers, signal: abort.signal });
+    if (!response.ok) return;
+    announce("Live updates on");
+    const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
+    let buffer = "";
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      buffer += value;
+      const blocks = buffer.split(/\r?\n\r?\n/);
+      buffer = blocks.pop();
+      if (blocks.some((b) => /^event: (registry|tool|call|permission|approval)/m.test(b))) soon();
+    }
+  } catch (error) {
+    if (abort.signal.aborted) return;
+  }
+  announce("Live updates paused; retrying");
+  setTimeout(() => { if (state.events === abort) listen(); }, 3000);
+}
+
+// ---- wiring ----
+
+document.addEventListener("DOMContentLoaded", () => {
+  $("login-form").addEventListener("submit", (event) => {
+    event.preventDefault();
+    sessionStorage.setItem(KEY, $("key").value.trim());
+    $("key").value = "";
+    start();
+  });
+  $("signout").addEventListener("click", () => signOut(""));
+  for (const tab of document.querySelectorAll('[role="tab"]')) {
+    tab.addEventListener("click", () => selectTab(tab));
+    tab.addEventListener("keydown", onTabKey);
+  }
+  let typing;
+  $("tool-search").addEventListener("input", () => {
+    clearTimeout(typing);
+    typing = setTimeout(() => refreshTools().catch(failed), 150);
+  });
+  $("tool-state").addEventListener("change", () => refreshTools().catch(failed));
+  $("log-filter").addEventListener("submit", (event) => {
+    event.preventDefault();
+    state.logOffset = 0;
+    refreshLog().catch(failed);
+  });
+  $("log-newer").addEventListener("click", () => {
+    state.logOffset = Math.max(0, state.logOffset - LOG_PAGE);
+    refreshLog().catch(failed);
+  });
+  $("log-older").addEventListener("click", () => {
+    state.logOffset += LOG_PAGE;
+    refreshLog().catch(failed);
+  });
+  document.addEventListener("keydown", (event) => {
+    const typingInField = ["INPUT", "SELECT", "TEXTAREA"].includes(document.activeElement.tagName);
+    if (event.key === "/" && !typingInField && !$("panel").hidden) {
+      event.preventDefault();
+      selectTab($("tab-tools"));
+      $("tool-search").focus();
+    }
+  });
+  start();
+});
