@@ -114,7 +114,7 @@ async function refreshTools() {
   const [list, stats] = await Promise.all([api(`tools?${params}`), api("stats")]);
   state.stats = new Map(stats.tools.map((s) => [s.tool, s]));
   $("tool-rows").replaceChildren(...list.tools.map(toolRow));
-  $("tool-total").textContent = `${list.tools.length} tools`;
+  $("tool-total").textContent = `${list.tools.length} ${list.tools.length === 1 ? "tool" : "tools"}`;
 }
 
 function toolRow(tool) {
@@ -243,7 +243,7 @@ function approvalCard(approval) {
     el("p", { class: "small muted" }, `${approval.reason || "needs approval"} · expires ${expires} · ${approval.call_id}`),
     el("pre", {}, JSON.stringify(approval.arguments, null, 2)),
     decided,
-    el("div", { class: "actions" },
+    decided ? null : el("div", { class: "actions" },
       el("button", { type: "button", class: "danger", onclick: decide("deny"), "aria-label": `Deny ${approval.tool}` }, "Deny"),
       el("button", { type: "button", onclick: decide("approve"), "aria-label": `Approve ${approval.tool}` }, "Approve")));
 }

@@ -1,0 +1,89 @@
+"""The web panel in a real headless Chromium (Debian's `chromium`, driven by Playwright):
+sign in, find a tool, disable it and see a request no longer get it, approve a paused call.
+
+Screenshots go to `$TOOLWIRE_SCREENSHOTS` (default: the test's tmp_path)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.admin.test_admin_api import ADMIN, CLIENT, USER, _injected, admin_proxy
+from tests.e2e.answers import ask
+from tests.fakes.upstream import FakeUpstream, Reply
+
+CHROMIUM = Path("/usr/bin/chromium")
+playwright = pytest.importorskip("playwright.async_api")
+pytestmark = pytest.mark.skipif(not CHROMIUM.exists(), reason="Debian's chromium is not installed")
+ASK_NETWORK = {"rules": [{"match": {"tags": ["network"]}, "action": "ask", "reason": "online"}]}
+
+
+def _shots(tmp_path: Path) -> Path:
+    folder = Path(os.environ.get("TOOLWIRE_SCREENSHOTS") or tmp_path)
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+async def test_the_panel_steers_tools_and_approvals(
+    make_proxy: Any, upstream: FakeUpstream, tmp_path: Path, scheme: str
+) -> None:
+    shots = _shots(tmp_path)
+    async with (
+        admin_proxy(make_proxy, policy=ASK_NETWORK) as (proxy, _),
+        playwright.async_playwright() as driver,
+    ):
+        browser = await driver.chromium.launch(executable_path=str(CHROMIUM))
+        try:
+            page = await browser.new_page(
+                color_scheme=scheme, viewport={"width": 1200, "height": 800}
+            )
+            root = proxy.base_url.removesuffix("/v1")
+            await page.goto(f"{root}/admin/")
+            await page.get_by_label("Key").fill(ADMIN)
+            await page.get_by_role("button", name="Sign in").click()
+            expect = playwright.expect
+            await expect(page.get_by_text("Signed in as admin")).to_be_visible()
+            await expect(page.get_by_text("t.get_weather", exact=True)).to_be_visible()
+
+            await page.keyboard.press("/")
+            await page.keyboard.type("weather")
+            rows = page.locator("#tool-rows tr")
+            await expect(rows).to_have_count(1)
+            await page.screenshot(path=shots / f"tools-{scheme}.png", full_page=True)
+
+            switch = page.get_by_role("switch", name="Disable t.get_weather")
+            await switch.click()
+            await page.get_by_label("Reason").fill("provider outage")
+            await page.get_by_role("button", name="Disable", exact=True).click()
+            await expect(page.get_by_role("switch", name="Enable t.get_weather")).to_have_attribute(
+                "aria-checked", "false"
+            )
+            await expect(page.get_by_text("Disabled: provider outage")).to_be_visible()
+            upstream.script(Reply.text("no weather today"))
+            await ask(proxy.client, stream=False, messages=USER)
+            assert "t_get_weather" not in _injected(upstream)
+
+            await page.get_by_role("switch", name="Enable t.get_weather").click()
+            await expect(page.get_by_role("switch", name="Disable t.get_weather")).to_be_visible()
+            upstream.script(
+                Reply.tool_calls([("t_get_weather", {"city": "Oslo"})]), Reply.text("Sunny.")
+            )
+            proxy.client.api_key = CLIENT
+            first = await ask(proxy.client, stream=False, messages=USER)
+            assert first.finish_reason == "tool_calls"
+
+            await page.get_by_role("tab", name="Approvals").click()
+            await expect(page.get_by_role("heading", name="t.get_weather")).to_be_visible()
+            await page.get_by_role("button", name="Approve t.get_weather").click()
+            await expect(page.get_by_text("Approved by admin")).to_be_visible()
+            await page.screenshot(path=shots / f"approvals-{scheme}.png", full_page=True)
+
+            await page.get_by_role("tab", name="Log").click()
+            await expect(page.locator("#log-rows tr").first).to_be_visible()
+            await page.screenshot(path=shots / f"log-{scheme}.png", full_page=True)
+        finally:
+            await browser.close()
