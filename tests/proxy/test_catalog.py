@@ -176,3 +176,21 @@ def test_a_client_tool_may_reuse_the_name_of_a_tool_outside_the_callers_scope() 
     assert catalog.client_tool_names(spec, READER) == {"t_add"}
     with pytest.raises(BadRequestError, match="clashes"):
         catalog.client_tool_names(spec)
+
+
+def shelve(target: str) -> str:
+    """Shelve a book in the library."""
+    return target
+
+
+def test_a_deferred_tool_added_at_run_time_can_be_searched() -> None:
+    tools = registry()
+    catalog = Catalog(tools, GATE)
+    first = catalog.toolset(NO_FILTER).deferred
+    assert first is not None and [t.qualified_name for t in first.search("archive")] == [
+        "t.archive"
+    ]
+    tools.register(shelve, namespace="t", defer=True)
+    later = catalog.toolset(NO_FILTER).deferred
+    assert later is not None and len(later) == 2
+    assert [t.qualified_name for t in later.search("shelve library book")] == ["t.shelve"]
