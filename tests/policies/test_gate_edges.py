@@ -71,3 +71,26 @@ async def test_unreadable_arguments_reach_the_policy_as_empty_and_the_executor_r
     result = await gate.call(tool, ToolCall("c1", "ops_launch", '{"target": '), CallContext())
     assert SEEN == [{}]
     assert result.error_kind == "invalid_json"
+
+
+class Recorder:
+    def __init__(self) -> None:
+        self.events: list[tuple[str, str, str]] = []
+
+    def on_permission(self, event: Any, outcome: str, reason: str) -> None:
+        self.events.append((event.tool.qualified_name, outcome, reason))
+
+
+async def test_a_watcher_hears_the_gates_decisions_until_it_stops() -> None:
+    deny = [{"match": {"name": "ops.*"}, "action": "deny", "reason": "no launches"}]
+    gate, (_registry, tool), executor = setup(rules=deny)
+    assert gate.log is executor.log
+    recorder = Recorder()
+    stop = gate.watch(recorder)
+    call = ToolCall("c1", "ops_launch", {"target": "moon"})
+    await gate.call(tool, call, CallContext())
+    assert recorder.events == [("ops.launch", "denied", "no launches")]
+    stop()
+    await gate.call(tool, call, CallContext())
+    assert len(recorder.events) == 1
+    assert len(gate.log.records()) == 2
