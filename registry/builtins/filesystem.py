@@ -53,8 +53,10 @@ def _as_given(path: str) -> Iterator[None]:
     """Re-raise OS errors naming the path as the model gave it, never the server path."""
     try:
         yield
-    except PermissionError:
-        raise
+    except PermissionError as exc:
+        if exc.errno is None:
+            raise  # the jail's own refusal, which names no server path
+        raise PermissionError(f"{path!r}: {exc.strerror or 'permission denied'}") from None
     except OSError as exc:
         raise type(exc)(f"{path!r}: {exc.strerror or type(exc).__name__}") from None
 

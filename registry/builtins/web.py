@@ -77,7 +77,12 @@ class HttpClient:
                 del data[self._max_bytes :]
                 truncated = True
                 break
-        text = data.decode(response.get_encoding() if data else "utf-8", errors="replace")
+        # The declared charset, else UTF-8: guessing from the body needs the whole body,
+        # which a cut one is not.
+        try:
+            text = data.decode(response.charset or "utf-8", errors="replace")
+        except LookupError:  # a charset Python does not know
+            text = data.decode("utf-8", errors="replace")
         if truncated:
             text += f"\n…[body truncated at {self._max_bytes} bytes]"
         headers = "".join(

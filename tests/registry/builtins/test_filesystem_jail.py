@@ -106,11 +106,6 @@ async def test_an_os_refusal_inside_the_root_is_reported(
     assert _text(immutable) == "keep"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: _as_given re-raises an OS PermissionError (EACCES/EPERM) as it is, so the "
-    "message names the server path (registry/builtins/filesystem.py)",
-)
 async def test_an_os_refusal_names_the_path_as_given_not_the_server_path(
     fs: Fs, root: Path, immutable: Path
 ) -> None:

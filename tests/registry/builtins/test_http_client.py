@@ -212,12 +212,6 @@ async def test_an_endless_body_stops_being_read_at_the_cap(service: Service) -> 
     assert body_of(result) == "y" * 1000 + "\n…[body truncated at 1000 bytes]"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: a body cut at http_max_bytes without a declared charset (text/html, "
-    "octet-stream) fails: aiohttp's get_encoding() cannot guess from an unread body "
-    "(registry/builtins/web.py HttpClient._describe)",
-)
 async def test_a_cut_body_without_a_charset_is_returned_cut(
     executor: Executor, service: Service
 ) -> None:
