@@ -120,3 +120,14 @@ async def test_malformed_calls_in_the_history_answer_nothing(entry: Any) -> None
     assert decided.to_run == [] and decided.answers == {}
     # The approval is still there for the real call.
     assert (await approvals.resolve(history(call, APPROVE), toolset())).to_run
+
+
+async def test_a_paused_call_is_listed_for_operators_until_it_is_answered() -> None:
+    approvals = ApprovalFlow(MemoryApprovalStore(), MemoryTurnStore(), ttl_s=60)
+    call = await paused(approvals)
+    (waiting,) = await approvals.queue.pending()
+    assert (waiting.call_id, waiting.tool, waiting.reason) == (call.id, "ops.launch", "asks")
+    assert waiting.arguments == {"target": "moon"}
+    refused = json.dumps({"approve": False})
+    await approvals.resolve(history(call, refused), toolset())
+    assert await approvals.queue.pending() == []
