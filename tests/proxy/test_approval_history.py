@@ -131,3 +131,30 @@ async def test_a_paused_call_is_listed_for_operators_until_it_is_answered() -> N
     refused = json.dumps({"approve": False})
     await approvals.resolve(history(call, refused), toolset())
     assert await approvals.queue.pending() == []
+
+
+async def test_an_operators_approval_needs_only_the_clients_message_to_arrive() -> None:
+    approvals = ApprovalFlow(MemoryApprovalStore(), MemoryTurnStore(), ttl_s=60)
+    call = await paused(approvals)
+    await approvals.queue.decide(call.id, approved=True, reason="", by="ops")
+    decided = await approvals.resolve(history(call, "whatever the client says"), toolset())
+    assert [c.id for _, c in decided.to_run] == [call.id] and decided.answers == {}
+
+
+async def test_a_clients_refusal_wins_over_an_operators_approval() -> None:
+    approvals = ApprovalFlow(MemoryApprovalStore(), MemoryTurnStore(), ttl_s=60)
+    call = await paused(approvals)
+    await approvals.queue.decide(call.id, approved=True, reason="", by="ops")
+    refused = json.dumps({"approve": False, "reason": "changed my mind"})
+    decided = await approvals.resolve(history(call, refused), toolset())
+    assert decided.to_run == []
+    assert decided.answers[call.id].endswith("the user refused the call: changed my mind")
+
+
+async def test_an_operators_refusal_wins_over_a_clients_approval() -> None:
+    approvals = ApprovalFlow(MemoryApprovalStore(), MemoryTurnStore(), ttl_s=60)
+    call = await paused(approvals)
+    await approvals.queue.decide(call.id, approved=False, reason="not now", by="ops")
+    decided = await approvals.resolve(history(call, APPROVE), toolset())
+    assert decided.to_run == []
+    assert "not now (decided by the operator ops)" in decided.answers[call.id]
