@@ -228,7 +228,9 @@ class TaggedParser:
             # The fence may hold more calls before its closing backticks.
             if rest.startswith("```"):
                 rest, self._fence_open = rest[3:].lstrip(), False
-            elif not final and any(m.startswith(rest) for m in ("```", *self._markers)):
+            elif not final and any(
+                m.startswith(rest) for m in ("```", *self._markers, *self._drop)
+            ):
                 self._buf = rest
                 return False
             elif not any(rest.startswith(m) for m in self._markers):

@@ -15,7 +15,7 @@ from proxy.emulation import Call, Parser, Reasoning, Text, ToolSpecs, get_format
 from tests.emulation.handwritten import HANDWRITTEN, TOOLS
 
 CORPUS = Path(__file__).with_name("bfcl_corpus.json")
-FAMILIES = ("mistral", "llama", "gpt-oss", "deepseek", "glm", "kimi", "gemma")
+FAMILIES = ("mistral", "llama", "gpt-oss", "deepseek", "deepseek-v3.2", "glm", "kimi", "gemma")
 """The native formats of model families (the others are Toolwire's generic emulations)."""
 FORMATS = ("hermes", "xml", "pythonic", "json", *FAMILIES)
 PERTURBATIONS = (
@@ -63,6 +63,9 @@ SECTIONS = {
     "deepseek": (deepseek_token("tool call begin"), deepseek_token("tool call end")),
 }
 """The call markers of the formats that write every call in one section."""
+DSML = "\uff5cDSML\uff5c"
+INVOKES = {"deepseek-v3.2": (f'<{DSML}invoke name="', f"</{DSML}invoke>")}
+"""The call markers of the formats that write every call in one block, perturbed generically."""
 CallList = list[tuple[str, dict[str, Any]]]
 
 
@@ -145,7 +148,7 @@ def fixtures(fmt: str) -> list[Fixture]:
                     text.strip(),
                 )
             )
-    for i, item in enumerate(HANDWRITTEN[fmt]):
+    for i, item in enumerate(HANDWRITTEN.get(fmt, [])):
         out.append(
             Fixture(
                 f"{fmt}-hand-{i}",
@@ -171,6 +174,8 @@ def renderable(fmt: str, calls: CallList) -> bool:
         return "</arg_value>" not in text
     if fmt == "gemma":
         return '<|\\"|>' not in text
+    if fmt == "deepseek-v3.2":
+        return f"</{DSML}parameter>" not in text
     if fmt != "xml":
         return True
     return "</parameter>" not in text and "</function>" not in text
@@ -434,8 +439,8 @@ def truncations(
         blocks = [render(fmt, [c]) for c in calls]
         full = JOINERS[fmt].join(blocks)
         start, stop, kept = len(JOINERS[fmt].join(blocks[:-1])), len(full), calls[:-1]
-    elif fmt in SECTIONS:
-        begin, end = SECTIONS[fmt]
+    elif fmt in SECTIONS or fmt in INVOKES:
+        begin, end = SECTIONS.get(fmt) or INVOKES[fmt]
         full = render(fmt, calls)
         start, stop, kept = full.rindex(begin), full.rindex(end) + len(end), calls[:-1]
     else:

@@ -105,6 +105,7 @@ def test_markers_in_descriptions_and_results_are_neutralised(fmt: str) -> None:
         "llama": "<|python_tag|>",
         "gpt-oss": "<|call|>",
         "deepseek": "<\uff5ctool\u2581sep\uff5c>",
+        "deepseek-v3.2": '<\uff5cDSML\uff5cinvoke name="',
         "glm": "<tool_call>",
         "kimi": "<|tool_call_begin|>",
         "gemma": "<|tool_call>",
@@ -130,7 +131,7 @@ def test_special_token_families_ask_the_server_to_keep_their_markers(fmt: str) -
 
 
 @pytest.mark.parametrize("opened", [True, False], ids=["template-opened", "model-opened"])
-@pytest.mark.parametrize("fmt", ["deepseek", "hermes", "glm", "kimi"])
+@pytest.mark.parametrize("fmt", ["deepseek", "deepseek-v3.2", "hermes", "glm", "kimi"])
 async def test_thinking_requests_start_inside_the_reasoning_block(fmt: str, opened: bool) -> None:
     # DeepSeek V3.1 (thinking) and R1 templates open <think> themselves: the reply holds only
     # its end. Qwen3 and GLM write the opening tag too; either way it is reasoning.

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from .base import EmulationFormat
 from .deepseek import DeepSeek
+from .dsml import DeepSeekDsml
 from .gemma import Gemma
 from .glm import Glm
 from .harmony import Harmony
@@ -24,8 +25,10 @@ FORMAT_NAMES = (
     "llama",
     "gpt-oss",
     "deepseek",
+    "deepseek-v3.2",
     "glm",
     "kimi",
+    "gemma",
 )
 
 
@@ -44,6 +47,7 @@ def get_format(name: str) -> EmulationFormat:
         "llama": Llama(),
         "gpt-oss": Harmony(),
         "deepseek": DeepSeek(),
+        "deepseek-v3.2": DeepSeekDsml(),
         "glm": Glm(),
         "kimi": Kimi(),
         "gemma": Gemma(),
