@@ -143,7 +143,10 @@ async def _start(
     upstreams = UpstreamRouter(settings.upstreams, modes=stores.modes)
     stack.push_async_callback(upstreams.aclose)
     approvals = ApprovalFlow(
-        stores.approvals, stores.outcomes, ttl_s=settings.policy.approval_ttl_s
+        stores.approvals,
+        stores.outcomes,
+        ttl_s=settings.policy.approval_ttl_s,
+        listed=stores.listed,
     )
     loop = ToolLoop(
         gate=gate,

@@ -1,10 +1,10 @@
 """The queue of paused calls as an operator sees it, and the verdicts an operator gives.
 
-An operator's verdict (from the admin API) is kept in the outcome store, which replicas
-share, and decides the call when its client continues: the client's tool message for the
-call then only has to arrive, whatever it says, except that a client's own refusal still
-wins. The list of open approvals is this process's own (the approval store is not
-enumerable): on replicas, each lists the calls it paused.
+An operator's verdict (from the admin API) is kept in the outcome store and decides the
+call when its client continues: the client's tool message for the call then only has to
+arrive, whatever it says, except that a client's own refusal still wins. The open calls are
+listed from an `OpenApprovalStore`: this process's memory, or Redis, where every replica
+lists every replica's paused calls and sees every operator's verdict.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 from collections import OrderedDict
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, Protocol
 
 from policies import ApprovalStore, Verdict
 from registry import RegistryError, ToolCall, parse_arguments, redact
@@ -20,7 +20,8 @@ from registry import RegistryError, ToolCall, parse_arguments, redact
 from .continuations import TurnStore
 
 _VERDICT_KEY = "operator-verdict:"
-_MAX_OPEN = 1000
+MAX_OPEN = 1000
+"""Open approvals listed at most; past it the oldest is no longer listed (still valid)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,55 +44,115 @@ class ApprovalNotPendingError(LookupError):
     """No approval is pending for that call id (unknown, used or expired)."""
 
 
-class ApprovalQueue:
-    """Open approvals of this process, and operators' verdicts on them."""
+class OpenApprovalStore(Protocol):
+    """Where the open approvals are listed; each entry is kept at least until it expires."""
 
-    def __init__(self, store: ApprovalStore, outcomes: TurnStore) -> None:
-        self._store = store
-        self._outcomes = outcomes
+    async def put(self, entry: OpenApproval) -> None:
+        """List `entry` (the oldest entries past `MAX_OPEN` are dropped)."""
+        ...
+
+    async def get(self, call_id: str) -> OpenApproval | None:
+        """The entry of `call_id`, or None."""
+        ...
+
+    async def all(self) -> list[OpenApproval]:
+        """Every listed entry, oldest first."""
+        ...
+
+    async def discard(self, call_ids: list[str]) -> None:
+        """Stop listing these calls."""
+        ...
+
+
+class MemoryOpenApprovalStore:
+    """Open approvals in this process's memory, the newest `MAX_OPEN` of them."""
+
+    def __init__(self) -> None:
         self._open: OrderedDict[str, OpenApproval] = OrderedDict()
 
-    def add(self, call: ToolCall, tool: str, reason: str, expires_at: float) -> None:
-        """Note a call just paused for approval."""
+    async def put(self, entry: OpenApproval) -> None:
+        """List `entry`, dropping the oldest past `MAX_OPEN`."""
+        self._open[entry.call_id] = entry
+        while len(self._open) > MAX_OPEN:
+            self._open.popitem(last=False)
+
+    async def get(self, call_id: str) -> OpenApproval | None:
+        """The entry of `call_id`, or None."""
+        return self._open.get(call_id)
+
+    async def all(self) -> list[OpenApproval]:
+        """Every listed entry, oldest first."""
+        return list(self._open.values())
+
+    async def discard(self, call_ids: list[str]) -> None:
+        """Stop listing these calls."""
+        for call_id in call_ids:
+            self._open.pop(call_id, None)
+
+
+class ApprovalQueue:
+    """Open approvals, and operators' verdicts on them."""
+
+    def __init__(
+        self,
+        store: ApprovalStore,
+        outcomes: TurnStore,
+        listed: OpenApprovalStore | None = None,
+    ) -> None:
+        self._store = store
+        self._outcomes = outcomes
+        self._listed: OpenApprovalStore = (
+            listed if listed is not None else MemoryOpenApprovalStore()
+        )
+
+    async def add(self, call: ToolCall, tool: str, reason: str, expires_at: float) -> None:
+        """Note a call just paused for approval. Raises StateUnavailableError (Redis)."""
         try:
             arguments: Any = redact(parse_arguments(call.arguments))
         except RegistryError:  # unreadable arguments may hold a secret in any shape
             arguments = {"_unparsed": f"{len(str(call.arguments))} characters"}
-        self._open[call.id] = OpenApproval(
-            call.id, tool, arguments, reason, time.time(), expires_at
+        await self._listed.put(
+            OpenApproval(call.id, tool, arguments, reason, time.time(), expires_at)
         )
-        while len(self._open) > _MAX_OPEN:
-            self._open.popitem(last=False)
 
     async def pending(self) -> list[OpenApproval]:
-        """The approvals still open (not used, not expired), oldest first."""
+        """The approvals still open (not used, not expired), oldest first, each with the
+        operator's verdict once given. Raises StateUnavailableError (Redis)."""
         now = time.time()
-        kept = []
-        for call_id, entry in list(self._open.items()):
-            if entry.expires_at < now or await self._store.get(call_id) is None:
-                self._open.pop(call_id, None)
-                continue
-            kept.append(entry)
-        return kept
+        kept: list[OpenApproval] = []
+        gone: list[str] = []
+        for entry in await self._listed.all():
+            if entry.expires_at < now or await self._store.get(entry.call_id) is None:
+                gone.append(entry.call_id)
+            else:
+                kept.append(entry)
+        if gone:
+            await self._listed.discard(gone)
+        if not kept:
+            return []
+        found = await self._outcomes.get_many(self.keys([e.call_id for e in kept]))
+        return [
+            entry if decided is None else _decided(entry, decided[0].approved, decided[1])
+            for entry, decided in zip(kept, self.verdicts(found), strict=True)
+        ]
 
     async def decide(self, call_id: str, *, approved: bool, reason: str, by: str) -> OpenApproval:
         """Record an operator's verdict on an open approval.
 
         Raises:
             ApprovalNotPendingError: no open approval has that id.
+            StateUnavailableError: the shared state (Redis) cannot be reached.
         """
         approval = await self._store.get(call_id)
-        entry = self._open.get(call_id)
         if approval is None or approval.expires_at < time.time():
-            self._open.pop(call_id, None)
+            await self._listed.discard([call_id])
             raise ApprovalNotPendingError(f"no approval is pending for call {call_id!r}")
         verdict = {"approve": approved, "reason": reason, "by": by}
         await self._outcomes.put(_VERDICT_KEY + call_id, [verdict])
+        entry = await self._listed.get(call_id)
         if entry is None:
             entry = OpenApproval(call_id, approval.tool, None, "", 0.0, approval.expires_at)
-        entry = replace(entry, decided_by=by, approved=approved)
-        self._open[call_id] = entry
-        return entry
+        return _decided(entry, approved, by)
 
     @staticmethod
     def keys(call_ids: list[str]) -> list[str]:
@@ -113,3 +174,7 @@ class ApprovalQueue:
                 reason = f"{reason} (decided by the operator {by})".lstrip()
             found.append((Verdict(approved, reason or None), by))
         return found
+
+
+def _decided(entry: OpenApproval, approved: bool, by: str) -> OpenApproval:
+    return replace(entry, decided_by=by, approved=approved)

@@ -24,7 +24,7 @@ from policies import (
 )
 from registry import Tool, ToolCall, ToolResult
 
-from .approval_queue import ApprovalQueue
+from .approval_queue import ApprovalQueue, OpenApprovalStore
 from .continuations import TurnStore
 from .events import ApprovalRequest
 from .injection import Toolset
@@ -51,11 +51,18 @@ class Resolution:
 class ApprovalFlow:
     """Issues approvals for paused calls and honours the client's verdicts."""
 
-    def __init__(self, store: ApprovalStore, results: TurnStore, *, ttl_s: float) -> None:
+    def __init__(
+        self,
+        store: ApprovalStore,
+        results: TurnStore,
+        *,
+        ttl_s: float,
+        listed: OpenApprovalStore | None = None,
+    ) -> None:
         self._store = store
         self._results = results
         self._ttl_s = ttl_s
-        self.queue = ApprovalQueue(store, results)
+        self.queue = ApprovalQueue(store, results, listed)
         """The open approvals and the operators' verdicts (the admin API's view)."""
 
     @staticmethod
@@ -73,7 +80,7 @@ class ApprovalFlow:
         for tool, call, reason in calls:
             approval = pending(call.id, tool.qualified_name, call.arguments, self._ttl_s, bound)
             await self._store.put(approval)
-            self.queue.add(call, tool.qualified_name, reason, approval.expires_at)
+            await self.queue.add(call, tool.qualified_name, reason, approval.expires_at)
             requests.append(
                 ApprovalRequest(call, tool.qualified_name, reason, int(approval.expires_at))
             )

@@ -9,11 +9,13 @@ from typing import Literal
 
 from policies import ApprovalStore, MemoryApprovalStore, MemoryRateLimiter, RateLimiter
 
+from ..approval_queue import MemoryOpenApprovalStore, OpenApprovalStore
 from ..config import ConfigError, Settings, StateConfig
 from ..continuations import MemoryTurnStore, TurnStore
 from ..emulation.modes import MemoryModeStore, ModeStore
 from ..errors import StateUnavailableError
 from ..response_store import MemoryResponseStore, ResponseStore
+from .queue import RedisOpenApprovalStore
 from .redis import (
     RedisApprovalStore,
     RedisModeStore,
@@ -32,7 +34,10 @@ TURN_TTL_S = 3600.0
 OUTCOME_TTL_S = 7 * 86400.0
 """Approval outcomes outlive pending turns: a conversation replays them for days."""
 
-NOT_SHARED = "pending turns, approvals, stored responses and rate-limit windows"
+NOT_SHARED = (
+    "pending turns, approvals (and the operators' queue of them), stored responses and "
+    "rate-limit windows"
+)
 """What each process keeps to itself with the memory backend."""
 
 
@@ -47,6 +52,8 @@ class Stores:
     """The outcomes of approved and refused calls, by call id."""
     responses: ResponseStore
     limiter: RateLimiter
+    listed: OpenApprovalStore
+    """The open approvals operators see (the admin API's queue)."""
     modes: Callable[[str], ModeStore]
     """The emulation-mode memory of the upstream of that name."""
     redis: RedisState | None = None
@@ -67,7 +74,7 @@ async def build_stores(settings: Settings) -> Stores:
     if config.backend == "memory":
         return memory_stores(config)
     try:
-        client = await connect(config.url)
+        return await _redis_stores(config)
     except StateUnavailableError as exc:
         if config.required:
             raise _unreachable(config, exc) from exc
@@ -79,17 +86,28 @@ async def build_stores(settings: Settings) -> Stores:
             NOT_SHARED,
         )
         return memory_stores(config)
+
+
+async def _redis_stores(config: StateConfig) -> Stores:
+    client = await connect(config.url)
     state = RedisState(client, prefix=config.prefix, max_entry_bytes=config.max_entry_bytes)
-    return Stores(
+    stores = Stores(
         backend="redis",
         turns=RedisTurnStore(state, kind="turn", ttl_s=TURN_TTL_S),
         approvals=RedisApprovalStore(state),
         outcomes=RedisTurnStore(state, kind="outcome", ttl_s=OUTCOME_TTL_S),
         responses=RedisResponseStore(state, ttl_s=config.response_ttl_s),
         limiter=RedisRateLimiter(state),
+        listed=RedisOpenApprovalStore(state),
         modes=lambda upstream: RedisModeStore(state, upstream),
         redis=state,
     )
+    try:
+        await state.load_scripts()
+    except StateUnavailableError:
+        await state.aclose()
+        raise
+    return stores
 
 
 def memory_stores(config: StateConfig) -> Stores:
@@ -103,6 +121,7 @@ def memory_stores(config: StateConfig) -> Stores:
             ttl_s=config.response_ttl_s, max_bytes=config.max_memory_bytes
         ),
         limiter=MemoryRateLimiter(),
+        listed=MemoryOpenApprovalStore(),
         modes=lambda upstream: MemoryModeStore(),
     )
 

@@ -20,6 +20,7 @@ import orjson
 from redis import asyncio as aioredis
 from redis.asyncio.retry import Retry
 from redis.backoff import ExponentialBackoff
+from redis.commands.core import AsyncScript
 from redis.exceptions import RedisError
 
 from policies import PendingApproval
@@ -54,7 +55,7 @@ def redacted(url: str) -> str:
 
 
 @contextlib.contextmanager
-def _reaching(what: str) -> Iterator[None]:
+def reaching(what: str) -> Iterator[None]:
     """Map redis-py's errors to the proxy's: `what` says what could not be done."""
     try:
         yield
@@ -79,7 +80,7 @@ async def connect(url: str) -> Client:
     )
     client = aioredis.Redis.from_pool(pool)
     try:
-        with _reaching(f"connecting to {redacted(url)}"):
+        with reaching(f"connecting to {redacted(url)}"):
             await client.ping()
     except StateUnavailableError:
         await client.aclose()
@@ -94,6 +95,23 @@ class RedisState:
         self.client = client
         self.prefix = prefix
         self.max_entry_bytes = max_entry_bytes
+        self._scripts: list[str] = []
+
+    def script(self, source: str) -> AsyncScript:
+        """A Lua script the stores run by its digest; `load_scripts` loads it ahead."""
+        self._scripts.append(source)
+        return self.client.register_script(source)
+
+    async def load_scripts(self) -> None:
+        """Load every script now, so that the first request to run one needs one round trip
+        (redis-py loads a script Redis lost, on a restart say, by itself).
+
+        Raises:
+            StateUnavailableError: Redis cannot be reached.
+        """
+        with reaching("loading the scripts"):
+            for source in self._scripts:
+                await self.client.script_load(source)
 
     def key(self, kind: str, name: str) -> str:
         """The Redis key of `name` among `kind`."""
@@ -130,12 +148,12 @@ class RedisTurnStore:
         data = orjson.dumps(messages)
         if not self._state.fits(data, self._kind, key):
             return
-        with _reaching("keeping a pending turn"):
+        with reaching("keeping a pending turn"):
             await self._state.client.set(self._state.key(self._kind, key), data, px=self._ttl_ms)
 
     async def get(self, key: str) -> list[Message] | None:
         """The messages under `key`, or None. Raises StateUnavailableError."""
-        with _reaching("reading a pending turn"):
+        with reaching("reading a pending turn"):
             data = await self._state.client.get(self._state.key(self._kind, key))
         return None if data is None else orjson.loads(data)
 
@@ -143,7 +161,7 @@ class RedisTurnStore:
         """The messages under each key (one MGET). Raises StateUnavailableError."""
         if not keys:
             return []
-        with _reaching("reading pending turns"):
+        with reaching("reading pending turns"):
             found = await self._state.client.mget([self._state.key(self._kind, k) for k in keys])
         return [None if data is None else orjson.loads(data) for data in found]
 
@@ -162,20 +180,20 @@ class RedisApprovalStore:
         if not self._state.fits(data, self._KIND, approval.call_id):
             return
         until_ms = int((approval.expires_at + _EXPIRED_KEPT_S) * 1000)
-        with _reaching("keeping an approval request"):
+        with reaching("keeping an approval request"):
             await self._state.client.set(
                 self._state.key(self._KIND, approval.call_id), data, pxat=until_ms
             )
 
     async def get(self, call_id: str) -> PendingApproval | None:
         """The approval for `call_id`, left in place. Raises StateUnavailableError."""
-        with _reaching("reading an approval"):
+        with reaching("reading an approval"):
             data = await self._state.client.get(self._state.key(self._KIND, call_id))
         return _approval(data)
 
     async def take(self, call_id: str) -> PendingApproval | None:
         """Remove and return the approval, atomically. Raises StateUnavailableError."""
-        with _reaching("using an approval"):
+        with reaching("using an approval"):
             data = await self._state.client.getdel(self._state.key(self._KIND, call_id))
         return _approval(data)
 
@@ -198,14 +216,14 @@ class RedisResponseStore:
         data = orjson.dumps([stored.response, stored.conversation])
         if not self._state.fits(data, self._KIND, response_id):
             return
-        with _reaching("storing the response"):
+        with reaching("storing the response"):
             await self._state.client.set(
                 self._state.key(self._KIND, response_id), data, px=self._ttl_ms
             )
 
     async def get(self, response_id: str) -> StoredResponse | None:
         """The response under `response_id`, or None. Raises StateUnavailableError."""
-        with _reaching("reading a stored response"):
+        with reaching("reading a stored response"):
             data = await self._state.client.get(self._state.key(self._KIND, response_id))
         if data is None:
             return None
@@ -214,7 +232,7 @@ class RedisResponseStore:
 
     async def delete(self, response_id: str) -> bool:
         """Forget a response; whether it was there. Raises StateUnavailableError."""
-        with _reaching("deleting a stored response"):
+        with reaching("deleting a stored response"):
             removed = await self._state.client.delete(self._state.key(self._KIND, response_id))
         return bool(removed)
 
@@ -247,7 +265,7 @@ class RedisRateLimiter:
 
     def __init__(self, state: RedisState) -> None:
         self._state = state
-        self._script = state.client.register_script(_SLIDING_WINDOW)
+        self._script = state.script(_SLIDING_WINDOW)
 
     async def acquire(self, key: str, limit: int, window_s: float) -> float | None:
         """Take one slot of `key`'s window: None when taken, else the seconds until one frees.
@@ -261,7 +279,7 @@ class RedisRateLimiter:
         if not window_s > 0:
             raise ValueError(f"a rate window must be positive, not {window_s}")
         window_us = max(1, int(window_s * 1_000_000))
-        with _reaching("checking a rate limit"):
+        with reaching("checking a rate limit"):
             wait = await self._script(
                 keys=[self._state.key(self._KIND, key)],
                 args=[limit, window_us, secrets.token_hex(4)],

@@ -1,0 +1,87 @@
+"""The operators' queue of open approvals in Redis, so every replica lists every replica's
+paused calls: a hash of entries by call id and a sorted set of their expiries, which keeps
+the hash bounded (expired and oldest-past-the-cap entries go when a call is added)."""
+
+from __future__ import annotations
+
+import time
+
+import orjson
+
+from ..approval_queue import MAX_OPEN, OpenApproval
+from .redis import RedisState, reaching
+
+_KEPT_MS = 3600_000
+"""Both keys live an hour past the last expiry, then go by themselves."""
+
+# KEYS: the hash, the sorted set. ARGV: call id, entry JSON, its expiry (ms), now (ms), the
+# cap, how long past the last expiry the keys are kept (ms).
+_PUT = """
+redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
+redis.call('ZADD', KEYS[2], ARGV[3], ARGV[1])
+local gone = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', '(' .. ARGV[4])
+local over = redis.call('ZCARD', KEYS[2]) - #gone - tonumber(ARGV[5])
+if over > 0 then
+  for _, id in ipairs(redis.call('ZRANGE', KEYS[2], #gone, #gone + over - 1)) do
+    gone[#gone + 1] = id
+  end
+end
+for _, id in ipairs(gone) do
+  redis.call('HDEL', KEYS[1], id)
+  redis.call('ZREM', KEYS[2], id)
+end
+local last = redis.call('ZRANGE', KEYS[2], -1, -1, 'WITHSCORES')
+local ttl = math.max(1, tonumber(last[2]) - tonumber(ARGV[4]) + tonumber(ARGV[6]))
+redis.call('PEXPIRE', KEYS[1], ttl)
+redis.call('PEXPIRE', KEYS[2], ttl)
+return #gone
+"""
+
+
+class RedisOpenApprovalStore:
+    """An OpenApprovalStore in Redis, shared by the replicas."""
+
+    def __init__(self, state: RedisState) -> None:
+        self._state = state
+        self._entries = state.key("approvals-open", "entries")
+        self._expiries = state.key("approvals-open", "expiries")
+        self._put = state.script(_PUT)
+
+    async def put(self, entry: OpenApproval) -> None:
+        """List `entry` (one script call). Raises StateUnavailableError."""
+        data = orjson.dumps(entry)
+        if not self._state.fits(data, "open approval", entry.call_id):
+            return
+        expires_ms = int(entry.expires_at * 1000)
+        now_ms = int(time.time() * 1000)
+        with reaching("listing an approval request for operators"):
+            await self._put(
+                keys=[self._entries, self._expiries],
+                args=[entry.call_id, data, expires_ms, now_ms, MAX_OPEN, _KEPT_MS],
+            )
+
+    async def get(self, call_id: str) -> OpenApproval | None:
+        """The entry of `call_id`, or None. Raises StateUnavailableError."""
+        with reaching("reading an open approval"):
+            data = await self._state.client.hget(self._entries, call_id)
+        return None if data is None else _entry(data)
+
+    async def all(self) -> list[OpenApproval]:
+        """Every listed entry, oldest first. Raises StateUnavailableError."""
+        with reaching("listing the open approvals"):
+            found = await self._state.client.hvals(self._entries)
+        return sorted((_entry(data) for data in found), key=lambda e: e.requested_at)
+
+    async def discard(self, call_ids: list[str]) -> None:
+        """Stop listing these calls. Raises StateUnavailableError."""
+        if not call_ids:
+            return
+        with reaching("updating the open approvals"):
+            await self._state.client.hdel(self._entries, *call_ids)
+            await self._state.client.zrem(self._expiries, *call_ids)
+
+
+def _entry(data: bytes | str) -> OpenApproval:
+    fields = orjson.loads(data)
+    fields.update(decided_by=None, approved=None)  # verdicts are read from the outcomes
+    return OpenApproval(**fields)
