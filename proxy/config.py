@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from policies import AuthConfig, GuardConfig, LoopLimits, PolicyConfig
 from registry import SOURCE_KINDS, ExecutionConfig, SourceConfig
@@ -51,9 +51,11 @@ class UpstreamConfig(BaseModel):
     anthropic_version: str = "2023-06-01"
     """The `anthropic-version` header sent to an `anthropic` upstream."""
     models: list[str] = Field(default_factory=lambda: ["*"])
-    tool_calling: Literal["native", "emulated", "auto"] = "native"
+    tool_calling: Literal["native", "emulated", "auto", "parsed"] = "native"
     """native: the server parses tool calls; emulated: tools go into the prompt and calls are
-    parsed from the text; auto: native until the server rejects `tools` for a model."""
+    parsed from the text; auto: native until the server rejects `tools` for a model; parsed:
+    the server's chat template renders `tools` (sent with `tool_choice: "none"`) and the calls
+    are parsed from the text in `emulation_format`."""
     emulation_format: Literal[
         "hermes",
         "xml",
@@ -63,13 +65,14 @@ class UpstreamConfig(BaseModel):
         "llama",
         "gpt-oss",
         "deepseek",
+        "deepseek-v3.2",
         "glm",
         "kimi",
         "gemma",
     ] = "hermes"
     emulation_strict: bool = False
     """Refuse malformed emulated calls instead of applying the tolerated repairs."""
-    models_tool_calling: dict[str, Literal["native", "emulated", "auto"]] = Field(
+    models_tool_calling: dict[str, Literal["native", "emulated", "auto", "parsed"]] = Field(
         default_factory=dict
     )
     """Per-model `tool_calling` by glob (first match wins); other models use `tool_calling`."""
@@ -81,6 +84,24 @@ class UpstreamConfig(BaseModel):
     idle_timeout_s: float = Field(default=120.0, gt=0)
     """Longest silence between two reads of a response."""
     max_connections: int = Field(default=1000, ge=1)
+
+    @model_validator(mode="after")
+    def _parsed_needs_a_family(self) -> UpstreamConfig:
+        modes = {self.tool_calling, *self.models_tool_calling.values()}
+        if "parsed" not in modes:
+            return self
+        if self.emulation_format == "json":
+            raise ValueError(
+                "tool_calling: parsed reads calls in a model's own format: set "
+                "emulation_format to the model's family ('json' is Toolwire's own envelope, "
+                "which no chat template writes)"
+            )
+        if self.format != "openai-chat" or self.base_url == "demo":
+            raise ValueError(
+                "tool_calling: parsed needs an openai-chat server whose chat template renders "
+                "the tools (vLLM, SGLang, llama.cpp)"
+            )
+        return self
 
     @field_validator("base_url")
     @classmethod

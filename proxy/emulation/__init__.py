@@ -5,7 +5,7 @@ from __future__ import annotations
 from .formats import FORMAT_NAMES, EmulationFormat, get_format
 from .modes import AutoUpstream, MemoryModeStore, ModeStore, PerModelUpstream, with_tool_calling
 from .parser import Call, Event, Parser, Reasoning, Text, run
-from .prompt import Rewritten, catalog, rewrite
+from .prompt import Rewritten, catalog, keep_tools, rewrite
 from .reasoning import ThinkingParser
 from .repairs import Refusal, Repair
 from .toolspecs import ToolSpecs
@@ -31,6 +31,7 @@ __all__ = [
     "ToolSpecs",
     "catalog",
     "get_format",
+    "keep_tools",
     "rewrite",
     "run",
     "translate",

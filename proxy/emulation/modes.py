@@ -1,4 +1,4 @@
-"""How an upstream does tool calling: native, emulated, or `auto` (native until refused).
+"""How an upstream does tool calling: native, emulated, parsed, or `auto` (native until refused).
 
 `auto` sends `tools` natively; when the server answers 400 about tools (vLLM without
 `--enable-auto-tool-choice`, llama.cpp without `--jinja`, an Ollama model without a tools
@@ -17,6 +17,7 @@ from typing import Any, Protocol
 from ..errors import UpstreamStatusError
 from ..upstream import Chunk, Upstream
 from .formats import get_format
+from .prompt import keep_tools
 from .upstream import EmulatedUpstream
 
 log = logging.getLogger("toolwire.emulation")
@@ -160,14 +161,17 @@ def with_tool_calling(
     per_model: Mapping[str, str] | None = None,
     modes: ModeStore | None = None,
 ) -> Upstream:
-    """`upstream` wrapped for `mode` (native: unchanged), with per-model glob overrides;
-    `auto` remembers its emulated models in `modes` (default: this process's memory).
+    """`upstream` wrapped for `mode` (native: unchanged; emulated; parsed: the server's template
+    renders the tools, Toolwire reads the calls), with per-model glob overrides; `auto`
+    remembers its emulated models in `modes` (default: this process's memory).
 
     Raises:
         KeyError: `format_name` is not a known format.
     """
-    emulated = EmulatedUpstream(upstream, get_format(format_name), strict=strict)
-    built: dict[str, Upstream] = {"native": upstream, "emulated": emulated}
+    fmt = get_format(format_name)
+    emulated = EmulatedUpstream(upstream, fmt, strict=strict)
+    parsed = EmulatedUpstream(upstream, fmt, strict=strict, prepare=keep_tools)
+    built: dict[str, Upstream] = {"native": upstream, "emulated": emulated, "parsed": parsed}
 
     def wrapped(kind: str) -> Upstream:
         if kind not in built:

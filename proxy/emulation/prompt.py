@@ -65,6 +65,24 @@ def rewrite(body: dict[str, Any], fmt: EmulationFormat) -> Rewritten | None:
     return Rewritten(out, specs)
 
 
+def keep_tools(body: dict[str, Any], fmt: EmulationFormat) -> Rewritten | None:
+    """The body for `tool_calling: parsed`: `tools` and the history stay native, so the
+    server's chat template renders them in the family's own way, and `tool_choice: "none"`
+    keeps a server without a tool parser from refusing them; the calls are then read out of
+    the text. None when no tools are offered."""
+    tools = [t for t in body.get("tools") or [] if isinstance(t, dict)]
+    if not tools:
+        return None
+    choice = body.get("tool_choice", "auto")
+    specs = ToolSpecs.from_tools(tools, _allowed(choice, tools))
+    messages = [m for m in body.get("messages") or [] if isinstance(m, dict)]
+    out = {**body, "tool_choice": "none"}
+    if specs.schemas:
+        out["messages"] = _with_note(messages, _note(choice))
+    out.update({k: v for k, v in fmt.request_fields.items() if k not in body})
+    return Rewritten(out, specs)
+
+
 def _allowed(choice: Any, tools: list[dict[str, Any]]) -> list[str] | None:
     if choice == "none":
         return []

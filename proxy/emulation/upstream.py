@@ -11,13 +11,13 @@ import contextlib
 import json
 import logging
 import secrets
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any
 
 from ..upstream import Chunk, Upstream
 from .formats import EmulationFormat
 from .parser import Call, Event, Parser, Reasoning, Text
-from .prompt import rewrite
+from .prompt import Rewritten, rewrite
 from .reasoning import ThinkingParser
 
 log = logging.getLogger("toolwire.emulation")
@@ -26,9 +26,19 @@ log = logging.getLogger("toolwire.emulation")
 class EmulatedUpstream:
     """Tool calling through the prompt, for a model or server that has none."""
 
-    def __init__(self, inner: Upstream, fmt: EmulationFormat, *, strict: bool = False) -> None:
+    def __init__(
+        self,
+        inner: Upstream,
+        fmt: EmulationFormat,
+        *,
+        strict: bool = False,
+        prepare: Callable[[dict[str, Any], EmulationFormat], Rewritten | None] = rewrite,
+    ) -> None:
+        """`prepare` builds the upstream request: `rewrite` puts the tools into the prompt
+        (emulated); `keep_tools` leaves them to the server's chat template (parsed)."""
         self.name = inner.name
         self._inner, self._format, self._strict = inner, fmt, strict
+        self._prepare = prepare
 
     @contextlib.asynccontextmanager
     async def complete(
@@ -43,7 +53,7 @@ class EmulatedUpstream:
         Raises:
             ProxyError: whatever the inner upstream raises.
         """
-        rewritten = rewrite(body, self._format)
+        rewritten = self._prepare(body, self._format)
         if rewritten is None:
             async with self._inner.complete(body, headers=headers, deadline=deadline) as chunks:
                 yield chunks
