@@ -1,0 +1,12 @@
+"""The tool of the tool-loop benchmark (`bench/tool_loop.py`) as a Python tool source.
+
+The same tool is served over MCP by `bench/loop_mcp_server.py` and as a REST operation by
+`bench/loop_openapi_service.py`, so every source runs the same work.
+"""
+
+from __future__ import annotations
+
+
+def echo(text: str) -> str:
+    """Return the text, prefixed with "echo: "."""
+    return f"echo: {text}"
