@@ -4,6 +4,8 @@ and results come back as MCP content."""
 
 from __future__ import annotations
 
+import asyncio
+import base64
 import contextlib
 from collections.abc import AsyncIterator
 from typing import Any
@@ -12,7 +14,7 @@ import httpx2
 import mcp_types as types
 import pytest
 from mcp import Client, ClientSession
-from mcp.client.session import ClientRequestContext
+from mcp.client.session import ClientRequestContext, IncomingMessage, MessageHandlerFnT
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
@@ -87,13 +89,18 @@ def mcp_url(proxy: Any) -> str:
 
 @contextlib.asynccontextmanager
 async def connect(
-    proxy: Any, key: str | None = MASTER, elicitation: Elicitation | None = None
+    proxy: Any,
+    key: str | None = MASTER,
+    elicitation: Elicitation | None = None,
+    messages: MessageHandlerFnT | None = None,
 ) -> AsyncIterator[ClientSession]:
     headers = {"authorization": f"Bearer {key}"} if key else {}
     async with (
         httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(30, read=60)) as http,
         streamable_http_client(mcp_url(proxy), http_client=http) as (read, write),
-        ClientSession(read, write, elicitation_callback=elicitation) as session,
+        ClientSession(
+            read, write, elicitation_callback=elicitation, message_handler=messages
+        ) as session,
     ):
         await session.initialize()
         yield session
@@ -359,3 +366,120 @@ async def test_tools_list_is_paged(make_proxy) -> None:
     assert len(first.tools) == 100 and second.next_cursor is None
     names = [t.name for t in first.tools + second.tools]
     assert names == [f"many_tool_{i:03d}" for i in range(130)]
+
+
+def admin_client(proxy: Any) -> httpx2.AsyncClient:
+    """The admin API, opened with the master key."""
+    root = proxy.base_url.removesuffix("/v1")
+    headers = {"authorization": f"Bearer {MASTER}"}
+    return httpx2.AsyncClient(base_url=f"{root}/admin/api", headers=headers, trust_env=False)
+
+
+async def test_a_disabled_tool_is_announced_and_gone_from_the_next_list(make_proxy) -> None:
+    changes: asyncio.Queue[types.ToolListChangedNotification] = asyncio.Queue()
+
+    async def hear(message: IncomingMessage) -> None:
+        if isinstance(message, types.ToolListChangedNotification):
+            changes.put_nowait(message)
+
+    async with (
+        make_proxy(registry_with(), auth=AUTH) as proxy,
+        admin_client(proxy) as admin,
+        connect(proxy, TEAM_A, messages=hear) as team,
+    ):
+        assert team.server_capabilities is not None
+        tools = team.server_capabilities.tools
+        assert tools is not None and tools.list_changed is True
+        assert "t_nap" in {t.name for t in (await team.list_tools()).tools}
+        # The client opens its notification stream (GET) on its own after initializing;
+        # a change made before that is not heard. Change another tool until one is.
+        for _ in range(50):
+            await admin.patch("/tools/t.slow", json={"search_hint": "slow"})
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(0.2):
+                    await changes.get()
+                    break
+        else:
+            raise AssertionError("the client never heard a tools/list_changed notification")
+        disabled = await admin.post("/tools/t.nap/disable", json={"reason": "maintenance"})
+        assert disabled.status_code == 200
+        async with asyncio.timeout(5):
+            await changes.get()
+        names = {t.name for t in (await team.list_tools()).tools}
+    assert "t_nap" not in names and "t_add" in names
+
+
+async def test_a_2026_client_hears_list_changed_on_its_listen_stream(make_proxy) -> None:
+    async with (
+        make_proxy(registry_with(), auth=AUTH) as proxy,
+        admin_client(proxy) as admin,
+        connect_2026(proxy, TEAM_A) as team,
+        team.listen(tools_list_changed=True) as changes,
+    ):
+        assert changes.honored.tools_list_changed is True
+        await admin.post("/tools/t.add/disable", json={"reason": "broken"})
+        async with asyncio.timeout(5):
+            event = await anext(changes)
+        names = {t.name for t in (await team.list_tools()).tools}
+    assert type(event).__name__ == "ToolsListChanged"
+    assert "t_add" not in names and "t_nap" in names
+
+
+async def test_session_ids_carry_256_random_bits(make_proxy) -> None:
+    initialize = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {},
+            "clientInfo": {"name": "test", "version": "0"},
+        },
+    }
+    headers = {"accept": "application/json, text/event-stream"}
+    async with make_proxy(registry_with()) as proxy, httpx2.AsyncClient() as http:
+        ids = [
+            (await http.post(mcp_url(proxy), json=initialize, headers=headers)).headers[
+                "mcp-session-id"
+            ]
+            for _ in range(8)
+        ]
+    # The SDK's own ids are uuid4().hex (122 random bits); these are 32 random bytes.
+    assert len(set(ids)) == len(ids)
+    for session_id in ids:
+        assert len(base64.urlsafe_b64decode(session_id + "=")) == 32
+        assert all(0x21 <= ord(c) <= 0x7E for c in session_id)
+
+
+async def test_only_loopback_origins_may_call(make_proxy) -> None:
+    initialize = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {},
+            "clientInfo": {"name": "test", "version": "0"},
+        },
+    }
+    accept = {"accept": "application/json, text/event-stream"}
+    answers: dict[str, int] = {}
+    async with make_proxy(registry_with()) as proxy, httpx2.AsyncClient() as http:
+        for origin in (
+            "http://localhost:5173",
+            "http://127.0.0.1",
+            "http://evil.example",
+            "http://localhost.evil.example",
+            "null",
+        ):
+            answer = await http.post(
+                mcp_url(proxy), json=initialize, headers={**accept, "origin": origin}
+            )
+            answers[origin] = answer.status_code
+    assert answers == {
+        "http://localhost:5173": 200,
+        "http://127.0.0.1": 200,
+        "http://evil.example": 403,
+        "http://localhost.evil.example": 403,
+        "null": 403,
+    }

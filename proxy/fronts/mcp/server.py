@@ -3,7 +3,10 @@
 Sessions are stateful (the SDK's session manager, SSE responses): an `ask` tool asks the
 client mid-call through elicitation, and the client's answer must find the waiting call.
 Each session is bound to the key that opened it; every request in it is still judged by
-its own key, which the edge authenticated before the request got here.
+its own key, which the edge authenticated before the request got here. Session ids carry
+256 random bits (`sessions`); browsers' requests from other origins than this machine are
+refused (DNS rebinding); clients hear `notifications/tools/list_changed` whenever the
+registry changes (`changes`).
 """
 
 from __future__ import annotations
@@ -15,13 +18,15 @@ from urllib.parse import urlsplit
 
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.auth.provider import AccessToken
-from mcp.server.lowlevel import Server
-from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from mcp.server.lowlevel import NotificationOptions, Server
+from mcp.server.models import InitializationOptions
 
 from ...asgi import Receive, Scope, Send, send_json
 from ...context import context_of
 from ...services import Services
 from .approvals import Approvals
+from .changes import ToolChanges
+from .sessions import SessionManager
 from .tools import McpTools
 
 SERVER_NAME = "toolwire"
@@ -37,7 +42,7 @@ class McpFront:
     """The `/mcp` endpoint: an ASGI app that serves MCP while `serving` runs, 503 before."""
 
     def __init__(self) -> None:
-        self._manager: StreamableHTTPSessionManager | None = None
+        self._manager: SessionManager | None = None
 
     @contextlib.asynccontextmanager
     async def serving(
@@ -52,21 +57,27 @@ class McpFront:
             authenticated=services.keys is not None,
             approvals=approvals,
         )
-        server: Server[object] = Server(
+        changes = ToolChanges()
+        server = _Server(
             SERVER_NAME,
             version=_version(),
             instructions=INSTRUCTIONS,
             on_list_tools=tools.list_tools,
             on_call_tool=tools.call_tool,
+            on_subscriptions_listen=changes.listen,
         )
-        server.middleware.append(approvals.boundary(SERVER_NAME))
-        manager = StreamableHTTPSessionManager(server, max_request_body_size=max_body_bytes)
-        async with manager.run():
-            self._manager = manager
-            try:
-                yield
-            finally:
-                self._manager = None
+        server.middleware += [approvals.boundary(SERVER_NAME), changes]
+        manager = SessionManager(server, max_request_body_size=max_body_bytes)
+        stop_watching = services.registry.on_change(changes.registry_changed)
+        try:
+            async with manager.run(), changes.delivering():
+                self._manager = manager
+                try:
+                    yield
+                finally:
+                    self._manager = None
+        finally:
+            stop_watching()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         manager = self._manager
@@ -85,6 +96,20 @@ class McpFront:
             token = AccessToken(token="", client_id=principal.name, scopes=[])
             scope["user"] = AuthenticatedUser(token)
         await manager.handle_request(scope, receive, send)  # type: ignore[arg-type]
+
+
+class _Server(Server[object]):
+    """The SDK's server, telling handshake clients that its tool list can change (2026-07-28
+    clients learn it from `subscriptions/listen` being served)."""
+
+    def create_initialization_options(
+        self,
+        notification_options: NotificationOptions | None = None,
+        experimental_capabilities: dict[str, dict[str, object]] | None = None,
+        extensions: dict[str, dict[str, object]] | None = None,
+    ) -> InitializationOptions:
+        options = notification_options or NotificationOptions(tools_changed=True)
+        return super().create_initialization_options(options, experimental_capabilities, extensions)
 
 
 async def _refuse(send: Send, status: int, message: str) -> None:
