@@ -8,12 +8,11 @@ import contextlib
 import gc
 import logging
 import logging.config
-import math
 import os
 import signal
 import sys
 import tempfile
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from typing import Any
 
 import orjson
@@ -33,7 +32,11 @@ from registry import Executor, RegistryError, SourceSet, ToolCall, ToolRegistry
 from .app import create_app, sources_for
 from .config import ConfigError, Settings, load_settings
 from .state import NOT_SHARED, check_state
-from .telemetry import MULTIPROC_ENV, Telemetry, log_config
+from .telemetry import MULTIPROC_ENV, Drain, Stop, log_config
+
+_CANCEL_AFTER_DRAIN_S = 1
+"""After the drain, how long uvicorn waits for what still runs (GETs' event streams, work
+the drain gave up on) before cancelling it."""
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -120,8 +123,9 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
                 log_level=args.log_level,
                 log_config=logs,
                 access_log=args.access_log,
-                timeout_graceful_shutdown=math.ceil(settings.server.shutdown_timeout_s),
+                timeout_graceful_shutdown=_CANCEL_AFTER_DRAIN_S,
             )
+        _stop_resource_tracker()
         return 0
     import uvloop
 
@@ -141,29 +145,62 @@ async def _serve_one(settings: Settings, host: str, port: int, args: argparse.Na
             log_level=args.log_level,
             log_config=log_config(args.log_format, args.log_level),
             access_log=args.access_log,
-            timeout_graceful_shutdown=math.ceil(settings.server.shutdown_timeout_s),
+            timeout_graceful_shutdown=_CANCEL_AFTER_DRAIN_S,
         )
         server = uvicorn.Server(config)
-        _drain_on_exit(server, app.telemetry)
+        # uvicorn installs `server.handle_exit` for SIGTERM and SIGINT when it starts.
+        drain = app.telemetry.drain
+        server.handle_exit = drain.signal_handler(  # type: ignore[method-assign,assignment]
+            _stopper(server), settings.server.drain_s
+        )
         # What start-up built lives as long as the process: keep the collector off it.
         gc.freeze()
-        # On SIGTERM uvicorn stops accepting, lets running requests (streams too) finish
-        # within server.shutdown_timeout_s, and returns; then the sources close.
+        # On SIGTERM the drain lets running requests finish while new ones get 503, then
+        # uvicorn stops listening and returns; then the sources close.
         await server.serve()
 
 
-def _drain_on_exit(server: uvicorn.Server, telemetry: Telemetry) -> None:
-    """On SIGTERM or SIGINT: refuse new turns (503), report `draining` on /readyz, and stop
-    the server as uvicorn would, but without raising the signal again once it has stopped
-    (which kills the process before the sources close, with status -15)."""
+def _stopper(server: uvicorn.Server) -> Stop:
+    """Stop `server` as uvicorn's own handler would, without raising the signal again once
+    it has stopped (which would kill the process with status -15)."""
 
-    def handle_exit(sig: int, frame: Any) -> None:
-        telemetry.begin_drain()
+    def stop(sig: int) -> None:
         if server.should_exit and sig == signal.SIGINT:
             server.force_exit = True  # a second Ctrl-C: stop waiting for running requests
         server.should_exit = True
 
-    server.handle_exit = handle_exit  # type: ignore[method-assign]
+    return stop
+
+
+def _drain_worker(drain: Drain, limit_s: float) -> None:
+    """In a `--workers` process: put the drain before uvicorn's signal handlers, which are
+    installed by the time the app is built."""
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        handler = signal.getsignal(sig)
+        server = getattr(handler, "__self__", None)
+        if isinstance(server, uvicorn.Server):
+            signal.signal(sig, drain.signal_handler(_stopper(server), limit_s))
+        elif callable(handler):  # uvicorn's handler wrapped by another library
+            signal.signal(sig, drain.signal_handler(_calling(handler), limit_s))
+
+
+def _calling(handler: Callable[[int, Any], Any]) -> Stop:
+    def stop(sig: int) -> None:
+        handler(sig, None)
+
+    return stop
+
+
+def _stop_resource_tracker() -> None:
+    """Stop and reap multiprocessing's resource tracker, which uvicorn's spawned workers
+    started: left alone (Python 3.11) it exits only after this process, orphaned, so a
+    child would outlive `toolwire serve`."""
+    from multiprocessing import resource_tracker
+
+    tracker = getattr(resource_tracker, "_resource_tracker", None)
+    stop = getattr(tracker, "_stop", None)
+    if stop is not None:
+        stop()
 
 
 @contextlib.contextmanager
@@ -183,7 +220,10 @@ def _metrics_shared_by_workers() -> Iterator[None]:
 
 def app_from_env() -> object:
     """The app for worker processes: the config path comes from TOOLWIRE_CONFIG."""
-    return create_app(load_settings(os.environ.get("TOOLWIRE_CONFIG", "proxy.yaml")))
+    settings = load_settings(os.environ.get("TOOLWIRE_CONFIG", "proxy.yaml"))
+    app = create_app(settings)
+    _drain_worker(app.telemetry.drain, settings.server.drain_s)
+    return app
 
 
 @contextlib.asynccontextmanager

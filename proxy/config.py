@@ -8,7 +8,15 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    AliasChoices,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from policies import AuthConfig, GuardConfig, LoopLimits, PolicyConfig
 from registry import SOURCE_KINDS, ExecutionConfig, SourceConfig
@@ -30,9 +38,12 @@ class ServerConfig(BaseModel):
     body_timeout_s: float = Field(default=30.0, gt=0)
     """A client must send its whole request body within this time (else 408), so slow
     clients cannot hold connections open forever."""
-    shutdown_timeout_s: float = Field(default=30.0, ge=0)
-    """On SIGTERM, how long running requests (streams included) may take to finish before
-    they are cancelled and the sources closed."""
+    drain_s: float = Field(
+        default=30.0, ge=0, validation_alias=AliasChoices("drain_s", "shutdown_timeout_s")
+    )
+    """On SIGTERM, how long running requests (streams included) may take to finish, new ones
+    getting 503, before they are cancelled and the sources closed (`shutdown_timeout_s`, its
+    former name, is read too)."""
 
 
 class UpstreamConfig(BaseModel):

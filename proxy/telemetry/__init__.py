@@ -1,5 +1,6 @@
 """Operations: request ids and logs, Prometheus metrics, OpenTelemetry traces, the drain."""
 
+from .drain import Drain, Stop
 from .edge import OVERHEAD_HEADER, Telemetry
 from .logs import JsonFormatter, LogFormat, RequestIdFilter, log_config
 from .metrics import MULTIPROC_ENV, Metrics, ModelLabels
@@ -8,11 +9,13 @@ from .tracing import Tracing
 __all__ = [
     "MULTIPROC_ENV",
     "OVERHEAD_HEADER",
+    "Drain",
     "JsonFormatter",
     "LogFormat",
     "Metrics",
     "ModelLabels",
     "RequestIdFilter",
+    "Stop",
     "Telemetry",
     "Tracing",
     "log_config",

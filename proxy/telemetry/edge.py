@@ -15,6 +15,8 @@ from ..asgi import Receive, Scope, Send, send_json
 from ..config import Settings
 from ..context import REQUEST_ID_HEADER, RequestContext, RequestStats, context_of
 from ..errors import ProxyError
+from ..fronts.messages import error_body
+from .drain import Drain
 from .logs import NO_REQUEST, log_summary
 from .metrics import CONTENT_TYPE, Metrics, ModelLabels
 from .tool_calls import ToolCallListener
@@ -41,6 +43,8 @@ _ROUTES = {
     "/readyz": "readyz",
     "/metrics": "metrics",
 }
+_SERVED_WHILE_DRAINING = frozenset({"healthz", "metrics"})
+"""Liveness and scrapes still answer while the server drains; everything else gets 503."""
 _PREFIXES = (
     ("/v1/responses/", "responses", "/v1/responses/{response_id}"),
     ("/v1/messages/", "messages", None),
@@ -57,7 +61,8 @@ class Telemetry:
         self.tracing = tracing
         self.listener = ToolCallListener(metrics, tracing)
         """The executor's listener for tool calls and permission decisions."""
-        self.draining = False
+        self.drain = Drain()
+        """Shutdown's first phase: running work goes on, new requests get 503."""
 
     @classmethod
     def from_settings(cls, settings: Settings, *, tracing: Tracing | None = None) -> Telemetry:
@@ -87,10 +92,6 @@ class Telemetry:
         if self.tracing is not None:
             self.tracing.shutdown()
 
-    def begin_drain(self) -> None:
-        """From now on new turns get 503 and /readyz says `draining`; running ones go on."""
-        self.draining = True
-
     async def metrics_endpoint(self, request: Request) -> Response:
         """`GET /metrics`: the Prometheus text format."""
         if self.metrics is None:
@@ -105,10 +106,29 @@ class Telemetry:
         front, route = _route(path)
         stats.front = front
         turn = scope["method"] == "POST" and path in _TURNS
-        if self.draining and (turn or path == "/readyz"):
-            await _refuse_while_draining(send, context, turn)
-            log_summary(context, scope["method"], path, time.perf_counter())
+        drain = self.drain
+        if drain.draining and front not in _SERVED_WHILE_DRAINING:
+            await _refuse_while_draining(send, context, front)
+            now = time.perf_counter()
+            if self.metrics is not None:
+                _count(self.metrics, context, now)
+            log_summary(context, scope["method"], path, now)
             return
+        waited = drain.waits_for(scope["method"])
+        if waited:
+            drain.enter()
+        try:
+            await self._serve(scope, receive, send, app, route, turn)
+        finally:
+            if waited:
+                drain.leave()  # last: the drain's last request may stop the server
+
+    async def _serve(
+        self, scope: Scope, receive: Receive, send: Send, app: App, route: str | None, turn: bool
+    ) -> None:
+        context = context_of(scope)
+        stats = context.stats
+        path: str = scope["path"]
         span = token = None
         if self.tracing is not None:
             span, token = self.tracing.start_request(scope["method"], path, route, context.headers)
@@ -244,14 +264,17 @@ def _span_attributes(context: RequestContext) -> dict[str, Any]:
     return attributes
 
 
-async def _refuse_while_draining(send: Send, context: RequestContext, turn: bool) -> None:
+async def _refuse_while_draining(send: Send, context: RequestContext, front: str) -> None:
+    """503 in the front's shape; the connection closed, so the client's next attempt finds
+    another replica (or this one gone)."""
     headers = {REQUEST_ID_HEADER: context.request_id, "connection": "close"}
     context.stats.status = 503
-    if not turn:
+    if front == "readyz":
         await send_json(send, 503, {"status": "draining"}, headers)
         return
     error = ProxyError("the proxy is shutting down", status=503, code="shutting_down")
-    await send_json(send, 503, error.body(), headers)
+    body = error_body(error) if front == "messages" else error.body()
+    await send_json(send, 503, body, headers)
 
 
 def _route(path: str) -> tuple[str, str | None]:

@@ -1,16 +1,13 @@
 """Operations through the real server: request ids, the overhead figure, /metrics after a
-known sequence of turns, spans and traceparent, JSON logs, and SIGTERM during a stream."""
+known sequence of turns, spans and traceparent, JSON logs (SIGTERM: test_shutdown.py)."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import logging
-import os
 import signal
 import socket
-import subprocess
-import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -27,6 +24,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from proxy import create_app, parse_settings
 from proxy.telemetry import OVERHEAD_HEADER, Telemetry, Tracing
 from tests.conftest import REPO
+from tests.e2e.served import log_lines, toolwire_serve
 from tests.e2e.tools import registry_with
 from tests.fakes.upstream import FakeUpstream, Reply
 
@@ -351,83 +349,16 @@ def _summaries(caplog: pytest.LogCaptureFixture) -> list[logging.LogRecord]:
     ]
 
 
-# The served process: `toolwire serve` as a user runs it.
-
-TOOLS = '''
-import time
-
-
-def nap(seconds: float) -> str:
-    """Sleep.
-
-    Args:
-        seconds: how long.
-    """
-    time.sleep(seconds)
-    return "rested"
-'''
-
-
-@contextlib.asynccontextmanager
-async def _toolwire_serve(
-    tmp_path: Path, upstream: FakeUpstream
-) -> AsyncIterator[tuple[str, subprocess.Popen[bytes]]]:
-    (tmp_path / "tools.py").write_text(TOOLS)
-    config = {
-        "server": {"shutdown_timeout_s": 20},
-        "upstreams": [{"name": "fake", "base_url": upstream.base_url, "models": ["*"]}],
-        "tools": [{"python": "tools.py", "namespace": "demo"}],
-        "loop": {"keepalive_s": 0.1},
-    }
-    (tmp_path / "proxy.yaml").write_bytes(orjson.dumps(config))
-    port = _free_port()
-    stderr = open(tmp_path / "stderr.log", "wb")  # noqa: SIM115, ASYNC230 (closed below)
-    process = subprocess.Popen(  # noqa: ASYNC220 (a Popen, for its pid and signals)
-        [
-            sys.executable,
-            "-m",
-            "proxy",
-            "serve",
-            "--config",
-            str(tmp_path / "proxy.yaml"),
-            "--port",
-            str(port),
-            "--log-format",
-            "json",
-        ],
-        cwd=REPO,
-        stderr=stderr,
-        stdout=subprocess.DEVNULL,
-        env={**os.environ, "PYTHONPATH": str(REPO)},
-    )
-    base = f"http://127.0.0.1:{port}"
-    try:
-        async with asyncio.timeout(20), aiohttp.ClientSession() as session:
-            while True:
-                with contextlib.suppress(aiohttp.ClientError):
-                    async with session.get(f"{base}/readyz") as r:
-                        if r.status == 200:
-                            break
-                assert process.poll() is None, (tmp_path / "stderr.log").read_text()
-                await asyncio.sleep(0.05)
-        yield base, process
-    finally:
-        if process.poll() is None:
-            process.kill()
-        process.wait(10)
-        stderr.close()
-
-
 async def test_json_logs_carry_the_request_id(tmp_path: Path, upstream: FakeUpstream) -> None:
     upstream.script(Reply.tool_calls([("demo_nap", {"seconds": 0.01})]), Reply.text("rested"))
-    async with _toolwire_serve(tmp_path, upstream) as (base, process):
+    async with toolwire_serve(tmp_path, upstream) as (base, process):
         async with _client(f"{base}/v1") as client:
             await client.chat.completions.create(
                 model="m", messages=USER, extra_headers={"X-Request-Id": "json-logs-1"}
             )
         process.send_signal(signal.SIGTERM)
         assert await asyncio.to_thread(process.wait, 20) == 0
-    lines = [orjson.loads(line) for line in (tmp_path / "stderr.log").read_bytes().splitlines()]
+    lines = log_lines(tmp_path)
     mine = [line for line in lines if line["request_id"] == "json-logs-1"]
     summary = [line for line in mine if line["logger"] == "toolwire.requests"]
     assert len(summary) == 1
@@ -435,25 +366,3 @@ async def test_json_logs_carry_the_request_id(tmp_path: Path, upstream: FakeUpst
     assert summary[0]["status"] == 200 and summary[0]["tool_calls"] == 1
     assert summary[0]["upstream_calls"] == 2 and summary[0]["tokens_in"] == 20
     assert any(line["logger"] == "uvicorn.error" for line in lines)
-
-
-async def test_sigterm_lets_a_running_stream_finish(tmp_path: Path, upstream: FakeUpstream) -> None:
-    upstream.script(Reply.tool_calls([("demo_nap", {"seconds": 1.0})]), Reply.text("rested"))
-    body = orjson.dumps({"model": "m", "messages": USER, "stream": True})
-    async with (
-        _toolwire_serve(tmp_path, upstream) as (base, process),
-        aiohttp.ClientSession() as session,
-        session.post(f"{base}/v1/chat/completions", data=body) as response,
-    ):
-        await response.content.readuntil(b"tools running")
-        process.send_signal(signal.SIGTERM)
-        rest = await response.read()
-        # Not accepted any more: refused, or (on a connection still open) a 503.
-        with contextlib.suppress(aiohttp.ClientConnectionError):
-            async with session.post(f"{base}/v1/chat/completions", data=body) as again:
-                assert again.status == 503
-        assert await asyncio.to_thread(process.wait, 20) == 0
-    events = [e for e in rest.split(b"\n\n") if e.startswith(b"data: {")]
-    text = "".join(orjson.loads(e[6:])["choices"][0]["delta"].get("content") or "" for e in events)
-    assert text == "rested"
-    assert rest.endswith(b"data: [DONE]\n\n")

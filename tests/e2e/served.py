@@ -1,0 +1,122 @@
+"""`toolwire serve` run as a user runs it: a child process on an ephemeral port, logging JSON
+to a file, and the processes it leaves behind."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import socket
+import subprocess
+import sys
+from collections.abc import AsyncIterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import orjson
+
+from tests.conftest import REPO
+from tests.fakes.mcp_servers import child_pids
+from tests.fakes.upstream import FakeUpstream
+
+TOOLS = '''
+import time
+from pathlib import Path
+
+
+def nap(seconds: float) -> str:
+    """Sleep.
+
+    Args:
+        seconds: how long.
+    """
+    time.sleep(seconds)
+    return "rested"
+
+
+def wait_for(path: str) -> str:
+    """Wait until a file exists (at most a minute).
+
+    Args:
+        path: the file.
+    """
+    deadline = time.monotonic() + 60
+    while not Path(path).exists() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return "released"
+'''
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def descendants(pid: int) -> set[int]:
+    """Every process below `pid` (children, theirs, ...), from /proc."""
+    found: set[int] = set()
+    parents = [pid]
+    while parents:
+        children = child_pids(parents.pop())
+        found |= children
+        parents.extend(children)
+    return found
+
+
+@contextlib.asynccontextmanager
+async def toolwire_serve(
+    tmp_path: Path,
+    upstream: FakeUpstream,
+    *,
+    tools: Sequence[dict[str, Any]] = (),
+    workers: int = 1,
+    environ: dict[str, str] | None = None,
+    **sections: Any,
+) -> AsyncIterator[tuple[str, subprocess.Popen[bytes]]]:
+    """`toolwire serve --log-format json` on a config with `tools.py` as `demo` (and `tools`);
+    yields its root URL once /readyz answers 200, and the process (killed if still running
+    at the end). Its log is `tmp_path / "stderr.log"`."""
+    (tmp_path / "tools.py").write_text(TOOLS)
+    config = {
+        "server": {"drain_s": 20},
+        "upstreams": [{"name": "fake", "base_url": upstream.base_url, "models": ["*"]}],
+        "tools": [{"python": "tools.py", "namespace": "demo"}, *tools],
+        "loop": {"keepalive_s": 0.1},
+        **sections,
+    }
+    (tmp_path / "proxy.yaml").write_bytes(orjson.dumps(config))
+    port = free_port()
+    command = [sys.executable, "-m", "proxy", "serve", "--config", str(tmp_path / "proxy.yaml")]
+    command += ["--port", str(port), "--log-format", "json", "--workers", str(workers)]
+    stderr = open(tmp_path / "stderr.log", "wb")  # noqa: SIM115, ASYNC230 (closed below)
+    process = subprocess.Popen(  # noqa: ASYNC220 (a Popen, for its pid and signals)
+        command,
+        cwd=REPO,
+        stderr=stderr,
+        stdout=subprocess.DEVNULL,
+        env={**os.environ, "PYTHONPATH": str(REPO), **(environ or {})},
+    )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        async with asyncio.timeout(30), aiohttp.ClientSession() as session:
+            while True:
+                with contextlib.suppress(aiohttp.ClientError):
+                    async with session.get(f"{base}/readyz") as r:
+                        if r.status == 200:
+                            break
+                assert process.poll() is None, (tmp_path / "stderr.log").read_text()
+                await asyncio.sleep(0.05)
+        yield base, process
+    finally:
+        if process.poll() is None:
+            process.kill()
+        process.wait(10)
+        stderr.close()
+
+
+def log_lines(tmp_path: Path) -> list[dict[str, Any]]:
+    """The JSON lines `toolwire serve` logged so far (not its plain warnings on stderr)."""
+    lines = (tmp_path / "stderr.log").read_bytes().splitlines()
+    return [orjson.loads(line) for line in lines if line.startswith(b"{")]

@@ -1,0 +1,125 @@
+"""SIGTERM to `toolwire serve` while a streamed turn runs an MCP stdio tool (a real child
+process): the turn completes, new requests get 503 meanwhile, the process exits 0, and no
+process it started is left. With one process and with `--workers 2`."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import signal
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import aiohttp
+import openai
+import orjson
+import pytest
+
+from tests.conftest import REPO
+from tests.e2e.served import descendants, log_lines, toolwire_serve
+from tests.fakes.mcp_servers import process_state, stdio_command
+from tests.fakes.upstream import FakeUpstream, Reply
+
+USER = [{"role": "user", "content": "hi"}]
+MCP_STDIO = {"mcp": {"command": stdio_command("demo"), "cwd": str(REPO)}, "namespace": "mcp"}
+
+
+@contextlib.asynccontextmanager
+async def _streamed_turn(
+    session: aiohttp.ClientSession, base: str
+) -> AsyncIterator[aiohttp.ClientResponse]:
+    """A streamed turn, once its tools run."""
+    body = orjson.dumps({"model": "m", "messages": USER, "stream": True})
+    async with session.post(f"{base}/v1/chat/completions", data=body) as response:
+        assert response.status == 200
+        await response.content.readuntil(b"tools running")
+        yield response
+
+
+async def _refused(base: str) -> int:
+    """The status a new turn gets, through the OpenAI SDK."""
+    client = openai.AsyncOpenAI(base_url=f"{base}/v1", api_key="k", max_retries=0, timeout=10)
+    async with client:
+        with pytest.raises(openai.APIStatusError) as refused:
+            await client.chat.completions.create(model="m", messages=USER)
+    assert "shutting down" in refused.value.message
+    return refused.value.status_code
+
+
+async def _until_draining(tmp_path: Path, processes: int) -> None:
+    """Until as many processes as given have logged that they drain."""
+    async with asyncio.timeout(20):
+        while True:
+            lines = [line for line in log_lines(tmp_path) if line["logger"] == "toolwire.drain"]
+            if len(lines) >= processes:
+                return
+            await asyncio.sleep(0.05)
+
+
+def _alive(pids: set[int]) -> dict[int, str]:
+    """The processes among `pids` still there (zombies too), with their command lines."""
+    alive = {}
+    for pid in pids:
+        if process_state(pid) is not None:
+            with contextlib.suppress(OSError):
+                alive[pid] = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+    return alive
+
+
+def _text(stream: bytes) -> str:
+    events = [e for e in stream.split(b"\n\n") if e.startswith(b"data: {")]
+    deltas = (orjson.loads(e[6:])["choices"][0]["delta"] for e in events)
+    return "".join(delta.get("content") or "" for delta in deltas)
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+async def test_sigterm_drains_a_turn_running_an_mcp_stdio_tool(
+    tmp_path: Path, upstream: FakeUpstream, workers: int
+) -> None:
+    release = tmp_path / "release"
+    upstream.script(
+        Reply.tool_calls(
+            [("mcp_slow", {"seconds": 0.2}), ("demo_wait_for", {"path": str(release)})]
+        ),
+        Reply.text("all done"),
+    )
+    served = toolwire_serve(tmp_path, upstream, tools=[MCP_STDIO], workers=workers)
+    async with served as (base, process), aiohttp.ClientSession() as session:
+        async with _streamed_turn(session, base) as turn:
+            started = descendants(process.pid)
+            # The MCP server (one per worker) and, with workers, the workers.
+            assert len(started) >= 2 * workers - 1 + (workers > 1)
+            process.send_signal(signal.SIGTERM)
+            await _until_draining(tmp_path, workers)
+            assert await _refused(base) == 503
+            async with session.get(f"{base}/readyz") as ready:
+                assert ready.status == 503
+                assert (await ready.json())["status"] == "draining"
+            async with session.get(f"{base}/healthz") as live:
+                assert live.status == 200
+            assert process.poll() is None
+            release.touch()
+            rest = await turn.read()
+        assert await asyncio.to_thread(process.wait, 30) == 0
+    assert _text(rest) == "all done"
+    assert rest.endswith(b"data: [DONE]\n\n")
+    assert _alive(started) == {}
+    assert len(upstream.requests) == 2  # the refused turn never went upstream
+
+
+async def test_the_drain_gives_up_after_drain_s(tmp_path: Path, upstream: FakeUpstream) -> None:
+    """A turn still running when `server.drain_s` is up is cancelled, and its tools with it."""
+    release = tmp_path / "release"  # never created
+    upstream.script(Reply.tool_calls([("mcp_slow", {"seconds": 60})]))
+    served = toolwire_serve(tmp_path, upstream, tools=[MCP_STDIO], server={"drain_s": 0.5})
+    async with served as (base, process), aiohttp.ClientSession() as session:
+        async with _streamed_turn(session, base) as turn:
+            started = descendants(process.pid)
+            process.send_signal(signal.SIGTERM)
+            with contextlib.suppress(aiohttp.ClientPayloadError):
+                await turn.read()
+        assert await asyncio.to_thread(process.wait, 30) == 0
+    assert not release.exists()
+    assert _alive(started) == {}
+    drain = [line["message"] for line in log_lines(tmp_path) if line["logger"] == "toolwire.drain"]
+    assert any("cancelling 1 running request" in message for message in drain)
