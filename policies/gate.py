@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -34,6 +35,8 @@ from .ratelimit import RateLimiter
 from .rules import THINK_ARGUMENT, THINK_SCHEMA, ThinkAugment
 
 MINUTE = 60.0
+ANONYMOUS_KEY = "anonymous"
+"""The key name calls are counted under when authentication is off."""
 _CLIENT_ASKS = "the client requires approval for this tool"
 
 
@@ -108,6 +111,8 @@ class Gate:
         self._guards = guards
         self._limiter = limiter
         self._approver = approver
+        self._ran_by_key: Counter[str] = Counter()
+        self._refused_by_key: Counter[str] = Counter()
 
     @property
     def log(self) -> ExecutionLog:
@@ -120,6 +125,14 @@ class Gate:
         listeners = self._executor.listeners
         listeners.add(listener)
         return lambda: listeners.remove(listener)
+
+    def calls_by_key(self) -> dict[str, tuple[int, int]]:
+        """Per key name (`anonymous` without auth), since start: the calls that ran and the
+        calls the gate refused (out of scope, denied, guard, rate limit)."""
+        return {
+            key: (self._ran_by_key[key], self._refused_by_key[key])
+            for key in self._ran_by_key.keys() | self._refused_by_key
+        }
 
     def schema(self, tool: Tool, schema: dict[str, Any]) -> dict[str, Any]:
         """A tool's wire schema as this gate shows it (with `reason` where think-augment
@@ -161,6 +174,8 @@ class Gate:
         outcome = _OUTCOMES.get(admission.kind)
         if outcome is None and approved:
             outcome = "approved"
+        if admission.verdict is Verdict.REFUSED:
+            self._refused_by_key[context.caller or ANONYMOUS_KEY] += 1
         if outcome is not None:
             await self._executor.note_permission(
                 tool, call, outcome, admission.reason, request_id=context.request_id or None
@@ -204,6 +219,8 @@ class Gate:
         if any(a.gate is not self for a in admissions):
             raise ValueError("only the gate's own admissions can run")
         runnable = [(a.tool, a.call) for a in admissions if a.verdict is Verdict.RUN]
+        if runnable:
+            self._ran_by_key[context.caller or ANONYMOUS_KEY] += len(runnable)
         notes = {a.call.id: a.thought for a in admissions if a.thought is not None}
         ran = iter(
             await self._executor.execute_many(

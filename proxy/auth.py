@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Mapping
 
 from policies import AuthConfig, KeyRing, Principal, RateLimiter
@@ -36,6 +37,11 @@ class Authenticator:
         self.keys = KeyRing.from_config(config)
         self._limiter = limiter
         self._forward = config.forward_client_key
+        self._requests: Counter[str] = Counter()
+
+    def requests_by_key(self) -> dict[str, int]:
+        """Requests each key name made since start (those refused by its rate limit aside)."""
+        return dict(self._requests)
 
     async def authenticate(self, headers: Mapping[str, str]) -> Principal:
         """The caller a request's key names.
@@ -63,6 +69,7 @@ class Authenticator:
                     f"reached for key {principal.name!r}; retry in {seconds} s",
                     headers={"retry-after": str(seconds)},
                 )
+        self._requests[principal.name] += 1
         return principal
 
     def upstream_headers(self, headers: dict[str, str]) -> dict[str, str]:

@@ -19,6 +19,7 @@ from registry.errors import (
     InvalidArgumentsError,
     RegistryError,
     SourceLoadError,
+    SourceNotFoundError,
     ToolNotFoundError,
 )
 from registry.execution_config import ExecutionConfig, RetryConfig
@@ -89,6 +90,7 @@ __all__ = [
     "SequentialComposer",
     "SourceConfig",
     "SourceLoadError",
+    "SourceNotFoundError",
     "SourceSet",
     "SourceSettings",
     "SourceStatus",

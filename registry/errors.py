@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
-__all__ = ["InvalidArgumentsError", "RegistryError", "SourceLoadError", "ToolNotFoundError"]
+__all__ = [
+    "InvalidArgumentsError",
+    "RegistryError",
+    "SourceLoadError",
+    "SourceNotFoundError",
+    "ToolNotFoundError",
+]
 
 
 class RegistryError(Exception):
@@ -15,6 +21,10 @@ class ToolNotFoundError(RegistryError, LookupError):
 
 class SourceLoadError(RegistryError):
     """A tool source could not be loaded (bad file, import error, bad override)."""
+
+
+class SourceNotFoundError(RegistryError, LookupError):
+    """No configured source has the given name."""
 
 
 class InvalidArgumentsError(RegistryError, ValueError):

@@ -19,12 +19,13 @@ from pydantic import BaseModel, Discriminator, Tag
 import registry.mcp as mcp
 from registry.builtins import BuiltinSource, BuiltinSourceConfig
 from registry.classes import PythonClassSource, PythonClassSourceConfig
-from registry.errors import SourceLoadError
+from registry.errors import SourceLoadError, SourceNotFoundError
 from registry.mcp import McpServersJsonConfig, McpSourceConfig
 from registry.openapi import OpenApiSource, OpenApiSourceConfig
 from registry.python_source import PythonSourceConfig, load_python_source
 from registry.registry import ToolRegistry
 from registry.source_status import SourceStatus
+from registry.tool import Tool
 
 __all__ = [
     "SOURCE_KINDS",
@@ -142,10 +143,20 @@ def build_source(config: BaseModel, *, base_dir: Path) -> ToolSource:
 class SourceSet:
     """Every configured source, started together and closed together."""
 
-    def __init__(self, sources: Sequence[ToolSource]) -> None:
+    def __init__(
+        self,
+        sources: Sequence[ToolSource],
+        *,
+        configs: Sequence[BaseModel] | None = None,
+        base_dir: Path | None = None,
+    ) -> None:
         self._sources = tuple(sources)
+        # The `tools:` entries the sources were built from, so that a reload builds afresh.
+        self._configs = tuple(configs) if configs is not None else None
+        self._base_dir = base_dir
         # Why a source failed to start, by position, for a source whose status cannot say.
         self._start_errors: dict[int, str] = {}
+        self._reloading = asyncio.Lock()
 
     @classmethod
     def from_configs(cls, configs: Sequence[BaseModel], *, base_dir: Path) -> SourceSet:
@@ -154,7 +165,8 @@ class SourceSet:
         Raises:
             SourceLoadError: an entry has no source implementation.
         """
-        return cls([build_source(config, base_dir=base_dir) for config in configs])
+        sources = [build_source(config, base_dir=base_dir) for config in configs]
+        return cls(sources, configs=configs, base_dir=base_dir)
 
     async def start(self, registry: ToolRegistry, *, fail_fast: bool = True) -> None:
         """Start every source concurrently; on failure, close what started and re-raise.
@@ -186,6 +198,47 @@ class SourceSet:
             if isinstance(result, Exception):
                 log.warning("closing %s failed: %s", source.name, result)
 
+    async def reload(self, name: str, registry: ToolRegistry) -> SourceStatus:
+        """Close the source named `name`, drop its tools and start it again: built afresh from
+        its `tools:` entry (a changed file, spec or server list is read anew). Tools disabled
+        before stay disabled. A failed start shows in the returned status, and is logged.
+
+        Raises:
+            SourceNotFoundError: no source has that name.
+        """
+        async with self._reloading:
+            index = self._index(name)
+            old = self._sources[index]
+            try:
+                await old.aclose()
+            except Exception as exc:  # closing is best effort: the source is replaced anyway
+                log.warning("closing %s for a reload failed: %s", name, exc)
+            owned = [tool for tool in registry if _belongs(tool, old)]
+            disabled = {
+                t.qualified_name: registry.disabled_reason(t.qualified_name) or "disabled"
+                for t in owned
+                if not registry.is_enabled(t.qualified_name)
+            }
+            for tool in owned:
+                registry.unregister(tool.qualified_name)
+            fresh = old
+            if self._configs is not None and self._base_dir is not None:
+                fresh = build_source(self._configs[index], base_dir=self._base_dir)
+            self._sources = (*self._sources[:index], fresh, *self._sources[index + 1 :])
+            self._start_errors.pop(index, None)
+            await self._try_start(index, fresh, registry)
+            for qualified, reason in disabled.items():
+                if qualified in registry and registry.is_enabled(qualified):
+                    registry.disable(qualified, reason)
+            log.info("reloaded %s", name)
+            return self.statuses()[index]
+
+    def _index(self, name: str) -> int:
+        for index, source in enumerate(self._sources):
+            if source.name == name:
+                return index
+        raise SourceNotFoundError(f"no source named {name!r}")
+
     def statuses(self) -> list[SourceStatus]:
         statuses = [source.status() for source in self._sources]
         return [
@@ -201,6 +254,17 @@ class SourceSet:
         except SourceLoadError as exc:
             self._start_errors[index] = str(exc)
             log.error("%s", exc)
+
+
+def _belongs(tool: Tool, source: ToolSource) -> bool:
+    """Whether `source` registered `tool`: tools carry their source's name as their `source`
+    label (built-ins carry `builtin`; a servers file's tools, each server's name, which the
+    file's source lists in its `statuses()`)."""
+    label = tool.metadata.source
+    if label == source.name or (label == "builtin" and isinstance(source, BuiltinSource)):
+        return True
+    parts = getattr(source, "statuses", None)
+    return callable(parts) and any(status.name == label for status in parts())
 
 
 async def _start(source: ToolSource, registry: ToolRegistry) -> None:

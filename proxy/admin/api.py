@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import logging
 from collections.abc import AsyncIterator
 from typing import Annotated, Any
 
@@ -12,10 +13,13 @@ from fastapi import APIRouter, Depends, HTTPException, Query, Request
 from fastapi.responses import Response
 from sse_starlette import EventSourceResponse, ServerSentEvent
 
+from registry import SourceStatus
+
 from .models import (
     Approval,
     ApprovalVerdict,
     ImportReport,
+    KeyStatsList,
     LogPage,
     Source,
     StateDocument,
@@ -26,11 +30,12 @@ from .models import (
     ToolPatch,
     ToolSummary,
 )
-from .records import LogQuery, log_page, stats
+from .records import LogQuery, key_stats, log_page, stats
 from .runtime import AdminRuntime
 from .tools import ToolQuery
 
 _PING_S = 15
+log = logging.getLogger("toolwire.admin")
 
 
 def runtime_of(request: Request) -> AdminRuntime:
@@ -108,14 +113,32 @@ async def patch_tool(name: str, patch: ToolPatch, runtime: Runtime, caller: Call
     return runtime.desk.patch(name, patch, by=caller)
 
 
+@router.patch("/namespaces/{namespace}")
+async def patch_namespace(
+    namespace: str, patch: ToolPatch, runtime: Runtime, caller: Caller
+) -> list[ToolSummary]:
+    """Change tags, defer, search_hint, timeout_s or description of every tool of a namespace
+    now (until a restart); all or none."""
+    return list(runtime.desk.patch_namespace(namespace, patch, by=caller))
+
+
 @router.get("/sources", response_model=list[Source])
 async def list_sources(request: Request, runtime: Runtime) -> Response:
     """Each configured source: reachable or not, its tool count, its last error."""
-    sources = [
-        Source(name=s.name, reachable=s.reachable, tools=s.tool_count, error=s.error)
-        for s in runtime.services.sources.statuses()
-    ]
+    sources = [_source(s) for s in runtime.services.sources.statuses()]
     return etagged(request, sources)
+
+
+@router.post("/sources/{name:path}/reload")
+async def reload_source(name: str, runtime: Runtime, caller: Caller) -> Source:
+    """Close a source, drop its tools and start it again from its configuration entry; a
+    failed start shows in `error` (the source's tools are then gone until the next reload).
+    Tools disabled here stay disabled."""
+    services = runtime.services
+    status = _source(await services.sources.reload(name, services.registry))
+    log.info("admin: %s reloaded source %s: %s", caller, name, status.error or "ok")
+    runtime.hub.publish("source", {**status.model_dump(), "by": caller})
+    return status
 
 
 @router.get("/log", response_model=LogPage)
@@ -142,6 +165,15 @@ async def read_stats(request: Request, runtime: Runtime) -> Response:
     """Per tool: calls, errors, refusals and p50/p95 latency over the kept log."""
     log = runtime.services.gate.log
     return etagged(request, stats(log.records(), log.capacity))
+
+
+@router.get("/stats/keys", response_model=KeyStatsList)
+async def read_key_stats(request: Request, runtime: Runtime) -> Response:
+    """Per client key since start: requests, tool calls that ran, calls the gate refused."""
+    services = runtime.services
+    requests = services.keys.requests_by_key() if services.keys is not None else {}
+    figures = key_stats(runtime.desk.callers, requests, services.gate.calls_by_key())
+    return etagged(request, figures)
 
 
 @router.get("/approvals", response_model=list[Approval])
@@ -182,7 +214,9 @@ async def import_state(document: StateDocument, runtime: Runtime, caller: Caller
 @router.get("/events", response_class=EventSourceResponse)
 async def events(runtime: Runtime) -> EventSourceResponse:
     """Server-sent events: `ready` first, then `registry` (a change and its version),
-    `tool` (an operator's change), `call` (a finished call) and `permission`."""
+    `tool` (an operator's change to a tool), `namespace` (to a namespace), `source` (a
+    reload's outcome), `approval` (an operator's verdict), `call` (a finished call) and
+    `permission` (a gate decision that kept a call from running)."""
     version = runtime.services.registry.version
     return EventSourceResponse(_sse(runtime, {"version": version}), ping=_PING_S)
 
@@ -199,6 +233,12 @@ async def _decide(
     decided = await runtime.queue.decide(call_id, approved=approved, reason=reason, by=by)
     runtime.hub.publish("approval", {"call_id": call_id, "approved": approved, "by": by})
     return Approval(**_fields(decided))
+
+
+def _source(status: SourceStatus) -> Source:
+    return Source(
+        name=status.name, reachable=status.reachable, tools=status.tool_count, error=status.error
+    )
 
 
 def _fields(approval: Any) -> dict[str, Any]:

@@ -12,7 +12,7 @@ from fastapi.responses import FileResponse, JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
 
 from policies import AuthConfig, KeyRing, Principal
-from registry import RegistryError, ToolNotFoundError
+from registry import RegistryError, SourceNotFoundError, ToolNotFoundError
 
 from ..approval_queue import ApprovalNotPendingError
 from ..config import AdminConfig
@@ -90,6 +90,7 @@ def _build_app() -> FastAPI:
     app.state.admin = None
     app.include_router(router)
     app.add_exception_handler(ToolNotFoundError, _not_found)
+    app.add_exception_handler(SourceNotFoundError, _not_found)
     app.add_exception_handler(ApprovalNotPendingError, _not_found)
     app.add_exception_handler(RegistryError, _unprocessable)
     app.add_api_route("/", _panel, include_in_schema=False)

@@ -76,9 +76,11 @@ class Source(BaseModel):
     """One configured tool source."""
 
     name: str
+    """Its label, such as `python:examples/tools.py` or `mcp:time`."""
     reachable: bool
     tools: int
     error: str | None
+    """The last error: why it failed to start or lost its server; None while it is well."""
 
 
 class LogRecord(BaseModel):
@@ -127,6 +129,25 @@ class Stats(BaseModel):
 
     capacity: int
     tools: list[ToolStats]
+
+
+class KeyStats(BaseModel):
+    """What one client key did since the proxy started (on this replica)."""
+
+    key: str
+    """The key's name (`master`, a name from `auth.keys`, or `anonymous` without auth)."""
+    requests: int
+    """Authenticated requests on any route (`anonymous` requests are not counted)."""
+    tool_calls: int
+    """Calls of its that ran, on any path (the loop, `/mcp`)."""
+    refused: int
+    """Calls of its the gate refused: out of scope, denied, a guard, a rate limit."""
+
+
+class KeyStatsList(BaseModel):
+    """Per-key figures since start."""
+
+    keys: list[KeyStats]
 
 
 class Approval(BaseModel):

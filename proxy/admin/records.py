@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from registry import ExecutionRecord
 
-from .models import LogPage, LogRecord, Stats, ToolStats
+from .models import KeyStats, KeyStatsList, LogPage, LogRecord, Stats, ToolStats
 
 PERMISSION_OUTCOMES = frozenset({"denied", "asked", "refused"})
 """Log entries of calls the gate kept from running."""
@@ -88,6 +88,25 @@ def stats(records: Sequence[ExecutionRecord], capacity: int) -> Stats:
             )
             for tool in tools
         ],
+    )
+
+
+def key_stats(
+    names: Sequence[str], requests: Mapping[str, int], calls: Mapping[str, tuple[int, int]]
+) -> KeyStatsList:
+    """Each key's requests, calls run and calls refused: the configured keys in order, then
+    any other name that was counted."""
+    every = list(dict.fromkeys([*names, *sorted(requests.keys() | calls.keys())]))
+    return KeyStatsList(
+        keys=[
+            KeyStats(
+                key=key,
+                requests=requests.get(key, 0),
+                tool_calls=calls.get(key, (0, 0))[0],
+                refused=calls.get(key, (0, 0))[1],
+            )
+            for key in every
+        ]
     )
 
 

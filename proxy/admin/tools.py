@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from policies import CallContext, Gate, Principal
-from registry import Tool, ToolMetadata, ToolRegistry
+from registry import Tool, ToolMetadata, ToolNotFoundError, ToolRegistry
 
 from .events import EventHub
 from .models import (
@@ -120,17 +120,46 @@ class ToolDesk:
             RegistryError: a value the tool model refuses.
         """
         changes = patch.model_dump(exclude_unset=True)
-        metadata = {k: v for k, v in changes.items() if k != "description"}
-        if "tags" in metadata:
-            metadata["tags"] = frozenset(metadata["tags"] or ())
-        if "defer" in metadata:
-            metadata["defer"] = bool(metadata["defer"])
+        metadata = _metadata(changes)
         tool = self._registry.update(name, description=changes.get("description"), **metadata)
         merged = {**self._patched.get(name, ToolPatch()).model_dump(exclude_unset=True), **changes}
         self._patched[name] = ToolPatch(**merged)
         log.info("admin: %s changed tool %s: %s", by, name, sorted(changes))
         self._hub.publish("tool", {"tool": name, "changed": sorted(changes), "by": by})
         return self._summary(tool)
+
+    def patch_namespace(
+        self, namespace: str, patch: ToolPatch, *, by: str
+    ) -> Sequence[ToolSummary]:
+        """Change the metadata of every tool of `namespace` now, as `patch` does for one.
+
+        Raises:
+            ToolNotFoundError: the namespace has no tools.
+            RegistryError: a value the tool model refuses (then no tool is changed).
+        """
+        tools = [t for t in self._registry if t.namespace == namespace]
+        if not tools:
+            raise ToolNotFoundError(f"no tools in namespace {namespace!r}")
+        metadata = _metadata(patch.model_dump(exclude_unset=True))
+        for tool in tools:
+            tool.with_metadata(**metadata)  # raises before anything changed
+        names = [tool.qualified_name for tool in tools]
+        changed = [self.patch(name, patch, by=by) for name in names]
+        self._hub.publish(
+            "namespace",
+            {
+                "namespace": namespace,
+                "tools": names,
+                "changed": sorted(patch.model_fields_set),
+                "by": by,
+            },
+        )
+        return changed
+
+    @property
+    def callers(self) -> tuple[str, ...]:
+        """The configured keys' names, in configuration order."""
+        return tuple(name for name, _ in self._callers)
 
     def export(self) -> StateDocument:
         """Every tool's enabled state and the metadata operators changed."""
@@ -191,6 +220,16 @@ class ToolDesk:
         decision = await self._gate.policy.check(tool, {}, context)
         action: Any = decision.action.value
         return KeyDecision(key=key, visible=True, action=action)
+
+
+def _metadata(changes: dict[str, Any]) -> dict[str, Any]:
+    """A patch's fields as the registry's metadata keywords (the description aside)."""
+    metadata = {k: v for k, v in changes.items() if k != "description"}
+    if "tags" in metadata:
+        metadata["tags"] = frozenset(metadata["tags"] or ())
+    if "defer" in metadata:
+        metadata["defer"] = bool(metadata["defer"])
+    return metadata
 
 
 def _found(search: str, tool: Tool) -> bool:
