@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import random
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -148,6 +148,11 @@ def fixtures(fmt: str) -> list[Fixture]:
                     text.strip(),
                 )
             )
+    if fmt not in HANDWRITTEN:
+        # A family with no cases here has its hand-written ones in the native corpus only.
+        from tests.emulation.native_corpus import native_fixtures
+
+        out += [replace(f, kind="handwritten") for f in native_fixtures(fmt)]
     for i, item in enumerate(HANDWRITTEN.get(fmt, [])):
         out.append(
             Fixture(

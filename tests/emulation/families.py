@@ -1,0 +1,441 @@
+"""How each model family writes its tool calls, reasoning and answers, by hand from its chat
+template and documentation, for the native-format corpus (write_native_corpus.py)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+Calls = list[tuple[str, dict[str, Any]]]
+FOREIGN_THOUGHT = (
+    'Formats differ: <tool_call>{"name": "f"}</tool_call>, [TOOL_CALLS]f[ARGS]{} or '
+    '{"name": "f", "parameters": {}}. I will use mine.'
+)
+
+
+@dataclass(frozen=True)
+class Writer:
+    """One family's way of writing a reply."""
+
+    block: Callable[[Calls], str]
+    """The calls of one reply, as the model writes them."""
+    think: Callable[[str], str]
+    answer: Callable[[str], str]
+    say: Callable[[str], str] | None
+    """Prose before calls (None: the family writes none)."""
+    eos: str
+    """A token a server may leave after the calls."""
+    marker: str
+    """One of the family's own markers, to put inside an argument string."""
+    broken: str
+    """A call with complete markers and arguments that cannot be read."""
+    separator: str
+    """Between two blocks."""
+    result: str
+    """A tool result the model wrote itself, after its calls."""
+    call_end: str
+    """What ends the last call of a block ("" when a call ends with its value)."""
+    eos_content: str = ""
+    """What `eos` after the calls reads as: gone, or text where it could be text
+    (Mistral's `</s>` is also HTML's strikethrough end, so it stays)."""
+    quotable: bool = True
+    """Whether reasoning can quote the family's call syntax (in harmony a marker token ends
+    the message it appears in, so it cannot be quoted)."""
+    foreign_thought: str = FOREIGN_THOUGHT
+    extra: list[dict[str, Any]] = field(default_factory=list)
+    """The family's own cases (`_case` keyword arguments)."""
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False)
+
+
+def _raw(value: Any) -> str:
+    return value if isinstance(value, str) else _json(value)
+
+
+def _think(text: str) -> str:
+    return f"<think>\n{text}\n</think>\n\n"
+
+
+BAD = '{"city": "Paris" "days": 2}'
+PARIS = [["get_weather", {"city": "Paris"}]]
+
+
+# Hermes / Qwen 2.5-3 (`tool_call` JSON objects).
+def _hermes_call(name: str, args: dict[str, Any]) -> str:
+    return f"<tool_call>\n{_json({'name': name, 'arguments': args})}\n</tool_call>"
+
+
+HERMES = Writer(
+    block=lambda calls: "\n".join(_hermes_call(n, a) for n, a in calls),
+    think=_think,
+    answer=lambda t: t,
+    say=lambda t: t + "\n",
+    eos="<|im_end|>",
+    marker="</tool_call>",
+    broken=f'<tool_call>\n{{"name": "get_weather", "arguments": {BAD}}}\n</tool_call>',
+    separator="\n",
+    result="\n<tool_response>\npong\n</tool_response>",
+    call_end="\n</tool_call>",
+    extra=[
+        {
+            "tag": "vllm_compact_no_newlines",
+            "source": "vLLM hermes parser tests",
+            "text": '<tool_call>{"name": "get_weather", "arguments": {"city": "Dallas"}}'
+            "</tool_call>",
+            "calls": [("get_weather", {"city": "Dallas"})],
+            "content": "",
+        },
+    ],
+)
+
+
+# Qwen3-Coder (`<function=…>` with raw `<parameter=…>` values).
+def _xml_call(name: str, args: dict[str, Any]) -> str:
+    params = "".join(f"<parameter={k}>\n{_raw(v)}\n</parameter>\n" for k, v in args.items())
+    return f"<tool_call>\n<function={name}>\n{params}</function>\n</tool_call>"
+
+
+XML = Writer(
+    block=lambda calls: "\n".join(_xml_call(n, a) for n, a in calls),
+    think=_think,
+    answer=lambda t: t,
+    say=lambda t: t + "\n",
+    eos="<|im_end|>",
+    marker="</tool_call>",
+    broken="<tool_call>\n<function=get_weather>\ncity=Paris\n</function>\n</tool_call>",
+    separator="\n",
+    result="\n<tool_response>\npong\n</tool_response>",
+    call_end="\n</function>\n</tool_call>",
+    extra=[
+        {
+            "tag": "qwen3_coder_one_line_values",
+            "source": "Qwen3-Coder chat template",
+            "text": "<tool_call>\n<function=get_weather>\n<parameter=city>Paris</parameter>\n"
+            "<parameter=days>2</parameter>\n</function>\n</tool_call>",
+            "calls": [("get_weather", {"city": "Paris", "days": 2})],
+            "content": "",
+        },
+    ],
+)
+
+
+# Mistral v11+ (`[TOOL_CALLS]name[ARGS]{…}`), Magistral's `[THINK]`.
+MISTRAL = Writer(
+    block=lambda calls: "".join(f"[TOOL_CALLS]{n}[ARGS]{_json(a)}" for n, a in calls),
+    think=lambda t: f"[THINK]{t}[/THINK]",
+    answer=lambda t: t,
+    say=lambda t: t,
+    eos="</s>",
+    eos_content="</s>",
+    marker="[TOOL_CALLS]",
+    broken=f"[TOOL_CALLS]get_weather[ARGS]{BAD}",
+    separator="",
+    result="[TOOL_RESULTS]pong[/TOOL_RESULTS]",
+    call_end="",
+    extra=[
+        {
+            "tag": "v03_array_two_calls",
+            "source": "mistral-common v3 tokenizer; vLLM mistral parser tests",
+            "text": '[TOOL_CALLS][{"name": "get_weather", "arguments": {"city": "Paris"}}, '
+            '{"name": "ping", "arguments": {}}]',
+            "calls": [*PARIS, ("ping", {})],
+            "content": "",
+        },
+        {
+            "tag": "call_id_before_args",
+            "source": "mistral-common v11 tokenizer",
+            "text": '[TOOL_CALLS]get_weather[CALL_ID]a1b2c3d4e[ARGS]{"city": "Paris"}',
+            "calls": PARIS,
+            "content": "",
+        },
+    ],
+)
+
+
+# Llama 3.1-3.3 (JSON objects with `parameters`, `<|python_tag|>`).
+LLAMA = Writer(
+    block=lambda calls: "; ".join(_json({"name": n, "parameters": a}) for n, a in calls),
+    think=_think,
+    answer=lambda t: t,
+    say=lambda t: t + "\n<|python_tag|>",
+    eos="<|eot_id|>",
+    marker="<|python_tag|>",
+    broken=f'{{"name": "get_weather", "parameters": {BAD}}}',
+    separator="\n<|python_tag|>",
+    result="<|start_header_id|>ipython<|end_header_id|>\n\npong",
+    call_end="",
+    extra=[
+        {
+            "tag": "python_tag_then_call",
+            "source": "Llama 3.1 model card (built-in tool format)",
+            "text": '<|python_tag|>{"name": "get_weather", "parameters": {"city": "Paris"}}',
+            "calls": PARIS,
+            "content": "",
+        },
+    ],
+)
+
+
+# gpt-oss (harmony channels).
+def _harmony_call(name: str, args: dict[str, Any]) -> str:
+    header = f"<|channel|>commentary to=functions.{name} <|constrain|>json"
+    return f"<|start|>assistant{header}<|message|>{_json(args)}<|call|>"
+
+
+HARMONY = Writer(
+    block=lambda calls: "".join(_harmony_call(n, a) for n, a in calls),
+    think=lambda t: f"<|channel|>analysis<|message|>{t}<|end|>",
+    answer=lambda t: f"<|start|>assistant<|channel|>final<|message|>{t}<|return|>",
+    say=lambda t: f"<|start|>assistant<|channel|>commentary<|message|>{t}<|end|>",
+    eos="<|return|>",
+    marker="<|call|>",
+    broken="<|start|>assistant<|channel|>commentary to=functions.get_weather <|constrain|>json"
+    f"<|message|>{BAD}<|call|>",
+    separator="",
+    result="<|start|>functions.ping to=assistant<|channel|>commentary<|message|>pong<|end|>",
+    call_end="<|call|>",
+    quotable=False,
+    extra=[
+        {
+            "tag": "prefilled_start_call",
+            "source": "OpenAI harmony format guide",
+            "text": "<|channel|>commentary to=functions.get_weather <|constrain|>json"
+            '<|message|>{"city": "Paris"}<|call|>',
+            "calls": PARIS,
+            "content": "",
+        },
+        {
+            "tag": "recipient_before_channel",
+            "source": "OpenAI harmony format guide; vLLM openai parser tests",
+            "text": "<|start|>assistant to=functions.get_weather<|channel|>commentary json"
+            '<|message|>{"city": "Paris"}<|call|>',
+            "calls": PARIS,
+            "content": "",
+        },
+    ],
+)
+
+
+# DeepSeek V3.1 (and V3/R1's fenced form).
+def _ds(name: str) -> str:
+    return f"<\uff5c{name.replace(' ', chr(0x2581))}\uff5c>"
+
+
+def _ds_block(calls: Calls) -> str:
+    inner = "".join(
+        f"{_ds('tool call begin')}{n}{_ds('tool sep')}{_json(a)}{_ds('tool call end')}"
+        for n, a in calls
+    )
+    return f"{_ds('tool calls begin')}{inner}{_ds('tool calls end')}"
+
+
+DEEPSEEK = Writer(
+    block=_ds_block,
+    think=lambda t: f"<think>{t}</think>",
+    answer=lambda t: t,
+    say=lambda t: t + "\n\n",
+    eos=_ds("end of sentence"),
+    marker=_ds("tool call end"),
+    broken=_ds("tool calls begin")
+    + f"{_ds('tool call begin')}get_weather{_ds('tool sep')}{BAD}{_ds('tool call end')}"
+    + _ds("tool calls end"),
+    separator="",
+    result=_ds("tool output begin") + "pong" + _ds("tool output end"),
+    call_end=_ds("tool call end") + _ds("tool calls end"),
+    extra=[
+        {
+            "tag": "v3_fenced_call",
+            "source": "DeepSeek-V3 chat template; vLLM deepseek_v3 parser tests",
+            "text": _ds("tool calls begin")
+            + _ds("tool call begin")
+            + "function"
+            + _ds("tool sep")
+            + 'get_weather\n```json\n{"city": "Paris"}\n```'
+            + _ds("tool call end")
+            + _ds("tool calls end"),
+            "calls": PARIS,
+            "content": "",
+        },
+    ],
+)
+
+
+# DeepSeek V3.2 (DSML).
+DSML = "\uff5cDSML\uff5c"
+
+
+def _dsml_param(key: str, value: Any) -> str:
+    flag = "true" if isinstance(value, str) else "false"
+    return f'<{DSML}parameter name="{key}" string="{flag}">{_raw(value)}</{DSML}parameter>\n'
+
+
+def _dsml_block(calls: Calls, block: str = "function_calls") -> str:
+    invokes = "".join(
+        f'<{DSML}invoke name="{n}">\n'
+        + "".join(_dsml_param(k, v) for k, v in a.items())
+        + f"</{DSML}invoke>\n"
+        for n, a in calls
+    )
+    return f"<{DSML}{block}>\n{invokes}</{DSML}{block}>"
+
+
+DEEPSEEK_V32 = Writer(
+    block=_dsml_block,
+    think=lambda t: f"<think>{t}</think>",
+    answer=lambda t: t,
+    say=lambda t: t + "\n\n",
+    eos=_ds("end of sentence"),
+    marker=f"</{DSML}invoke>",
+    broken=f'<{DSML}function_calls>\n<{DSML}invoke name="get_weather">\ncity=Paris\n'
+    f"</{DSML}invoke>\n</{DSML}function_calls>",
+    separator="\n",
+    result="\n\n<function_results>\n<result>pong</result>\n</function_results>",
+    call_end=f"</{DSML}invoke>\n</{DSML}function_calls>",
+    extra=[
+        {
+            "tag": "vllm_two_invokes",
+            "source": "vLLM deepseek_v32 parser tests",
+            "text": _dsml_block(
+                [
+                    ("get_weather", {"city": "Hangzhou", "days": 1}),
+                    ("get_weather", {"city": "Beijing", "days": 1}),
+                ]
+            )
+            + _ds("end of sentence"),
+            "calls": [
+                ("get_weather", {"city": "Hangzhou", "days": 1}),
+                ("get_weather", {"city": "Beijing", "days": 1}),
+            ],
+            "content": "",
+        },
+        {
+            "tag": "tool_calls_block_name",
+            "source": "later DeepSeek DSML templates",
+            "text": _dsml_block([("get_weather", {"city": "Paris"})], "tool_calls"),
+            "calls": PARIS,
+            "content": "",
+        },
+    ],
+)
+
+
+# GLM-4.5/4.6 (`<arg_key>`/`<arg_value>`).
+def _glm_call(name: str, args: dict[str, Any]) -> str:
+    pairs = "".join(
+        f"<arg_key>{k}</arg_key>\n<arg_value>{_raw(v)}</arg_value>\n" for k, v in args.items()
+    )
+    return f"<tool_call>{name}\n{pairs}</tool_call>"
+
+
+GLM = Writer(
+    block=lambda calls: "\n".join(_glm_call(n, a) for n, a in calls),
+    think=lambda t: f"<think>{t}</think>",
+    answer=lambda t: t,
+    say=lambda t: t + "\n",
+    eos="<|user|>",
+    marker="</tool_call>",
+    broken="<tool_call>get_weather\n<arg_key>city</arg_key>\nParis\n</tool_call>",
+    separator="\n",
+    result="<|observation|>\n<tool_response>\npong\n</tool_response>",
+    call_end="</tool_call>",
+    extra=[
+        {
+            "tag": "glm_one_line_pairs",
+            "source": "GLM-4.5 chat template; SGLang glm4_moe detector tests",
+            "text": "<tool_call>get_weather<arg_key>city</arg_key><arg_value>Paris</arg_value>"
+            "<arg_key>days</arg_key><arg_value>2</arg_value></tool_call>",
+            "calls": [("get_weather", {"city": "Paris", "days": 2})],
+            "content": "",
+        },
+    ],
+)
+
+
+# Kimi K2 (sections of special tokens, `functions.NAME:IDX` ids).
+def _kimi_block(calls: Calls) -> str:
+    inner = "".join(
+        f"<|tool_call_begin|>functions.{n}:{i}<|tool_call_argument_begin|>{_json(a)}"
+        "<|tool_call_end|>"
+        for i, (n, a) in enumerate(calls)
+    )
+    return f"<|tool_calls_section_begin|>{inner}<|tool_calls_section_end|>"
+
+
+KIMI = Writer(
+    block=_kimi_block,
+    think=lambda t: f"<think>{t}</think>",
+    answer=lambda t: t,
+    say=lambda t: t,
+    eos="<|im_end|>",
+    marker="<|tool_call_end|>",
+    broken="<|tool_calls_section_begin|><|tool_call_begin|>functions.get_weather:0"
+    f"<|tool_call_argument_begin|>{BAD}<|tool_call_end|><|tool_calls_section_end|>",
+    separator="",
+    result="## Return of functions.ping:0\npong",
+    call_end="<|tool_call_end|><|tool_calls_section_end|>",
+    extra=[
+        {
+            "tag": "vllm_spaced_section",
+            "source": "vLLM kimi_k2 parser tests",
+            "text": "<|tool_calls_section_begin|>\n<|tool_call_begin|> functions.get_weather:0 "
+            '<|tool_call_argument_begin|> {"city": "Paris"} <|tool_call_end|>\n'
+            "<|tool_calls_section_end|>",
+            "calls": PARIS,
+            "content": "",
+        },
+    ],
+)
+
+
+# Gemma 4 (`<|tool_call>call:NAME{…}` in Gemma's object syntax).
+def _gemma_value(value: Any) -> str:
+    if isinstance(value, str):
+        return f'<|"|>{value}<|"|>'
+    if isinstance(value, dict):
+        return "{" + ",".join(f"{k}:{_gemma_value(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, list):
+        return "[" + ",".join(_gemma_value(v) for v in value) + "]"
+    return _json(value)
+
+
+GEMMA = Writer(
+    block=lambda calls: "".join(
+        f"<|tool_call>call:{n}{_gemma_value(a)}<tool_call|>" for n, a in calls
+    ),
+    think=lambda t: f"<|channel>thought\n{t}<channel|>",
+    answer=lambda t: t,
+    say=lambda t: t,
+    eos="<turn|>",
+    marker="<tool_call|>",
+    broken="<|tool_call>call:get_weather{city Paris}<tool_call|>",
+    separator="",
+    result='<|tool_response>response:ping{value:<|"|>pong<|"|>}<tool_response|>',
+    call_end="<tool_call|>",
+    extra=[
+        {
+            "tag": "functiongemma_escape_tokens",
+            "source": "FunctionGemma model card",
+            "text": "<start_function_call>call:get_weather{city:<escape>Paris<escape>}"
+            "<end_function_call>",
+            "calls": PARIS,
+            "content": "",
+        },
+    ],
+)
+
+WRITERS: dict[str, Writer] = {
+    "hermes": HERMES,
+    "xml": XML,
+    "mistral": MISTRAL,
+    "llama": LLAMA,
+    "gpt-oss": HARMONY,
+    "deepseek": DEEPSEEK,
+    "deepseek-v3.2": DEEPSEEK_V32,
+    "glm": GLM,
+    "kimi": KIMI,
+    "gemma": GEMMA,
+}
