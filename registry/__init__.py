@@ -29,6 +29,7 @@ from registry.listeners import CallEvent, CallListener
 from registry.mcp import McpServerConfig, McpServersJsonConfig, McpSourceConfig
 from registry.openapi import OpenApiSource, OpenApiSourceConfig
 from registry.process_pool import ProcessBackend, WorkerCrashedError
+from registry.propagation import trace_headers
 from registry.python_source import PythonSourceConfig, load_python_source
 from registry.registry import ChangeCallback, ToolRegistry
 from registry.repair import NameMatch, Repair, repair_call, resolve_name
@@ -132,6 +133,7 @@ __all__ = [
     "spinoff",
     "tool",
     "tool_mark",
+    "trace_headers",
 ]
 
 if TYPE_CHECKING:

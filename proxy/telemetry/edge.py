@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING, Any, cast
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
+from registry import trace_headers
+
 from ..asgi import Receive, Scope, Send, send_json
 from ..config import Settings
 from ..context import REQUEST_ID_HEADER, RequestContext, RequestStats, context_of
@@ -129,9 +131,10 @@ class Telemetry:
         context = context_of(scope)
         stats = context.stats
         path: str = scope["path"]
-        span = token = None
+        span = token = traced = None
         if self.tracing is not None:
             span, token = self.tracing.start_request(scope["method"], path, route, context.headers)
+            traced = trace_headers.set(self.tracing.current_headers)
         metrics = self.metrics
         exchange = _Exchange(receive, send, context, turn, metrics)
         try:
@@ -144,6 +147,8 @@ class Telemetry:
                 if stats.streamed:
                     metrics.open_streams.dec()
                 _count(metrics, context, now)
+            if traced is not None:
+                trace_headers.reset(traced)
             if span is not None and self.tracing is not None:
                 self.tracing.end_request(span, token, stats.status, _span_attributes(context))
             log_summary(context, scope["method"], path, now)

@@ -4,7 +4,8 @@ call, with the GenAI semantic conventions' attributes (`gen_ai.*`).
 OpenTelemetry is imported only here, and only when tracing is configured
 (`telemetry.otlp_endpoint`, the `toolwire[otel]` extra): with tracing off the proxy never
 loads it and pays nothing. A client's W3C `traceparent` makes the request's span a child of
-the client's; the upstream request carries the upstream call's span on.
+the client's; the upstream request carries the upstream call's span on, and the requests
+tools send (OpenAPI operations, MCP calls) the tool call's.
 """
 
 from __future__ import annotations
@@ -110,6 +111,13 @@ class Tracing:
         sent = {k: v for k, v in (headers or {}).items() if k not in _PROPAGATED}
         self._propagator.inject(sent, self._trace.set_span_in_context(span))
         return span, sent
+
+    def current_headers(self) -> dict[str, str]:
+        """`traceparent` (and `tracestate`) naming the current span: for the requests tools
+        send (the registry's `trace_headers` provider)."""
+        carrier: dict[str, str] = {}
+        self._propagator.inject(carrier)
+        return carrier
 
     def end_upstream(self, span: Span, attributes: Attributes, error: str | None) -> None:
         span.set_attributes(attributes)

@@ -13,11 +13,12 @@ import os
 import sys
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import anyio
 import httpx2
 import mcp_types as types
+import orjson
 from anyio.streams.memory import MemoryObjectReceiveStream
 from mcp import ClientSession, MCPError, StdioServerParameters
 from mcp.client._transport import TransportStreams
@@ -30,6 +31,7 @@ from pydantic import ValidationError
 
 from registry.mcp.config import McpServerConfig
 from registry.mcp.errors import McpCallError, McpConnectionLostError, McpUnavailableError
+from registry.propagation import TRACE_HEADER_NAMES, outgoing_trace_headers
 
 __all__ = ["McpSession"]
 
@@ -130,7 +132,9 @@ class McpSession:
                 "it is being reconnected in the background"
             )
         try:
-            result = await session.call_tool(name, arguments)
+            # The caller's trace context (empty unless traced): in `_meta`, and as headers.
+            meta = cast("types.RequestParamsMeta", dict(outgoing_trace_headers())) or None
+            result = await session.call_tool(name, arguments, meta=meta)
         except MCPError as exc:
             if (
                 exc.code == types.CONNECTION_CLOSED
@@ -256,7 +260,12 @@ class McpSession:
             headers["Authorization"] = f"Bearer {token}"
         assert server.url is not None
         if server.kind == "sse":
-            return sse_client(server.url, headers=headers, timeout=server.connect_timeout_s)
+            return sse_client(
+                server.url,
+                headers=headers,
+                timeout=server.connect_timeout_s,
+                httpx_client_factory=_traced_http_client,
+            )
         return _streamable_http(server.url, headers, server.connect_timeout_s)
 
     def _stdio_parameters(self) -> StdioServerParameters:
@@ -280,10 +289,43 @@ async def _streamable_http(
     # A long read timeout: the server may hold a response stream open while a tool runs.
     timeout = httpx2.Timeout(timeout_s, read=max(300.0, timeout_s))
     async with (
-        httpx2.AsyncClient(headers=headers, timeout=timeout) as client,
+        httpx2.AsyncClient(
+            headers=headers, timeout=timeout, event_hooks={"request": [_trace_headers_from_meta]}
+        ) as client,
         streamable_http_client(url, http_client=client) as streams,
     ):
         yield streams
+
+
+def _traced_http_client(
+    headers: dict[str, str] | None = None,
+    timeout: httpx2.Timeout | None = None,
+    auth: httpx2.Auth | None = None,
+) -> httpx2.AsyncClient:
+    """The SSE transport's client (the SDK's default timeouts), with a call's trace context
+    as headers."""
+    return httpx2.AsyncClient(
+        headers=headers,
+        timeout=timeout if timeout is not None else httpx2.Timeout(30.0, read=300.0),
+        auth=auth,
+        event_hooks={"request": [_trace_headers_from_meta]},
+    )
+
+
+async def _trace_headers_from_meta(request: httpx2.Request) -> None:
+    """A `tools/call` sent with trace context in its `_meta` carries it as HTTP headers too
+    (the transport sends from its own task, where the caller's context is not current)."""
+    body = request.content if request.method == "POST" else b""
+    if b'"traceparent"' not in body:
+        return
+    try:
+        meta = orjson.loads(body)["params"]["_meta"]
+    except (orjson.JSONDecodeError, KeyError, TypeError):
+        return
+    for name in TRACE_HEADER_NAMES:
+        value = meta.get(name) if isinstance(meta, dict) else None
+        if isinstance(value, str):
+            request.headers[name] = value
 
 
 def _watch(

@@ -18,6 +18,7 @@ from registry.calls import ToolOutput
 from registry.openapi.binding import HttpRequest
 from registry.openapi.document import SpecError
 from registry.openapi.results import response_output
+from registry.propagation import outgoing_trace_headers
 
 __all__ = ["FetchedSpec", "ServiceClient", "fetch_spec"]
 
@@ -114,13 +115,17 @@ class ServiceClient:
         if session is None:
             return ToolOutput("the OpenAPI source is closed", is_error=True)
         url = URL(request.url, encoded=True)
+        headers = request.headers
+        traced = outgoing_trace_headers()
+        if traced:
+            headers = {**headers, **traced}
         try:
             # The resolver is not asked about an IP literal, so it is checked here.
             self._guard.check_literal(url.raw_host or "")
             async with session.request(
                 request.method,
                 url,
-                headers=request.headers,
+                headers=headers,
                 data=orjson.dumps(request.json) if request.has_body else None,
                 allow_redirects=False,
                 timeout=aiohttp.ClientTimeout(total=timeout_s),
