@@ -1,6 +1,12 @@
-"""Emulated tool-call parsing, per format, over the corpus in tests/emulation.
+"""Emulated tool-call parsing, per format, over the corpora in tests/emulation.
 
     .venv/bin/python bench/emulation.py [--splits N] [--formats mistral,llama]
+                                        [--corpus all|bfcl|native]
+
+The native corpus (hand-written outputs per family, tests/emulation/corpus/) is reported per
+family against the goals: >= 99 % exact unstreamed and streamed (random chunks through the
+adapter), no false calls on plain answers, no truncated or unknown call executed, streamed
+equal to unstreamed; each row says PASS or MISS.
 
 Prints exact-match accuracy on clean and perturbed fixtures, detection precision, recall and
 F1 (relevance fixtures should call, irrelevance ones should not), the false-call rate on
@@ -33,6 +39,14 @@ from tests.emulation.corpus import (
     parse,
     same_calls,
 )
+from tests.emulation.native_corpus import (
+    NATIVE_FAMILIES,
+    executed_wrongly,
+    native_fixtures,
+    random_chunks,
+)
+
+GOAL_EXACT = 99.0
 
 
 @dataclass
@@ -55,6 +69,12 @@ class Tally:
 
 async def _adapter(fixture: Fixture, pieces: list[str]) -> tuple[str, list[tuple[str, Any]]]:
     """The fixture through `translate`, as streamed chunks of `pieces` (one piece: unstreamed)."""
+    outcome = await _adapter_outcome(fixture, pieces)
+    return outcome.content, outcome.calls
+
+
+async def _adapter_outcome(fixture: Fixture, pieces: list[str]) -> Outcome:
+    """The fixture through `translate`: content, reasoning and calls as a client gets them."""
     finish = "length" if fixture.truncated else "stop"
 
     async def chunks() -> AsyncIterator[dict[str, Any]]:
@@ -68,13 +88,14 @@ async def _adapter(fixture: Fixture, pieces: list[str]) -> tuple[str, list[tuple
             yield {"id": "b", "choices": [choice]}
 
     parser = get_format(fixture.format).parser(ToolSpecs.from_tools(fixture.tools), strict=False)
-    content, calls = "", []
+    content, reasoning, calls = "", "", []
     async for chunk in translate(chunks(), parser):
         for choice in chunk["choices"]:
             content += choice["delta"].get("content") or ""
+            reasoning += choice["delta"].get("reasoning_content") or ""
             for call in choice["delta"].get("tool_calls") or []:
                 calls.append((call["function"]["name"], json.loads(call["function"]["arguments"])))
-    return content, calls
+    return Outcome(content, calls, reasoning)
 
 
 def _measure(fixture: Fixture, tally: Tally, splits: int) -> None:
@@ -117,14 +138,83 @@ def _pct(part: float, whole: float) -> str:
     return f"{100 * part / whole:.1f} %" if whole else "n/a"
 
 
+def _native_row(family: str) -> list[str]:
+    """One family's native corpus against the goals."""
+    cases = native_fixtures(family)
+    whole_ok = streamed_ok = same = false_calls = plain = executed = 0
+    for fixture in cases:
+        whole = asyncio.run(_adapter_outcome(fixture, [fixture.text]))
+        streamed = asyncio.run(_adapter_outcome(fixture, random_chunks(fixture.text, fixture.id)))
+        whole_ok += exact(whole, fixture)
+        streamed_ok += exact(streamed, fixture)
+        same += (whole.content, whole.reasoning, whole.calls) == (
+            streamed.content,
+            streamed.reasoning,
+            streamed.calls,
+        )
+        if not fixture.calls and not fixture.truncated and fixture.content is not None:
+            plain += 1
+            false_calls += bool(whole.calls or streamed.calls)
+        executed += executed_wrongly(fixture, whole.calls) + executed_wrongly(
+            fixture, streamed.calls
+        )
+    n = len(cases)
+    passed = (
+        100 * whole_ok / n >= GOAL_EXACT
+        and 100 * streamed_ok / n >= GOAL_EXACT
+        and false_calls == 0
+        and executed == 0
+        and same == n
+    )
+    return [
+        family,
+        str(n),
+        _pct(whole_ok, n),
+        _pct(streamed_ok, n),
+        f"{false_calls} / {plain}",
+        str(executed),
+        _pct(same, n),
+        "PASS" if passed else "MISS",
+    ]
+
+
+def _table(header: list[str], rows: list[list[str]]) -> None:
+    print("| " + " | ".join(header) + " |")
+    print("|" + "|".join("---" for _ in header) + "|")
+    for row in rows:
+        print("| " + " | ".join(row) + " |")
+
+
+def native(families: list[str]) -> None:
+    """Print the native corpus table."""
+    header = [
+        "family",
+        "cases",
+        "exact unstreamed",
+        "exact streamed",
+        "false calls / plain answers",
+        "truncated or unknown executed",
+        "streamed = unstreamed",
+        "goals",
+    ]
+    _table(header, [_native_row(family) for family in families])
+
+
 def main(argv: list[str] | None = None) -> None:
-    """Run the corpus through every format and print the table."""
+    """Run the corpora through every format and print the tables."""
     options = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     options.add_argument("--splits", type=int, default=16, help="two-chunk splits per fixture")
     options.add_argument("--formats", default=",".join(FORMATS), help="comma-separated formats")
+    options.add_argument("--corpus", choices=("all", "bfcl", "native"), default="all")
     args = options.parse_args(argv)
+    chosen = args.formats.split(",")
+    if args.corpus != "bfcl":
+        native([f for f in chosen if f in NATIVE_FAMILIES])
+        if args.corpus == "native":
+            return
+        print()
     rows = []
-    for fmt in args.formats.split(","):
+    for fmt in chosen:
         tally = Tally([], [])
         for fixture in fixtures(fmt):
             try:
@@ -158,10 +248,7 @@ def main(argv: list[str] | None = None) -> None:
         "stream = non-stream",
         "truncated / unknown emitted / exceptions",
     ]
-    print("| " + " | ".join(header) + " |")
-    print("|" + "|".join("---" for _ in header) + "|")
-    for row in rows:
-        print("| " + " | ".join(row) + " |")
+    _table(header, rows)
 
 
 if __name__ == "__main__":
