@@ -1,0 +1,341 @@
+"""What sharing state through Redis (`state.backend: redis`) costs against per-process memory,
+on a mixed-turn round trip.
+
+    .venv/bin/python bench/state.py                     # table
+    .venv/bin/python bench/state.py --rounds 5 --trips 2000 --json out.json
+
+What is measured
+----------------
+One round trip is the turn replicas must share: the client sends a user message with its
+own tool (`lookup_order`); the model (the test suite's fake upstream, scripted) calls both
+that tool and the proxy's `demo.calculate`; Toolwire runs `demo.calculate`, keeps the hidden
+part of the turn and returns the client's call; the client answers it, and Toolwire puts the
+kept part back so the upstream gets a complete history, and the model answers. Two requests,
+two upstream calls, one tool run; with Redis, one SET and one MGET (one round trip each).
+Both answers are checked (the client's call returned, the final text).
+
+Two `toolwire serve` processes with the same config but `state:` run side by side: one on
+memory, one on a redis-server started here (no persistence). For each, in every round:
+
+* c=1   `--trips` sequential round trips (after `--warmup` of them): p50 of the round trip's
+        wall time, and the server's CPU (utime+stime of the process, from /proc) per trip.
+* c=N   `--concurrency` clients in a closed loop, `--trips` round trips in all: round trips
+        per second and server CPU per trip; for Redis, the redis-server's own CPU per trip too.
+
+The table shows the median over `--rounds` rounds (targets alternate which goes first). The
+ratio redis/memory is taken for CPU per trip and c=N throughput, and "added ms" is the c=1
+p50 difference. With `os.sched_setaffinity`, the servers run on one CPU and the fake, Redis
+and this script (the client, aiohttp) on the other, as in bench/overhead.py, whose process
+helpers this reuses.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import shutil
+import socket
+import statistics
+import sys
+import tempfile
+import time
+from collections import deque
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import orjson
+import uvloop
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from bench.overhead import (
+    Cpus,
+    Processes,
+    _cpu_seconds,
+    free_port,
+    toolwire_command,
+    wait_ready,
+)
+from tests.fakes.upstream import FakeUpstream, Reply
+
+ROOT = Path(__file__).resolve().parent.parent
+ANSWER = "Order 7 ships today, and 6 * 7 is 42."
+USER = {"role": "user", "content": "Where is order 7, and what is 6 * 7?"}
+LOOKUP = {
+    "type": "function",
+    "function": {
+        "name": "lookup_order",
+        "description": "Find an order by its number.",
+        "parameters": {"type": "object", "properties": {"order_id": {"type": "string"}}},
+    },
+}
+TARGETS = ("memory", "redis")
+
+
+# --------------------------------------------------------------------------- the fake model
+
+
+def _mixed(body: dict[str, Any]) -> Reply:
+    """Both calls for a fresh question, the answer once the tools have spoken."""
+    if any(m.get("role") == "tool" for m in body["messages"]):
+        return Reply.text(ANSWER)
+    return Reply.tool_calls(
+        [("demo_calculate", {"expression": "6 * 7"}), ("lookup_order", {"order_id": "7"})]
+    )
+
+
+async def _serve_upstream(port: int) -> None:
+    upstream = FakeUpstream(Reply.func(_mixed), port=port)
+    upstream.requests = deque(maxlen=8)  # type: ignore[assignment]
+    upstream.headers = deque(maxlen=8)  # type: ignore[assignment]
+    async with upstream:
+        await asyncio.Event().wait()
+
+
+# --------------------------------------------------------------------------- the client
+
+
+async def round_trip(session: aiohttp.ClientSession, url: str) -> float:
+    """One mixed turn and the client's follow-up; its wall time in seconds.
+
+    Raises:
+        RuntimeError: an answer was not the expected one.
+    """
+    start = time.perf_counter()
+    first_body = {"model": "fake-model", "messages": [USER], "tools": [LOOKUP]}
+    async with session.post(url, data=orjson.dumps(first_body)) as response:
+        first = orjson.loads(await response.read())
+    message = first.get("choices", [{}])[0].get("message", {})
+    calls = message.get("tool_calls") or []
+    if response.status != 200 or [c["function"]["name"] for c in calls] != ["lookup_order"]:
+        raise RuntimeError(f"turn: {response.status} {first}")
+    call = calls[0]
+    history = [
+        USER,
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": call["id"], "content": '{"status": "ships today"}'},
+    ]
+    follow_up = {"model": "fake-model", "messages": history, "tools": [LOOKUP]}
+    async with session.post(url, data=orjson.dumps(follow_up)) as response:
+        second = orjson.loads(await response.read())
+    if response.status != 200 or second["choices"][0]["message"]["content"] != ANSWER:
+        raise RuntimeError(f"follow-up: {response.status} {second}")
+    return time.perf_counter() - start
+
+
+async def sequential(url: str, trips: int) -> list[float]:
+    async with aiohttp.ClientSession() as session:
+        return [await round_trip(session, url) for _ in range(trips)]
+
+
+async def concurrent(url: str, trips: int, concurrency: int) -> None:
+    left = iter(range(trips))
+    connector = aiohttp.TCPConnector(limit=concurrency)
+    async with aiohttp.ClientSession(connector=connector) as session:
+
+        async def worker() -> None:
+            for _ in left:
+                await round_trip(session, url)
+
+        async with asyncio.TaskGroup() as group:
+            for _ in range(concurrency):
+                group.create_task(worker())
+
+
+def _cpu(pid: int) -> float:
+    seconds = _cpu_seconds(pid)
+    if seconds is None:
+        raise RuntimeError(f"no CPU figures for process {pid} (/proc)")
+    return seconds
+
+
+def measure(args: argparse.Namespace, url: str, pid: int, redis_pid: int | None) -> dict[str, Any]:
+    """c=1 latency and CPU per trip, then c=N throughput and CPU per trip, of one target."""
+    uvloop.run(sequential(url, args.warmup))
+    before = _cpu(pid)
+    times = uvloop.run(sequential(url, args.trips))
+    cpu_c1 = (_cpu(pid) - before) / args.trips
+    before = _cpu(pid)
+    redis_before = _cpu(redis_pid) if redis_pid else 0.0
+    wall = time.perf_counter()
+    uvloop.run(concurrent(url, args.trips, args.concurrency))
+    wall = time.perf_counter() - wall
+    result = {
+        "c1_p50_ms": statistics.median(times) * 1000,
+        "c1_cpu_us": cpu_c1 * 1e6,
+        "cN_trips_per_s": args.trips / wall,
+        "cN_cpu_us": (_cpu(pid) - before) / args.trips * 1e6,
+    }
+    if redis_pid:
+        result["redis_cpu_us"] = (_cpu(redis_pid) - redis_before) / args.trips * 1e6
+    return result
+
+
+# --------------------------------------------------------------------------- the servers
+
+
+def start_redis(procs: Processes, cpus: Cpus) -> tuple[str, int]:
+    """A redis-server on a free port without persistence; its URL and pid."""
+    binary = shutil.which("redis-server")
+    if binary is None:
+        raise SystemExit("redis-server is not installed (apt-get install redis-server)")
+    port = free_port()
+    command = [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", ""]
+    command += ["--appendonly", "no", "--dir", str(procs.workdir), "--loglevel", "warning"]
+    proc = procs.start("redis", command, cpus.other)
+    deadline = time.monotonic() + 10
+    while True:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5) as sock:
+                sock.sendall(b"PING\r\n")
+                if sock.recv(16).startswith(b"+PONG"):
+                    return f"redis://127.0.0.1:{port}/0", proc.pid
+        except OSError:
+            pass
+        if proc.poll() is not None or time.monotonic() > deadline:
+            raise RuntimeError(f"redis-server did not start:\n{procs.log_tail('redis')}")
+        time.sleep(0.02)
+
+
+def start_toolwire(
+    procs: Processes, cpus: Cpus, name: str, upstream: str, state: dict[str, Any]
+) -> tuple[str, int]:
+    """`toolwire serve` with the example tools and `state`; its chat URL and pid."""
+    config = {
+        "upstreams": [{"name": "fake", "base_url": upstream}],
+        "tools": [{"python": str(ROOT / "examples" / "tools.py"), "namespace": "demo"}],
+        "state": state,
+    }
+    path = procs.workdir / f"{name}.yaml"
+    path.write_bytes(orjson.dumps(config))  # JSON is YAML
+    port = free_port()
+    command = [*toolwire_command(), "serve", "--config", str(path), "--port", str(port)]
+    proc = procs.start(name, [*command, "--log-level", "warning"], cpus.server)
+    base = f"http://127.0.0.1:{port}"
+    wait_ready(procs, name, proc, base)
+    return f"{base}/v1/chat/completions", proc.pid
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    cpus = Cpus.detect(not args.no_pin)
+    if cpus.other is not None:
+        os.sched_setaffinity(0, {cpus.other})
+    with tempfile.TemporaryDirectory(prefix="toolwire-bench-state-") as folder:
+        procs = Processes(Path(folder))
+        try:
+            port = free_port()
+            fake = [sys.executable, str(Path(__file__).resolve()), "--serve-upstream", str(port)]
+            upstream = procs.start("upstream", fake, cpus.other)
+            wait_ready(procs, "upstream", upstream, f"http://127.0.0.1:{port}")
+            upstream_url = f"http://127.0.0.1:{port}/v1"
+            redis_url, redis_pid = start_redis(procs, cpus)
+            states = {
+                "memory": {"backend": "memory"},
+                "redis": {"backend": "redis", "url": redis_url},
+            }
+            servers = {
+                name: start_toolwire(procs, cpus, name, upstream_url, states[name])
+                for name in TARGETS
+            }
+            rounds: list[dict[str, dict[str, Any]]] = []
+            for index in range(args.rounds):
+                order = TARGETS if index % 2 == 0 else TARGETS[::-1]
+                found = {}
+                for name in order:
+                    url, pid = servers[name]
+                    found[name] = measure(args, url, pid, redis_pid if name == "redis" else None)
+                rounds.append(found)
+                print(f"round {index + 1}/{args.rounds} done", file=sys.stderr, flush=True)
+        finally:
+            procs.close()
+    return summarise(args, cpus, rounds)
+
+
+# --------------------------------------------------------------------------- the report
+
+
+def summarise(
+    args: argparse.Namespace, cpus: Cpus, rounds: list[dict[str, dict[str, Any]]]
+) -> dict[str, Any]:
+    medians = {
+        name: {key: statistics.median([r[name][key] for r in rounds]) for key in rounds[0][name]}
+        for name in TARGETS
+    }
+    memory, redis = medians["memory"], medians["redis"]
+    return {
+        "settings": {
+            "rounds": args.rounds,
+            "trips": args.trips,
+            "warmup": args.warmup,
+            "concurrency": args.concurrency,
+            "cpus": cpus.describe(),
+        },
+        "medians": medians,
+        "redis_over_memory": {
+            "c1_cpu_per_trip": redis["c1_cpu_us"] / memory["c1_cpu_us"],
+            "cN_cpu_per_trip": redis["cN_cpu_us"] / memory["cN_cpu_us"],
+            "cN_trips_per_s": redis["cN_trips_per_s"] / memory["cN_trips_per_s"],
+            "c1_p50": redis["c1_p50_ms"] / memory["c1_p50_ms"],
+        },
+        "added_ms_per_trip_c1_p50": redis["c1_p50_ms"] - memory["c1_p50_ms"],
+        "added_cpu_us_per_trip_cN": redis["cN_cpu_us"] - memory["cN_cpu_us"],
+        "rounds": rounds,
+    }
+
+
+def render(result: dict[str, Any]) -> str:
+    settings, medians = result["settings"], result["medians"]
+    n = settings["concurrency"]
+    lines = [
+        f"Mixed-turn round trip (turn + follow-up), median of {settings['rounds']} rounds of "
+        f"{settings['trips']} trips; {settings['cpus']}",
+        "",
+        f"{'state':<8} {'c=1 p50 ms':>11} {'c=1 CPU us':>11} {f'c={n} trips/s':>13} "
+        f"{f'c={n} CPU us':>12} {'redis-server CPU us':>20}",
+    ]
+    for name in TARGETS:
+        m = medians[name]
+        redis_cpu = f"{m['redis_cpu_us']:.0f}" if "redis_cpu_us" in m else "-"
+        lines.append(
+            f"{name:<8} {m['c1_p50_ms']:>11.2f} {m['c1_cpu_us']:>11.0f} "
+            f"{m['cN_trips_per_s']:>13.0f} {m['cN_cpu_us']:>12.0f} {redis_cpu:>20}"
+        )
+    ratio = result["redis_over_memory"]
+    lines += [
+        "",
+        f"redis/memory: CPU per trip {ratio['c1_cpu_per_trip']:.2f}x (c=1), "
+        f"{ratio['cN_cpu_per_trip']:.2f}x (c={n}); trips/s {ratio['cN_trips_per_s']:.2f}x "
+        f"(c={n}); p50 {ratio['c1_p50']:.2f}x (c=1)",
+        f"added per round trip: {result['added_ms_per_trip_c1_p50']:+.2f} ms (c=1 p50), "
+        f"{result['added_cpu_us_per_trip_cN']:+.0f} us of Toolwire CPU (c={n})",
+    ]
+    return "\n".join(lines)
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--trips", type=int, default=1000, help="round trips per measurement")
+    parser.add_argument("--warmup", type=int, default=30, help="c=1 round trips not counted")
+    parser.add_argument("--concurrency", type=int, default=16)
+    parser.add_argument("--json", metavar="PATH", help="also write every number as JSON")
+    parser.add_argument("--no-pin", action="store_true", help="do not pin processes to CPUs")
+    parser.add_argument("--serve-upstream", type=int, metavar="PORT", help=argparse.SUPPRESS)
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    if args.serve_upstream is not None:
+        uvloop.run(_serve_upstream(args.serve_upstream))
+        return 0
+    result = run(args)
+    print(render(result))
+    if args.json:
+        Path(args.json).write_bytes(orjson.dumps(result, option=orjson.OPT_INDENT_2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
