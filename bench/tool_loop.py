@@ -1,0 +1,522 @@
+"""What Toolwire adds to a tool loop, against calling the model and the tool directly, and LiteLLM.
+
+    sh bench/setup_litellm.sh                        # once: LiteLLM's proxy in its own venv
+    .venv/bin/python bench/tool_loop.py              # table + PASS/MISS goal lines
+    .venv/bin/python bench/tool_loop.py --json out.json --rounds 1 --duration 3
+
+What is measured
+----------------
+Every request makes one tool call and then answers: the model (`bench/loop_upstream.py`, the
+test suite's fake upstream, scripted) answers the question with a call of the one tool it is
+offered, and, once the tool's result is in the messages, with text quoting that result. The
+client checks the answer quotes the tool's result. The same tool (`echo`) comes four ways:
+
+* python     `bench/loop_tools.py` as a Python source (the default execution mode)
+* mcp-stdio  `bench/loop_mcp_server.py` (the mcp SDK's MCPServer) over stdio, spawned by the proxy
+* mcp-http   the same server over Streamable HTTP, one process shared by every client
+* openapi    `bench/loop_openapi_service.py` (aiohttp) and its OpenAPI document
+
+Targets, per tool:
+
+* direct    this process makes the three steps itself (model, tool, model): the model asked
+            directly and the tool called directly (the function in-process, an mcp
+            `ClientSession`, an aiohttp POST). Its time is the model and tool time.
+* toolwire  `toolwire serve` with that one tool source, the fake as upstream; one request.
+* litellm   LiteLLM's proxy (pinned, `bench/setup_litellm.sh`), the same fake as its model and
+            the same MCP server (stdio and Streamable HTTP) and REST service (`spec_path`) in its
+            `mcp_servers`, sent `/v1/chat/completions` with a tool `{"type": "mcp",
+            "server_url": "litellm_proxy/mcp/<server>", "require_approval": "never"}`, which
+            LiteLLM runs itself (one tool round, then one follow-up call). No Python tool row:
+            LiteLLM has no in-process tool source.
+
+c=1: `--requests` sequential requests after `--warmup-requests` (p50, p99); "+iter" is the p50
+minus the direct loop's p50 in the same round (median over rounds): the latency the proxy adds
+to an iteration (model, tool, model) beyond model and tool time. c=32: a closed loop for
+`--duration` s after `--warmup` s: req/s, and the proxy process's CPU per request (from /proc;
+a stdio server it spawned is not counted). Goals: toolwire "+iter" <= 1 ms for every tool, and
+LiteLLM's "+iter" on its MCP path >= 100x Toolwire's.
+
+Method: servers are child processes on ephemeral loopback ports, killed (process group) in a
+`finally`. With 2 CPUs, the proxies run on CPU A (a stdio MCP server a proxy spawns too), and
+the fake model, the MCP HTTP server, the REST service, this client and the direct loop's stdio
+server on CPU B.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from collections.abc import Awaitable, Callable
+from contextlib import AsyncExitStack
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import orjson
+import uvloop
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import loop_clients as clients
+from loop_load import median, run_load, run_sequence
+from overhead import Cpus, Processes, _cpu_seconds, free_port, toolwire_command
+
+ROOT = Path(__file__).resolve().parent.parent
+BENCH = ROOT / "bench"
+KINDS = ("python", "mcp-stdio", "mcp-http", "openapi")
+TARGETS = ("direct", "toolwire", "litellm")
+LITELLM = BENCH / ".venv-litellm" / "bin" / "litellm"
+LITELLM_KEY = "sk-bench"
+LITELLM_SERVERS = {"mcp-stdio": "benchstdio", "mcp-http": "benchhttp", "openapi": "benchopenapi"}
+ITER_GOAL_MS = 1.0
+LITELLM_GOAL = 100.0
+
+
+@dataclass
+class Servers:
+    """The URLs of every process of a run."""
+
+    upstream: str
+    mcp_url: str
+    rest: str
+    toolwire: dict[str, tuple[str, int]]
+    """kind -> (chat completions URL, pid)"""
+    litellm: tuple[str, int] | None
+    litellm_note: str
+
+
+def wait_http(procs: Processes, name: str, proc: Any, url: str, timeout: float = 60) -> None:
+    """Until `url` answers 200 (or the process exits, or `timeout` passes: RuntimeError)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"{name} exited ({proc.returncode}):\n{procs.log_tail(name)}")
+        with contextlib.suppress(OSError), urllib.request.urlopen(url, timeout=1) as resp:
+            if resp.status == 200:
+                return
+        time.sleep(0.1)
+    raise RuntimeError(f"{name} not ready after {timeout:.0f} s:\n{procs.log_tail(name)}")
+
+
+def toolwire_source(kind: str, mcp_url: str, rest: str) -> dict[str, Any]:
+    """The one `tools:` entry of the toolwire serving `kind`."""
+    if kind == "python":
+        return {"python": str(BENCH / "loop_tools.py")}
+    if kind == "mcp-stdio":
+        return {"mcp": {"command": [sys.executable, str(BENCH / "loop_mcp_server.py")]}}
+    if kind == "mcp-http":
+        return {"mcp": {"url": mcp_url}}
+    return {"openapi": {"spec": f"{rest}/openapi.json", "allow_private": True}}
+
+
+def litellm_config(upstream: str, mcp_url: str, rest: str) -> dict[str, Any]:
+    """LiteLLM's config: the fake as `fake-model`, the MCP server twice and the REST service."""
+    return {
+        "model_list": [
+            {
+                "model_name": "fake-model",
+                "litellm_params": {
+                    "model": "openai/fake-model",
+                    "api_base": upstream,
+                    "api_key": "sk-fake",
+                },
+            }
+        ],
+        "litellm_settings": {
+            "callbacks": [],
+            "num_retries": 0,
+            "request_timeout": 60,
+            "telemetry": False,
+            # Its SSRF guard refuses loopback MCP and OpenAPI URLs unless they are listed.
+            "user_url_allowed_hosts": ["127.0.0.1"],
+        },
+        "general_settings": {"master_key": LITELLM_KEY},
+        "mcp_servers": {
+            "benchstdio": {
+                "transport": "stdio",
+                "command": sys.executable,
+                "args": [str(BENCH / "loop_mcp_server.py")],
+            },
+            "benchhttp": {"url": mcp_url, "transport": "http"},
+            "benchopenapi": {"url": rest, "spec_path": f"{rest}/openapi.json"},
+        },
+    }
+
+
+def litellm_version() -> str | None:
+    python = LITELLM.parent / "python"
+    try:
+        out = subprocess.run(
+            [str(python), "-c", "import importlib.metadata as m; print(m.version('litellm'))"],
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=60,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip()
+
+
+def start_servers(args: argparse.Namespace, procs: Processes, cpus: Cpus, work: Path) -> Servers:
+    a, b = cpus.server, cpus.other
+    py = sys.executable
+    ports = {name: free_port() for name in ("upstream", "mcp", "rest")}
+    upstream = procs.start("upstream", [py, str(BENCH / "loop_upstream.py"), "--port",
+                                        str(ports["upstream"])], b)  # fmt: skip
+    mcp = procs.start(
+        "mcp", [py, str(BENCH / "loop_mcp_server.py"), "--http", str(ports["mcp"])], b
+    )
+    rest_cmd = [py, str(BENCH / "loop_openapi_service.py"), "--port", str(ports["rest"])]
+    rest_proc = procs.start("rest", rest_cmd, b)
+    upstream_base = f"http://127.0.0.1:{ports['upstream']}"
+    mcp_url = f"http://127.0.0.1:{ports['mcp']}/mcp"
+    rest = f"http://127.0.0.1:{ports['rest']}"
+    wait_http(procs, "upstream", upstream, f"{upstream_base}/v1/models")
+    wait_http(procs, "rest", rest_proc, f"{rest}/openapi.json")
+    _wait_port(procs, "mcp", mcp, ports["mcp"])
+    toolwire: dict[str, tuple[str, int]] = {}
+    started = []
+    for kind in args.kinds:
+        config = {
+            "server": {"host": "127.0.0.1"},
+            "upstreams": [{"name": "fake", "base_url": f"{upstream_base}/v1"}],
+            "tools": [toolwire_source(kind, mcp_url, rest)],
+        }
+        path = work / f"toolwire-{kind}.yaml"
+        path.write_bytes(orjson.dumps(config))  # JSON is YAML
+        port = free_port()
+        cmd = [*toolwire_command(), "serve", "--config", str(path), "--port", str(port)]
+        proc = procs.start(f"toolwire-{kind}", [*cmd, "--log-level", "warning"], a)
+        started.append((kind, proc, port))
+    for kind, proc, port in started:
+        wait_http(procs, f"toolwire-{kind}", proc, f"http://127.0.0.1:{port}/readyz")
+        toolwire[kind] = (f"http://127.0.0.1:{port}/v1/chat/completions", proc.pid)
+    litellm, note = _start_litellm(args, procs, a, work, f"{upstream_base}/v1", mcp_url, rest)
+    return Servers(f"{upstream_base}/v1", mcp_url, rest, toolwire, litellm, note)
+
+
+def _wait_port(procs: Processes, name: str, proc: Any, port: int, timeout: float = 30) -> None:
+    import socket
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"{name} exited ({proc.returncode}):\n{procs.log_tail(name)}")
+        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 1):
+            return
+        time.sleep(0.1)
+    raise RuntimeError(f"{name} not listening after {timeout:.0f} s")
+
+
+def _start_litellm(
+    args: argparse.Namespace,
+    procs: Processes,
+    cpu: int | None,
+    work: Path,
+    upstream: str,
+    mcp_url: str,
+    rest: str,
+) -> tuple[tuple[str, int] | None, str]:
+    if args.no_litellm:
+        return None, "LiteLLM left out (--no-litellm)"
+    if not LITELLM.exists():
+        return None, "LiteLLM is not installed: run `sh bench/setup_litellm.sh` to compare with it"
+    path = work / "litellm.yaml"
+    path.write_bytes(orjson.dumps(litellm_config(upstream, mcp_url, rest)))
+    port = free_port()
+    procs.env.update(
+        LITELLM_ENABLE_MCP_STDIO="true",
+        LITELLM_LOCAL_MODEL_COST_MAP="True",
+        LITELLM_TELEMETRY="False",
+        LITELLM_LOG="ERROR",
+        LITELLM_MODE="PRODUCTION",
+        LITELLM_DONT_SHOW_FEEDBACK_BOX="True",
+    )
+    cmd = [str(LITELLM), "--config", str(path), "--host", "127.0.0.1", "--port", str(port)]
+    proc = procs.start("litellm", [*cmd, "--num_workers", "1"], cpu)
+    try:
+        wait_http(procs, "litellm", proc, f"http://127.0.0.1:{port}/health/liveliness", 120)
+    except RuntimeError as exc:
+        procs.stop(proc)
+        return None, f"LiteLLM did not start, so it is left out: {str(exc)[:500]}"
+    version = litellm_version() or "?"
+    url = f"http://127.0.0.1:{port}/v1/chat/completions"
+    return (url, proc.pid), f"LiteLLM {version}, 1 worker"
+
+
+# --------------------------------------------------------------------------- measuring
+
+
+async def measure(args: argparse.Namespace, servers: Servers) -> list[dict[str, Any]]:
+    """Every round: per tool kind, every target at c=1 then at c=concurrency."""
+    connector = aiohttp.TCPConnector(limit=0, force_close=False)
+    timeout = aiohttp.ClientTimeout(total=120)
+    rounds: list[dict[str, Any]] = []
+    async with AsyncExitStack() as stack:
+        http = await stack.enter_async_context(
+            aiohttp.ClientSession(connector=connector, timeout=timeout)
+        )
+        tools: dict[str, clients.ToolCall] = {
+            "python": clients.python_tool,
+            "mcp-stdio": await clients.mcp_stdio_tool(stack),
+            "mcp-http": await clients.mcp_http_tool(stack, servers.mcp_url),
+            "openapi": clients.openapi_tool(http, servers.rest),
+        }
+        for index in range(args.rounds):
+            this: dict[str, Any] = {}
+            for kind in args.kinds:
+                calls = _calls(kind, http, servers, tools[kind])
+                order = list(calls)
+                shift = index % len(order)
+                this[kind] = {}
+                for target in order[shift:] + order[:shift]:
+                    _progress(f"round {index + 1}/{args.rounds} {kind:<9} {target}")
+                    call, pid = calls[target]
+                    this[kind][target] = await _measure_one(args, call, pid)
+            rounds.append(this)
+    return rounds
+
+
+def _calls(
+    kind: str, http: aiohttp.ClientSession, servers: Servers, tool: clients.ToolCall
+) -> dict[str, tuple[Callable[[], Awaitable[str | None]], int | None]]:
+    out: dict[str, tuple[Callable[[], Awaitable[str | None]], int | None]] = {
+        "direct": (clients.DirectLoop(http, servers.upstream, tool), None),
+    }
+    url, pid = servers.toolwire[kind]
+    out["toolwire"] = (clients.ProxyClient(http, url, {}), pid)
+    if servers.litellm is not None and kind in LITELLM_SERVERS:
+        url, pid = servers.litellm
+        mcp_tool = {
+            "type": "mcp",
+            "server_label": "litellm",
+            "server_url": f"litellm_proxy/mcp/{LITELLM_SERVERS[kind]}",
+            "require_approval": "never",
+            "headers": {"x-litellm-api-key": f"Bearer {LITELLM_KEY}"},
+        }
+        client = clients.ProxyClient(http, url, {"tools": [mcp_tool]}, key=LITELLM_KEY)
+        out["litellm"] = (client, pid)
+    return out
+
+
+async def _measure_one(
+    args: argparse.Namespace, call: Callable[[], Awaitable[str | None]], pid: int | None
+) -> dict[str, Any]:
+    seq = await run_sequence(call, args.requests, args.warmup_requests)
+    before = _cpu_seconds(pid) if pid else None
+    load = await run_load(call, args.concurrency, args.warmup, args.duration)
+    after = _cpu_seconds(pid) if pid else None
+    summary = load.summary()
+    cpu = None if before is None or after is None else after - before
+    return {
+        "c1": seq.summary(),
+        "load": summary,
+        "cpu_us_per_req": cpu * 1e6 / summary["ok"] if cpu is not None and summary["ok"] else None,
+    }
+
+
+def summarise(rounds: list[dict[str, Any]], kinds: list[str]) -> dict[str, Any]:
+    """Medians over rounds per tool kind and target, and the added latency per iteration."""
+    out: dict[str, Any] = {}
+    for kind in kinds:
+        targets = [t for t in TARGETS if t in rounds[0][kind]]
+        rows: dict[str, Any] = {}
+        for target in targets:
+            runs = [r[kind][target] for r in rounds]
+            pairs = [(r[kind][target], r[kind]["direct"]) for r in rounds]
+            rows[target] = {
+                "p50_ms": median([x["c1"]["p50_ms"] for x in runs]),
+                "p99_ms": median([x["c1"]["p99_ms"] for x in runs]),
+                "added_ms": median([x["c1"]["p50_ms"] - d["c1"]["p50_ms"] for x, d in pairs]),
+                "rps": median([x["load"]["rps"] for x in runs]),
+                "load_p50_ms": median([x["load"]["p50_ms"] for x in runs]),
+                "cpu_us_per_req": median([x["cpu_us_per_req"] for x in runs]),
+                "errors": sum(x["c1"]["errors"] + x["load"]["errors"] for x in runs),
+                "error_samples": [
+                    s for x in runs for s in x["c1"]["error_samples"] + x["load"]["error_samples"]
+                ][:5],
+            }
+        rows["direct"]["added_ms"] = 0.0
+        out[kind] = rows
+    return out
+
+
+# --------------------------------------------------------------------------- report
+
+
+def _f(value: float | None, digits: int = 2, width: int = 8) -> str:
+    if value is None or value != value:  # None or NaN
+        return f"{'-':>{width}}"
+    return f"{value:>{width}.{digits}f}"
+
+
+def goal_lines(result: dict[str, Any]) -> list[str]:
+    """PASS/MISS per goal: Toolwire's added latency per iteration, and LiteLLM's against it."""
+    lines = []
+    summary = result["summary"]
+    for kind, rows in summary.items():
+        tw = rows["toolwire"]
+        ok = tw["added_ms"] <= ITER_GOAL_MS and not tw["errors"]
+        lines.append(
+            f"{'PASS' if ok else 'MISS'}  {kind}: toolwire adds {tw['added_ms']:.2f} ms per "
+            f"iteration beyond model and tool time (goal <= {ITER_GOAL_MS:g} ms)"
+            + (f", {tw['errors']} errors" if tw["errors"] else "")
+        )
+    for kind, rows in summary.items():
+        if "litellm" not in rows or not kind.startswith("mcp"):
+            continue
+        ratio = litellm_ratio(rows)
+        ok = ratio >= LITELLM_GOAL and not rows["toolwire"]["errors"]
+        c = result["meta"]["concurrency"]
+        rps = _ratio(rows["toolwire"]["rps"], rows["litellm"]["rps"])
+        lines.append(
+            f"{'PASS' if ok else 'MISS'}  {kind}: LiteLLM adds {rows['litellm']['added_ms']:.1f} ms"
+            f", {ratio:.0f}x what toolwire adds (goal >= {LITELLM_GOAL:g}x); c={c} req/s "
+            f"toolwire/LiteLLM {rps:.1f}x"
+        )
+    return lines
+
+
+def litellm_ratio(rows: dict[str, Any]) -> float:
+    """LiteLLM's added latency over Toolwire's (Toolwire's floored at 0.01 ms, noise below)."""
+    return float(rows["litellm"]["added_ms"]) / max(float(rows["toolwire"]["added_ms"]), 0.01)
+
+
+def _ratio(a: float, b: float) -> float:
+    return a / b if b else float("nan")
+
+
+def render(result: dict[str, Any]) -> str:
+    meta = result["meta"]
+    c = meta["concurrency"]
+    lines = [
+        f"Tool loop (model -> tool -> model per request): median of {meta['rounds']} rounds; "
+        f"c=1: {meta['requests']} requests; c={c}: {meta['duration']:g} s after "
+        f"{meta['warmup']:g} s",
+        f"pinning: {meta['pinning']}; {meta['litellm']}",
+        "times in ms; +iter = p50 minus the direct loop's p50 (model + tool time), same round; "
+        "us/rq = the proxy process's CPU per request at c=" + str(c),
+        "",
+        f"  {'tool':<10}{'target':<10}{'p50':>8}{'p99':>8}{'+iter':>8} |"
+        f"{f'c={c} req/s':>12}{'p50':>8}{'us/rq':>8}{'errors':>7}",
+    ]
+    for kind, rows in result["summary"].items():
+        for target, row in rows.items():
+            mark = "!" if row["errors"] else " "
+            added = "       -" if target == "direct" else _f(row["added_ms"])
+            lines.append(
+                f"{mark} {kind:<10}{target:<10}{_f(row['p50_ms'])}{_f(row['p99_ms'])}{added} |"
+                f"{_f(row['rps'], 0, 12)}{_f(row['load_p50_ms'])}{_f(row['cpu_us_per_req'], 0)}"
+                f"{row['errors']:>7}"
+            )
+    lines.append("")
+    lines += goal_lines(result)
+    for kind, rows in result["summary"].items():
+        for target, row in rows.items():
+            if not row["rps"] and not row["errors"]:
+                lines.append(
+                    f"NOTE  {kind} {target}: no request ended within the c={c} window "
+                    f"({meta['duration']:g} s), so its req/s is 0"
+                )
+            if row["errors"]:
+                lines.append(f"ERRORS {kind} {target}: {row['errors']}")
+                lines += [f"    {sample}" for sample in row["error_samples"]]
+    return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------- main
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        description="Tool-loop latency and throughput: Toolwire vs direct calls vs LiteLLM.",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    parser.add_argument("--rounds", type=int, default=3, help="repeats; medians are reported")
+    parser.add_argument("--requests", type=int, default=200, help="c=1 requests per target")
+    parser.add_argument("--warmup-requests", type=int, default=20, help="c=1 warm-up requests")
+    parser.add_argument("--concurrency", type=int, default=32, help="callers for req/s")
+    parser.add_argument("--duration", type=float, default=5.0, help="counted seconds at c=32")
+    parser.add_argument("--warmup", type=float, default=1.0, help="uncounted seconds at c=32")
+    parser.add_argument(
+        "--kinds",
+        type=_kinds,
+        default=list(KINDS),
+        metavar="KIND[,KIND]",
+        help="tool kinds: " + ", ".join(KINDS),
+    )
+    parser.add_argument("--no-litellm", action="store_true", help="leave LiteLLM out")
+    parser.add_argument("--no-pin", action="store_true", help="do not pin processes to CPUs")
+    parser.add_argument("--json", metavar="PATH", help="also write every number as JSON to PATH")
+    return parser.parse_args(argv)
+
+
+def _kinds(value: str) -> list[str]:
+    kinds = [k.strip() for k in value.split(",") if k.strip()]
+    if not kinds or any(k not in KINDS for k in kinds):
+        raise argparse.ArgumentTypeError(f"one or more of {', '.join(KINDS)}")
+    return kinds
+
+
+def _progress(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    cpus = Cpus.detect(not args.no_pin)
+    if cpus.other is not None:
+        with contextlib.suppress(OSError):
+            os.sched_setaffinity(0, {cpus.other})
+    with tempfile.TemporaryDirectory(prefix="toolwire-loop-") as tmp:
+        procs = Processes(Path(tmp))
+        try:
+            _progress("starting servers ...")
+            servers = start_servers(args, procs, cpus, Path(tmp))
+            _progress(servers.litellm_note)
+            rounds = uvloop.run(measure(args, servers))
+        finally:
+            procs.close()
+    meta = {
+        "rounds": args.rounds,
+        "requests": args.requests,
+        "warmup_requests": args.warmup_requests,
+        "concurrency": args.concurrency,
+        "duration": args.duration,
+        "warmup": args.warmup,
+        "kinds": args.kinds,
+        "pinning": cpus.describe(),
+        "litellm": servers.litellm_note,
+        "python": platform.python_version(),
+        "cpus": os.cpu_count(),
+        "wrk": shutil.which("wrk") is not None,
+    }
+    return {"meta": meta, "summary": summarise(rounds, args.kinds), "rounds": rounds}
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    started = time.monotonic()
+    try:
+        result = run(args)
+    except KeyboardInterrupt:
+        _progress("interrupted; every server was stopped")
+        return 130
+    result["meta"]["seconds"] = round(time.monotonic() - started, 1)
+    print(render(result))
+    if args.json:
+        Path(args.json).write_bytes(orjson.dumps(result, option=orjson.OPT_INDENT_2))
+        print(f"results written to {args.json}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
