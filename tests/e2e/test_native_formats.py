@@ -1,0 +1,182 @@
+"""The families' native formats through the real server, with the official openai SDK, against
+a raw server with no tool parser (tests/fakes/raw_server.py) that streams the model's text in
+pieces cut at awkward places: in `emulated` mode (tools in the prompt) and in `parsed` mode
+(tools to the server's chat template with `tool_choice: "none"`), the proxy's tool runs, the
+answer arrives, reasoning comes back as `reasoning_content`, and cut-off or unknown calls
+never run."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+from openai import AsyncOpenAI
+
+from tests.conftest import serve_proxy
+from tests.e2e.tools import registry_with
+from tests.emulation.families import WRITERS
+from tests.fakes.raw_server import RawServer, Turn
+
+DSML = "\uff5cDSML\uff5c"
+
+
+def _ds(name: str) -> str:
+    return f"<\uff5c{name.replace(' ', chr(0x2581))}\uff5c>"
+
+
+SPECIAL_TOKENS: dict[str, tuple[str, ...]] = {
+    "hermes": (),
+    "xml": (),
+    "mistral": ("[TOOL_CALLS]", "[ARGS]", "[CALL_ID]", "[THINK]", "[/THINK]"),
+    "llama": ("<|python_tag|>", "<|eot_id|>", "<|eom_id|>"),
+    "gpt-oss": tuple(
+        f"<|{t}|>" for t in ("start", "channel", "message", "constrain", "end", "call", "return")
+    ),
+    "deepseek": tuple(
+        _ds(t)
+        for t in (
+            "tool calls begin",
+            "tool calls end",
+            "tool call begin",
+            "tool call end",
+            "tool sep",
+        )
+    ),
+    "deepseek-v3.2": (DSML,),
+    "glm": ("<|observation|>", "<|user|>"),
+    "kimi": (
+        "<|tool_calls_section_begin|>",
+        "<|tool_calls_section_end|>",
+        "<|tool_call_begin|>",
+        "<|tool_call_argument_begin|>",
+        "<|tool_call_end|>",
+    ),
+    "gemma": ("<|tool_call>", "<tool_call|>", '<|"|>', "<|channel>", "<channel|>"),
+}
+FAMILIES = tuple(SPECIAL_TOKENS)
+FIRST, SECOND = "The user wants the weather; I call the tool.", "The tool says sunny."
+ANSWER = "It is sunny in Paris."
+USER = [{"role": "user", "content": "What is the weather in Paris?"}]
+
+
+@dataclass
+class Answer:
+    """What the client got."""
+
+    content: str
+    reasoning: str
+    finish_reason: str | None
+    tool_calls: list[Any]
+
+
+async def _ask(client: AsyncOpenAI, *, stream: bool, **extra: Any) -> Answer:
+    if not stream:
+        response = await client.chat.completions.create(
+            model="raw-model", messages=USER, stream=False, **extra
+        )
+        message = response.choices[0].message
+        reasoning = (message.model_extra or {}).get("reasoning_content") or ""
+        return Answer(
+            message.content or "",
+            reasoning,
+            response.choices[0].finish_reason,
+            list(message.tool_calls or []),
+        )
+    answer = Answer("", "", None, [])
+    chunks = await client.chat.completions.create(
+        model="raw-model", messages=USER, stream=True, **extra
+    )
+    async for chunk in chunks:
+        for choice in chunk.choices:
+            answer.content += choice.delta.content or ""
+            answer.reasoning += (choice.delta.model_extra or {}).get("reasoning_content") or ""
+            answer.tool_calls += choice.delta.tool_calls or []
+            answer.finish_reason = choice.finish_reason or answer.finish_reason
+    return answer
+
+
+@pytest.fixture
+async def raw() -> AsyncIterator[RawServer]:
+    async with RawServer() as server:
+        yield server
+
+
+def _proxy(server: RawServer, family: str, mode: str) -> Any:
+    server.special_tokens = SPECIAL_TOKENS[family]
+    upstream = {
+        "name": "raw",
+        "base_url": server.base_url,
+        "models": ["*"],
+        "tool_calling": mode,
+        "emulation_format": family,
+    }
+    return serve_proxy({"upstreams": [upstream]}, registry_with())
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])
+@pytest.mark.parametrize("mode", ["emulated", "parsed"])
+@pytest.mark.parametrize("family", FAMILIES)
+async def test_the_tool_runs_and_the_answer_arrives(
+    raw: RawServer, family: str, mode: str, stream: bool
+) -> None:
+    w = WRITERS[family]
+    say = w.say("Let me check.") if w.say is not None else ""
+    raw.script(
+        w.think(FIRST) + say + w.block([("t_get_weather", {"city": "Paris"})]),
+        w.think(SECOND) + w.answer(ANSWER),
+    )
+    async with _proxy(raw, family, mode) as proxy:
+        answer = await _ask(proxy.client, stream=stream)
+    assert answer.content.strip().endswith(ANSWER)
+    assert ("Let me check." in answer.content) is bool(say)
+    assert FIRST in answer.reasoning and SECOND in answer.reasoning
+    assert FIRST not in answer.content and "t_get_weather" not in answer.content
+    assert (answer.finish_reason, answer.tool_calls) == ("stop", [])
+    first, second = raw.requests
+    keeps = bool(SPECIAL_TOKENS[family])
+    assert (first.get("skip_special_tokens") is False) is keeps
+    if mode == "parsed":
+        assert first["tool_choice"] == "none"
+        assert "t_get_weather" in [t["function"]["name"] for t in first["tools"]]
+        (result,) = [m for m in second["messages"] if m["role"] == "tool"]
+        assert json.loads(result["content"])["conditions"] == "sunny"
+        (call,) = next(m for m in second["messages"] if m.get("tool_calls"))["tool_calls"]
+        assert call["function"]["name"] == "t_get_weather"
+    else:
+        assert "tools" not in first and "t_get_weather" in first["messages"][0]["content"]
+        assert all(m["role"] != "tool" for m in second["messages"])
+        assert "sunny" in second["messages"][-1]["content"]
+
+
+@pytest.mark.parametrize("mode", ["emulated", "parsed"])
+@pytest.mark.parametrize("family", FAMILIES)
+async def test_cut_off_and_unknown_calls_never_run(raw: RawServer, family: str, mode: str) -> None:
+    w = WRITERS[family]
+    full = w.block([("t_explode", {"reason": "TRUNCATED-here"})])
+    cut = full[: full.index("TRUNCATED") + len("TRUNCATED")]
+    unknown = w.block([("no_such_tool", {"reason": "x"})])
+    raw.script(Turn(cut, "length"), unknown)
+    async with _proxy(raw, family, mode) as proxy:
+        truncated = await _ask(proxy.client, stream=True)
+        refused = await _ask(proxy.client, stream=False)
+    assert (truncated.finish_reason, truncated.tool_calls) == ("length", [])
+    assert "TRUNCATED" in truncated.content
+    assert refused.tool_calls == [] and "no_such_tool" in refused.content
+    assert len(raw.requests) == 2  # nothing ran, so no second round
+
+
+@pytest.mark.parametrize("mode", ["emulated", "parsed"])
+@pytest.mark.parametrize("family", ["kimi", "deepseek-v3.2", "gpt-oss"])
+async def test_a_client_that_drops_special_tokens_gets_text(
+    raw: RawServer, family: str, mode: str
+) -> None:
+    w = WRITERS[family]
+    raw.script(w.block([("t_get_weather", {"city": "Paris"})]))
+    async with _proxy(raw, family, mode) as proxy:
+        answer = await _ask(proxy.client, stream=True, extra_body={"skip_special_tokens": True})
+    # The server stripped the markers the client asked it to drop: no call is left to find.
+    assert answer.tool_calls == [] and "Paris" in answer.content
+    assert raw.requests[0]["skip_special_tokens"] is True and len(raw.requests) == 1
