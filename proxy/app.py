@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
@@ -16,7 +16,6 @@ from starlette.routing import Mount, Route
 from policies import Gate, Guards, RulePolicy
 from registry import Executor, SourceSet, ToolRegistry
 
-from .admin import AdminFront
 from .approvals import ApprovalFlow
 from .asgi import Receive, Scope, Send, send_json
 from .auth import Authenticator
@@ -31,7 +30,6 @@ from .fronts import (
     Responses,
     anthropic_error_body,
 )
-from .fronts.mcp import McpFront
 from .injection import Catalog
 from .loop import ToolLoop
 from .router import UpstreamRouter
@@ -39,6 +37,10 @@ from .services import Services
 from .state import build_stores
 from .telemetry import Telemetry
 from .webhook import WebhookApprover
+
+if TYPE_CHECKING:
+    from .admin import AdminFront
+    from .fronts.mcp import McpFront
 
 log = logging.getLogger("toolwire")
 
@@ -69,8 +71,8 @@ def create_app(
         ConfigError: traces are configured but OpenTelemetry is not installed.
     """
     hot = _HotRoutes()
-    mcp = McpFront() if settings.mcp_server.enabled else None
-    admin = AdminFront(settings.admin, settings.auth) if settings.admin.enabled else None
+    mcp = _mcp_front(settings)
+    admin = _admin_front(settings)
     telemetry = telemetry if telemetry is not None else Telemetry.from_settings(settings)
 
     @contextlib.asynccontextmanager
@@ -108,6 +110,24 @@ def create_app(
         exception_handlers={HTTPException: _http_error, ProxyError: _proxy_error},
     )
     return ToolwireApp(routes, hot, telemetry)
+
+
+def _mcp_front(settings: Settings) -> McpFront | None:
+    """`/mcp`, when enabled; the MCP SDK's server is imported only then (about a second)."""
+    if not settings.mcp_server.enabled:
+        return None
+    from .fronts.mcp import McpFront
+
+    return McpFront()
+
+
+def _admin_front(settings: Settings) -> AdminFront | None:
+    """The admin front, when enabled; FastAPI is imported only then (about a second)."""
+    if not settings.admin.enabled:
+        return None
+    from .admin import AdminFront
+
+    return AdminFront(settings.admin, settings.auth)
 
 
 async def _start(
