@@ -15,18 +15,19 @@ two upstream calls, one tool run; with Redis, one SET and one MGET (one round tr
 Both answers are checked (the client's call returned, the final text).
 
 Two `toolwire serve` processes with the same config but `state:` run side by side: one on
-memory, one on a redis-server started here (no persistence). For each, in every round:
+memory, one on a redis-server started here (no persistence). Each round measures both, in
+batches of `--batch` round trips that alternate between them (a busy machine slows both
+alike):
 
-* c=1   `--trips` sequential round trips (after `--warmup` of them): p50 of the round trip's
+* c=1   `--trips` sequential round trips each (after `--warmup`): p50 of the round trip's
         wall time, and the server's CPU (utime+stime of the process, from /proc) per trip.
 * c=N   `--concurrency` clients in a closed loop, `--trips` round trips in all: round trips
         per second and server CPU per trip; for Redis, the redis-server's own CPU per trip too.
 
-The table shows the median over `--rounds` rounds (targets alternate which goes first). The
-ratio redis/memory is taken for CPU per trip and c=N throughput, and "added ms" is the c=1
-p50 difference. With `os.sched_setaffinity`, the servers run on one CPU and the fake, Redis
-and this script (the client, aiohttp) on the other, as in bench/overhead.py, whose process
-helpers this reuses.
+The table shows the median over `--rounds` rounds. The ratio redis/memory is taken for CPU
+per trip and c=N throughput, and "added ms" is the c=1 p50 difference. With
+`os.sched_setaffinity`, the servers run on one CPU and the fake, Redis and this script (the
+client, aiohttp) on the other, as in bench/overhead.py, whose process helpers this reuses.
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ import sys
 import tempfile
 import time
 from collections import deque
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -150,26 +152,58 @@ def _cpu(pid: int) -> float:
     return seconds
 
 
-def measure(args: argparse.Namespace, url: str, pid: int, redis_pid: int | None) -> dict[str, Any]:
-    """c=1 latency and CPU per trip, then c=N throughput and CPU per trip, of one target."""
-    uvloop.run(sequential(url, args.warmup))
-    before = _cpu(pid)
-    times = uvloop.run(sequential(url, args.trips))
-    cpu_c1 = (_cpu(pid) - before) / args.trips
-    before = _cpu(pid)
-    redis_before = _cpu(redis_pid) if redis_pid else 0.0
-    wall = time.perf_counter()
-    uvloop.run(concurrent(url, args.trips, args.concurrency))
-    wall = time.perf_counter() - wall
-    result = {
-        "c1_p50_ms": statistics.median(times) * 1000,
-        "c1_cpu_us": cpu_c1 * 1e6,
-        "cN_trips_per_s": args.trips / wall,
-        "cN_cpu_us": (_cpu(pid) - before) / args.trips * 1e6,
+@dataclass
+class Tally:
+    """What one target used over its batches of one round."""
+
+    times: list[float] = field(default_factory=list)
+    c1_cpu: float = 0.0
+    cN_wall: float = 0.0
+    cN_cpu: float = 0.0
+    redis_cpu: float = 0.0
+
+
+def measure(
+    args: argparse.Namespace, servers: dict[str, tuple[str, int]], redis_pid: int, first: int
+) -> dict[str, dict[str, float]]:
+    """One round: c=1 latency and CPU per trip, then c=N throughput and CPU per trip, of each
+    target, in batches of `--batch` trips that alternate between the targets, so that what
+    else the machine does falls on both alike."""
+    tallies = {name: Tally() for name in TARGETS}
+    for name in TARGETS:
+        uvloop.run(sequential(servers[name][0], args.warmup))
+    batches = max(1, args.trips // args.batch)
+    for index in range(batches):
+        for name in _order(first + index):
+            url, pid = servers[name]
+            tally, before = tallies[name], _cpu(pid)
+            tally.times += uvloop.run(sequential(url, args.batch))
+            tally.c1_cpu += _cpu(pid) - before
+    for index in range(batches):
+        for name in _order(first + index):
+            url, pid = servers[name]
+            tally, before, redis_before = tallies[name], _cpu(pid), _cpu(redis_pid)
+            wall = time.perf_counter()
+            uvloop.run(concurrent(url, args.batch, args.concurrency))
+            tally.cN_wall += time.perf_counter() - wall
+            tally.cN_cpu += _cpu(pid) - before
+            tally.redis_cpu += _cpu(redis_pid) - redis_before
+    trips = batches * args.batch
+    found = {
+        name: {
+            "c1_p50_ms": statistics.median(t.times) * 1000,
+            "c1_cpu_us": t.c1_cpu / trips * 1e6,
+            "cN_trips_per_s": trips / t.cN_wall,
+            "cN_cpu_us": t.cN_cpu / trips * 1e6,
+        }
+        for name, t in tallies.items()
     }
-    if redis_pid:
-        result["redis_cpu_us"] = (_cpu(redis_pid) - redis_before) / args.trips * 1e6
-    return result
+    found["redis"]["redis_cpu_us"] = tallies["redis"].redis_cpu / trips * 1e6
+    return found
+
+
+def _order(index: int) -> tuple[str, ...]:
+    return TARGETS if index % 2 == 0 else TARGETS[::-1]
 
 
 # --------------------------------------------------------------------------- the servers
@@ -240,12 +274,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             }
             rounds: list[dict[str, dict[str, Any]]] = []
             for index in range(args.rounds):
-                order = TARGETS if index % 2 == 0 else TARGETS[::-1]
-                found = {}
-                for name in order:
-                    url, pid = servers[name]
-                    found[name] = measure(args, url, pid, redis_pid if name == "redis" else None)
-                rounds.append(found)
+                rounds.append(measure(args, servers, redis_pid, index))
                 print(f"round {index + 1}/{args.rounds} done", file=sys.stderr, flush=True)
         finally:
             procs.close()
@@ -267,9 +296,11 @@ def summarise(
         "settings": {
             "rounds": args.rounds,
             "trips": args.trips,
+            "batch": args.batch,
             "warmup": args.warmup,
             "concurrency": args.concurrency,
             "cpus": cpus.describe(),
+            "load_average_1min_at_end": os.getloadavg()[0],
         },
         "medians": medians,
         "redis_over_memory": {
@@ -289,7 +320,8 @@ def render(result: dict[str, Any]) -> str:
     n = settings["concurrency"]
     lines = [
         f"Mixed-turn round trip (turn + follow-up), median of {settings['rounds']} rounds of "
-        f"{settings['trips']} trips; {settings['cpus']}",
+        f"{settings['trips']} trips; {settings['cpus']}; load average at the end "
+        f"{settings['load_average_1min_at_end']:.1f} (above ~1: a busy machine, noisy figures)",
         "",
         f"{'state':<8} {'c=1 p50 ms':>11} {'c=1 CPU us':>11} {f'c={n} trips/s':>13} "
         f"{f'c={n} CPU us':>12} {'redis-server CPU us':>20}",
@@ -318,6 +350,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--trips", type=int, default=1000, help="round trips per measurement")
     parser.add_argument("--warmup", type=int, default=30, help="c=1 round trips not counted")
+    parser.add_argument("--batch", type=int, default=100, help="trips before switching target")
     parser.add_argument("--concurrency", type=int, default=16)
     parser.add_argument("--json", metavar="PATH", help="also write every number as JSON")
     parser.add_argument("--no-pin", action="store_true", help="do not pin processes to CPUs")
