@@ -21,8 +21,14 @@ from tests.fakes.mcp_servers import child_pids
 from tests.fakes.upstream import FakeUpstream
 
 TOOLS = '''
+import os
 import time
 from pathlib import Path
+
+
+def pid() -> int:
+    """The id of the process the tool runs in."""
+    return os.getpid()
 
 
 def nap(seconds: float) -> str:
