@@ -32,6 +32,8 @@ class Repair(StrEnum):
     JSON_CALLS = "json_calls"
     MISSING_BRACKETS = "missing_brackets"
     LIST_IN_TAG = "list_in_tag"
+    VALUE_BY_SCHEMA = "value_by_schema"
+    """A value whose own type marker is missing or wrong, read by the tool's schema."""
 
 
 class Refusal(StrEnum):

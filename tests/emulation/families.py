@@ -313,6 +313,16 @@ DEEPSEEK_V32 = Writer(
             "content": "",
         },
         {
+            "tag": "parameter_without_string_flag",
+            "source": "DeepSeek-V3.2 encoding docs (flag left out by the model)",
+            "text": f'<{DSML}function_calls>\n<{DSML}invoke name="get_weather">\n'
+            f'<{DSML}parameter name="city">Paris</{DSML}parameter>\n'
+            f'<{DSML}parameter name="days">2</{DSML}parameter>\n'
+            f"</{DSML}invoke>\n</{DSML}function_calls>",
+            "calls": [("get_weather", {"city": "Paris", "days": 2})],
+            "content": "",
+        },
+        {
             "tag": "tool_calls_block_name",
             "source": "later DeepSeek DSML templates",
             "text": _dsml_block([("get_weather", {"city": "Paris"})], "tool_calls"),

@@ -188,4 +188,5 @@ def _value(raw: str, flag: str | None, schema: Any, lenient: bool, repairs: list
     elif not lenient:
         return _INVALID
     # No flag, or a flag that does not hold: the schema's type decides, as in `xml`.
+    repairs.append(Repair.VALUE_BY_SCHEMA)
     return coerce(raw, schema if isinstance(schema, dict) else {}, lenient, repairs)
