@@ -1,0 +1,184 @@
+"""Smoke tests of the tool-loop, streams and chart benches: arguments, checks and rendering.
+
+Nothing here starts a server or measures time; the benches' numbers are synthetic.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+
+import chart
+import loop_clients
+import loop_load
+import loop_upstream
+import streams
+import tool_loop
+
+
+def _run(c1_p50: float, rps: float, errors: int = 0) -> dict[str, Any]:
+    c1 = {"p50_ms": c1_p50, "p99_ms": c1_p50 * 2, "errors": errors, "error_samples": []}
+    load = {"rps": rps, "p50_ms": 10.0, "errors": 0, "error_samples": []}
+    return {"c1": c1, "load": load, "cpu_us_per_req": 500.0}
+
+
+def _tool_loop_result() -> dict[str, Any]:
+    rounds = [
+        {
+            "python": {"direct": _run(1.0, 1000), "toolwire": _run(1.5, 800)},
+            "mcp-stdio": {
+                "direct": _run(2.0, 400),
+                "toolwire": _run(2.5, 300),
+                "litellm": _run(2500.0, 0, errors=1),
+            },
+        }
+    ]
+    args = tool_loop.parse_args(["--kinds", "python,mcp-stdio", "--rounds", "1"])
+    meta = {
+        "rounds": 1,
+        "requests": args.requests,
+        "concurrency": args.concurrency,
+        "duration": args.duration,
+        "warmup": args.warmup,
+        "pinning": "not pinned",
+        "litellm": "LiteLLM 1.0, 1 worker",
+    }
+    return {"meta": meta, "summary": tool_loop.summarise(rounds, args.kinds), "rounds": rounds}
+
+
+def test_tool_loop_arguments() -> None:
+    args = tool_loop.parse_args([])
+    assert args.kinds == list(tool_loop.KINDS)
+    assert (args.concurrency, args.json, args.no_litellm) == (32, None, False)
+    args = tool_loop.parse_args(["--kinds", "openapi", "--no-litellm", "--json", "out.json"])
+    assert (args.kinds, args.no_litellm, args.json) == (["openapi"], True, "out.json")
+    with pytest.raises(SystemExit):
+        tool_loop.parse_args(["--kinds", "grpc"])
+
+
+def test_tool_loop_summary_and_goals() -> None:
+    result = _tool_loop_result()
+    stdio = result["summary"]["mcp-stdio"]
+    assert stdio["toolwire"]["added_ms"] == pytest.approx(0.5)
+    assert stdio["litellm"]["added_ms"] == pytest.approx(2498.0)
+    text = tool_loop.render(result)
+    assert "PASS  python: toolwire adds 0.50 ms per iteration" in text
+    assert "PASS  mcp-stdio: LiteLLM adds 2498.0 ms, 4996x what toolwire adds" in text
+    assert "NOTE  mcp-stdio litellm: no request ended within the c=32 window" not in text
+    assert "ERRORS mcp-stdio litellm: 1" in text
+
+
+def test_tool_loop_misses_a_slow_iteration() -> None:
+    result = _tool_loop_result()
+    result["summary"]["python"]["toolwire"]["added_ms"] = 1.5
+    assert "MISS  python: toolwire adds 1.50 ms" in tool_loop.render(result)
+
+
+def test_the_tool_loop_model_calls_the_tool_then_quotes_its_result() -> None:
+    question = {"messages": [{"role": "user", "content": "?"}], "tools": [loop_clients.ECHO_TOOL]}
+    first = loop_upstream.reply_for(question, "x")
+    assert first.kind == "tool_calls"
+    assert first.calls == (("echo", {"text": "x"}),)
+    wrapped = {"type": "object", "properties": {"body": {"type": "object"}}}
+    assert loop_upstream.arguments_for(wrapped, "x") == {"body": {"text": "x"}}
+    answered = {"messages": [*question["messages"], {"role": "tool", "content": "echo: x"}]}
+    second = loop_upstream.reply_for(answered, "x")
+    assert (second.kind, second.content) == ("text", "The tool answered: echo: x")
+
+
+def test_a_proxy_answer_must_quote_the_tool_result() -> None:
+    def body(content: str) -> bytes:
+        return orjson.dumps({"choices": [{"message": {"content": content}}]})
+
+    assert loop_clients.check_answer(200, body(loop_clients.EXPECT)) is None
+    assert loop_clients.check_answer(200, body("The tool answered: nothing")) is not None
+    assert loop_clients.check_answer(500, b"{}") is not None
+
+
+async def test_the_load_runner_counts_answers_and_failures() -> None:
+    async def right() -> str | None:
+        return None
+
+    async def wrong() -> str | None:
+        return "wrong"
+
+    assert (await loop_load.run_sequence(right, 5, 1)).summary()["ok"] == 5
+    failed = (await loop_load.run_sequence(wrong, 3, 0)).summary()
+    assert (failed["ok"], failed["errors"], failed["errors_by_kind"]) == (0, 3, {"bad answer": 3})
+    assert loop_load.percentile([3.0, 1.0, 2.0], 50) == 2.0
+
+
+def _streams_result(workers: int = 2) -> dict[str, Any]:
+    def row(n: int, rss: float) -> dict[str, Any]:
+        s = {
+            "streams": 1000,
+            "ok": 1000,
+            "errors": 0,
+            "error_samples": [],
+            "max_open": 1000,
+            "ttfb_p50_ms": 101.0,
+            "ttfb_p99_ms": 120.0,
+            "ttft_p50_ms": 101.0,
+            "ttft_p99_ms": 120.0,
+            "added_ttft_p50_ms": 1.0,
+            "added_ttft_p99_ms": 20.0,
+            "max_worker_rss_mb": rss,
+        }
+        return {"workers": n, "throughput": {"rps": 500.0 * n, "errors": 0}, "streams": s}
+
+    args = streams.parse_args(["--workers", str(workers)])
+    meta = {
+        "streams": args.streams,
+        "chunks": args.chunks,
+        "interval_s": args.interval,
+        "ramp_s": args.ramp,
+        "concurrency": args.concurrency,
+        "duration": args.duration,
+        "warmup": args.warmup,
+        "pinning": "none",
+        "open_files_limit": 20000,
+    }
+    return {"meta": meta, "results": [row(1, 120.0), row(2, 110.0)][:workers]}
+
+
+def test_streams_arguments_and_report() -> None:
+    args = streams.parse_args([])
+    assert (args.streams, args.chunks, args.interval, args.workers) == (1000, 100, 0.1, 1)
+    with pytest.raises(SystemExit):
+        streams.parse_args(["--workers", "0"])
+    text = streams.render(_streams_result())
+    assert "PASS  1 worker: 1000 of 1000 streams complete, 0 errors" in text
+    assert "PASS  1 worker: RSS at most 120 MB (goal < 300 MB)" in text
+    assert "INFO  2 workers / 1 worker: req/s 2.00x" in text
+
+
+def test_streams_miss_when_a_worker_grows_too_big() -> None:
+    result = _streams_result(workers=1)
+    result["results"][0]["streams"]["max_worker_rss_mb"] = 350.0
+    assert "MISS  1 worker: RSS at most 350 MB" in streams.render(result)
+
+
+def test_the_chart_draws_every_panel(tmp_path: Path) -> None:
+    pytest.importorskip("matplotlib")
+    target = {"cpu_us_per_req": 300.0}
+    overhead = {
+        "labels": {"direct": "direct", "passthrough": "pass-through", "toolwire": "toolwire"},
+        "summary": {
+            mode: {"targets": {"direct": target, "passthrough": target, "toolwire": target}}
+            for mode in ("json", "stream")
+        },
+    }
+    both = [300.0, 300.0]
+    assert chart.overhead_bars(overhead) == {"pass-through": both, "toolwire": both}
+    loop = _tool_loop_result()
+    assert set(chart.tool_loop_bars(loop)) == {"toolwire", "litellm"}
+    out = chart.draw(tmp_path / "perf.png", overhead, loop, _streams_result())
+    assert out.read_bytes().startswith(b"\x89PNG")
+    with pytest.raises(SystemExit):
+        chart.parse_args([])
