@@ -7,7 +7,7 @@ the window never does). `call` returns None when the answer was right, or a shor
 saying what was wrong; an exception counts as an error too. Calls still running at the end
 are cancelled.
 
-`run_sequence(call, requests, warmup_requests)` makes sequential calls (concurrency 1).
+`run_sequence(call, requests, warmup_requests, budget)` makes sequential calls (concurrency 1).
 """
 
 from __future__ import annotations
@@ -71,13 +71,22 @@ def _record(outcome: Outcome, result: tuple[float, str | None, str | None]) -> N
         outcome.fail(kind, detail or "")
 
 
-async def run_sequence(call: Call, requests: int, warmup_requests: int) -> Outcome:
-    """`requests` sequential calls after `warmup_requests` uncounted ones."""
+async def run_sequence(
+    call: Call, requests: int, warmup_requests: int, budget: float | None = None
+) -> Outcome:
+    """`requests` sequential calls after `warmup_requests` uncounted ones; with a `budget`
+    (seconds), each phase also stops once it is spent (a counted one after 3 calls at least),
+    so a target that takes seconds per call still ends in reasonable time."""
+    started = time.perf_counter()
     for _ in range(warmup_requests):
+        if budget is not None and time.perf_counter() - started > budget:
+            break
         await _one(call)
     outcome = Outcome()
     started = time.perf_counter()
-    for _ in range(requests):
+    for index in range(requests):
+        if budget is not None and index >= 3 and time.perf_counter() - started > budget:
+            break
         _record(outcome, await _one(call))
     outcome.seconds = time.perf_counter() - started
     return outcome

@@ -29,12 +29,15 @@ Targets, per tool:
             LiteLLM runs itself (one tool round, then one follow-up call). No Python tool row:
             LiteLLM has no in-process tool source.
 
-c=1: `--requests` sequential requests after `--warmup-requests` (p50, p99); "+iter" is the p50
-minus the direct loop's p50 in the same round (median over rounds): the latency the proxy adds
-to an iteration (model, tool, model) beyond model and tool time. c=32: a closed loop for
+c=1: `--requests` sequential requests after `--warmup-requests`, each phase cut at `--budget`
+seconds (p50, p99); "+iter" is the p50 minus the direct loop's p50 in the same round (median
+over rounds): the latency the proxy adds to an iteration (model, tool, model) beyond model and
+tool time. c=32: a closed loop for
 `--duration` s after `--warmup` s: req/s, and the proxy process's CPU per request (from /proc;
-a stdio server it spawned is not counted). Goals: toolwire "+iter" <= 1 ms for every tool, and
-LiteLLM's "+iter" on its MCP path >= 100x Toolwire's.
+a stdio server it spawned is not counted); after it, the next target waits until the proxy and
+its children are idle again (the calls cut off at the end may still run there). Goals:
+toolwire "+iter" <= 1 ms for every tool, and LiteLLM's "+iter" on its MCP path >= 100x
+Toolwire's.
 
 Method: servers are child processes on ephemeral loopback ports, killed (process group) in a
 `finally`. With 2 CPUs, the proxies run on CPU A (a stdio MCP server a proxy spawns too), and
@@ -45,6 +48,7 @@ server on CPU B.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import contextlib
 import os
 import platform
@@ -311,10 +315,12 @@ def _calls(
 async def _measure_one(
     args: argparse.Namespace, call: Callable[[], Awaitable[str | None]], pid: int | None
 ) -> dict[str, Any]:
-    seq = await run_sequence(call, args.requests, args.warmup_requests)
+    seq = await run_sequence(call, args.requests, args.warmup_requests, args.budget)
     before = _cpu_seconds(pid) if pid else None
     load = await run_load(call, args.concurrency, args.warmup, args.duration)
     after = _cpu_seconds(pid) if pid else None
+    if pid:
+        await settle(pid)
     summary = load.summary()
     cpu = None if before is None or after is None else after - before
     return {
@@ -322,6 +328,33 @@ async def _measure_one(
         "load": summary,
         "cpu_us_per_req": cpu * 1e6 / summary["ok"] if cpu is not None and summary["ok"] else None,
     }
+
+
+async def settle(pid: int, limit_s: float = 60.0) -> None:
+    """Wait until a proxy and its children are idle again (< 10% of a core over 0.5 s), so the
+    requests the load runner cancelled do not slow the next target down."""
+    deadline = time.monotonic() + limit_s
+    while time.monotonic() < deadline:
+        before = tree_cpu_seconds(pid)
+        await asyncio.sleep(0.5)
+        if tree_cpu_seconds(pid) - before < 0.05:
+            return
+
+
+def tree_cpu_seconds(pid: int) -> float:
+    """CPU seconds of a process and its children (a proxy's spawned stdio servers)."""
+    total = _cpu_seconds(pid) or 0.0
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as f:
+                ppid = int(f.read().rsplit(b")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        if ppid == pid:
+            total += _cpu_seconds(int(entry)) or 0.0
+    return total
 
 
 def summarise(rounds: list[dict[str, Any]], kinds: list[str]) -> dict[str, Any]:
@@ -444,6 +477,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--rounds", type=int, default=3, help="repeats; medians are reported")
     parser.add_argument("--requests", type=int, default=200, help="c=1 requests per target")
     parser.add_argument("--warmup-requests", type=int, default=20, help="c=1 warm-up requests")
+    parser.add_argument(
+        "--budget",
+        type=float,
+        default=20.0,
+        help="seconds at most for each c=1 phase (warm-up, counted) of a target; 3 requests "
+        "at least (LiteLLM's stdio path takes seconds per request)",
+    )
     parser.add_argument("--concurrency", type=int, default=32, help="callers for req/s")
     parser.add_argument("--duration", type=float, default=5.0, help="counted seconds at c=32")
     parser.add_argument("--warmup", type=float, default=1.0, help="uncounted seconds at c=32")
