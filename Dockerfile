@@ -35,7 +35,7 @@ USER 10001
 EXPOSE 8000
 HEALTHCHECK --interval=15s --timeout=3s --start-period=20s --retries=3 \
     CMD ["python", "-c", "import sys, urllib.request; sys.exit(urllib.request.urlopen('http://127.0.0.1:8000/healthz', timeout=2).status != 200)"]
-# SIGTERM (docker stop) lets running streams finish within server.shutdown_timeout_s
-# (30 s by default): give `docker stop` at least that long (--time 35).
+# SIGTERM (docker stop) drains: running turns finish within server.drain_s (30 s by
+# default) while new requests get 503; give `docker stop` at least that long (--time 35).
 STOPSIGNAL SIGTERM
 CMD ["toolwire", "serve", "--config", "/app/proxy.yaml", "--host", "0.0.0.0", "--port", "8000"]
