@@ -31,6 +31,10 @@ for _, id in ipairs(gone) do
   redis.call('ZREM', KEYS[2], id)
 end
 local last = redis.call('ZRANGE', KEYS[2], -1, -1, 'WITHSCORES')
+if #last == 0 then  -- the entry had expired already (a replica's clock ahead, say)
+  redis.call('DEL', KEYS[1], KEYS[2])
+  return #gone
+end
 local ttl = math.max(1, tonumber(last[2]) - tonumber(ARGV[4]) + tonumber(ARGV[6]))
 redis.call('PEXPIRE', KEYS[1], ttl)
 redis.call('PEXPIRE', KEYS[2], ttl)
