@@ -1,4 +1,4 @@
-"""The `toolwire` command: serve, tools, check, call."""
+"""The `toolwire` command: serve, tools, check, call, admin."""
 
 from __future__ import annotations
 
@@ -29,6 +29,7 @@ from policies import (
 )
 from registry import Executor, RegistryError, SourceSet, ToolCall, ToolRegistry
 
+from .admin.cli import add_admin_parser, run_admin
 from .app import create_app, sources_for
 from .config import ConfigError, Settings, load_settings
 from .state import NOT_SHARED, check_state
@@ -42,6 +43,8 @@ the drain gave up on) before cancelling it."""
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the console script; returns the exit status."""
     args = _parser().parse_args(argv)
+    if args.command == "admin":  # a running proxy's API: no configuration to load
+        return run_admin(args)
     try:
         settings = load_settings(args.config)
         return int(args.run(args, settings) or 0)
@@ -89,6 +92,8 @@ def _parser() -> argparse.ArgumentParser:
     call.add_argument("--key", help="act as this key of auth.keys (its scope and rules)")
     call.add_argument("--approve", action="store_true", help="approve an `ask` tool's call")
     call.set_defaults(run=_call)
+
+    add_admin_parser(commands)
 
     for sub in (serve, tools, check, call):
         sub.add_argument("--config", default="proxy.yaml", help="default: ./proxy.yaml")

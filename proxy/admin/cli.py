@@ -1,0 +1,205 @@
+"""`toolwire admin`: the admin API of a running proxy from the command line.
+
+    toolwire admin tools [--namespace NS] [--tag T] [--source S] [--enabled|--disabled]
+    toolwire admin log [--tool NAME] [--outcome O] [--limit N]
+    toolwire admin approvals
+    toolwire admin approve ID [--reason TEXT]
+    toolwire admin deny ID [--reason TEXT]
+
+Each takes `--url` (default `$TOOLWIRE_URL`, else http://127.0.0.1:8000), `--key` (default
+`$TOOLWIRE_ADMIN_KEY`: the admin or master key) and `--json` (the API's answer as is).
+Loads no configuration and no FastAPI: it only speaks HTTP.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import httpx2
+import orjson
+
+DEFAULT_URL = "http://127.0.0.1:8000"
+TIMEOUT_S = 30.0
+
+Command = Callable[[httpx2.Client, argparse.Namespace], Any]
+"""Asks the API; returns its JSON answer."""
+
+
+def add_admin_parser(commands: Any) -> None:
+    """Add `admin` and its subcommands to the `toolwire` parser's subcommands."""
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--url", help=f"the proxy (default: $TOOLWIRE_URL or {DEFAULT_URL})")
+    common.add_argument("--key", help="admin or master key (default: $TOOLWIRE_ADMIN_KEY)")
+    common.add_argument("--json", action="store_true", help="print the API's JSON answer")
+    admin = commands.add_parser("admin", help="steer a running proxy through its admin API")
+    actions = admin.add_subparsers(dest="action", required=True)
+
+    tools = actions.add_parser("tools", parents=[common], help="list the tools")
+    tools.add_argument("--namespace")
+    tools.add_argument("--tag")
+    tools.add_argument("--source", help="a source's name or kind (python, mcp, openapi, ...)")
+    tools.add_argument("--search", help="words in the name, description, tags or hint")
+    state = tools.add_mutually_exclusive_group()
+    state.add_argument("--enabled", dest="enabled", action="store_const", const="true")
+    state.add_argument("--disabled", dest="enabled", action="store_const", const="false")
+    tools.set_defaults(admin=(_tools, _print_tools))
+
+    log = actions.add_parser("log", parents=[common], help="the execution log, newest first")
+    log.add_argument("--tool")
+    log.add_argument("--outcome", help="ok, error, or one outcome (timeout, denied, ...)")
+    log.add_argument("--limit", type=int, default=20)
+    log.set_defaults(admin=(_log, _print_log))
+
+    pending = actions.add_parser("approvals", parents=[common], help="calls awaiting approval")
+    pending.set_defaults(admin=(_approvals, _print_approvals))
+
+    for verdict in ("approve", "deny"):
+        sub = actions.add_parser(verdict, parents=[common], help=f"{verdict} a paused call")
+        sub.add_argument("id", help="the call's id (see `toolwire admin approvals`)")
+        sub.add_argument("--reason", default="")
+        sub.set_defaults(admin=(_verdict(verdict), _print_verdict))
+
+
+def run_admin(args: argparse.Namespace) -> int:
+    """Run the parsed `toolwire admin` command; the exit status."""
+    ask, show = args.admin
+    url = (args.url or os.environ.get("TOOLWIRE_URL") or DEFAULT_URL).rstrip("/")
+    key = args.key or os.environ.get("TOOLWIRE_ADMIN_KEY") or ""
+    headers = {"authorization": f"Bearer {key}"} if key else {}
+    try:
+        with httpx2.Client(
+            base_url=f"{url}/admin/api", headers=headers, timeout=TIMEOUT_S, trust_env=False
+        ) as client:
+            answer = ask(client, args)
+    except httpx2.HTTPStatusError as exc:
+        print(f"error: {_problem(exc.response)}", file=sys.stderr)
+        return 1
+    except httpx2.HTTPError as exc:
+        print(f"error: cannot reach the proxy at {url}: {exc}", file=sys.stderr)
+        return 1
+    if args.json:
+        print(orjson.dumps(answer, option=orjson.OPT_INDENT_2).decode())
+    else:
+        for line in show(answer):
+            print(line)
+    return 0
+
+
+def _get(client: httpx2.Client, path: str, params: dict[str, Any]) -> Any:
+    response = client.get(path, params={k: v for k, v in params.items() if v is not None})
+    return response.raise_for_status().json()
+
+
+def _tools(client: httpx2.Client, args: argparse.Namespace) -> Any:
+    filters = {
+        "namespace": args.namespace,
+        "tag": args.tag,
+        "source": args.source,
+        "search": args.search,
+        "enabled": args.enabled,
+    }
+    return _get(client, "/tools", filters)
+
+
+def _log(client: httpx2.Client, args: argparse.Namespace) -> Any:
+    filters = {"tool": args.tool, "outcome": args.outcome, "limit": args.limit}
+    return _get(client, "/log", filters)
+
+
+def _approvals(client: httpx2.Client, args: argparse.Namespace) -> Any:
+    return _get(client, "/approvals", {})
+
+
+def _verdict(verdict: str) -> Command:
+    def decide(client: httpx2.Client, args: argparse.Namespace) -> Any:
+        path = f"/approvals/{args.id}/{verdict}"
+        return client.post(path, json={"reason": args.reason}).raise_for_status().json()
+
+    return decide
+
+
+def _print_tools(answer: Any) -> list[str]:
+    rows = [
+        [
+            tool["name"],
+            tool["source"],
+            ",".join(tool["tags"]) or "-",
+            "yes" if tool["enabled"] else f"no ({tool['disabled_reason']})",
+            "yes" if tool["deferred"] else "no",
+        ]
+        for tool in answer["tools"]
+    ]
+    table = aligned([["NAME", "SOURCE", "TAGS", "ENABLED", "DEFERRED"], *rows])
+    return [*table, f"{len(rows)} of the registry's tools (version {answer['version']})"]
+
+
+def _print_log(answer: Any) -> list[str]:
+    rows = [
+        [
+            _clock(record["started_at"]),
+            record["tool"],
+            record["outcome"],
+            f"{record['duration_ms']:.1f}",
+            record["call_id"],
+            record["request_id"] or "-",
+        ]
+        for record in answer["records"]
+    ]
+    table = aligned([["TIME (UTC)", "TOOL", "OUTCOME", "MS", "CALL", "REQUEST"], *rows])
+    return [*table, f"{len(rows)} of {answer['total']} records"]
+
+
+def _print_approvals(answer: Any) -> list[str]:
+    if not answer:
+        return ["no calls await approval"]
+    rows = [
+        [
+            approval["call_id"],
+            approval["tool"],
+            orjson.dumps(approval["arguments"]).decode(),
+            approval["reason"],
+            _verdict_text(approval),
+        ]
+        for approval in answer
+    ]
+    return aligned([["ID", "TOOL", "ARGUMENTS", "WHY", "DECIDED"], *rows])
+
+
+def _print_verdict(answer: Any) -> list[str]:
+    return [f"{answer['call_id']} ({answer['tool']}): {_verdict_text(answer)}"]
+
+
+def _verdict_text(approval: Any) -> str:
+    if approval["approved"] is None:
+        return "-"
+    verdict = "approved" if approval["approved"] else "denied"
+    return f"{verdict} by {approval['decided_by']}"
+
+
+def _clock(epoch: float) -> str:
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(epoch))
+
+
+def _problem(response: httpx2.Response) -> str:
+    """What the API said went wrong, with its status."""
+    try:
+        detail = response.json().get("detail")
+    except ValueError:
+        detail = None
+    if isinstance(detail, list):  # a validation error: each problem's message
+        detail = "; ".join(str(item.get("msg", item)) for item in detail)
+    return f"{response.status_code} {detail or response.reason_phrase}"
+
+
+def aligned(table: Sequence[Sequence[str]]) -> list[str]:
+    """Lines with each column padded to its widest cell, two spaces apart."""
+    widths = [max(len(cell) for cell in column) for column in zip(*table, strict=True)]
+    return [
+        "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
+        for row in table
+    ]
