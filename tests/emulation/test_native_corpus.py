@@ -4,6 +4,10 @@ never runs an unknown or cut-off call either. Quick: a few hundred cases, three 
 
 from __future__ import annotations
 
+import importlib.util
+import sys
+from pathlib import Path
+
 import pytest
 
 from tests.emulation.corpus import Fixture, exact, parse
@@ -63,3 +67,18 @@ def test_the_corpus_covers_what_the_issue_asks(family: str) -> None:
         "unknown_tool",
     ):
         assert needed in tags
+
+
+def test_the_bench_reports_each_family_against_the_goals(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = Path(__file__).resolve().parents[2] / "bench" / "emulation.py"
+    spec = importlib.util.spec_from_file_location("bench_emulation", path)
+    assert spec is not None and spec.loader is not None
+    bench = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, spec.name, bench)  # its dataclasses look themselves up
+    spec.loader.exec_module(bench)
+    bench.main(["--corpus", "native", "--formats", "deepseek-v3.2,kimi,json"])
+    rows = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| ")]
+    assert [row.split(" | ")[0] for row in rows[1:]] == ["| deepseek-v3.2", "| kimi"]
+    assert all(row.endswith("| PASS |") for row in rows[1:])
