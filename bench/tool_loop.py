@@ -386,9 +386,13 @@ def summarise(rounds: list[dict[str, Any]], kinds: list[str]) -> dict[str, Any]:
 # --------------------------------------------------------------------------- report
 
 
-def _f(value: float | None, digits: int = 2, width: int = 8) -> str:
+def _f(value: float | None, digits: int = 2, width: int = 9) -> str:
     if value is None or value != value:  # None or NaN
         return f"{'-':>{width}}"
+    if abs(value) >= 1000:
+        digits = 0
+    elif abs(value) >= 100:
+        digits = min(digits, 1)
     return f"{value:>{width}.{digits}f}"
 
 
@@ -411,10 +415,11 @@ def goal_lines(result: dict[str, Any]) -> list[str]:
         ok = ratio >= LITELLM_GOAL and not rows["toolwire"]["errors"]
         c = result["meta"]["concurrency"]
         rps = _ratio(rows["toolwire"]["rps"], rows["litellm"]["rps"])
+        rps_text = f"{rps:.1f}x" if rps == rps else "- (LiteLLM answered none in the window)"
         lines.append(
             f"{'PASS' if ok else 'MISS'}  {kind}: LiteLLM adds {rows['litellm']['added_ms']:.1f} ms"
             f", {ratio:.0f}x what toolwire adds (goal >= {LITELLM_GOAL:g}x); c={c} req/s "
-            f"toolwire/LiteLLM {rps:.1f}x"
+            f"toolwire/LiteLLM {rps_text}"
         )
     return lines
 
@@ -439,17 +444,18 @@ def render(result: dict[str, Any]) -> str:
         "times in ms; +iter = p50 minus the direct loop's p50 (model + tool time), same round; "
         "us/rq = the proxy process's CPU per request at c=" + str(c),
         "",
-        f"  {'tool':<10}{'target':<10}{'p50':>8}{'p99':>8}{'+iter':>8} |"
-        f"{f'c={c} req/s':>12}{'p50':>8}{'us/rq':>8}{'errors':>7}",
+        f"  {'tool':<10}{'target':<9}{'p50':>9}{'p99':>9}{'+iter':>9} |"
+        f"{f'c={c} req/s':>12}{'p50':>9}{'us/rq':>9}{'errors':>7}",
     ]
     for kind, rows in result["summary"].items():
         for target, row in rows.items():
             mark = "!" if row["errors"] else " "
-            added = "       -" if target == "direct" else _f(row["added_ms"])
+            added = f"{'-':>9}" if target == "direct" else _f(row["added_ms"])
+            rps = row["rps"]
             lines.append(
-                f"{mark} {kind:<10}{target:<10}{_f(row['p50_ms'])}{_f(row['p99_ms'])}{added} |"
-                f"{_f(row['rps'], 0, 12)}{_f(row['load_p50_ms'])}{_f(row['cpu_us_per_req'], 0)}"
-                f"{row['errors']:>7}"
+                f"{mark} {kind:<10}{target:<9}{_f(row['p50_ms'])}{_f(row['p99_ms'])}{added} |"
+                f"{_f(rps, 1 if rps == rps and rps < 10 else 0, 12)}{_f(row['load_p50_ms'])}"
+                f"{_f(row['cpu_us_per_req'], 0)}{row['errors']:>7}"
             )
     lines.append("")
     lines += goal_lines(result)
