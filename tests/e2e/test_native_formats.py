@@ -16,6 +16,7 @@ import pytest
 from openai import AsyncOpenAI
 
 from tests.conftest import serve_proxy
+from tests.e2e.answers import fold_chunks
 from tests.e2e.tools import registry_with
 from tests.emulation.families import WRITERS
 from tests.fakes.raw_server import RawServer, Turn
@@ -85,17 +86,17 @@ async def _ask(client: AsyncOpenAI, *, stream: bool, **extra: Any) -> Answer:
             response.choices[0].finish_reason,
             list(message.tool_calls or []),
         )
-    answer = Answer("", "", None, [])
-    chunks = await client.chat.completions.create(
+    response = await client.chat.completions.create(
         model="raw-model", messages=USER, stream=True, **extra
     )
-    async for chunk in chunks:
-        for choice in chunk.choices:
-            answer.content += choice.delta.content or ""
-            answer.reasoning += (choice.delta.model_extra or {}).get("reasoning_content") or ""
-            answer.tool_calls += choice.delta.tool_calls or []
-            answer.finish_reason = choice.finish_reason or answer.finish_reason
-    return answer
+    chunks = [chunk async for chunk in response]
+    folded = fold_chunks(chunks)  # one id, one role chunk, one finish_reason, one usage
+    reasoning = "".join(
+        (choice.delta.model_extra or {}).get("reasoning_content") or ""
+        for chunk in chunks
+        for choice in chunk.choices
+    )
+    return Answer(folded.content, reasoning, folded.finish_reason, folded.tool_calls)
 
 
 @pytest.fixture
