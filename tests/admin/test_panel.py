@@ -1,5 +1,6 @@
 """The web panel in a real headless Chromium (Debian's `chromium`, driven by Playwright):
-sign in, find a tool, disable it and see a request no longer get it, approve a paused call.
+sign in, find a tool, disable it and see a request no longer get it, approve a paused call,
+reload a source, read the figures per key.
 
 Screenshots go to `$TOOLWIRE_SCREENSHOTS` (default: the test's tmp_path)."""
 
@@ -19,6 +20,15 @@ CHROMIUM = Path("/usr/bin/chromium")
 playwright = pytest.importorskip("playwright.async_api")
 pytestmark = pytest.mark.skipif(not CHROMIUM.exists(), reason="Debian's chromium is not installed")
 ASK_NETWORK = {"rules": [{"match": {"tags": ["network"]}, "action": "ask", "reason": "online"}]}
+ECHO = '''
+def echo(text: str) -> str:
+    """Say it back.
+
+    Args:
+        text: what to say.
+    """
+    return text
+'''
 
 
 def _shots(tmp_path: Path) -> Path:
@@ -32,8 +42,11 @@ async def test_the_panel_steers_tools_and_approvals(
     make_proxy: Any, upstream: FakeUpstream, tmp_path: Path, scheme: str
 ) -> None:
     shots = _shots(tmp_path)
+    source = tmp_path / "echo_tools.py"
+    source.write_text(ECHO)
+    tools = [{"python": str(source), "namespace": "echo"}]
     async with (
-        admin_proxy(make_proxy, policy=ASK_NETWORK) as (proxy, _),
+        admin_proxy(make_proxy, policy=ASK_NETWORK, tools=tools) as (proxy, _),
         playwright.async_playwright() as driver,
     ):
         browser = await driver.chromium.launch(executable_path=str(CHROMIUM))
@@ -43,11 +56,13 @@ async def test_the_panel_steers_tools_and_approvals(
             )
             root = proxy.base_url.removesuffix("/v1")
             await page.goto(f"{root}/admin/")
-            await page.get_by_label("Key").fill(ADMIN)
+            await page.get_by_label("Key", exact=True).fill(ADMIN)
             await page.get_by_role("button", name="Sign in").click()
             expect = playwright.expect
             await expect(page.get_by_text("Signed in as admin")).to_be_visible()
             await expect(page.get_by_text("t.get_weather", exact=True)).to_be_visible()
+            await expect(page.get_by_text("Live updates on")).to_be_visible()
+            await page.screenshot(path=shots / f"overview-{scheme}.png", full_page=True)
 
             await page.keyboard.press("/")
             await page.keyboard.type("weather")
@@ -85,5 +100,13 @@ async def test_the_panel_steers_tools_and_approvals(
             await page.get_by_role("tab", name="Log").click()
             await expect(page.locator("#log-rows tr").first).to_be_visible()
             await page.screenshot(path=shots / f"log-{scheme}.png", full_page=True)
+
+            await page.get_by_role("tab", name="Sources").click()
+            await page.get_by_role("button", name=f"Reload python:{source}").click()
+            await expect(page.get_by_text(f"python:{source} reloaded: 1 tools")).to_be_visible()
+            await page.get_by_role("tab", name="Keys").click()
+            team = page.locator("#key-rows tr", has_text="team-a")
+            await expect(team.locator("td").nth(1)).to_have_text("2")  # two turns as team-a
+            await page.screenshot(path=shots / f"keys-{scheme}.png", full_page=True)
         finally:
             await browser.close()

@@ -175,7 +175,38 @@ async function refreshSources() {
     el("td", {}, s.name),
     el("td", {}, el("span", { class: `badge ${s.reachable ? "ok" : "bad"}` }, s.reachable ? "reachable" : "unreachable")),
     el("td", { class: "num" }, String(s.tools)),
-    el("td", { class: "small" }, s.error || "–"))));
+    el("td", { class: "small" }, s.error || "–"),
+    el("td", {}, el("button", {
+      type: "button", class: "quiet", "aria-label": `Reload ${s.name}`,
+      onclick: () => reloadSource(s.name),
+    }, "Reload")))));
+}
+
+async function reloadSource(name) {
+  try {
+    announce(`Reloading ${name}…`);
+    const status = await api(`sources/${encodeURIComponent(name)}/reload`, { method: "POST" });
+    announce(status.error ? `${name}: ${status.error}` : `${name} reloaded: ${status.tools} tools`);
+    await Promise.all([refreshSources(), refreshTools()]);
+  } catch (error) {
+    failed(error);
+  }
+}
+
+// ---- keys ----
+
+async function refreshKeys() {
+  const { keys } = await api("stats/keys");
+  const most = Math.max(1, ...keys.map((k) => k.tool_calls));
+  $("key-rows").replaceChildren(...keys.map((k) => el("tr", {},
+    el("td", {}, k.key),
+    el("td", { class: "num" }, String(k.requests)),
+    el("td", { class: "num" }, String(k.tool_calls)),
+    el("td", { class: "num" }, String(k.refused)),
+    el("td", {}, el("meter", {
+      min: "0", max: String(most), value: String(k.tool_calls),
+      "aria-label": `${k.key}: ${k.tool_calls} tool calls`,
+    })))));
 }
 
 // ---- log ----
@@ -251,7 +282,7 @@ function approvalCard(approval) {
 // ---- live updates: the API's server-sent events, read with fetch (EventSource sends no key) ----
 
 async function refreshAll() {
-  await Promise.all([refreshTools(), refreshSources(), refreshLog(), refreshApprovals()]);
+  await Promise.all([refreshTools(), refreshSources(), refreshLog(), refreshApprovals(), refreshKeys()]);
 }
 
 function soon() {
@@ -278,7 +309,7 @@ async function listen() {
       buffer += value;
       const blocks = buffer.split(/\r?\n\r?\n/);
       buffer = blocks.pop();
-      if (blocks.some((b) => /^event: (registry|tool|call|permission|approval)/m.test(b))) soon();
+      if (blocks.some((b) => /^event: (registry|tool|namespace|source|call|permission|approval)/m.test(b))) soon();
     }
   } catch (error) {
     if (abort.signal.aborted) return;
