@@ -103,7 +103,7 @@ async def test_a_mixed_turn_begun_on_a_is_continued_on_b(
 
 
 async def test_an_approval_issued_by_a_is_honoured_once_by_b(
-    pair: tuple[Replica, Replica], upstream: FakeUpstream, runs: Runs, redis_server: RedisServer
+    pair: tuple[Replica, Replica], upstream: FakeUpstream, runs: Runs
 ) -> None:
     a, b = pair
     call = await pause(a, upstream, "t_get_weather", "Oslo")
@@ -165,7 +165,11 @@ async def test_a_keys_rate_limit_holds_across_both(
 
 
 async def test_a_killed_mid_stream_leaves_b_serving_and_the_state_consistent(
-    pair: tuple[Replica, Replica], upstream: FakeUpstream, runs: Runs, redis_server: RedisServer
+    pair: tuple[Replica, Replica],
+    upstream: FakeUpstream,
+    runs: Runs,
+    redis_server: RedisServer,
+    prefix: str,
 ) -> None:
     a, b = pair
     mixed = await begin_mixed(a, upstream)
@@ -183,6 +187,9 @@ async def test_a_killed_mid_stream_leaves_b_serving_and_the_state_consistent(
             with contextlib.suppress(BaseException):
                 await streamed
     runs.hold.unlink()
+    # In Redis: the approval A took is gone, the mark A left before running the call stays.
+    assert await _keys(redis_server, f"{prefix}approval:{booking['id']}") == []
+    assert await _keys(redis_server, f"{prefix}outcome:approved-result:{booking['id']}")
     # B: the booking A was running is not run again; the model learns it may have run.
     upstream.script(Reply.text("It may be booked."), Reply.text("Order 7 ships today."))
     await ask(b.client, stream=True, messages=answered(booking, APPROVE))
