@@ -5,6 +5,7 @@
     .venv/bin/python bench/overhead.py --json           # JSON only, on stdout
     .venv/bin/python bench/overhead.py --rounds 5 --duration 5 --with-no-tools
     .venv/bin/python bench/overhead.py --apis chat --toolwire-tree /tmp/old  # before/after
+    .venv/bin/python bench/state.py   # the cost of state.backend: redis against memory
 
 What is measured
 ----------------
@@ -1008,6 +1009,7 @@ def render(result: dict[str, Any]) -> str:
     lines.append("")
     lines += goal_lines(result)
     lines += warning_lines(result)
+    lines.append("The Redis state backend against memory (mixed-turn round trip): bench/state.py")
     return "\n".join(lines)
 
 
