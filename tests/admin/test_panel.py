@@ -1,6 +1,6 @@
 """The web panel in a real headless Chromium (Debian's `chromium`, driven by Playwright):
 sign in, find a tool, disable it and see a request no longer get it, approve a paused call,
-reload a source, read the figures per key.
+reload a source, read the figures per key, switch to Chinese and back.
 
 Screenshots go to `$TOOLWIRE_SCREENSHOTS` (default: the test's tmp_path)."""
 
@@ -108,5 +108,14 @@ async def test_the_panel_steers_tools_and_approvals(
             team = page.locator("#key-rows tr", has_text="team-a")
             await expect(team.locator("td").nth(1)).to_have_text("2")  # two turns as team-a
             await page.screenshot(path=shots / f"keys-{scheme}.png", full_page=True)
+
+            await page.get_by_role("button", name="切换到中文").click()
+            await expect(page.locator("html")).to_have_attribute("lang", "zh-CN")
+            await page.get_by_role("tab", name="工具").click()
+            await expect(page.get_by_role("switch", name="停用 t.get_weather")).to_be_visible()
+            await expect(page.get_by_text("已登录：admin")).to_be_visible()  # noqa: RUF001
+            await page.screenshot(path=shots / f"tools-zh-{scheme}.png", full_page=True)
+            await page.get_by_role("button", name="Switch to English").click()
+            await expect(page.get_by_role("tab", name="Tools")).to_be_visible()
         finally:
             await browser.close()

@@ -4,7 +4,7 @@
 const KEY = "toolwire-admin-key";
 const LOG_PAGE = 50;
 const $ = (id) => document.getElementById(id);
-const state = { logOffset: 0, stats: new Map(), events: null, refreshing: null };
+const state = { logOffset: 0, stats: new Map(), events: null, refreshing: null, caller: null };
 
 function el(tag, props = {}, ...children) {
   const node = document.createElement(tag);
@@ -48,7 +48,7 @@ function announce(text) {
 
 function failed(error) {
   if (error instanceof Unauthorized) return signOut(error.message);
-  announce(`Error: ${error.message}`);
+  announce(t("error", { message: error.message }));
 }
 
 // ---- sign in ----
@@ -56,7 +56,8 @@ function failed(error) {
 async function start() {
   try {
     const me = await api("whoami");
-    $("whoami").textContent = `Signed in as ${me.caller}`;
+    state.caller = me.caller;
+    $("whoami").textContent = t("signed.in", { who: me.caller });
     $("signout").hidden = me.caller === "local";
     $("login").hidden = true;
     $("panel").hidden = false;
@@ -64,7 +65,7 @@ async function start() {
     listen();
   } catch (error) {
     if (error instanceof Unauthorized) showLogin(sessionStorage.getItem(KEY) ? error.message : "");
-    else announce(`Error: ${error.message}`);
+    else announce(t("error", { message: error.message }));
   }
 }
 
@@ -114,22 +115,24 @@ async function refreshTools() {
   const [list, stats] = await Promise.all([api(`tools?${params}`), api("stats")]);
   state.stats = new Map(stats.tools.map((s) => [s.tool, s]));
   $("tool-rows").replaceChildren(...list.tools.map(toolRow));
-  $("tool-total").textContent = `${list.tools.length} ${list.tools.length === 1 ? "tool" : "tools"}`;
+  const count = list.tools.length;
+  $("tool-total").textContent = count === 1 ? t("tools.count.one") : t("tools.count", { n: count });
 }
 
 function toolRow(tool) {
   const stats = state.stats.get(tool.name);
-  const label = `${tool.enabled ? "Disable" : "Enable"} ${tool.name}`;
+  const label = t(tool.enabled ? "tool.disable" : "tool.enable", { name: tool.name });
   const toggle = el("button", {
     type: "button", role: "switch", class: "switch", "aria-checked": String(tool.enabled),
     "aria-label": label, title: tool.disabled_reason || label,
     onclick: () => toggleTool(tool),
   });
   const tags = tool.tags.map((t) => el("span", { class: "tag" }, t));
-  if (tool.deferred) tags.push(el("span", { class: "tag" }, "deferred"));
+  if (tool.deferred) tags.push(el("span", { class: "tag" }, t("tag.deferred")));
   return el("tr", { class: tool.enabled ? "" : "off" },
     el("td", {}, el("strong", {}, tool.name),
-      el("div", { class: "desc" }, tool.disabled_reason ? `Disabled: ${tool.disabled_reason}` : tool.description)),
+      el("div", { class: "desc" }, tool.disabled_reason
+        ? t("tool.disabled.because", { reason: tool.disabled_reason }) : tool.description)),
     el("td", { class: "small" }, tool.source),
     el("td", {}, tags),
     el("td", { class: "num" }, stats ? String(stats.calls) : "0"),
@@ -144,10 +147,10 @@ async function toggleTool(tool) {
       const reason = await askReason(tool.name);
       if (reason === null) return;
       await api(`tools/${encodeURIComponent(tool.name)}/disable`, { method: "POST", body: { reason } });
-      announce(`${tool.name} disabled`);
+      announce(t("tool.was.disabled", { name: tool.name }));
     } else {
       await api(`tools/${encodeURIComponent(tool.name)}/enable`, { method: "POST", body: {} });
-      announce(`${tool.name} enabled`);
+      announce(t("tool.was.enabled", { name: tool.name }));
     }
     await refreshTools();
   } catch (error) {
@@ -173,20 +176,22 @@ async function refreshSources() {
   const sources = await api("sources");
   $("source-rows").replaceChildren(...sources.map((s) => el("tr", {},
     el("td", {}, s.name),
-    el("td", {}, el("span", { class: `badge ${s.reachable ? "ok" : "bad"}` }, s.reachable ? "reachable" : "unreachable")),
+    el("td", {}, el("span", { class: `badge ${s.reachable ? "ok" : "bad"}` },
+      t(s.reachable ? "source.reachable" : "source.unreachable"))),
     el("td", { class: "num" }, String(s.tools)),
     el("td", { class: "small" }, s.error || "–"),
     el("td", {}, el("button", {
-      type: "button", class: "quiet", "aria-label": `Reload ${s.name}`,
+      type: "button", class: "quiet", "aria-label": t("source.reload.label", { name: s.name }),
       onclick: () => reloadSource(s.name),
-    }, "Reload")))));
+    }, t("source.reload"))))));
 }
 
 async function reloadSource(name) {
   try {
-    announce(`Reloading ${name}…`);
+    announce(t("source.reloading", { name }));
     const status = await api(`sources/${encodeURIComponent(name)}/reload`, { method: "POST" });
-    announce(status.error ? `${name}: ${status.error}` : `${name} reloaded: ${status.tools} tools`);
+    announce(status.error ? t("source.failed", { name, error: status.error })
+      : t("source.reloaded", { name, n: status.tools }));
     await Promise.all([refreshSources(), refreshTools()]);
   } catch (error) {
     failed(error);
@@ -205,7 +210,7 @@ async function refreshKeys() {
     el("td", { class: "num" }, String(k.refused)),
     el("td", {}, el("meter", {
       min: "0", max: String(most), value: String(k.tool_calls),
-      "aria-label": `${k.key}: ${k.tool_calls} tool calls`,
+      "aria-label": t("keys.meter", { key: k.key, n: k.tool_calls }),
     })))));
 }
 
@@ -218,7 +223,8 @@ async function refreshLog() {
   const page = await api(`log?${params}`);
   $("log-rows").replaceChildren(...page.records.map(logRow));
   const last = Math.min(page.offset + page.records.length, page.total);
-  $("log-total").textContent = page.total ? `${page.offset + 1}–${last} of ${page.total}` : "No records";
+  $("log-total").textContent = page.total
+    ? t("log.range", { first: page.offset + 1, last, total: page.total }) : t("log.none");
   $("log-newer").disabled = page.offset === 0;
   $("log-older").disabled = last >= page.total;
 }
@@ -232,10 +238,11 @@ function logRow(record) {
   const when = new Date(record.started_at * 1000);
   const details = el("details", {},
     el("summary", {}, record.call_id),
-    el("div", { class: "small muted" }, `request ${record.request_id || "–"} · ${record.mode || "not run"} · attempts ${record.attempts}`),
+    el("div", { class: "small muted" }, [t("log.request", { id: record.request_id || "–" }),
+      record.mode || t("log.not.run"), t("log.attempts", { n: record.attempts })].join(" · ")),
     el("pre", {}, JSON.stringify(record.arguments, null, 2)),
     el("pre", {}, record.result),
-    record.note ? el("p", { class: "small" }, `Note: ${record.note}`) : null);
+    record.note ? el("p", { class: "small" }, t("log.note", { note: record.note })) : null);
   return el("tr", {},
     el("td", { class: "small" }, el("time", { datetime: when.toISOString() }, when.toLocaleTimeString())),
     el("td", {}, record.tool),
@@ -252,18 +259,18 @@ async function refreshApprovals() {
   $("approval-count").hidden = open === 0;
   $("approval-count").textContent = String(open);
   $("approval-list").replaceChildren(...(pending.length ? pending.map(approvalCard)
-    : [el("li", { class: "muted" }, "No call is waiting for approval.")]));
+    : [el("li", { class: "muted" }, t("approvals.none"))]));
 }
 
 function approvalCard(approval) {
   const expires = new Date(approval.expires_at * 1000).toLocaleTimeString();
   const decided = approval.approved === null ? null
     : el("p", { class: `badge ${approval.approved ? "ok" : "bad"}` },
-      `${approval.approved ? "Approved" : "Denied"} by ${approval.decided_by}; waiting for the client to continue`);
+      t(approval.approved ? "approval.approved.by" : "approval.denied.by", { who: approval.decided_by }));
   const decide = (verdict) => async () => {
     try {
       await api(`approvals/${encodeURIComponent(approval.call_id)}/${verdict}`, { method: "POST", body: {} });
-      announce(`${approval.tool}: ${verdict === "approve" ? "approved" : "denied"}`);
+      announce(t(verdict === "approve" ? "approval.was.approved" : "approval.was.denied", { tool: approval.tool }));
       await refreshApprovals();
     } catch (error) {
       failed(error);
@@ -271,12 +278,15 @@ function approvalCard(approval) {
   };
   return el("li", {},
     el("h3", {}, approval.tool),
-    el("p", { class: "small muted" }, `${approval.reason || "needs approval"} · expires ${expires} · ${approval.call_id}`),
+    el("p", { class: "small muted" }, [approval.reason || t("approval.needs"),
+      t("approval.expires", { time: expires }), approval.call_id].join(" · ")),
     el("pre", {}, JSON.stringify(approval.arguments, null, 2)),
     decided,
     decided ? null : el("div", { class: "actions" },
-      el("button", { type: "button", class: "danger", onclick: decide("deny"), "aria-label": `Deny ${approval.tool}` }, "Deny"),
-      el("button", { type: "button", onclick: decide("approve"), "aria-label": `Approve ${approval.tool}` }, "Approve")));
+      el("button", { type: "button", class: "danger", onclick: decide("deny"),
+        "aria-label": t("approval.deny.label", { tool: approval.tool }) }, t("approval.deny")),
+      el("button", { type: "button", onclick: decide("approve"),
+        "aria-label": t("approval.approve.label", { tool: approval.tool }) }, t("approval.approve"))));
 }
 
 // ---- live updates: the API's server-sent events, read with fetch (EventSource sends no key) ----
@@ -300,7 +310,7 @@ async function listen() {
   try {
     const response = await fetch("api/events", { headers, signal: abort.signal });
     if (!response.ok) return;
-    announce("Live updates on");
+    announce(t("live.on"));
     const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
     let buffer = "";
     for (;;) {
@@ -314,13 +324,20 @@ async function listen() {
   } catch (error) {
     if (abort.signal.aborted) return;
   }
-  announce("Live updates paused; retrying");
+  announce(t("live.paused"));
   setTimeout(() => { if (state.events === abort) listen(); }, 3000);
 }
 
 // ---- wiring ----
 
 document.addEventListener("DOMContentLoaded", () => {
+  translatePage();
+  $("language").addEventListener("click", () => {
+    switchLanguage();
+    if (state.caller) $("whoami").textContent = t("signed.in", { who: state.caller });
+    if (state.events) announce(t("live.on"));
+    if (!$("panel").hidden) refreshAll().catch(failed);
+  });
   $("login-form").addEventListener("submit", (event) => {
     event.preventDefault();
     sessionStorage.setItem(KEY, $("key").value.trim());
