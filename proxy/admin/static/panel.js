@@ -4,7 +4,7 @@
 const KEY = "toolwire-admin-key";
 const LOG_PAGE = 50;
 const $ = (id) => document.getElementById(id);
-const state = { logOffset: 0, stats: new Map(), events: null, refreshing: null, caller: null };
+const state = { logOffset: 0, stats: new Map(), mostCalls: 1, events: null, refreshing: null, caller: null };
 
 function el(tag, props = {}, ...children) {
   const node = document.createElement(tag);
@@ -114,6 +114,7 @@ async function refreshTools() {
   if ($("tool-state").value) params.set("enabled", $("tool-state").value);
   const [list, stats] = await Promise.all([api(`tools?${params}`), api("stats")]);
   state.stats = new Map(stats.tools.map((s) => [s.tool, s]));
+  state.mostCalls = Math.max(1, ...stats.tools.map((s) => s.calls));
   $("tool-rows").replaceChildren(...list.tools.map(toolRow));
   const count = list.tools.length;
   $("tool-total").textContent = count === 1 ? t("tools.count.one") : t("tools.count", { n: count });
@@ -135,7 +136,9 @@ function toolRow(tool) {
         ? t("tool.disabled.because", { reason: tool.disabled_reason }) : tool.description)),
     el("td", { class: "small" }, tool.source),
     el("td", {}, tags),
-    el("td", { class: "num" }, stats ? String(stats.calls) : "0"),
+    el("td", { class: "num" }, stats ? String(stats.calls) : "0",
+      el("meter", { class: "spark", min: "0", max: String(state.mostCalls), value: String(stats ? stats.calls : 0),
+        "aria-hidden": "true" })),
     el("td", { class: "num" }, stats ? String(stats.errors) : "0"),
     el("td", { class: "num" }, stats && stats.p95_ms !== null ? `${stats.p95_ms.toFixed(1)} ms` : "–"),
     el("td", {}, toggle));
