@@ -201,6 +201,9 @@ class StreamRun:
             stop.set()
         seconds = time.perf_counter() - started
         cpu = _cpu_use(cpu_before, _cpu_snapshot(pid, upstream), seconds)
+        # Toolwire's CPU per relayed chunk: what caps the chunks per second a worker carries.
+        relayed = max(1, len(self.totals) * (self.chunks + 2))
+        cpu["toolwire_us_per_chunk"] = round(cpu["toolwire"] / 100 * seconds * 1e6 / relayed, 1)
         interval_ms = self.interval * 1000
         return {
             "streams": streams,
@@ -429,8 +432,9 @@ def render(result: dict[str, Any]) -> str:
         if cpu:
             lines.append(
                 f"  {row['workers']} worker(s), CPU during the streams (100 = one core): toolwire "
-                f"{cpu['toolwire']:.0f}, model {cpu['upstream']:.0f}, client {cpu['client']:.0f}; "
-                f"machine {cpu['machine_busy']:.0f}% busy (all cores)"
+                f"{cpu['toolwire']:.0f} ({cpu.get('toolwire_us_per_chunk', math.nan):.0f} us per "
+                f"chunk), model {cpu['upstream']:.0f}, client {cpu['client']:.0f}; machine "
+                f"{cpu['machine_busy']:.0f}% busy (all cores)"
             )
     lines.append("")
     lines += goal_lines(result)
