@@ -433,6 +433,8 @@ class Bench:
                     None,
                 )
             )
+        if self.args.with_metrics_off:
+            specs.append(self._metrics_off_spec(upstream_url))
         for index, tree in enumerate(self.args.toolwire_tree, 1):
             cmd = self._toolwire_cmd(upstream_url, tools=True, tree=tree)
             specs.append((f"toolwire_tree{index}", f"toolwire {tree_label(tree)}", cmd, tree))
@@ -454,8 +456,14 @@ class Bench:
         for target in self.targets:
             wait_ready(self.procs, target.key, target.proc, target.base)
 
+    def _metrics_off_spec(self, upstream_url: str) -> tuple[str, str, list[str], Path | None]:
+        """The same toolwire with `telemetry: {metrics: false}`, compared with the default
+        (metrics on, tracing off) in the same rounds: what the metrics cost."""
+        cmd = self._toolwire_cmd(upstream_url, tools=True, metrics=False)
+        return "toolwire_metrics_off", "toolwire (metrics off)", cmd, None
+
     def _toolwire_cmd(
-        self, upstream_url: str, *, tools: bool, tree: Path | None = None
+        self, upstream_url: str, *, tools: bool, tree: Path | None = None, metrics: bool = True
     ) -> list[str]:
         config: dict[str, Any] = {
             "server": {"host": "127.0.0.1"},
@@ -471,6 +479,9 @@ class Bench:
             mib = self.args.response_store_mib
             config["state"] = {"max_memory_bytes": mib * 1024 * 1024}
         path = self.workdir / ("toolwire.yaml" if tools else "toolwire-no-tools.yaml")
+        if not metrics:
+            config["telemetry"] = {"metrics": False}
+            path = path.with_name(f"{path.stem}-metrics-off.yaml")
         # JSON is YAML: no need to import a YAML writer.
         path.write_bytes(orjson.dumps(config, option=orjson.OPT_INDENT_2))
         cmd = [*toolwire_command(tree), "serve", "--config", str(path)]
@@ -882,8 +893,9 @@ def summarise(rounds: list[dict[str, Any]], target_keys: list[str]) -> dict[str,
 
 def _comparisons(target_keys: list[str]) -> list[tuple[str, str]]:
     """(numerator, denominator) pairs compared in the same rounds: the Responses path
-    against the chat path of the same server, this tree's toolwire against every other
-    tree's, and every later --toolwire-tree against the first one (the baseline)."""
+    against the chat path of the same server, toolwire against itself with metrics off,
+    this tree's toolwire against every other tree's, and every later --toolwire-tree
+    against the first one (the baseline)."""
     pairs = []
     if "toolwire_responses" in target_keys:
         pairs.append(("toolwire_responses", "toolwire"))
@@ -891,6 +903,8 @@ def _comparisons(target_keys: list[str]) -> list[tuple[str, str]]:
         (key for key in target_keys if key.startswith("toolwire_tree")),
         key=lambda key: int(key.removeprefix("toolwire_tree")),
     )
+    if "toolwire_metrics_off" in target_keys:
+        pairs.append(("toolwire", "toolwire_metrics_off"))
     pairs += [("toolwire", key) for key in trees]
     pairs += [(key, trees[0]) for key in trees[1:]]
     return pairs
@@ -1087,6 +1101,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument(
         "--with-no-tools", action="store_true", help="also measure toolwire with no tools"
+    )
+    parser.add_argument(
+        "--with-metrics-off",
+        action="store_true",
+        help="also measure toolwire with telemetry.metrics off (tracing is off in both)",
     )
     parser.add_argument(
         "--apis",
