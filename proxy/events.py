@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from registry import ToolCall, ToolResult
 
 
-@dataclass(frozen=True, slots=True)
-class Usage:
-    """Token counts, summed over every upstream call of a turn."""
+class Usage(NamedTuple):
+    """Token counts, summed over every upstream call of a turn.
+
+    A named tuple rather than a frozen dataclass: one is built per upstream answer on the
+    hot path, and a tuple is built several times faster (`+` sums, as below).
+    """
 
     prompt_tokens: int = 0
     completion_tokens: int = 0
@@ -20,7 +23,7 @@ class Usage:
     reasoning_tokens: int = 0
     """Completion tokens spent on reasoning."""
 
-    def __add__(self, other: Usage) -> Usage:
+    def __add__(self, other: Usage) -> Usage:  # type: ignore[override]
         return Usage(
             self.prompt_tokens + other.prompt_tokens,
             self.completion_tokens + other.completion_tokens,
@@ -64,9 +67,12 @@ def _count(value: Any) -> int:
     return value if isinstance(value, int) and value > 0 else 0
 
 
-@dataclass(frozen=True, slots=True)
-class ContentDelta:
-    """Model text (or reasoning, or a refusal) to show the client now."""
+class ContentDelta(NamedTuple):
+    """Model text (or reasoning, or a refusal) to show the client now.
+
+    A named tuple: one is built per streamed chunk, where a frozen dataclass costs four
+    times as much to build.
+    """
 
     content: str | None = None
     reasoning: str | None = None

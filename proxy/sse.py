@@ -81,11 +81,28 @@ class SSEDecoder:
                 raise SSEDecodeError(f"an event line exceeds {self._max_line} bytes")
             self._buffer = buffer
             return []
-        *lines, self._buffer = buffer.split(b"\n")
         events: list[str] = []
+        if not self._data and b"\r" not in buffer:
+            # The common shape, `data: {...}` and a blank line, taken event by event.
+            *blocks, buffer = buffer.split(b"\n\n")
+            for block in blocks:
+                if block.startswith(b"data: ") and b"\n" not in block:
+                    events.append(block[6:].decode("utf-8"))
+                else:
+                    self._block(block, events)
+            if b"\n" not in buffer:
+                self._buffer = buffer
+                return events
+        *lines, self._buffer = buffer.split(b"\n")
         for line in lines:
             self._line(line.rstrip(b"\r"), events)
         return events
+
+    def _block(self, block: bytes, events: list[str]) -> None:
+        """A whole event in any other shape (comments, `event:` lines, several data lines)."""
+        for line in block.split(b"\n"):
+            self._line(line, events)
+        self._line(b"", events)
 
     def close(self) -> list[str]:
         """The data of an event the stream ended without a blank line after."""

@@ -92,20 +92,16 @@ async def stream(
 ) -> None:
     """Send the turn as SSE; the first item decides the HTTP status.
 
-    A producer task renders events into a queue while this task sends: every frame ready
+    A producer task renders events into an outbox while this task sends: every frame ready
     when the sender wakes goes out in one write (an upstream read often holds several
     chunks), which halves the cost of streaming under load.
     """
-    queue: asyncio.Queue[bytes | ProxyError | None] = asyncio.Queue(maxsize=_QUEUE_FRAMES)
-    producer = asyncio.get_running_loop().create_task(_produce(events, renderer, queue, context))
+    outbox = _Outbox()
+    producer = asyncio.get_running_loop().create_task(_produce(events, renderer, outbox, context))
     started = False
     try:
         while True:
-            batch = [await queue.get()]
-            while not queue.empty():
-                batch.append(queue.get_nowait())
-            frames = [item for item in batch if isinstance(item, bytes)]
-            end = batch[-1] if not isinstance(batch[-1], bytes) else False
+            frames, end = await outbox.take()
             if not started:
                 if isinstance(end, ProxyError) and not frames:
                     await send_error(send, end, context, shape)
@@ -115,9 +111,9 @@ async def stream(
                 started = True
             if isinstance(end, ProxyError):
                 frames += renderer.error(end)
-            body = b"".join(frames)
-            await send({"type": "http.response.body", "body": body, "more_body": end is False})
-            if end is not False:
+            more = end is None
+            await send({"type": "http.response.body", "body": b"".join(frames), "more_body": more})
+            if not more:
                 return
     finally:
         # After a complete stream the producer is done: awaiting it anyway would yield to
@@ -127,21 +123,66 @@ async def stream(
             await asyncio.gather(producer, return_exceptions=True)
 
 
+class _Outbox:
+    """Frames rendered ahead of the sender, taken all at once; the producer waits when the
+    sender falls `_QUEUE_FRAMES` behind (backpressure).
+
+    A list and two futures: an `asyncio.Queue` costs a put and a get per frame.
+    """
+
+    __slots__ = ("_end", "_frames", "_room", "_waiter")
+
+    def __init__(self) -> None:
+        self._frames: list[bytes] = []
+        self._end: ProxyError | bool = False
+        self._waiter: asyncio.Future[None] | None = None
+        self._room: asyncio.Future[None] | None = None
+
+    async def put(self, frames: list[bytes]) -> None:
+        self._frames += frames
+        self._wake()
+        if len(self._frames) >= _QUEUE_FRAMES:
+            self._room = asyncio.get_running_loop().create_future()
+            await self._room
+
+    def close(self, end: ProxyError | None = None) -> None:
+        """No more frames: the stream ends normally, or with `end`."""
+        self._end = end if end is not None else True
+        self._wake()
+
+    async def take(self) -> tuple[list[bytes], ProxyError | bool | None]:
+        """The frames ready, and how the stream ends (None: it goes on)."""
+        while not self._frames and self._end is False:
+            self._waiter = asyncio.get_running_loop().create_future()
+            await self._waiter
+        frames, self._frames = self._frames, []
+        room, self._room = self._room, None
+        if room is not None and not room.done():
+            room.set_result(None)
+        return frames, (None if self._end is False else self._end)
+
+    def _wake(self) -> None:
+        waiter, self._waiter = self._waiter, None
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+
 async def _produce(
     events: AsyncIterator[LoopEvent],
     renderer: StreamRenderer,
-    queue: asyncio.Queue[bytes | ProxyError | None],
+    outbox: _Outbox,
     context: RequestContext,
 ) -> None:
-    """Render every event into the queue; end with None, or with the error that ended it."""
+    """Render every event into the outbox, then close it (with the error that ended it)."""
     try:
         async for event in events:
-            for frame in renderer.frames(event):
-                await queue.put(frame)
+            frames = renderer.frames(event)
+            if frames:
+                await outbox.put(frames)
     except ProxyError as exc:
-        await queue.put(exc)
+        outbox.close(exc)
     except Exception:
         log.exception("%s turn failed", context.request_id)
-        await queue.put(internal_error())
+        outbox.close(internal_error())
     else:
-        await queue.put(None)
+        outbox.close()

@@ -23,6 +23,7 @@ from .. import sse
 from ..config import UpstreamConfig
 from ..errors import UpstreamError, UpstreamStatusError, UpstreamTimeoutError
 from .base import Chunk, Codec, Fault
+from .coalescing import coalesce
 
 _MAX_BODY = 64 * 1024 * 1024
 _MAX_MESSAGE = 2000
@@ -251,31 +252,42 @@ class _Call:
     async def _read(
         self, response: aiohttp.ClientResponse, progress: _Progress
     ) -> AsyncIterator[Chunk]:
-        """One response's chunks; `progress` says whether any came and whether it ended."""
+        """One response's chunks; `progress` says whether any came and whether it ended.
+
+        The text deltas of one network read arrive merged (`coalesce`).
+        """
         codec = self._codec()
         decoder = sse.SSEDecoder()
         try:
             async for raw in response.content.iter_any():
-                for data in decoder.feed(raw):
-                    if data == "[DONE]":
-                        progress.complete = True
-                        return
-                    for chunk in self._event(codec, data):
-                        progress.started = True
+                chunks, done = self._decode(codec, decoder.feed(raw))
+                if chunks:
+                    progress.started = True
+                    for chunk in coalesce(chunks):
                         yield chunk
+                if done:
+                    progress.complete = True
+                    return
             tail = decoder.close()
         except TimeoutError as exc:
             raise UpstreamTimeoutError(f"upstream {self.name!r} stalled") from exc
         except (aiohttp.ClientError, sse.SSEDecodeError, UnicodeDecodeError) as exc:
             raise self._broke_off(exc) from exc
-        for data in tail:
-            if data == "[DONE]":
-                progress.complete = True
-                return
-            for chunk in self._event(codec, data):
-                progress.started = True
+        chunks, done = self._decode(codec, tail)
+        if chunks:
+            progress.started = True
+            for chunk in chunks:
                 yield chunk
-        progress.complete = codec.finished
+        progress.complete = done or codec.finished
+
+    def _decode(self, codec: Codec, events: list[str]) -> tuple[list[Chunk], bool]:
+        """The chunks of these events, and whether `[DONE]` ended them."""
+        chunks: list[Chunk] = []
+        for data in events:
+            if data == "[DONE]":
+                return chunks, True
+            chunks += self._event(codec, data)
+        return chunks, False
 
     async def whole(self, response: aiohttp.ClientResponse) -> AsyncIterator[Chunk]:
         """The unstreamed answer as chunks (one, for most formats).

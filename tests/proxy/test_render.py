@@ -220,5 +220,5 @@ def test_json_renderer_without_finished_raises() -> None:
 
 
 def test_response_ids_are_unique_per_response() -> None:
-    assert ResponseMeta(model="m").id != ResponseMeta(model="m").id
-    assert ResponseMeta(model="m").id.startswith("chatcmpl-")
+    assert ResponseMeta.new("m").id != ResponseMeta.new("m").id
+    assert ResponseMeta.new("m").id.startswith("chatcmpl-")

@@ -63,7 +63,7 @@ def test_usage_details_are_summed_and_rendered() -> None:
 
 
 def test_chat_stream_and_body_carry_logprobs_and_refusal() -> None:
-    meta = ResponseMeta(model="m")
+    meta = ResponseMeta.new("m")
     stream = StreamRenderer(meta, include_usage=False, tool_events=False)
     (frame,) = stream.frames(ContentDelta("Hi", logprobs=(TOKEN,)))
     choice = orjson.loads(frame.removeprefix(b"data: "))["choices"][0]

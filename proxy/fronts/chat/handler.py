@@ -44,7 +44,7 @@ class ChatCompletions:
             log.exception("%s request could not be read", context.request_id)
             await exchange.send_error(send, exchange.internal_error(), context, error_body)
             return
-        meta = ResponseMeta(model=turn.body["model"])
+        meta = ResponseMeta.new(turn.body["model"])
         events = self._services.loop.run(turn)
         if stream:
             renderer = StreamRenderer(

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import random
 import time
-from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from ... import sse
 from ...assembler import Usage, wire_call
@@ -13,13 +12,17 @@ from ...errors import ProxyError
 from ...events import ContentDelta, Finished, KeepAlive, LoopEvent, ToolsFinished, ToolsStarted
 
 
-@dataclass(frozen=True, slots=True)
-class ResponseMeta:
+class ResponseMeta(NamedTuple):
     """What every chunk of one response shares."""
 
     model: str
-    id: str = field(default_factory=lambda: f"chatcmpl-{random.getrandbits(96):024x}")
-    created: int = field(default_factory=lambda: int(time.time()))
+    id: str
+    created: int
+
+    @classmethod
+    def new(cls, model: str) -> ResponseMeta:
+        """A fresh id and the time now."""
+        return cls(model, f"chatcmpl-{random.getrandbits(96):024x}", int(time.time()))
 
 
 class StreamRenderer:
