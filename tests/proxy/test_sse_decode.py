@@ -140,3 +140,23 @@ async def test_encoded_frames_round_trip_through_decode() -> None:
     decoded = await decode_all(bytewise(raw))
     assert decoded[-1] == "[DONE]"
     assert [orjson.loads(d) for d in decoded[:-1]] == payloads
+
+
+def test_mixed_event_shapes_decode_alike_whole_and_split_anywhere() -> None:
+    # The common `data: {...}` shape takes a short path; every other shape must come out
+    # the same whether it arrives whole, in two pieces split anywhere, or byte by byte.
+    stream = (
+        b'data: {"a":1}\n\nevent: x\ndata: b\n\n: keep-alive\n\ndata: c\ndata: d\n\n'
+        b"data:tight\n\n\n\ndata: \xc3\xa9t\xc3\xa9\n\ndata: partial"
+    )
+    expected = ['{"a":1}', "b", "c\nd", "tight", "été"]
+    whole = sse.SSEDecoder()
+    assert whole.feed(stream) == expected
+    assert whole.close() == ["partial"]
+    for cut in range(1, len(stream)):
+        decoder = sse.SSEDecoder()
+        events = decoder.feed(stream[:cut]) + decoder.feed(stream[cut:])
+        assert events + decoder.close() == [*expected, "partial"], cut
+    decoder = sse.SSEDecoder()
+    events = [e for i in range(len(stream)) for e in decoder.feed(stream[i : i + 1])]
+    assert events + decoder.close() == [*expected, "partial"]
