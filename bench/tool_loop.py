@@ -32,12 +32,11 @@ Targets, per tool:
 c=1: `--requests` sequential requests after `--warmup-requests`, each phase cut at `--budget`
 seconds (p50, p99); "+iter" is the p50 minus the direct loop's p50 in the same round (median
 over rounds): the latency the proxy adds to an iteration (model, tool, model) beyond model and
-tool time. c=32: a closed loop for
-`--duration` s after `--warmup` s: req/s, and the proxy process's CPU per request (from /proc;
-a stdio server it spawned is not counted); after it, the next target waits until the proxy and
-its children are idle again (the calls cut off at the end may still run there). Goals:
-toolwire "+iter" <= 1 ms for every tool, and LiteLLM's "+iter" on its MCP path >= 100x
-Toolwire's.
+tool time. c=32: a closed loop for `--duration` s after `--warmup` s: req/s, and the proxy
+process's CPU per request (from /proc; a stdio server it spawned is not counted); after it,
+the next target waits until the proxy, its children and the shared servers are idle again (the
+calls cut off at the end may still run). Goals: toolwire "+iter" <= 1 ms for every tool, and
+LiteLLM's "+iter" on its MCP path >= 100x Toolwire's.
 
 Method: servers are child processes on ephemeral loopback ports, killed (process group) in a
 `finally`. With 2 CPUs, the proxies run on CPU A (a stdio MCP server a proxy spawns too), and
@@ -95,6 +94,8 @@ class Servers:
     """kind -> (chat completions URL, pid)"""
     litellm: tuple[str, int] | None
     litellm_note: str
+    shared: list[int]
+    """The model's, the MCP HTTP server's and the REST service's pids."""
 
 
 def wait_http(procs: Processes, name: str, proc: Any, url: str, timeout: float = 60) -> None:
@@ -205,7 +206,8 @@ def start_servers(args: argparse.Namespace, procs: Processes, cpus: Cpus, work: 
         wait_http(procs, f"toolwire-{kind}", proc, f"http://127.0.0.1:{port}/readyz")
         toolwire[kind] = (f"http://127.0.0.1:{port}/v1/chat/completions", proc.pid)
     litellm, note = _start_litellm(args, procs, a, work, f"{upstream_base}/v1", mcp_url, rest)
-    return Servers(f"{upstream_base}/v1", mcp_url, rest, toolwire, litellm, note)
+    shared = [upstream.pid, mcp.pid, rest_proc.pid]
+    return Servers(f"{upstream_base}/v1", mcp_url, rest, toolwire, litellm, note, shared)
 
 
 def _wait_port(procs: Processes, name: str, proc: Any, port: int, timeout: float = 30) -> None:
@@ -286,6 +288,9 @@ async def measure(args: argparse.Namespace, servers: Servers) -> list[dict[str, 
                     _progress(f"round {index + 1}/{args.rounds} {kind:<9} {target}")
                     call, pid = calls[target]
                     this[kind][target] = await _measure_one(args, call, pid)
+                    # Calls cut off at the end of the c=32 window may still run in the proxy,
+                    # its stdio children or a shared server: let them end before the next.
+                    await settle([*servers.shared, *([pid] if pid else [])])
             rounds.append(this)
     return rounds
 
@@ -319,8 +324,6 @@ async def _measure_one(
     before = _cpu_seconds(pid) if pid else None
     load = await run_load(call, args.concurrency, args.warmup, args.duration)
     after = _cpu_seconds(pid) if pid else None
-    if pid:
-        await settle(pid)
     summary = load.summary()
     cpu = None if before is None or after is None else after - before
     return {
@@ -330,14 +333,14 @@ async def _measure_one(
     }
 
 
-async def settle(pid: int, limit_s: float = 60.0) -> None:
-    """Wait until a proxy and its children are idle again (< 10% of a core over 0.5 s), so the
-    requests the load runner cancelled do not slow the next target down."""
+async def settle(pids: list[int], limit_s: float = 60.0) -> None:
+    """Wait until these processes and their children are idle again (< 10% of a core over
+    0.5 s), so the requests the load runner cancelled do not slow the next target down."""
     deadline = time.monotonic() + limit_s
     while time.monotonic() < deadline:
-        before = tree_cpu_seconds(pid)
+        before = sum(tree_cpu_seconds(pid) for pid in pids)
         await asyncio.sleep(0.5)
-        if tree_cpu_seconds(pid) - before < 0.05:
+        if sum(tree_cpu_seconds(pid) for pid in pids) - before < 0.05:
             return
 
 
