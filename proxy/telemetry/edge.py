@@ -1,5 +1,6 @@
 """The edge every HTTP request passes: its id on the response, its summary log line, its
-metrics and its span; and the drain that refuses new turns while the server shuts down."""
+metrics and its span; and the drain, which counts running work and refuses new requests
+while the server shuts down."""
 
 from __future__ import annotations
 

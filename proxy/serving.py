@@ -1,0 +1,186 @@
+"""`toolwire serve`: one process or uvicorn's workers, and the drain on SIGTERM or SIGINT.
+
+On a signal the drain (`proxy.telemetry.Drain`) comes first: the server keeps listening,
+new requests get 503 and running work finishes, up to `server.drain_s`; then uvicorn is
+told to stop as its own handler would, cancels what is left and returns, and the sources
+close. With `--workers` each worker drains the same way: the supervisor passes the signal on.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import gc
+import logging.config
+import os
+import signal
+import sys
+import tempfile
+from collections.abc import AsyncIterator, Callable, Iterator
+from typing import Any
+
+import uvicorn
+
+from registry import SourceSet, ToolRegistry
+
+from .app import create_app, sources_for
+from .config import Settings, load_settings
+from .state import NOT_SHARED, check_state
+from .telemetry import MULTIPROC_ENV, Drain, Stop, log_config
+
+__all__ = ["app_from_env", "serve", "started"]
+
+_CANCEL_AFTER_DRAIN_S = 1
+"""After the drain, how long uvicorn waits for what still runs (GETs' event streams, work
+the drain gave up on) before cancelling it."""
+
+
+def serve(args: argparse.Namespace, settings: Settings) -> int:
+    """Serve until a signal has drained the server; the exit status."""
+    host = args.host or settings.server.host
+    port = args.port if args.port is not None else settings.server.port
+    logs = log_config(args.log_format, args.log_level)
+    logging.config.dictConfig(logs)
+    asyncio.run(check_state(settings))  # an unreachable Redis is a clean exit 1
+    if args.workers > 1 and settings.state.backend == "memory":
+        print(
+            f"toolwire: {args.workers} workers with state.backend: memory: each worker keeps "
+            f"its own {NOT_SHARED}; a follow-up that lands on another worker will not find "
+            "them (set state.backend: redis to share them)",
+            file=sys.stderr,
+        )
+    if args.workers > 1:
+        # Each worker process builds its own app (and starts its own sources) from the file.
+        os.environ["TOOLWIRE_CONFIG"] = os.path.abspath(args.config)
+        with _metrics_shared_by_workers():
+            uvicorn.run(
+                "proxy.serving:app_from_env",
+                factory=True,
+                host=host,
+                port=port,
+                workers=args.workers,
+                http="httptools",
+                loop="uvloop",
+                log_level=args.log_level,
+                log_config=logs,
+                access_log=args.access_log,
+                timeout_graceful_shutdown=_CANCEL_AFTER_DRAIN_S,
+            )
+        _stop_resource_tracker()
+        return 0
+    import uvloop
+
+    uvloop.run(_serve_one(settings, host, port, args))
+    return 0
+
+
+async def _serve_one(settings: Settings, host: str, port: int, args: argparse.Namespace) -> None:
+    # Sources start before the server binds, so a broken source is a clean error exit.
+    async with started(settings) as (registry, sources):
+        app = create_app(settings, registry=registry, sources=sources)
+        config = uvicorn.Config(
+            app,
+            host=host,
+            port=port,
+            http="httptools",
+            log_level=args.log_level,
+            log_config=log_config(args.log_format, args.log_level),
+            access_log=args.access_log,
+            timeout_graceful_shutdown=_CANCEL_AFTER_DRAIN_S,
+        )
+        server = uvicorn.Server(config)
+        # uvicorn installs `server.handle_exit` for SIGTERM and SIGINT when it starts.
+        drain = app.telemetry.drain
+        server.handle_exit = drain.signal_handler(  # type: ignore[method-assign,assignment]
+            _stopper(server), settings.server.drain_s
+        )
+        # What start-up built lives as long as the process: keep the collector off it.
+        gc.freeze()
+        # On SIGTERM the drain lets running requests finish while new ones get 503, then
+        # uvicorn stops listening and returns; then the sources close.
+        await server.serve()
+
+
+def _stopper(server: uvicorn.Server) -> Stop:
+    """Stop `server` as uvicorn's own handler would, without raising the signal again once
+    it has stopped (which would kill the process with status -15)."""
+
+    def stop(sig: int) -> None:
+        if server.should_exit and sig == signal.SIGINT:
+            server.force_exit = True  # a second Ctrl-C: stop waiting for running requests
+        server.should_exit = True
+
+    return stop
+
+
+def _drain_worker(drain: Drain, limit_s: float) -> None:
+    """In a `--workers` process: put the drain before uvicorn's signal handlers, which are
+    installed by the time the app is built."""
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        handler = signal.getsignal(sig)
+        server = getattr(handler, "__self__", None)
+        if isinstance(server, uvicorn.Server):
+            signal.signal(sig, drain.signal_handler(_stopper(server), limit_s))
+        elif callable(handler):  # uvicorn's handler wrapped by another library
+            signal.signal(sig, drain.signal_handler(_calling(handler), limit_s))
+
+
+def _calling(handler: Callable[[int, Any], Any]) -> Stop:
+    def stop(sig: int) -> None:
+        handler(sig, None)
+
+    return stop
+
+
+def _stop_resource_tracker() -> None:
+    """Stop and reap multiprocessing's resource tracker, which uvicorn's spawned workers
+    started: left alone (Python 3.11) it exits only after this process, orphaned, so a
+    child would outlive `toolwire serve`."""
+    from multiprocessing import resource_tracker
+
+    tracker = getattr(resource_tracker, "_resource_tracker", None)
+    stop = getattr(tracker, "_stop", None)
+    if stop is not None:
+        stop()
+
+
+@contextlib.contextmanager
+def _metrics_shared_by_workers() -> Iterator[None]:
+    """A folder where every worker keeps its metric values (prometheus-client's multiprocess
+    mode), removed at exit; one the environment already names is used and kept."""
+    if os.environ.get(MULTIPROC_ENV):
+        yield
+        return
+    with tempfile.TemporaryDirectory(prefix="toolwire-metrics-") as folder:
+        os.environ[MULTIPROC_ENV] = folder
+        try:
+            yield
+        finally:
+            del os.environ[MULTIPROC_ENV]
+
+
+def app_from_env() -> object:
+    """The app for worker processes: the config path comes from TOOLWIRE_CONFIG."""
+    settings = load_settings(os.environ.get("TOOLWIRE_CONFIG", "proxy.yaml"))
+    app = create_app(settings)
+    _drain_worker(app.telemetry.drain, settings.server.drain_s)
+    return app
+
+
+@contextlib.asynccontextmanager
+async def started(
+    settings: Settings, *, fail_fast: bool = True
+) -> AsyncIterator[tuple[ToolRegistry, SourceSet]]:
+    """The configuration's sources started into a new registry; closed on exit.
+
+    Raises:
+        RegistryError: with `fail_fast`, a source failed to start.
+    """
+    registry = ToolRegistry()
+    sources = sources_for(settings)
+    await sources.start(registry, fail_fast=fail_fast)
+    try:
+        yield registry, sources
+    finally:
+        await sources.aclose()
