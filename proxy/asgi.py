@@ -27,7 +27,13 @@ async def send_json(
     send: Send, status: int, payload: Any, headers: dict[str, str] | None = None
 ) -> None:
     """Send a whole JSON response."""
-    body = orjson.dumps(payload)
+    await send_json_bytes(send, status, orjson.dumps(payload), headers)
+
+
+async def send_json_bytes(
+    send: Send, status: int, body: bytes, headers: dict[str, str] | None = None
+) -> None:
+    """Send a whole response whose body is already serialised JSON."""
     raw_headers = [
         (b"content-type", b"application/json"),
         (b"content-length", str(len(body)).encode()),

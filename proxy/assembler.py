@@ -17,7 +17,7 @@ from registry import ToolCall
 
 from .errors import UpstreamError
 from .events import ContentDelta, Usage
-from .upstreams.base import PROVIDER_KEY
+from .upstreams.base import PROVIDER_KEY, Relayable
 
 Delta = ContentDelta
 """What `Assembler.feed` returns: text to forward to the client now."""
@@ -34,6 +34,8 @@ class Answer:
     provider: dict[str, Any] | None = None
     """Opaque data the upstream adapter needs back with this message next round (thinking
     signatures and the like), kept under `PROVIDER_KEY` on the assistant message."""
+    raw: bytes | None = None
+    """The upstream's own bytes, when the answer came whole and `Relayable`."""
 
 
 @dataclass(slots=True)
@@ -78,9 +80,14 @@ class Assembler:
         self._finish: str | None = None
         self._usage: Usage | None = None
         self._provider: dict[str, Any] | None = None
+        self._fed = 0
+        self._raw: bytes | None = None
 
     def feed(self, chunk: dict[str, Any]) -> ContentDelta | None:
         """Take one chunk; return the text in it that can go to the client now."""
+        self._fed += 1
+        if chunk.__class__ is Relayable:
+            self._raw = chunk.raw  # type: ignore[attr-defined]
         usage = chunk.get("usage")
         if isinstance(usage, dict):
             self._usage = Usage.from_chat(usage)
@@ -153,7 +160,8 @@ class Assembler:
             finish = "tool_calls"
         elif finish == "tool_calls":
             finish = "stop"
-        return Answer("".join(self._content), calls, finish, self._usage, self._provider)
+        raw = self._raw if self._fed == 1 and not calls else None
+        return Answer("".join(self._content), calls, finish, self._usage, self._provider, raw)
 
 
 def _rare_delta(content: Any, reasoning: Any, refusal: Any, logprobs: Any) -> ContentDelta:

@@ -138,6 +138,9 @@ class Finished:
     rounds: tuple[dict[str, Any], ...] = ()
     """Chat messages of the proxy's own tool rounds this turn, when it ended with an answer
     (a front that keeps conversations stores them; a hand-back keeps them itself)."""
+    relay: bytes | None = None
+    """The upstream's own body, when the turn's answer is one unstreamed upstream answer that
+    is already what the Chat front renders (see `Relayable`): it may be sent as it is."""
 
     def vendor_fields(self) -> dict[str, Any]:
         """Toolwire's own fields for the final message (`toolwire` key), if any."""

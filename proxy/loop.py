@@ -86,7 +86,9 @@ class ToolLoop:
             answer = state.answer
             assert answer is not None
             if not answer.tool_calls:
-                yield Finished(answer.finish_reason, state.usage, rounds=tuple(state.added))
+                rounds = tuple(state.added)
+                relay = None if rounds else answer.raw
+                yield Finished(answer.finish_reason, state.usage, rounds=rounds, relay=relay)
                 return
             if not turn.controls.auto_execute:
                 yield Finished("tool_calls", state.usage, tuple(answer.tool_calls))

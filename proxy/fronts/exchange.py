@@ -11,7 +11,7 @@ import logging
 from collections.abc import AsyncIterator, Callable
 from typing import Any, Protocol
 
-from ..asgi import Send, send_json, start_stream
+from ..asgi import Send, send_json, send_json_bytes, start_stream
 from ..context import RequestContext
 from ..errors import ProxyError
 from ..events import LoopEvent
@@ -46,7 +46,9 @@ class JsonRenderer(Protocol):
 
     def feed(self, event: LoopEvent) -> None: ...
 
-    def body(self) -> dict[str, Any]: ...
+    def encoded(self) -> bytes:
+        """The body, serialised."""
+        ...
 
 
 async def send_error(
@@ -72,7 +74,7 @@ async def answer(
     try:
         async for event in events:
             renderer.feed(event)
-        body = renderer.body()
+        body = renderer.encoded()
     except ProxyError as exc:
         await send_error(send, exc, context, shape)
         return
@@ -80,7 +82,7 @@ async def answer(
         log.exception("%s turn failed", context.request_id)
         await send_error(send, internal_error(), context, shape)
         return
-    await send_json(send, 200, body, {"x-request-id": context.request_id})
+    await send_json_bytes(send, 200, body, {"x-request-id": context.request_id})
 
 
 async def stream(

@@ -69,6 +69,22 @@ class Fault(Exception):
         self.retry_after = retry_after
 
 
+class Relayable(dict[str, Any]):
+    """A chunk that is the upstream's whole unstreamed answer, exactly as the Chat front
+    would render it: `raw` holds the upstream's bytes, which can then be sent as they are.
+
+    A codec returns one only after checking the answer field by field; copying it (`{**c}`,
+    as any adapter that rewrites a chunk does) yields a plain dict, so a rewritten answer is
+    never relayed.
+    """
+
+    __slots__ = ("raw",)
+
+    def __init__(self, chunk: Chunk) -> None:
+        super().__init__(chunk)
+        self.raw: bytes | None = None
+
+
 def provider_chunk(data: dict[str, Any]) -> Chunk:
     """A chunk carrying only provider data for the assembler to keep with the answer."""
     return {"choices": [{"index": 0, "delta": {PROVIDER_KEY: data}, "finish_reason": None}]}

@@ -8,12 +8,14 @@ holds the whole message, so the loop has a single path.
 from __future__ import annotations
 
 import contextlib
+import functools
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
 from ..config import UpstreamConfig
 from ..errors import UpstreamError
-from .base import Chunk, Fault, strip_provider, with_trace
+from ..events import Usage
+from .base import Chunk, Fault, Relayable, strip_provider, with_trace
 from .transport import Transport, error_message
 
 
@@ -48,7 +50,7 @@ class HTTPUpstream:
             body,
             sent,
             stream=bool(body.get("stream")),
-            codec=ChatCodec,
+            codec=functools.partial(ChatCodec, body.get("model")),
             credential=sent.get("Authorization", ""),
             client_key=not self._config.api_key,
             deadline=deadline,
@@ -70,10 +72,15 @@ class HTTPUpstream:
 
 
 class ChatCodec:
-    """Chat chunks pass through; an error object in the stream is a fault."""
+    """Chat chunks pass through; an error object in the stream is a fault.
 
-    def __init__(self) -> None:
+    An unstreamed answer that is already what the Chat front would render for `model` comes
+    back `Relayable`, so its bytes can go to the client as they are.
+    """
+
+    def __init__(self, model: Any = None) -> None:
         self.finished = False
+        self._model = model
 
     def event(self, payload: dict[str, Any]) -> list[Chunk]:
         if "error" in payload and "choices" not in payload:
@@ -83,7 +90,8 @@ class ChatCodec:
         return [payload]
 
     def whole(self, payload: Any) -> list[Chunk]:
-        return [as_chunk(payload)]
+        chunk = as_chunk(payload)
+        return [Relayable(chunk) if relayable(payload, self._model) else chunk]
 
 
 def bearer_headers(api_key: str, incoming: Mapping[str, str] | None) -> dict[str, str]:
@@ -146,3 +154,44 @@ def as_chunk(payload: Any) -> Chunk:
         ],
         "usage": payload.get("usage"),
     }
+
+
+_RELAYED_TOP = frozenset({"id", "object", "created", "model", "choices", "usage"})
+_RELAYED_CHOICE = frozenset({"index", "message", "finish_reason", "logprobs"})
+_RELAYED_MESSAGE = frozenset({"role", "content", "reasoning_content", "refusal"})
+
+
+def relayable(payload: dict[str, Any], model: Any) -> bool:
+    """Whether an unstreamed answer has exactly the fields, and the values, that the Chat
+    front renders for a one-round turn without tool calls (its id and time aside).
+
+    Anything else (a tool call, a vendor field, a model other than the one asked for, usage
+    that renders differently) goes the slow way, which rebuilds the answer.
+    """
+    if payload.keys() != _RELAYED_TOP or payload["object"] != "chat.completion":
+        return False
+    if payload["model"] != model or not isinstance(payload["id"], str):
+        return False
+    if not isinstance(payload["created"], int):
+        return False
+    choices = payload["choices"]
+    if not isinstance(choices, list) or len(choices) != 1:
+        return False
+    choice = choices[0]
+    if choice.keys() != _RELAYED_CHOICE or choice["index"] != 0 or choice["logprobs"] is not None:
+        return False
+    if choice["finish_reason"] not in ("stop", "length"):
+        return False
+    message = choice["message"]
+    if not isinstance(message, dict) or not message.keys() <= _RELAYED_MESSAGE:
+        return False
+    if message.get("role") != "assistant" or "content" not in message:
+        return False
+    content = message.get("content")
+    if not (content is None or (isinstance(content, str) and content)):
+        return False
+    for key in ("reasoning_content", "refusal"):
+        if key in message and not (isinstance(message[key], str) and message[key]):
+            return False
+    usage = payload["usage"]
+    return isinstance(usage, dict) and Usage.from_chat(usage).as_dict() == usage

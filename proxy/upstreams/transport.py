@@ -22,7 +22,7 @@ import orjson
 from .. import sse
 from ..config import UpstreamConfig
 from ..errors import UpstreamError, UpstreamStatusError, UpstreamTimeoutError
-from .base import Chunk, Codec, Fault
+from .base import Chunk, Codec, Fault, Relayable
 from .coalescing import coalesce
 
 _MAX_BODY = 64 * 1024 * 1024
@@ -308,8 +308,9 @@ class _Call:
             raise UpstreamTimeoutError(f"upstream {self.name!r} stalled") from exc
         except aiohttp.ClientError as exc:
             raise self._broke_off(exc) from exc
+        data = b"".join(parts)
         try:
-            payload = orjson.loads(b"".join(parts))
+            payload = orjson.loads(data)
         except orjson.JSONDecodeError as exc:
             raise UpstreamError("upstream answer is not JSON") from exc
         try:
@@ -317,6 +318,8 @@ class _Call:
         except Fault as fault:
             raise self._fault(fault, "upstream error") from fault
         for chunk in chunks:
+            if chunk.__class__ is Relayable:
+                chunk.raw = data  # type: ignore[attr-defined]
             yield chunk
 
     def _event(self, codec: Codec, data: str) -> list[Chunk]:

@@ -6,6 +6,8 @@ import random
 import time
 from typing import Any, NamedTuple
 
+import orjson
+
 from ... import sse
 from ...assembler import Usage, wire_call
 from ...errors import ProxyError
@@ -133,6 +135,13 @@ class JsonRenderer:
                 self._logprobs.extend(event.logprobs)
         elif isinstance(event, Finished):
             self._finished = event
+
+    def encoded(self) -> bytes:
+        """The whole answer, serialised: the upstream's own bytes when the turn relays them."""
+        done = self._finished
+        if done is not None and done.relay is not None:
+            return done.relay
+        return orjson.dumps(self.body())
 
     def body(self) -> dict[str, Any]:
         """The whole answer.

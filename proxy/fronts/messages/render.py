@@ -211,6 +211,10 @@ class MessagesJsonRenderer:
     def feed(self, event: LoopEvent) -> None:
         self._builder.feed(event)
 
+    def encoded(self) -> bytes:
+        """The whole answer, serialised."""
+        return orjson.dumps(self.body())
+
     def body(self) -> dict[str, Any]:
         if not self._builder.finished:
             raise RuntimeError("the turn ended without a Finished event")

@@ -12,6 +12,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
+
 from registry import ToolCall, ToolResult
 
 from ... import sse
@@ -412,6 +414,10 @@ class ResponsesJsonRenderer:
 
     def feed(self, event: LoopEvent) -> None:
         self._builder.feed(event)
+
+    def encoded(self) -> bytes:
+        """The whole answer, serialised."""
+        return orjson.dumps(self.body())
 
     def body(self) -> dict[str, Any]:
         if self._builder.status == "in_progress":

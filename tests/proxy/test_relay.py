@@ -1,0 +1,148 @@
+"""An unstreamed answer relayed as the upstream's bytes equals what the slow path renders;
+anything the slow path would change is never relayed."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from typing import Any
+
+import orjson
+import pytest
+
+from proxy.assembler import Assembler
+from proxy.events import Finished, Usage
+from proxy.fronts.chat.render import JsonRenderer, ResponseMeta
+from proxy.upstreams.base import Relayable
+from proxy.upstreams.openai_chat import ChatCodec, relayable
+
+MODEL = "served-model"
+
+
+def answer(**message: Any) -> dict[str, Any]:
+    return {
+        "id": "chatcmpl-upstream",
+        "object": "chat.completion",
+        "created": 1700000000,
+        "model": MODEL,
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": "Hello.", **message},
+                "logprobs": None,
+                "finish_reason": "stop",
+            }
+        ],
+        "usage": {"prompt_tokens": 9, "completion_tokens": 2, "total_tokens": 11},
+    }
+
+
+def rendered(payload: dict[str, Any]) -> tuple[bytes, dict[str, Any]]:
+    """What the Chat front sends for this upstream answer, and what the slow path renders."""
+    chunks = ChatCodec(MODEL).whole(copy.deepcopy(payload))
+    for chunk in chunks:
+        if chunk.__class__ is Relayable:
+            chunk.raw = orjson.dumps(payload)  # as the transport does
+    assembler = Assembler()
+    renderer = JsonRenderer(ResponseMeta.new(MODEL))
+    for chunk in chunks:
+        delta = assembler.feed(chunk)
+        if delta is not None:
+            renderer.feed(delta)
+    done = assembler.finish()
+    usage = Usage() + (done.usage or Usage())
+    renderer.feed(Finished(done.finish_reason, usage, relay=done.raw))
+    return renderer.encoded(), renderer.body()
+
+
+def without_identity(body: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in body.items() if k not in ("id", "created")}
+
+
+RELAYED = {
+    "plain": answer(),
+    "reasoning": answer(reasoning_content="Think first."),
+    "refusal": answer(content=None, refusal="I can't help with that."),
+    "cut by length": {
+        **answer(),
+        "choices": [{**answer()["choices"][0], "finish_reason": "length"}],
+    },
+    "cached tokens": {
+        **answer(),
+        "usage": {
+            "prompt_tokens": 9,
+            "completion_tokens": 2,
+            "total_tokens": 11,
+            "prompt_tokens_details": {"cached_tokens": 4},
+        },
+    },
+}
+
+
+@pytest.mark.parametrize("payload", RELAYED.values(), ids=RELAYED.keys())
+def test_relayed_bytes_equal_the_slow_path(payload: dict[str, Any]) -> None:
+    sent, slow = rendered(payload)
+    assert sent == orjson.dumps(payload)  # the upstream's own bytes
+    assert without_identity(orjson.loads(sent)) == without_identity(slow)
+
+
+def _with(path: tuple[str | int, ...], value: Any) -> Callable[[dict[str, Any]], None]:
+    def change(payload: dict[str, Any]) -> None:
+        target: Any = payload
+        for key in path[:-1]:
+            target = target[key]
+        target[path[-1]] = value
+
+    return change
+
+
+def _drop(key: str) -> Callable[[dict[str, Any]], None]:
+    return lambda payload: payload["usage"].pop(key)
+
+
+SLOW = {
+    "vendor field (vLLM)": _with(("kv_transfer_params",), None),
+    "vendor field in the choice": _with(("choices", 0, "stop_reason"), None),
+    "system fingerprint": _with(("system_fingerprint",), "fp_1"),
+    "toolwire_provider": _with(("choices", 0, "message", "toolwire_provider"), {"x": 1}),
+    "another model": _with(("model",), "other-model"),
+    "empty content": _with(("choices", 0, "message", "content"), ""),
+    "no content key": lambda p: p["choices"][0]["message"].pop("content"),
+    "empty reasoning": _with(("choices", 0, "message", "reasoning_content"), ""),
+    "empty tool_calls list": _with(("choices", 0, "message", "tool_calls"), []),
+    "finish tool_calls without calls": _with(("choices", 0, "finish_reason"), "tool_calls"),
+    "upper-case finish": _with(("choices", 0, "finish_reason"), "STOP"),
+    "log-probabilities": _with(("choices", 0, "logprobs"), {"content": []}),
+    "usage without total": _drop("total_tokens"),
+    "two choices": lambda p: p["choices"].append(copy.deepcopy(p["choices"][0])),
+    "chunk object": _with(("object",), "chat.completion.chunk"),
+}
+
+
+@pytest.mark.parametrize("change", SLOW.values(), ids=SLOW.keys())
+def test_answers_the_slow_path_would_change_are_rebuilt(
+    change: Callable[[dict[str, Any]], None],
+) -> None:
+    payload = answer()
+    change(payload)
+    assert not relayable(payload, MODEL)
+    sent, slow = rendered(payload)
+    assert orjson.loads(sent) == slow
+    for vendor in ("kv_transfer_params", "system_fingerprint"):
+        assert vendor not in slow
+    assert "stop_reason" not in slow["choices"][0]
+    assert "toolwire_provider" not in slow["choices"][0]["message"]
+
+
+def test_tool_calls_are_never_relayed() -> None:
+    payload = answer(
+        tool_calls=[{"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}]
+    )
+    assert not relayable(payload, MODEL)
+
+
+def test_a_copied_chunk_loses_its_bytes() -> None:
+    # Adapters that rewrite a chunk copy it; the copy is a plain dict and is never relayed.
+    (chunk,) = ChatCodec(MODEL).whole(answer())
+    assert chunk.__class__ is Relayable
+    assert {**chunk}.__class__ is dict
