@@ -42,11 +42,12 @@ def nap(seconds: float) -> str:
 
 
 def wait_for(path: str) -> str:
-    """Wait until a file exists (at most a minute).
+    """Wait until a file exists (at most a minute); `PATH.started` says it began.
 
     Args:
         path: the file.
     """
+    Path(path + ".started").touch()
     deadline = time.monotonic() + 60
     while not Path(path).exists() and time.monotonic() < deadline:
         time.sleep(0.02)

@@ -56,6 +56,12 @@ async def _until_draining(tmp_path: Path, processes: int) -> None:
             await asyncio.sleep(0.05)
 
 
+async def _until_exists(path: Path) -> None:
+    async with asyncio.timeout(20):
+        while not await asyncio.to_thread(path.exists):  # noqa: ASYNC110 (another process)
+            await asyncio.sleep(0.02)
+
+
 def _alive(pids: set[int]) -> dict[int, str]:
     """The processes among `pids` still there (zombies too), with their command lines."""
     alive = {}
@@ -72,10 +78,16 @@ def _text(stream: bytes) -> str:
     return "".join(delta.get("content") or "" for delta in deltas)
 
 
-@pytest.mark.parametrize("workers", [1, 2])
+@pytest.mark.parametrize(
+    ("workers", "mode"),
+    [(1, "thread"), (1, "process"), (2, "thread")],
+    ids=["one-process", "process-pool", "two-workers"],
+)
 async def test_sigterm_drains_a_turn_running_an_mcp_stdio_tool(
-    tmp_path: Path, upstream: FakeUpstream, workers: int
+    tmp_path: Path, upstream: FakeUpstream, workers: int, mode: str
 ) -> None:
+    """The Python tool runs in a thread, or in a process of the execution pool (one more
+    child that must not outlive the server)."""
     release = tmp_path / "release"
     upstream.script(
         Reply.tool_calls(
@@ -83,12 +95,17 @@ async def test_sigterm_drains_a_turn_running_an_mcp_stdio_tool(
         ),
         Reply.text("all done"),
     )
-    served = toolwire_serve(tmp_path, upstream, tools=[MCP_STDIO], workers=workers)
+    execution = {"mode": mode}
+    served = toolwire_serve(
+        tmp_path, upstream, tools=[MCP_STDIO], workers=workers, execution=execution
+    )
     async with served as (base, process), aiohttp.ClientSession() as session:
         async with _streamed_turn(session, base) as turn:
+            await _until_exists(tmp_path / "release.started")
             started = descendants(process.pid)
-            # The MCP server (one per worker) and, with workers, the workers.
-            assert len(started) >= 2 * workers - 1 + (workers > 1)
+            # An MCP server per worker, the workers (with more than one), a pool process.
+            expected = workers + (workers if workers > 1 else 0) + (mode == "process")
+            assert len(started) >= expected
             process.send_signal(signal.SIGTERM)
             await _until_draining(tmp_path, workers)
             assert await _refused(base) == 503
