@@ -315,7 +315,12 @@ def _traced_http_client(
 async def _trace_headers_from_meta(request: httpx2.Request) -> None:
     """A `tools/call` sent with trace context in its `_meta` carries it as HTTP headers too
     (the transport sends from its own task, where the caller's context is not current)."""
-    body = request.content if request.method == "POST" else b""
+    if request.method != "POST":
+        return
+    try:
+        body = request.content
+    except httpx2.RequestNotRead:
+        return  # a streamed body: not a JSON-RPC message the session sent
     if b'"traceparent"' not in body:
         return
     try:
