@@ -39,9 +39,11 @@ calls cut off at the end may still run). Goals: toolwire "+iter" <= 1 ms for eve
 LiteLLM's "+iter" on its MCP path >= 100x Toolwire's.
 
 Method: servers are child processes on ephemeral loopback ports, killed (process group) in a
-`finally`. With 2 CPUs, the proxies run on CPU A (a stdio MCP server a proxy spawns too), and
-the fake model, the MCP HTTP server, the REST service, this client and the direct loop's stdio
-server on CPU B.
+`finally`. Each round measures every tool's direct and toolwire rows (their order rotated from
+round to round), then the LiteLLM rows: LiteLLM's stdio path at c=32 starts dozens of servers
+and slows the machine and the shared MCP server for a while after. With 2 CPUs, the proxies
+run on CPU A (a stdio MCP server a proxy spawns too), and the fake model, the MCP HTTP server,
+the REST service, this client and the direct loop's stdio server on CPU B.
 """
 
 from __future__ import annotations
@@ -278,19 +280,21 @@ async def measure(args: argparse.Namespace, servers: Servers) -> list[dict[str, 
             "openapi": clients.openapi_tool(http, servers.rest),
         }
         for index in range(args.rounds):
-            this: dict[str, Any] = {}
-            for kind in args.kinds:
-                calls = _calls(kind, http, servers, tools[kind])
-                order = list(calls)
-                shift = index % len(order)
-                this[kind] = {}
-                for target in order[shift:] + order[:shift]:
-                    _progress(f"round {index + 1}/{args.rounds} {kind:<9} {target}")
-                    call, pid = calls[target]
-                    this[kind][target] = await _measure_one(args, call, pid)
-                    # Calls cut off at the end of the c=32 window may still run in the proxy,
-                    # its stdio children or a shared server: let them end before the next.
-                    await settle([*servers.shared, *([pid] if pid else [])])
+            this: dict[str, Any] = {kind: {} for kind in args.kinds}
+            # LiteLLM last in every round: its stdio path at c=32 spawns dozens of servers
+            # and leaves the machine (and the shared MCP server) slower for a while after.
+            for late in (False, True):
+                for kind in args.kinds:
+                    calls = _calls(kind, http, servers, tools[kind])
+                    order = [t for t in calls if (t == "litellm") == late]
+                    shift = index % max(1, len(order))
+                    for target in order[shift:] + order[:shift]:
+                        _progress(f"round {index + 1}/{args.rounds} {kind:<9} {target}")
+                        call, pid = calls[target]
+                        this[kind][target] = await _measure_one(args, call, pid)
+                        # Calls cut off at the end of the c=32 window may still run in the
+                        # proxy, its stdio children or a shared server: let them end first.
+                        await settle([*servers.shared, *([pid] if pid else [])])
             rounds.append(this)
     return rounds
 
