@@ -16,6 +16,7 @@ from registry import RegistryError, SourceNotFoundError, ToolNotFoundError
 
 from ..approval_queue import ApprovalNotPendingError
 from ..config import AdminConfig
+from ..errors import ProxyError
 from ..services import Services
 from .api import router
 from .auth import AdminAuth
@@ -93,6 +94,8 @@ def _build_app() -> FastAPI:
     app.add_exception_handler(SourceNotFoundError, _not_found)
     app.add_exception_handler(ApprovalNotPendingError, _not_found)
     app.add_exception_handler(RegistryError, _unprocessable)
+    # The proxy's own errors keep their status: shared state lost (Redis) is a 503.
+    app.add_exception_handler(ProxyError, _proxy_error)
     app.add_api_route("/", _panel, include_in_schema=False)
     app.mount("/assets", StaticFiles(directory=STATIC), name="assets")
     return app
@@ -108,3 +111,8 @@ async def _not_found(request: Request, exc: Exception) -> Response:
 
 async def _unprocessable(request: Request, exc: Exception) -> Response:
     return JSONResponse({"detail": str(exc)}, status_code=422)
+
+
+async def _proxy_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, ProxyError)
+    return JSONResponse({"detail": str(exc)}, status_code=exc.status, headers=exc.headers)
