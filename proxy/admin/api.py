@@ -178,7 +178,7 @@ async def read_key_stats(request: Request, runtime: Runtime) -> Response:
 
 @router.get("/approvals", response_model=list[Approval])
 async def list_approvals(request: Request, runtime: Runtime) -> Response:
-    """Calls paused for approval on this replica, oldest first."""
+    """Calls paused for approval across replicas when the state is shared, oldest first."""
     pending = await runtime.queue.pending()
     return etagged(request, [Approval(**_fields(a)) for a in pending])
 
