@@ -182,3 +182,22 @@ def test_the_chart_draws_every_panel(tmp_path: Path) -> None:
     assert out.read_bytes().startswith(b"\x89PNG")
     with pytest.raises(SystemExit):
         chart.parse_args([])
+
+
+def test_instructions_render_and_goals() -> None:
+    import instructions
+
+    result = {
+        "requests": 10,
+        "labels": {"passthrough": "pass-through", "toolwire": "toolwire"},
+        "instructions": {
+            "passthrough": {"json": 500_000.0, "stream": 800_000.0},
+            "toolwire": {"json": 550_000.0, "stream": 1_600_000.0},
+        },
+        "goal": instructions.GOAL,
+    }
+    text = instructions.render(result)
+    assert "PASS  json: toolwire 1.10x" in text
+    assert "MISS  stream: toolwire 2.00x" in text
+    args = instructions.parse_args(["--requests", "5", "--toolwire-tree", "."])
+    assert args.requests == 5 and args.toolwire_tree
