@@ -40,10 +40,10 @@ LiteLLM's "+iter" on its MCP path >= 100x Toolwire's.
 
 Method: servers are child processes on ephemeral loopback ports, killed (process group) in a
 `finally`. Each round measures every tool's direct and toolwire rows (their order rotated from
-round to round), then the LiteLLM rows: LiteLLM's stdio path at c=32 starts dozens of servers
-and slows the machine and the shared MCP server for a while after. With 2 CPUs, the proxies
-run on CPU A (a stdio MCP server a proxy spawns too), and the fake model, the MCP HTTP server,
-the REST service, this client and the direct loop's stdio server on CPU B.
+round to round), then the LiteLLM rows, its stdio row last: LiteLLM's stdio path at c=32 starts
+dozens of servers and slows the machine and the shared MCP server for a while after. With 2
+CPUs, the proxies run on CPU A (a stdio MCP server a proxy spawns too), and the fake model, the
+MCP HTTP server, the REST service, this client and the direct loop's stdio server on CPU B.
 """
 
 from __future__ import annotations
@@ -284,7 +284,9 @@ async def measure(args: argparse.Namespace, servers: Servers) -> list[dict[str, 
             # LiteLLM last in every round: its stdio path at c=32 spawns dozens of servers
             # and leaves the machine (and the shared MCP server) slower for a while after.
             for late in (False, True):
-                for kind in args.kinds:
+                # And its stdio row last of its rows, for the same reason.
+                kinds = sorted(args.kinds, key=lambda k: late and k == "mcp-stdio")
+                for kind in kinds:
                     calls = _calls(kind, http, servers, tools[kind])
                     order = [t for t in calls if (t == "litellm") == late]
                     shift = index % max(1, len(order))
