@@ -120,7 +120,10 @@ def draw(
             ],
         }
         _grouped(ax, groups, series)
-        ax.set_title(f"{streams['meta']['streams']} open streams", fontsize=10)
+        ax.set_yscale("symlog", linthresh=10.0)
+        top = max((v for values in series.values() for v in values), default=10.0)
+        ax.set_ylim(0, max(top, 10.0) * 4)
+        ax.set_title(f"{streams['meta']['streams']} open streams (log scale)", fontsize=10)
     fig.suptitle("Toolwire performance (2-core machine, loopback)", fontsize=11)
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
