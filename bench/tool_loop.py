@@ -54,14 +54,11 @@ import contextlib
 import os
 import platform
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -72,193 +69,13 @@ import uvloop
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import loop_clients as clients
 from loop_load import median, run_load, run_sequence
-from overhead import Cpus, Processes, _cpu_seconds, free_port, toolwire_command
+from loop_servers import LITELLM_KEY, LITELLM_SERVERS, Servers, start_servers
+from overhead import Cpus, Processes, _cpu_seconds
 
-ROOT = Path(__file__).resolve().parent.parent
-BENCH = ROOT / "bench"
 KINDS = ("python", "mcp-stdio", "mcp-http", "openapi")
 TARGETS = ("direct", "toolwire", "litellm")
-LITELLM = BENCH / ".venv-litellm" / "bin" / "litellm"
-LITELLM_KEY = "sk-bench"
-LITELLM_SERVERS = {"mcp-stdio": "benchstdio", "mcp-http": "benchhttp", "openapi": "benchopenapi"}
 ITER_GOAL_MS = 1.0
 LITELLM_GOAL = 100.0
-
-
-@dataclass
-class Servers:
-    """The URLs of every process of a run."""
-
-    upstream: str
-    mcp_url: str
-    rest: str
-    toolwire: dict[str, tuple[str, int]]
-    """kind -> (chat completions URL, pid)"""
-    litellm: tuple[str, int] | None
-    litellm_note: str
-    shared: list[int]
-    """The model's, the MCP HTTP server's and the REST service's pids."""
-
-
-def wait_http(procs: Processes, name: str, proc: Any, url: str, timeout: float = 60) -> None:
-    """Until `url` answers 200 (or the process exits, or `timeout` passes: RuntimeError)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"{name} exited ({proc.returncode}):\n{procs.log_tail(name)}")
-        with contextlib.suppress(OSError), urllib.request.urlopen(url, timeout=1) as resp:
-            if resp.status == 200:
-                return
-        time.sleep(0.1)
-    raise RuntimeError(f"{name} not ready after {timeout:.0f} s:\n{procs.log_tail(name)}")
-
-
-def toolwire_source(kind: str, mcp_url: str, rest: str) -> dict[str, Any]:
-    """The one `tools:` entry of the toolwire serving `kind`."""
-    if kind == "python":
-        return {"python": str(BENCH / "loop_tools.py")}
-    if kind == "mcp-stdio":
-        return {"mcp": {"command": [sys.executable, str(BENCH / "loop_mcp_server.py")]}}
-    if kind == "mcp-http":
-        return {"mcp": {"url": mcp_url}}
-    return {"openapi": {"spec": f"{rest}/openapi.json", "allow_private": True}}
-
-
-def litellm_config(upstream: str, mcp_url: str, rest: str) -> dict[str, Any]:
-    """LiteLLM's config: the fake as `fake-model`, the MCP server twice and the REST service."""
-    return {
-        "model_list": [
-            {
-                "model_name": "fake-model",
-                "litellm_params": {
-                    "model": "openai/fake-model",
-                    "api_base": upstream,
-                    "api_key": "sk-fake",
-                },
-            }
-        ],
-        "litellm_settings": {
-            "callbacks": [],
-            "num_retries": 0,
-            "request_timeout": 60,
-            "telemetry": False,
-            # Its SSRF guard refuses loopback MCP and OpenAPI URLs unless they are listed.
-            "user_url_allowed_hosts": ["127.0.0.1"],
-        },
-        "general_settings": {"master_key": LITELLM_KEY},
-        "mcp_servers": {
-            "benchstdio": {
-                "transport": "stdio",
-                "command": sys.executable,
-                "args": [str(BENCH / "loop_mcp_server.py")],
-            },
-            "benchhttp": {"url": mcp_url, "transport": "http"},
-            "benchopenapi": {"url": rest, "spec_path": f"{rest}/openapi.json"},
-        },
-    }
-
-
-def litellm_version() -> str | None:
-    python = LITELLM.parent / "python"
-    try:
-        out = subprocess.run(
-            [str(python), "-c", "import importlib.metadata as m; print(m.version('litellm'))"],
-            capture_output=True,
-            text=True,
-            check=True,
-            timeout=60,
-        )
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return out.stdout.strip()
-
-
-def start_servers(args: argparse.Namespace, procs: Processes, cpus: Cpus, work: Path) -> Servers:
-    a, b = cpus.server, cpus.other
-    py = sys.executable
-    ports = {name: free_port() for name in ("upstream", "mcp", "rest")}
-    upstream = procs.start("upstream", [py, str(BENCH / "loop_upstream.py"), "--port",
-                                        str(ports["upstream"])], b)  # fmt: skip
-    mcp = procs.start(
-        "mcp", [py, str(BENCH / "loop_mcp_server.py"), "--http", str(ports["mcp"])], b
-    )
-    rest_cmd = [py, str(BENCH / "loop_openapi_service.py"), "--port", str(ports["rest"])]
-    rest_proc = procs.start("rest", rest_cmd, b)
-    upstream_base = f"http://127.0.0.1:{ports['upstream']}"
-    mcp_url = f"http://127.0.0.1:{ports['mcp']}/mcp"
-    rest = f"http://127.0.0.1:{ports['rest']}"
-    wait_http(procs, "upstream", upstream, f"{upstream_base}/v1/models")
-    wait_http(procs, "rest", rest_proc, f"{rest}/openapi.json")
-    _wait_port(procs, "mcp", mcp, ports["mcp"])
-    toolwire: dict[str, tuple[str, int]] = {}
-    started = []
-    for kind in args.kinds:
-        config = {
-            "server": {"host": "127.0.0.1"},
-            "upstreams": [{"name": "fake", "base_url": f"{upstream_base}/v1"}],
-            "tools": [toolwire_source(kind, mcp_url, rest)],
-        }
-        path = work / f"toolwire-{kind}.yaml"
-        path.write_bytes(orjson.dumps(config))  # JSON is YAML
-        port = free_port()
-        cmd = [*toolwire_command(), "serve", "--config", str(path), "--port", str(port)]
-        proc = procs.start(f"toolwire-{kind}", [*cmd, "--log-level", "warning"], a)
-        started.append((kind, proc, port))
-    for kind, proc, port in started:
-        wait_http(procs, f"toolwire-{kind}", proc, f"http://127.0.0.1:{port}/readyz")
-        toolwire[kind] = (f"http://127.0.0.1:{port}/v1/chat/completions", proc.pid)
-    litellm, note = _start_litellm(args, procs, a, work, f"{upstream_base}/v1", mcp_url, rest)
-    shared = [upstream.pid, mcp.pid, rest_proc.pid]
-    return Servers(f"{upstream_base}/v1", mcp_url, rest, toolwire, litellm, note, shared)
-
-
-def _wait_port(procs: Processes, name: str, proc: Any, port: int, timeout: float = 30) -> None:
-    import socket
-
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"{name} exited ({proc.returncode}):\n{procs.log_tail(name)}")
-        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 1):
-            return
-        time.sleep(0.1)
-    raise RuntimeError(f"{name} not listening after {timeout:.0f} s")
-
-
-def _start_litellm(
-    args: argparse.Namespace,
-    procs: Processes,
-    cpu: int | None,
-    work: Path,
-    upstream: str,
-    mcp_url: str,
-    rest: str,
-) -> tuple[tuple[str, int] | None, str]:
-    if args.no_litellm:
-        return None, "LiteLLM left out (--no-litellm)"
-    if not LITELLM.exists():
-        return None, "LiteLLM is not installed: run `sh bench/setup_litellm.sh` to compare with it"
-    path = work / "litellm.yaml"
-    path.write_bytes(orjson.dumps(litellm_config(upstream, mcp_url, rest)))
-    port = free_port()
-    procs.env.update(
-        LITELLM_ENABLE_MCP_STDIO="true",
-        LITELLM_LOCAL_MODEL_COST_MAP="True",
-        LITELLM_TELEMETRY="False",
-        LITELLM_LOG="ERROR",
-        LITELLM_MODE="PRODUCTION",
-        LITELLM_DONT_SHOW_FEEDBACK_BOX="True",
-    )
-    cmd = [str(LITELLM), "--config", str(path), "--host", "127.0.0.1", "--port", str(port)]
-    proc = procs.start("litellm", [*cmd, "--num_workers", "1"], cpu)
-    try:
-        wait_http(procs, "litellm", proc, f"http://127.0.0.1:{port}/health/liveliness", 120)
-    except RuntimeError as exc:
-        procs.stop(proc)
-        return None, f"LiteLLM did not start, so it is left out: {str(exc)[:500]}"
-    version = litellm_version() or "?"
-    url = f"http://127.0.0.1:{port}/v1/chat/completions"
-    return (url, proc.pid), f"LiteLLM {version}, 1 worker"
 
 
 # --------------------------------------------------------------------------- measuring
