@@ -166,8 +166,11 @@ class _Call:
         if upstream.tracing is not None:
             self.span, headers = upstream.tracing.start_upstream(upstream.name, self.model, headers)
         self.started = time.perf_counter()
-        self._inner = upstream.inner.complete(self._body, headers=headers, deadline=self._deadline)
         try:
+            # Inside: an adapter may refuse the body before any request (BadRequestError).
+            self._inner = upstream.inner.complete(
+                self._body, headers=headers, deadline=self._deadline
+            )
             chunks = await self._inner.__aenter__()
         except BaseException as exc:
             self._end(exc)

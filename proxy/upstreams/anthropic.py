@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from ..config import UpstreamConfig
@@ -11,7 +10,7 @@ from . import rosetta_fixes as fixes
 from .base import Chunk, Fault, provider_chunk, with_trace
 from .conversion import Conversion
 from .openai_chat import as_chunk, model_ids
-from .transport import Transport, error_message, overloaded
+from .transport import Exchange, Transport, error_message, overloaded
 
 
 class AnthropicUpstream:
@@ -22,14 +21,13 @@ class AnthropicUpstream:
         self._config = config
         self._transport = Transport(config)
 
-    @contextlib.asynccontextmanager
-    async def complete(
+    def complete(
         self,
         body: dict[str, Any],
         *,
         headers: Mapping[str, str] | None = None,
         deadline: float | None = None,
-    ) -> AsyncIterator[AsyncIterator[Chunk]]:
+    ) -> Exchange:
         """Send the body as a Messages request; yield the answer as Chat chunks.
 
         Raises:
@@ -42,17 +40,15 @@ class AnthropicUpstream:
         payload = fixes.anthropic_request(conversion.body, chat)
         fixes.restore_thinking(payload["messages"], kept)
         sent, credential = self._headers(headers)
-        async with self._transport.exchange(
+        return self._transport.exchange(
             f"{self._config.base_url}/v1/messages",
             payload,
             sent,
             stream=bool(payload.get("stream")),
             codec=lambda: _AnthropicCodec(conversion),
             credential=credential,
-            client_key=not self._config.api_key,
             deadline=deadline,
-        ) as chunks:
-            yield chunks
+        )
 
     def _headers(self, incoming: Mapping[str, str] | None) -> tuple[dict[str, str], str]:
         headers = {

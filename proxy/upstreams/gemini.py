@@ -6,9 +6,8 @@ POST {base_url}/v1beta/models/{model}:generateContent, or :streamGenerateContent
 
 from __future__ import annotations
 
-import contextlib
 import secrets
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import Mapping
 from typing import Any
 from urllib.parse import quote
 
@@ -18,7 +17,7 @@ from . import rosetta_fixes as fixes
 from .base import Chunk, Fault, provider_chunk, with_trace
 from .conversion import Conversion
 from .openai_chat import as_chunk
-from .transport import Transport, error_message, overloaded
+from .transport import Exchange, Transport, error_message, overloaded
 
 
 class GeminiUpstream:
@@ -29,14 +28,13 @@ class GeminiUpstream:
         self._config = config
         self._transport = Transport(config)
 
-    @contextlib.asynccontextmanager
-    async def complete(
+    def complete(
         self,
         body: dict[str, Any],
         *,
         headers: Mapping[str, str] | None = None,
         deadline: float | None = None,
-    ) -> AsyncIterator[AsyncIterator[Chunk]]:
+    ) -> Exchange:
         """Send the body as a generateContent request; yield the answer as Chat chunks.
 
         Raises:
@@ -52,17 +50,15 @@ class GeminiUpstream:
         model = quote(str(body.get("model", "")).removeprefix("models/"), safe="-._")
         action = "streamGenerateContent?alt=sse" if stream else "generateContent"
         sent, credential = self._headers(headers)
-        async with self._transport.exchange(
+        return self._transport.exchange(
             f"{self._config.base_url}/v1beta/models/{model}:{action}",
             payload,
             sent,
             stream=stream,
             codec=lambda: _GeminiCodec(conversion),
             credential=credential,
-            client_key=not self._config.api_key,
             deadline=deadline,
-        ) as chunks:
-            yield chunks
+        )
 
     def _headers(self, incoming: Mapping[str, str] | None) -> tuple[dict[str, str], str]:
         headers = {"Content-Type": "application/json"}

@@ -7,16 +7,15 @@ holds the whole message, so the loop has a single path.
 
 from __future__ import annotations
 
-import contextlib
 import functools
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from ..config import UpstreamConfig
 from ..errors import UpstreamError
 from ..events import Usage
 from .base import Chunk, Fault, Relayable, strip_provider, with_trace
-from .transport import Transport, error_message
+from .transport import Exchange, Transport, error_message
 
 
 class HTTPUpstream:
@@ -28,14 +27,13 @@ class HTTPUpstream:
         self._url = f"{config.base_url}/chat/completions"
         self._transport = Transport(config)
 
-    @contextlib.asynccontextmanager
-    async def complete(
+    def complete(
         self,
         body: dict[str, Any],
         *,
         headers: Mapping[str, str] | None = None,
         deadline: float | None = None,
-    ) -> AsyncIterator[AsyncIterator[Chunk]]:
+    ) -> Exchange:
         """POST the body and yield an iterator of its chunks.
 
         Raises:
@@ -45,17 +43,15 @@ class HTTPUpstream:
         if isinstance(messages, list):
             body = {**body, "messages": strip_provider(messages)}
         sent = bearer_headers(self._config.api_key, headers)
-        async with self._transport.exchange(
+        return self._transport.exchange(
             self._url,
             body,
             sent,
             stream=bool(body.get("stream")),
             codec=functools.partial(ChatCodec, body.get("model")),
             credential=sent.get("Authorization", ""),
-            client_key=not self._config.api_key,
             deadline=deadline,
-        ) as chunks:
-            yield chunks
+        )
 
     async def list_models(self) -> list[str]:
         """Ask the server's `/models`; an unreachable server lists nothing.

@@ -3,8 +3,7 @@
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from ..config import UpstreamConfig
@@ -12,7 +11,7 @@ from . import rosetta_fixes as fixes
 from .base import Chunk, Fault, provider_chunk
 from .conversion import Conversion
 from .openai_chat import as_chunk, bearer_headers, model_ids
-from .transport import Transport, error_message
+from .transport import Exchange, Transport, error_message
 
 _KEY = "openai-responses"
 _ENDS = ("response.completed", "response.incomplete")
@@ -26,14 +25,13 @@ class ResponsesUpstream:
         self._config = config
         self._transport = Transport(config)
 
-    @contextlib.asynccontextmanager
-    async def complete(
+    def complete(
         self,
         body: dict[str, Any],
         *,
         headers: Mapping[str, str] | None = None,
         deadline: float | None = None,
-    ) -> AsyncIterator[AsyncIterator[Chunk]]:
+    ) -> Exchange:
         """Send the body as a Responses request; yield the answer as Chat chunks.
 
         Raises:
@@ -46,17 +44,15 @@ class ResponsesUpstream:
         payload = fixes.responses_request(conversion.body, chat)
         fixes.restore_reasoning(payload.get("input") or [], kept)
         sent = bearer_headers(self._config.api_key, headers)
-        async with self._transport.exchange(
+        return self._transport.exchange(
             f"{self._config.base_url}/responses",
             payload,
             sent,
             stream=bool(payload.get("stream")),
             codec=lambda: _ResponsesCodec(conversion),
             credential=sent.get("Authorization", ""),
-            client_key=not self._config.api_key,
             deadline=deadline,
-        ) as chunks:
-            yield chunks
+        )
 
     async def list_models(self) -> list[str]:
         """Ask the server's `/models`; an unreachable server lists nothing.

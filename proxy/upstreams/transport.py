@@ -9,11 +9,11 @@ aiohttp errors are mapped to proxy errors here and nowhere else.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import functools
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
+from types import TracebackType
 from typing import Any, NoReturn
 
 import aiohttp
@@ -49,8 +49,7 @@ class Transport:
             sock_read=config.idle_timeout_s,
         )
 
-    @contextlib.asynccontextmanager
-    async def exchange(
+    def exchange(
         self,
         url: str,
         payload: dict[str, Any],
@@ -59,33 +58,28 @@ class Transport:
         stream: bool,
         codec: Callable[[], Codec],
         credential: str,
-        client_key: bool,
         deadline: float | None = None,
-    ) -> AsyncIterator[AsyncIterator[Chunk]]:
-        """POST `payload` and yield an iterator of the answer's Chat chunks.
+    ) -> Exchange:
+        """POST `payload` on entering; the context's value iterates the answer's Chat chunks.
 
-        `credential` is the secret the request carries (never shown in an error);
-        `client_key` says it is the client's own, so a refusal is the client's to see.
+        `credential` is the secret the request carries (never shown in an error); when no
+        key is configured it is the client's own, so a refusal is the client's to see.
 
-        Raises:
+        Raises (on entering, or while iterating):
             UpstreamError: connection failed, bad status, unusable body, an error in the
                 answer, or a stream that ended before the answer did (502).
             UpstreamTimeoutError: a connect, first-byte, idle or total deadline passed (504).
             UpstreamStatusError: the upstream rejected the request with a 4xx.
         """
         data = orjson.dumps(payload)
-        call = _Call(
+        return Exchange(
             self.name,
             functools.partial(self._post, url, data, headers, deadline),
             codec,
+            stream=stream,
             credential=credential,
-            client_key=client_key,
+            client_key=not self._config.api_key,
         )
-        try:
-            response = await call.open()
-            yield call.chunks(response) if stream else call.whole(response)
-        finally:
-            call.close()
 
     async def get_json(self, url: str, headers: dict[str, str]) -> Any:
         """GET a JSON document; None when the server is unreachable or refuses."""
@@ -183,9 +177,13 @@ class _Progress:
     """The stream reached `[DONE]` or the end of its answer."""
 
 
-class _Call:
-    """One completion request: its live response, a second try for an empty stream, and the
-    credential it carried, which no error message may show."""
+class Exchange:
+    """One completion request as an async context manager: its live response, a second try
+    for an empty stream, and the credential it carried, which no error message may show.
+
+    A class, not an `asynccontextmanager`: every upstream call enters one, and the
+    generator machinery costs a measurable share of a request.
+    """
 
     def __init__(
         self,
@@ -193,15 +191,33 @@ class _Call:
         send: Callable[[], Awaitable[aiohttp.ClientResponse]],
         codec: Callable[[], Codec],
         *,
+        stream: bool,
         credential: str,
         client_key: bool,
     ) -> None:
         self.name = name
         self._send = send
         self._codec = codec
+        self._stream = stream
         self._credential = credential
         self._client_key = client_key
         self._response: aiohttp.ClientResponse | None = None
+
+    async def __aenter__(self) -> AsyncIterator[Chunk]:
+        try:
+            response = await self.open()
+        except BaseException:
+            self.close()
+            raise
+        return self.chunks(response) if self._stream else self.whole(response)
+
+    async def __aexit__(
+        self,
+        kind: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.close()
 
     async def open(self) -> aiohttp.ClientResponse:
         """Send the request (again) and check its status.
