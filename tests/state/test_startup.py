@@ -12,6 +12,7 @@ import pytest
 import yaml
 
 import proxy.cli
+import proxy.serving
 from proxy import ConfigError, parse_settings
 from proxy.state import build_stores
 from tests.state.conftest import RedisServer
@@ -46,7 +47,7 @@ def test_workers_on_memory_say_what_is_not_shared(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     ran: list[dict[str, Any]] = []
-    monkeypatch.setattr(proxy.cli.uvicorn, "run", lambda *a, **kw: ran.append(kw))
+    monkeypatch.setattr(proxy.serving.uvicorn, "run", lambda *a, **kw: ran.append(kw))
     monkeypatch.delenv("TOOLWIRE_CONFIG", raising=False)
     assert proxy.cli.main(["serve", "--workers", "2", "--config", _config(tmp_path)]) == 0
     err = capsys.readouterr().err
@@ -62,7 +63,7 @@ def test_workers_on_redis_say_nothing(
     monkeypatch: pytest.MonkeyPatch,
     redis_server: RedisServer,
 ) -> None:
-    monkeypatch.setattr(proxy.cli.uvicorn, "run", lambda *a, **kw: None)
+    monkeypatch.setattr(proxy.serving.uvicorn, "run", lambda *a, **kw: None)
     monkeypatch.delenv("TOOLWIRE_CONFIG", raising=False)
     config = _config(tmp_path, backend="redis", url=redis_server.url)
     assert proxy.cli.main(["serve", "--workers", "2", "--config", config]) == 0
