@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -104,6 +105,9 @@ async def toolwire_serve(
         stderr=stderr,
         stdout=subprocess.DEVNULL,
         env={**os.environ, "PYTHONPATH": str(REPO), **(environ or {})},
+        # Its own process group: whatever is left at the end (uvicorn's workers, the
+        # resource tracker, tool servers) goes with it, even when the server is killed.
+        start_new_session=True,
     )
     base = f"http://127.0.0.1:{port}"
     try:
@@ -117,8 +121,8 @@ async def toolwire_serve(
                 await asyncio.sleep(0.05)
         yield base, process
     finally:
-        if process.poll() is None:
-            process.kill()
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
         process.wait(10)
         stderr.close()
 
