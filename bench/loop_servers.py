@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import os
+import signal
 import socket
 import subprocess
 import sys
@@ -30,6 +32,8 @@ LITELLM = BENCH / ".venv-litellm" / "bin" / "litellm"
 LITELLM_KEY = "sk-bench"
 LITELLM_SERVERS = {"mcp-stdio": "benchstdio", "mcp-http": "benchhttp", "openapi": "benchopenapi"}
 """Tool kind -> the name of its server in LiteLLM's `mcp_servers`."""
+MARK = "TOOLWIRE_BENCH_RUN"
+"""The environment variable that marks the stdio servers LiteLLM starts for this run."""
 
 
 @dataclass
@@ -71,7 +75,7 @@ def toolwire_source(kind: str, mcp_url: str, rest: str) -> dict[str, Any]:
     return {"openapi": {"spec": f"{rest}/openapi.json", "allow_private": True}}
 
 
-def litellm_config(upstream: str, mcp_url: str, rest: str) -> dict[str, Any]:
+def litellm_config(upstream: str, mcp_url: str, rest: str, run_mark: str) -> dict[str, Any]:
     """LiteLLM's config: the fake as `fake-model`, the MCP server twice and the REST service."""
     return {
         "model_list": [
@@ -98,6 +102,9 @@ def litellm_config(upstream: str, mcp_url: str, rest: str) -> dict[str, Any]:
                 "transport": "stdio",
                 "command": sys.executable,
                 "args": [str(BENCH / "loop_mcp_server.py")],
+                # Marks the servers LiteLLM starts: they run in sessions of their own, some
+                # outlive the request that started them, and the bench ends them by this mark.
+                "env": {MARK: run_mark},
             },
             "benchhttp": {"url": mcp_url, "transport": "http"},
             "benchopenapi": {"url": rest, "spec_path": f"{rest}/openapi.json"},
@@ -184,7 +191,7 @@ def _start_litellm(
     if not LITELLM.exists():
         return None, "LiteLLM is not installed: run `sh bench/setup_litellm.sh` to compare with it"
     path = work / "litellm.yaml"
-    path.write_bytes(orjson.dumps(litellm_config(upstream, mcp_url, rest)))
+    path.write_bytes(orjson.dumps(litellm_config(upstream, mcp_url, rest, args.run_mark)))
     port = free_port()
     procs.env.update(
         LITELLM_ENABLE_MCP_STDIO="true",
@@ -204,3 +211,43 @@ def _start_litellm(
     version = litellm_version() or "?"
     url = f"http://127.0.0.1:{port}/v1/chat/completions"
     return (url, proc.pid), f"LiteLLM {version}, 1 worker"
+
+
+def stop_marked(pid: int, run_mark: str) -> None:
+    """Kill the stdio servers LiteLLM (`pid`) started for this run, found by their mark in
+    /proc/PID/environ (they run in sessions of their own, which its process group does not
+    hold); LiteLLM is paused meanwhile so it starts no more."""
+    needle = f"{MARK}={run_mark}".encode()
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.kill(pid, signal.SIGSTOP)
+    try:
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit():
+                continue
+            try:
+                with open(f"/proc/{entry}/environ", "rb") as f:
+                    marked = needle in f.read().split(b"\0")
+            except OSError:
+                continue
+            if marked:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.kill(int(entry), signal.SIGKILL)
+    finally:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGCONT)
+
+
+def child_pids(pid: int) -> list[int]:
+    """The processes whose parent is `pid`, from /proc."""
+    children = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as f:
+                ppid = int(f.read().rsplit(b")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        if ppid == pid:
+            children.append(int(entry))
+    return children

@@ -57,6 +57,7 @@ import shutil
 import sys
 import tempfile
 import time
+import uuid
 from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack
 from pathlib import Path
@@ -69,7 +70,14 @@ import uvloop
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import loop_clients as clients
 from loop_load import median, run_load, run_sequence
-from loop_servers import LITELLM_KEY, LITELLM_SERVERS, Servers, start_servers
+from loop_servers import (
+    LITELLM_KEY,
+    LITELLM_SERVERS,
+    Servers,
+    child_pids,
+    start_servers,
+    stop_marked,
+)
 from overhead import Cpus, Processes, _cpu_seconds
 
 KINDS = ("python", "mcp-stdio", "mcp-http", "openapi")
@@ -169,18 +177,7 @@ async def settle(pids: list[int], limit_s: float = 60.0) -> None:
 
 def tree_cpu_seconds(pid: int) -> float:
     """CPU seconds of a process and its children (a proxy's spawned stdio servers)."""
-    total = _cpu_seconds(pid) or 0.0
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", "rb") as f:
-                ppid = int(f.read().rsplit(b")", 1)[1].split()[1])
-        except (OSError, ValueError, IndexError):
-            continue
-        if ppid == pid:
-            total += _cpu_seconds(int(entry)) or 0.0
-    return total
+    return sum(_cpu_seconds(p) or 0.0 for p in [pid, *child_pids(pid)])
 
 
 def summarise(rounds: list[dict[str, Any]], kinds: list[str]) -> dict[str, Any]:
@@ -344,19 +341,27 @@ def _progress(message: str) -> None:
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
+    args.run_mark = uuid.uuid4().hex
     cpus = Cpus.detect(not args.no_pin)
     if cpus.other is not None:
         with contextlib.suppress(OSError):
             os.sched_setaffinity(0, {cpus.other})
     with tempfile.TemporaryDirectory(prefix="toolwire-loop-") as tmp:
         procs = Processes(Path(tmp))
+        servers: Servers | None = None
         try:
             _progress("starting servers ...")
             servers = start_servers(args, procs, cpus, Path(tmp))
             _progress(servers.litellm_note)
             rounds = uvloop.run(measure(args, servers))
         finally:
+            litellm = servers.litellm if servers is not None else None
+            if litellm is not None:
+                stop_marked(litellm[1], args.run_mark)
             procs.close()
+            if litellm is not None:
+                # LiteLLM starts servers again while it shuts down.
+                stop_marked(litellm[1], args.run_mark)
     meta = {
         "rounds": args.rounds,
         "requests": args.requests,
