@@ -213,28 +213,37 @@ def _start_litellm(
     return (url, proc.pid), f"LiteLLM {version}, 1 worker"
 
 
-def stop_marked(pid: int, run_mark: str) -> None:
-    """Kill the stdio servers LiteLLM (`pid`) started for this run, found by their mark in
-    /proc/PID/environ (they run in sessions of their own, which its process group does not
-    hold); LiteLLM is paused meanwhile so it starts no more."""
+def marked_pids(run_mark: str) -> list[int]:
+    """The processes whose environment carries this run's mark (LiteLLM's stdio servers)."""
     needle = f"{MARK}={run_mark}".encode()
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/environ", "rb") as f:
+                if needle in f.read().split(b"\0"):
+                    found.append(int(entry))
+        except OSError:
+            continue
+    return found
+
+
+def stop_marked(pid: int, run_mark: str) -> int:
+    """Kill the stdio servers LiteLLM (`pid`) started for this run, found by their mark (they
+    run in sessions of their own, which its process group does not hold); LiteLLM is paused
+    meanwhile so it starts no more. How many there were."""
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.kill(pid, signal.SIGSTOP)
     try:
-        for entry in os.listdir("/proc"):
-            if not entry.isdigit():
-                continue
-            try:
-                with open(f"/proc/{entry}/environ", "rb") as f:
-                    marked = needle in f.read().split(b"\0")
-            except OSError:
-                continue
-            if marked:
-                with contextlib.suppress(ProcessLookupError, PermissionError):
-                    os.kill(int(entry), signal.SIGKILL)
+        marked = marked_pids(run_mark)
+        for child in marked:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(child, signal.SIGKILL)
     finally:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.kill(pid, signal.SIGCONT)
+    return len(marked)
 
 
 def child_pids(pid: int) -> list[int]:

@@ -119,6 +119,8 @@ async def measure(args: argparse.Namespace, servers: Servers) -> list[dict[str, 
                         _progress(f"round {index + 1}/{args.rounds} {kind:<9} {target}")
                         call, pid = calls[target]
                         this[kind][target] = await _measure_one(args, call, pid)
+                        if target == "litellm" and pid:
+                            await quiet_litellm(pid, args.run_mark)
                         # Calls cut off at the end of the c=32 window may still run in the
                         # proxy, its stdio children or a shared server: let them end first.
                         await settle([*servers.shared, *([pid] if pid else [])])
@@ -172,6 +174,18 @@ async def settle(pids: list[int], limit_s: float = 60.0) -> None:
         before = sum(tree_cpu_seconds(pid) for pid in pids)
         await asyncio.sleep(0.5)
         if sum(tree_cpu_seconds(pid) for pid in pids) - before < 0.05:
+            return
+
+
+async def quiet_litellm(pid: int, run_mark: str, limit_s: float = 120.0) -> None:
+    """Until LiteLLM is idle with no stdio server of its own left: it goes on with the calls
+    cut off at the end of the window, starting a server (a second of CPU) for each."""
+    deadline = time.monotonic() + limit_s
+    while time.monotonic() < deadline:
+        before = tree_cpu_seconds(pid)
+        killed = stop_marked(pid, run_mark)
+        await asyncio.sleep(0.5)
+        if not killed and tree_cpu_seconds(pid) - before < 0.025:
             return
 
 
