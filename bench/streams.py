@@ -120,8 +120,10 @@ class StreamRun:
     def __init__(self, url: str, chunks: int, interval: float) -> None:
         self.url, self.chunks, self.interval = url, chunks, interval
         self.body = orjson.dumps({**request_body(True), "max_tokens": chunks + 10})
-        self.marker = b'"content":' + orjson.dumps(PIECE)
-        """Each content chunk carries it once (orjson, as Toolwire renders, has no spaces)."""
+        self.first = b'"content":"' + PIECE.encode()[:3]
+        """The start of a content delta with text (orjson, as Toolwire renders: no spaces)."""
+        self.piece = PIECE.encode()
+        """The text of each model chunk: a proxy may merge deltas, so pieces are counted."""
         self.ttfb: list[float] = []
         self.ttft: list[float] = []
         self.totals: list[float] = []
@@ -161,13 +163,13 @@ class StreamRun:
             parts.append(data)
             if first_token is None:
                 first_byte = first_byte or time.perf_counter()
-                if self.marker in data or self.marker in b"".join(parts[-2:]):
+                if self.first in data or self.first in b"".join(parts[-2:]):
                     first_token = time.perf_counter()
         body = b"".join(parts)
-        pieces = body.count(self.marker)
+        pieces = body.count(self.piece)
         done = body.rstrip().endswith(b"data: [DONE]")
         if not done or pieces != self.chunks or first_byte is None or first_token is None:
-            self._fail("content", f"done={done}, {pieces} of {self.chunks} content chunks")
+            self._fail("content", f"done={done}, {pieces} of {self.chunks} content pieces")
             return
         self.ttfb.append((first_byte - started) * 1000)
         self.ttft.append((first_token - started) * 1000)
