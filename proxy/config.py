@@ -46,6 +46,23 @@ class ServerConfig(BaseModel):
     former name, is read too)."""
 
 
+EmulationFormatName = Literal[
+    "hermes",
+    "xml",
+    "pythonic",
+    "json",
+    "mistral",
+    "llama",
+    "gpt-oss",
+    "deepseek",
+    "deepseek-v3.2",
+    "glm",
+    "kimi",
+    "gemma",
+]
+"""The names `emulation_format` takes; `proxy.emulation` builds one format for each."""
+
+
 class UpstreamConfig(BaseModel):
     """One model server; the first whose `models` glob matches the request's model serves it."""
 
@@ -67,20 +84,7 @@ class UpstreamConfig(BaseModel):
     parsed from the text; auto: native until the server rejects `tools` for a model; parsed:
     the server's chat template renders `tools` (sent with `tool_choice: "none"`) and the calls
     are parsed from the text in `emulation_format`."""
-    emulation_format: Literal[
-        "hermes",
-        "xml",
-        "pythonic",
-        "json",
-        "mistral",
-        "llama",
-        "gpt-oss",
-        "deepseek",
-        "deepseek-v3.2",
-        "glm",
-        "kimi",
-        "gemma",
-    ] = "hermes"
+    emulation_format: EmulationFormatName = "hermes"
     emulation_strict: bool = False
     """Refuse malformed emulated calls instead of applying the tolerated repairs."""
     models_tool_calling: dict[str, Literal["native", "emulated", "auto", "parsed"]] = Field(

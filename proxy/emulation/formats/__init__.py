@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from typing import get_args
+
+from ...config import EmulationFormatName
 from .base import EmulationFormat
 from .deepseek import DeepSeek
 from .dsml import DeepSeekDsml
@@ -16,20 +19,7 @@ from .mistral import Mistral
 from .pythonic import Pythonic
 from .xml import Xml
 
-FORMAT_NAMES = (
-    "hermes",
-    "xml",
-    "pythonic",
-    "json",
-    "mistral",
-    "llama",
-    "gpt-oss",
-    "deepseek",
-    "deepseek-v3.2",
-    "glm",
-    "kimi",
-    "gemma",
-)
+FORMAT_NAMES: tuple[str, ...] = get_args(EmulationFormatName)
 
 
 def get_format(name: str) -> EmulationFormat:
