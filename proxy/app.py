@@ -186,6 +186,7 @@ async def _start(
         gate=gate,
         keys=Authenticator(settings.auth, limiter) if settings.auth is not None else None,
         approvals=approvals,
+        keepalive_s=settings.loop.keepalive_s,
     )
 
 

@@ -34,3 +34,5 @@ class Services:
     """Client authentication; None when `auth:` is absent."""
     approvals: ApprovalFlow | None = None
     """The approvals of paused calls (the admin API lists and decides them)."""
+    keepalive_s: float = 5.0
+    """A stream silent this long gets a keep-alive comment (`loop.keepalive_s`)."""

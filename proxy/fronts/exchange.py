@@ -11,6 +11,7 @@ import logging
 from collections.abc import AsyncIterator, Callable
 from typing import Any, Protocol
 
+from .. import sse
 from ..asgi import Send, send_json, send_json_bytes, start_stream
 from ..context import RequestContext
 from ..errors import ProxyError
@@ -91,15 +92,22 @@ async def stream(
     send: Send,
     context: RequestContext,
     shape: ErrorBody,
+    keepalive_s: float = 5.0,
 ) -> None:
-    """Send the turn as SSE; the first item decides the HTTP status.
+    """Send the turn as SSE; the first item decides the HTTP status, unless the turn stays
+    silent for `keepalive_s`: then the stream starts with a keep-alive comment (and one
+    follows every `keepalive_s` of silence), so a slow first token or a long pause keeps
+    the connection open through proxies and load balancers; an error after that arrives
+    in the stream.
 
     A producer task renders events into an outbox while this task sends: every frame ready
     when the sender wakes goes out in one write (an upstream read often holds several
     chunks), which halves the cost of streaming under load.
     """
     outbox = _Outbox()
-    producer = asyncio.get_running_loop().create_task(_produce(events, renderer, outbox, context))
+    loop = asyncio.get_running_loop()
+    producer = loop.create_task(_produce(events, renderer, outbox, context))
+    ticker = _Ticker(loop, outbox, keepalive_s)
     started = False
     try:
         while True:
@@ -118,6 +126,7 @@ async def stream(
             if not more:
                 return
     finally:
+        ticker.stop()
         # After a complete stream the producer is done: awaiting it anyway would yield to
         # the disconnect watcher, which then reads the finished response as a departure.
         if not producer.done():
@@ -132,9 +141,11 @@ class _Outbox:
     A list and two futures: an `asyncio.Queue` costs a put and a get per frame.
     """
 
-    __slots__ = ("_end", "_frames", "_room", "_waiter")
+    __slots__ = ("_end", "_frames", "_room", "_waiter", "active")
 
     def __init__(self) -> None:
+        self.active = False
+        """Frames came since the keep-alive ticker last looked."""
         self._frames: list[bytes] = []
         self._end: ProxyError | bool = False
         self._waiter: asyncio.Future[None] | None = None
@@ -142,6 +153,7 @@ class _Outbox:
 
     async def put(self, frames: list[bytes]) -> None:
         self._frames += frames
+        self.active = True
         self._wake()
         if len(self._frames) >= _QUEUE_FRAMES:
             self._room = asyncio.get_running_loop().create_future()
@@ -163,10 +175,36 @@ class _Outbox:
             room.set_result(None)
         return frames, (None if self._end is False else self._end)
 
+    def keep_alive(self) -> None:
+        """A keep-alive comment, unless frames came since the last look or are waiting."""
+        if not self.active and not self._frames and self._end is False:
+            self._frames.append(sse.comment())
+            self._wake()
+        self.active = False
+
     def _wake(self) -> None:
         waiter, self._waiter = self._waiter, None
         if waiter is not None and not waiter.done():
             waiter.set_result(None)
+
+
+class _Ticker:
+    """Looks at the outbox every `interval` seconds: one timer per stream, not per frame."""
+
+    __slots__ = ("_handle", "_interval", "_loop", "_outbox")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, outbox: _Outbox, interval: float) -> None:
+        self._loop, self._outbox, self._interval = loop, outbox, interval
+        self._handle: asyncio.TimerHandle | None = loop.call_later(interval, self._tick)
+
+    def _tick(self) -> None:
+        self._outbox.keep_alive()
+        self._handle = self._loop.call_later(self._interval, self._tick)
+
+    def stop(self) -> None:
+        if self._handle is not None:
+            self._handle.cancel()
+            self._handle = None
 
 
 async def _produce(

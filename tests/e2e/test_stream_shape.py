@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import aiohttp
 import orjson
 
@@ -83,3 +85,43 @@ async def test_models_and_health(make_proxy, upstream: FakeUpstream) -> None:
             async with session.get(f"{root}/readyz") as ready:
                 assert (await ready.json()) == {"status": "ready", "tools": 5, "sources": []}
     assert [m.id for m in models.data] == ["fake-model"]
+
+
+async def _first_bytes(url: str, path: str, body: dict) -> tuple[int, bytes]:
+    """The status and the first bytes of a stream whose model never answers."""
+    async with (
+        aiohttp.ClientSession() as session,
+        session.post(f"{url}{path}", data=orjson.dumps(body)) as response,
+    ):
+        first = await asyncio.wait_for(response.content.readuntil(b": keep-alive\n\n"), 10)
+        return response.status, first
+
+
+async def test_a_silent_model_still_gets_headers_and_keep_alives(
+    make_proxy, upstream: FakeUpstream
+) -> None:
+    # A slow first token (long prefill, hidden reasoning) must not leave the client, or a
+    # load balancer's idle timer, without a byte: the stream opens with keep-alives.
+    upstream.script(Reply.hang(), Reply.hang(), Reply.hang())
+    async with make_proxy(registry_with(), loop={"keepalive_s": 0.05}) as proxy:
+        chat = {"model": "m", "messages": USER, "stream": True}
+        status, first = await _first_bytes(proxy.base_url, "/chat/completions", chat)
+        assert status == 200
+        assert first.startswith(b"data: ") and b'"role":"assistant"' in first
+        responses = {"model": "m", "input": "hi", "stream": True}
+        status, first = await _first_bytes(proxy.base_url, "/responses", responses)
+        assert status == 200 and first.startswith(b"event: response.created")
+        root = proxy.base_url.removesuffix("/v1")
+        messages = {"model": "m", "max_tokens": 64, "messages": USER, "stream": True}
+        status, first = await _first_bytes(root, "/v1/messages", messages)
+        assert status == 200 and first.startswith(b"event: message_start")
+
+
+async def test_a_model_that_answers_in_time_gets_no_keep_alive(
+    make_proxy, upstream: FakeUpstream
+) -> None:
+    upstream.script(Reply.text("quick"))
+    async with make_proxy(registry_with(), loop={"keepalive_s": 30}) as proxy:
+        comments, data = await _raw_stream(proxy.base_url, {})
+    assert not [c for c in comments if c.startswith(b": keep-alive")]
+    assert "".join(d["choices"][0]["delta"].get("content", "") for d in data) == "quick"

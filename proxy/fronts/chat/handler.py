@@ -50,7 +50,9 @@ class ChatCompletions:
             renderer = StreamRenderer(
                 meta, include_usage=include_usage, tool_events=turn.controls.stream_tool_events
             )
-            work = exchange.stream(events, renderer, send, context, error_body)
+            work = exchange.stream(
+                events, renderer, send, context, error_body, self._services.keepalive_s
+            )
         else:
             work = exchange.answer(events, JsonRenderer(meta), send, context, error_body)
         if await until_disconnect(receive, work):

@@ -53,7 +53,9 @@ class Messages:
         events = self._services.loop.run(turn)
         if stream:
             renderer = MessagesStreamRenderer(builder)
-            work = exchange.stream(events, renderer, send, context, error_body)
+            work = exchange.stream(
+                events, renderer, send, context, error_body, self._services.keepalive_s
+            )
         else:
             json_renderer = MessagesJsonRenderer(builder)
             work = exchange.answer(events, json_renderer, send, context, error_body)

@@ -79,7 +79,9 @@ class Responses:
         events = self._kept(self._services.loop.run(prepared.turn), builder, prepared)
         if prepared.stream:
             renderer = ResponsesStreamRenderer(builder)
-            work = exchange.stream(events, renderer, send, context, error_body)
+            work = exchange.stream(
+                events, renderer, send, context, error_body, self._services.keepalive_s
+            )
         else:
             json_renderer = ResponsesJsonRenderer(builder)
             work = exchange.answer(events, json_renderer, send, context, error_body)
