@@ -1179,6 +1179,29 @@ def _progress(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
+def bench_main(
+    argv: list[str] | None,
+    parse: Callable[[list[str] | None], argparse.Namespace],
+    run: Callable[[argparse.Namespace], dict[str, Any]],
+    render_result: Callable[[dict[str, Any]], str],
+) -> int:
+    """A bench's `main`: parse, run (Ctrl-C stops every server), print the table and, with
+    `--json PATH`, write every number there."""
+    args = parse(argv)
+    started = time.monotonic()
+    try:
+        result = run(args)
+    except KeyboardInterrupt:
+        _progress("interrupted; every server was stopped")
+        return 130
+    result["meta"]["seconds"] = round(time.monotonic() - started, 1)
+    print(render_result(result))
+    if args.json:
+        Path(args.json).write_bytes(orjson.dumps(result, option=orjson.OPT_INDENT_2))
+        print(f"results written to {args.json}")
+    return 0
+
+
 @contextlib.contextmanager
 def _terminate_on_sigterm() -> Iterator[None]:
     def handler(signum: int, frame: Any) -> None:

@@ -58,6 +58,7 @@ from overhead import (
     _cpu_seconds,
     _wrk_result,
     _wrk_script,
+    bench_main,
     free_port,
     request_body,
     toolwire_command,
@@ -473,19 +474,7 @@ def _progress(message: str) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = parse_args(argv)
-    started = time.monotonic()
-    try:
-        result = run(args)
-    except KeyboardInterrupt:
-        _progress("interrupted; every server was stopped")
-        return 130
-    result["meta"]["seconds"] = round(time.monotonic() - started, 1)
-    print(render(result))
-    if args.json:
-        Path(args.json).write_bytes(orjson.dumps(result, option=orjson.OPT_INDENT_2))
-        print(f"results written to {args.json}")
-    return 0
+    return bench_main(argv, parse_args, run, render)
 
 
 if __name__ == "__main__":

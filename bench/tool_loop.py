@@ -64,7 +64,6 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
-import orjson
 import uvloop
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -78,7 +77,7 @@ from loop_servers import (
     start_servers,
     stop_marked,
 )
-from overhead import Cpus, Processes, _cpu_seconds
+from overhead import Cpus, Processes, _cpu_seconds, bench_main
 
 KINDS = ("python", "mcp-stdio", "mcp-http", "openapi")
 TARGETS = ("direct", "toolwire", "litellm")
@@ -394,19 +393,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = parse_args(argv)
-    started = time.monotonic()
-    try:
-        result = run(args)
-    except KeyboardInterrupt:
-        _progress("interrupted; every server was stopped")
-        return 130
-    result["meta"]["seconds"] = round(time.monotonic() - started, 1)
-    print(render(result))
-    if args.json:
-        Path(args.json).write_bytes(orjson.dumps(result, option=orjson.OPT_INDENT_2))
-        print(f"results written to {args.json}")
-    return 0
+    return bench_main(argv, parse_args, run, render)
 
 
 if __name__ == "__main__":

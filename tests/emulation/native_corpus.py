@@ -9,21 +9,12 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from proxy.emulation import FORMAT_NAMES
 from tests.emulation.corpus import Fixture, exact, parse
 
 CORPUS = Path(__file__).with_name("corpus")
-NATIVE_FAMILIES = (
-    "hermes",
-    "xml",
-    "mistral",
-    "llama",
-    "gpt-oss",
-    "deepseek",
-    "deepseek-v3.2",
-    "glm",
-    "kimi",
-    "gemma",
-)
+NATIVE_FAMILIES = tuple(name for name in FORMAT_NAMES if name not in ("pythonic", "json"))
+"""The formats a model family was trained on (pythonic and json are Toolwire's own)."""
 
 
 @cache

@@ -83,8 +83,9 @@ class Glm:
             return _decode(body, lenient, specs)
 
         envelope = Envelope("<tool_call>", "</tool_call>", _scanner)
-        stops = ("<tool_response>", "<|observation|>")
-        return ThinkingParser(TaggedParser(specs, decode, [envelope], strict=strict, stops=stops))
+        return ThinkingParser(
+            TaggedParser(specs, decode, [envelope], strict=strict, stops=self.stops)
+        )
 
 
 def _scanner(lenient: bool) -> BodyScanner:
