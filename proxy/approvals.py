@@ -129,8 +129,11 @@ class ApprovalFlow:
                 continue
             if approval is not None:
                 await self._store.take(call_id)
-            resolution.answers[call_id] = answer
-            await self._keep(call_id, answer)
+            # Kept only where nothing is: a request racing the one that ran the call (it took
+            # the approval after this one looked for a kept outcome) must not overwrite the
+            # run's outcome with its refusal; it answers with what the run kept instead.
+            first = await self._results.add(_RESULT_KEY + call_id, _tool_message(call_id, answer))
+            resolution.answers[call_id] = answer if first is None else first[0]["content"]
         return resolution
 
     async def claim(self, call_id: str) -> bool:
@@ -152,8 +155,11 @@ class ApprovalFlow:
 
     async def _keep(self, call_id: str, content: str) -> None:
         # Every outcome is kept, refusals too: a replayed history must read the same.
-        message = {"role": "tool", "tool_call_id": call_id, "content": content}
-        await self._results.put(_RESULT_KEY + call_id, [message])
+        await self._results.put(_RESULT_KEY + call_id, _tool_message(call_id, content))
+
+
+def _tool_message(call_id: str, content: str) -> list[Message]:
+    return [{"role": "tool", "tool_call_id": call_id, "content": content}]
 
 
 def apply_answers(history: list[Message], answers: dict[str, str]) -> list[Message]:

@@ -32,6 +32,11 @@ class TurnStore(Protocol):
         """The messages kept under each key, in order (None where absent): one lookup."""
         ...
 
+    async def add(self, key: str, messages: list[Message]) -> list[Message] | None:
+        """Keep `messages` under `key` unless something is kept there already (atomic);
+        None when kept, else what was there first."""
+        ...
+
 
 class MemoryTurnStore:
     """A bounded, expiring in-process TurnStore: by entries, and by bytes (attachments such
@@ -76,6 +81,12 @@ class MemoryTurnStore:
 
     async def get_many(self, keys: list[str]) -> list[list[Message] | None]:
         return [await self.get(key) for key in keys]
+
+    async def add(self, key: str, messages: list[Message]) -> list[Message] | None:
+        first = await self.get(key)  # no await in between: atomic within the event loop
+        if first is None:
+            await self.put(key, messages)
+        return first
 
     def _drop(self, key: str) -> None:
         entry = self._entries.pop(key, None)

@@ -165,6 +165,18 @@ class RedisTurnStore:
             found = await self._state.client.mget([self._state.key(self._kind, k) for k in keys])
         return [None if data is None else orjson.loads(data) for data in found]
 
+    async def add(self, key: str, messages: list[Message]) -> list[Message] | None:
+        """Keep `messages` unless `key` holds something (SET NX GET: one atomic step); None
+        when kept, else what was there. Raises StateUnavailableError."""
+        data = orjson.dumps(messages)
+        if not self._state.fits(data, self._kind, key):
+            return None
+        with reaching("keeping a pending turn"):
+            first = await self._state.client.set(
+                self._state.key(self._kind, key), data, px=self._ttl_ms, nx=True, get=True
+            )
+        return orjson.loads(first) if isinstance(first, bytes | str) else None
+
 
 class RedisApprovalStore:
     """An ApprovalStore in Redis: taken with GETDEL, so one replica alone gets an approval."""

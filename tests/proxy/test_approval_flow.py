@@ -146,3 +146,35 @@ async def test_no_tool_messages_means_no_store_work() -> None:
 class _Exploding:
     async def take(self, call_id: str) -> None:
         raise AssertionError("the store was read")
+
+
+async def test_a_request_racing_the_run_never_overwrites_its_kept_result() -> None:
+    """A replay that looked for a kept outcome before the winner claimed the approval, and
+    for the approval after, finds it gone: it answers with the run's outcome and keeps it."""
+    store = _RunsOnGet()
+    approvals = ApprovalFlow(store, MemoryTurnStore(), ttl_s=60)
+    call = await paused(approvals)
+    history = answered(call, {"approve": True})
+    assert (await approvals.resolve(history, toolset())).to_run
+
+    async def winner() -> None:
+        assert await approvals.claim(call.id)
+        await approvals.remember([ToolResult(call.id, "launched")])
+
+    store.on_get = winner
+    racer = await approvals.resolve(history, toolset())
+    assert racer.to_run == [] and racer.answers == {call.id: "launched"}
+    again = await approvals.resolve(history, toolset())
+    assert again.answers == {call.id: "launched"}  # the run's outcome is what stays kept
+
+
+class _RunsOnGet(MemoryApprovalStore):
+    """Runs `on_get` (once) just before a lookup answers: another replica acting meanwhile."""
+
+    on_get: Any = None
+
+    async def get(self, call_id: str) -> Any:
+        hook, self.on_get = self.on_get, None
+        if hook is not None:
+            await hook()
+        return await super().get(call_id)

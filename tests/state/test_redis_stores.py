@@ -11,6 +11,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 import pytest
 
 from policies import MemoryRateLimiter, pending
+from proxy.continuations import MemoryTurnStore
 from proxy.errors import StateUnavailableError
 from proxy.response_store import StoredResponse
 from proxy.state.redis import (
@@ -57,6 +58,18 @@ async def test_turns_round_trip_with_ttl_and_batch(state: RedisState) -> None:
     assert await turns.get_many(["call_1", "nope", "call_1"]) == [messages, None, messages]
     assert await turns.get_many([]) == []
     assert 59_000 < await _ttl_ms(state, state.key("turn", "call_1")) <= 60_000
+
+
+async def test_add_keeps_only_the_first_and_returns_it_to_the_others(state: RedisState) -> None:
+    turns = RedisTurnStore(state, kind="turn", ttl_s=60)
+    first, second = [{"role": "tool", "content": "ran"}], [{"role": "tool", "content": "no"}]
+    assert await turns.add("call_1", first) is None
+    assert await turns.add("call_1", second) == first
+    assert await turns.get("call_1") == first
+    assert 59_000 < await _ttl_ms(state, state.key("turn", "call_1")) <= 60_000
+    memory = MemoryTurnStore()
+    assert await memory.add("call_1", first) is None
+    assert await memory.add("call_1", second) == first
 
 
 async def test_turns_expire(state: RedisState) -> None:
