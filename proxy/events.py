@@ -97,11 +97,6 @@ class ToolsFinished:
 
 
 @dataclass(frozen=True, slots=True)
-class KeepAlive:
-    """Nothing to show yet; keep the connection open."""
-
-
-@dataclass(frozen=True, slots=True)
 class ApprovalRequest:
     """A call paused until the client approves it (SPEC 6.7)."""
 
@@ -152,4 +147,4 @@ class Finished:
         return fields
 
 
-LoopEvent = ContentDelta | ToolsStarted | ToolsFinished | KeepAlive | Finished
+LoopEvent = ContentDelta | ToolsStarted | ToolsFinished | Finished

@@ -18,7 +18,7 @@ from .approvals import USED_APPROVAL, ApprovalFlow, apply_answers
 from .assembler import Answer, Assembler, Usage, assistant_message
 from .continuations import AFTER_RESULTS, TurnStore, restore
 from .controls import Controls
-from .events import Finished, KeepAlive, LoopEvent, ToolsFinished, ToolsStarted
+from .events import Finished, LoopEvent, ToolsFinished, ToolsStarted
 from .injection import SEARCH_SCHEMA
 from .search_calls import run_search
 from .triage import Round, Triage
@@ -123,8 +123,7 @@ class ToolLoop:
                 else:
                     results[call.id] = ToolResult.error(call.id, "denied", USED_APPROVAL)
             yield ToolsStarted(approved)
-            async for event in self._execute(turn, state, admitted, results):
-                yield event
+            await self._execute(turn, state, admitted, results)
             ran = [results[call.id] for call in approved]
             yield ToolsFinished(approved, tuple(ran))
             await self._approvals.remember([results[a.call.id] for a in admitted])
@@ -215,8 +214,7 @@ class ToolLoop:
         if not answered:
             return
         yield ToolsStarted(answered)
-        async for event in self._execute(turn, state, admitted, results):
-            yield event
+        await self._execute(turn, state, admitted, results)
         yield ToolsFinished(answered, tuple(results[c.id] for c in answered))
 
     async def _execute(
@@ -225,23 +223,15 @@ class ToolLoop:
         state: _State,
         admitted: list[Admission],
         results: dict[str, ToolResult],
-    ) -> AsyncIterator[LoopEvent]:
-        """Run what the gate admitted within the turn's deadline, with keep-alives; every
-        admission's result (refusals included) lands in `results`."""
+    ) -> None:
+        """Run what the gate admitted within the turn's deadline; every admission's result
+        (refusals included) lands in `results`. (A stream silent meanwhile gets its
+        keep-alives from the front's ticker.)"""
         if not admitted:
             return
         calls = self._gate.run(admitted, turn.caller)
-        work = asyncio.ensure_future(_within(calls, admitted, state.guard.remaining()))
-        try:
-            while not work.done():
-                await asyncio.wait({work}, timeout=self._limits.keepalive_s)
-                if not work.done():
-                    yield KeepAlive()
-            results.update((r.call_id, r) for r in work.result())
-        finally:
-            if not work.done():
-                work.cancel()
-                await asyncio.gather(work, return_exceptions=True)
+        done = await _within(calls, admitted, state.guard.remaining())
+        results.update((r.call_id, r) for r in done)
         ran = [a for a in admitted if a.verdict is GateVerdict.RUN]
         state.guard.record_calls([(a.tool.qualified_name, a.call.arguments) for a in ran])
 

@@ -9,7 +9,7 @@ import pytest
 
 from proxy.assembler import Usage
 from proxy.errors import BadRequestError, UpstreamError
-from proxy.events import ContentDelta, Finished, KeepAlive, ToolsFinished, ToolsStarted
+from proxy.events import ContentDelta, Finished, ToolsFinished, ToolsStarted
 from proxy.fronts.chat.render import JsonRenderer, ResponseMeta, StreamRenderer
 from registry import ToolCall, ToolResult
 
@@ -46,7 +46,6 @@ def chunks_of(frames: list[Any]) -> list[dict[str, Any]]:
 def test_stream_is_valid_sse_with_one_id_and_done_last() -> None:
     frames = render(
         ContentDelta("Hel"),
-        KeepAlive(),
         ContentDelta("lo"),
         Finished("stop", USAGE),
         include_usage=True,
@@ -130,11 +129,6 @@ def test_finish_delta_is_empty_without_extra() -> None:
     assert chunks[-1]["choices"][0] == {"index": 0, "delta": {}, "finish_reason": "length"}
 
 
-def test_keep_alive_is_a_comment() -> None:
-    frames = render(KeepAlive())
-    assert frames[-1] == ("comment", "keep-alive")
-
-
 def test_tool_rounds_are_hidden_unless_asked() -> None:
     result = ToolResult(call_id="call_1", content="42")
     hidden = render(ToolsStarted((CALL,)), ToolsFinished((CALL,), (result,)))
@@ -168,7 +162,7 @@ def test_error_frames_carry_openai_error_then_done(error: Any) -> None:
 
 def test_json_renderer_folds_content_usage_and_finish() -> None:
     renderer = JsonRenderer(META)
-    for event in (ContentDelta("Hel"), KeepAlive(), ContentDelta("lo"), Finished("stop", USAGE)):
+    for event in (ContentDelta("Hel"), ContentDelta("lo"), Finished("stop", USAGE)):
         renderer.feed(event)
     body = renderer.body()
     assert body["id"] == "chatcmpl-test"

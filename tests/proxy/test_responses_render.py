@@ -9,7 +9,6 @@ from proxy.events import (
     ApprovalRequest,
     ContentDelta,
     Finished,
-    KeepAlive,
     ToolsFinished,
     ToolsStarted,
     Usage,
@@ -95,7 +94,6 @@ def test_hidden_rounds_make_no_items() -> None:
     events = run(
         b,
         ToolsStarted((call,)),
-        KeepAlive(),
         ToolsFinished((call,), (ToolResult("call_1", "2"),)),
         ContentDelta(content="2"),
         Finished("stop", USAGE),

@@ -11,7 +11,7 @@ import orjson
 from ... import sse
 from ...assembler import Usage, wire_call
 from ...errors import ProxyError
-from ...events import ContentDelta, Finished, KeepAlive, LoopEvent, ToolsFinished, ToolsStarted
+from ...events import ContentDelta, Finished, LoopEvent, ToolsFinished, ToolsStarted
 
 
 class ResponseMeta(NamedTuple):
@@ -60,8 +60,6 @@ class StreamRenderer:
             if event.logprobs is not None:
                 return [self._encoder.frame(delta, logprobs={"content": list(event.logprobs)})]
             return [self._encoder.frame(delta)]
-        if isinstance(event, KeepAlive):
-            return [sse.comment()]
         if isinstance(event, ToolsStarted | ToolsFinished):
             return self._tool_event(event)
         return self._finish(event)

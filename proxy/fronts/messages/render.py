@@ -18,7 +18,7 @@ from registry import ToolCall
 
 from ... import sse
 from ...errors import ProxyError
-from ...events import ContentDelta, Finished, KeepAlive, LoopEvent, ToolsStarted, Usage
+from ...events import ContentDelta, Finished, LoopEvent, ToolsStarted, Usage
 from .errors import error_body
 
 Block = dict[str, Any]
@@ -61,7 +61,7 @@ class MessageBuilder:
             if event.content:
                 events += self._text("text", event.content)
             return events
-        if isinstance(event, KeepAlive | ToolsStarted):
+        if isinstance(event, ToolsStarted):
             return [{"type": "ping"}]
         if isinstance(event, Finished):
             return self._finish(event)

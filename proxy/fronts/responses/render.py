@@ -22,7 +22,6 @@ from ...errors import ProxyError
 from ...events import (
     ContentDelta,
     Finished,
-    KeepAlive,
     LoopEvent,
     ToolsFinished,
     ToolsStarted,
@@ -128,8 +127,6 @@ class ResponseBuilder:
             return self._calls_started(event.calls) if self.plan.show_rounds else []
         if isinstance(event, ToolsFinished):
             return self._calls_finished(event.calls, event.results) if self.plan.show_rounds else []
-        if isinstance(event, KeepAlive):
-            return []
         if self._prepared is not None and self._prepared[0] is event:
             return self._prepared[1]
         return self._finish(event)
@@ -394,8 +391,6 @@ class ResponsesStreamRenderer:
         return self._start
 
     def frames(self, event: LoopEvent) -> list[bytes]:
-        if isinstance(event, KeepAlive):
-            return [sse.comment()]
         frames = [sse.event(e["type"], e) for e in self._builder.feed(event)]
         if not frames and isinstance(event, ToolsStarted):
             frames.append(sse.comment("tools running"))
