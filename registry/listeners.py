@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import inspect
 import logging
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -48,51 +48,68 @@ class CallListener(Protocol):
 
 
 class Listeners:
-    """The executor's listeners, called in the documented order."""
+    """The executor's listeners, called in the documented order.
+
+    Each hook is looked up once, when the listeners change, not on every call: the
+    listeners run for every tool call, on the hot path.
+    """
 
     def __init__(self, listeners: Iterable[object] = ()) -> None:
         self._listeners: list[object] = list(listeners)
+        self._hooks: dict[str, tuple[Callable[..., Any], ...]] = {}
+        self._index()
 
     def add(self, listener: object) -> None:
         """Add a listener after the existing ones."""
         self._listeners.append(listener)
+        self._index()
 
     def remove(self, listener: object) -> None:
         """Remove a listener; removing one that is absent changes nothing."""
         if listener in self._listeners:
             self._listeners.remove(listener)
+            self._index()
 
     async def before(self, event: CallEvent) -> None:
         """Call every `before_call`, first added first."""
-        for listener in list(self._listeners):
-            await _notify(listener, "before_call", event)
+        for hook in self._hooks["before_call"]:
+            await _notify(hook, event)
 
     async def after(self, event: CallEvent, result: ToolResult) -> None:
         """Call `on_error` (errors only) and then `after_call`, last added first."""
-        ordered = list(reversed(self._listeners))
         if result.is_error:
-            for listener in ordered:
-                await _notify(listener, "on_error", event, result)
-        for listener in ordered:
-            await _notify(listener, "after_call", event, result)
+            for hook in self._hooks["on_error"]:
+                await _notify(hook, event, result)
+        for hook in self._hooks["after_call"]:
+            await _notify(hook, event, result)
 
     async def permission(self, event: CallEvent, outcome: str, reason: str) -> None:
         """Call every `on_permission`, first added first."""
-        for listener in list(self._listeners):
-            await _notify(listener, "on_permission", event, outcome, reason)
+        for hook in self._hooks["on_permission"]:
+            await _notify(hook, event, outcome, reason)
 
     def __bool__(self) -> bool:
         return bool(self._listeners)
 
+    def _index(self) -> None:
+        def hooks(method: str, listeners: list[object]) -> tuple[Callable[..., Any], ...]:
+            found = (getattr(listener, method, None) for listener in listeners)
+            return tuple(hook for hook in found if hook is not None)
 
-async def _notify(listener: object, method: str, *args: Any) -> None:
-    hook = getattr(listener, method, None)
-    if hook is None:
-        return
+        first, last = self._listeners, self._listeners[::-1]
+        self._hooks = {
+            "before_call": hooks("before_call", first),
+            "on_error": hooks("on_error", last),
+            "after_call": hooks("after_call", last),
+            "on_permission": hooks("on_permission", first),
+        }
+
+
+async def _notify(hook: Callable[..., Any], *args: Any) -> None:
     try:
         value = hook(*args)
-        if inspect.isawaitable(value):
+        if value is not None and inspect.isawaitable(value):
             await value
     except Exception:
         # A listener is an observer: its failure is logged, never the call's failure.
-        log.exception("call listener %r failed in %s", listener, method)
+        log.exception("call listener %r failed", hook)
