@@ -9,6 +9,11 @@ ratio to the pass-through; use overhead.py for the absolute figures.
 
     .venv/bin/python bench/instructions.py                  # chat, unstreamed and streamed
     .venv/bin/python bench/instructions.py --toolwire-tree ../old   # also an older tree
+    .venv/bin/python bench/instructions.py --flow tool-loop         # one tool round per request
+
+`--flow tool-loop` counts requests that each make one Python tool call and then answer
+(bench/tool_loop.py's model and tool, unstreamed): what a tool round costs, for A/B between
+trees; a pass-through cannot run tools, so that flow has no pass-through row.
 
 Needs `valgrind` (Debian package); servers run ~50x slower under it, so a run takes a few
 minutes. Goal (issue 16): Toolwire within 1.15x the pass-through's instructions.
@@ -31,6 +36,7 @@ import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from loop_clients import QUESTION, check_answer
 from overhead import (
     BENCH,
     CHUNKS,
@@ -44,6 +50,7 @@ from overhead import (
 
 GOAL = 1.15
 MODES = ("json", "stream")
+FLOWS = ("plain", "tool-loop")
 
 
 @dataclass
@@ -70,6 +77,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--toolwire-tree", type=Path, action="append", default=[], metavar="DIR",
         help="also count toolwire from another source tree (e.g. a git worktree)",
     )  # fmt: skip
+    parser.add_argument("--flow", choices=FLOWS, default="plain", help="what each request does")
     parser.add_argument("--start-timeout", type=float, default=600, help="seconds to start")
     parser.add_argument("--json", metavar="PATH", help="write the figures as JSON to PATH")
     return parser.parse_args(argv)
@@ -82,7 +90,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     with tempfile.TemporaryDirectory(prefix="toolwire-instr-") as tmp:
         workdir = Path(tmp)
-        upstream = _start_upstream(workdir)
+        upstream = _start_upstream(workdir, args.flow)
         try:
             servers = _servers(args, workdir, upstream)
             result = _count_all(args, servers, workdir)
@@ -95,10 +103,13 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _start_upstream(workdir: Path) -> subprocess.Popen[bytes]:
+def _start_upstream(workdir: Path, flow: str = "plain") -> subprocess.Popen[bytes]:
     port = free_port()
-    cmd = [sys.executable, str(BENCH / "fake_upstream.py"), "--port", str(port)]
-    cmd += ["--chunks", str(CHUNKS), "--text", TEXT]
+    if flow == "tool-loop":
+        cmd = [sys.executable, str(BENCH / "loop_upstream.py"), "--port", str(port)]
+    else:
+        cmd = [sys.executable, str(BENCH / "fake_upstream.py"), "--port", str(port)]
+        cmd += ["--chunks", str(CHUNKS), "--text", TEXT]
     log = (workdir / "upstream.log").open("wb")
     proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
     proc.port = port  # type: ignore[attr-defined]
@@ -110,18 +121,22 @@ def _servers(
     args: argparse.Namespace, workdir: Path, upstream: subprocess.Popen[bytes]
 ) -> list[Server]:
     url = f"http://127.0.0.1:{upstream.port}/v1"  # type: ignore[attr-defined]
+    tools = BENCH / "loop_tools.py" if args.flow == "tool-loop" else ROOT / "examples" / "tools.py"
     config = {
         "server": {"host": "127.0.0.1"},
         "upstreams": [{"name": "fake", "base_url": url}],
-        "tools": [{"python": str(ROOT / "examples" / "tools.py"), "namespace": "demo"}],
+        "tools": [{"python": str(tools), "namespace": "demo"}],
     }
     path = workdir / "toolwire.yaml"
     path.write_bytes(orjson.dumps(config))
     passthrough = [sys.executable, str(BENCH / "passthrough.py"), "--upstream", url]
-    servers = [
-        Server("passthrough", "pass-through", [*passthrough, "--log-level", "warning"], ROOT),
-        Server("toolwire", "toolwire", [*toolwire_command(), "serve", "--config", str(path)], ROOT),
-    ]
+    toolwire = Server(
+        "toolwire", "toolwire", [*toolwire_command(), "serve", "--config", str(path)], ROOT
+    )
+    servers = [toolwire]
+    if args.flow == "plain":
+        log_level = ["--log-level", "warning"]
+        servers.insert(0, Server("passthrough", "pass-through", [*passthrough, *log_level], ROOT))
     for index, tree in enumerate(args.toolwire_tree, 1):
         cmd = [sys.executable, "-m", "proxy", "serve", "--config", str(path)]
         servers.append(Server(f"toolwire_tree{index}", f"toolwire {tree_label(tree)}", cmd, tree))
@@ -129,11 +144,12 @@ def _servers(
 
 
 def _count_all(args: argparse.Namespace, servers: list[Server], workdir: Path) -> dict[str, Any]:
-    bodies = {mode: orjson.dumps(request_body(mode == "stream")) for mode in MODES}
+    modes = MODES if args.flow == "plain" else ("json",)
+    bodies = {mode: _body(args.flow, mode == "stream") for mode in modes}
     counts: dict[str, dict[str, float]] = {}
     for server in servers:
         counts[server.key] = {}
-        for mode in MODES:
+        for mode in modes:
             # A fresh process per mode: the counts of one never include the other's.
             _start(server, workdir, args.start_timeout)
             try:
@@ -141,11 +157,18 @@ def _count_all(args: argparse.Namespace, servers: list[Server], workdir: Path) -
             finally:
                 _stop(server)
     return {
+        "flow": args.flow,
         "requests": args.requests,
         "labels": {s.key: s.label for s in servers},
         "instructions": counts,
         "goal": GOAL,
     }
+
+
+def _body(flow: str, stream: bool) -> bytes:
+    if flow == "tool-loop":
+        return orjson.dumps({"model": "fake-model", "messages": QUESTION})
+    return orjson.dumps(request_body(stream))
 
 
 def _start(server: Server, workdir: Path, timeout: float) -> None:
@@ -203,10 +226,15 @@ def _post(port: int, body: bytes, count: int) -> None:
             conn.request("POST", "/v1/chat/completions", body, {"content-type": "application/json"})
             response = conn.getresponse()
             data = response.read()
-            if response.status != 200 or TEXT.split()[0].encode() not in data:
+            if response.status != 200 or not _expected(data):
                 raise RuntimeError(f"bad answer {response.status}: {data[:200]!r}")
     finally:
         conn.close()
+
+
+def _expected(data: bytes) -> bool:
+    """The plain flow's text, or the tool loop's answer quoting the tool's result."""
+    return TEXT.split()[0].encode() in data or check_answer(200, data) is None
 
 
 def _wait(port: int, proc: subprocess.Popen[bytes], timeout: float) -> None:
@@ -227,6 +255,13 @@ def _wait(port: int, proc: subprocess.Popen[bytes], timeout: float) -> None:
 def render(result: dict[str, Any]) -> str:
     counts = result["instructions"]
     labels = result["labels"]
+    if result["flow"] == "tool-loop":
+        first = counts["toolwire"]["json"]
+        lines = [f"instructions per tool-loop request ({result['requests']} sequential, callgrind)"]
+        for key, modes in counts.items():
+            n = modes["json"]
+            lines.append(f"{labels[key]:<28}{n / 1000:>13.0f}k{n / first:>7.2f}x")
+        return "\n".join(lines)
     base = counts["passthrough"]
     lines = [f"instructions per request ({result['requests']} sequential requests, callgrind)"]
     lines.append(f"{'server':<28}{'unstreamed':>14}{'ratio':>8}{'streamed':>14}{'ratio':>8}")
