@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import re
 import threading
 from collections import deque
@@ -95,7 +96,8 @@ class ExecutionLog:
     def record(self, record: ExecutionRecord) -> None:
         """Add a record (its arguments abridged), dropping the oldest when full."""
         # The log is bounded by count, so each record must be bounded in size too.
-        record = dataclasses.replace(record, arguments=abridge(record.arguments))
+        if not _fits(record.arguments, [_ARGUMENT_BUDGET]):
+            record = dataclasses.replace(record, arguments=abridge(record.arguments))
         with self._lock:
             self._records.append(record)
 
@@ -178,10 +180,47 @@ def _abridge(value: Any, left: list[int]) -> Any:
     return value
 
 
+def _fits(value: Any, left: list[int]) -> bool:
+    """Whether `abridge` would keep `value` whole (so the record needs no copy)."""
+    if isinstance(value, str):
+        left[0] -= len(value)
+        return len(value) <= _STRING_CHARS and left[0] >= 0
+    if isinstance(value, Mapping):
+        if value.__class__ is not dict:
+            return False  # abridge turns any mapping into a dict
+        for key, item in value.items():
+            if left[0] <= 0 or (isinstance(key, str) and len(key) > _KEY_CHARS):
+                return False
+            left[0] -= 1 + (len(key) if isinstance(key, str) else 1)
+            if not _fits(item, left):
+                return False
+        return True
+    if isinstance(value, list | tuple):
+        for item in value:
+            if left[0] <= 0:
+                return False
+            left[0] -= 1
+            if not _fits(item, left):
+                return False
+        return value.__class__ is list  # abridge turns a tuple into a list
+    return True
+
+
 def _is_secret_key(key: object) -> bool:
     """Whether a value under `key` is to be kept out of the log."""
     if not isinstance(key, str):
         return False
+    # Argument names come from a small set and every call is redacted: short ones are
+    # looked up once (long ones are not kept, so the cache stays small).
+    return _secret_name(key) if len(key) <= 64 else _secret_words(key)
+
+
+@functools.lru_cache(maxsize=4096)
+def _secret_name(key: str) -> bool:
+    return _secret_words(key)
+
+
+def _secret_words(key: str) -> bool:
     for word in (w.lower() for w in _KEY_TOKEN.findall(key)):
         singular = word.removesuffix("s")
         if word in _SECRET_WORDS or singular in _SECRET_WORDS:

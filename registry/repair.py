@@ -104,6 +104,8 @@ class _Repairer:
         self._repairs = repairs
 
     def value(self, value: Any, schema: Mapping[str, Any], path: str, depth: int) -> Any:
+        if value.__class__ is str and schema.get("type") == "string" and _plain(schema):
+            return value  # the common case, decided without building the type set
         schema = self._resolve(schema, depth)
         types = _types(schema)
         if isinstance(value, str) and "string" not in types:
@@ -158,13 +160,15 @@ class _Repairer:
         self, value: dict[str, Any], schema: Mapping[str, Any], path: str, depth: int
     ) -> dict[str, Any]:
         properties: Mapping[str, Any] = schema.get("properties") or {}
-        folded: dict[str, list[str]] = {}
-        for key in properties:
-            folded.setdefault(_fold(key), []).append(key)
+        folded: dict[str, list[str]] | None = None  # built only for a key that is not a property
         out: dict[str, Any] = {}
         for key, item in value.items():
             target = key
             if key not in properties:
+                if folded is None:
+                    folded = {}
+                    for name in properties:
+                        folded.setdefault(_fold(name), []).append(name)
                 candidates = folded.get(_fold(key), [])
                 if len(candidates) == 1 and candidates[0] not in value:
                     target = candidates[0]
@@ -196,6 +200,11 @@ class _Repairer:
 
     def _note(self, kind: str, path: str, detail: str) -> None:
         self._repairs.append(Repair(kind, path, detail))
+
+
+def _plain(schema: Mapping[str, Any]) -> bool:
+    """Whether a schema has no reference or alternatives that could add a type."""
+    return "anyOf" not in schema and "oneOf" not in schema and "$ref" not in schema
 
 
 def _types(schema: Mapping[str, Any], *, own_only: bool = False) -> set[str]:

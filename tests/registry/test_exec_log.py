@@ -15,7 +15,7 @@ from registry import (
     ToolCall,
     ToolResult,
 )
-from registry.execution_log import REDACTED, ExecutionLog, abridge, redact
+from registry.execution_log import REDACTED, ExecutionLog, ExecutionRecord, abridge, redact
 from registry.output import render_output
 
 
@@ -262,3 +262,31 @@ def test_abridge_keeps_small_values_and_cuts_large_ones_with_markers() -> None:
     }
     (key,) = abridge({"k" * 500: 1})
     assert key == "k" * 100 + "…"
+
+
+@pytest.mark.parametrize(
+    "arguments",
+    [
+        {"a": [1, 2, {"b": "c"}], "d": None},
+        {"text": "x" * 500},
+        {"text": "x" * 501},
+        {"items": list(range(1999))},
+        {"items": list(range(2000))},
+        {str(n): "v" * 100 for n in range(19)},
+        {str(n): "v" * 100 for n in range(20)},
+        {"k" * 100: 1},
+        {"k" * 101: 1},
+        {"pair": (1, 2)},
+        ["top", "level"],
+        "plain",
+        7,
+    ],
+)
+def test_the_log_keeps_exactly_what_abridge_keeps(arguments: object) -> None:
+    """Arguments within the budget are kept as they are (no copy); any others abridged."""
+    log = ExecutionLog()
+    record = ExecutionRecord("t", "c", arguments, "", 0.0, None, None, 1, "inline")
+    log.record(record)
+    (kept,) = log.records()
+    assert kept.arguments == abridge(arguments)
+    assert type(kept.arguments) is type(abridge(arguments))
