@@ -9,6 +9,7 @@ import functools
 import inspect
 from collections.abc import Callable
 from concurrent.futures import Executor as PoolExecutor
+from concurrent.futures import Future
 from typing import Any, Protocol
 
 from registry.errors import RegistryError
@@ -102,9 +103,14 @@ class ThreadBackend:
             _release(held)
             raise
         # The thread and the tool are free again when the function returns, not when its
-        # caller gives up; a loop that is already closed has nobody left waiting for them.
-        job.add_done_callback(lambda _: _release_soon(loop, held))
-        return await asyncio.wrap_future(job)
+        # caller gives up; one wake of the loop frees them and hands the result over.
+        future: asyncio.Future[Any] = loop.create_future()
+        job.add_done_callback(lambda done: _settle_soon(loop, done, future, held))
+        try:
+            return await future
+        except asyncio.CancelledError:
+            job.cancel()  # not started yet: then it never starts
+            raise
 
     async def _hold(self, tool: Tool) -> list[Callable[[], None]]:
         """Wait until the tool is idle (if it runs one call at a time) and a thread is free;
@@ -138,10 +144,32 @@ def _release(held: list[Callable[[], None]]) -> None:
         release()
 
 
-def _release_soon(loop: asyncio.AbstractEventLoop, held: list[Callable[[], None]]) -> None:
-    # Called from the worker thread, or from whichever thread cancelled the job.
+def _settle_soon(
+    loop: asyncio.AbstractEventLoop,
+    job: Future[Any],
+    future: asyncio.Future[Any],
+    held: list[Callable[[], None]],
+) -> None:
+    # Called from the worker thread, or from whichever thread cancelled the job; a loop
+    # that is already closed has nobody left waiting.
     with contextlib.suppress(RuntimeError):
-        loop.call_soon_threadsafe(_release, held)
+        loop.call_soon_threadsafe(_settle, job, future, held)
+
+
+def _settle(job: Future[Any], future: asyncio.Future[Any], held: list[Callable[[], None]]) -> None:
+    """On the loop: free what the call held, and give its outcome to the caller, if it
+    still waits."""
+    _release(held)
+    if future.done():
+        return
+    if job.cancelled():
+        future.cancel()
+        return
+    error = job.exception()
+    if error is not None:
+        future.set_exception(error)
+    else:
+        future.set_result(job.result())
 
 
 def _guarded(call: Callable[[], Any]) -> Any:
