@@ -156,19 +156,28 @@ class Gate:
         return _in_scope(tool, context)
 
     async def admit(
-        self, tool: Tool, call: ToolCall, context: CallContext, *, approved: bool = False
+        self,
+        tool: Tool,
+        call: ToolCall,
+        context: CallContext,
+        *,
+        approved: bool = False,
+        reissue: Callable[[ToolCall], ToolCall] | None = None,
     ) -> Admission:
         """Decide one call: scope, policy, guards, approval, in that order.
 
         `approved` says the client approved this very call (the approval flow checked its
-        tool, arguments, conversation and expiry); a denial still wins over it. Every
-        denial, request for approval, approval and refusal reaches the execution log and
-        the listeners.
+        tool, arguments, conversation and expiry); a denial still wins over it. A call that
+        must wait for approval comes back under `reissue(call)` when given (the id the
+        approval will be asked under). Every denial, request for approval, approval and
+        refusal reaches the execution log and the listeners, under the admission's call id.
         """
         thought = None
         if self._think is not None and self._think.applies(tool):
             call, thought = _without_thought(call)
         admission = await self._decide(tool, call, context, approved)
+        if admission.verdict is Verdict.ASK and reissue is not None:
+            admission = dataclasses.replace(admission, call=reissue(admission.call))
         if thought is not None:
             admission = dataclasses.replace(admission, thought=thought)
         outcome = _OUTCOMES.get(admission.kind)
@@ -178,7 +187,11 @@ class Gate:
             self._refused_by_key[context.caller or ANONYMOUS_KEY] += 1
         if outcome is not None:
             await self._executor.note_permission(
-                tool, call, outcome, admission.reason, request_id=context.request_id or None
+                tool,
+                admission.call,
+                outcome,
+                admission.reason,
+                request_id=context.request_id or None,
             )
         return admission
 

@@ -78,9 +78,12 @@ class Triage:
                 else:
                     sorted_calls.unknown.append(call)
                 continue
-            admission = await self._gate.admit(tool, call, turn.caller)
+            # A call that must wait for approval is logged and asked under a proxy-issued id.
+            admission = await self._gate.admit(
+                tool, call, turn.caller, reissue=self._approvals.reissue
+            )
             if admission.verdict is GateVerdict.ASK:
-                call = self._approvals.reissue(call)
+                call = admission.call
                 sorted_calls.asks.append((tool, call, admission.reason))
                 sorted_calls.ordered.append(call)
                 continue

@@ -229,6 +229,12 @@ async def test_an_operator_approves_a_paused_call(make_proxy, upstream: FakeUpst
         assert (await admin.get("/api/approvals")).json() == []
         gone = await admin.post(f"/api/approvals/{call['id']}/deny")
         assert gone.status_code == 404
+        # The log knows the call under the id the approval was asked under, throughout.
+        records = (await admin.get("/api/log")).json()["records"]  # the newest first
+        assert [(r["call_id"], r["outcome"]) for r in records] == [
+            (call["id"], "ok"),
+            (call["id"], "asked"),
+        ]
 
 
 async def test_an_operator_refuses_a_paused_call(make_proxy, upstream: FakeUpstream) -> None:
