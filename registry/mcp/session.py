@@ -31,6 +31,7 @@ from pydantic import ValidationError
 
 from registry.mcp.config import McpServerConfig
 from registry.mcp.errors import McpCallError, McpConnectionLostError, McpUnavailableError
+from registry.mcp.keepalive import read_to_end
 from registry.propagation import TRACE_HEADER_NAMES, outgoing_trace_headers
 
 __all__ = ["McpSession"]
@@ -290,7 +291,9 @@ async def _streamable_http(
     timeout = httpx2.Timeout(timeout_s, read=max(300.0, timeout_s))
     async with (
         httpx2.AsyncClient(
-            headers=headers, timeout=timeout, event_hooks={"request": [_trace_headers_from_meta]}
+            headers=headers,
+            timeout=timeout,
+            event_hooks={"request": [_trace_headers_from_meta], "response": [read_to_end]},
         ) as client,
         streamable_http_client(url, http_client=client) as streams,
     ):

@@ -16,7 +16,7 @@ import base64
 import contextlib
 import os
 import socket
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any, Literal
 
 import anyio
@@ -28,6 +28,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.utilities.types import Image
 from mcp.server.stdio import stdio_server
 from starlette.applications import Starlette
+from starlette.types import ASGIApp
 
 __all__ = [
     "PAGED_TOOLS",
@@ -194,13 +195,17 @@ def _app(name: str, transport: HttpTransport) -> Starlette:
 
 
 @contextlib.asynccontextmanager
-async def serve_http(name: str, transport: HttpTransport) -> AsyncIterator[str]:
-    """Serve the named server on an ephemeral loopback port; yields its URL."""
+async def serve_http(
+    name: str, transport: HttpTransport, wrap: Callable[[ASGIApp], ASGIApp] | None = None
+) -> AsyncIterator[str]:
+    """Serve the named server on an ephemeral loopback port (its app wrapped by `wrap`, if
+    given); yields its URL."""
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = int(sock.getsockname()[1])
+    app: ASGIApp = _app(name, transport)
     config = uvicorn.Config(
-        _app(name, transport),
+        app if wrap is None else wrap(app),
         host="127.0.0.1",
         port=port,
         log_level="warning",
