@@ -10,11 +10,11 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
-import secrets
 from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any
 
 from ..upstream import Chunk, Upstream
+from .call_ids import CallIds, calls_in, random_ids
 from .formats import EmulationFormat
 from .parser import Call, Event, Parser, Reasoning, Text
 from .prompt import Rewritten, rewrite
@@ -63,10 +63,12 @@ class EmulatedUpstream:
         if tags is not None and asks_thinking(body):
             # The template may open the block itself (DeepSeek V3.1, R1): start inside it.
             parser = ThinkingParser(parser, open=tags[0], close=tags[1], started=True)
+        # Numbered after the conversation's earlier calls, for families whose ids count them.
+        numbered = _Numbered(self._format.call_ids, calls_in(body.get("messages")))
         async with self._inner.complete(
             rewritten.body, headers=headers, deadline=deadline
         ) as chunks:
-            yield translate(chunks, parser)
+            yield translate(chunks, parser, numbered)
 
     async def list_models(self) -> list[str]:
         """The inner upstream's models."""
@@ -85,8 +87,26 @@ def asks_thinking(body: dict[str, Any]) -> bool:
     return kwargs.get("thinking") is True or kwargs.get("enable_thinking") is True
 
 
-async def translate(chunks: AsyncIterator[Chunk], parser: Parser) -> AsyncIterator[Chunk]:
-    """The chunks with their text parsed: content stays content, calls become tool calls."""
+class _Numbered:
+    """The ids of one answer's calls, numbered on from the calls before it."""
+
+    __slots__ = ("_ids", "_next")
+
+    def __init__(self, ids: CallIds, first: int) -> None:
+        self._ids, self._next = ids, first
+
+    def __call__(self, name: str) -> str:
+        number, self._next = self._next, self._next + 1
+        return self._ids(name, number)
+
+
+async def translate(
+    chunks: AsyncIterator[Chunk],
+    parser: Parser,
+    issue: Callable[[str], str] = lambda name: random_ids(name, 0),
+) -> AsyncIterator[Chunk]:
+    """The chunks with their text parsed: content stays content, calls become tool calls
+    (with ids from `issue`, given the tool's name)."""
     index = 0
     finished = False
     last: Chunk = {}
@@ -104,17 +124,19 @@ async def translate(chunks: AsyncIterator[Chunk], parser: Parser) -> AsyncIterat
         if reason:
             events += parser.finish(truncated=str(reason).lower() == "length")
             finished = True
-        out, index = _apply(delta, events, index)
+        out, index = _apply(delta, events, index, issue)
         if reason and index and str(reason).lower() == "stop":
             reason = "tool_calls"
         yield {**chunk, "choices": [{**choice, "delta": out, "finish_reason": reason}]}
     if not finished:
-        out, index = _apply({}, parser.finish(), index)
+        out, index = _apply({}, parser.finish(), index, issue)
         if out:
             yield {**last, "choices": [{"index": 0, "delta": out, "finish_reason": None}]}
 
 
-def _apply(delta: dict[str, Any], events: list[Event], index: int) -> tuple[dict[str, Any], int]:
+def _apply(
+    delta: dict[str, Any], events: list[Event], index: int, issue: Callable[[str], str]
+) -> tuple[dict[str, Any], int]:
     """The delta with the events' text as content, their reasoning as `reasoning_content` and
     their calls as tool-call deltas."""
     thought = "".join(e.text for e in events if isinstance(e, Reasoning))
@@ -129,7 +151,7 @@ def _apply(delta: dict[str, Any], events: list[Event], index: int) -> tuple[dict
             calls.append(
                 {
                     "index": index,
-                    "id": f"call_{secrets.token_hex(12)}",
+                    "id": issue(event.name),
                     "type": "function",
                     "function": {"name": event.name, "arguments": _json(event.arguments)},
                 }

@@ -8,6 +8,7 @@ never run."""
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
@@ -181,3 +182,31 @@ async def test_a_client_that_drops_special_tokens_gets_text(
     # The server stripped the markers the client asked it to drop: no call is left to find.
     assert answer.tool_calls == [] and "Paris" in answer.content
     assert raw.requests[0]["skip_special_tokens"] is True and len(raw.requests) == 1
+
+
+@pytest.mark.parametrize(
+    ("family", "shape"),
+    [
+        ("kimi", r"functions\.t_get_weather:{n}"),
+        ("mistral", r"[A-Za-z0-9]{{9}}"),
+        ("hermes", r"call_[0-9a-f]{{24}}"),
+    ],
+)
+async def test_parsed_calls_get_ids_the_familys_template_takes(
+    raw: RawServer, family: str, shape: str
+) -> None:
+    """In parsed mode the server's template writes the history's call ids into the prompt:
+    Mistral's refuses ids that are not 9 letters and digits, and Kimi K2 counts its calls
+    across the conversation (`functions.NAME:N`)."""
+    w = WRITERS[family]
+    paris, rome = ("t_get_weather", {"city": "Paris"}), ("t_get_weather", {"city": "Rome"})
+    raw.script(w.block([paris, rome]), w.block([paris]), w.answer(ANSWER))
+    async with _proxy(raw, family, "parsed") as proxy:
+        answer = await _ask(proxy.client, stream=True)
+    assert answer.content.strip().endswith(ANSWER)
+    last = raw.requests[-1]["messages"]
+    ids = [c["id"] for m in last if m.get("tool_calls") for c in m["tool_calls"]]
+    assert len(ids) == 3 and len(set(ids)) == 3
+    for n, call_id in enumerate(ids):
+        assert re.fullmatch(shape.format(n=n), call_id), call_id
+    assert [m["tool_call_id"] for m in last if m["role"] == "tool"] == ids

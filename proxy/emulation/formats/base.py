@@ -7,6 +7,7 @@ import re
 from collections.abc import Mapping
 from typing import Any, Protocol
 
+from ..call_ids import CallIds
 from ..parser import Parser
 from ..toolspecs import ToolSpecs
 
@@ -30,6 +31,9 @@ class EmulationFormat(Protocol):
     request_fields: Mapping[str, Any]
     """Fields added to the request unless the client set them: `skip_special_tokens: false`
     where the family's markers are special tokens, which vLLM and SGLang strip by default."""
+    call_ids: CallIds
+    """The ids of the calls parsed from the text (the family's own where its template
+    cares, as the server's template renders them back in parsed mode)."""
 
     def system_prompt(self, catalog: str, *, parallel: bool) -> str:
         """The tool block: the catalog and how to call; identical bytes for identical input."""

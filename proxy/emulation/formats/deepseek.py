@@ -15,6 +15,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from ..call_ids import random_ids
 from ..parser import Envelope, Parser, TaggedParser
 from ..reasoning import ThinkingParser
 from ..repairs import Decoded, Repair, load_value
@@ -56,6 +57,7 @@ class DeepSeek:
     """DeepSeek V3 / V3.1 / R1."""
 
     name = "deepseek"
+    call_ids = staticmethod(random_ids)
     stops: tuple[str, ...] = ()
     request_fields: Mapping[str, Any] = KEEP_SPECIAL_TOKENS
     think_tags: tuple[str, str] | None = THINK_TAGS

@@ -24,6 +24,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from ..call_ids import random_ids
 from ..parser import Envelope, Parser, TaggedParser
 from ..reasoning import ThinkingParser
 from ..repairs import Decoded, Repair
@@ -76,6 +77,7 @@ class DeepSeekDsml:
     """DeepSeek V3.2: invokes with typed parameters in a DSML block."""
 
     name = "deepseek-v3.2"
+    call_ids = staticmethod(random_ids)
     stops: tuple[str, ...] = (RESULTS_BEGIN,)
     request_fields: Mapping[str, Any] = KEEP_SPECIAL_TOKENS
     think_tags: tuple[str, str] | None = THINK_TAGS

@@ -17,6 +17,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from ..call_ids import random_ids
 from ..parser import Envelope, Parser, TaggedParser
 from ..reasoning import ThinkingParser
 from ..repairs import Decoded, Repair
@@ -57,6 +58,7 @@ class Gemma:
     """Gemma 4 (and FunctionGemma): calls in Gemma's object syntax."""
 
     name = "gemma"
+    call_ids = staticmethod(random_ids)
     stops: tuple[str, ...] = (RESPONSE_OPEN,)
     request_fields: Mapping[str, Any] = KEEP_SPECIAL_TOKENS
     think_tags: tuple[str, str] | None = ("<|channel>thought", "<channel|>")

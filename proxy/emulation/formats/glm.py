@@ -14,6 +14,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from ..call_ids import random_ids
 from ..parser import Envelope, Parser, TaggedParser
 from ..reasoning import ThinkingParser
 from ..repairs import Decoded, Repair, strip_tokens
@@ -52,6 +53,7 @@ class Glm:
     """GLM-4.5/4.6: key/value tags, values raw."""
 
     name = "glm"
+    call_ids = staticmethod(random_ids)
     stops: tuple[str, ...] = ("<tool_response>", "<|observation|>")
     request_fields: Mapping[str, Any] = KEEP_SPECIAL_TOKENS
     think_tags: tuple[str, str] | None = THINK_TAGS

@@ -18,6 +18,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from ..call_ids import random_ids
 from ..parser import Call, Event, Parser, Reasoning, Text
 from ..repairs import Refusal, Repair, load_value
 from ..scanning import QuotedScanner, neutralise_tokens, partial_overlap
@@ -56,6 +57,7 @@ class Harmony:
     """gpt-oss: channels for reasoning, answers and calls."""
 
     name = "gpt-oss"
+    call_ids = staticmethod(random_ids)
     stops: tuple[str, ...] = ()
     request_fields: Mapping[str, Any] = KEEP_SPECIAL_TOKENS
     think_tags: tuple[str, str] | None = None

@@ -6,6 +6,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from ..call_ids import random_ids
 from ..parser import Envelope, Parser, TaggedParser
 from ..reasoning import ThinkingParser
 from ..repairs import Decoded, Repair, calls_from_json, strip_tokens, unfence
@@ -36,6 +37,7 @@ class Hermes:
     """The default format: the most widely trained one."""
 
     name = "hermes"
+    call_ids = staticmethod(random_ids)
     stops: tuple[str, ...] = ("<tool_response>",)
     request_fields: Mapping[str, Any] = {}
     think_tags: tuple[str, str] | None = THINK_TAGS

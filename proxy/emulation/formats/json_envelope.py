@@ -13,6 +13,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from ..call_ids import random_ids
 from ..parser import Call, Event, Parser, Text
 from ..reasoning import ThinkingParser
 from ..repairs import (
@@ -50,6 +51,7 @@ class JsonEnvelope:
     """One JSON object per reply."""
 
     name = "json"
+    call_ids = staticmethod(random_ids)
     stops: tuple[str, ...] = ()
     request_fields: Mapping[str, Any] = {}
     think_tags: tuple[str, str] | None = THINK_TAGS

@@ -15,6 +15,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from ..call_ids import kimi_ids
 from ..parser import Envelope, Parser, TaggedParser
 from ..reasoning import ThinkingParser
 from ..repairs import Decoded, Repair, load_value, stripped_candidates
@@ -45,6 +46,7 @@ class Kimi:
     """Kimi K2: calls in a section of special tokens."""
 
     name = "kimi"
+    call_ids = staticmethod(kimi_ids)
     stops: tuple[str, ...] = ()
     request_fields: Mapping[str, Any] = KEEP_SPECIAL_TOKENS
     think_tags: tuple[str, str] | None = THINK_TAGS

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from ..call_ids import random_ids
 from ..parser import Envelope, Parser, TaggedParser
 from ..reasoning import ThinkingParser
 from ..repairs import Decoded, Repair, call_from_object, load_value, stripped_candidates
@@ -35,6 +36,7 @@ class Llama:
     """Bare JSON call objects at the start of the reply."""
 
     name = "llama"
+    call_ids = staticmethod(random_ids)
     stops: tuple[str, ...] = ()
     request_fields: Mapping[str, Any] = KEEP_SPECIAL_TOKENS
     think_tags: tuple[str, str] | None = THINK_TAGS

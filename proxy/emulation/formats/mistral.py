@@ -15,6 +15,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from ..call_ids import mistral_ids
 from ..parser import Envelope, Parser, TaggedParser
 from ..reasoning import ThinkingParser
 from ..repairs import Decoded, Repair, call_from_object, load_value, stripped_candidates
@@ -50,6 +51,7 @@ class Mistral:
     """Mistral's control tokens, v11 form written, both forms read."""
 
     name = "mistral"
+    call_ids = staticmethod(mistral_ids)
     stops: tuple[str, ...] = ("[TOOL_RESULTS]",)
     request_fields: Mapping[str, Any] = KEEP_SPECIAL_TOKENS
     think_tags: tuple[str, str] | None = THINK_TAGS

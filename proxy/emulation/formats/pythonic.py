@@ -9,6 +9,7 @@ import ast
 from collections.abc import Mapping
 from typing import Any
 
+from ..call_ids import random_ids
 from ..literals import NotLiteral, literal, parse_expression, render
 from ..parser import Envelope, Parser, TaggedParser
 from ..reasoning import ThinkingParser
@@ -39,6 +40,7 @@ class Pythonic:
     """Compact calls, good for small models."""
 
     name = "pythonic"
+    call_ids = staticmethod(random_ids)
     stops: tuple[str, ...] = ("<tool_response>",)
     request_fields: Mapping[str, Any] = {}
     think_tags: tuple[str, str] | None = THINK_TAGS

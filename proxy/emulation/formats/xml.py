@@ -12,6 +12,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from ..call_ids import random_ids
 from ..literals import NotLiteral, literal_value
 from ..parser import Envelope, Parser, TaggedParser
 from ..reasoning import ThinkingParser
@@ -63,6 +64,7 @@ class Xml:
     """Parameters as raw text between tags, converted by schema."""
 
     name = "xml"
+    call_ids = staticmethod(random_ids)
     stops: tuple[str, ...] = ("<tool_response>",)
     request_fields: Mapping[str, Any] = {}
     think_tags: tuple[str, str] | None = THINK_TAGS
