@@ -255,7 +255,7 @@ def _wait(port: int, proc: subprocess.Popen[bytes], timeout: float) -> None:
 def render(result: dict[str, Any]) -> str:
     counts = result["instructions"]
     labels = result["labels"]
-    if result["flow"] == "tool-loop":
+    if result.get("flow") == "tool-loop":  # JSON written before --flow has none: plain
         first = counts["toolwire"]["json"]
         lines = [f"instructions per tool-loop request ({result['requests']} sequential, callgrind)"]
         for key, modes in counts.items():

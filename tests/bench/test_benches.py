@@ -200,4 +200,18 @@ def test_instructions_render_and_goals() -> None:
     assert "PASS  json: toolwire 1.10x" in text
     assert "MISS  stream: toolwire 2.00x" in text
     args = instructions.parse_args(["--requests", "5", "--toolwire-tree", "."])
-    assert args.requests == 5 and args.toolwire_tree
+    assert args.requests == 5 and args.toolwire_tree and args.flow == "plain"
+    loop = {
+        "flow": "tool-loop",
+        "requests": 10,
+        "labels": {"toolwire": "toolwire", "toolwire_tree1": "toolwire @old"},
+        "instructions": {
+            "toolwire": {"json": 2_400_000.0},
+            "toolwire_tree1": {"json": 2_640_000.0},
+        },
+        "goal": instructions.GOAL,
+    }
+    lines = instructions.render(loop).splitlines()
+    assert "tool-loop" in lines[0] and "pass-through" not in instructions.render(loop)
+    assert lines[1].split()[-2:] == ["2400k", "1.00x"]
+    assert lines[2].split()[-2:] == ["2640k", "1.10x"]
