@@ -19,9 +19,8 @@ import anyio
 import httpx2
 import mcp_types as types
 import orjson
-from anyio.streams.memory import MemoryObjectReceiveStream
 from mcp import ClientSession, MCPError, StdioServerParameters
-from mcp.client._transport import TransportStreams
+from mcp.client._transport import ReadStream, TransportStreams
 from mcp.client.session import MessageHandlerFnT
 from mcp.client.sse import sse_client
 from mcp.client.stdio import stdio_client
@@ -40,6 +39,7 @@ log = logging.getLogger("toolwire.mcp")
 
 State = Literal["idle", "connecting", "connected", "backoff", "closed"]
 ToolsCallback = Callable[[list[types.Tool]], None]
+_Item = SessionMessage | Exception
 
 INITIAL_BACKOFF_S = 0.25
 MAX_BACKOFF_S = 30.0
@@ -199,8 +199,8 @@ class McpSession:
         up_since = anyio.current_time()
         with anyio.CancelScope() as connecting:
             connecting.deadline = anyio.current_time() + self._server.connect_timeout_s
-            async with self._transport() as (read, write), anyio.create_task_group() as pumps:
-                watched = _watch(read, self._mark_lost, pumps)
+            async with self._transport() as (read, write):
+                watched = _Watched(read, self._mark_lost)
                 async with ClientSession(
                     watched, write, message_handler=self._handler(changes), client_info=_CLIENT_INFO
                 ) as session:
@@ -219,7 +219,6 @@ class McpSession:
                         await lost.wait()
                         relisting.cancel_scope.cancel()
                     self._session = None
-                pumps.cancel_scope.cancel()
         if connecting.cancelled_caught:
             raise TimeoutError(f"no answer within {self._server.connect_timeout_s:g}s")
         self._error = "the connection was lost"
@@ -336,28 +335,45 @@ async def _trace_headers_from_meta(request: httpx2.Request) -> None:
             request.headers[name] = value
 
 
-def _watch(
-    read: Any, on_end: Callable[[], None], group: anyio.abc.TaskGroup
-) -> MemoryObjectReceiveStream[SessionMessage | Exception]:
-    """Relay the transport's messages to the session, calling `on_end` when the stream ends.
+class _Watched:
+    """The transport's read stream as the session reads it, calling `on_end` when it ends.
 
     The SDK gives no public signal that a transport ended, and a dead stdio server or a
-    dropped HTTP stream must be noticed even when no call is in flight.
+    dropped HTTP stream must be noticed even when no call is in flight: the session's
+    receive loop always reads, so its reads see the end. (Not a relay task: that cost a
+    memory-stream hop and a task switch per message.) A broken or closed transport stream
+    ends like an exhausted one, and the sender's context is not passed on.
     """
-    send, receive = anyio.create_memory_object_stream[SessionMessage | Exception](0)
 
-    async def relay() -> None:
+    def __init__(self, read: ReadStream[_Item], on_end: Callable[[], None]) -> None:
+        self._read = read
+        self._on_end = on_end
+
+    async def receive(self) -> _Item:
         try:
-            async with send:
-                async for item in read:
-                    await send.send(item)
-        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
-            pass  # the session closed its end: we are shutting down
-        finally:
-            on_end()
+            return await self._read.receive()
+        except (anyio.EndOfStream, anyio.BrokenResourceError, anyio.ClosedResourceError):
+            self._on_end()
+            raise anyio.EndOfStream from None
 
-    group.start_soon(relay)
-    return receive
+    def __aiter__(self) -> _Watched:
+        return self
+
+    async def __anext__(self) -> _Item:
+        try:
+            return await self.receive()
+        except anyio.EndOfStream:
+            raise StopAsyncIteration from None
+
+    async def aclose(self) -> None:
+        self._on_end()
+        await self._read.aclose()
+
+    async def __aenter__(self) -> _Watched:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
 
 
 async def _list_all(session: ClientSession) -> list[types.Tool]:

@@ -109,3 +109,17 @@ async def test_calls_while_the_server_is_away_fail_at_once(start_source, registr
         result = await executor.execute(tool, ToolCall("c", "demo_echo", {"text": "x"}))
 
     assert result.is_error and "not connected" in result.content
+
+
+async def test_a_server_that_dies_while_idle_is_noticed_and_reconnected(start_source, call_tool):
+    source = await start_source({"mcp": {"command": stdio_command("demo")}, "namespace": "demo"})
+    first_pid = int((await call_tool("demo.pid")).content)
+
+    os.kill(first_pid, signal.SIGKILL)
+    async with asyncio.timeout(10):
+        # No call is in flight and the source has no event for a lost session: poll it.
+        while source.status().reachable:  # noqa: ASYNC110
+            await asyncio.sleep(0.01)
+        await source.wait_connected()
+
+    assert int((await call_tool("demo.pid")).content) != first_pid
