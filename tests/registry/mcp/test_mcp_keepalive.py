@@ -117,3 +117,20 @@ async def test_only_a_posts_event_stream_is_read_to_its_end(method: str, content
     await _first_chunk_then_close(response)
 
     assert body.sent == 1 and body.closed
+
+
+@pytest.mark.timeout(20)
+async def test_a_timed_out_call_over_streamable_http_leaves_the_session_usable(
+    start_source, call_tool
+):
+    async with serve_http("demo", "streamable-http") as url:
+        source = await start_source({"mcp": {"url": url}, "namespace": "demo", "timeout_s": 0.5})
+        started = time.monotonic()
+
+        timed_out = await call_tool("demo.slow", seconds=30)
+        after = await call_tool("demo.echo", text="still here")
+        await source.aclose()
+
+    assert timed_out.error_kind == "timeout"
+    assert after.content == "still here"
+    assert time.monotonic() - started < 5
