@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import socket
 from collections.abc import AsyncIterator, Callable
@@ -11,11 +10,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import uvicorn
 from openai import AsyncOpenAI
 
 from proxy import create_app, parse_settings
 from registry import ToolRegistry
+from tests.fakes.asgi_serving import serve_app
 from tests.fakes.upstream import FakeUpstream
 
 REPO = Path(__file__).resolve().parents[1]
@@ -50,24 +49,13 @@ async def serve_proxy(
     settings = parse_settings(config, base_dir=REPO, environ={})
     registry = registry if registry is not None else ToolRegistry()
     app = create_app(settings, registry=registry)
-    port = _free_port()
-    server = uvicorn.Server(
-        uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on")
-    )
-    task = asyncio.create_task(server.serve())
-    async with asyncio.timeout(10):
-        while not server.started:
-            if task.done():
-                task.result()
-            await asyncio.sleep(0.01)
-    base_url = f"http://127.0.0.1:{port}/v1"
-    client = AsyncOpenAI(base_url=base_url, api_key="test-key", max_retries=0, timeout=30)
-    try:
-        yield Proxy(base_url, client, registry)
-    finally:
-        await client.close()
-        server.should_exit = True
-        await task
+    async with serve_app(app) as root:
+        base_url = f"{root}/v1"
+        client = AsyncOpenAI(base_url=base_url, api_key="test-key", max_retries=0, timeout=30)
+        try:
+            yield Proxy(base_url, client, registry)
+        finally:
+            await client.close()
 
 
 ProxyFactory = Callable[..., contextlib.AbstractAsyncContextManager[Proxy]]

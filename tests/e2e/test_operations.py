@@ -7,7 +7,6 @@ import asyncio
 import contextlib
 import logging
 import signal
-import socket
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -15,7 +14,6 @@ from typing import Any
 import aiohttp
 import orjson
 import pytest
-import uvicorn
 from openai import AsyncOpenAI
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind
@@ -26,17 +24,12 @@ from proxy.telemetry import OVERHEAD_HEADER, Telemetry, Tracing
 from tests.conftest import REPO
 from tests.e2e.served import log_lines, toolwire_serve
 from tests.e2e.tools import registry_with
+from tests.fakes.asgi_serving import serve_app
 from tests.fakes.upstream import FakeUpstream, Reply
 
 USER = [{"role": "user", "content": "hi"}]
 TRACE_ID = "4bf92f3577b34da6a3ce929d0e0e4736"
 TRACEPARENT = f"00-{TRACE_ID}-00f067aa0ba902b7-01"
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 @contextlib.asynccontextmanager
@@ -56,21 +49,8 @@ async def _serve(
         registry=registry_with(),
         telemetry=Telemetry.from_settings(settings, tracing=tracing),
     )
-    port = _free_port()
-    server = uvicorn.Server(
-        uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on")
-    )
-    task = asyncio.create_task(server.serve())
-    async with asyncio.timeout(10):
-        while not server.started:
-            if task.done():
-                task.result()
-            await asyncio.sleep(0.01)
-    try:
-        yield f"http://127.0.0.1:{port}/v1"
-    finally:
-        server.should_exit = True
-        await task
+    async with serve_app(app) as root:
+        yield f"{root}/v1"
 
 
 def _client(base_url: str, key: str = "test-key") -> AsyncOpenAI:

@@ -11,17 +11,14 @@ HTTP or SSE on an ephemeral port in the test's event loop with `serve_http(NAME,
 from __future__ import annotations
 
 import argparse
-import asyncio
 import base64
 import contextlib
 import os
-import socket
 from collections.abc import AsyncIterator, Callable
 from typing import Any, Literal
 
 import anyio
 import mcp_types as types
-import uvicorn
 from mcp.server.lowlevel import Server
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
@@ -29,6 +26,8 @@ from mcp.server.mcpserver.utilities.types import Image
 from mcp.server.stdio import stdio_server
 from starlette.applications import Starlette
 from starlette.types import ASGIApp
+
+from tests.fakes.asgi_serving import serve_app
 
 __all__ = [
     "PAGED_TOOLS",
@@ -200,31 +199,10 @@ async def serve_http(
 ) -> AsyncIterator[str]:
     """Serve the named server on an ephemeral loopback port (its app wrapped by `wrap`, if
     given); yields its URL."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = int(sock.getsockname()[1])
     app: ASGIApp = _app(name, transport)
-    config = uvicorn.Config(
-        app if wrap is None else wrap(app),
-        host="127.0.0.1",
-        port=port,
-        log_level="warning",
-        lifespan="on",
-        timeout_graceful_shutdown=1,
-    )
-    server = uvicorn.Server(config)
-    task = asyncio.create_task(server.serve())
-    async with asyncio.timeout(10):
-        while not server.started:
-            if task.done():
-                task.result()
-            await asyncio.sleep(0.01)
     path = "/sse" if transport == "sse" else "/mcp"
-    try:
-        yield f"http://127.0.0.1:{port}{path}"
-    finally:
-        server.should_exit = True
-        await task
+    async with serve_app(app if wrap is None else wrap(app), timeout_graceful_shutdown=1) as root:
+        yield root + path
 
 
 def stdio_command(name: str) -> list[str]:

@@ -4,15 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import socket
-from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Annotated, Any
 
-import uvicorn
 from fastapi import Depends, FastAPI, Header, HTTPException, Query, Request, Response
 from fastapi.openapi.utils import get_openapi
 from pydantic import BaseModel
+
+from tests.fakes import asgi_serving
 
 
 @dataclass
@@ -147,24 +146,6 @@ def _other_routes(app: FastAPI, shop: ShopState) -> None:
         return {"status": "released"}
 
 
-@contextlib.asynccontextmanager
-async def serve_app(app: Any) -> AsyncIterator[str]:
-    """Serve an ASGI app with uvicorn on an ephemeral loopback port; yields its base URL."""
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    server = uvicorn.Server(
-        uvicorn.Config(app, log_level="warning", lifespan="off", timeout_graceful_shutdown=1)
-    )
-    task = asyncio.create_task(server.serve(sockets=[sock]))
-    try:
-        async with asyncio.timeout(10):
-            while not server.started:
-                if task.done():
-                    task.result()
-                await asyncio.sleep(0.01)
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        await task
-        sock.close()
+def serve_app(app: Any) -> contextlib.AbstractAsyncContextManager[str]:
+    """Serve an ASGI app on an ephemeral loopback port (no lifespan); yields its base URL."""
+    return asgi_serving.serve_app(app, lifespan="off", timeout_graceful_shutdown=1)

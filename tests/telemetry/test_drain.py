@@ -3,21 +3,17 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import signal
-import socket
-from collections.abc import AsyncIterator
-from typing import Any
 
 import aiohttp
 import anthropic
 import openai
 import pytest
-import uvicorn
 
 from proxy import create_app, parse_settings
 from proxy.telemetry import Drain, Telemetry
 from tests.conftest import REPO
+from tests.fakes.asgi_serving import serve_app
 from tests.fakes.upstream import FakeUpstream
 
 
@@ -82,33 +78,13 @@ async def test_a_second_sigint_stops_at_once_and_a_second_sigterm_does_not() -> 
     assert stops.signals == [signal.SIGINT]
 
 
-@contextlib.asynccontextmanager
-async def _served(app: Any) -> AsyncIterator[str]:
-    """The app under uvicorn on an ephemeral loopback port; yields its root URL."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = int(sock.getsockname()[1])
-    server = uvicorn.Server(uvicorn.Config(app, port=port, log_level="warning"))
-    task = asyncio.create_task(server.serve())
-    async with asyncio.timeout(10):
-        while not server.started:
-            if task.done():
-                task.result()
-            await asyncio.sleep(0.01)
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        await task
-
-
 async def test_a_draining_server_answers_503_in_each_fronts_shape(upstream: FakeUpstream) -> None:
     config = {"upstreams": [{"name": "fake", "base_url": upstream.base_url, "models": ["*"]}]}
     settings = parse_settings(config, base_dir=REPO, environ={})
     telemetry = Telemetry.from_settings(settings)
     telemetry.drain.begin()
     app = create_app(settings, telemetry=telemetry)
-    async with _served(app) as root:
+    async with serve_app(app) as root:
         chat = openai.AsyncOpenAI(base_url=f"{root}/v1", api_key="k", max_retries=0)
         async with chat:
             with pytest.raises(openai.APIStatusError) as refused:

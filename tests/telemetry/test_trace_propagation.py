@@ -4,13 +4,10 @@ trace; with tracing off they carry none."""
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
-import socket
 from collections.abc import AsyncIterator
 from typing import Any
 
-import uvicorn
 from mcp.server.mcpserver import Context, MCPServer
 from openai import AsyncOpenAI
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -18,6 +15,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from proxy import create_app, parse_settings
 from proxy.telemetry import Telemetry, Tracing
 from tests.conftest import REPO
+from tests.fakes import asgi_serving
 from tests.fakes.mcp_servers import HttpTransport
 from tests.fakes.openapi_service import ShopState, create_shop, serve_app
 from tests.fakes.upstream import FakeUpstream, Reply
@@ -25,12 +23,6 @@ from tests.fakes.upstream import FakeUpstream, Reply
 TRACE_ID = "4bf92f3577b34da6a3ce929d0e0e4736"
 TRACEPARENT = f"00-{TRACE_ID}-00f067aa0ba902b7-01"
 CALLS = [("shop_get_item", {"item_id": 1}), ("http_trace", {}), ("sse_trace", {})]
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def _tracing_server() -> MCPServer:
@@ -46,20 +38,8 @@ def _tracing_server() -> MCPServer:
 
 @contextlib.asynccontextmanager
 async def _serve(app: Any, path: str = "") -> AsyncIterator[str]:
-    port = _free_port()
-    config = uvicorn.Config(app, port=port, log_level="warning", timeout_graceful_shutdown=1)
-    server = uvicorn.Server(config)
-    task = asyncio.create_task(server.serve())
-    async with asyncio.timeout(10):
-        while not server.started:
-            if task.done():
-                task.result()
-            await asyncio.sleep(0.01)
-    try:
-        yield f"http://127.0.0.1:{port}{path}"
-    finally:
-        server.should_exit = True
-        await task
+    async with asgi_serving.serve_app(app, lifespan="auto", timeout_graceful_shutdown=1) as root:
+        yield root + path
 
 
 def _mcp(transport: HttpTransport) -> contextlib.AbstractAsyncContextManager[str]:
