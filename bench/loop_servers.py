@@ -244,19 +244,3 @@ def stop_marked(pid: int, run_mark: str) -> int:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.kill(pid, signal.SIGCONT)
     return len(marked)
-
-
-def child_pids(pid: int) -> list[int]:
-    """The processes whose parent is `pid`, from /proc."""
-    children = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", "rb") as f:
-                ppid = int(f.read().rsplit(b")", 1)[1].split()[1])
-        except (OSError, ValueError, IndexError):
-            continue
-        if ppid == pid:
-            children.append(int(entry))
-    return children

@@ -644,6 +644,22 @@ class Bench:
         }
 
 
+def child_pids(pid: int) -> list[int]:
+    """The processes whose parent is `pid`, from /proc."""
+    children = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as f:
+                ppid = int(f.read().rsplit(b")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        if ppid == pid:
+            children.append(int(entry))
+    return children
+
+
 def _cpu_seconds(pid: int) -> float | None:
     """utime + stime of a process (all threads), from /proc."""
     try:

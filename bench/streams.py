@@ -59,6 +59,7 @@ from overhead import (
     _wrk_result,
     _wrk_script,
     bench_main,
+    child_pids,
     free_port,
     request_body,
     toolwire_command,
@@ -84,18 +85,12 @@ def raise_open_files() -> int:
 def worker_pids(pid: int) -> list[int]:
     """The processes serving requests: uvicorn's spawned workers under `pid`, else `pid`."""
     workers = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
+    for child in child_pids(pid):
         try:
-            with open(f"/proc/{entry}/stat", "rb") as f:
-                ppid = int(f.read().rsplit(b")", 1)[1].split()[1])
-            if ppid != pid:
-                continue
-            with open(f"/proc/{entry}/cmdline", "rb") as f:
+            with open(f"/proc/{child}/cmdline", "rb") as f:
                 if b"spawn_main" in f.read():
-                    workers.append(int(entry))
-        except (OSError, ValueError, IndexError):
+                    workers.append(child)
+        except OSError:
             continue
     return workers or [pid]
 

@@ -73,11 +73,10 @@ from loop_servers import (
     LITELLM_KEY,
     LITELLM_SERVERS,
     Servers,
-    child_pids,
     start_servers,
     stop_marked,
 )
-from overhead import Cpus, Processes, _cpu_seconds, bench_main
+from overhead import Cpus, Processes, _cpu_seconds, bench_main, child_pids
 
 KINDS = ("python", "mcp-stdio", "mcp-http", "openapi")
 TARGETS = ("direct", "toolwire", "litellm")
