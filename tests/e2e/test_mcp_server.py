@@ -26,6 +26,17 @@ TEAM_A = "team-a-key-0123456789"
 PIXEL = (
     "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAQAAAC1HAwCAAAAC0lEQVR42mNkYAAAAAYAAjCB0C8AAAAASUVORK5CYII="
 )
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {},
+        "clientInfo": {"name": "test", "version": "0"},
+    },
+}
+"""A raw MCP initialize request, for tests that speak HTTP to /mcp without the SDK."""
 AUTH = {
     "master_key": MASTER,
     "keys": [{"name": "team-a", "key": TEAM_A, "namespaces": ["t"]}],
@@ -142,23 +153,13 @@ async def test_a_key_lists_only_its_tools(make_proxy) -> None:
 
 
 async def test_requests_without_a_valid_key_are_401(make_proxy) -> None:
-    initialize = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "initialize",
-        "params": {
-            "protocolVersion": "2025-11-25",
-            "capabilities": {},
-            "clientInfo": {"name": "test", "version": "0"},
-        },
-    }
     headers = {"accept": "application/json, text/event-stream"}
     async with make_proxy(registry_with(), auth=AUTH) as proxy, httpx2.AsyncClient() as http:
-        keyless = await http.post(mcp_url(proxy), json=initialize, headers=headers)
+        keyless = await http.post(mcp_url(proxy), json=INITIALIZE, headers=headers)
         wrong = {**headers, "authorization": "Bearer wrong-key-0123456789"}
-        stranger = await http.post(mcp_url(proxy), json=initialize, headers=wrong)
+        stranger = await http.post(mcp_url(proxy), json=INITIALIZE, headers=wrong)
         evil = {**headers, "authorization": f"Bearer {MASTER}", "origin": "http://evil.example"}
-        rebound = await http.post(mcp_url(proxy), json=initialize, headers=evil)
+        rebound = await http.post(mcp_url(proxy), json=INITIALIZE, headers=evil)
     assert keyless.status_code == 401 and stranger.status_code == 401
     assert rebound.status_code == 403
 
@@ -315,20 +316,10 @@ async def test_a_round_trip_approval_is_bound_and_used_once(make_proxy) -> None:
 
 async def test_a_session_belongs_to_the_key_that_opened_it(make_proxy) -> None:
     accept = {"accept": "application/json, text/event-stream"}
-    initialize = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "initialize",
-        "params": {
-            "protocolVersion": "2025-11-25",
-            "capabilities": {},
-            "clientInfo": {"name": "test", "version": "0"},
-        },
-    }
     listing = {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}
     async with make_proxy(registry_with(), auth=AUTH) as proxy, httpx2.AsyncClient() as http:
         opened = await http.post(
-            mcp_url(proxy), json=initialize, headers={**accept, "authorization": f"Bearer {MASTER}"}
+            mcp_url(proxy), json=INITIALIZE, headers={**accept, "authorization": f"Bearer {MASTER}"}
         )
         session = {
             **accept,
@@ -426,20 +417,10 @@ async def test_a_2026_client_hears_list_changed_on_its_listen_stream(make_proxy)
 
 
 async def test_session_ids_carry_256_random_bits(make_proxy) -> None:
-    initialize = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "initialize",
-        "params": {
-            "protocolVersion": "2025-11-25",
-            "capabilities": {},
-            "clientInfo": {"name": "test", "version": "0"},
-        },
-    }
     headers = {"accept": "application/json, text/event-stream"}
     async with make_proxy(registry_with()) as proxy, httpx2.AsyncClient() as http:
         ids = [
-            (await http.post(mcp_url(proxy), json=initialize, headers=headers)).headers[
+            (await http.post(mcp_url(proxy), json=INITIALIZE, headers=headers)).headers[
                 "mcp-session-id"
             ]
             for _ in range(8)
@@ -452,16 +433,6 @@ async def test_session_ids_carry_256_random_bits(make_proxy) -> None:
 
 
 async def test_only_loopback_origins_may_call(make_proxy) -> None:
-    initialize = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "initialize",
-        "params": {
-            "protocolVersion": "2025-11-25",
-            "capabilities": {},
-            "clientInfo": {"name": "test", "version": "0"},
-        },
-    }
     accept = {"accept": "application/json, text/event-stream"}
     answers: dict[str, int] = {}
     async with make_proxy(registry_with()) as proxy, httpx2.AsyncClient() as http:
@@ -473,7 +444,7 @@ async def test_only_loopback_origins_may_call(make_proxy) -> None:
             "null",
         ):
             answer = await http.post(
-                mcp_url(proxy), json=initialize, headers={**accept, "origin": origin}
+                mcp_url(proxy), json=INITIALIZE, headers={**accept, "origin": origin}
             )
             answers[origin] = answer.status_code
     assert answers == {
