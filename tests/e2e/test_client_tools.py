@@ -8,19 +8,11 @@ import types
 import pytest
 
 from tests.e2e.answers import ask, tool_messages, tool_names
-from tests.e2e.tools import registry_with
+from tests.e2e.tools import LOOKUP, registry_with
 from tests.fakes.upstream import FakeUpstream, Reply
 
 pytestmark = pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])
 
-LOOKUP = {
-    "type": "function",
-    "function": {
-        "name": "lookup_order",
-        "description": "Find an order",
-        "parameters": {"type": "object", "properties": {"order_id": {"type": "string"}}},
-    },
-}
 USER = [{"role": "user", "content": "Where is order 7, and the weather in Rome?"}]
 
 

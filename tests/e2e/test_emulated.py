@@ -12,7 +12,7 @@ import openai
 import pytest
 
 from tests.e2e.answers import ask
-from tests.e2e.tools import registry_with
+from tests.e2e.tools import LOOKUP, registry_with
 from tests.fakes.upstream import FakeUpstream, Reply
 
 pytestmark = pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])
@@ -21,14 +21,6 @@ VLLM_REJECTION = (
     '"auto" tool choice requires --enable-auto-tool-choice and --tool-call-parser to be set'
 )
 USER = [{"role": "user", "content": "What is the weather in Paris?"}]
-LOOKUP = {
-    "type": "function",
-    "function": {
-        "name": "lookup_order",
-        "description": "Find an order",
-        "parameters": {"type": "object", "properties": {"order_id": {"type": "string"}}},
-    },
-}
 
 
 def call(name: str, arguments: dict[str, Any]) -> str:

@@ -8,6 +8,16 @@ from dataclasses import dataclass, field
 
 from registry import ToolRegistry
 
+LOOKUP = {
+    "type": "function",
+    "function": {
+        "name": "lookup_order",
+        "description": "Find an order",
+        "parameters": {"type": "object", "properties": {"order_id": {"type": "string"}}},
+    },
+}
+"""A client's own tool (the proxy hands its calls back), in the Chat wire format."""
+
 
 def get_weather(city: str) -> dict[str, object]:
     """Current weather of a city.

@@ -20,19 +20,12 @@ from redis import asyncio as aioredis
 
 from tests.e2e.answers import ask, tool_messages
 from tests.e2e.responses_client import items, respond
+from tests.e2e.tools import LOOKUP
 from tests.fakes.upstream import FakeUpstream, Reply
 from tests.state.conftest import RedisServer
 from tests.state.processes import LIMITED_KEY, Replica, Runs, replica_processes
 
 USER = [{"role": "user", "content": "Where is order 7, and what is 1 + 1?"}]
-LOOKUP = {
-    "type": "function",
-    "function": {
-        "name": "lookup_order",
-        "description": "Find an order",
-        "parameters": {"type": "object", "properties": {"order_id": {"type": "string"}}},
-    },
-}
 MIXED = Reply.tool_calls([("t_add", {"a": 1, "b": 1}), ("lookup_order", {"order_id": "7"})])
 
 

@@ -20,19 +20,11 @@ from tests.conftest import Proxy, ProxyFactory
 from tests.e2e import tools
 from tests.e2e.answers import ask, tool_messages
 from tests.e2e.responses_client import items, respond
-from tests.e2e.tools import registry_with
+from tests.e2e.tools import LOOKUP, registry_with
 from tests.fakes.upstream import FakeUpstream, Reply
 from tests.state.conftest import RedisServer
 
 USER = [{"role": "user", "content": "Where is order 7, and the weather in Rome?"}]
-LOOKUP = {
-    "type": "function",
-    "function": {
-        "name": "lookup_order",
-        "description": "Find an order",
-        "parameters": {"type": "object", "properties": {"order_id": {"type": "string"}}},
-    },
-}
 ASK_NETWORK = {"rules": [{"match": {"tags": ["network"]}, "action": "ask"}]}
 KEY = "test-key"  # what serve_proxy's client sends
 
