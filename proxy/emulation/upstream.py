@@ -14,7 +14,7 @@ from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any
 
 from ..upstream import Chunk, Upstream
-from .call_ids import CallIds, calls_in, random_ids
+from .call_ids import CallIds, calls_in
 from .formats import EmulationFormat
 from .parser import Call, Event, Parser, Reasoning, Text
 from .prompt import Rewritten, rewrite
@@ -103,7 +103,7 @@ class _Numbered:
 async def translate(
     chunks: AsyncIterator[Chunk],
     parser: Parser,
-    issue: Callable[[str], str] = lambda name: random_ids(name, 0),
+    issue: Callable[[str], str],
 ) -> AsyncIterator[Chunk]:
     """The chunks with their text parsed: content stays content, calls become tool calls
     (with ids from `issue`, given the tool's name)."""
