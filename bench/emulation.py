@@ -28,7 +28,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from proxy.emulation import ToolSpecs, get_format, translate
+from proxy.emulation import NumberedIds, ToolSpecs, get_format, translate
 from tests.emulation.corpus import (
     FORMATS,
     Fixture,
@@ -87,9 +87,10 @@ async def _adapter_outcome(fixture: Fixture, pieces: list[str]) -> Outcome:
             }
             yield {"id": "b", "choices": [choice]}
 
-    parser = get_format(fixture.format).parser(ToolSpecs.from_tools(fixture.tools), strict=False)
+    fmt = get_format(fixture.format)
+    parser = fmt.parser(ToolSpecs.from_tools(fixture.tools), strict=False)
     content, reasoning, calls = "", "", []
-    async for chunk in translate(chunks(), parser):
+    async for chunk in translate(chunks(), parser, NumberedIds(fmt.call_ids)):
         for choice in chunk["choices"]:
             content += choice["delta"].get("content") or ""
             reasoning += choice["delta"].get("reasoning_content") or ""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from .call_ids import NumberedIds
 from .formats import FORMAT_NAMES, EmulationFormat, get_format
 from .modes import AutoUpstream, MemoryModeStore, ModeStore, PerModelUpstream, with_tool_calling
 from .parser import Call, Event, Parser, Reasoning, Text, run
@@ -20,6 +21,7 @@ __all__ = [
     "Event",
     "MemoryModeStore",
     "ModeStore",
+    "NumberedIds",
     "Parser",
     "PerModelUpstream",
     "Reasoning",

@@ -36,6 +36,20 @@ def kimi_ids(name: str, number: int) -> str:
     return f"functions.{name}:{number}"
 
 
+class NumberedIds:
+    """The ids of one answer's calls, given each call's tool name: numbered on from `first`,
+    the count of the calls before them in the conversation."""
+
+    __slots__ = ("_ids", "_next")
+
+    def __init__(self, ids: CallIds, first: int = 0) -> None:
+        self._ids, self._next = ids, first
+
+    def __call__(self, name: str) -> str:
+        number, self._next = self._next, self._next + 1
+        return self._ids(name, number)
+
+
 def calls_in(messages: Any) -> int:
     """How many tool calls the assistant messages of a history hold (the next call's number)."""
     if not isinstance(messages, list):

@@ -14,7 +14,7 @@ from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any
 
 from ..upstream import Chunk, Upstream
-from .call_ids import CallIds, calls_in
+from .call_ids import NumberedIds, calls_in
 from .formats import EmulationFormat
 from .parser import Call, Event, Parser, Reasoning, Text
 from .prompt import Rewritten, rewrite
@@ -64,7 +64,7 @@ class EmulatedUpstream:
             # The template may open the block itself (DeepSeek V3.1, R1): start inside it.
             parser = ThinkingParser(parser, open=tags[0], close=tags[1], started=True)
         # Numbered after the conversation's earlier calls, for families whose ids count them.
-        numbered = _Numbered(self._format.call_ids, calls_in(body.get("messages")))
+        numbered = NumberedIds(self._format.call_ids, calls_in(body.get("messages")))
         async with self._inner.complete(
             rewritten.body, headers=headers, deadline=deadline
         ) as chunks:
@@ -85,19 +85,6 @@ def asks_thinking(body: dict[str, Any]) -> bool:
     if not isinstance(kwargs, dict):
         return False
     return kwargs.get("thinking") is True or kwargs.get("enable_thinking") is True
-
-
-class _Numbered:
-    """The ids of one answer's calls, numbered on from the calls before it."""
-
-    __slots__ = ("_ids", "_next")
-
-    def __init__(self, ids: CallIds, first: int) -> None:
-        self._ids, self._next = ids, first
-
-    def __call__(self, name: str) -> str:
-        number, self._next = self._next, self._next + 1
-        return self._ids(name, number)
 
 
 async def translate(
