@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from .base import Chunk
 
-_TEXT_KEYS = (frozenset({"content"}), frozenset({"reasoning_content"}), frozenset({"reasoning"}))
+_TEXT_NAMES = frozenset({"content", "reasoning_content", "reasoning"})
 _PLAIN_TOP = frozenset({"id", "object", "created", "model", "choices", "system_fingerprint"})
 
 
@@ -24,22 +24,22 @@ def coalesce(chunks: list[Chunk]) -> list[Chunk]:
     run_key: str | None = None
     parts: list[str] = []
     for chunk in chunks:
-        key = _text_key(chunk)
+        key, text = _text_of(chunk)
         if key is not None and key == run_key:
-            parts.append(chunk["choices"][0]["delta"][key])
+            parts.append(text)
             continue
-        _close(merged, run_key, parts)
+        if len(parts) > 1:
+            _close(merged, run_key, parts)
         merged.append(chunk)
         run_key = key
-        parts = [chunk["choices"][0]["delta"][key]] if key is not None else []
-    _close(merged, run_key, parts)
+        parts = [text] if key is not None else []
+    if len(parts) > 1:
+        _close(merged, run_key, parts)
     return merged
 
 
 def _close(merged: list[Chunk], key: str | None, parts: list[str]) -> None:
     """Put the run's joined text into its first chunk (a fresh copy; chunks are not ours)."""
-    if key is None or len(parts) < 2:
-        return
     first = merged[-1]
     choice = first["choices"][0]
     merged[-1] = {
@@ -48,26 +48,32 @@ def _close(merged: list[Chunk], key: str | None, parts: list[str]) -> None:
     }
 
 
-def _text_key(chunk: Chunk) -> str | None:
-    """The delta's text field when the chunk carries nothing but text, else None."""
-    if not chunk.keys() <= _PLAIN_TOP and any(
-        value is not None for name, value in chunk.items() if name not in _PLAIN_TOP
-    ):
-        return None
+_NOT_TEXT = (None, "")
+
+
+def _text_of(chunk: Chunk) -> tuple[str | None, str]:
+    """The delta's text field and its text when the chunk carries nothing but text, else
+    `(None, "")`.
+
+    Runs once per streamed chunk, so the common shape (`{"content": "..."}` in one choice,
+    `usage: null` beside it) is checked with as few steps as it allows.
+    """
+    if not chunk.keys() <= _PLAIN_TOP:
+        for name in chunk.keys() - _PLAIN_TOP:
+            if chunk[name] is not None:
+                return _NOT_TEXT
     choices = chunk.get("choices")
-    if not isinstance(choices, list) or len(choices) != 1:
-        return None
+    if choices.__class__ is not list or len(choices) != 1:
+        return _NOT_TEXT
     choice = choices[0]
-    if not isinstance(choice, dict) or choice.get("finish_reason") or choice.get("logprobs"):
-        return None
+    if choice.__class__ is not dict or choice.get("finish_reason") or choice.get("logprobs"):
+        return _NOT_TEXT
     if choice.get("index", 0) != 0:
-        return None
+        return _NOT_TEXT
     delta = choice.get("delta")
-    if not isinstance(delta, dict):
-        return None
-    keys = delta.keys()
-    for allowed in _TEXT_KEYS:
-        if keys == allowed:
-            (key,) = allowed
-            return key if isinstance(delta[key], str) else None
-    return None
+    if delta.__class__ is not dict or len(delta) != 1:
+        return _NOT_TEXT
+    for key, text in delta.items():
+        if key in _TEXT_NAMES and text.__class__ is str:
+            return key, text
+    return _NOT_TEXT
