@@ -50,6 +50,12 @@ class UpstreamRouter:
                 return upstream
         raise ModelNotFoundError(f"the model {model!r} does not exist", param="model")
 
+    def instrument(self, wrap: Callable[[Upstream], Upstream]) -> None:
+        """Route to `wrap(upstream)` instead of each upstream from now on (telemetry's
+        measuring wrapper, applied once at start rather than per turn)."""
+        self._routes = [(config, wrap(upstream)) for config, upstream in self._routes]
+        self._chosen.clear()
+
     async def list_models(self) -> list[tuple[str, str]]:
         """(model id, upstream name) for every model any upstream reports or names."""
         listed = await asyncio.gather(*(u.list_models() for _, u in self._routes))

@@ -24,7 +24,7 @@ from .logs import NO_REQUEST, log_summary
 from .metrics import CONTENT_TYPE, Metrics, ModelLabels
 from .tool_calls import ToolCallListener
 from .tracing import Tracing
-from .turns import MeteredLoop
+from .turns import MeteredLoop, MeteredUpstream
 
 if TYPE_CHECKING:
     from ..loop import ToolLoop
@@ -84,7 +84,9 @@ class Telemetry:
         """The services with their loop measured; their sources' health on /metrics."""
         if self.metrics is not None:
             self.metrics.watch_sources(services.sources.statuses)
-        loop = MeteredLoop(services.loop, self.metrics, self.tracing)
+        metrics, tracing = self.metrics, self.tracing
+        services.upstreams.instrument(lambda upstream: MeteredUpstream(upstream, metrics, tracing))
+        loop = MeteredLoop(services.loop)
         # `Services.loop` names the concrete class; the wrapper has its one method, `run`.
         return dataclasses.replace(services, loop=cast("ToolLoop", loop))
 

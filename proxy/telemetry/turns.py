@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from types import TracebackType
@@ -26,18 +25,14 @@ if TYPE_CHECKING:
     from ..loop import ToolLoop
 
 Chunk = dict[str, Any]
-_WRAPPED_MAX = 256
-"""Upstream objects whose wrapper is kept (the router holds one per configured upstream)."""
 
 
 class MeteredLoop:
-    """The tool loop, its turns and their upstream calls measured."""
+    """The tool loop, its turns noted in the request's stats (their upstream calls are
+    measured by `MeteredUpstream`, which the router hands out)."""
 
-    def __init__(self, loop: ToolLoop, metrics: Metrics | None, tracing: Tracing | None) -> None:
+    def __init__(self, loop: ToolLoop) -> None:
         self._loop = loop
-        self._metrics = metrics
-        self._tracing = tracing
-        self._wrapped: dict[int, MeteredUpstream] = {}
 
     async def run(self, turn: Turn) -> AsyncIterator[LoopEvent]:
         """The loop's events for `turn`, unchanged (see `ToolLoop.run`)."""
@@ -46,8 +41,7 @@ class MeteredLoop:
         model = turn.body.get("model")
         if stats is not None and isinstance(model, str):
             stats.model = model
-        measured = dataclasses.replace(turn, upstream=self._metered(turn.upstream))
-        events = cast("AsyncGenerator[LoopEvent, None]", self._loop.run(measured))
+        events = cast("AsyncGenerator[LoopEvent, None]", self._loop.run(turn))
         try:
             async for event in events:
                 if event.__class__ is Finished:
@@ -65,15 +59,6 @@ class MeteredLoop:
         stats.output_tokens += event.usage.completion_tokens
         stats.stopped_by = event.stopped_by
 
-    def _metered(self, upstream: Upstream) -> Upstream:
-        found = self._wrapped.get(id(upstream))
-        if found is not None and found.inner is upstream:
-            return found
-        metered = MeteredUpstream(upstream, self._metrics, self._tracing)
-        if len(self._wrapped) < _WRAPPED_MAX:
-            self._wrapped[id(upstream)] = metered
-        return metered
-
 
 class MeteredUpstream:
     """An upstream whose calls are timed (to the first chunk and to the end) and traced."""
@@ -83,6 +68,11 @@ class MeteredUpstream:
         self.name = inner.name
         self.tracing = tracing
         self._metrics = metrics
+        counter = getattr(inner, "count_tokens", None)
+        if counter is not None:
+            # Token counting is not a completion: passed through, unmeasured, where it exists
+            # (`/v1/messages/count_tokens` asks for it by name).
+            self.count_tokens = counter
 
     def complete(
         self,
