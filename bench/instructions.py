@@ -15,6 +15,9 @@ ratio to the pass-through; use overhead.py for the absolute figures.
 (bench/tool_loop.py's model and tool, unstreamed): what a tool round costs, for A/B between
 trees; a pass-through cannot run tools, so that flow has no pass-through row.
 
+The plain flow also counts the injecting floor (`bench/passthrough.py --inject-tools`, see
+bench/overhead.py): the pass-through plus the least work a tool-injecting proxy must do.
+
 Needs `valgrind` (Debian package); servers run ~50x slower under it, so a run takes a few
 minutes. Goal (issue 16): Toolwire within 1.15x the pass-through's instructions.
 """
@@ -137,10 +140,25 @@ def _servers(
     if args.flow == "plain":
         log_level = ["--log-level", "warning"]
         servers.insert(0, Server("passthrough", "pass-through", [*passthrough, *log_level], ROOT))
+        inject = ["--inject-tools", str(_injected_tools(path, workdir))]
+        floor = Server("floor", "injecting floor", [*passthrough, *log_level, *inject], ROOT)
+        servers.insert(1, floor)
     for index, tree in enumerate(args.toolwire_tree, 1):
         cmd = [sys.executable, "-m", "proxy", "serve", "--config", str(path)]
         servers.append(Server(f"toolwire_tree{index}", f"toolwire {tree_label(tree)}", cmd, tree))
     return servers
+
+
+def _injected_tools(config: Path, workdir: Path) -> Path:
+    """The schemas toolwire injects with `config` (enabled, not deferred), as a JSON file
+    for the injecting floor (`bench/passthrough.py --inject-tools`)."""
+    cmd = [*toolwire_command(), "tools", "--json", "--config", str(config)]
+    listed = orjson.loads(subprocess.run(cmd, capture_output=True, check=True).stdout)
+    path = workdir / "injected-tools.json"
+    path.write_bytes(
+        orjson.dumps([t["schema"] for t in listed if t["enabled"] and not t["deferred"]])
+    )
+    return path
 
 
 def _count_all(args: argparse.Namespace, servers: list[Server], workdir: Path) -> dict[str, Any]:
@@ -274,6 +292,13 @@ def render(result: dict[str, Any]) -> str:
         ratio = counts["toolwire"][mode] / base[mode]
         verdict = "PASS" if ratio <= result["goal"] else "MISS"
         lines.append(f"{verdict}  {mode}: toolwire {ratio:.2f}x the pass-through (goal <= 1.15x)")
+    if "floor" in counts:
+        for mode in MODES:
+            floor = counts["floor"][mode]
+            lines.append(
+                f"INFO  {mode}: toolwire {counts['toolwire'][mode] / floor:.2f}x the injecting "
+                f"floor, which is {floor / base[mode]:.2f}x the pass-through"
+            )
     return "\n".join(lines)
 
 

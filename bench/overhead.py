@@ -18,6 +18,13 @@ streamed variant adds `"stream": true`), each measured the same way in the same 
                 httptools + uvloop, one worker; aiohttp ClientSession, TCPConnector(limit=1000),
                 orjson) that forwards the body bytes and relays the answer bytes. The floor
                 for *any* Python proxy on this stack.
+* injecting floor
+                the same `bench/passthrough.py` with `--inject-tools`: it also adds toolwire's
+                tool schemas (from `toolwire tools --json`) to every request, serialises it
+                again, and parses every answer (each event of a stream) to see whether it
+                calls a tool. The least work any proxy that injects and runs tools must do on
+                this stack; what toolwire costs beyond it is its own machinery (validation,
+                policy, the loop, telemetry). Reported beside the goals, not as one.
 * toolwire      `toolwire serve` with a generated config: the fake as its upstream and the
                 example tools (examples/tools.py, namespace demo), so four tool schemas are
                 injected into every upstream request as in production. The fake answers text,
@@ -422,6 +429,21 @@ class Bench:
                 ],
                 None,
             ),
+            (
+                "floor",
+                "injecting floor",
+                [
+                    sys.executable,
+                    str(BENCH / "passthrough.py"),
+                    "--upstream",
+                    upstream_url,
+                    "--log-level",
+                    log_level,
+                    "--inject-tools",
+                    str(self._injected_tools(upstream_url)),
+                ],
+                None,
+            ),
             ("toolwire", "toolwire", self._toolwire_cmd(upstream_url, tools=True), None),
         ]
         if self.args.with_no_tools:
@@ -456,6 +478,16 @@ class Bench:
         for target in self.targets:
             wait_ready(self.procs, target.key, target.proc, target.base)
 
+    def _injected_tools(self, upstream_url: str) -> Path:
+        """The tool schemas toolwire injects (enabled, not deferred), as a JSON file."""
+        config = self._toolwire_config(upstream_url, tools=True)
+        cmd = [*toolwire_command(), "tools", "--json", "--config", str(config)]
+        listed = orjson.loads(subprocess.run(cmd, capture_output=True, check=True).stdout)
+        schemas = [t["schema"] for t in listed if t["enabled"] and not t["deferred"]]
+        path = self.workdir / "injected-tools.json"
+        path.write_bytes(orjson.dumps(schemas))
+        return path
+
     def _metrics_off_spec(self, upstream_url: str) -> tuple[str, str, list[str], Path | None]:
         """The same toolwire with `telemetry: {metrics: false}`, compared with the default
         (metrics on, tracing off) in the same rounds: what the metrics cost."""
@@ -465,6 +497,13 @@ class Bench:
     def _toolwire_cmd(
         self, upstream_url: str, *, tools: bool, tree: Path | None = None, metrics: bool = True
     ) -> list[str]:
+        path = self._toolwire_config(upstream_url, tools=tools, tree=tree, metrics=metrics)
+        cmd = [*toolwire_command(tree), "serve", "--config", str(path)]
+        return [*cmd, "--log-level", self.args.log_level]
+
+    def _toolwire_config(
+        self, upstream_url: str, *, tools: bool, tree: Path | None = None, metrics: bool = True
+    ) -> Path:
         config: dict[str, Any] = {
             "server": {"host": "127.0.0.1"},
             "upstreams": [{"name": "fake", "base_url": upstream_url}],
@@ -484,8 +523,7 @@ class Bench:
             path = path.with_name(f"{path.stem}-metrics-off.yaml")
         # JSON is YAML: no need to import a YAML writer.
         path.write_bytes(orjson.dumps(config, option=orjson.OPT_INDENT_2))
-        cmd = [*toolwire_command(tree), "serve", "--config", str(path)]
-        return [*cmd, "--log-level", self.args.log_level]
+        return path
 
     def write_bodies(self) -> None:
         for api in APIS:
@@ -897,7 +935,7 @@ def summarise(rounds: list[dict[str, Any]], target_keys: list[str]) -> dict[str,
             pt = per_target["passthrough"]["rps"]
             ratios["passthrough_over_direct"] = pt / per_target["direct"]["rps"]
             for key in target_keys:
-                if key.startswith("toolwire"):
+                if key.startswith("toolwire") or key == "floor":
                     ratios[f"{key}_over_passthrough"] = per_target[key]["rps"] / pt
         summary[mode] = {
             "targets": per_target,
@@ -909,11 +947,14 @@ def summarise(rounds: list[dict[str, Any]], target_keys: list[str]) -> dict[str,
 
 def _comparisons(target_keys: list[str]) -> list[tuple[str, str]]:
     """(numerator, denominator) pairs compared in the same rounds: toolwire against the
-    pass-through (the goals), the Responses path
+    pass-through (the goals), toolwire against the injecting floor and the floor against the
+    pass-through (what the job itself costs), the Responses path
     against the chat path of the same server, toolwire against itself with metrics off,
     this tree's toolwire against every other tree's, and every later --toolwire-tree
     against the first one (the baseline)."""
     pairs = [("toolwire", "passthrough")] if "passthrough" in target_keys else []
+    if "floor" in target_keys:
+        pairs += [("toolwire", "floor"), ("floor", "passthrough")]
     if "toolwire_responses" in target_keys:
         pairs.append(("toolwire_responses", "toolwire"))
     trees = sorted(
@@ -1069,6 +1110,14 @@ def goal_lines(result: dict[str, Any]) -> list[str]:
                 f"{'PASS' if ok else 'MISS'}  {title}: toolwire adds {_f(added)} ms {name} at "
                 f"c=1 beyond the pass-through (goal <= 0.3 ms)"
             )
+        floor = _pair(result, mode, den="floor")
+        floor_cost = _pair(result, mode, num="floor")
+        if floor and floor_cost:
+            out.append(
+                f"INFO  {title}: toolwire CPU per request {_f(floor['cpu_per_req'])}x the "
+                f"injecting floor's, which is {_f(floor_cost['cpu_per_req'])}x the "
+                "pass-through's (what injecting and inspecting alone cost)"
+            )
         added = row["added_p50_ms"]
         ok = added <= 1.0 and not row["errors"]
         out.append(
@@ -1078,9 +1127,12 @@ def goal_lines(result: dict[str, Any]) -> list[str]:
     return out
 
 
-def _pair(result: dict[str, Any], mode: str) -> dict[str, Any] | None:
+def _pair(
+    result: dict[str, Any], mode: str, num: str = "toolwire", den: str = "passthrough"
+) -> dict[str, Any] | None:
+    """The same-round comparison of `num` against `den`, when both were measured."""
     for pair in result["summary"][mode]["compare"]:
-        if pair["num"] == "toolwire" and pair["den"] == "passthrough":
+        if pair["num"] == num and pair["den"] == den:
             return pair  # type: ignore[no-any-return]
     return None
 

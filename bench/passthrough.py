@@ -10,6 +10,12 @@ There is no tool injection, no re-serialisation, no SSE decoding and no re-rende
 difference between this and Toolwire is what Toolwire's own work costs.
 
     python bench/passthrough.py --port 8100 --upstream http://127.0.0.1:8001/v1
+
+With `--inject-tools FILE` (a JSON list of tool schemas, as `toolwire tools --json` prints
+them) it is the floor of a tool-injecting proxy instead: the least work Toolwire's job needs
+and a pass-through skips. The request gets the tools added and is serialised again; the
+answer is parsed to see whether it calls a tool (every event of a stream, whose bytes are
+still relayed as they arrive). It runs no tool: the benchmark's answers call none.
 """
 
 from __future__ import annotations
@@ -33,8 +39,10 @@ _JSON = [(b"content-type", b"application/json")]
 class PassThrough:
     """`POST /v1/chat/completions` and `GET /v1/models`, relayed to one upstream."""
 
-    def __init__(self, upstream: str) -> None:
+    def __init__(self, upstream: str, tools: list[Any] | None = None) -> None:
         self._base = upstream.rstrip("/")
+        self._tools = tools
+        """Schemas to inject; None relays the request as it came."""
         self._chat_url = f"{self._base}/chat/completions"
         self._session: aiohttp.ClientSession | None = None
 
@@ -93,6 +101,9 @@ class PassThrough:
         for name, value in scope["headers"]:
             if name == b"authorization":
                 headers["Authorization"] = value.decode("latin-1")
+        if self._tools is not None:
+            body["tools"] = [*self._tools, *(body.get("tools") or ())]
+            raw = orjson.dumps(body)
         await self._relay("POST", self._chat_url, raw, send, headers)
 
     async def _relay(
@@ -110,6 +121,8 @@ class PassThrough:
                 content_type = resp.headers.get("Content-Type", "application/json")
                 if not content_type.startswith("text/event-stream"):
                     payload = await resp.read()
+                    if self._tools is not None and resp.status == 200:
+                        _calls_tool(orjson.loads(payload), "message")
                     await _send_whole(
                         send, resp.status, payload, [(b"content-type", content_type.encode())]
                     )
@@ -125,7 +138,10 @@ class PassThrough:
                     }
                 )
                 started = True
+                events = _Events() if self._tools is not None else None
                 async for chunk in resp.content.iter_any():
+                    if events is not None:
+                        events.inspect(chunk)
                     await send({"type": "http.response.body", "body": chunk, "more_body": True})
                 await send({"type": "http.response.body", "body": b"", "more_body": False})
         except aiohttp.ClientError as exc:
@@ -134,6 +150,28 @@ class PassThrough:
                 return
             error = orjson.dumps({"error": {"message": f"upstream failed: {exc}"}})
             await _send_whole(send, 502, error, _JSON)
+
+
+class _Events:
+    """The events of a relayed stream, parsed as they pass to see any tool call."""
+
+    def __init__(self) -> None:
+        self._buffer = b""
+        self.calls = 0
+        """Events that carried a tool call."""
+
+    def inspect(self, chunk: bytes) -> None:
+        *blocks, self._buffer = (self._buffer + chunk).split(b"\n\n")
+        for block in blocks:
+            if block.startswith(b"data: ") and block != b"data: [DONE]":
+                self.calls += _calls_tool(orjson.loads(block[6:]), "delta")
+
+
+def _calls_tool(payload: Any, key: str) -> bool:
+    """Whether an answer (`message`) or a stream chunk (`delta`) calls a tool: what a proxy
+    that runs tools must look at in every answer."""
+    choices = payload.get("choices") or ()
+    return any((choice.get(key) or {}).get("tool_calls") for choice in choices)
 
 
 async def _send_whole(send: Send, status: int, body: bytes, headers: list[Any]) -> None:
@@ -148,9 +186,18 @@ def main() -> None:
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--upstream", required=True, help="base URL, e.g. http://h:p/v1")
     parser.add_argument("--log-level", default="warning")
+    parser.add_argument(
+        "--inject-tools",
+        metavar="FILE",
+        help="a JSON list of tool schemas to add to every request (the injecting floor)",
+    )
     args = parser.parse_args()
+    tools = None
+    if args.inject_tools:
+        with open(args.inject_tools, "rb") as file:
+            tools = orjson.loads(file.read())
     uvicorn.run(
-        PassThrough(args.upstream),
+        PassThrough(args.upstream, tools),
         host=args.host,
         port=args.port,
         http="httptools",

@@ -102,6 +102,7 @@ async def _list_tools(args: argparse.Namespace, settings: Settings) -> int:
                 "tags": sorted(tool.metadata.tags),
                 "enabled": registry.is_enabled(tool.qualified_name),
                 "deferred": tool.metadata.defer,
+                "schema": registry.openai_schema(tool),
             }
             for tool in tools
         ]

@@ -199,6 +199,13 @@ def test_instructions_render_and_goals() -> None:
     text = instructions.render(result)
     assert "PASS  json: toolwire 1.10x" in text
     assert "MISS  stream: toolwire 2.00x" in text
+    assert "injecting floor" not in text
+    result["labels"]["floor"] = "injecting floor"
+    result["instructions"]["floor"] = {"json": 525_000.0, "stream": 1_000_000.0}
+    text = instructions.render(result)
+    assert (
+        "INFO  stream: toolwire 1.60x the injecting floor, which is 1.25x the pass-through" in text
+    )
     args = instructions.parse_args(["--requests", "5", "--toolwire-tree", "."])
     assert args.requests == 5 and args.toolwire_tree and args.flow == "plain"
     loop = {
@@ -215,3 +222,39 @@ def test_instructions_render_and_goals() -> None:
     assert "tool-loop" in lines[0] and "pass-through" not in instructions.render(loop)
     assert lines[1].split()[-2:] == ["2400k", "1.00x"]
     assert lines[2].split()[-2:] == ["2640k", "1.10x"]
+
+
+async def test_the_injecting_floor_adds_the_tools_and_relays_the_answer() -> None:
+    """`bench/passthrough.py --inject-tools`: the upstream sees the tools added to the
+    client's own; the client gets the upstream's answer, whole and streamed; every answer
+    and stream event is read for tool calls."""
+    import aiohttp
+    import passthrough
+
+    from tests.fakes.asgi_serving import serve_app
+    from tests.fakes.upstream import FakeUpstream, Reply
+
+    injected = [{"type": "function", "function": {"name": "demo_echo", "parameters": {}}}]
+    own = {"type": "function", "function": {"name": "mine", "parameters": {}}}
+    async with FakeUpstream() as upstream:
+        upstream.script(Reply.text("hello there"), Reply.text("hello there", chunks=3))
+        app = passthrough.PassThrough(upstream.base_url, injected)
+        async with serve_app(app) as base, aiohttp.ClientSession(base) as client:
+            body = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
+            async with client.post("/v1/chat/completions", json={**body, "tools": [own]}) as r:
+                assert r.status == 200
+                answer = await r.json()
+                assert answer["choices"][0]["message"]["content"] == "hello there"
+            async with client.post("/v1/chat/completions", json={**body, "stream": True}) as r:
+                assert r.status == 200
+                assert (await r.text()).endswith("data: [DONE]\n\n")
+    names = [[t["function"]["name"] for t in r.get("tools", ())] for r in upstream.requests]
+    assert names == [["demo_echo", "mine"], ["demo_echo"]]
+    whole = {"choices": [{"message": {"tool_calls": [{"id": "c"}]}}]}
+    assert passthrough._calls_tool(whole, "message")
+    assert not passthrough._calls_tool({"choices": [{"delta": {"content": "x"}}]}, "delta")
+    events = passthrough._Events()
+    chunk = {"choices": [{"delta": {"tool_calls": [{"index": 0}]}}]}
+    events.inspect(b"data: " + orjson.dumps(chunk)[:10])
+    events.inspect(orjson.dumps(chunk)[10:] + b"\n\ndata: [DONE]\n\n")
+    assert events.calls == 1

@@ -114,6 +114,7 @@ def test_tools_json_parses() -> None:
     rows = json.loads(result.stdout)
     assert [row["name"] for row in rows] == DEMO_TOOLS
     weather = rows[0]
+    schema = weather.pop("schema")
     assert weather == {
         "name": "demo.get_weather",
         "wire_name": "demo_get_weather",
@@ -122,6 +123,10 @@ def test_tools_json_parses() -> None:
         "enabled": True,
         "deferred": False,
     }
+    # What the model is shown: the function under its wire name, with its parameters.
+    assert schema["type"] == "function"
+    assert schema["function"]["name"] == "demo_get_weather"
+    assert "city" in schema["function"]["parameters"]["properties"]
 
 
 def test_tools_filtered_by_tag(tmp_path: Path) -> None:
