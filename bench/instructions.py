@@ -132,19 +132,20 @@ def _servers(
     }
     path = workdir / "toolwire.yaml"
     path.write_bytes(orjson.dumps(config))
+    # Every server logs at warning, as in bench/overhead.py: at toolwire's default (info) its
+    # per-request summary line would be counted, and the pass-through writes none.
+    log_level = ["--log-level", "warning"]
     passthrough = [sys.executable, str(BENCH / "passthrough.py"), "--upstream", url]
-    toolwire = Server(
-        "toolwire", "toolwire", [*toolwire_command(), "serve", "--config", str(path)], ROOT
-    )
+    serve = ["serve", "--config", str(path), *log_level]
+    toolwire = Server("toolwire", "toolwire", [*toolwire_command(), *serve], ROOT)
     servers = [toolwire]
     if args.flow == "plain":
-        log_level = ["--log-level", "warning"]
         servers.insert(0, Server("passthrough", "pass-through", [*passthrough, *log_level], ROOT))
         inject = ["--inject-tools", str(_injected_tools(path, workdir))]
         floor = Server("floor", "injecting floor", [*passthrough, *log_level, *inject], ROOT)
         servers.insert(1, floor)
     for index, tree in enumerate(args.toolwire_tree, 1):
-        cmd = [sys.executable, "-m", "proxy", "serve", "--config", str(path)]
+        cmd = [sys.executable, "-m", "proxy", *serve]
         servers.append(Server(f"toolwire_tree{index}", f"toolwire {tree_label(tree)}", cmd, tree))
     return servers
 

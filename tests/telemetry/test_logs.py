@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import io
 import logging
+import subprocess
+import sys
 
 import orjson
 
@@ -67,3 +69,20 @@ def test_the_config_routes_uvicorn_through_the_same_handler() -> None:
     assert config["handlers"]["default"]["filters"] == ["request_id"]
     assert config["formatters"]["default"]["()"].endswith("JsonFormatter")
     assert all(logger["propagate"] for logger in config["loggers"].values())
+
+
+def test_the_served_handler_writes_each_line_to_stderr_without_caller_lookups() -> None:
+    # In a child: the set-up changes the logging module's globals for the whole process.
+    script = (
+        "import logging, logging.config\n"
+        "from proxy.telemetry import log_config\n"
+        "logging.config.dictConfig(log_config('text', 'info'))\n"
+        "logging.getLogger('toolwire.requests').info('one line')\n"
+        "record = logging.getLogger('x').makeRecord('x', 20, 'f', 1, 'm', None, None)\n"
+        "print(logging._srcfile, record.threadName, record.processName)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=60
+    )
+    assert done.stderr == "INFO toolwire.requests [-]: one line\n"
+    assert done.stdout.split() == ["None", "None", "None"]
