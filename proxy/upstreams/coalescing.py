@@ -58,17 +58,19 @@ def _text_of(chunk: Chunk) -> tuple[str | None, str]:
     Runs once per streamed chunk, so the common shape (`{"content": "..."}` in one choice,
     `usage: null` beside it) is checked with as few steps as it allows.
     """
-    if not chunk.keys() <= _PLAIN_TOP:
-        for name in chunk.keys() - _PLAIN_TOP:
-            if chunk[name] is not None:
-                return _NOT_TEXT
+    for name, value in chunk.items():  # a loop beats the set operations on a 7-key dict
+        if value is not None and name not in _PLAIN_TOP:
+            return _NOT_TEXT
     choices = chunk.get("choices")
     if choices.__class__ is not list or len(choices) != 1:
         return _NOT_TEXT
     choice = choices[0]
-    if choice.__class__ is not dict or choice.get("finish_reason") or choice.get("logprobs"):
-        return _NOT_TEXT
-    if choice.get("index", 0) != 0:
+    if (
+        choice.__class__ is not dict
+        or choice.get("finish_reason")
+        or choice.get("logprobs")
+        or choice.get("index", 0) != 0
+    ):
         return _NOT_TEXT
     delta = choice.get("delta")
     if delta.__class__ is not dict or len(delta) != 1:
