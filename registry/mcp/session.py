@@ -31,6 +31,7 @@ from pydantic import ValidationError
 from registry.mcp.config import McpServerConfig
 from registry.mcp.errors import McpCallError, McpConnectionLostError, McpUnavailableError
 from registry.mcp.keepalive import read_to_end
+from registry.mcp.pool import pooled_transport
 from registry.propagation import TRACE_HEADER_NAMES, outgoing_trace_headers
 
 __all__ = ["McpSession"]
@@ -293,6 +294,7 @@ async def _streamable_http(
             headers=headers,
             timeout=timeout,
             event_hooks={"request": [_trace_headers_from_meta], "response": [read_to_end]},
+            transport=pooled_transport(),
         ) as client,
         streamable_http_client(url, http_client=client) as streams,
     ):
@@ -311,6 +313,7 @@ def _traced_http_client(
         timeout=timeout if timeout is not None else httpx2.Timeout(30.0, read=300.0),
         auth=auth,
         event_hooks={"request": [_trace_headers_from_meta]},
+        transport=pooled_transport(),
     )
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import AsyncIterator
 
@@ -12,6 +13,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from registry.mcp import keepalive
 from registry.mcp.keepalive import read_to_end
+from registry.mcp.pool import pooled_transport
 from tests.fakes.mcp_servers import serve_http
 
 
@@ -36,6 +38,57 @@ async def test_calls_over_streamable_http_share_one_connection(start_source, cal
     # One client address: the five calls went over one kept-alive connection, not five.
     assert len(posts) - first == 5
     assert len(set(posts[first:])) == 1
+
+
+async def test_concurrent_calls_keep_their_connections(start_source, call_tool):
+    """Thirty calls at once, twice: the second wave reuses the first wave's connections
+    (httpx's default pool kept 20 and opened ten new ones per wave)."""
+    posts: list[tuple[str, int]] = []
+
+    def record(app: ASGIApp) -> ASGIApp:
+        async def recorded(scope: Scope, receive: Receive, send: Send) -> None:
+            if scope["type"] == "http" and scope["method"] == "POST":
+                posts.append(scope["client"])
+            await app(scope, receive, send)
+
+        return recorded
+
+    async def wave() -> None:
+        # Calls that overlap: each holds its connection for 0.2 s.
+        answers = await asyncio.gather(*(call_tool("demo.slow", seconds=0.2) for _ in range(30)))
+        assert all(not a.is_error for a in answers)
+
+    async with serve_http("demo", "streamable-http", wrap=record) as url:
+        source = await start_source({"mcp": {"url": url}, "namespace": "demo"})
+        first = len(posts)
+        await wave()
+        opened = set(posts[first:])
+        assert len(opened) > 20, "the calls did not overlap"
+        await wave()
+        await source.aclose()
+    assert len(posts) - first == 60
+    assert set(posts[first:]) == opened, "the second wave opened new connections"
+
+
+async def test_a_connection_the_server_closed_while_idle_is_replaced():
+    """The pool's idle check (`registry.mcp.pool`) still sees a server's close: the next
+    request goes out on a new connection instead of failing on the dead one."""
+    peers: list[tuple[str, int]] = []
+
+    async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        peers.append(writer.get_extra_info("peername"))
+        await reader.readuntil(b"\r\n\r\n")
+        writer.write(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok")
+        await writer.drain()
+        writer.close()  # right after the answer, keep-alive notwithstanding
+
+    server = await asyncio.start_server(serve, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    async with server, httpx2.AsyncClient(transport=pooled_transport()) as client:
+        for _ in range(3):
+            assert (await client.get(f"http://127.0.0.1:{port}/")).text == "ok"
+            await asyncio.sleep(0.05)  # the close reaches the idle connection
+    assert len(set(peers)) == 3
 
 
 class _Body(httpx2.AsyncByteStream):
