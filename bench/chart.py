@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -61,17 +62,19 @@ def _color(label: str, index: int) -> str:
     return COLORS.get(label.split(" ")[0], OTHER[index % len(OTHER)])
 
 
-def _label(value: float) -> str:
-    if not value:
+def _label(value: float | None) -> str:
+    """A bar's figure; none for a bar that was not measured (None)."""
+    if value is None:
         return ""
     return f"{value:.1f}" if value < 10 else f"{value:.0f}"
 
 
-def _grouped(ax: Any, groups: list[str], series: dict[str, list[float]]) -> None:
+def _grouped(ax: Any, groups: list[str], series: Mapping[str, Sequence[float | None]]) -> None:
     width = 0.8 / max(1, len(series))
     for index, (label, values) in enumerate(series.items()):
         xs = [g + (index - (len(series) - 1) / 2) * width for g in range(len(groups))]
-        bars = ax.bar(xs, values, width, label=label, color=_color(label, index))
+        heights = [v or 0.0 for v in values]
+        bars = ax.bar(xs, heights, width, label=label, color=_color(label, index))
         ax.bar_label(bars, labels=[_label(v) for v in values], fontsize=7)
     ax.set_xticks(range(len(groups)), groups)
     ax.legend(fontsize=8, frameon=False)
@@ -103,10 +106,14 @@ def draw(
         ax = next(column)
         bars = tool_loop_bars(tool_loop)
         kinds = list(tool_loop["summary"])
-        series = {target: [max(v.get(k, 0.0), 0.0) for k in kinds] for target, v in bars.items()}
-        _grouped(ax, kinds, series)
+        # A proxy with no such source has no bar; one that adds nothing measurable shows 0.
+        added: dict[str, list[float | None]] = {
+            target: [max(v[k], 0.0) if k in v else None for k in kinds]
+            for target, v in bars.items()
+        }
+        _grouped(ax, kinds, added)
         ax.set_yscale("symlog", linthresh=1.0)
-        top = max((v for values in series.values() for v in values), default=1.0)
+        top = max((v or 0.0 for values in added.values() for v in values), default=1.0)
         ax.set_ylim(0, max(top, 1.0) * 4)  # room for the labels above the tallest bar
         ax.set_title("Added per tool iteration (ms, log scale)", fontsize=10)
     if streams is not None:
