@@ -413,37 +413,13 @@ class Bench:
         upstream_url = f"http://127.0.0.1:{up_port}/v1"
         wait_ready(self.procs, "upstream", self.upstream, f"http://127.0.0.1:{up_port}")
 
-        log_level = self.args.log_level
+        passthrough = [sys.executable, str(BENCH / "passthrough.py"), "--upstream", upstream_url]
+        passthrough += ["--log-level", self.args.log_level]
+        inject = ["--inject-tools", str(self._injected_tools(upstream_url))]
         specs: list[tuple[str, str, list[str], Path | None]] = [
             ("direct", "direct", fake, None),
-            (
-                "passthrough",
-                "pass-through",
-                [
-                    sys.executable,
-                    str(BENCH / "passthrough.py"),
-                    "--upstream",
-                    upstream_url,
-                    "--log-level",
-                    log_level,
-                ],
-                None,
-            ),
-            (
-                "floor",
-                "injecting floor",
-                [
-                    sys.executable,
-                    str(BENCH / "passthrough.py"),
-                    "--upstream",
-                    upstream_url,
-                    "--log-level",
-                    log_level,
-                    "--inject-tools",
-                    str(self._injected_tools(upstream_url)),
-                ],
-                None,
-            ),
+            ("passthrough", "pass-through", passthrough, None),
+            ("floor", "injecting floor", [*passthrough, *inject], None),
             ("toolwire", "toolwire", self._toolwire_cmd(upstream_url, tools=True), None),
         ]
         if self.args.with_no_tools:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 
 import anyio
 import httpx2
@@ -17,8 +17,8 @@ from registry.mcp.pool import pooled_transport
 from tests.fakes.mcp_servers import serve_http
 
 
-async def test_calls_over_streamable_http_share_one_connection(start_source, call_tool):
-    posts: list[tuple[str, int]] = []
+def _recording_posts(posts: list[tuple[str, int]]) -> Callable[[ASGIApp], ASGIApp]:
+    """Wraps an app so that every POST's client address (host, port) lands in `posts`."""
 
     def record(app: ASGIApp) -> ASGIApp:
         async def recorded(scope: Scope, receive: Receive, send: Send) -> None:
@@ -28,6 +28,12 @@ async def test_calls_over_streamable_http_share_one_connection(start_source, cal
 
         return recorded
 
+    return record
+
+
+async def test_calls_over_streamable_http_share_one_connection(start_source, call_tool):
+    posts: list[tuple[str, int]] = []
+    record = _recording_posts(posts)
     async with serve_http("demo", "streamable-http", wrap=record) as url:
         source = await start_source({"mcp": {"url": url}, "namespace": "demo"})
         first = len(posts)
@@ -44,14 +50,7 @@ async def test_concurrent_calls_keep_their_connections(start_source, call_tool):
     """Thirty calls at once, twice: the second wave reuses the first wave's connections
     (httpx's default pool kept 20 and opened ten new ones per wave)."""
     posts: list[tuple[str, int]] = []
-
-    def record(app: ASGIApp) -> ASGIApp:
-        async def recorded(scope: Scope, receive: Receive, send: Send) -> None:
-            if scope["type"] == "http" and scope["method"] == "POST":
-                posts.append(scope["client"])
-            await app(scope, receive, send)
-
-        return recorded
+    record = _recording_posts(posts)
 
     async def wave() -> None:
         # Calls that overlap: each holds its connection for 0.2 s.
