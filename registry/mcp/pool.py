@@ -1,4 +1,5 @@
-"""httpcore's check of its idle connections, made cheap (a fix of httpcore2 2.x, kept here).
+"""The MCP HTTP client's connections: all kept, and checked cheaply while idle (a fix of
+httpx2/httpcore2 2.x costs, kept here).
 
 Each time a request joins or leaves its pool, httpcore asks every idle connection whether
 its socket became readable (the server closed it while idle). Each ask looks the socket up
@@ -8,8 +9,8 @@ the proxy's CPU. The streams made here look their socket up once, when they conn
 answer the same questions the same way from it (the readability probe itself is
 httpcore's own).
 
-`pooled_transport()` is an httpx transport with httpx's defaults whose pool connects
-through this backend.
+`pooled_client()` is an httpx client whose pool keeps what it opens and connects through
+this backend.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from httpcore2._backends.anyio import AnyIOBackend, AnyIOStream
 from httpcore2._backends.base import SOCKET_OPTION
 from httpcore2._utils import is_socket_readable
 
-__all__ = ["KEEPALIVE_S", "MAX_CONNECTIONS", "pooled_transport"]
+__all__ = ["KEEPALIVE_S", "MAX_CONNECTIONS", "pooled_client"]
 
 MAX_CONNECTIONS = 100
 """Connections to one MCP server at most (httpx's default)."""
@@ -73,16 +74,23 @@ class _Backend(AnyIOBackend):
         return _SocketStream(stream._stream)
 
 
-def pooled_transport() -> httpx2.AsyncHTTPTransport:
-    """httpx's default transport, its pool connecting through `_Backend` and keeping every
+def pooled_client(**options: Any) -> httpx2.AsyncClient:
+    """An httpx client (`options` as `httpx2.AsyncClient` takes them) that keeps every
     connection it may open (httpx keeps 20 of its 100: past 20 calls at once, each burst
-    closed the surplus and the next opened new ones, a TCP connection per call again)."""
+    closed the surplus and the next opened new ones, a TCP connection per call again), and
+    whose own transport's pool connects through `_Backend`.
+
+    The client builds its transport itself, so proxies from the environment still apply
+    (their transports connect the ordinary way).
+    """
     limits = httpx2.Limits(
         max_connections=MAX_CONNECTIONS,
         max_keepalive_connections=None,
         keepalive_expiry=KEEPALIVE_S,
     )
-    transport = httpx2.AsyncHTTPTransport(limits=limits)
-    # The pool hands its backend to each connection it makes; none is made yet.
-    transport._pool._network_backend = _Backend()
-    return transport
+    client = httpx2.AsyncClient(limits=limits, **options)
+    transport = client._transport
+    if isinstance(transport, httpx2.AsyncHTTPTransport):
+        # The pool hands its backend to each connection it makes; none is made yet.
+        transport._pool._network_backend = _Backend()
+    return client

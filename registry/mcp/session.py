@@ -31,7 +31,7 @@ from pydantic import ValidationError
 from registry.mcp.config import McpServerConfig
 from registry.mcp.errors import McpCallError, McpConnectionLostError, McpUnavailableError
 from registry.mcp.keepalive import read_to_end
-from registry.mcp.pool import pooled_transport
+from registry.mcp.pool import pooled_client
 from registry.propagation import TRACE_HEADER_NAMES, outgoing_trace_headers
 
 __all__ = ["McpSession"]
@@ -290,11 +290,10 @@ async def _streamable_http(
     # A long read timeout: the server may hold a response stream open while a tool runs.
     timeout = httpx2.Timeout(timeout_s, read=max(300.0, timeout_s))
     async with (
-        httpx2.AsyncClient(
+        pooled_client(
             headers=headers,
             timeout=timeout,
             event_hooks={"request": [_trace_headers_from_meta], "response": [read_to_end]},
-            transport=pooled_transport(),
         ) as client,
         streamable_http_client(url, http_client=client) as streams,
     ):
@@ -308,12 +307,11 @@ def _traced_http_client(
 ) -> httpx2.AsyncClient:
     """The SSE transport's client (the SDK's default timeouts), with a call's trace context
     as headers."""
-    return httpx2.AsyncClient(
+    return pooled_client(
         headers=headers,
         timeout=timeout if timeout is not None else httpx2.Timeout(30.0, read=300.0),
         auth=auth,
         event_hooks={"request": [_trace_headers_from_meta]},
-        transport=pooled_transport(),
     )
 
 

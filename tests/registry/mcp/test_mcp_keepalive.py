@@ -11,9 +11,9 @@ import httpx2
 import pytest
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from registry.mcp import keepalive
+from registry.mcp import keepalive, pool
 from registry.mcp.keepalive import read_to_end
-from registry.mcp.pool import pooled_transport
+from registry.mcp.pool import pooled_client
 from tests.fakes.mcp_servers import serve_http
 
 
@@ -83,11 +83,33 @@ async def test_a_connection_the_server_closed_while_idle_is_replaced():
 
     server = await asyncio.start_server(serve, "127.0.0.1", 0)
     port = server.sockets[0].getsockname()[1]
-    async with server, httpx2.AsyncClient(transport=pooled_transport()) as client:
+    async with server, pooled_client() as client:
+        # The wiring `pooled_client` relies on (an httpx internal): its pool's backend.
+        assert isinstance(client._transport._pool._network_backend, pool._Backend)
         for _ in range(3):
             assert (await client.get(f"http://127.0.0.1:{port}/")).text == "ok"
             await asyncio.sleep(0.05)  # the close reaches the idle connection
     assert len(set(peers)) == 3
+
+
+async def test_proxies_from_the_environment_still_apply(monkeypatch):
+    """The pooled client builds its own transports, so `HTTP_PROXY` is still honoured."""
+    seen: list[bytes] = []
+
+    async def proxy(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        seen.append((await reader.readuntil(b"\r\n\r\n")).split(b"\r\n")[0])
+        writer.write(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok")
+        await writer.drain()
+        writer.close()
+
+    server = await asyncio.start_server(proxy, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{port}")
+    monkeypatch.delenv("NO_PROXY", raising=False)
+    monkeypatch.delenv("no_proxy", raising=False)
+    async with server, pooled_client() as client:
+        assert (await client.get("http://mcp.example/mcp")).text == "ok"
+    assert seen == [b"GET http://mcp.example/mcp HTTP/1.1"]
 
 
 class _Body(httpx2.AsyncByteStream):
