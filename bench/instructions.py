@@ -46,6 +46,7 @@ from overhead import (
     ROOT,
     TEXT,
     free_port,
+    injected_tools,
     request_body,
     toolwire_command,
     tree_label,
@@ -141,25 +142,13 @@ def _servers(
     servers = [toolwire]
     if args.flow == "plain":
         servers.insert(0, Server("passthrough", "pass-through", [*passthrough, *log_level], ROOT))
-        inject = ["--inject-tools", str(_injected_tools(path, workdir))]
+        inject = ["--inject-tools", str(injected_tools(path, workdir))]
         floor = Server("floor", "injecting floor", [*passthrough, *log_level, *inject], ROOT)
         servers.insert(1, floor)
     for index, tree in enumerate(args.toolwire_tree, 1):
         cmd = [sys.executable, "-m", "proxy", *serve]
         servers.append(Server(f"toolwire_tree{index}", f"toolwire {tree_label(tree)}", cmd, tree))
     return servers
-
-
-def _injected_tools(config: Path, workdir: Path) -> Path:
-    """The schemas toolwire injects with `config` (enabled, not deferred), as a JSON file
-    for the injecting floor (`bench/passthrough.py --inject-tools`)."""
-    cmd = [*toolwire_command(), "tools", "--json", "--config", str(config)]
-    listed = orjson.loads(subprocess.run(cmd, capture_output=True, check=True).stdout)
-    path = workdir / "injected-tools.json"
-    path.write_bytes(
-        orjson.dumps([t["schema"] for t in listed if t["enabled"] and not t["deferred"]])
-    )
-    return path
 
 
 def _count_all(args: argparse.Namespace, servers: list[Server], workdir: Path) -> dict[str, Any]:

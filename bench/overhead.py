@@ -361,6 +361,17 @@ def toolwire_command(tree: Path | None = None) -> list[str]:
     return [sys.executable, "-m", "proxy"]
 
 
+def injected_tools(config: Path, workdir: Path) -> Path:
+    """The schemas toolwire injects with `config` (enabled, not deferred), as a JSON file
+    for the injecting floor (`bench/passthrough.py --inject-tools`)."""
+    cmd = [*toolwire_command(), "tools", "--json", "--config", str(config)]
+    listed = orjson.loads(subprocess.run(cmd, capture_output=True, check=True).stdout)
+    schemas = [t["schema"] for t in listed if t["enabled"] and not t["deferred"]]
+    path = workdir / "injected-tools.json"
+    path.write_bytes(orjson.dumps(schemas))
+    return path
+
+
 def tree_label(tree: Path) -> str:
     """`@<short commit>` of a git checkout, else `@<directory name>`."""
     try:
@@ -415,7 +426,8 @@ class Bench:
 
         passthrough = [sys.executable, str(BENCH / "passthrough.py"), "--upstream", upstream_url]
         passthrough += ["--log-level", self.args.log_level]
-        inject = ["--inject-tools", str(self._injected_tools(upstream_url))]
+        config = self._toolwire_config(upstream_url, tools=True)
+        inject = ["--inject-tools", str(injected_tools(config, self.workdir))]
         specs: list[tuple[str, str, list[str], Path | None]] = [
             ("direct", "direct", fake, None),
             ("passthrough", "pass-through", passthrough, None),
@@ -453,16 +465,6 @@ class Bench:
                 )
         for target in self.targets:
             wait_ready(self.procs, target.key, target.proc, target.base)
-
-    def _injected_tools(self, upstream_url: str) -> Path:
-        """The tool schemas toolwire injects (enabled, not deferred), as a JSON file."""
-        config = self._toolwire_config(upstream_url, tools=True)
-        cmd = [*toolwire_command(), "tools", "--json", "--config", str(config)]
-        listed = orjson.loads(subprocess.run(cmd, capture_output=True, check=True).stdout)
-        schemas = [t["schema"] for t in listed if t["enabled"] and not t["deferred"]]
-        path = self.workdir / "injected-tools.json"
-        path.write_bytes(orjson.dumps(schemas))
-        return path
 
     def _metrics_off_spec(self, upstream_url: str) -> tuple[str, str, list[str], Path | None]:
         """The same toolwire with `telemetry: {metrics: false}`, compared with the default
