@@ -155,27 +155,73 @@ def _answer(body: dict[str, Any]) -> _Message:
     return _Message(content=_introduction(tools))
 
 
-def _offered_tools(body: dict[str, Any]) -> dict[str, str]:
-    """Map each known tool to the wire name the request offers it under."""
+@dataclass(frozen=True)
+class _Offered:
+    """The tool a request offers for one of the demo's jobs: its wire name and parameters."""
+
+    name: str
+    parameters: frozenset[str] = frozenset()
+
+
+# Besides its own name, a tool fits a job when its name says so (a client's `add_numbers`
+# does not fit; its `calculator` or `weather_lookup` does).
+_FITS = {
+    _WEATHER: re.compile(r"weather|forecast", re.IGNORECASE),
+    _TIME: re.compile(r"time|clock", re.IGNORECASE),
+    _CALCULATE: re.compile(r"calc|arithmetic|evaluate|math", re.IGNORECASE),
+    _CONVERT: re.compile(r"currenc|exchange_rate", re.IGNORECASE),
+}
+_MAIN_ARGUMENT = {_WEATHER: "city", _TIME: "timezone", _CALCULATE: "expression"}
+
+
+def _offered_tools(body: dict[str, Any]) -> dict[str, _Offered]:
+    """The tool the request offers for each of the demo's jobs.
+
+    A tool named exactly for the job wins; otherwise the last one that fits. The proxy puts
+    its own tools first and the client's after them, so an agent's own `calculate` or
+    `read_clock` is called, and comes back to the agent, rather than the proxy's
+    `demo_calculate` or `demo_get_current_time`.
+    """
     choice = body.get("tool_choice")
     if choice == "none":
         return {}
     forced = None
     if isinstance(choice, dict):
         forced = (choice.get("function") or {}).get("name")
-    offered: dict[str, str] = {}
+    offered: dict[str, _Offered] = {}
     for tool in body.get("tools") or []:
-        name = (tool.get("function") or {}).get("name") if isinstance(tool, dict) else None
+        function = (tool.get("function") or {}) if isinstance(tool, dict) else {}
+        name = function.get("name")
         if not isinstance(name, str) or (forced is not None and name != forced):
             continue
-        # The proxy prefixes names with a namespace, so the suffix identifies the tool.
-        known = next((k for k in _KNOWN_TOOLS if name.endswith(k)), None)
-        if known is not None:
-            offered.setdefault(known, name)
+        job = _job(name)
+        if job is not None and offered.get(job, _Offered("")).name != job:
+            offered[job] = _Offered(name, _parameters(function.get("parameters")))
     return offered
 
 
-def _plan(prompt: str, tools: Mapping[str, str]) -> list[_Call]:
+def _job(name: str) -> str | None:
+    # The proxy prefixes names with a namespace, so a suffix identifies its example tools.
+    known = next((k for k in _KNOWN_TOOLS if name.endswith(k)), None)
+    return known or next((job for job, fits in _FITS.items() if fits.search(name)), None)
+
+
+def _parameters(schema: Any) -> frozenset[str]:
+    properties = schema.get("properties") if isinstance(schema, dict) else None
+    return frozenset(properties) if isinstance(properties, dict) else frozenset()
+
+
+def _arguments(offered: _Offered, call: _Call) -> dict[str, Any]:
+    """The call's arguments under the offered tool's own parameter names where they differ:
+    a tool with one parameter gets the job's main argument under that parameter's name."""
+    main = _MAIN_ARGUMENT.get(call.tool)
+    if set(call.arguments) <= offered.parameters or main is None or len(offered.parameters) != 1:
+        return call.arguments
+    (parameter,) = offered.parameters
+    return {parameter: call.arguments[main]}
+
+
+def _plan(prompt: str, tools: Mapping[str, _Offered]) -> list[_Call]:
     extractors = {
         _WEATHER: _weather_calls,
         _TIME: _time_calls,
@@ -259,12 +305,13 @@ def _currency(word: str) -> str | None:
     return None
 
 
-def _wire_call(index: int, wire_name: str, call: _Call) -> dict[str, Any]:
+def _wire_call(index: int, offered: _Offered, call: _Call) -> dict[str, Any]:
+    arguments = orjson.dumps(_arguments(offered, call)).decode()
     return {
         "index": index,
         "id": f"call_{secrets.token_hex(12)}",
         "type": "function",
-        "function": {"name": wire_name, "arguments": orjson.dumps(call.arguments).decode()},
+        "function": {"name": offered.name, "arguments": arguments},
     }
 
 
@@ -343,7 +390,7 @@ _EXPLAINERS = {
 }
 
 
-def _introduction(tools: Mapping[str, str]) -> str:
+def _introduction(tools: Mapping[str, _Offered]) -> str:
     examples = {
         _WEATHER: "“What's the weather in Paris?”",
         _TIME: "“What time is it in Tokyo?”",

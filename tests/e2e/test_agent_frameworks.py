@@ -198,6 +198,44 @@ async def test_agents_sdk_against_the_demo_model(
     assert streamed == (result.final_output if stream else None)
 
 
+def calculate(expression: str) -> str:
+    """The agent's own calculator, which the demo model picks over the proxy's.
+
+    Args:
+        expression: the arithmetic to evaluate.
+    """
+    CALCULATED.append(expression)
+    return "42"
+
+
+CALCULATED: list[str] = []
+
+
+@STREAMED
+async def test_agents_sdk_own_tool_against_the_demo_model(
+    monkeypatch: pytest.MonkeyPatch, stream: bool
+) -> None:
+    # The README's mixed turn on defaults: the proxy runs its weather tool, the agent's own
+    # `calculate` comes back to the agent and runs there.
+    CALCULATED.clear()
+    config = {**DEMO_CONFIG, "tools": [{"python": "examples/tools.py", "namespace": "demo"}]}
+    async with serve_proxy(config) as proxy, agents_sdk_at(proxy, monkeypatch):
+        agent = agents.Agent(
+            name="assistant",
+            instructions=INSTRUCTIONS,
+            model="toolwire-demo",
+            tools=[agents.function_tool(calculate)],
+        )
+        result, _ = await run_openai_agent(
+            agent, "What's the weather in Paris? And calculate 6*7.", stream=stream
+        )
+    assert CALCULATED == ["6*7"]
+    (call,) = [i for i in result.new_items if isinstance(i, ToolCallItem)]
+    assert call.raw_item.name == "calculate"  # type: ignore[union-attr]
+    assert "The weather in Paris is" in result.final_output
+    assert "6*7 = 42." in result.final_output
+
+
 # pydantic-ai.
 
 

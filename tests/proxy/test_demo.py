@@ -133,6 +133,28 @@ async def test_uses_the_exact_wire_name_offered() -> None:
     assert _calls(delta) == [("get_weather", {"city": "Oslo"})]
 
 
+def _client_tool(name: str, **properties: str) -> dict[str, Any]:
+    schema = {"type": "object", "properties": {k: {"type": t} for k, t in properties.items()}}
+    return {"type": "function", "function": {"name": name, "parameters": schema}}
+
+
+async def test_a_client_tool_for_the_same_job_wins() -> None:
+    # The proxy offers its tools first and the client's after: the client's are called.
+    tools = [*_tools(), _client_tool("calculate", expression="string")]
+    tools.append(_client_tool("read_clock", zone="string"))
+    delta, _ = await _message(_ask("What time is it in Tokyo? Also calculate 6*7", tools=tools))
+    assert _calls(delta) == [
+        ("read_clock", {"zone": "Asia/Tokyo"}),
+        ("calculate", {"expression": "6*7"}),
+    ]
+
+
+async def test_a_client_tool_that_does_not_fit_is_not_called() -> None:
+    tools = [*_tools(), _client_tool("add_numbers", a="number", b="number")]
+    delta, _ = await _message(_ask("calculate 6*7", tools=tools))
+    assert _calls(delta) == [("demo_calculate", {"expression": "6*7"})]
+
+
 async def test_only_offered_tools_are_called() -> None:
     delta, finish = await _message(
         _ask("weather in Rome and calculate 1+1", tools=_tools("calculate"))
