@@ -143,14 +143,25 @@ def _check(args: argparse.Namespace, settings: Settings) -> int:
 
 
 async def _check_sources(args: argparse.Namespace, settings: Settings) -> int:
-    async with started(settings, fail_fast=False) as (registry, sources):
-        statuses = sources.statuses()
-        problems = [
-            f"{tool.qualified_name}: parameters must be a JSON object schema"
-            for tool in registry.list_tools(include_disabled=True)
-            if tool.parameters.get("type") != "object"
-        ]
+    from .upstreams import probe_all
+
+    async with asyncio.TaskGroup() as group:
+        # The upstreams are probed while the sources start.
+        reached = group.create_task(probe_all(settings.upstreams))
+        async with started(settings, fail_fast=False) as (registry, sources):
+            statuses = sources.statuses()
+            problems = [
+                f"{tool.qualified_name}: parameters must be a JSON object schema"
+                for tool in registry.list_tools(include_disabled=True)
+                if tool.parameters.get("type") != "object"
+            ]
     failed = False
+    for upstream in reached.result():
+        if upstream.reachable:
+            print(f"ok    upstream {upstream.name}: {upstream.address}")
+        else:
+            failed = True
+            print(f"error upstream {upstream.name}: unreachable: {upstream.error}")
     for status in statuses:
         if status.reachable and status.error is None:
             print(f"ok    {status.name}: {_count(status.tool_count, 'tool')}")

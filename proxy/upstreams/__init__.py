@@ -5,6 +5,7 @@ from .base import PROVIDER_KEY, Chunk, Upstream
 from .gemini import GeminiUpstream
 from .openai_chat import HTTPUpstream, as_chunk
 from .openai_responses import ResponsesUpstream
+from .probe import UpstreamStatus, probe_all
 
 __all__ = [
     "PROVIDER_KEY",
@@ -14,5 +15,7 @@ __all__ = [
     "HTTPUpstream",
     "ResponsesUpstream",
     "Upstream",
+    "UpstreamStatus",
     "as_chunk",
+    "probe_all",
 ]

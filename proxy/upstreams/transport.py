@@ -24,6 +24,7 @@ from ..config import UpstreamConfig
 from ..errors import UpstreamError, UpstreamStatusError, UpstreamTimeoutError
 from .base import Chunk, Codec, Fault, Relayable
 from .coalescing import coalesce
+from .probe import connect_failure
 
 _MAX_BODY = 64 * 1024 * 1024
 _MAX_MESSAGE = 2000
@@ -453,4 +454,7 @@ def _unanswered(exc: aiohttp.ClientError) -> bool:
 
 
 def _reason(exc: BaseException) -> str:
+    if isinstance(exc, aiohttp.ClientConnectorError):
+        # aiohttp's own text mentions `ssl:default` even for plain http: the cause says more.
+        return connect_failure(f"{exc.host}:{exc.port}", exc.os_error)
     return str(exc) or type(exc).__name__

@@ -174,9 +174,29 @@ def test_check_counts_in_singular_and_plural(tmp_path: Path) -> None:
     result = toolwire("check", "--config", config)
     assert result.returncode == 0, result.stdout + result.stderr
     assert result.stdout.splitlines() == [
+        "ok    upstream d: demo",
         f"ok    python:{EXAMPLES}: 4 tools",
         "ok    builtin:calculator: 1 tool",
         f"{config}: 5 tools from 2 sources",
+    ]
+
+
+def test_check_probes_every_upstream_and_names_the_unreachable_one(tmp_path: Path) -> None:
+    with socket.socket() as refusing:  # bound, not listening: connections are refused
+        refusing.bind(("127.0.0.1", 0))
+        port = refusing.getsockname()[1]
+        config = write_config(
+            tmp_path,
+            "upstreams:\n  - {name: demo, base_url: demo, models: [toolwire-demo]}\n"
+            f"  - {{name: vllm, base_url: 'http://127.0.0.1:{port}/v1'}}\n"
+            f"tools:\n  - python: {EXAMPLES}\n",
+        )
+        result = toolwire("check", "--config", config)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert result.stdout.splitlines()[:2] == [
+        "ok    upstream demo: demo",
+        f"error upstream vllm: unreachable: cannot connect to 127.0.0.1:{port} "
+        "(connection refused)",
     ]
 
 
