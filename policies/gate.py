@@ -1,5 +1,5 @@
-"""The one gate every tool call passes (SPEC 6.13): the caller's scope, the policy, the
-guards, the approval; then, and only then, execution.
+"""The one gate every tool call passes (SPEC 6.13): the caller's scope, the tool still
+enabled, the policy, the guards, the approval; then, and only then, execution.
 
 Every path that runs a tool (the loop on every front, `toolwire call`, later the admin
 API and `/mcp`) asks `Gate.admit` and runs what it admitted with `Gate.run`; nothing else
@@ -24,6 +24,7 @@ from registry import (
     RegistryError,
     Tool,
     ToolCall,
+    ToolRegistry,
     ToolResult,
     parse_arguments,
 )
@@ -104,8 +105,12 @@ class Gate:
         limiter: RateLimiter | None = None,
         approver: Approver | None = None,
         think: ThinkAugment | None = None,
+        registry: ToolRegistry | None = None,
     ) -> None:
         self.policy = policy
+        self._registry = registry
+        """Where a call's tool is looked up when it is decided: a tool disabled or removed
+        since the caller listed it does not run. None: every tool given counts as enabled."""
         self._think = think
         self._executor = executor
         self._guards = guards
@@ -164,7 +169,7 @@ class Gate:
         approved: bool = False,
         reissue: Callable[[ToolCall], ToolCall] | None = None,
     ) -> Admission:
-        """Decide one call: scope, policy, guards, approval, in that order.
+        """Decide one call: scope, enabled, policy, guards, approval, in that order.
 
         `approved` says the client approved this very call (the approval flow checked its
         tool, arguments, conversation and expiry); a denial still wins over it. A call that
@@ -201,6 +206,11 @@ class Gate:
         if not _in_scope(tool, context):
             unknown = f"there is no tool named {call.name!r}"
             return self._refused(tool, call, ErrorKind.UNKNOWN_TOOL, unknown)
+        # Checked now, not when the caller listed its tools: a turn's later rounds, and an
+        # MCP client's list, may predate an operator's disable.
+        withdrawn = self._withdrawn(tool)
+        if withdrawn is not None:
+            return self._refused(tool, call, ErrorKind.DENIED, withdrawn)
         arguments = _arguments(call)
         decision = await self.policy.check(tool, arguments, context)
         if decision.action is Action.DENY:
@@ -266,6 +276,16 @@ class Gate:
     def _refused(self, tool: Tool, call: ToolCall, kind: ErrorKind, reason: str) -> Admission:
         result = ToolResult.error(call.id, kind, reason)
         return Admission(tool, call, Verdict.REFUSED, reason, result, gate=self)
+
+    def _withdrawn(self, tool: Tool) -> str | None:
+        """Why `tool` may not run any more (disabled, or gone from the registry), or None."""
+        if self._registry is None:
+            return None
+        name = tool.qualified_name
+        if name not in self._registry:
+            return f"the tool {name!r} is no longer available"
+        reason = self._registry.disabled_reason(name)
+        return None if reason is None else f"the tool {name!r} is disabled: {reason}"
 
     async def _key_limit(self, context: CallContext) -> str | None:
         principal = context.principal

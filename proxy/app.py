@@ -159,6 +159,7 @@ async def _start(
         limiter=limiter,
         approver=approver,
         think=settings.policy.think_augment,
+        registry=tools,
     )
     upstreams = UpstreamRouter(settings.upstreams, modes=stores.modes)
     stack.push_async_callback(upstreams.aclose)
