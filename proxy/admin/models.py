@@ -161,6 +161,9 @@ class Approval(BaseModel):
     expires_at: float
     decided_by: str | None
     approved: bool | None
+    owner: str = ""
+    """The client key whose request paused the call (only it can continue the call); empty
+    when authentication is off."""
 
 
 class ApprovalVerdict(BaseModel):
