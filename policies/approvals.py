@@ -24,6 +24,9 @@ class PendingApproval:
     """Wall-clock time (epoch seconds) after which an answer is refused."""
     conversation: str = ""
     """Digest of the conversation the call was paused in (see `conversation_digest`)."""
+    owner: str = ""
+    """The name of the client key whose request paused the call; empty when authentication
+    is off (and in records written before approvals had owners)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,6 +55,7 @@ class ApprovalStore(Protocol):
 
 
 _EXPIRED_KEPT_S = 3600.0
+_UNKNOWN = "no approval is pending for this call (unknown, already used, or not issued)"
 
 
 class MemoryApprovalStore:
@@ -100,9 +104,13 @@ def pending(
     arguments: str | dict[str, Any],
     ttl_s: float,
     conversation: str = "",
+    owner: str = "",
 ) -> PendingApproval:
-    """A pending approval for one call in one conversation, expiring `ttl_s` from now."""
-    return PendingApproval(call_id, tool, digest(arguments), time.time() + ttl_s, conversation)
+    """A pending approval for one call in one conversation of one key (`owner`), expiring
+    `ttl_s` from now."""
+    return PendingApproval(
+        call_id, tool, digest(arguments), time.time() + ttl_s, conversation, owner
+    )
 
 
 def conversation_digest(messages: list[dict[str, Any]]) -> str:
@@ -164,11 +172,17 @@ def parse_verdict(content: Any) -> Verdict | None:
 
 
 def refusal(
-    approval: PendingApproval | None, tool: str, arguments: Any, conversation: str = ""
+    approval: PendingApproval | None,
+    tool: str,
+    arguments: Any,
+    conversation: str = "",
+    owner: str = "",
 ) -> str | None:
-    """Why an answer to a pending call cannot count as an approval, or None when it can."""
-    if approval is None:
-        return "no approval is pending for this call (unknown, already used, or not issued)"
+    """Why an answer to a pending call, sent under the key named `owner`, cannot count as an
+    approval, or None when it can."""
+    if approval is None or approval.owner != owner:
+        # Another key's approval reads exactly as none: its existence is not told either.
+        return _UNKNOWN
     if approval.tool != tool:
         return "the approval was issued for another tool"
     if approval.arguments_digest != digest(arguments):

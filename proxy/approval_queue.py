@@ -2,7 +2,9 @@
 
 An operator's verdict (from the admin API) is kept in the outcome store and decides the
 call when its client continues: the client's tool message for the call then only has to
-arrive, whatever it says, except that a client's own refusal still wins. The open calls are
+arrive, whatever it says, except that a client's own refusal still wins. It has to arrive
+under the key that paused the call (each entry names it, `owner`): under any other key the
+call is unknown, approved or not. The open calls are
 listed from an `OpenApprovalStore`: this process's memory, or Redis, where every replica
 lists every replica's paused calls and sees every operator's verdict.
 """
@@ -38,6 +40,9 @@ class OpenApproval:
     decided_by: str | None = None
     approved: bool | None = None
     """The operator's verdict, once given."""
+    owner: str = ""
+    """The name of the client key whose request paused the call, the only key that can
+    continue it; empty when authentication is off (and in entries listed before owners)."""
 
 
 class ApprovalNotPendingError(LookupError):
@@ -105,14 +110,20 @@ class ApprovalQueue:
             listed if listed is not None else MemoryOpenApprovalStore()
         )
 
-    async def add(self, call: ToolCall, tool: str, reason: str, expires_at: float) -> None:
-        """Note a call just paused for approval. Raises StateUnavailableError (Redis)."""
+    async def add(
+        self, call: ToolCall, tool: str, reason: str, expires_at: float, *, owner: str = ""
+    ) -> None:
+        """Note a call the key named `owner` just paused for approval.
+
+        Raises:
+            StateUnavailableError: the shared state (Redis) cannot be reached.
+        """
         try:
             arguments: Any = redact(parse_arguments(call.arguments))
         except RegistryError:  # unreadable arguments may hold a secret in any shape
             arguments = {"_unparsed": f"{len(str(call.arguments))} characters"}
         await self._listed.put(
-            OpenApproval(call.id, tool, arguments, reason, time.time(), expires_at)
+            OpenApproval(call.id, tool, arguments, reason, time.time(), expires_at, owner=owner)
         )
 
     async def pending(self) -> list[OpenApproval]:
@@ -151,7 +162,9 @@ class ApprovalQueue:
         await self._outcomes.put(_VERDICT_KEY + call_id, [verdict])
         entry = await self._listed.get(call_id)
         if entry is None:
-            entry = OpenApproval(call_id, approval.tool, None, "", 0.0, approval.expires_at)
+            entry = OpenApproval(
+                call_id, approval.tool, None, "", 0.0, approval.expires_at, owner=approval.owner
+            )
         return _decided(entry, approved, by)
 
     @staticmethod

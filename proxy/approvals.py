@@ -6,6 +6,11 @@ unguessable id with `toolwire.approval_required`. The client answers it with a t
 checks the answer against the pending approval (same tool, same arguments, not expired,
 not used), runs or refuses the call, and puts the real result where the verdict was; the
 result is kept so later requests that replay the same history send the same result.
+
+Everything here belongs to the client key whose request paused the call (its owner): under
+another key, a verdict on the call reads as one on an unknown call (it runs nothing, and
+uses up nothing), and the outcomes kept for a replay are kept per key, so a history
+replayed under another key never receives the owner's result.
 """
 
 from __future__ import annotations
@@ -25,7 +30,7 @@ from policies import (
 from registry import Tool, ToolCall, ToolResult
 
 from .approval_queue import ApprovalQueue, OpenApprovalStore
-from .continuations import TurnStore
+from .continuations import TurnStore, owned
 from .events import ApprovalRequest
 from .injection import Toolset
 
@@ -71,26 +76,36 @@ class ApprovalFlow:
         return ToolCall(id=new_call_id(), name=call.name, arguments=call.arguments)
 
     async def request(
-        self, calls: list[tuple[Tool, ToolCall, str]], conversation: list[Message]
+        self,
+        calls: list[tuple[Tool, ToolCall, str]],
+        conversation: list[Message],
+        *,
+        owner: str = "",
     ) -> list[ApprovalRequest]:
         """Record pending approvals for (tool, call, reason), bound to the conversation
-        the client sent (the messages before the answer that pauses); what it is asked."""
+        the client sent (the messages before the answer that pauses) and to the key that
+        sent it (`owner`, empty without authentication); what it is asked."""
         bound = conversation_digest(conversation)
         requests = []
         for tool, call, reason in calls:
-            approval = pending(call.id, tool.qualified_name, call.arguments, self._ttl_s, bound)
+            name = tool.qualified_name
+            approval = pending(call.id, name, call.arguments, self._ttl_s, bound, owner)
             await self._store.put(approval)
-            await self.queue.add(call, tool.qualified_name, reason, approval.expires_at)
+            await self.queue.add(call, name, reason, approval.expires_at, owner=owner)
             requests.append(
                 ApprovalRequest(call, tool.qualified_name, reason, int(approval.expires_at))
             )
         return requests
 
-    async def resolve(self, client_messages: list[Message], toolset: Toolset) -> Resolution:
-        """Find the answers to paused calls among the client's tool messages; decide each.
+    async def resolve(
+        self, client_messages: list[Message], toolset: Toolset, *, owner: str = ""
+    ) -> Resolution:
+        """Find the answers to paused calls among the client's tool messages, sent under the
+        key named `owner`; decide each.
 
         An answer to a paused call that is not a verdict is a refusal, never a result: the
-        tool did not run, and the model is told so.
+        tool did not run, and the model is told so. A call another key paused is an
+        unknown call here.
         """
         resolution = Resolution()
         answered = _answers(client_messages, toolset)
@@ -100,7 +115,7 @@ class ApprovalFlow:
         # holds every past verdict.
         ids = [a[0] for a in answered]
         found = await self._results.get_many(
-            [_RESULT_KEY + i for i in ids] + ApprovalQueue.keys(ids)
+            [_result_key(owner, i) for i in ids] + ApprovalQueue.keys(ids)
         )
         decided = ApprovalQueue.verdicts(found[len(ids) :])
         for (call_id, position, call, tool, verdict), kept, operator in zip(
@@ -112,6 +127,8 @@ class ApprovalFlow:
             if operator is not None and (verdict is None or verdict.approved):
                 verdict = operator[0]  # the operator decided; a client's refusal still wins
             approval = await self._store.get(call_id)
+            if approval is not None and approval.owner != owner:
+                approval = None  # another key's: unknown here, and left for its owner
             if approval is None and (tool is None or verdict is None):
                 continue  # a client tool's result that looks like a verdict, or a real one
             bound = conversation_digest(client_messages[:position])
@@ -119,7 +136,7 @@ class ApprovalFlow:
                 answer = _denied("the tool is not available to this request")
             elif verdict is None:
                 answer = _denied(_NOT_A_VERDICT)
-            elif problem := refusal(approval, tool.qualified_name, call.arguments, bound):
+            elif problem := refusal(approval, tool.qualified_name, call.arguments, bound, owner):
                 answer = _denied(problem)
             elif not verdict.approved:
                 why = f": {verdict.reason}" if verdict.reason else ""
@@ -132,30 +149,39 @@ class ApprovalFlow:
             # Kept only where nothing is: a request racing the one that ran the call (it took
             # the approval after this one looked for a kept outcome) must not overwrite the
             # run's outcome with its refusal; it answers with what the run kept instead.
-            first = await self._results.add(_RESULT_KEY + call_id, _tool_message(call_id, answer))
+            kept_answer = _tool_message(call_id, answer)
+            first = await self._results.add(_result_key(owner, call_id), kept_answer)
             resolution.answers[call_id] = answer if first is None else first[0]["content"]
         return resolution
 
-    async def claim(self, call_id: str) -> bool:
-        """Use the approval of a call about to start; False when another request did.
+    async def claim(self, call_id: str, *, owner: str = "") -> bool:
+        """Use the approval of a call about to start, which `resolve` found `owner`'s; False
+        when another request did.
 
         Taken only now, so a request cut off before its approved call starts leaves the
         approval valid. The call is marked before it runs: if the run is cut off, a replay
         learns that it may have run, and never runs it again.
         """
+        # No owner check here: an approval's owner never changes, and `resolve` checked it.
         if await self._store.take(call_id) is None:
             return False
-        await self._keep(call_id, _INTERRUPTED)
+        await self._keep(call_id, _INTERRUPTED, owner)
         return True
 
-    async def remember(self, results: list[ToolResult]) -> None:
-        """Keep the results of approved calls for requests that replay this history."""
+    async def remember(self, results: list[ToolResult], *, owner: str = "") -> None:
+        """Keep the results of `owner`'s approved calls for requests that replay this
+        history under the same key."""
         for result in results:
-            await self._keep(result.call_id, result.content)
+            await self._keep(result.call_id, result.content, owner)
 
-    async def _keep(self, call_id: str, content: str) -> None:
+    async def _keep(self, call_id: str, content: str, owner: str) -> None:
         # Every outcome is kept, refusals too: a replayed history must read the same.
-        await self._results.put(_RESULT_KEY + call_id, _tool_message(call_id, content))
+        await self._results.put(_result_key(owner, call_id), _tool_message(call_id, content))
+
+
+def _result_key(owner: str, call_id: str) -> str:
+    """Where the outcome of a call is kept for replays under the key named `owner`."""
+    return _RESULT_KEY + owned(owner, call_id)
 
 
 def _tool_message(call_id: str, content: str) -> list[Message]:

@@ -4,6 +4,9 @@ When one model turn calls registry tools and client tools, the client sees only 
 calls. The hidden part (earlier rounds, the full assistant message, the registry's results)
 is kept here, keyed by the client's call ids, and spliced back into the history when the
 client returns with its results, so the upstream always receives a complete history.
+
+Keys are kept apart per client key (`owned`): a history replayed under another key finds
+nothing of the turn, whatever call ids it carries.
 """
 
 from __future__ import annotations
@@ -94,18 +97,27 @@ class MemoryTurnStore:
             self._bytes -= entry[1]
 
 
+def owned(owner: str, key: str) -> str:
+    """`key` in the part of a TurnStore that belongs to the client key named `owner`; no
+    other owner's lookups can reach it. Without an owner (authentication off) it is `key`
+    itself, as it was before keys had owners."""
+    # The length makes the owner's end unambiguous, whatever characters the names hold.
+    return f"{len(owner)}:{owner}:{key}" if owner else key
+
+
 AFTER_RESULTS = "toolwire_after_results"
 """Marks a kept message that belongs after the client's tool results (attachments)."""
 
 
-async def restore(store: TurnStore, messages: list[Message]) -> list[Message]:
-    """The history with every assistant message that ended a pending turn expanded.
+async def restore(store: TurnStore, messages: list[Message], owner: str = "") -> list[Message]:
+    """The history with every assistant message that ended a pending turn of `owner`'s
+    expanded (the turns were kept under `owned(owner, call_id)`).
 
     Kept messages marked `AFTER_RESULTS` go after the tool messages that follow, so every
     tool message still directly follows the assistant message it answers. Every pending
     turn is looked up at once (one round trip to a shared store).
     """
-    keys = [_turn_key(message) for message in messages]
+    keys = [_turn_key(message, owner) for message in messages]
     wanted = [key for key in keys if key is not None]
     if not wanted:
         return list(messages)
@@ -129,7 +141,7 @@ async def restore(store: TurnStore, messages: list[Message]) -> list[Message]:
     return restored
 
 
-def _turn_key(message: Message) -> str | None:
+def _turn_key(message: Message, owner: str) -> str | None:
     """The key a pending turn ended by `message` would be kept under (its first call's id)."""
     if message.get("role") != "assistant":
         return None
@@ -137,4 +149,4 @@ def _turn_key(message: Message) -> str | None:
     if not calls or not isinstance(calls, list) or not isinstance(calls[0], dict):
         return None
     call_id = calls[0].get("id")
-    return call_id if isinstance(call_id, str) else None
+    return owned(owner, call_id) if isinstance(call_id, str) else None

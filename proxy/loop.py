@@ -16,7 +16,7 @@ from registry import ToolResult
 
 from .approvals import USED_APPROVAL, ApprovalFlow, apply_answers
 from .assembler import Answer, Assembler, Usage, assistant_message
-from .continuations import AFTER_RESULTS, TurnStore, restore
+from .continuations import AFTER_RESULTS, TurnStore, owned, restore
 from .controls import Controls
 from .events import Finished, LoopEvent, ToolsFinished, ToolsStarted
 from .injection import SEARCH_SCHEMA
@@ -74,7 +74,9 @@ class ToolLoop:
         """
         state = _State(
             guard=LoopGuard(self._limits_for(turn.controls)),
-            history=await restore(self._turns, _strip_vendor_fields(turn.body["messages"])),
+            history=await restore(
+                self._turns, _strip_vendor_fields(turn.body["messages"]), turn.owner
+            ),
             body=_upstream_body(turn.body),
         )
         async for event in self._resume_approved(turn, state):
@@ -112,13 +114,14 @@ class ToolLoop:
 
     async def _resume_approved(self, turn: Turn, state: _State) -> AsyncIterator[LoopEvent]:
         """Run or refuse the calls the client answered with a verdict; put in the outcomes."""
-        resolution = await self._approvals.resolve(turn.body["messages"], turn.toolset)
+        approvals, owner = self._approvals, turn.owner
+        resolution = await approvals.resolve(turn.body["messages"], turn.toolset, owner=owner)
         if resolution.to_run:
             results: dict[str, ToolResult] = {}
             approved = tuple(call for _, call in resolution.to_run)
             admitted = []
             for tool, call in resolution.to_run:
-                if await self._approvals.claim(call.id):
+                if await approvals.claim(call.id, owner=owner):
                     admitted.append(await self._gate.admit(tool, call, turn.caller, approved=True))
                 else:
                     results[call.id] = ToolResult.error(call.id, "denied", USED_APPROVAL)
@@ -126,7 +129,7 @@ class ToolLoop:
             await self._execute(turn, state, admitted, results)
             ran = [results[call.id] for call in approved]
             yield ToolsFinished(approved, tuple(ran))
-            await self._approvals.remember([results[a.call.id] for a in admitted])
+            await approvals.remember([results[a.call.id] for a in admitted], owner=owner)
             resolution.answers.update((r.call_id, r.content) for r in ran)
         state.history = apply_answers(state.history, resolution.answers)
 
@@ -151,9 +154,11 @@ class ToolLoop:
         """End the turn with the calls the client must answer; keep the rest for its return."""
         returned = calls.handed_back
         for call in returned:
-            await self._turns.put(call.id, hidden)
+            await self._turns.put(owned(turn.owner, call.id), hidden)
         approvals = (
-            await self._approvals.request(calls.asks, turn.body["messages"]) if calls.asks else ()
+            await self._approvals.request(calls.asks, turn.body["messages"], owner=turn.owner)
+            if calls.asks
+            else ()
         )
         return Finished("tool_calls", state.usage, tuple(returned), approvals=tuple(approvals))
 

@@ -1,7 +1,8 @@
 """Stored Responses API responses: what `previous_response_id` and `GET /v1/responses/{id}` read.
 
 Kept behind a protocol so replicas can share them (a Redis backend); the in-memory store
-bounds entries by age and the whole store by bytes.
+bounds entries by age and the whole store by bytes. Both keep a response as the same JSON
+(`encode`), its owner included: a response is its key's alone (`visible_to`).
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ from typing import Any, Protocol
 
 import orjson
 
+from policies import Principal
+
 
 @dataclass(frozen=True, slots=True)
 class StoredResponse:
@@ -23,6 +26,28 @@ class StoredResponse:
     conversation: list[dict[str, Any]]
     """Every input item up to and including this response's output, the proxy's hidden
     tool rounds included: what a follow-up with `previous_response_id` continues."""
+    owner: str = ""
+    """The name of the client key that made it; empty when authentication is off."""
+
+    def visible_to(self, principal: Principal | None) -> bool:
+        """Whether `principal` may read, continue or delete this response: the key that made
+        it, and the master key; anyone when authentication is off (no principal).
+
+        A response kept before responses had owners (or while authentication was off) is
+        nobody's: with authentication on, only the master key reaches it.
+        """
+        return principal is None or principal.master or principal.name == self.owner
+
+
+def encode(stored: StoredResponse) -> bytes:
+    """`stored` as every store keeps it: `[response, conversation, owner]`."""
+    return orjson.dumps([stored.response, stored.conversation, stored.owner])
+
+
+def decode(data: bytes | str) -> StoredResponse:
+    """A stored response from `encode`'s JSON; one kept without an owner is nobody's."""
+    response, conversation, *owner = orjson.loads(data)
+    return StoredResponse(response, conversation, owner[0] if owner else "")
 
 
 class ResponseStore(Protocol):
@@ -55,7 +80,7 @@ class MemoryResponseStore:
         self._entries: OrderedDict[str, tuple[float, int, bytes]] = OrderedDict()
 
     async def put(self, response_id: str, stored: StoredResponse) -> None:
-        data = orjson.dumps([stored.response, stored.conversation])
+        data = encode(stored)
         size = len(data)
         if size > self._max_bytes:
             return  # larger than the whole store: keeping it would evict everything else
@@ -75,8 +100,7 @@ class MemoryResponseStore:
         if entry[0] < time.monotonic():
             self._drop(response_id)
             return None
-        response, conversation = orjson.loads(entry[2])
-        return StoredResponse(response, conversation)
+        return decode(entry[2])
 
     async def delete(self, response_id: str) -> bool:
         return self._drop(response_id)

@@ -31,3 +31,9 @@ class Turn:
     @property
     def request_id(self) -> str:
         return self.caller.request_id
+
+    @property
+    def owner(self) -> str:
+        """The name of the key whose state this turn makes and reads (stored responses,
+        approvals, kept outcomes, pending turns); empty when authentication is off."""
+        return self.caller.caller or ""

@@ -26,7 +26,7 @@ from redis.exceptions import RedisError
 from policies import PendingApproval
 
 from ..errors import StateUnavailableError
-from ..response_store import StoredResponse
+from ..response_store import StoredResponse, decode, encode
 
 log = logging.getLogger("toolwire.state")
 
@@ -211,6 +211,8 @@ class RedisApprovalStore:
 
 
 def _approval(data: bytes | str | None) -> PendingApproval | None:
+    # A record kept before approvals had owners loads as nobody's (owner ""): with
+    # authentication on, no key's verdict matches it.
     return None if data is None else PendingApproval(**orjson.loads(data))
 
 
@@ -225,7 +227,7 @@ class RedisResponseStore:
 
     async def put(self, response_id: str, stored: StoredResponse) -> None:
         """Keep `stored` (not when over the byte cap). Raises StateUnavailableError."""
-        data = orjson.dumps([stored.response, stored.conversation])
+        data = encode(stored)
         if not self._state.fits(data, self._KIND, response_id):
             return
         with reaching("storing the response"):
@@ -237,10 +239,7 @@ class RedisResponseStore:
         """The response under `response_id`, or None. Raises StateUnavailableError."""
         with reaching("reading a stored response"):
             data = await self._state.client.get(self._state.key(self._KIND, response_id))
-        if data is None:
-            return None
-        response, conversation = orjson.loads(data)
-        return StoredResponse(response, conversation)
+        return None if data is None else decode(data)
 
     async def delete(self, response_id: str) -> bool:
         """Forget a response; whether it was there. Raises StateUnavailableError."""

@@ -97,7 +97,7 @@ class Responses:
         prior: list[Item] = []
         if body.previous_response_id is not None:
             stored = await services.responses.get(body.previous_response_id)
-            if stored is None:
+            if stored is None or not stored.visible_to(context.principal):
                 raise ResponseNotFoundError(
                     f"previous response {body.previous_response_id!r} not found",
                     param="previous_response_id",
@@ -143,26 +143,29 @@ class Responses:
                 builder.prepare(event)
                 hidden = [] if prepared.plan.show_rounds else _round_items(event.rounds)
                 conversation = [*prepared.conversation, *hidden, *builder.output]
-                stored = StoredResponse(builder.response(), conversation)
+                stored = StoredResponse(builder.response(), conversation, prepared.turn.owner)
                 await self._services.responses.put(prepared.plan.id, stored)
             yield event
 
 
 class ResponseRecords:
-    """`GET` and `DELETE /v1/responses/{id}`."""
+    """`GET` and `DELETE /v1/responses/{id}`: another key's response is not found, exactly
+    as an unknown id."""
 
     def __init__(self, services: Services) -> None:
         self._store = services.responses
 
     async def __call__(self, request: Request) -> Response:
         response_id = request.path_params["response_id"]
+        stored = await self._store.get(response_id)
+        if stored is None or not stored.visible_to(context_of(request.scope).principal):
+            raise _not_found(response_id)
         if request.method == "DELETE":
+            # Owners never change, so the response read is the one deleted; gone meanwhile
+            # (another request's delete), it is not found either.
             if not await self._store.delete(response_id):
                 raise _not_found(response_id)
             return JSONResponse({"id": response_id, "object": "response", "deleted": True})
-        stored = await self._store.get(response_id)
-        if stored is None:
-            raise _not_found(response_id)
         return JSONResponse(stored.response)
 
 
