@@ -8,7 +8,6 @@ import dataclasses
 import logging
 import time
 from collections.abc import Iterable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from types import TracebackType
 from typing import Any
 
@@ -24,6 +23,7 @@ from registry.output import DEFAULT_MAX_RESULT_SIZE, render_output, truncate
 from registry.process_pool import ProcessBackend
 from registry.repair import repair_call
 from registry.retry import RetrySettings, call_with_retries, retries_for
+from registry.thread_pool import DaemonThreadPool
 from registry.tool import EXECUTION_MODES, ExecutionMode, Tool
 
 __all__ = ["Executor"]
@@ -50,9 +50,9 @@ class Executor:
     a tool that runs one call at a time, is bounded only by the caller (who may cancel).
     A timed-out or cancelled call sets its `ToolContext.cancelled`; a process-mode call also
     has its worker killed, while a thread cannot be killed and runs on until it returns or
-    heeds the flag. A result longer than the tool's `max_result_size`, else
-    `max_result_size` here (1 MiB of text by default; None for no limit), is cut with a
-    marker.
+    heeds the flag, or the process exits (the threads are daemons). A result longer than
+    the tool's `max_result_size`, else `max_result_size` here (1 MiB of text by default;
+    None for no limit), is cut with a marker.
 
     Raises:
         RegistryError: a non-positive timeout or worker count, or an unknown mode.
@@ -80,7 +80,9 @@ class Executor:
         self._strict = strict_arguments
         self._retry = retry or RetrySettings()
         self._max_result_size = max_result_size
-        self._pool = ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="toolwire")
+        # Daemon threads: a sync tool that runs on past its timeout cannot hold the process
+        # at exit (the stdlib pool joins its threads then).
+        self._pool = DaemonThreadPool(max_workers, thread_name_prefix="toolwire")
         self._inline = InlineBackend()
         self._threads = ThreadBackend(self._pool, workers=max_workers)
         self._processes = ProcessBackend(workers=process_workers, fallback=self._threads)

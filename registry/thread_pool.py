@@ -1,0 +1,106 @@
+"""A thread pool whose threads never keep the process alive: where sync tools run."""
+
+from __future__ import annotations
+
+import itertools
+import queue
+import threading
+from collections.abc import Callable
+from concurrent.futures import Executor, Future
+from typing import Any, ParamSpec, TypeVar
+
+__all__ = ["DaemonThreadPool"]
+
+P = ParamSpec("P")
+T = TypeVar("T")
+
+_Job = tuple[Future[Any], Callable[[], Any]]
+
+
+class DaemonThreadPool(Executor):
+    """Runs submitted functions on up to `max_workers` daemon threads, started on demand.
+
+    `concurrent.futures.ThreadPoolExecutor` joins its threads when the interpreter exits,
+    `shutdown(wait=False)` or not; a tool's function that sleeps on after its call timed out
+    (a thread cannot be interrupted) would then hold the process past its shutdown for as
+    long as it runs. These threads are daemons and nothing joins them: the process exits
+    when its main thread does, and a function still running is abandoned with it.
+
+    Raises:
+        ValueError: `max_workers` is not positive.
+    """
+
+    def __init__(self, max_workers: int, *, thread_name_prefix: str = "toolwire") -> None:
+        if max_workers <= 0:
+            raise ValueError("max_workers must be positive")
+        self._max_workers = max_workers
+        self._prefix = thread_name_prefix
+        self._jobs: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
+        self._threads: list[threading.Thread] = []
+        self._numbers = itertools.count()
+        # Released by a thread each time it finishes a job: an idle thread takes the next
+        # job, so a new thread starts only when none is idle.
+        self._idle = threading.Semaphore(0)
+        self._lock = threading.Lock()
+        self._closed = False
+
+    def submit(self, fn: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> Future[T]:
+        """Schedule `fn(*args, **kwargs)`; its future has the outcome.
+
+        Raises:
+            RuntimeError: the pool was shut down.
+        """
+        with self._lock:
+            if self._closed:
+                raise RuntimeError("cannot schedule new futures after shutdown")
+            future: Future[T] = Future()
+            self._jobs.put((future, lambda: fn(*args, **kwargs)))
+            if not self._idle.acquire(blocking=False) and len(self._threads) < self._max_workers:
+                self._start_thread()
+        return future
+
+    def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
+        """Take no more jobs; threads end once the jobs queued before have run (`cancel_futures`:
+        those not yet started are cancelled instead). `wait` joins the threads."""
+        with self._lock:
+            self._closed = True
+            if cancel_futures:
+                while True:
+                    try:
+                        job = self._jobs.get_nowait()
+                    except queue.Empty:
+                        break
+                    if job is not None:
+                        job[0].cancel()
+            threads = list(self._threads)
+            for _ in threads:
+                self._jobs.put(None)
+        if wait:
+            for thread in threads:
+                thread.join()
+
+    def _start_thread(self) -> None:
+        name = f"{self._prefix}_{next(self._numbers)}"
+        thread = threading.Thread(target=self._work, name=name, daemon=True)
+        thread.start()
+        self._threads.append(thread)
+
+    def _work(self) -> None:
+        while True:
+            job = self._jobs.get()
+            if job is None:
+                return
+            _run(*job)
+            del job  # an idle thread holds nothing of the last job
+            self._idle.release()
+
+
+def _run(future: Future[Any], call: Callable[[], Any]) -> None:
+    if not future.set_running_or_notify_cancel():
+        return
+    try:
+        result = call()
+    except BaseException as exc:  # the future carries it, as the stdlib pool's does
+        future.set_exception(exc)
+    else:
+        future.set_result(result)
