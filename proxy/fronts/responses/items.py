@@ -145,13 +145,26 @@ def _output(call_id: str, output: str) -> Item:
 
 
 def _mcp_output(item: Item) -> str:
+    # A failed call goes back as the model saw it ("Error (kind): ..."), not re-wrapped.
     error = item.get("error")
     if error:
         if isinstance(error, dict):
-            error = error.get("message") or orjson.dumps(error.get("content", error)).decode()
-        return f"Error: {error}"
+            error = (
+                error.get("message")
+                or _texts(error.get("content"))
+                or orjson.dumps(error.get("content", error)).decode()
+            )
+        error = str(error)
+        return error if error.startswith("Error") else f"Error: {error}"
     output = item.get("output")
     return output if isinstance(output, str) else ""
+
+
+def _texts(content: Any) -> str:
+    parts = content if isinstance(content, list) else []
+    return "".join(
+        p["text"] for p in parts if isinstance(p, dict) and isinstance(p.get("text"), str)
+    )
 
 
 def _verdict(item: Item, where: str) -> str:
