@@ -30,6 +30,7 @@ from .fronts import (
     Responses,
     anthropic_error_body,
 )
+from .hosts import AllowedHosts
 from .injection import Catalog
 from .loop import ToolLoop
 from .router import UpstreamRouter
@@ -71,8 +72,9 @@ def create_app(
         ConfigError: traces are configured but OpenTelemetry is not installed.
     """
     hot = _HotRoutes()
-    mcp = _mcp_front(settings)
-    admin = _admin_front(settings)
+    hosts = AllowedHosts(settings.server.allowed_hosts, bound=settings.server.host)
+    mcp = _mcp_front(settings, hosts)
+    admin = _admin_front(settings, hosts)
     telemetry = telemetry if telemetry is not None else Telemetry.from_settings(settings)
 
     @contextlib.asynccontextmanager
@@ -104,7 +106,7 @@ def create_app(
             Route("/readyz", _readyz, methods=["GET"]),
             Route("/metrics", telemetry.metrics_endpoint, methods=["GET"]),
             *([Route("/mcp", mcp)] if mcp is not None else []),
-            *([Mount("/admin", admin.app)] if admin is not None else []),
+            *([Mount("/admin", admin.app)] if admin is not None else []),  # type: ignore[arg-type]
         ],
         lifespan=lifespan,
         exception_handlers={HTTPException: _http_error, ProxyError: _proxy_error},
@@ -112,22 +114,22 @@ def create_app(
     return ToolwireApp(routes, hot, telemetry)
 
 
-def _mcp_front(settings: Settings) -> McpFront | None:
+def _mcp_front(settings: Settings, hosts: AllowedHosts) -> McpFront | None:
     """`/mcp`, when enabled; the MCP SDK's server is imported only then (about a second)."""
     if not settings.mcp_server.enabled:
         return None
     from .fronts.mcp import McpFront
 
-    return McpFront()
+    return McpFront(hosts)
 
 
-def _admin_front(settings: Settings) -> AdminFront | None:
+def _admin_front(settings: Settings, hosts: AllowedHosts) -> AdminFront | None:
     """The admin front, when enabled; FastAPI is imported only then (about a second)."""
     if not settings.admin.enabled:
         return None
     from .admin import AdminFront
 
-    return AdminFront(settings.admin, settings.auth)
+    return AdminFront(settings.admin, settings.auth, hosts)
 
 
 async def _start(

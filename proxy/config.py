@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import re
 from pathlib import Path
@@ -44,6 +45,18 @@ class ServerConfig(BaseModel):
     """On SIGTERM, how long running requests (streams included) may take to finish, new ones
     getting 503, before they are cancelled and the sources closed (`shutdown_timeout_s`, its
     former name, is read too)."""
+    allowed_hosts: list[str] = Field(default_factory=lambda: ["localhost", "127.0.0.1", "::1"])
+    """The names this server answers to on the admin and `/mcp`, beside loopback and `host`:
+    a request whose `Host` or browser `Origin` names anything else gets a 403 (a web page
+    after DNS rebinding sends its own name)."""
+
+    @field_validator("allowed_hosts")
+    @classmethod
+    def _bare_names(cls, value: list[str]) -> list[str]:
+        for name in value:
+            if not name or (any(ch in name for ch in "/:@ ") and not _ipv6(name)):
+                raise ValueError(f"{name!r}: give a host name or address, without scheme or port")
+        return value
 
 
 EmulationFormatName = Literal[
@@ -216,6 +229,13 @@ class Settings(BaseModel):
     admin: AdminConfig = Field(default_factory=AdminConfig)
     base_dir: Path = Field(default_factory=Path.cwd, exclude=True)
     """Where relative paths in the file are resolved: the config file's folder."""
+
+
+def _ipv6(name: str) -> bool:
+    try:
+        return isinstance(ipaddress.ip_address(name.strip("[]")), ipaddress.IPv6Address)
+    except ValueError:
+        return False
 
 
 def load_settings(path: str | Path, environ: dict[str, str] | None = None) -> Settings:

@@ -17,9 +17,11 @@ from registry import RegistryError, SourceNotFoundError, ToolNotFoundError
 from ..approval_queue import ApprovalNotPendingError
 from ..config import AdminConfig
 from ..errors import ProxyError
+from ..hosts import AllowedHosts
 from ..services import Services
 from .api import router
 from .auth import AdminAuth
+from .browsers import BrowserGuard
 from .events import CallFeed, EventHub
 from .runtime import AdminRuntime
 from .tools import ToolDesk
@@ -29,15 +31,17 @@ STATIC = Path(__file__).parent / "static"
 
 
 class AdminFront:
-    """The app for `/admin` (`app`): the API under `api/`, the panel at `/`.
+    """The app for `/admin` (`app`): the API under `api/`, the panel at `/`, both answering
+    only requests that name this server (`hosts`) and taking changes as JSON.
 
     Its objects exist while `serving` runs (in the proxy's lifespan).
     """
 
-    def __init__(self, config: AdminConfig, auth: AuthConfig | None) -> None:
+    def __init__(self, config: AdminConfig, auth: AuthConfig | None, hosts: AllowedHosts) -> None:
         self._config = config
         self._auth = auth
-        self.app = _build_app()
+        self._api = _build_app()
+        self.app = BrowserGuard(self._api, hosts)
 
     @contextlib.asynccontextmanager
     async def serving(self, services: Services) -> AsyncIterator[None]:
@@ -62,11 +66,11 @@ class AdminFront:
         )
         stop_registry = services.registry.on_change(hub.registry_changed)
         stop_calls = services.gate.watch(CallFeed(hub))
-        self.app.state.admin = runtime
+        self._api.state.admin = runtime
         try:
             yield
         finally:
-            self.app.state.admin = None
+            self._api.state.admin = None
             stop_calls()
             stop_registry()
             hub.close()

@@ -32,7 +32,8 @@ async def admin_proxy(
     sections.setdefault("admin", {"key": ADMIN})
     async with make_proxy(registry_with(), **sections) as proxy:
         root = proxy.base_url.removesuffix("/v1")
-        headers = {"authorization": f"Bearer {ADMIN}"}
+        # Changes are taken as JSON only, bodiless ones too, as the panel sends them.
+        headers = {"authorization": f"Bearer {ADMIN}", "content-type": "application/json"}
         async with httpx.AsyncClient(base_url=f"{root}/admin", headers=headers) as admin:
             proxy.client.api_key = CLIENT
             yield proxy, admin

@@ -25,9 +25,11 @@ async function api(path, options = {}) {
   const headers = { ...(options.headers || {}) };
   const key = sessionStorage.getItem(KEY);
   if (key) headers.authorization = `Bearer ${key}`;
-  if (options.body !== undefined) headers["content-type"] = "application/json";
+  const method = options.method || "GET";
+  // The API takes changes as JSON only, bodiless ones too (no cross-origin page can send that).
+  if (method !== "GET") headers["content-type"] = "application/json";
   const response = await fetch(`api/${path}`, {
-    method: options.method || "GET",
+    method,
     headers,
     body: options.body === undefined ? undefined : JSON.stringify(options.body),
   });

@@ -4,9 +4,9 @@ Sessions are stateful (the SDK's session manager, SSE responses): an `ask` tool 
 client mid-call through elicitation, and the client's answer must find the waiting call.
 Each session is bound to the key that opened it; every request in it is still judged by
 its own key, which the edge authenticated before the request got here. Session ids carry
-256 random bits (`sessions`); browsers' requests from other origins than this machine are
-refused (DNS rebinding); clients hear `notifications/tools/list_changed` whenever the
-registry changes (`changes`).
+256 random bits (`sessions`); requests whose `Host` or browser `Origin` names anything but
+this server are refused (DNS rebinding, `proxy.hosts`); clients hear
+`notifications/tools/list_changed` whenever the registry changes (`changes`).
 """
 
 from __future__ import annotations
@@ -14,7 +14,6 @@ from __future__ import annotations
 import contextlib
 import importlib.metadata
 from collections.abc import AsyncIterator
-from urllib.parse import urlsplit
 
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.auth.provider import AccessToken
@@ -23,6 +22,7 @@ from mcp.server.models import InitializationOptions
 
 from ...asgi import Receive, Scope, Send, send_json
 from ...context import context_of
+from ...hosts import AllowedHosts
 from ...services import Services
 from .approvals import Approvals
 from .changes import ToolChanges
@@ -34,15 +34,14 @@ INSTRUCTIONS = (
     "Tools gathered behind a Toolwire proxy. Each call passes the proxy's policy; a call "
     "that needs approval asks you first, or is refused when it cannot ask."
 )
-_LOOPBACK = frozenset({"localhost", "127.0.0.1", "::1"})
-"""Browser origins allowed to call `/mcp` (a DNS-rebinding page has any other host)."""
 
 
 class McpFront:
     """The `/mcp` endpoint: an ASGI app that serves MCP while `serving` runs, 503 before."""
 
-    def __init__(self) -> None:
+    def __init__(self, hosts: AllowedHosts) -> None:
         self._manager: SessionManager | None = None
+        self._hosts = hosts
 
     @contextlib.asynccontextmanager
     async def serving(
@@ -84,10 +83,9 @@ class McpFront:
         if manager is None:
             await _refuse(send, 503, "the proxy is not ready")
             return
-        headers = context_of(scope).headers
-        origin = headers.get("origin")
-        if origin is not None and urlsplit(origin).hostname not in _LOOPBACK:
-            await _refuse(send, 403, f"origin not allowed: {origin}")
+        refusal = self._hosts.refusal(context_of(scope).headers, scope.get("server"))
+        if refusal is not None:
+            await _refuse(send, 403, refusal)
             return
         principal = context_of(scope).principal
         if principal is not None:
