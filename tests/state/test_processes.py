@@ -180,9 +180,10 @@ async def test_a_killed_mid_stream_leaves_b_serving_and_the_state_consistent(
             with contextlib.suppress(BaseException):
                 await streamed
     runs.hold.unlink()
-    # In Redis: the approval A took is gone, the mark A left before running the call stays.
+    # In Redis: the approval A took is gone, the mark A left before running the call stays
+    # (among the outcomes of the key that paused the call, `free`).
     assert await _keys(redis_server, f"{prefix}approval:{booking['id']}") == []
-    assert await _keys(redis_server, f"{prefix}outcome:approved-result:{booking['id']}")
+    assert await _keys(redis_server, f"{prefix}outcome:approved-result:*:free:{booking['id']}")
     # B: the booking A was running is not run again; the model learns it may have run.
     upstream.script(Reply.text("It may be booked."), Reply.text("Order 7 ships today."))
     await ask(b.client, stream=True, messages=answered(booking, APPROVE))
