@@ -36,16 +36,21 @@ WEATHER = {"type": "mcp", "server_label": "t"}
 
 def model(body: dict[str, Any]) -> Reply:
     """The scripted model: `weather <city>` calls `t_get_weather`, `add <a> <b>` calls
-    `t_add`; after tool results it repeats the last one (so a client reads what the model
-    was told); anything else is echoed."""
+    `t_add`, `order <id> <a> <b>` calls `t_add` and the client's `lookup_order`; after tool
+    results it repeats every result of the conversation, ` | ` between them (so a client
+    reads what the model was told); anything else is echoed."""
     last = body["messages"][-1]
     if last["role"] == "tool":
-        return Reply.text(f"told: {last['content']}")
+        told = [m["content"] for m in body["messages"] if m["role"] == "tool"]
+        return Reply.text(f"told: {' | '.join(told)}")
     words = _text(last.get("content")).split()
     if words[:1] == ["weather"]:
         return Reply.tool_calls([("t_get_weather", {"city": words[1]})])
     if words[:1] == ["add"]:
         return Reply.tool_calls([("t_add", {"a": int(words[1]), "b": int(words[2])})])
+    if words[:1] == ["order"]:
+        terms = {"a": int(words[2]), "b": int(words[3])}
+        return Reply.tool_calls([("t_add", terms), ("lookup_order", {"order_id": words[1]})])
     return Reply.text(f"echo: {' '.join(words)}")
 
 

@@ -30,6 +30,7 @@ from tests.e2e.tenants import (
     tenants_of,
     user,
 )
+from tests.e2e.tools import LOOKUP
 from tests.fakes.upstream import FakeUpstream, Reply
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
@@ -111,7 +112,7 @@ async def test_an_operators_approval_completes_only_the_asking_keys_turn(
     (call,) = first.tool_calls
     listed = (await tenants.admin.get("/approvals")).json()
     assert [(e["call_id"], e["owner"]) for e in listed] == [(call["id"], "a")]
-    approved = await tenants.admin.post(f"/approvals/{call['id']}/approve")
+    approved = await tenants.admin.post(f"/approvals/{call['id']}/approve", json={})
     assert approved.status_code == 200 and approved.json()["approved"] is True
     waiting = answered("weather Rome", call, "waiting for the operator")
     refused = await ask(tenants.b, stream=False, messages=waiting)
@@ -120,6 +121,19 @@ async def test_an_operators_approval_completes_only_the_asking_keys_turn(
     ran = await ask(tenants.a, stream=True, messages=waiting)
     assert json.loads(ran.content.removeprefix("told: "))["city"] == "Rome"
     assert tenants.runs.count("Rome") == 1
+
+
+async def test_a_turn_handed_back_is_continued_only_under_its_key(tenants: Tenants) -> None:
+    # A's turn ran t.add (hidden) and handed back the client's lookup_order call.
+    first = await ask(tenants.a, stream=False, messages=user("order 7 40 2"), tools=[LOOKUP])
+    (call,) = first.tool_calls
+    assert call["function"]["name"] == "lookup_order"
+    history = answered("order 7 40 2", call, "shipped")
+    # B sending A's history: the model gets B's own messages, none of A's hidden round.
+    seen_by_b = await ask(tenants.b, stream=False, messages=history, tools=[LOOKUP])
+    assert seen_by_b.content == "told: shipped"
+    seen_by_a = await ask(tenants.a, stream=True, messages=history, tools=[LOOKUP])
+    assert seen_by_a.content == "told: 42 | shipped"
 
 
 def _verdict(request_id: str) -> dict[str, Any]:

@@ -114,7 +114,7 @@ async def test_an_operators_approval_on_one_replica_completes_only_the_asking_ke
     (call,) = first.tool_calls
     listed = (await two.admin.get("/approvals")).json()
     assert (call["id"], "a") in [(e["call_id"], e["owner"]) for e in listed]
-    assert (await one.admin.post(f"/approvals/{call['id']}/approve")).status_code == 200
+    assert (await one.admin.post(f"/approvals/{call['id']}/approve", json={})).status_code == 200
     waiting = answered("weather Rome", call, "waiting for the operator")
     refused = await ask(two.b, stream=False, messages=waiting)
     assert refused.content == f"told: {UNKNOWN}"
