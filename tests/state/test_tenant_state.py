@@ -6,6 +6,7 @@ as nobody's."""
 from __future__ import annotations
 
 import json
+import time
 import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -16,6 +17,11 @@ import pytest
 import pytest_asyncio
 from redis import asyncio as aioredis
 
+from policies import MemoryApprovalStore, Principal, pending, refusal
+from proxy.approval_queue import MemoryOpenApprovalStore, OpenApproval
+from proxy.response_store import MemoryResponseStore, StoredResponse
+from proxy.state.queue import RedisOpenApprovalStore
+from proxy.state.redis import RedisApprovalStore, RedisResponseStore, RedisState
 from tests.conftest import serve_proxy
 from tests.e2e.answers import ask
 from tests.e2e.responses_client import respond
@@ -144,3 +150,32 @@ async def test_records_written_before_owners_load_as_nobodys(replicas: Replicas)
     history = answered("weather Lima", call, {"approve": True})
     assert (await ask(two.a, stream=False, messages=history)).content == f"told: {UNKNOWN}"
     assert "Lima" not in one.runs
+
+
+async def test_memory_and_redis_keep_owners_alike(replicas: Replicas) -> None:
+    state = RedisState(replicas.redis, prefix=f"{replicas.prefix}stores:", max_entry_bytes=4096)
+    a, b, master = Principal("a"), Principal("b"), Principal("master", master=True)
+    for responses in (
+        MemoryResponseStore(ttl_s=60, max_bytes=4096),
+        RedisResponseStore(state, ttl_s=60),
+    ):
+        await responses.put("resp_1", StoredResponse({"id": "resp_1"}, [], "a"))
+        await responses.put("resp_2", StoredResponse({"id": "resp_2"}, []))
+        mine, nobodys = await responses.get("resp_1"), await responses.get("resp_2")
+        assert mine is not None and nobodys is not None
+        assert [mine.visible_to(p) for p in (a, b, master, None)] == [True, False, True, True]
+        assert [nobodys.visible_to(p) for p in (a, b, master, None)] == [False, False, True, True]
+    for approvals in (MemoryApprovalStore(), RedisApprovalStore(state)):
+        await approvals.put(pending("call_tw1", "t.get_weather", {"city": "Oslo"}, 60, "c", "a"))
+        approval = await approvals.get("call_tw1")
+        assert approval is not None and approval.owner == "a"
+        args = {"city": "Oslo"}
+        assert refusal(approval, "t.get_weather", args, "c", "a") is None
+        assert refusal(approval, "t.get_weather", args, "c", "b") == UNKNOWN.removeprefix(
+            "Error (denied): "
+        )
+    now = time.time()
+    for listed in (MemoryOpenApprovalStore(), RedisOpenApprovalStore(state)):
+        await listed.put(OpenApproval("call_tw1", "t.x", {}, "asks", now, now + 60, owner="a"))
+        entry = await listed.get("call_tw1")
+        assert entry is not None and entry.owner == "a"

@@ -6,7 +6,7 @@ import logging
 import secrets
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import orjson
 from llm_rosetta import OpenAIChatConverter, OpenAIResponsesConverter
@@ -157,8 +157,9 @@ class ResponseRecords:
 
     async def __call__(self, request: Request) -> Response:
         response_id = request.path_params["response_id"]
+        principal = context_of(cast(Scope, request.scope)).principal
         stored = await self._store.get(response_id)
-        if stored is None or not stored.visible_to(context_of(request.scope).principal):
+        if stored is None or not stored.visible_to(principal):
             raise _not_found(response_id)
         if request.method == "DELETE":
             # Owners never change, so the response read is the one deleted; gone meanwhile
