@@ -2,7 +2,7 @@
 
 from .drain import Drain, Stop
 from .edge import OVERHEAD_HEADER, Telemetry
-from .logs import JsonFormatter, LogFormat, RequestIdFilter, log_config
+from .logs import JsonFormatter, LogFormat, RequestIdFilter, TextFormatter, log_config
 from .metrics import MULTIPROC_ENV, Metrics, ModelLabels
 from .tracing import Tracing
 
@@ -17,6 +17,7 @@ __all__ = [
     "RequestIdFilter",
     "Stop",
     "Telemetry",
+    "TextFormatter",
     "Tracing",
     "log_config",
 ]

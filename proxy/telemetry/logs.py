@@ -1,10 +1,18 @@
-"""Log lines that carry their request's id: a filter, a JSON formatter, the set-up for
-`toolwire serve`, and the one summary line each request ends with."""
+"""Log lines that carry their request's id: a filter, the text and JSON formatters, the
+set-up for `toolwire serve`, and the one summary line each request ends with.
+
+What a client sends reaches log lines (a path, a model name, a tool's arguments in an error):
+the text format escapes control characters in every message, so no value can end a line and
+start a forged one, and the summary line escapes spaces in its values too, so none can add a
+`key=value` of its own. The JSON format escapes by construction.
+"""
 
 from __future__ import annotations
 
 import datetime
+import json
 import logging
+import re
 import sys
 from typing import Any, Literal
 
@@ -21,6 +29,14 @@ requests_log = logging.getLogger("toolwire.requests")
 
 _QUIET_PATHS = frozenset({"/healthz", "/readyz", "/metrics"})
 """Probes and scrapes: their summary lines are DEBUG, not INFO."""
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+"""C0 and C1 controls (CR, LF, NEL, ESC ...) and the Unicode line and paragraph separators:
+what a terminal or log viewer may take for a line break or a command."""
+_CONTROL_OR_SPACE = re.compile(r"[\x00-\x20\x7f-\x9f\u2028\u2029]")
+_JSON_BREAKS = re.compile(r"[\x85\u2028\u2029]")
+"""Line breaks to Unicode-aware readers that JSON may leave raw in strings (C0 controls it
+must escape)."""
 
 # Everything a LogRecord has of its own; any other attribute came in `extra=` and is kept.
 _RECORD_FIELDS = frozenset(
@@ -49,6 +65,34 @@ class RequestIdFilter(logging.Filter):
         return True
 
 
+def escaped(text: str, *, spaces: bool = False) -> str:
+    """`text` with control characters (and, with `spaces`, spaces) as `\\xNN` / `\\uNNNN`."""
+    if text.isprintable() and not (spaces and " " in text):
+        return text  # nearly always: one C-level scan, no regex
+    return (_CONTROL_OR_SPACE if spaces else _CONTROL).sub(_escape, text)
+
+
+def _escape(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def _json_escape(match: re.Match[str]) -> str:
+    return f"\\u{ord(match.group()):04x}"
+
+
+class TextFormatter(logging.Formatter):
+    """`TEXT_FORMAT` lines whose message has its control characters escaped: one record is
+    one line whatever it quotes (a traceback still follows on lines of its own)."""
+
+    def __init__(self, fmt: str = TEXT_FORMAT) -> None:
+        super().__init__(fmt)
+
+    def formatMessage(self, record: logging.LogRecord) -> str:
+        record.message = escaped(record.message)
+        return super().formatMessage(record)
+
+
 class JsonFormatter(logging.Formatter):
     """One JSON object per line: time, level, logger, message, request_id, and extras."""
 
@@ -71,7 +115,11 @@ class JsonFormatter(logging.Formatter):
             line["exception"] = record.exc_text
         if record.stack_info:
             line["stack"] = self.formatStack(record.stack_info)
-        return orjson.dumps(line, default=str).decode()
+        try:
+            text = orjson.dumps(line, default=str).decode()
+        except TypeError:  # a lone surrogate, which orjson refuses: escaped as \udXXX
+            return json.dumps(line, default=str)
+        return text if text.isascii() else _JSON_BREAKS.sub(_json_escape, text)
 
 
 def stderr_handler() -> logging.Handler:
@@ -91,9 +139,8 @@ def stderr_handler() -> logging.Handler:
 def log_config(log_format: LogFormat, level: str) -> dict[str, Any]:
     """A `logging.config.dictConfig` for the proxy and uvicorn alike (uvicorn applies it in
     every worker): one handler on stderr, the request id on every line."""
-    formatter: dict[str, Any] = (
-        {"()": f"{__name__}.JsonFormatter"} if log_format == "json" else {"format": TEXT_FORMAT}
-    )
+    kind = "JsonFormatter" if log_format == "json" else "TextFormatter"
+    formatter: dict[str, Any] = {"()": f"{__name__}.{kind}"}
     return {
         "version": 1,
         "disable_existing_loggers": False,
@@ -138,6 +185,10 @@ def log_summary(context: RequestContext, method: str, path: str, now: float) -> 
         fields["stopped_by"] = stats.stopped_by
     if stats.disconnected:
         fields["disconnected"] = True
+    # The client's values, escaped for the text line; JSON keeps the model as sent.
+    fields["model"] = escaped(fields["model"], spaces=True)
     pairs = " ".join([f"{key}={value}" for key, value in fields.items()])
+    fields["model"] = stats.model or NO_REQUEST
     ending = "; client disconnected" if stats.disconnected else ""
+    path = escaped(path, spaces=True)
     requests_log.log(level, "%s %s %s%s", method, path, pairs, ending, extra=fields)
