@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any, Protocol
 
 from registry import Tool
 
 from .decisions import Decision
-from .principals import CallContext
+from .principals import CallContext, Principal
 
 
 class Policy(Protocol):
@@ -22,6 +22,11 @@ class Policy(Protocol):
         self, tool: Tool, arguments: Mapping[str, Any], context: CallContext
     ) -> Decision:
         """The verdict for calling `tool` with `arguments` in `context`."""
+        ...
+
+    def rules_on_tag(self, tag: str, principals: Iterable[Principal] = ()) -> list[str]:
+        """The configured rules, its own and the `principals`' keys', that match on `tag`,
+        named for an operator."""
         ...
 
 

@@ -6,7 +6,7 @@ import importlib
 import inspect
 import logging
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from fnmatch import fnmatchcase
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -18,7 +18,7 @@ from registry import Tool
 from .decisions import ALLOW, Action, Decision
 
 if TYPE_CHECKING:
-    from .principals import CallContext
+    from .principals import CallContext, Principal
 
 log = logging.getLogger("toolwire.policy")
 
@@ -201,6 +201,7 @@ class RulePolicy:
     def __init__(self, config: PolicyConfig) -> None:
         presets = [rule for name in config.presets for rule in PRESETS[name]]
         self._rules = (*presets, *config.rules)
+        self._config = config
         self._handler = load_handler(config.handler) if config.handler else None
         self._default = Decision(config.default, _default_reason(config.default))
 
@@ -227,11 +228,36 @@ class RulePolicy:
             return await _ask_handler(self._handler, tool, arguments, context)
         return self._default
 
+    def rules_on_tag(self, tag: str, principals: Iterable[Principal] = ()) -> list[str]:
+        """The rules that match on `tag`, named as in proxy.yaml: `policy.presets` and
+        `policy.rules` entries, and the `policy` entries of the `principals`' keys
+        (`policy.rules[0] (deny)`, `auth.keys[team-a].policy[1] (allow)`)."""
+        presets = [
+            f"policy.presets: {name} ({PRESETS[name][0].action.value})"
+            for name in self._config.presets
+            if _on_tag(PRESETS[name], tag, "")
+        ]
+        keys = [
+            named
+            for principal in principals
+            for named in _on_tag(principal.rules, tag, f"auth.keys[{principal.name}].policy")
+        ]
+        return [*presets, *_on_tag(self._config.rules, tag, "policy.rules"), *keys]
+
     def _rules_for(self, context: CallContext) -> tuple[Rule, ...]:
         principal = context.principal
         if principal is None or not principal.rules:
             return self._rules
         return (*principal.rules, *self._rules)
+
+
+def _on_tag(rules: Sequence[Rule], tag: str, where: str) -> list[str]:
+    """Each of `rules` whose match names `tag`, as `where[index] (action)`."""
+    return [
+        f"{where}[{index}] ({rule.action.value})"
+        for index, rule in enumerate(rules)
+        if tag in (rule.match.tags or ())
+    ]
 
 
 async def _ask_handler(

@@ -25,6 +25,8 @@ class _Entry:
     wire_name: str
     schema: dict[str, Any]
     schema_bytes: bytes
+    registered_tags: frozenset[str]
+    """The tags the tool came with; `update` changes the tool's, never these."""
     disabled_reason: str | None = None
 
 
@@ -121,7 +123,9 @@ class ToolRegistry:
                 "parameters": tool.parameters,
             },
         }
-        self._entries[qualified] = _Entry(tool, wire, schema, orjson.dumps(schema))
+        self._entries[qualified] = _Entry(
+            tool, wire, schema, orjson.dumps(schema), registered_tags=tool.metadata.tags
+        )
         self._changed()
         return tool
 
@@ -194,6 +198,15 @@ class ToolRegistry:
             ToolNotFoundError: no such tool.
         """
         return self._entry(qualified_name).disabled_reason
+
+    def registered_tags(self, qualified_name: str) -> frozenset[str]:
+        """The tags the tool was registered with: those its source, its configuration and its
+        code gave it, whatever `update` changed since.
+
+        Raises:
+            ToolNotFoundError: no such tool.
+        """
+        return self._entry(qualified_name).registered_tags
 
     def get_tool(self, qualified_name: str) -> Tool:
         """The tool registered under `qualified_name`, enabled or not.

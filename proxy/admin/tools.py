@@ -11,6 +11,7 @@ from typing import Any
 from policies import CallContext, Gate, Principal
 from registry import Tool, ToolMetadata, ToolNotFoundError, ToolRegistry
 
+from ..errors import ProxyError
 from .events import EventHub
 from .models import (
     ImportReport,
@@ -113,12 +114,15 @@ class ToolDesk:
         return self._summary(self._registry.get_tool(name))
 
     def patch(self, name: str, patch: ToolPatch, *, by: str) -> ToolSummary:
-        """Change a tool's metadata now; the catalog follows the registry's version.
+        """Change a tool's metadata now; the catalog follows the registry's version. Tags may
+        be added, and those added here removed; the configuration's stay.
 
         Raises:
             ToolNotFoundError: no such tool.
             RegistryError: a value the tool model refuses.
+            ProxyError: 409, the patch removes a tag the configuration gave the tool.
         """
+        self._check(name, patch)
         changes = patch.model_dump(exclude_unset=True)
         metadata = _metadata(changes)
         tool = self._registry.update(name, description=changes.get("description"), **metadata)
@@ -136,14 +140,14 @@ class ToolDesk:
         Raises:
             ToolNotFoundError: the namespace has no tools.
             RegistryError: a value the tool model refuses (then no tool is changed).
+            ProxyError: 409, the patch removes a tag the configuration gave one of the tools
+                (then no tool is changed).
         """
-        tools = [t for t in self._registry if t.namespace == namespace]
-        if not tools:
+        names = [t.qualified_name for t in self._registry if t.namespace == namespace]
+        if not names:
             raise ToolNotFoundError(f"no tools in namespace {namespace!r}")
-        metadata = _metadata(patch.model_dump(exclude_unset=True))
-        for tool in tools:
-            tool.with_metadata(**metadata)  # raises before anything changed
-        names = [tool.qualified_name for tool in tools]
+        for name in names:
+            self._check(name, patch)  # raises before anything changed
         changed = [self.patch(name, patch, by=by) for name in names]
         self._hub.publish(
             "namespace",
@@ -177,13 +181,18 @@ class ToolDesk:
         )
 
     def load(self, document: StateDocument, *, by: str) -> ImportReport:
-        """Apply an exported state: tools this proxy lacks are reported, not created.
+        """Apply an exported state: tools this proxy lacks are reported, not created. Every
+        tool's metadata is checked before any is applied, as `patch` checks it.
 
         Raises:
-            RegistryError: a metadata value the tool model refuses (earlier tools stay
-                applied).
+            RegistryError: a metadata value the tool model refuses (then nothing changed).
+            ProxyError: 409, a tool's tags leave out one the configuration gave it (then
+                nothing changed).
         """
         applied, unknown = [], []
+        for name, state in document.tools.items():
+            if name in self._registry:
+                self._check(name, state.metadata)
         for name, state in document.tools.items():
             if name not in self._registry:
                 unknown.append(name)
@@ -194,6 +203,35 @@ class ToolDesk:
                 self.toggle(name, enabled=state.enabled, reason=state.disabled_reason or "", by=by)
             applied.append(name)
         return ImportReport(applied=applied, unknown=unknown)
+
+    def _check(self, name: str, patch: ToolPatch) -> None:
+        """Raise what applying `patch` to the tool would raise, changing nothing.
+
+        Raises:
+            ToolNotFoundError: no such tool.
+            RegistryError: a value the tool model refuses.
+            ProxyError: 409, the patch's tags leave out one the configuration gave the tool.
+        """
+        changes = patch.model_dump(exclude_unset=True)
+        metadata = _metadata(changes)
+        self._registry.get_tool(name).with_metadata(**metadata)
+        if "tags" in metadata:
+            removed = self._registry.registered_tags(name) - metadata["tags"]
+            if removed:
+                raise ProxyError(self._kept_tags(name, removed), status=409, code="conflict")
+
+    def _kept_tags(self, name: str, tags: frozenset[str]) -> str:
+        """Why `tags` stay on tool `name`, with the rules that match on each."""
+        principals = [principal for _, principal in self._callers if principal is not None]
+        named = []
+        for tag in sorted(tags):
+            rules = self._gate.policy.rules_on_tag(tag, principals)
+            named.append(f"{tag!r} (rules on it: {', '.join(rules)})" if rules else repr(tag))
+        which = f"tag {named[0]} comes" if len(named) == 1 else f"tags {', '.join(named)} come"
+        return (
+            f"tool {name!r}: the {which} from the configuration, and the admin API cannot "
+            "remove configured tags (it can add tags, and remove those it added)"
+        )
 
     def _summary(self, tool: Tool) -> ToolSummary:
         registry = self._registry

@@ -125,10 +125,12 @@ async def test_patched_metadata_applies_to_the_next_turn(
     make_proxy, upstream: FakeUpstream
 ) -> None:
     async with admin_proxy(make_proxy) as (proxy, admin):
-        patch = {"description": "Weather, from the admin.", "tags": ["network"]}
+        # The configured tags stay (test_admin_tags.py): the patch adds one.
+        tags = ["live", "network", "read_only"]
+        patch = {"description": "Weather, from the admin.", "tags": tags}
         changed = await admin.patch("/api/tools/t.get_weather", json=patch)
         assert changed.status_code == 200, changed.text
-        assert changed.json()["tags"] == ["network"]
+        assert changed.json()["tags"] == tags
         upstream.script(Reply.text("hello"))
         await ask(proxy.client, stream=False, messages=USER)
         assert _injected(upstream)["t_get_weather"]["description"] == "Weather, from the admin."
@@ -182,14 +184,15 @@ async def test_secrets_in_arguments_stay_out_of_the_log(make_proxy, upstream) ->
 async def test_state_export_and_import_round_trip(make_proxy) -> None:
     async with admin_proxy(make_proxy) as (_, admin):
         await admin.post("/api/tools/t.nap/disable", json={"reason": "slow"})
-        await admin.patch("/api/tools/t.add", json={"tags": ["math"], "defer": True})
+        patch = {"tags": ["math", "read_only"], "defer": True}
+        assert (await admin.patch("/api/tools/t.add", json=patch)).status_code == 200
         exported = (await admin.get("/api/state")).json()
         assert exported["tools"]["t.nap"] == {
             "enabled": False,
             "disabled_reason": "slow",
             "metadata": {},
         }
-        assert exported["tools"]["t.add"]["metadata"] == {"tags": ["math"], "defer": True}
+        assert exported["tools"]["t.add"]["metadata"] == patch
     async with admin_proxy(make_proxy) as (_, admin):
         exported["tools"]["t.gone"] = {"enabled": False}
         report = (await admin.post("/api/state", json=exported)).json()
@@ -198,7 +201,7 @@ async def test_state_export_and_import_round_trip(make_proxy) -> None:
         nap = (await admin.get("/api/tools/t.nap")).json()
         assert nap["enabled"] is False and nap["disabled_reason"] == "slow"
         add = (await admin.get("/api/tools/t.add")).json()
-        assert add["tags"] == ["math"] and add["deferred"] is True
+        assert add["tags"] == ["math", "read_only"] and add["deferred"] is True
         exported.pop("format")
         exported["tools"].pop("t.gone")
         assert (await admin.get("/api/state")).json()["tools"] == exported["tools"]

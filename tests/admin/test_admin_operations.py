@@ -57,13 +57,15 @@ async def test_a_namespace_patch_changes_every_tool_of_it_live(
     ):
         lines = events.aiter_lines()
         assert (await _next_event(lines))[0] == "ready"
-        patch = {"description": "Team tool.", "tags": ["team"], "timeout_s": 7}
+        # Every tool keeps its configured tags (read_only, network), so all are named.
+        tags = ["network", "read_only", "team"]
+        patch = {"description": "Team tool.", "tags": tags, "timeout_s": 7}
         changed = await admin.patch("/api/namespaces/t", json=patch)
         assert changed.status_code == 200, changed.text
         names = [t["name"] for t in changed.json()]
         assert names == ["t.get_weather", "t.add", "t.explode", "t.nap", "t.slow"]
         assert {(t["description"], tuple(t["tags"]), t["timeout_s"]) for t in changed.json()} == {
-            ("Team tool.", ("team",), 7.0)
+            ("Team tool.", tuple(tags), 7.0)
         }
         seen = []
         while not seen or seen[-1][0] != "namespace":
@@ -80,7 +82,7 @@ async def test_a_namespace_patch_changes_every_tool_of_it_live(
         await ask(proxy.client, stream=False, messages=USER)
         assert list(_injected(upstream)) == ["tool_search"]
         exported = (await admin.get("/api/state")).json()["tools"]
-        assert exported["t.add"]["metadata"]["tags"] == ["team"]
+        assert exported["t.add"]["metadata"]["tags"] == tags
         assert exported["t.add"]["metadata"]["defer"] is True
         missing = await admin.patch("/api/namespaces/nowhere", json={"defer": True})
         assert missing.status_code == 404 and "nowhere" in missing.json()["detail"]
