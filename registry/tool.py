@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+import math
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -26,8 +27,8 @@ class ToolMetadata:
     """How a tool is governed and run: tags, limits, deferral, where it came from.
 
     Raises:
-        RegistryError: a timeout or result size that is not positive, a negative retry
-            count, or an unknown execution mode.
+        RegistryError: a timeout that is not a positive finite number, a result size that
+            is not positive, a negative retry count, or an unknown execution mode.
     """
 
     tags: frozenset[str] = frozenset()
@@ -50,8 +51,11 @@ class ToolMetadata:
             raise RegistryError(f"tags must be a collection of strings, not {self.tags!r}")
         # str() turns Tag members into plain strings so tags print and serialize as values.
         object.__setattr__(self, "tags", frozenset(str(tag) for tag in self.tags))
-        if self.timeout_s is not None and self.timeout_s <= 0:
-            raise RegistryError(f"timeout_s must be positive, got {self.timeout_s}")
+        # NaN passes a `<= 0` test and infinity would switch the deadline off.
+        if self.timeout_s is not None and not (
+            math.isfinite(self.timeout_s) and self.timeout_s > 0
+        ):
+            raise RegistryError(f"timeout_s must be a positive finite number, got {self.timeout_s}")
         if self.max_result_size is not None and self.max_result_size <= 0:
             raise RegistryError(f"max_result_size must be positive, got {self.max_result_size}")
         if self.retries is not None and self.retries < 0:

@@ -16,6 +16,7 @@ from sse_starlette import EventSourceResponse, ServerSentEvent
 from registry import SourceStatus
 
 from .models import (
+    MAX_LOG_OFFSET,
     Approval,
     ApprovalVerdict,
     ImportReport,
@@ -31,6 +32,7 @@ from .models import (
     ToolSummary,
 )
 from .records import LogQuery, key_stats, log_page, stats
+from .routes import AdminRoute
 from .runtime import AdminRuntime
 from .tools import ToolQuery
 
@@ -57,7 +59,7 @@ def caller_of(request: Request, runtime: Annotated[AdminRuntime, Depends(runtime
 
 Runtime = Annotated[AdminRuntime, Depends(runtime_of)]
 Caller = Annotated[str, Depends(caller_of)]
-router = APIRouter(prefix="/api", dependencies=[Depends(caller_of)])
+router = APIRouter(prefix="/api", dependencies=[Depends(caller_of)], route_class=AdminRoute)
 
 
 @router.get("/whoami")
@@ -148,9 +150,9 @@ async def read_log(
     tool: str | None = None,
     outcome: str | None = None,
     request_id: str | None = None,
-    since: float | None = None,
-    until: float | None = None,
-    offset: Annotated[int, Query(ge=0)] = 0,
+    since: Annotated[float | None, Query(allow_inf_nan=False)] = None,
+    until: Annotated[float | None, Query(allow_inf_nan=False)] = None,
+    offset: Annotated[int, Query(ge=0, le=MAX_LOG_OFFSET)] = 0,
     limit: Annotated[int, Query(ge=1, le=500)] = 50,
 ) -> Response:
     """The execution log, newest first; `outcome` is `ok`, `error` or one outcome;

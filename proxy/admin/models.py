@@ -6,6 +6,13 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+MAX_TIMEOUT_S = 86_400.0
+"""The longest per-call timeout the admin sets: 24 hours."""
+MAX_LOG_OFFSET = 1_000_000_000
+"""The furthest a log page may start; far past any log a proxy keeps."""
+MAX_REASON = 500
+"""Characters of a reason given with an operator's action."""
+
 
 class KeyDecision(BaseModel):
     """What one configured key gets of a tool."""
@@ -57,7 +64,7 @@ class Toggle(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    reason: str = Field(default="", max_length=500)
+    reason: str = Field(default="", max_length=MAX_REASON)
 
 
 class ToolPatch(BaseModel):
@@ -68,7 +75,8 @@ class ToolPatch(BaseModel):
     tags: list[str] | None = None
     defer: bool | None = None
     search_hint: str | None = Field(default=None, max_length=1000)
-    timeout_s: float | None = Field(default=None, gt=0)
+    timeout_s: float | None = Field(default=None, gt=0, le=MAX_TIMEOUT_S, allow_inf_nan=False)
+    """Seconds, finite, at most `MAX_TIMEOUT_S`: a deadline can be moved, never lifted."""
     description: str | None = Field(default=None, max_length=10_000)
 
 
@@ -171,7 +179,7 @@ class ApprovalVerdict(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    reason: str = Field(default="", max_length=500)
+    reason: str = Field(default="", max_length=MAX_REASON)
 
 
 class ToolState(BaseModel):
