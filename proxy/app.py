@@ -240,11 +240,31 @@ class ToolwireApp:
                     headers = {"x-request-id": context.request_id}
                     await send_json(send, error.status, _error_shape(scope["path"])(error), headers)
                     return
+            elif scope["path"] in _POST_PATHS:
+                error = MethodNotAllowedError.on(scope["method"], scope["path"], "POST")
+                headers = {**error.headers, "x-request-id": context.request_id}
+                await send_json(send, error.status, _error_shape(scope["path"])(error), headers)
+                return
         await self.routes(scope, receive, send)  # type: ignore[arg-type]
 
 
 Handler = Callable[[Scope, Receive, Send], Awaitable[None]]
 _FRONT_PATHS = ("/v1/chat/completions", "/v1/responses", "/v1/messages")
+_POST_PATHS = frozenset({*_FRONT_PATHS, "/v1/messages/count_tokens"})
+"""The fronts' routes, dispatched here for POST; any other method is a 405."""
+
+
+class MethodNotAllowedError(ProxyError):
+    """A route asked with a method it does not take; `Allow` names those it does."""
+
+    status = 405
+    type = "invalid_request_error"
+    code = "method_not_allowed"
+
+    @classmethod
+    def on(cls, method: str, path: str, allow: str) -> MethodNotAllowedError:
+        message = f"{method} is not allowed on {path}; it takes {allow}"
+        return cls(message, headers={"allow": allow})
 
 
 def _error_shape(path: str) -> Callable[[ProxyError], dict[str, Any]]:
@@ -326,10 +346,19 @@ async def _readyz(request: Request) -> Response:
 
 
 async def _http_error(request: Request, exc: Exception) -> Response:
+    """The router's own refusals (no such route, a method the route does not take) in the
+    shape of the front the path belongs to."""
     assert isinstance(exc, HTTPException)
-    kind = "not_found" if exc.status_code == 404 else "invalid_request_error"
-    body = {"error": {"message": str(exc.detail), "type": kind, "param": None, "code": None}}
-    return JSONResponse(body, status_code=exc.status_code)
+    path = request.url.path
+    headers = dict(exc.headers or {})
+    error: ProxyError
+    if exc.status_code == 405 and "Allow" in headers:
+        error = MethodNotAllowedError.on(request.method, path, headers.pop("Allow"))
+    else:
+        error = ProxyError(str(exc.detail), status=exc.status_code)
+        error.type = "not_found" if exc.status_code == 404 else "invalid_request_error"
+    headers.update(error.headers)
+    return JSONResponse(_error_shape(path)(error), status_code=error.status, headers=headers)
 
 
 async def _proxy_error(request: Request, exc: Exception) -> Response:

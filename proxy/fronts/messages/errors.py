@@ -23,5 +23,10 @@ def error_body(exc: ProxyError) -> dict[str, Any]:
     """The error as the Anthropic SDK expects it, by status."""
     return {
         "type": "error",
-        "error": {"type": _TYPES.get(exc.status, "api_error"), "message": exc.message},
+        "error": {"type": _TYPES.get(exc.status, _by_class(exc.status)), "message": exc.message},
     }
+
+
+def _by_class(status: int) -> str:
+    # Anthropic answers other client errors (405, 415, 431 ...) as invalid requests.
+    return "invalid_request_error" if 400 <= status < 500 else "api_error"
