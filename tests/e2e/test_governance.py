@@ -354,7 +354,7 @@ async def test_every_front_and_path_goes_through_the_gate(
                 entry = {"type": "mcp", "server_label": "ops", "require_approval": "never"}
                 shown = await respond(team, stream=stream, model="m", input="go", tools=[entry])
                 assert items(shown, "mcp_call")[0].status == "failed"
-        # An approval issued to the master key, answered with team b's key: still denied.
+        # An approval issued to the master key, answered with team b's key: unknown to b.
         async with client(proxy, MASTER) as master:
             upstream.script(launch)
             paused = await ask(master, stream=False, messages=USER)
@@ -368,4 +368,5 @@ async def test_every_front_and_path_goes_through_the_gate(
         async with client(proxy, TEAM_B) as team:
             await ask(team, stream=False, messages=history)
     assert runs == []
-    assert tool_messages(upstream.requests[-1])[0]["content"].startswith("Error (denied)")
+    # The call is not b's, nor its tool one b sees: b's answer is left as b's own text.
+    assert tool_messages(upstream.requests[-1])[0]["content"] == '{"approve": true}'
