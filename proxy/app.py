@@ -274,8 +274,9 @@ def _error_shape(path: str) -> Callable[[ProxyError], dict[str, Any]]:
     return ProxyError.body
 
 
-_OPEN_PATHS = frozenset({"/healthz"})
-"""Paths that answer without a key (liveness probes)."""
+_OPEN_PATHS = frozenset({"/healthz", "/metrics"})
+"""Paths the edge lets through without a client key: liveness probes, and the metrics,
+which take operators' keys only and check them themselves."""
 
 
 def _admin(path: str) -> bool:

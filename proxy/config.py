@@ -183,11 +183,21 @@ class TelemetryConfig(BaseModel):
 
     metrics: bool = True
     """Serve Prometheus metrics on `GET /metrics`."""
+    metrics_key: str = Field(default="", repr=False)
+    """A key that may scrape `/metrics` and nothing else (`Authorization: Bearer <key>`),
+    beside the master and admin keys; set, it is needed even without `auth:`."""
     otlp_endpoint: str = ""
     """Export traces over OTLP/HTTP to this URL (e.g. `http://collector:4318`); empty: no
     tracing. Needs the `toolwire[otel]` extra."""
     service_name: str = "toolwire"
     """The traces' `service.name`."""
+
+    @field_validator("metrics_key")
+    @classmethod
+    def _long_enough(cls, value: str) -> str:
+        if value and len(value) < 8:
+            raise ValueError("must be at least 8 characters")
+        return value
 
     @field_validator("otlp_endpoint")
     @classmethod

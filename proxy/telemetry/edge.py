@@ -22,6 +22,7 @@ from ..fronts.messages import error_body
 from .drain import Drain
 from .logs import NO_REQUEST, log_summary
 from .metrics import CONTENT_TYPE, Metrics, ModelLabels
+from .scrapes import ScrapeKeys
 from .tool_calls import ToolCallListener
 from .tracing import Tracing
 from .turns import MeteredLoop, MeteredUpstream
@@ -59,9 +60,15 @@ _PREFIXES = (
 class Telemetry:
     """Request ids, summary logs, metrics and traces for one app; its drain state."""
 
-    def __init__(self, metrics: Metrics | None = None, tracing: Tracing | None = None) -> None:
+    def __init__(
+        self,
+        metrics: Metrics | None = None,
+        tracing: Tracing | None = None,
+        scrapes: ScrapeKeys | None = None,
+    ) -> None:
         self.metrics = metrics
         self.tracing = tracing
+        self._scrapes = scrapes
         self.listener = ToolCallListener(metrics, tracing)
         """The executor's listener for tool calls and permission decisions."""
         self.drain = Drain()
@@ -78,7 +85,7 @@ class Telemetry:
         metrics = Metrics(ModelLabels(_configured_models(settings))) if config.metrics else None
         if tracing is None and config.otlp_endpoint:
             tracing = Tracing.to_collector(config.otlp_endpoint, config.service_name)
-        return cls(metrics, tracing)
+        return cls(metrics, tracing, ScrapeKeys.from_settings(settings))
 
     def instrument(self, services: Services) -> Services:
         """The services with their loop measured; their sources' health on /metrics."""
@@ -98,9 +105,15 @@ class Telemetry:
             self.tracing.shutdown()
 
     async def metrics_endpoint(self, request: Request) -> Response:
-        """`GET /metrics`: the Prometheus text format."""
+        """`GET /metrics`: the Prometheus text format, for operators' keys.
+
+        Raises:
+            ProxyError: 401 without an operator's key, 403 with a client key.
+        """
         if self.metrics is None:
             return JSONResponse({"error": {"message": "metrics are off"}}, status_code=404)
+        if self._scrapes is not None:
+            self._scrapes.check(request.headers)
         return Response(self.metrics.exposition(), media_type=CONTENT_TYPE)
 
     async def serve(self, scope: Scope, receive: Receive, send: Send, app: App) -> None:

@@ -211,15 +211,26 @@ async def test_streams_guard_stops_and_approvals_are_counted(upstream: FakeUpstr
     )
 
 
-async def test_metrics_need_a_key_when_auth_is_on(upstream: FakeUpstream) -> None:
-    auth = {"keys": [{"name": "team-a", "key": "sk-team-a"}]}
-    async with _serve(upstream, auth=auth) as url:
+async def test_metrics_are_for_operators_keys_not_tenants(upstream: FakeUpstream) -> None:
+    auth = {"master_key": "sk-master-0", "keys": [{"name": "team-a", "key": "sk-team-a"}]}
+    admin = {"key": "sk-admin-00"}
+    telemetry = {"metrics_key": "sk-scrape-0"}
+    async with _serve(upstream, auth=auth, admin=admin, telemetry=telemetry) as url:
         root = url.removesuffix("/v1")
-        async with aiohttp.ClientSession() as session, session.get(f"{root}/metrics") as r:
-            assert r.status == 401
         async with _client(url, "sk-team-a") as client:
             await client.chat.completions.create(model="fake-model", messages=USER)
-        samples = await _metrics(url, key="sk-team-a")
+        async with aiohttp.ClientSession() as session:
+            for key, status in ((None, 401), ("sk-nobody", 401), ("sk-team-a", 403)):
+                headers = {"authorization": f"Bearer {key}"} if key else {}
+                async with session.get(f"{root}/metrics", headers=headers) as r:
+                    assert r.status == status, key
+                    error = (await r.json())["error"]
+                    assert "sk-" not in error["message"]
+                    if status == 401:
+                        assert r.headers["www-authenticate"] == "Bearer"
+        for key in ("sk-master-0", "sk-admin-00"):
+            await _metrics(url, key=key)
+        samples = await _metrics(url, key="sk-scrape-0")
     assert (
         _sample(
             samples,
@@ -231,12 +242,19 @@ async def test_metrics_need_a_key_when_auth_is_on(upstream: FakeUpstream) -> Non
         )
         == 1
     )
-    assert (
-        _sample(
-            samples, "toolwire_requests_total", front="metrics", model="-", key="-", status="401"
-        )
-        == 1
-    )
+    refused = {"front": "metrics", "model": "-", "key": "-"}
+    assert _sample(samples, "toolwire_requests_total", **refused, status="401") == 2
+    assert _sample(samples, "toolwire_requests_total", **refused, status="403") == 1
+
+
+async def test_a_metrics_key_is_needed_without_auth_too(upstream: FakeUpstream) -> None:
+    async with (
+        _serve(upstream, telemetry={"metrics_key": "sk-scrape-0"}) as url,
+        aiohttp.ClientSession() as session,
+    ):
+        async with session.get(url.removesuffix("/v1") + "/metrics") as r:
+            assert r.status == 401
+        await _metrics(url, key="sk-scrape-0")
 
 
 async def test_metrics_can_be_turned_off(upstream: FakeUpstream) -> None:
