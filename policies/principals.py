@@ -57,6 +57,20 @@ class AuthConfig(BaseModel):
             raise ValueError("must be at least 8 characters")
         return value or None
 
+    @field_validator("keys")
+    @classmethod
+    def _named_once(cls, keys: list[KeyConfig]) -> list[KeyConfig]:
+        # A key's stored responses, approvals and rate windows are its name's: two keys of
+        # one name, or one named as the master key, would share them.
+        names: set[str] = set()
+        for key in keys:
+            if key.name == MASTER:
+                raise ValueError(f"no key may be named {MASTER!r}, the master key's name")
+            if key.name in names:
+                raise ValueError(f"two keys are named {key.name!r}; each needs its own name")
+            names.add(key.name)
+        return keys
+
 
 @dataclass(frozen=True, slots=True)
 class Principal:

@@ -102,3 +102,13 @@ def test_a_master_key_shorter_than_eight_characters_is_refused(master_key: str) 
 def test_a_master_key_of_eight_characters_or_none_is_accepted() -> None:
     assert AuthConfig(master_key="12345678").master_key == "12345678"
     assert AuthConfig().master_key is None
+
+
+@pytest.mark.parametrize(
+    "names", [["ops", "ops"], ["master"]], ids=["duplicate", "the-master-keys-name"]
+)
+def test_key_names_are_unique_and_not_the_master_keys(names: list[str]) -> None:
+    # What a key's requests leave behind (stored responses, approvals) is its name's.
+    keys = [{"name": name, "key": f"secret-key-{i}"} for i, name in enumerate(names)]
+    with pytest.raises(ValidationError, match="named"):
+        AuthConfig.model_validate({"master_key": "master-secret", "keys": keys})
