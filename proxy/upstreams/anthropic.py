@@ -6,11 +6,15 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..config import UpstreamConfig
+from ..errors import UpstreamError
 from . import rosetta_fixes as fixes
 from .base import Chunk, Fault, provider_chunk, with_trace
 from .conversion import Conversion
 from .openai_chat import as_chunk, model_ids
 from .transport import Exchange, Transport, error_message, overloaded
+
+_CLIENT_READING = ("anthropic-version", "anthropic-beta")
+"""Headers saying how to read a request body the client wrote (passed on with it)."""
 
 
 class AnthropicUpstream:
@@ -49,6 +53,33 @@ class AnthropicUpstream:
             credential=credential,
             deadline=deadline,
         )
+
+    async def count_tokens(
+        self, document: dict[str, Any], *, headers: Mapping[str, str] | None = None
+    ) -> dict[str, Any]:
+        """The upstream's count (`POST /v1/messages/count_tokens`) of a Messages request as
+        the client wrote it, read by the client's `anthropic-version` and `anthropic-beta`.
+
+        Raises:
+            UpstreamError, UpstreamTimeoutError, UpstreamStatusError: as `Transport.exchange`.
+        """
+        sent, credential = self._headers(headers)
+        for name in _CLIENT_READING:
+            if headers and headers.get(name):
+                sent[name] = headers[name]
+        payload = {k: v for k, v in document.items() if k != "toolwire"}
+        exchange = self._transport.exchange(
+            f"{self._config.base_url}/v1/messages/count_tokens",
+            payload,
+            sent,
+            stream=False,
+            codec=_CountCodec,
+            credential=credential,
+        )
+        async with exchange as answer:
+            async for counted in answer:
+                return counted
+        raise UpstreamError(f"upstream {self.name!r} returned no token count")
 
     def _headers(self, incoming: Mapping[str, str] | None) -> tuple[dict[str, str], str]:
         headers = {
@@ -121,6 +152,20 @@ class _AnthropicCodec:
             chunk["usage"] = fixes.anthropic_usage(usage)
         data = self._thinking.provider_data()
         return [chunk, provider_chunk(data)] if data is not None else [chunk]
+
+
+class _CountCodec:
+    """A count_tokens answer, passed on as it is."""
+
+    finished = True
+
+    def event(self, payload: dict[str, Any]) -> list[Chunk]:
+        return [payload]
+
+    def whole(self, payload: Any) -> list[Chunk]:
+        if not isinstance(payload, dict) or not isinstance(payload.get("input_tokens"), int):
+            raise _fault(payload)
+        return [payload]
 
 
 def _fault(payload: Any) -> Fault:

@@ -23,7 +23,7 @@ from openai import AsyncOpenAI
 
 from tests.conftest import serve_proxy
 from tests.e2e.tools import registry_with
-from tests.fakes.anthropic_upstream import FakeAnthropic
+from tests.fakes.anthropic_upstream import FakeAnthropic, count_tokens
 from tests.fakes.gemini_upstream import FakeGemini
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
@@ -167,3 +167,23 @@ async def test_a_forwarded_key_reaches_keyless_upstreams_as_their_format_wants(
     assert from_openai_sdk["authorization"] == f"Bearer {CLIENT}"
     (to_gemini,) = await _sent(forwarded, GEMINI, ("openai",))
     assert to_gemini["x-goog-api-key"] == CLIENT  # the bare key, without its scheme
+
+
+async def test_count_tokens_reaches_an_anthropic_upstream_as_the_client_sent_it(
+    kept: Served, forwarded: Served
+) -> None:
+    beta = "files-api-2025-04-14"
+    for served, model, key in ((kept, KEYED, CONFIGURED), (forwarded, KEYLESS, CLIENT)):
+        start = len(served.claude.headers)
+        async with served.anthropic() as client:
+            counted = await client.beta.messages.count_tokens(
+                model=model, messages=USER, betas=[beta]
+            )
+            version = client.default_headers["anthropic-version"]
+        (headers,) = served.claude.headers[start:]
+        assert served.claude.paths[start].startswith("/v1/messages/count_tokens")
+        assert counted.input_tokens == count_tokens(served.claude.requests[start])
+        assert served.claude.requests[start]["messages"] == USER
+        assert beta in headers["anthropic-beta"].split(",")
+        assert headers["anthropic-version"] == version
+        assert headers["x-api-key"] == key and "authorization" not in headers

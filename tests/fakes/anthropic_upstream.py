@@ -2,10 +2,11 @@
 
 `POST /v1/messages` answers streamed (message_start, content_block_start / _delta / _stop
 with thinking_delta, signature_delta, text_delta and input_json_delta split anywhere,
-message_delta, message_stop, pings) or whole; `GET /v1/models` lists the models. Requests
-breaking the service's rules get its 400: `max_tokens` missing, a `system` role in
-`messages`, empty text blocks, turns not alternating, a `tool_use` not answered first in
-the next user turn, `tool_choice` not an object, no key.
+message_delta, message_stop, pings) or whole; `POST /v1/messages/count_tokens` counts
+(`count_tokens`); `GET /v1/models` lists the models. Requests breaking the service's rules
+get its 400: `max_tokens` missing, a `system` role in `messages`, empty text blocks, turns
+not alternating, a `tool_use` not answered first in the next user turn, `tool_choice` not
+an object, no key.
 """
 
 from __future__ import annotations
@@ -26,6 +27,12 @@ from tests.fakes.provider_server import (
 )
 
 MODEL = "claude-fake"
+COUNT_PATH = "/v1/messages/count_tokens"
+
+
+def count_tokens(body: dict[str, Any]) -> int:
+    """The fake's token count of a request: one per four bytes of its messages and tools."""
+    return len(orjson.dumps([body.get("messages"), body.get("tools")])) // 4
 
 
 class FakeAnthropic(ProviderFake):
@@ -43,12 +50,15 @@ class FakeAnthropic(ProviderFake):
             return json_response(
                 200, {"data": data, "has_more": False, "first_id": MODEL, "last_id": MODEL}
             )
-        if request.method != "POST" or request.path != "/v1/messages":
+        if request.method != "POST" or request.path not in ("/v1/messages", COUNT_PATH):
             return self.error_response(404, f"no route {request.path}", "not_found_error")
         key = request.headers.get("x-api-key") or request.headers.get("authorization", "")
         if not key:
             return self.error_response(401, "x-api-key header is required", "authentication_error")
         require("anthropic-version" in request.headers, "anthropic-version header is required")
+        if request.path == COUNT_PATH:
+            require(isinstance(body, dict) and bool(body.get("messages")), "messages: required")
+            return json_response(200, {"input_tokens": count_tokens(body)})
         check_request(body)
         reply = self.next_reply(body)
         if reply.kind == "error":
