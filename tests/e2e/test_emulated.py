@@ -166,17 +166,28 @@ async def test_auto_passes_other_rejections_through(
     assert len(upstream.requests) == 1
 
 
-async def test_tool_choice_none_and_unknown_names_stay_text(
+def _reader(name: str) -> dict[str, Any]:
+    return {"type": "function", "function": {"name": name, "parameters": {"type": "object"}}}
+
+
+async def test_tool_choice_none_and_unknown_or_ambiguous_names_stay_text(
     make_proxy, upstream: FakeUpstream, stream: bool
 ) -> None:
     text = call("t_add", {"a": 1, "b": 2})
-    no_tool_parser(upstream, text, call("no_such_tool", {}))
+    loose = call("READ-FILE", {"path": "a"})  # loosely both read_file and readFile
+    no_tool_parser(upstream, text, call("no_such_tool", {}), loose, loose)
     async with make_proxy(registry_with(), upstream={"tool_calling": "emulated"}) as proxy:
         refused = await ask(proxy.client, stream=stream, messages=USER, tool_choice="none")
         unknown = await ask(proxy.client, stream=stream, messages=USER)
+        one = [_reader("read_file")]
+        taken = await ask(proxy.client, stream=stream, messages=USER, tools=one)
+        two = [_reader("read_file"), _reader("readFile")]
+        ambiguous = await ask(proxy.client, stream=stream, messages=USER, tools=two)
     assert refused.content == text and not refused.tool_calls
     assert "no_such_tool" in unknown.content and not unknown.tool_calls
-    assert len(upstream.requests) == 2
+    assert [c["function"]["name"] for c in taken.tool_calls] == ["read_file"]
+    assert ambiguous.content == loose and not ambiguous.tool_calls
+    assert len(upstream.requests) == 4
     assert upstream.requests[0]["messages"][-1]["content"].endswith(
         "(Answer directly; do not call any function in this reply.)"
     )
