@@ -58,7 +58,8 @@ class ResponseStore(Protocol):
         ...
 
     async def get(self, response_id: str) -> StoredResponse | None:
-        """The response kept under `response_id`, or None."""
+        """The response kept under `response_id`, or None; whoever owns it (a caller checks
+        `visible_to` before it serves, continues or deletes it)."""
         ...
 
     async def delete(self, response_id: str) -> bool:
