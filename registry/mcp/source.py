@@ -41,6 +41,9 @@ class McpSource:
         self._registry: ConfiguredRegistry | None = None
         # MCP tool name -> (qualified name in the registry, fingerprint of its definition).
         self._tools: dict[str, tuple[str, str]] = {}
+        # Qualified name -> why it was disabled, for tools the server stopped listing while
+        # disabled: listed again, they come back disabled.
+        self._withdrawn: dict[str, str] = {}
         self._problems: list[str] = []
 
     async def start(self, registry: ToolRegistry) -> None:
@@ -110,6 +113,9 @@ class McpSource:
             kept[mcp_tool.name] = (qualified, mark)
         for name, (qualified, _) in self._tools.items():
             if name not in kept and qualified in registry:
+                reason = registry.disabled_reason(qualified)
+                if reason is not None:
+                    self._withdrawn[qualified] = reason
                 registry.unregister(qualified)
         unknown = sorted(set(self._config.overrides) - kept.keys())
         if unknown:
@@ -133,7 +139,10 @@ class McpSource:
                 f"tool {qualified!r} is already registered by another source; set `namespace`"
             )
         registry.register(tool)
-        # A tool the config disables keeps that reason; else a run-time disable carries over.
+        if disabled is None:
+            disabled = self._withdrawn.pop(qualified, None)
+        # A tool the config disables keeps that reason; else a run-time disable carries over,
+        # across a changed definition or a gap in the listing.
         if disabled is not None and registry.disabled_reason(qualified) is None:
             registry.disable(qualified, disabled)
         return qualified

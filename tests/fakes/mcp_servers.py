@@ -5,7 +5,8 @@ HTTP or SSE on an ephemeral port in the test's event loop with `serve_http(NAME,
 
 - `demo`: text, structured, image, mixed-content, failing, slow and annotated tools.
 - `paged`: 250 tools listed 7 per page.
-- `changing`: calling `grow` adds a tool and sends `notifications/tools/list_changed`.
+- `changing`: calling `grow` adds a tool, `reword` changes one, `drop` removes one; each
+  sends `notifications/tools/list_changed`.
 """
 
 from __future__ import annotations
@@ -147,23 +148,45 @@ def paged_server() -> Server[Any]:
 
 
 def changing_server() -> MCPServer:
-    """Each `grow` call adds a tool `extra_N` and tells the client the list changed."""
+    """Each `grow` call adds a tool `extra_N`, `reword` gives one a new description, `drop`
+    removes one; each tells the client the list changed."""
     server = MCPServer("toolwire-test-changing")
     added: list[str] = []
 
-    @server.tool()
-    async def grow(ctx: Context) -> str:
-        """Add a tool and notify."""
-        name = f"extra_{len(added) + 1}"
-
+    def extra_tool(name: str, description: str) -> None:
         def extra() -> str:
             return f"{name} works"
 
-        server.add_tool(extra, name=name, description=f"Added at run time ({name})")
+        server.add_tool(extra, name=name, description=description)
+
+    @server.tool()
+    async def grow(ctx: Context, tool: str = "") -> str:
+        """Add a tool (`tool`, else the next `extra_N`) and notify."""
+        name = tool or f"extra_{len(added) + 1}"
+        extra_tool(name, f"Added at run time ({name})")
         added.append(name)
         # Legacy sessions get the bare notification; 2026 ones only through subscriptions.
         await ctx.session.send_tool_list_changed()
         return f"added {name}"
+
+    @server.tool()
+    async def reword(tool: str, description: str, ctx: Context) -> str:
+        """Give an added tool a new description and notify."""
+        server.remove_tool(tool)
+        extra_tool(tool, description)
+        await ctx.session.send_tool_list_changed()
+        return f"reworded {tool}"
+
+    @server.tool(
+        annotations=types.ToolAnnotations(
+            read_only_hint=False, destructive_hint=True, open_world_hint=False
+        )
+    )
+    async def drop(tool: str, ctx: Context) -> str:
+        """Remove a tool and notify."""
+        server.remove_tool(tool)
+        await ctx.session.send_tool_list_changed()
+        return f"dropped {tool}"
 
     return server
 

@@ -65,9 +65,10 @@ async def test_demo_server_tools_calls_and_results(demo_entry, start_source, reg
     assert "the disk is full" in failed.content
 
     lookup = registry.get_tool("demo.lookup")
-    assert {"read_only", "network"} <= lookup.metadata.tags
+    # Hints the server leaves out give no tag (not destructive, not read-only).
+    assert lookup.metadata.tags == {"read_only", "network"}
     assert lookup.metadata.extra["annotations"] == {"readOnlyHint": True, "openWorldHint": True}
-    assert "destructive" in registry.get_tool("demo.delete_item").metadata.tags
+    assert registry.get_tool("demo.delete_item").metadata.tags == {"destructive"}
     assert registry.get_tool("demo.echo").metadata.tags == frozenset()
 
 
