@@ -56,7 +56,7 @@ async def test_each_replica_lists_every_paused_call_and_every_verdict(
             assert [e["arguments"] for e in listed] == [{"city": "Oslo"}, {"city": "Rome"}]
             assert {e["decided_by"] for e in listed} == {None}
         # A's call approved on B, B's refused on A: each replica sees both verdicts.
-        approved = await admin_b.post(f"/approvals/{on_a['id']}/approve")
+        approved = await admin_b.post(f"/approvals/{on_a['id']}/approve", json={})
         assert approved.json()["tool"] == "t.get_weather" and approved.json()["approved"]
         await admin_a.post(f"/approvals/{on_b['id']}/deny", json={"reason": "not Rome"})
         for admin in (admin_a, admin_b):
@@ -69,7 +69,7 @@ async def test_each_replica_lists_every_paused_call_and_every_verdict(
         await ask(a.client, stream=False, messages=continued(on_b, json.dumps({"approve": True})))
         for admin in (admin_a, admin_b):
             assert await _listed(admin) == []
-            gone = await admin.post(f"/approvals/{on_a['id']}/deny")
+            gone = await admin.post(f"/approvals/{on_a['id']}/deny", json={})
             assert gone.status_code == 404
     assert runs == ["Oslo"]
     oslo, rome = (tool_messages(r)[0]["content"] for r in upstream.requests[-2:])
