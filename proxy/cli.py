@@ -198,6 +198,7 @@ async def _call_tool(args: argparse.Namespace, settings: Settings) -> int:
                 RulePolicy(settings.policy),
                 executor,
                 guards=Guards(settings.guards, MemoryRateLimiter()),
+                registry=registry,
             )
             if tool is None or not gate.in_scope(tool, context):
                 print(f"error: no tool named {args.name!r}", file=sys.stderr)
