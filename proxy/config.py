@@ -45,6 +45,16 @@ class ServerConfig(BaseModel):
     """On SIGTERM, how long running requests (streams included) may take to finish, new ones
     getting 503, before they are cancelled and the sources closed (`shutdown_timeout_s`, its
     former name, is read too)."""
+    max_header_bytes: int = Field(default=64 * 1024, ge=1024)
+    """A request's line and headers together; past it the connection gets a 431 and is
+    closed, before any authentication."""
+    max_headers: int = Field(default=100, ge=1)
+    """How many header fields a request may have (431 past it)."""
+    header_timeout_s: float = Field(default=10.0, gt=0)
+    """A request's line and headers must arrive within this time of the connection's opening
+    (on a kept-alive connection, of the next request's first byte); else it gets a 408 and
+    is closed (a connection that sent nothing is just closed), so slow clients cannot hold
+    connections open."""
     allowed_hosts: list[str] = Field(default_factory=lambda: ["localhost", "127.0.0.1", "::1"])
     """The names this server answers to on the admin and `/mcp`, beside loopback and `host`:
     a request whose `Host` or browser `Origin` names anything else gets a 403 (a web page

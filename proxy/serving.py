@@ -24,6 +24,7 @@ import uvicorn
 
 from registry import SourceSet, ToolRegistry
 
+from . import http_limits
 from .app import create_app, sources_for
 from .config import Settings, load_settings
 from .state import NOT_SHARED, check_state
@@ -31,6 +32,8 @@ from .telemetry import MULTIPROC_ENV, Drain, Stop, log_config
 
 __all__ = ["app_from_env", "serve", "started"]
 
+_BOUND_ENV = "TOOLWIRE_BOUND"
+"""`HOST PORT` that `toolwire serve --workers` passes to its workers."""
 _CANCEL_AFTER_DRAIN_S = 1
 """After the drain, how long uvicorn waits for what still runs (GETs' event streams, work
 the drain gave up on) before cancelling it."""
@@ -40,6 +43,7 @@ def serve(args: argparse.Namespace, settings: Settings) -> int:
     """Serve until a signal has drained the server; the exit status."""
     host = args.host or settings.server.host
     port = args.port if args.port is not None else settings.server.port
+    settings = _bound_to(settings, host, port)
     logs = log_config(args.log_format, args.log_level)
     logging.config.dictConfig(logs)
     asyncio.run(check_state(settings))  # an unreachable Redis is a clean exit 1
@@ -53,6 +57,7 @@ def serve(args: argparse.Namespace, settings: Settings) -> int:
     if args.workers > 1:
         # Each worker process builds its own app (and starts its own sources) from the file.
         os.environ["TOOLWIRE_CONFIG"] = os.path.abspath(args.config)
+        os.environ[_BOUND_ENV] = f"{host} {port}"
         with _metrics_shared_by_workers():
             uvicorn.run(
                 "proxy.serving:app_from_env",
@@ -60,7 +65,7 @@ def serve(args: argparse.Namespace, settings: Settings) -> int:
                 host=host,
                 port=port,
                 workers=args.workers,
-                http="httptools",
+                http=http_limits.protocol(settings.server),
                 loop="uvloop",
                 log_level=args.log_level,
                 log_config=logs,
@@ -83,7 +88,7 @@ async def _serve_one(settings: Settings, host: str, port: int, args: argparse.Na
             app,
             host=host,
             port=port,
-            http="httptools",
+            http=http_limits.protocol(settings.server),
             log_level=args.log_level,
             log_config=log_config(args.log_format, args.log_level),
             access_log=args.access_log,
@@ -100,6 +105,13 @@ async def _serve_one(settings: Settings, host: str, port: int, args: argparse.Na
         # On SIGTERM the drain lets running requests finish while new ones get 503, then
         # uvicorn stops listening and returns; then the sources close.
         await server.serve()
+
+
+def _bound_to(settings: Settings, host: str, port: int) -> Settings:
+    """`settings` with the address `--host` and `--port` chose: the bound host is one of the
+    names the admin and `/mcp` answer to."""
+    server = settings.server.model_copy(update={"host": host, "port": port})
+    return settings.model_copy(update={"server": server})
 
 
 def _stopper(server: uvicorn.Server) -> Stop:
@@ -163,6 +175,9 @@ def _metrics_shared_by_workers() -> Iterator[None]:
 def app_from_env() -> object:
     """The app for worker processes: the config path comes from TOOLWIRE_CONFIG."""
     settings = load_settings(os.environ.get("TOOLWIRE_CONFIG", "proxy.yaml"))
+    if _BOUND_ENV in os.environ:
+        host, _, port = os.environ[_BOUND_ENV].rpartition(" ")
+        settings = _bound_to(settings, host, int(port))
     app = create_app(settings)
     _drain_worker(app.telemetry.drain, settings.server.drain_s)
     return app

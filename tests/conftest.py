@@ -49,7 +49,7 @@ async def serve_proxy(
     settings = parse_settings(config, base_dir=REPO, environ={})
     registry = registry if registry is not None else ToolRegistry()
     app = create_app(settings, registry=registry)
-    async with serve_app(app) as root:
+    async with serve_app(app, server=settings.server) as root:
         base_url = f"{root}/v1"
         client = AsyncOpenAI(base_url=base_url, api_key="test-key", max_retries=0, timeout=30)
         try:

@@ -23,6 +23,7 @@ from proxy import create_app, parse_settings
 from proxy.telemetry import OVERHEAD_HEADER, Telemetry, Tracing
 from tests.conftest import REPO
 from tests.e2e.served import log_lines, toolwire_serve
+from tests.e2e.test_edge_limits import head_refused
 from tests.e2e.tools import registry_with
 from tests.fakes.asgi_serving import serve_app
 from tests.fakes.upstream import FakeUpstream, Reply
@@ -354,6 +355,7 @@ async def test_json_logs_carry_the_request_id(tmp_path: Path, upstream: FakeUpst
             await client.chat.completions.create(
                 model="m", messages=USER, extra_headers={"X-Request-Id": "json-logs-1"}
             )
+        assert await head_refused(base, 70_000) == 431  # `toolwire serve` bounds heads too
         process.send_signal(signal.SIGTERM)
         assert await asyncio.to_thread(process.wait, 20) == 0
     lines = log_lines(tmp_path)

@@ -12,6 +12,7 @@ import orjson
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.e2e.served import toolwire_serve
+from tests.e2e.test_edge_limits import head_refused
 from tests.fakes.upstream import FakeUpstream, Reply
 
 MAX_ROUNDS = 20
@@ -81,6 +82,7 @@ async def test_metrics_sum_both_workers(tmp_path: Path, upstream: FakeUpstream) 
             while _requests(await _scrape(base)) < turns:  # noqa: ASYNC110 (another process)
                 await asyncio.sleep(0.05)
         scrapes = [await _scrape(base) for _ in range(4)]
+        assert await head_refused(base, 70_000) == 431  # each worker bounds request heads
     for samples in scrapes:
         assert _requests(samples) == turns
         calls = _sample(

@@ -10,6 +10,9 @@ from typing import Any, Literal
 
 import uvicorn
 
+from proxy import http_limits
+from proxy.config import ServerConfig
+
 
 @contextlib.asynccontextmanager
 async def serve_app(
@@ -17,14 +20,19 @@ async def serve_app(
     *,
     lifespan: Literal["on", "off", "auto"] = "on",
     timeout_graceful_shutdown: int | None = None,
+    server: ServerConfig | None = None,
 ) -> AsyncIterator[str]:
     """Serve `app` on an ephemeral loopback port (bound before uvicorn starts, so no other
-    process can take it); yields its root URL, `http://127.0.0.1:PORT`, once it serves."""
+    process can take it); yields its root URL, `http://127.0.0.1:PORT`, once it serves.
+
+    It is served as `toolwire serve` serves: httptools with the head limits of `server`
+    (the defaults when not given)."""
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
     port = int(sock.getsockname()[1])
     config = uvicorn.Config(
         app,
+        http=http_limits.protocol(server or ServerConfig()),
         log_level="warning",
         lifespan=lifespan,
         timeout_graceful_shutdown=timeout_graceful_shutdown,
