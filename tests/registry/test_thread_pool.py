@@ -1,4 +1,5 @@
-"""The executor's thread pool: daemon threads, results and errors, shutdown."""
+"""Where sync tools run: daemon threads (so none holds the process at exit), results and
+errors, shutdown."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import threading
 
 import pytest
 
+from registry import CachedTool, Executor, Tool, ToolCall
 from registry.thread_pool import DaemonThreadPool
 
 
@@ -40,3 +42,17 @@ def test_shutdown_cancels_queued_jobs_and_refuses_new_ones() -> None:
     release.set()
     assert busy.result(timeout=10) is True
     pool.shutdown(wait=True)  # the thread has ended
+
+
+def on_a_daemon_thread() -> bool:
+    """Whether this runs on a daemon thread."""
+    return threading.current_thread().daemon
+
+
+async def test_a_cached_sync_tool_runs_on_a_daemon_thread() -> None:
+    """Cached and composed tools call a sync function through `call_async`: a thread of
+    asyncio's default pool would be joined at exit, as the executor's pool's were."""
+    cached = CachedTool(Tool.from_function(on_a_daemon_thread), ttl_s=60).tool
+    with Executor() as executor:
+        result = await executor.execute(cached, ToolCall("c", "on_a_daemon_thread", {}))
+    assert result.content == "true"
