@@ -20,6 +20,14 @@ from tests.fakes.upstream import FakeUpstream
 REPO = Path(__file__).resolve().parents[1]
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--full-corpus",
+        action="store_true",
+        help="run the emulation corpus tests on every BFCL case (the default run samples a fifth)",
+    )
+
+
 @dataclass
 class Proxy:
     """A running proxy: its URL, an OpenAI client pointed at it, and its registry."""

@@ -172,6 +172,29 @@ def fixtures(fmt: str) -> list[Fixture]:
     return out
 
 
+SAMPLE_EVERY = 5
+"""The default test run checks one BFCL case in this many (`--full-corpus`: all of them)."""
+
+
+def sample(every: list[Fixture]) -> list[Fixture]:
+    """A deterministic fifth of one format's fixtures: the BFCL cases at every
+    `SAMPLE_EVERY`th position from an offset of the format's own (so every case is in some
+    format's sample), every hand-written fixture, and the first fixture of each kind and
+    tag the cases chosen do not have."""
+    if not every:
+        return []
+    data = corpus()
+    position = {c["id"]: i for i, c in enumerate([*data["cases"], *data["irrelevance"]])}
+    offset = FORMATS.index(every[0].format) % SAMPLE_EVERY
+    chosen = [f for f in every if f.id not in position or position[f.id] % SAMPLE_EVERY == offset]
+    covered = {(f.kind, f.tag) for f in chosen}
+    for fixture in every:
+        if (fixture.kind, fixture.tag) not in covered:
+            covered.add((fixture.kind, fixture.tag))
+            chosen.append(fixture)
+    return chosen
+
+
 def renderable(fmt: str, calls: CallList) -> bool:
     """Whether the format can write these calls (raw values: none holding its own end tag)."""
     text = json.dumps([a for _, a in calls])
