@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-import time
 from pathlib import Path
 
 import pytest
@@ -21,20 +20,17 @@ async def test_server_killed_mid_call_fails_fast_then_comes_back(
     first_pid = int((await call_tool("demo.pid")).content)
     marker = tmp_path / "started"
 
-    started = time.monotonic()
     slow = asyncio.create_task(call_tool("demo.slow", seconds=30, started_file=str(marker)))
     async with asyncio.timeout(10):
         # Another process creates the file: there is no event to wait on, so poll it.
         while not marker.exists():  # noqa: ASYNC110
             await asyncio.sleep(0.01)
     os.kill(first_pid, signal.SIGKILL)
-    async with asyncio.timeout(10):
+    async with asyncio.timeout(10):  # well short of the call's 30 s
         result = await slow
-    elapsed = time.monotonic() - started
 
     assert result.is_error
     assert "was lost during the call" in result.content and "not retried" in result.content
-    assert elapsed < 10
 
     async with asyncio.timeout(15):
         await source.wait_connected()
@@ -48,15 +44,17 @@ async def test_server_killed_mid_call_fails_fast_then_comes_back(
 async def test_a_call_past_its_deadline_times_out_and_the_session_survives(
     start_source, registry, call_tool
 ):
+    # Only `slow` has the short deadline: the call after it has the default, however loaded
+    # the machine.
+    slow = {"slow": {"timeout_s": 0.5}}
     await start_source(
-        {"mcp": {"command": stdio_command("demo")}, "namespace": "demo", "timeout_s": 0.5}
+        {"mcp": {"command": stdio_command("demo")}, "namespace": "demo", "overrides": slow}
     )
 
-    started = time.monotonic()
-    result = await call_tool("demo.slow", seconds=30)
+    async with asyncio.timeout(10):  # well short of the call's 30 s
+        result = await call_tool("demo.slow", seconds=30)
 
     assert result.error_kind == "timeout"
-    assert time.monotonic() - started < 5
     assert (await call_tool("demo.echo", text="still here")).content == "still here"
 
 
