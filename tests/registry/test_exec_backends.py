@@ -150,11 +150,14 @@ async def test_a_hanging_process_call_times_out_and_its_worker_is_killed(
 ) -> None:
     fifo = tmp_path / "pid"
     os.mkfifo(fifo)
-    # Long enough for a cold worker to import this test module and start the call.
+    # A warm worker takes the call: a cold one's start (a Python, this test module's
+    # imports) counts against the timeout and can take seconds on a loaded machine.
+    warm = await executor.execute(process_tool(worker_pid), call())
     tool = process_tool(send_pid_and_hang, timeout_s=4.0)
     running = asyncio.create_task(executor.execute(tool, call({"fifo": str(fifo)})))
     pid = await read_fifo(fifo)
     result = await running
+    assert pid == int(warm.content)
     assert result.error_kind == "timeout"
     await wait_until_dead(pid)
 
