@@ -36,7 +36,7 @@ class SandboxGuard(BaseModel):
     sandbox fails closed) and passes a sandbox with only `deny`.
     """
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     argument: str = Field(min_length=1)
     """A top-level argument name, or a dotted path into objects and lists (`options.path`)."""
@@ -94,7 +94,7 @@ class SandboxGuard(BaseModel):
 class RateLimitGuard(BaseModel):
     """At most `calls` calls per sliding window of `per_s` seconds, per key, tool or overall."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     calls: int = Field(ge=1)
     per_s: float = Field(gt=0)
@@ -105,7 +105,7 @@ class RateLimitGuard(BaseModel):
 class GuardConfig(BaseModel):
     """One entry of `guards:`: the tools it applies to and at least one guard."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     match: GuardMatch
     sandbox: SandboxGuard | list[SandboxGuard] | None = None

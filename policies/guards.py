@@ -12,7 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field
 class LoopLimits(BaseModel):
     """The `loop:` section of proxy.yaml; a request may only lower these."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     max_iterations: int = Field(default=8, ge=1, le=100)
     """Upstream calls that may return tool calls in one turn."""

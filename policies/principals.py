@@ -17,7 +17,7 @@ from .rules import Rule
 class KeyRateLimit(BaseModel):
     """A key's limits; absent values mean no limit."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     requests_per_minute: int | None = Field(default=None, ge=1)
     tool_calls_per_minute: int | None = Field(default=None, ge=1)
@@ -26,7 +26,7 @@ class KeyRateLimit(BaseModel):
 class KeyConfig(BaseModel):
     """One named client key of `auth.keys`."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     name: str = Field(min_length=1)
     key: str = Field(min_length=8, repr=False)
@@ -42,7 +42,7 @@ class KeyConfig(BaseModel):
 class AuthConfig(BaseModel):
     """The `auth:` section: absent, the proxy authenticates no one (bind it to loopback)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     master_key: str | None = Field(default=None, repr=False)
     """Sees and runs every tool; the admin key too."""

@@ -26,7 +26,7 @@ log = logging.getLogger("toolwire.policy")
 class RuleMatch(BaseModel):
     """What a rule applies to: every given condition must hold."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     name: str | None = None
     """Glob on the tool's qualified name (`fs.*`)."""
@@ -77,7 +77,7 @@ def _text(value: Any) -> str:
 class Rule(BaseModel):
     """One permission rule."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     match: RuleMatch
     action: Action
@@ -105,7 +105,7 @@ Preset = Literal[
 class WebhookConfig(BaseModel):
     """Where `ask` calls are approved when the client cannot answer approvals itself."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     url: str
     timeout_s: float = Field(default=30.0, gt=0)
@@ -123,7 +123,7 @@ class ThinkAugment(BaseModel):
     """Which tools get an optional `reason` argument: the model says why it calls them; the
     reason is kept in the execution log and removed before the tool runs."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     all: bool = False
     tools: list[str] = Field(default_factory=list)
@@ -151,7 +151,7 @@ THINK_SCHEMA = {
 class PolicyConfig(BaseModel):
     """The `policy:` section of proxy.yaml."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     default: Action = Action.ALLOW
     presets: list[Preset] = Field(default_factory=list)

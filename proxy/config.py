@@ -30,7 +30,7 @@ class ConfigError(Exception):
 
 
 class ServerConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     host: str = "127.0.0.1"
     port: int = Field(default=8000, ge=0, le=65535)
@@ -89,7 +89,7 @@ EmulationFormatName = Literal[
 class UpstreamConfig(BaseModel):
     """One model server; the first whose `models` glob matches the request's model serves it."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     name: str
     base_url: str
@@ -153,7 +153,7 @@ class StateConfig(BaseModel):
     """Where conversation state lives: pending turns, approvals, stored responses, rate
     windows, the auto-emulation modes."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     backend: Literal["memory", "redis"] = "memory"
     """memory: each process keeps its own state; redis: every replica shares it."""
@@ -181,7 +181,7 @@ class StateConfig(BaseModel):
 class McpServerConfig(BaseModel):
     """`/mcp`: the registry served outward over MCP, under the same keys and gate."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     enabled: bool = True
 
@@ -189,7 +189,7 @@ class McpServerConfig(BaseModel):
 class TelemetryConfig(BaseModel):
     """Metrics and traces (the README's Operations section)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     metrics: bool = True
     """Serve Prometheus metrics on `GET /metrics`."""
@@ -220,7 +220,7 @@ class TelemetryConfig(BaseModel):
 class AdminConfig(BaseModel):
     """`/admin/api` and the panel at `/admin/`: the admin key, or the master key, opens them."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     enabled: bool = True
     key: str = ""
@@ -231,7 +231,7 @@ class AdminConfig(BaseModel):
 class Settings(BaseModel):
     """The whole of proxy.yaml."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     server: ServerConfig = Field(default_factory=ServerConfig)
     upstreams: list[UpstreamConfig] = Field(min_length=1)

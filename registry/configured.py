@@ -27,7 +27,7 @@ DISABLED_IN_CONFIG = "disabled in config"
 class ToolOverride(BaseModel):
     """Per-tool settings in a source's `overrides`; unset fields keep the tool's values."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
     tags: list[str] | None = None
     defer: bool | None = None
@@ -51,7 +51,7 @@ class SourceSettings(BaseModel):
     by the tool's name within the source, wins over both.
     """
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
     namespace: str | None = None
     tags: list[str] = []

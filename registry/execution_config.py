@@ -16,7 +16,7 @@ __all__ = ["ExecutionConfig", "RetryConfig"]
 class RetryConfig(BaseModel):
     """Retry defaults for idempotent tools that do not set their own `retries`."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
     retries: int = Field(default=2, ge=0, le=10)
     backoff_s: float = Field(default=0.1, ge=0)
@@ -31,7 +31,7 @@ class RetryConfig(BaseModel):
 class ExecutionConfig(BaseModel):
     """How tools run: default mode, timeouts, pool sizes, argument repair, log, retries."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
     mode: Literal["inline", "thread", "process"] = "thread"
     """Where sync tools run unless a tool sets `execution_mode`; async tools run inline."""

@@ -28,7 +28,7 @@ class BuiltinOptions(BaseModel):
         ValueError: filesystem without `fs_root`, or shell without `shell_allow`.
     """
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
     tools: list[BuiltinGroup] = Field(min_length=1)
     fs_root: Path | None = None
@@ -61,7 +61,7 @@ class BuiltinOptions(BaseModel):
 class BuiltinSourceConfig(BaseModel):
     """A `tools:` entry with a `builtin:` key."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
     builtin: BuiltinOptions
     tags: list[str] = []

@@ -25,7 +25,7 @@ class McpServerConfig(BaseModel):
             other kind of server.
     """
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
     command: list[str] | str | None = None
     """The executable and its arguments (a list), or the executable alone with `args`."""
@@ -106,7 +106,7 @@ class McpSourceConfig(SourceSettings):
 class McpServersJsonConfig(BaseModel):
     """A `tools:` entry importing the `{"mcpServers": {...}}` file Claude Desktop and Cursor use."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
     mcp_servers_json: str = Field(min_length=1)
     tags: list[str] = []

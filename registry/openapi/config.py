@@ -15,7 +15,7 @@ class OpenApiAuth(BaseModel):
     """Credentials from the environment: `{bearer_env: NAME}` sends `Authorization: Bearer
     $NAME`; `{header: X-Api-Key, value_env: NAME}` sends that header with `$NAME`."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
     bearer_env: str | None = Field(default=None, min_length=1)
     header: str | None = Field(default=None, pattern=r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
@@ -46,7 +46,7 @@ class OpenApiAuth(BaseModel):
 class OpenApiSettings(BaseModel):
     """The value of the `openapi:` key: where the spec is and how to call the service."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
     spec: str = Field(min_length=1)
     """An http(s) URL, or a file path relative to the config file's folder."""
