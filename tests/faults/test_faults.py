@@ -57,7 +57,7 @@ async def _raw_request(port: int, head: bytes, body: bytes) -> bytes:
         writer.close()
 
 
-@pytest.mark.timeout(10)  # a missing timeout fails here, not at the suite's limit
+@pytest.mark.timeout(30)  # a missing timeout fails here, not at the suite's limit
 async def test_slow_client_body_is_a_408_not_a_held_connection(upstream: FakeUpstream) -> None:
     async with serve_proxy(_config(upstream, server={"body_timeout_s": 0.3})) as proxy:
         port = int(proxy.base_url.split(":")[2].split("/")[0])
@@ -65,9 +65,8 @@ async def test_slow_client_body_is_a_408_not_a_held_connection(upstream: FakeUps
             b"POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\n"
             b"content-type: application/json\r\ncontent-length: 100\r\n\r\n"
         )
-        started = time.monotonic()
+        # A held connection fails in _raw_request's 10 s deadline.
         answer = await _raw_request(port, head, b'{"model": "m", ')  # and then nothing
-        assert time.monotonic() - started < 5
     assert answer.startswith(b"HTTP/1.1 408")
     assert b'"code":"request_timeout"' in answer
     assert upstream.requests == []
@@ -84,7 +83,11 @@ async def test_upstream_faults_are_clear_errors_on_every_front(
     upstream: FakeUpstream, front: str, stream: bool, reply: Reply, status: int
 ) -> None:
     upstream.script(reply)
-    config = _config(upstream, upstream={"first_byte_timeout_s": 0.5, "idle_timeout_s": 0.5})
+    # Only a stall waits for the timeouts; a loaded machine's answers get the default ones.
+    timeout_s = 0.5 if status == 504 else 30
+    config = _config(
+        upstream, upstream={"first_byte_timeout_s": timeout_s, "idle_timeout_s": timeout_s}
+    )
     async with serve_proxy(config) as proxy:
         started = time.monotonic()
         with pytest.raises(openai.APIError) as caught:
