@@ -7,7 +7,6 @@ import asyncio
 import contextlib
 import os
 import signal
-import socket
 import subprocess
 import sys
 from collections.abc import AsyncIterator, Sequence
@@ -17,7 +16,7 @@ from typing import Any
 import aiohttp
 import orjson
 
-from tests.conftest import REPO
+from tests.conftest import REPO, _free_port
 from tests.fakes.mcp_servers import child_pids
 from tests.fakes.upstream import FakeUpstream
 
@@ -56,12 +55,6 @@ def wait_for(path: str) -> str:
 '''
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def descendants(pid: int) -> set[int]:
     """Every process below `pid` (children, theirs, ...), from /proc."""
     found: set[int] = set()
@@ -95,7 +88,7 @@ async def toolwire_serve(
         **sections,
     }
     (tmp_path / "proxy.yaml").write_bytes(orjson.dumps(config))
-    port = free_port()
+    port = _free_port()
     command = [sys.executable, "-m", "proxy", "serve", "--config", str(tmp_path / "proxy.yaml")]
     command += ["--port", str(port), "--log-format", "json", "--workers", str(workers)]
     stderr = open(tmp_path / "stderr.log", "wb")  # noqa: SIM115, ASYNC230 (closed below)

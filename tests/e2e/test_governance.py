@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import socket
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -222,12 +221,6 @@ async def test_policy_handler_async_raising_or_odd_denies(
     assert tool_messages(upstream.requests[1])[0]["content"] == expected
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @contextlib.asynccontextmanager
 async def webhook(answer: str) -> AsyncIterator[tuple[str, list[dict[str, Any]]]]:
     """An approval webhook that approves, denies, or never answers."""
@@ -244,9 +237,9 @@ async def webhook(answer: str) -> AsyncIterator[tuple[str, list[dict[str, Any]]]
     app.router.add_post("/approve", handle)
     runner = web.AppRunner(app)
     await runner.setup()
-    port = _free_port()
-    site = web.TCPSite(runner, "127.0.0.1", port)
+    site = web.TCPSite(runner, "127.0.0.1", 0)
     await site.start()
+    port = runner.addresses[0][1]
     try:
         yield f"http://127.0.0.1:{port}/approve", asked
     finally:
@@ -268,9 +261,11 @@ async def test_approval_webhook(
     registry, runs = recording_registry()
     upstream.script(Reply.tool_calls([("ops_launch", {"target": "rocket"})]), Reply.text("ok"))
     async with webhook(answer) as (url, asked):
+        # Only the silent webhook waits for the timeout; the others get a loaded machine's time.
+        timeout_s = 0.5 if answer == "silent" else 30
         policy = {
             "presets": ["ask_destructive"],
-            "approval_webhook": {"url": url, "timeout_s": 0.5},
+            "approval_webhook": {"url": url, "timeout_s": timeout_s},
         }
         async with make_proxy(registry, policy=policy) as proxy:
             outcome = await ask(proxy.client, stream=True, messages=USER)

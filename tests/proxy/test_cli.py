@@ -20,6 +20,7 @@ import pytest
 
 from examples.tools import get_weather
 from proxy import load_settings
+from tests.conftest import _free_port
 
 REPO = Path(__file__).resolve().parents[2]
 TOOLWIRE = [sys.executable, "-m", "proxy"]
@@ -350,12 +351,6 @@ def test_call_acts_as_a_key(tmp_path: Path) -> None:
 
 
 # --- serve ----------------------------------------------------------------------------------
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def _wait_for_line(process: subprocess.Popen[str], needle: str, deadline: float) -> str:
