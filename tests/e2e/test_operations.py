@@ -319,7 +319,10 @@ async def test_summary_line_reports_disconnects_only_when_the_client_left(
     upstream: FakeUpstream, caplog: pytest.LogCaptureFixture, abandon: bool
 ) -> None:
     caplog.set_level(logging.INFO, logger="toolwire.requests")
-    upstream.script(Reply.tool_calls([("t_nap", {"seconds": 0.15})]), Reply.text("rested"))
+    # An abandoned turn's tool runs until the client has gone (a nap could end first on a
+    # loaded machine, and the turn with it).
+    call = ("t_slow", {"task": "forever"}) if abandon else ("t_nap", {"seconds": 0.15})
+    upstream.script(Reply.tool_calls([call]), Reply.text("rested"))
     body = orjson.dumps({"model": "fake-model", "messages": USER, "stream": True})
     headers = {"content-type": "application/json"}
     async with _serve(upstream) as url, aiohttp.ClientSession() as session:
@@ -330,7 +333,7 @@ async def test_summary_line_reports_disconnects_only_when_the_client_left(
             else:
                 await r.read()
                 await asyncio.sleep(0.2)  # the connection stays open a while after the end
-        async with asyncio.timeout(5):
+        async with asyncio.timeout(20):
             while not _summaries(caplog):  # noqa: ASYNC110 (a log record, no event to wait on)
                 await asyncio.sleep(0.02)
     (line,) = _summaries(caplog)
