@@ -296,14 +296,22 @@ async def test_unknown_route_and_invalid_body(
 async def test_hang_marks_closed_when_client_goes_away(
     up: FakeUpstream, session: aiohttp.ClientSession
 ) -> None:
-    up.script(Reply.hang())
-    with pytest.raises(TimeoutError):
-        async with asyncio.timeout(0.2):
-            await session.post(f"{up.base_url}/chat/completions", json=_body())
-    gave_up = time.monotonic()
-    assert await up.wait_closed(timeout=2)
-    assert up.closed_at is not None
-    assert up.closed_at - gave_up < 1.0  # typically milliseconds: ample slack on a busy machine
+    arrived = asyncio.Event()
+
+    def hang(body: dict[str, Any]) -> Reply:
+        arrived.set()
+        return Reply.hang()
+
+    up.script(Reply.func(hang))
+    posting = asyncio.create_task(session.post(f"{up.base_url}/chat/completions", json=_body()))
+    async with asyncio.timeout(20):
+        await arrived.wait()
+    giving_up = time.monotonic()
+    posting.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await posting
+    assert await up.wait_closed(timeout=20)  # the hang itself never ends
+    assert up.closed_at is not None and up.closed_at >= giving_up
     assert up.disconnects == 1
     up.reset_closed()
     assert not up.closed.is_set()
@@ -323,7 +331,7 @@ async def test_stream_then_hang_sends_content_then_stalls(
             async with asyncio.timeout(0.2):
                 await response.read()
         response.close()
-    assert await up.wait_closed(timeout=2)
+    assert await up.wait_closed(timeout=20)
 
 
 async def test_sdk_closing_a_stream_marks_closed(up: FakeUpstream, client: AsyncOpenAI) -> None:
@@ -331,11 +339,10 @@ async def test_sdk_closing_a_stream_marks_closed(up: FakeUpstream, client: Async
     stream = await client.chat.completions.create(model="m1", messages=[], stream=True)
     first = await anext(aiter(stream))
     assert first.choices[0].delta.role == "assistant"
+    closing = time.monotonic()
     await stream.close()
-    closed_by_client = time.monotonic()
-    assert await up.wait_closed(timeout=2)
-    assert up.closed_at is not None
-    assert up.closed_at - closed_by_client < 1.0
+    assert await up.wait_closed(timeout=20)  # the hang itself never ends
+    assert up.closed_at is not None and up.closed_at >= closing
 
 
 async def test_drop_closes_stream_without_done(
