@@ -37,8 +37,9 @@ async def state(redis_server: RedisServer, prefix: str) -> AsyncIterator[RedisSt
 
 
 async def _eventually(read: Callable[[], Awaitable[object]], expected: object) -> bool:
-    """Whether `read()` gives `expected` within 5 s (Redis expires keys on its own clock)."""
-    for _ in range(500):
+    """Whether `read()` gives `expected` within 20 s (Redis expires keys on its own clock)."""
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
         if await read() == expected:
             return True
         await asyncio.sleep(0.01)
@@ -147,11 +148,12 @@ async def test_rate_limiter_matches_the_memory_one(state: RedisState) -> None:
 
 async def test_rate_window_slides(state: RedisState) -> None:
     limiter = RedisRateLimiter(state)
-    assert await limiter.acquire("k", 1, 0.2) is None
-    wait = await limiter.acquire("k", 1, 0.2)
-    assert wait is not None and 0 < wait <= 0.2
-    assert await _eventually(lambda: limiter.acquire("k", 1, 0.2), None)
-    assert 0 < await _ttl_ms(state, state.key("rate", "k")) <= 200
+    # A window of 2 s: the calls that must fall inside it do so on a loaded machine too.
+    assert await limiter.acquire("k", 1, 2.0) is None
+    wait = await limiter.acquire("k", 1, 2.0)
+    assert wait is not None and 0 < wait <= 2.0
+    assert await _eventually(lambda: limiter.acquire("k", 1, 2.0), None)
+    assert 0 < await _ttl_ms(state, state.key("rate", "k")) <= 2000
 
 
 async def test_rate_limit_holds_under_concurrency(state: RedisState) -> None:
