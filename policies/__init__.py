@@ -39,6 +39,7 @@ from .rules import (
     ThinkAugment,
     WebhookConfig,
 )
+from .strictness import Loosening
 
 __all__ = [
     "ALLOW",
@@ -61,6 +62,7 @@ __all__ = [
     "KeyRing",
     "LoopGuard",
     "LoopLimits",
+    "Loosening",
     "MemoryApprovalStore",
     "MemoryRateLimiter",
     "PendingApproval",

@@ -9,6 +9,7 @@ from registry import Tool
 
 from .decisions import Decision
 from .principals import CallContext, Principal
+from .strictness import Loosening
 
 
 class Policy(Protocol):
@@ -27,6 +28,14 @@ class Policy(Protocol):
     def rules_on_tag(self, tag: str, principals: Iterable[Principal] = ()) -> list[str]:
         """The configured rules, its own and the `principals`' keys', that match on `tag`,
         named for an operator."""
+        ...
+
+    def loosenings(
+        self, before: Tool, after: Tool, principals: Iterable[Principal] = ()
+    ) -> list[Loosening]:
+        """Each caller, the policy's own rules and each of the `principals`' keys, whose
+        decision on some call of the tool would be less strict with `after`'s tags than
+        with `before`'s."""
         ...
 
 

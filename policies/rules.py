@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from registry import Tool
 
 from .decisions import ALLOW, Action, Decision
+from .strictness import Decider, Loosening, NamedRule, loosening
 
 if TYPE_CHECKING:
     from .principals import CallContext, Principal
@@ -201,9 +202,22 @@ class RulePolicy:
     def __init__(self, config: PolicyConfig) -> None:
         presets = [rule for name in config.presets for rule in PRESETS[name]]
         self._rules = (*presets, *config.rules)
+        self._named: tuple[NamedRule, ...] = (
+            *[
+                (f"policy.presets: {name}", rule)
+                for name in config.presets
+                for rule in PRESETS[name]
+            ],
+            *_named(config.rules, "policy.rules"),
+        )
         self._config = config
         self._handler = load_handler(config.handler) if config.handler else None
         self._default = Decision(config.default, _default_reason(config.default))
+        self._fallback = (
+            Decider("policy.handler", None)
+            if self._handler is not None
+            else Decider("policy.default", config.default)
+        )
 
     def visible(self, tool: Tool, context: CallContext) -> bool:
         """Whether the model may see `tool`: not when a rule that holds whatever the
@@ -244,11 +258,35 @@ class RulePolicy:
         ]
         return [*presets, *_on_tag(self._config.rules, tag, "policy.rules"), *keys]
 
+    def loosenings(
+        self, before: Tool, after: Tool, principals: Iterable[Principal] = ()
+    ) -> list[Loosening]:
+        """Each caller whose decision on some call of the tool would be less strict with
+        `after`'s tags than with `before`'s (the two differ in their tags only): the
+        policy's own rules (presets, rules, default), then each of the `principals`' keys
+        with rules of its own, ahead of those. Rules on arguments are compared
+        conservatively and a handler's own answers are not checked (`policies.strictness`).
+        """
+        callers: list[tuple[str | None, tuple[NamedRule, ...]]] = [(None, self._named)]
+        callers += [
+            (p.name, (*_named(p.rules, f"auth.keys[{p.name}].policy"), *self._named))
+            for p in principals
+            if p.rules
+        ]
+        found = (
+            loosening(rules, self._fallback, before, after, caller) for caller, rules in callers
+        )
+        return [each for each in found if each is not None]
+
     def _rules_for(self, context: CallContext) -> tuple[Rule, ...]:
         principal = context.principal
         if principal is None or not principal.rules:
             return self._rules
         return (*principal.rules, *self._rules)
+
+
+def _named(rules: Sequence[Rule], where: str) -> list[NamedRule]:
+    return [(f"{where}[{index}]", rule) for index, rule in enumerate(rules)]
 
 
 def _on_tag(rules: Sequence[Rule], tag: str, where: str) -> list[str]:

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from policies import CallContext, Gate, Principal
+from policies import CallContext, Gate, Loosening, Principal
 from registry import Tool, ToolMetadata, ToolNotFoundError, ToolRegistry
 
 from ..errors import ProxyError
@@ -115,12 +115,14 @@ class ToolDesk:
 
     def patch(self, name: str, patch: ToolPatch, *, by: str) -> ToolSummary:
         """Change a tool's metadata now; the catalog follows the registry's version. Tags may
-        be added, and those added here removed; the configuration's stay.
+        be added, unless that makes the policy less strict for any caller than the
+        configured tags make it, and those added here removed; the configuration's stay.
 
         Raises:
             ToolNotFoundError: no such tool.
             RegistryError: a value the tool model refuses.
-            ProxyError: 409, the patch removes a tag the configuration gave the tool.
+            ProxyError: 409, the patch removes a tag the configuration gave the tool, or its
+                tags would loosen a caller's decision on the tool.
         """
         self._check(name, patch)
         changes = patch.model_dump(exclude_unset=True)
@@ -140,8 +142,8 @@ class ToolDesk:
         Raises:
             ToolNotFoundError: the namespace has no tools.
             RegistryError: a value the tool model refuses (then no tool is changed).
-            ProxyError: 409, the patch removes a tag the configuration gave one of the tools
-                (then no tool is changed).
+            ProxyError: 409, the patch removes a tag the configuration gave one of the tools,
+                or its tags would loosen a caller's decision on one (then no tool is changed).
         """
         names = [t.qualified_name for t in self._registry if t.namespace == namespace]
         if not names:
@@ -186,8 +188,8 @@ class ToolDesk:
 
         Raises:
             RegistryError: a metadata value the tool model refuses (then nothing changed).
-            ProxyError: 409, a tool's tags leave out one the configuration gave it (then
-                nothing changed).
+            ProxyError: 409, a tool's tags leave out one the configuration gave it, or would
+                loosen a caller's decision on it (then nothing changed).
         """
         applied, unknown = [], []
         for name, state in document.tools.items():
@@ -210,22 +212,39 @@ class ToolDesk:
         Raises:
             ToolNotFoundError: no such tool.
             RegistryError: a value the tool model refuses.
-            ProxyError: 409, the patch's tags leave out one the configuration gave the tool.
+            ProxyError: 409, the patch's tags leave out one the configuration gave the tool,
+                or would make a caller's decision on it less strict than the configured
+                tags make it (`Policy.loosenings`).
         """
         changes = patch.model_dump(exclude_unset=True)
         metadata = _metadata(changes)
-        self._registry.get_tool(name).with_metadata(**metadata)
-        if "tags" in metadata:
-            removed = self._registry.registered_tags(name) - metadata["tags"]
-            if removed:
-                raise ProxyError(self._kept_tags(name, removed), status=409, code="conflict")
+        tool = self._registry.get_tool(name)
+        tool.with_metadata(**metadata)
+        if "tags" not in metadata:
+            return
+        configured = self._registry.registered_tags(name)
+        removed = configured - metadata["tags"]
+        if removed:
+            raise ProxyError(self._kept_tags(name, removed), status=409, code="conflict")
+        # Compared with the configured tags, not the current ones: going back to the
+        # configuration is always allowed, and nothing looser than it ever is.
+        loosened = self._gate.policy.loosenings(
+            tool.with_metadata(tags=configured),
+            tool.with_metadata(tags=metadata["tags"]),
+            self._principals,
+        )
+        if loosened:
+            raise ProxyError(_loosening(name, loosened), status=409, code="conflict")
+
+    @property
+    def _principals(self) -> tuple[Principal, ...]:
+        return tuple(principal for _, principal in self._callers if principal is not None)
 
     def _kept_tags(self, name: str, tags: frozenset[str]) -> str:
         """Why `tags` stay on tool `name`, with the rules that match on each."""
-        principals = [principal for _, principal in self._callers if principal is not None]
         named = []
         for tag in sorted(tags):
-            rules = self._gate.policy.rules_on_tag(tag, principals)
+            rules = self._gate.policy.rules_on_tag(tag, self._principals)
             named.append(f"{tag!r} (rules on it: {', '.join(rules)})" if rules else repr(tag))
         which = f"tag {named[0]} comes" if len(named) == 1 else f"tags {', '.join(named)} come"
         return (
@@ -258,6 +277,15 @@ class ToolDesk:
         decision = await self._gate.policy.check(tool, {}, context)
         action: Any = decision.action.value
         return KeyDecision(key=key, visible=True, action=action)
+
+
+def _loosening(name: str, loosened: Sequence[Loosening]) -> str:
+    """Why a tag edit of tool `name` is refused: each caller's decision it would loosen."""
+    return (
+        f"tool {name!r}: the new tags would make the policy less strict than the "
+        f"configured tags make it: {'; '.join(map(str, loosened))}. The admin API can add "
+        "tags that keep or tighten every decision, not ones that loosen any"
+    )
 
 
 def _metadata(changes: dict[str, Any]) -> dict[str, Any]:
