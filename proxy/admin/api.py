@@ -111,7 +111,9 @@ async def disable_tool(
 
 @router.patch("/tools/{name}")
 async def patch_tool(name: str, patch: ToolPatch, runtime: Runtime, caller: Caller) -> ToolSummary:
-    """Change tags, defer, search_hint, timeout_s or description now (until a restart)."""
+    """Change tags, defer, search_hint, timeout_s or description now (until a restart). The
+    configured tags stay, and added tags may not make any caller's policy decision less
+    strict than the configured ones make it (409)."""
     return runtime.desk.patch(name, patch, by=caller)
 
 
@@ -120,7 +122,7 @@ async def patch_namespace(
     namespace: str, patch: ToolPatch, runtime: Runtime, caller: Caller
 ) -> list[ToolSummary]:
     """Change tags, defer, search_hint, timeout_s or description of every tool of a namespace
-    now (until a restart); all or none."""
+    now (until a restart); all or none, with the tool PATCH's rules on tags."""
     return list(runtime.desk.patch_namespace(namespace, patch, by=caller))
 
 
