@@ -32,6 +32,7 @@ from registry.mcp.config import McpServerConfig
 from registry.mcp.errors import McpCallError, McpConnectionLostError, McpUnavailableError
 from registry.mcp.keepalive import read_to_end
 from registry.mcp.pool import pooled_client
+from registry.mcp.stderr import ServerStderr
 from registry.propagation import TRACE_HEADER_NAMES, outgoing_trace_headers
 
 __all__ = ["McpSession"]
@@ -194,13 +195,52 @@ class McpSession:
         self._state = "closed"
 
     async def _connect_and_serve(self) -> float:
-        """Connect, initialize, list and serve until the connection is lost; returns its uptime."""
+        """Connect, initialize, list and serve until the connection is lost; returns its uptime.
+
+        Raises:
+            McpUnavailableError: a stdio server could not be started, or stopped before it
+                answered (with what it wrote to stderr last).
+        """
+        if self._server.kind != "stdio":
+            return await self._serve(self._transport())
+        stderr = ServerStderr(self._label)
+        try:
+            up_for = await self._serve(self._stdio(stderr))
+        except Exception as exc:
+            raise McpUnavailableError(self._stdio_failure(exc, stderr)) from exc
+        if stderr.lines:
+            self._error = f"{self._error}; {stderr.summary()}"
+        return up_for
+
+    def _stdio_failure(self, exc: BaseException, stderr: ServerStderr) -> str:
+        """Why a stdio server did not come up, in the user's terms."""
+        while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+            exc = exc.exceptions[0]
+        parameters = self._stdio_parameters()
+        if isinstance(exc, OSError) and not stderr.lines:
+            # The spawn failed (uvloop's errors name no file: the command is named here).
+            cwd = Path(parameters.cwd or ".")
+            if isinstance(exc, FileNotFoundError) and not cwd.is_dir():
+                return f"cannot start {parameters.command}: no such working directory: {cwd}"
+            reason = exc.strerror or str(exc)
+            if isinstance(exc, FileNotFoundError):
+                return f"command not found: {parameters.command} ({reason})"
+            return f"cannot start {parameters.command}: {reason}"
+        if isinstance(exc, MCPError) and exc.code == types.CONNECTION_CLOSED:
+            ended = "exited" if stderr.ended else "closed its output"
+            return f"{self._server.label()} {ended} before the MCP handshake; {stderr.summary()}"
+        reason = _describe(exc)
+        return f"{reason}; {stderr.summary()}" if stderr.lines else reason
+
+    async def _serve(
+        self, transport: contextlib.AbstractAsyncContextManager[TransportStreams]
+    ) -> float:
         lost = self._lost = anyio.Event()
         changes = asyncio.Event()
         up_since = anyio.current_time()
         with anyio.CancelScope() as connecting:
             connecting.deadline = anyio.current_time() + self._server.connect_timeout_s
-            async with self._transport() as (read, write):
+            async with transport as (read, write):
                 watched = _Watched(read, self._mark_lost)
                 async with ClientSession(
                     watched, write, message_handler=self._handler(changes), client_info=_CLIENT_INFO
@@ -247,10 +287,18 @@ class McpSession:
                 continue
             self._on_tools(tools)
 
+    @contextlib.asynccontextmanager
+    async def _stdio(self, stderr: ServerStderr) -> AsyncIterator[TransportStreams]:
+        async with (
+            stderr.capture() as errlog,
+            stdio_client(self._stdio_parameters(), errlog=errlog) as streams,
+        ):
+            errlog.close()  # the server has its own copy; ours would keep the pipe from ending
+            yield streams
+
     def _transport(self) -> contextlib.AbstractAsyncContextManager[TransportStreams]:
+        """The transport of an HTTP server."""
         server = self._server
-        if server.kind == "stdio":
-            return stdio_client(self._stdio_parameters(), errlog=sys.stderr)
         headers = dict(server.headers)
         if server.bearer_token_env is not None:
             token = os.environ.get(server.bearer_token_env)
@@ -395,6 +443,8 @@ async def _list_all(session: ClientSession) -> list[types.Tool]:
 def _describe(exc: BaseException) -> str:
     while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
         exc = exc.exceptions[0]
+    if isinstance(exc, McpUnavailableError):
+        return str(exc)
     if isinstance(exc, MCPError):
         return f"MCP error {exc.code}: {exc.message}"
     text = str(exc)

@@ -510,3 +510,41 @@ def test_quickstart_installs_the_openai_sdk_the_client_examples_need() -> None:
     quickstart = " ".join(quickstart.split())
     assert '.venv/bin/pip install -e ".[client]" && .venv/bin/toolwire serve' in quickstart
     assert "second terminal" in quickstart
+
+
+# --- stdio MCP servers that do not start ----------------------------------------------------
+
+
+BROKEN_MCP = (
+    "upstreams: [{name: d, base_url: demo}]\ntools:\n"
+    "  - {mcp: {command: [python, -m, no_such_module_xyz]}, namespace: time}\n"
+    "  - {mcp: {command: [no-such-command-xyz, --stdio]}, namespace: other}\n"
+)
+
+
+def test_check_says_why_a_stdio_mcp_server_did_not_start(tmp_path: Path) -> None:
+    config = write_config(tmp_path, BROKEN_MCP)
+    result = toolwire("check", "--config", config)
+
+    assert result.returncode == 1, result.stdout + result.stderr
+    _, module, command, summary = result.stdout.splitlines()
+    assert module.startswith(
+        "error mcp:time: unreachable: python -m no_such_module_xyz exited before the MCP "
+        "handshake; its stderr ends: "
+    )
+    assert module.endswith("No module named no_such_module_xyz")
+    assert command == (
+        "error mcp:other: unreachable: command not found: no-such-command-xyz "
+        "(No such file or directory)"
+    )
+    assert summary == f"{config}: 0 tools from 2 sources"
+    assert "Connection closed" not in result.stdout + result.stderr
+
+
+def test_serve_says_why_a_stdio_mcp_server_did_not_start(tmp_path: Path) -> None:
+    config = write_config(tmp_path, BROKEN_MCP.split("  - {mcp: {command: [no-such")[0])
+    result = toolwire("serve", "--config", config, "--port", str(_free_port()))
+
+    assert_clean_failure(result, "error: MCP server time: python -m no_such_module_xyz exited")
+    last = result.stderr.strip().splitlines()[-1]
+    assert last.endswith("No module named no_such_module_xyz"), result.stderr
