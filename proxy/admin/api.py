@@ -32,7 +32,7 @@ from .models import (
     ToolSummary,
 )
 from .records import LogQuery, key_stats, log_page, stats
-from .routes import AdminRoute
+from .routes import ERRORS, AdminRoute
 from .runtime import AdminRuntime
 from .tools import ToolQuery
 
@@ -59,7 +59,9 @@ def caller_of(request: Request, runtime: Annotated[AdminRuntime, Depends(runtime
 
 Runtime = Annotated[AdminRuntime, Depends(runtime_of)]
 Caller = Annotated[str, Depends(caller_of)]
-router = APIRouter(prefix="/api", dependencies=[Depends(caller_of)], route_class=AdminRoute)
+router = APIRouter(
+    prefix="/api", dependencies=[Depends(caller_of)], route_class=AdminRoute, responses=ERRORS
+)
 
 
 @router.get("/whoami")

@@ -14,6 +14,7 @@ from starlette.types import ASGIApp
 from ..asgi import Receive, Scope, Send, send_json
 from ..context import context_of
 from ..hosts import AllowedHosts
+from .routes import error_body
 
 _CHANGES = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 _JSON = "application/json"
@@ -21,7 +22,7 @@ _JSON = "application/json"
 
 class BrowserGuard:
     """Pure ASGI: refuses foreign `Host` / `Origin` (403) and non-JSON changes (415) before
-    the admin app sees the request; errors in the admin's `{"detail": ...}` shape."""
+    the admin app sees the request; errors in the admin's (OpenAI's) error shape."""
 
     def __init__(self, app: ASGIApp, hosts: AllowedHosts) -> None:
         self.app = app
@@ -32,11 +33,11 @@ class BrowserGuard:
             headers = context_of(scope).headers
             refusal = self._hosts.refusal(headers, scope.get("server"))
             if refusal is not None:
-                await send_json(send, 403, {"detail": refusal})
+                await send_json(send, 403, error_body(403, refusal))
                 return
             if scope["method"] in _CHANGES and not _is_json(headers.get("content-type", "")):
-                detail = f"changes take a JSON body: send 'Content-Type: {_JSON}'"
-                await send_json(send, 415, {"detail": detail})
+                message = f"changes take a JSON body: send 'Content-Type: {_JSON}'"
+                await send_json(send, 415, error_body(415, message))
                 return
         await self.app(scope, receive, send)  # type: ignore[arg-type]
 

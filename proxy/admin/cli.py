@@ -18,15 +18,17 @@ import os
 import sys
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import httpx2
 import orjson
+
+if TYPE_CHECKING:
+    import httpx2
 
 DEFAULT_URL = "http://127.0.0.1:8000"
 TIMEOUT_S = 30.0
 
-Command = Callable[[httpx2.Client, argparse.Namespace], Any]
+Command = Callable[["httpx2.Client", argparse.Namespace], Any]
 """Asks the API; returns its JSON answer."""
 
 
@@ -67,6 +69,9 @@ def add_admin_parser(commands: Any) -> None:
 
 def run_admin(args: argparse.Namespace) -> int:
     """Run the parsed `toolwire admin` command; the exit status."""
+    # The HTTP client loads here, not with the parser every `toolwire` command builds.
+    import httpx2
+
     ask, show = args.admin
     url = (args.url or os.environ.get("TOOLWIRE_URL") or DEFAULT_URL).rstrip("/")
     key = args.key or os.environ.get("TOOLWIRE_ADMIN_KEY") or ""
@@ -188,12 +193,12 @@ def _clock(epoch: float) -> str:
 def _problem(response: httpx2.Response) -> str:
     """What the API said went wrong, with its status."""
     try:
-        detail = response.json().get("detail")
+        body = response.json()
     except ValueError:
-        detail = None
-    if isinstance(detail, list):  # a validation error: each problem's message
-        detail = "; ".join(str(item.get("msg", item)) for item in detail)
-    return f"{response.status_code} {detail or response.reason_phrase}"
+        body = None
+    error = body.get("error") if isinstance(body, dict) else None
+    message = error.get("message") if isinstance(error, dict) else None
+    return f"{response.status_code} {message or response.reason_phrase}"
 
 
 def aligned(table: Sequence[Sequence[str]]) -> list[str]:

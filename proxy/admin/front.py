@@ -8,8 +8,10 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 from fastapi import FastAPI, Request
-from fastapi.responses import FileResponse, JSONResponse, Response
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import FileResponse, Response
 from fastapi.staticfiles import StaticFiles
+from starlette.exceptions import HTTPException
 
 from policies import AuthConfig, KeyRing, Principal
 from registry import RegistryError, SourceNotFoundError, ToolNotFoundError
@@ -23,6 +25,7 @@ from .api import router
 from .auth import AdminAuth
 from .browsers import BrowserGuard
 from .events import CallFeed, EventHub
+from .routes import error_response, invalid
 from .runtime import AdminRuntime
 from .tools import ToolDesk
 
@@ -94,6 +97,9 @@ def _build_app() -> FastAPI:
     )
     app.state.admin = None
     app.include_router(router)
+    # Every refusal in one shape, OpenAI's, as on the proxy's own routes.
+    app.add_exception_handler(HTTPException, _http_error)
+    app.add_exception_handler(RequestValidationError, _invalid)
     app.add_exception_handler(ToolNotFoundError, _not_found)
     app.add_exception_handler(SourceNotFoundError, _not_found)
     app.add_exception_handler(ApprovalNotPendingError, _not_found)
@@ -109,14 +115,27 @@ async def _panel(request: Request) -> Response:
     return FileResponse(STATIC / "index.html", headers={"cache-control": "no-cache"})
 
 
+async def _http_error(request: Request, exc: Exception) -> Response:
+    """FastAPI's and Starlette's refusals (a key missing, no such route, a body too large)."""
+    assert isinstance(exc, HTTPException)
+    return error_response(exc.status_code, str(exc.detail), headers=dict(exc.headers or {}))
+
+
+async def _invalid(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, RequestValidationError)
+    return invalid(exc)
+
+
 async def _not_found(request: Request, exc: Exception) -> Response:
-    return JSONResponse({"detail": str(exc)}, status_code=404)
+    return error_response(404, str(exc))
 
 
 async def _unprocessable(request: Request, exc: Exception) -> Response:
-    return JSONResponse({"detail": str(exc)}, status_code=422)
+    return error_response(422, str(exc))
 
 
 async def _proxy_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, ProxyError)
-    return JSONResponse({"detail": str(exc)}, status_code=exc.status, headers=exc.headers)
+    return error_response(
+        exc.status, exc.message, param=exc.param, code=exc.code, headers=exc.headers
+    )

@@ -1,22 +1,86 @@
-"""How every admin API route takes its request: a bounded body, and 422s JSON can hold."""
+"""How every admin API route takes its request and answers an error: a bounded body, and
+every refusal in the proxy's error shape (OpenAI's `{"error": {message, type, param, code}}`)."""
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Coroutine
 from typing import Any
 
 from fastapi import Request, Response
-from fastapi.encoders import jsonable_encoder
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from fastapi.routing import APIRoute
+from pydantic import BaseModel
 from starlette.exceptions import HTTPException
 from starlette.types import Message
 
 from ..config import ServerConfig
+from ..errors import ProxyError
 
 _DEFAULT_LIMIT = ServerConfig().max_body_bytes
+_CODES = {
+    401: "invalid_api_key",
+    403: "forbidden",
+    404: "not_found",
+    405: "method_not_allowed",
+    409: "conflict",
+    413: "request_too_large",
+    415: "unsupported_media_type",
+    422: "invalid_value",
+    503: "not_ready",
+}
+"""The `code` of an admin error by its status, when the error names none itself."""
+
+
+class ErrorFields(BaseModel):
+    message: str
+    type: str
+    param: str | None
+    """The invalid field of a 422 (`body.timeout_s`, `query.limit`)."""
+    code: str | None
+
+
+class ErrorBody(BaseModel):
+    """Every admin error: OpenAI's error shape, as on the proxy's routes."""
+
+    error: ErrorFields
+
+
+ERRORS: dict[int | str, dict[str, Any]] = {
+    status: {"model": ErrorBody, "description": description}
+    for status, description in (
+        (401, "no key, or an unknown one"),
+        (403, "a client key; a foreign Host or Origin; no key configured and not loopback"),
+        (404, "no such tool, namespace, source or pending approval"),
+        (409, "a tag edit the configuration does not allow"),
+        (413, "a body past server.max_body_bytes"),
+        (415, "a change without Content-Type: application/json"),
+        (422, "an invalid parameter or body field, named in param"),
+    )
+}
+"""The errors every admin operation may answer, for its OpenAPI document."""
+
+
+def error_body(
+    status: int, message: str, *, param: str | None = None, code: str | None = None
+) -> dict[str, Any]:
+    """An admin error as the proxy's routes answer theirs: OpenAI's error shape."""
+    error = ProxyError(message, status=status, param=param, code=code or _CODES.get(status))
+    error.type = "invalid_request_error" if status < 500 else "api_error"
+    return error.body()
+
+
+def error_response(
+    status: int,
+    message: str,
+    *,
+    param: str | None = None,
+    code: str | None = None,
+    headers: dict[str, str] | None = None,
+) -> JSONResponse:
+    """`error_body` as a response."""
+    body = error_body(status, message, param=param, code=code)
+    return JSONResponse(body, status_code=status, headers=headers)
 
 
 class BodyTooLargeError(HTTPException):
@@ -75,21 +139,18 @@ def bounded(request: Request, limit: int) -> Request:
 
 
 def invalid(exc: RequestValidationError) -> Response:
-    """FastAPI's 422 answer, but a number JSON cannot hold (`NaN`, `Infinity`) is echoed as
-    text: as a number it fails to encode, and FastAPI's own answer becomes a 500."""
-    return JSONResponse({"detail": _finite(jsonable_encoder(exc.errors()))}, status_code=422)
+    """A 422 naming each invalid field (`body.timeout_s: Input should be greater than 0`), the
+    first in `param`. The input is not echoed: a number JSON cannot hold (`NaN`) would not
+    encode, which made FastAPI's own answer a 500."""
+    problems = exc.errors()
+    fields = [".".join(str(part) for part in problem.get("loc", ())) for problem in problems]
+    message = "; ".join(
+        f"{field}: {problem.get('msg', '')}" if field else str(problem.get("msg", ""))
+        for field, problem in zip(fields, problems, strict=True)
+    )
+    return error_response(422, message or "invalid request", param=fields[0] if fields else None)
 
 
 def _limit_of(request: Request) -> int:
     runtime = getattr(request.app.state, "admin", None)
     return runtime.services.server.max_body_bytes if runtime is not None else _DEFAULT_LIMIT
-
-
-def _finite(value: Any) -> Any:
-    if isinstance(value, float) and not math.isfinite(value):
-        return str(value)
-    if isinstance(value, list):
-        return [_finite(item) for item in value]
-    if isinstance(value, dict):
-        return {key: _finite(item) for key, item in value.items()}
-    return value

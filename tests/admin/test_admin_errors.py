@@ -17,4 +17,11 @@ def test_lost_shared_state_is_a_503_with_its_message() -> None:
     app.add_api_route("/needs-state", needs_state)
     response = TestClient(app, raise_server_exceptions=False).get("/needs-state")
     assert response.status_code == 503
-    assert response.json() == {"detail": "the shared state (Redis) is unreachable"}
+    assert response.json() == {
+        "error": {
+            "message": "the shared state (Redis) is unreachable",
+            "type": "api_error",
+            "param": None,
+            "code": "state_unavailable",
+        }
+    }

@@ -85,7 +85,7 @@ async def test_a_namespace_patch_changes_every_tool_of_it_live(
         assert exported["t.add"]["metadata"]["tags"] == tags
         assert exported["t.add"]["metadata"]["defer"] is True
         missing = await admin.patch("/api/namespaces/nowhere", json={"defer": True})
-        assert missing.status_code == 404 and "nowhere" in missing.json()["detail"]
+        assert missing.status_code == 404 and "nowhere" in missing.json()["error"]["message"]
         invalid = await admin.patch("/api/namespaces/t", json={"timeout_s": 0})
         assert invalid.status_code == 422
 

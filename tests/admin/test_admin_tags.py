@@ -57,7 +57,7 @@ async def test_configured_tags_cannot_be_removed_through_patch(make_proxy) -> No
     async with admin_api(make_proxy) as admin:
         swapped = await admin.patch("/tools/t.wipe", json={"tags": ["read_only"]})
         assert swapped.status_code == 409
-        detail = swapped.json()["detail"]
+        detail = swapped.json()["error"]["message"]
         assert "'privileged'" in detail and "configuration" in detail
         assert "policy.rules[0] (deny)" in detail and "auth.keys[ops].policy[0] (ask)" in detail
         tool = (await admin.get("/tools/t.wipe")).json()
@@ -66,7 +66,7 @@ async def test_configured_tags_cannot_be_removed_through_patch(make_proxy) -> No
 
         # Every tool of the namespace or none: t.add keeps read_only, t.get_weather network.
         namespace = await admin.patch("/namespaces/t", json={"tags": ["read_only"]})
-        assert namespace.status_code == 409 and "'network'" in namespace.json()["detail"]
+        assert namespace.status_code == 409 and "'network'" in namespace.json()["error"]["message"]
         assert (await admin.get("/tools/t.nap")).json()["tags"] == []
 
         added = await admin.patch("/tools/t.wipe", json={"tags": ["privileged", "audited"]})
@@ -85,7 +85,7 @@ async def test_configured_tags_cannot_be_removed_through_a_state_import(make_pro
         }
         imported = await admin.post("/state", json=document)
         assert imported.status_code == 409
-        assert "'privileged'" in imported.json()["detail"]
+        assert "'privileged'" in imported.json()["error"]["message"]
         # Nothing of the document was applied.
         assert (await admin.get("/tools/t.nap")).json()["tags"] == []
         assert (await admin.get("/tools/t.wipe")).json()["tags"] == ["privileged"]
@@ -172,7 +172,7 @@ async def test_a_tag_that_puts_an_allow_preset_first_is_refused(
     async with ops_proxy(make_proxy, PRESETS) as ops:
         added = await ops.admin.patch("/tools/ops.wipe", json={"tags": ["privileged", "read_only"]})
         assert added.status_code == 409
-        detail = added.json()["detail"]
+        detail = added.json()["error"]["message"]
         assert "'read_only'" in detail and "the global rules" in detail
         assert "deny (policy.presets: deny_privileged)" in detail
         assert "allow (policy.presets: allow_read_only)" in detail
@@ -182,7 +182,8 @@ async def test_a_tag_that_puts_an_allow_preset_first_is_refused(
         namespace = await ops.admin.patch(
             "/namespaces/ops", json={"tags": ["privileged", "read_only"]}
         )
-        assert namespace.status_code == 409 and "'read_only'" in namespace.json()["detail"]
+        assert namespace.status_code == 409
+        assert "'read_only'" in namespace.json()["error"]["message"]
         assert (await ops.admin.get("/tools/ops.peek")).json()["tags"] == []
 
         # The model calls it anyway: the gate still denies it, and it never runs.
@@ -207,7 +208,7 @@ async def test_a_tag_that_a_keys_allow_rule_matches_is_refused(
     async with ops_proxy(make_proxy, DENY_PRIVILEGED, auth=KEYS) as ops:
         added = await ops.admin.patch("/tools/ops.wipe", json={"tags": ["privileged", "read_only"]})
         assert added.status_code == 409
-        detail = added.json()["detail"]
+        detail = added.json()["error"]["message"]
         assert "key 'ops'" in detail and "'read_only'" in detail
         assert "deny (policy.rules[0]) would become allow (auth.keys[ops].policy[0])" in detail
         assert "the global rules" not in detail  # no global rule names read_only
@@ -233,7 +234,7 @@ async def test_a_state_import_with_a_loosening_tag_is_refused_whole(make_proxy) 
         }
         imported = await ops.admin.post("/state", json=document)
         assert imported.status_code == 409
-        detail = imported.json()["detail"]
+        detail = imported.json()["error"]["message"]
         assert "'ops.wipe'" in detail and "allow (policy.presets: allow_read_only)" in detail
         assert (await ops.admin.get("/tools/ops.peek")).json()["tags"] == []
         assert (await ops.admin.get("/tools/ops.wipe")).json()["tags"] == ["privileged"]

@@ -29,10 +29,10 @@ async def test_keyless_admin_and_mcp_answer_this_machine_only(make_proxy: Any) -
             disable, headers={"content-type": "text/plain", "origin": "http://evil.example"}
         )
         assert csrf.status_code == 403, csrf.text
-        assert "evil.example" in csrf.json()["detail"]
+        assert "evil.example" in csrf.json()["error"]["message"]
         # State changes take JSON only, bodiless ones included (no simple request passes).
         plain = await http.post(disable, content=b"{}", headers={"content-type": "text/plain"})
-        assert plain.status_code == 415 and "application/json" in plain.json()["detail"]
+        assert plain.status_code == 415 and "application/json" in plain.json()["error"]["message"]
         assert (await http.post(disable)).status_code == 415
         form = {"content-type": "application/x-www-form-urlencoded"}
         assert (await http.post(disable, content=b"reason=x", headers=form)).status_code == 415

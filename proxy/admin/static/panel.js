@@ -33,13 +33,12 @@ async function api(path, options = {}) {
     headers,
     body: options.body === undefined ? undefined : JSON.stringify(options.body),
   });
-  if (response.status === 401 || response.status === 403) {
-    const detail = (await response.json().catch(() => ({}))).detail;
-    throw new Unauthorized(detail || `HTTP ${response.status}`);
-  }
   if (!response.ok) {
-    const detail = (await response.json().catch(() => ({}))).detail;
-    throw new Error(typeof detail === "string" ? detail : `HTTP ${response.status}`);
+    // Every API error is {"error": {"message", ...}}.
+    const error = (await response.json().catch(() => ({}))).error;
+    const message = typeof error?.message === "string" ? error.message : `HTTP ${response.status}`;
+    throw response.status === 401 || response.status === 403
+      ? new Unauthorized(message) : new Error(message);
   }
   return response.json();
 }
