@@ -548,3 +548,12 @@ def test_serve_says_why_a_stdio_mcp_server_did_not_start(tmp_path: Path) -> None
     assert_clean_failure(result, "error: MCP server time: python -m no_such_module_xyz exited")
     last = result.stderr.strip().splitlines()[-1]
     assert last.endswith("No module named no_such_module_xyz"), result.stderr
+
+
+def test_readme_says_how_to_run_each_example() -> None:
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    note = " ".join(readme.split("**The examples**", 1)[1].split("\n\n", 1)[0].split())
+    for example in sorted((REPO / "examples").glob("*.*")):
+        assert f"examples/{example.name}" in note
+    assert ".venv/bin/pip install mcp-server-time" in note
+    assert ".venv/bin/toolwire serve --config examples/everything.yaml" in note

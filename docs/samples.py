@@ -1,0 +1,358 @@
+"""The README's sample outputs, made by the real CLI and server so that they cannot drift.
+
+    .venv/bin/python docs/samples.py            # compare; exit 1 with a diff if one is stale
+    .venv/bin/python docs/samples.py --write    # rewrite the stale samples in README.md
+
+A sample is the fenced block right after a `<!-- sample: NAME -->` line in README.md, made
+here whole: the commands or code shown and what they printed. One `toolwire serve` on the
+default proxy.yaml (with the policy of the `admin-policy` sample, which only asks before
+`demo.calculate`) answers every HTTP and admin sample; CLI commands run as subprocesses.
+What changes from run to run (clock times, ids, durations) is compared through the
+`VARIABLE` patterns, and a block is rewritten only when what is left differs, so the README
+keeps its values otherwise.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import difflib
+import io
+import json
+import os
+import re
+import shlex
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+REPO = Path(__file__).resolve().parents[1]
+README = REPO / "README.md"
+TOOLWIRE = [sys.executable, "-m", "proxy"]
+DEADLINE_S = 30.0
+MARKER = re.compile(r"^<!-- sample: ([a-z0-9-]+) -->\n```(\w*)\n(.*?)^```$", re.M | re.S)
+
+VARIABLE: list[tuple[re.Pattern[str], str]] = [
+    (re.compile(p), r)
+    for p, r in [
+        (r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d", "<time>"),  # admin log times
+        (r"\d\d:\d\d on \w+ \d\d \w+ \d{4}", "<time>"),  # the demo's clock
+        (r"\bcall_[0-9a-zA-Z]{16,}", "call_<id>"),  # tool call and approval ids
+        (r"\breq_[0-9a-f]{16}\b", "req_<id>"),
+        (r"chatcmpl-[0-9a-f]+", "chatcmpl-<id>"),
+        (r'"created":\d+', '"created":<time>'),
+        (r"(duration_ms|overhead_ms|overhead-ms)=[\d.]+", r"\1=<ms>"),
+        (r"(?m)^(<time> +\S+ +\S+ +)[\d.]+", r"\1<ms>"),  # the admin log's MS column
+        (r"(?m)^: keep-alive\n\n", ""),  # a stream's keep-alive comments depend on timing
+        (r" {2,}", "  "),  # table columns move with the width of the cells above
+    ]
+]
+
+QUICKSTART = """\
+from openai import OpenAI
+
+client = OpenAI(base_url="http://127.0.0.1:8000/v1", api_key="unused")
+answer = client.chat.completions.create(
+    model="toolwire-demo",
+    messages=[{"role": "user", "content": "What's the weather in Paris and the time in Tokyo?"}],
+)
+print(answer.choices[0].message.content)
+"""
+
+STREAM_BODY = """\
+{"model": "toolwire-demo", "stream": true,
+       "messages": [{"role": "user", "content": "Convert 100 USD to EUR"}]}"""
+STREAM_COMMAND = f"""\
+curl -s http://127.0.0.1:8000/v1/chat/completions -H 'content-type: application/json' \\
+  -d '{STREAM_BODY}'"""
+
+BROKEN_CONFIG = """\
+upstreams:
+  - name: local
+    base_url: 127.0.0.1:8001/v1
+tools:
+  - path: examples/tools.py
+loop:
+  max_iterations: many
+"""
+
+ADMIN_POLICY = """\
+policy:
+  default: allow
+  rules:
+    - {match: {name: demo.calculate}, action: ask, reason: arithmetic needs a second look}
+    - {match: {tags: [privileged]}, action: deny}
+"""
+ASKED_QUESTION = "What is 17 * 23?"
+
+
+@dataclass(frozen=True)
+class Sample:
+    """A fenced block: its language (may be empty) and its text, which ends in one newline."""
+
+    name: str
+    lang: str
+    text: str
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "text", self.text.rstrip("\n") + "\n")
+
+
+def produce() -> list[Sample]:
+    """Every sample, made by running what it shows.
+
+    Raises:
+        RuntimeError: the server did not start, or a command did not do what it shows.
+    """
+    with tempfile.TemporaryDirectory() as folder, ThreadPoolExecutor(1) as pool:
+        work = Path(folder)
+        config_error = pool.submit(_config_error, work)  # while the server starts
+        with _served(work) as server:
+            samples = [
+                _quickstart_answer(server.url),
+                _quickstart_stream(server.url),
+                Sample("admin-policy", "yaml", ADMIN_POLICY),
+            ]
+            _ask(server.url, ASKED_QUESTION)
+            samples.append(_admin(server.url))
+            line = server.wait_for(" toolwire.requests ", "POST /v1/chat/completions")
+            samples.append(Sample("summary-line", "", line))
+        return [config_error.result(), *samples]
+
+
+def blocks(readme: str) -> dict[str, Sample]:
+    """The samples README.md holds now."""
+    return {m[1]: Sample(m[1], m[2], m[3]) for m in MARKER.finditer(readme)}
+
+
+def normalised(text: str) -> str:
+    for pattern, replacement in VARIABLE:
+        text = pattern.sub(replacement, text)
+    return text
+
+
+def stale(readme: str, samples: list[Sample]) -> list[str]:
+    """A unified diff per sample that README.md lacks or holds in another form."""
+    held = blocks(readme)
+    diffs = []
+    for sample in samples:
+        old = held.get(sample.name)
+        if old is None:
+            diffs.append(f"README.md has no `<!-- sample: {sample.name} -->` block")
+        elif (old.lang, normalised(old.text)) != (sample.lang, normalised(sample.text)):
+            # Compared with the variable parts masked, so the diff shows what differs.
+            diff = difflib.unified_diff(
+                normalised(old.text).splitlines(),
+                normalised(sample.text).splitlines(),
+                f"README.md ({old.lang or 'no language'})",
+                f"produced ({sample.lang or 'no language'})",
+                lineterm="",
+            )
+            diffs.append(f"sample {sample.name}:\n" + "\n".join(diff))
+    for name in held.keys() - {s.name for s in samples}:
+        diffs.append(f"README.md's sample {name} is made by nothing in docs/samples.py")
+    return diffs
+
+
+def rewritten(readme: str, samples: list[Sample]) -> str:
+    """README.md with each stale sample replaced by the one just made."""
+    made = {s.name: s for s in samples}
+
+    def replace(match: re.Match[str]) -> str:
+        new = made.get(match[1])
+        old = Sample(match[1], match[2], match[3])
+        if new is None or (old.lang, normalised(old.text)) == (new.lang, normalised(new.text)):
+            return match[0]
+        return f"<!-- sample: {new.name} -->\n```{new.lang}\n{new.text}```"
+
+    return MARKER.sub(replace, readme)
+
+
+# --- the samples ----------------------------------------------------------------------------
+
+
+def _config_error(work: Path) -> Sample:
+    (work / "broken.yaml").write_text(BROKEN_CONFIG, encoding="utf-8")
+    output = _run(["check", "--config", "broken.yaml"], cwd=work, status=1)
+    return Sample(
+        "config-error",
+        "console",
+        f"$ cat broken.yaml\n{BROKEN_CONFIG}$ toolwire check --config broken.yaml\n{output}",
+    )
+
+
+def _quickstart_answer(url: str) -> Sample:
+    code = QUICKSTART.replace("http://127.0.0.1:8000", url)
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        exec(compile(code, "README.md", "exec"), {})
+    comments = "".join(f"# {line}\n" for line in printed.getvalue().splitlines())
+    return Sample("quickstart-answer", "python", QUICKSTART + comments)
+
+
+def _quickstart_stream(url: str) -> Sample:
+    body = json.loads(STREAM_BODY)
+    request = urllib.request.Request(
+        f"{url}/v1/chat/completions",
+        data=json.dumps(body).encode(),
+        headers={"content-type": "application/json"},
+    )
+    with urllib.request.urlopen(request, timeout=DEADLINE_S) as response:
+        output = response.read().decode()
+    return Sample("quickstart-stream", "console", f"$ {STREAM_COMMAND}\n{output}")
+
+
+def _ask(url: str, question: str) -> None:
+    body = {"model": "toolwire-demo", "messages": [{"role": "user", "content": question}]}
+    request = urllib.request.Request(
+        f"{url}/v1/chat/completions",
+        data=json.dumps(body).encode(),
+        headers={"content-type": "application/json"},
+    )
+    with urllib.request.urlopen(request, timeout=DEADLINE_S) as response:
+        answer = json.load(response)
+    if answer["choices"][0]["finish_reason"] != "tool_calls":
+        raise RuntimeError(f"{question!r} was not paused for approval: {answer}")
+
+
+def _admin(url: str) -> Sample:
+    env = {"TOOLWIRE_URL": url}
+    shown: list[str] = []
+
+    def admin(*args: str, status: int = 0) -> str:
+        output = _run(["admin", *args], env=env, status=status)
+        shown.append(f"$ {shlex.join(['toolwire', 'admin', *args])}\n{output}")
+        return output
+
+    admin("tools")
+    admin("log", "--limit", "2")
+    listing = admin("approvals")
+    call_id = listing.splitlines()[1].split()[0]
+    admin("approve", call_id, "--reason", "checked")
+    admin("approve", "call_unknown", status=1)
+    return Sample("admin", "console", "".join(shown))
+
+
+# --- running things -------------------------------------------------------------------------
+
+
+def _environ(extra: dict[str, str] | None = None) -> dict[str, str]:
+    """The user's environment without the variables proxy.yaml reads, so the demo answers."""
+    hidden = {"TOOLWIRE_UPSTREAM_URL", "UPSTREAM_API_KEY", "TOOLWIRE_URL", "TOOLWIRE_ADMIN_KEY"}
+    return {k: v for k, v in os.environ.items() if k not in hidden} | (extra or {})
+
+
+def _run(
+    args: list[str], *, cwd: Path = REPO, env: dict[str, str] | None = None, status: int = 0
+) -> str:
+    """What `toolwire ARGS` prints, stdout and stderr as a terminal shows them."""
+    done = subprocess.run(
+        [*TOOLWIRE, *args],
+        cwd=cwd,
+        env=_environ(env),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        timeout=DEADLINE_S,
+        check=False,
+    )
+    if done.returncode != status:
+        raise RuntimeError(f"toolwire {' '.join(args)} exited {done.returncode}:\n{done.stdout}")
+    return done.stdout
+
+
+@dataclass
+class _Server:
+    url: str
+    lines: list[str]
+    more: threading.Condition
+
+    def wait_for(self, *needles: str) -> str:
+        """The first line the server logged that holds every one of `needles`.
+
+        Raises:
+            RuntimeError: none within `DEADLINE_S`.
+        """
+        deadline = time.monotonic() + DEADLINE_S
+        with self.more:
+            while True:
+                for line in self.lines:
+                    if all(needle in line for needle in needles):
+                        return line
+                if not self.more.wait(max(0.0, deadline - time.monotonic())):
+                    raise RuntimeError(f"no line with {needles} in:\n" + "\n".join(self.lines))
+
+
+@contextlib.contextmanager
+def _served(work: Path) -> Iterator[_Server]:
+    """`toolwire serve` on the default proxy.yaml with ADMIN_POLICY, on a free port.
+
+    The config is written next to a link to examples/, so its relative paths, and the
+    source names shown, are those of the default config.
+    """
+    config = yaml.safe_load((REPO / "proxy.yaml").read_text(encoding="utf-8"))
+    config.update(yaml.safe_load(ADMIN_POLICY))
+    (work / "proxy.yaml").write_text(yaml.safe_dump(config), encoding="utf-8")
+    (work / "examples").symlink_to(REPO / "examples", target_is_directory=True)
+    process = subprocess.Popen(
+        [*TOOLWIRE, "serve", "--port", "0"],
+        cwd=work,
+        env=_environ(),
+        stderr=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        text=True,
+    )
+    assert process.stderr is not None
+    server = _Server("", [], threading.Condition())
+    reader = threading.Thread(target=_read_lines, args=(process.stderr, server), daemon=True)
+    reader.start()
+    try:
+        running = server.wait_for("Uvicorn running on ")
+        server.url = running.split("Uvicorn running on ")[1].split()[0]
+        yield server
+    finally:
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(timeout=DEADLINE_S)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+        reader.join(timeout=DEADLINE_S)
+        process.stderr.close()
+
+
+def _read_lines(stream: io.TextIOBase, server: _Server) -> None:
+    for line in stream:
+        with server.more:
+            server.lines.append(line.rstrip("\n"))
+            server.more.notify_all()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--write", action="store_true", help="rewrite the stale samples")
+    parser.add_argument("--readme", type=Path, default=README)
+    args = parser.parse_args(argv)
+    readme = args.readme.read_text(encoding="utf-8")
+    samples = produce()
+    problems = stale(readme, samples)
+    if args.write:
+        args.readme.write_text(rewritten(readme, samples), encoding="utf-8")
+        problems = [p for p in stale(args.readme.read_text(encoding="utf-8"), samples)]
+    for problem in problems:
+        print(problem, file=sys.stderr)
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

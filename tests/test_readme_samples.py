@@ -1,0 +1,59 @@
+"""The README's sample outputs are what the code prints: docs/samples.py makes each one with
+the real CLI and server, and README.md must hold it, up to the parts that change per run.
+
+Benchmark figure tables are measurements, not command outputs: they are not samples.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+import sys
+from pathlib import Path
+from types import ModuleType
+
+REPO = Path(__file__).resolve().parents[1]
+README = (REPO / "README.md").read_text(encoding="utf-8")
+
+
+def _samples_module() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("docs_samples", REPO / "docs" / "samples.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up
+    spec.loader.exec_module(module)
+    return module
+
+
+samples = _samples_module()
+
+
+def test_every_readme_sample_is_what_the_code_prints() -> None:
+    problems = samples.stale(README, samples.produce())
+
+    assert not problems, (
+        "README.md's samples differ from what the code prints; if the new output is right, "
+        "run `.venv/bin/python docs/samples.py --write`\n\n" + "\n\n".join(problems)
+    )
+
+
+def test_every_console_block_is_a_sample() -> None:
+    fence = re.compile(r"^(<!-- sample: [a-z0-9-]+ -->\n)?```(\w*)\n(.*?)^```$", re.M | re.S)
+    fences = fence.findall(README)
+    unmarked = [
+        body.splitlines()[0]
+        for marker, lang, body in fences
+        if not marker and (lang == "console" or re.search(r"^\$ ", body, re.M))
+    ]
+
+    assert not unmarked, f"command lines whose output no sample makes: {unmarked}"
+    assert len(samples.blocks(README)) == sum(1 for marker, _, _ in fences if marker)
+
+
+def test_variable_parts_are_masked_and_nothing_else() -> None:
+    a = "2026-11-30 15:09:14  demo.calculate  asked  0.0  call_tw9e1755713f3f27891d1d8f3774ad2d56"
+    b = "2026-12-01 01:02:03  demo.calculate  asked  12.5  call_tw0123456789abcdef0123456789abcdef"
+
+    assert samples.normalised(a) == samples.normalised(b)
+    assert samples.normalised(a) != samples.normalised(a.replace("asked", "ok"))
+    assert samples.normalised(": tools running\n\n") == ": tools running\n\n"
