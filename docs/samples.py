@@ -76,6 +76,12 @@ STREAM_COMMAND = f"""\
 curl -s http://127.0.0.1:8000/v1/chat/completions -H 'content-type: application/json' \\
   -d '{STREAM_BODY}'"""
 
+COMMANDS = [  # on the default proxy.yaml: (arguments, exit status)
+    (["check"], 0),
+    (["call", "demo.calculate", "--args", '{"expression": "17 * 23"}'], 0),
+    (["call", "demo.get_weather", "--args", "{}"], 1),
+]
+
 BROKEN_CONFIG = """\
 upstreams:
   - name: local
@@ -114,9 +120,11 @@ def produce() -> list[Sample]:
     Raises:
         RuntimeError: the server did not start, or a command did not do what it shows.
     """
-    with tempfile.TemporaryDirectory() as folder, ThreadPoolExecutor(1) as pool:
+    with tempfile.TemporaryDirectory() as folder, ThreadPoolExecutor(2) as pool:
         work = Path(folder)
-        config_error = pool.submit(_config_error, work)  # while the server starts
+        # The commands that need no server run while it starts.
+        command_line = pool.submit(_command_line)
+        config_error = pool.submit(_config_error, work)
         with _served(work) as server:
             samples = [
                 _quickstart_answer(server.url),
@@ -127,7 +135,7 @@ def produce() -> list[Sample]:
             samples.append(_admin(server.url))
             line = server.wait_for(" toolwire.requests ", "POST /v1/chat/completions")
             samples.append(Sample("summary-line", "", line))
-        return [config_error.result(), *samples]
+        return [command_line.result(), config_error.result(), *samples]
 
 
 def blocks(readme: str) -> dict[str, Sample]:
@@ -179,6 +187,14 @@ def rewritten(readme: str, samples: list[Sample]) -> str:
 
 
 # --- the samples ----------------------------------------------------------------------------
+
+
+def _command_line() -> Sample:
+    shown = []
+    for args, status in COMMANDS:
+        output = _run(args, status=status)
+        shown.append(f"$ {shlex.join(['toolwire', *args])}\n{output}")
+    return Sample("command-line", "console", "".join(shown))
 
 
 def _config_error(work: Path) -> Sample:

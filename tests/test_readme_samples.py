@@ -57,3 +57,13 @@ def test_variable_parts_are_masked_and_nothing_else() -> None:
     assert samples.normalised(a) == samples.normalised(b)
     assert samples.normalised(a) != samples.normalised(a.replace("asked", "ok"))
     assert samples.normalised(": tools running\n\n") == ": tools running\n\n"
+
+
+def test_what_the_prose_quotes_is_in_a_sample() -> None:
+    held = samples.blocks(README)
+    tool_message = re.search(r"`(Error \(invalid_arguments\): [^`]*)`", README)
+    assert tool_message is not None
+    assert tool_message[1] in held["command-line"].text
+    loop = README.split("## How the loop behaves", 1)[1].split("\n## ", 1)[0]
+    assert "`: tools running`" in loop
+    assert "\n: tools running\n" in held["quickstart-stream"].text
