@@ -102,6 +102,8 @@ class UpstreamConfig(BaseModel):
     anthropic_version: str = "2023-06-01"
     """The `anthropic-version` header sent to an `anthropic` upstream."""
     models: list[str] = Field(default_factory=lambda: ["*"])
+    """Globs of the model names it serves. Omitted: `*` (any name; a real server's own
+    "no such model" comes back), and for the demo `toolwire-demo`, the one it serves."""
     tool_calling: Literal["native", "emulated", "auto", "parsed"] = "native"
     """native: the server parses tool calls; emulated: tools go into the prompt and calls are
     parsed from the text; auto: native until the server rejects `tools` for a model; parsed:
@@ -122,6 +124,12 @@ class UpstreamConfig(BaseModel):
     idle_timeout_s: float = Field(default=120.0, gt=0)
     """Longest silence between two reads of a response."""
     max_connections: int = Field(default=1000, ge=1)
+
+    @model_validator(mode="after")
+    def _demo_serves_its_model(self) -> UpstreamConfig:
+        if self.base_url == "demo" and "models" not in self.model_fields_set:
+            self.models = ["toolwire-demo"]
+        return self
 
     @model_validator(mode="after")
     def _parsed_needs_a_family(self) -> UpstreamConfig:
