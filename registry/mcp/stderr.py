@@ -102,12 +102,13 @@ class ServerStderr(asyncio.Protocol):
             self._add(raw)
 
     def eof_received(self) -> bool:
-        self._add(self._partial)
-        self._partial = b""
         self._ended.set()
         return False
 
     def connection_lost(self, exc: Exception | None) -> None:
+        # A last line without its newline counts too.
+        self._add(self._partial)
+        self._partial = b""
         self._ended.set()
 
     def _add(self, raw: bytes) -> None:

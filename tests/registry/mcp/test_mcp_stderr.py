@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 from pathlib import Path
 
 import aiohttp
@@ -131,12 +132,34 @@ async def test_readyz_and_the_admin_name_the_missing_module(make_proxy):
         assert "No module named no_such_module_xyz" in status["error"]
 
 
-async def test_a_capture_closed_by_cancellation_leaves_no_pipe_open():
-    stderr = ServerStderr("test")
+def _open_descriptors() -> int:
+    return len(os.listdir("/proc/self/fd"))
+
+
+async def _settled(count: int) -> int:
+    """The open descriptor count once the loop has run the transports' closing callbacks."""
+    for _ in range(100):
+        if _open_descriptors() == count:
+            break
+        await asyncio.sleep(0)
+    return _open_descriptors()
+
+
+async def test_a_capture_leaves_no_descriptor_open_even_when_cancelled():
+    before = _open_descriptors()
+    finished = ServerStderr("test")
+    async with finished.capture() as errlog:
+        errlog.write("no newline at the end")
+    assert finished.lines == ["no newline at the end"]
+    assert await _settled(before) == before
+
+    cancelled = ServerStderr("test")
+    task = asyncio.current_task()
+    assert task is not None
     with pytest.raises(asyncio.CancelledError):
-        async with asyncio.timeout(5), stderr.capture() as errlog:
-            task = asyncio.current_task()
-            assert task is not None
+        async with cancelled.capture() as errlog:
             task.cancel()
             await asyncio.sleep(1)
+    task.uncancel()
     assert errlog.closed
+    assert await _settled(before) == before
