@@ -35,6 +35,7 @@ from .injection import Catalog
 from .loop import ToolLoop
 from .router import UpstreamRouter
 from .services import Services
+from .sources import sources_for
 from .state import build_stores
 from .telemetry import Telemetry
 from .webhook import WebhookApprover
@@ -44,15 +45,6 @@ if TYPE_CHECKING:
     from .fronts.mcp import McpFront
 
 log = logging.getLogger("toolwire")
-
-
-def sources_for(settings: Settings) -> SourceSet:
-    """The tool sources of a configuration, not yet started.
-
-    Raises:
-        SourceLoadError: an entry has no source implementation.
-    """
-    return SourceSet.from_configs(settings.tools, base_dir=settings.base_dir)
 
 
 def create_app(

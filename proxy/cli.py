@@ -1,30 +1,27 @@
 """The `toolwire` command: serve, tools, check, call, admin."""
 
+# Each command imports what it runs, inside its function: `admin` loads no configuration,
+# and `tools`, `check` and `call` no server (uvicorn, Starlette, the fronts, the state
+# stores), which would double their start-up time.
+
 from __future__ import annotations
 
 import argparse
 import asyncio
 import sys
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from policies import (
-    CallContext,
-    Gate,
-    GateVerdict,
-    Guards,
-    KeyRing,
-    MemoryRateLimiter,
-    RulePolicy,
-)
-from registry import Executor, RegistryError, ToolCall
-
 from .admin.cli import add_admin_parser, run_admin
-from .config import ConfigError, Settings, load_settings
-from .serving import serve as _serve
-from .serving import started
+
+if TYPE_CHECKING:
+    from .config import Settings
+
+DEFAULT_CONFIG = "proxy.yaml"
+NO_CONFIG_HINT = "run from the folder that holds it, or pass --config PATH"
+"""Added when ./proxy.yaml, the default, is not there."""
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -32,17 +29,33 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.command == "admin":  # a running proxy's API: no configuration to load
         return run_admin(args)
+    from registry import RegistryError
+
+    from .config import ConfigError, load_settings
+
+    default = args.config is None
+    if default:
+        args.config = DEFAULT_CONFIG
     try:
         settings = load_settings(args.config)
         return int(args.run(args, settings) or 0)
     except ConfigError as exc:
-        print(f"{args.config}: invalid configuration\n{exc}", file=sys.stderr)
+        print(_config_problem(args.config, exc, default=default), file=sys.stderr)
         return 1
     except RegistryError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         return 130
+
+
+def _config_problem(path: str, exc: Exception, *, default: bool) -> str:
+    """What to print when the configuration cannot be loaded."""
+    if isinstance(exc.__cause__, FileNotFoundError) and default:
+        return f"{exc} ({NO_CONFIG_HINT})"
+    if isinstance(exc.__cause__, OSError):
+        return str(exc)  # unreadable, not invalid
+    return f"{path}: invalid configuration\n{exc}"
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -83,8 +96,15 @@ def _parser() -> argparse.ArgumentParser:
     add_admin_parser(commands)
 
     for sub in (serve, tools, check, call):
-        sub.add_argument("--config", default="proxy.yaml", help="default: ./proxy.yaml")
+        sub.add_argument("--config", help=f"default: ./{DEFAULT_CONFIG}")
     return parser
+
+
+def _serve(args: argparse.Namespace, settings: Settings) -> int:
+    # The server (uvicorn, Starlette, the fronts) loads only for the command that serves.
+    from .serving import serve
+
+    return serve(args, settings)
 
 
 def _tools(args: argparse.Namespace, settings: Settings) -> int:
@@ -92,6 +112,8 @@ def _tools(args: argparse.Namespace, settings: Settings) -> int:
 
 
 async def _list_tools(args: argparse.Namespace, settings: Settings) -> int:
+    from .sources import started
+
     async with started(settings) as (registry, _):
         tools = registry.list_tools(tags=set(args.tag) or None, include_disabled=True)
         rows: list[dict[str, Any]] = [
@@ -143,6 +165,7 @@ def _check(args: argparse.Namespace, settings: Settings) -> int:
 
 
 async def _check_sources(args: argparse.Namespace, settings: Settings) -> int:
+    from .sources import started
     from .upstreams import probe_all
 
     async with asyncio.TaskGroup() as group:
@@ -183,6 +206,19 @@ def _call(args: argparse.Namespace, settings: Settings) -> int:
 
 
 async def _call_tool(args: argparse.Namespace, settings: Settings) -> int:
+    from policies import (
+        CallContext,
+        Gate,
+        GateVerdict,
+        Guards,
+        KeyRing,
+        MemoryRateLimiter,
+        RulePolicy,
+    )
+    from registry import Executor, ToolCall
+
+    from .sources import started
+
     principal = None
     if args.key is not None:
         keys = KeyRing.from_config(settings.auth) if settings.auth is not None else KeyRing()

@@ -17,16 +17,15 @@ import os
 import signal
 import sys
 import tempfile
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import uvicorn
 
-from registry import SourceSet, ToolRegistry
-
 from . import http_limits
-from .app import create_app, sources_for
+from .app import create_app
 from .config import Settings, load_settings
+from .sources import started
 from .state import NOT_SHARED, check_state
 from .telemetry import MULTIPROC_ENV, Drain, Stop, log_config
 
@@ -181,21 +180,3 @@ def app_from_env() -> object:
     app = create_app(settings)
     _drain_worker(app.telemetry.drain, settings.server.drain_s)
     return app
-
-
-@contextlib.asynccontextmanager
-async def started(
-    settings: Settings, *, fail_fast: bool = True
-) -> AsyncIterator[tuple[ToolRegistry, SourceSet]]:
-    """The configuration's sources started into a new registry; closed on exit.
-
-    Raises:
-        RegistryError: with `fail_fast`, a source failed to start.
-    """
-    registry = ToolRegistry()
-    sources = sources_for(settings)
-    await sources.start(registry, fail_fast=fail_fast)
-    try:
-        yield registry, sources
-    finally:
-        await sources.aclose()

@@ -1,11 +1,16 @@
 """FastAPI and the MCP SDK's server load only for the fronts that need them: `import
-proxy.app` (every `toolwire` command) stays without them."""
+proxy.app` stays without them; and `toolwire tools`, `check`, `call` and `admin` load no
+server at all (Starlette, uvicorn, the fronts, the state stores)."""
 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
+from pathlib import Path
+
+import pytest
 
 from tests.conftest import REPO
 
@@ -50,3 +55,75 @@ upstreams = [{"name": "demo", "base_url": "demo"}]
 create_app(parse_settings({"upstreams": upstreams}, base_dir=Path("."), environ={}))
 """
     assert _loaded(body) == list(HEAVY)
+
+
+# --- what each `toolwire` command imports ---------------------------------------------------
+
+SERVER = (
+    *("starlette", "uvicorn", "uvloop", "redis", "fastapi", "mcp.server", "prometheus_client"),
+    *("proxy.app", "proxy.serving", "proxy.fronts", "proxy.state", "proxy.telemetry"),
+)
+"""The HTTP server and what only it uses (with their submodules): only `serve` needs them."""
+
+
+RUN = """
+import atexit, json, runpy, sys
+atexit.register(lambda: print(json.dumps(sorted(sys.modules)), file=sys.stderr))
+sys.argv = ["toolwire", *json.loads(sys.argv[1])]
+runpy.run_module("proxy", run_name="__main__", alter_sys=True)
+"""
+
+
+def _imported_by(*args: str, cwd: Path, status: int = 0) -> set[str]:
+    """Every module loaded when `toolwire ARGS` exits (`sys.modules`, printed at exit)."""
+    done = subprocess.run(
+        [sys.executable, "-c", RUN, json.dumps(args)],
+        cwd=cwd,
+        env={**os.environ, "PYTHONPATH": str(REPO)},  # this checkout, from any folder
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == status, done.stderr
+    return set(json.loads(done.stderr.strip().splitlines()[-1]))
+
+
+def _server_modules(imported: set[str]) -> list[str]:
+    return sorted(n for n in imported if any(n == s or n.startswith(f"{s}.") for s in SERVER))
+
+
+@pytest.fixture
+def config(tmp_path: Path) -> str:
+    examples = (REPO / "examples" / "tools.py").as_posix()
+    path = tmp_path / "proxy.yaml"
+    path.write_text(
+        f"upstreams: [{{name: d, base_url: demo}}]\ntools: [{{python: {examples}}}]\n",
+        encoding="utf-8",
+    )
+    return str(path)
+
+
+@pytest.mark.parametrize(
+    "command",
+    [["tools"], ["check"], ["call", "calculate", "--args", '{"expression": "1+2"}']],
+    ids=["tools", "check", "call"],
+)
+def test_commands_without_a_server_load_none_of_it(
+    command: list[str], config: str, tmp_path: Path
+) -> None:
+    imported = _imported_by(*command, "--config", config, cwd=tmp_path)
+    assert _server_modules(imported) == []
+
+
+def test_check_probes_the_upstreams_without_their_adapters(config: str, tmp_path: Path) -> None:
+    imported = _imported_by("check", "--config", config, cwd=tmp_path)
+    assert "proxy.upstreams.probe" in imported
+    assert [name for name in imported if name.split(".")[0] == "llm_rosetta"] == []
+
+
+def test_admin_loads_no_configuration_and_no_server(tmp_path: Path) -> None:
+    # Nothing listens on port 9 of loopback (discard): the command fails after its imports.
+    imported = _imported_by("admin", "tools", "--url", "http://127.0.0.1:9", cwd=tmp_path, status=1)
+    assert "httpx2" in imported
+    assert _server_modules(imported) == []
+    assert [n for n in ("proxy.config", "registry", "policies", "pydantic") if n in imported] == []
