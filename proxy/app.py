@@ -21,7 +21,7 @@ from .asgi import Receive, Scope, Send, send_json
 from .auth import Authenticator
 from .config import Settings
 from .context import context_of
-from .errors import ProxyError
+from .errors import ProxyError, UpstreamError
 from .fronts import (
     ChatCompletions,
     CountTokens,
@@ -33,6 +33,7 @@ from .fronts import (
 from .hosts import AllowedHosts
 from .injection import Catalog
 from .loop import ToolLoop
+from .routemap import Index, is_anthropic, misrouted, not_found
 from .router import UpstreamRouter
 from .services import Services
 from .sources import sources_for
@@ -92,6 +93,7 @@ def create_app(
 
     routes = Starlette(
         routes=[
+            Route("/", Index(settings).page, methods=["GET"]),
             Route("/v1/models", _models, methods=["GET"]),
             Route("/v1/responses/{response_id}", hot.records, methods=["GET", "DELETE"]),
             Route("/healthz", _healthz, methods=["GET"]),
@@ -218,8 +220,10 @@ class ToolwireApp:
                 try:
                     context.principal = await keys.authenticate(context.headers)
                 except ProxyError as exc:
-                    headers = {**exc.headers, "x-request-id": context.request_id}
-                    await send_json(send, exc.status, _error_shape(scope["path"])(exc), headers)
+                    # A wrong base URL is told as such: the key may be right, the path is not.
+                    error = _misrouted(scope) or exc
+                    headers = {**error.headers, "x-request-id": context.request_id}
+                    await send_json(send, error.status, _error_shape(scope["path"])(error), headers)
                     return
                 context.headers = keys.upstream_headers(dict(context.headers))
             if scope["method"] == "POST":
@@ -260,15 +264,33 @@ class MethodNotAllowedError(ProxyError):
 
 
 def _error_shape(path: str) -> Callable[[ProxyError], dict[str, Any]]:
-    """The error body shape of the front a path belongs to (Anthropic's on /v1/messages)."""
-    if path.startswith("/v1/messages"):
+    """The error body shape of the front a path belongs to: Anthropic's on /v1/messages, and
+    on a messages path whose `/v1` is missing or doubled (an Anthropic SDK's wrong base URL)."""
+    if is_anthropic(path):
         return anthropic_error_body
     return ProxyError.body
 
 
-_OPEN_PATHS = frozenset({"/healthz", "/metrics"})
-"""Paths the edge lets through without a client key: liveness probes, and the metrics,
-which take operators' keys only and check them themselves."""
+class NotFoundError(ProxyError):
+    """No route serves the path; the message says what was probably meant."""
+
+    status = 404
+    type = "invalid_request_error"
+    code = "not_found"
+
+
+def _misrouted(scope: Scope) -> NotFoundError | None:
+    """The 404 for a path that is a route with `/v1` missing or doubled, else None."""
+    request = Request(scope)
+    root = str(request.base_url).rstrip("/")
+    if misrouted(scope["path"], root) is None:
+        return None
+    return NotFoundError(not_found(scope["method"], scope["path"], root))
+
+
+_OPEN_PATHS = frozenset({"/", "/healthz", "/metrics"})
+"""Paths the edge lets through without a client key: the index, liveness probes, and the
+metrics, which take operators' keys only and check them themselves."""
 
 
 def _admin(path: str) -> bool:
@@ -310,12 +332,21 @@ class _HotRoutes:
 
 
 async def _models(request: Request) -> Response:
+    """The models a request may name; a 502 when no upstream could list its models, which
+    `toolwire.unlisted` names when only some could not."""
     services: Services = request.app.state.services
-    models = await services.upstreams.list_models()
+    listing = await services.upstreams.list_models()
+    if listing.none_listed:
+        raise UpstreamError("; ".join(f"cannot list models: {why}" for _, why in listing.unlisted))
     data = [
-        {"id": model, "object": "model", "created": 0, "owned_by": owner} for model, owner in models
+        {"id": model, "object": "model", "created": 0, "owned_by": owner}
+        for model, owner in listing.models
     ]
-    return JSONResponse({"object": "list", "data": data})
+    body: dict[str, Any] = {"object": "list", "data": data}
+    if listing.unlisted:
+        unlisted = [{"upstream": name, "error": why} for name, why in listing.unlisted]
+        body["toolwire"] = {"unlisted": unlisted}
+    return JSONResponse(body)
 
 
 async def _healthz(request: Request) -> Response:
@@ -323,19 +354,27 @@ async def _healthz(request: Request) -> Response:
 
 
 async def _readyz(request: Request) -> Response:
+    """Ready once the sources are loaded; a 503 while starting, and while no upstream accepts
+    a connection (nothing could be served). Each source's and upstream's status."""
     services: Services | None = getattr(request.app.state, "services", None)
     if services is None:
         return JSONResponse({"status": "starting"}, status_code=503)
     statuses = services.sources.statuses()
+    upstreams = await services.upstreams.reachability()
+    stranded = not any(u.reachable for u in upstreams)
     body = {
-        "status": "ready",
+        "status": "upstreams unreachable" if stranded else "ready",
         "tools": len(services.registry),
         "sources": [
             {"name": s.name, "reachable": s.reachable, "tools": s.tool_count, "error": s.error}
             for s in statuses
         ],
+        "upstreams": [
+            {"name": u.name, "address": u.address, "reachable": u.reachable, "error": u.error}
+            for u in upstreams
+        ],
     }
-    return JSONResponse(body)
+    return JSONResponse(body, status_code=503 if stranded else 200)
 
 
 async def _http_error(request: Request, exc: Exception) -> Response:
@@ -347,9 +386,12 @@ async def _http_error(request: Request, exc: Exception) -> Response:
     error: ProxyError
     if exc.status_code == 405 and "Allow" in headers:
         error = MethodNotAllowedError.on(request.method, path, headers.pop("Allow"))
+    elif exc.status_code == 404:
+        root = str(request.base_url).rstrip("/")
+        error = NotFoundError(not_found(request.method, path, root))
     else:
         error = ProxyError(str(exc.detail), status=exc.status_code)
-        error.type = "not_found" if exc.status_code == 404 else "invalid_request_error"
+        error.type = "invalid_request_error"
     headers.update(error.headers)
     return JSONResponse(_error_shape(path)(error), status_code=error.status, headers=headers)
 

@@ -15,6 +15,7 @@ import gc
 import logging.config
 import os
 import signal
+import socket
 import sys
 import tempfile
 from collections.abc import Callable, Iterator
@@ -24,10 +25,12 @@ import uvicorn
 
 from . import http_limits
 from .app import create_app
-from .config import Settings, load_settings
+from .config import Settings, UpstreamConfig, load_settings
+from .listener import BindError, listen
 from .sources import started
 from .state import NOT_SHARED, check_state
 from .telemetry import MULTIPROC_ENV, Drain, Stop, log_config
+from .upstreams import probe_all
 
 __all__ = ["app_from_env", "serve", "started"]
 
@@ -36,74 +39,115 @@ _BOUND_ENV = "TOOLWIRE_BOUND"
 _CANCEL_AFTER_DRAIN_S = 1
 """After the drain, how long uvicorn waits for what still runs (GETs' event streams, work
 the drain gave up on) before cancelling it."""
+log = logging.getLogger("toolwire")
 
 
 def serve(args: argparse.Namespace, settings: Settings) -> int:
     """Serve until a signal has drained the server; the exit status."""
     host = args.host or settings.server.host
     port = args.port if args.port is not None else settings.server.port
-    settings = _bound_to(settings, host, port)
     logs = log_config(args.log_format, args.log_level)
     logging.config.dictConfig(logs)
-    asyncio.run(check_state(settings))  # an unreachable Redis is a clean exit 1
-    if args.workers > 1 and settings.state.backend == "memory":
+    try:
+        sock = listen(host, port)  # first: a taken port is reported before anything starts
+    except BindError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    with sock:
+        port = sock.getsockname()[1]
+        settings = _bound_to(settings, host, port)
+        asyncio.run(check_state(settings))  # an unreachable Redis is a clean exit 1
+        if args.workers > 1:
+            _serve_workers(settings, sock, args, logs)
+            return 0
+        import uvloop
+
+        uvloop.run(_serve_one(settings, sock, args))
+    return 0
+
+
+def _serve_workers(
+    settings: Settings, sock: socket.socket, args: argparse.Namespace, logs: dict[str, Any]
+) -> None:
+    """uvicorn's supervisor and `--workers` processes, each serving on `sock`."""
+    from uvicorn.supervisors import Multiprocess
+
+    if settings.state.backend == "memory":
         print(
             f"toolwire: {args.workers} workers with state.backend: memory: each worker keeps "
             f"its own {NOT_SHARED}; a follow-up that lands on another worker will not find "
             "them (set state.backend: redis to share them)",
             file=sys.stderr,
         )
-    if args.workers > 1:
-        # Each worker process builds its own app (and starts its own sources) from the file.
-        os.environ["TOOLWIRE_CONFIG"] = os.path.abspath(args.config)
-        os.environ[_BOUND_ENV] = f"{host} {port}"
-        with _metrics_shared_by_workers():
-            uvicorn.run(
-                "proxy.serving:app_from_env",
-                factory=True,
-                host=host,
-                port=port,
-                workers=args.workers,
+    asyncio.run(warn_unreachable(settings.upstreams))  # once, here, not in every worker
+    # Each worker process builds its own app (and starts its own sources) from the file.
+    os.environ["TOOLWIRE_CONFIG"] = os.path.abspath(args.config)
+    os.environ[_BOUND_ENV] = f"{settings.server.host} {settings.server.port}"
+    config = uvicorn.Config(
+        "proxy.serving:app_from_env",
+        factory=True,
+        host=settings.server.host,
+        port=settings.server.port,
+        workers=args.workers,
+        http=http_limits.protocol(settings.server),
+        loop="uvloop",
+        log_level=args.log_level,
+        log_config=logs,
+        access_log=args.access_log,
+        timeout_graceful_shutdown=_CANCEL_AFTER_DRAIN_S,
+    )
+    with _metrics_shared_by_workers(), contextlib.suppress(KeyboardInterrupt):
+        Multiprocess(config, sockets=[sock]).run()
+    _stop_resource_tracker()
+
+
+async def _serve_one(settings: Settings, sock: socket.socket, args: argparse.Namespace) -> None:
+    # The upstreams are probed while the sources start; neither keeps the other waiting.
+    probing = asyncio.create_task(warn_unreachable(settings.upstreams))
+    try:
+        # Sources start before the server serves, so a broken source is a clean error exit.
+        async with started(settings) as (registry, sources):
+            await probing
+            app = create_app(settings, registry=registry, sources=sources)
+            config = uvicorn.Config(
+                app,
+                host=settings.server.host,
+                port=settings.server.port,
                 http=http_limits.protocol(settings.server),
-                loop="uvloop",
                 log_level=args.log_level,
-                log_config=logs,
+                log_config=log_config(args.log_format, args.log_level),
                 access_log=args.access_log,
                 timeout_graceful_shutdown=_CANCEL_AFTER_DRAIN_S,
             )
-        _stop_resource_tracker()
-        return 0
-    import uvloop
+            server = uvicorn.Server(config)
+            # uvicorn installs `server.handle_exit` for SIGTERM and SIGINT when it starts.
+            drain = app.telemetry.drain
+            server.handle_exit = drain.signal_handler(  # type: ignore[method-assign,assignment]
+                _stopper(server), settings.server.drain_s
+            )
+            # What start-up built lives as long as the process: keep the collector off it.
+            gc.freeze()
+            # On SIGTERM the drain lets running requests finish while new ones get 503, then
+            # uvicorn stops listening and returns; then the sources close.
+            await server.serve(sockets=[sock])
+    finally:
+        if not probing.done():
+            probing.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await probing
 
-    uvloop.run(_serve_one(settings, host, port, args))
-    return 0
 
-
-async def _serve_one(settings: Settings, host: str, port: int, args: argparse.Namespace) -> None:
-    # Sources start before the server binds, so a broken source is a clean error exit.
-    async with started(settings) as (registry, sources):
-        app = create_app(settings, registry=registry, sources=sources)
-        config = uvicorn.Config(
-            app,
-            host=host,
-            port=port,
-            http=http_limits.protocol(settings.server),
-            log_level=args.log_level,
-            log_config=log_config(args.log_format, args.log_level),
-            access_log=args.access_log,
-            timeout_graceful_shutdown=_CANCEL_AFTER_DRAIN_S,
-        )
-        server = uvicorn.Server(config)
-        # uvicorn installs `server.handle_exit` for SIGTERM and SIGINT when it starts.
-        drain = app.telemetry.drain
-        server.handle_exit = drain.signal_handler(  # type: ignore[method-assign,assignment]
-            _stopper(server), settings.server.drain_s
-        )
-        # What start-up built lives as long as the process: keep the collector off it.
-        gc.freeze()
-        # On SIGTERM the drain lets running requests finish while new ones get 503, then
-        # uvicorn stops listening and returns; then the sources close.
-        await server.serve()
+async def warn_unreachable(upstreams: list[UpstreamConfig]) -> None:
+    """Log a warning for each upstream that accepts no connection, and why; serving goes on
+    (model servers often start after the proxy)."""
+    for status in await probe_all(upstreams):
+        if not status.reachable:
+            log.warning(
+                "upstream %r is unreachable: %s; serving anyway: requests for its models get "
+                "a 502 until it is up",
+                status.name,
+                status.error,
+            )
 
 
 def _bound_to(settings: Settings, host: str, port: int) -> Settings:

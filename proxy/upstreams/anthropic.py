@@ -96,10 +96,11 @@ class AnthropicUpstream:
         return with_trace(headers, incoming), secret
 
     async def list_models(self) -> list[str]:
-        """Ask `GET /v1/models`; an unreachable server lists nothing.
+        """Ask `GET /v1/models`.
 
         Raises:
-            UpstreamError: the server answered something that is not a model list.
+            UpstreamError: the server is unreachable, answered an error status, or
+                something that is not a model list.
         """
         sent, _ = self._headers(None)
         payload = await self._transport.get_json(f"{self._config.base_url}/v1/models", sent)

@@ -73,10 +73,11 @@ class GeminiUpstream:
         return with_trace(headers, incoming), key
 
     async def list_models(self) -> list[str]:
-        """Ask `GET /v1beta/models`; an unreachable server lists nothing.
+        """Ask `GET /v1beta/models`.
 
         Raises:
-            UpstreamError: the server answered something that is not a model list.
+            UpstreamError: the server is unreachable, answered an error status, or
+                something that is not a model list.
         """
         sent, _ = self._headers(None)
         payload = await self._transport.get_json(f"{self._config.base_url}/v1beta/models", sent)

@@ -55,10 +55,11 @@ class ResponsesUpstream:
         )
 
     async def list_models(self) -> list[str]:
-        """Ask the server's `/models`; an unreachable server lists nothing.
+        """Ask the server's `/models`.
 
         Raises:
-            UpstreamError: the server answered something that is not a model list.
+            UpstreamError: the server is unreachable, answered an error status, or
+                something that is not a model list.
         """
         url = f"{self._config.base_url}/models"
         payload = await self._transport.get_json(url, bearer_headers(self._config.api_key, None))

@@ -3,7 +3,8 @@
 A probe opens a TCP connection to the upstream's host and port and closes it: it tells a
 server that is down or misnamed from one that is up, costs the upstream nothing, and works
 the same for every wire format. Whether the server then serves the model is left to the
-first request, whose error names the upstream.
+first request, whose error names the upstream. `/readyz` reuses a probe for a few seconds
+(`ProbeCache`), so a readiness check every second does not open a connection each time.
 """
 
 from __future__ import annotations
@@ -11,16 +12,21 @@ from __future__ import annotations
 import asyncio
 import os
 import socket
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 from ..config import UpstreamConfig
 
-__all__ = ["UpstreamStatus", "connect_failure", "probe", "probe_all"]
+__all__ = ["ProbeCache", "UpstreamStatus", "connect_failure", "probe", "probe_all"]
 
 PROBE_TIMEOUT_S = 3.0
 """The longest a probe waits for a connection: longer than any healthy connect on a network."""
+READY_TIMEOUT_S = 1.0
+"""The longest `/readyz` waits for a connection: within a readiness check's usual 1 s budget."""
+READY_TTL_S = 5.0
+"""How long `/readyz` reuses a probe's statuses."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +64,35 @@ async def probe_all(
 ) -> list[UpstreamStatus]:
     """Probe every upstream at once; their statuses in the configured order."""
     return list(await asyncio.gather(*(probe(c, timeout_s) for c in configs)))
+
+
+class ProbeCache:
+    """The upstreams' statuses, probed at most once per `ttl_s`; callers that ask while a
+    probe runs wait for that one."""
+
+    def __init__(
+        self,
+        configs: Sequence[UpstreamConfig],
+        *,
+        ttl_s: float = READY_TTL_S,
+        timeout_s: float = READY_TIMEOUT_S,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._configs = list(configs)
+        self._ttl_s = ttl_s
+        self._timeout_s = timeout_s
+        self._clock = clock
+        self._lock = asyncio.Lock()
+        self._statuses: list[UpstreamStatus] = []
+        self._probed_at: float | None = None
+
+    async def statuses(self) -> list[UpstreamStatus]:
+        """Every upstream's status, in the configured order, at most `ttl_s` old."""
+        async with self._lock:
+            if self._probed_at is None or self._clock() - self._probed_at >= self._ttl_s:
+                self._statuses = await probe_all(self._configs, self._timeout_s)
+                self._probed_at = self._clock()
+            return self._statuses
 
 
 def connect_failure(address: str, exc: OSError) -> str:

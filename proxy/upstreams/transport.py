@@ -83,15 +83,25 @@ class Transport:
         )
 
     async def get_json(self, url: str, headers: dict[str, str]) -> Any:
-        """GET a JSON document; None when the server is unreachable or refuses."""
+        """GET a JSON document (a model list), within `connect_timeout_s`.
+
+        Raises:
+            UpstreamError: unreachable, an error status, or an answer that is not JSON.
+            UpstreamTimeoutError: no whole answer in time.
+        """
         try:
             async with asyncio.timeout(self._config.connect_timeout_s):
                 async with self._client().get(url, headers=headers) as response:
                     if response.status >= 400:
-                        return None
+                        status = f"{response.status} {response.reason or ''}".strip()
+                        raise UpstreamError(f"upstream {self.name!r} answered {status}")
                     return orjson.loads(await response.read())
-        except (aiohttp.ClientError, TimeoutError, orjson.JSONDecodeError):
-            return None
+        except TimeoutError as exc:
+            raise UpstreamTimeoutError(f"upstream {self.name!r} did not answer in time") from exc
+        except aiohttp.ClientError as exc:
+            raise UpstreamError(f"upstream {self.name!r} is unreachable: {_reason(exc)}") from exc
+        except orjson.JSONDecodeError as exc:
+            raise UpstreamError(f"upstream {self.name!r} answered something not JSON") from exc
 
     async def aclose(self) -> None:
         for session in (self._session, self._fresh_session):

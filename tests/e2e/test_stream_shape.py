@@ -83,7 +83,15 @@ async def test_models_and_health(make_proxy, upstream: FakeUpstream) -> None:
             async with session.get(f"{root}/healthz") as health:
                 assert health.status == 200
             async with session.get(f"{root}/readyz") as ready:
-                assert (await ready.json()) == {"status": "ready", "tools": 5, "sources": []}
+                address = upstream.base_url.split("/")[2]
+                assert (await ready.json()) == {
+                    "status": "ready",
+                    "tools": 5,
+                    "sources": [],
+                    "upstreams": [
+                        {"name": "fake", "address": address, "reachable": True, "error": None}
+                    ],
+                }
     assert [m.id for m in models.data] == ["fake-model"]
 
 

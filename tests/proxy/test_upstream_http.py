@@ -296,9 +296,11 @@ async def test_list_models() -> None:
         assert await upstream.list_models() == ["llama-3", "qwen-2"]
 
 
-async def test_list_models_of_unreachable_server_is_empty() -> None:
-    async with http_upstream(f"http://127.0.0.1:{closed_port()}/v1") as upstream:
-        assert await upstream.list_models() == []
+async def test_list_models_of_unreachable_server_says_why() -> None:
+    port = closed_port()
+    async with http_upstream(f"http://127.0.0.1:{port}/v1") as upstream:
+        with pytest.raises(UpstreamError, match=f"127.0.0.1:{port} \\(connection refused\\)"):
+            await upstream.list_models()
 
 
 async def test_list_models_rejects_a_non_list() -> None:

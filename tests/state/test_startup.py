@@ -9,10 +9,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import uvicorn.supervisors
 import yaml
 
 import proxy.cli
-import proxy.serving
 from proxy import ConfigError, parse_settings
 from proxy.state import build_stores
 from tests.state.conftest import RedisServer
@@ -33,11 +33,30 @@ def _config(tmp_path: Path, **state: Any) -> str:
     return str(path)
 
 
+def _supervised(monkeypatch: pytest.MonkeyPatch) -> list[uvicorn.Config]:
+    """uvicorn's `--workers` supervisor replaced by one that starts nothing; the configs it
+    was given."""
+    ran: list[uvicorn.Config] = []
+
+    class Supervisor:
+        def __init__(self, config: uvicorn.Config, sockets: list[Any]) -> None:
+            ran.append(config)
+
+        def run(self) -> None:
+            pass
+
+    monkeypatch.setattr(uvicorn.supervisors, "Multiprocess", Supervisor)
+    for name in ("TOOLWIRE_CONFIG", "TOOLWIRE_BOUND"):  # set by serve: restored after the test
+        monkeypatch.setenv(name, "")
+        monkeypatch.delenv(name)
+    return ran
+
+
 def test_serve_with_redis_unreachable_exits_1_with_the_reason(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     config = _config(tmp_path, backend="redis", url="redis://user:s3cret@127.0.0.1:1/0")
-    assert proxy.cli.main(["serve", "--config", config]) == 1
+    assert proxy.cli.main(["serve", "--port", "0", "--config", config]) == 1
     err = capsys.readouterr().err
     assert "state.url: cannot reach Redis at redis://user:***@127.0.0.1:1/0" in err
     assert "state.required: false" in err and "s3cret" not in err
@@ -46,15 +65,14 @@ def test_serve_with_redis_unreachable_exits_1_with_the_reason(
 def test_workers_on_memory_say_what_is_not_shared(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    ran: list[dict[str, Any]] = []
-    monkeypatch.setattr(proxy.serving.uvicorn, "run", lambda *a, **kw: ran.append(kw))
-    monkeypatch.delenv("TOOLWIRE_CONFIG", raising=False)
-    assert proxy.cli.main(["serve", "--workers", "2", "--config", _config(tmp_path)]) == 0
+    ran = _supervised(monkeypatch)
+    config = _config(tmp_path)
+    assert proxy.cli.main(["serve", "--workers", "2", "--port", "0", "--config", config]) == 0
     err = capsys.readouterr().err
     assert "2 workers with state.backend: memory" in err
     for kept in ("pending turns", "approvals", "stored responses", "rate-limit windows"):
         assert kept in err
-    assert ran and ran[0]["workers"] == 2
+    assert ran and ran[0].workers == 2
 
 
 def test_workers_on_redis_say_nothing(
@@ -63,10 +81,9 @@ def test_workers_on_redis_say_nothing(
     monkeypatch: pytest.MonkeyPatch,
     redis_server: RedisServer,
 ) -> None:
-    monkeypatch.setattr(proxy.serving.uvicorn, "run", lambda *a, **kw: None)
-    monkeypatch.delenv("TOOLWIRE_CONFIG", raising=False)
+    _supervised(monkeypatch)
     config = _config(tmp_path, backend="redis", url=redis_server.url)
-    assert proxy.cli.main(["serve", "--workers", "2", "--config", config]) == 0
+    assert proxy.cli.main(["serve", "--workers", "2", "--port", "0", "--config", config]) == 0
     assert "not shared" not in capsys.readouterr().err
 
 
