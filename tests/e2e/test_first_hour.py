@@ -227,6 +227,29 @@ async def _get(url: str) -> tuple[int, Any]:
     return await asyncio.to_thread(_http, url)
 
 
+async def test_with_keys_the_index_is_open_and_a_wrong_base_url_is_said_before_the_key() -> None:
+    config = {
+        "upstreams": [{"name": "demo", "base_url": "demo"}],
+        "auth": {"master_key": "master-key-0001"},
+    }
+    async with serve_proxy(config) as proxy:
+        root = proxy.base_url.removesuffix("/v1")
+        status, index = await _get(f"{root}/")
+        assert status == 200 and index["openai_base_url"] == proxy.base_url
+        async with openai.AsyncOpenAI(base_url=root, api_key="wrong", max_retries=0) as wrong:
+            with pytest.raises(openai.NotFoundError) as missing:
+                await wrong.chat.completions.create(model="toolwire-demo", messages=USER)
+        assert "did you mean /v1/chat/completions?" in _message(missing.value)
+        doubled = anthropic.AsyncAnthropic(base_url=proxy.base_url, api_key="no", max_retries=0)
+        async with doubled:
+            with pytest.raises(anthropic.NotFoundError) as twice:
+                await doubled.messages.create(model="toolwire-demo", max_tokens=9, messages=USER)
+        assert "The Anthropic SDK's base_url has no /v1" in str(twice.value.body)
+        # Elsewhere the key is checked first, as before.
+        with pytest.raises(openai.AuthenticationError):
+            await proxy.client.models.list()
+
+
 @pytest.mark.parametrize("workers", ["1", "2"])
 def test_a_taken_port_is_said_first_and_alone(workers: str) -> None:
     with socket.socket() as taken:
