@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import difflib
 import ipaddress
 import os
 import re
+import types
+import typing
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal, Union
 
 import yaml
 from pydantic import (
@@ -14,10 +18,12 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    Tag,
     ValidationError,
     field_validator,
     model_validator,
 )
+from pydantic.fields import FieldInfo
 
 from policies import AuthConfig, GuardConfig, LoopLimits, PolicyConfig
 from registry import SOURCE_KINDS, ExecutionConfig, SourceConfig
@@ -330,16 +336,110 @@ def _lookup(match: re.Match[str], env: Any, where: str) -> str:
 
 def _describe(error: Any) -> str:
     loc = list(error["loc"])
-    if len(loc) > 2 and loc[0] == "tools" and loc[2] in SOURCE_KINDS:
-        del loc[2]  # the union's tag, not a key the user wrote
     path = ""
-    for part in loc:
+    for part in _walk(loc)[0]:
         path += f"[{part}]" if isinstance(part, int) else (f".{part}" if path else str(part))
     reason = error["msg"]
     if error["type"] == "missing":
         reason = "required"
     elif error["type"] == "extra_forbidden":
-        reason = "unknown key"
+        reason = "unknown key" + _suggestion(str(loc[-1]), _keys(_walk(loc[:-1])[1]))
+    elif error["type"] == "source_kind" and isinstance(error["input"], dict):
+        unknown = [str(k) for k in error["input"] if str(k) not in _keys(_walk(loc)[1])]
+        named = ", ".join(f"{k!r}" + _suggestion(k, SOURCE_KINDS) for k in unknown)
+        reason = f"unknown key {named}; {reason}" if unknown else reason
     elif error["type"] == "value_error":
         reason = str(error["ctx"]["error"])
     return f"{path or '(top level)'}: {reason}"
+
+
+def _suggestion(key: str, allowed: Iterable[str]) -> str:
+    close = difflib.get_close_matches(key, list(allowed), n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def _walk(loc: list[Any]) -> tuple[list[Any], Any]:
+    """The key path of an error's `loc` as the user wrote it, without the union members
+    pydantic names (a `tools:` entry's kind, `list[...]`), and the type the settings models
+    expect at its end (None past them)."""
+    here: Any = Settings
+    path: list[Any] = []
+    named = False  # the previous part named a member of the union `here` is
+    for part in loc:
+        members = _members(here)
+        if part in members:
+            here = members[part]
+            continue
+        if members:
+            taking = [m for m in members.values() if _child(m, part) is not _NOTHING]
+            if not taking and isinstance(part, str) and not named:
+                named = True  # the next part finds its member
+                continue
+            here = taking[0] if taking else None
+        named = False
+        path.append(part)
+        child = _child(here, part)
+        here = None if child is _NOTHING else child
+    return path, here
+
+
+_NOTHING = object()
+"""`_child` of a part the type has no place for."""
+
+
+def _child(hint: Any, part: Any) -> Any:
+    """The type expected at `part` (a key or an index) inside `hint`, or `_NOTHING`."""
+    hint = _unwrap(hint)
+    origin = typing.get_origin(hint)
+    if _is_model(hint) and part in _fields(hint):
+        return _fields(hint)[part].annotation
+    if (origin is list and isinstance(part, int)) or (origin is dict and isinstance(part, str)):
+        return typing.get_args(hint)[-1]
+    return _NOTHING
+
+
+def _unwrap(hint: Any) -> Any:
+    """`hint` without `Annotated`, and without `None` in a union of one type and `None`."""
+    while typing.get_origin(hint) is Annotated:
+        hint = typing.get_args(hint)[0]
+    if typing.get_origin(hint) in (Union, types.UnionType):
+        rest = [a for a in typing.get_args(hint) if a is not type(None)]
+        if len(rest) == 1:
+            return _unwrap(rest[0])
+    return hint
+
+
+def _members(hint: Any) -> dict[str, Any]:
+    """A union's members by their tag (`Tag`) or name; {} for anything else."""
+    hint = _unwrap(hint)
+    members: dict[str, Any] = {}
+    if typing.get_origin(hint) not in (Union, types.UnionType):
+        return members
+    for arg in typing.get_args(hint):
+        member = _unwrap(arg)
+        if member is not type(None):
+            tags = [m.tag for m in getattr(arg, "__metadata__", ()) if isinstance(m, Tag)]
+            members[tags[0] if tags else getattr(member, "__name__", str(member))] = member
+    return members
+
+
+def _keys(hint: Any) -> set[str]:
+    """The keys a mapping may have where the settings models expect `hint`."""
+    hint = _unwrap(hint)
+    if _is_model(hint):
+        return set(_fields(hint))
+    return set().union(*(_keys(m) for m in _members(hint).values()))
+
+
+def _fields(model: type[BaseModel]) -> dict[str, FieldInfo]:
+    """A model's fields by each key they are read from (name, aliases); hidden ones left out."""
+    found: dict[str, FieldInfo] = {}
+    for name, field in model.model_fields.items():
+        alias = field.validation_alias
+        choices = alias.choices if isinstance(alias, AliasChoices) else [alias, field.alias]
+        found |= {key: field for key in [name, *choices] if isinstance(key, str)}
+    return {key: field for key, field in found.items() if not field.exclude}
+
+
+def _is_model(hint: Any) -> bool:
+    return isinstance(hint, type) and issubclass(hint, BaseModel)

@@ -132,9 +132,72 @@ def test_bad_base_url_names_key_and_reason() -> None:
 def test_unknown_key_is_reported_at_every_level() -> None:
     assert error_of({"upstreams": [UPSTREAM], "bogus": 1}) == "bogus: unknown key"
     raw = {"upstreams": [UPSTREAM | {"api_keys": "x"}]}
-    assert error_of(raw) == "upstreams[0].api_keys: unknown key"
+    assert error_of(raw) == "upstreams[0].api_keys: unknown key (did you mean 'api_key'?)"
     raw = {"upstreams": [UPSTREAM], "tools": [{"python": "m", "tag": ["x"]}]}
-    assert error_of(raw) == "tools[0].tag: unknown key"
+    assert error_of(raw) == "tools[0].tag: unknown key (did you mean 'tags'?)"
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        ({"upstream": []}, "upstream: unknown key (did you mean 'upstreams'?)"),
+        ({"loop": {"timeout": 3}}, "loop.timeout: unknown key (did you mean 'timeout_s'?)"),
+        (
+            {"server": {"shutdown_timeout": 3}},  # the former name of drain_s is still read
+            "server.shutdown_timeout: unknown key (did you mean 'shutdown_timeout_s'?)",
+        ),
+        (
+            {"auth": {"keys": [{"key": "k" * 16, "name": "a", "tgas": []}]}},
+            "auth.keys[0].tgas: unknown key (did you mean 'tags'?)",
+        ),
+        (
+            {"tools": [{"mcp": {"comand": "x"}}]},
+            "tools[0].mcp.comand: unknown key (did you mean 'command'?)",
+        ),
+        (
+            {"tools": [{"python": "m", "overrides": {"f": {"deffer": True}}}]},
+            "tools[0].overrides.f.deffer: unknown key (did you mean 'defer'?)",
+        ),
+        (
+            {"execution": {"retry": {"retires": 2}}},
+            "execution.retry.retires: unknown key (did you mean 'retries'?)",
+        ),
+        ({"base_url": "demo"}, "base_url: unknown key"),  # base_dir is no key of the file
+    ],
+)
+def test_unknown_key_suggests_the_closest_key_of_its_place(
+    raw: dict[str, Any], expected: str
+) -> None:
+    assert error_of({"upstreams": [UPSTREAM], **raw}) == expected
+
+
+def test_misspelt_upstream_key_is_named_beside_the_missing_one() -> None:
+    raw = {"upstreams": [{"name": "local", "bse_url": "demo"}]}
+    assert error_of(raw).splitlines() == [
+        "upstreams[0].base_url: required",
+        "upstreams[0].bse_url: unknown key (did you mean 'base_url'?)",
+    ]
+
+
+def test_tools_entry_without_a_kind_names_its_unknown_keys_and_the_closest_kind() -> None:
+    kinds = "python, mcp, mcp_servers_json, openapi, python_class, builtin"
+    raw = {"upstreams": [UPSTREAM], "tools": [{"pyhton": "m.py", "namespace": "n"}]}
+    assert error_of(raw) == (
+        f"tools[0]: unknown key 'pyhton' (did you mean 'python'?); needs one of the keys {kinds}"
+    )
+    raw = {"upstreams": [UPSTREAM], "tools": [{"pyhton": "m.py", "nmespace": "n"}]}
+    assert error_of(raw).startswith("tools[0]: unknown key 'pyhton' (did you mean 'python'?), ")
+    assert "'nmespace';" in error_of(raw)
+    raw = {"upstreams": [UPSTREAM], "tools": ["m.py"]}
+    assert error_of(raw) == f"tools[0]: needs one of the keys {kinds}"
+
+
+def test_union_members_pydantic_names_are_left_out_of_the_path() -> None:
+    # A guard's sandbox is one rule or a list of rules: pydantic names the member it tried.
+    guard = {"match": {"name": "x"}, "sandbox": {"argument": "path", "alow": ["/tmp"]}}
+    lines = error_of({"upstreams": [UPSTREAM], "guards": [guard]}).splitlines()
+    assert "guards[0].sandbox.alow: unknown key (did you mean 'allow'?)" in lines
+    assert not [line for line in lines if "[" in line.split(":")[0].replace("guards[0]", "")]
 
 
 def test_every_problem_is_listed_one_per_line() -> None:
