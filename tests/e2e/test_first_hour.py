@@ -27,7 +27,7 @@ from tests.conftest import REPO, _free_port, serve_proxy
 from tests.fakes.upstream import FakeUpstream, Reply
 
 TOOLWIRE = [sys.executable, "-m", "proxy"]
-USER = [{"role": "user", "content": "What is the weather in Paris?"}]
+USER: Any = [{"role": "user", "content": "What is the weather in Paris?"}]
 
 
 def _environ() -> dict[str, str]:
