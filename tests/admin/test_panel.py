@@ -1,6 +1,7 @@
 """The web panel in a real headless Chromium (Debian's `chromium`, driven by Playwright):
 sign in, find a tool, disable it and see a request no longer get it, approve a paused call,
-reload a source, read the figures per key, switch to Chinese and back.
+reload a source, read the figures per key, see a p95 on one line in a narrow window, switch
+to Chinese and back with a switch that needs no CJK font.
 
 Screenshots go to `$TOOLWIRE_SCREENSHOTS` (default: the test's tmp_path)."""
 
@@ -12,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from tests.admin.test_admin_api import ADMIN, CLIENT, USER, _injected, admin_proxy
+from tests.admin.test_admin_api import ADMIN, CLIENT, MASTER, USER, _injected, admin_proxy
 from tests.e2e.answers import ask
 from tests.fakes.upstream import FakeUpstream, Reply
 
@@ -20,6 +21,18 @@ CHROMIUM = Path("/usr/bin/chromium")
 playwright = pytest.importorskip("playwright.async_api")
 pytestmark = pytest.mark.skipif(not CHROMIUM.exists(), reason="Debian's chromium is not installed")
 ASK_NETWORK = {"rules": [{"match": {"tags": ["network"]}, "action": "ask", "reason": "online"}]}
+P95_LINES = """() => {
+    const row = [...document.querySelectorAll("#tool-rows tr")]
+        .find((tr) => tr.cells[0].textContent.startsWith("echo.echo"));
+    const cell = row && row.cells[5];
+    if (!cell || !cell.textContent.endsWith(" ms")) return null;
+    const range = document.createRange();
+    range.selectNodeContents(cell);
+    return range.getClientRects().length;
+}"""
+"""How many lines echo.echo's p95 takes (a range over it has one box per line), found and
+measured in one step: the panel may render the rows again at any time."""
+WEIGHT = "node => getComputedStyle(node).fontWeight"
 ECHO = '''
 def echo(text: str) -> str:
     """Say it back.
@@ -62,6 +75,12 @@ async def test_the_panel_steers_tools_and_approvals(
             await expect(page.get_by_text("Signed in as admin")).to_be_visible()
             await expect(page.get_by_text("t.get_weather", exact=True)).to_be_visible()
             await expect(page.get_by_text("Live updates on")).to_be_visible()
+            # A call gives echo.echo figures (by the master key: team-a's sees only t.*).
+            upstream.script(Reply.tool_calls([("echo_echo", {"text": "hi"})]), Reply.text("hi"))
+            proxy.client.api_key = MASTER
+            await ask(proxy.client, stream=False, messages=USER)
+            proxy.client.api_key = CLIENT
+            await expect(page.locator("#tool-rows tr", has_text="echo.echo")).to_contain_text("ms")
             await page.screenshot(path=shots / f"overview-{scheme}.png", full_page=True)
 
             await page.keyboard.press("/")
@@ -109,8 +128,26 @@ async def test_the_panel_steers_tools_and_approvals(
             await expect(team.locator("td").nth(1)).to_have_text("2")  # two turns as team-a
             await page.screenshot(path=shots / f"keys-{scheme}.png", full_page=True)
 
+            # echo.echo's p95 stays on one line in a narrow window.
+            await page.set_viewport_size({"width": 640, "height": 800})
+            await page.get_by_role("tab", name="Tools").click()
+            await page.locator("#tool-search").fill("echo")
+            lines = await page.wait_for_function(P95_LINES)
+            assert await lines.json_value() == 1
+            await page.screenshot(path=shots / f"tools-narrow-{scheme}.png", full_page=True)
+            await page.set_viewport_size({"width": 1200, "height": 800})
+            await page.locator("#tool-search").fill("weather")
+
+            # The switch reads the same with or without a CJK font; the current language is bold.
+            language = page.locator("#language")
+            await expect(language).to_have_text("EN / ZH")
+            assert (await language.inner_text()).isascii()
+            assert await language.locator("[lang=en]").evaluate(WEIGHT) == "700"
             await page.get_by_role("button", name="切换到中文").click()
             await expect(page.locator("html")).to_have_attribute("lang", "zh-CN")
+            await expect(language).to_have_text("EN / ZH")
+            assert await language.locator("[lang=zh]").evaluate(WEIGHT) == "700"
+            assert await language.locator("[lang=en]").evaluate(WEIGHT) != "700"
             await page.get_by_role("tab", name="工具").click()
             await expect(page.get_by_role("switch", name="停用 t.get_weather")).to_be_visible()
             await expect(page.get_by_text("已登录：admin")).to_be_visible()  # noqa: RUF001

@@ -7,7 +7,6 @@ const LANGUAGE_KEY = "toolwire-admin-language";
 
 const STRINGS = {
   en: {
-    "language.switch": "中文",
     "language.switch.label": "切换到中文",
     "title": "Toolwire admin",
     "brand.admin": "admin",
@@ -99,7 +98,6 @@ const STRINGS = {
     "error": "Error: {message}",
   },
   zh: {
-    "language.switch": "English",
     "language.switch.label": "Switch to English",
     "title": "Toolwire 管理",
     "brand.admin": "管理",
