@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import math
 from collections import Counter
 from collections.abc import Mapping
@@ -79,10 +80,21 @@ class Authenticator:
         return {k: v for k, v in headers.items() if k not in _CREDENTIALS}
 
 
-def _presented(headers: Mapping[str, str]) -> str | None:
-    authorization = headers.get("authorization", "")
+def bearer_token(authorization: str) -> str | None:
+    """The token of an `Authorization: Bearer <token>` value (the scheme in any case)."""
     scheme, _, token = authorization.partition(" ")
-    if scheme.lower() == "bearer" and token.strip():
-        return token.strip()
+    token = token.strip()
+    return token if scheme.lower() == "bearer" and token else None
+
+
+def key_digest(key: str) -> bytes:
+    """What a configured key is kept as, to be compared in constant time (`hmac`)."""
+    return hashlib.sha256(key.encode()).digest()
+
+
+def _presented(headers: Mapping[str, str]) -> str | None:
+    token = bearer_token(headers.get("authorization", ""))
+    if token is not None:
+        return token
     api_key = headers.get("x-api-key", "").strip()
     return api_key or None

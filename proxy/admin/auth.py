@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-import hashlib
 import hmac
 import ipaddress
 
 from fastapi import HTTPException, Request
 
 from policies import KeyRing
+
+from ..auth import bearer_token, key_digest
 
 _LOCAL = "local"
 _UNAUTHORIZED = {"WWW-Authenticate": "Bearer"}
@@ -22,7 +23,7 @@ class AdminAuth:
     """
 
     def __init__(self, admin_key: str, keys: KeyRing | None, *, has_master: bool) -> None:
-        self._digest = _digest(admin_key) if admin_key else None
+        self._digest = key_digest(admin_key) if admin_key else None
         self._keys = keys
         self._open_locally = self._digest is None and not has_master
 
@@ -33,7 +34,7 @@ class AdminAuth:
             HTTPException: 401 without a key or with an unknown one; 403 with a client key
                 that is not the master key, or from another host when no key is configured.
         """
-        presented = _bearer(request.headers.get("authorization", ""))
+        presented = bearer_token(request.headers.get("authorization", ""))
         if presented is None:
             if self._open_locally:
                 if _loopback(request):
@@ -44,7 +45,7 @@ class AdminAuth:
             raise HTTPException(
                 401, "send the admin or master key as a Bearer token", _UNAUTHORIZED
             )
-        digest = _digest(presented)
+        digest = key_digest(presented)
         if self._digest is not None and hmac.compare_digest(digest, self._digest):
             return "admin"
         principal = self._keys.authenticate(presented) if self._keys is not None else None
@@ -53,16 +54,6 @@ class AdminAuth:
         if not principal.master:
             raise HTTPException(403, "a client key cannot use the admin API")
         return principal.name
-
-
-def _digest(key: str) -> bytes:
-    return hashlib.sha256(key.encode()).digest()
-
-
-def _bearer(authorization: str) -> str | None:
-    scheme, _, token = authorization.partition(" ")
-    token = token.strip()
-    return token if scheme.lower() == "bearer" and token else None
 
 
 def _loopback(request: Request) -> bool:

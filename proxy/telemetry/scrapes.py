@@ -8,13 +8,12 @@ open, as every route is (the proxy is then meant for loopback).
 
 from __future__ import annotations
 
-import hashlib
 import hmac
 from collections.abc import Mapping
 
 from policies import KeyRing
 
-from ..auth import AuthenticationError
+from ..auth import AuthenticationError, bearer_token, key_digest
 from ..config import Settings
 from ..errors import ProxyError
 
@@ -34,7 +33,7 @@ class ScrapeKeys:
     constant time; client keys are known only to be refused with a 403."""
 
     def __init__(self, operator_keys: list[str], clients: KeyRing | None) -> None:
-        self._digests = [_digest(key) for key in operator_keys]
+        self._digests = [key_digest(key) for key in operator_keys]
         self._clients = clients
 
     @classmethod
@@ -57,13 +56,13 @@ class ScrapeKeys:
             AuthenticationError: no key, or one the proxy does not know (401).
             ScrapeForbiddenError: a client key (403).
         """
-        presented = _bearer(headers.get("authorization", ""))
+        presented = bearer_token(headers.get("authorization", ""))
         if presented is None:
             raise AuthenticationError(
                 "the metrics need the master, admin or metrics key as a Bearer token",
                 headers=_CHALLENGE,
             )
-        digest = _digest(presented)
+        digest = key_digest(presented)
         if any([hmac.compare_digest(digest, known) for known in self._digests]):
             return
         principal = self._clients.authenticate(presented) if self._clients is not None else None
@@ -73,13 +72,3 @@ class ScrapeKeys:
             "a client key cannot read the metrics, which cover every key's traffic: use the "
             "master, admin or metrics key"
         )
-
-
-def _digest(key: str) -> bytes:
-    return hashlib.sha256(key.encode()).digest()
-
-
-def _bearer(authorization: str) -> str | None:
-    scheme, _, token = authorization.partition(" ")
-    token = token.strip()
-    return token if scheme.lower() == "bearer" and token else None
