@@ -79,7 +79,8 @@ class Transport:
             codec,
             stream=stream,
             credential=credential,
-            client_key=not self._config.api_key,
+            # With none configured, the key is the client's, unless the edge kept it (auth on).
+            client_key=not self._config.api_key and bool(credential.strip()),
         )
 
     async def get_json(self, url: str, headers: dict[str, str]) -> Any:
@@ -376,6 +377,12 @@ class Exchange:
                 message or "the upstream refused the credentials",
                 status=status,
                 code="invalid_api_key",
+            )
+        if status in (401, 403) and not self._credential.strip():
+            raise UpstreamError(
+                f"upstream {self.name!r} wants a key ({status}) and the request carried none: "
+                "set the upstream's api_key (with auth: on, clients' keys are kept from the "
+                "upstream unless auth.forward_client_key is true)"
             )
         if status in (401, 403):
             raise UpstreamError(

@@ -217,3 +217,19 @@ async def test_verdict_shaped_content_with_odd_parts_is_harmless(
     async with make_proxy(registry_with()) as proxy:
         status, _ = await _post(proxy.base_url, body)
     assert status == 200
+
+
+async def test_an_upstream_wanting_a_key_the_edge_kept_is_a_502_saying_so(
+    make_proxy, upstream: FakeUpstream
+) -> None:
+    # Auth on and no upstream api_key: the client's key stays home, so the upstream's 401 is
+    # the proxy's configuration to fix, not the client's key to blame.
+    upstream.script(Reply.error(401, "missing api key", type="authentication_error"))
+    auth = {"keys": [{"name": "app", "key": "app-key-0123456789"}]}
+    async with make_proxy(auth=auth) as proxy:
+        client = proxy.client.with_options(api_key="app-key-0123456789")
+        with pytest.raises(openai.APIStatusError) as caught:
+            await ask(client, stream=False, messages=USER)
+    assert caught.value.status_code == 502
+    assert "wants a key (401) and the request carried none" in caught.value.message
+    assert "authorization" not in upstream.headers[0]
