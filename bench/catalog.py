@@ -59,8 +59,8 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from policies import NO_FILTER, Gate, Policy, PolicyConfig, RulePolicy, ToolFilter  # noqa: E402
-from proxy.injection import SEARCH_SCHEMA, Catalog, Toolset  # noqa: E402
-from proxy.search_calls import run_search  # noqa: E402
+from proxy.turn.catalog import SEARCH_SCHEMA, Catalog, Toolset  # noqa: E402
+from proxy.turn.search import run_search  # noqa: E402
 from registry import Executor, ToolCall, ToolRegistry  # noqa: E402
 
 

@@ -28,7 +28,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from proxy.emulation import NumberedIds, ToolSpecs, get_format, translate
+from proxy.upstreams.emulation import NumberedIds, ToolSpecs, get_format, translate
 from tests.emulation.corpus import (
     FORMATS,
     Fixture,

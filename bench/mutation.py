@@ -1,7 +1,7 @@
 """Mutation testing of the governance-critical modules: does the suite notice a small bug?
 
     .venv/bin/python bench/mutation.py                      # every module, 2 workers
-    .venv/bin/python bench/mutation.py --module proxy/triage.py --module policies/rules.py
+    .venv/bin/python bench/mutation.py --module proxy/turn/triage.py --module policies/rules.py
     .venv/bin/python bench/mutation.py --rev HEAD --limit 20 --json > mutation.json
     .venv/bin/python bench/mutation.py --list --module registry/addresses.py
 
@@ -49,10 +49,10 @@ PYTHON = REPO / ".venv" / "bin" / "python"
 
 MODULES = (
     "policies/*.py",
-    "proxy/triage.py",
-    "proxy/approvals.py",
-    "proxy/controls.py",
-    "proxy/injection.py",
+    "proxy/turn/triage.py",
+    "proxy/approvals/flow.py",
+    "proxy/turn/controls.py",
+    "proxy/turn/catalog.py",
     "registry/arguments.py",
     "registry/addresses.py",
     "registry/builtins/filesystem.py",
@@ -111,7 +111,7 @@ TESTS: dict[str, tuple[str, ...]] = {
         "tests/e2e/test_controls.py",
         "tests/e2e/test_governance.py",
     ),
-    "proxy/triage.py": (
+    "proxy/turn/triage.py": (
         "tests/proxy/test_triage.py",
         "tests/proxy/test_loop_unit.py",
         "tests/e2e/test_repairs.py",
@@ -120,14 +120,14 @@ TESTS: dict[str, tuple[str, ...]] = {
         "tests/e2e/test_deferred.py",
         "tests/e2e/test_approvals.py",
     ),
-    "proxy/approvals.py": (
+    "proxy/approvals/flow.py": (
         "tests/proxy/test_approval_flow.py",
         "tests/proxy/test_approval_history.py",
         "tests/e2e/test_approvals.py",
         "tests/e2e/test_responses.py",
     ),
-    "proxy/controls.py": ("tests/proxy/test_controls.py", "tests/e2e/test_controls.py"),
-    "proxy/injection.py": (
+    "proxy/turn/controls.py": ("tests/proxy/test_controls.py", "tests/e2e/test_controls.py"),
+    "proxy/turn/catalog.py": (
         "tests/proxy/test_catalog.py",
         "tests/proxy/test_triage.py",
         "tests/e2e/test_controls.py",

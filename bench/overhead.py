@@ -357,7 +357,7 @@ def toolwire_command(tree: Path | None = None) -> list[str]:
     script = Path(sys.executable).parent / "toolwire"
     if tree is None and script.exists():
         return [str(script)]
-    # Not installed as a distribution: the same entry point (proxy.cli:main) by module.
+    # Not installed as a distribution: the same entry point (proxy.server.cli:main) by module.
     return [sys.executable, "-m", "proxy"]
 
 

@@ -28,8 +28,8 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from proxy.config import UpstreamConfig  # noqa: E402
-from proxy.router import UpstreamRouter  # noqa: E402
 from proxy.upstreams import conversion, rosetta_fixes  # noqa: E402
+from proxy.upstreams.router import UpstreamRouter  # noqa: E402
 from tests.fakes.anthropic_upstream import FakeAnthropic  # noqa: E402
 from tests.fakes.gemini_upstream import FakeGemini  # noqa: E402
 from tests.fakes.provider_server import Reply  # noqa: E402

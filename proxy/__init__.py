@@ -11,10 +11,10 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .app import create_app
     from .config import ConfigError, Settings, load_settings, parse_settings
     from .errors import ProxyError
-    from .sources import sources_for
+    from .server.app import create_app
+    from .server.sources import sources_for
 
 __all__ = [
     "ConfigError",
@@ -30,10 +30,10 @@ _MODULES = {
     "ConfigError": ".config",
     "ProxyError": ".errors",
     "Settings": ".config",
-    "create_app": ".app",
+    "create_app": ".server.app",
     "load_settings": ".config",
     "parse_settings": ".config",
-    "sources_for": ".sources",
+    "sources_for": ".server.sources",
 }
 
 

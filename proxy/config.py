@@ -89,7 +89,7 @@ EmulationFormatName = Literal[
     "kimi",
     "gemma",
 ]
-"""The names `emulation_format` takes; `proxy.emulation` builds one format for each."""
+"""The names `emulation_format` takes; `proxy.upstreams.emulation` builds one format for each."""
 
 
 class UpstreamConfig(BaseModel):

@@ -9,7 +9,7 @@ from fastapi import HTTPException, Request
 
 from policies import KeyRing
 
-from ..auth import bearer_token, key_digest
+from ..server.auth import bearer_token, key_digest
 
 _LOCAL = "local"
 _UNAUTHORIZED = {"WWW-Authenticate": "Bearer"}

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from starlette.types import ASGIApp
 
-from ..asgi import Receive, Scope, Send, send_json
-from ..context import context_of
-from ..hosts import AllowedHosts
+from ..server.asgi import Receive, Scope, Send, send_json
+from ..server.context import context_of
+from ..server.hosts import AllowedHosts
 from .routes import error_body
 
 _CHANGES = frozenset({"POST", "PUT", "PATCH", "DELETE"})

@@ -16,11 +16,11 @@ from starlette.exceptions import HTTPException
 from policies import AuthConfig, KeyRing, Principal
 from registry import RegistryError, SourceNotFoundError, ToolNotFoundError
 
-from ..approval_queue import ApprovalNotPendingError
+from ..approvals.queue import ApprovalNotPendingError
 from ..config import AdminConfig
 from ..errors import ProxyError
-from ..hosts import AllowedHosts
-from ..services import Services
+from ..server.hosts import AllowedHosts
+from ..server.services import Services
 from .api import router
 from .auth import AdminAuth
 from .browsers import BrowserGuard

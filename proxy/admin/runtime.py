@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..approval_queue import ApprovalQueue
-from ..services import Services
+from ..approvals.queue import ApprovalQueue
+from ..server.services import Services
 from .auth import AdminAuth
 from .events import EventHub
 from .tools import ToolDesk

@@ -12,10 +12,10 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any, Protocol
 
 from .. import sse
-from ..asgi import Send, send_json, send_json_bytes, start_stream
-from ..context import RequestContext
 from ..errors import ProxyError
-from ..events import LoopEvent
+from ..server.asgi import Send, send_json, send_json_bytes, start_stream
+from ..server.context import RequestContext
+from ..turn.events import LoopEvent
 
 log = logging.getLogger("toolwire")
 

@@ -9,12 +9,11 @@ from typing import Literal
 
 from policies import ApprovalStore, MemoryApprovalStore, MemoryRateLimiter, RateLimiter
 
-from ..approval_queue import MemoryOpenApprovalStore, OpenApprovalStore
+from ..approvals.queue import MemoryOpenApprovalStore, OpenApprovalStore
 from ..config import ConfigError, Settings, StateConfig
-from ..continuations import MemoryTurnStore, TurnStore
-from ..emulation.modes import MemoryModeStore, ModeStore
 from ..errors import StateUnavailableError
-from ..response_store import MemoryResponseStore, ResponseStore
+from ..turn.continuations import MemoryTurnStore, TurnStore
+from ..upstreams.emulation.modes import MemoryModeStore, ModeStore
 from .queue import RedisOpenApprovalStore
 from .redis import (
     RedisApprovalStore,
@@ -26,6 +25,7 @@ from .redis import (
     connect,
     redacted,
 )
+from .responses import MemoryResponseStore, ResponseStore
 
 log = logging.getLogger("toolwire.state")
 

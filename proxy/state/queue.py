@@ -8,7 +8,7 @@ import time
 
 import orjson
 
-from ..approval_queue import MAX_OPEN, OpenApproval
+from ..approvals.queue import MAX_OPEN, OpenApproval
 from .redis import RedisState, reaching
 
 _KEPT_MS = 3600_000

@@ -26,7 +26,7 @@ from redis.exceptions import RedisError
 from policies import PendingApproval
 
 from ..errors import StateUnavailableError
-from ..response_store import StoredResponse, decode, encode
+from .responses import StoredResponse, decode, encode
 
 log = logging.getLogger("toolwire.state")
 

@@ -14,11 +14,11 @@ from starlette.responses import JSONResponse, Response
 
 from registry import trace_headers
 
-from ..asgi import Receive, Scope, Send, send_json
 from ..config import Settings
-from ..context import REQUEST_ID_HEADER, RequestContext, RequestStats, context_of
 from ..errors import ProxyError
 from ..fronts.messages import error_body
+from ..server.asgi import Receive, Scope, Send, send_json
+from ..server.context import REQUEST_ID_HEADER, RequestContext, RequestStats, context_of
 from .drain import Drain
 from .logs import NO_REQUEST, log_summary
 from .metrics import CONTENT_TYPE, Metrics, ModelLabels
@@ -28,8 +28,8 @@ from .tracing import Tracing
 from .turns import MeteredLoop, MeteredUpstream
 
 if TYPE_CHECKING:
-    from ..loop import ToolLoop
-    from ..services import Services
+    from ..server.services import Services
+    from ..turn.loop import ToolLoop
 
 Message = dict[str, Any]
 App = Callable[[Scope, Receive, Send], Awaitable[None]]

@@ -18,7 +18,7 @@ from typing import Any, Literal
 
 import orjson
 
-from ..context import RequestContext, current_request
+from ..server.context import RequestContext, current_request
 
 LogFormat = Literal["text", "json"]
 TEXT_FORMAT = "%(levelname)s %(name)s [%(request_id)s]: %(message)s"

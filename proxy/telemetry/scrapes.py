@@ -13,9 +13,9 @@ from collections.abc import Mapping
 
 from policies import KeyRing
 
-from ..auth import AuthenticationError, bearer_token, key_digest
 from ..config import Settings
 from ..errors import ProxyError
+from ..server.auth import AuthenticationError, bearer_token, key_digest
 
 _CHALLENGE = {"www-authenticate": "Bearer"}
 

@@ -10,7 +10,7 @@ from typing import Any
 
 from registry import CallEvent, ToolResult
 
-from ..context import RequestStats, current_request
+from ..server.context import RequestStats, current_request
 from .metrics import Metrics
 from .tracing import Tracing
 

@@ -14,15 +14,15 @@ from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, cast
 
-from ..context import RequestStats, current_request
-from ..events import Finished, LoopEvent
-from ..turns import Turn
-from ..upstream import Upstream
+from ..server.context import RequestStats, current_request
+from ..turn.events import Finished, LoopEvent
+from ..turn.record import Turn
+from ..upstreams import Upstream
 from .metrics import Metrics
 from .tracing import Tracing
 
 if TYPE_CHECKING:
-    from ..loop import ToolLoop
+    from ..turn.loop import ToolLoop
 
 Chunk = dict[str, Any]
 

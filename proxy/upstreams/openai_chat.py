@@ -13,7 +13,7 @@ from typing import Any
 
 from ..config import UpstreamConfig
 from ..errors import UpstreamError
-from ..events import Usage
+from ..turn.events import Usage
 from .base import Chunk, Fault, Relayable, strip_provider, with_trace
 from .transport import Exchange, Transport, error_message
 

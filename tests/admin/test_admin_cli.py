@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from proxy.cli import main
+from proxy.server.cli import main
 from tests.admin.test_admin_api import ADMIN, USER, _no_proxy_env, admin_proxy
 from tests.conftest import REPO
 from tests.e2e.answers import ask

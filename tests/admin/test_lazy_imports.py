@@ -1,5 +1,5 @@
 """FastAPI and the MCP SDK's server load only for the fronts that need them: `import
-proxy.app` stays without them; and `toolwire tools`, `check`, `call` and `admin` load no
+proxy.server.app` stays without them; and `toolwire tools`, `check`, `call` and `admin` load no
 server at all (Starlette, uvicorn, the fronts, the state stores)."""
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ def _loaded(body: str) -> list[str]:
 
 
 def test_importing_the_app_loads_neither_fastapi_nor_the_mcp_server() -> None:
-    assert _loaded("import proxy.app, proxy.cli, proxy.admin") == []
+    assert _loaded("import proxy.server.app, proxy.server.cli, proxy.admin") == []
 
 
 def test_an_app_with_both_fronts_off_loads_neither() -> None:
@@ -61,7 +61,7 @@ create_app(parse_settings({"upstreams": upstreams}, base_dir=Path("."), environ=
 
 SERVER = (
     *("starlette", "uvicorn", "uvloop", "redis", "fastapi", "mcp.server", "prometheus_client"),
-    *("proxy.app", "proxy.serving", "proxy.fronts", "proxy.state", "proxy.telemetry"),
+    *("proxy.server.app", "proxy.server.serving", "proxy.fronts", "proxy.state", "proxy.telemetry"),
 )
 """The HTTP server and what only it uses (with their submodules): only `serve` needs them."""
 

@@ -11,7 +11,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from proxy.emulation import Call, Parser, Reasoning, Text, ToolSpecs, get_format, run
+from proxy.upstreams.emulation import Call, Parser, Reasoning, Text, ToolSpecs, get_format, run
 from tests.emulation.handwritten import HANDWRITTEN, TOOLS
 
 CORPUS = Path(__file__).with_name("bfcl_corpus.json")

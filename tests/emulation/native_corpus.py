@@ -9,7 +9,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from proxy.emulation import FORMAT_NAMES
+from proxy.upstreams.emulation import FORMAT_NAMES
 from tests.emulation.corpus import Fixture, exact, parse
 
 CORPUS = Path(__file__).with_name("corpus")

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from proxy.emulation import Call, Text, ToolSpecs, get_format, run
-from proxy.emulation.repairs import Refusal, Repair
+from proxy.upstreams.emulation import Call, Text, ToolSpecs, get_format, run
+from proxy.upstreams.emulation.repairs import Refusal, Repair
 from tests.emulation.handwritten import TOOLS
 
 D = "\uff5cDSML\uff5c"

@@ -10,8 +10,14 @@ from typing import Any
 import pytest
 
 from proxy import ConfigError, parse_settings
-from proxy.emulation import EmulatedUpstream, catalog, get_format, rewrite, with_tool_calling
 from proxy.errors import UpstreamStatusError
+from proxy.upstreams.emulation import (
+    EmulatedUpstream,
+    catalog,
+    get_format,
+    rewrite,
+    with_tool_calling,
+)
 from tests.emulation.handwritten import TOOLS
 
 WEATHER = '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>'

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from proxy.emulation import EmulatedUpstream, catalog, get_format, rewrite
+from proxy.upstreams.emulation import EmulatedUpstream, catalog, get_format, rewrite
 from tests.emulation.corpus import FAMILIES, THOUGHT
 from tests.emulation.handwritten import TOOLS
 from tests.emulation.test_emulation_adapter import BODY, Scripted

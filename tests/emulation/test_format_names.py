@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from proxy.emulation import FORMAT_NAMES, get_format
+from proxy.upstreams.emulation import FORMAT_NAMES, get_format
 
 
 @pytest.mark.parametrize("name", FORMAT_NAMES)

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from proxy import ConfigError, parse_settings
-from proxy.emulation import EmulatedUpstream, get_format, keep_tools, with_tool_calling
+from proxy.upstreams.emulation import EmulatedUpstream, get_format, keep_tools, with_tool_calling
 from tests.emulation.handwritten import TOOLS
 from tests.emulation.test_emulation_adapter import Scripted
 

@@ -10,8 +10,8 @@ from typing import Any, Literal
 
 import uvicorn
 
-from proxy import http_limits
 from proxy.config import ServerConfig
+from proxy.server import http_limits
 
 
 @contextlib.asynccontextmanager

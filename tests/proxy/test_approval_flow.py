@@ -6,9 +6,9 @@ import json
 from typing import Any
 
 from policies import MemoryApprovalStore
-from proxy.approvals import ApprovalFlow
-from proxy.continuations import MemoryTurnStore
-from proxy.injection import Toolset
+from proxy.approvals.flow import ApprovalFlow
+from proxy.turn.catalog import Toolset
+from proxy.turn.continuations import MemoryTurnStore
 from registry import ToolCall, ToolRegistry, ToolResult
 
 USER = [{"role": "user", "content": "launch and read"}]

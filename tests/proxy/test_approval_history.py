@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 
 from policies import MemoryApprovalStore
-from proxy.approvals import ApprovalFlow
-from proxy.continuations import MemoryTurnStore
-from proxy.injection import Toolset
+from proxy.approvals.flow import ApprovalFlow
+from proxy.turn.catalog import Toolset
+from proxy.turn.continuations import MemoryTurnStore
 from registry import ToolCall, ToolRegistry
 
 USER = {"role": "user", "content": "launch"}

@@ -10,8 +10,8 @@ from typing import Any
 import orjson
 import pytest
 
-from proxy.assembler import Answer, Assembler, Delta, Usage, wire_call
 from proxy.errors import UpstreamError
+from proxy.turn.assembler import Answer, Assembler, Delta, Usage, wire_call
 from registry import ToolCall
 
 

@@ -14,7 +14,7 @@ from policies import (
     ToolFilter,
 )
 from proxy.errors import BadRequestError
-from proxy.injection import SEARCH_SCHEMA, SEARCH_TOOL, Catalog
+from proxy.turn.catalog import SEARCH_SCHEMA, SEARCH_TOOL, Catalog
 from registry import Executor, ToolRegistry
 
 POLICY = RulePolicy(

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from proxy import continuations
-from proxy.continuations import MemoryTurnStore, restore
+from proxy.turn import continuations
+from proxy.turn.continuations import MemoryTurnStore, restore
 
 
 class Clock:

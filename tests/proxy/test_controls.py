@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 
 from policies import ToolFilter
-from proxy.controls import DEFAULT_CONTROLS, Controls, parse_controls
 from proxy.errors import BadRequestError
+from proxy.turn.controls import DEFAULT_CONTROLS, Controls, parse_controls
 from registry import ToolRegistry
 
 

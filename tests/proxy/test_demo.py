@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from examples import tools as example_tools
-from proxy.demo import DEMO_MODEL, DemoUpstream
+from proxy.upstreams.demo import DEMO_MODEL, DemoUpstream
 
 NAMES = ("get_weather", "get_current_time", "calculate", "convert_currency")
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from proxy.hosts import AllowedHosts
+from proxy.server.hosts import AllowedHosts
 
 LOCAL = ("192.0.2.10", 8000)
 """The address a connection reached (the ASGI scope's `server`)."""

@@ -18,13 +18,13 @@ from policies import (
     RulePolicy,
     ToolFilter,
 )
-from proxy.approvals import ApprovalFlow
-from proxy.continuations import MemoryTurnStore
-from proxy.controls import Controls
-from proxy.events import Finished, LoopEvent
-from proxy.injection import Catalog
-from proxy.loop import ToolLoop
-from proxy.turns import Turn
+from proxy.approvals.flow import ApprovalFlow
+from proxy.turn.catalog import Catalog
+from proxy.turn.continuations import MemoryTurnStore
+from proxy.turn.controls import Controls
+from proxy.turn.events import Finished, LoopEvent
+from proxy.turn.loop import ToolLoop
+from proxy.turn.record import Turn
 from registry import Executor, ToolRegistry
 
 USER = [{"role": "user", "content": "add 1 and 2"}]

@@ -10,9 +10,9 @@ from typing import Any
 import orjson
 import pytest
 
-from proxy.assembler import Assembler
-from proxy.events import Finished, Usage
 from proxy.fronts.chat.render import JsonRenderer, ResponseMeta
+from proxy.turn.assembler import Assembler
+from proxy.turn.events import Finished, Usage
 from proxy.upstreams.base import Relayable
 from proxy.upstreams.openai_chat import ChatCodec, relayable
 

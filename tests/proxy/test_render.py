@@ -7,10 +7,10 @@ from typing import Any
 
 import pytest
 
-from proxy.assembler import Usage
 from proxy.errors import BadRequestError, UpstreamError
-from proxy.events import ContentDelta, Finished, ToolsFinished, ToolsStarted
 from proxy.fronts.chat.render import JsonRenderer, ResponseMeta, StreamRenderer
+from proxy.turn.assembler import Usage
+from proxy.turn.events import ContentDelta, Finished, ToolsFinished, ToolsStarted
 from registry import ToolCall, ToolResult
 
 META = ResponseMeta(model="toolwire-demo", id="chatcmpl-test", created=1700000000)

@@ -6,8 +6,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from proxy import response_store
-from proxy.response_store import MemoryResponseStore, StoredResponse
+from proxy.state import responses as response_store
+from proxy.state.responses import MemoryResponseStore, StoredResponse
 
 
 def stored(text: str) -> StoredResponse:

@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from proxy.errors import UpstreamError
-from proxy.events import (
+from proxy.fronts.responses.render import ResponseBuilder, ResponsePlan
+from proxy.turn.events import (
     ApprovalRequest,
     ContentDelta,
     Finished,
@@ -13,7 +14,6 @@ from proxy.events import (
     ToolsStarted,
     Usage,
 )
-from proxy.fronts.responses.render import ResponseBuilder, ResponsePlan
 from registry import ToolCall, ToolResult
 
 USAGE = Usage(7, 3, 10, cached_tokens=2, reasoning_tokens=1)

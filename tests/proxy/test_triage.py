@@ -16,12 +16,12 @@ from policies import (
     Principal,
     ToolFilter,
 )
-from proxy.approvals import ApprovalFlow
-from proxy.continuations import MemoryTurnStore
-from proxy.controls import DEFAULT_CONTROLS
-from proxy.injection import SEARCH_TOOL, Catalog, Toolset
-from proxy.triage import Round, Triage
-from proxy.turns import Turn
+from proxy.approvals.flow import ApprovalFlow
+from proxy.turn.catalog import SEARCH_TOOL, Catalog, Toolset
+from proxy.turn.continuations import MemoryTurnStore
+from proxy.turn.controls import DEFAULT_CONTROLS
+from proxy.turn.record import Turn
+from proxy.turn.triage import Round, Triage
 from registry import Executor, Tool, ToolCall, ToolRegistry
 
 

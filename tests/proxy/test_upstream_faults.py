@@ -16,7 +16,7 @@ import pytest
 
 from proxy.config import UpstreamConfig
 from proxy.errors import UpstreamError
-from proxy.upstream import HTTPUpstream
+from proxy.upstreams import HTTPUpstream
 from tests.fakes.misbehaving_upstream import (
     Act,
     MisbehavingUpstream,

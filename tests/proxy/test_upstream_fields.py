@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import orjson
 
-from proxy.assembler import Assembler
-from proxy.events import ContentDelta, Finished, Usage
 from proxy.fronts.chat.render import JsonRenderer, ResponseMeta, StreamRenderer
 from proxy.fronts.responses.render import ResponseBuilder, ResponsePlan
-from proxy.upstream import as_chunk
+from proxy.turn.assembler import Assembler
+from proxy.turn.events import ContentDelta, Finished, Usage
+from proxy.upstreams import as_chunk
 
 TOKEN = {"token": "Hi", "logprob": -0.1, "bytes": [72, 105], "top_logprobs": []}
 

@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 from aiohttp import web
 
-from proxy.assembler import Assembler, Usage
 from proxy.config import UpstreamConfig
 from proxy.errors import UpstreamError, UpstreamStatusError, UpstreamTimeoutError
-from proxy.upstream import HTTPUpstream
+from proxy.turn.assembler import Assembler, Usage
+from proxy.upstreams import HTTPUpstream
 from tests.fakes.upstream import FakeUpstream, Reply
 
 SECRET = "sk-proxy-secret-0123456789"

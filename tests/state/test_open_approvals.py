@@ -8,9 +8,9 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-import proxy.approval_queue
+import proxy.approvals.queue
 import proxy.state.queue
-from proxy.approval_queue import MemoryOpenApprovalStore, OpenApproval, OpenApprovalStore
+from proxy.approvals.queue import MemoryOpenApprovalStore, OpenApproval, OpenApprovalStore
 from proxy.state.queue import RedisOpenApprovalStore
 from proxy.state.redis import RedisState, connect
 from tests.state.conftest import RedisServer
@@ -54,7 +54,7 @@ async def test_entries_are_listed_oldest_first_until_discarded(listed: OpenAppro
 async def test_the_oldest_go_past_the_cap(
     listed: OpenApprovalStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(proxy.approval_queue, "MAX_OPEN", 3)
+    monkeypatch.setattr(proxy.approvals.queue, "MAX_OPEN", 3)
     monkeypatch.setattr(proxy.state.queue, "MAX_OPEN", 3)
     for index in range(5):
         await listed.put(entry(f"call_{index}", age_s=10 - index))

@@ -11,9 +11,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 import pytest
 
 from policies import MemoryRateLimiter, pending
-from proxy.continuations import MemoryTurnStore
 from proxy.errors import StateUnavailableError
-from proxy.response_store import StoredResponse
 from proxy.state.redis import (
     RedisApprovalStore,
     RedisModeStore,
@@ -23,6 +21,8 @@ from proxy.state.redis import (
     RedisTurnStore,
     connect,
 )
+from proxy.state.responses import StoredResponse
+from proxy.turn.continuations import MemoryTurnStore
 from tests.state.conftest import RedisServer
 
 

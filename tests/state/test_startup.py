@@ -12,7 +12,7 @@ import pytest
 import uvicorn.supervisors
 import yaml
 
-import proxy.cli
+import proxy.server.cli
 from proxy import ConfigError, parse_settings
 from proxy.state import build_stores
 from tests.state.conftest import RedisServer
@@ -56,7 +56,7 @@ def test_serve_with_redis_unreachable_exits_1_with_the_reason(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     config = _config(tmp_path, backend="redis", url="redis://user:s3cret@127.0.0.1:1/0")
-    assert proxy.cli.main(["serve", "--port", "0", "--config", config]) == 1
+    assert proxy.server.cli.main(["serve", "--port", "0", "--config", config]) == 1
     err = capsys.readouterr().err
     assert "state.url: cannot reach Redis at redis://user:***@127.0.0.1:1/0" in err
     assert "state.required: false" in err and "s3cret" not in err
@@ -67,7 +67,9 @@ def test_workers_on_memory_say_what_is_not_shared(
 ) -> None:
     ran = _supervised(monkeypatch)
     config = _config(tmp_path)
-    assert proxy.cli.main(["serve", "--workers", "2", "--port", "0", "--config", config]) == 0
+    assert (
+        proxy.server.cli.main(["serve", "--workers", "2", "--port", "0", "--config", config]) == 0
+    )
     err = capsys.readouterr().err
     assert "2 workers with state.backend: memory" in err
     for kept in ("pending turns", "approvals", "stored responses", "rate-limit windows"):
@@ -83,7 +85,9 @@ def test_workers_on_redis_say_nothing(
 ) -> None:
     _supervised(monkeypatch)
     config = _config(tmp_path, backend="redis", url=redis_server.url)
-    assert proxy.cli.main(["serve", "--workers", "2", "--port", "0", "--config", config]) == 0
+    assert (
+        proxy.server.cli.main(["serve", "--workers", "2", "--port", "0", "--config", config]) == 0
+    )
     assert "not shared" not in capsys.readouterr().err
 
 

@@ -18,10 +18,10 @@ import pytest_asyncio
 from redis import asyncio as aioredis
 
 from policies import MemoryApprovalStore, Principal, pending, refusal
-from proxy.approval_queue import MemoryOpenApprovalStore, OpenApproval
-from proxy.response_store import MemoryResponseStore, StoredResponse
+from proxy.approvals.queue import MemoryOpenApprovalStore, OpenApproval
 from proxy.state.queue import RedisOpenApprovalStore
 from proxy.state.redis import RedisApprovalStore, RedisResponseStore, RedisState
+from proxy.state.responses import MemoryResponseStore, StoredResponse
 from tests.conftest import serve_proxy
 from tests.e2e.answers import ask
 from tests.e2e.responses_client import respond

@@ -9,7 +9,7 @@ import sys
 
 import orjson
 
-from proxy.context import RequestContext, current_request
+from proxy.server.context import RequestContext, current_request
 from proxy.telemetry import JsonFormatter, RequestIdFilter, log_config
 from proxy.telemetry.logs import TEXT_FORMAT
 

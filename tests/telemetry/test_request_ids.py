@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from proxy.context import context_of, current_request, request_id
+from proxy.server.context import context_of, current_request, request_id
 
 
 @pytest.mark.parametrize("given", ["a", "job-7.a:b_c", "X" * 128, "0123456789"])

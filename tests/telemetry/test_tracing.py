@@ -12,7 +12,7 @@ from typing import Any
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind, StatusCode
 
-from proxy.context import RequestContext, current_request
+from proxy.server.context import RequestContext, current_request
 from proxy.telemetry import Tracing
 from proxy.telemetry.tool_calls import ToolCallListener
 from proxy.telemetry.turns import MeteredUpstream

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from proxy.assembler import Answer, Assembler
+from proxy.turn.assembler import Answer, Assembler
 from proxy.upstreams import Upstream
 
 WEATHER_TOOL = {
@@ -51,7 +51,7 @@ async def answer_of(upstream: Upstream, body: dict[str, Any]) -> Answer:
 
 def history(first: dict[str, Any], answer: Answer, result: str = "sunny") -> list[dict[str, Any]]:
     """The messages of the next round: the answer's calls, each answered with `result`."""
-    from proxy.assembler import assistant_message
+    from proxy.turn.assembler import assistant_message
 
     return [
         *first["messages"],

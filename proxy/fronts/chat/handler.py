@@ -5,12 +5,12 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from ...asgi import Receive, Scope, Send, read_body, until_disconnect
-from ...context import RequestContext, context_of
-from ...controls import parse_controls
 from ...errors import BadRequestError, ClientDisconnectedError, ProxyError
-from ...services import Services
-from ...turns import Turn
+from ...server.asgi import Receive, Scope, Send, read_body, until_disconnect
+from ...server.context import RequestContext, context_of
+from ...server.services import Services
+from ...turn.controls import parse_controls
+from ...turn.record import Turn
 from .. import exchange
 from .render import JsonRenderer, ResponseMeta, StreamRenderer
 from .request import parse_body

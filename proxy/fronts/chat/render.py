@@ -9,9 +9,9 @@ from typing import Any, NamedTuple
 import orjson
 
 from ... import sse
-from ...assembler import Usage, wire_call
 from ...errors import ProxyError
-from ...events import ContentDelta, Finished, LoopEvent, ToolsFinished, ToolsStarted
+from ...turn.assembler import Usage, wire_call
+from ...turn.events import ContentDelta, Finished, LoopEvent, ToolsFinished, ToolsStarted
 
 
 class ResponseMeta(NamedTuple):

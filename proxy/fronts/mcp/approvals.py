@@ -28,7 +28,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from registry import ErrorKind, Tool, ToolCall, ToolResult
 
-from ...context import context_of
+from ...server.context import context_of
 from .content import call_result
 
 QUESTION_KEY = "approval"

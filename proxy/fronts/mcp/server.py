@@ -5,7 +5,7 @@ client mid-call through elicitation, and the client's answer must find the waiti
 Each session is bound to the key that opened it; every request in it is still judged by
 its own key, which the edge authenticated before the request got here. Session ids carry
 256 random bits (`sessions`); requests whose `Host` or browser `Origin` names anything but
-this server are refused (DNS rebinding, `proxy.hosts`); clients hear
+this server are refused (DNS rebinding, `proxy.server.hosts`); clients hear
 `notifications/tools/list_changed` whenever the registry changes (`changes`).
 """
 
@@ -20,10 +20,10 @@ from mcp.server.auth.provider import AccessToken
 from mcp.server.lowlevel import NotificationOptions, Server
 from mcp.server.models import InitializationOptions
 
-from ...asgi import Receive, Scope, Send, send_json
-from ...context import context_of
-from ...hosts import AllowedHosts
-from ...services import Services
+from ...server.asgi import Receive, Scope, Send, send_json
+from ...server.context import context_of
+from ...server.hosts import AllowedHosts
+from ...server.services import Services
 from .approvals import Approvals
 from .changes import ToolChanges
 from .sessions import SessionManager

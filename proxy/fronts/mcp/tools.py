@@ -12,8 +12,8 @@ from mcp.shared.exceptions import MCPError
 from policies import ANONYMOUS, NO_FILTER, CallContext, Gate, GateVerdict
 from registry import ToolCall
 
-from ...context import context_of
-from ...injection import Catalog
+from ...server.context import context_of
+from ...turn.catalog import Catalog
 from .approvals import Approvals
 from .content import call_result, mcp_tool
 

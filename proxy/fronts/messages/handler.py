@@ -6,12 +6,12 @@ import logging
 
 import orjson
 
-from ...asgi import Receive, Scope, Send, read_body, send_json, until_disconnect
-from ...context import RequestContext, context_of
-from ...controls import parse_controls
 from ...errors import BadRequestError, ClientDisconnectedError, ProxyError
-from ...services import Services
-from ...turns import Turn
+from ...server.asgi import Receive, Scope, Send, read_body, send_json, until_disconnect
+from ...server.context import RequestContext, context_of
+from ...server.services import Services
+from ...turn.controls import parse_controls
+from ...turn.record import Turn
 from .. import exchange
 from .errors import error_body
 from .render import MessageBuilder, MessagesJsonRenderer, MessagesStreamRenderer

@@ -18,7 +18,7 @@ from registry import ToolCall
 
 from ... import sse
 from ...errors import ProxyError
-from ...events import ContentDelta, Finished, LoopEvent, ToolsStarted, Usage
+from ...turn.events import ContentDelta, Finished, LoopEvent, ToolsStarted, Usage
 from .errors import error_body
 
 Block = dict[str, Any]

@@ -15,15 +15,15 @@ from starlette.responses import JSONResponse, Response
 
 from policies import ToolFilter
 
-from ...asgi import Receive, Scope, Send, read_body, until_disconnect
-from ...context import RequestContext, context_of
-from ...controls import parse_controls
 from ...errors import BadRequestError, ClientDisconnectedError, ProxyError
-from ...events import Finished, LoopEvent
-from ...injection import Toolset
-from ...response_store import StoredResponse
-from ...services import Services
-from ...turns import Turn
+from ...server.asgi import Receive, Scope, Send, read_body, until_disconnect
+from ...server.context import RequestContext, context_of
+from ...server.services import Services
+from ...state.responses import StoredResponse
+from ...turn.catalog import Toolset
+from ...turn.controls import parse_controls
+from ...turn.events import Finished, LoopEvent
+from ...turn.record import Turn
 from .. import exchange
 from ..rosetta_fixes import to_chat
 from .items import Item, for_rosetta, input_items, listed_labels

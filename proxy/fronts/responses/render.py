@@ -17,9 +17,9 @@ import orjson
 from registry import ToolCall, ToolResult
 
 from ... import sse
-from ...assembler import wire_call
 from ...errors import ProxyError
-from ...events import (
+from ...turn.assembler import wire_call
+from ...turn.events import (
     ContentDelta,
     Finished,
     LoopEvent,

@@ -25,9 +25,9 @@ from uvicorn.config import Config
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 from uvicorn.server import ServerState
 
-from .config import ServerConfig
-from .errors import ProxyError, RequestTimeoutError
-from .fronts import anthropic_error_body
+from ..config import ServerConfig
+from ..errors import ProxyError, RequestTimeoutError
+from ..fronts import anthropic_error_body
 
 
 @dataclass(frozen=True, slots=True)

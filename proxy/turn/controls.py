@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from policies import ToolFilter
 
-from .errors import BadRequestError
+from ..errors import BadRequestError
 
 
 class ControlsBody(BaseModel):

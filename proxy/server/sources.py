@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator
 
 from registry import SourceSet, ToolRegistry
 
-from .config import Settings
+from ..config import Settings
 
 __all__ = ["sources_for", "started"]
 

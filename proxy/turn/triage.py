@@ -14,9 +14,9 @@ from typing import Any
 from policies import Admission, Gate, GateVerdict
 from registry import RegistryError, Tool, ToolCall, repair_call, resolve_name
 
-from .approvals import ApprovalFlow
-from .injection import SEARCH_TOOL
-from .turns import Turn
+from ..approvals.flow import ApprovalFlow
+from .catalog import SEARCH_TOOL
+from .record import Turn
 
 
 @dataclass(slots=True)

@@ -29,10 +29,10 @@ from policies import (
 )
 from registry import Tool, ToolCall, ToolResult
 
-from .approval_queue import ApprovalQueue, OpenApprovalStore
-from .continuations import TurnStore, owned
-from .events import ApprovalRequest
-from .injection import Toolset
+from ..turn.catalog import Toolset
+from ..turn.continuations import TurnStore, owned
+from ..turn.events import ApprovalRequest
+from .queue import ApprovalQueue, OpenApprovalStore
 
 Message = dict[str, Any]
 _RESULT_KEY = "approved-result:"

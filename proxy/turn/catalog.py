@@ -14,7 +14,7 @@ from typing import Any
 from policies import ANONYMOUS, CallContext, Gate, ToolFilter
 from registry import Tool, ToolIndex, ToolRegistry
 
-from .errors import BadRequestError
+from ..errors import BadRequestError
 
 SEARCH_TOOL = "tool_search"
 """The tool injected when deferred tools are visible (SPEC 6.9)."""

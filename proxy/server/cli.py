@@ -14,10 +14,10 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from .admin.cli import add_admin_parser, run_admin
+from ..admin.cli import add_admin_parser, run_admin
 
 if TYPE_CHECKING:
-    from .config import Settings
+    from ..config import Settings
 
 DEFAULT_CONFIG = "proxy.yaml"
 NO_CONFIG_HINT = "run from the folder that holds it, or pass --config PATH"
@@ -31,7 +31,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return run_admin(args)
     from registry import RegistryError
 
-    from .config import ConfigError, load_settings
+    from ..config import ConfigError, load_settings
 
     default = args.config is None
     if default:
@@ -165,8 +165,8 @@ def _check(args: argparse.Namespace, settings: Settings) -> int:
 
 
 async def _check_sources(args: argparse.Namespace, settings: Settings) -> int:
+    from ..upstreams import probe_all
     from .sources import started
-    from .upstreams import probe_all
 
     async with asyncio.TaskGroup() as group:
         # The upstreams are probed while the sources start.

@@ -8,9 +8,9 @@ from typing import Any
 
 from policies import ANONYMOUS, CallContext
 
+from ..upstreams import Upstream
+from .catalog import Toolset
 from .controls import Controls
-from .injection import Toolset
-from .upstream import Upstream
 
 
 @dataclass(frozen=True, slots=True)

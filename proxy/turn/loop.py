@@ -14,15 +14,15 @@ from typing import Any
 from policies import Admission, Gate, GateVerdict, LoopGuard, LoopLimits
 from registry import ToolResult
 
-from .approvals import USED_APPROVAL, ApprovalFlow, apply_answers
+from ..approvals.flow import USED_APPROVAL, ApprovalFlow, apply_answers
 from .assembler import Answer, Assembler, Usage, assistant_message
+from .catalog import SEARCH_SCHEMA
 from .continuations import AFTER_RESULTS, TurnStore, owned, restore
 from .controls import Controls
 from .events import Finished, LoopEvent, ToolsFinished, ToolsStarted
-from .injection import SEARCH_SCHEMA
-from .search_calls import run_search
+from .record import Turn
+from .search import run_search
 from .triage import Round, Triage
-from .turns import Turn
 
 Message = dict[str, Any]
 

@@ -23,14 +23,14 @@ from typing import Any
 
 import uvicorn
 
+from ..config import Settings, UpstreamConfig, load_settings
+from ..state import NOT_SHARED, check_state
+from ..telemetry import MULTIPROC_ENV, Drain, Stop, log_config
+from ..upstreams import probe_all
 from . import http_limits
 from .app import create_app
-from .config import Settings, UpstreamConfig, load_settings
 from .listener import BindError, listen
 from .sources import started
-from .state import NOT_SHARED, check_state
-from .telemetry import MULTIPROC_ENV, Drain, Stop, log_config
-from .upstreams import probe_all
 
 __all__ = ["app_from_env", "serve", "started"]
 
@@ -84,7 +84,7 @@ def _serve_workers(
     os.environ["TOOLWIRE_CONFIG"] = os.path.abspath(args.config)
     os.environ[_BOUND_ENV] = f"{settings.server.host} {settings.server.port}"
     config = uvicorn.Config(
-        "proxy.serving:app_from_env",
+        "proxy.server.serving:app_from_env",
         factory=True,
         host=settings.server.host,
         port=settings.server.port,

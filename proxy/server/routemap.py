@@ -8,7 +8,7 @@ from importlib import metadata
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from .config import Settings
+from ..config import Settings
 
 _OPENAI = ("/chat/completions", "/responses", "/models")
 _ANTHROPIC = ("/messages",)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import get_args
 
-from ...config import EmulationFormatName
+from ....config import EmulationFormatName
 from .base import EmulationFormat
 from .deepseek import DeepSeek
 from .dsml import DeepSeekDsml

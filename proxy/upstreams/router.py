@@ -7,11 +7,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 
-from .config import UpstreamConfig
-from .demo import DemoUpstream
-from .emulation import ModeStore, with_tool_calling
-from .errors import ModelNotFoundError, UpstreamError
-from .upstreams import (
+from ..config import UpstreamConfig
+from ..errors import ModelNotFoundError, UpstreamError
+from . import (
     AnthropicUpstream,
     GeminiUpstream,
     HTTPUpstream,
@@ -19,7 +17,9 @@ from .upstreams import (
     Upstream,
     UpstreamStatus,
 )
-from .upstreams.probe import ProbeCache
+from .demo import DemoUpstream
+from .emulation import ModeStore, with_tool_calling
+from .probe import ProbeCache
 
 _REMEMBERED_MODELS = 1024
 """Model names whose route is remembered (globs are matched once per name)."""

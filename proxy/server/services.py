@@ -7,13 +7,13 @@ from dataclasses import dataclass
 from policies import Gate
 from registry import SourceSet, ToolRegistry
 
-from .approvals import ApprovalFlow
+from ..approvals.flow import ApprovalFlow
+from ..config import ServerConfig
+from ..state.responses import ResponseStore
+from ..turn.catalog import Catalog
+from ..turn.loop import ToolLoop
+from ..upstreams.router import UpstreamRouter
 from .auth import Authenticator
-from .config import ServerConfig
-from .injection import Catalog
-from .loop import ToolLoop
-from .response_store import ResponseStore
-from .router import UpstreamRouter
 
 
 @dataclass(frozen=True, slots=True)

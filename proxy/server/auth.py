@@ -9,7 +9,7 @@ from collections.abc import Mapping
 
 from policies import AuthConfig, KeyRing, Principal, RateLimiter
 
-from .errors import ProxyError
+from ..errors import ProxyError
 
 MINUTE = 60.0
 _CREDENTIALS = ("authorization", "x-api-key")

@@ -16,13 +16,11 @@ from starlette.routing import Mount, Route
 from policies import Gate, Guards, RulePolicy
 from registry import Executor, SourceSet, ToolRegistry
 
-from .approvals import ApprovalFlow
-from .asgi import Receive, Scope, Send, send_json
-from .auth import Authenticator
-from .config import Settings
-from .context import context_of
-from .errors import ProxyError, UpstreamError
-from .fronts import (
+from ..approvals.flow import ApprovalFlow
+from ..approvals.webhook import WebhookApprover
+from ..config import Settings
+from ..errors import ProxyError, UpstreamError
+from ..fronts import (
     ChatCompletions,
     CountTokens,
     Messages,
@@ -30,20 +28,22 @@ from .fronts import (
     Responses,
     anthropic_error_body,
 )
+from ..state import build_stores
+from ..telemetry import Telemetry
+from ..turn.catalog import Catalog
+from ..turn.loop import ToolLoop
+from ..upstreams.router import UpstreamRouter
+from .asgi import Receive, Scope, Send, send_json
+from .auth import Authenticator
+from .context import context_of
 from .hosts import AllowedHosts
-from .injection import Catalog
-from .loop import ToolLoop
 from .routemap import Index, is_anthropic, misrouted, not_found
-from .router import UpstreamRouter
 from .services import Services
 from .sources import sources_for
-from .state import build_stores
-from .telemetry import Telemetry
-from .webhook import WebhookApprover
 
 if TYPE_CHECKING:
-    from .admin import AdminFront
-    from .fronts.mcp import McpFront
+    from ..admin import AdminFront
+    from ..fronts.mcp import McpFront
 
 log = logging.getLogger("toolwire")
 
@@ -112,7 +112,7 @@ def _mcp_front(settings: Settings, hosts: AllowedHosts) -> McpFront | None:
     """`/mcp`, when enabled; the MCP SDK's server is imported only then (about a second)."""
     if not settings.mcp_server.enabled:
         return None
-    from .fronts.mcp import McpFront
+    from ..fronts.mcp import McpFront
 
     return McpFront(hosts)
 
@@ -121,7 +121,7 @@ def _admin_front(settings: Settings, hosts: AllowedHosts) -> AdminFront | None:
     """The admin front, when enabled; FastAPI is imported only then (about a second)."""
     if not settings.admin.enabled:
         return None
-    from .admin import AdminFront
+    from ..admin import AdminFront
 
     return AdminFront(settings.admin, settings.auth, hosts)
 

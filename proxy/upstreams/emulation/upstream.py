@@ -13,7 +13,7 @@ import logging
 from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any
 
-from ..upstream import Chunk, Upstream
+from .. import Chunk, Upstream
 from .call_ids import NumberedIds, calls_in
 from .formats import EmulationFormat
 from .parser import Call, Event, Parser, Reasoning, Text

@@ -14,8 +14,8 @@ from collections.abc import AsyncIterator, Mapping
 from fnmatch import fnmatchcase
 from typing import Any, Protocol
 
-from ..errors import UpstreamStatusError
-from ..upstream import Chunk, Upstream
+from ...errors import UpstreamStatusError
+from .. import Chunk, Upstream
 from .formats import get_format
 from .prompt import keep_tools
 from .upstream import EmulatedUpstream

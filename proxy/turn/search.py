@@ -8,7 +8,7 @@ import orjson
 
 from registry import ToolCall, ToolResult
 
-from .injection import Toolset
+from .catalog import Toolset
 
 DEFAULT_LIMIT = 5
 MAX_LIMIT = 20

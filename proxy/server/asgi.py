@@ -8,7 +8,7 @@ from typing import Any, Protocol
 
 import orjson
 
-from .errors import (
+from ..errors import (
     ClientDisconnectedError,
     PayloadTooLargeError,
     ProxyError,

@@ -19,7 +19,7 @@ from typing import Any, Protocol
 from policies import ApprovalStore, Verdict
 from registry import RegistryError, ToolCall, parse_arguments, redact
 
-from .continuations import TurnStore
+from ..turn.continuations import TurnStore
 
 _VERDICT_KEY = "operator-verdict:"
 MAX_OPEN = 1000

@@ -15,9 +15,9 @@ import orjson
 
 from registry import ToolCall
 
-from .errors import UpstreamError
+from ..errors import UpstreamError
+from ..upstreams.base import PROVIDER_KEY, Relayable
 from .events import ContentDelta, Usage
-from .upstreams.base import PROVIDER_KEY, Relayable
 
 Delta = ContentDelta
 """What `Assembler.feed` returns: text to forward to the client now."""

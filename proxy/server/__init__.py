@@ -1,0 +1,1 @@
+"""The HTTP edge and the process: the app, its middleware, serving, the command line."""

@@ -1,0 +1,1 @@
+"""One turn of the tool loop: no HTTP, no paths."""
