@@ -1,9 +1,9 @@
-"""Emulated tool-call parsing, per format, over the corpora in tests/emulation.
+"""Emulated tool-call parsing, per format, over the corpora in tests/proxy/upstreams/emulation.
 
     .venv/bin/python bench/emulation.py [--splits N] [--formats mistral,llama]
                                         [--corpus all|bfcl|native]
 
-The native corpus (hand-written outputs per family, tests/emulation/corpus/) is reported per
+The native corpus (hand-written outputs per family, in its corpus/ folder) is reported per
 family against the goals: >= 99 % exact unstreamed and streamed (random chunks through the
 adapter), no false calls on plain answers, no truncated or unknown call executed, streamed
 equal to unstreamed; each row says PASS or MISS.
@@ -29,7 +29,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from proxy.upstreams.emulation import NumberedIds, ToolSpecs, get_format, translate
-from tests.emulation.corpus import (
+from tests.proxy.upstreams.emulation.corpus import (
     FORMATS,
     Fixture,
     Outcome,
@@ -39,7 +39,7 @@ from tests.emulation.corpus import (
     parse,
     same_calls,
 )
-from tests.emulation.native_corpus import (
+from tests.proxy.upstreams.emulation.native_corpus import (
     NATIVE_FAMILIES,
     executed_wrongly,
     native_fixtures,

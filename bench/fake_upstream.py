@@ -1,6 +1,6 @@
-"""The test suite's fake upstream (`tests.fakes.upstream`), with a bounded request log.
+"""The test suite's fake upstream (`testing.upstream`), with a bounded request log.
 
-`python -m tests.fakes.upstream` keeps every request body and header dict it receives, which
+`python -m testing.upstream` keeps every request body and header dict it receives, which
 is what tests want but not a benchmark: after ~10^5 requests (bodies with injected tool
 schemas included) the fake holds hundreds of MB of small objects, and every full garbage
 collection walks them all, so the upstream gets slower as the run goes on and later targets
@@ -20,7 +20,7 @@ from pathlib import Path
 import uvloop
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from tests.fakes.upstream import FakeUpstream, Reply
+from testing.upstream import FakeUpstream, Reply
 
 DEFAULT_TEXT = "The quick brown fox jumps over the lazy dog while the proxy keeps up."
 

@@ -21,7 +21,7 @@ from typing import Any
 import uvloop
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from tests.fakes.upstream import FakeUpstream, Reply
+from testing.upstream import FakeUpstream, Reply
 
 ANSWER_PREFIX = "The tool answered: "
 

@@ -66,15 +66,15 @@ _POLICY_UNITS = (
     "tests/policies/test_policy_handlers.py",
     "tests/policies/test_gate.py",
     "tests/policies/test_gate_edges.py",
-    "tests/proxy/test_triage.py",
-    "tests/proxy/test_catalog.py",
+    "tests/proxy/turn/test_triage.py",
+    "tests/proxy/turn/test_catalog.py",
 )
 TESTS: dict[str, tuple[str, ...]] = {
     "policies/approvals.py": (
         "tests/policies/test_approvals.py",
         "tests/policies/test_approval_store.py",
-        "tests/proxy/test_approval_flow.py",
-        "tests/proxy/test_approval_history.py",
+        "tests/proxy/approvals/test_approval_flow.py",
+        "tests/proxy/approvals/test_approval_history.py",
         "tests/e2e/test_approvals.py",
     ),
     "policies/call_guards.py": (
@@ -84,21 +84,21 @@ TESTS: dict[str, tuple[str, ...]] = {
     "policies/decisions.py": (*_POLICY_UNITS, "tests/e2e/test_controls.py"),
     "policies/filters.py": (
         "tests/policies/test_policies.py",
-        "tests/proxy/test_controls.py",
-        "tests/proxy/test_catalog.py",
+        "tests/proxy/turn/test_controls.py",
+        "tests/proxy/turn/test_catalog.py",
         "tests/e2e/test_controls.py",
     ),
     "policies/gate.py": (*_POLICY_UNITS, "tests/e2e/test_governance.py"),
     "policies/guards.py": (
         "tests/policies/test_policies.py",
         "tests/policies/test_loop_guard.py",
-        "tests/proxy/test_loop_unit.py",
+        "tests/proxy/turn/test_loop_unit.py",
         "tests/e2e/test_guards.py",
     ),
     "policies/principals.py": (
         "tests/policies/test_principals.py",
         "tests/policies/test_gate.py",
-        "tests/proxy/test_catalog.py",
+        "tests/proxy/turn/test_catalog.py",
         "tests/e2e/test_governance.py",
     ),
     "policies/ratelimit.py": (
@@ -112,8 +112,8 @@ TESTS: dict[str, tuple[str, ...]] = {
         "tests/e2e/test_governance.py",
     ),
     "proxy/turn/triage.py": (
-        "tests/proxy/test_triage.py",
-        "tests/proxy/test_loop_unit.py",
+        "tests/proxy/turn/test_triage.py",
+        "tests/proxy/turn/test_loop_unit.py",
         "tests/e2e/test_repairs.py",
         "tests/e2e/test_controls.py",
         "tests/e2e/test_client_tools.py",
@@ -121,15 +121,15 @@ TESTS: dict[str, tuple[str, ...]] = {
         "tests/e2e/test_approvals.py",
     ),
     "proxy/approvals/flow.py": (
-        "tests/proxy/test_approval_flow.py",
-        "tests/proxy/test_approval_history.py",
+        "tests/proxy/approvals/test_approval_flow.py",
+        "tests/proxy/approvals/test_approval_history.py",
         "tests/e2e/test_approvals.py",
         "tests/e2e/test_responses.py",
     ),
-    "proxy/turn/controls.py": ("tests/proxy/test_controls.py", "tests/e2e/test_controls.py"),
+    "proxy/turn/controls.py": ("tests/proxy/turn/test_controls.py", "tests/e2e/test_controls.py"),
     "proxy/turn/catalog.py": (
-        "tests/proxy/test_catalog.py",
-        "tests/proxy/test_triage.py",
+        "tests/proxy/turn/test_catalog.py",
+        "tests/proxy/turn/test_triage.py",
         "tests/e2e/test_controls.py",
         "tests/e2e/test_deferred.py",
         "tests/e2e/test_client_tools.py",

@@ -12,7 +12,7 @@ What is measured
 Four targets answer the same request (model + system and user messages, ~1 KB; the
 streamed variant adds `"stream": true`), each measured the same way in the same run:
 
-* direct        the fake upstream itself (`tests.fakes.upstream`, aiohttp + uvloop): the
+* direct        the fake upstream itself (`testing.upstream`, aiohttp + uvloop): the
                 floor, nothing in between.
 * pass-through  `bench/passthrough.py`, a minimal proxy on Toolwire's own stack (uvicorn with
                 httptools + uvloop, one worker; aiohttp ClientSession, TCPConnector(limit=1000),

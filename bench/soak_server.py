@@ -35,7 +35,7 @@ import orjson
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tests.fakes.upstream import FakeUpstream, Reply  # noqa: E402
+from testing.upstream import FakeUpstream, Reply  # noqa: E402
 
 TEXT = "The quick brown fox jumps over the lazy dog while the proxy keeps up."
 CHUNKS = 10

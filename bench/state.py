@@ -59,7 +59,7 @@ from bench.overhead import (
     toolwire_command,
     wait_ready,
 )
-from tests.fakes.upstream import FakeUpstream, Reply
+from testing.upstream import FakeUpstream, Reply
 
 ROOT = Path(__file__).resolve().parent.parent
 ANSWER = "Order 7 ships today, and 6 * 7 is 42."

@@ -8,8 +8,8 @@ What is measured
 ----------------
 Three servers, each called two ways in the same run:
 
-* MCP over stdio     the demo server of `tests/fakes/mcp_servers.py`, tool `echo`.
-    toolwire           an `McpSource` (`mcp: {command: [python, -m, tests.fakes.mcp_servers,
+* MCP over stdio     the demo server of `testing/mcp_servers.py`, tool `echo`.
+    toolwire           an `McpSource` (`mcp: {command: [python, -m, testing.mcp_servers,
                        demo]}`) registered in a `ToolRegistry`, called through an `Executor`
                        as the tool loop does: `execute_many([(tool, ToolCall(id, wire name,
                        arguments as JSON text))])`, so argument repair and validation, the
@@ -20,7 +20,7 @@ Three servers, each called two ways in the same run:
 * MCP over Streamable HTTP   the same demo server, served by uvicorn in its own process; the
                        Toolwire source and the direct `ClientSession` (`streamable_http_client`)
                        are two sessions on that one server.
-* OpenAPI            the FastAPI shop of `tests/fakes/openapi_service.py` in its own process,
+* OpenAPI            the FastAPI shop of `testing/openapi_service.py` in its own process,
                      operation `update_item` (PATCH /items/{item_id}?reason=… with a JSON body:
                      path, query and body parameters).
     toolwire           an `OpenApiSource` on the service's /openapi.json, called as above.
@@ -98,7 +98,7 @@ GOAL = 1.3
 CONCURRENCY = 16
 ECHO_TEXT = "the quick brown fox"
 PATCH: dict[str, Any] = {"item_id": 1, "reason": "bench", "price": 25.0}
-STDIO_SERVER = ["python", "-m", "tests.fakes.mcp_servers", "demo"]
+STDIO_SERVER = ["python", "-m", "testing.mcp_servers", "demo"]
 
 # A child that binds an ephemeral loopback port, prints it, then serves the app there.
 _SERVE = """
@@ -284,11 +284,11 @@ async def setup(children: Children, pinning: Pinning) -> AsyncIterator[list[Targ
     pinning.for_servers()
     mcp_url = children.serve(
         "mcp-http",
-        "from tests.fakes.mcp_servers import build",
+        "from testing.mcp_servers import build",
         "build('demo').streamable_http_app()",
     )
     shop_url = children.serve(
-        "shop", "from tests.fakes.openapi_service import create_shop", "create_shop()"
+        "shop", "from testing.openapi_service import create_shop", "create_shop()"
     )
     registry = ToolRegistry()
     sources: list[McpSource | OpenApiSource] = [

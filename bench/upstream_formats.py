@@ -4,7 +4,7 @@
 
 For each translated upstream format (anthropic, gemini, openai-responses) the proxy's own
 adapter sends the same Chat request (a system prompt, five messages, five tools) to that
-format's SDK-validated fake (tests/fakes/) and reads the same answer (20 text pieces),
+format's SDK-validated fake (testing/) and reads the same answer (20 text pieces),
 streamed and not. Every function that translates (llm-rosetta's conversion of the request
 and of each answer event in proxy/upstreams/conversion.py, and the fixes in
 proxy/upstreams/rosetta_fixes.py) is timed with the CPU clock; the figure is that time per
@@ -30,10 +30,10 @@ sys.path.insert(0, str(REPO))
 from proxy.config import UpstreamConfig  # noqa: E402
 from proxy.upstreams import conversion, rosetta_fixes  # noqa: E402
 from proxy.upstreams.router import UpstreamRouter  # noqa: E402
-from tests.fakes.anthropic_upstream import FakeAnthropic  # noqa: E402
-from tests.fakes.gemini_upstream import FakeGemini  # noqa: E402
-from tests.fakes.provider_server import Reply  # noqa: E402
-from tests.fakes.responses_upstream import FakeResponses  # noqa: E402
+from testing.anthropic_upstream import FakeAnthropic  # noqa: E402
+from testing.gemini_upstream import FakeGemini  # noqa: E402
+from testing.provider_server import Reply  # noqa: E402
+from testing.responses_upstream import FakeResponses  # noqa: E402
 
 TEXT = " ".join(f"word{i}" for i in range(20))
 TOOLS = [

@@ -15,8 +15,8 @@ from openai import AsyncOpenAI
 
 from proxy import create_app, parse_settings
 from registry import ToolRegistry
-from tests.fakes.asgi_serving import serve_app
-from tests.fakes.upstream import FakeUpstream
+from testing.asgi_serving import serve_app
+from testing.upstream import FakeUpstream
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -231,8 +231,8 @@ async def test_the_injecting_floor_adds_the_tools_and_relays_the_answer() -> Non
     import aiohttp
     import passthrough
 
-    from tests.fakes.asgi_serving import serve_app
-    from tests.fakes.upstream import FakeUpstream, Reply
+    from testing.asgi_serving import serve_app
+    from testing.upstream import FakeUpstream, Reply
 
     injected = [{"type": "function", "function": {"name": "demo_echo", "parameters": {}}}]
     own = {"type": "function", "function": {"name": "mine", "parameters": {}}}

@@ -16,9 +16,9 @@ from typing import Any
 import aiohttp
 import orjson
 
+from testing.mcp_servers import child_pids
+from testing.upstream import FakeUpstream
 from tests.conftest import REPO, _free_port
-from tests.fakes.mcp_servers import child_pids
-from tests.fakes.upstream import FakeUpstream
 
 TOOLS = '''
 import os

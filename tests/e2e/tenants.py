@@ -14,9 +14,9 @@ from anthropic import AsyncAnthropic
 from openai import AsyncOpenAI
 
 from registry import ToolRegistry
+from testing.upstream import Reply
 from tests.conftest import Proxy
 from tests.e2e import tools
-from tests.fakes.upstream import Reply
 
 MASTER = "master-key-0001"
 KEY_A = "key-a-000001"

@@ -24,9 +24,9 @@ from openai import AsyncOpenAI
 from pydantic_ai.messages import ModelResponse, ToolCallPart, ToolReturnPart
 from pydantic_ai.models.openai import OpenAIResponsesModel as PydanticResponsesModel
 
+from testing.upstream import FakeUpstream, Reply
 from tests.conftest import Proxy, serve_proxy
 from tests.e2e.tools import registry_with
-from tests.fakes.upstream import FakeUpstream, Reply
 
 STREAMED = pytest.mark.parametrize("stream", [False, True], ids=["run", "streamed"])
 

@@ -19,10 +19,10 @@ import aiohttp
 import pytest
 
 from examples.tools import get_weather
+from testing.mcp_servers import serve_http
+from testing.openapi_service import ShopState, create_shop, serve_app
+from testing.upstream import FakeUpstream, Reply
 from tests.e2e.answers import ask, tool_names
-from tests.fakes.mcp_servers import serve_http
-from tests.fakes.openapi_service import ShopState, create_shop, serve_app
-from tests.fakes.upstream import FakeUpstream, Reply
 
 pytestmark = pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])
 

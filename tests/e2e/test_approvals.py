@@ -8,10 +8,10 @@ from typing import Any
 import pytest
 
 from registry import ToolRegistry
+from testing.upstream import FakeUpstream, Reply
 from tests.e2e import tools
 from tests.e2e.answers import Outcome, ask, tool_messages
 from tests.e2e.tools import registry_with
-from tests.fakes.upstream import FakeUpstream, Reply
 
 pytestmark = pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])
 

@@ -6,9 +6,9 @@ import aiohttp
 import openai
 import pytest
 
+from testing.upstream import FakeUpstream, Reply
 from tests.e2e.answers import ask
 from tests.e2e.tools import registry_with
-from tests.fakes.upstream import FakeUpstream, Reply
 
 USER = [{"role": "user", "content": "hi"}]
 

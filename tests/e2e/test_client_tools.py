@@ -7,9 +7,9 @@ import types
 
 import pytest
 
+from testing.upstream import FakeUpstream, Reply
 from tests.e2e.answers import ask, tool_messages, tool_names
 from tests.e2e.tools import LOOKUP, registry_with
-from tests.fakes.upstream import FakeUpstream, Reply
 
 pytestmark = pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])
 
@@ -104,7 +104,7 @@ async def test_upstream_ids_that_repeat_never_mix_conversations(
 ) -> None:
     """Regression: servers that reuse ids (call_0) made one conversation's hidden turn
     splice into another's."""
-    import tests.fakes.upstream as fake
+    import testing.upstream as fake
 
     same = types.SimpleNamespace(hex="0" * 32)
     monkeypatch.setattr(fake, "uuid", types.SimpleNamespace(uuid4=lambda: same))

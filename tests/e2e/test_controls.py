@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from testing.upstream import FakeUpstream, Reply
 from tests.e2e.answers import ask, tool_messages, tool_names
 from tests.e2e.tools import registry_with
-from tests.fakes.upstream import FakeUpstream, Reply
 
 USER = [{"role": "user", "content": "hi"}]
 ALL = {"t_get_weather", "t_add", "t_explode", "t_nap", "t_slow"}

@@ -10,8 +10,8 @@ import aiohttp
 import orjson
 import pytest
 
+from testing.upstream import FakeUpstream, Reply
 from tests.e2e.tools import Probe, registry_with
-from tests.fakes.upstream import FakeUpstream, Reply
 
 USER = [{"role": "user", "content": "work on it"}]
 

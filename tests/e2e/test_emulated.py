@@ -11,9 +11,9 @@ from typing import Any
 import openai
 import pytest
 
+from testing.upstream import FakeUpstream, Reply
 from tests.e2e.answers import ask
 from tests.e2e.tools import LOOKUP, registry_with
-from tests.fakes.upstream import FakeUpstream, Reply
 
 pytestmark = pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])
 

@@ -23,8 +23,8 @@ import openai
 import pytest
 import yaml
 
+from testing.upstream import FakeUpstream, Reply
 from tests.conftest import REPO, _free_port, serve_proxy
-from tests.fakes.upstream import FakeUpstream, Reply
 
 TOOLWIRE = [sys.executable, "-m", "proxy"]
 USER: Any = [{"role": "user", "content": "What is the weather in Paris?"}]

@@ -16,10 +16,10 @@ from aiohttp import web
 from openai import AsyncOpenAI
 
 from registry import ToolRegistry
+from testing.upstream import FakeUpstream, Reply
 from tests.e2e.answers import ask, tool_messages, tool_names
 from tests.e2e.responses_client import items, respond
 from tests.e2e.tools import registry_with
-from tests.fakes.upstream import FakeUpstream, Reply
 
 MASTER = "master-key-0123456789"
 TEAM_A = "team-a-key-0123456789"

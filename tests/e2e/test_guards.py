@@ -6,9 +6,9 @@ import asyncio
 
 import pytest
 
+from testing.upstream import FakeUpstream, Reply
 from tests.e2e.answers import ask, tool_messages
 from tests.e2e.tools import registry_with
-from tests.fakes.upstream import FakeUpstream, Reply
 
 pytestmark = pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])
 

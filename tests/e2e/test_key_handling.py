@@ -21,10 +21,10 @@ import pytest_asyncio
 from anthropic import AsyncAnthropic
 from openai import AsyncOpenAI
 
+from testing.anthropic_upstream import FakeAnthropic, count_tokens
+from testing.gemini_upstream import FakeGemini
 from tests.conftest import serve_proxy
 from tests.e2e.tools import registry_with
-from tests.fakes.anthropic_upstream import FakeAnthropic, count_tokens
-from tests.fakes.gemini_upstream import FakeGemini
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 

@@ -10,9 +10,9 @@ import anthropic
 import pytest
 from anthropic import AsyncAnthropic
 
+from testing.upstream import FakeUpstream, Reply
 from tests.e2e.answers import tool_messages
 from tests.e2e.tools import registry_with
-from tests.fakes.upstream import FakeUpstream, Reply
 
 pytestmark = pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])
 

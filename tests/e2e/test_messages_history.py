@@ -12,10 +12,10 @@ import pytest
 import pytest_asyncio
 from anthropic import AsyncAnthropic
 
+from testing.upstream import FakeUpstream, Reply
 from tests.conftest import Proxy, serve_proxy
 from tests.e2e.answers import tool_messages
 from tests.e2e.tools import registry_with
-from tests.fakes.upstream import FakeUpstream, Reply
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 

@@ -1,5 +1,5 @@
 """The families' native formats through the real server, with the official openai SDK, against
-a raw server with no tool parser (tests/fakes/raw_server.py) that streams the model's text in
+a raw server with no tool parser (testing/raw_server.py) that streams the model's text in
 pieces cut at awkward places: in `emulated` mode (tools in the prompt) and in `parsed` mode
 (tools to the server's chat template with `tool_choice: "none"`), the proxy's tool runs, the
 answer arrives, reasoning comes back as `reasoning_content`, and cut-off or unknown calls
@@ -16,11 +16,11 @@ from typing import Any
 import pytest
 from openai import AsyncOpenAI
 
+from testing.raw_server import RawServer, Turn
 from tests.conftest import serve_proxy
 from tests.e2e.answers import fold_chunks
 from tests.e2e.tools import registry_with
-from tests.emulation.families import WRITERS
-from tests.fakes.raw_server import RawServer, Turn
+from tests.proxy.upstreams.emulation.families import WRITERS
 
 DSML = "\uff5cDSML\uff5c"
 

@@ -21,12 +21,12 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from proxy import create_app, parse_settings
 from proxy.telemetry import OVERHEAD_HEADER, Telemetry, Tracing
+from testing.asgi_serving import serve_app
+from testing.upstream import FakeUpstream, Reply
 from tests.conftest import REPO
 from tests.e2e.served import log_lines, toolwire_serve
 from tests.e2e.test_edge_limits import head_refused
 from tests.e2e.tools import registry_with
-from tests.fakes.asgi_serving import serve_app
-from tests.fakes.upstream import FakeUpstream, Reply
 
 USER = [{"role": "user", "content": "hi"}]
 TRACE_ID = "4bf92f3577b34da6a3ce929d0e0e4736"

@@ -9,9 +9,9 @@ import openai
 import pytest
 
 from registry import ToolRegistry
+from testing.upstream import FakeUpstream, Reply
 from tests.e2e.responses_client import items, kinds, respond
 from tests.e2e.tools import registry_with
-from tests.fakes.upstream import FakeUpstream, Reply
 
 pytestmark = pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])
 

@@ -10,11 +10,11 @@ from typing import Any
 import pytest
 import pytest_asyncio
 
+from testing.upstream import FakeUpstream, Reply
 from tests.conftest import Proxy, serve_proxy
 from tests.e2e.answers import tool_messages, tool_names
 from tests.e2e.responses_client import items, respond
 from tests.e2e.tools import registry_with
-from tests.fakes.upstream import FakeUpstream, Reply
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 

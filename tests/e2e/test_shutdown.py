@@ -15,10 +15,10 @@ import openai
 import orjson
 import pytest
 
+from testing.mcp_servers import process_state, stdio_command
+from testing.upstream import FakeUpstream, Reply
 from tests.conftest import REPO
 from tests.e2e.served import descendants, log_lines, toolwire_serve
-from tests.fakes.mcp_servers import process_state, stdio_command
-from tests.fakes.upstream import FakeUpstream, Reply
 
 USER = [{"role": "user", "content": "hi"}]
 MCP_STDIO = {"mcp": {"command": stdio_command("demo"), "cwd": str(REPO)}, "namespace": "mcp"}

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import openai
 
+from testing.upstream import FakeUpstream, Reply
 from tests.e2e.served import toolwire_serve
-from tests.fakes.upstream import FakeUpstream, Reply
 
 USER = [{"role": "user", "content": "Rest a while."}]
 

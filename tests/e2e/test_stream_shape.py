@@ -7,8 +7,8 @@ import asyncio
 import aiohttp
 import orjson
 
+from testing.upstream import FakeUpstream, Reply
 from tests.e2e.tools import registry_with
-from tests.fakes.upstream import FakeUpstream, Reply
 
 USER = [{"role": "user", "content": "hi"}]
 

@@ -15,6 +15,7 @@ import openai
 import pytest
 import pytest_asyncio
 
+from testing.upstream import FakeUpstream, Reply
 from tests.conftest import serve_proxy
 from tests.e2e.answers import ask
 from tests.e2e.responses_client import items, kinds, respond
@@ -31,7 +32,6 @@ from tests.e2e.tenants import (
     user,
 )
 from tests.e2e.tools import LOOKUP
-from tests.fakes.upstream import FakeUpstream, Reply
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 

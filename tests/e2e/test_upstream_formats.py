@@ -17,14 +17,14 @@ from typing import Any
 import pytest
 from anthropic import AsyncAnthropic
 
+from testing.anthropic_upstream import FakeAnthropic
+from testing.gemini_upstream import FakeGemini, signature
+from testing.provider_server import ProviderFake, Reply
+from testing.responses_upstream import FakeResponses
 from tests.conftest import Proxy, serve_proxy
 from tests.e2e.answers import ask
 from tests.e2e.responses_client import items, respond
 from tests.e2e.tools import registry_with
-from tests.fakes.anthropic_upstream import FakeAnthropic
-from tests.fakes.gemini_upstream import FakeGemini, signature
-from tests.fakes.provider_server import ProviderFake, Reply
-from tests.fakes.responses_upstream import FakeResponses
 
 pytestmark = pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])
 

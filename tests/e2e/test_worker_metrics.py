@@ -11,9 +11,9 @@ import aiohttp
 import orjson
 from prometheus_client.parser import text_string_to_metric_families
 
+from testing.upstream import FakeUpstream, Reply
 from tests.e2e.served import toolwire_serve
 from tests.e2e.test_edge_limits import head_refused
-from tests.fakes.upstream import FakeUpstream, Reply
 
 MAX_ROUNDS = 20
 """Pairs of concurrent turns sent at most until both workers have served some."""

@@ -15,11 +15,11 @@ import orjson
 import pytest
 
 from registry import ToolRegistry
+from testing.upstream import FakeUpstream, Reply
 from tests.conftest import serve_proxy
 from tests.e2e.answers import ask, tool_messages
 from tests.e2e.responses_client import respond
 from tests.e2e.tools import registry_with
-from tests.fakes.upstream import FakeUpstream, Reply
 from tests.faults.resources import holdings, settled
 
 USER = [{"role": "user", "content": "go"}]

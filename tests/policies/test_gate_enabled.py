@@ -8,7 +8,7 @@ import asyncio
 import httpx2 as httpx
 
 from registry import ToolRegistry
-from tests.fakes.upstream import FakeUpstream, Reply
+from testing.upstream import FakeUpstream, Reply
 
 ADMIN = "admin-key-0001"
 USER = [{"role": "user", "content": "Pull the lever twice."}]

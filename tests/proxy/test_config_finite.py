@@ -12,7 +12,7 @@ import pytest
 from pydantic import BaseModel
 
 from proxy.config import ConfigError, Settings, parse_settings
-from tests.proxy.test_cli import assert_clean_failure, toolwire, write_config
+from tests.proxy.server.test_cli import assert_clean_failure, toolwire, write_config
 
 REPO = Path(__file__).resolve().parents[2]
 UPSTREAM = {"name": "local", "base_url": "http://127.0.0.1:8001/v1"}

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from testing.upstream import FakeUpstream, Reply
 from tests.e2e.answers import ask, tool_messages, tool_names
-from tests.fakes.upstream import FakeUpstream, Reply
 
 pytestmark = pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])
 

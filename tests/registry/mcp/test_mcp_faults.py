@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from registry import Executor, ToolCall
-from tests.fakes.mcp_servers import PAGED_TOOLS, child_pids, process_state, stdio_command
+from testing.mcp_servers import PAGED_TOOLS, child_pids, process_state, stdio_command
 
 
 async def test_server_killed_mid_call_fails_fast_then_comes_back(

@@ -13,7 +13,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from registry.mcp import keepalive, pool
 from registry.mcp.keepalive import read_to_end
 from registry.mcp.pool import pooled_client
-from tests.fakes.mcp_servers import serve_http
+from testing.mcp_servers import serve_http
 
 
 def _recording_posts(posts: list[tuple[str, int]]) -> Callable[[ASGIApp], ASGIApp]:

@@ -6,9 +6,9 @@ import json
 
 import pytest
 
+from testing.mcp_servers import stdio_command
+from testing.upstream import FakeUpstream, Reply
 from tests.e2e.answers import ask, tool_messages, tool_names
-from tests.fakes.mcp_servers import stdio_command
-from tests.fakes.upstream import FakeUpstream, Reply
 
 pytestmark = pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])
 

@@ -5,7 +5,7 @@ and annotation hints become tags only when they are true."""
 from __future__ import annotations
 
 from registry import ToolRegistry
-from tests.fakes.mcp_servers import stdio_command
+from testing.mcp_servers import stdio_command
 
 
 async def test_a_refresh_keeps_disables_and_drops_tools_no_longer_listed(

@@ -14,7 +14,7 @@ from proxy import parse_settings
 from proxy.config import ConfigError
 from registry import SourceLoadError, SourceSet, ToolRegistry
 from registry.mcp import McpServerConfig
-from tests.fakes.mcp_servers import PNG_BYTES, serve_http, stdio_command
+from testing.mcp_servers import PNG_BYTES, serve_http, stdio_command
 
 REPO = Path(__file__).resolve().parents[3]
 UPSTREAMS = [{"name": "demo", "base_url": "demo"}]
@@ -163,7 +163,7 @@ async def test_mcp_servers_json_imports_each_server_under_its_name(tmp_path: Pat
         "mcpServers": {
             "demo": {
                 "command": "python",
-                "args": ["-m", "tests.fakes.mcp_servers", "demo"],
+                "args": ["-m", "testing.mcp_servers", "demo"],
                 "env": {"PYTHONPATH": str(REPO)},
                 "autoApprove": [],
             },

@@ -12,7 +12,7 @@ import pytest
 
 from registry import SourceLoadError
 from registry.mcp.stderr import MAX_CHARS, MAX_LINES, ServerStderr
-from tests.fakes.mcp_servers import stdio_command
+from testing.mcp_servers import stdio_command
 
 REPO = Path(__file__).resolve().parents[3]
 MISSING_MODULE = {"mcp": {"command": ["python", "-m", "no_such_module_xyz"]}, "namespace": "gone"}
@@ -75,7 +75,7 @@ async def test_a_working_server_s_stderr_is_logged_not_passed_through(
     wrapper.write_text(
         "import runpy, sys\nprint('hello from the server', file=sys.stderr, flush=True)\n"
         "sys.path.insert(0, '.')\nsys.argv = ['mcp_servers', 'demo']\n"
-        "runpy.run_module('tests.fakes.mcp_servers', run_name='__main__')\n"
+        "runpy.run_module('testing.mcp_servers', run_name='__main__')\n"
     )
     entry = {
         "mcp": {"command": ["python", str(wrapper)], "cwd": str(REPO)},

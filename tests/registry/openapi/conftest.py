@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from tests.fakes.openapi_service import ShopState, create_shop, serve_app
+from testing.openapi_service import ShopState, create_shop, serve_app
 
 
 @dataclass

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from examples.openapi_service import create_app
 from registry import Executor, OpenApiSource, OpenApiSourceConfig, ToolCall, ToolRegistry
-from tests.fakes.openapi_service import serve_app
+from testing.openapi_service import serve_app
 
 
 async def test_the_example_service_as_tools() -> None:

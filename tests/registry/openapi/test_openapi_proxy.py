@@ -6,8 +6,8 @@ import json
 
 import pytest
 
+from testing.upstream import FakeUpstream, Reply
 from tests.e2e.answers import ask, tool_messages, tool_names
-from tests.fakes.upstream import FakeUpstream, Reply
 from tests.registry.openapi.conftest import Shop
 
 pytestmark = pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])

@@ -351,7 +351,7 @@ async def test_reload_uses_the_etag_and_replaces_changed_tools(shop: Shop) -> No
 
 
 def create_spec_from(shop: Shop) -> dict[str, Any]:
-    from tests.fakes.openapi_service import create_shop
+    from testing.openapi_service import create_shop
 
     return json.loads(json.dumps(create_shop().openapi()))
 

@@ -1,0 +1,88 @@
+"""Log records carry the request id; the JSON format is one object per line with extras."""
+
+from __future__ import annotations
+
+import io
+import logging
+import subprocess
+import sys
+
+import orjson
+
+from proxy.server.context import RequestContext, current_request
+from proxy.telemetry import JsonFormatter, RequestIdFilter, log_config
+from proxy.telemetry.logs import TEXT_FORMAT
+
+
+def _logger(formatter: logging.Formatter) -> tuple[logging.Logger, io.StringIO]:
+    out = io.StringIO()
+    handler = logging.StreamHandler(out)
+    handler.setFormatter(formatter)
+    handler.addFilter(RequestIdFilter())
+    logger = logging.getLogger(f"tests.proxy.telemetry.{id(out)}")
+    logger.propagate = False
+    logger.addHandler(handler)
+    logger.setLevel(logging.DEBUG)
+    return logger, out
+
+
+def test_json_lines_carry_the_current_request_id_and_extras() -> None:
+    logger, out = _logger(JsonFormatter())
+    token = current_request.set(RequestContext("req-42", {}))
+    try:
+        logger.info("ran %s", "t.add", extra={"tool_calls": 1, "front": "chat"})
+    finally:
+        current_request.reset(token)
+    logger.warning("outside any request")
+    first, second = (orjson.loads(line) for line in out.getvalue().splitlines())
+    assert first["message"] == "ran t.add"
+    assert first["request_id"] == "req-42"
+    assert first["level"] == "INFO"
+    assert first["logger"] == logger.name
+    assert first["tool_calls"] == 1 and first["front"] == "chat"
+    assert first["time"].endswith("+00:00")
+    assert second["request_id"] == "-"
+
+
+def test_json_lines_keep_exceptions() -> None:
+    logger, out = _logger(JsonFormatter())
+    try:
+        raise ValueError("bad")
+    except ValueError:
+        logger.exception("failed")
+    line = orjson.loads(out.getvalue())
+    assert "ValueError: bad" in line["exception"]
+
+
+def test_text_lines_show_the_id() -> None:
+    logger, out = _logger(logging.Formatter(TEXT_FORMAT))
+    token = current_request.set(RequestContext("req-7", {}))
+    try:
+        logger.info("hello")
+    finally:
+        current_request.reset(token)
+    assert out.getvalue() == f"INFO {logger.name} [req-7]: hello\n"
+
+
+def test_the_config_routes_uvicorn_through_the_same_handler() -> None:
+    config = log_config("json", "info")
+    assert config["handlers"]["default"]["filters"] == ["request_id"]
+    assert config["formatters"]["default"]["()"].endswith("JsonFormatter")
+    assert all(logger["propagate"] for logger in config["loggers"].values())
+
+
+def test_the_served_handler_writes_each_line_to_stderr_without_caller_lookups() -> None:
+    # In a child: the set-up changes the logging module's globals for the whole process.
+    script = (
+        "import logging, logging.config\n"
+        "from proxy.telemetry import log_config\n"
+        "logging.config.dictConfig(log_config('text', 'info'))\n"
+        "logging.getLogger('toolwire.requests').info('one line')\n"
+        "record = logging.getLogger('x').makeRecord('x', 20, 'f', 1, 'm', None, None)\n"
+        "print(logging._srcfile, record.threadName, record.processName)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=60
+    )
+    assert done.stderr == "INFO toolwire.requests [-]: one line\n"
+    assert done.stdout.split() == ["None", "None", "None"]

@@ -1,0 +1,94 @@
+"""The Gemini fake checked against the official `google-genai` SDK, so it cannot drift."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator
+
+import pytest
+from google import genai
+from google.genai import errors, types
+
+from testing.gemini_upstream import MODEL, FakeGemini, Reply
+
+# google-genai subclasses aiohttp's ClientSession, which aiohttp warns about; not ours to fix.
+pytestmark = pytest.mark.filterwarnings(
+    "ignore:Inheritance class AiohttpClientSession:DeprecationWarning"
+)
+CALLS = Reply.answer(
+    "Checking.",
+    calls=[("get_weather", {"city": "Paris"}), ("get_weather", {"city": "Oslo"})],
+    thinking="Two cities.",
+    signature="sig-gem",
+)
+
+
+@contextlib.asynccontextmanager
+async def sdk(reply: Reply) -> AsyncIterator[genai.client.AsyncClient]:
+    async with FakeGemini(reply) as fake:
+        client = genai.Client(
+            api_key="k", http_options={"base_url": fake.base_url, "api_version": "v1beta"}
+        )
+        try:
+            yield client.aio
+        finally:
+            await client.aio.aclose()
+
+
+@pytest.mark.parametrize("ids", [True, False], ids=["ids", "no-ids"])
+async def test_generate_content_parses_calls_and_signature(ids: bool) -> None:
+    reply = Reply.answer(
+        "Checking.",
+        calls=[("get_weather", {"city": "Paris"}), ("get_weather", {"city": "Oslo"})],
+        signature="sig-gem",
+        ids=ids,
+    )
+    async with sdk(reply) as client:
+        answer = await client.models.generate_content(model=MODEL, contents="Weather?")
+    calls = answer.function_calls or []
+    assert [c.args for c in calls] == [{"city": "Paris"}, {"city": "Oslo"}]
+    assert all(bool(c.id) is ids for c in calls)
+    parts = answer.candidates[0].content.parts  # type: ignore[index,union-attr]
+    assert parts[1].thought_signature == b"sig-gem"  # type: ignore[index]
+    assert answer.candidates[0].finish_reason == types.FinishReason.STOP  # type: ignore[index]
+    assert answer.usage_metadata.total_token_count == 15  # type: ignore[union-attr]
+
+
+async def test_stream_yields_thought_text_calls_and_finish() -> None:
+    async with sdk(CALLS) as client:
+        pieces = [
+            piece
+            async for piece in await client.models.generate_content_stream(
+                model=MODEL, contents="Weather?"
+            )
+        ]
+    text = "".join(p.text or "" for p in pieces if p.candidates and not _thought(p))
+    assert text == "Checking."
+    calls = [c for p in pieces for c in p.function_calls or []]
+    assert len(calls) == 2
+    assert pieces[-1].candidates[0].finish_reason == types.FinishReason.STOP  # type: ignore[index]
+
+
+def _thought(piece: types.GenerateContentResponse) -> bool:
+    parts = piece.candidates[0].content.parts if piece.candidates[0].content else None  # type: ignore[index]
+    return bool(parts and parts[0].thought)
+
+
+async def test_errors_parse_with_status() -> None:
+    async with sdk(Reply.error(429, "quota", retry_after="3")) as client:
+        with pytest.raises(errors.ClientError) as caught:
+            await client.models.generate_content(model=MODEL, contents="hi")
+    assert caught.value.code == 429
+    assert caught.value.status == "RESOURCE_EXHAUSTED"
+
+
+async def test_safety_block_parses() -> None:
+    async with sdk(Reply.blocked()) as client:
+        answer = await client.models.generate_content(model=MODEL, contents="hi")
+    assert answer.candidates[0].finish_reason == types.FinishReason.SAFETY  # type: ignore[index]
+
+
+async def test_models_list() -> None:
+    async with sdk(Reply.answer("x")) as client:
+        names = [m.name async for m in await client.models.list()]
+    assert names == [f"models/{MODEL}"]
