@@ -3,7 +3,7 @@
 The adapters convert Chat bodies with `ConversionPipeline("openai_chat", target)` and the
 answers back with its stream processor or `convert_response`. Where rosetta is wrong for the
 real services, or drops what a tool round needs, it is mended here and only here; each fix
-is a function named for what it mends, with a test in tests/upstreams/test_rosetta_fixes.py.
+is a function named for what it mends, with a test in tests/proxy/upstreams/test_rosetta_fixes.py.
 
 Requests (Chat → provider):
 - system messages after the first turn are dropped for Anthropic: all are hoisted first;
