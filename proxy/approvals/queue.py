@@ -12,87 +12,20 @@ lists every replica's paused calls and sees every operator's verdict.
 from __future__ import annotations
 
 import time
-from collections import OrderedDict
-from dataclasses import dataclass, replace
-from typing import Any, Protocol
+from dataclasses import replace
+from typing import Any
 
 from policies import ApprovalStore, Verdict
 from registry import RegistryError, ToolCall, parse_arguments, redact
 
-from ..turn.continuations import TurnStore
+from ..state.base import OpenApproval, OpenApprovalStore, TurnStore
+from ..state.memory import MemoryOpenApprovalStore
 
 _VERDICT_KEY = "operator-verdict:"
-MAX_OPEN = 1000
-"""Open approvals listed at most; past it the oldest is no longer listed (still valid)."""
-
-
-@dataclass(frozen=True, slots=True)
-class OpenApproval:
-    """A call waiting for a verdict."""
-
-    call_id: str
-    tool: str
-    arguments: Any
-    """The call's arguments, secrets redacted."""
-    reason: str
-    requested_at: float
-    expires_at: float
-    decided_by: str | None = None
-    approved: bool | None = None
-    """The operator's verdict, once given."""
-    owner: str = ""
-    """The name of the client key whose request paused the call, the only key that can
-    continue it; empty when authentication is off (and in entries listed before owners)."""
 
 
 class ApprovalNotPendingError(LookupError):
     """No approval is pending for that call id (unknown, used or expired)."""
-
-
-class OpenApprovalStore(Protocol):
-    """Where the open approvals are listed; each entry is kept at least until it expires."""
-
-    async def put(self, entry: OpenApproval) -> None:
-        """List `entry` (the oldest entries past `MAX_OPEN` are dropped)."""
-        ...
-
-    async def get(self, call_id: str) -> OpenApproval | None:
-        """The entry of `call_id`, or None."""
-        ...
-
-    async def all(self) -> list[OpenApproval]:
-        """Every listed entry, oldest first."""
-        ...
-
-    async def discard(self, call_ids: list[str]) -> None:
-        """Stop listing these calls."""
-        ...
-
-
-class MemoryOpenApprovalStore:
-    """Open approvals in this process's memory, the newest `MAX_OPEN` of them."""
-
-    def __init__(self) -> None:
-        self._open: OrderedDict[str, OpenApproval] = OrderedDict()
-
-    async def put(self, entry: OpenApproval) -> None:
-        """List `entry`, dropping the oldest past `MAX_OPEN`."""
-        self._open[entry.call_id] = entry
-        while len(self._open) > MAX_OPEN:
-            self._open.popitem(last=False)
-
-    async def get(self, call_id: str) -> OpenApproval | None:
-        """The entry of `call_id`, or None."""
-        return self._open.get(call_id)
-
-    async def all(self) -> list[OpenApproval]:
-        """Every listed entry, oldest first."""
-        return list(self._open.values())
-
-    async def discard(self, call_ids: list[str]) -> None:
-        """Stop listing these calls."""
-        for call_id in call_ids:
-            self._open.pop(call_id, None)
 
 
 class ApprovalQueue:

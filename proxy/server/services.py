@@ -9,7 +9,7 @@ from registry import SourceSet, ToolRegistry
 
 from ..approvals.flow import ApprovalFlow
 from ..config import ServerConfig
-from ..state.responses import ResponseStore
+from ..state.base import ResponseStore
 from ..turn.catalog import Catalog
 from ..turn.loop import ToolLoop
 from ..upstreams.router import UpstreamRouter

@@ -7,16 +7,18 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
-from policies import ApprovalStore, MemoryApprovalStore, MemoryRateLimiter, RateLimiter
-
-from ..approvals.queue import MemoryOpenApprovalStore, OpenApprovalStore
 from ..config import ConfigError, Settings, StateConfig
 from ..errors import StateUnavailableError
-from ..turn.continuations import MemoryTurnStore, TurnStore
-from ..upstreams.emulation.modes import MemoryModeStore, ModeStore
-from .queue import RedisOpenApprovalStore
+from .base import ApprovalStore, ModeStore, OpenApprovalStore, RateLimiter, ResponseStore, TurnStore
+from .memory import (
+    MemoryApprovalStore,
+    MemoryModeStore,
+    MemoryOpenApprovalStore,
+    MemoryRateLimiter,
+    MemoryResponseStore,
+    MemoryTurnStore,
+)
 from .redis import (
-    RedisApprovalStore,
     RedisModeStore,
     RedisRateLimiter,
     RedisResponseStore,
@@ -25,7 +27,7 @@ from .redis import (
     connect,
     redacted,
 )
-from .responses import MemoryResponseStore, ResponseStore
+from .redis_approvals import RedisApprovalStore, RedisOpenApprovalStore
 
 log = logging.getLogger("toolwire.state")
 

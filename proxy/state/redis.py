@@ -1,5 +1,7 @@
-"""Shared state in Redis: each store behind its protocol, one connection pool, and the one
-place where redis-py's errors become the proxy's (`StateUnavailableError`, a 503).
+"""Shared state in Redis: the connection, what every Redis store shares (`RedisState`), the
+one place where redis-py's errors become the proxy's (`StateUnavailableError`, a 503), and
+the stores of pending turns, responses, rate limits and emulation modes (the approvals'
+stores are in `redis_approvals.py`).
 
 Keys are `{prefix}{kind}:{id}`, every one with a TTL; values are JSON. A lookup is one
 round trip (several keys: one MGET); the rate limiter's window is one Lua script. redis-py
@@ -13,7 +15,6 @@ import logging
 import secrets
 import time
 from collections.abc import Iterator
-from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 import orjson
@@ -23,22 +24,17 @@ from redis.backoff import ExponentialBackoff
 from redis.commands.core import AsyncScript
 from redis.exceptions import RedisError
 
-from policies import PendingApproval
-
 from ..errors import StateUnavailableError
-from .responses import StoredResponse, decode, encode
+from .base import Message, StoredResponse, decode, encode
 
 log = logging.getLogger("toolwire.state")
 
-Message = dict[str, Any]
 Client = aioredis.Redis
 
 _TIMEOUT_S = 2.0
 """Connecting, and waiting for one reply: a lost Redis answers requests with a 503 fast."""
 _MAX_CONNECTIONS = 64
 """Per process; requests beyond it wait (up to `_TIMEOUT_S`) for a free connection."""
-_EXPIRED_KEPT_S = 3600.0
-"""An expired approval stays an hour, so a late answer learns it came too late."""
 _MODE_TTL_S = 7 * 86400.0
 _MODE_RECHECK_S = 30.0
 """How long a replica trusts that a model is not emulated before asking Redis again."""
@@ -176,44 +172,6 @@ class RedisTurnStore:
                 self._state.key(self._kind, key), data, px=self._ttl_ms, nx=True, get=True
             )
         return orjson.loads(first) if isinstance(first, bytes | str) else None
-
-
-class RedisApprovalStore:
-    """An ApprovalStore in Redis: taken with GETDEL, so one replica alone gets an approval."""
-
-    _KIND = "approval"
-
-    def __init__(self, state: RedisState) -> None:
-        self._state = state
-
-    async def put(self, approval: PendingApproval) -> None:
-        """Keep `approval` until an hour past its expiry. Raises StateUnavailableError."""
-        data = orjson.dumps(approval)
-        if not self._state.fits(data, self._KIND, approval.call_id):
-            return
-        until_ms = int((approval.expires_at + _EXPIRED_KEPT_S) * 1000)
-        with reaching("keeping an approval request"):
-            await self._state.client.set(
-                self._state.key(self._KIND, approval.call_id), data, pxat=until_ms
-            )
-
-    async def get(self, call_id: str) -> PendingApproval | None:
-        """The approval for `call_id`, left in place. Raises StateUnavailableError."""
-        with reaching("reading an approval"):
-            data = await self._state.client.get(self._state.key(self._KIND, call_id))
-        return _approval(data)
-
-    async def take(self, call_id: str) -> PendingApproval | None:
-        """Remove and return the approval, atomically. Raises StateUnavailableError."""
-        with reaching("using an approval"):
-            data = await self._state.client.getdel(self._state.key(self._KIND, call_id))
-        return _approval(data)
-
-
-def _approval(data: bytes | str | None) -> PendingApproval | None:
-    # A record kept before approvals had owners loads as nobody's (owner ""): with
-    # authentication on, no key's verdict matches it.
-    return None if data is None else PendingApproval(**orjson.loads(data))
 
 
 class RedisResponseStore:

@@ -19,7 +19,7 @@ from ...errors import BadRequestError, ClientDisconnectedError, ProxyError
 from ...server.asgi import Receive, Scope, Send, read_body, until_disconnect
 from ...server.context import RequestContext, context_of
 from ...server.services import Services
-from ...state.responses import StoredResponse
+from ...state.base import StoredResponse
 from ...turn.catalog import Toolset
 from ...turn.controls import parse_controls
 from ...turn.events import Finished, LoopEvent

@@ -12,9 +12,11 @@ import logging
 import re
 from collections.abc import AsyncIterator, Mapping
 from fnmatch import fnmatchcase
-from typing import Any, Protocol
+from typing import Any
 
 from ...errors import UpstreamStatusError
+from ...state.base import ModeStore
+from ...state.memory import MemoryModeStore
 from .. import Chunk, Upstream
 from .formats import get_format
 from .prompt import keep_tools
@@ -31,33 +33,6 @@ _REJECTS_TOOLS = re.compile(
     r"tools? (?:is|are) not supported|(?:tools|function calling) (?:is |are )?unsupported",
     re.IGNORECASE,
 )
-
-
-class ModeStore(Protocol):
-    """Remembers which models an `auto` upstream serves by emulation (in memory, or shared)."""
-
-    async def is_emulated(self, model: str) -> bool:
-        """Whether `model` was found to reject native tools."""
-        ...
-
-    async def mark_emulated(self, model: str) -> None:
-        """Remember that `model` rejects native tools."""
-        ...
-
-
-class MemoryModeStore:
-    """A ModeStore in this process's memory, one per upstream."""
-
-    def __init__(self) -> None:
-        self._emulated: set[str] = set()
-
-    async def is_emulated(self, model: str) -> bool:
-        """Whether `model` was marked."""
-        return model in self._emulated
-
-    async def mark_emulated(self, model: str) -> None:
-        """Mark `model`."""
-        self._emulated.add(model)
 
 
 class AutoUpstream:

@@ -7,8 +7,8 @@ from typing import Any
 
 from policies import MemoryApprovalStore
 from proxy.approvals.flow import ApprovalFlow
+from proxy.state.memory import MemoryTurnStore
 from proxy.turn.catalog import Toolset
-from proxy.turn.continuations import MemoryTurnStore
 from registry import ToolCall, ToolRegistry, ToolResult
 
 USER = [{"role": "user", "content": "launch and read"}]

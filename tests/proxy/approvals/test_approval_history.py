@@ -9,8 +9,8 @@ import pytest
 
 from policies import MemoryApprovalStore
 from proxy.approvals.flow import ApprovalFlow
+from proxy.state.memory import MemoryTurnStore
 from proxy.turn.catalog import Toolset
-from proxy.turn.continuations import MemoryTurnStore
 from registry import ToolCall, ToolRegistry
 
 USER = {"role": "user", "content": "launch"}

@@ -8,11 +8,12 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-import proxy.approvals.queue
-import proxy.state.queue
-from proxy.approvals.queue import MemoryOpenApprovalStore, OpenApproval, OpenApprovalStore
-from proxy.state.queue import RedisOpenApprovalStore
+import proxy.state.memory
+import proxy.state.redis_approvals
+from proxy.state.base import OpenApproval, OpenApprovalStore
+from proxy.state.memory import MemoryOpenApprovalStore
 from proxy.state.redis import RedisState, connect
+from proxy.state.redis_approvals import RedisOpenApprovalStore
 from tests.proxy.state.conftest import RedisServer
 
 
@@ -54,8 +55,8 @@ async def test_entries_are_listed_oldest_first_until_discarded(listed: OpenAppro
 async def test_the_oldest_go_past_the_cap(
     listed: OpenApprovalStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(proxy.approvals.queue, "MAX_OPEN", 3)
-    monkeypatch.setattr(proxy.state.queue, "MAX_OPEN", 3)
+    monkeypatch.setattr(proxy.state.memory, "MAX_OPEN", 3)
+    monkeypatch.setattr(proxy.state.redis_approvals, "MAX_OPEN", 3)
     for index in range(5):
         await listed.put(entry(f"call_{index}", age_s=10 - index))
     assert [e.call_id for e in await listed.all()] == ["call_2", "call_3", "call_4"]

@@ -12,8 +12,9 @@ import pytest
 
 from policies import MemoryRateLimiter, pending
 from proxy.errors import StateUnavailableError
+from proxy.state.base import StoredResponse
+from proxy.state.memory import MemoryTurnStore
 from proxy.state.redis import (
-    RedisApprovalStore,
     RedisModeStore,
     RedisRateLimiter,
     RedisResponseStore,
@@ -21,8 +22,7 @@ from proxy.state.redis import (
     RedisTurnStore,
     connect,
 )
-from proxy.state.responses import StoredResponse
-from proxy.turn.continuations import MemoryTurnStore
+from proxy.state.redis_approvals import RedisApprovalStore
 from tests.proxy.state.conftest import RedisServer
 
 

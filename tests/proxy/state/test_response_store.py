@@ -6,8 +6,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from proxy.state import responses as response_store
-from proxy.state.responses import MemoryResponseStore, StoredResponse
+from proxy.state import memory
+from proxy.state.base import StoredResponse
+from proxy.state.memory import MemoryResponseStore
 
 
 def stored(text: str) -> StoredResponse:
@@ -34,7 +35,7 @@ async def test_oldest_go_first_past_the_byte_budget() -> None:
 
 async def test_entries_expire(monkeypatch: pytest.MonkeyPatch) -> None:
     now = [1000.0]
-    monkeypatch.setattr(response_store, "time", SimpleNamespace(monotonic=lambda: now[0]))
+    monkeypatch.setattr(memory, "time", SimpleNamespace(monotonic=lambda: now[0]))
     store = MemoryResponseStore(ttl_s=10, max_bytes=10_000)
     await store.put("r1", stored("a"))
     now[0] += 11

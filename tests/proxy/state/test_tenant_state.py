@@ -18,10 +18,10 @@ import pytest_asyncio
 from redis import asyncio as aioredis
 
 from policies import MemoryApprovalStore, Principal, pending, refusal
-from proxy.approvals.queue import MemoryOpenApprovalStore, OpenApproval
-from proxy.state.queue import RedisOpenApprovalStore
-from proxy.state.redis import RedisApprovalStore, RedisResponseStore, RedisState
-from proxy.state.responses import MemoryResponseStore, StoredResponse
+from proxy.state.base import OpenApproval, StoredResponse
+from proxy.state.memory import MemoryOpenApprovalStore, MemoryResponseStore
+from proxy.state.redis import RedisResponseStore, RedisState
+from proxy.state.redis_approvals import RedisApprovalStore, RedisOpenApprovalStore
 from testing.upstream import FakeUpstream, Reply
 from tests.conftest import serve_proxy
 from tests.e2e.answers import ask

@@ -7,8 +7,9 @@ from typing import Any
 
 import pytest
 
-from proxy.turn import continuations
-from proxy.turn.continuations import MemoryTurnStore, restore
+from proxy.state import memory
+from proxy.state.memory import MemoryTurnStore
+from proxy.turn.continuations import restore
 
 
 class Clock:
@@ -25,7 +26,7 @@ class Clock:
 def clock(monkeypatch: pytest.MonkeyPatch) -> Clock:
     fake = Clock()
     # Replace the module's `time` only: the event loop keeps the real clock.
-    monkeypatch.setattr(continuations, "time", SimpleNamespace(monotonic=fake))
+    monkeypatch.setattr(memory, "time", SimpleNamespace(monotonic=fake))
     return fake
 
 

@@ -19,8 +19,8 @@ from policies import (
     ToolFilter,
 )
 from proxy.approvals.flow import ApprovalFlow
+from proxy.state.memory import MemoryTurnStore
 from proxy.turn.catalog import Catalog
-from proxy.turn.continuations import MemoryTurnStore
 from proxy.turn.controls import Controls
 from proxy.turn.events import Finished, LoopEvent
 from proxy.turn.loop import ToolLoop

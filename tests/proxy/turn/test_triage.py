@@ -17,8 +17,8 @@ from policies import (
     ToolFilter,
 )
 from proxy.approvals.flow import ApprovalFlow
+from proxy.state.memory import MemoryTurnStore
 from proxy.turn.catalog import SEARCH_TOOL, Catalog, Toolset
-from proxy.turn.continuations import MemoryTurnStore
 from proxy.turn.controls import DEFAULT_CONTROLS
 from proxy.turn.record import Turn
 from proxy.turn.triage import Round, Triage

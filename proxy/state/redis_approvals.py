@@ -1,6 +1,7 @@
-"""The operators' queue of open approvals in Redis, so every replica lists every replica's
-paused calls: a hash of entries by call id and a sorted set of their expiries, which keeps
-the hash bounded (expired and oldest-past-the-cap entries go when a call is added)."""
+"""Approvals in Redis, shared by the replicas: the pending approvals (taken once, by one
+replica) and the operators' queue of open ones, so every replica lists every replica's paused
+calls. The queue is a hash of entries by call id and a sorted set of their expiries, which
+keeps the hash bounded (expired and oldest-past-the-cap entries go when a call is added)."""
 
 from __future__ import annotations
 
@@ -8,11 +9,52 @@ import time
 
 import orjson
 
-from ..approvals.queue import MAX_OPEN, OpenApproval
+from .base import MAX_OPEN, OpenApproval, PendingApproval
 from .redis import RedisState, reaching
 
+_EXPIRED_KEPT_S = 3600.0
+"""An expired approval stays an hour, so a late answer learns it came too late."""
 _KEPT_MS = 3600_000
 """Both keys live an hour past the last expiry, then go by themselves."""
+
+
+class RedisApprovalStore:
+    """An ApprovalStore in Redis: taken with GETDEL, so one replica alone gets an approval."""
+
+    _KIND = "approval"
+
+    def __init__(self, state: RedisState) -> None:
+        self._state = state
+
+    async def put(self, approval: PendingApproval) -> None:
+        """Keep `approval` until an hour past its expiry. Raises StateUnavailableError."""
+        data = orjson.dumps(approval)
+        if not self._state.fits(data, self._KIND, approval.call_id):
+            return
+        until_ms = int((approval.expires_at + _EXPIRED_KEPT_S) * 1000)
+        with reaching("keeping an approval request"):
+            await self._state.client.set(
+                self._state.key(self._KIND, approval.call_id), data, pxat=until_ms
+            )
+
+    async def get(self, call_id: str) -> PendingApproval | None:
+        """The approval for `call_id`, left in place. Raises StateUnavailableError."""
+        with reaching("reading an approval"):
+            data = await self._state.client.get(self._state.key(self._KIND, call_id))
+        return _approval(data)
+
+    async def take(self, call_id: str) -> PendingApproval | None:
+        """Remove and return the approval, atomically. Raises StateUnavailableError."""
+        with reaching("using an approval"):
+            data = await self._state.client.getdel(self._state.key(self._KIND, call_id))
+        return _approval(data)
+
+
+def _approval(data: bytes | str | None) -> PendingApproval | None:
+    # A record kept before approvals had owners loads as nobody's (owner ""): with
+    # authentication on, no key's verdict matches it.
+    return None if data is None else PendingApproval(**orjson.loads(data))
+
 
 # KEYS: the hash, the sorted set. ARGV: call id, entry JSON, its expiry (ms), now (ms), the
 # cap, how long past the last expiry the keys are kept (ms).
