@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from policies import CallContext, Principal
 
 from .asgi import Scope
+from .routing import UNROUTED, Route
 
 REQUEST_ID_HEADER = "x-request-id"
 _VALID_ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")
@@ -25,7 +26,6 @@ class RequestStats:
     (the summary log line, the metrics, the trace)."""
 
     started: float = field(default_factory=time.perf_counter)
-    front: str = "other"
     model: str = ""
     """The model the client asked for, as sent (labels collapse unknown names)."""
     status: int = 0
@@ -54,8 +54,8 @@ class RequestStats:
 class RequestContext:
     """One HTTP request as the proxy sees it: its id, caller and headers.
 
-    Built once at the edge and carried in the ASGI scope, so middleware (auth, metrics,
-    logs) and the fronts read the same object.
+    Built once at the edge and carried in the ASGI scope, so every layer of the edge (drain,
+    metrics, logs, auth, the router) and the fronts read the same object.
     """
 
     request_id: str
@@ -64,6 +64,8 @@ class RequestContext:
     """The client key that authenticated the request; None without auth."""
     deadline: float | None = None
     """`time.monotonic()` by which the request must be answered, if bounded."""
+    route: Route = UNROUTED
+    """The route table's row for its path (`server/routes.py`), found at the edge."""
     stats: RequestStats = field(default_factory=RequestStats)
 
     def caller(self, must_ask: frozenset[str] = frozenset()) -> CallContext:

@@ -27,7 +27,7 @@ from uvicorn.server import ServerState
 
 from ..config import ServerConfig
 from ..errors import ProxyError, RequestTimeoutError
-from ..fronts import anthropic_error_body
+from .routes import route_of
 
 
 @dataclass(frozen=True, slots=True)
@@ -170,12 +170,12 @@ class LimitedHttpTools(HttpToolsProtocol):
         return self.cycle is not None and not self.cycle.response_complete
 
     def _refuse(self, error: ProxyError) -> None:
-        """Answer `error` in the shape of the front the URL names, and close the connection
+        """Answer `error` in the shape of the route the URL names, and close the connection
         (only close it while an earlier answer is still being sent: pipelined requests)."""
         if not self._answering():
             url: bytes = getattr(self, "url", b"")
-            shape = anthropic_error_body if url.startswith(b"/v1/messages") else ProxyError.body
-            body = orjson.dumps(shape(error))
+            path = url.partition(b"?")[0].decode("latin-1")
+            body = orjson.dumps(route_of(path).shape(error))
             phrase = http.HTTPStatus(error.status).phrase
             head = [f"HTTP/1.1 {error.status} {phrase}".encode()]
             head += [name + b": " + value for name, value in self.server_state.default_headers]

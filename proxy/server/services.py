@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
+from typing import Protocol
 
 from policies import Gate
 from registry import SourceSet, ToolRegistry
@@ -11,9 +13,18 @@ from ..approvals.flow import ApprovalFlow
 from ..config import ServerConfig
 from ..state.base import ResponseStore
 from ..turn.catalog import Catalog
-from ..turn.loop import ToolLoop
+from ..turn.events import LoopEvent
+from ..turn.record import Turn
 from ..upstreams.router import UpstreamRouter
 from .auth import Authenticator
+
+
+class Loop(Protocol):
+    """The tool loop as the fronts run it (`ToolLoop`, or the telemetry's `MeteredLoop`)."""
+
+    def run(self, turn: Turn) -> AsyncIterator[LoopEvent]:
+        """The events of one turn, ending with `Finished`."""
+        ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -23,7 +34,7 @@ class Services:
     registry: ToolRegistry
     sources: SourceSet
     catalog: Catalog
-    loop: ToolLoop
+    loop: Loop
     upstreams: UpstreamRouter
     responses: ResponseStore
     server: ServerConfig

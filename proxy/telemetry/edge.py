@@ -1,13 +1,12 @@
-"""The edge every HTTP request passes: its id on the response, its summary log line, its
-metrics and its span; and the drain, which counts running work and refuses new requests
-while the server shuts down."""
+"""The telemetry's layer of the edge: every HTTP request's id on its response, its summary
+log line, its metrics and its span; and the `Telemetry` an app keeps for them."""
 
 from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Awaitable, Callable, Iterable
-from typing import TYPE_CHECKING, Any, cast
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -15,46 +14,25 @@ from starlette.responses import JSONResponse, Response
 from registry import trace_headers
 
 from ..config import Settings
-from ..errors import ProxyError
-from ..fronts.messages import error_body
-from ..server.asgi import Receive, Scope, Send, send_json
+from ..server.asgi import Receive, Scope, Send
 from ..server.context import REQUEST_ID_HEADER, RequestContext, RequestStats, context_of
+from ..server.routing import App
 from .drain import Drain
 from .logs import NO_REQUEST, log_summary
+from .metered import MeteredLoop, MeteredUpstream
 from .metrics import CONTENT_TYPE, Metrics, ModelLabels
 from .scrapes import ScrapeKeys
 from .tool_calls import ToolCallListener
 from .tracing import Tracing
-from .turns import MeteredLoop, MeteredUpstream
 
 if TYPE_CHECKING:
     from ..server.services import Services
-    from ..turn.loop import ToolLoop
 
 Message = dict[str, Any]
-App = Callable[[Scope, Receive, Send], Awaitable[None]]
 OVERHEAD_HEADER = "x-toolwire-overhead-ms"
 _DONE = b"data: [DONE]\n\n"
 DISCONNECTED = 499
 """The status counted for a request whose client left before any answer (as nginx does)."""
-
-_TURNS = {"/v1/chat/completions": "chat", "/v1/responses": "responses", "/v1/messages": "messages"}
-"""The fronts' paths, where a POST runs a turn."""
-_ROUTES = {
-    **_TURNS,
-    "/v1/models": "models",
-    "/healthz": "healthz",
-    "/readyz": "readyz",
-    "/metrics": "metrics",
-}
-_SERVED_WHILE_DRAINING = frozenset({"healthz", "metrics"})
-"""Liveness and scrapes still answer while the server drains; everything else gets 503."""
-_PREFIXES = (
-    ("/v1/responses/", "responses", "/v1/responses/{response_id}"),
-    ("/v1/messages/", "messages", None),
-    ("/admin", "admin", None),
-    ("/mcp", "mcp", None),
-)
 
 
 class Telemetry:
@@ -93,9 +71,7 @@ class Telemetry:
             self.metrics.watch_sources(services.sources.statuses)
         metrics, tracing = self.metrics, self.tracing
         services.upstreams.instrument(lambda upstream: MeteredUpstream(upstream, metrics, tracing))
-        loop = MeteredLoop(services.loop)
-        # `Services.loop` names the concrete class; the wrapper has its one method, `run`.
-        return dataclasses.replace(services, loop=cast("ToolLoop", loop))
+        return dataclasses.replace(services, loop=MeteredLoop(services.loop))
 
     def close(self) -> None:
         """Stop reading the sources; send the last spans."""
@@ -116,45 +92,44 @@ class Telemetry:
             self._scrapes.check(request.headers)
         return Response(self.metrics.exposition(), media_type=CONTENT_TYPE)
 
-    async def serve(self, scope: Scope, receive: Receive, send: Send, app: App) -> None:
-        """Run `app` for one HTTP request, and account for it."""
+    def account(self, scope: Scope) -> None:
+        """Count and log a request the edge answered before the telemetry's layer saw it
+        (the drain's refusals)."""
         context = context_of(scope)
-        stats = context.stats
-        path: str = scope["path"]
-        front, route = _route(path)
-        stats.front = front
-        turn = scope["method"] == "POST" and path in _TURNS
-        drain = self.drain
-        if drain.draining and front not in _SERVED_WHILE_DRAINING:
-            await _refuse_while_draining(send, context, front)
-            now = time.perf_counter()
-            if self.metrics is not None:
-                _count(self.metrics, context, now)
-            log_summary(context, scope["method"], path, now)
-            return
-        waited = drain.waits_for(scope["method"])
-        if waited:
-            drain.enter()
-        try:
-            await self._serve(scope, receive, send, app, route, turn)
-        finally:
-            if waited:
-                drain.leave()  # last: the drain's last request may stop the server
+        now = time.perf_counter()
+        if self.metrics is not None:
+            _count(self.metrics, context, now)
+        log_summary(context, scope["method"], scope["path"], now)
 
-    async def _serve(
-        self, scope: Scope, receive: Receive, send: Send, app: App, route: str | None, turn: bool
-    ) -> None:
+
+class TelemetryMiddleware:
+    """Runs the rest of the edge for one HTTP request and accounts for it: the response gets
+    the request id (and, on a turn, the proxy's overhead); at the end, the summary line, the
+    metrics and the span."""
+
+    def __init__(self, app: App, telemetry: Telemetry) -> None:
+        self.app = app
+        self._metrics = telemetry.metrics
+        self._tracing = telemetry.tracing
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
         context = context_of(scope)
         stats = context.stats
+        method: str = scope["method"]
         path: str = scope["path"]
+        route = context.route
         span = token = traced = None
-        if self.tracing is not None:
-            span, token = self.tracing.start_request(scope["method"], path, route, context.headers)
-            traced = trace_headers.set(self.tracing.current_headers)
-        metrics = self.metrics
-        exchange = _Exchange(receive, send, context, turn, metrics)
+        tracing = self._tracing
+        if tracing is not None:
+            span, token = tracing.start_request(method, path, route.template, context.headers)
+            traced = trace_headers.set(tracing.current_headers)
+        metrics = self._metrics
+        served = _Served(receive, send, context, route.turn and method == "POST", metrics)
         try:
-            await app(scope, exchange.receive, exchange.send)
+            await self.app(scope, served.receive, served.send)
         finally:
             now = time.perf_counter()
             if not stats.status:
@@ -165,14 +140,14 @@ class Telemetry:
                 _count(metrics, context, now)
             if traced is not None:
                 trace_headers.reset(traced)
-            if span is not None and self.tracing is not None:
-                self.tracing.end_request(span, token, stats.status, _span_attributes(context))
-            log_summary(context, scope["method"], path, now)
+            if span is not None and tracing is not None:
+                tracing.end_request(span, token, stats.status, _span_attributes(context))
+            log_summary(context, method, path, now)
 
 
-class _Exchange:
-    """One request's `receive` and `send`, watched: the response gets the request id and
-    the overhead; a disconnect before the answer's end is noted."""
+class _Served:
+    """One request as it is served: its `receive` and `send`, watched. The response gets the
+    request id and the overhead; a disconnect before the answer's end is noted."""
 
     __slots__ = ("_complete", "_context", "_metrics", "_receive", "_send", "_turn")
 
@@ -245,13 +220,14 @@ def _overhead_ms(stats: RequestStats) -> bytes:
 def _count(metrics: Metrics, context: RequestContext, now: float) -> None:
     """The request's counters: one update each, at its end."""
     stats = context.stats
+    front = context.route.label
     model = metrics.model(stats.model)
     key = context.principal.name if context.principal is not None else NO_REQUEST
-    metrics.requests(stats.front, model, key, str(stats.status)).inc()
-    metrics.request_seconds(stats.front).observe(now - stats.started)
+    metrics.requests(front, model, key, str(stats.status)).inc()
+    metrics.request_seconds(front).observe(now - stats.started)
     if not stats.model:
         return
-    metrics.overhead_seconds(stats.front).observe(stats.overhead_s(now))
+    metrics.overhead_seconds(front).observe(stats.overhead_s(now))
     if stats.upstream_calls:
         metrics.iterations.observe(stats.upstream_calls)
     if stats.input_tokens:
@@ -283,30 +259,6 @@ def _span_attributes(context: RequestContext) -> dict[str, Any]:
     if stats.disconnected:
         attributes["toolwire.client_disconnected"] = True
     return attributes
-
-
-async def _refuse_while_draining(send: Send, context: RequestContext, front: str) -> None:
-    """503 in the front's shape; the connection closed, so the client's next attempt finds
-    another replica (or this one gone)."""
-    headers = {REQUEST_ID_HEADER: context.request_id, "connection": "close"}
-    context.stats.status = 503
-    if front == "readyz":
-        await send_json(send, 503, {"status": "draining"}, headers)
-        return
-    error = ProxyError("the proxy is shutting down", status=503, code="shutting_down")
-    body = error_body(error) if front == "messages" else error.body()
-    await send_json(send, 503, body, headers)
-
-
-def _route(path: str) -> tuple[str, str | None]:
-    """The front (a bounded label) and the route template (for the span) of a path."""
-    front = _ROUTES.get(path)
-    if front is not None:
-        return front, path
-    for prefix, name, template in _PREFIXES:
-        if path.startswith(prefix):
-            return name, template
-    return "other", None
 
 
 def _configured_models(settings: Settings) -> Iterable[str]:

@@ -27,9 +27,6 @@ NO_REQUEST = "-"
 requests_log = logging.getLogger("toolwire.requests")
 """Where each request's summary line goes."""
 
-_QUIET_PATHS = frozenset({"/healthz", "/readyz", "/metrics"})
-"""Probes and scrapes: their summary lines are DEBUG, not INFO."""
-
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 """C0 and C1 controls (CR, LF, NEL, ESC ...) and the Unicode line and paragraph separators:
 what a terminal or log viewer may take for a line break or a command."""
@@ -163,12 +160,12 @@ def log_config(log_format: LogFormat, level: str) -> dict[str, Any]:
 
 def log_summary(context: RequestContext, method: str, path: str, now: float) -> None:
     """The request's one summary line (INFO; DEBUG for probes and scrapes)."""
-    level = logging.DEBUG if path in _QUIET_PATHS else logging.INFO
+    level = logging.DEBUG if context.route.quiet else logging.INFO
     if not requests_log.isEnabledFor(level):
         return
     stats = context.stats
     fields: dict[str, Any] = {
-        "front": stats.front,
+        "front": context.route.label,
         "model": stats.model or NO_REQUEST,
         "key": context.principal.name if context.principal is not None else NO_REQUEST,
         "status": stats.status,

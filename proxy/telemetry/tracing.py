@@ -146,12 +146,6 @@ class Tracing:
         self._context.detach(token)  # type: ignore[arg-type]
         span.end()
 
-    def end_abandoned(self, span: Span) -> None:
-        """End a span whose work was cancelled."""
-        span.set_status(self._trace.StatusCode.ERROR)
-        span.set_attribute("error.type", "cancelled")
-        span.end()
-
 
 def _provider(service_name: str) -> TracerProvider:
     from opentelemetry.sdk.resources import Resource

@@ -14,8 +14,8 @@ from opentelemetry.trace import SpanKind, StatusCode
 
 from proxy.server.context import RequestContext, current_request
 from proxy.telemetry import Tracing
+from proxy.telemetry.metered import MeteredUpstream
 from proxy.telemetry.tool_calls import ToolCallListener
-from proxy.telemetry.turns import MeteredUpstream
 from registry import CallEvent, ToolCall, ToolRegistry, ToolResult
 from tests.conftest import REPO
 

@@ -22,7 +22,7 @@ from .metrics import Metrics
 from .tracing import Tracing
 
 if TYPE_CHECKING:
-    from ..turn.loop import ToolLoop
+    from ..server.services import Loop
 
 Chunk = dict[str, Any]
 
@@ -31,7 +31,7 @@ class MeteredLoop:
     """The tool loop, its turns noted in the request's stats (their upstream calls are
     measured by `MeteredUpstream`, which the router hands out)."""
 
-    def __init__(self, loop: ToolLoop) -> None:
+    def __init__(self, loop: Loop) -> None:
         self._loop = loop
 
     async def run(self, turn: Turn) -> AsyncIterator[LoopEvent]:

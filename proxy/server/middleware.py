@@ -1,0 +1,54 @@
+"""The edge's own layers: the request context, first, and the client key check, last before
+the router. `create_app` composes them with the drain's and the telemetry's (`telemetry/`)."""
+
+from __future__ import annotations
+
+from ..errors import ProxyError
+from .asgi import Receive, Scope, Send, send_json
+from .context import context_of
+from .dispatch import Running
+from .routes import misrouted_error, route_of
+from .routing import App
+
+
+class RequestContextMiddleware:
+    """Gives every request its `RequestContext` (its id, the client's or a new one) and the
+    route table's row for its path, where every later layer reads them."""
+
+    def __init__(self, app: App) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            context_of(scope).route = route_of(scope["path"])
+        await self.app(scope, receive, send)
+
+
+class AuthMiddleware:
+    """Checks the client's key on every route that is not open, once the lifespan has built
+    the check (`running.keys`, with `auth:` configured); the upstream then gets the request's
+    headers without the key, unless it is forwarded.
+
+    A refusal is a 401 (or the rate limit's 429) in the route's error shape; on a path with
+    `/v1` missing or doubled, the 404 that says so (the key may be right, the path is not).
+    """
+
+    def __init__(self, app: App, running: Running) -> None:
+        self.app = app
+        self._running = running
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        keys = self._running.keys
+        if keys is not None and scope["type"] == "http":
+            context = context_of(scope)
+            route = context.route
+            if not route.open:
+                try:
+                    context.principal = await keys.authenticate(context.headers)
+                except ProxyError as exc:
+                    error = misrouted_error(scope) or exc
+                    headers = {**error.headers, "x-request-id": context.request_id}
+                    await send_json(send, error.status, route.shape(error), headers)
+                    return
+                context.headers = keys.upstream_headers(dict(context.headers))
+        await self.app(scope, receive, send)
