@@ -1,21 +1,33 @@
 """Serving one turn over HTTP, whatever the front: an event stream or one JSON body.
 
-Each front brings its renderers (events to its wire format) and its error shape; this
-module owns the sending: backpressure, batching, errors before and after the first byte.
+Each front brings its request preparation, its renderers (events to its wire format) and
+its error shape; this module owns the rest: reading the body, the errors before and after
+the first byte, backpressure, batching, and the client's disconnect.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator, Callable
-from typing import Any, Protocol
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
 
 from .. import sse
-from ..errors import ProxyError
-from ..server.asgi import Send, send_json, send_json_bytes, start_stream
-from ..server.context import RequestContext
-from ..turn.events import LoopEvent
+from ..errors import ClientDisconnectedError, ProxyError
+from ..server.asgi import (
+    Receive,
+    Scope,
+    Send,
+    read_body,
+    send_json,
+    send_json_bytes,
+    start_stream,
+    until_disconnect,
+)
+from ..server.context import RequestContext, context_of
+from ..server.services import Services
+from .renderers import JsonRenderer, StreamRenderer
 
 log = logging.getLogger("toolwire")
 
@@ -25,31 +37,67 @@ _QUEUE_FRAMES = 256
 ErrorBody = Callable[[ProxyError], dict[str, Any]]
 """A front's error shape."""
 
-
-class StreamRenderer(Protocol):
-    """Renders a turn's events as the frames of one event stream."""
-
-    def start(self) -> bytes:
-        """The frames that open the stream."""
-        ...
-
-    def frames(self, event: LoopEvent) -> list[bytes]:
-        """The frames for one event (possibly none)."""
-        ...
-
-    def error(self, exc: ProxyError) -> list[bytes]:
-        """The frames that end a stream that failed after its first byte."""
-        ...
+E = TypeVar("E")
+P = TypeVar("P")
 
 
-class JsonRenderer(Protocol):
-    """Folds a turn's events into one JSON body."""
+@dataclass(frozen=True, slots=True)
+class Streamed(Generic[E]):
+    """A turn answered as an event stream."""
 
-    def feed(self, event: LoopEvent) -> None: ...
+    events: AsyncIterator[E]
+    renderer: StreamRenderer[E]
 
-    def encoded(self) -> bytes:
-        """The body, serialised."""
-        ...
+
+@dataclass(frozen=True, slots=True)
+class Answered(Generic[E]):
+    """A turn answered as one JSON body."""
+
+    events: AsyncIterator[E]
+    renderer: JsonRenderer[E]
+
+
+Reply = Streamed[Any] | Answered[Any]
+"""A prepared turn's events and how they reach the client."""
+
+
+async def serve_turn(
+    scope: Scope,
+    receive: Receive,
+    send: Send,
+    services: Services,
+    prepare: Callable[[bytes, RequestContext], Awaitable[P]],
+    reply: Callable[[P], Reply],
+    error_body: ErrorBody,
+) -> None:
+    """Serve one turn: read and `prepare` the request (a failure is an error response in
+    the front's shape), then send the `reply`, cancelled if the client leaves."""
+    context = context_of(scope)
+    try:
+        raw = await read_body(receive, scope, services.server)
+        prepared = await prepare(raw, context)
+    except ClientDisconnectedError:
+        return
+    except ProxyError as exc:
+        await send_error(send, exc, context, error_body)
+        return
+    except Exception:
+        # The boundary: whatever slipped past validation is still an error in the front's shape.
+        log.exception("%s request could not be read", context.request_id)
+        await send_error(send, internal_error(), context, error_body)
+        return
+    out = reply(prepared)
+    if isinstance(out, Streamed):
+        work = stream(out.events, out.renderer, send, context, error_body, services.keepalive_s)
+    else:
+        work = answer(out.events, out.renderer, send, context, error_body)
+    if await until_disconnect(receive, work):
+        log.info("%s client disconnected; turn cancelled", context.request_id)
+
+
+def openai_error_body(exc: ProxyError) -> dict[str, Any]:
+    """OpenAI's error shape, which Chat Completions and Responses answer in."""
+    return exc.body()
 
 
 async def send_error(
@@ -65,8 +113,8 @@ def internal_error() -> ProxyError:
 
 
 async def answer(
-    events: AsyncIterator[LoopEvent],
-    renderer: JsonRenderer,
+    events: AsyncIterator[E],
+    renderer: JsonRenderer[E],
     send: Send,
     context: RequestContext,
     shape: ErrorBody,
@@ -87,8 +135,8 @@ async def answer(
 
 
 async def stream(
-    events: AsyncIterator[LoopEvent],
-    renderer: StreamRenderer,
+    events: AsyncIterator[E],
+    renderer: StreamRenderer[E],
     send: Send,
     context: RequestContext,
     shape: ErrorBody,
@@ -102,7 +150,7 @@ async def stream(
 
     A producer task renders events into an outbox while this task sends: every frame ready
     when the sender wakes goes out in one write (an upstream read often holds several
-    chunks), which halves the cost of streaming under load.
+    chunks), so a burst costs one write, not one per frame.
     """
     outbox = _Outbox()
     loop = asyncio.get_running_loop()
@@ -208,8 +256,8 @@ class _Ticker:
 
 
 async def _produce(
-    events: AsyncIterator[LoopEvent],
-    renderer: StreamRenderer,
+    events: AsyncIterator[E],
+    renderer: StreamRenderer[E],
     outbox: _Outbox,
     context: RequestContext,
 ) -> None:

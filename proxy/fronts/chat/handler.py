@@ -2,25 +2,19 @@
 
 from __future__ import annotations
 
-import logging
-from typing import Any
-
-from ...errors import BadRequestError, ClientDisconnectedError, ProxyError
-from ...server.asgi import Receive, Scope, Send, read_body, until_disconnect
-from ...server.context import RequestContext, context_of
+from ...errors import BadRequestError
+from ...server.asgi import Receive, Scope, Send
+from ...server.context import RequestContext
 from ...server.services import Services
 from ...turn.controls import parse_controls
 from ...turn.record import Turn
-from .. import exchange
-from .render import JsonRenderer, ResponseMeta, StreamRenderer
+from ..exchange import Answered, Reply, Streamed, serve_turn
+from ..exchange import openai_error_body as error_body
+from .render import ChatJsonRenderer, ChatStreamRenderer, ResponseMeta
 from .request import parse_body
 
-log = logging.getLogger("toolwire")
-
-
-def error_body(exc: ProxyError) -> dict[str, Any]:
-    """OpenAI's error shape."""
-    return exc.body()
+_Prepared = tuple[Turn, bool, bool]
+"""The turn, whether it streams, and whether the stream ends with a usage chunk."""
 
 
 class ChatCompletions:
@@ -30,35 +24,11 @@ class ChatCompletions:
         self._services = services
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        context = context_of(scope)
-        try:
-            raw = await read_body(receive, scope, self._services.server)
-            turn, stream, include_usage = self._turn(raw, context)
-        except ClientDisconnectedError:
-            return
-        except ProxyError as exc:
-            await exchange.send_error(send, exc, context, error_body)
-            return
-        except Exception:
-            # The boundary: whatever slipped past validation is still an OpenAI error.
-            log.exception("%s request could not be read", context.request_id)
-            await exchange.send_error(send, exchange.internal_error(), context, error_body)
-            return
-        meta = ResponseMeta.new(turn.body["model"])
-        events = self._services.loop.run(turn)
-        if stream:
-            renderer = StreamRenderer(
-                meta, include_usage=include_usage, tool_events=turn.controls.stream_tool_events
-            )
-            work = exchange.stream(
-                events, renderer, send, context, error_body, self._services.keepalive_s
-            )
-        else:
-            work = exchange.answer(events, JsonRenderer(meta), send, context, error_body)
-        if await until_disconnect(receive, work):
-            log.info("%s client disconnected; turn cancelled", context.request_id)
+        await serve_turn(
+            scope, receive, send, self._services, self._prepare, self._reply, error_body
+        )
 
-    def _turn(self, raw: bytes, context: RequestContext) -> tuple[Turn, bool, bool]:
+    async def _prepare(self, raw: bytes, context: RequestContext) -> _Prepared:
         body = parse_body(raw)
         controls = parse_controls(body.pop("toolwire", None), context.headers)
         upstream = self._services.upstreams.for_model(body["model"])
@@ -73,3 +43,15 @@ class ChatCompletions:
         include_usage = stream and options.get("include_usage") is True
         turn = Turn(body, upstream, toolset, client_tools, controls, context.headers, caller)
         return turn, stream, include_usage
+
+    def _reply(self, prepared: _Prepared) -> Reply:
+        turn, stream, include_usage = prepared
+        meta = ResponseMeta.new(turn.body["model"])
+        events = self._services.loop.run(turn)
+        if stream:
+            tool_events = turn.controls.stream_tool_events
+            renderer = ChatStreamRenderer(
+                meta, include_usage=include_usage, tool_events=tool_events
+            )
+            return Streamed(events, renderer)
+        return Answered(events, ChatJsonRenderer(meta))

@@ -27,7 +27,7 @@ class ResponseMeta(NamedTuple):
         return cls(model, f"chatcmpl-{random.getrandbits(96):024x}", int(time.time()))
 
 
-class StreamRenderer:
+class ChatStreamRenderer:
     """Turns events into `chat.completion.chunk` SSE frames of a single response."""
 
     def __init__(self, meta: ResponseMeta, *, include_usage: bool, tool_events: bool) -> None:
@@ -110,7 +110,7 @@ class StreamRenderer:
         )
 
 
-class JsonRenderer:
+class ChatJsonRenderer:
     """Folds events into one `chat.completion` body."""
 
     def __init__(self, meta: ResponseMeta) -> None:

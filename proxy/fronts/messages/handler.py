@@ -2,22 +2,19 @@
 
 from __future__ import annotations
 
-import logging
-
 import orjson
 
 from ...errors import BadRequestError, ClientDisconnectedError, ProxyError
-from ...server.asgi import Receive, Scope, Send, read_body, send_json, until_disconnect
+from ...server.asgi import Receive, Scope, Send, read_body, send_json
 from ...server.context import RequestContext, context_of
 from ...server.services import Services
 from ...turn.controls import parse_controls
 from ...turn.record import Turn
-from .. import exchange
+from ..exchange import Answered, Reply, Streamed, send_error, serve_turn
+from ..renderers import BuilderJson, BuilderStream
 from .errors import error_body
-from .render import MessageBuilder, MessagesJsonRenderer, MessagesStreamRenderer
+from .render import MessageBuilder
 from .request import parse_body, to_chat_body
-
-log = logging.getLogger("toolwire")
 
 
 class NotFoundError(ProxyError):
@@ -36,33 +33,11 @@ class Messages:
         self._services = services
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        context = context_of(scope)
-        try:
-            raw = await read_body(receive, scope, self._services.server)
-            turn, stream = self._turn(raw, context)
-        except ClientDisconnectedError:
-            return
-        except ProxyError as exc:
-            await exchange.send_error(send, exc, context, error_body)
-            return
-        except Exception:
-            log.exception("%s request could not be read", context.request_id)
-            await exchange.send_error(send, exchange.internal_error(), context, error_body)
-            return
-        builder = MessageBuilder(turn.body["model"])
-        events = self._services.loop.run(turn)
-        if stream:
-            renderer = MessagesStreamRenderer(builder)
-            work = exchange.stream(
-                events, renderer, send, context, error_body, self._services.keepalive_s
-            )
-        else:
-            json_renderer = MessagesJsonRenderer(builder)
-            work = exchange.answer(events, json_renderer, send, context, error_body)
-        if await until_disconnect(receive, work):
-            log.info("%s client disconnected; turn cancelled", context.request_id)
+        await serve_turn(
+            scope, receive, send, self._services, self._prepare, self._reply, error_body
+        )
 
-    def _turn(self, raw: bytes, context: RequestContext) -> tuple[Turn, bool]:
+    async def _prepare(self, raw: bytes, context: RequestContext) -> tuple[Turn, bool]:
         try:
             document = orjson.loads(raw)
         except orjson.JSONDecodeError as exc:
@@ -82,6 +57,14 @@ class Messages:
             caller,
         )
         return turn, body.stream is True
+
+    def _reply(self, prepared: tuple[Turn, bool]) -> Reply:
+        turn, stream = prepared
+        builder = MessageBuilder(turn.body["model"])
+        events = self._services.loop.run(turn)
+        if stream:
+            return Streamed(events, BuilderStream(builder))
+        return Answered(events, BuilderJson(builder))
 
 
 class CountTokens:
@@ -110,9 +93,9 @@ class CountTokens:
             return
         except orjson.JSONDecodeError as exc:
             bad = BadRequestError(f"the request body is not valid JSON: {exc}")
-            await exchange.send_error(send, bad, context, error_body)
+            await send_error(send, bad, context, error_body)
             return
         except ProxyError as exc:
-            await exchange.send_error(send, exc, context, error_body)
+            await send_error(send, exc, context, error_body)
             return
         await send_json(send, 200, counted, {"x-request-id": context.request_id})

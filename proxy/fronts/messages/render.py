@@ -1,7 +1,7 @@
 """A turn's events as one Anthropic message: its stream events and its final object.
 
 One `MessageBuilder` folds the loop's events into content blocks and says what happened
-as Anthropic stream events; the SSE renderer sends those, the JSON renderer only the final
+as Anthropic stream events; `BuilderStream` sends those, `BuilderJson` only the final
 message, so both always agree. The proxy's own tool rounds are hidden: `ping` events keep
 the stream alive while tools run.
 """
@@ -16,13 +16,12 @@ import orjson
 
 from registry import ToolCall
 
-from ... import sse
 from ...errors import ProxyError
 from ...turn.events import ContentDelta, Finished, LoopEvent, ToolsStarted, Usage
+from ..renderers import Event
 from .errors import error_body
 
 Block = dict[str, Any]
-Event = dict[str, Any]
 
 _STOP_REASONS = {
     "stop": "end_turn",
@@ -70,12 +69,10 @@ class MessageBuilder:
     def fail(self, exc: ProxyError) -> list[Event]:
         return [*self._close(), {**error_body(exc)}]
 
-    @property
-    def finished(self) -> bool:
-        return self._finished is not None
-
-    def message(self) -> dict[str, Any]:
-        """The final message object."""
+    def final(self) -> dict[str, Any] | None:
+        """The final message object; None while the turn runs."""
+        if self._finished is None:
+            return None
         return {**self._message(), "content": list(self.content)}
 
     def _message(self) -> dict[str, Any]:
@@ -183,39 +180,3 @@ def _usage(usage: Usage) -> dict[str, Any]:
         "cache_creation_input_tokens": 0,
         "cache_read_input_tokens": usage.cached_tokens,
     }
-
-
-class MessagesStreamRenderer:
-    """Sends a builder's events as Anthropic SSE (`event:` and `data:` lines)."""
-
-    def __init__(self, builder: MessageBuilder) -> None:
-        self._builder = builder
-        self._start = b"".join(sse.event(e["type"], e) for e in builder.start())
-
-    def start(self) -> bytes:
-        return self._start
-
-    def frames(self, event: LoopEvent) -> list[bytes]:
-        return [sse.event(e["type"], e) for e in self._builder.feed(event)]
-
-    def error(self, exc: ProxyError) -> list[bytes]:
-        return [sse.event(e["type"], e) for e in self._builder.fail(exc)]
-
-
-class MessagesJsonRenderer:
-    """Folds the events into the final message."""
-
-    def __init__(self, builder: MessageBuilder) -> None:
-        self._builder = builder
-
-    def feed(self, event: LoopEvent) -> None:
-        self._builder.feed(event)
-
-    def encoded(self) -> bytes:
-        """The whole answer, serialised."""
-        return orjson.dumps(self.body())
-
-    def body(self) -> dict[str, Any]:
-        if not self._builder.finished:
-            raise RuntimeError("the turn ended without a Finished event")
-        return self._builder.message()

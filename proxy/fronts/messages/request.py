@@ -7,7 +7,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ...errors import BadRequestError
-from ..rosetta_fixes import to_chat
+from ..conversion import to_chat
 from ..validation import field_path
 
 _OPEN = ConfigDict(extra="allow")

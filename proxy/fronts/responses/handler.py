@@ -2,21 +2,19 @@
 
 from __future__ import annotations
 
-import logging
 import secrets
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any, cast
 
 import orjson
-from llm_rosetta import OpenAIChatConverter, OpenAIResponsesConverter
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from policies import ToolFilter
 
-from ...errors import BadRequestError, ClientDisconnectedError, ProxyError
-from ...server.asgi import Receive, Scope, Send, read_body, until_disconnect
+from ...errors import BadRequestError, ProxyError
+from ...server.asgi import Receive, Scope, Send
 from ...server.context import RequestContext, context_of
 from ...server.services import Services
 from ...state.base import StoredResponse
@@ -24,18 +22,13 @@ from ...turn.catalog import Toolset
 from ...turn.controls import parse_controls
 from ...turn.events import Finished, LoopEvent
 from ...turn.record import Turn
-from .. import exchange
-from ..rosetta_fixes import to_chat
+from ..conversion import round_items, to_chat
+from ..exchange import Answered, Reply, Streamed, serve_turn
+from ..exchange import openai_error_body as error_body
+from ..renderers import BuilderJson, BuilderStream
 from .items import Item, for_rosetta, input_items, listed_labels
-from .render import ResponseBuilder, ResponsePlan, ResponsesJsonRenderer, ResponsesStreamRenderer
+from .render import ResponseBuilder, ResponsePlan, Stored
 from .request import ResponsesBody, ToolsPlan, parse_body, plan_tools
-
-log = logging.getLogger("toolwire")
-
-
-def error_body(exc: ProxyError) -> dict[str, Any]:
-    """OpenAI's error shape."""
-    return exc.body()
 
 
 class ResponseNotFoundError(ProxyError):
@@ -62,31 +55,9 @@ class Responses:
         self._services = services
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        context = context_of(scope)
-        try:
-            raw = await read_body(receive, scope, self._services.server)
-            prepared = await self._prepare(raw, context)
-        except ClientDisconnectedError:
-            return
-        except ProxyError as exc:
-            await exchange.send_error(send, exc, context, error_body)
-            return
-        except Exception:
-            log.exception("%s request could not be read", context.request_id)
-            await exchange.send_error(send, exchange.internal_error(), context, error_body)
-            return
-        builder = ResponseBuilder(prepared.plan)
-        events = self._kept(self._services.loop.run(prepared.turn), builder, prepared)
-        if prepared.stream:
-            renderer = ResponsesStreamRenderer(builder)
-            work = exchange.stream(
-                events, renderer, send, context, error_body, self._services.keepalive_s
-            )
-        else:
-            json_renderer = ResponsesJsonRenderer(builder)
-            work = exchange.answer(events, json_renderer, send, context, error_body)
-        if await until_disconnect(receive, work):
-            log.info("%s client disconnected; turn cancelled", context.request_id)
+        await serve_turn(
+            scope, receive, send, self._services, self._prepare, self._reply, error_body
+        )
 
     async def _prepare(self, raw: bytes, context: RequestContext) -> _Prepared:
         try:
@@ -133,19 +104,29 @@ class Responses:
         )
         return _Prepared(turn, plan, conversation, body.stream is True, body.store is not False)
 
+    def _reply(self, prepared: _Prepared) -> Reply:
+        builder = ResponseBuilder(prepared.plan)
+        events = self._kept(self._services.loop.run(prepared.turn), builder, prepared)
+        if prepared.stream:
+            return Streamed(events, BuilderStream(builder))
+        return Answered(events, BuilderJson(builder))
+
     async def _kept(
         self, events: AsyncIterator[LoopEvent], builder: ResponseBuilder, prepared: _Prepared
-    ) -> AsyncIterator[LoopEvent]:
+    ) -> AsyncIterator[LoopEvent | Stored]:
         """The loop's events; a finished response is stored before the client sees its end,
-        so a follow-up sent the moment it arrives finds it."""
+        so a follow-up sent the moment it arrives finds it. Its `Finished` is folded here,
+        and passes on as the `Stored` events that end the response."""
         async for event in events:
             if isinstance(event, Finished) and prepared.store:
-                builder.prepare(event)
-                hidden = [] if prepared.plan.show_rounds else _round_items(event.rounds)
+                closing = builder.finish(event)
+                hidden = [] if prepared.plan.show_rounds else round_items(event.rounds)
                 conversation = [*prepared.conversation, *hidden, *builder.output]
                 stored = StoredResponse(builder.response(), conversation, prepared.turn.owner)
                 await self._services.responses.put(prepared.plan.id, stored)
-            yield event
+                yield Stored(closing)
+            else:
+                yield event
 
 
 class ResponseRecords:
@@ -274,12 +255,3 @@ def _echo(body: ResponsesBody) -> dict[str, Any]:
         "safety_identifier": None,
         "prompt_cache_key": None,
     }
-
-
-def _round_items(rounds: tuple[dict[str, Any], ...]) -> list[Item]:
-    """The proxy's hidden tool rounds as Responses items, for the stored conversation."""
-    if not rounds:
-        return []
-    ir = OpenAIChatConverter().messages_from_provider(list(rounds))
-    items, _ = OpenAIResponsesConverter().messages_to_provider(ir)
-    return list(items)

@@ -3,7 +3,7 @@
 The loop speaks Chat messages. Before llm-rosetta converts a conversation, the items it
 does not know are translated here: an `mcp_call` the proxy ran becomes the function call
 and output the upstream saw, an `mcp_approval_request` the call it paused, and an
-`mcp_approval_response` the verdict the approval flow reads (SPEC 6.7).
+`mcp_approval_response` the verdict the approval flow reads.
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """A turn's events as one Responses API response: its stream events and its final object.
 
 One `ResponseBuilder` folds the loop's events into output items and says what happened as
-Responses stream events; the SSE renderer sends those events, the JSON renderer only the
-final object, so a streamed response and its completed object always agree.
+Responses stream events; `BuilderStream` sends those events, `BuilderJson` only the final
+object, so a streamed response and its completed object always agree.
 """
 
 from __future__ import annotations
@@ -12,11 +12,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-import orjson
-
 from registry import ToolCall, ToolResult
 
-from ... import sse
 from ...errors import ProxyError
 from ...turn.assembler import wire_call
 from ...turn.events import (
@@ -27,10 +24,10 @@ from ...turn.events import (
     ToolsStarted,
     Usage,
 )
+from ..renderers import Event
 from .items import approval_id
 
 Item = dict[str, Any]
-Event = dict[str, Any]
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,6 +44,14 @@ class ResponsePlan:
     """`mcp_list_tools` items to open the output with."""
     id: str = field(default_factory=lambda: f"resp_{random.getrandbits(128):032x}")
     created_at: int = field(default_factory=lambda: int(time.time()))
+
+
+@dataclass(frozen=True, slots=True)
+class Stored:
+    """A turn's `Finished`, already folded and its response stored: in its place the
+    renderer is handed the events that end the response (see `Responses._kept`)."""
+
+    events: list[Event]
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,8 +94,6 @@ class ResponseBuilder:
         self._calls: dict[str, int] = {}
         """Output index of each shown `mcp_call`, by call id."""
         self._usage = Usage()
-        self._finished: Finished | None = None
-        self._prepared: tuple[Finished, list[Event]] | None = None
         self.status = "in_progress"
         self.incomplete: dict[str, Any] | None = None
         self.error: dict[str, Any] | None = None
@@ -112,8 +115,9 @@ class ResponseBuilder:
             )
         return events
 
-    def feed(self, event: LoopEvent) -> list[Event]:
-        """The stream events one loop event makes (possibly none)."""
+    def feed(self, event: LoopEvent | Stored) -> list[Event]:
+        """The stream events one loop event makes (possibly none); a `Stored` end brings
+        its own."""
         if isinstance(event, ContentDelta):
             events: list[Event] = []
             if event.reasoning:
@@ -127,14 +131,9 @@ class ResponseBuilder:
             return self._calls_started(event.calls) if self.plan.show_rounds else []
         if isinstance(event, ToolsFinished):
             return self._calls_finished(event.calls, event.results) if self.plan.show_rounds else []
-        if self._prepared is not None and self._prepared[0] is event:
-            return self._prepared[1]
-        return self._finish(event)
-
-    def prepare(self, done: Finished) -> None:
-        """Finish the response now, before `done` is fed: its final object can be stored
-        before the client sees its end; feeding `done` then returns the same events."""
-        self._prepared = (done, self._finish(done))
+        if isinstance(event, Stored):
+            return event.events
+        return self.finish(event)
 
     def fail(self, exc: ProxyError) -> list[Event]:
         """The events that end a response that failed after it started."""
@@ -144,6 +143,10 @@ class ResponseBuilder:
         self.status = "failed"
         self.error = {"code": exc.code or exc.type, "message": exc.message}
         return [*events, self._event("response.failed", response=self.response())]
+
+    def final(self) -> dict[str, Any] | None:
+        """The finished response object; None while the turn runs."""
+        return None if self.status == "in_progress" else self.response()
 
     def response(self) -> dict[str, Any]:
         """The response object as it stands."""
@@ -302,7 +305,8 @@ class ResponseBuilder:
             )
         return events
 
-    def _finish(self, done: Finished) -> list[Event]:
+    def finish(self, done: Finished) -> list[Event]:
+        """The events that end the response; its final object is ready after this."""
         events = self._close()
         asked = {a.call.id: a for a in done.approvals}
         for call in done.tool_calls:
@@ -320,7 +324,6 @@ class ResponseBuilder:
             self.incomplete = {"reason": "content_filter"}
         else:
             self.status = "completed"
-        self._finished = done
         terminal = "response.completed" if self.status == "completed" else "response.incomplete"
         return [*events, self._event(terminal, response=self.response())]
 
@@ -377,44 +380,3 @@ def _usage(usage: Usage) -> dict[str, Any]:
         "output_tokens_details": {"reasoning_tokens": usage.reasoning_tokens},
         "total_tokens": usage.total_tokens,
     }
-
-
-class ResponsesStreamRenderer:
-    """Sends a builder's events as SSE (`event:` and `data:` lines, as OpenAI does)."""
-
-    def __init__(self, builder: ResponseBuilder) -> None:
-        self._builder = builder
-        # Numbered now: the stream's first frames are rendered before it is started.
-        self._start = b"".join(sse.event(e["type"], e) for e in builder.start())
-
-    def start(self) -> bytes:
-        return self._start
-
-    def frames(self, event: LoopEvent) -> list[bytes]:
-        frames = [sse.event(e["type"], e) for e in self._builder.feed(event)]
-        if not frames and isinstance(event, ToolsStarted):
-            frames.append(sse.comment("tools running"))
-        return frames
-
-    def error(self, exc: ProxyError) -> list[bytes]:
-        return [sse.event(e["type"], e) for e in self._builder.fail(exc)]
-
-
-class ResponsesJsonRenderer:
-    """Folds the events into the final response object."""
-
-    def __init__(self, builder: ResponseBuilder) -> None:
-        self._builder = builder
-        builder.start()
-
-    def feed(self, event: LoopEvent) -> None:
-        self._builder.feed(event)
-
-    def encoded(self) -> bytes:
-        """The whole answer, serialised."""
-        return orjson.dumps(self.body())
-
-    def body(self) -> dict[str, Any]:
-        if self._builder.status == "in_progress":
-            raise RuntimeError("the turn ended without a Finished event")
-        return self._builder.response()

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from proxy.errors import BadRequestError, UpstreamError
-from proxy.fronts.chat.render import JsonRenderer, ResponseMeta, StreamRenderer
+from proxy.fronts.chat.render import ChatJsonRenderer, ChatStreamRenderer, ResponseMeta
 from proxy.turn.assembler import Usage
 from proxy.turn.events import ContentDelta, Finished, ToolsFinished, ToolsStarted
 from registry import ToolCall, ToolResult
@@ -34,7 +34,7 @@ def parse_frames(raw: bytes) -> list[Any]:
 
 
 def render(*events: Any, include_usage: bool = False, tool_events: bool = False) -> list[Any]:
-    renderer = StreamRenderer(META, include_usage=include_usage, tool_events=tool_events)
+    renderer = ChatStreamRenderer(META, include_usage=include_usage, tool_events=tool_events)
     raw = renderer.start() + b"".join(b"".join(renderer.frames(e)) for e in events)
     return parse_frames(raw)
 
@@ -152,7 +152,7 @@ def test_tool_rounds_are_shown_as_toolwire_deltas_when_asked() -> None:
     "error", [UpstreamError("upstream 'x' broke off"), BadRequestError("bad", param="messages")]
 )
 def test_error_frames_carry_openai_error_then_done(error: Any) -> None:
-    renderer = StreamRenderer(META, include_usage=True, tool_events=False)
+    renderer = ChatStreamRenderer(META, include_usage=True, tool_events=False)
     frames = parse_frames(renderer.start() + b"".join(renderer.error(error)))
     assert frames[-1] == "[DONE]"
     assert frames[-2] == error.body()
@@ -161,7 +161,7 @@ def test_error_frames_carry_openai_error_then_done(error: Any) -> None:
 
 
 def test_json_renderer_folds_content_usage_and_finish() -> None:
-    renderer = JsonRenderer(META)
+    renderer = ChatJsonRenderer(META)
     for event in (ContentDelta("Hel"), ContentDelta("lo"), Finished("stop", USAGE)):
         renderer.feed(event)
     body = renderer.body()
@@ -181,7 +181,7 @@ def test_json_renderer_folds_content_usage_and_finish() -> None:
 
 
 def test_json_renderer_returns_client_tool_calls_with_string_arguments() -> None:
-    renderer = JsonRenderer(META)
+    renderer = ChatJsonRenderer(META)
     renderer.feed(Finished("tool_calls", USAGE, tool_calls=(CALL,)))
     body = renderer.body()
     message = body["choices"][0]["message"]
@@ -197,7 +197,7 @@ def test_json_renderer_returns_client_tool_calls_with_string_arguments() -> None
 
 
 def test_json_renderer_keeps_reasoning_and_extra() -> None:
-    renderer = JsonRenderer(META)
+    renderer = ChatJsonRenderer(META)
     renderer.feed(ContentDelta(reasoning="think "))
     renderer.feed(ContentDelta(reasoning="hard"))
     renderer.feed(Finished("stop", USAGE, stopped_by="timeout"))
@@ -207,7 +207,7 @@ def test_json_renderer_keeps_reasoning_and_extra() -> None:
 
 
 def test_json_renderer_without_finished_raises() -> None:
-    renderer = JsonRenderer(META)
+    renderer = ChatJsonRenderer(META)
     renderer.feed(ContentDelta("partial"))
     with pytest.raises(RuntimeError, match="without a Finished event"):
         renderer.body()

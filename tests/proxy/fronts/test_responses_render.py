@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from proxy.errors import UpstreamError
-from proxy.fronts.responses.render import ResponseBuilder, ResponsePlan
+from proxy.fronts.responses.render import ResponseBuilder, ResponsePlan, Stored
 from proxy.turn.events import (
     ApprovalRequest,
     ContentDelta,
@@ -183,3 +183,15 @@ def test_listings_open_the_output() -> None:
         "response.output_item.done",
     ]
     assert events[-1]["response"]["output"] == [listing]
+
+
+def test_a_stored_end_passes_on_the_events_that_finished_the_response() -> None:
+    b = builder()
+    run(b, ContentDelta(content="Hi"))
+    assert b.final() is None
+    closing = b.finish(Finished("stop", USAGE))
+    stored = b.final()
+    assert stored is not None and stored["status"] == "completed"
+    assert b.feed(Stored(closing)) is closing  # nothing folded twice, nothing renumbered
+    assert closing[-1]["type"] == "response.completed"
+    assert closing[-1]["response"]["output"] == stored["output"]

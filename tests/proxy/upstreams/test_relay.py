@@ -10,7 +10,7 @@ from typing import Any
 import orjson
 import pytest
 
-from proxy.fronts.chat.render import JsonRenderer, ResponseMeta
+from proxy.fronts.chat.render import ChatJsonRenderer, ResponseMeta
 from proxy.turn.assembler import Assembler
 from proxy.turn.events import Finished, Usage
 from proxy.upstreams.base import Relayable
@@ -44,7 +44,7 @@ def rendered(payload: dict[str, Any]) -> tuple[bytes, dict[str, Any]]:
         if chunk.__class__ is Relayable:
             chunk.raw = orjson.dumps(payload)  # as the transport does
     assembler = Assembler()
-    renderer = JsonRenderer(ResponseMeta.new(MODEL))
+    renderer = ChatJsonRenderer(ResponseMeta.new(MODEL))
     for chunk in chunks:
         delta = assembler.feed(chunk)
         if delta is not None:

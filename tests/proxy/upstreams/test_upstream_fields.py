@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import orjson
 
-from proxy.fronts.chat.render import JsonRenderer, ResponseMeta, StreamRenderer
+from proxy.fronts.chat.render import ChatJsonRenderer, ChatStreamRenderer, ResponseMeta
 from proxy.fronts.responses.render import ResponseBuilder, ResponsePlan
 from proxy.turn.assembler import Assembler
 from proxy.turn.events import ContentDelta, Finished, Usage
@@ -64,11 +64,11 @@ def test_usage_details_are_summed_and_rendered() -> None:
 
 def test_chat_stream_and_body_carry_logprobs_and_refusal() -> None:
     meta = ResponseMeta.new("m")
-    stream = StreamRenderer(meta, include_usage=False, tool_events=False)
+    stream = ChatStreamRenderer(meta, include_usage=False, tool_events=False)
     (frame,) = stream.frames(ContentDelta("Hi", logprobs=(TOKEN,)))
     choice = orjson.loads(frame.removeprefix(b"data: "))["choices"][0]
     assert choice["logprobs"] == {"content": [TOKEN]} and choice["delta"] == {"content": "Hi"}
-    body = JsonRenderer(meta)
+    body = ChatJsonRenderer(meta)
     body.feed(ContentDelta("Hi", logprobs=(TOKEN,)))
     body.feed(ContentDelta(refusal="no"))
     body.feed(Finished("stop", Usage()))

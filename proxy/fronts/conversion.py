@@ -1,5 +1,6 @@
-"""llm-rosetta's conversion of the fronts' requests (Responses, Anthropic Messages) into
-the loop's Chat Completions body, with the fixes it needs here.
+"""The fronts' conversions through llm-rosetta, its only caller on this side: a Responses or
+Anthropic Messages request into the loop's Chat Completions body, and the proxy's hidden
+tool rounds back into Responses items for a stored conversation.
 
 llm-rosetta 0.13 converts input items or messages, tools and sampling fields to a Chat
 body. What it gets wrong for a proxy in front of self-hosted servers is mended in this
@@ -36,7 +37,7 @@ _CHAT = OpenAIChatConverter()
 def _converter(source: Source) -> AnthropicConverter | OpenAIResponsesConverter:
     """The source format's converter, without rosetta's re-validation of its own
     intermediate form: the fronts check requests themselves, and that re-validation was
-    60 % of the conversion's cost (bench/overhead.py, py-spy)."""
+    most of the conversion's cost."""
     converter = AnthropicConverter() if source == "anthropic" else OpenAIResponsesConverter()
     converter.validate_output = False
     return converter
@@ -61,6 +62,16 @@ def to_chat(body: dict[str, Any], source: Source) -> dict[str, Any]:
         chat["response_format"] = response_format
     chat["messages"] = [_plain(m) for m in chat.get("messages", ())]
     return chat
+
+
+def round_items(rounds: tuple[dict[str, Any], ...]) -> list[dict[str, Any]]:
+    """The proxy's hidden tool rounds (Chat messages) as Responses items, for the stored
+    conversation."""
+    if not rounds:
+        return []
+    ir = _CHAT.messages_from_provider(list(rounds))
+    items, _ = _converter("openai_responses").messages_to_provider(ir)
+    return list(items)
 
 
 def _response_format(text: Any) -> dict[str, Any] | None:
