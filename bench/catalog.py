@@ -14,7 +14,7 @@ policy is a `RulePolicy` asking approval for destructive tools (so every tool st
 
 * start-up   the time to register every tool, and the process RSS (VmRSS from
              /proc/self/status) before and after; then the first `Catalog.toolset`, which
-             builds the search index. `--tracemalloc` also traces registration (5x slower).
+             builds the search index. `--tracemalloc` also traces registration (much slower).
 * selection  `Catalog.toolset(filter)`, what each request calls: for `--filters` distinct
              filters never seen before (namespaces, tags, excluded tags), for the whole
              catalog with a new Catalog (what every filter pays after a registry change), and
@@ -28,10 +28,10 @@ policy is a `RulePolicy` asking approval for destructive tools (so every tool st
 
 Timings are wall-clock p50 / p99, followed by the thread's CPU time `(CPU p50 / p99)`:
 on a shared machine the wall time includes waiting for a core, so the load average is
-printed too. Goals (issue 10), on wall time: selection < 1 ms, `tool_search` p99 < 5 ms,
+printed too. Goals, on wall time: selection < 1 ms, `tool_search` p99 < 5 ms,
 injected bytes < 2 % of the full list; exit status 1 when one is missed. `--profile` adds
 where the time goes (cProfile, by own time) for fresh selections and for searches. A
-default run takes several minutes, most of it in registration and `tool_search`.
+default run spends most of its time in registration and `tool_search`.
 """
 
 from __future__ import annotations
@@ -55,13 +55,10 @@ from typing import Any
 
 import orjson
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
-
-from policies import NO_FILTER, Gate, Policy, PolicyConfig, RulePolicy, ToolFilter  # noqa: E402
-from proxy.turn.catalog import SEARCH_SCHEMA, Catalog, Toolset  # noqa: E402
-from proxy.turn.search import run_search  # noqa: E402
-from registry import Executor, ToolCall, ToolRegistry  # noqa: E402
+from policies import NO_FILTER, Gate, Policy, PolicyConfig, RulePolicy, ToolFilter
+from proxy.turn.catalog import SEARCH_SCHEMA, Catalog, Toolset
+from proxy.turn.search import run_search
+from registry import Executor, ToolCall, ToolRegistry
 
 
 def make_catalog(registry: ToolRegistry, policy: Policy) -> Catalog:
@@ -383,8 +380,39 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     rng = random.Random(args.seed)
     result: dict[str, Any] = {"tools": args.tools, "visible": args.visible}
     result["machine"] = {"cpus": os.cpu_count(), "load_average_start": load_average()}
-    memory = {"start": rss_kib()}
+    registry = _start_up(args, result)
+    policy = make_policy()
+    catalog = make_catalog(registry, policy)
+    started = time.perf_counter()
+    toolset = catalog.toolset(NO_FILTER)
+    result["first_toolset_s"] = time.perf_counter() - started
+    result["memory_kib"]["first_toolset"] = rss_kib()
+    deferred = len(toolset.deferred) if toolset.deferred is not None else 0
+    result["counts"] = {"injected": len(toolset.schemas), "deferred": deferred}
 
+    tracemalloc.start()
+    make_catalog(registry, policy).toolset(NO_FILTER)
+    result["toolset_traced_peak_mib"] = tracemalloc.get_traced_memory()[1] / 2**20
+    tracemalloc.stop()
+    gc.collect()
+
+    _selection(args, rng, registry, policy, catalog, result)
+    calls = _search(args, rng, toolset, result)
+    first_call = [*toolset.schemas]
+    if toolset.deferred is not None:
+        first_call.append(SEARCH_SCHEMA)
+    everything = [registry.openai_schema(t) for t in registry.list_tools()]
+    injected, full = len(orjson.dumps(first_call)), len(orjson.dumps(everything))
+    result["bytes"] = {"injected": injected, "full": full, "ratio_pct": 100 * injected / full}
+    if args.profile:
+        result["profiles"] = _profiles(args, registry, policy, toolset, calls)
+    result["machine"]["load_average_end"] = load_average()
+    return result
+
+
+def _start_up(args: argparse.Namespace, result: dict[str, Any]) -> ToolRegistry:
+    """Generate and register the tools, timing each step and reading the RSS after it."""
+    memory = {"start": rss_kib()}
     started = time.perf_counter()
     generated = generate(args.tools, args.seed)
     result["generate_s"] = time.perf_counter() - started
@@ -403,23 +431,19 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         result["register_traced_peak_mib"] = tracemalloc.get_traced_memory()[1] / 2**20
         tracemalloc.stop()
     memory["registered"] = rss_kib()
-
-    policy = make_policy()
-    catalog = make_catalog(registry, policy)
-    started = time.perf_counter()
-    toolset = catalog.toolset(NO_FILTER)
-    result["first_toolset_s"] = time.perf_counter() - started
-    memory["first_toolset"] = rss_kib()
     result["memory_kib"] = memory
-    deferred = len(toolset.deferred) if toolset.deferred is not None else 0
-    result["counts"] = {"injected": len(toolset.schemas), "deferred": deferred}
+    return registry
 
-    tracemalloc.start()
-    make_catalog(registry, policy).toolset(NO_FILTER)
-    result["toolset_traced_peak_mib"] = tracemalloc.get_traced_memory()[1] / 2**20
-    tracemalloc.stop()
-    gc.collect()
 
+def _selection(
+    args: argparse.Namespace,
+    rng: random.Random,
+    registry: ToolRegistry,
+    policy: Policy,
+    catalog: Catalog,
+    result: dict[str, Any],
+) -> None:
+    """`Catalog.toolset` for fresh filters, for the whole catalog cold, and cached."""
     filters = list(dict.fromkeys(random_filter(rng) for _ in range(args.filters * 2)))
     filters = filters[: args.filters]
     fresh = make_catalog(registry, policy)
@@ -429,6 +453,11 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     cached = [NO_FILTER] * 5000
     result["select_cached"] = percentiles(time_each(cached, catalog.toolset))
 
+
+def _search(
+    args: argparse.Namespace, rng: random.Random, toolset: Toolset, result: dict[str, Any]
+) -> list[ToolCall]:
+    """`tool_search` over task-like queries, and its hit rate on description words."""
     queries = realistic_queries(args.queries, rng)
     calls = [search_call(q, limit, n) for n, (q, limit) in enumerate(queries)]
     for call in calls[:20]:
@@ -449,31 +478,30 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         if wire not in loaded:
             misses.append(f"{query!r} -> {wire}")
     result["quality"] = {"hit_rate": hits / max(1, len(probes)), "misses": misses[:5]}
+    return calls
 
-    first_call = [*toolset.schemas]
-    if toolset.deferred is not None:
-        first_call.append(SEARCH_SCHEMA)
-    everything = [registry.openai_schema(t) for t in registry.list_tools()]
-    injected, full = len(orjson.dumps(first_call)), len(orjson.dumps(everything))
-    result["bytes"] = {"injected": injected, "full": full, "ratio_pct": 100 * injected / full}
 
-    if args.profile:
-        # Under cProfile everything runs several times slower: profile a sample.
-        other = random.Random(args.seed + 1)
-        more = [random_filter(other) for _ in range(20)]
-        profiled = make_catalog(registry, policy)
-        result["profiles"] = [
-            *profile_lines(
-                f"toolset, {len(more)} fresh filters",
-                lambda: [profiled.toolset(f) for f in more],
-            ),
-            *profile_lines(
-                f"run_search, {len(calls[:30])} queries",
-                lambda: [run_search(toolset, c, {}) for c in calls[:30]],
-            ),
-        ]
-    result["machine"]["load_average_end"] = load_average()
-    return result
+def _profiles(
+    args: argparse.Namespace,
+    registry: ToolRegistry,
+    policy: Policy,
+    toolset: Toolset,
+    calls: list[ToolCall],
+) -> list[str]:
+    # Under cProfile everything runs several times slower: profile a sample.
+    other = random.Random(args.seed + 1)
+    more = [random_filter(other) for _ in range(20)]
+    profiled = make_catalog(registry, policy)
+    return [
+        *profile_lines(
+            f"toolset, {len(more)} fresh filters",
+            lambda: [profiled.toolset(f) for f in more],
+        ),
+        *profile_lines(
+            f"run_search, {len(calls[:30])} queries",
+            lambda: [run_search(toolset, c, {}) for c in calls[:30]],
+        ),
+    ]
 
 
 def timing(stats: dict[str, float], scale: float = 1.0, unit: str = "ms") -> str:

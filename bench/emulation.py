@@ -26,9 +26,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
 from proxy.upstreams.emulation import NumberedIds, ToolSpecs, get_format, translate
+
+if __name__ == "__main__":  # run by path, bench/ is sys.path[0]: the corpora are under tests/
+    sys.path[0] = str(Path(__file__).resolve().parents[1])
+
 from tests.proxy.upstreams.emulation.corpus import (
     FORMATS,
     Fixture,

@@ -3,10 +3,10 @@
     .venv/bin/python bench/execution.py               # the table
     .venv/bin/python bench/execution.py --calls 100 --rounds 5
 
-Reproduces the shape of ToolRegistry's concurrency experiment (research: toolregistry.md
-§1.14): for each tool kind, `--rounds` batches of `--calls` concurrent calls through
-`Executor.execute_many`, after a warm-up batch (so worker processes and connections exist);
-the best round's calls/s is reported. Every call must succeed, or the bench exits 1.
+Reproduces the shape of ToolRegistry's concurrency experiment: for each tool kind,
+`--rounds` batches of `--calls` concurrent calls through `Executor.execute_many`, after a
+warm-up batch (so worker processes and connections exist); the best round's calls/s is
+reported. Every call must succeed, or the bench exits 1.
 
 Tool kinds:
 * native      a module-level sync function (a + b)
@@ -37,12 +37,11 @@ from pathlib import Path
 
 import aiohttp
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
+from registry import Executor, Tool, ToolCall, ToolRegistry
+from registry.classes import register_class
+from registry.mcp import McpSource, McpSourceConfig
 
-from registry import Executor, Tool, ToolCall, ToolRegistry  # noqa: E402
-from registry.classes import register_class  # noqa: E402
-from registry.mcp import McpSource, McpSourceConfig  # noqa: E402
+REPO = Path(__file__).resolve().parents[1]
 
 Batch = list[tuple[Tool, ToolCall]]
 

@@ -1,10 +1,10 @@
 """The test suite's fake upstream (`testing.upstream`), with a bounded request log.
 
 `python -m testing.upstream` keeps every request body and header dict it receives, which
-is what tests want but not a benchmark: after ~10^5 requests (bodies with injected tool
-schemas included) the fake holds hundreds of MB of small objects, and every full garbage
-collection walks them all, so the upstream gets slower as the run goes on and later targets
-see a slower upstream than earlier ones. This runs the very same `FakeUpstream` and `Reply`
+is what tests want but not a benchmark: over a long run (bodies with injected tool schemas
+included) the fake holds ever more small objects, and every full garbage collection walks
+them all, so the upstream gets slower as the run goes on and later targets see a slower
+upstream than earlier ones. This runs the very same `FakeUpstream` and `Reply`
 with the logs capped at a few entries; nothing else differs (same uvloop, same options).
 """
 
@@ -13,13 +13,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import sys
 from collections import deque
-from pathlib import Path
 
 import uvloop
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from testing.upstream import FakeUpstream, Reply
 
 DEFAULT_TEXT = "The quick brown fox jumps over the lazy dog while the proxy keeps up."

@@ -1,10 +1,10 @@
 """Instructions per request: Toolwire against the pass-through, counted, not timed.
 
 CPU time per request (bench/overhead.py) is the figure users feel, but on a shared or
-virtual machine it moves by tens of percent from run to run. An instruction count does
-not: each server runs under valgrind's callgrind with counting switched on only around a
-fixed number of sequential requests (after a warm-up), so two runs of the same commit agree
-to about 1 % whatever else the machine does. Use it to compare commits and to check the
+virtual machine it moves a lot from run to run. An instruction count hardly does: each
+server runs under valgrind's callgrind with counting switched on only around a fixed number
+of sequential requests (after a warm-up), so two runs of the same commit agree closely
+whatever else the machine does. Use it to compare commits and to check the
 ratio to the pass-through; use overhead.py for the absolute figures.
 
     .venv/bin/python bench/instructions.py                  # chat, unstreamed and streamed
@@ -18,8 +18,11 @@ trees; a pass-through cannot run tools, so that flow has no pass-through row.
 The plain flow also counts the injecting floor (`bench/passthrough.py --inject-tools`, see
 bench/overhead.py): the pass-through plus the least work a tool-injecting proxy must do.
 
-Needs `valgrind` (Debian package); servers run ~50x slower under it, so a run takes a few
-minutes. Goal (issue 16): Toolwire within 1.15x the pass-through's instructions.
+Needs `valgrind` (Debian package); servers run many times slower under it, so a run takes
+minutes. Goal: Toolwire within 1.15x the pass-through's instructions.
+
+A server of another tree (`--toolwire-tree DIR`) is started by its command, `python -m proxy
+serve`, in DIR and importing from it, so a tree of an older layout runs as it was.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from __future__ import annotations
 import argparse
 import http.client
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -37,20 +41,27 @@ from typing import Any
 
 import orjson
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+if __name__ == "__main__":  # run by path, bench/ is sys.path[0]: import `bench` from the root
+    sys.path[0] = str(Path(__file__).resolve().parents[1])
 
-from loop_clients import QUESTION, check_answer
-from overhead import (
+from bench.harness import (
     BENCH,
-    CHUNKS,
-    ROOT,
-    TEXT,
-    free_port,
+    EXAMPLE_TOOLS,
+    Processes,
+    Server,
+    add_toolwire_tree,
+    check_trees,
     injected_tools,
-    request_body,
-    toolwire_command,
+    script,
+    terminate_on_sigterm,
+    toolwire_serve,
     tree_label,
+    upstream_command,
+    write_config,
+    write_json,
 )
+from bench.loop_clients import QUESTION, check_answer
+from bench.workload import TEXT, request_body
 
 GOAL = 1.15
 MODES = ("json", "stream")
@@ -58,15 +69,14 @@ FLOWS = ("plain", "tool-loop")
 
 
 @dataclass
-class Server:
-    """One server under callgrind."""
+class Counted:
+    """One server to count under callgrind: its command (`--port` is added) and tree."""
 
     key: str
     label: str
     cmd: list[str]
-    cwd: Path
-    port: int = 0
-    proc: subprocess.Popen[bytes] | None = None
+    tree: Path | None = None
+    server: Server | None = None
     out: Path | None = None
 
 
@@ -77,14 +87,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument("--requests", type=int, default=200, help="counted requests per mode")
     parser.add_argument("--warmup", type=int, default=30, help="uncounted requests per mode")
-    parser.add_argument(
-        "--toolwire-tree", type=Path, action="append", default=[], metavar="DIR",
-        help="also count toolwire from another source tree (e.g. a git worktree)",
-    )  # fmt: skip
+    add_toolwire_tree(parser, "also count toolwire from another source tree (e.g. a git worktree)")
     parser.add_argument("--flow", choices=FLOWS, default="plain", help="what each request does")
     parser.add_argument("--start-timeout", type=float, default=600, help="seconds to start")
     parser.add_argument("--json", metavar="PATH", help="write the figures as JSON to PATH")
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    args.toolwire_tree = check_trees(parser, args.toolwire_tree)
+    return args
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -92,82 +101,74 @@ def main(argv: list[str] | None = None) -> int:
     if shutil.which("valgrind") is None or shutil.which("callgrind_control") is None:
         print("valgrind is not installed (apt-get install valgrind)", file=sys.stderr)
         return 2
-    with tempfile.TemporaryDirectory(prefix="toolwire-instr-") as tmp:
-        workdir = Path(tmp)
-        upstream = _start_upstream(workdir, args.flow)
+    with tempfile.TemporaryDirectory(prefix="toolwire-instr-") as tmp, terminate_on_sigterm():
+        procs = Processes(Path(tmp))
         try:
-            servers = _servers(args, workdir, upstream)
-            result = _count_all(args, servers, workdir)
+            upstream = _start_upstream(procs, args.flow)
+            counted = _servers(args, procs.workdir, f"{upstream.base}/v1")
+            result = _count_all(args, procs, counted)
         finally:
-            upstream.terminate()
-            upstream.wait(10)
+            procs.close()
     print(render(result))
     if args.json:
-        Path(args.json).write_bytes(orjson.dumps(result, option=orjson.OPT_INDENT_2))
+        write_json(Path(args.json), result)
     return 0
 
 
-def _start_upstream(workdir: Path, flow: str = "plain") -> subprocess.Popen[bytes]:
-    port = free_port()
-    if flow == "tool-loop":
-        cmd = [sys.executable, str(BENCH / "loop_upstream.py"), "--port", str(port)]
-    else:
-        cmd = [sys.executable, str(BENCH / "fake_upstream.py"), "--port", str(port)]
-        cmd += ["--chunks", str(CHUNKS), "--text", TEXT]
-    log = (workdir / "upstream.log").open("wb")
-    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
-    proc.port = port  # type: ignore[attr-defined]
-    _wait(port, proc, 30)
-    return proc
+def _start_upstream(procs: Processes, flow: str = "plain") -> Server:
+    cmd = script("loop_upstream.py") if flow == "tool-loop" else upstream_command()
+    upstream = procs.serve("upstream", cmd, None)
+    procs.wait_ready(upstream, timeout=30, probe=2)
+    return upstream
 
 
-def _servers(
-    args: argparse.Namespace, workdir: Path, upstream: subprocess.Popen[bytes]
-) -> list[Server]:
-    url = f"http://127.0.0.1:{upstream.port}/v1"  # type: ignore[attr-defined]
-    tools = BENCH / "loop_tools.py" if args.flow == "tool-loop" else ROOT / "examples" / "tools.py"
+def _servers(args: argparse.Namespace, workdir: Path, url: str) -> list[Counted]:
+    tools = (
+        {"python": str(BENCH / "loop_tools.py"), "namespace": "demo"}
+        if args.flow == "tool-loop"
+        else EXAMPLE_TOOLS
+    )
     config = {
         "server": {"host": "127.0.0.1"},
         "upstreams": [{"name": "fake", "base_url": url}],
-        "tools": [{"python": str(tools), "namespace": "demo"}],
+        "tools": [tools],
     }
-    path = workdir / "toolwire.yaml"
-    path.write_bytes(orjson.dumps(config))
+    path = write_config(workdir / "toolwire.yaml", config)
     # Every server logs at warning, as in bench/overhead.py: at toolwire's default (info) its
     # per-request summary line would be counted, and the pass-through writes none.
-    log_level = ["--log-level", "warning"]
-    passthrough = [sys.executable, str(BENCH / "passthrough.py"), "--upstream", url]
-    serve = ["serve", "--config", str(path), *log_level]
-    toolwire = Server("toolwire", "toolwire", [*toolwire_command(), *serve], ROOT)
-    servers = [toolwire]
+    passthrough = script("passthrough.py", "--upstream", url, "--log-level", "warning")
+    counted = [Counted("toolwire", "toolwire", toolwire_serve(path))]
     if args.flow == "plain":
-        servers.insert(0, Server("passthrough", "pass-through", [*passthrough, *log_level], ROOT))
         inject = ["--inject-tools", str(injected_tools(path, workdir))]
-        floor = Server("floor", "injecting floor", [*passthrough, *log_level, *inject], ROOT)
-        servers.insert(1, floor)
+        counted.insert(0, Counted("passthrough", "pass-through", passthrough))
+        counted.insert(1, Counted("floor", "injecting floor", [*passthrough, *inject]))
     for index, tree in enumerate(args.toolwire_tree, 1):
-        cmd = [sys.executable, "-m", "proxy", *serve]
-        servers.append(Server(f"toolwire_tree{index}", f"toolwire {tree_label(tree)}", cmd, tree))
-    return servers
+        cmd = toolwire_serve(path, tree=tree)
+        label = f"toolwire {tree_label(tree)}"
+        counted.append(Counted(f"toolwire_tree{index}", label, cmd, tree))
+    return counted
 
 
-def _count_all(args: argparse.Namespace, servers: list[Server], workdir: Path) -> dict[str, Any]:
+def _count_all(
+    args: argparse.Namespace, procs: Processes, counted: list[Counted]
+) -> dict[str, Any]:
     modes = MODES if args.flow == "plain" else ("json",)
     bodies = {mode: _body(args.flow, mode == "stream") for mode in modes}
     counts: dict[str, dict[str, float]] = {}
-    for server in servers:
-        counts[server.key] = {}
+    for one in counted:
+        counts[one.key] = {}
         for mode in modes:
             # A fresh process per mode: the counts of one never include the other's.
-            _start(server, workdir, args.start_timeout)
+            _start(procs, one, mode, args.start_timeout)
             try:
-                counts[server.key][mode] = _count(server, bodies[mode], args)
+                counts[one.key][mode] = _count(one, bodies[mode], args)
             finally:
-                _stop(server)
+                assert one.server is not None
+                procs.end(one.server.proc, signal.SIGKILL)
     return {
         "flow": args.flow,
         "requests": args.requests,
-        "labels": {s.key: s.label for s in servers},
+        "labels": {one.key: one.label for one in counted},
         "instructions": counts,
         "goal": GOAL,
     }
@@ -179,39 +180,33 @@ def _body(flow: str, stream: bool) -> bytes:
     return orjson.dumps(request_body(stream))
 
 
-def _start(server: Server, workdir: Path, timeout: float) -> None:
-    server.port = free_port()
-    server.out = workdir / f"callgrind.{server.key}.{server.port}"
+def _start(procs: Processes, one: Counted, mode: str, timeout: float) -> None:
+    """The server under callgrind, counting off until the warm-up is done."""
+    one.out = procs.workdir / f"callgrind.{one.key}.{mode}"
     cmd = ["valgrind", "--tool=callgrind", "--instr-atstart=no"]
-    cmd += [f"--callgrind-out-file={server.out}.%p", *server.cmd, "--port", str(server.port)]
-    log = (workdir / f"{server.key}.log").open("wb")
-    server.proc = subprocess.Popen(cmd, cwd=server.cwd, stdout=log, stderr=subprocess.STDOUT)
-    _wait(server.port, server.proc, timeout)
+    cmd += [f"--callgrind-out-file={one.out}.%p", *one.cmd]
+    one.server = procs.serve(one.key, cmd, None, tree=one.tree)
+    procs.wait_ready(one.server, timeout=timeout, probe=2)
 
 
-def _stop(server: Server) -> None:
-    if server.proc is not None and server.proc.poll() is None:
-        server.proc.kill()
-        server.proc.wait(30)
-
-
-def _count(server: Server, body: bytes, args: argparse.Namespace) -> float:
+def _count(one: Counted, body: bytes, args: argparse.Namespace) -> float:
     """Instructions per request over `args.requests` sequential requests."""
-    assert server.proc is not None and server.out is not None
-    _post(server.port, body, args.warmup)
-    _control(server.proc.pid, "-i", "on")
-    _post(server.port, body, args.requests)
-    _control(server.proc.pid, "-d")
+    assert one.server is not None and one.out is not None
+    port = int(one.server.base.rsplit(":", 1)[1])
+    _post(port, body, args.warmup)
+    _control(one.server.pid, "-i", "on")
+    _post(port, body, args.requests)
+    _control(one.server.pid, "-d")
     total = 0
     for _ in range(100):
-        dumps = list(server.out.parent.glob(f"{server.out.name}.*"))
+        dumps = list(one.out.parent.glob(f"{one.out.name}.*"))
         total = sum(_totals(path) for path in dumps)
         if total:
             break
         time.sleep(0.1)
     if not total:
-        raise RuntimeError(f"no callgrind dump from {server.label}")
-    for path in server.out.parent.glob(f"{server.out.name}.*"):
+        raise RuntimeError(f"no callgrind dump from {one.label}")
+    for path in one.out.parent.glob(f"{one.out.name}.*"):
         path.unlink()
     return total / args.requests
 
@@ -243,21 +238,6 @@ def _post(port: int, body: bytes, count: int) -> None:
 def _expected(data: bytes) -> bool:
     """The plain flow's text, or the tool loop's answer quoting the tool's result."""
     return TEXT.split()[0].encode() in data or check_answer(200, data) is None
-
-
-def _wait(port: int, proc: subprocess.Popen[bytes], timeout: float) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"server on port {port} exited ({proc.returncode})")
-        try:
-            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
-            conn.request("GET", "/v1/models")
-            if conn.getresponse().status == 200:
-                return
-        except OSError:
-            time.sleep(0.2)
-    raise RuntimeError(f"server on port {port} not ready after {timeout:.0f} s")
 
 
 def render(result: dict[str, Any]) -> str:

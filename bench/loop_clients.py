@@ -13,7 +13,6 @@ from __future__ import annotations
 import sys
 from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack
-from pathlib import Path
 from typing import Any
 
 import aiohttp
@@ -23,11 +22,10 @@ from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp_types import TextContent
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import loop_tools
-from loop_upstream import ANSWER_PREFIX
+from bench import loop_tools
+from bench.harness import BENCH
+from bench.loop_upstream import ANSWER_PREFIX
 
-BENCH = Path(__file__).resolve().parent
 ARG = "bench-42"
 EXPECT = ANSWER_PREFIX + loop_tools.echo(ARG)
 """What the model answers once the tool ran (the OpenAPI tool's result is JSON around it)."""

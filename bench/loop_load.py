@@ -14,12 +14,13 @@ from __future__ import annotations
 
 import asyncio
 import math
-import statistics
 import time
 from collections import Counter
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
+
+from bench.harness import percentile
 
 Call = Callable[[], Awaitable[str | None]]
 
@@ -114,17 +115,3 @@ async def run_load(call: Call, concurrency: int, warmup: float, duration: float)
         for task in tasks:
             task.cancel()
     return outcome
-
-
-def percentile(values: list[float], q: float) -> float:
-    """The q-th percentile by nearest rank (NaN for no values)."""
-    if not values:
-        return math.nan
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(q / 100 * (len(ordered) - 1)))]
-
-
-def median(values: list[float | None]) -> float:
-    """The median of the values that are numbers (NaN when none is)."""
-    present = [v for v in values if v is not None and not math.isnan(v)]
-    return statistics.median(present) if present else math.nan

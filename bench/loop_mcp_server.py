@@ -13,8 +13,10 @@ from pathlib import Path
 
 from mcp.server.mcpserver import MCPServer
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import loop_tools
+if __name__ == "__main__":  # run by path, bench/ is sys.path[0]: import `bench` from the root
+    sys.path[0] = str(Path(__file__).resolve().parents[1])
+
+from bench import loop_tools
 
 
 def build() -> MCPServer:

@@ -1,7 +1,7 @@
 """The processes of the tool-loop benchmark (`bench/tool_loop.py`): the model, the tool servers,
 one `toolwire serve` per tool kind and LiteLLM's proxy, with their configs.
 
-Each is started by `overhead.Processes` (its own process group, killed in the caller's
+Each is started by the harness's `Processes` (its own process group, killed in the caller's
 `finally`) and waited for until it answers; LiteLLM is left out, with a note saying why, when
 it is not installed (`bench/setup_litellm.sh`) or does not start.
 """
@@ -12,22 +12,15 @@ import argparse
 import contextlib
 import os
 import signal
-import socket
 import subprocess
 import sys
-import time
-import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import orjson
+from bench.cpu import Cpus
+from bench.harness import BENCH, Processes, Server, script, toolwire_serve, write_config
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from overhead import Cpus, Processes, free_port, toolwire_command
-
-ROOT = Path(__file__).resolve().parent.parent
-BENCH = ROOT / "bench"
 LITELLM = BENCH / ".venv-litellm" / "bin" / "litellm"
 LITELLM_KEY = "sk-bench"
 LITELLM_SERVERS = {"mcp-stdio": "benchstdio", "mcp-http": "benchhttp", "openapi": "benchopenapi"}
@@ -49,19 +42,6 @@ class Servers:
     litellm_note: str
     shared: list[int]
     """The model's, the MCP HTTP server's and the REST service's pids."""
-
-
-def wait_http(procs: Processes, name: str, proc: Any, url: str, timeout: float = 60) -> None:
-    """Until `url` answers 200 (or the process exits, or `timeout` passes: RuntimeError)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"{name} exited ({proc.returncode}):\n{procs.log_tail(name)}")
-        with contextlib.suppress(OSError), urllib.request.urlopen(url, timeout=1) as resp:
-            if resp.status == 200:
-                return
-        time.sleep(0.1)
-    raise RuntimeError(f"{name} not ready after {timeout:.0f} s:\n{procs.log_tail(name)}")
 
 
 def toolwire_source(kind: str, mcp_url: str, rest: str) -> dict[str, Any]:
@@ -128,53 +108,32 @@ def litellm_version() -> str | None:
 
 
 def start_servers(args: argparse.Namespace, procs: Processes, cpus: Cpus, work: Path) -> Servers:
+    """The model, the MCP HTTP server and the REST service on the shared CPU, a toolwire per
+    tool kind on the CPU under test, and LiteLLM (when installed and not left out)."""
     a, b = cpus.server, cpus.other
-    py = sys.executable
-    ports = {name: free_port() for name in ("upstream", "mcp", "rest")}
-    upstream = procs.start("upstream", [py, str(BENCH / "loop_upstream.py"), "--port",
-                                        str(ports["upstream"])], b)  # fmt: skip
-    mcp = procs.start(
-        "mcp", [py, str(BENCH / "loop_mcp_server.py"), "--http", str(ports["mcp"])], b
-    )
-    rest_cmd = [py, str(BENCH / "loop_openapi_service.py"), "--port", str(ports["rest"])]
-    rest_proc = procs.start("rest", rest_cmd, b)
-    upstream_base = f"http://127.0.0.1:{ports['upstream']}"
-    mcp_url = f"http://127.0.0.1:{ports['mcp']}/mcp"
-    rest = f"http://127.0.0.1:{ports['rest']}"
-    wait_http(procs, "upstream", upstream, f"{upstream_base}/v1/models")
-    wait_http(procs, "rest", rest_proc, f"{rest}/openapi.json")
-    _wait_port(procs, "mcp", mcp, ports["mcp"])
-    toolwire: dict[str, tuple[str, int]] = {}
-    started = []
+    upstream = procs.serve("upstream", script("loop_upstream.py"), b)
+    mcp = procs.serve("mcp", script("loop_mcp_server.py"), b, port_option="--http")
+    rest = procs.serve("rest", script("loop_openapi_service.py"), b)
+    procs.wait_ready(upstream, timeout=60)
+    procs.wait_ready(rest, "/openapi.json", timeout=60)
+    procs.wait_port(mcp)
+    mcp_url = f"{mcp.base}/mcp"
+    started: list[tuple[str, Server]] = []
     for kind in args.kinds:
         config = {
             "server": {"host": "127.0.0.1"},
-            "upstreams": [{"name": "fake", "base_url": f"{upstream_base}/v1"}],
-            "tools": [toolwire_source(kind, mcp_url, rest)],
+            "upstreams": [{"name": "fake", "base_url": f"{upstream.base}/v1"}],
+            "tools": [toolwire_source(kind, mcp_url, rest.base)],
         }
-        path = work / f"toolwire-{kind}.yaml"
-        path.write_bytes(orjson.dumps(config))  # JSON is YAML
-        port = free_port()
-        cmd = [*toolwire_command(), "serve", "--config", str(path), "--port", str(port)]
-        proc = procs.start(f"toolwire-{kind}", [*cmd, "--log-level", "warning"], a)
-        started.append((kind, proc, port))
-    for kind, proc, port in started:
-        wait_http(procs, f"toolwire-{kind}", proc, f"http://127.0.0.1:{port}/readyz")
-        toolwire[kind] = (f"http://127.0.0.1:{port}/v1/chat/completions", proc.pid)
-    litellm, note = _start_litellm(args, procs, a, work, f"{upstream_base}/v1", mcp_url, rest)
-    shared = [upstream.pid, mcp.pid, rest_proc.pid]
-    return Servers(f"{upstream_base}/v1", mcp_url, rest, toolwire, litellm, note, shared)
-
-
-def _wait_port(procs: Processes, name: str, proc: Any, port: int, timeout: float = 30) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"{name} exited ({proc.returncode}):\n{procs.log_tail(name)}")
-        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 1):
-            return
-        time.sleep(0.1)
-    raise RuntimeError(f"{name} not listening after {timeout:.0f} s")
+        path = write_config(work / f"toolwire-{kind}.yaml", config)
+        started.append((kind, procs.serve(f"toolwire-{kind}", toolwire_serve(path), a)))
+    toolwire: dict[str, tuple[str, int]] = {}
+    for kind, server in started:
+        procs.wait_ready(server, "/readyz", timeout=60)
+        toolwire[kind] = (f"{server.base}/v1/chat/completions", server.pid)
+    litellm, note = _start_litellm(args, procs, a, work, f"{upstream.base}/v1", mcp_url, rest.base)
+    shared = [upstream.pid, mcp.pid, rest.pid]
+    return Servers(f"{upstream.base}/v1", mcp_url, rest.base, toolwire, litellm, note, shared)
 
 
 def _start_litellm(
@@ -190,9 +149,9 @@ def _start_litellm(
         return None, "LiteLLM left out (--no-litellm)"
     if not LITELLM.exists():
         return None, "LiteLLM is not installed: run `sh bench/setup_litellm.sh` to compare with it"
-    path = work / "litellm.yaml"
-    path.write_bytes(orjson.dumps(litellm_config(upstream, mcp_url, rest, args.run_mark)))
-    port = free_port()
+    path = write_config(
+        work / "litellm.yaml", litellm_config(upstream, mcp_url, rest, args.run_mark)
+    )
     procs.env.update(
         LITELLM_ENABLE_MCP_STDIO="true",
         LITELLM_LOCAL_MODEL_COST_MAP="True",
@@ -201,16 +160,15 @@ def _start_litellm(
         LITELLM_MODE="PRODUCTION",
         LITELLM_DONT_SHOW_FEEDBACK_BOX="True",
     )
-    cmd = [str(LITELLM), "--config", str(path), "--host", "127.0.0.1", "--port", str(port)]
-    proc = procs.start("litellm", [*cmd, "--num_workers", "1"], cpu)
+    cmd = [str(LITELLM), "--config", str(path), "--host", "127.0.0.1", "--num_workers", "1"]
+    server = procs.serve("litellm", cmd, cpu)
     try:
-        wait_http(procs, "litellm", proc, f"http://127.0.0.1:{port}/health/liveliness", 120)
+        procs.wait_ready(server, "/health/liveliness", timeout=120)
     except RuntimeError as exc:
-        procs.stop(proc)
+        procs.stop(server.proc)
         return None, f"LiteLLM did not start, so it is left out: {str(exc)[:500]}"
     version = litellm_version() or "?"
-    url = f"http://127.0.0.1:{port}/v1/chat/completions"
-    return (url, proc.pid), f"LiteLLM {version}, 1 worker"
+    return (f"{server.base}/v1/chat/completions", server.pid), f"LiteLLM {version}, 1 worker"
 
 
 def marked_pids(run_mark: str) -> list[int]:

@@ -13,14 +13,11 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import sys
 from collections import deque
-from pathlib import Path
 from typing import Any
 
 import uvloop
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from testing.upstream import FakeUpstream, Reply
 
 ANSWER_PREFIX = "The tool answered: "

@@ -27,7 +27,7 @@ alike):
 The table shows the median over `--rounds` rounds. The ratio redis/memory is taken for CPU
 per trip and c=N throughput, and "added ms" is the c=1 p50 difference. With
 `os.sched_setaffinity`, the servers run on one CPU and the fake, Redis and this script (the
-client, aiohttp) on the other, as in bench/overhead.py, whose process helpers this reuses.
+client, aiohttp) on the other, as in bench/overhead.py, on the same harness.
 """
 
 from __future__ import annotations
@@ -50,18 +50,23 @@ import aiohttp
 import orjson
 import uvloop
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from bench.overhead import (
-    Cpus,
-    Processes,
-    _cpu_seconds,
-    free_port,
-    toolwire_command,
-    wait_ready,
-)
 from testing.upstream import FakeUpstream, Reply
 
-ROOT = Path(__file__).resolve().parent.parent
+if __name__ == "__main__":  # run by path, bench/ is sys.path[0]: import `bench` from the root
+    sys.path[0] = str(Path(__file__).resolve().parents[1])
+
+from bench.cpu import Cpus, cpu_seconds
+from bench.harness import (
+    EXAMPLE_TOOLS,
+    Processes,
+    add_no_pin,
+    free_port,
+    progress,
+    toolwire_serve,
+    write_config,
+    write_json,
+)
+
 ANSWER = "Order 7 ships today, and 6 * 7 is 42."
 USER = {"role": "user", "content": "Where is order 7, and what is 6 * 7?"}
 LOOKUP = {
@@ -146,7 +151,7 @@ async def concurrent(url: str, trips: int, concurrency: int) -> None:
 
 
 def _cpu(pid: int) -> float:
-    seconds = _cpu_seconds(pid)
+    seconds = cpu_seconds(pid)
     if seconds is None:
         raise RuntimeError(f"no CPU figures for process {pid} (/proc)")
     return seconds
@@ -238,44 +243,38 @@ def start_toolwire(
     """`toolwire serve` with the example tools and `state`; its chat URL and pid."""
     config = {
         "upstreams": [{"name": "fake", "base_url": upstream}],
-        "tools": [{"python": str(ROOT / "examples" / "tools.py"), "namespace": "demo"}],
+        "tools": [EXAMPLE_TOOLS],
         "state": state,
     }
-    path = procs.workdir / f"{name}.yaml"
-    path.write_bytes(orjson.dumps(config))  # JSON is YAML
-    port = free_port()
-    command = [*toolwire_command(), "serve", "--config", str(path), "--port", str(port)]
-    proc = procs.start(name, [*command, "--log-level", "warning"], cpus.server)
-    base = f"http://127.0.0.1:{port}"
-    wait_ready(procs, name, proc, base)
-    return f"{base}/v1/chat/completions", proc.pid
+    path = write_config(procs.workdir / f"{name}.yaml", config)
+    server = procs.serve(name, toolwire_serve(path), cpus.server)
+    procs.wait_ready(server)
+    return f"{server.base}/v1/chat/completions", server.pid
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
     cpus = Cpus.detect(not args.no_pin)
-    if cpus.other is not None:
-        os.sched_setaffinity(0, {cpus.other})
+    cpus.pin_self()
     with tempfile.TemporaryDirectory(prefix="toolwire-bench-state-") as folder:
         procs = Processes(Path(folder))
         try:
-            port = free_port()
-            fake = [sys.executable, str(Path(__file__).resolve()), "--serve-upstream", str(port)]
-            upstream = procs.start("upstream", fake, cpus.other)
-            wait_ready(procs, "upstream", upstream, f"http://127.0.0.1:{port}")
-            upstream_url = f"http://127.0.0.1:{port}/v1"
+            # This script serves the scripted fake itself (a hidden option).
+            fake = [sys.executable, str(Path(__file__).resolve())]
+            upstream = procs.serve("upstream", fake, cpus.other, port_option="--serve-upstream")
+            procs.wait_ready(upstream)
             redis_url, redis_pid = start_redis(procs, cpus)
             states = {
                 "memory": {"backend": "memory"},
                 "redis": {"backend": "redis", "url": redis_url},
             }
             servers = {
-                name: start_toolwire(procs, cpus, name, upstream_url, states[name])
+                name: start_toolwire(procs, cpus, name, f"{upstream.base}/v1", states[name])
                 for name in TARGETS
             }
             rounds: list[dict[str, dict[str, Any]]] = []
             for index in range(args.rounds):
                 rounds.append(measure(args, servers, redis_pid, index))
-                print(f"round {index + 1}/{args.rounds} done", file=sys.stderr, flush=True)
+                progress(f"round {index + 1}/{args.rounds} done")
         finally:
             procs.close()
     return summarise(args, cpus, rounds)
@@ -353,7 +352,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--batch", type=int, default=100, help="trips before switching target")
     parser.add_argument("--concurrency", type=int, default=16)
     parser.add_argument("--json", metavar="PATH", help="also write every number as JSON")
-    parser.add_argument("--no-pin", action="store_true", help="do not pin processes to CPUs")
+    add_no_pin(parser)
     parser.add_argument("--serve-upstream", type=int, metavar="PORT", help=argparse.SUPPRESS)
     return parser.parse_args(argv)
 
@@ -366,7 +365,7 @@ def main(argv: list[str] | None = None) -> int:
     result = run(args)
     print(render(result))
     if args.json:
-        Path(args.json).write_bytes(orjson.dumps(result, option=orjson.OPT_INDENT_2))
+        write_json(Path(args.json), result)
     return 0
 
 

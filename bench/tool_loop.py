@@ -50,7 +50,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import os
 import platform
 import shutil
@@ -66,17 +65,14 @@ from typing import Any
 import aiohttp
 import uvloop
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import loop_clients as clients
-from loop_load import median, run_load, run_sequence
-from loop_servers import (
-    LITELLM_KEY,
-    LITELLM_SERVERS,
-    Servers,
-    start_servers,
-    stop_marked,
-)
-from overhead import Cpus, Processes, _cpu_seconds, bench_main, child_pids
+if __name__ == "__main__":  # run by path, bench/ is sys.path[0]: import `bench` from the root
+    sys.path[0] = str(Path(__file__).resolve().parents[1])
+
+from bench import loop_clients as clients
+from bench.cpu import Cpus, cpu_seconds, tree_cpu_seconds
+from bench.harness import Processes, add_json, add_no_pin, bench_main, goal, median, progress
+from bench.loop_load import run_load, run_sequence
+from bench.loop_servers import LITELLM_KEY, LITELLM_SERVERS, Servers, start_servers, stop_marked
 
 KINDS = ("python", "mcp-stdio", "mcp-http", "openapi")
 TARGETS = ("direct", "toolwire", "litellm")
@@ -114,7 +110,7 @@ async def measure(args: argparse.Namespace, servers: Servers) -> list[dict[str, 
                     order = [t for t in calls if (t == "litellm") == late]
                     shift = index % max(1, len(order))
                     for target in order[shift:] + order[:shift]:
-                        _progress(f"round {index + 1}/{args.rounds} {kind:<9} {target}")
+                        progress(f"round {index + 1}/{args.rounds} {kind:<9} {target}")
                         call, pid = calls[target]
                         this[kind][target] = await _measure_one(args, call, pid)
                         if target == "litellm" and pid:
@@ -152,9 +148,9 @@ async def _measure_one(
     args: argparse.Namespace, call: Callable[[], Awaitable[str | None]], pid: int | None
 ) -> dict[str, Any]:
     seq = await run_sequence(call, args.requests, args.warmup_requests, args.budget)
-    before = _cpu_seconds(pid) if pid else None
+    before = cpu_seconds(pid) if pid else None
     load = await run_load(call, args.concurrency, args.warmup, args.duration)
-    after = _cpu_seconds(pid) if pid else None
+    after = cpu_seconds(pid) if pid else None
     summary = load.summary()
     cpu = None if before is None or after is None else after - before
     return {
@@ -185,11 +181,6 @@ async def quiet_litellm(pid: int, run_mark: str, limit_s: float = 120.0) -> None
         await asyncio.sleep(0.5)
         if not killed and tree_cpu_seconds(pid) - before < 0.025:
             return
-
-
-def tree_cpu_seconds(pid: int) -> float:
-    """CPU seconds of a process and its children (a proxy's spawned stdio servers)."""
-    return sum(_cpu_seconds(p) or 0.0 for p in [pid, *child_pids(pid)])
 
 
 def summarise(rounds: list[dict[str, Any]], kinds: list[str]) -> dict[str, Any]:
@@ -238,11 +229,9 @@ def goal_lines(result: dict[str, Any]) -> list[str]:
     for kind, rows in summary.items():
         tw = rows["toolwire"]
         ok = tw["added_ms"] <= ITER_GOAL_MS and not tw["errors"]
-        lines.append(
-            f"{'PASS' if ok else 'MISS'}  {kind}: toolwire adds {tw['added_ms']:.2f} ms per "
-            f"iteration beyond model and tool time (goal <= {ITER_GOAL_MS:g} ms)"
-            + (f", {tw['errors']} errors" if tw["errors"] else "")
-        )
+        text = f"{kind}: toolwire adds {tw['added_ms']:.2f} ms per iteration beyond model and "
+        text += f"tool time (goal <= {ITER_GOAL_MS:g} ms)"
+        lines.append(goal(ok, text + (f", {tw['errors']} errors" if tw["errors"] else "")))
     for kind, rows in summary.items():
         if "litellm" not in rows or not kind.startswith("mcp"):
             continue
@@ -251,11 +240,11 @@ def goal_lines(result: dict[str, Any]) -> list[str]:
         c = result["meta"]["concurrency"]
         rps = _ratio(rows["toolwire"]["rps"], rows["litellm"]["rps"])
         rps_text = f"{rps:.1f}x" if rps == rps else "- (LiteLLM answered none in the window)"
-        lines.append(
-            f"{'PASS' if ok else 'MISS'}  {kind}: LiteLLM adds {rows['litellm']['added_ms']:.1f} ms"
-            f", {ratio:.0f}x what toolwire adds (goal >= {LITELLM_GOAL:g}x); c={c} req/s "
-            f"toolwire/LiteLLM {rps_text}"
+        text = f"{kind}: LiteLLM adds {rows['litellm']['added_ms']:.1f} ms, {ratio:.0f}x what "
+        text += (
+            f"toolwire adds (goal >= {LITELLM_GOAL:g}x); c={c} req/s toolwire/LiteLLM {rps_text}"
         )
+        lines.append(goal(ok, text))
     return lines
 
 
@@ -336,8 +325,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="tool kinds: " + ", ".join(KINDS),
     )
     parser.add_argument("--no-litellm", action="store_true", help="leave LiteLLM out")
-    parser.add_argument("--no-pin", action="store_true", help="do not pin processes to CPUs")
-    parser.add_argument("--json", metavar="PATH", help="also write every number as JSON to PATH")
+    add_no_pin(parser)
+    add_json(parser)
     return parser.parse_args(argv)
 
 
@@ -348,23 +337,17 @@ def _kinds(value: str) -> list[str]:
     return kinds
 
 
-def _progress(message: str) -> None:
-    print(message, file=sys.stderr, flush=True)
-
-
 def run(args: argparse.Namespace) -> dict[str, Any]:
     args.run_mark = uuid.uuid4().hex
     cpus = Cpus.detect(not args.no_pin)
-    if cpus.other is not None:
-        with contextlib.suppress(OSError):
-            os.sched_setaffinity(0, {cpus.other})
+    cpus.pin_self()
     with tempfile.TemporaryDirectory(prefix="toolwire-loop-") as tmp:
         procs = Processes(Path(tmp))
         servers: Servers | None = None
         try:
-            _progress("starting servers ...")
+            progress("starting servers ...")
             servers = start_servers(args, procs, cpus, Path(tmp))
-            _progress(servers.litellm_note)
+            progress(servers.litellm_note)
             rounds = uvloop.run(measure(args, servers))
         finally:
             litellm = servers.litellm if servers is not None else None

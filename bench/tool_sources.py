@@ -1,6 +1,6 @@
 """What one tool call costs through Toolwire's registry, against calling the server directly.
 
-    .venv/bin/python bench/tool_sources.py                    # table + PASS/MISS lines (~55 s)
+    .venv/bin/python bench/tool_sources.py                    # table + PASS/MISS lines
     .venv/bin/python bench/tool_sources.py --calls 300 --duration 1
     .venv/bin/python bench/tool_sources.py --profile 2000     # and where Toolwire's time goes
 
@@ -44,7 +44,7 @@ Method
   started while this process is pinned there, and inherit it) and the clients on CPU B, so a
   client never competes with the server it measures. The output says when nothing is pinned.
 * The event loop is uvloop (as under `toolwire serve`) for both sides.
-* Goal (issue 3): Toolwire's p50 latency at most 1.3x the direct call's, per server.
+* Goal: Toolwire's p50 latency at most 1.3x the direct call's, per server.
   The p99 ratio and "time per call @16" (direct calls/s over Toolwire's) are for information.
 * The mcp SDK's Streamable HTTP client closes each call's SSE response as soon as the answer
   arrives, before the server ends it, so both MCP HTTP paths open a new TCP connection per
@@ -65,7 +65,6 @@ import os
 import pstats
 import select
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -93,6 +92,12 @@ from registry import (
     ToolRegistry,
 )
 
+if __name__ == "__main__":  # run by path, bench/ is sys.path[0]: import `bench` from the root
+    sys.path[0] = str(Path(__file__).resolve().parents[1])
+
+from bench.cpu import Cpus
+from bench.harness import Processes, Server
+
 ROOT = Path(__file__).resolve().parents[1]
 GOAL = 1.3
 CONCURRENCY = 16
@@ -118,94 +123,39 @@ Call = Callable[[], Awaitable[None]]
 # Processes
 
 
-class Children:
-    """The server processes this script starts; `close` kills each one's process group."""
-
-    def __init__(self, logdir: Path) -> None:
-        self._logdir = logdir
-        self._procs: list[tuple[str, subprocess.Popen[bytes]]] = []
-
-    def serve(self, name: str, imports: str, app: str, timeout_s: float = 30) -> str:
-        """Start an ASGI app in a child on an ephemeral port; its base URL once it accepts."""
-        code = _SERVE.format(imports=imports, app=app)
-        with open(self._logdir / f"{name}.log", "wb") as log:
-            proc = subprocess.Popen(
-                [sys.executable, "-c", code],
-                cwd=ROOT,
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=log,
-                start_new_session=True,
-            )
-        self._procs.append((name, proc))
-        deadline = time.monotonic() + timeout_s
-        port = int(self._first_line(name, proc, deadline))
-        while not _accepts(port):
-            if proc.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"{name} did not start:\n{self.log_tail(name)}")
-            time.sleep(0.02)
-        return f"http://127.0.0.1:{port}"
-
-    def _first_line(self, name: str, proc: subprocess.Popen[bytes], deadline: float) -> str:
-        assert proc.stdout is not None
-        ready, _, _ = select.select([proc.stdout], [], [], max(0.0, deadline - time.monotonic()))
-        line = proc.stdout.readline().decode().strip() if ready else ""
-        if not line.isdigit():
-            raise RuntimeError(f"{name} did not report its port:\n{self.log_tail(name)}")
-        return line
-
-    def log_tail(self, name: str, lines: int = 20) -> str:
-        text = (self._logdir / f"{name}.log").read_text(errors="replace")
-        return "\n".join(text.splitlines()[-lines:])
-
-    def close(self) -> None:
-        for _, proc in reversed(self._procs):
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(proc.pid, signal.SIGTERM)
-        for _, proc in reversed(self._procs):
-            try:
-                proc.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                with contextlib.suppress(ProcessLookupError, PermissionError):
-                    os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait(timeout=5)
-            if proc.stdout is not None:
-                proc.stdout.close()
-        self._procs.clear()
-
-
-def _accepts(port: int) -> bool:
-    with socket.socket() as sock:
-        sock.settimeout(0.5)
-        return sock.connect_ex(("127.0.0.1", port)) == 0
+def serve_asgi(procs: Processes, name: str, imports: str, app: str, timeout_s: float = 30) -> str:
+    """Start an ASGI app in a child on an ephemeral port; its base URL once it accepts."""
+    code = _SERVE.format(imports=imports, app=app)
+    # Not pinned here: a server inherits the CPU this process is on when it starts it.
+    proc = procs.start(name, [sys.executable, "-c", code], None, stdout=subprocess.PIPE)
+    deadline = time.monotonic() + timeout_s
+    assert proc.stdout is not None
+    ready, _, _ = select.select([proc.stdout], [], [], max(0.0, deadline - time.monotonic()))
+    line = proc.stdout.readline().decode().strip() if ready else ""
+    if not line.isdigit():
+        raise RuntimeError(f"{name} did not report its port:\n{procs.log_tail(name)}")
+    server = Server(name, f"http://127.0.0.1:{line}", proc)
+    procs.wait_port(server, max(0.0, deadline - time.monotonic()))
+    return server.base
 
 
 @dataclass(frozen=True)
 class Pinning:
     """CPU A for the servers, CPU B for this process (the clients), when the OS allows it."""
 
-    servers: int | None
-    clients: int | None
-
-    @classmethod
-    def choose(cls, enabled: bool) -> Pinning:
-        allowed = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
-        if not enabled or len(allowed) < 2:
-            return cls(None, None)
-        return cls(allowed[0], allowed[1])
+    cpus: Cpus
 
     def for_servers(self) -> None:
-        if self.servers is not None:
-            os.sched_setaffinity(0, {self.servers})
+        if self.cpus.server is not None:
+            os.sched_setaffinity(0, {self.cpus.server})
 
     def for_clients(self) -> None:
-        if self.clients is not None:
-            os.sched_setaffinity(0, {self.clients})
+        self.cpus.pin_self()
 
     def describe(self) -> str:
-        if self.servers is None:
+        if not self.cpus.pinned:
             return "not pinned (no sched_setaffinity, fewer than 2 CPUs, or --no-pin)"
-        return f"servers on CPU {self.servers}, clients (this process) on CPU {self.clients}"
+        return f"servers on CPU {self.cpus.server}, clients (this process) on CPU {self.cpus.other}"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -278,78 +228,66 @@ def http_direct_call(http: aiohttp.ClientSession, base_url: str) -> Call:
     return call
 
 
-@contextlib.asynccontextmanager
-async def setup(children: Children, pinning: Pinning) -> AsyncIterator[list[Target]]:
-    """Start the servers and open every client; yields the six paths, closes all after."""
-    pinning.for_servers()
-    mcp_url = children.serve(
-        "mcp-http",
-        "from testing.mcp_servers import build",
-        "build('demo').streamable_http_app()",
-    )
-    shop_url = children.serve(
-        "shop", "from testing.openapi_service import create_shop", "create_shop()"
-    )
-    registry = ToolRegistry()
-    sources: list[McpSource | OpenApiSource] = [
-        McpSource(
-            McpSourceConfig.model_validate(
-                {"mcp": {"command": STDIO_SERVER}, "namespace": "stdio"}
-            ),
-            base_dir=ROOT,
-        ),
-        McpSource(
-            McpSourceConfig.model_validate({"mcp": {"url": f"{mcp_url}/mcp"}, "namespace": "http"}),
-            base_dir=ROOT,
-        ),
-        OpenApiSource(
-            OpenApiSourceConfig.model_validate(
-                {"openapi": {"spec": f"{shop_url}/openapi.json"}, "namespace": "shop"}
-            ),
-            base_dir=ROOT,
+def sources(mcp_url: str, shop_url: str) -> list[McpSource | OpenApiSource]:
+    """Toolwire's sources of the three servers, as a config would declare them."""
+    configs: list[tuple[type[McpSource] | type[OpenApiSource], Any, dict[str, Any]]] = [
+        (McpSource, McpSourceConfig, {"mcp": {"command": STDIO_SERVER}, "namespace": "stdio"}),
+        (McpSource, McpSourceConfig, {"mcp": {"url": f"{mcp_url}/mcp"}, "namespace": "http"}),
+        (
+            OpenApiSource,
+            OpenApiSourceConfig,
+            {"openapi": {"spec": f"{shop_url}/openapi.json"}, "namespace": "shop"},
         ),
     ]
+    return [kind(config.model_validate(raw), base_dir=ROOT) for kind, config, raw in configs]
+
+
+@contextlib.asynccontextmanager
+async def setup(procs: Processes, pinning: Pinning) -> AsyncIterator[list[Target]]:
+    """Start the servers and open every client; yields the six paths, closes all after."""
+    pinning.for_servers()
+    app = "build('demo').streamable_http_app()"
+    mcp_url = serve_asgi(procs, "mcp-http", "from testing.mcp_servers import build", app)
+    shop = "from testing.openapi_service import create_shop"
+    shop_url = serve_asgi(procs, "shop", shop, "create_shop()")
+    registry = ToolRegistry()
     # The proxy's executor, as create_app builds it with the default `execution:` settings.
     executor = Executor(default_timeout_s=30.0, max_workers=16)
     async with contextlib.AsyncExitStack() as stack:
         stack.callback(executor.close)
-        for source in sources:
+        for source in sources(mcp_url, shop_url):
             stack.push_async_callback(source.aclose)
             await source.start(registry)
         # `python` is this interpreter, as Toolwire's source spawns it.
         params = StdioServerParameters(command=sys.executable, args=STDIO_SERVER[1:], cwd=str(ROOT))
-        stdio = await stack.enter_async_context(stdio_client(params))
-        stdio_session = await stack.enter_async_context(ClientSession(*stdio))
-        await stdio_session.initialize()
-        http_streams = await stack.enter_async_context(streamable_http_client(f"{mcp_url}/mcp"))
-        http_session = await stack.enter_async_context(ClientSession(*http_streams))
-        await http_session.initialize()
+        stdio_session = await _session(stack, stdio_client(params))
+        http_session = await _session(stack, streamable_http_client(f"{mcp_url}/mcp"))
         connector = aiohttp.TCPConnector(limit=100)
         http = await stack.enter_async_context(aiohttp.ClientSession(connector=connector))
         # Every server and the stdio servers spawned above run on CPU A; the clients from now on
         # run on CPU B.
         pinning.for_clients()
+
+        def ours(wire: str, arguments: dict[str, Any], check: str) -> Call:
+            return toolwire_call(executor, registry, wire, arguments, check)
+
         echo = {"text": ECHO_TEXT}
         yield [
-            Target(
-                "MCP stdio",
-                "toolwire",
-                toolwire_call(executor, registry, "stdio_echo", echo, ECHO_TEXT),
-            ),
+            Target("MCP stdio", "toolwire", ours("stdio_echo", echo, ECHO_TEXT)),
             Target("MCP stdio", "direct", mcp_direct_call(stdio_session)),
-            Target(
-                "MCP HTTP",
-                "toolwire",
-                toolwire_call(executor, registry, "http_echo", echo, ECHO_TEXT),
-            ),
+            Target("MCP HTTP", "toolwire", ours("http_echo", echo, ECHO_TEXT)),
             Target("MCP HTTP", "direct", mcp_direct_call(http_session)),
-            Target(
-                "OpenAPI",
-                "toolwire",
-                toolwire_call(executor, registry, "shop_update_item", PATCH, '"reason":"bench"'),
-            ),
+            Target("OpenAPI", "toolwire", ours("shop_update_item", PATCH, '"reason":"bench"')),
             Target("OpenAPI", "direct", http_direct_call(http, shop_url)),
         ]
+
+
+async def _session(stack: contextlib.AsyncExitStack, transport: Any) -> ClientSession:
+    """An initialised MCP client session over `transport`, closed with `stack`."""
+    streams = await stack.enter_async_context(transport)
+    session = await stack.enter_async_context(ClientSession(*streams[:2]))
+    await session.initialize()
+    return session
 
 
 # ---------------------------------------------------------------------------------------------
@@ -474,10 +412,10 @@ def report(paths: list[Target], args: argparse.Namespace, pinning: Pinning) -> N
             print(f"! {path.label}: {path.failures} failed calls, first: {path.first_failure}")
 
 
-async def run(args: argparse.Namespace, children: Children) -> bool:
+async def run(args: argparse.Namespace, procs: Processes) -> bool:
     """Measure and report; False when calls failed (a missed goal is not a failure)."""
-    pinning = Pinning.choose(not args.no_pin)
-    async with setup(children, pinning) as paths:
+    pinning = Pinning(Cpus.detect(not args.no_pin))
+    async with setup(procs, pinning) as paths:
         await measure(paths, args)
         report(paths, args, pinning)
         if args.profile:
@@ -505,11 +443,11 @@ def main() -> None:
     # SIGTERM unwinds like Ctrl-C, so the servers are killed in the `finally` below.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     with tempfile.TemporaryDirectory(prefix="toolwire-bench-") as logdir:
-        children = Children(Path(logdir))
+        procs = Processes(Path(logdir))
         try:
-            ok = runner(run(args, children))
+            ok = runner(run(args, procs))
         finally:
-            children.close()
+            procs.close()
     sys.exit(0 if ok else 1)
 
 

@@ -6,9 +6,9 @@ For each translated upstream format (anthropic, gemini, openai-responses) the pr
 adapter sends the same Chat request (a system prompt, five messages, five tools) to that
 format's SDK-validated fake (testing/) and reads the same answer (20 text pieces),
 streamed and not. Every function that translates (llm-rosetta's conversion of the request
-and of each answer event in proxy/upstreams/conversion.py, and the fixes in
-proxy/upstreams/rosetta_fixes.py) is timed with the CPU clock; the figure is that time per
-request: the price of the translation, which a Chat Completions upstream does not pay.
+and of each answer event, and the helpers, in proxy/upstreams/conversion.py, and each
+format's fixes in proxy/upstreams/*_fixes.py) is timed with the CPU clock; the figure is that
+time per request: the price of the translation, which a Chat Completions upstream does not pay.
 Median of `--rounds` rounds.
 """
 
@@ -17,23 +17,22 @@ from __future__ import annotations
 import argparse
 import asyncio
 import functools
+import importlib
+import pkgutil
 import statistics
-import sys
 import time
 from collections.abc import Callable
-from pathlib import Path
+from types import ModuleType
 from typing import Any
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
-
-from proxy.config import UpstreamConfig  # noqa: E402
-from proxy.upstreams import conversion, rosetta_fixes  # noqa: E402
-from proxy.upstreams.router import UpstreamRouter  # noqa: E402
-from testing.anthropic_upstream import FakeAnthropic  # noqa: E402
-from testing.gemini_upstream import FakeGemini  # noqa: E402
-from testing.provider_server import Reply  # noqa: E402
-from testing.responses_upstream import FakeResponses  # noqa: E402
+from proxy import upstreams
+from proxy.config import UpstreamConfig
+from proxy.upstreams import conversion
+from proxy.upstreams.router import UpstreamRouter
+from testing.anthropic_upstream import FakeAnthropic
+from testing.gemini_upstream import FakeGemini
+from testing.provider_server import Reply
+from testing.responses_upstream import FakeResponses
 
 TEXT = " ".join(f"word{i}" for i in range(20))
 TOOLS = [
@@ -84,15 +83,28 @@ class Clock:
         return timed
 
 
+def translating_modules() -> list[ModuleType]:
+    """The conversion module and every format's fixes (`proxy/upstreams/*_fixes.py`)."""
+    names = [m.name for m in pkgutil.iter_modules(upstreams.__path__) if m.name.endswith("_fixes")]
+    fixes = [importlib.import_module(f"{upstreams.__name__}.{name}") for name in sorted(names)]
+    return [conversion, *fixes]
+
+
 def instrument(clock: Clock) -> None:
-    """Time every translating function the adapters call."""
+    """Time every translating function the adapters call (they call them by module)."""
     for name in ("__init__", "chunks", "answer", "stream"):
         setattr(conversion.Conversion, name, clock.wrap(getattr(conversion.Conversion, name)))
-    for name in dir(rosetta_fixes):
-        value = getattr(rosetta_fixes, name)
-        ours = getattr(value, "__module__", "") == rosetta_fixes.__name__
-        if ours and callable(value) and not isinstance(value, type) and not name.startswith("_"):
-            setattr(rosetta_fixes, name, clock.wrap(value))
+    for module in translating_modules():
+        for name in dir(module):
+            value = getattr(module, name)
+            ours = getattr(value, "__module__", "") == module.__name__
+            if (
+                ours
+                and callable(value)
+                and not isinstance(value, type)
+                and not name.startswith("_")
+            ):
+                setattr(module, name, clock.wrap(value))
 
 
 def body(stream: bool) -> dict[str, Any]:

@@ -1,25 +1,27 @@
-"""Smoke tests of the tool-loop, streams and chart benches: arguments, checks and rendering.
+"""Smoke tests of the benches: arguments, checks and rendering.
 
-Nothing here starts a server or measures time; the benches' numbers are synthetic.
+Nothing here measures time; the benches' numbers are synthetic.
 """
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Any
 
 import orjson
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
-
-import chart
-import loop_clients
-import loop_load
-import loop_upstream
-import streams
-import tool_loop
+from bench import (
+    chart,
+    harness,
+    instructions,
+    loop_clients,
+    loop_load,
+    loop_upstream,
+    passthrough,
+    streams,
+    tool_loop,
+)
 
 
 def _run(c1_p50: float, rps: float, errors: int = 0) -> dict[str, Any]:
@@ -81,7 +83,10 @@ def test_tool_loop_misses_a_slow_iteration() -> None:
 
 
 def test_the_tool_loop_model_calls_the_tool_then_quotes_its_result() -> None:
-    question = {"messages": [{"role": "user", "content": "?"}], "tools": [loop_clients.ECHO_TOOL]}
+    question: dict[str, Any] = {
+        "messages": [{"role": "user", "content": "?"}],
+        "tools": [loop_clients.ECHO_TOOL],
+    }
     first = loop_upstream.reply_for(question, "x")
     assert first.kind == "tool_calls"
     assert first.calls == (("echo", {"text": "x"}),)
@@ -111,7 +116,7 @@ async def test_the_load_runner_counts_answers_and_failures() -> None:
     assert (await loop_load.run_sequence(right, 5, 1)).summary()["ok"] == 5
     failed = (await loop_load.run_sequence(wrong, 3, 0)).summary()
     assert (failed["ok"], failed["errors"], failed["errors_by_kind"]) == (0, 3, {"bad answer": 3})
-    assert loop_load.percentile([3.0, 1.0, 2.0], 50) == 2.0
+    assert harness.percentile([3.0, 1.0, 2.0], 50) == 2.0
 
 
 def _streams_result(workers: int = 2) -> dict[str, Any]:
@@ -185,9 +190,7 @@ def test_the_chart_draws_every_panel(tmp_path: Path) -> None:
 
 
 def test_instructions_render_and_goals() -> None:
-    import instructions
-
-    result = {
+    result: dict[str, Any] = {
         "requests": 10,
         "labels": {"passthrough": "pass-through", "toolwire": "toolwire"},
         "instructions": {
@@ -229,7 +232,6 @@ async def test_the_injecting_floor_adds_the_tools_and_relays_the_answer() -> Non
     client's own; the client gets the upstream's answer, whole and streamed; every answer
     and stream event is read for tool calls."""
     import aiohttp
-    import passthrough
 
     from testing.asgi_serving import serve_app
     from testing.upstream import FakeUpstream, Reply

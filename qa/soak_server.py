@@ -1,7 +1,7 @@
-"""The two servers of `bench/soak.py`, each run in a process of its own.
+"""The two servers of `qa/soak.py`, each run in a process of its own.
 
-    python bench/soak_server.py upstream --port 8001 --stats up.json
-    python bench/soak_server.py proxy --config soak.json --port 8000 --stats tasks.txt
+    python qa/soak_server.py upstream --port 8001 --stats up.json
+    python qa/soak_server.py proxy --config soak.json --port 8000 --stats tasks.txt
 
 * `upstream`: the test suite's `FakeUpstream` whose one reply is chosen from each request
   (`answer`), with its request log capped (as in bench/fake_upstream.py). Every second it
@@ -32,10 +32,9 @@ from typing import Any, BinaryIO
 
 import orjson
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from testing.upstream import FakeUpstream, Reply
 
-from testing.upstream import FakeUpstream, Reply  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 TEXT = "The quick brown fox jumps over the lazy dog while the proxy keeps up."
 CHUNKS = 10
