@@ -24,7 +24,7 @@ from ..server.services import Services
 from .api import router
 from .auth import AdminAuth
 from .browsers import BrowserGuard
-from .events import CallFeed, EventHub
+from .hub import CallFeed, EventHub
 from .routes import error_response, invalid
 from .runtime import AdminRuntime
 from .tools import ToolDesk

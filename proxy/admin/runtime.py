@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from ..approvals.queue import ApprovalQueue
 from ..server.services import Services
 from .auth import AdminAuth
-from .events import EventHub
+from .hub import EventHub
 from .tools import ToolDesk
 
 

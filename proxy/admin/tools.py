@@ -12,7 +12,7 @@ from policies import CallContext, Gate, Loosening, Principal
 from registry import Tool, ToolMetadata, ToolNotFoundError, ToolRegistry
 
 from ..errors import ProxyError
-from .events import EventHub
+from .hub import EventHub
 from .models import (
     ImportReport,
     KeyDecision,
