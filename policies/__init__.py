@@ -14,31 +14,17 @@ from .approvals import (
     refusal,
 )
 from .call_guards import GuardConfig, Guards
+from .context import ANONYMOUS, CallContext
 from .decisions import ALLOW, Action, Decision
 from .errors import PolicyError
 from .filters import NO_FILTER, ToolFilter
-from .gate import Admission, CallGuards, Gate
-from .gate import Verdict as GateVerdict
+from .gate import Admission, CallGuards, Gate, GateDecision
 from .guards import LoopGuard, LoopLimits
 from .policy import Approver, Policy
-from .principals import (
-    ANONYMOUS,
-    AuthConfig,
-    CallContext,
-    KeyConfig,
-    KeyRing,
-    Principal,
-)
+from .principals import AuthConfig, KeyConfig, KeyRing, Principal
 from .ratelimit import MemoryRateLimiter, RateLimiter
-from .rules import (
-    PRESETS,
-    PolicyConfig,
-    Rule,
-    RuleMatch,
-    RulePolicy,
-    ThinkAugment,
-    WebhookConfig,
-)
+from .rule_policy import RulePolicy
+from .rules import PRESETS, PolicyConfig, Rule, RuleMatch, ThinkAugment, WebhookConfig
 from .strictness import Loosening
 
 __all__ = [
@@ -55,7 +41,7 @@ __all__ = [
     "CallGuards",
     "Decision",
     "Gate",
-    "GateVerdict",
+    "GateDecision",
     "GuardConfig",
     "Guards",
     "KeyConfig",

@@ -1,9 +1,9 @@
-"""The one gate every tool call passes (SPEC 6.13): the caller's scope, the tool still
-enabled, the policy, the guards, the approval; then, and only then, execution.
+"""The one gate every tool call passes: the caller's scope, the tool still enabled, the
+policy, the guards, the approval; then, and only then, execution.
 
-Every path that runs a tool (the loop on every front, `toolwire call`, later the admin
-API and `/mcp`) asks `Gate.admit` and runs what it admitted with `Gate.run`; nothing else
-calls the executor.
+Every path that runs a tool (the loop on every front, `/mcp`, `toolwire call`) asks
+`Gate.admit` and runs what it admitted with `Gate.run`; nothing else calls the executor.
+The order and what each step refuses: the README's configuration reference, **Policy**.
 """
 
 from __future__ import annotations
@@ -29,9 +29,9 @@ from registry import (
     parse_arguments,
 )
 
+from .context import CallContext
 from .decisions import Action
 from .policy import Approver, Policy
-from .principals import CallContext
 from .ratelimit import RateLimiter
 from .rules import THINK_ARGUMENT, THINK_SCHEMA, ThinkAugment
 
@@ -51,7 +51,7 @@ class CallGuards(Protocol):
         ...
 
 
-class Verdict(enum.Enum):
+class GateDecision(enum.Enum):
     """What the gate decided about one call."""
 
     RUN = "run"
@@ -67,7 +67,7 @@ class Admission:
 
     tool: Tool
     call: ToolCall
-    verdict: Verdict
+    verdict: GateDecision
     reason: str = ""
     result: ToolResult | None = None
     """The error result of a refused call."""
@@ -84,13 +84,13 @@ class Admission:
 
 
 _OUTCOMES = {
-    "ask": "asked",
     ErrorKind.DENIED.value: "denied",
     ErrorKind.GUARD.value: "refused",
     ErrorKind.RATE_LIMIT.value: "refused",
     ErrorKind.UNKNOWN_TOOL.value: "denied",
 }
-"""The permission event each gate decision is logged as (a plain run is not one)."""
+"""The permission event each refusal is logged as (a plain run is not one; an approval is
+`approved`, and a call awaiting one is `asked` when it is asked)."""
 
 
 class Gate:
@@ -161,43 +161,45 @@ class Gate:
         return _in_scope(tool, context)
 
     async def admit(
-        self,
-        tool: Tool,
-        call: ToolCall,
-        context: CallContext,
-        *,
-        approved: bool = False,
-        reissue: Callable[[ToolCall], ToolCall] | None = None,
+        self, tool: Tool, call: ToolCall, context: CallContext, *, approved: bool = False
     ) -> Admission:
         """Decide one call: scope, enabled, policy, guards, approval, in that order.
 
         `approved` says the client approved this very call (the approval flow checked its
-        tool, arguments, conversation and expiry); a denial still wins over it. A call that
-        must wait for approval comes back under `reissue(call)` when given (the id the
-        approval will be asked under). Every denial, request for approval, approval and
-        refusal reaches the execution log and the listeners, under the admission's call id.
+        tool, arguments, conversation and expiry); a denial still wins over it. Every
+        denial, approval and refusal reaches the execution log and the listeners, under the
+        admission's call id; a call that must wait for approval does when it is asked
+        (`ask`).
         """
         thought = None
         if self._think is not None and self._think.applies(tool):
             call, thought = _without_thought(call)
         admission = await self._decide(tool, call, context, approved)
-        if admission.verdict is Verdict.ASK and reissue is not None:
-            admission = dataclasses.replace(admission, call=reissue(admission.call))
         if thought is not None:
             admission = dataclasses.replace(admission, thought=thought)
+        if admission.verdict is GateDecision.REFUSED:
+            self._refused_by_key[context.caller or ANONYMOUS_KEY] += 1
         outcome = _OUTCOMES.get(admission.kind)
         if outcome is None and approved:
             outcome = "approved"
-        if admission.verdict is Verdict.REFUSED:
-            self._refused_by_key[context.caller or ANONYMOUS_KEY] += 1
         if outcome is not None:
-            await self._executor.note_permission(
-                tool,
-                admission.call,
-                outcome,
-                admission.reason,
-                request_id=context.request_id or None,
-            )
+            await self._note(admission, outcome, context)
+        return admission
+
+    async def ask(
+        self, admission: Admission, context: CallContext, call: ToolCall | None = None
+    ) -> Admission:
+        """Record that the call `admission` holds back is asked for approval, under `call`
+        when the asker gives it a new id; the admission under that id.
+
+        Raises:
+            ValueError: an admission this gate did not make, or one that needs no approval.
+        """
+        if admission.gate is not self or admission.verdict is not GateDecision.ASK:
+            raise ValueError("only the gate's own admissions awaiting approval can be asked")
+        if call is not None:
+            admission = dataclasses.replace(admission, call=call)
+        await self._note(admission, "asked", context)
         return admission
 
     async def _decide(
@@ -223,15 +225,15 @@ class Gate:
         if decision.action is Action.ASK and not approved:
             reason = decision.reason or "requires approval"
             if self._approver is None:
-                return Admission(tool, call, Verdict.ASK, reason, gate=self)
+                return Admission(tool, call, GateDecision.ASK, reason, gate=self)
             if not await self._approver.approve(tool, arguments, context, reason):
                 return self._refused(tool, call, ErrorKind.DENIED, "the approver refused the call")
         elif tool.qualified_name in context.must_ask and not approved:
-            return Admission(tool, call, Verdict.ASK, _CLIENT_ASKS, gate=self)
+            return Admission(tool, call, GateDecision.ASK, _CLIENT_ASKS, gate=self)
         limited = await self._key_limit(context)
         if limited is not None:
             return self._refused(tool, call, ErrorKind.RATE_LIMIT, limited)
-        return Admission(tool, call, Verdict.RUN, gate=self)
+        return Admission(tool, call, GateDecision.RUN, gate=self)
 
     async def run(self, admissions: Sequence[Admission], context: CallContext) -> list[ToolResult]:
         """Run the admitted calls concurrently; every admission gets its result, in order.
@@ -241,7 +243,7 @@ class Gate:
         """
         if any(a.gate is not self for a in admissions):
             raise ValueError("only the gate's own admissions can run")
-        runnable = [(a.tool, a.call) for a in admissions if a.verdict is Verdict.RUN]
+        runnable = [(a.tool, a.call) for a in admissions if a.verdict is GateDecision.RUN]
         if runnable:
             self._ran_by_key[context.caller or ANONYMOUS_KEY] += len(runnable)
         notes = {a.call.id: a.thought for a in admissions if a.thought is not None}
@@ -254,7 +256,7 @@ class Gate:
         )
         results = []
         for admission in admissions:
-            if admission.verdict is Verdict.RUN:
+            if admission.verdict is GateDecision.RUN:
                 results.append(next(ran))
             elif admission.result is not None:
                 results.append(admission.result)
@@ -268,14 +270,26 @@ class Gate:
     async def call(
         self, tool: Tool, call: ToolCall, context: CallContext, *, approved: bool = False
     ) -> ToolResult:
-        """Admit and run one call (for callers outside the loop: the CLI, the admin API)."""
+        """Admit and run one call; one that needs approval is asked of no one and answered
+        with an `approval_required` error."""
         admission = await self.admit(tool, call, context, approved=approved)
+        if admission.verdict is GateDecision.ASK:
+            admission = await self.ask(admission, context)
         (result,) = await self.run([admission], context)
         return result
 
+    async def _note(self, admission: Admission, outcome: str, context: CallContext) -> None:
+        await self._executor.note_permission(
+            admission.tool,
+            admission.call,
+            outcome,
+            admission.reason,
+            request_id=context.request_id or None,
+        )
+
     def _refused(self, tool: Tool, call: ToolCall, kind: ErrorKind, reason: str) -> Admission:
         result = ToolResult.error(call.id, kind, reason)
-        return Admission(tool, call, Verdict.REFUSED, reason, result, gate=self)
+        return Admission(tool, call, GateDecision.REFUSED, reason, result, gate=self)
 
     def _withdrawn(self, tool: Tool) -> str | None:
         """Why `tool` may not run any more (disabled, or gone from the registry), or None."""

@@ -7,8 +7,9 @@ from typing import Any, Protocol
 
 from registry import Tool
 
+from .context import CallContext
 from .decisions import Decision
-from .principals import CallContext, Principal
+from .principals import Principal
 from .strictness import Loosening
 
 

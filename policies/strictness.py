@@ -29,19 +29,16 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from registry import Tool
 
 from .decisions import Action
-
-if TYPE_CHECKING:
-    from .rules import Rule
+from .rules import Rule
 
 STRICTNESS = {Action.ALLOW: 0, Action.ASK: 1, Action.DENY: 2}
 """Deny is the strictest decision, allow the least strict."""
 
-NamedRule = tuple[str, "Rule"]
+NamedRule = tuple[str, Rule]
 """A rule and where proxy.yaml has it (`policy.rules[1]`, `auth.keys[ops].policy[0]`)."""
 
 

@@ -209,7 +209,7 @@ async def _call_tool(args: argparse.Namespace, settings: Settings) -> int:
     from policies import (
         CallContext,
         Gate,
-        GateVerdict,
+        GateDecision,
         Guards,
         KeyRing,
         MemoryRateLimiter,
@@ -241,7 +241,8 @@ async def _call_tool(args: argparse.Namespace, settings: Settings) -> int:
                 return 1
             call = ToolCall(id="cli", name=args.name, arguments=args.args)
             admission = await gate.admit(tool, call, context, approved=args.approve)
-            if admission.verdict is GateVerdict.ASK:
+            if admission.verdict is GateDecision.ASK:
+                await gate.ask(admission, context)
                 print(f"error: ask: {admission.reason} (run again with --approve)", file=sys.stderr)
                 return 1
             if admission.result is not None:

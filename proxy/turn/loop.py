@@ -11,7 +11,7 @@ from collections.abc import AsyncIterator, Awaitable
 from dataclasses import dataclass, field
 from typing import Any
 
-from policies import Admission, Gate, GateVerdict, LoopGuard, LoopLimits
+from policies import Admission, Gate, GateDecision, LoopGuard, LoopLimits
 from registry import ToolResult
 
 from ..approvals.flow import USED_APPROVAL, ApprovalFlow, apply_answers
@@ -209,11 +209,11 @@ class ToolLoop:
         budget = max(0, state.guard.limits.max_tool_calls - state.guard.tool_calls)
         admitted: list[Admission] = []
         for admission in calls.own:
-            if admission.verdict is GateVerdict.RUN and budget == 0:
+            if admission.verdict is GateDecision.RUN and budget == 0:
                 message = "the turn's tool-call limit is reached"
                 results[admission.call.id] = ToolResult.error(admission.call.id, "limit", message)
                 continue
-            budget -= admission.verdict is GateVerdict.RUN
+            budget -= admission.verdict is GateDecision.RUN
             admitted.append(admission)
         answered = tuple(calls.answered_here)
         if not answered:
@@ -237,7 +237,7 @@ class ToolLoop:
         calls = self._gate.run(admitted, turn.caller)
         done = await _within(calls, admitted, state.guard.remaining())
         results.update((r.call_id, r) for r in done)
-        ran = [a for a in admitted if a.verdict is GateVerdict.RUN]
+        ran = [a for a in admitted if a.verdict is GateDecision.RUN]
         state.guard.record_calls([(a.tool.qualified_name, a.call.arguments) for a in ran])
 
 

@@ -8,10 +8,11 @@ arguments) are repaired here.
 
 from __future__ import annotations
 
+import enum
 from dataclasses import dataclass, field
 from typing import Any
 
-from policies import Admission, Gate, GateVerdict
+from policies import Admission, Gate, GateDecision
 from registry import RegistryError, Tool, ToolCall, repair_call, resolve_name
 
 from ..approvals.flow import ApprovalFlow
@@ -19,26 +20,90 @@ from .catalog import SEARCH_TOOL
 from .record import Turn
 
 
+class Fate(enum.Enum):
+    """Who answers one call, and how."""
+
+    RUN = "run"
+    """A registry tool's call the gate admitted: the proxy runs it."""
+    REFUSED = "refused"
+    """A registry tool's call the gate refused: the proxy answers with its error."""
+    ASK = "ask"
+    """A registry tool's call awaiting approval: the client gets it under a new id."""
+    CLIENT = "client"
+    """A client tool's call: the client gets it under a new id."""
+    SEARCH = "search"
+    """A `tool_search` call: the proxy answers with the deferred tools it finds."""
+    UNKNOWN = "unknown"
+    """A call to no tool there is: the proxy answers with an error."""
+
+
+_ANSWERED_HERE = frozenset({Fate.RUN, Fate.REFUSED, Fate.SEARCH, Fate.UNKNOWN})
+
+
+@dataclass(frozen=True, slots=True)
+class Sorted:
+    """One call and its fate."""
+
+    call: ToolCall
+    """Under the id it is answered under (a proxy-issued one when handed back)."""
+    fate: Fate
+    admission: Admission | None = None
+    """The gate's decision, for a registry tool's call (RUN, REFUSED, ASK)."""
+
+
 @dataclass(slots=True)
 class Round:
-    """One upstream answer's calls, sorted by who answers them."""
+    """One upstream answer's calls, sorted by who answers them, in the model's order."""
 
-    ordered: list[ToolCall] = field(default_factory=list)
-    """Every call in the model's order (calls awaiting approval under their new ids)."""
-    own: list[Admission] = field(default_factory=list)
-    """The calls the gate admitted, and those it refused (answered with their error)."""
-    asks: list[tuple[Tool, ToolCall, str]] = field(default_factory=list)
-    searches: list[ToolCall] = field(default_factory=list)
-    unknown: list[ToolCall] = field(default_factory=list)
-    client: list[ToolCall] = field(default_factory=list)
-    answered_here: list[ToolCall] = field(default_factory=list)
-    """The calls the proxy answers now, in the model's order: each gets a tool message."""
+    calls: list[Sorted] = field(default_factory=list)
+
+    @property
+    def ordered(self) -> list[ToolCall]:
+        """Every call (those handed back under their new ids)."""
+        return [each.call for each in self.calls]
+
+    @property
+    def own(self) -> list[Admission]:
+        """The calls the gate admitted, and those it refused (answered with their error)."""
+        return [
+            each.admission
+            for each in self.calls
+            if each.admission is not None and each.fate in (Fate.RUN, Fate.REFUSED)
+        ]
+
+    @property
+    def asks(self) -> list[tuple[Tool, ToolCall, str]]:
+        """The calls awaiting approval: (tool, call under its new id, the reason to ask)."""
+        return [
+            (each.admission.tool, each.call, each.admission.reason)
+            for each in self.calls
+            if each.admission is not None and each.fate is Fate.ASK
+        ]
+
+    @property
+    def searches(self) -> list[ToolCall]:
+        return self._of(Fate.SEARCH)
+
+    @property
+    def unknown(self) -> list[ToolCall]:
+        return self._of(Fate.UNKNOWN)
+
+    @property
+    def client(self) -> list[ToolCall]:
+        return self._of(Fate.CLIENT)
+
+    @property
+    def answered_here(self) -> list[ToolCall]:
+        """The calls the proxy answers now: each gets a tool message."""
+        return [each.call for each in self.calls if each.fate in _ANSWERED_HERE]
 
     @property
     def handed_back(self) -> list[ToolCall]:
         """The calls the client must answer: its own tools' and those awaiting approval."""
-        here = {c.id for c in self.answered_here}
-        return [c for c in self.ordered if c.id not in here]
+        return [each.call for each in self.calls if each.fate not in _ANSWERED_HERE]
+
+    def _of(self, fate: Fate) -> list[ToolCall]:
+        return [each.call for each in self.calls if each.fate is fate]
 
 
 class Triage:
@@ -59,38 +124,28 @@ class Triage:
 
     async def sort(self, turn: Turn, calls: list[ToolCall]) -> Round:
         """The calls sorted by who answers them, in the model's order."""
-        sorted_calls = Round()
-        for call in calls:
-            call = self._repaired_name(turn, call)
-            if call.name in turn.client_tools:
-                # A proxy-issued id keys the turn's hidden part: upstream ids may repeat
-                # across conversations (call_0), ours cannot be guessed or collide.
-                call = self._approvals.reissue(self._repaired_client_call(turn, call))
-                sorted_calls.client.append(call)
-                sorted_calls.ordered.append(call)
-                continue
-            tool = turn.toolset.by_wire_name.get(call.name) or turn.toolset.denied.get(call.name)
-            if tool is None:
-                sorted_calls.ordered.append(call)
-                sorted_calls.answered_here.append(call)
-                if call.name == SEARCH_TOOL and turn.toolset.deferred is not None:
-                    sorted_calls.searches.append(call)
-                else:
-                    sorted_calls.unknown.append(call)
-                continue
-            # A call that must wait for approval is logged and asked under a proxy-issued id.
-            admission = await self._gate.admit(
-                tool, call, turn.caller, reissue=self._approvals.reissue
-            )
-            if admission.verdict is GateVerdict.ASK:
-                call = admission.call
-                sorted_calls.asks.append((tool, call, admission.reason))
-                sorted_calls.ordered.append(call)
-                continue
-            sorted_calls.ordered.append(call)
-            sorted_calls.answered_here.append(call)
-            sorted_calls.own.append(admission)
-        return sorted_calls
+        return Round([await self._sorted(turn, call) for call in calls])
+
+    async def _sorted(self, turn: Turn, call: ToolCall) -> Sorted:
+        call = self._repaired_name(turn, call)
+        if call.name in turn.client_tools:
+            # A proxy-issued id keys the turn's hidden part: upstream ids may repeat across
+            # conversations (call_0), ours cannot be guessed or collide.
+            call = self._approvals.reissue(self._repaired_client_call(turn, call))
+            return Sorted(call, Fate.CLIENT)
+        tool = turn.toolset.by_wire_name.get(call.name) or turn.toolset.denied.get(call.name)
+        if tool is None:
+            if call.name == SEARCH_TOOL and turn.toolset.deferred is not None:
+                return Sorted(call, Fate.SEARCH)
+            return Sorted(call, Fate.UNKNOWN)
+        admission = await self._gate.admit(tool, call, turn.caller)
+        if admission.verdict is GateDecision.ASK:
+            # Asked, and logged, under a proxy-issued id: only the proxy's calls can be approved.
+            asked = self._approvals.reissue(admission.call)
+            admission = await self._gate.ask(admission, turn.caller, asked)
+            return Sorted(admission.call, Fate.ASK, admission)
+        fate = Fate.RUN if admission.verdict is GateDecision.RUN else Fate.REFUSED
+        return Sorted(call, fate, admission)
 
     def _repaired_name(self, turn: Turn, call: ToolCall) -> ToolCall:
         """The call under the tool name it evidently meant (case, `-`/`_`), unless strict."""

@@ -9,7 +9,7 @@ import pytest
 from policies import (
     CallContext,
     Gate,
-    GateVerdict,
+    GateDecision,
     GuardConfig,
     Guards,
     MemoryRateLimiter,
@@ -84,7 +84,7 @@ async def test_a_denied_call_never_runs_and_leaves_a_trace() -> None:
     )
     tool = registry.resolve("ops.launch")
     admission = await gate.admit(tool, call(), CallContext(request_id="r1"))
-    assert admission.verdict is GateVerdict.REFUSED
+    assert admission.verdict is GateDecision.REFUSED
     (result,) = await gate.run([admission], CallContext())
     assert result.content == "Error (denied): no launches" and RUNS == []
     assert recorder.events == [("ops.launch", "denied", "no launches")]
@@ -93,10 +93,16 @@ async def test_a_denied_call_never_runs_and_leaves_a_trace() -> None:
 
 
 async def test_ask_needs_an_approval_and_a_denial_beats_it() -> None:
-    gate, registry, recorder, _ = setup([{"match": {"tags": ["destructive"]}, "action": "ask"}])
+    gate, registry, recorder, executor = setup(
+        [{"match": {"tags": ["destructive"]}, "action": "ask"}]
+    )
     tool = registry.resolve("ops.launch")
     asked = await gate.admit(tool, call(), CallContext())
-    assert asked.verdict is GateVerdict.ASK
+    assert asked.verdict is GateDecision.ASK
+    assert recorder.events == []  # logged when asked, under the id it is asked under
+    asked = await gate.ask(asked, CallContext(), ToolCall("call_tw1", "ops_launch", "{}"))
+    assert asked.call.id == "call_tw1"
+    assert [(r.call_id, r.error) for r in executor.log.records()] == [("call_tw1", "asked")]
     (refused,) = await gate.run([asked], CallContext())
     assert refused.error_kind == "approval_required" and RUNS == []
     approved = await gate.admit(tool, call(), CallContext(), approved=True)
@@ -106,7 +112,7 @@ async def test_ask_needs_an_approval_and_a_denial_beats_it() -> None:
     still = await denying.admit(
         registry.resolve("ops.launch"), call(), CallContext(), approved=True
     )
-    assert still.verdict is GateVerdict.REFUSED
+    assert still.verdict is GateDecision.REFUSED
 
 
 async def test_a_tool_outside_the_key_scope_is_unknown() -> None:
@@ -152,8 +158,8 @@ async def test_client_tightening_asks_for_an_allowed_tool() -> None:
     gate, registry, _, _ = setup()
     tool = registry.resolve("ops.launch")
     context = CallContext(must_ask=frozenset({"ops.launch"}))
-    assert (await gate.admit(tool, call(), context)).verdict is GateVerdict.ASK
-    assert (await gate.admit(tool, call(), context, approved=True)).verdict is GateVerdict.RUN
+    assert (await gate.admit(tool, call(), context)).verdict is GateDecision.ASK
+    assert (await gate.admit(tool, call(), context, approved=True)).verdict is GateDecision.RUN
 
 
 async def test_only_the_gates_own_admissions_run() -> None:
@@ -162,6 +168,8 @@ async def test_only_the_gates_own_admissions_run() -> None:
     admission = await other.admit(registry.resolve("ops.launch"), call(), CallContext())
     with pytest.raises(ValueError):
         await gate.run([admission], CallContext())
+    with pytest.raises(ValueError):
+        await gate.ask(admission, CallContext())  # not its own, and needs no approval
     assert RUNS == []
 
 

@@ -24,8 +24,8 @@ from ...server.asgi import Receive, Scope, Send, send_json
 from ...server.context import context_of
 from ...server.hosts import AllowedHosts
 from ...server.services import Services
-from .approvals import Approvals
 from .changes import ToolChanges
+from .elicitation import Approvals
 from .sessions import SessionManager
 from .tools import McpTools
 

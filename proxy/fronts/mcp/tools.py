@@ -9,13 +9,13 @@ import mcp_types as types
 from mcp.server.context import ServerRequestContext
 from mcp.shared.exceptions import MCPError
 
-from policies import ANONYMOUS, NO_FILTER, CallContext, Gate, GateVerdict
+from policies import ANONYMOUS, NO_FILTER, CallContext, Gate, GateDecision
 from registry import ToolCall
 
 from ...server.context import context_of
 from ...turn.catalog import Catalog
-from .approvals import Approvals
 from .content import call_result, mcp_tool
+from .elicitation import Approvals
 
 PAGE_SIZE = 100
 """Tools per `tools/list` page."""
@@ -84,7 +84,8 @@ class McpTools:
             raise MCPError(types.INVALID_PARAMS, f"Unknown tool: {params.name!r}")
         call = ToolCall(f"mcp_{ctx.request_id}", params.name, dict(params.arguments or {}))
         admission = await self._gate.admit(tool, call, caller)
-        if admission.verdict is GateVerdict.ASK:
+        if admission.verdict is GateDecision.ASK:
+            await self._gate.ask(admission, caller)
             approvals = self._approvals
             if approvals.round_trip(ctx) and params.request_state is None:
                 return approvals.question(ctx, tool, call, admission.reason)

@@ -11,7 +11,7 @@ from policies import (
     CallContext,
     Decision,
     Gate,
-    GateVerdict,
+    GateDecision,
     MemoryApprovalStore,
     Principal,
     ToolFilter,
@@ -21,7 +21,7 @@ from proxy.state.memory import MemoryTurnStore
 from proxy.turn.catalog import SEARCH_TOOL, Catalog, Toolset
 from proxy.turn.controls import DEFAULT_CONTROLS
 from proxy.turn.record import Turn
-from proxy.turn.triage import Round, Triage
+from proxy.turn.triage import Fate, Round, Sorted, Triage
 from registry import Executor, Tool, ToolCall, ToolRegistry
 
 
@@ -166,7 +166,7 @@ async def test_each_call_goes_to_whoever_answers_it_in_the_models_order() -> Non
 async def test_a_denied_call_is_answered_with_the_rules_reason_and_never_runs() -> None:
     sorted_calls = await triage().sort(turn(), [call("ops_wipe")])
     ((denied),) = sorted_calls.own
-    assert denied.verdict is GateVerdict.REFUSED and denied.result is not None
+    assert denied.verdict is GateDecision.REFUSED and denied.result is not None
     assert denied.result.call_id == "up_ops_wipe" and denied.result.is_error
     assert denied.result.content == "Error (denied): never in production"
     assert admitted(sorted_calls) == [] and sorted_calls.unknown == []
@@ -323,8 +323,11 @@ async def test_a_client_tool_without_parameters_gets_its_arguments_unchanged() -
 
 
 def test_handed_back_holds_every_call_not_answered_here() -> None:
-    sorted_calls = Round(ordered=[call("a"), call("b"), call("c")], answered_here=[call("b")])
+    fates = {"a": Fate.CLIENT, "b": Fate.UNKNOWN, "c": Fate.CLIENT, "d": Fate.SEARCH}
+    sorted_calls = Round([Sorted(call(name), fate) for name, fate in fates.items()])
     assert names(sorted_calls.handed_back) == ["a", "c"]
+    assert names(sorted_calls.answered_here) == ["b", "d"]
+    assert names(sorted_calls.ordered) == ["a", "b", "c", "d"]
 
 
 def _arguments(found: ToolCall) -> Any:
