@@ -70,10 +70,6 @@ class LoopGuard:
                 self.tripped = "timeout"
         return self.tripped
 
-    def would_exceed_calls(self, count: int) -> bool:
-        """Whether executing `count` more calls goes past `max_tool_calls`."""
-        return self.tool_calls + count > self.limits.max_tool_calls
-
 
 def _fingerprint(arguments: object) -> bytes:
     # Calls that differ only in whitespace or key order are the same call.

@@ -8,8 +8,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, TypeVar, overload
 
-from registry.errors import RegistryError, SourceLoadError
-from registry.registry import ToolRegistry
+from registry.errors import RegistryError
 from registry.tool import ExecutionMode, Tool, ToolMetadata
 
 __all__ = ["ToolBuilder", "ToolKit", "ToolMark", "describe", "tool", "tool_mark"]
@@ -201,16 +200,3 @@ class ToolKit:
     def tools(self) -> list[Tool]:
         """The kit's tools, in the order they were added."""
         return list(self._tools)
-
-    def register_into(self, registry: ToolRegistry) -> list[Tool]:
-        """Register every tool of the kit, or none when a name is taken.
-
-        Raises:
-            SourceLoadError: a tool's name is already registered.
-        """
-        taken = [t.qualified_name for t in self._tools if t.qualified_name in registry]
-        if taken:
-            raise SourceLoadError(
-                f"tool kit {self.namespace!r}: already registered: {', '.join(taken)}"
-            )
-        return [registry.register(t) for t in self._tools]

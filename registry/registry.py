@@ -7,8 +7,6 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, overload
 
-import orjson
-
 from registry.errors import RegistryError, ToolNotFoundError
 from registry.tool import Tool, ToolMetadata
 from registry.wire_names import WireNames
@@ -24,7 +22,6 @@ class _Entry:
     tool: Tool
     wire_name: str
     schema: dict[str, Any]
-    schema_bytes: bytes
     registered_tags: frozenset[str]
     """The tags the tool came with; `update` changes the tool's, never these."""
     disabled_reason: str | None = None
@@ -123,9 +120,7 @@ class ToolRegistry:
                 "parameters": tool.parameters,
             },
         }
-        self._entries[qualified] = _Entry(
-            tool, wire, schema, orjson.dumps(schema), registered_tags=tool.metadata.tags
-        )
+        self._entries[qualified] = _Entry(tool, wire, schema, registered_tags=tool.metadata.tags)
         self._changed()
         return tool
 
@@ -161,9 +156,7 @@ class ToolRegistry:
             return tool
         function = {**entry.schema["function"], "description": tool.description}
         schema = {**entry.schema, "function": function}
-        self._entries[qualified_name] = dataclasses.replace(
-            entry, tool=tool, schema=schema, schema_bytes=orjson.dumps(schema)
-        )
+        self._entries[qualified_name] = dataclasses.replace(entry, tool=tool, schema=schema)
         self._changed()
         return tool
 
@@ -268,14 +261,6 @@ class ToolRegistry:
             ToolNotFoundError: the tool is not registered.
         """
         return self._entry(_qualified(tool)).schema
-
-    def openai_schema_bytes(self, tool: Tool | str) -> bytes:
-        """`openai_schema(tool)` serialized as JSON, built once at registration.
-
-        Raises:
-            ToolNotFoundError: the tool is not registered.
-        """
-        return self._entry(_qualified(tool)).schema_bytes
 
     @property
     def version(self) -> int:

@@ -115,13 +115,8 @@ def test_builder_and_kit() -> None:
     def echo(text: str) -> str:
         return text
 
-    registry = ToolRegistry()
-    registered = kit.register_into(registry)
-    assert [t.qualified_name for t in registered] == ["kit.forecast", "kit.echo"]
-    assert all("grouped" in t.metadata.tags for t in registered)
-    with pytest.raises(SourceLoadError):
-        kit.register_into(registry)
-    assert len(registry) == 2
+    assert [t.qualified_name for t in kit.tools] == ["kit.forecast", "kit.echo"]
+    assert all("grouped" in t.metadata.tags for t in kit.tools)
 
 
 async def test_single_flight_one_execution_for_20_identical_calls() -> None:
