@@ -1,4 +1,5 @@
-"""The approval flow for `ask` tools on Chat Completions (SPEC 6.7).
+"""The approval flow for `ask` tools on Chat Completions (the README's configuration
+reference, **Approvals**).
 
 A call that needs approval ends the turn: it is returned to the client under a new,
 unguessable id with `toolwire.approval_required`. The client answers it with a tool message

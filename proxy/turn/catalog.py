@@ -17,7 +17,8 @@ from registry import Tool, ToolIndex, ToolRegistry
 from ..errors import BadRequestError
 
 SEARCH_TOOL = "tool_search"
-"""The tool injected when deferred tools are visible (SPEC 6.9)."""
+"""The tool injected when deferred tools are visible (the README's "How the loop behaves",
+**Deferred tools**)."""
 
 SEARCH_SCHEMA: dict[str, Any] = {
     "type": "function",

@@ -12,7 +12,7 @@ class Usage(NamedTuple):
     """Token counts, summed over every upstream call of a turn.
 
     A named tuple rather than a frozen dataclass: one is built per upstream answer on the
-    hot path, and a tuple is built several times faster (`+` sums, as below).
+    hot path, where a tuple is the cheaper to build (`+` sums, as below).
     """
 
     prompt_tokens: int = 0
@@ -70,8 +70,8 @@ def _count(value: Any) -> int:
 class ContentDelta(NamedTuple):
     """Model text (or reasoning, or a refusal) to show the client now.
 
-    A named tuple: one is built per streamed chunk, where a frozen dataclass costs four
-    times as much to build.
+    A named tuple: one is built per streamed chunk, where a frozen dataclass costs more to
+    build.
     """
 
     content: str | None = None
@@ -98,7 +98,8 @@ class ToolsFinished:
 
 @dataclass(frozen=True, slots=True)
 class ApprovalRequest:
-    """A call paused until the client approves it (SPEC 6.7)."""
+    """A call paused until the client approves it (the README's configuration reference,
+    **Approvals**)."""
 
     call: ToolCall
     """The call under its proxy-issued id, as handed to the client."""
