@@ -29,7 +29,7 @@ from .dispatch import Router, Running, http_error, proxy_error, starlette_routes
 from .endpoints import Index
 from .hosts import AllowedHosts
 from .middleware import AuthMiddleware, RequestContextMiddleware
-from .routes import ADMIN, MCP, ROUTES, enabled
+from .routes import ADMIN, ADMIN_PANEL, MCP, ROUTES, enabled
 from .routing import App, Route
 from .services import Services
 from .sources import sources_for
@@ -95,7 +95,7 @@ def create_app(
         exception_handlers={HTTPException: http_error, ProxyError: proxy_error},
     )
     served = [route for route in ROUTES if enabled(route, settings)]
-    routes.state.index = Index(served, admin_panel=admin is not None)
+    routes.state.index = Index(served, panel=ADMIN_PANEL if admin is not None else None)
     routes.state.telemetry = telemetry
     # The edge, outermost first: each layer sees only what the ones before it let through.
     edge: list[Callable[[App], App]] = [
@@ -196,11 +196,12 @@ class ToolwireApp:
     def __init__(self, edge: App, routes: Starlette, telemetry: Telemetry) -> None:
         self.routes = routes
         self.telemetry = telemetry
-        self._edge = edge
+        self.edge = edge
+        """The edge: its layers, outermost first, around the router."""
 
     @property
     def state(self) -> Any:
         return self.routes.state
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        await self._edge(scope, receive, send)
+        await self.edge(scope, receive, send)

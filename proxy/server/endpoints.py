@@ -21,9 +21,9 @@ if TYPE_CHECKING:
 class Index:
     """`GET /`: what this server is and how to reach it, as JSON (browsers show it too)."""
 
-    def __init__(self, routes: Iterable[Route], *, admin_panel: bool) -> None:
+    def __init__(self, routes: Iterable[Route], *, panel: str | None) -> None:
         self._routes = [listing for route in routes for listing in route.listings]
-        self._admin = admin_panel
+        self._panel = panel
         self._version: str | None = None
 
     async def page(self, request: Request) -> Response:
@@ -36,8 +36,8 @@ class Index:
             "anthropic_base_url": root,
             "routes": [{"methods": m, "path": p, "what": w} for m, p, w in self._routes],
         }
-        if self._admin:
-            body["admin_panel"] = f"{root}/admin/"
+        if self._panel is not None:
+            body["admin_panel"] = root + self._panel
         return JSONResponse(body)
 
     def _version_text(self) -> str:

@@ -75,6 +75,8 @@ def _admin_on(settings: Settings) -> bool:
     return settings.admin.enabled
 
 
+ADMIN_PANEL = "/admin/"
+"""Where the admin panel loads, which the index names."""
 MCP = Route(
     "/mcp",
     "mcp",
@@ -90,7 +92,7 @@ ADMIN = Route(
     subtree=True,
     open=True,
     when=_admin_on,
-    listed=(("*", "/admin/api/", "the admin API"), ("GET", "/admin/", "the admin panel")),
+    listed=(("*", "/admin/api/", "the admin API"), ("GET", ADMIN_PANEL, "the admin panel")),
 )
 """The admin API and panel (`AdminFront`): it checks the admin or master key itself, and
 its panel page loads without one."""
