@@ -10,8 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, NamedTuple, TypeVar
 
 from .. import sse
 from ..errors import ClientDisconnectedError, ProxyError
@@ -41,16 +40,14 @@ E = TypeVar("E")
 P = TypeVar("P")
 
 
-@dataclass(frozen=True, slots=True)
-class Streamed(Generic[E]):
+class Streamed(NamedTuple, Generic[E]):
     """A turn answered as an event stream."""
 
     events: AsyncIterator[E]
     renderer: StreamRenderer[E]
 
 
-@dataclass(frozen=True, slots=True)
-class Answered(Generic[E]):
+class Answered(NamedTuple, Generic[E]):
     """A turn answered as one JSON body."""
 
     events: AsyncIterator[E]
@@ -58,7 +55,8 @@ class Answered(Generic[E]):
 
 
 Reply = Streamed[Any] | Answered[Any]
-"""A prepared turn's events and how they reach the client."""
+"""A prepared turn's events and how they reach the client (named tuples: one per request,
+built on the hot path)."""
 
 
 async def serve_turn(
