@@ -37,7 +37,7 @@ from bench.workload import CHUNKS, TEXT
 ROOT = Path(__file__).resolve().parents[1]
 BENCH = ROOT / "bench"
 EXAMPLE_TOOLS = {"python": str(ROOT / "examples" / "tools.py"), "namespace": "demo"}
-"""The example tools as a `tools:` entry: four schemas injected into every upstream request."""
+"""The example tools as a `tools:` entry: their schemas are injected into every upstream request."""
 
 
 # --------------------------------------------------------------------------- arguments
