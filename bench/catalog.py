@@ -55,7 +55,7 @@ from typing import Any
 import orjson
 
 from policies import NO_FILTER, Gate, Policy, PolicyConfig, RulePolicy
-from proxy.turn.catalog import SEARCH_SCHEMA, Catalog, Toolset
+from proxy.turn.catalog import SEARCH_CHAT_TOOL, Catalog, Toolset
 from proxy.turn.search import run_search
 from registry import Executor, ToolCall, ToolRegistry
 
@@ -149,7 +149,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     result["first_toolset_s"] = time.perf_counter() - started
     result["memory_kib"]["first_toolset"] = rss_kib()
     deferred = len(toolset.deferred) if toolset.deferred is not None else 0
-    result["counts"] = {"injected": len(toolset.schemas), "deferred": deferred}
+    result["counts"] = {"injected": len(toolset.specs), "deferred": deferred}
 
     tracemalloc.start()
     make_catalog(registry, policy).toolset(NO_FILTER)
@@ -159,9 +159,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
     _selection(args, rng, registry, policy, catalog, result)
     calls = _search(args, rng, toolset, result)
-    first_call = [*toolset.schemas]
+    first_call = [*toolset.chat_tools]
     if toolset.deferred is not None:
-        first_call.append(SEARCH_SCHEMA)
+        first_call.append(SEARCH_CHAT_TOOL)
     everything = [registry.openai_schema(t) for t in registry.list_tools()]
     injected, full = len(orjson.dumps(first_call)), len(orjson.dumps(everything))
     result["bytes"] = {"injected": injected, "full": full, "ratio_pct": 100 * injected / full}

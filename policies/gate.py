@@ -26,6 +26,7 @@ from registry import (
     ToolCall,
     ToolRegistry,
     ToolResult,
+    ToolSpec,
     parse_arguments,
 )
 
@@ -139,18 +140,14 @@ class Gate:
             for key in self._ran_by_key.keys() | self._refused_by_key
         }
 
-    def schema(self, tool: Tool, schema: dict[str, Any]) -> dict[str, Any]:
-        """A tool's wire schema as this gate shows it (with `reason` where think-augment
-        applies)."""
+    def spec(self, tool: Tool, spec: ToolSpec) -> ToolSpec:
+        """A tool's spec as this gate shows it: with a `reason` argument where think-augment
+        applies, else `spec` itself."""
         if self._think is None or not self._think.applies(tool):
-            return schema
-        function = schema["function"]
-        parameters = function.get("parameters") or {"type": "object", "properties": {}}
+            return spec
+        parameters = spec.parameters or {"type": "object", "properties": {}}
         properties = {**(parameters.get("properties") or {}), THINK_ARGUMENT: THINK_SCHEMA}
-        return {
-            **schema,
-            "function": {**function, "parameters": {**parameters, "properties": properties}},
-        }
+        return dataclasses.replace(spec, parameters={**parameters, "properties": properties})
 
     def visible(self, tool: Tool, context: CallContext) -> bool:
         """Whether `tool` may be shown to the caller (in its scope, not denied outright)."""

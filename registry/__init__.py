@@ -47,7 +47,7 @@ from registry.sources import (
 )
 from registry.sync_bridge import call_async, call_sync, run_sync
 from registry.tags import Tag
-from registry.tool import ExecutionMode, Tool, ToolMetadata
+from registry.tool import ExecutionMode, Tool, ToolMetadata, ToolSpec
 
 __all__ = [
     "SOURCE_KINDS",
@@ -112,6 +112,7 @@ __all__ = [
     "ToolRegistry",
     "ToolResult",
     "ToolSource",
+    "ToolSpec",
     "TransientError",
     "WorkerCrashedError",
     "build_source",

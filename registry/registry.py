@@ -1,4 +1,4 @@
-"""The tool registry: registered tools, their wire names, wire schemas and enabled state."""
+"""The tool registry: registered tools, their wire names, specs and enabled state."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any, overload
 
 from registry.errors import RegistryError, ToolNotFoundError
-from registry.tool import Tool, ToolMetadata
+from registry.tool import Tool, ToolMetadata, ToolSpec
 from registry.wire_names import WireNames
 
 __all__ = ["ChangeCallback", "ToolRegistry"]
@@ -20,8 +20,9 @@ _METADATA_FIELDS = frozenset(f.name for f in dataclasses.fields(ToolMetadata))
 @dataclass(frozen=True, slots=True)
 class _Entry:
     tool: Tool
-    wire_name: str
+    spec: ToolSpec
     schema: dict[str, Any]
+    """The spec in Chat's shape (`openai_schema`)."""
     registered_tags: frozenset[str]
     """The tags the tool came with; `update` changes the tool's, never these."""
     disabled_reason: str | None = None
@@ -46,7 +47,7 @@ class _Filter:
             and (
                 self.names is None
                 or tool.qualified_name in self.names
-                or entry.wire_name in self.names
+                or entry.spec.name in self.names
             )
         )
 
@@ -111,16 +112,10 @@ class ToolRegistry:
         qualified = tool.qualified_name
         if qualified in self._entries:
             raise RegistryError(f"a tool named {qualified!r} is already registered")
-        wire = self._wire_names.add(qualified)
-        schema = {
-            "type": "function",
-            "function": {
-                "name": wire,
-                "description": tool.description,
-                "parameters": tool.parameters,
-            },
-        }
-        self._entries[qualified] = _Entry(tool, wire, schema, registered_tags=tool.metadata.tags)
+        spec = ToolSpec(self._wire_names.add(qualified), tool.description, tool.parameters)
+        self._entries[qualified] = _Entry(
+            tool, spec, _openai_schema(spec), registered_tags=tool.metadata.tags
+        )
         self._changed()
         return tool
 
@@ -154,9 +149,10 @@ class ToolRegistry:
             tool = dataclasses.replace(tool, description=description)
         if tool == entry.tool:
             return tool
-        function = {**entry.schema["function"], "description": tool.description}
-        schema = {**entry.schema, "function": function}
-        self._entries[qualified_name] = dataclasses.replace(entry, tool=tool, schema=schema)
+        spec = dataclasses.replace(entry.spec, description=tool.description)
+        self._entries[qualified_name] = dataclasses.replace(
+            entry, tool=tool, spec=spec, schema=_openai_schema(spec)
+        )
         self._changed()
         return tool
 
@@ -239,7 +235,7 @@ class ToolRegistry:
         Raises:
             ToolNotFoundError: the tool is not registered.
         """
-        return self._entry(_qualified(tool)).wire_name
+        return self._entry(_qualified(tool)).spec.name
 
     def resolve(self, name: str, *, include_disabled: bool = False) -> Tool | None:
         """Map a wire name (or a qualified name) back to its tool by lookup.
@@ -252,8 +248,17 @@ class ToolRegistry:
             return None
         return entry.tool
 
+    def tool_spec(self, tool: Tool | str) -> ToolSpec:
+        """What callers are shown of the tool (wire name, description, parameters), built
+        once at registration and on `update`: the same object until the tool changes.
+
+        Raises:
+            ToolNotFoundError: the tool is not registered.
+        """
+        return self._entry(_qualified(tool)).spec
+
     def openai_schema(self, tool: Tool | str) -> dict[str, Any]:
-        """The tool's OpenAI function schema, built once at registration.
+        """The tool's spec as an OpenAI Chat function tool, built with the spec.
 
         The same dict is returned every time and shared by all callers: do not mutate it.
 
@@ -307,6 +312,11 @@ class ToolRegistry:
         self._version += 1
         for callback in list(self._callbacks):
             callback(self)
+
+
+def _openai_schema(spec: ToolSpec) -> dict[str, Any]:
+    function = {"name": spec.name, "description": spec.description, "parameters": spec.parameters}
+    return {"type": "function", "function": function}
 
 
 def _qualified(tool: Tool | str) -> str:

@@ -16,7 +16,7 @@ from registry.arguments import bind_arguments, parse_arguments
 from registry.errors import RegistryError
 from registry.signatures import read_signature
 
-__all__ = ["EXECUTION_MODES", "ExecutionMode", "Tool", "ToolMetadata"]
+__all__ = ["EXECUTION_MODES", "ExecutionMode", "Tool", "ToolMetadata", "ToolSpec"]
 
 ExecutionMode = Literal["inline", "thread", "process"]
 EXECUTION_MODES: tuple[ExecutionMode, ...] = ("inline", "thread", "process")
@@ -65,6 +65,18 @@ class ToolMetadata:
                 f"execution_mode must be one of {', '.join(EXECUTION_MODES)}, "
                 f"got {self.execution_mode!r}"
             )
+
+
+@dataclass(frozen=True, slots=True)
+class ToolSpec:
+    """What a caller is shown of a tool, in no API's shape: each front renders it as its
+    API spells a tool (a Chat function, an MCP tool, a Responses listing)."""
+
+    name: str
+    """The wire name, the one a call names the tool by."""
+    description: str
+    parameters: dict[str, Any]
+    """The JSON schema of the arguments; shared, never mutated."""
 
 
 @dataclass(frozen=True, slots=True)

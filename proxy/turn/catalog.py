@@ -1,7 +1,8 @@
 """The tools one request shows the model: registry tools the policy and filters allow.
 
-Schemas come precomputed from the registry; the selected set is cached per filter and
-registry version, so a request does no schema work.
+Specs come precomputed from the registry and are rendered in Chat's shape (the loop's
+pivot) when a toolset is built; toolsets are cached per filter, caller and registry
+version, so a request does no schema work.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from policies import ANONYMOUS, CallContext, Gate, ToolFilter
-from registry import Tool, ToolIndex, ToolRegistry
+from registry import Tool, ToolIndex, ToolRegistry, ToolSpec
 
 from ..errors import BadRequestError
 
@@ -20,30 +21,35 @@ SEARCH_TOOL = "tool_search"
 """The tool injected when deferred tools are visible (the README's "How the loop behaves",
 **Deferred tools**)."""
 
-SEARCH_SCHEMA: dict[str, Any] = {
-    "type": "function",
-    "function": {
-        "name": SEARCH_TOOL,
-        "description": (
-            "Search the catalog of additional tools by what they do. Matching tools become "
-            "callable from your next step on."
-        ),
-        "parameters": {
-            "type": "object",
-            "properties": {
-                "query": {"type": "string", "description": "words describing the task"},
-                "limit": {
-                    "type": "integer",
-                    "minimum": 1,
-                    "maximum": 20,
-                    "description": "most tools to return (default 5)",
-                },
+SEARCH_SPEC = ToolSpec(
+    SEARCH_TOOL,
+    "Search the catalog of additional tools by what they do. Matching tools become "
+    "callable from your next step on.",
+    {
+        "type": "object",
+        "properties": {
+            "query": {"type": "string", "description": "words describing the task"},
+            "limit": {
+                "type": "integer",
+                "minimum": 1,
+                "maximum": 20,
+                "description": "most tools to return (default 5)",
             },
-            "required": ["query"],
-            "additionalProperties": False,
         },
+        "required": ["query"],
+        "additionalProperties": False,
     },
-}
+)
+
+
+def chat_tool(spec: ToolSpec) -> dict[str, Any]:
+    """A spec as a Chat function tool, the shape the loop sends upstream."""
+    function = {"name": spec.name, "description": spec.description, "parameters": spec.parameters}
+    return {"type": "function", "function": function}
+
+
+SEARCH_CHAT_TOOL = chat_tool(SEARCH_SPEC)
+"""`tool_search` as the loop injects it, after every other tool."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,13 +73,18 @@ class DeferredTools:
 class Toolset:
     """The registry tools visible to one request."""
 
-    schemas: tuple[dict[str, Any], ...]
+    specs: tuple[ToolSpec, ...]
     """Injected from the first call: the visible tools that are not deferred."""
+    chat_tools: tuple[dict[str, Any], ...]
+    """`specs` in Chat's shape, as the loop injects them."""
     by_wire_name: Mapping[str, Tool]
     """Every visible tool, deferred ones included (a call to any of them may run)."""
     deferred: DeferredTools | None = None
     """Search over the visible deferred tools; None when there are none."""
-    deferred_schemas: Mapping[str, dict[str, Any]] = field(default_factory=dict)
+    deferred_specs: Mapping[str, ToolSpec] = field(default_factory=dict)
+    """The visible deferred tools by wire name."""
+    deferred_chat_tools: Mapping[str, dict[str, Any]] = field(default_factory=dict)
+    """The same in Chat's shape, as the loop loads them once `tool_search` finds them."""
     denied: Mapping[str, Tool] = field(default_factory=dict)
     """Tools the request's filters select but the policy denies, by wire name: never shown
     or run, but a call to one is answered with the denial's reason, not "unknown tool"."""
@@ -102,11 +113,15 @@ class Catalog:
         deferred = [t for t in visible if t.metadata.defer]
         wire = self._registry.wire_name
         shown = {id(t) for t in visible}
+        injected = [self._shown(t) for t in visible if not t.metadata.defer]
+        later = {wire(t): self._shown(t) for t in deferred}
         toolset = Toolset(
-            schemas=tuple(self._schema(t) for t in visible if not t.metadata.defer),
+            specs=tuple(spec for spec, _ in injected),
+            chat_tools=tuple(chat for _, chat in injected),
             by_wire_name={wire(t): t for t in visible},
             deferred=self._deferred(deferred) if deferred else None,
-            deferred_schemas={wire(t): self._schema(t) for t in deferred},
+            deferred_specs={name: spec for name, (spec, _) in later.items()},
+            deferred_chat_tools={name: chat for name, (_, chat) in later.items()},
             denied={wire(t): t for t in selected if id(t) not in shown},
         )
         self._cache[key] = toolset
@@ -129,8 +144,15 @@ class Catalog:
             {t.qualified_name: wire(t) for t in tools},
         )
 
-    def _schema(self, tool: Tool) -> dict[str, Any]:
-        return self._gate.schema(tool, self._registry.openai_schema(tool))
+    def _shown(self, tool: Tool) -> tuple[ToolSpec, dict[str, Any]]:
+        """The tool's spec as the gate shows it, and that spec in Chat's shape: the
+        registry's own Chat schema when the gate left the spec as it was, so toolsets
+        share it rather than each holding a copy."""
+        registered = self._registry.tool_spec(tool)
+        spec = self._gate.spec(tool, registered)
+        if spec is registered:
+            return spec, self._registry.openai_schema(tool)
+        return spec, chat_tool(spec)
 
     def client_tool_names(self, tools: Any, caller: CallContext = ANONYMOUS) -> frozenset[str]:
         """Names of the client's own function tools.

@@ -16,7 +16,7 @@ from registry import ToolResult
 
 from ..approvals.flow import USED_APPROVAL, ApprovalFlow, apply_answers
 from .assembler import Answer, Assembler, Usage, assistant_message
-from .catalog import SEARCH_SCHEMA
+from .catalog import SEARCH_CHAT_TOOL
 from .continuations import AFTER_RESULTS, TurnStore, owned, restore
 from .controls import Controls
 from .events import Finished, LoopEvent, ToolsFinished, ToolsStarted
@@ -242,9 +242,9 @@ class ToolLoop:
 
 
 def _tools_for(turn: Turn, state: _State) -> list[dict[str, Any]]:
-    tools = [*turn.toolset.schemas, *state.loaded.values()]
+    tools = [*turn.toolset.chat_tools, *state.loaded.values()]
     if turn.toolset.deferred is not None:
-        tools.append(SEARCH_SCHEMA)
+        tools.append(SEARCH_CHAT_TOOL)
     tools.extend(turn.body.get("tools") or ())
     return tools
 

@@ -1,4 +1,4 @@
-"""Answers `tool_search` calls: finds deferred tools and loads their schemas for the turn."""
+"""Answers `tool_search` calls: finds deferred tools and loads them into the turn."""
 
 from __future__ import annotations
 
@@ -15,8 +15,10 @@ MAX_LIMIT = 20
 
 
 def run_search(toolset: Toolset, call: ToolCall, loaded: dict[str, dict[str, Any]]) -> ToolResult:
-    """Search the toolset's deferred tools; the found ones join `loaded` (wire name → schema)."""
-    if toolset.deferred is None:
+    """Search the toolset's deferred tools; the found ones join `loaded` (wire name → Chat
+    tool, as the loop injects it)."""
+    deferred = toolset.deferred
+    if deferred is None:
         return ToolResult.error(call.id, "unknown_tool", "there are no tools to search")
     arguments = _arguments(call)
     query = arguments.get("query") if arguments is not None else None
@@ -30,12 +32,12 @@ def run_search(toolset: Toolset, call: ToolCall, loaded: dict[str, dict[str, Any
             call.id, "invalid_arguments", f"limit: an integer from 1 to {MAX_LIMIT} is required"
         )
     found = []
-    for tool in toolset.deferred.search(query, limit=limit):
-        schema = _schema_of(toolset, tool.qualified_name)
-        if schema is None:
+    for tool in deferred.search(query, limit=limit):
+        name = deferred.wire_names.get(tool.qualified_name)
+        chat = toolset.deferred_chat_tools.get(name) if name is not None else None
+        if name is None or chat is None:
             continue
-        name = schema["function"]["name"]
-        loaded[name] = schema
+        loaded[name] = chat
         found.append({"name": name, "description": tool.description})
     if not found:
         return ToolResult(call.id, orjson.dumps({"tools": [], "note": "no tool matches"}).decode())
@@ -51,8 +53,3 @@ def _arguments(call: ToolCall) -> dict[str, Any] | None:
     except orjson.JSONDecodeError:
         return None
     return value if isinstance(value, dict) else None
-
-
-def _schema_of(toolset: Toolset, qualified_name: str) -> dict[str, Any] | None:
-    wire = toolset.deferred.wire_names.get(qualified_name) if toolset.deferred else None
-    return toolset.deferred_schemas.get(wire) if wire is not None else None

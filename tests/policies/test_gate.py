@@ -188,12 +188,10 @@ async def test_think_augment_adds_a_reason_strips_it_and_logs_it() -> None:
     read_tool = registry.register(read, namespace="docs")
     executor = Executor(strict_arguments=True)
     gate = Gate(RulePolicy(PolicyConfig()), executor, think=ThinkAugment(namespaces=["ops"]))
-    schema = gate.schema(launch_tool, registry.openai_schema(launch_tool))
-    assert schema["function"]["parameters"]["properties"]["reason"]["type"] == "string"
-    assert "reason" not in schema["function"]["parameters"].get("required", [])
-    assert gate.schema(read_tool, registry.openai_schema(read_tool)) == registry.openai_schema(
-        read_tool
-    )
+    spec = gate.spec(launch_tool, registry.tool_spec(launch_tool))
+    assert spec.parameters["properties"]["reason"]["type"] == "string"
+    assert "reason" not in spec.parameters.get("required", [])
+    assert gate.spec(read_tool, registry.tool_spec(read_tool)) is registry.tool_spec(read_tool)
     thought = ToolCall("c9", "ops_launch", {"target": "mars", "reason": "the user asked"})
     result = await gate.call(launch_tool, thought, CallContext())
     assert result.content == "launched mars"  # strict arguments: `reason` never reached it

@@ -6,7 +6,7 @@ from typing import Any
 
 from policies import CallContext, Gate, PolicyConfig, RulePolicy
 from policies.rules import ThinkAugment
-from registry import Executor, ToolCall, ToolRegistry
+from registry import Executor, ToolCall, ToolRegistry, ToolSpec
 
 SEEN: list[dict[str, Any]] = []
 
@@ -33,19 +33,20 @@ def setup(**policy: Any) -> tuple[Gate, Any, Executor]:
 
 def test_think_augment_keeps_the_tools_own_parameters() -> None:
     gate, (registry, tool), _ = setup()
-    original = registry.openai_schema(tool)
-    shown = gate.schema(tool, original)["function"]["parameters"]
-    own = original["function"]["parameters"]
+    original = registry.tool_spec(tool)
+    shown = gate.spec(tool, original).parameters
+    own = original.parameters
     assert set(shown["properties"]) == {*own["properties"], "reason"}
     assert {k: shown["properties"][k] for k in own["properties"]} == own["properties"]
     assert shown["required"] == own["required"] == ["target"]
-    assert "reason" not in original["function"]["parameters"]["properties"]  # not mutated
+    assert "reason" not in original.parameters["properties"]  # not mutated
+    assert gate.spec(tool, original).name == original.name == "ops_launch"
 
 
 def test_think_augment_gives_a_tool_without_parameters_an_object_schema() -> None:
     gate, (_registry, tool), _ = setup()
-    bare = {"type": "function", "function": {"name": "ops_launch"}}
-    shown = gate.schema(tool, bare)["function"]["parameters"]
+    bare = ToolSpec("ops_launch", "", {})
+    shown = gate.spec(tool, bare).parameters
     assert shown["type"] == "object" and list(shown["properties"]) == ["reason"]
 
 

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from registry import RegistryError, Tag, Tool, ToolNotFoundError, ToolRegistry
+from registry import RegistryError, Tag, Tool, ToolNotFoundError, ToolRegistry, ToolSpec
 
 
 def get_time(zone: str = "UTC") -> str:
@@ -149,6 +149,16 @@ def test_failed_changes_do_not_bump_the_version() -> None:
     assert registry.version == version
 
 
+def test_a_tool_spec_is_built_once_under_the_wire_name() -> None:
+    registry = make_registry()
+    tool = registry.get_tool("time.get_time")
+    spec = registry.tool_spec(tool)
+    assert spec == ToolSpec("time_get_time", "Current time in a zone.", tool.parameters)
+    assert registry.tool_spec("time.get_time") is spec
+    with pytest.raises(ToolNotFoundError):
+        registry.tool_spec("missing")
+
+
 def test_openai_schema_is_cached() -> None:
     registry = make_registry()
     tool = registry.get_tool("time.get_time")
@@ -183,6 +193,7 @@ def test_update_changes_metadata_and_description_in_place() -> None:
     assert registry.wire_name("geo.lookup") == wire
     assert registry.disabled_reason("geo.lookup") == "maintenance"
     assert registry.openai_schema("geo.lookup")["function"]["description"] == "Find any city."
+    assert registry.tool_spec("geo.lookup") == ToolSpec(wire, "Find any city.", changed.parameters)
     registry.update("geo.lookup", defer=True)
     assert registry.version == version + 1  # no change, no new version
     with pytest.raises(RegistryError, match="unknown tool metadata"):

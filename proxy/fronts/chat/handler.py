@@ -36,7 +36,7 @@ class ChatCompletions:
         caller = context.caller()
         client_tools = catalog.client_tool_names(body.get("tools"), caller)
         toolset = catalog.toolset(controls.tool_filter, caller)
-        if toolset.schemas and body.get("n", 1) not in (1, None):
+        if toolset.specs and body.get("n", 1) not in (1, None):
             raise BadRequestError("n > 1 is not supported with proxy tools", param="n")
         stream = body.get("stream") is True
         options = body.get("stream_options") or {}

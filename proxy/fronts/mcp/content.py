@@ -11,7 +11,7 @@ from typing import Any
 
 import mcp_types as types
 
-from registry import Tag, Tool, ToolResult
+from registry import Tag, Tool, ToolResult, ToolSpec
 
 _AUDIO_TYPES = {"wav": "audio/wav", "mp3": "audio/mpeg"}
 """MIME types of the formats OpenAI's `input_audio` part takes."""
@@ -20,23 +20,18 @@ META_PREFIX = "toolwire/"
 """Toolwire's fields in a tool's `_meta`: its qualified name, tags and deferral."""
 
 
-def mcp_tool(tool: Tool, wire_name: str, schema: Mapping[str, Any]) -> types.Tool:
-    """A registry tool as an MCP tool definition, under its wire name.
-
-    `schema` is the OpenAI function schema the gate shows for the tool; its parameters
-    become the input schema.
-    """
-    function = schema["function"]
-    parameters = function.get("parameters") or {"type": "object", "properties": {}}
+def mcp_tool(tool: Tool, spec: ToolSpec) -> types.Tool:
+    """A registry tool as an MCP tool definition, from the spec the gate shows for it
+    (under its wire name, its parameters the input schema)."""
     meta = {
         f"{META_PREFIX}name": tool.qualified_name,
         f"{META_PREFIX}tags": sorted(tool.metadata.tags),
         f"{META_PREFIX}deferred": tool.metadata.defer,
     }
     return types.Tool(
-        name=wire_name,
-        description=function.get("description") or tool.description,
-        input_schema=parameters,
+        name=spec.name,
+        description=spec.description,
+        input_schema=spec.parameters or {"type": "object", "properties": {}},
         annotations=_annotations(tool),
         _meta=meta,
     )

@@ -57,10 +57,10 @@ class McpTools:
         start = _offset(params.cursor if params is not None else None, len(names))
         page = names[start : start + self._page_size]
         end = start + len(page)
-        shown = {schema["function"]["name"]: schema for schema in toolset.schemas}
-        shown.update(toolset.deferred_schemas)
+        shown = {spec.name: spec for spec in toolset.specs}
+        shown.update(toolset.deferred_specs)
         return types.ListToolsResult(
-            tools=[mcp_tool(toolset.by_wire_name[name], name, shown[name]) for name in page],
+            tools=[mcp_tool(toolset.by_wire_name[name], shown[name]) for name in page],
             next_cursor=str(end) if end < len(names) else None,
         )
 

@@ -12,6 +12,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from policies import ToolFilter
+from registry import ToolSpec
 
 from ...errors import BadRequestError, ProxyError
 from ...server.asgi import Receive, Scope, Send
@@ -205,18 +206,7 @@ def _listings(
         if entry.label in listed:
             continue
         listed.add(entry.label)
-        described = []
-        for schema in toolset.schemas:
-            function = schema["function"]
-            if labels.get(function["name"]) == entry.label:
-                described.append(
-                    {
-                        "name": function["name"],
-                        "description": function.get("description"),
-                        "input_schema": function.get("parameters", {}),
-                        "annotations": None,
-                    }
-                )
+        described = [_listed(s) for s in toolset.specs if labels.get(s.name) == entry.label]
         listings.append(
             {
                 "type": "mcp_list_tools",
@@ -227,6 +217,16 @@ def _listings(
             }
         )
     return tuple(listings)
+
+
+def _listed(spec: ToolSpec) -> dict[str, Any]:
+    """A tool as an `mcp_list_tools` item lists it."""
+    return {
+        "name": spec.name,
+        "description": spec.description,
+        "input_schema": spec.parameters,
+        "annotations": None,
+    }
 
 
 def _echo(body: ResponsesBody) -> dict[str, Any]:

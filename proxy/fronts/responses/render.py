@@ -12,10 +12,11 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
+
 from registry import ToolCall, ToolResult
 
 from ...errors import ProxyError
-from ...turn.assembler import wire_call
 from ...turn.events import (
     ContentDelta,
     Finished,
@@ -257,7 +258,7 @@ class ResponseBuilder:
     def _calls_started(self, calls: tuple[ToolCall, ...]) -> list[Event]:
         events = self._close()
         for call in calls:
-            arguments = wire_call(call)["function"]["arguments"]
+            arguments = _arguments(call)
             item: Item = {
                 "type": "mcp_call",
                 "id": self._new_id("mcp"),
@@ -328,7 +329,7 @@ class ResponseBuilder:
         return [*events, self._event(terminal, response=self.response())]
 
     def _function_call(self, call: ToolCall) -> list[Event]:
-        arguments = wire_call(call)["function"]["arguments"]
+        arguments = _arguments(call)
         item: Item = {
             "type": "function_call",
             "id": self._new_id("fc"),
@@ -354,13 +355,19 @@ class ResponseBuilder:
             "id": approval_id(call.id),
             "server_label": self.plan.labels.get(call.name, "toolwire"),
             "name": call.name,
-            "arguments": wire_call(call)["function"]["arguments"],
+            "arguments": _arguments(call),
         }
         index = self._add(item)
         return [
             self._event("response.output_item.added", output_index=index, item=item),
             self._event("response.output_item.done", output_index=index, item=item),
         ]
+
+
+def _arguments(call: ToolCall) -> str:
+    """A call's arguments as the JSON text an item carries."""
+    arguments = call.arguments
+    return arguments if isinstance(arguments, str) else orjson.dumps(arguments).decode()
 
 
 def _paused(call: ToolCall) -> bool:

@@ -29,7 +29,7 @@ def toolset() -> Toolset:
     registry.register(launch, namespace="ops")
     registry.register(read, namespace="ops")
     tools = {registry.wire_name(t): t for t in registry.list_tools()}
-    return Toolset(schemas=(), by_wire_name=tools)
+    return Toolset(specs=(), chat_tools=(), by_wire_name=tools)
 
 
 def flow() -> ApprovalFlow:

@@ -25,7 +25,9 @@ def launch(target: str) -> str:
 def toolset() -> Toolset:
     registry = ToolRegistry()
     registry.register(launch, namespace="ops")
-    return Toolset(schemas=(), by_wire_name={registry.wire_name(t): t for t in registry})
+    return Toolset(
+        specs=(), chat_tools=(), by_wire_name={registry.wire_name(t): t for t in registry}
+    )
 
 
 async def paused(approvals: ApprovalFlow) -> ToolCall:

@@ -14,7 +14,7 @@ from policies import (
     ToolFilter,
 )
 from proxy.errors import BadRequestError
-from proxy.turn.catalog import SEARCH_SCHEMA, SEARCH_TOOL, Catalog
+from proxy.turn.catalog import SEARCH_CHAT_TOOL, SEARCH_SPEC, SEARCH_TOOL, Catalog
 from registry import Executor, ToolRegistry
 
 POLICY = RulePolicy(
@@ -56,14 +56,15 @@ def registry() -> ToolRegistry:
 
 
 def shown(catalog: Catalog, tool_filter: ToolFilter = NO_FILTER) -> list[str]:
-    return [s["function"]["name"] for s in catalog.toolset(tool_filter).schemas]
+    return [s.name for s in catalog.toolset(tool_filter).specs]
 
 
 def test_a_toolset_holds_visible_deferred_and_denied_tools_apart() -> None:
     toolset = Catalog(registry(), GATE).toolset(ToolFilter())
-    assert [s["function"]["name"] for s in toolset.schemas] == ["t_add"]
+    assert [s.name for s in toolset.specs] == ["t_add"]
+    assert [s["function"]["name"] for s in toolset.chat_tools] == ["t_add"]
     assert set(toolset.by_wire_name) == {"t_add", "t_archive"}
-    assert set(toolset.deferred_schemas) == {"t_archive"}
+    assert set(toolset.deferred_specs) == set(toolset.deferred_chat_tools) == {"t_archive"}
     assert toolset.deferred is not None
     assert [t.qualified_name for t in toolset.denied.values()] == ["t.wipe"]
     assert list(toolset.denied) == ["t_wipe"]
@@ -73,8 +74,8 @@ def test_without_deferred_tools_there_is_nothing_to_search() -> None:
     tools = ToolRegistry()
     tools.register(add, namespace="t")
     toolset = Catalog(tools, GATE).toolset(ToolFilter())
-    assert toolset.deferred is None and toolset.deferred_schemas == {}
-    assert SEARCH_SCHEMA["function"]["name"] == SEARCH_TOOL
+    assert toolset.deferred is None and toolset.deferred_specs == {}
+    assert SEARCH_SPEC.name == SEARCH_CHAT_TOOL["function"]["name"] == SEARCH_TOOL
 
 
 def test_a_filter_narrows_the_toolset_and_its_denials() -> None:
@@ -165,7 +166,7 @@ def test_each_caller_gets_the_toolset_of_its_own_key_scope() -> None:
     catalog = Catalog(registry(), GATE)
     everything = catalog.toolset(NO_FILTER)
     scoped = catalog.toolset(NO_FILTER, READER)
-    assert scoped.by_wire_name == {} and scoped.schemas == () and scoped.denied == {}
+    assert scoped.by_wire_name == {} and scoped.specs == () and scoped.denied == {}
     assert catalog.toolset(NO_FILTER) is everything
     assert catalog.toolset(NO_FILTER, READER) is scoped
 
