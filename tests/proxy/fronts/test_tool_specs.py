@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import ast
+from pathlib import Path
+
 import orjson
 
 from policies import NO_FILTER, Gate, PolicyConfig, RulePolicy, ThinkAugment
@@ -104,3 +107,34 @@ def test_responses_tool_listings_are_the_ones_of_before() -> None:
         b'[{"name":"ops_launch","description":"Launch something at a target.",'
         b'"input_schema":' + LAUNCH_PARAMETERS + b',"annotations":null}]'
     )
+
+
+def test_no_one_outside_the_loop_and_the_upstreams_reads_a_chat_tool_schema() -> None:
+    """The gate, /mcp and the Responses front read specs: no `x["function"]`, no
+    `x.get("function")` and no `chat_tools` in them."""
+    root = Path(__file__).resolve().parents[3]
+    files = [
+        *(root / "policies").rglob("*.py"),
+        *(root / "proxy" / "fronts" / "mcp").rglob("*.py"),
+        *(root / "proxy" / "fronts" / "responses").rglob("*.py"),
+    ]
+    readers = []
+    for path in files:
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if _reads_function(node) or (
+                isinstance(node, ast.Attribute) and "chat_tools" in node.attr
+            ):
+                readers.append(f"{path.relative_to(root)}:{getattr(node, 'lineno', 0)}")
+    assert files and readers == []
+
+
+def _reads_function(node: ast.AST) -> bool:
+    if isinstance(node, ast.Subscript):
+        key = node.slice
+    elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+        if node.func.attr != "get" or not node.args:
+            return False
+        key = node.args[0]
+    else:
+        return False
+    return isinstance(key, ast.Constant) and key.value == "function"
