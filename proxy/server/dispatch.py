@@ -3,7 +3,7 @@ path through Starlette's routes, which the route table builds."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Awaitable, Mapping
 from typing import TYPE_CHECKING
 
 from starlette.exceptions import HTTPException
@@ -52,21 +52,23 @@ class Router:
         self._routes = routes
         self._running = running
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+    def __call__(self, scope: Scope, receive: Receive, send: Send) -> Awaitable[None]:
+        # The handler's awaitable, not awaited here: no frame of the router's stays on the
+        # request's task (see middleware.py).
         if scope["type"] == "http":
             route = context_of(scope).route
             if route.front is not None:
-                await self._front(route, scope, receive, send)
-                return
-        await self._routes(scope, receive, send)
+                if scope["method"] == "POST":
+                    handler = self._running.handlers.get(route.path)
+                    if handler is not None:
+                        return handler(scope, receive, send)
+                return self._refuse(route, scope, send)
+        return self._routes(scope, receive, send)
 
-    async def _front(self, route: Route, scope: Scope, receive: Receive, send: Send) -> None:
+    async def _refuse(self, route: Route, scope: Scope, send: Send) -> None:
+        """A front's 405 to any method but POST; its 503 while its handler is not built."""
         error: ProxyError
         if scope["method"] == "POST":
-            handler = self._running.handlers.get(route.path)
-            if handler is not None:
-                await handler(scope, receive, send)
-                return
             error = ProxyError("the proxy is not ready", status=503, code="not_ready")
         else:
             error = MethodNotAllowedError.on(scope["method"], route.path, ", ".join(route.methods))

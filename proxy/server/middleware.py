@@ -1,10 +1,18 @@
 """The edge's own layers: the request context, first, and the client key check, last before
-the router. `create_app` composes them with the drain's and the telemetry's (`telemetry/`)."""
+the router. `create_app` composes them with the drain's and the telemetry's (`telemetry/`).
+
+A layer that only prepares the request returns the next layer's awaitable rather than
+awaiting it: it then adds no frame that every resumption of the request's task would pass
+through (bench/instructions.py counts them).
+"""
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
+
 from ..errors import ProxyError
 from .asgi import Receive, Scope, Send, send_json
+from .auth import Authenticator
 from .context import context_of
 from .dispatch import Running
 from .routes import misrouted_error, route_of
@@ -18,10 +26,10 @@ class RequestContextMiddleware:
     def __init__(self, app: App) -> None:
         self.app = app
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+    def __call__(self, scope: Scope, receive: Receive, send: Send) -> Awaitable[None]:
         if scope["type"] == "http":
             context_of(scope).route = route_of(scope["path"])
-        await self.app(scope, receive, send)
+        return self.app(scope, receive, send)
 
 
 class AuthMiddleware:
@@ -37,18 +45,22 @@ class AuthMiddleware:
         self.app = app
         self._running = running
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+    def __call__(self, scope: Scope, receive: Receive, send: Send) -> Awaitable[None]:
         keys = self._running.keys
-        if keys is not None and scope["type"] == "http":
-            context = context_of(scope)
-            route = context.route
-            if not route.open:
-                try:
-                    context.principal = await keys.authenticate(context.headers)
-                except ProxyError as exc:
-                    error = misrouted_error(scope) or exc
-                    headers = {**error.headers, "x-request-id": context.request_id}
-                    await send_json(send, error.status, route.shape(error), headers)
-                    return
-                context.headers = keys.upstream_headers(dict(context.headers))
+        if keys is None or scope["type"] != "http" or context_of(scope).route.open:
+            return self.app(scope, receive, send)
+        return self._checked(keys, scope, receive, send)
+
+    async def _checked(
+        self, keys: Authenticator, scope: Scope, receive: Receive, send: Send
+    ) -> None:
+        context = context_of(scope)
+        try:
+            context.principal = await keys.authenticate(context.headers)
+        except ProxyError as exc:
+            error = misrouted_error(scope) or exc
+            headers = {**error.headers, "x-request-id": context.request_id}
+            await send_json(send, error.status, context.route.shape(error), headers)
+            return
+        context.headers = keys.upstream_headers(dict(context.headers))
         await self.app(scope, receive, send)
