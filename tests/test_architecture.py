@@ -160,3 +160,126 @@ def test_only_the_gate_runs_tools() -> None:
                 ):
                     callers.append(f"{path.relative_to(REPO)}:{node.lineno}")
     assert callers and all(c.startswith("policies/gate.py:") for c in callers), callers
+
+
+# Inside `proxy/`, each role folder may import only what its role needs. The keys are the
+# folders; the values, the modules of other folders each may not import (a prefix forbids the
+# folder, a longer name one module in it); `ALLOWED_INSIDE` lists the exceptions.
+ROLES = ("server", "turn", "approvals", "state", "fronts", "upstreams", "admin", "telemetry")
+FORBIDDEN = {
+    "turn": ("proxy.server", "proxy.fronts", "proxy.admin", "proxy.telemetry"),
+    "approvals": ("proxy.server", "proxy.fronts", "proxy.admin", "proxy.telemetry"),
+    "state": (
+        "proxy.server",
+        "proxy.fronts",
+        "proxy.turn",
+        "proxy.approvals",
+        "proxy.upstreams",
+        "proxy.admin",
+        "proxy.telemetry",
+    ),
+    "upstreams": (
+        "proxy.server",
+        "proxy.fronts",
+        "proxy.approvals",
+        "proxy.admin",
+        "proxy.telemetry",
+    ),
+    "fronts": ("proxy.server", "proxy.admin", "proxy.telemetry"),
+    "telemetry": ("proxy.fronts", "proxy.admin"),
+    "admin": ("proxy.fronts",),
+    "server": (),
+}
+ALLOWED_INSIDE = {
+    # The plumbing the edge hands every front: ASGI helpers, the request's context, the
+    # services bundle and the Host/Origin check; never the app, its routes or middleware.
+    "fronts": (
+        "proxy.server.asgi",
+        "proxy.server.context",
+        "proxy.server.services",
+        "proxy.server.hosts",
+    ),
+    # The records a store holds and the seams of the upstream's stream are shared shapes.
+    "state": ("proxy.state",),
+}
+
+
+def proxy_module_imports(where: str, source: str) -> Iterator[tuple[int, str]]:
+    """Every `proxy.…` module a file under proxy/ imports, relative imports resolved."""
+    package = where.removesuffix(".py").split("/")[:-1]
+    for node in ast.walk(ast.parse(source, filename=where)):
+        if isinstance(node, ast.ImportFrom) and node.level:
+            base = package[: len(package) - (node.level - 1)]
+            module = ".".join(base + ([node.module] if node.module else []))
+            names = [f"{module}.{a.name}" for a in node.names] if not node.module else [module]
+            for name in names:
+                yield node.lineno, name
+        elif isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("proxy"):
+            yield node.lineno, node.module
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.startswith("proxy"):
+                    yield node.lineno, alias.name
+
+
+def role_problems(role: str, where: str, source: str) -> list[str]:
+    """The imports of one file of `proxy/<role>/` that its role forbids."""
+    problems = []
+    allowed = ALLOWED_INSIDE.get(role, ())
+    for line, module in proxy_module_imports(where, source):
+        if any(module == a or module.startswith(a + ".") for a in allowed):
+            continue
+        if any(module == p or module.startswith(p + ".") for p in FORBIDDEN[role]):
+            problems.append(f"{where}:{line}: proxy/{role} must not import {module}")
+    return problems
+
+
+def role_violations(role: str) -> list[str]:
+    problems = []
+    for path in sorted((REPO / "proxy" / role).rglob("*.py")):
+        where = path.relative_to(REPO).as_posix()
+        problems += role_problems(role, where, path.read_text(encoding="utf-8"))
+    return problems
+
+
+@pytest.mark.parametrize(
+    ("where", "source", "expected"),
+    [
+        ("proxy/turn/loop.py", "from ..server.app import create_app", "proxy.server.app"),
+        ("proxy/turn/loop.py", "from ..fronts import chat", "proxy.fronts"),
+        ("proxy/state/redis.py", "from ..turn.continuations import restore", "proxy.turn"),
+        ("proxy/state/redis.py", "from proxy.approvals.queue import ApprovalQueue", "approvals"),
+        ("proxy/fronts/chat/handler.py", "from ...server.routes import FRONTS", "server.routes"),
+        ("proxy/upstreams/router.py", "from ..approvals import flow", "proxy.approvals"),
+    ],
+)
+def test_the_role_checker_catches_violations(where: str, source: str, expected: str) -> None:
+    role = where.split("/")[1]
+    problems = role_problems(role, where, source)
+    assert len(problems) == 1 and expected in problems[0]
+
+
+@pytest.mark.parametrize(
+    ("where", "source"),
+    [
+        ("proxy/turn/loop.py", "from ..upstreams.base import Upstream\nfrom ..errors import E"),
+        ("proxy/state/redis.py", "from .base import TurnStore\nfrom ..config import Settings"),
+        ("proxy/fronts/chat/handler.py", "from ...server.asgi import read_body"),
+    ],
+)
+def test_the_role_checker_accepts_allowed_imports(where: str, source: str) -> None:
+    assert role_problems(where.split("/")[1], where, source) == []
+
+
+@pytest.mark.parametrize("role", ROLES)
+def test_each_role_folder_imports_only_what_its_role_needs(role: str) -> None:
+    assert role_violations(role) == []
+
+
+def test_proxy_keeps_few_loose_modules() -> None:
+    """`proxy/` says what it holds: role folders, and only the shared config, errors and SSE
+    codec (plus the package's init and `__main__`) loose beside them."""
+    loose = sorted(p.name for p in (REPO / "proxy").glob("*.py"))
+    assert loose == ["__init__.py", "__main__.py", "config.py", "errors.py", "sse.py"]
+    folders = {p.name for p in (REPO / "proxy").iterdir() if (p / "__init__.py").exists()}
+    assert folders == set(ROLES)
