@@ -21,7 +21,7 @@ from .filters import NO_FILTER, ToolFilter
 from .gate import Admission, CallGuards, Gate, GateDecision
 from .guards import LoopGuard, LoopLimits
 from .policy import Approver, Policy
-from .principals import AuthConfig, KeyConfig, KeyRing, Principal
+from .principals import AuthConfig, KeyConfig, KeyRing, Principal, key_digest
 from .ratelimit import MemoryRateLimiter, RateLimiter
 from .rule_policy import RulePolicy
 from .rules import PRESETS, PolicyConfig, Rule, RuleMatch, ThinkAugment, WebhookConfig
@@ -65,6 +65,7 @@ __all__ = [
     "Verdict",
     "WebhookConfig",
     "conversation_digest",
+    "key_digest",
     "new_call_id",
     "parse_verdict",
     "pending",

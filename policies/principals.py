@@ -105,7 +105,7 @@ class KeyRing:
     def from_config(cls, config: AuthConfig) -> KeyRing:
         entries: list[tuple[bytes, Principal]] = []
         if config.master_key:
-            entries.append((_digest(config.master_key), Principal(MASTER, master=True)))
+            entries.append((key_digest(config.master_key), Principal(MASTER, master=True)))
         for key in config.keys:
             principal = Principal(
                 name=key.name,
@@ -115,7 +115,7 @@ class KeyRing:
                 requests_per_minute=key.rate_limit.requests_per_minute,
                 tool_calls_per_minute=key.rate_limit.tool_calls_per_minute,
             )
-            entries.append((_digest(key.key), principal))
+            entries.append((key_digest(key.key), principal))
         return cls(tuple(entries), config.forward_client_key)
 
     def authenticate(self, presented: str) -> Principal | None:
@@ -124,7 +124,7 @@ class KeyRing:
         Every configured key is compared, each in constant time, so the answer takes as
         long whichever key (if any) matches.
         """
-        digest = _digest(presented)
+        digest = key_digest(presented)
         found: Principal | None = None
         for expected, principal in self._entries:
             if hmac.compare_digest(digest, expected):
@@ -136,5 +136,6 @@ class KeyRing:
         return next((p for _, p in self._entries if p.name == name), None)
 
 
-def _digest(key: str) -> bytes:
+def key_digest(key: str) -> bytes:
+    """What a configured key is kept as, to be compared in constant time (`hmac`)."""
     return hashlib.sha256(key.encode()).digest()

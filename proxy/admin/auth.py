@@ -7,9 +7,9 @@ import ipaddress
 
 from fastapi import HTTPException, Request
 
-from policies import KeyRing
+from policies import KeyRing, key_digest
 
-from ..server.auth import bearer_token, key_digest
+from ..server.auth import bearer_token
 
 _LOCAL = "local"
 _UNAUTHORIZED = {"WWW-Authenticate": "Bearer"}

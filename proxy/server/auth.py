@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import math
 from collections import Counter
 from collections.abc import Mapping
@@ -85,11 +84,6 @@ def bearer_token(authorization: str) -> str | None:
     scheme, _, token = authorization.partition(" ")
     token = token.strip()
     return token if scheme.lower() == "bearer" and token else None
-
-
-def key_digest(key: str) -> bytes:
-    """What a configured key is kept as, to be compared in constant time (`hmac`)."""
-    return hashlib.sha256(key.encode()).digest()
 
 
 def _presented(headers: Mapping[str, str]) -> str | None:

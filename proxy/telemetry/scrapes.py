@@ -11,11 +11,11 @@ from __future__ import annotations
 import hmac
 from collections.abc import Mapping
 
-from policies import KeyRing
+from policies import KeyRing, key_digest
 
 from ..config import Settings
 from ..errors import ProxyError
-from ..server.auth import AuthenticationError, bearer_token, key_digest
+from ..server.auth import AuthenticationError, bearer_token
 
 _CHALLENGE = {"www-authenticate": "Bearer"}
 
