@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import threading
 
 import aiohttp
 import orjson
@@ -31,11 +32,31 @@ async def _raw_stream(url: str, body: dict) -> tuple[list[bytes], list[dict]]:
 
 
 async def test_keepalive_comments_while_tools_run(make_proxy, upstream: FakeUpstream) -> None:
-    upstream.script(Reply.tool_calls([("t_nap", {"seconds": 0.15})]), Reply.text("rested"))
+    """The tool runs until the client has seen a keep-alive comment (10 s at most), so the
+    test does not depend on how fast a loaded machine runs the tool or the ticker."""
+    seen = threading.Event()
+
+    def hold() -> str:
+        """Wait until the client saw a keep-alive."""
+        return "held" if seen.wait(10) else "no keep-alive within 10 s"
+
     registry = registry_with()
-    async with make_proxy(registry, loop={"keepalive_s": 0.02}) as proxy:
-        comments, data = await _raw_stream(proxy.base_url, {})
-    assert b": keep-alive" in comments
+    registry.register(hold, namespace="t")
+    upstream.script(Reply.tool_calls([("t_hold", {})]), Reply.text("rested"))
+    payload = orjson.dumps({"model": "m", "messages": USER, "stream": True})
+    raw = b""
+    async with (
+        make_proxy(registry, loop={"keepalive_s": 0.02}) as proxy,
+        aiohttp.ClientSession() as session,
+        session.post(f"{proxy.base_url}/chat/completions", data=payload) as response,
+    ):
+        async for chunk in response.content.iter_any():
+            raw += chunk
+            if b": keep-alive" in raw:
+                seen.set()
+    assert seen.is_set()
+    assert upstream.requests[1]["messages"][-1]["content"] == "held"
+    data = [orjson.loads(e[6:]) for e in raw.split(b"\n\n") if e.startswith(b"data: {")]
     assert "".join(d["choices"][0]["delta"].get("content", "") for d in data) == "rested"
 
 
