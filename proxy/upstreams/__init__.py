@@ -1,4 +1,5 @@
-"""Upstream adapters: one per wire format, over one shared HTTP transport.
+"""Upstream adapters: one `ProviderUpstream` over the shared HTTP transport, with a dialect
+per wire format.
 
 Each name loads its module on first use: `toolwire check` probes the upstreams without
 loading the adapters (and llm-rosetta under them).
@@ -16,13 +17,16 @@ if TYPE_CHECKING:
     from .openai_chat import HTTPUpstream, as_chunk
     from .openai_responses import ResponsesUpstream
     from .probe import UpstreamStatus, probe_all
+    from .provider import Dialect, ProviderUpstream
 
 __all__ = [
     "PROVIDER_KEY",
     "AnthropicUpstream",
     "Chunk",
+    "Dialect",
     "GeminiUpstream",
     "HTTPUpstream",
+    "ProviderUpstream",
     "ResponsesUpstream",
     "Upstream",
     "UpstreamStatus",
@@ -34,8 +38,10 @@ _MODULES = {
     "PROVIDER_KEY": ".base",
     "AnthropicUpstream": ".anthropic",
     "Chunk": ".base",
+    "Dialect": ".provider",
     "GeminiUpstream": ".gemini",
     "HTTPUpstream": ".openai_chat",
+    "ProviderUpstream": ".provider",
     "ResponsesUpstream": ".openai_responses",
     "Upstream": ".base",
     "UpstreamStatus": ".probe",

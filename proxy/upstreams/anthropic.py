@@ -2,86 +2,45 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from typing import Any
 
 from ..config import UpstreamConfig
 from ..errors import UpstreamError
-from . import rosetta_fixes as fixes
+from . import anthropic_fixes as fixes
+from . import conversion
 from .base import Chunk, Fault, provider_chunk, with_trace
-from .conversion import Conversion
 from .openai_chat import as_chunk, model_ids
-from .transport import Exchange, Transport, error_message, overloaded
+from .provider import ProviderUpstream, Request
+from .transport import Transport, error_message, overloaded
 
 _CLIENT_READING = ("anthropic-version", "anthropic-beta")
 """Headers saying how to read a request body the client wrote (passed on with it)."""
 
 
-class AnthropicUpstream:
-    """Claude behind the Messages API; the loop's Chat bodies and chunks are converted."""
+class AnthropicDialect:
+    """Claude's Messages API: the loop's Chat bodies and chunks are converted."""
 
     def __init__(self, config: UpstreamConfig) -> None:
-        self.name = config.name
         self._config = config
-        self._transport = Transport(config)
+        self._url = f"{config.base_url}/v1/messages"
+        self.models_url = f"{config.base_url}/v1/models"
 
-    def complete(
-        self,
-        body: dict[str, Any],
-        *,
-        headers: Mapping[str, str] | None = None,
-        deadline: float | None = None,
-    ) -> Exchange:
-        """Send the body as a Messages request; yield the answer as Chat chunks.
-
-        Raises:
-            BadRequestError: the body cannot be converted.
-            UpstreamError, UpstreamTimeoutError, UpstreamStatusError: as `Transport.exchange`.
-        """
-        messages, kept = fixes.take_provider_data(body.get("messages") or [], "anthropic")
-        chat = fixes.hoist_system({**body, "messages": messages})
-        conversion = Conversion(chat, "anthropic", self.name)
-        payload = fixes.anthropic_request(conversion.body, chat)
+    def request(self, body: dict[str, Any]) -> Request:
+        messages, kept = conversion.take_provider_data(body.get("messages") or [], "anthropic")
+        chat = conversion.hoist_system({**body, "messages": messages})
+        converted = conversion.Conversion(chat, "anthropic", self._config.name)
+        payload = fixes.anthropic_request(converted.body, chat)
         fixes.restore_thinking(payload["messages"], kept)
-        sent, credential = self._headers(headers)
-        return self._transport.exchange(
-            f"{self._config.base_url}/v1/messages",
+        return Request(
+            self._url,
             payload,
-            sent,
-            stream=bool(payload.get("stream")),
-            codec=lambda: _AnthropicCodec(conversion),
-            credential=credential,
-            deadline=deadline,
+            bool(payload.get("stream")),
+            functools.partial(_AnthropicCodec, converted),
         )
 
-    async def count_tokens(
-        self, document: dict[str, Any], *, headers: Mapping[str, str] | None = None
-    ) -> dict[str, Any]:
-        """The upstream's count (`POST /v1/messages/count_tokens`) of a Messages request as
-        the client wrote it, read by the client's `anthropic-version` and `anthropic-beta`.
-
-        Raises:
-            UpstreamError, UpstreamTimeoutError, UpstreamStatusError: as `Transport.exchange`.
-        """
-        sent, credential = self._headers(headers)
-        for name in _CLIENT_READING:
-            if headers and headers.get(name):
-                sent[name] = headers[name]
-        payload = {k: v for k, v in document.items() if k != "toolwire"}
-        exchange = self._transport.exchange(
-            f"{self._config.base_url}/v1/messages/count_tokens",
-            payload,
-            sent,
-            stream=False,
-            codec=_CountCodec,
-            credential=credential,
-        )
-        async with exchange as answer:
-            async for counted in answer:
-                return counted
-        raise UpstreamError(f"upstream {self.name!r} returned no token count")
-
-    def _headers(self, incoming: Mapping[str, str] | None) -> tuple[dict[str, str], str]:
+    def headers(self, incoming: Mapping[str, str] | None) -> tuple[dict[str, str], str]:
         headers = {
             "Content-Type": "application/json",
             "anthropic-version": self._config.anthropic_version,
@@ -95,28 +54,52 @@ class AnthropicUpstream:
         secret = headers.get("x-api-key") or headers.get("Authorization", "")
         return with_trace(headers, incoming), secret
 
-    async def list_models(self) -> list[str]:
-        """Ask `GET /v1/models`.
+    def models(self, payload: Any) -> list[str]:
+        return model_ids(self._config.name, payload)
+
+
+class AnthropicUpstream(ProviderUpstream):
+    """Claude behind the Messages API (`format: anthropic`), which also counts tokens."""
+
+    def __init__(self, config: UpstreamConfig) -> None:
+        self._counting = f"{config.base_url}/v1/messages/count_tokens"
+        super().__init__(Transport(config), AnthropicDialect(config))
+
+    async def count_tokens(
+        self, document: dict[str, Any], *, headers: Mapping[str, str] | None = None
+    ) -> dict[str, Any]:
+        """The upstream's count (`POST /v1/messages/count_tokens`) of a Messages request as
+        the client wrote it, read by the client's `anthropic-version` and `anthropic-beta`.
 
         Raises:
-            UpstreamError: the server is unreachable, answered an error status, or
-                something that is not a model list.
+            UpstreamError, UpstreamTimeoutError, UpstreamStatusError: as `Transport.exchange`.
         """
-        sent, _ = self._headers(None)
-        payload = await self._transport.get_json(f"{self._config.base_url}/v1/models", sent)
-        return model_ids(self.name, payload)
-
-    async def aclose(self) -> None:
-        await self._transport.aclose()
+        sent, credential = self._dialect.headers(headers)
+        for name in _CLIENT_READING:
+            if headers and headers.get(name):
+                sent[name] = headers[name]
+        payload = {k: v for k, v in document.items() if k != "toolwire"}
+        exchange = self._transport.exchange(
+            self._counting,
+            payload,
+            sent,
+            stream=False,
+            codec=_CountCodec,
+            credential=credential,
+        )
+        async with exchange as answer:
+            async for counted in answer:
+                return counted
+        raise UpstreamError(f"upstream {self.name!r} returned no token count")
 
 
 class _AnthropicCodec:
     """Messages stream events (or a whole message) to Chat chunks, through rosetta."""
 
-    def __init__(self, conversion: Conversion) -> None:
+    def __init__(self, converted: conversion.Conversion) -> None:
         self.finished = False
-        self._conversion = conversion
-        self._processor = conversion.stream()
+        self._conversion = converted
+        self._processor = converted.stream()
         self._thinking = fixes.AnthropicThinking()
         self._usage: dict[str, Any] = {}
         self._stop: str | None = None
@@ -139,15 +122,17 @@ class _AnthropicCodec:
             data = self._thinking.provider_data()
             if data is not None:
                 chunks.append(provider_chunk(data))
-        chunks = fixes.with_finish(chunks, fixes.ANTHROPIC_FINISH, self._stop)
-        return fixes.with_usage(chunks, fixes.anthropic_usage(self._usage) if self._usage else None)
+        chunks = conversion.with_finish(chunks, fixes.ANTHROPIC_FINISH, self._stop)
+        usage = fixes.anthropic_usage(self._usage) if self._usage else None
+        return conversion.with_usage(chunks, usage)
 
     def whole(self, payload: Any) -> list[Chunk]:
         if not isinstance(payload, dict) or payload.get("type") == "error":
             raise _fault(payload)
         self._thinking.observe_message(payload)
         chunk = as_chunk(self._conversion.answer(payload))
-        chunk = fixes.with_finish([chunk], fixes.ANTHROPIC_FINISH, payload.get("stop_reason"))[0]
+        stop = payload.get("stop_reason")
+        (chunk,) = conversion.with_finish([chunk], fixes.ANTHROPIC_FINISH, stop)
         usage = payload.get("usage")
         if isinstance(usage, dict):
             chunk["usage"] = fixes.anthropic_usage(usage)

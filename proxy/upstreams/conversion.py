@@ -2,6 +2,17 @@
 
 Rosetta reports dropped parameters as Python warnings, and raises its own or builtin errors
 on input it cannot read; both are handled here, in the one module that calls it.
+
+Where rosetta 0.13 is wrong for the real services, or drops what a tool round needs, the
+converting adapters mend it; each fix is a function named for what it mends, with a test.
+Each provider's own fixes sit beside its dialect (`anthropic_fixes`, `gemini_fixes`,
+`responses_fixes`); the ones they share are here:
+- the provider extension key (`PROVIDER_KEY`) is taken off the messages, each adapter's
+  entries kept to be put back in the provider's own form;
+- system messages after the first turn are dropped for Anthropic: all are hoisted first;
+- the tools' own parameter schemas are looked up, as rosetta collapses unions;
+- usage and finish reasons rosetta gets wrong are replaced, and its `_provider_metadata`
+  on tool calls is removed from the chunks.
 """
 
 from __future__ import annotations
@@ -14,16 +25,18 @@ from typing import Any
 from llm_rosetta import ConversionPipeline, get_converter_for_provider
 
 from ..errors import BadRequestError
-from .base import Chunk, Fault
+from .base import PROVIDER_KEY, Chunk, Fault
 
 log = logging.getLogger("toolwire.upstream")
+Message = dict[str, Any]
+_SYSTEM_ROLES = ("system", "developer")
 
 
 @functools.cache
 def _without_self_checks(*providers: str) -> None:
     """Turn off rosetta's re-validation of its own intermediate form in the converters its
-    pipelines share: the input is the loop's own Chat body, and the check cost 2-3x the
-    rest of a conversion (measured: anthropic 5.9 -> 1.8 ms, 10 messages and 10 tools)."""
+    pipelines share: the input is the loop's own Chat body, and the check cost more than
+    the rest of a conversion."""
     for provider in providers:
         get_converter_for_provider(provider).validate_output = False
 
@@ -82,3 +95,105 @@ class Conversion:
                 raise Fault(
                     f"the answer of upstream {self._upstream!r} is unusable: {exc}"
                 ) from exc
+
+
+# --- Chat side, before conversion -------------------------------------------------------
+
+
+def take_provider_data(
+    messages: list[Message], key: str
+) -> tuple[list[Message], dict[str, dict[str, Any]]]:
+    """The messages without `PROVIDER_KEY`, and this adapter's entries of it by the first
+    tool call id of their assistant message (the one id that survives every conversion)."""
+    if not any(PROVIDER_KEY in m for m in messages):
+        return messages, {}
+    found: dict[str, dict[str, Any]] = {}
+    cleaned = []
+    for message in messages:
+        data = message.get(PROVIDER_KEY)
+        if data is None:
+            cleaned.append(message)
+            continue
+        cleaned.append({k: v for k, v in message.items() if k != PROVIDER_KEY})
+        calls = message.get("tool_calls") or ()
+        entry = data.get(key) if isinstance(data, dict) else None
+        if calls and isinstance(calls[0], dict) and isinstance(entry, dict):
+            found[str(calls[0].get("id"))] = entry
+    return cleaned, found
+
+
+def hoist_system(body: dict[str, Any]) -> dict[str, Any]:
+    """One leading system message holding every system and developer message's text.
+
+    Rosetta keeps only the system messages before the first turn for Anthropic.
+    """
+    messages = body.get("messages") or []
+    system = [m for m in messages if m.get("role") in _SYSTEM_ROLES]
+    first_other = next((i for i, m in enumerate(messages) if m.get("role") not in _SYSTEM_ROLES), 0)
+    if len(system) <= first_other and all(
+        m.get("role") == "system" for m in messages[:first_other]
+    ):
+        return body
+    text = "\n\n".join(filter(None, (_text_of(m.get("content")) for m in system)))
+    rest = [m for m in messages if m.get("role") not in _SYSTEM_ROLES]
+    return {**body, "messages": [{"role": "system", "content": text}, *rest] if text else rest}
+
+
+def original_schemas(body: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The Chat tools' own parameter schemas by name."""
+    schemas = {}
+    for tool in body.get("tools") or ():
+        function = tool.get("function") if isinstance(tool, dict) else None
+        if isinstance(function, dict) and isinstance(function.get("name"), str):
+            parameters = function.get("parameters")
+            schemas[function["name"]] = (
+                parameters if isinstance(parameters, dict) else {"type": "object"}
+            )
+    return schemas
+
+
+def _text_of(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
+    return ""
+
+
+# --- Chat side, after conversion --------------------------------------------------------
+
+
+def with_usage(chunks: list[Chunk], usage: dict[str, Any] | None) -> list[Chunk]:
+    """The chunks with their usage replaced by `usage` (when both are there)."""
+    if usage is None:
+        return chunks
+    return [{**c, "usage": usage} if c.get("usage") else c for c in chunks]
+
+
+def with_finish(chunks: list[Chunk], mapping: dict[str, str], reason: str | None) -> list[Chunk]:
+    """The chunks with a finish reason rosetta got wrong replaced."""
+    fixed = mapping.get(reason or "")
+    if fixed is None:
+        return chunks
+    out = []
+    for chunk in chunks:
+        choices = chunk.get("choices")
+        if choices and choices[0].get("finish_reason"):
+            chunk = {**chunk, "choices": [{**choices[0], "finish_reason": fixed}, *choices[1:]]}
+        out.append(chunk)
+    return out
+
+
+def without_rosetta_metadata(chunks: list[Chunk]) -> list[Chunk]:
+    """Chunks without rosetta's `_provider_metadata` on tool calls (kept our own way)."""
+    for chunk in chunks:
+        for choice in chunk.get("choices") or ():
+            delta = choice.get("delta") or choice.get("message") or {}
+            for call in delta.get("tool_calls") or ():
+                call.pop("_provider_metadata", None)
+    return chunks
+
+
+def tokens(value: Any) -> int:
+    """A provider's token count, 0 when it is missing or not a positive integer."""
+    return value if isinstance(value, int) and value > 0 else 0

@@ -6,6 +6,7 @@ POST {base_url}/v1beta/models/{model}:generateContent, or :streamGenerateContent
 
 from __future__ import annotations
 
+import functools
 import secrets
 from collections.abc import Mapping
 from typing import Any
@@ -13,54 +14,38 @@ from urllib.parse import quote
 
 from ..config import UpstreamConfig
 from ..errors import UpstreamError
-from . import rosetta_fixes as fixes
+from . import conversion
+from . import gemini_fixes as fixes
 from .base import Chunk, Fault, provider_chunk, with_trace
-from .conversion import Conversion
 from .openai_chat import as_chunk
-from .transport import Exchange, Transport, error_message, overloaded
+from .provider import ProviderUpstream, Request
+from .transport import Transport, error_message, overloaded
 
 
-class GeminiUpstream:
-    """Gemini behind the Generative Language API; Chat bodies and chunks are converted."""
+class GeminiDialect:
+    """The Generative Language API: the loop's Chat bodies and chunks are converted."""
 
     def __init__(self, config: UpstreamConfig) -> None:
-        self.name = config.name
         self._config = config
-        self._transport = Transport(config)
+        self.models_url = f"{config.base_url}/v1beta/models"
 
-    def complete(
-        self,
-        body: dict[str, Any],
-        *,
-        headers: Mapping[str, str] | None = None,
-        deadline: float | None = None,
-    ) -> Exchange:
-        """Send the body as a generateContent request; yield the answer as Chat chunks.
-
-        Raises:
-            BadRequestError: the body cannot be converted.
-            UpstreamError, UpstreamTimeoutError, UpstreamStatusError: as `Transport.exchange`.
-        """
-        messages, kept = fixes.take_provider_data(body.get("messages") or [], "gemini")
-        chat = fixes.hoist_system({**body, "messages": messages})
-        conversion = Conversion(chat, "google", self.name)
-        payload = fixes.gemini_request(conversion.body, chat)
+    def request(self, body: dict[str, Any]) -> Request:
+        messages, kept = conversion.take_provider_data(body.get("messages") or [], "gemini")
+        chat = conversion.hoist_system({**body, "messages": messages})
+        converted = conversion.Conversion(chat, "google", self._config.name)
+        payload = fixes.gemini_request(converted.body, chat)
         fixes.restore_signatures(payload["contents"], kept)
         stream = bool(body.get("stream"))
         model = quote(str(body.get("model", "")).removeprefix("models/"), safe="-._")
         action = "streamGenerateContent?alt=sse" if stream else "generateContent"
-        sent, credential = self._headers(headers)
-        return self._transport.exchange(
-            f"{self._config.base_url}/v1beta/models/{model}:{action}",
+        return Request(
+            f"{self.models_url}/{model}:{action}",
             payload,
-            sent,
-            stream=stream,
-            codec=lambda: _GeminiCodec(conversion),
-            credential=credential,
-            deadline=deadline,
+            stream,
+            functools.partial(_GeminiCodec, converted),
         )
 
-    def _headers(self, incoming: Mapping[str, str] | None) -> tuple[dict[str, str], str]:
+    def headers(self, incoming: Mapping[str, str] | None) -> tuple[dict[str, str], str]:
         headers = {"Content-Type": "application/json"}
         key = self._config.api_key
         if not key and incoming:
@@ -72,34 +57,30 @@ class GeminiUpstream:
             headers["x-goog-api-key"] = key
         return with_trace(headers, incoming), key
 
-    async def list_models(self) -> list[str]:
-        """Ask `GET /v1beta/models`.
-
-        Raises:
-            UpstreamError: the server is unreachable, answered an error status, or
-                something that is not a model list.
-        """
-        sent, _ = self._headers(None)
-        payload = await self._transport.get_json(f"{self._config.base_url}/v1beta/models", sent)
+    def models(self, payload: Any) -> list[str]:
         if payload is None:
             return []
         models = payload.get("models") if isinstance(payload, dict) else None
         if not isinstance(models, list):
-            raise UpstreamError(f"upstream {self.name!r} returned an invalid model list")
+            raise UpstreamError(f"upstream {self._config.name!r} returned an invalid model list")
         names = (m.get("name") for m in models if isinstance(m, dict))
         return [n.removeprefix("models/") for n in names if isinstance(n, str)]
 
-    async def aclose(self) -> None:
-        await self._transport.aclose()
+
+class GeminiUpstream(ProviderUpstream):
+    """Gemini behind the Generative Language API (`format: gemini`)."""
+
+    def __init__(self, config: UpstreamConfig) -> None:
+        super().__init__(Transport(config), GeminiDialect(config))
 
 
 class _GeminiCodec:
     """generateContent answers (streamed pieces, or the whole) to Chat chunks, through rosetta."""
 
-    def __init__(self, conversion: Conversion) -> None:
+    def __init__(self, converted: conversion.Conversion) -> None:
         self.finished = False
-        self._conversion = conversion
-        self._processor = conversion.stream()
+        self._conversion = converted
+        self._processor = converted.stream()
         self._calls = fixes.GeminiCalls(lambda: f"call_{secrets.token_hex(12)}")
 
     def event(self, payload: dict[str, Any]) -> list[Chunk]:
@@ -107,20 +88,22 @@ class _GeminiCodec:
             raise _fault(payload)
         payload = self._calls.observe(payload)
         usage = payload.get("usageMetadata")
-        chunks = fixes.without_rosetta_metadata(self._conversion.chunks(self._processor, payload))
+        chunks = conversion.without_rosetta_metadata(
+            self._conversion.chunks(self._processor, payload)
+        )
         if _ends(payload):
             self.finished = True
             data = self._calls.provider_data()
             if data is not None:
                 chunks.insert(0, provider_chunk(data))
-        return fixes.with_usage(chunks, fixes.gemini_usage(usage) if usage else None)
+        return conversion.with_usage(chunks, fixes.gemini_usage(usage) if usage else None)
 
     def whole(self, payload: Any) -> list[Chunk]:
         if not isinstance(payload, dict) or "error" in payload:
             raise _fault(payload)
         payload = self._calls.observe(payload)
         converted = self._conversion.answer(payload)
-        chunk = as_chunk(fixes.without_rosetta_metadata([converted])[0])
+        chunk = as_chunk(conversion.without_rosetta_metadata([converted])[0])
         usage = payload.get("usageMetadata")
         if isinstance(usage, dict):
             chunk["usage"] = fixes.gemini_usage(usage)
@@ -143,4 +126,4 @@ def _fault(payload: Any) -> Fault:
     return Fault(message)
 
 
-__all__ = ["GeminiUpstream"]
+__all__ = ["GeminiDialect", "GeminiUpstream"]

@@ -15,57 +15,42 @@ from ..config import UpstreamConfig
 from ..errors import UpstreamError
 from ..turn.events import Usage
 from .base import Chunk, Fault, Relayable, strip_provider, with_trace
-from .transport import Exchange, Transport, error_message
+from .provider import ProviderUpstream, Request
+from .transport import Transport, error_message
 
 
-class HTTPUpstream:
-    """An OpenAI-compatible server over pooled HTTP (`format: openai-chat`)."""
+class ChatDialect:
+    """Chat Completions: the body goes out as it is, minus the provider extension key."""
 
     def __init__(self, config: UpstreamConfig) -> None:
-        self.name = config.name
-        self._config = config
+        self._api_key = config.api_key
+        self._name = config.name
         self._url = f"{config.base_url}/chat/completions"
-        self._transport = Transport(config)
+        self.models_url = f"{config.base_url}/models"
 
-    def complete(
-        self,
-        body: dict[str, Any],
-        *,
-        headers: Mapping[str, str] | None = None,
-        deadline: float | None = None,
-    ) -> Exchange:
-        """POST the body and yield an iterator of its chunks.
-
-        Raises:
-            UpstreamError, UpstreamTimeoutError, UpstreamStatusError: as `Transport.exchange`.
-        """
+    def request(self, body: dict[str, Any]) -> Request:
         messages = body.get("messages")
         if isinstance(messages, list):
             body = {**body, "messages": strip_provider(messages)}
-        sent = bearer_headers(self._config.api_key, headers)
-        return self._transport.exchange(
+        return Request(
             self._url,
             body,
-            sent,
-            stream=bool(body.get("stream")),
-            codec=functools.partial(ChatCodec, body.get("model")),
-            credential=sent.get("Authorization", ""),
-            deadline=deadline,
+            bool(body.get("stream")),
+            functools.partial(ChatCodec, body.get("model")),
         )
 
-    async def list_models(self) -> list[str]:
-        """Ask the server's `/models`.
+    def headers(self, incoming: Mapping[str, str] | None) -> tuple[dict[str, str], str]:
+        return bearer(self._api_key, incoming)
 
-        Raises:
-            UpstreamError: the server is unreachable, answered an error status, or
-                something that is not a model list.
-        """
-        url = f"{self._config.base_url}/models"
-        payload = await self._transport.get_json(url, bearer_headers(self._config.api_key, None))
-        return model_ids(self.name, payload)
+    def models(self, payload: Any) -> list[str]:
+        return model_ids(self._name, payload)
 
-    async def aclose(self) -> None:
-        await self._transport.aclose()
+
+class HTTPUpstream(ProviderUpstream):
+    """An OpenAI-compatible server over pooled HTTP (`format: openai-chat`)."""
+
+    def __init__(self, config: UpstreamConfig) -> None:
+        super().__init__(Transport(config), ChatDialect(config))
 
 
 class ChatCodec:
@@ -91,14 +76,15 @@ class ChatCodec:
         return [Relayable(chunk) if relayable(payload, self._model) else chunk]
 
 
-def bearer_headers(api_key: str, incoming: Mapping[str, str] | None) -> dict[str, str]:
-    """JSON headers with the configured key as a bearer token, else the client's own."""
+def bearer(api_key: str, incoming: Mapping[str, str] | None) -> tuple[dict[str, str], str]:
+    """JSON headers with the configured key as a bearer token, else the client's own; and
+    that `Authorization` value (empty without one)."""
     headers = {"Content-Type": "application/json"}
     if api_key:
         headers["Authorization"] = f"Bearer {api_key}"
     elif incoming and incoming.get("authorization"):
         headers["Authorization"] = incoming["authorization"]
-    return with_trace(headers, incoming)
+    return with_trace(headers, incoming), headers.get("Authorization", "")
 
 
 def model_ids(name: str, payload: Any) -> list[str]:

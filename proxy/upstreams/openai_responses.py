@@ -3,79 +3,65 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from typing import Any
 
 from ..config import UpstreamConfig
-from . import rosetta_fixes as fixes
+from . import conversion
+from . import responses_fixes as fixes
 from .base import Chunk, Fault, provider_chunk
-from .conversion import Conversion
-from .openai_chat import as_chunk, bearer_headers, model_ids
-from .transport import Exchange, Transport, error_message
+from .openai_chat import as_chunk, bearer, model_ids
+from .provider import ProviderUpstream, Request
+from .transport import Transport, error_message
 
 _KEY = "openai-responses"
 _ENDS = ("response.completed", "response.incomplete")
 
 
-class ResponsesUpstream:
-    """A Responses API server; the loop's Chat bodies and chunks are converted."""
+class ResponsesDialect:
+    """The Responses API: the loop's Chat bodies and chunks are converted."""
 
     def __init__(self, config: UpstreamConfig) -> None:
-        self.name = config.name
-        self._config = config
-        self._transport = Transport(config)
+        self._api_key = config.api_key
+        self._name = config.name
+        self._url = f"{config.base_url}/responses"
+        self.models_url = f"{config.base_url}/models"
 
-    def complete(
-        self,
-        body: dict[str, Any],
-        *,
-        headers: Mapping[str, str] | None = None,
-        deadline: float | None = None,
-    ) -> Exchange:
-        """Send the body as a Responses request; yield the answer as Chat chunks.
-
-        Raises:
-            BadRequestError: the body cannot be converted.
-            UpstreamError, UpstreamTimeoutError, UpstreamStatusError: as `Transport.exchange`.
-        """
-        messages, kept = fixes.take_provider_data(body.get("messages") or [], _KEY)
+    def request(self, body: dict[str, Any]) -> Request:
+        messages, kept = conversion.take_provider_data(body.get("messages") or [], _KEY)
         chat = {**body, "messages": messages}
-        conversion = Conversion(chat, "openai_responses", self.name)
-        payload = fixes.responses_request(conversion.body, chat)
+        converted = conversion.Conversion(chat, "openai_responses", self._name)
+        payload = fixes.responses_request(converted.body, chat)
         fixes.restore_reasoning(payload.get("input") or [], kept)
-        sent = bearer_headers(self._config.api_key, headers)
-        return self._transport.exchange(
-            f"{self._config.base_url}/responses",
+        return Request(
+            self._url,
             payload,
-            sent,
-            stream=bool(payload.get("stream")),
-            codec=lambda: _ResponsesCodec(conversion),
-            credential=sent.get("Authorization", ""),
-            deadline=deadline,
+            bool(payload.get("stream")),
+            functools.partial(_ResponsesCodec, converted),
         )
 
-    async def list_models(self) -> list[str]:
-        """Ask the server's `/models`.
+    def headers(self, incoming: Mapping[str, str] | None) -> tuple[dict[str, str], str]:
+        return bearer(self._api_key, incoming)
 
-        Raises:
-            UpstreamError: the server is unreachable, answered an error status, or
-                something that is not a model list.
-        """
-        url = f"{self._config.base_url}/models"
-        payload = await self._transport.get_json(url, bearer_headers(self._config.api_key, None))
-        return model_ids(self.name, payload)
+    def models(self, payload: Any) -> list[str]:
+        return model_ids(self._name, payload)
 
-    async def aclose(self) -> None:
-        await self._transport.aclose()
+
+class ResponsesUpstream(ProviderUpstream):
+    """A Responses API server (`format: openai-responses`)."""
+
+    def __init__(self, config: UpstreamConfig) -> None:
+        super().__init__(Transport(config), ResponsesDialect(config))
 
 
 class _ResponsesCodec:
     """Responses stream events (or a whole response) to Chat chunks, through rosetta."""
 
-    def __init__(self, conversion: Conversion) -> None:
+    def __init__(self, converted: conversion.Conversion) -> None:
         self.finished = False
-        self._conversion = conversion
-        self._processor = conversion.stream()
+        self._conversion = converted
+        self._processor = converted.stream()
         self._reasoning: list[dict[str, Any]] = []
         self._item_ids: dict[str, str] = {}
 
@@ -98,7 +84,7 @@ class _ResponsesCodec:
             data = self._provider_data()
             if data is not None:
                 chunks.insert(0, provider_chunk(data))
-        return fixes.without_rosetta_metadata(chunks)
+        return conversion.without_rosetta_metadata(chunks)
 
     def whole(self, payload: Any) -> list[Chunk]:
         if (
@@ -111,7 +97,7 @@ class _ResponsesCodec:
             if isinstance(item, dict):
                 self._note(item)
         completion = fixes.with_a_choice(self._conversion.answer(payload))
-        chunk = as_chunk(fixes.without_rosetta_metadata([completion])[0])
+        chunk = as_chunk(conversion.without_rosetta_metadata([completion])[0])
         if payload.get("status") == "incomplete":
             chunk["choices"][0]["finish_reason"] = fixes.responses_finish(payload)
         data = self._provider_data()
@@ -158,4 +144,4 @@ def _fault(payload: Any) -> Fault:
     return Fault(error_message(source) or "the upstream reported an error")
 
 
-__all__ = ["ResponsesUpstream"]
+__all__ = ["ResponsesDialect", "ResponsesUpstream"]

@@ -1,4 +1,5 @@
-"""Drive an upstream adapter directly and fold its chunks as the loop does."""
+"""Drive an upstream adapter directly and fold its chunks as the loop does; convert a Chat
+body with llm-rosetta alone, as the adapters' fixes find it."""
 
 from __future__ import annotations
 
@@ -6,6 +7,14 @@ from typing import Any
 
 from proxy.turn.assembler import Answer, Assembler
 from proxy.upstreams import Upstream
+from proxy.upstreams.conversion import Conversion
+
+UNION = {
+    "type": "object",
+    "properties": {"x": {"anyOf": [{"type": "number"}, {"type": "array"}, {"type": "null"}]}},
+}
+"""A parameter schema whose union rosetta collapses."""
+TOOLS = [{"type": "function", "function": {"name": "f", "parameters": UNION}}]
 
 WEATHER_TOOL = {
     "type": "function",
@@ -47,6 +56,11 @@ async def answer_of(upstream: Upstream, body: dict[str, Any]) -> Answer:
         async for chunk in chunks:
             assembler.feed(chunk)
     return assembler.finish()
+
+
+def convert(chat: dict[str, Any], target: str) -> dict[str, Any]:
+    """Rosetta's `target` body for `chat` (model `m`), before any fix."""
+    return Conversion({"model": "m", **chat}, target, "test").body
 
 
 def history(first: dict[str, Any], answer: Answer, result: str = "sunny") -> list[dict[str, Any]]:
