@@ -1,0 +1,70 @@
+"""ProviderUpstream: a dialect of a few lines is a whole upstream (what a new wire format
+writes), against the Chat fake."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Mapping
+from typing import Any
+
+import pytest
+
+from proxy.config import UpstreamConfig
+from proxy.errors import UpstreamError
+from proxy.upstreams import ProviderUpstream
+from proxy.upstreams.openai_chat import ChatCodec
+from proxy.upstreams.provider import Request
+from proxy.upstreams.transport import Transport
+from testing.upstream import FakeUpstream, Reply
+
+
+class Shouting:
+    """Chat, with the last message upper-cased and the key in a header of its own."""
+
+    def __init__(self, base_url: str) -> None:
+        self.base_url = base_url
+        self.models_url = f"{base_url}/models"
+        self.asked: list[Mapping[str, str] | None] = []
+
+    def request(self, body: dict[str, Any]) -> Request:
+        *earlier, last = body["messages"]
+        loud = {**last, "content": str(last["content"]).upper()}
+        payload = {**body, "messages": [*earlier, loud]}
+        stream = bool(body.get("stream"))
+        codec = functools.partial(ChatCodec, body["model"])
+        return Request(f"{self.base_url}/chat/completions", payload, stream, codec)
+
+    def headers(self, incoming: Mapping[str, str] | None) -> tuple[dict[str, str], str]:
+        self.asked.append(incoming)
+        key = (incoming or {}).get("x-key", "")
+        return {"Content-Type": "application/json", "x-shout-key": key}, key
+
+    def models(self, payload: Any) -> list[str]:
+        if not isinstance(payload, dict):
+            raise UpstreamError("not a model list")
+        return sorted(m["id"] for m in payload["data"])
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])
+async def test_a_dialect_decides_the_request_the_headers_and_the_reading(stream: bool) -> None:
+    async with FakeUpstream(Reply.text("fine, thanks"), models=["b", "a"]) as fake:
+        dialect = Shouting(fake.base_url)
+        transport = Transport(UpstreamConfig(name="s", base_url=fake.base_url))
+        upstream = ProviderUpstream(transport, dialect)
+        try:
+            body = {"model": "a", "messages": [{"role": "user", "content": "hi"}]}
+            async with upstream.complete(
+                {**body, "stream": stream}, headers={"x-key": "k1"}
+            ) as chunks:
+                text = "".join(
+                    [c["choices"][0]["delta"].get("content") or "" async for c in chunks]
+                )
+            assert await upstream.list_models() == ["a", "b"]
+        finally:
+            await upstream.aclose()
+    assert upstream.name == "s"
+    assert text == "fine, thanks"
+    assert fake.requests[0]["messages"] == [{"role": "user", "content": "HI"}]
+    assert fake.headers[0]["x-shout-key"] == "k1"
+    # The model list is asked without a request's headers.
+    assert dialect.asked == [{"x-key": "k1"}, None]
