@@ -96,9 +96,9 @@ class Tool:
     metadata: ToolMetadata = field(default_factory=ToolMetadata)
     arguments_model: type[BaseModel] | None = None
     context_parameter: str | None = None
+    """The parameter of `fn` that receives a `ToolContext`; it is not in `parameters`."""
     arguments_check: Callable[[dict[str, Any]], None] | None = None
     """For tools with no arguments model: raises InvalidArgumentsError on bad arguments."""
-    """The parameter of `fn` that receives a `ToolContext`; it is not in `parameters`."""
 
     def __post_init__(self) -> None:
         if not self.name:
