@@ -47,6 +47,24 @@ TOOLS = [
     ),
     _tool("ping", {}),
     _tool("_private_tool", {"x": {"type": "integer"}}),
+    # The names of the open servers' parser tests (vLLM), schemas left open so their
+    # arguments stay as the tests expect them.
+    *(
+        _tool(name, {})
+        for name in (
+            "get_time",
+            "get_status",
+            "set_status",
+            "set_config",
+            "set",
+            "complex_function",
+            "get-weather",
+            "weather.get",
+            "todowrite",
+            "name_a_color",
+            "Edit",
+        )
+    ),
 ]
 Calls = list[tuple[str, dict[str, Any]]]
 PARIS = ("get_weather", {"city": "Paris"})
