@@ -62,28 +62,7 @@ def create_app(
     admin = _admin_front(settings, hosts)
     telemetry = telemetry if telemetry is not None else Telemetry.from_settings(settings)
     running = Running()
-
-    @contextlib.asynccontextmanager
-    async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        async with contextlib.AsyncExitStack() as stack:
-            stack.callback(telemetry.close)
-            started = await _start(settings, registry, sources, stack, telemetry.listener)
-            services = telemetry.instrument(started)
-            app.state.services = services
-            running.bind(services)
-            stack.callback(running.unbind)
-            if mcp is not None:
-                serving = mcp.serving(
-                    services,
-                    approval_timeout_s=settings.policy.approval_ttl_s,
-                    max_body_bytes=settings.server.max_body_bytes,
-                )
-                await stack.enter_async_context(serving)
-            if admin is not None:
-                await stack.enter_async_context(admin.serving(services))
-            log.info("toolwire ready: %d tools", len(services.registry))
-            yield
-
+    lifespan = _lifespan(settings, registry, sources, telemetry, running, mcp, admin)
     apps: dict[Route, App] = {}
     if mcp is not None:
         apps[MCP] = mcp
@@ -108,6 +87,42 @@ def create_app(
     for layer in reversed(edge):
         app = layer(app)
     return ToolwireApp(app, routes, telemetry)
+
+
+def _lifespan(
+    settings: Settings,
+    registry: ToolRegistry | None,
+    sources: SourceSet | None,
+    telemetry: Telemetry,
+    running: Running,
+    mcp: McpFront | None,
+    admin: AdminFront | None,
+) -> Callable[[Starlette], contextlib.AbstractAsyncContextManager[None]]:
+    """Starts the services (sources, stores, upstreams, the `/mcp` and admin fronts) when
+    the app starts, and closes them in reverse order when it stops."""
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        async with contextlib.AsyncExitStack() as stack:
+            stack.callback(telemetry.close)
+            started = await _start(settings, registry, sources, stack, telemetry.listener)
+            services = telemetry.instrument(started)
+            app.state.services = services
+            running.bind(services)
+            stack.callback(running.unbind)
+            if mcp is not None:
+                serving = mcp.serving(
+                    services,
+                    approval_timeout_s=settings.policy.approval_ttl_s,
+                    max_body_bytes=settings.server.max_body_bytes,
+                )
+                await stack.enter_async_context(serving)
+            if admin is not None:
+                await stack.enter_async_context(admin.serving(services))
+            log.info("toolwire ready: %d tools", len(services.registry))
+            yield
+
+    return lifespan
 
 
 def _mcp_front(settings: Settings, hosts: AllowedHosts) -> McpFront | None:
