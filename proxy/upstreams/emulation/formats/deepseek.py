@@ -1,4 +1,4 @@
-"""`deepseek`: DeepSeek V3 / R1 and V3.1 special-token tool calls.
+"""`deepseek`: every DeepSeek version's tool calls (V3 / R1, V3.1, V3.2, V4, V4.1).
 
 V3.1 writes `<|tool calls begin|><|tool call begin|>NAME<|tool sep|>{…}<|tool call end|>…
 <|tool calls end|>`; V3 and R1 write `function<|tool sep|>NAME` and the arguments in a
@@ -7,6 +7,11 @@ V3.1 writes `<|tool calls begin|><|tool call begin|>NAME<|tool sep|>{…}<|tool 
 real markers have U+FF5C bars and U+2581 for each space, as in DeepSeek's tokenizer.)
 Reasoning is a leading `<think>` block. The markers are special tokens: the server must keep
 them.
+
+V3.2 and V4 write DSML invokes (`deepseek-v3.2`'s syntax, read by formats/dsml.py's decoder) in
+a `function_calls` (V3.2) or `tool_calls` (V4) block; V4.1 writes a space after each DSML
+token (`<|DSML| calls>`, `<|DSML| invoke name="…">`, `<|DSML| parameter …>`). All of them are
+read here too: users name the family, not the template revision.
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ from ..call_ids import random_ids
 from ..parser import Envelope, Parser, TaggedParser
 from ..reasoning import ThinkingParser
 from ..repairs import Decoded, Repair, load_value
-from ..scanning import BodyScanner, QuotedScanner, neutralise_tokens
+from ..scanning import BodyScanner, QuotedScanner, XmlScanner, neutralise_tokens
 from ..toolspecs import ToolSpecs
 from .base import KEEP_SPECIAL_TOKENS, THINK_TAGS, CallText, catalog_tools, json_text
 
@@ -50,6 +55,20 @@ Where:
 - For multiple tool calls, chain them directly without separators or spaces
 {parallel}
 If no tool is needed, answer normally. Never write tool outputs yourself."""
+# DSML (V3.2 onwards; its parser is dsml.py's, imported where used: dsml.py imports this
+# module). V4.1 writes a space after each DSML token.
+DSML = "\uff5cDSML\uff5c"
+_SPACED = f"{DSML} "
+V41_INVOKE, V41_INVOKE_END = f'<{_SPACED}invoke name="', f"</{_SPACED}invoke>"
+V41_PARAMETER, V41_PARAMETER_END = f"<{_SPACED}parameter ", f"</{_SPACED}parameter>"
+_DSML_BLOCKS = tuple(
+    (f"<{token}{name}>", f"</{token}{name}>")
+    for token in (DSML, _SPACED)
+    for name in ("function_calls", "tool_calls", "calls")
+)
+_DSML_DROP = tuple(marker for pair in _DSML_BLOCKS for marker in pair)
+_DSML_ENDS = tuple(end for _, end in _DSML_BLOCKS)
+_DSML_HEAD = re.compile(r'[^"<>\s]+"\s*>')
 _FENCED = re.compile(r"\s*```(?:json)?\s*\n?(.*?)\n?\s*```\s*", re.DOTALL)
 
 
@@ -96,21 +115,47 @@ class DeepSeek:
         )
 
     def parser(self, specs: ToolSpecs, *, strict: bool) -> Parser:
-        """A tagged parser per call; the block markers around them carry nothing."""
-        envelope = Envelope(CALL_BEGIN, CALL_END, _scanner)
+        """A tagged parser per call (V3/V3.1) or invoke (DSML); the block markers around them
+        carry nothing."""
+        from . import dsml
+
+        def decode_any(body: str, lenient: bool) -> Decoded | None:
+            if _DSML_HEAD.match(body):
+                return _decode_dsml(body, lenient, specs)
+            return decode(body, lenient)
+
+        envelopes = [
+            Envelope(CALL_BEGIN, CALL_END, _scanner),
+            Envelope(dsml.INVOKE, dsml.INVOKE_END, dsml._scanner),
+            Envelope(V41_INVOKE, V41_INVOKE_END, _v41_scanner),
+        ]
         inner = TaggedParser(
             specs,
-            decode,
-            [envelope],
+            decode_any,
+            envelopes,
             strict=strict,
-            stops=(OUTPUT_BEGIN, OUTPUTS_BEGIN),
-            drop=(CALLS_BEGIN, CALLS_END, EOS),
+            stops=(OUTPUT_BEGIN, OUTPUTS_BEGIN, dsml.RESULTS_BEGIN),
+            drop=(CALLS_BEGIN, CALLS_END, EOS, *_DSML_DROP),
         )
         return ThinkingParser(inner)
 
 
 def _scanner(lenient: bool) -> BodyScanner:
     return QuotedScanner(CALL_END, ends=(CALL_BEGIN, CALLS_END) if lenient else ())
+
+
+def _v41_scanner(lenient: bool) -> BodyScanner:
+    ends = (V41_INVOKE, *_DSML_ENDS) if lenient else ()
+    return XmlScanner(V41_INVOKE_END, ends=ends, value=(V41_PARAMETER, V41_PARAMETER_END))
+
+
+def _decode_dsml(body: str, lenient: bool, specs: ToolSpecs) -> Decoded | None:
+    """An invoke's body, V4.1's spaced tags read as V3.2's."""
+    from . import dsml
+
+    for spaced, tight in ((V41_PARAMETER, dsml.PARAMETER), (V41_PARAMETER_END, dsml.PARAMETER_END)):
+        body = body.replace(spaced, tight)
+    return dsml._decode(body, lenient, specs)
 
 
 def decode(body: str, lenient: bool) -> Decoded | None:

@@ -8,6 +8,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from tests.proxy.upstreams.emulation import peer_cases
+
 Calls = list[tuple[str, dict[str, Any]]]
 FOREIGN_THOUGHT = (
     'Formats differ: <tool_call>{"name": "f"}</tool_call>, [TOOL_CALLS]f[ARGS]{} or '
@@ -260,6 +262,7 @@ DEEPSEEK = Writer(
             "calls": PARIS,
             "content": "",
         },
+        *peer_cases.DEEPSEEK,
     ],
 )
 

@@ -1,0 +1,386 @@
+"""DeepSeek's and Kimi's cases from the peers' parser tests (vLLM 0.33 `tests/tool_parsers/`
+and `tests/tool_use/`): their model outputs and expected calls, with the tools renamed to the
+corpus's own (write_native_corpus.TOOLS), for every version the family's name reads. Added to
+the families' writers in families.py (`extra`)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+
+def _ds(name: str) -> str:
+    return f"<\uff5c{name.replace(' ', chr(0x2581))}\uff5c>"
+
+
+CALLS_BEGIN, CALLS_END = _ds("tool calls begin"), _ds("tool calls end")
+CALL_BEGIN, CALL_END, SEP = _ds("tool call begin"), _ds("tool call end"), _ds("tool sep")
+DSML = "\uff5cDSML\uff5c"
+PARIS = [["get_weather", {"city": "Paris"}]]
+
+
+def _v3(name: str, args: str) -> str:
+    return f"{CALL_BEGIN}function{SEP}{name}\n```json\n{args}\n```{CALL_END}"
+
+
+def _v31(name: str, args: str) -> str:
+    return f"{CALL_BEGIN}{name}{SEP}{args}{CALL_END}"
+
+
+def _dsml(calls: list[tuple[str, list[tuple[str, str, str]]]], block: str, token: str) -> str:
+    """DSML invokes; each parameter (key, string flag, raw value). `token`: the DSML token as
+    the version writes it (V4.1 adds a space)."""
+    invokes = "".join(
+        f'<{token}invoke name="{name}">\n'
+        + "".join(
+            f'<{token}parameter name="{k}" string="{flag}">{v}</{token}parameter>\n'
+            for k, flag, v in params
+        )
+        + f"</{token}invoke>\n"
+        for name, params in calls
+    )
+    return f"<{token}{block}>\n{invokes}</{token}{block}>"
+
+
+def _v32(calls: list[tuple[str, list[tuple[str, str, str]]]]) -> str:
+    return _dsml(calls, "function_calls", DSML)
+
+
+def _v4(calls: list[tuple[str, list[tuple[str, str, str]]]]) -> str:
+    return _dsml(calls, "tool_calls", DSML)
+
+
+def _v41(calls: list[tuple[str, list[tuple[str, str, str]]]]) -> str:
+    return "\n\n" + _dsml(calls, "calls", f"{DSML} ")
+
+
+_PLAN = [
+    ("ratio", "false", "3"),
+    ("enabled", "false", "false"),
+    ("tags", "false", '["Beijing","Shanghai","Tokyo","New York"]'),
+    ("note", "true", "靠窗座位"),
+]
+_PLAN_ARGS = {
+    "ratio": 3,
+    "enabled": False,
+    "tags": ["Beijing", "Shanghai", "Tokyo", "New York"],
+    "note": "靠窗座位",
+}
+_TYPED = {"enabled": True, "ratio": 3.14, "tags": ["a", "b"], "meta": {"k": 1}, "note": None}
+
+DEEPSEEK: list[dict[str, Any]] = [
+    # V3 / R1 (vLLM test_deepseekv3_tool_parser.py)
+    {
+        "tag": "v3_parallel_fenced",
+        "source": "vLLM deepseek_v3 parser tests (parallel_tool_calls_output)",
+        "text": CALLS_BEGIN
+        + _v3("get_weather", '{"city": "Tokyo", "days": 2}')
+        + _v3("search", '{"query": "Tokyo hotels", "filters": {"check_in": "2025-01-15"}}')
+        + CALLS_END,
+        "calls": [
+            ["get_weather", {"city": "Tokyo", "days": 2}],
+            ["search", {"query": "Tokyo hotels", "filters": {"check_in": "2025-01-15"}}],
+        ],
+        "content": "",
+    },
+    {
+        "tag": "v3_various_types",
+        "source": "vLLM deepseek_v3 parser tests (various_data_types_output)",
+        "text": CALLS_BEGIN
+        + _v3(
+            "set_flags",
+            '{"note": "hello", "ratio": 3.14, "enabled": true, "meta": {"nested": "value", '
+            '"n": null, "e": [], "o": {}}, "tags": ["a", "b", "c"]}',
+        )
+        + CALLS_END,
+        "calls": [
+            [
+                "set_flags",
+                {
+                    "note": "hello",
+                    "ratio": 3.14,
+                    "enabled": True,
+                    "meta": {"nested": "value", "n": None, "e": [], "o": {}},
+                    "tags": ["a", "b", "c"],
+                },
+            ]
+        ],
+        "content": "",
+    },
+    {
+        "tag": "v3_empty_arguments",
+        "source": "vLLM deepseek_v3 parser tests (empty_arguments_output)",
+        "text": CALLS_BEGIN + _v3("ping", "{}") + CALLS_END,
+        "calls": [["ping", {}]],
+        "content": "",
+    },
+    {
+        "tag": "v3_escaped_strings",
+        "source": "vLLM deepseek_v3 parser tests (escaped_strings_output)",
+        "text": CALLS_BEGIN
+        + _v3(
+            "write_file", '{"content": "He said \\"hello\\"\\nline2", "path": "C:\\\\Users\\\\f"}'
+        )
+        + CALLS_END,
+        "calls": [["write_file", {"content": 'He said "hello"\nline2', "path": "C:\\Users\\f"}]],
+        "content": "",
+    },
+    {
+        "tag": "v3_text_before_and_after",
+        "source": "vLLM deepseek_v3 parser tests (test_preserves_text_after_tool_call)",
+        "text": "let me check the weather."
+        + CALLS_BEGIN
+        + _v3("get_weather", '{"city": "Paris"}')
+        + CALLS_END
+        + "It is 30 degrees.",
+        "calls": PARIS,
+        "content": "let me check the weather.It is 30 degrees.",
+    },
+    {
+        "tag": "v3_multiline_json",
+        "source": "vLLM deepseek_v3 parser tests (test_multiline_json_arguments)",
+        "text": CALLS_BEGIN
+        + _v3("get_weather", json.dumps({"city": "Tokyo", "days": 1}, indent=2))
+        + _v3("search", json.dumps({"query": "Tokyo", "limit": 5}, indent=2))
+        + CALLS_END,
+        "calls": [
+            ["get_weather", {"city": "Tokyo", "days": 1}],
+            ["search", {"query": "Tokyo", "limit": 5}],
+        ],
+        "content": "",
+    },
+    {
+        "tag": "v3_malformed_unclosed_json",
+        "source": "vLLM deepseek_v3 parser tests (malformed_input_outputs[0])",
+        "text": CALLS_BEGIN + _v3("get_weather", '{"city": "Tokyo"') + CALLS_END,
+        "calls": [],
+        "content": None,
+    },
+    {
+        "tag": "v3_malformed_no_call_begin",
+        "source": "vLLM deepseek_v3 parser tests (malformed_input_outputs[1])",
+        "text": f'{CALLS_BEGIN}function{SEP}get_weather\n```json\n{{"city": "Tokyo"}}\n```'
+        + CALLS_END,
+        "calls": [],
+        "content": None,
+    },
+    # V3.1 (vLLM test_deepseekv31_tool_parser.py)
+    {
+        "tag": "v31_prefix_text",
+        "source": "vLLM deepseek_v31 parser tests (test_extract_tool_calls_with_tool)",
+        "text": "normal text" + CALLS_BEGIN + _v31("_private_tool", '{"x":1}') + CALLS_END,
+        "calls": [["_private_tool", {"x": 1}]],
+        "content": "normal text",
+    },
+    {
+        "tag": "v31_two_calls_prefix_and_suffix",
+        "source": "vLLM deepseek_v31 parser tests (test_extract_tool_calls_with_multiple_tools)",
+        "text": "some prefix text"
+        + CALLS_BEGIN
+        + _v31("_private_tool", '{"x":1}')
+        + _v31("get_weather", '{"days":2}')
+        + CALLS_END
+        + " some suffix text",
+        "calls": [["_private_tool", {"x": 1}], ["get_weather", {"days": 2}]],
+        "content": "some prefix textsome suffix text",
+    },
+    {
+        "tag": "v31_multiline_json",
+        "source": "vLLM deepseek_v31 parser tests (multiline arguments)",
+        "text": CALLS_BEGIN
+        + _v31("set_flags", json.dumps({"ratio": 1, "tags": ["1", "2"]}, indent=2))
+        + _v31("_private_tool", '{"x":2}')
+        + CALLS_END,
+        "calls": [["set_flags", {"ratio": 1, "tags": ["1", "2"]}], ["_private_tool", {"x": 2}]],
+        "content": "",
+    },
+    # V3.2 DSML under the family's name (vLLM test_deepseekv32_tool_parser.py)
+    {
+        "tag": "v32_no_params",
+        "source": "vLLM deepseek_v32 parser tests (test_single_tool_no_params)",
+        "text": _v32([("ping", [])]),
+        "calls": [["ping", {}]],
+        "content": "",
+    },
+    {
+        "tag": "v32_content_before_call",
+        "source": "vLLM deepseek_v32 parser tests (test_content_before_tool_call)",
+        "text": "Sure, let me check! " + _v32([("get_weather", [("city", "true", "NYC")])]),
+        "calls": [["get_weather", {"city": "NYC"}]],
+        "content": "Sure, let me check!",
+    },
+    {
+        "tag": "v32_two_invokes",
+        "source": "vLLM deepseek_v32 parser tests (test_multiple_tools)",
+        "text": _v32(
+            [
+                ("get_weather", [("city", "true", "SF")]),
+                ("search", [("query", "true", "weather"), ("limit", "false", "3")]),
+            ]
+        ),
+        "calls": [["get_weather", {"city": "SF"}], ["search", {"query": "weather", "limit": 3}]],
+        "content": "",
+    },
+    {
+        "tag": "v32_typed_json_params",
+        "source": "vLLM deepseek_v32 parser tests (object, array, number, null params)",
+        "text": _v32(
+            [
+                (
+                    "set_flags",
+                    [
+                        ("enabled", "false", "true"),
+                        ("ratio", "false", "3.14"),
+                        ("tags", "false", '["a", "b"]'),
+                        ("meta", "false", '{"k": 1}'),
+                        ("note", "false", "null"),
+                    ],
+                )
+            ]
+        ),
+        "calls": [["set_flags", _TYPED]],
+        "content": "",
+    },
+    {
+        "tag": "v32_reasoning_then_invoke",
+        "source": "DeepSeek-V3.2 encoding (thinking mode) and vLLM deepseek_v32 parser tests",
+        "text": "<think>Need the weather.</think>"
+        + _v32([("get_weather", [("city", "true", "Paris")])]),
+        "calls": PARIS,
+        "content": "",
+        "reasoning": "Need the weather.",
+    },
+    {
+        "tag": "v32_truncated_in_invoke",
+        "source": "vLLM deepseek_v32 parser tests (streaming, cut off)",
+        "text": f'<{DSML}function_calls>\n<{DSML}invoke name="get_weather">\n'
+        f'<{DSML}parameter name="city" string="true">Par',
+        "calls": [],
+        "content": None,
+        "truncated": True,
+    },
+    # V4 (vLLM test_deepseekv4_tool_parser.py)
+    {
+        "tag": "v4_content_then_call",
+        "source": "vLLM deepseek_v4 parser tests (test_extract_tool_calls)",
+        "text": "Let me check. "
+        + _v4([("get_weather", [("city", "true", "Beijing"), ("days", "false", "2")])]),
+        "calls": [["get_weather", {"city": "Beijing", "days": 2}]],
+        "content": "Let me check.",
+    },
+    {
+        "tag": "v4_function_calls_wrapper",
+        "source": "vLLM deepseek_v4 parser tests (test_function_calls_wrapper_is_not_recognized)",
+        "text": _v32([("search", [("query", "true", "vllm")])]),
+        "calls": [["search", {"query": "vllm"}]],
+        "content": "",
+    },
+    {
+        "tag": "v4_missing_block_start",
+        "source": "vLLM deepseek_v4 parser tests (test_missing_tool_calls_wrapper_is_recovered)",
+        "text": _v4([("search", [("query", "true", "vllm")])]).replace(f"<{DSML}tool_calls>\n", ""),
+        "calls": [["search", {"query": "vllm"}]],
+        "content": "",
+    },
+    {
+        "tag": "v4_typed_params_cjk",
+        "source": "vLLM deepseek_v4 parser tests (incremental argument chunks)",
+        "text": _v4([("set_flags", _PLAN)]),
+        "calls": [["set_flags", _PLAN_ARGS]],
+        "content": "",
+    },
+    {
+        "tag": "v4_angle_brackets_in_value",
+        "source": "vLLM deepseek_v4 parser tests (test_no_dsml_closing_tag_leak_in_streamed_args)",
+        "text": _v4([("search", [("query", "true", "git --version 2>&1")])]),
+        "calls": [["search", {"query": "git --version 2>&1"}]],
+        "content": "",
+    },
+    {
+        "tag": "v4_composed_object_and_array",
+        "source": "vLLM deepseek_v4 parser tests (test_composed_schema_converts_object_and_array)",
+        "text": _v4(
+            [
+                (
+                    "set_flags",
+                    [
+                        ("meta", "false", '{"type":"for","minutes":2880}'),
+                        ("tags", "false", '[{"op":"replace","path":"/schedule"}]'),
+                    ],
+                )
+            ]
+        ),
+        "calls": [
+            [
+                "set_flags",
+                {
+                    "meta": {"type": "for", "minutes": 2880},
+                    "tags": [{"op": "replace", "path": "/schedule"}],
+                },
+            ]
+        ],
+        "content": "",
+    },
+    {
+        "tag": "v4_no_newlines",
+        "source": "vLLM deepseek_v4 parser tests (the arguments-wrapper test's layout)",
+        "text": f'<{DSML}tool_calls><{DSML}invoke name="get_weather">'
+        f'<{DSML}parameter name="city" string="true">Paris</{DSML}parameter>'
+        f"</{DSML}invoke></{DSML}tool_calls>",
+        "calls": PARIS,
+        "content": "",
+    },
+    {
+        "tag": "v4_unknown_invoke_beside_known",
+        "source": "DeepSeek-V4 DSML; an unknown tool is never run",
+        "text": _v4([("run_command", [("command", "true", "rm -rf /")]), ("ping", [])]),
+        "calls": [["ping", {}]],
+        "content": None,
+    },
+    # V4.1 (vLLM test_structural_tag_registry.py: the strings its grammar accepts)
+    {
+        "tag": "v41_single_call",
+        "source": "vLLM structural tag tests (test_deepseek_v41_named_choice_emits_one_call)",
+        "text": _v41([("get_weather", [("city", "true", "Paris")])]),
+        "calls": PARIS,
+        "content": "",
+    },
+    {
+        "tag": "v41_parallel_typed",
+        "source": "vLLM structural tag tests (non-strict parallel calls keep typed DSML)",
+        "text": _v41(
+            [
+                ("set_flags", [("meta", "false", '{"nested":[true,null,1.5]}')]),
+                ("set_flags", [("meta", "false", '{"nested":[true,null,1.5]}')]),
+            ]
+        ),
+        "calls": [["set_flags", {"meta": {"nested": [True, None, 1.5]}}]] * 2,
+        "content": "",
+    },
+    {
+        "tag": "v41_reasoning_then_call",
+        "source": "vLLM structural tag tests (calls after reasoning)",
+        "text": "<think>reason</think>"
+        + _v41([("get_weather", [("city", "true", "Paris"), ("days", "false", "2")])]),
+        "calls": [["get_weather", {"city": "Paris", "days": 2}]],
+        "content": "",
+        "reasoning": "reason",
+    },
+    {
+        "tag": "v41_invalid_body",
+        "source": "vLLM structural tag tests (a JSON body instead of DSML parameters is refused)",
+        "text": f'\n\n<{DSML} calls>\n<{DSML} invoke name="get_weather">\n{{"city":"Paris"}}\n'
+        f"</{DSML} invoke>\n</{DSML} calls>",
+        "calls": [],
+        "content": None,
+    },
+    {
+        "tag": "v41_truncated",
+        "source": "DeepSeek-V4.1 DSML cut off by the length limit",
+        "text": f'\n\n<{DSML} calls>\n<{DSML} invoke name="get_weather">\n'
+        f'<{DSML} parameter name="city" string="true">Pa',
+        "calls": [],
+        "content": None,
+        "truncated": True,
+    },
+]
