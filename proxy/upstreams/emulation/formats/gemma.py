@@ -1,7 +1,8 @@
 """`gemma`: Gemma 4's `<|tool_call>call:NAME{key:value,…}<tool_call|>` calls.
 
-Arguments are written in Gemma's own object syntax: bare keys, strings between `<|"|>`
-quote tokens (no escaping inside), numbers, `true`/`false`/`null`, `{…}` and `[…]` bare.
+Gemma 4 also opens a call without `call` (`<|tool_call>:NAME{…}`, even `<|tool_call>NAME{…}`);
+both are read. Arguments are written in Gemma's own object syntax: bare keys, strings between
+`<|"|>` quote tokens (no escaping inside), numbers, `true`/`false`/`null`, `{…}` and `[…]` bare.
 FunctionGemma's `<start_function_call>call:NAME{k:<escape>v<escape>}<end_function_call>` is
 the same syntax with other tokens, and is read too. Tools are declared as
 `<|tool>declaration:NAME{description:…,parameters:{…}}<tool|>` (schema types upper-case),
@@ -49,7 +50,8 @@ marks, for example: {open}call:get_weather{{city:{quote}Paris{quote},days:2}}{cl
 {parallel}
 If no function is needed, answer normally. Results come back as {response} blocks; never \
 write them yourself."""
-_HEAD = re.compile(r"\s*call:([^\s{]+)\s*")
+_HEAD = re.compile(r"\s*(?:call\s*:|:)?\s*([^\s{:][^\s{]*)\s*(?={)")
+"""A call's head: `call:NAME`, or the bare `:NAME` and `NAME` openers Gemma 4 also writes."""
 _BARE = re.compile(r"[^,}\]\s]+")
 _NUMBER = re.compile(r"-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?")
 

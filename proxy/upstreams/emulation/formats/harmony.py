@@ -1,13 +1,15 @@
 """`gpt-oss`: OpenAI's harmony format, messages on channels.
 
 A reply is a run of messages, `<|start|>assistant<|channel|>NAME …<|message|>BODY<|end|>`
-(the first one's `<|start|>assistant` is in the prompt). `analysis` is reasoning, `final`
+(the first one's `<|start|>assistant` is in the prompt, so a reply may open with the rest of
+that role: ` to=functions.NAME<|channel|>commentary…`). `analysis` is reasoning, `final`
 and recipient-less `commentary` (a preamble) are content, and a message addressed
-`to=functions.NAME` (in the header, with `<|constrain|>json` or ` json`) is a call whose
-body is the JSON arguments, ended by `<|call|>`, or by the end of the reply where the server
-strips that stop token. The catalog is the TypeScript-like `namespace functions` block of
-the developer message; results go back as `functions.NAME to=assistant` messages. The
-markers are special tokens: the server must keep them (`skip_special_tokens: false`).
+`to=functions.NAME` (in the role or after the channel, with `<|constrain|>json` or ` json`,
+spaced or not) is a call whose body is the JSON arguments, ended by `<|call|>`, or by the end
+of the reply where the server strips that stop token. The catalog is the TypeScript-like
+`namespace functions` block of the developer message; results go back as
+`functions.NAME to=assistant` messages. The markers are special tokens: the server must
+keep them (`skip_special_tokens: false`).
 """
 
 from __future__ import annotations
@@ -33,6 +35,8 @@ TOKENS = (START, CHANNEL, MESSAGE, CONSTRAIN, END, CALL, RETURN)
 _BODY_ENDS = (END, RETURN, START)
 """Where a text or analysis message ends (`<|call|>` ends only a call)."""
 _HEADER_OPENS = (START, CHANNEL)
+_ROLE_RECIPIENT = "to="
+"""What opens a reply whose recipient follows the prompt's `<|start|>assistant`."""
 _MAX_HEADER = 512
 _RECIPIENT = re.compile(r"\bto=([^\s<]+)")
 _CHANNEL = re.compile(re.escape(CHANNEL) + r"\s*(\w+)")
@@ -184,13 +188,16 @@ class HarmonyParser:
         return False
 
     def _between(self, out: list[Event], final: bool) -> bool:
-        """Before a message: a header opens one; any other text is a plain answer."""
+        """Before a message: a header opens one; any other text is a plain answer. The
+        reply's first message may go on the prompt's `<|start|>assistant` with its recipient
+        (` to=functions.x<|channel|>…`)."""
         rest = self._buf.lstrip()
-        if not rest or (not final and any(m.startswith(rest) for m in _HEADER_OPENS)):
+        markers = _HEADER_OPENS + ((_ROLE_RECIPIENT,) if self._state == "start" else ())
+        if not rest or (not final and any(m.startswith(rest) for m in markers)):
             if final:
                 self._buf = ""
             return False
-        opens = any(rest.startswith(m) for m in _HEADER_OPENS)
+        opens = any(rest.startswith(m) for m in markers)
         self._buf, self._header = rest, ""
         self._state = "header" if opens else "text"
         return True

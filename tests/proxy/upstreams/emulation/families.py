@@ -125,6 +125,94 @@ XML = Writer(
 )
 
 
+# Mistral's versions as mistral-common's tokenizers write them (v3: Mistral 7B v0.3 and Nemo;
+# v7: Large 2411 and Small 3; v11 and later: Small 3.1+, Magistral, Devstral, Ministral 3).
+_V3_PAIR = '[{"name":"get_weather","arguments":{"city":"Paris"}},{"name":"ping","arguments":{}}]'
+_V11_PAIR = '[TOOL_CALLS]get_weather[ARGS]{"city":"Paris"}[TOOL_CALLS]ping[ARGS]{}'
+_PAIR = [*PARIS, ("ping", {})]
+
+
+def _mistral(tag: str, text: str, calls: Any, content: str | None = "", **kw: Any) -> dict:
+    source = "mistral-common tokenizers (v3, v7, v11, v13); held-out mistral outputs"
+    return {"tag": tag, "source": source, "text": text, "calls": calls, "content": content, **kw}
+
+
+MISTRAL_VERSIONS = [
+    _mistral("v3_compact_two_calls", "[TOOL_CALLS]" + _V3_PAIR, _PAIR),
+    _mistral(
+        "v3_prose_then_compact_calls",
+        "Let me check." + "[TOOL_CALLS]" + _V3_PAIR,
+        _PAIR,
+        "Let me check.",
+    ),
+    _mistral(
+        "v3_prose_lines_then_calls",
+        "Let me check both.\n\n[TOOL_CALLS] " + _V3_PAIR,
+        _PAIR,
+        "Let me check both.",
+    ),
+    _mistral(
+        "v3_call_ids",
+        '[TOOL_CALLS][{"name": "get_weather", "arguments": {"city": "Paris"}, "id": "a1b2c3d4e"}]',
+        PARIS,
+    ),
+    _mistral(
+        "v7_ids_compact_two_calls_after_prose",
+        'Sure.[TOOL_CALLS][{"name":"get_weather","arguments":{"city":"Paris"},"id":"Ab1Cd2Ef3"},'
+        '{"name":"ping","arguments":{},"id":"Gh4Ij5Kl6"}]',
+        _PAIR,
+        "Sure.",
+    ),
+    _mistral("v3_array_then_eos", "[TOOL_CALLS]" + _V3_PAIR + "</s>", _PAIR, "</s>"),
+    _mistral(
+        "v3_brackets_in_prose_then_call",
+        "Options [a] and {b}.[TOOL_CALLS]" + _V3_PAIR,
+        _PAIR,
+        "Options [a] and {b}.",
+    ),
+    _mistral(
+        "v3_nested_compact",
+        '[TOOL_CALLS][{"name":"search","arguments":{"query":"a]b","filters":{"k":[1,{"x":"}"}]}}}]',
+        [("search", {"query": "a]b", "filters": {"k": [1, {"x": "}"}]}})],
+    ),
+    _mistral(
+        "v3_truncated_in_second_call",
+        '[TOOL_CALLS][{"name":"get_weather","arguments":{"city":"Paris"}},{"name":"ping","argu',
+        [],
+        None,
+        truncated=True,
+    ),
+    _mistral("v11_compact_two_calls", _V11_PAIR, _PAIR),
+    _mistral("v11_prose_then_compact_calls", "Let me check." + _V11_PAIR, _PAIR, "Let me check."),
+    _mistral("v11_prose_lines_then_calls", "Checking.\n\n" + _V11_PAIR, _PAIR, "Checking."),
+    _mistral("v11_compact_calls_then_eos", "On it." + _V11_PAIR + "</s>", _PAIR, "On it.</s>"),
+    _mistral(
+        "v11_call_ids_compact_two_calls",
+        '[TOOL_CALLS]get_weather[CALL_ID]a1b2c3d4e[ARGS]{"city":"Paris"}'
+        "[TOOL_CALLS]ping[CALL_ID]f5g6h7i8j[ARGS]{}",
+        _PAIR,
+    ),
+    _mistral(
+        "v11_braces_in_strings_compact",
+        '[TOOL_CALLS]search[ARGS]{"query":"}{ ]["}[TOOL_CALLS]ping[ARGS]{}',
+        [("search", {"query": "}{ ]["}), ("ping", {})],
+    ),
+    _mistral(
+        "v13_think_then_compact_calls",
+        "[THINK]Two things to check.[/THINK]" + _V11_PAIR,
+        _PAIR,
+        reasoning="Two things to check.",
+    ),
+    _mistral(
+        "v11_truncated_in_second_call",
+        '[TOOL_CALLS]get_weather[ARGS]{"city":"Paris"}[TOOL_CALLS]ping[ARGS]{"x',
+        PARIS,
+        None,
+        truncated=True,
+    ),
+]
+
+
 # Mistral v11+ (`[TOOL_CALLS]name[ARGS]{…}`), Magistral's `[THINK]`.
 MISTRAL = Writer(
     block=lambda calls: "".join(f"[TOOL_CALLS]{n}[ARGS]{_json(a)}" for n, a in calls),
@@ -154,6 +242,7 @@ MISTRAL = Writer(
             "calls": PARIS,
             "content": "",
         },
+        *MISTRAL_VERSIONS,
     ],
 )
 
@@ -180,6 +269,120 @@ LLAMA = Writer(
         },
     ],
 )
+
+
+# Harmony's header variants as gpt-oss writes them: the recipient in the role
+# (`<|start|>assistant to=functions.x<|channel|>…`, or ` to=functions.x…` right after the
+# prompt's `<|start|>assistant`), `<|constrain|>` adjacent to the recipient, and calls with
+# no analysis message before them.
+_ARGS = '<|message|>{"city": "Paris"}<|call|>'
+_PING = (
+    "<|start|>assistant to=functions.ping<|channel|>commentary<|constrain|>json"
+    "<|message|>{}<|call|>"
+)
+
+
+def _harmony(tag: str, text: str, calls: Any, content: str | None = "", **kw: Any) -> dict:
+    source = "OpenAI harmony format guide; held-out gpt-oss outputs"
+    return {"tag": tag, "source": source, "text": text, "calls": calls, "content": content, **kw}
+
+
+HARMONY_VARIANTS = [
+    _harmony(
+        "recipient_in_role_constrain",
+        "<|start|>assistant to=functions.get_weather<|channel|>commentary <|constrain|>json"
+        + _ARGS,
+        PARIS,
+    ),
+    _harmony(
+        "recipient_in_role_constrain_adjacent",
+        "<|start|>assistant to=functions.get_weather<|channel|>commentary<|constrain|>json" + _ARGS,
+        PARIS,
+    ),
+    _harmony(
+        "prefilled_role_recipient",
+        " to=functions.get_weather<|channel|>commentary json" + _ARGS,
+        PARIS,
+    ),
+    _harmony(
+        "prefilled_role_recipient_constrain",
+        " to=functions.get_weather<|channel|>commentary <|constrain|>json" + _ARGS,
+        PARIS,
+    ),
+    _harmony(
+        "prefilled_role_recipient_no_space",
+        "to=functions.get_weather<|channel|>commentary<|constrain|>json" + _ARGS,
+        PARIS,
+    ),
+    _harmony(
+        "channel_recipient_constrain_adjacent",
+        "<|start|>assistant<|channel|>commentary to=functions.get_weather<|constrain|>json" + _ARGS,
+        PARIS,
+    ),
+    _harmony(
+        "prefilled_channel_recipient_constrain_adjacent",
+        "<|channel|>commentary to=functions.get_weather<|constrain|>json" + _ARGS,
+        PARIS,
+    ),
+    _harmony(
+        "recipient_before_channel_spaced",
+        "<|start|>assistant to=functions.get_weather <|channel|>commentary <|constrain|>json"
+        + _ARGS,
+        PARIS,
+    ),
+    _harmony(
+        "no_reasoning_call_stop_token_stripped",
+        "<|channel|>commentary to=functions.get_weather <|constrain|>json"
+        '<|message|>{"city": "Paris"}',
+        PARIS,
+    ),
+    _harmony(
+        "prefilled_role_recipient_stop_token_stripped",
+        " to=functions.get_weather<|channel|>commentary <|constrain|>json"
+        '<|message|>{"city": "Paris"}',
+        PARIS,
+    ),
+    _harmony(
+        "analysis_then_recipient_in_role",
+        "<|channel|>analysis<|message|>Need the weather.<|end|>"
+        "<|start|>assistant to=functions.get_weather<|channel|>commentary<|constrain|>json" + _ARGS,
+        PARIS,
+        reasoning="Need the weather.",
+    ),
+    _harmony(
+        "two_calls_recipient_in_role",
+        "<|start|>assistant to=functions.get_weather<|channel|>commentary<|constrain|>json"
+        + _ARGS
+        + _PING,
+        [*PARIS, ("ping", {})],
+    ),
+    _harmony(
+        "prefilled_role_recipient_then_second_call",
+        " to=functions.get_weather<|channel|>commentary json" + _ARGS + _PING,
+        [*PARIS, ("ping", {})],
+    ),
+    _harmony(
+        "preamble_then_recipient_in_role",
+        "<|channel|>commentary<|message|>Checking the weather.<|end|>"
+        "<|start|>assistant to=functions.get_weather<|channel|>commentary<|constrain|>json" + _ARGS,
+        PARIS,
+        "Checking the weather.",
+    ),
+    _harmony(
+        "recipient_in_role_truncated_in_arguments",
+        ' to=functions.get_weather<|channel|>commentary<|constrain|>json<|message|>{"city": "Pa',
+        [],
+        None,
+        truncated=True,
+    ),
+    _harmony(
+        "recipient_in_role_unknown_tool",
+        "<|start|>assistant to=functions.rm_rf<|channel|>commentary<|constrain|>json"
+        "<|message|>{}<|call|>",
+        [],
+        None,
+    ),
+]
 
 
 # gpt-oss (harmony channels).
@@ -218,6 +421,7 @@ HARMONY = Writer(
             "calls": PARIS,
             "content": "",
         },
+        *HARMONY_VARIANTS,
     ],
 )
 
@@ -404,6 +608,221 @@ KIMI = Writer(
 )
 
 
+# vLLM's Gemma 4 and FunctionGemma parser tests (test_gemma4_tool_parser.py,
+# test_functiongemma_tool_parser.py): their outputs (streamed ones joined) and calls. A call
+# vLLM reads from a cut-off or malformed block is not run here.
+Q = '<|"|>'
+LONDON = {"location": "London"}
+
+
+def _gemma(tag: str, text: str, calls: Any, content: str | None = "", **kw: Any) -> dict:
+    source = "vLLM test_gemma4_tool_parser.py"
+    return {"tag": tag, "source": source, "text": text, "calls": calls, "content": content, **kw}
+
+
+def _tc(body: str) -> str:
+    return f"<|tool_call>{body}<tool_call|>"
+
+
+def _fg(body: str) -> str:
+    return f"<start_function_call>{body}<end_function_call>"
+
+
+_HTML = (
+    '<!DOCTYPE html>\n<html lang="zh-CN">\n<head>\n    <meta charset="UTF-8">\n'
+    '    <meta name="viewport" content="width=device-width">\n'
+)
+GEMMA_VLLM = [
+    _gemma(
+        "vllm_no_tool_calls",
+        "Hello, how can I help you today?",
+        [],
+        "Hello, how can I help you today?",
+    ),
+    _gemma(
+        "vllm_single", _tc(f"call:get_weather{{location:{Q}London{Q}}}"), [("get_weather", LONDON)]
+    ),
+    _gemma(
+        "vllm_multiple_arguments",
+        _tc(f"call:get_weather{{location:{Q}San Francisco{Q},unit:{Q}celsius{Q}}}"),
+        [("get_weather", {"location": "San Francisco", "unit": "celsius"})],
+    ),
+    _gemma(
+        "vllm_text_before",
+        "Let me check the weather for you. " + _tc(f"call:get_weather{{location:{Q}Paris{Q}}}"),
+        [("get_weather", {"location": "Paris"})],
+        "Let me check the weather for you.",
+    ),
+    _gemma(
+        "vllm_multiple_calls",
+        _tc(f"call:get_weather{{location:{Q}London{Q}}}")
+        + _tc(f"call:get_time{{location:{Q}London{Q}}}"),
+        [("get_weather", LONDON), ("get_time", LONDON)],
+    ),
+    _gemma(
+        "vllm_nested",
+        _tc(f"call:complex_function{{nested:{{inner:{Q}value{Q}}},list:[{Q}a{Q},{Q}b{Q}]}}"),
+        [("complex_function", {"nested": {"inner": "value"}, "list": ["a", "b"]})],
+    ),
+    _gemma(
+        "vllm_number_and_boolean",
+        _tc("call:set_status{is_active:true,count:42,score:3.14}"),
+        [("set_status", {"is_active": True, "count": 42, "score": 3.14})],
+    ),
+    _gemma(
+        "vllm_incomplete_cut_off",
+        f"<|tool_call>call:get_weather{{location:{Q}London",
+        [],
+        None,
+        truncated=True,
+    ),
+    _gemma(
+        "vllm_hyphenated_name",
+        _tc(f"call:get-weather{{location:{Q}London{Q}}}"),
+        [("get-weather", LONDON)],
+    ),
+    _gemma(
+        "vllm_dotted_name",
+        _tc(f"call:weather.get{{location:{Q}London{Q}}}"),
+        [("weather.get", LONDON)],
+    ),
+    _gemma("vllm_no_arguments", _tc("call:get_status{}"), [("get_status", {})]),
+    _gemma(
+        "vllm_stream_comma_in_string",
+        _tc(f"call:get_weather{{location:{Q}Paris, France{Q}}}"),
+        [("get_weather", {"location": "Paris, France"})],
+    ),
+    _gemma(
+        "vllm_stream_numeric_args",
+        _tc("call:set_config{count:42,active:true}"),
+        [("set_config", {"count": 42, "active": True})],
+    ),
+    _gemma(
+        "vllm_stream_nested_bool",
+        _tc("call:search{input:{all:true}}"),
+        [("search", {"input": {"all": True}})],
+    ),
+    _gemma("vllm_stream_false", _tc("call:set{flag:false}"), [("set", {"flag": False})]),
+    _gemma("vllm_stream_number", _tc("call:set{count:42}"), [("set", {"count": 42})]),
+    _gemma(
+        "vllm_stream_split_quote",
+        _tc(f"call:todowrite{{content:{Q}Buy milk{Q}}}"),
+        [("todowrite", {"content": "Buy milk"})],
+    ),
+    _gemma(
+        "vllm_stream_text_after_call",
+        _tc(f"call:get_weather{{location:{Q}Paris{Q}}}") + "<div>",
+        [("get_weather", {"location": "Paris"})],
+        "<div>",
+    ),
+    _gemma(
+        "vllm_stream_html_argument",
+        _tc(f"call:write_file{{path:{Q}index.html{Q},content:{Q}{_HTML}{Q}}}"),
+        [("write_file", {"path": "index.html", "content": _HTML})],
+    ),
+    _gemma(
+        "vllm_stream_single_chunk",
+        _tc(f"call:name_a_color{{color_hex:{Q}00ff11{Q}}}"),
+        [("name_a_color", {"color_hex": "00ff11"})],
+    ),
+    _gemma(
+        "vllm_stream_batched_calls",
+        _tc(f"call:get_weather{{location:{Q}London{Q}}}")
+        + _tc(f"call:get_time{{timezone:{Q}GMT{Q}}}"),
+        [("get_weather", LONDON), ("get_time", {"timezone": "GMT"})],
+    ),
+    _gemma(
+        "vllm_stream_trailing_bare_bool",
+        _tc(
+            f"call:Edit{{file_path:{Q}src/env.py{Q},old_string:{Q}old_val{Q},"
+            f"new_string:{Q}new_val{Q},replace_all:false}}"
+        ),
+        [
+            (
+                "Edit",
+                {
+                    "file_path": "src/env.py",
+                    "old_string": "old_val",
+                    "new_string": "new_val",
+                    "replace_all": False,
+                },
+            )
+        ],
+    ),
+    _gemma(
+        "vllm_bare_opener", _tc(f":get_weather{{location:{Q}London{Q}}}"), [("get_weather", LONDON)]
+    ),
+    _gemma(
+        "vllm_bare_opener_multiple_args",
+        _tc(f":get_weather{{location:{Q}Tokyo{Q},unit:{Q}celsius{Q}}}"),
+        [("get_weather", {"location": "Tokyo", "unit": "celsius"})],
+    ),
+    _gemma("vllm_malformed_no_brace", _tc("call:bad_func no brace"), [], None),
+    _gemma(
+        "vllm_malformed_then_well_formed",
+        _tc("call:bad_func no brace") + _tc(f"call:get_weather{{location:{Q}London{Q}}}"),
+        [("get_weather", LONDON)],
+        None,
+    ),
+    _gemma(
+        "vllm_bare_malformed_then_well_formed",
+        _tc(":bad_func no brace") + _tc(f"call:get_weather{{location:{Q}London{Q}}}"),
+        [("get_weather", LONDON)],
+        None,
+    ),
+    _gemma(
+        "vllm_three_mixed_calls",
+        _tc(":bad no brace")
+        + _tc(f"call:search{{input:{Q}hello{Q}}}")
+        + _tc(":set{flag:true,count:5}"),
+        [("search", {"input": "hello"}), ("set", {"flag": True, "count": 5})],
+        None,
+    ),
+    _gemma(
+        "vllm_colon_in_content",
+        "Hello: world" + _tc(f":get_weather{{location:{Q}London{Q}}}"),
+        [("get_weather", LONDON)],
+        "Hello: world",
+    ),
+    _gemma("vllm_bare_opener_empty_args", _tc(":set_status{}"), [("set_status", {})]),
+    _gemma(
+        "bare_opener_without_colon",
+        _tc(f"get_weather{{location:{Q}London{Q}}}"),
+        [("get_weather", LONDON)],
+    ),
+    _gemma(
+        "functiongemma_single",
+        _fg("call:get_weather{location:<escape>London<escape>}"),
+        [("get_weather", LONDON)],
+    ),
+    _gemma(
+        "functiongemma_multiple_arguments",
+        _fg(
+            "call:get_weather{location:<escape>San Francisco<escape>,unit:<escape>celsius<escape>}"
+        ),
+        [("get_weather", {"location": "San Francisco", "unit": "celsius"})],
+    ),
+    _gemma(
+        "functiongemma_text_before",
+        "Let me check the weather for you. "
+        + _fg("call:get_weather{location:<escape>Paris<escape>}"),
+        [("get_weather", {"location": "Paris"})],
+        "Let me check the weather for you.",
+    ),
+    _gemma(
+        "functiongemma_multiple_calls",
+        _fg("call:get_weather{location:<escape>London<escape>}")
+        + _fg("call:get_time{timezone:<escape>UTC<escape>}"),
+        [("get_weather", LONDON), ("get_time", {"timezone": "UTC"})],
+    ),
+    _gemma(
+        "functiongemma_two_strings",
+        _fg("call:get_weather{city:<escape>Tokyo<escape>,country:<escape>Japan<escape>}"),
+        [("get_weather", {"city": "Tokyo", "country": "Japan"})],
+    ),
+]
+
+
 # Gemma 4 (`<|tool_call>call:NAME{…}` in Gemma's object syntax).
 def _gemma_value(value: Any) -> str:
     if isinstance(value, str):
@@ -437,6 +856,7 @@ GEMMA = Writer(
             "calls": PARIS,
             "content": "",
         },
+        *GEMMA_VLLM,
     ],
 )
 
