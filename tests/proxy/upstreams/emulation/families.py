@@ -204,6 +204,36 @@ MISTRAL_VERSIONS = [
         reasoning="Two things to check.",
     ),
     _mistral(
+        "v3_pretty_printed_array",
+        '[TOOL_CALLS] [\n  {"name": "get_weather", "arguments": {"city": "Paris"}},\n'
+        '  {"name": "ping", "arguments": {}}\n]',
+        _PAIR,
+    ),
+    _mistral(
+        "v3_arguments_as_json_string",
+        '[TOOL_CALLS][{"name": "get_weather", "arguments": "{\\"city\\": \\"Paris\\"}"}]',
+        PARIS,
+    ),
+    _mistral(
+        "v3_think_tags_then_call",
+        "<think>Weather first.</think>"
+        '[TOOL_CALLS][{"name":"get_weather","arguments":{"city":"Paris"}}]',
+        PARIS,
+        reasoning="Weather first.",
+    ),
+    _mistral(
+        "v11_calls_on_lines",
+        '[TOOL_CALLS]get_weather[ARGS]{"city":"Paris"}\n[TOOL_CALLS]ping[ARGS]{}',
+        _PAIR,
+    ),
+    _mistral(
+        "v11_think_prose_then_call",
+        '[THINK]Weather.[/THINK]Sure.[TOOL_CALLS]get_weather[ARGS]{"city":"Paris"}',
+        PARIS,
+        "Sure.",
+        reasoning="Weather.",
+    ),
+    _mistral(
         "v11_truncated_in_second_call",
         '[TOOL_CALLS]get_weather[ARGS]{"city":"Paris"}[TOOL_CALLS]ping[ARGS]{"x',
         PARIS,
@@ -374,6 +404,30 @@ HARMONY_VARIANTS = [
         [],
         None,
         truncated=True,
+    ),
+    _harmony(
+        "recipient_in_role_call_then_final",
+        "<|start|>assistant to=functions.get_weather<|channel|>commentary <|constrain|>json"
+        + _ARGS
+        + "<|start|>assistant<|channel|>final<|message|>Done.<|return|>",
+        PARIS,
+        "Done.",
+    ),
+    _harmony(
+        "call_in_analysis_channel",
+        '<|channel|>analysis to=functions.get_weather code<|message|>{"city": "Paris"}<|call|>',
+        PARIS,
+    ),
+    _harmony(
+        "recipient_in_role_no_constraint",
+        "<|start|>assistant to=functions.get_weather<|channel|>commentary" + _ARGS,
+        PARIS,
+    ),
+    _harmony(
+        "plain_answer_starting_with_to",
+        "to be honest, it is sunny.",
+        [],
+        "to be honest, it is sunny.",
     ),
     _harmony(
         "recipient_in_role_unknown_tool",
