@@ -30,9 +30,9 @@ from ..reasoning import ThinkingParser
 from ..repairs import Decoded, Repair
 from ..scanning import BodyScanner, XmlScanner, neutralise_tokens
 from ..toolspecs import ToolSpecs
+from ..values import convert, schema_types, unwrapped
 from .base import KEEP_SPECIAL_TOKENS, THINK_TAGS, CallText, catalog_tools, json_text
 from .deepseek import EOS
-from .xml import coerce
 
 DSML = "\uff5cDSML\uff5c"
 CALLS_BEGIN, CALLS_END = f"<{DSML}function_calls>", f"</{DSML}function_calls>"
@@ -172,23 +172,36 @@ def _decode(body: str, lenient: bool, specs: ToolSpecs) -> Decoded | None:
         pos = param.end()
     if body[pos:].strip():
         return None
-    return [(name, arguments)], repairs
+    inner = unwrapped(arguments, specs.parameters(name)) if lenient else None
+    if inner is not None:
+        repairs.append(Repair.WRAPPER_UNWRAPPED)
+    return [(name, arguments if inner is None else inner)], repairs
 
 
 _INVALID = object()
 
 
 def _value(raw: str, flag: str | None, schema: Any, lenient: bool, repairs: list[Repair]) -> Any:
-    if flag == "true":
-        return raw
+    """The value by its flag, then converted by the schema (a whole number as an integer,
+    `null` for a string as "null"). Lenient, a value the flag calls a string under a schema
+    that allows none, invalid JSON flagged as JSON, or no flag at all is read by the schema:
+    a `value_by_schema` repair."""
     if flag == "false":
         try:
-            return json.loads(raw)
+            parsed = json.loads(raw)
         except ValueError:
-            if not lenient:
-                return _INVALID
+            parsed = _INVALID
+        if parsed is not _INVALID:
+            if isinstance(parsed, str) and not schema_types(schema):
+                return parsed
+            return convert(parsed, schema, lenient=lenient, repairs=repairs)
+        if not lenient:
+            return _INVALID
+    elif flag == "true":
+        types = schema_types(schema)
+        if not types or "string" in types or not lenient:
+            return raw
     elif not lenient:
         return _INVALID
-    # No flag, or a flag that does not hold: the schema's type decides, as in `xml`.
     repairs.append(Repair.VALUE_BY_SCHEMA)
-    return coerce(raw, schema if isinstance(schema, dict) else {}, lenient, repairs)
+    return convert(raw, schema, lenient=lenient, repairs=repairs)

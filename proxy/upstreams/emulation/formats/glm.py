@@ -20,8 +20,8 @@ from ..reasoning import ThinkingParser
 from ..repairs import Decoded, Repair, strip_tokens
 from ..scanning import BodyScanner, XmlScanner
 from ..toolspecs import ToolSpecs
+from ..values import typed_arguments
 from .base import KEEP_SPECIAL_TOKENS, THINK_TAGS, CallText, parallel_line, response_blocks
-from .xml import coerce
 
 _PROMPT = """# Tools
 
@@ -105,9 +105,7 @@ def _decode(body: str, lenient: bool, specs: ToolSpecs) -> Decoded | None:
     name = _NAME.match(text)
     if name is None:
         return None
-    properties = specs.parameters(name.group(1)).get("properties")
-    properties = properties if isinstance(properties, dict) else {}
-    arguments: dict[str, Any] = {}
+    arguments: dict[str, str] = {}
     pos = name.end()
     for pair in _PAIR.finditer(text, pos):
         if pair.start() != pos:
@@ -115,8 +113,9 @@ def _decode(body: str, lenient: bool, specs: ToolSpecs) -> Decoded | None:
         key = pair.group(1).strip()
         if not key or key in arguments:
             return None
-        arguments[key] = coerce(pair.group(2), properties.get(key) or {}, lenient, repairs)
+        arguments[key] = pair.group(2)
         pos = pair.end()
     if text[pos:].strip():
         return None
-    return [(name.group(1), arguments)], repairs
+    parameters = specs.parameters(name.group(1))
+    return [(name.group(1), typed_arguments(arguments, parameters, lenient, repairs))], repairs

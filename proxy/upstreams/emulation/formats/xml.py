@@ -7,18 +7,16 @@ type the tool's schema gives the parameter.
 from __future__ import annotations
 
 import json
-import math
-import re
 from collections.abc import Mapping
 from typing import Any
 
 from ..call_ids import random_ids
-from ..literals import NotLiteral, literal_value
 from ..parser import Envelope, Parser, TaggedParser
 from ..reasoning import ThinkingParser
 from ..repairs import Decoded, Repair, strip_tokens, unfence
 from ..scanning import BodyScanner, XmlScanner
 from ..toolspecs import ToolSpecs
+from ..values import typed_arguments
 from .base import THINK_TAGS, CallText, parallel_line, response_blocks
 
 _PROMPT = """# Tools
@@ -56,8 +54,6 @@ function call, but NOT after
 knowledge and do not tell the user about function calls
 - Never write <tool_response> yourself; results will be provided to you
 </IMPORTANT>"""
-_INTEGER = re.compile(r"[-+]?\d+")
-_TYPE_ORDER = ("null", "integer", "number", "boolean", "object", "array", "string")
 
 
 class Xml:
@@ -125,16 +121,10 @@ def _decode(body: str, lenient: bool, specs: ToolSpecs) -> Decoded | None:
     functions = _functions(text, lenient, repairs)
     if not functions:
         return None
-    calls: list[tuple[str, Any]] = []
-    for name, raw in functions:
-        properties = specs.parameters(name).get("properties")
-        properties = properties if isinstance(properties, dict) else {}
-        calls.append(
-            (
-                name,
-                {k: coerce(v, properties.get(k) or {}, lenient, repairs) for k, v in raw.items()},
-            )
-        )
+    calls = [
+        (name, typed_arguments(raw, specs.parameters(name), lenient, repairs))
+        for name, raw in functions
+    ]
     return calls, repairs
 
 
@@ -210,77 +200,3 @@ def _trim(value: str) -> str:
     """Drop exactly one newline on each side: the ones the format puts around a value."""
     value = value[1:] if value.startswith("\n") else value
     return value[:-1] if value.endswith("\n") else value
-
-
-def _types(schema: dict[str, Any]) -> list[str]:
-    kind = schema.get("type")
-    types = [kind] if isinstance(kind, str) else [t for t in kind or [] if isinstance(t, str)]
-    for key in ("anyOf", "oneOf"):
-        for option in schema.get(key) or []:
-            if isinstance(option, dict):
-                types += _types(option)
-    if not types and "enum" in schema:
-        types = ["string" if isinstance(v, str) else "number" for v in schema["enum"]]
-    return types
-
-
-def coerce(
-    value: str, schema: dict[str, Any], lenient: bool, repairs: list[Repair] | None = None
-) -> Any:
-    """The raw text as the schema's type (null > integer > number > boolean > object > array >
-    string); text that fits no type is kept as a string for argument validation to report."""
-    types = set(_types(schema))
-    if not types:
-        return _untyped(value)
-    stripped = value.strip()
-    for kind in _TYPE_ORDER:
-        if kind not in types:
-            continue
-        if kind == "null" and stripped.lower() in ("null", "none"):
-            return None
-        if kind == "integer" and _INTEGER.fullmatch(stripped):
-            return int(stripped)
-        if kind == "number":
-            number = _number(stripped)
-            if number is not None:
-                return number
-        if kind == "boolean" and stripped.lower() in ("true", "false"):
-            return stripped.lower() == "true"
-        if kind in ("object", "array"):
-            loaded = _structure(stripped, lenient, repairs if repairs is not None else [])
-            if isinstance(loaded, dict if kind == "object" else list):
-                return loaded
-        if kind == "string":
-            return value
-    return value
-
-
-def _number(text: str) -> int | float | None:
-    if _INTEGER.fullmatch(text):
-        return int(text)
-    try:
-        number = float(text)
-    except ValueError:
-        return None
-    return number if math.isfinite(number) else None
-
-
-def _structure(text: str, lenient: bool, repairs: list[Repair]) -> Any:
-    try:
-        return json.loads(text)
-    except ValueError:
-        if not lenient:
-            return None
-    try:
-        value = literal_value(text)
-    except NotLiteral:
-        return None
-    repairs.append(Repair.PY_LITERAL)
-    return value
-
-
-def _untyped(value: str) -> Any:
-    try:
-        return json.loads(value)
-    except ValueError:
-        return value

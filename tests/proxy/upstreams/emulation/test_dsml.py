@@ -31,8 +31,8 @@ def test_string_values_are_raw_and_others_json() -> None:
 def test_a_missing_or_wrong_flag_is_a_named_repair_and_refused_when_strict() -> None:
     text = _invoke(_param("city", "Paris", None), _param("days", "2", "true"))
     lenient = FMT.parser(ToolSpecs.from_tools(TOOLS), strict=False)
-    assert run(lenient, [text]) == [Call("get_weather", {"city": "Paris", "days": "2"})]
-    assert lenient.repairs == [Repair.VALUE_BY_SCHEMA]
+    assert run(lenient, [text]) == [Call("get_weather", {"city": "Paris", "days": 2})]
+    assert lenient.repairs == [Repair.VALUE_BY_SCHEMA, Repair.VALUE_BY_SCHEMA]
     strict = FMT.parser(ToolSpecs.from_tools(TOOLS), strict=True)
     events = run(strict, [text])
     assert not [e for e in events if isinstance(e, Call)]
