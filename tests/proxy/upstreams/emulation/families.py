@@ -8,7 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from tests.proxy.upstreams.emulation import peer_cases
+from tests.proxy.upstreams.emulation import peer_cases, value_cases
 
 Calls = list[tuple[str, dict[str, Any]]]
 FOREIGN_THOUGHT = (
@@ -121,6 +121,7 @@ XML = Writer(
             "calls": [("get_weather", {"city": "Paris", "days": 2})],
             "content": "",
         },
+        *value_cases.XML,
     ],
 )
 
@@ -590,6 +591,7 @@ DEEPSEEK_V32 = Writer(
             "calls": PARIS,
             "content": "",
         },
+        *value_cases.DEEPSEEK_V32,
     ],
 )
 
@@ -622,6 +624,7 @@ GLM = Writer(
             "calls": [("get_weather", {"city": "Paris", "days": 2})],
             "content": "",
         },
+        *value_cases.GLM,
     ],
 )
 
