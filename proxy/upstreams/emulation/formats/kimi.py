@@ -1,4 +1,4 @@
-"""`kimi`: Kimi K2's special-token tool calls.
+"""`kimi`: every Kimi version's tool calls (K2, K2.5, K3).
 
     <|tool_calls_section_begin|><|tool_call_begin|>functions.get_weather:0
     <|tool_call_argument_begin|>{"city": "Paris"}<|tool_call_end|><|tool_calls_section_end|>
@@ -6,7 +6,8 @@
 (on one line). Each call's id is `functions.NAME:INDEX`; results go back as
 `## Return of ID` followed by the content, as K2's template writes a tool message. The tools
 are declared as a JSON array. Reasoning (K2-Thinking) is a leading `<think>` block. The
-markers are special tokens: the server must keep them.
+markers are special tokens: the server must keep them. K2.5 writes the same. K3 writes its
+XTML channels (formats/kimi_k3.py), read here too: users name the family, not the model.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from ..reasoning import ThinkingParser
 from ..repairs import Decoded, Repair, load_value, stripped_candidates
 from ..scanning import BodyScanner, QuotedScanner, neutralise_tokens
 from ..toolspecs import ToolSpecs
+from . import kimi_k3
 from .base import KEEP_SPECIAL_TOKENS, THINK_TAGS, CallText, catalog_tools, json_text
 
 SECTION_BEGIN, SECTION_END = "<|tool_calls_section_begin|>", "<|tool_calls_section_end|>"
@@ -85,22 +87,35 @@ class Kimi:
         )
 
     def parser(self, specs: ToolSpecs, *, strict: bool) -> Parser:
-        """A tagged parser per call; the section markers around them carry nothing."""
-        envelope = Envelope(CALL_BEGIN, CALL_END, _scanner)
+        """A tagged parser per call (K2's or K3's); the section and channel markers around
+        them carry nothing. Reasoning: K2's `<think>` block or K3's `think` channel."""
+        envelopes = [
+            Envelope(CALL_BEGIN, CALL_END, _scanner),
+            Envelope(kimi_k3.CALL_OPEN, kimi_k3.CALL_CLOSE, kimi_k3.scanner),
+        ]
         inner = TaggedParser(
             specs,
-            decode,
-            [envelope],
+            decode_any,
+            envelopes,
             strict=strict,
             stops=("## Return of",),
-            drop=(SECTION_BEGIN, SECTION_END),
+            drop=(SECTION_BEGIN, SECTION_END, *kimi_k3.DROP),
         )
-        return ThinkingParser(inner)
+        whole = kimi_k3.WholeMarkers(inner)
+        k3_thinking = ThinkingParser(whole, open=kimi_k3.THINK_OPEN, close=kimi_k3.THINK_CLOSE)
+        return ThinkingParser(k3_thinking)
 
 
 def _scanner(lenient: bool) -> BodyScanner:
     # A new call or the section's end outside strings: the model forgot <|tool_call_end|>.
     return QuotedScanner(CALL_END, ends=(CALL_BEGIN, SECTION_END) if lenient else ())
+
+
+def decode_any(body: str, lenient: bool) -> Decoded | None:
+    """A K3 call's body, or K2's."""
+    if kimi_k3.is_k3(body):
+        return kimi_k3.decode(body, lenient)
+    return decode(body, lenient)
 
 
 def decode(body: str, lenient: bool) -> Decoded | None:

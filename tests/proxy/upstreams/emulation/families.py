@@ -661,6 +661,7 @@ KIMI = Writer(
             "calls": PARIS,
             "content": "",
         },
+        *peer_cases.KIMI,
     ],
 )
 

@@ -384,3 +384,286 @@ DEEPSEEK: list[dict[str, Any]] = [
         "truncated": True,
     },
 ]
+
+
+# Kimi K2 (vLLM tests/tool_parsers/test_kimi_k2_tool_parser.py)
+SECTION_BEGIN, SECTION_END = "<|tool_calls_section_begin|>", "<|tool_calls_section_end|>"
+
+
+def _k2(call_id: str, args: str) -> str:
+    return f"<|tool_call_begin|>{call_id} <|tool_call_argument_begin|>{args}<|tool_call_end|>"
+
+
+def _k2_section(*calls: str) -> str:
+    return SECTION_BEGIN + "".join(calls) + SECTION_END
+
+
+# Kimi K3 (vLLM tests/tool_use/test_kimi_k3_tool_parser.py, tests/tool_parsers/
+# test_structural_tag_registry.py): XTML channels.
+OPEN, CLOSE, XSEP = "<|open|>", "<|close|>", "<|sep|>"
+
+
+def _k3_arg(key: str, kind: str, value: str) -> str:
+    return f'{OPEN}argument key="{key}" type="{kind}"{XSEP}{value}{CLOSE}argument{XSEP}'
+
+
+def _k3_call(tool: str, index: int, *args: str) -> str:
+    return f'{OPEN}call tool="{tool}" index="{index}"{XSEP}{"".join(args)}{CLOSE}call{XSEP}'
+
+
+def _k3_response(content: str) -> str:
+    return f"{OPEN}response{XSEP}{content}{CLOSE}response{XSEP}"
+
+
+def _k3_tools(*calls: str) -> str:
+    return f"{OPEN}tools{XSEP}{''.join(calls)}{CLOSE}tools{XSEP}"
+
+
+_K3_THINK = f"{OPEN}think{XSEP}step{CLOSE}think{XSEP}"
+_K3_PARIS = _k3_call("get_weather", 1, _k3_arg("city", "string", "Paris"))
+
+
+def _kimi(tag: str, source: str, text: str, calls: Any, content: str | None = "", **kw: Any):
+    return {"tag": tag, "source": source, "text": text, "calls": calls, "content": content, **kw}
+
+
+_K2_SRC = "vLLM kimi_k2 parser tests"
+_K3_SRC = "vLLM kimi_k3 parser tests"
+_K3_TAG_SRC = "vLLM kimi_k3 structural tag tests"
+KIMI: list[dict[str, Any]] = [
+    _kimi(
+        "k2_prose_then_call",
+        f"{_K2_SRC} (single_tool_call)",
+        "I'll check. " + _k2_section(_k2("functions.get_weather:0", '{"city": "Beijing"}')),
+        [["get_weather", {"city": "Beijing"}]],
+        "I'll check.",
+    ),
+    _kimi(
+        "k2_parallel_same_tool",
+        f"{_K2_SRC} (parallel_tool_calls)",
+        "Compare weather. "
+        + _k2_section(
+            _k2("functions.get_weather:0", '{"city": "Beijing"}'),
+            _k2("functions.get_weather:1", '{"city": "Shanghai"}'),
+        ),
+        [["get_weather", {"city": "Beijing"}], ["get_weather", {"city": "Shanghai"}]],
+        "Compare weather.",
+    ),
+    _kimi(
+        "k2_three_tools",
+        f"{_K2_SRC} (three_tool_calls)",
+        "Multiple tasks. "
+        + _k2_section(
+            _k2("functions.get_weather:0", '{"city": "New York"}'),
+            _k2("functions.search:1", '{"query": "technology"}'),
+            _k2("functions.write_file:2", '{"path": "user@example.com", "content": "Daily"}'),
+        ),
+        [
+            ["get_weather", {"city": "New York"}],
+            ["search", {"query": "technology"}],
+            ["write_file", {"path": "user@example.com", "content": "Daily"}],
+        ],
+        "Multiple tasks.",
+    ),
+    _kimi(
+        "k2_angle_brackets_in_json",
+        f"{_K2_SRC} (angle_brackets_in_json)",
+        "Process HTML. "
+        + _k2_section(_k2("functions.write_file:0", '{"content": "<div>content</div>"}')),
+        [["write_file", {"content": "<div>content</div>"}]],
+        "Process HTML.",
+    ),
+    _kimi(
+        "k2_multiline_json",
+        f"{_K2_SRC} (multiline_json)",
+        "Formatted. "
+        + _k2_section(_k2("functions.search:0", '{\n  "query": "test",\n  "limit": 123\n}')),
+        [["search", {"query": "test", "limit": 123}]],
+        "Formatted.",
+    ),
+    _kimi(
+        "k2_no_functions_prefix",
+        f"{_K2_SRC} (no_functions_prefix)",
+        "No prefix. " + _k2_section(_k2("get_weather:0", '{"city": "Tokyo"}')),
+        [["get_weather", {"city": "Tokyo"}]],
+        "No prefix.",
+    ),
+    _kimi(
+        "k2_empty_arguments",
+        f"{_K2_SRC} (empty_arguments)",
+        "Empty args. " + _k2_section(_k2("functions.ping:0", "{}")),
+        [["ping", {}]],
+        "Empty args.",
+    ),
+    _kimi(
+        "k2_invalid_json_beside_valid",
+        f"{_K2_SRC} (test_invalid_json_still_extracted: the broken call is not run)",
+        "Help. "
+        + _k2_section(
+            _k2("functions.get_weather:0", '{"city": "Beijing"'),
+            _k2("functions.get_weather:1", '{"city": "Shanghai"}'),
+        ),
+        [["get_weather", {"city": "Shanghai"}]],
+        None,
+    ),
+    _kimi(
+        "k2_invalid_call_id",
+        f"{_K2_SRC} (test_invalid_funcall_id_skipped)",
+        "Help. "
+        + _k2_section(
+            _k2("functions.get_weather.0", '{"city": "Beijing"}'),
+            _k2("functions.get_weather:1", '{"city": "Shanghai"}'),
+        ),
+        [["get_weather", {"city": "Shanghai"}]],
+        None,
+    ),
+    # K3
+    _kimi(
+        "k3_response_and_typed_arguments",
+        f"{_K3_SRC} (test_extract_tool_calls_with_response_and_typed_arguments)",
+        _k3_response("answer")
+        + _k3_tools(
+            _k3_call(
+                "set_flags",
+                1,
+                _k3_arg("ratio", "number", "1"),
+                _k3_arg("enabled", "boolean", "true"),
+                _k3_arg("note", "string", "raw"),
+            )
+        ),
+        [["set_flags", {"ratio": 1, "enabled": True, "note": "raw"}]],
+        "answer",
+    ),
+    _kimi(
+        "k3_reasoning_response_call",
+        f"{_K3_SRC} (test_delegating_parser_preserves_tool_calls_after_reasoning)",
+        _K3_THINK
+        + _k3_response("answer")
+        + _k3_tools(_k3_call("_private_tool", 1, _k3_arg("x", "number", "1"))),
+        [["_private_tool", {"x": 1}]],
+        "answer",
+        reasoning="step",
+    ),
+    _kimi(
+        "k3_reasoning_empty_response_call",
+        f"{_K3_SRC} (required / named tool choice)",
+        _K3_THINK
+        + _k3_response("")
+        + _k3_tools(_k3_call("_private_tool", 1, _k3_arg("x", "number", "1"))),
+        [["_private_tool", {"x": 1}]],
+        "",
+        reasoning="step",
+    ),
+    _kimi(
+        "k3_prefilled_response_no_call",
+        f"{_K3_SRC} (auto, no call, consumed response prefix)",
+        f"answer{CLOSE}response{XSEP}",
+        [],
+        "answer",
+    ),
+    _kimi(
+        "k3_prefilled_response_then_call",
+        f"{_K3_SRC} (required call, consumed response prefix)",
+        f"{CLOSE}response{XSEP}"
+        + _k3_tools(_k3_call("_private_tool", 1, _k3_arg("x", "number", "1"))),
+        [["_private_tool", {"x": 1}]],
+    ),
+    _kimi(
+        "k3_truncated_call",
+        f"{_K3_SRC} (test_delegating_parser_truncated_tools_do_not_leak_xtml)",
+        f'{CLOSE}response{XSEP}{OPEN}tools{XSEP}{OPEN}call tool="_private_tool" index="1"',
+        [],
+        None,
+        truncated=True,
+    ),
+    _kimi(
+        "k3_escaped_attributes",
+        f"{_K3_SRC} (test_extract_tool_calls_unescapes_attributes)",
+        _k3_tools(_k3_call("write_file", 1, _k3_arg("path", "string", "a&amp;b&quot;c"))),
+        [["write_file", {"path": "a&amp;b&quot;c"}]],
+    ),
+    _kimi(
+        "k3_no_arguments",
+        f"{_K3_SRC} (test_tool_call_ids_are_unique_across_messages)",
+        _k3_tools(_k3_call("ping", 1)),
+        [["ping", {}]],
+    ),
+    _kimi(
+        "k3_spaced_response_markers",
+        f"{_K3_SRC} (test_extract_content_from_whitespace_degraded_markers)",
+        f"{OPEN} response {XSEP}answer{CLOSE} response {XSEP}",
+        [],
+        "answer",
+    ),
+    _kimi(
+        "k3_content_then_call",
+        f"{_K3_SRC} (test_streaming_split_markers_do_not_leak)",
+        f"{OPEN}response{XSEP}Hi"
+        + _k3_tools(_k3_call("_private_tool", 1, _k3_arg("x", "number", "1"))),
+        [["_private_tool", {"x": 1}]],
+        "Hi",
+    ),
+    _kimi(
+        "k3_two_arguments",
+        f"{_K3_TAG_SRC} (response content, string and number)",
+        _k3_response("Checking.")
+        + _k3_tools(
+            _k3_call(
+                "get_weather",
+                1,
+                _k3_arg("city", "string", "Paris"),
+                _k3_arg("days", "number", "3"),
+            )
+        ),
+        [["get_weather", {"city": "Paris", "days": 3}]],
+        "Checking.",
+    ),
+    _kimi(
+        "k3_two_calls",
+        f"{_K3_TAG_SRC} (two calls, second tool)",
+        _k3_response("")
+        + _k3_tools(_K3_PARIS, _k3_call("search", 2, _k3_arg("query", "string", "ls -la"))),
+        [["get_weather", {"city": "Paris"}], ["search", {"query": "ls -la"}]],
+    ),
+    _kimi(
+        "k3_regex_metacharacters",
+        f"{_K3_TAG_SRC} (regex metacharacters and spaces in a string)",
+        _k3_response("")
+        + _k3_tools(_k3_call("search", 1, _k3_arg("query", "string", "grep -E 'a|b{2,}' x.py"))),
+        [["search", {"query": "grep -E 'a|b{2,}' x.py"}]],
+    ),
+    _kimi(
+        "k3_message_close_after_calls",
+        f"{_K3_TAG_SRC} (trailing message-close marker)",
+        _k3_response("") + _k3_tools(_K3_PARIS) + f"{CLOSE}message{XSEP}",
+        [["get_weather", {"city": "Paris"}]],
+    ),
+    _kimi(
+        "k3_unknown_tool",
+        f"{_K3_TAG_SRC} (unknown tool name)",
+        _k3_response("")
+        + _k3_tools(_k3_call("get_temperature", 1, _k3_arg("city", "string", "x"))),
+        [],
+        None,
+    ),
+    _kimi(
+        "k3_non_numeric_number",
+        f"{_K3_TAG_SRC} (number argument given a non-numeric value)",
+        _k3_response("") + _k3_tools(_k3_call("get_weather", 1, _k3_arg("days", "number", "abc"))),
+        [],
+        None,
+    ),
+    _kimi(
+        "k3_markers_in_value",
+        "Kimi K3 XTML: a string value holding the call's own close",
+        _k3_tools(
+            _k3_call(
+                "write_file",
+                1,
+                _k3_arg("content", "string", f"x {CLOSE}call{XSEP} y"),
+                _k3_arg("path", "string", "m.txt"),
+            )
+        ),
+        [["write_file", {"content": f"x {CLOSE}call{XSEP} y", "path": "m.txt"}]],
+    ),
+]
