@@ -337,6 +337,22 @@ DEEPSEEK: list[dict[str, Any]] = [
         "calls": [["ping", {}]],
         "content": None,
     },
+    {
+        "tag": "v4_arguments_wrapper",
+        "source": "vLLM deepseek_v4 parser tests (test_extract_tool_calls_arguments_wrapper)",
+        "text": f'<{DSML}tool_calls><{DSML}invoke name="get_weather">'
+        f'<{DSML}parameter name="arguments" string="false">{{"city":"Beijing"}}'
+        f"</{DSML}parameter></{DSML}invoke></{DSML}tool_calls>",
+        "calls": [["get_weather", {"city": "Beijing"}]],
+        "content": "",
+    },
+    {
+        "tag": "v32_string_flag_integer_by_schema",
+        "source": "vLLM deepseek_v32 parser tests (test_string_attr_true_coerced_by_schema)",
+        "text": _v32([("_private_tool", [("x", "true", "42")])]),
+        "calls": [["_private_tool", {"x": 42}]],
+        "content": "",
+    },
     # V4.1 (vLLM test_structural_tag_registry.py: the strings its grammar accepts)
     {
         "tag": "v41_single_call",
