@@ -1,4 +1,6 @@
-"""`llama`: Llama 3.1-3.3's JSON tool calls, `{"name": …, "parameters": {…}}`.
+"""`llama`: every Llama version's tool calls: 3.1-3.3's JSON, `{"name": …, "parameters": {…}}`,
+and 3.2/4's Python call lists, `[get_weather(city='SF')]` (bare, or after `<|python_tag|>` or
+Llama 4's `<|python_start|>`, read as the `pythonic` format reads them).
 
 The reply that calls a tool is the JSON object itself, decided at its first non-blank
 character (a `{` inside prose is never a call), optionally after `<|python_tag|>`; several
@@ -18,9 +20,18 @@ from ..reasoning import ThinkingParser
 from ..repairs import Decoded, Repair, call_from_object, load_value, stripped_candidates
 from ..scanning import BodyScanner, ValueScanner, neutralise_tokens
 from ..toolspecs import ToolSpecs
+from . import pythonic
 from .base import KEEP_SPECIAL_TOKENS, THINK_TAGS, CallText, catalog_tools, json_text
 
-TOKENS = ("<|python_tag|>", "<|eom_id|>", "<|eot_id|>", "<|start_header_id|>")
+TOKENS = (
+    "<|python_tag|>",
+    "<|eom_id|>",
+    "<|eot_id|>",
+    "<|start_header_id|>",
+    pythonic.PYTHON_START,
+    pythonic.PYTHON_END,
+    "<|header_start|>",
+)
 _PROMPT = """Given the following functions, please respond with a JSON for a function call \
 with its proper arguments that best answers the given prompt.
 
@@ -65,9 +76,17 @@ class Llama:
         envelopes = [
             Envelope("{", "", _scanner, keep_markers=True, at_start=True),
             Envelope(";", "", _scanner, keep_markers=True, at_start=True),
-            Envelope("<|python_tag|>", "", _scanner),
+            Envelope("<|python_tag|>", "", _tag_scanner),
+            *pythonic.list_envelopes(),
         ]
-        inner = TaggedParser(specs, decode, envelopes, strict=strict, stops=TOKENS[3:])
+        inner = TaggedParser(
+            specs,
+            pythonic.known_only(decode, specs),
+            envelopes,
+            strict=strict,
+            stops=pythonic.LLAMA_STOPS,
+            drop=(pythonic.PYTHON_END,),
+        )
         return ThinkingParser(inner)
 
 
@@ -75,8 +94,32 @@ def _scanner(lenient: bool) -> BodyScanner:
     return ValueScanner(quotes="\"'" if lenient else '"', head_limit=8)
 
 
+def _tag_scanner(lenient: bool) -> BodyScanner:
+    return _EitherScanner(_scanner(lenient))
+
+
+class _EitherScanner:
+    """After `<|python_tag|>`: a Python call list (Llama 3.2) or a JSON value (3.1)."""
+
+    def __init__(self, json_scanner: BodyScanner) -> None:
+        self._json = json_scanner
+        self._chosen: BodyScanner | None = None
+
+    def scan(self, buf: str) -> tuple[int, str] | None:
+        """The end of the list or of the JSON value, whichever the body opens with."""
+        if self._chosen is None:
+            rest = buf.lstrip()
+            if not rest:
+                return None
+            self._chosen = pythonic.CallListScanner() if rest[0] == "[" else self._json
+        return self._chosen.scan(buf)
+
+
 def decode(body: str, lenient: bool) -> Decoded | None:
-    """The call in one JSON object (after a `;` separator when it follows another call)."""
+    """The call in one JSON object (after a `;` separator when it follows another call), or
+    the calls of a Python call list."""
+    if body.lstrip().startswith("["):
+        return pythonic.decode(body, lenient)
     for text, repairs in stripped_candidates(body, lenient):
         decoded = _decode(text.removeprefix(";").strip(), lenient, repairs)
         if decoded is not None:

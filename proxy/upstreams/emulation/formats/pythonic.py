@@ -1,6 +1,10 @@
-"""`pythonic`: a Python list of calls inside `<tool_call>` (BFCL, Llama 3.2/4, LFM2).
+"""`pythonic`: a Python list of calls (BFCL, Llama 3.2/4, LFM2).
 
-Read with `ast` and a literal whitelist; nothing is evaluated.
+Read inside `<tool_call>`, after Llama 4's `<|python_start|>` (its `<|python_end|>` optional),
+or bare as the reply's first non-blank text, as Llama 3.2 and 4 write it
+(`[get_weather(city='SF')]`): a list counts only when it opens with a name and `(`, so a reply
+that starts `[Note]` stays prose, and brackets inside prose never open a call. Read with `ast`
+and a literal whitelist; nothing is evaluated.
 """
 
 from __future__ import annotations
@@ -11,12 +15,16 @@ from typing import Any
 
 from ..call_ids import random_ids
 from ..literals import NotLiteral, literal, parse_expression, render
-from ..parser import Envelope, Parser, TaggedParser
+from ..parser import Decoder, Envelope, Parser, TaggedParser, log
 from ..reasoning import ThinkingParser
-from ..repairs import Decoded, Repair, calls_from_json, strip_tokens, unfence
+from ..repairs import Decoded, Repair, calls_from_json, stripped_candidates, unfence
 from ..scanning import BodyScanner, QuotedScanner
 from ..toolspecs import ToolSpecs
 from .base import THINK_TAGS, CallText, response_blocks
+
+PYTHON_TAG, PYTHON_START, PYTHON_END = "<|python_tag|>", "<|python_start|>", "<|python_end|>"
+LLAMA_STOPS = ("<|header_start|>", "<|start_header_id|>")
+"""Llama 3 and 4 headers: a turn the model wrote itself (a hallucinated `ipython` result)."""
 
 _PROMPT = """# Tools
 
@@ -64,15 +72,120 @@ class Pythonic:
 
     def parser(self, specs: ToolSpecs, *, strict: bool) -> Parser:
         """A tagged parser reading Python call lists."""
-        return ThinkingParser(
-            TaggedParser(
-                specs, decode, [Envelope("<tool_call>", "</tool_call>", _scanner)], strict=strict
-            )
+        envelopes = [
+            Envelope("<tool_call>", "</tool_call>", _scanner),
+            *list_envelopes(),
+            Envelope(PYTHON_TAG, "", lambda lenient: CallListScanner()),
+        ]
+        stops = ("<tool_response>", *LLAMA_STOPS)
+        inner = TaggedParser(
+            specs,
+            known_only(decode, specs),
+            envelopes,
+            strict=strict,
+            stops=stops,
+            drop=(PYTHON_END,),
         )
+        return ThinkingParser(inner)
+
+
+def known_only(decoder: Decoder, specs: ToolSpecs) -> Decoder:
+    """`decoder`, with a list's calls of tools not offered left out (logged) when it also calls
+    an offered one: one list is one block, and a stray name must not cost the others."""
+
+    def decode_known(body: str, lenient: bool) -> Decoded | None:
+        decoded = decoder(body, lenient)
+        if decoded is None:
+            return None
+        calls, repairs = decoded
+        known = [c for c in calls if specs.resolve(c[0], lenient, []) is not None]
+        if known and len(known) < len(calls):
+            dropped = [c[0] for c in calls if c not in known]
+            log.warning("emulated tool calls of unknown tools left out: %.200r", dropped)
+            return known, repairs
+        return decoded
+
+    return decode_known
+
+
+def list_envelopes() -> list[Envelope]:
+    """A bare call list at the reply's start, and one after `<|python_start|>` (Llama 4)."""
+    return [
+        Envelope("[", "", lambda lenient: CallListScanner(), keep_markers=True, at_start=True),
+        Envelope(PYTHON_START, "", lambda lenient: CallListScanner()),
+    ]
 
 
 def _scanner(lenient: bool) -> BodyScanner:
     return QuotedScanner("</tool_call>", quotes="\"'")
+
+
+class CallListScanner:
+    """Ends just past a balanced `[name(…), …]` (quote-aware); a body whose head is not `[`, a
+    name and `(` ends right after its `[`, so the text goes back as prose at once."""
+
+    def __init__(self) -> None:
+        self._pos = 0
+        self._depth = 0
+        self._quote: str | None = None
+        self._escape = False
+        self._head_ok = False
+
+    def scan(self, buf: str) -> tuple[int, str] | None:
+        """(index just past the list, ""); None while the list goes on."""
+        if not self._head_ok:
+            head = call_list_head(buf)
+            if head is None:
+                return None
+            if not head:
+                # Not a call list: the `[` (if any) goes back as text, and the rest after it.
+                return (buf.index("[") + 1 if buf.lstrip().startswith("[") else 0), ""
+            self._head_ok = True
+        i, n = self._pos, len(buf)
+        while i < n:
+            ch = buf[i]
+            if self._quote is not None:
+                self._string(ch)
+            elif ch in "\"'":
+                self._quote = ch
+            elif ch in "[({":
+                self._depth += 1
+            elif ch in "])}":
+                self._depth -= 1
+                if self._depth == 0:
+                    self._pos = i + 1
+                    return i + 1, ""
+            i += 1
+        self._pos = i
+        return None
+
+    def _string(self, ch: str) -> None:
+        if self._escape:
+            self._escape = False
+        elif ch == "\\":
+            self._escape = True
+        elif ch == self._quote:
+            self._quote = None
+
+
+def call_list_head(text: str) -> bool | None:
+    """Whether `text` opens with `[`, a (dotted) name and `(`, blanks allowed between them;
+    None while it may still."""
+    rest = text.lstrip()
+    if not rest:
+        return None
+    if rest[0] != "[":
+        return False
+    rest = rest[1:].lstrip()
+    if not rest:
+        return None
+    if not (rest[0].isalpha() or rest[0] == "_"):
+        return False
+    end = 1
+    while end < len(rest) and (rest[end].isalnum() or rest[end] in "_."):
+        end += 1
+    rest = rest[end:].lstrip()
+    return None if not rest else rest[0] == "("
 
 
 def _call(name: str, arguments: Any) -> str:
@@ -83,8 +196,14 @@ def _call(name: str, arguments: Any) -> str:
 
 def decode(body: str, lenient: bool) -> Decoded | None:
     """Calls from a `[f(a=1), …]` body; None if it is not a valid call list."""
-    repairs: list[Repair] = []
-    text = unfence(strip_tokens(body.strip(), lenient, repairs).strip(), lenient, repairs)
+    for text, repairs in stripped_candidates(body, lenient):
+        decoded = _decode(unfence(text, lenient, repairs).strip(), lenient, repairs)
+        if decoded is not None:
+            return decoded
+    return None
+
+
+def _decode(text: str, lenient: bool, repairs: list[Repair]) -> Decoded | None:
     try:
         node = parse_expression(text)
     except NotLiteral:

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tests.proxy.upstreams.emulation import peer_cases, value_cases
+from tests.proxy.upstreams.emulation.llama_cases import LLAMA3_JSON, PYTHONIC_LISTS
 
 Calls = list[tuple[str, dict[str, Any]]]
 FOREIGN_THOUGHT = (
@@ -298,7 +299,38 @@ LLAMA = Writer(
             "calls": PARIS,
             "content": "",
         },
+        *LLAMA3_JSON,
+        *PYTHONIC_LISTS,
     ],
+)
+
+
+# Llama 3.2 and 4 (bare Python call lists; Llama 4's `<|python_start|>…<|python_end|>`).
+def _py(value: Any) -> str:
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k!r}: {_py(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, list):
+        return "[" + ", ".join(_py(v) for v in value) + "]"
+    return repr(value)
+
+
+def _py_list(calls: Calls) -> str:
+    items = (f"{n}(" + ", ".join(f"{k}={_py(v)}" for k, v in a.items()) + ")" for n, a in calls)
+    return "[" + ", ".join(items) + "]"
+
+
+PYTHONIC = Writer(
+    block=_py_list,
+    think=_think,
+    answer=lambda t: t,
+    say=lambda t: t + "\n<|python_start|>",
+    eos="<|eot|>",
+    marker="<|python_start|>",
+    broken="[get_weather(city='Paris' days=2)]",
+    separator="\n<|python_start|>",
+    result="<|header_start|>ipython<|header_end|>\n\npong",
+    call_end="",
+    extra=PYTHONIC_LISTS,
 )
 
 
@@ -923,6 +955,7 @@ WRITERS: dict[str, Writer] = {
     "xml": XML,
     "mistral": MISTRAL,
     "llama": LLAMA,
+    "pythonic": PYTHONIC,
     "gpt-oss": HARMONY,
     "deepseek": DEEPSEEK,
     "deepseek-v3.2": DEEPSEEK_V32,
