@@ -408,6 +408,45 @@ CASES: list[tuple[str, str, str, dict[str, Any]]] = [
 ]
 
 
+def _v4(name: str, params: list[tuple[str, str, str]]) -> str:
+    return _dsml(name, params).replace("function_calls>", "tool_calls>").replace(">\n", ">")
+
+
+_V4 = [
+    (
+        "dsml_v4_arguments_wrapper",
+        _v4("get_weather", [("arguments", "false", '{"location":"Beijing"}')]),
+        {"location": "Beijing"},
+    ),
+    (
+        "dsml_v4_composed_schema_object_and_array",
+        _v4("set_timer", [("wait", "false", WAIT), ("patches", "false", PATCHES)]),
+        {"wait": json.loads(WAIT), "patches": json.loads(PATCHES)},
+    ),
+    (
+        "dsml_v4_typed_and_angle_brackets",
+        _v4(
+            "update",
+            [
+                ("tags", "false", '["Paris", "Lyon"]'),
+                ("meta", "true", '{"cmd": "git --version 2>&1"}'),
+            ],
+        ),
+        {"tags": ["Paris", "Lyon"], "meta": {"cmd": "git --version 2>&1"}},
+    ),
+]
+CASES += [
+    (f"{tag}_{fmt}", fmt, text, args)
+    for tag, text, args in _V4
+    for fmt in ("deepseek-v3.2", "deepseek")
+]
+CASES += [
+    (tag + "_family_name", "deepseek", text, args)
+    for tag, fmt, text, args in list(CASES)
+    if fmt == "deepseek-v3.2" and tag.startswith("dsml_") and not tag.startswith("dsml_v4")
+]
+
+
 def _calls(fmt: str, chunks: list[str]) -> list[tuple[str, str]]:
     parser = get_format(fmt).parser(ToolSpecs.from_tools(TOOLS), strict=False)
     events = run(parser, chunks)
@@ -426,3 +465,22 @@ def test_each_format_converts_values_whole_and_in_deltas(
     for size in range(1, 8):
         chunks = [text[i : i + size] for i in range(0, len(text), size)]
         assert _calls(fmt, chunks) == want, size
+
+
+def test_strict_mode_keeps_what_the_flags_say_and_unwraps_nothing() -> None:
+    specs = ToolSpecs.from_tools(TOOLS)
+    strict = get_format("deepseek-v3.2").parser(specs, strict=True)
+    text = _dsml("score", [("value", "true", "42")]) + _dsml(
+        "get_weather", [("arguments", "false", '{"location":"Beijing"}')]
+    )
+    assert [e for e in run(strict, [text]) if isinstance(e, Call)] == [
+        Call("score", {"value": "42"}),
+        Call("get_weather", {"arguments": {"location": "Beijing"}}),
+    ]
+    assert strict.repairs == []
+    lenient = get_format("deepseek-v3.2").parser(specs, strict=False)
+    assert [e for e in run(lenient, [text]) if isinstance(e, Call)] == [
+        Call("score", {"value": 42}),
+        Call("get_weather", {"location": "Beijing"}),
+    ]
+    assert lenient.repairs == [Repair.VALUE_BY_SCHEMA, Repair.WRAPPER_UNWRAPPED]
