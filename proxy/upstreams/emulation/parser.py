@@ -89,6 +89,10 @@ class Envelope:
     at_start: bool = False
     """`open` counts only as the reply's first non-blank text (or right after a call): a bare
     `{` that starts a Llama reply is a call, one inside prose is not."""
+    after: str = ""
+    """When set, `open` counts only where the text before it ends (blanks aside) with one of
+    these characters: Llama's `Here is the result: {"name": …}` is a call, `You would send
+    {"name": …}` is not."""
 
 
 class TaggedParser:
@@ -115,6 +119,7 @@ class TaggedParser:
         self._envelopes = [e for e in self._envelopes if not e.at_start]
         self._stops = tuple(stops)
         self._markers = [e.open for e in self._envelopes] + list(self._stops)
+        self._after = {e.open: e.after for e in self._envelopes if e.after}
         self._drop = tuple(drop)
         self._own = {*self._markers, *self._drop, *(e.close for e in envelopes if e.close)}
         self._begun = False
@@ -128,6 +133,8 @@ class TaggedParser:
         self._after_call = False
         self._said = False
         """Text other than whitespace went out since the last call."""
+        self._last_said = ""
+        """The last non-blank character of the text that went out (for `Envelope.after`)."""
 
     def feed(self, text: str) -> list[Event]:
         """Take more model text; return what can be decided now."""
@@ -244,10 +251,20 @@ class TaggedParser:
     def _first_marker(self) -> tuple[int, str] | None:
         best: tuple[int, str] | None = None
         for marker in self._markers:
-            index = self._buf.find(marker)
+            index = self._find(marker)
             if index >= 0 and (best is None or index < best[0]):
                 best = (index, marker)
         return best
+
+    def _find(self, marker: str) -> int:
+        after = self._after.get(marker)
+        index = self._buf.find(marker)
+        while after and index >= 0:
+            last = self._buf[:index].rstrip()[-1:] or self._last_said
+            if last and last in after:
+                break
+            index = self._buf.find(marker, index + 1)
+        return index
 
     def _holdback(self, buf: str) -> int:
         """Where the text that might still start a marker (or a fence before one) begins."""
@@ -327,8 +344,10 @@ class TaggedParser:
         self._record(used)
         out.extend(resolved)
         self._gap, self._after_call, self._said, self._begun = "", True, False, False
+        self._last_said = ""
 
     def _say(self, out: list[Event], text: str) -> None:
+        self._last_said = text.rstrip()[-1:] or self._last_said
         self._said = self._said or bool(text.strip())
         self._begun = self._begun or self._said
         _emit(out, text)

@@ -3,8 +3,9 @@ and 3.2/4's Python call lists, `[get_weather(city='SF')]` (bare, or after `<|pyt
 Llama 4's `<|python_start|>`, read as the `pythonic` format reads them).
 
 The reply that calls a tool is the JSON object itself, decided at its first non-blank
-character (a `{` inside prose is never a call), optionally after `<|python_tag|>`; several
-calls are separated by `;` (as vLLM's llama3_json reads them). `arguments` is accepted for
+character, optionally after `<|python_tag|>`, or a `{"name"` object right after prose that
+ends with a colon (`Here is the result: {…}`, as vLLM's llama3_json reads it; any other `{`
+inside prose is never a call); several calls are separated by `;` (as vLLM reads them). `arguments` is accepted for
 `parameters`. The catalog is laid out as Meta's template does (each tool as indented JSON
 after the instruction), results go back as plain text, the `ipython` turn's content.
 """
@@ -77,6 +78,7 @@ class Llama:
             Envelope("{", "", _scanner, keep_markers=True, at_start=True),
             Envelope(";", "", _scanner, keep_markers=True, at_start=True),
             Envelope("<|python_tag|>", "", _tag_scanner),
+            Envelope('{"name"', "", _scanner, keep_markers=True, after=":"),
             *pythonic.list_envelopes(),
         ]
         inner = TaggedParser(

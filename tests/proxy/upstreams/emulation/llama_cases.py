@@ -183,6 +183,36 @@ PYTHONIC_LISTS: list[dict[str, Any]] = [
 
 LLAMA3_JSON: list[dict[str, Any]] = [
     _case(
+        "l3_call_after_prose",
+        _VLLM_L3,
+        'Here is the result: {"name": "ping", "parameters": {}} Would you like to know more?',
+        [("ping", {})],
+        "Here is the result: Would you like to know more?",
+    ),
+    _case(
+        "l3_three_calls_between_prose",
+        _VLLM_L3,
+        'Here are the results: {"name": "search", "parameters": {"query": "test1"}}; '
+        '{"name": "ping", "parameters": {}}; {"name": "search", "parameters": {"query": "test2"}}'
+        " Would you like to know more?",
+        [("search", {"query": "test1"}), ("ping", {}), ("search", {"query": "test2"})],
+        "Here are the results: Would you like to know more?",
+    ),
+    _case(
+        "l3_object_after_colon_that_is_no_call",
+        "scenario",
+        'Person: {"name": "Bob", "age": 3} is the record.',
+        [],
+        'Person: {"name": "Bob", "age": 3} is the record.',
+    ),
+    _case(
+        "l3_unclosed_call_after_colon",
+        "scenario",
+        'Use: {"name": "ping", "parameters": {} and go.',
+        [],
+        'Use: {"name": "ping", "parameters": {} and go.',
+    ),
+    _case(
         "l3_with_arguments",
         _VLLM_L3,
         '{"name": "search", "parameters": {"query": "test query", "limit": 10}}',
