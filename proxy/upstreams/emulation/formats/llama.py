@@ -5,9 +5,10 @@ Llama 4's `<|python_start|>`, read as the `pythonic` format reads them).
 The reply that calls a tool is the JSON object itself, decided at its first non-blank
 character, optionally after `<|python_tag|>`, or a `{"name"` object right after prose that
 ends with a colon (`Here is the result: {…}`, as vLLM's llama3_json reads it; any other `{`
-inside prose is never a call); several calls are separated by `;` (as vLLM reads them). `arguments` is accepted for
-`parameters`. The catalog is laid out as Meta's template does (each tool as indented JSON
-after the instruction), results go back as plain text, the `ipython` turn's content.
+inside prose is never a call); several calls are separated by `;` (as vLLM reads them).
+`arguments` is accepted for `parameters`. The catalog is laid out as Meta's template does
+(each tool as indented JSON after the instruction), results go back as plain text, the
+`ipython` turn's content.
 """
 
 from __future__ import annotations
