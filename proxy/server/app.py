@@ -30,7 +30,7 @@ from .endpoints import Index
 from .hosts import AllowedHosts
 from .middleware import AuthMiddleware, RequestContextMiddleware
 from .routes import ADMIN, ADMIN_PANEL, MCP, ROUTES, enabled
-from .routing import App, Route
+from .routing import App, Route, direct
 from .services import Services
 from .sources import sources_for
 
@@ -213,10 +213,11 @@ class ToolwireApp:
         self.telemetry = telemetry
         self.edge = edge
         """The edge: its layers, outermost first, around the router."""
+        self._edge = direct(edge)
 
     @property
     def state(self) -> Any:
         return self.routes.state
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        await self.edge(scope, receive, send)
+        await self._edge(scope, receive, send)

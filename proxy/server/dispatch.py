@@ -16,7 +16,7 @@ from ..errors import ProxyError
 from .asgi import Receive, Scope, Send, send_json
 from .context import context_of
 from .routes import ROUTES, not_found
-from .routing import App, MethodNotAllowedError, NotFoundError, Route
+from .routing import App, MethodNotAllowedError, NotFoundError, Route, direct
 
 if TYPE_CHECKING:
     from .auth import Authenticator
@@ -33,7 +33,7 @@ class Running:
 
     def bind(self, services: Services) -> None:
         self.keys = services.keys
-        self.handlers = {r.path: r.front(services) for r in ROUTES if r.front is not None}
+        self.handlers = {r.path: direct(r.front(services)) for r in ROUTES if r.front is not None}
 
     def unbind(self) -> None:
         self.handlers = {}
@@ -49,7 +49,7 @@ class Router:
     """
 
     def __init__(self, routes: App, running: Running) -> None:
-        self._routes = routes
+        self._routes = direct(routes)
         self._running = running
 
     def __call__(self, scope: Scope, receive: Receive, send: Send) -> Awaitable[None]:

@@ -3,7 +3,8 @@ the router. `create_app` composes them with the drain's and the telemetry's (`te
 
 A layer that only prepares the request returns the next layer's awaitable rather than
 awaiting it: it then adds no frame that every resumption of the request's task would pass
-through (bench/instructions.py counts them).
+through (bench/instructions.py counts them). Each layer calls the next through `direct`, its
+bound method.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from .auth import Authenticator
 from .context import context_of
 from .dispatch import Running
 from .routes import misrouted_error, route_of
-from .routing import App
+from .routing import App, direct
 
 
 class RequestContextMiddleware:
@@ -25,11 +26,12 @@ class RequestContextMiddleware:
 
     def __init__(self, app: App) -> None:
         self.app = app
+        self._next = direct(app)
 
     def __call__(self, scope: Scope, receive: Receive, send: Send) -> Awaitable[None]:
         if scope["type"] == "http":
             context_of(scope).route = route_of(scope["path"])
-        return self.app(scope, receive, send)
+        return self._next(scope, receive, send)
 
 
 class AuthMiddleware:
@@ -43,12 +45,13 @@ class AuthMiddleware:
 
     def __init__(self, app: App, running: Running) -> None:
         self.app = app
+        self._next = direct(app)
         self._running = running
 
     def __call__(self, scope: Scope, receive: Receive, send: Send) -> Awaitable[None]:
         keys = self._running.keys
         if keys is None or scope["type"] != "http" or context_of(scope).route.open:
-            return self.app(scope, receive, send)
+            return self._next(scope, receive, send)
         return self._checked(keys, scope, receive, send)
 
     async def _checked(
@@ -63,4 +66,4 @@ class AuthMiddleware:
             await send_json(send, error.status, context.route.shape(error), headers)
             return
         context.headers = keys.upstream_headers(dict(context.headers))
-        await self.app(scope, receive, send)
+        await self._next(scope, receive, send)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from types import FunctionType, MethodType
 from typing import TYPE_CHECKING, Any, Literal
 
 from ..errors import ProxyError
@@ -33,6 +34,16 @@ Listing = tuple[str, str, str]
 """A line of the index at `GET /`: the methods, the path and what it is."""
 ANY: tuple[str, ...] = ()
 """The methods of an app of its own: it takes any and answers for itself."""
+
+
+def direct(app: App) -> App:
+    """`app` as the edge calls it on every request: an instance of a class with `__call__`
+    as its bound method (called directly; calling the instance goes through its type's
+    call slot, a lookup and a tuple of arguments), anything else as it is."""
+    call = getattr(type(app), "__call__", None)  # noqa: B004 (the method, not callability)
+    if isinstance(call, FunctionType):
+        return MethodType(call, app)
+    return app
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,7 +19,7 @@ from typing import Any
 from ..errors import ProxyError
 from ..server.asgi import Receive, Scope, Send, send_json
 from ..server.context import REQUEST_ID_HEADER, context_of
-from ..server.routing import App
+from ..server.routing import App, direct
 
 log = logging.getLogger("toolwire.drain")
 
@@ -118,12 +118,13 @@ class DrainMiddleware:
 
     def __init__(self, app: App, drain: Drain, account: Callable[[Scope], None]) -> None:
         self.app = app
+        self._next = direct(app)
         self._drain = drain
         self._account = account
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
-            await self.app(scope, receive, send)
+            await self._next(scope, receive, send)
             return
         drain = self._drain
         if drain.draining and context_of(scope).route.draining != "served":
@@ -133,7 +134,7 @@ class DrainMiddleware:
         if waited:
             drain.enter()
         try:
-            await self.app(scope, receive, send)
+            await self._next(scope, receive, send)
         finally:
             if waited:
                 drain.leave()  # last: the drain's last request may stop the server

@@ -16,7 +16,7 @@ from registry import trace_headers
 from ..config import Settings
 from ..server.asgi import Receive, Scope, Send
 from ..server.context import REQUEST_ID_HEADER, RequestContext, RequestStats, context_of
-from ..server.routing import App
+from ..server.routing import App, direct
 from .drain import Drain
 from .logs import NO_REQUEST, log_summary
 from .metered import MeteredLoop, MeteredUpstream
@@ -109,12 +109,13 @@ class TelemetryMiddleware:
 
     def __init__(self, app: App, telemetry: Telemetry) -> None:
         self.app = app
+        self._next = direct(app)
         self._metrics = telemetry.metrics
         self._tracing = telemetry.tracing
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
-            await self.app(scope, receive, send)
+            await self._next(scope, receive, send)
             return
         context = context_of(scope)
         stats = context.stats
@@ -129,7 +130,7 @@ class TelemetryMiddleware:
         metrics = self._metrics
         served = _Served(receive, send, context, route.turn and method == "POST", metrics)
         try:
-            await self.app(scope, served.receive, served.send)
+            await self._next(scope, served.receive, served.send)
         finally:
             now = time.perf_counter()
             if not stats.status:

@@ -9,16 +9,15 @@ openai_responses, anthropic, gemini) is a `Dialect`.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from .base import Codec
 from .transport import Exchange, Transport
 
 
-@dataclass(frozen=True, slots=True)
-class Request:
-    """One completion as the provider takes it."""
+class Request(NamedTuple):
+    """One completion as the provider takes it (a named tuple: one per request, built on
+    the hot path)."""
 
     url: str
     payload: dict[str, Any]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
+
 from ...errors import BadRequestError
 from ...server.asgi import Receive, Scope, Send
 from ...server.context import RequestContext
@@ -23,8 +25,10 @@ class ChatCompletions:
     def __init__(self, services: Services) -> None:
         self._services = services
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        await serve_turn(
+    def __call__(self, scope: Scope, receive: Receive, send: Send) -> Awaitable[None]:
+        # serve_turn's coroutine, not awaited here: no frame of this one stays on the
+        # request's task (see server/middleware.py).
+        return serve_turn(
             scope, receive, send, self._services, self._prepare, self._reply, error_body
         )
 
