@@ -92,9 +92,10 @@ def provider_chunk(data: dict[str, Any]) -> Chunk:
 
 def strip_provider(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The messages without the provider extension key (for upstreams that cannot use it)."""
-    if not any(PROVIDER_KEY in m for m in messages):
-        return messages
-    return [{k: v for k, v in m.items() if k != PROVIDER_KEY} for m in messages]
+    for message in messages:
+        if PROVIDER_KEY in message:
+            return [{k: v for k, v in m.items() if k != PROVIDER_KEY} for m in messages]
+    return messages
 
 
 TRACE_HEADERS = ("traceparent", "tracestate")

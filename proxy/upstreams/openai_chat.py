@@ -31,7 +31,9 @@ class ChatDialect:
     def request(self, body: dict[str, Any]) -> Request:
         messages = body.get("messages")
         if isinstance(messages, list):
-            body = {**body, "messages": strip_provider(messages)}
+            stripped = strip_provider(messages)
+            if stripped is not messages:
+                body = {**body, "messages": stripped}
         return Request(
             self._url,
             body,

@@ -9,15 +9,20 @@ openai_responses, anthropic, gemini) is a `Dialect`.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any, NamedTuple, Protocol
+from dataclasses import dataclass
+from typing import Any, Protocol
 
 from .base import Codec
 from .transport import Exchange, Transport
 
 
-class Request(NamedTuple):
-    """One completion as the provider takes it (a named tuple: one per request, built on
-    the hot path)."""
+@dataclass(slots=True)
+class Request:
+    """One completion as the provider takes it.
+
+    A plain dataclass, as one is made per request: a frozen one sets each field through
+    `object.__setattr__`, a named tuple is built by a generated `__new__`; both cost more.
+    """
 
     url: str
     payload: dict[str, Any]
