@@ -142,6 +142,41 @@ def object_end(text: str, start: int = 0) -> int | None:
     return None
 
 
+class Brackets:
+    """Quote-aware bracket depth, one character at a time: the state both balanced-value
+    scanners (`ValueScanner`, pythonic's call lists) keep."""
+
+    __slots__ = ("_closes", "_escape", "_opens", "_quote", "_quotes", "depth")
+
+    def __init__(self, *, quotes: str, opens: str, closes: str) -> None:
+        self._quotes, self._opens, self._closes = quotes, opens, closes
+        self.depth = 0
+        self._quote: str | None = None
+        self._escape = False
+
+    @property
+    def in_string(self) -> bool:
+        return self._quote is not None
+
+    def step(self, ch: str) -> bool:
+        """Takes one character; True when it closes the outermost bracket."""
+        if self._quote is not None:
+            if self._escape:
+                self._escape = False
+            elif ch == "\\":
+                self._escape = True
+            elif ch == self._quote:
+                self._quote = None
+        elif ch in self._quotes:
+            self._quote = ch
+        elif ch in self._opens:
+            self.depth += 1
+        elif ch in self._closes:
+            self.depth -= 1
+            return self.depth == 0
+        return False
+
+
 class ValueScanner:
     """Ends just past the first balanced JSON value (`{…}` or `[…]`) after a short head.
 
@@ -151,46 +186,28 @@ class ValueScanner:
     """
 
     def __init__(self, *, quotes: str = '"', head_limit: int = 256) -> None:
-        self._quotes, self._head_limit = quotes, head_limit
+        self._head_limit = head_limit
         self._pos = 0
-        self._depth = 0
-        self._quote: str | None = None
-        self._escape = False
+        self._brackets = Brackets(quotes=quotes, opens="{[", closes="}]")
 
     def scan(self, buf: str) -> tuple[int, str] | None:
         """(index just past the value, ""); None while the value goes on."""
         i, n = self._pos, len(buf)
+        brackets = self._brackets
         while i < n:
-            ch = buf[i]
-            if self._quote is not None:
-                self._string(ch)
-            elif self._depth == 0:
+            if brackets.depth == 0 and not brackets.in_string:
                 head = self._head(buf, i)
                 if head is None:
                     break
                 if head:
                     self._pos = i
                     return i, ""
-            elif ch in self._quotes:
-                self._quote = ch
-            elif ch in "{[":
-                self._depth += 1
-            elif ch in "}]":
-                self._depth -= 1
-                if self._depth == 0:
-                    self._pos = i + 1
-                    return i + 1, ""
+            elif brackets.step(buf[i]):
+                self._pos = i + 1
+                return i + 1, ""
             i += 1
         self._pos = i
         return None
-
-    def _string(self, ch: str) -> None:
-        if self._escape:
-            self._escape = False
-        elif ch == "\\":
-            self._escape = True
-        elif ch == self._quote:
-            self._quote = None
 
     def _head(self, buf: str, i: int) -> bool | None:
         """Before the value: True when the head is too long (the body ends here); None: wait
@@ -199,7 +216,7 @@ class ValueScanner:
         if ch == "[" and i + 1 == len(buf):
             return None  # `[ARGS]` or an array: the next character decides
         if ch == "{" or (ch == "[" and not (buf[i + 1].isupper() or buf[i + 1] == "/")):
-            self._depth = 1
+            self._brackets.depth = 1
             return False
         return i >= self._head_limit
 

@@ -18,7 +18,7 @@ from ..literals import NotLiteral, literal, parse_expression, render
 from ..parser import Decoder, Envelope, Parser, TaggedParser, log
 from ..reasoning import ThinkingParser
 from ..repairs import Decoded, Repair, calls_from_json, stripped_candidates, unfence
-from ..scanning import BodyScanner, QuotedScanner
+from ..scanning import BodyScanner, Brackets, QuotedScanner
 from ..toolspecs import ToolSpecs
 from .base import THINK_TAGS, CallText, response_blocks
 
@@ -126,9 +126,7 @@ class CallListScanner:
 
     def __init__(self) -> None:
         self._pos = 0
-        self._depth = 0
-        self._quote: str | None = None
-        self._escape = False
+        self._brackets = Brackets(quotes="\"'", opens="[({", closes="])}")
         self._head_ok = False
 
     def scan(self, buf: str) -> tuple[int, str] | None:
@@ -143,29 +141,12 @@ class CallListScanner:
             self._head_ok = True
         i, n = self._pos, len(buf)
         while i < n:
-            ch = buf[i]
-            if self._quote is not None:
-                self._string(ch)
-            elif ch in "\"'":
-                self._quote = ch
-            elif ch in "[({":
-                self._depth += 1
-            elif ch in "])}":
-                self._depth -= 1
-                if self._depth == 0:
-                    self._pos = i + 1
-                    return i + 1, ""
+            if self._brackets.step(buf[i]):
+                self._pos = i + 1
+                return i + 1, ""
             i += 1
         self._pos = i
         return None
-
-    def _string(self, ch: str) -> None:
-        if self._escape:
-            self._escape = False
-        elif ch == "\\":
-            self._escape = True
-        elif ch == self._quote:
-            self._quote = None
 
 
 def call_list_head(text: str) -> bool | None:
