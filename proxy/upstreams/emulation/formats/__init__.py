@@ -1,4 +1,9 @@
-"""The emulated tool-call formats, by the name `emulation_format` takes."""
+"""The emulated tool-call formats, by the name `emulation_format` takes.
+
+A family's name reads every version's syntax of that family. A version that writes another
+syntax has a name of its own (in `VERSIONS`): its prompt and history are that version's, and
+its parser is the family's.
+"""
 
 from __future__ import annotations
 
@@ -21,6 +26,30 @@ from .xml import Xml
 
 FORMAT_NAMES: tuple[str, ...] = get_args(EmulationFormatName)
 
+FORMATS: dict[str, EmulationFormat] = {
+    "hermes": Hermes(),
+    "xml": Xml(),
+    "pythonic": Pythonic(),
+    "json": JsonEnvelope(),
+    "mistral": Mistral(),
+    "llama": Llama(),
+    "gpt-oss": Harmony(),
+    "deepseek": DeepSeek(),
+    "deepseek-v3.2": DeepSeekDsml(),
+    "glm": Glm(),
+    "kimi": Kimi(),
+    "gemma": Gemma(),
+}
+"""Every format by name (formats hold no state: one instance serves every request)."""
+
+VERSIONS: dict[str, str] = {
+    "deepseek-v3.2": "deepseek",
+}
+"""The names of one version's syntax, each with its family's name."""
+
+GENERIC = ("pythonic", "json")
+"""Toolwire's own formats, which no model family was trained on."""
+
 
 def get_format(name: str) -> EmulationFormat:
     """The format called `name`.
@@ -28,21 +57,20 @@ def get_format(name: str) -> EmulationFormat:
     Raises:
         KeyError: no format has that name.
     """
-    formats: dict[str, EmulationFormat] = {
-        "hermes": Hermes(),
-        "xml": Xml(),
-        "pythonic": Pythonic(),
-        "json": JsonEnvelope(),
-        "mistral": Mistral(),
-        "llama": Llama(),
-        "gpt-oss": Harmony(),
-        "deepseek": DeepSeek(),
-        "deepseek-v3.2": DeepSeekDsml(),
-        "glm": Glm(),
-        "kimi": Kimi(),
-        "gemma": Gemma(),
-    }
-    return formats[name]
+    return FORMATS[name]
 
 
-__all__ = ["FORMAT_NAMES", "EmulationFormat", "get_format"]
+def family_of(name: str) -> str:
+    """The family a format name belongs to (a family's own name is its family)."""
+    return VERSIONS.get(name, name)
+
+
+__all__ = [
+    "FORMATS",
+    "FORMAT_NAMES",
+    "GENERIC",
+    "VERSIONS",
+    "EmulationFormat",
+    "family_of",
+    "get_format",
+]

@@ -3,7 +3,9 @@ template and documentation, for the native-format corpus (write_native_corpus.py
 
 from __future__ import annotations
 
+import importlib
 import json
+import pkgutil
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -950,6 +952,16 @@ GEMMA = Writer(
     ],
 )
 
+
+def _module_writers() -> dict[str, Writer]:
+    from tests.proxy.upstreams.emulation import writers
+
+    found: dict[str, Writer] = {}
+    for module in pkgutil.iter_modules(writers.__path__):
+        found |= importlib.import_module(f"{writers.__name__}.{module.name}").WRITERS
+    return found
+
+
 WRITERS: dict[str, Writer] = {
     "hermes": HERMES,
     "xml": XML,
@@ -962,4 +974,5 @@ WRITERS: dict[str, Writer] = {
     "glm": GLM,
     "kimi": KIMI,
     "gemma": GEMMA,
-}
+} | _module_writers()
+"""Every family's writer: the ones above and the modules of writers/."""

@@ -9,22 +9,27 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from proxy.upstreams.emulation import FORMAT_NAMES
+from proxy.upstreams.emulation.formats import FORMAT_NAMES, GENERIC, family_of
 from tests.proxy.upstreams.emulation.corpus import Fixture, exact, parse
 
 CORPUS = Path(__file__).with_name("corpus")
-NATIVE_FAMILIES = tuple(name for name in FORMAT_NAMES if name not in ("pythonic", "json"))
-"""The formats a model family was trained on (pythonic and json are Toolwire's own)."""
+NATIVE_FAMILIES = tuple(name for name in FORMAT_NAMES if name not in GENERIC)
+"""The formats a model family was trained on (pythonic and json are Toolwire's own): each
+family's name and each version's."""
 
 
 @cache
-def _load(family: str) -> dict[str, Any]:
-    data: dict[str, Any] = json.loads((CORPUS / f"{family}.json").read_text(encoding="utf-8"))
+def _load(name: str) -> dict[str, Any]:
+    # A version without a corpus of its own reads its family's: its parser is the family's.
+    path = CORPUS / f"{name}.json"
+    if not path.exists():
+        path = CORPUS / f"{family_of(name)}.json"
+    data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
     return data
 
 
 def native_fixtures(family: str) -> list[Fixture]:
-    """Every case of one family's corpus file."""
+    """Every case of one family's corpus file (a version's own, or else its family's)."""
     data = _load(family)
     return [
         Fixture(

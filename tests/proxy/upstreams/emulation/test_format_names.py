@@ -1,15 +1,26 @@
-"""Every name the configuration accepts builds a format, and only those do."""
+"""Every name the configuration accepts builds a format, and only those do; a version's name
+belongs to a family that is configurable too."""
 
 from __future__ import annotations
 
 import pytest
 
 from proxy.upstreams.emulation import FORMAT_NAMES, get_format
+from proxy.upstreams.emulation.formats import FORMATS, VERSIONS
 
 
 @pytest.mark.parametrize("name", FORMAT_NAMES)
 def test_each_configurable_name_builds_its_format(name: str) -> None:
     assert get_format(name).name == name
+
+
+def test_the_configuration_and_the_formats_name_the_same_set() -> None:
+    assert set(FORMAT_NAMES) == set(FORMATS)
+
+
+@pytest.mark.parametrize(("version", "family"), VERSIONS.items())
+def test_each_version_belongs_to_a_configurable_family(version: str, family: str) -> None:
+    assert version in FORMAT_NAMES and family in FORMAT_NAMES and version != family
 
 
 def test_an_unknown_name_builds_nothing() -> None:

@@ -1,22 +1,23 @@
-"""The native corpus of the families whose versions were added from the peers' tests (mistral,
-gpt-oss, gemma): every case parses the same whole and in deltas of every size from 1 to 7, and
-strict mode never runs an unknown or cut-off call at any of those sizes."""
+"""Every family's native corpus: every case parses the same whole and in deltas of every size
+from 1 to 7, and strict mode never runs an unknown or cut-off call at any of those sizes."""
 
 from __future__ import annotations
 
 import pytest
 
 from tests.proxy.upstreams.emulation.corpus import exact, parse
-from tests.proxy.upstreams.emulation.native_corpus import executed_wrongly, native_fixtures
-
-FAMILIES = ("mistral", "gpt-oss", "gemma")
+from tests.proxy.upstreams.emulation.native_corpus import (
+    NATIVE_FAMILIES,
+    executed_wrongly,
+    native_fixtures,
+)
 
 
 def _deltas(text: str, size: int) -> list[str]:
     return [text[i : i + size] for i in range(0, len(text), size)] or [""]
 
 
-@pytest.mark.parametrize("family", FAMILIES)
+@pytest.mark.parametrize("family", NATIVE_FAMILIES)
 def test_every_split_size_from_1_to_7_gives_the_whole_reading(family: str) -> None:
     wrong: list[tuple[object, ...]] = []
     unstable: list[tuple[object, ...]] = []

@@ -1,7 +1,7 @@
 """Writes tests/proxy/upstreams/emulation/corpus/<family>.json: raw model outputs in each
 family's native format and what parsing them must give.
 
-    .venv/bin/python -m tests.proxy.upstreams.emulation.write_native_corpus
+    .venv/bin/python -m tests.proxy.upstreams.emulation.write_native_corpus [FAMILY ...]
 
 Every output is written by hand here, one writer per family, from the family's published chat
 template and format documentation and the cases of the open servers' parser test suites
@@ -14,6 +14,7 @@ mistakes); each writer says how its family writes it. Cases a family has and oth
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -316,10 +317,10 @@ def build(family: str) -> dict[str, Any]:
     return {"family": family, "tools": TOOLS, "cases": cases}
 
 
-def main() -> None:
-    """Write one JSON file per family."""
+def main(families: list[str]) -> None:
+    """Write one JSON file per family named (every family when none is)."""
     OUT.mkdir(exist_ok=True)
-    for family in WRITERS:
+    for family in families or WRITERS:
         data = build(family)
         path = OUT / f"{family}.json"
         path.write_text(json.dumps(data, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
@@ -327,4 +328,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    main(sys.argv[1:])
