@@ -1,12 +1,14 @@
 """Emulated tool-call parsing, per format, over the corpora in tests/proxy/upstreams/emulation.
 
     .venv/bin/python bench/emulation.py [--splits N] [--formats mistral,llama]
-                                        [--corpus all|bfcl|native]
+                                        [--corpus all|bfcl|native|speed]
 
 The native corpus (hand-written outputs per family, in its corpus/ folder) is reported per
 family against the goals: >= 99 % exact unstreamed and streamed (random chunks through the
 adapter), no false calls on plain answers, no truncated or unknown call executed, streamed
-equal to unstreamed; each row says PASS or MISS.
+equal to unstreamed; each row says PASS or MISS. Then each family's parse time over its
+corpus: per reply whole and fed in 4-character deltas (about one token each), and the ratio
+to `hermes` measured in the same run, the default format and the cheapest reader.
 
 Prints exact-match accuracy on clean and perturbed fixtures, detection precision, recall and
 F1 (relevance fixtures should call, irrelevance ones should not), the false-call rate on
@@ -19,14 +21,16 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import logging
 import random
 import sys
+import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from proxy.upstreams.emulation import NumberedIds, ToolSpecs, get_format, translate
+from proxy.upstreams.emulation import NumberedIds, ToolSpecs, get_format, run, translate
 
 if __name__ == "__main__":  # run by path, bench/ is sys.path[0]: the corpora are under tests/
     sys.path[0] = str(Path(__file__).resolve().parents[1])
@@ -203,21 +207,78 @@ def native(families: list[str]) -> None:
     _table(header, [_native_row(family) for family in families])
 
 
+def _parse_seconds(cases: list[Fixture], size: int | None, repeat: int) -> float:
+    """Seconds to parse every case once (best of `repeat`), whole or in deltas of `size`."""
+    prepared = []
+    for fixture in cases:
+        text = fixture.text
+        pieces = [text] if size is None else [text[i : i + size] for i in range(0, len(text), size)]
+        specs = ToolSpecs.from_tools(fixture.tools)
+        prepared.append((get_format(fixture.format), specs, pieces or [""], fixture.truncated))
+    best = float("inf")
+    for _ in range(repeat):
+        start = time.perf_counter()
+        for fmt, specs, pieces, truncated in prepared:
+            run(fmt.parser(specs, strict=False), pieces, truncated=truncated)
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def speed(families: list[str], repeat: int = 5) -> None:
+    """Print each family's parse time per reply, whole and streamed, against hermes's."""
+    times = {}
+    for family in ["hermes", *families]:
+        cases = native_fixtures(family)
+        n = len(cases)
+        whole = _parse_seconds(cases, None, repeat) / n
+        streamed = _parse_seconds(cases, 4, repeat) / n
+        chars = sum(len(f.text) for f in cases) / n
+        times[family] = (n, chars, whole, streamed)
+    _, _, ref_whole, ref_streamed = times["hermes"]
+    rows = [
+        [
+            family,
+            str(n),
+            f"{chars:.0f}",
+            f"{whole * 1e6:.0f}",
+            f"{streamed * 1e6:.0f}",
+            f"{whole / ref_whole:.2f}x",
+            f"{streamed / ref_streamed:.2f}x",
+        ]
+        for family, (n, chars, whole, streamed) in times.items()
+        if family in families
+    ]
+    header = [
+        "family",
+        "cases",
+        "chars / reply",
+        "us / reply whole",
+        "us / reply in 4-char deltas",
+        "whole vs hermes",
+        "deltas vs hermes",
+    ]
+    _table(header, rows)
+
+
 def main(argv: list[str] | None = None) -> None:
     """Run the corpora through every format and print the tables."""
     options = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     options.add_argument("--splits", type=int, default=16, help="two-chunk splits per fixture")
-    options.add_argument("--formats", default=",".join(FORMATS), help="comma-separated formats")
-    options.add_argument("--corpus", choices=("all", "bfcl", "native"), default="all")
+    options.add_argument("--formats", default="", help="comma-separated formats (default: all)")
+    options.add_argument("--corpus", choices=("all", "bfcl", "native", "speed"), default="all")
     args = options.parse_args(argv)
-    chosen = args.formats.split(",")
-    if args.corpus != "bfcl":
-        native([f for f in chosen if f in NATIVE_FAMILIES])
-        if args.corpus == "native":
-            return
+    chosen = args.formats.split(",") if args.formats else [*NATIVE_FAMILIES, *FORMATS]
+    families = list(dict.fromkeys(f for f in chosen if f in NATIVE_FAMILIES))
+    if args.corpus in ("all", "native"):
+        native(families)
         print()
+    if args.corpus in ("all", "speed"):
+        speed(families)
+        print()
+    if args.corpus in ("native", "speed"):
+        return
     rows = []
-    for fmt in chosen:
+    for fmt in dict.fromkeys(f for f in chosen if f in FORMATS):
         tally = Tally([], [])
         for fixture in fixtures(fmt):
             try:
@@ -255,4 +316,6 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
+    # Each refused call logs a line; the tables are the output, and log I/O is not parsing.
+    logging.getLogger("toolwire").setLevel(logging.ERROR)
     main()
