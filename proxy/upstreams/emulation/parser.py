@@ -20,7 +20,7 @@ from .repairs import (
     Refusal,
     Repair,
 )
-from .scanning import BodyScanner, partial_overlap
+from .scanning import BodyScanner, longest_overlap
 from .toolspecs import ToolSpecs
 
 log = logging.getLogger("toolwire.emulation")
@@ -121,6 +121,8 @@ class TaggedParser:
         self._markers = [e.open for e in self._envelopes] + list(self._stops)
         self._after = {e.open: e.after for e in self._envelopes if e.after}
         self._drop = tuple(drop)
+        self._held = (*self._markers, *self._drop)
+        """The markers whose start is held back at the end of the text until it is whole."""
         self._own = {*self._markers, *self._drop, *(e.close for e in envelopes if e.close)}
         self._begun = False
         """The reply (or the text since the last call) has shown non-blank text."""
@@ -268,7 +270,7 @@ class TaggedParser:
 
     def _holdback(self, buf: str) -> int:
         """Where the text that might still start a marker (or a fence before one) begins."""
-        cut = len(buf) - max(partial_overlap(buf, m) for m in (*self._markers, *self._drop))
+        cut = len(buf) - longest_overlap(buf, self._held)
         if self._lenient:
             partial = PARTIAL_SPECIAL_TOKEN.search(buf)
             if partial:

@@ -19,10 +19,27 @@ class BodyScanner(Protocol):
 
 def partial_overlap(text: str, marker: str) -> int:
     """Length of the longest suffix of `text` that is a proper prefix of `marker`."""
-    for size in range(min(len(text), len(marker) - 1), 0, -1):
-        if marker.startswith(text[-size:]):
-            return size
+    # Such a suffix starts with the marker's first character: one find in the tail, which
+    # usually holds none, instead of a comparison per suffix length.
+    i = text.find(marker[0], max(0, len(text) - len(marker) + 1)) if marker else -1
+    while i >= 0:
+        if marker.startswith(text[i:]):
+            return len(text) - i
+        i = text.find(marker[0], i + 1)
     return 0
+
+
+def longest_overlap(text: str, markers: tuple[str, ...]) -> int:
+    """Length of the longest suffix of `text` that is a proper prefix of one of `markers`."""
+    best, end = 0, len(text)
+    for marker in markers:
+        i = text.find(marker[0], max(0, end - len(marker) + 1)) if marker else -1
+        while i >= 0 and end - i > best:
+            if marker.startswith(text[i:]):
+                best = end - i
+                break
+            i = text.find(marker[0], i + 1)
+    return best
 
 
 def _at_marker(buf: str, i: int, markers: tuple[str, ...]) -> str | bool | None:
