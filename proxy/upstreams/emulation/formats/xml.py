@@ -101,7 +101,9 @@ class Xml:
                 repair=Repair.MISSING_WRAPPER,
             ),
         ]
-        return ThinkingParser(TaggedParser(specs, decode, envelopes, strict=strict))
+        # A bare `<function=…>` block may still end with the wrapper's close: it carries nothing.
+        inner = TaggedParser(specs, decode, envelopes, strict=strict, drop=("</tool_call>",))
+        return ThinkingParser(inner)
 
 
 def _scanner(close: str) -> Any:

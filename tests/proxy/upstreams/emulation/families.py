@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from tests.proxy.upstreams.emulation import peer_cases, value_cases
+from tests.proxy.upstreams.emulation import glm_cases, peer_cases, qwen_cases, value_cases
 from tests.proxy.upstreams.emulation.llama_cases import LLAMA3_JSON, PYTHONIC_LISTS
 
 Calls = list[tuple[str, dict[str, Any]]]
@@ -94,6 +94,7 @@ HERMES = Writer(
             "calls": [("get_weather", {"city": "Dallas"})],
             "content": "",
         },
+        *qwen_cases.HERMES,
     ],
 )
 
@@ -125,6 +126,7 @@ XML = Writer(
             "content": "",
         },
         *value_cases.XML,
+        *qwen_cases.XML,
     ],
 )
 
@@ -556,6 +558,7 @@ DEEPSEEK = Writer(
             "content": "",
         },
         *peer_cases.DEEPSEEK,
+        *peer_cases.DSML_STREAMING,
     ],
 )
 
@@ -626,6 +629,7 @@ DEEPSEEK_V32 = Writer(
             "content": "",
         },
         *value_cases.DEEPSEEK_V32,
+        *peer_cases.DSML_STREAMING,
     ],
 )
 
@@ -659,6 +663,7 @@ GLM = Writer(
             "content": "",
         },
         *value_cases.GLM,
+        *glm_cases.GLM,
     ],
 )
 

@@ -402,6 +402,39 @@ DEEPSEEK: list[dict[str, Any]] = [
 ]
 
 
+_V32_SRC = "vLLM deepseek_v32 parser tests"
+_FC = f"<{DSML}function_calls>\n"
+_TOKYO = (
+    f'{_FC}<{DSML}invoke name="get_weather">\n<{DSML}parameter name="city" string="true">Tokyo'
+    f"</{DSML}parameter>\n</{DSML}invoke>\n</{DSML}function_calls>"
+)
+DSML_STREAMING: list[dict[str, Any]] = [
+    {
+        "tag": "v32_false_partial_marker",
+        "source": f"{_V32_SRC} (test_false_partial_marker_emitted)",
+        "text": "<\uff5cDSM some regular text",
+        "calls": [],
+        "content": "<\uff5cDSM some regular text",
+    },
+    {
+        "tag": "v32_delimiters_as_text_after_prose",
+        "source": f"{_V32_SRC} (test_delimiter_preserved_fast_detokenization)",
+        "text": "Here is the weather: " + _TOKYO,
+        "calls": [["get_weather", {"city": "Tokyo"}]],
+        "content": "Here is the weather:",
+    },
+    {
+        "tag": "v32_params_on_one_line",
+        "source": f"{_V32_SRC} (build_tool_call: test_tool_detection_skip_special_tokens_false)",
+        "text": f'{_FC}<{DSML}invoke name="search">\n<{DSML}parameter name="query" string="true">'
+        f'vllm documentation</{DSML}parameter><{DSML}parameter name="filters" string="false">'
+        f'{{"lang": "en"}}</{DSML}parameter>\n</{DSML}invoke>\n</{DSML}function_calls>',
+        "calls": [["search", {"query": "vllm documentation", "filters": {"lang": "en"}}]],
+        "content": "",
+    },
+]
+"""DSML cases that hold for V3.2 and V4 alike (read by `deepseek` and `deepseek-v3.2`)."""
+
 # Kimi K2 (vLLM tests/tool_parsers/test_kimi_k2_tool_parser.py)
 SECTION_BEGIN, SECTION_END = "<|tool_calls_section_begin|>", "<|tool_calls_section_end|>"
 
@@ -532,6 +565,54 @@ KIMI: list[dict[str, Any]] = [
         ),
         [["get_weather", {"city": "Shanghai"}]],
         None,
+    ),
+    _kimi(
+        "k2_arguments_in_small_deltas",
+        f"{_K2_SRC} (test_incremental_arguments)",
+        "Help. "
+        + SECTION_BEGIN
+        + '<|tool_call_begin|>functions.get_weather:0 <|tool_call_argument_begin|>{"city": '
+        '"Beijing"} <|tool_call_end|>' + SECTION_END,
+        [["get_weather", {"city": "Beijing"}]],
+        "Help.",
+    ),
+    _kimi(
+        "k2_two_searches",
+        f"{_K2_SRC} (test_multiple_tool_calls_at_interval)",
+        "Compare. "
+        + _k2_section(
+            _k2("functions.search:0", '{"query": "cats"}'),
+            _k2("functions.search:1", '{"query": "dogs"}'),
+        ),
+        [["search", {"query": "cats"}], ["search", {"query": "dogs"}]],
+        "Compare.",
+    ),
+    _kimi(
+        "k2_empty_section",
+        f"{_K2_SRC} (test_empty_tool_section)",
+        "Reasoning. " + SECTION_BEGIN + SECTION_END,
+        [],
+        "Reasoning.",
+    ),
+    _kimi(
+        "k2_content_after_section",
+        f"{_K2_SRC} (test_content_after_tool_section: vLLM drops the text after the section,"
+        " Toolwire keeps it as it does for every family)",
+        "Before. "
+        + _k2_section(_k2("functions.get_weather:0", '{"city": "Tokyo"} '))
+        + " After tools.",
+        [["get_weather", {"city": "Tokyo"}]],
+        "Before. After tools.",
+    ),
+    _kimi(
+        "k2_truncated_in_arguments",
+        f"{_K2_SRC} (test_truncated_tool_call_no_end_marker)",
+        "I'll check. "
+        + SECTION_BEGIN
+        + '<|tool_call_begin|>functions.get_weather:0 <|tool_call_argument_begin|>{"city": "Bei',
+        [],
+        None,
+        truncated=True,
     ),
     # K3
     _kimi(
