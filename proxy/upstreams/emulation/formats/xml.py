@@ -1,13 +1,16 @@
 """`xml`: Qwen3-Coder / OpenHands `<function=…><parameter=…>` calls inside `<tool_call>`.
 
 Values are raw text (no JSON escaping, kind to small models writing code), converted to the
-type the tool's schema gives the parameter.
+type the tool's schema gives the parameter. The same reading serves every family that writes
+a function tag holding parameter tags (`Tags`: Seed-OSS, MiMo, Step, MiniMax M2's
+`<invoke name="…"><parameter name="…">`, MiniCPM's `<function name="…"><param name="…">`).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from ..call_ids import random_ids
@@ -18,6 +21,48 @@ from ..scanning import BodyScanner, XmlScanner
 from ..toolspecs import ToolSpecs
 from ..values import typed_arguments
 from .base import THINK_TAGS, CallText, parallel_line, response_blocks
+
+
+@dataclass(frozen=True, slots=True)
+class Tags:
+    """The markers of one syntax of a function tag holding parameter tags. An opener's name runs
+    to its `>` (`<function=NAME>`, or quoted as an attribute: `<invoke name="NAME">`)."""
+
+    function: str = "<function="
+    function_end: str = "</function>"
+    parameter: str = "<parameter="
+    parameter_end: str = "</parameter>"
+    lines: bool = True
+    """Values stand on lines of their own (Qwen3-Coder): the newline on each side is the
+    layout's, not the value's. Otherwise values are inline and kept as written."""
+    cdata: bool = False
+    """A value may be wrapped in `<![CDATA[…]]>` (MiniCPM)."""
+
+    def opener(self, marker: str, name: str) -> str:
+        """`marker` with `name`, quoted where the marker is an attribute (`name=`)."""
+        return f'{marker}"{name}">' if marker.endswith("name=") else f"{marker}{name}>"
+
+    def render(self, name: str, arguments: Any) -> str:
+        """One function tag, a parameter tag per argument; non-string values as JSON."""
+        params = arguments if isinstance(arguments, dict) else {"arguments": arguments}
+        gap = "\n" if self.lines else ""
+        inner = "".join(
+            f"{self.opener(self.parameter, key)}{gap}{_text(value)}{gap}{self.parameter_end}{gap}"
+            for key, value in params.items()
+        )
+        return f"{self.opener(self.function, name)}{gap}{inner}{self.function_end}"
+
+    def scanner(self, close: str, *, ends: tuple[str, ...] = ()) -> Callable[[bool], BodyScanner]:
+        """Builds a scanner ending at `close` (lenient, also at `ends`) outside values."""
+        value = (self.parameter, self.parameter_end)
+
+        def build(lenient: bool) -> BodyScanner:
+            return XmlScanner(close, ends=ends if lenient else (), value=value)
+
+        return build
+
+
+QWEN3_CODER = Tags()
 
 _PROMPT = """# Tools
 
@@ -71,15 +116,10 @@ class Xml:
 
     def render_calls(self, calls: list[CallText]) -> str:
         """One `<tool_call>` block per call; non-string values as JSON."""
-        blocks = []
-        for name, arguments in calls:
-            params = arguments if isinstance(arguments, dict) else {"arguments": arguments}
-            inner = "".join(
-                f"<parameter={key}>\n{_text(value)}\n</parameter>\n"
-                for key, value in params.items()
-            )
-            blocks.append(f"<tool_call>\n<function={name}>\n{inner}</function>\n</tool_call>")
-        return "\n".join(blocks)
+        return "\n".join(
+            f"<tool_call>\n{QWEN3_CODER.render(name, arguments)}\n</tool_call>"
+            for name, arguments in calls
+        )
 
     def render_results(self, results: list[tuple[str, str]]) -> str:
         """`<tool_response>` blocks in call order."""
@@ -89,38 +129,38 @@ class Xml:
         """A tagged parser; lenient also takes a `<function=…>` block with no `<tool_call>`."""
 
         def decode(body: str, lenient: bool) -> Decoded | None:
-            return _decode(body, lenient, specs)
+            return decode_functions(body, lenient, specs, QWEN3_CODER)
 
-        envelopes = [
-            Envelope("<tool_call>", "</tool_call>", _scanner("</tool_call>")),
-            Envelope(
-                "<function=",
-                "</function>",
-                _scanner("</function>"),
-                keep_markers=True,
-                repair=Repair.MISSING_WRAPPER,
-            ),
-        ]
+        envelopes = wrapped_envelopes("<tool_call>", "</tool_call>", QWEN3_CODER)
         # A bare `<function=…>` block may still end with the wrapper's close: it carries nothing.
         inner = TaggedParser(specs, decode, envelopes, strict=strict, drop=("</tool_call>",))
         return ThinkingParser(inner)
 
 
-def _scanner(close: str) -> Any:
-    def build(lenient: bool) -> BodyScanner:
-        return XmlScanner(close)
-
-    return build
+def wrapped_envelopes(open: str, close: str, tags: Tags) -> list[Envelope]:
+    """Function tags inside `open`…`close`; lenient, also a function tag with no wrapper."""
+    return [
+        Envelope(open, close, tags.scanner(close)),
+        Envelope(
+            tags.function,
+            tags.function_end,
+            tags.scanner(tags.function_end),
+            keep_markers=True,
+            repair=Repair.MISSING_WRAPPER,
+        ),
+    ]
 
 
 def _text(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
 
 
-def _decode(body: str, lenient: bool, specs: ToolSpecs) -> Decoded | None:
+def decode_functions(body: str, lenient: bool, specs: ToolSpecs, tags: Tags) -> Decoded | None:
+    """The calls of the function tags in `body`, values converted by each tool's schema; None
+    if the body is anything else."""
     repairs: list[Repair] = []
     text = unfence(strip_tokens(body.strip(), lenient, repairs).strip(), lenient, repairs)
-    functions = _functions(text, lenient, repairs)
+    functions = _functions(text, lenient, repairs, tags)
     if not functions:
         return None
     calls = [
@@ -131,13 +171,13 @@ def _decode(body: str, lenient: bool, specs: ToolSpecs) -> Decoded | None:
 
 
 def _functions(
-    text: str, lenient: bool, repairs: list[Repair]
+    text: str, lenient: bool, repairs: list[Repair], tags: Tags
 ) -> list[tuple[str, dict[str, str]]] | None:
-    """(name, raw parameter values) of each `<function=…>` block; None if malformed."""
+    """(name, raw parameter values) of each function tag; None if malformed."""
     calls: list[tuple[str, dict[str, str]]] = []
     pos = 0
     while (pos := _skip_space(text, pos)) < len(text):
-        if not text.startswith("<function=", pos):
+        if not text.startswith(tags.function, pos):
             if not (lenient and calls):
                 return None
             repairs.append(Repair.TRAILING_PROSE)
@@ -145,9 +185,9 @@ def _functions(
         end = text.find(">", pos)
         if end < 0:
             return None
-        name = text[pos + len("<function=") : end].strip()
+        name = _unquote(text[pos + len(tags.function) : end])
         params: dict[str, str] = {}
-        pos = _parameters(text, end + 1, params, lenient, repairs)
+        pos = _parameters(text, end + 1, params, lenient, repairs, tags)
         if pos < 0 or not name:
             return None
         calls.append((name, params))
@@ -155,40 +195,40 @@ def _functions(
 
 
 def _parameters(
-    text: str, pos: int, params: dict[str, str], lenient: bool, repairs: list[Repair]
+    text: str, pos: int, params: dict[str, str], lenient: bool, repairs: list[Repair], tags: Tags
 ) -> int:
-    """Read parameters up to `</function>`; the position after it, or -1 if malformed."""
+    """Read parameters up to the function's end; the position after it, or -1 if malformed."""
     while True:
         pos = _skip_space(text, pos)
-        if text.startswith("</function>", pos):
-            return pos + len("</function>")
+        if text.startswith(tags.function_end, pos):
+            return pos + len(tags.function_end)
         if pos >= len(text):
             if not lenient:
                 return -1
             repairs.append(Repair.MISSING_CLOSE_TAG)
             return pos
-        if not text.startswith("<parameter=", pos):
+        if not text.startswith(tags.parameter, pos):
             return -1
         end = text.find(">", pos)
         if end < 0:
             return -1
-        key = text[pos + len("<parameter=") : end].strip()
-        close = text.find("</parameter>", end + 1)
-        following = text.find("<parameter=", end + 1) if lenient else -1
+        key = _unquote(text[pos + len(tags.parameter) : end])
+        close = text.find(tags.parameter_end, end + 1)
+        following = text.find(tags.parameter, end + 1) if lenient else -1
         if 0 <= following < close:
             close = -1  # the next parameter opens first: this one was never closed
         if close < 0:
             if not lenient:
                 return -1
             repairs.append(Repair.MISSING_CLOSE_TAG)
-            nexts = (text.find("<parameter=", end), text.find("</function>", end))
+            nexts = (text.find(tags.parameter, end), text.find(tags.function_end, end))
             close = min([i for i in nexts if i >= 0], default=len(text))
             after = close
         else:
-            after = close + len("</parameter>")
+            after = close + len(tags.parameter_end)
         if not key or key in params:
             return -1
-        params[key] = _trim(text[end + 1 : close])
+        params[key] = _value(text[end + 1 : close], tags)
         pos = after
 
 
@@ -198,7 +238,19 @@ def _skip_space(text: str, pos: int) -> int:
     return pos
 
 
-def _trim(value: str) -> str:
-    """Drop exactly one newline on each side: the ones the format puts around a value."""
-    value = value[1:] if value.startswith("\n") else value
-    return value[:-1] if value.endswith("\n") else value
+def _unquote(name: str) -> str:
+    name = name.strip()
+    if len(name) >= 2 and name[0] == name[-1] and name[0] in "\"'":
+        return name[1:-1]
+    return name
+
+
+def _value(value: str, tags: Tags) -> str:
+    """The value as written: one newline dropped on each side where the layout puts them
+    there, a CDATA section's text unwrapped."""
+    if tags.lines:
+        value = value[1:] if value.startswith("\n") else value
+        value = value[:-1] if value.endswith("\n") else value
+    if tags.cdata and value.startswith("<![CDATA[") and value.endswith("]]>"):
+        value = value[len("<![CDATA[") : -len("]]>")]
+    return value
