@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import json
 import math
+import re
 from typing import Any
 
 from registry import parse_python
@@ -19,6 +20,8 @@ _NAMES: dict[str, Any] = {
 }
 _MAX_DEPTH = 64
 _MAX_SOURCE = 1_000_000
+_RAW_IN_STRING = {"\n": "\\n", "\r": "\\r", "\t": "\\t", "\x00": "\\x00"}
+_PADDED_INT = re.compile(r"0+([1-9][0-9]*)(?![0-9.eEjJxXoObB_])")
 
 
 class NotLiteral(ValueError):
@@ -43,8 +46,9 @@ def literal(node: ast.AST, depth: int = 0) -> Any:
     """The JSON-compatible value of a literal node (tuples become lists).
 
     Raises:
-        NotLiteral: the node is anything but str, int, float, bool, None, list, tuple or dict
-            with string keys, or a non-finite number.
+        NotLiteral: the node is anything but str, int, float, bool, None, list, tuple, set
+            (read as a list: JSON has no sets) or dict with string keys, or a non-finite
+            number.
     """
     if depth > _MAX_DEPTH:
         raise NotLiteral("nested too deeply")
@@ -52,7 +56,7 @@ def literal(node: ast.AST, depth: int = 0) -> Any:
         return _constant(node.value)
     if isinstance(node, ast.Name) and node.id in _NAMES:
         return _NAMES[node.id]
-    if isinstance(node, ast.List | ast.Tuple):
+    if isinstance(node, ast.List | ast.Tuple | ast.Set):
         return [literal(item, depth + 1) for item in node.elts]
     if isinstance(node, ast.Dict):
         out: dict[str, Any] = {}
@@ -77,6 +81,37 @@ def literal_value(source: str) -> Any:
         NotLiteral: see `literal`.
     """
     return literal(parse_expression(source))
+
+
+def plain_source(source: str) -> str:
+    """`source` with what Python refuses but a model plainly means made valid: raw newlines,
+    tabs and NULs inside strings escaped (a multi-line shell command), zero-padded integers
+    (`month=07`) unpadded. Text Python already reads is returned as it is."""
+    out: list[str] = []
+    quote, i, n = "", 0, len(source)
+    while i < n:
+        ch = source[i]
+        if quote:
+            if ch == "\\" and i + 1 < n:
+                out.append(source[i : i + 2])
+                i += 2
+                continue
+            quote = "" if ch == quote else quote
+            out.append(_RAW_IN_STRING.get(ch, ch))
+        elif ch in "\"'":
+            quote = ch
+            out.append(ch)
+        elif ch == "0" and not (i and (source[i - 1].isalnum() or source[i - 1] in "._")):
+            padded = _PADDED_INT.match(source, i)
+            if padded:
+                out.append(padded.group(1))
+                i = padded.end()
+                continue
+            out.append(ch)
+        else:
+            out.append(ch)
+        i += 1
+    return "".join(out)
 
 
 def _constant(value: Any) -> Any:

@@ -81,7 +81,12 @@ def json_text(value: Any, tokens: tuple[str, ...] = (), **options: Any) -> str:
     """`value` as JSON whose strings cannot hold a family's markers: the first character of
     each marker is written as a JSON escape (`<|` becomes `\\u003c|`), which the model reads
     as the same text."""
-    text = json.dumps(value, ensure_ascii=False, **options)
+    return escape_tokens(json.dumps(value, ensure_ascii=False, **options), tokens)
+
+
+def escape_tokens(text: str, tokens: tuple[str, ...]) -> str:
+    """Quoted JSON or Python text with the first character of each marker written as a
+    `\\uXXXX` escape, which both languages read back as the same string."""
     for token in tokens:
         if token in text:
             text = text.replace(token, f"\\u{ord(token[0]):04x}" + token[1:])

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..call_ids import random_ids
-from ..literals import NotLiteral, literal, parse_expression, render
+from ..literals import NotLiteral, literal, parse_expression, plain_source, render
 from ..parser import Decoder, Envelope, Parser, TaggedParser, log
 from ..reasoning import ThinkingParser
 from ..repairs import Decoded, Repair, calls_from_json, stripped_candidates, unfence
@@ -64,7 +64,7 @@ class Pythonic:
 
     def render_calls(self, calls: list[CallText]) -> str:
         """One `<tool_call>` list holding every call."""
-        return "<tool_call>[" + ", ".join(_call(n, a) for n, a in calls) + "]</tool_call>"
+        return "<tool_call>[" + ", ".join(call_text(n, a) for n, a in calls) + "]</tool_call>"
 
     def render_results(self, results: list[tuple[str, str]]) -> str:
         """`<tool_response>` blocks in call order."""
@@ -149,6 +149,19 @@ class CallListScanner:
         return None
 
 
+def finished_calls(body: str, lenient: bool) -> Decoded | None:
+    """The calls a cut-off call list finished before the cut (`Envelope.finished`: they run,
+    the cut one does not); None when it finished none."""
+    brackets = Brackets(quotes="\"'", opens="[({", closes="])}")
+    end = 0
+    for i, ch in enumerate(body):
+        brackets.step(ch)
+        if ch == "," and brackets.depth == 1 and not brackets.in_string:
+            end = i
+    decoded = decode(body[:end] + "]", lenient) if end else None
+    return decoded if decoded and decoded[0] else None
+
+
 def call_list_head(text: str) -> bool | None:
     """Whether `text` opens with `[`, a (dotted) name and `(`, blanks allowed between them;
     None while it may still."""
@@ -169,7 +182,8 @@ def call_list_head(text: str) -> bool | None:
     return None if not rest else rest[0] == "("
 
 
-def _call(name: str, arguments: Any) -> str:
+def call_text(name: str, arguments: Any) -> str:
+    """One call as Python source: `name(key=value, …)`, values as literals."""
     if not isinstance(arguments, dict):
         return f"{name}({render(arguments)})"
     return f"{name}(" + ", ".join(f"{k}={render(v)}" for k, v in arguments.items()) + ")"
@@ -185,10 +199,7 @@ def decode(body: str, lenient: bool) -> Decoded | None:
 
 
 def _decode(text: str, lenient: bool, repairs: list[Repair]) -> Decoded | None:
-    try:
-        node = parse_expression(text)
-    except NotLiteral:
-        node = None
+    node = _expression(text, lenient, repairs)
     if lenient and isinstance(node, ast.List | ast.Dict) and _all_dicts(node):
         calls = calls_from_json(text, lenient, repairs)
         return None if calls is None else (calls, [*repairs, Repair.JSON_CALLS])
@@ -206,6 +217,22 @@ def _decode(text: str, lenient: bool, repairs: list[Repair]) -> Decoded | None:
             return None
         calls_out.append(call)
     return calls_out, repairs
+
+
+def _expression(text: str, lenient: bool, repairs: list[Repair]) -> ast.expr | None:
+    """The body's expression; lenient, also after `plain_source`'s rewrite."""
+    try:
+        return parse_expression(text)
+    except NotLiteral:
+        plain = plain_source(text) if lenient else text
+        if plain == text:
+            return None
+    try:
+        node = parse_expression(plain)
+    except NotLiteral:
+        return None
+    repairs.append(Repair.PLAIN_SOURCE)
+    return node
 
 
 def _read_call(node: ast.expr, lenient: bool, repairs: list[Repair]) -> tuple[str, Any] | None:
