@@ -93,6 +93,9 @@ class Envelope:
     """When set, `open` counts only where the text before it ends (blanks aside) with one of
     these characters: Llama's `Here is the result: {"name": …}` is a call, `You would send
     {"name": …}` is not."""
+    finished: Decoder | None = None
+    """For a body holding several calls (a JSON list): the calls it finished before the
+    length limit cut it off, which run; None: a cut-off body runs nothing."""
 
 
 class TaggedParser:
@@ -315,7 +318,7 @@ class TaggedParser:
             if not final:
                 self._give_up(out, Refusal.BODY_TOO_LONG, raw)
             elif truncated:
-                self._give_up(out, Refusal.TRUNCATED_CALL, raw)
+                self._cut_off(out, body, raw)
             elif self._lenient:
                 self._complete(out, body, raw, [Repair.MISSING_CLOSE_TAG])
             else:
@@ -323,12 +326,27 @@ class TaggedParser:
             return True
         return False
 
-    def _complete(self, out: list[Event], body: str, raw: str, extra: list[Repair]) -> None:
+    def _cut_off(self, out: list[Event], body: str, raw: str) -> None:
+        """The length limit cut the body: the calls it finished run (`Envelope.finished`), the
+        rest is refused; with none finished, the body stays text."""
         assert self._env is not None
+        finished = self._env.finished
+        decoded = finished(body, self._lenient) if finished is not None else None
+        if decoded is None:
+            self._give_up(out, Refusal.TRUNCATED_CALL, raw)
+            return
+        self._refuse(Refusal.TRUNCATED_CALL, raw)
+        self._accept(out, decoded, raw, [])
+
+    def _complete(self, out: list[Event], body: str, raw: str, extra: list[Repair]) -> None:
         decoded = self._decode(body, self._lenient)
         if decoded is None:
             self._give_up(out, Refusal.INVALID_CALL, raw)
             return
+        self._accept(out, decoded, raw, extra)
+
+    def _accept(self, out: list[Event], decoded: Decoded, raw: str, extra: list[Repair]) -> None:
+        assert self._env is not None
         calls, used = decoded
         used = [*extra, *used]
         resolved = []

@@ -1,0 +1,155 @@
+"""JSON calls inside a family's envelope, the syntax several families share: a list of call
+objects (Jamba's and Hunyuan A13B's `<tool_calls>[…]</tool_calls>`, xLAM's bare or fenced
+list, Phi-4-mini's `functools[…]`) or one call object (InternLM's action, GigaChat's
+`function call`), each `{"name": …, "arguments": {…}}` or with the family's own key for the
+arguments (InternLM's `parameters`), read in strict mode too.
+
+Values are JSON, typed as the model wrote them. An empty list, a list holding anything but
+call objects, or arguments that are not an object is not a call. A list the length limit cut
+off runs the calls it completed (`finished`), never the one it was writing.
+"""
+
+from __future__ import annotations
+
+import re
+from enum import Enum
+from typing import Any
+
+from ..parser import Decoder, Envelope
+from ..repairs import (
+    Decoded,
+    Repair,
+    call_from_object,
+    load_value,
+    stripped_candidates,
+    unfence,
+)
+from ..scanning import BodyScanner, QuotedScanner, object_end
+from ..toolspecs import ToolSpecs
+from .base import CallText, json_text
+from .pythonic import known_only
+
+_FENCE_OPEN = re.compile(r"^```[\w+-]*[ \t]*\n")
+
+
+class Shape(Enum):
+    """What the envelope holds."""
+
+    LIST = "list"
+    """A JSON array of calls (lenient: a lone call object too)."""
+    OBJECT = "object"
+    """One call object (lenient: an array of them too)."""
+
+
+def decoder(shape: Shape, *, key: str = "arguments", head: str = "") -> Decoder:
+    """A decoder of envelope bodies holding `shape`, whose call objects carry their arguments
+    under `key` (or `arguments`); `head`: a marker the body must open with (InternLM's
+    `<|plugin|>`), blanks around it allowed."""
+
+    def decode(body: str, lenient: bool) -> Decoded | None:
+        for text, repairs in _bodies(body, lenient, head):
+            calls = read_calls(unfence(text, lenient, repairs), shape, key, lenient, repairs)
+            if calls is not None:
+                return calls, repairs
+        return None
+
+    return decode
+
+
+def finished(*, key: str = "arguments", head: str = "") -> Decoder:
+    """For a JSON list cut off by the length limit: the call objects the model completed and
+    went on from (a `,` after them), in order; None when there are none, or one of them is not
+    a call."""
+
+    def decode(body: str, lenient: bool) -> Decoded | None:
+        for text, repairs in _bodies(body, lenient, head):
+            text = _FENCE_OPEN.sub("", text, count=1) if lenient else text
+            calls = _completed_items(text, key, lenient, repairs)
+            if calls:
+                return calls, repairs
+        return None
+
+    return decode
+
+
+def _bodies(body: str, lenient: bool, head: str) -> list[tuple[str, list[Repair]]]:
+    """The body as written and (lenient) without leaked tokens, each past `head`."""
+    found = []
+    for text, repairs in stripped_candidates(body, lenient):
+        if text.startswith(head):
+            found.append((text[len(head) :].strip(), repairs))
+    return found
+
+
+def _completed_items(
+    text: str, key: str, lenient: bool, repairs: list[Repair]
+) -> list[tuple[str, Any]] | None:
+    if not text.startswith("["):
+        return None
+    calls: list[tuple[str, Any]] = []
+    pos = _past_blanks(text, 1)
+    while text[pos : pos + 1] == "{":
+        end = object_end(text, pos)
+        after = _past_blanks(text, end) if end is not None else len(text)
+        if end is None or text[after : after + 1] != ",":
+            break  # the last call before the cut counts only once the model went on
+        call = read_calls(text[pos:end], Shape.OBJECT, key, lenient, repairs)
+        if call is None:
+            return None
+        calls += call
+        pos = _past_blanks(text, after + 1)
+    return calls
+
+
+def _past_blanks(text: str, pos: int) -> int:
+    while pos < len(text) and text[pos].isspace():
+        pos += 1
+    return pos
+
+
+def read_calls(
+    text: str, shape: Shape, key: str, lenient: bool, repairs: list[Repair]
+) -> list[tuple[str, Any]] | None:
+    """The calls of one JSON value of `shape`; None if it is not one."""
+    text = text.strip()
+    if text[:1] not in ("[", "{"):
+        return None
+    value = load_value(text, lenient, repairs)
+    wanted = list if shape is Shape.LIST else dict
+    if not isinstance(value, wanted):
+        if not lenient or not isinstance(value, list | dict):
+            return None
+        repairs.append(Repair.LIST_IN_TAG if isinstance(value, list) else Repair.MISSING_BRACKETS)
+    items = value if isinstance(value, list) else [value]
+    if not items:
+        return None
+    calls = []
+    for item in items:
+        call = call_from_object(_own_key(item, key), lenient, repairs)
+        if call is None:
+            return None
+        calls.append(call)
+    return calls
+
+
+def _own_key(item: Any, key: str) -> Any:
+    """The call object with the family's own arguments key read as `arguments`."""
+    if key == "arguments" or not isinstance(item, dict) or key not in item or "arguments" in item:
+        return item
+    return {("arguments" if k == key else k): v for k, v in item.items()}
+
+
+def render_list(calls: list[CallText], tokens: tuple[str, ...], key: str = "arguments") -> str:
+    """The calls as one JSON list of `{"name": …, key: …}` objects, markers escaped."""
+    return json_text([{"name": name, key: arguments} for name, arguments in calls], tokens)
+
+
+def list_envelope(open: str, close: str, specs: ToolSpecs, **options: Any) -> Envelope:
+    """A JSON list of calls between `open` and `close`: the body ends at `close` outside
+    strings (lenient, also at a new `open`: the model forgot to close); a cut-off list runs
+    the calls it completed, of offered tools. `options`: the `Envelope`'s other fields."""
+
+    def scanner(lenient: bool) -> BodyScanner:
+        return QuotedScanner(close, ends=(open,) if lenient else ())
+
+    return Envelope(open, close, scanner, finished=known_only(finished(), specs), **options)
