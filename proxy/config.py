@@ -88,6 +88,8 @@ EmulationFormatName = Literal[
     "glm",
     "kimi",
     "gemma",
+    "longcat",
+    "ernie",
 ]
 """The names `emulation_format` takes; `proxy.upstreams.emulation` builds one format for each."""
 

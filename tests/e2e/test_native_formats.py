@@ -57,6 +57,8 @@ SPECIAL_TOKENS: dict[str, tuple[str, ...]] = {
         "<|tool_call_end|>",
     ),
     "gemma": ("<|tool_call>", "<tool_call|>", '<|"|>', "<|channel>", "<channel|>"),
+    "longcat": ("<longcat_tool_call>", "</longcat_tool_call>"),
+    "ernie": (),
 }
 FAMILIES = tuple(SPECIAL_TOKENS)
 FIRST, SECOND = "The user wants the weather; I call the tool.", "The tool says sunny."

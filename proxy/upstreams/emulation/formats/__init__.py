@@ -13,6 +13,7 @@ from ....config import EmulationFormatName
 from .base import EmulationFormat
 from .deepseek import DeepSeek
 from .dsml import DeepSeekDsml
+from .ernie import Ernie
 from .gemma import Gemma
 from .glm import Glm
 from .harmony import Harmony
@@ -20,6 +21,7 @@ from .hermes import Hermes
 from .json_envelope import JsonEnvelope
 from .kimi import Kimi
 from .llama import Llama
+from .longcat import LongCat
 from .mistral import Mistral
 from .pythonic import Pythonic
 from .xml import Xml
@@ -39,6 +41,8 @@ FORMATS: dict[str, EmulationFormat] = {
     "glm": Glm(),
     "kimi": Kimi(),
     "gemma": Gemma(),
+    "longcat": LongCat(),
+    "ernie": Ernie(),
 }
 """Every format by name (formats hold no state: one instance serves every request)."""
 

@@ -1,0 +1,100 @@
+"""`longcat`: LongCat-Flash's calls, Hermes's JSON objects in `<longcat_tool_call>` tags.
+
+    <longcat_tool_call>
+    {"name": "get_weather", "arguments": {"city": "Paris"}}
+    </longcat_tool_call>
+
+One block per call, prose may come before, between and after them. The template lists the
+tools under `## Tools` with each one's name, description and input schema, and gives results
+back in `<longcat_tool_response>` blocks. LongCat-Flash-Thinking opens its reply with a
+`<longcat_think>` block (a plain `<think>` one is read too). The tags are special tokens.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from ..call_ids import random_ids
+from ..parser import Parser, TaggedParser
+from ..reasoning import ThinkingParser
+from ..scanning import neutralise_tokens
+from ..toolspecs import ToolSpecs
+from .base import KEEP_SPECIAL_TOKENS, CallText, catalog_tools, json_text
+from .marked_json import call_objects, tag_envelope
+
+OPEN, CLOSE = "<longcat_tool_call>", "</longcat_tool_call>"
+RESULT_OPEN, RESULT_CLOSE = "<longcat_tool_response>", "</longcat_tool_response>"
+THINK_OPEN, THINK_CLOSE = "<longcat_think>", "</longcat_think>"
+TOKENS = (OPEN, CLOSE, RESULT_OPEN, RESULT_CLOSE, THINK_OPEN, THINK_CLOSE)
+_PROMPT = """## Tools
+You have access to the following tools:
+
+### Tool namespace: function
+
+{tools}
+
+**Note**: For each function call, return a json object with function name and arguments \
+within {open}{close} XML tags as follows:
+{open}
+{{"name": <function-name>, "arguments": <args-dict>}}
+{close}
+{parallel}
+If no function is needed, answer normally. Results come back in {result} blocks; never \
+write one yourself."""
+
+
+class LongCat:
+    """LongCat-Flash: Hermes-style JSON in `<longcat_tool_call>` tags."""
+
+    name = "longcat"
+    call_ids = staticmethod(random_ids)
+    stops: tuple[str, ...] = (RESULT_OPEN,)
+    request_fields: Mapping[str, Any] = KEEP_SPECIAL_TOKENS
+    think_tags: tuple[str, str] | None = (THINK_OPEN, THINK_CLOSE)
+
+    def system_prompt(self, catalog: str, *, parallel: bool) -> str:
+        """The template's tool section: each tool's name, description and input schema."""
+        tools = "\n\n".join(_tool(tool["function"]) for tool in catalog_tools(catalog))
+        line = (
+            "When several functions are needed at once, wrap each call in its own "
+            f"{OPEN} block and write the blocks one after another."
+            if parallel
+            else f"Write at most one {OPEN} block per reply."
+        )
+        return _PROMPT.format(
+            tools=neutralise_tokens(tools, TOKENS),
+            open=OPEN,
+            close=CLOSE,
+            parallel=line,
+            result=RESULT_OPEN,
+        )
+
+    def render_calls(self, calls: list[CallText]) -> str:
+        """One `<longcat_tool_call>` block per call."""
+        return "\n".join(
+            f"{OPEN}\n{json_text({'name': name, 'arguments': arguments}, TOKENS)}\n{CLOSE}"
+            for name, arguments in calls
+        )
+
+    def render_results(self, results: list[tuple[str, str]]) -> str:
+        """`<longcat_tool_response>` blocks in call order."""
+        return "\n".join(
+            f"{RESULT_OPEN}\n{neutralise_tokens(content, TOKENS)}\n{RESULT_CLOSE}"
+            for _, content in results
+        )
+
+    def parser(self, specs: ToolSpecs, *, strict: bool) -> Parser:
+        """A tagged parser reading JSON bodies, after either reasoning block."""
+        inner = TaggedParser(
+            specs, call_objects, [tag_envelope(OPEN, CLOSE)], strict=strict, stops=self.stops
+        )
+        return ThinkingParser(ThinkingParser(inner), open=THINK_OPEN, close=THINK_CLOSE)
+
+
+def _tool(function: dict[str, Any]) -> str:
+    schema = json.dumps(function.get("parameters") or {}, ensure_ascii=False, indent=2)
+    description = function.get("description") or ""
+    name = function.get("name")
+    return f"#### Tool name: {name}\n\nDescription: {description}\n\nInputSchema:\n{schema}"
