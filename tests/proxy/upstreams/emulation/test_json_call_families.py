@@ -1,0 +1,53 @@
+"""The families whose calls are JSON in an envelope (formats/json_calls.py): the history each
+renders reads back as the same calls, the prompt carries the catalog and the family's call
+syntax, and a cut-off list runs only the calls the model went on from."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from proxy.upstreams.emulation.formats.base import EmulationFormat
+from proxy.upstreams.emulation.formats.jamba import Jamba
+from proxy.upstreams.emulation.parser import Call, Text, run
+from proxy.upstreams.emulation.toolspecs import ToolSpecs
+
+FORMATS: list[EmulationFormat] = [Jamba()]
+SPECS = ToolSpecs.from_tools(
+    [
+        {"type": "function", "function": {"name": n, "parameters": {"type": "object"}}}
+        for n in ("get_weather", "write_file", "ping")
+    ]
+)
+CATALOG = json.dumps(
+    {"type": "function", "function": {"name": "get_weather", "description": "Weather."}}
+)
+CALLS: list[tuple[str, Any]] = [
+    ("get_weather", {"city": "Zürich", "days": 2}),
+    ("write_file", {"path": "a.txt", "content": 'x </tool_calls> <|action_end|> "q"\n'}),
+    ("ping", {}),
+]
+
+
+@pytest.mark.parametrize("fmt", FORMATS, ids=lambda f: f.name)
+@pytest.mark.parametrize("strict", [False, True])
+def test_rendered_calls_read_back_as_the_same_calls(fmt: EmulationFormat, strict: bool) -> None:
+    events = run(fmt.parser(SPECS, strict=strict), [fmt.render_calls(CALLS)])
+    assert [(e.name, e.arguments) for e in events if isinstance(e, Call)] == CALLS
+    assert not "".join(e.text for e in events if isinstance(e, Text)).strip()
+
+
+@pytest.mark.parametrize("fmt", FORMATS, ids=lambda f: f.name)
+def test_the_prompt_carries_the_catalog_and_is_stable(fmt: EmulationFormat) -> None:
+    prompt = fmt.system_prompt(CATALOG, parallel=True)
+    assert '"get_weather"' in prompt
+    assert prompt == fmt.system_prompt(CATALOG, parallel=True)
+    assert prompt != fmt.system_prompt(CATALOG, parallel=False)
+
+
+def test_jamba_prompt_lays_the_tools_out_as_its_template_does() -> None:
+    prompt = Jamba().system_prompt(CATALOG, parallel=False)
+    assert prompt.startswith("<tool_definitions>\n# Tools\n\n## Functions\n\n{\n")
+    assert '<tool_calls>[{"name": "function_name", "arguments": {' in prompt
