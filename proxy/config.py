@@ -88,6 +88,7 @@ EmulationFormatName = Literal[
     "glm",
     "kimi",
     "gemma",
+    "jamba",
     "longcat",
     "ernie",
 ]

@@ -57,6 +57,7 @@ SPECIAL_TOKENS: dict[str, tuple[str, ...]] = {
         "<|tool_call_end|>",
     ),
     "gemma": ("<|tool_call>", "<tool_call|>", '<|"|>', "<|channel>", "<channel|>"),
+    "jamba": ("<tool_calls>", "</tool_calls>"),
     "longcat": ("<longcat_tool_call>", "</longcat_tool_call>"),
     "ernie": (),
 }

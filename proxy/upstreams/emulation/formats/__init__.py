@@ -41,6 +41,7 @@ FORMATS: dict[str, EmulationFormat] = {
     "glm": Glm(),
     "kimi": Kimi(),
     "gemma": Gemma(),
+    "jamba": Jamba(),
     "longcat": LongCat(),
     "ernie": Ernie(),
 }
