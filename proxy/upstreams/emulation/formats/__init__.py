@@ -18,6 +18,7 @@ from .gemma import Gemma
 from .glm import Glm
 from .harmony import Harmony
 from .hermes import Hermes
+from .jamba import Jamba
 from .json_envelope import JsonEnvelope
 from .kimi import Kimi
 from .llama import Llama
