@@ -121,6 +121,15 @@ class UpstreamConfig(BaseModel):
     emulation_format: EmulationFormatName = "hermes"
     emulation_strict: bool = False
     """Refuse malformed emulated calls instead of applying the tolerated repairs."""
+    constrained_decoding: Literal[
+        "auto", "vllm", "vllm-guided", "sglang", "llama.cpp", "ollama", "off"
+    ] = "auto"
+    """How a forced `tool_choice` (required, or a named tool) is enforced in emulated and parsed
+    modes: the server's constrained decoding holds the reply to calls in the family's format —
+    vllm: `structured_outputs` (vLLM >= 0.10), vllm-guided: `guided_grammar` (older vLLM),
+    sglang: `ebnf`, llama.cpp: `grammar`, ollama: `response_format` JSON schema (json and llama
+    families only), auto: vLLM's, SGLang's and llama.cpp's fields together (each server reads
+    its own), off: none. A reply with no call is then asked again once, then an error."""
     models_tool_calling: dict[str, Literal["native", "emulated", "auto", "parsed"]] = Field(
         default_factory=dict
     )
