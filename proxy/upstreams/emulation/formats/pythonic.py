@@ -152,14 +152,22 @@ class CallListScanner:
 def finished_calls(body: str, lenient: bool) -> Decoded | None:
     """The calls a cut-off call list finished before the cut (`Envelope.finished`: they run,
     the cut one does not); None when it finished none."""
+    finished = top_level_parts(body, ",", depth=1)[:-1]
+    decoded = decode(",".join(finished) + "]", lenient) if finished else None
+    return decoded if decoded and decoded[0] else None
+
+
+def top_level_parts(body: str, separator: str, *, depth: int = 0) -> list[str]:
+    """`body` split at each `separator` that stands outside strings at bracket `depth` (0: the
+    calls of OLMo 3's lines; 1: the items of a list)."""
     brackets = Brackets(quotes="\"'", opens="[({", closes="])}")
-    end = 0
+    parts, start = [], 0
     for i, ch in enumerate(body):
         brackets.step(ch)
-        if ch == "," and brackets.depth == 1 and not brackets.in_string:
-            end = i
-    decoded = decode(body[:end] + "]", lenient) if end else None
-    return decoded if decoded and decoded[0] else None
+        if ch == separator and brackets.depth == depth and not brackets.in_string:
+            parts.append(body[start:i])
+            start = i + 1
+    return [*parts, body[start:]]
 
 
 def call_list_head(text: str) -> bool | None:
