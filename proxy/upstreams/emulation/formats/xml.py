@@ -43,14 +43,15 @@ class Tags:
         return f'{marker}"{name}">' if marker.endswith("name=") else f"{marker}{name}>"
 
     def render(self, name: str, arguments: Any) -> str:
-        """One function tag, a parameter tag per argument; non-string values as JSON."""
+        """One function tag, a parameter tag per argument, each on a line of its own;
+        non-string values as JSON."""
         params = arguments if isinstance(arguments, dict) else {"arguments": arguments}
         gap = "\n" if self.lines else ""
         inner = "".join(
-            f"{self.opener(self.parameter, key)}{gap}{_text(value)}{gap}{self.parameter_end}{gap}"
+            f"{self.opener(self.parameter, key)}{gap}{_text(value)}{gap}{self.parameter_end}\n"
             for key, value in params.items()
         )
-        return f"{self.opener(self.function, name)}{gap}{inner}{self.function_end}"
+        return f"{self.opener(self.function, name)}\n{inner}{self.function_end}"
 
     def scanner(self, close: str, *, ends: tuple[str, ...] = ()) -> Callable[[bool], BodyScanner]:
         """Builds a scanner ending at `close` (lenient, also at `ends`) outside values."""
@@ -128,13 +129,19 @@ class Xml:
     def parser(self, specs: ToolSpecs, *, strict: bool) -> Parser:
         """A tagged parser; lenient also takes a `<function=…>` block with no `<tool_call>`."""
 
-        def decode(body: str, lenient: bool) -> Decoded | None:
-            return decode_functions(body, lenient, specs, QWEN3_CODER)
+        return tool_call_parser(specs, QWEN3_CODER, strict=strict)
 
-        envelopes = wrapped_envelopes("<tool_call>", "</tool_call>", QWEN3_CODER)
-        # A bare `<function=…>` block may still end with the wrapper's close: it carries nothing.
-        inner = TaggedParser(specs, decode, envelopes, strict=strict, drop=("</tool_call>",))
-        return ThinkingParser(inner)
+
+def tool_call_parser(specs: ToolSpecs, tags: Tags, *, strict: bool) -> Parser:
+    """Function tags in `<tool_call>` (lenient, also bare), after a `<think>` block."""
+
+    def decode(body: str, lenient: bool) -> Decoded | None:
+        return decode_functions(body, lenient, specs, tags)
+
+    envelopes = wrapped_envelopes("<tool_call>", "</tool_call>", tags)
+    # A bare function tag may still end with the wrapper's close: it carries nothing.
+    inner = TaggedParser(specs, decode, envelopes, strict=strict, drop=("</tool_call>",))
+    return ThinkingParser(inner)
 
 
 def wrapped_envelopes(open: str, close: str, tags: Tags) -> list[Envelope]:

@@ -5,17 +5,21 @@ that its parser reads back as the same calls, whole and in deltas, strict and le
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import pytest
 
-from proxy.upstreams.emulation import Call, ToolSpecs, run
+from proxy.upstreams.emulation import Call, ToolSpecs, catalog, run
 from proxy.upstreams.emulation.formats.base import EmulationFormat
+from proxy.upstreams.emulation.formats.mimo import Mimo
 from proxy.upstreams.emulation.formats.seed_oss import SeedOss
+from proxy.upstreams.emulation.formats.step import CALL_BEGIN, Step, Step3
 
 FORMATS: dict[str, tuple[EmulationFormat, str]] = {
     "seed-oss": (SeedOss(), "<seed:tool_call>"),
+    "mimo": (Mimo(), "<tool_call>"),
+    "step": (Step(), "<tool_call>"),
+    "step3": (Step3(), CALL_BEGIN),
 }
 """Each format with the marker that opens its calls."""
 TOOL: dict[str, Any] = {
@@ -63,10 +67,10 @@ def test_rendered_calls_parse_back_as_the_same_calls(name: str) -> None:
 @pytest.mark.parametrize("name", FORMATS)
 def test_the_prompt_lists_the_tools_and_the_syntax(name: str) -> None:
     fmt, marker = FORMATS[name]
-    catalog = json.dumps(_tool(marker))
-    prompt = fmt.system_prompt(catalog, parallel=True)
-    assert prompt == fmt.system_prompt(catalog, parallel=True)
-    assert prompt != fmt.system_prompt(catalog, parallel=False)
+    tools = catalog([_tool(marker)])
+    prompt = fmt.system_prompt(tools, parallel=True)
+    assert prompt == fmt.system_prompt(tools, parallel=True)
+    assert prompt != fmt.system_prompt(tools, parallel=False)
     assert '"write_file"' in prompt and marker in prompt
     assert f"Writes files. {marker}" not in prompt  # a description cannot pose as a call
 
