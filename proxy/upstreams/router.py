@@ -19,6 +19,7 @@ from . import (
 )
 from .demo import DemoUpstream
 from .emulation import ModeStore, with_tool_calling
+from .emulation.dropped_tools import probe_for
 from .probe import ProbeCache
 
 _REMEMBERED_MODELS = 1024
@@ -150,6 +151,7 @@ def _build(config: UpstreamConfig, modes: Callable[[str], ModeStore] | None) -> 
         strict=config.emulation_strict,
         per_model=config.models_tool_calling,
         modes=modes(config.name) if modes is not None else None,
+        probe=probe_for(config),
     )
 
 

@@ -1,8 +1,11 @@
-"""How an upstream does tool calling: native, emulated, parsed, or `auto` (native until refused).
+"""How an upstream does tool calling: native, emulated, parsed, or `auto` (native until refused
+or found ignored).
 
 `auto` sends `tools` natively; when the server answers 400 about tools (vLLM without
 `--enable-auto-tool-choice`, llama.cpp without `--jinja`, an Ollama model without a tools
-template), the request is retried once emulated and the model is remembered as emulated.
+template), the request is retried once emulated and the model is remembered as emulated. A
+server that accepts `tools` and drops them is found out before the model's first request with
+tools (`dropped_tools`), and the model is remembered as emulated the same way.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from ...errors import UpstreamStatusError
 from ...state.base import ModeStore
 from ...state.memory import MemoryModeStore
 from .. import Chunk, Upstream
+from .dropped_tools import DroppedTools, ToolsProbe
 from .formats import get_format
 from .prompt import keep_tools
 from .upstream import EmulatedUpstream
@@ -36,12 +40,21 @@ _REJECTS_TOOLS = re.compile(
 
 
 class AutoUpstream:
-    """Native tool calling until a model rejects `tools`; then emulation, remembered."""
+    """Native tool calling until a model rejects `tools`, or is found to drop them; then
+    emulation, remembered."""
 
-    def __init__(self, inner: Upstream, emulated: Upstream, store: ModeStore | None = None) -> None:
+    def __init__(
+        self,
+        inner: Upstream,
+        emulated: Upstream,
+        store: ModeStore | None = None,
+        dropped: DroppedTools | None = None,
+    ) -> None:
+        """`dropped` looks, once per model, for a server that drops `tools` (None: never)."""
         self.name = inner.name
         self._inner, self._emulated = inner, emulated
         self._store = store if store is not None else MemoryModeStore()
+        self._dropped = dropped
 
     @contextlib.asynccontextmanager
     async def complete(
@@ -59,7 +72,7 @@ class AutoUpstream:
         """
         model = str(body.get("model") or "")
         async with contextlib.AsyncExitStack() as stack:
-            if await self._store.is_emulated(model):
+            if await self._store.is_emulated(model) or await self._drops_tools(body, headers):
                 yield await stack.enter_async_context(
                     self._emulated.complete(body, headers=headers, deadline=deadline)
                 )
@@ -93,8 +106,22 @@ class AutoUpstream:
         return await self._inner.list_models()
 
     async def aclose(self) -> None:
-        """Close the inner upstream."""
+        """Close the inner upstream (and the probe's connections)."""
         await self._inner.aclose()
+        if self._dropped is not None:
+            await self._dropped.aclose()
+
+    async def _drops_tools(self, body: dict[str, Any], headers: Mapping[str, str] | None) -> bool:
+        """Whether the body's model was found to drop tools (looked for on its first request
+        with tools; from then on a dict lookup); a model found so is remembered as emulated."""
+        tools = body.get("tools")
+        if self._dropped is None or not tools or not isinstance(tools, list):
+            return False
+        model = str(body.get("model") or "")
+        if not await self._dropped.drops(model, tools, headers):
+            return False
+        await self._store.mark_emulated(model)
+        return True
 
 
 class PerModelUpstream:
@@ -123,8 +150,12 @@ class PerModelUpstream:
         return await self._default.list_models()
 
     async def aclose(self) -> None:
-        """Close the server's connections (every route shares them)."""
-        await self._default.aclose()
+        """Close the server's connections (every route shares them) and each route's own."""
+        closed: set[int] = set()
+        for upstream in (self._default, *(upstream for _, upstream in self._routes)):
+            if id(upstream) not in closed:
+                closed.add(id(upstream))
+                await upstream.aclose()
 
 
 def with_tool_calling(
@@ -135,10 +166,12 @@ def with_tool_calling(
     strict: bool = False,
     per_model: Mapping[str, str] | None = None,
     modes: ModeStore | None = None,
+    probe: ToolsProbe | None = None,
 ) -> Upstream:
     """`upstream` wrapped for `mode` (native: unchanged; emulated; parsed: the server's template
     renders the tools, Toolwire reads the calls), with per-model glob overrides; `auto`
-    remembers its emulated models in `modes` (default: this process's memory).
+    remembers its emulated models in `modes` (default: this process's memory) and, with a
+    `probe`, looks once per model for a server that drops `tools`.
 
     Raises:
         KeyError: `format_name` is not a known format.
@@ -150,7 +183,8 @@ def with_tool_calling(
 
     def wrapped(kind: str) -> Upstream:
         if kind not in built:
-            built[kind] = AutoUpstream(upstream, emulated, modes)
+            dropped = DroppedTools(upstream.name, probe) if probe is not None else None
+            built[kind] = AutoUpstream(upstream, emulated, modes, dropped)
         return built[kind]
 
     default = wrapped(mode)
