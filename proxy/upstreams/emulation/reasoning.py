@@ -8,6 +8,8 @@ calls, however it is chunked: only a block at the reply's first non-blank text c
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from .parser import Event, Parser, Reasoning
 from .repairs import Refusal, Repair
 from .scanning import partial_overlap
@@ -23,10 +25,16 @@ class ThinkingParser:
         open: str = "<think>",
         close: str = "</think>",
         started: bool = False,
+        also: Sequence[tuple[str, str]] = (),
     ) -> None:
         """`started`: the prompt already opened the block (a template that prefills `<think>`),
-        so the reply begins inside it; a leading `open` is then just absorbed."""
-        self._inner, self._open, self._close = inner, open, close
+        so the reply begins inside it; a leading `open` is then just absorbed. `also`: the
+        (open, close) tags other versions of the family write (Kimi K2's `<think>`, K3's
+        think channel): a block opened by one ends at its own close; a block the prompt
+        opened ends at the first close of any."""
+        self._inner = inner
+        self._pairs = ((open, close), *also)
+        self._closes = tuple(c for _, c in self._pairs)
         # The inner parser's own lists: it records into them, callers read them here.
         self.repairs: list[Repair] = inner.repairs
         self.refusals: list[Refusal] = inner.refusals
@@ -69,25 +77,29 @@ class ThinkingParser:
 
     def _opening(self, final: bool) -> bool:
         rest = self._buf.lstrip()
-        if not final and (not rest or (self._open.startswith(rest) and rest != self._open)):
+        if not final and (
+            not rest or any(o.startswith(rest) and rest != o for o, _ in self._pairs)
+        ):
             return False
-        if rest.startswith(self._open):
-            self._buf, self._state = rest[len(self._open) :], "thinking"
+        pair = next(((o, c) for o, c in self._pairs if rest.startswith(o)), None)
+        if pair is not None:
+            self._buf, self._state, self._closes = rest[len(pair[0]) :], "thinking", (pair[1],)
         else:
             self._state = "thinking" if self._state == "opening" else "passing"
         return True
 
     def _thinking(self, out: list[Event], final: bool) -> bool:
-        index = self._buf.find(self._close)
-        if index < 0:
+        found = [(i, c) for c in self._closes if (i := self._buf.find(c)) >= 0]
+        if not found:
             cut = len(self._buf)
             if not final:
-                cut -= partial_overlap(self._buf, self._close)
+                cut -= max(partial_overlap(self._buf, c) for c in self._closes)
             if cut:
                 out.append(Reasoning(self._buf[:cut]))
             self._buf = self._buf[cut:]
             return False
+        index, close = min(found)
         if index:
             out.append(Reasoning(self._buf[:index]))
-        self._buf, self._state = self._buf[index + len(self._close) :], "after"
+        self._buf, self._state = self._buf[index + len(close) :], "after"
         return True

@@ -62,7 +62,9 @@ class EmulatedUpstream:
         tags = self._format.think_tags
         if tags is not None and asks_thinking(body):
             # The template may open the block itself (DeepSeek V3.1, R1): start inside it.
-            parser = ThinkingParser(parser, open=tags[0], close=tags[1], started=True)
+            # A family whose versions write other tags lists them (`think_tags_also`: Kimi K3).
+            also = getattr(self._format, "think_tags_also", ())
+            parser = ThinkingParser(parser, open=tags[0], close=tags[1], started=True, also=also)
         # Numbered after the conversation's earlier calls, for families whose ids count them.
         numbered = NumberedIds(self._format.call_ids, calls_in(body.get("messages")))
         async with self._inner.complete(

@@ -52,6 +52,9 @@ class Kimi:
     stops: tuple[str, ...] = ()
     request_fields: Mapping[str, Any] = KEEP_SPECIAL_TOKENS
     think_tags: tuple[str, str] | None = THINK_TAGS
+    think_tags_also: tuple[tuple[str, str], ...] = ((kimi_k3.THINK_OPEN, kimi_k3.THINK_CLOSE),)
+    """K3's think channel, which its template opens itself when thinking is on: a reply that
+    begins inside the block ends it with either family's close."""
 
     def system_prompt(self, catalog: str, *, parallel: bool) -> str:
         """The tools as a JSON array, then the call syntax."""
@@ -101,9 +104,7 @@ class Kimi:
             stops=("## Return of",),
             drop=(SECTION_BEGIN, SECTION_END, *kimi_k3.DROP),
         )
-        whole = kimi_k3.WholeMarkers(inner)
-        k3_thinking = ThinkingParser(whole, open=kimi_k3.THINK_OPEN, close=kimi_k3.THINK_CLOSE)
-        return ThinkingParser(k3_thinking)
+        return ThinkingParser(kimi_k3.WholeMarkers(inner), also=self.think_tags_also)
 
 
 def _scanner(lenient: bool) -> BodyScanner:
