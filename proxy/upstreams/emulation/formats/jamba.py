@@ -14,13 +14,12 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..call_ids import random_ids
-from ..parser import Parser, TaggedParser
+from ..parser import Parser
 from ..reasoning import ThinkingParser
 from ..scanning import neutralise_tokens
 from ..toolspecs import ToolSpecs
 from . import json_calls
 from .base import KEEP_SPECIAL_TOKENS, THINK_TAGS, CallText, catalog_tools, json_text
-from .pythonic import known_only
 
 OPEN, CLOSE = "<tool_calls>", "</tool_calls>"
 TOKENS = (OPEN, CLOSE, "<tool_definitions>", "</tool_definitions>", "<|bom|>", "<|eom|>")
@@ -71,8 +70,5 @@ class Jamba:
 
     def parser(self, specs: ToolSpecs, *, strict: bool) -> Parser:
         """A tagged parser reading the block's JSON list."""
-        envelope = json_calls.list_envelope(OPEN, CLOSE, specs)
-        decode = known_only(json_calls.decoder(json_calls.Shape.LIST), specs)
-        return ThinkingParser(
-            TaggedParser(specs, decode, [envelope], strict=strict, stops=self.stops)
-        )
+        inner = json_calls.list_parser(specs, OPEN, CLOSE, strict=strict, stops=self.stops)
+        return ThinkingParser(inner)

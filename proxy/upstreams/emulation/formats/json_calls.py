@@ -12,10 +12,11 @@ off runs the calls it completed (`finished`), never the one it was writing.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from enum import Enum
 from typing import Any
 
-from ..parser import Decoder, Envelope
+from ..parser import Decoder, Envelope, TaggedParser
 from ..repairs import (
     Decoded,
     Repair,
@@ -153,3 +154,20 @@ def list_envelope(open: str, close: str, specs: ToolSpecs, **options: Any) -> En
         return QuotedScanner(close, ends=(open,) if lenient else ())
 
     return Envelope(open, close, scanner, finished=known_only(finished(), specs), **options)
+
+
+def list_parser(
+    specs: ToolSpecs,
+    open: str,
+    close: str,
+    *,
+    strict: bool,
+    stops: Sequence[str],
+    drop: Sequence[str] = (),
+) -> TaggedParser:
+    """A tagged parser of JSON call lists between `open` and `close` (Jamba's and Hunyuan's
+    `<tool_calls>`), a list's calls of tools not offered left out when it calls offered ones;
+    `drop`: markers with no meaning of their own."""
+    decode = known_only(decoder(Shape.LIST), specs)
+    envelope = list_envelope(open, close, specs)
+    return TaggedParser(specs, decode, [envelope], strict=strict, stops=stops, drop=drop)

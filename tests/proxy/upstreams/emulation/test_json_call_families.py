@@ -10,11 +10,12 @@ from typing import Any
 import pytest
 
 from proxy.upstreams.emulation.formats.base import EmulationFormat
+from proxy.upstreams.emulation.formats.hunyuan import Hunyuan
 from proxy.upstreams.emulation.formats.jamba import Jamba
 from proxy.upstreams.emulation.parser import Call, Text, run
 from proxy.upstreams.emulation.toolspecs import ToolSpecs
 
-FORMATS: list[EmulationFormat] = [Jamba()]
+FORMATS: list[EmulationFormat] = [Jamba(), Hunyuan()]
 SPECS = ToolSpecs.from_tools(
     [
         {"type": "function", "function": {"name": n, "parameters": {"type": "object"}}}
@@ -51,3 +52,10 @@ def test_jamba_prompt_lays_the_tools_out_as_its_template_does() -> None:
     prompt = Jamba().system_prompt(CATALOG, parallel=False)
     assert prompt.startswith("<tool_definitions>\n# Tools\n\n## Functions\n\n{\n")
     assert '<tool_calls>[{"name": "function_name", "arguments": {' in prompt
+
+
+def test_hunyuan_prompt_is_its_templates_chinese_instructions_around_a_json_array() -> None:
+    prompt = Hunyuan().system_prompt(CATALOG, parallel=True)
+    assert prompt.startswith("你是一位函数组合专家。")
+    assert '<tool_calls>[{"name": "func_name1", "arguments": {"argument1": "value1"' in prompt
+    assert '\n\n[{"type": "function", "function": {"name": "get_weather"' in prompt
