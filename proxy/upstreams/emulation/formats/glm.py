@@ -24,7 +24,7 @@ from ..call_ids import CallIds, random_ids
 from ..parser import Envelope, Parser, TaggedParser
 from ..reasoning import ThinkingParser
 from ..repairs import Decoded, Repair, calls_from_json, strip_tokens
-from ..scanning import BodyScanner, XmlScanner
+from ..scanning import BodyScanner, XmlScanner, neutralise_tokens
 from ..toolspecs import ToolSpecs
 from ..values import typed_arguments
 from .base import KEEP_SPECIAL_TOKENS, THINK_TAGS, CallText, parallel_line, response_blocks
@@ -120,7 +120,7 @@ class Pairs:
                 for k, v in params.items()
             )
             blocks.append(f"{self.call[0]}{name}{self.sep}{line}{pairs}{self.call[1]}")
-        return "\n".join(blocks)
+        return line.join(blocks)
 
     def decode(self, body: str, lenient: bool, specs: ToolSpecs) -> Decoded | None:
         """The call in a block's body, values converted by the tool's schema; None if the body
@@ -197,26 +197,41 @@ class PairsFormat:
     wrap: Wrap | None = None
     """Wraps the whole parser (HY: a token suffix taken off before anything is read)."""
     call_ids: CallIds = random_ids
+    reader: Pairs | None = None
+    """The syntax the parser reads, when it is wider than the one written (HY's name reads
+    v3's `<tool_sep>` too, and writes v4's calls)."""
+    tokens: tuple[str, ...] = ()
+    """The family's special-token markers, broken in the catalog and in results (the
+    catalog's own escaping knows only the generic `<tool_call>`-style tags)."""
 
     def system_prompt(self, catalog: str, *, parallel: bool) -> str:
         """The family's tool block."""
         block = self.syntax.call[0]
-        return self.prompt.format(catalog=catalog, parallel=parallel_line(parallel, block))
+        return self.prompt.format(
+            catalog=neutralise_tokens(catalog, self.tokens), parallel=parallel_line(parallel, block)
+        )
 
     def render_calls(self, calls: list[CallText]) -> str:
         """One block per call (in the family's section), pairs one per line."""
-        blocks = self.syntax.render(calls)
-        return blocks if self.section is None else f"{self.section[0]}\n{blocks}\n{self.section[1]}"
+        blocks, line = self.syntax.render(calls), self.syntax.line
+        return (
+            blocks
+            if self.section is None
+            else line.join((self.section[0], blocks, self.section[1]))
+        )
 
     def render_results(self, results: list[tuple[str, str]]) -> str:
         """`<tool_response>` blocks in call order."""
-        return response_blocks(results)
+        return response_blocks(
+            [(name, neutralise_tokens(text, self.tokens)) for name, text in results]
+        )
 
     def parser(self, specs: ToolSpecs, *, strict: bool) -> Parser:
         """A tagged parser reading the pairs, converted by the tool's schema; a leading
         reasoning block split off first."""
         drop = self.section or ()
-        parser: Parser = self.syntax.parser(specs, strict=strict, stops=self.stops, drop=drop)
+        reader = self.reader or self.syntax
+        parser: Parser = reader.parser(specs, strict=strict, stops=self.stops, drop=drop)
         for open_, close in self.reasoning:
             parser = ThinkingParser(parser, open=open_, close=close)
         return parser if self.wrap is None else self.wrap(parser)

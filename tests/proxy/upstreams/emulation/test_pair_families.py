@@ -1,4 +1,4 @@
-"""The families that write GLM-style pairs under their own tool blocks (poolside, ling): the
+"""The families that write GLM-style pairs under their own tool blocks (poolside, ling, hy): the
 prompt's bytes, and their own rendering of calls read back as the same calls."""
 
 from __future__ import annotations
@@ -9,12 +9,13 @@ import pytest
 
 from proxy.upstreams.emulation import ToolSpecs, catalog, run
 from proxy.upstreams.emulation.formats.base import EmulationFormat
+from proxy.upstreams.emulation.formats.hy import Hy, HyV3
 from proxy.upstreams.emulation.formats.ling import Ling
 from proxy.upstreams.emulation.formats.poolside import Poolside
 from proxy.upstreams.emulation.parser import Call
 from tests.proxy.upstreams.emulation.handwritten import TOOLS
 
-FORMATS: list[EmulationFormat] = [Poolside(), Ling()]
+FORMATS: list[EmulationFormat] = [Poolside(), Ling(), Hy(), HyV3()]
 CALLS: list[tuple[str, Any]] = [
     ("get_weather", {"city": "Paris", "days": 2}),
     ("set_flags", {"enabled": True, "tags": ["a", "b"], "meta": {"k": [1]}, "ratio": 0.5}),
@@ -53,3 +54,17 @@ def test_ling_writes_one_line_calls_and_poolside_one_pair_per_line() -> None:
         "<tool_call>get_weather\n<arg_key>city</arg_key>\n<arg_value>Paris</arg_value>\n"
         "</tool_call>"
     )
+
+
+def test_hy_writes_v4_in_a_section_and_hy_v3_its_separator() -> None:
+    call = [("get_weather", {"city": "Paris"})]
+    assert Hy().render_calls(call) == (
+        "<tool_calls><tool_call>get_weather<arg_key>city</arg_key><arg_value>Paris</arg_value>"
+        "</tool_call></tool_calls>"
+    )
+    assert HyV3().render_calls(call) == (
+        "<tool_calls>\n<tool_call>get_weather<tool_sep>\n<arg_key>city</arg_key>\n"
+        "<arg_value>Paris</arg_value>\n</tool_call>\n</tool_calls>"
+    )
+    assert "<tool_calls>" in Hy().system_prompt("C", parallel=True)
+    assert "<tool_sep>" in HyV3().system_prompt("C", parallel=True)
