@@ -89,6 +89,7 @@ EmulationFormatName = Literal[
     "kimi",
     "gemma",
     "jamba",
+    "hunyuan",
     "longcat",
     "ernie",
 ]

@@ -18,6 +18,7 @@ from .gemma import Gemma
 from .glm import Glm
 from .harmony import Harmony
 from .hermes import Hermes
+from .hunyuan import Hunyuan
 from .jamba import Jamba
 from .json_envelope import JsonEnvelope
 from .kimi import Kimi
@@ -43,6 +44,7 @@ FORMATS: dict[str, EmulationFormat] = {
     "kimi": Kimi(),
     "gemma": Gemma(),
     "jamba": Jamba(),
+    "hunyuan": Hunyuan(),
     "longcat": LongCat(),
     "ernie": Ernie(),
 }
