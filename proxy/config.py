@@ -92,6 +92,9 @@ EmulationFormatName = Literal[
     "hunyuan",
     "longcat",
     "ernie",
+    "granite",
+    "granite4",
+    "granite-20b-fc",
 ]
 """The names `emulation_format` takes; `proxy.upstreams.emulation` builds one format for each."""
 

@@ -61,6 +61,9 @@ SPECIAL_TOKENS: dict[str, tuple[str, ...]] = {
     "hunyuan": ("<tool_calls>", "</tool_calls>", "<answer>", "</answer>"),
     "longcat": ("<longcat_tool_call>", "</longcat_tool_call>"),
     "ernie": (),
+    "granite": ("<|tool_call|>", "<|end_of_text|>"),
+    "granite4": ("<tool_call>", "</tool_call>"),
+    "granite-20b-fc": ("<function_call>",),
 }
 FAMILIES = tuple(SPECIAL_TOKENS)
 FIRST, SECOND = "The user wants the weather; I call the tool.", "The tool says sunny."

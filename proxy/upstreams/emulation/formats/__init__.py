@@ -16,6 +16,7 @@ from .dsml import DeepSeekDsml
 from .ernie import Ernie
 from .gemma import Gemma
 from .glm import Glm
+from .granite import Granite, Granite4, Granite20bFc
 from .harmony import Harmony
 from .hermes import Hermes
 from .hunyuan import Hunyuan
@@ -47,11 +48,16 @@ FORMATS: dict[str, EmulationFormat] = {
     "hunyuan": Hunyuan(),
     "longcat": LongCat(),
     "ernie": Ernie(),
+    "granite": Granite(),
+    "granite4": Granite4(),
+    "granite-20b-fc": Granite20bFc(),
 }
 """Every format by name (formats hold no state: one instance serves every request)."""
 
 VERSIONS: dict[str, str] = {
     "deepseek-v3.2": "deepseek",
+    "granite4": "granite",
+    "granite-20b-fc": "granite",
 }
 """The names of one version's syntax, each with its family's name."""
 

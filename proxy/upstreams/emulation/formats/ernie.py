@@ -26,7 +26,8 @@ from ..parser import Parser, TaggedParser
 from ..reasoning import ThinkingParser
 from ..toolspecs import ToolSpecs
 from .base import THINK_TAGS, CallText, neutralise, parallel_line
-from .marked_json import call_objects, tag_envelope
+from .json_calls import Shape, decoder
+from .marked_json import tag_envelope
 
 OPEN, CLOSE = "<tool_call>", "</tool_call>"
 RESULT_OPEN, RESULT_CLOSE = "<tool_output>", "</tool_output>"
@@ -81,7 +82,7 @@ class Ernie:
         """A tagged parser reading JSON bodies; the `<response>` tags are dropped."""
         inner = TaggedParser(
             specs,
-            call_objects,
+            decoder(Shape.OBJECT),
             [tag_envelope(OPEN, CLOSE)],
             strict=strict,
             stops=self.stops,

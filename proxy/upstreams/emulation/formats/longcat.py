@@ -22,7 +22,8 @@ from ..reasoning import ThinkingParser
 from ..scanning import neutralise_tokens
 from ..toolspecs import ToolSpecs
 from .base import KEEP_SPECIAL_TOKENS, CallText, catalog_tools, json_text
-from .marked_json import call_objects, tag_envelope
+from .json_calls import Shape, decoder
+from .marked_json import tag_envelope
 
 OPEN, CLOSE = "<longcat_tool_call>", "</longcat_tool_call>"
 RESULT_OPEN, RESULT_CLOSE = "<longcat_tool_response>", "</longcat_tool_response>"
@@ -88,7 +89,11 @@ class LongCat:
     def parser(self, specs: ToolSpecs, *, strict: bool) -> Parser:
         """A tagged parser reading JSON bodies, after either reasoning block."""
         inner = TaggedParser(
-            specs, call_objects, [tag_envelope(OPEN, CLOSE)], strict=strict, stops=self.stops
+            specs,
+            decoder(Shape.OBJECT),
+            [tag_envelope(OPEN, CLOSE)],
+            strict=strict,
+            stops=self.stops,
         )
         return ThinkingParser(ThinkingParser(inner), open=THINK_OPEN, close=THINK_CLOSE)
 

@@ -1,9 +1,6 @@
-"""Calls written as JSON after a family's marker: one call object, or a list of them, up to a
-closing marker or the value's own end.
-
-The families that write them (Granite, Apertus, LongCat, ERNIE, dots) differ in their markers
-and in one shape: most write Hermes's `{"name": …, "arguments": {…}}`, Apertus writes
-`{"NAME": {…}}`. The envelopes and decoders here serve them all.
+"""Envelopes of JSON calls after a family's marker, where they end (at a closing marker, or
+at the JSON value's own end), and Apertus's `{"NAME": {…}}` call shape; the call objects
+themselves (`{"name": …, "arguments": {…}}`, one or a list) are json_calls.py's to read.
 """
 
 from __future__ import annotations
@@ -25,16 +22,20 @@ def tag_envelope(open: str, close: str) -> Envelope:
     return Envelope(open, close, scanner)
 
 
-def value_envelope(open: str) -> Envelope:
+def value_envelope(open: str, **options: Any) -> Envelope:
     """A call whose JSON value ends it: no closing marker (Granite 3.0's `<|tool_call|>[…]`,
-    Granite 20B's `<function_call> {…}`)."""
-    return Envelope(open, "", lambda lenient: ValueScanner())
+    Granite 20B's `<function_call> {…}`). `options`: the `Envelope`'s other fields."""
+    return Envelope(open, "", lambda lenient: ValueScanner(), **options)
 
 
-def value_or_tag_envelope(open: str, close: str) -> Envelope:
+def value_or_tag_envelope(open: str, close: str, **options: Any) -> Envelope:
     """A call after `open` that a list ends by itself and an object ends at `close` (Granite
     3.1's `<tool_call> […]` and Granite 4's `<tool_call>{…}</tool_call>`)."""
-    return Envelope(open, close, lambda lenient: ClosedValueScanner(close, lenient=lenient))
+
+    def scanner(lenient: bool) -> BodyScanner:
+        return ClosedValueScanner(close, lenient=lenient)
+
+    return Envelope(open, close, scanner, **options)
 
 
 class ClosedValueScanner:
@@ -68,31 +69,12 @@ class ClosedValueScanner:
         return self._end, ""
 
 
-def _loaded(body: str, lenient: bool, repairs: list[Repair]) -> Any:
-    text = unfence(strip_tokens(body.strip(), lenient, repairs).strip(), lenient, repairs)
-    return load_value(text, lenient, repairs)
-
-
-def call_objects(body: str, lenient: bool) -> Decoded | None:
-    """Calls from one `{"name": …, "arguments": {…}}` object or a non-empty list of them;
-    None if the body is anything else."""
-    repairs: list[Repair] = []
-    value = _loaded(body, lenient, repairs)
-    items = value if isinstance(value, list) else [value]
-    calls = []
-    for item in items:
-        call = call_from_object(item, lenient, repairs)
-        if call is None:
-            return None
-        calls.append(call)
-    return (calls, repairs) if calls else None
-
-
 def keyed_calls(body: str, lenient: bool) -> Decoded | None:
     """Calls from a non-empty list of `{"NAME": {arguments}}` objects (Apertus); lenient, a
     lone object for the list, and `{"name": …, "arguments": …}` items, are read too."""
     repairs: list[Repair] = []
-    value = _loaded(body, lenient, repairs)
+    text = unfence(strip_tokens(body.strip(), lenient, repairs).strip(), lenient, repairs)
+    value = load_value(text, lenient, repairs)
     if isinstance(value, dict) and lenient:
         repairs.append(Repair.MISSING_BRACKETS)
         value = [value]

@@ -12,9 +12,16 @@ import pytest
 from proxy.upstreams.emulation import Call, ToolSpecs, run
 from proxy.upstreams.emulation.formats.base import EmulationFormat
 from proxy.upstreams.emulation.formats.ernie import Ernie
+from proxy.upstreams.emulation.formats.granite import Granite, Granite4, Granite20bFc
 from proxy.upstreams.emulation.formats.longcat import LongCat
 
-FORMATS: dict[str, EmulationFormat] = {"longcat": LongCat(), "ernie": Ernie()}
+FORMATS: dict[str, EmulationFormat] = {
+    "longcat": LongCat(),
+    "ernie": Ernie(),
+    "granite": Granite(),
+    "granite4": Granite4(),
+    "granite-20b-fc": Granite20bFc(),
+}
 TOOL = {
     "type": "function",
     "function": {
@@ -24,7 +31,10 @@ TOOL = {
     },
 }
 CALLS: list[tuple[str, Any]] = [
-    ("write_file", {"content": 'a "quoted" line\nand\ttab, ünï 東京 </tool_call> ]}'}),
+    (
+        "write_file",
+        {"content": 'a "quoted" line\nand\ttab, ünï 東京 </tool_call> ]} <|tool_call|>'},
+    ),
     ("write_file", {"content": "", "meta": {"k": [1, 2.5, None, True]}}),
 ]
 
@@ -57,3 +67,16 @@ def test_results_cannot_pose_as_calls(name: str) -> None:
     assert "done" in results
     events = run(fmt.parser(ToolSpecs.from_tools([TOOL]), strict=False), [results])
     assert not [e for e in events if isinstance(e, Call)]
+
+
+def test_every_granite_name_reads_every_version() -> None:
+    texts = [fmt.render_calls(CALLS) for fmt in (Granite(), Granite4(), Granite20bFc())]
+    assert [t.split("{", 1)[0].strip() for t in texts] == [
+        "<|tool_call|>[",
+        "<tool_call>",
+        "<function_call>",
+    ]
+    for fmt in (Granite(), Granite4(), Granite20bFc()):
+        for text in texts:
+            events = run(fmt.parser(ToolSpecs.from_tools([TOOL]), strict=True), [text])
+            assert events == [Call(n, a) for n, a in CALLS]

@@ -1,0 +1,180 @@
+"""`granite`: every IBM Granite version's tool calls, read under the family's name.
+
+    <|tool_call|>[{"name": "get_weather", "arguments": {"city": "Paris"}}]        3.0-3.3
+    <tool_call> [{"name": "get_weather", "arguments": {"city": "Paris"}}]         3.1 (text)
+    <tool_call>{"name": "get_weather", "arguments": {"city": "Paris"}}</tool_call>  4.0
+    <function_call> {"name": "get_weather", "arguments": {"city": "Paris"}}       20B FC
+
+A list ends the call by itself (no closing marker), an object ends at `</tool_call>` (Granite
+4) or with its own `}` (20B FC, one call per line); prose may come before and after. Granite
+3.2/3.3 think in a leading `<think>` block and may put the answer in `<response>` tags, which
+carry nothing. The names `granite4` and `granite-20b-fc` prompt and write those versions'
+syntax; every name reads them all. A list cut off by the length limit runs the calls the
+model completed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ..call_ids import random_ids
+from ..parser import Envelope, Parser, TaggedParser
+from ..reasoning import ThinkingParser
+from ..repairs import Decoded
+from ..scanning import neutralise_tokens
+from ..toolspecs import ToolSpecs
+from .base import KEEP_SPECIAL_TOKENS, THINK_TAGS, CallText, catalog_tools, json_text
+from .base import response_blocks as hermes_results
+from .json_calls import Shape, decoder, finished, render_list
+from .marked_json import value_envelope, value_or_tag_envelope
+from .pythonic import known_only
+
+TOOL_CALL, TAG_OPEN, TAG_CLOSE = "<|tool_call|>", "<tool_call>", "</tool_call>"
+FUNCTION_CALL = "<function_call>"
+ROLE = "<|start_of_role|>"
+TOKENS = (TOOL_CALL, ROLE, "<|end_of_role|>", "<|end_of_text|>", FUNCTION_CALL)
+_DROP = ("<response>", "</response>", TAG_CLOSE, "<|end_of_text|>")
+_PROMPT = """You are a helpful AI assistant with access to the following tools. When a tool is \
+required to answer the user's query, respond with {marker} followed by a JSON list of the tools \
+used, each {{"name": <function-name>, "arguments": <args-json-object>}}. {parallel}If a tool \
+does not exist in the provided list of tools, notify the user that you do not have the ability \
+to fulfill the request.
+
+Available tools:
+{tools}"""
+_PROMPT_4 = """You are a helpful assistant with access to the following tools. You may call one \
+or more tools to assist with the user query.
+
+You are provided with function signatures within <tools></tools> XML tags:
+<tools>
+{catalog}
+</tools>
+
+For each tool call, return a json object with function name and arguments within \
+<tool_call></tool_call> XML tags:
+<tool_call>
+{{"name": <function-name>, "arguments": <args-json-object>}}
+</tool_call>
+{parallel}If a tool does not exist in the provided list of tools, notify the user that you do \
+not have the ability to fulfill the request. Never write <tool_response> yourself."""
+_PROMPT_20B = """You are a helpful assistant with access to the following function calls. Your \
+task is to produce a sequence of function calls necessary to generate response to the user \
+utterance. Use the following function calls as required.
+<|function_call_library|>
+{tools}
+
+Write each call on its own line as {marker} followed by one JSON object, \
+{{"name": <function-name>, "arguments": <args-json-object>}}. {parallel}If no function is \
+needed, answer normally."""
+STOPS = (ROLE, "<tool_response>")
+"""A role the model opens itself (a tool response it would write) ends the reply."""
+_LIST, _OBJECT = decoder(Shape.LIST), decoder(Shape.OBJECT)
+
+
+class Granite:
+    """Granite 3.x: one `<|tool_call|>` JSON list per reply."""
+
+    name = "granite"
+    call_ids = staticmethod(random_ids)
+    stops: tuple[str, ...] = STOPS
+    request_fields: Mapping[str, Any] = KEEP_SPECIAL_TOKENS
+    think_tags: tuple[str, str] | None = THINK_TAGS
+
+    def system_prompt(self, catalog: str, *, parallel: bool) -> str:
+        """Granite 3's tool instruction, then each tool as indented JSON."""
+        tools = "\n\n".join(json_text(t, TOKENS, indent=4) for t in catalog_tools(catalog))
+        line = "" if parallel else "Use at most one tool per reply. "
+        return _PROMPT.format(marker=TOOL_CALL, parallel=line, tools=tools)
+
+    def render_calls(self, calls: list[CallText]) -> str:
+        """One `<|tool_call|>` list holding every call."""
+        return TOOL_CALL + render_list(calls, TOKENS)
+
+    def render_results(self, results: list[tuple[str, str]]) -> str:
+        """The results' text in call order, markers inside broken."""
+        return "\n\n".join(neutralise_tokens(content, TOKENS) for _, content in results)
+
+    def parser(self, specs: ToolSpecs, *, strict: bool) -> Parser:
+        """The family's parser: every version's syntax."""
+        return family_parser(specs, strict=strict)
+
+
+class Granite4:
+    """Granite 4: Hermes-style `<tool_call>` blocks, one call each."""
+
+    name = "granite4"
+    call_ids = staticmethod(random_ids)
+    stops: tuple[str, ...] = STOPS
+    request_fields: Mapping[str, Any] = KEEP_SPECIAL_TOKENS
+    think_tags: tuple[str, str] | None = THINK_TAGS
+
+    def system_prompt(self, catalog: str, *, parallel: bool) -> str:
+        """Granite 4's template words: signatures in `<tools>`, calls in `<tool_call>`."""
+        line = "" if parallel else "Make at most one tool call per reply. "
+        return _PROMPT_4.format(catalog=catalog, parallel=line)
+
+    def render_calls(self, calls: list[CallText]) -> str:
+        """One `<tool_call>` block per call."""
+        return "\n".join(
+            f"{TAG_OPEN}\n{json_text({'name': n, 'arguments': a}, TOKENS)}\n{TAG_CLOSE}"
+            for n, a in calls
+        )
+
+    def render_results(self, results: list[tuple[str, str]]) -> str:
+        """`<tool_response>` blocks in call order."""
+        return hermes_results(results)
+
+    def parser(self, specs: ToolSpecs, *, strict: bool) -> Parser:
+        """The family's parser: every version's syntax."""
+        return family_parser(specs, strict=strict)
+
+
+class Granite20bFc:
+    """Granite 20B function calling: `<function_call>` and one JSON object per call."""
+
+    name = "granite-20b-fc"
+    call_ids = staticmethod(random_ids)
+    stops: tuple[str, ...] = STOPS
+    request_fields: Mapping[str, Any] = KEEP_SPECIAL_TOKENS
+    think_tags: tuple[str, str] | None = THINK_TAGS
+
+    def system_prompt(self, catalog: str, *, parallel: bool) -> str:
+        """The 20B model's instruction and function library, one JSON schema per line."""
+        tools = "\n".join(json_text(t["function"], TOKENS) for t in catalog_tools(catalog))
+        line = "" if parallel else "Make at most one call per reply. "
+        return _PROMPT_20B.format(marker=FUNCTION_CALL, parallel=line, tools=tools)
+
+    def render_calls(self, calls: list[CallText]) -> str:
+        """One `<function_call>` line per call."""
+        return "\n".join(
+            f"{FUNCTION_CALL} {json_text({'name': n, 'arguments': a}, TOKENS)}" for n, a in calls
+        )
+
+    def render_results(self, results: list[tuple[str, str]]) -> str:
+        """The results' text in call order, markers inside broken."""
+        return "\n\n".join(neutralise_tokens(content, TOKENS) for _, content in results)
+
+    def parser(self, specs: ToolSpecs, *, strict: bool) -> Parser:
+        """The family's parser: every version's syntax."""
+        return family_parser(specs, strict=strict)
+
+
+def family_parser(specs: ToolSpecs, *, strict: bool) -> Parser:
+    """Every version's envelopes: lists after `<|tool_call|>` or `<tool_call>`, objects in
+    `<tool_call>` tags or after `<function_call>`; a leading `<think>` block is reasoning."""
+    cut = known_only(finished(), specs)
+    envelopes: list[Envelope] = [
+        value_envelope(TOOL_CALL, finished=cut),
+        value_or_tag_envelope(TAG_OPEN, TAG_CLOSE, finished=cut),
+        value_envelope(FUNCTION_CALL),
+    ]
+    inner = TaggedParser(
+        specs, known_only(_decode, specs), envelopes, strict=strict, stops=STOPS, drop=_DROP
+    )
+    return ThinkingParser(inner)
+
+
+def _decode(body: str, lenient: bool) -> Decoded | None:
+    """A list of call objects or one call object, whichever the body holds."""
+    return (_LIST if body.lstrip().startswith("[") else _OBJECT)(body, lenient)
