@@ -12,7 +12,7 @@ off runs the calls it completed (`finished`), never the one it was writing.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from enum import Enum
 from typing import Any
 
@@ -42,14 +42,23 @@ class Shape(Enum):
     """One call object (lenient: an array of them too)."""
 
 
-def decoder(shape: Shape, *, key: str = "arguments", head: str = "") -> Decoder:
+def decoder(
+    shape: Shape,
+    *,
+    key: str = "arguments",
+    head: str = "",
+    name: str = "name",
+    call_id: str = "id",
+) -> Decoder:
     """A decoder of envelope bodies holding `shape`, whose call objects carry their arguments
-    under `key` (or `arguments`); `head`: a marker the body must open with (InternLM's
+    under `key` (or `arguments`), their tool under `name` (Cohere's `tool_name`, or `name`)
+    and maybe an id under `call_id`; `head`: a marker the body must open with (InternLM's
     `<|plugin|>`), blanks around it allowed."""
+    keys = _keys(key, name, call_id)
 
     def decode(body: str, lenient: bool) -> Decoded | None:
         for text, repairs in _bodies(body, lenient, head):
-            calls = read_calls(unfence(text, lenient, repairs), shape, key, lenient, repairs)
+            calls = read_calls(unfence(text, lenient, repairs), shape, keys, lenient, repairs)
             if calls is not None:
                 return calls, repairs
         return None
@@ -57,15 +66,18 @@ def decoder(shape: Shape, *, key: str = "arguments", head: str = "") -> Decoder:
     return decode
 
 
-def finished(*, key: str = "arguments", head: str = "") -> Decoder:
+def finished(
+    *, key: str = "arguments", head: str = "", name: str = "name", call_id: str = "id"
+) -> Decoder:
     """For a JSON list cut off by the length limit: the call objects the model completed and
     went on from (a `,` after them), in order; None when there are none, or one of them is not
-    a call."""
+    a call. The keys as `decoder` takes them."""
+    keys = _keys(key, name, call_id)
 
     def decode(body: str, lenient: bool) -> Decoded | None:
         for text, repairs in _bodies(body, lenient, head):
             text = _FENCE_OPEN.sub("", text, count=1) if lenient else text
-            calls = _completed_items(text, key, lenient, repairs)
+            calls = _completed_items(text, keys, lenient, repairs)
             if calls:
                 return calls, repairs
         return None
@@ -83,7 +95,7 @@ def _bodies(body: str, lenient: bool, head: str) -> list[tuple[str, list[Repair]
 
 
 def _completed_items(
-    text: str, key: str, lenient: bool, repairs: list[Repair]
+    text: str, keys: Mapping[str, str], lenient: bool, repairs: list[Repair]
 ) -> list[tuple[str, Any]] | None:
     if not text.startswith("["):
         return None
@@ -94,7 +106,7 @@ def _completed_items(
         after = _past_blanks(text, end) if end is not None else len(text)
         if end is None or text[after : after + 1] != ",":
             break  # the last call before the cut counts only once the model went on
-        call = read_calls(text[pos:end], Shape.OBJECT, key, lenient, repairs)
+        call = read_calls(text[pos:end], Shape.OBJECT, keys, lenient, repairs)
         if call is None:
             return None
         calls += call
@@ -109,7 +121,7 @@ def _past_blanks(text: str, pos: int) -> int:
 
 
 def read_calls(
-    text: str, shape: Shape, key: str, lenient: bool, repairs: list[Repair]
+    text: str, shape: Shape, keys: Mapping[str, str], lenient: bool, repairs: list[Repair]
 ) -> list[tuple[str, Any]] | None:
     """The calls of one JSON value of `shape`; None if it is not one."""
     text = text.strip()
@@ -126,18 +138,28 @@ def read_calls(
         return None
     calls = []
     for item in items:
-        call = call_from_object(_own_key(item, key), lenient, repairs)
+        call = call_from_object(_own_keys(item, keys), lenient, repairs)
         if call is None:
             return None
         calls.append(call)
     return calls
 
 
-def _own_key(item: Any, key: str) -> Any:
-    """The call object with the family's own arguments key read as `arguments`."""
-    if key == "arguments" or not isinstance(item, dict) or key not in item or "arguments" in item:
+def _keys(key: str, name: str, call_id: str) -> dict[str, str]:
+    """A family's own keys of a call object, each with the key `call_from_object` reads."""
+    return {key: "arguments", name: "name", call_id: "id"}
+
+
+def _own_keys(item: Any, keys: Mapping[str, str]) -> Any:
+    """The call object with the family's own keys read as the usual ones (`parameters` as
+    `arguments`, Cohere's `tool_name` as `name`); a usual key written too wins."""
+    if not isinstance(item, dict):
         return item
-    return {("arguments" if k == key else k): v for k, v in item.items()}
+    renamed = {own: std for own, std in keys.items() if own != std and own in item}
+    renamed = {own: std for own, std in renamed.items() if std not in item}
+    if not renamed:
+        return item
+    return {renamed.get(k, k): v for k, v in item.items()}
 
 
 def render_list(calls: list[CallText], tokens: tuple[str, ...], key: str = "arguments") -> str:
