@@ -12,10 +12,11 @@ import pytest
 from proxy.upstreams.emulation.formats.base import EmulationFormat
 from proxy.upstreams.emulation.formats.hunyuan import Hunyuan
 from proxy.upstreams.emulation.formats.jamba import Jamba
+from proxy.upstreams.emulation.formats.xlam import Xlam
 from proxy.upstreams.emulation.parser import Call, Text, run
 from proxy.upstreams.emulation.toolspecs import ToolSpecs
 
-FORMATS: list[EmulationFormat] = [Jamba(), Hunyuan()]
+FORMATS: list[EmulationFormat] = [Jamba(), Hunyuan(), Xlam()]
 SPECS = ToolSpecs.from_tools(
     [
         {"type": "function", "function": {"name": n, "parameters": {"type": "object"}}}
@@ -59,3 +60,12 @@ def test_hunyuan_prompt_is_its_templates_chinese_instructions_around_a_json_arra
     assert prompt.startswith("你是一位函数组合专家。")
     assert '<tool_calls>[{"name": "func_name1", "arguments": {"argument1": "value1"' in prompt
     assert '\n\n[{"type": "function", "function": {"name": "get_weather"' in prompt
+
+
+def test_xlam_prompt_shows_the_array_then_the_tools() -> None:
+    prompt = Xlam().system_prompt(CATALOG, parallel=True)
+    assert '[{"name": "tool_call_name", "arguments": {"arg1": "value1"' in prompt
+    assert prompt.endswith(
+        'The available tools are:\n\n[\n    {\n        "name": "get_weather",'
+        '\n        "description": "Weather."\n    }\n]'
+    )

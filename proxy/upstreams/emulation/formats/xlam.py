@@ -1,0 +1,190 @@
+"""`xlam`: Salesforce xLAM's tool calls (xLAM-1 and xLAM-2, Llama and Qwen based).
+
+    [{"name": "get_weather", "arguments": {"city": "Paris"}}]
+
+The reply that calls tools is one JSON list of call objects, read where xLAM writes it: as
+the reply itself (after a `<think>` block too), in a code fence after prose, after
+`[TOOL_CALLS]`, or inside `<tool_call>…</tool_call>`. A bare list counts only at the reply's
+start and only when it opens with `[` and `{`; a fence counts only when it holds such a list
+(a fenced JSON object is an example, not a call). Tools are listed as a JSON array after the
+template's instructions; results go back as the tool turn's text.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from ..call_ids import random_ids
+from ..parser import Envelope, Parser, TaggedParser
+from ..reasoning import ThinkingParser
+from ..repairs import Decoded
+from ..scanning import BodyScanner, Brackets, QuotedScanner, neutralise_tokens
+from ..toolspecs import ToolSpecs
+from . import json_calls
+from .base import THINK_TAGS, CallText, catalog_tools, json_text
+from .pythonic import known_only
+
+FENCE = "```"
+TOKENS = ("[TOOL_CALLS]", "<tool_call>", "</tool_call>", FENCE)
+_FENCED = re.compile(r"```[\w+-]*[ \t]*\n(.*?)\s*(?:```)?", re.DOTALL)
+_PROMPT = """You have access to a set of tools. When using tools, make calls in a single JSON \
+array:
+
+[{{"name": "tool_call_name", "arguments": {{"arg1": "value1", "arg2": "value2"}}}}, ... \
+(additional parallel tool calls as needed)]
+
+{parallel}
+If no tool is suitable, state that explicitly. If the user's input lacks required \
+parameters, ask for clarification. Do not interpret or respond until tool results are \
+returned. Once they are available, process them or make additional calls if needed. For \
+tasks that don't require tools, such as casual conversation or general advice, respond \
+directly in plain text. The available tools are:
+
+{tools}"""
+
+
+class Xlam:
+    """One JSON list of calls per reply, bare, fenced or after a marker."""
+
+    name = "xlam"
+    call_ids = staticmethod(random_ids)
+    stops: tuple[str, ...] = ("<|start_header_id|>", "<|im_start|>")
+    request_fields: Mapping[str, Any] = {}
+    think_tags: tuple[str, str] | None = THINK_TAGS
+
+    def system_prompt(self, catalog: str, *, parallel: bool) -> str:
+        """xLAM-2's instructions, then the tools as one indented JSON array."""
+        tools = json_text([t["function"] for t in catalog_tools(catalog)], TOKENS, indent=4)
+        line = (
+            "You may put several calls in the array."
+            if parallel
+            else "Put at most one call in the array."
+        )
+        return _PROMPT.format(tools=tools, parallel=line)
+
+    def render_calls(self, calls: list[CallText]) -> str:
+        """The bare JSON list."""
+        return json_calls.render_list(calls, TOKENS)
+
+    def render_results(self, results: list[tuple[str, str]]) -> str:
+        """The results' text, in call order."""
+        return "\n\n".join(neutralise_tokens(content, TOKENS) for _, content in results)
+
+    def parser(self, specs: ToolSpecs, *, strict: bool) -> Parser:
+        """A tagged parser with an envelope for each place xLAM puts its list."""
+        finished = known_only(json_calls.finished(), specs)
+        envelopes = [
+            Envelope("[", "", _bare, keep_markers=True, at_start=True, finished=finished),
+            Envelope("[TOOL_CALLS]", "", _bare, finished=finished),
+            Envelope("<tool_call>", "</tool_call>", _tagged, finished=finished),
+            Envelope(FENCE, FENCE, _fenced, keep_markers=True, finished=finished),
+        ]
+        decode_known = known_only(decode, specs)
+        inner = TaggedParser(specs, decode_known, envelopes, strict=strict, stops=self.stops)
+        return ThinkingParser(inner)
+
+
+_LIST = json_calls.decoder(json_calls.Shape.LIST)
+
+
+def decode(body: str, lenient: bool) -> Decoded | None:
+    """The calls of a list (lenient, inside `<tool_call>`, a lone object too); a fenced body
+    must hold a list."""
+    text = body.strip()
+    if text.startswith(FENCE):
+        fenced = _FENCED.fullmatch(text)
+        if fenced is None or not fenced.group(1).startswith("["):
+            return None
+        text = fenced.group(1)
+    return _LIST(text, lenient)
+
+
+def _tagged(lenient: bool) -> BodyScanner:
+    return QuotedScanner("</tool_call>", ends=("<tool_call>",) if lenient else ())
+
+
+def _bare(lenient: bool) -> BodyScanner:
+    return ListScanner(fence=False)
+
+
+def _fenced(lenient: bool) -> BodyScanner:
+    return ListScanner(fence=True)
+
+
+class ListScanner:
+    """Ends just past a JSON list whose head is `[` then `{` (blanks between), and (`fence`)
+    after the code fence's opening line and up to its closing backticks. A body whose head is
+    anything else ends at once, so the text goes back as prose."""
+
+    def __init__(self, *, fence: bool) -> None:
+        self._fence = fence
+        self._start: int | None = None
+        self._pos = 0
+        self._brackets = Brackets(quotes='"', opens="{[", closes="}]")
+        self._end: int | None = None
+
+    def scan(self, buf: str) -> tuple[int, str] | None:
+        """(index, marker) where the body ends; None while it may go on."""
+        if self._start is None:
+            head = self._head(buf)
+            if head is None:
+                return None
+            if head < 0:
+                return (len(FENCE) if self._fence else 0), ""
+            self._start = self._pos = head
+        if self._end is None:
+            self._end = self._value_end(buf)
+            if self._end is None:
+                return None
+        return self._close(buf, self._end)
+
+    def _head(self, buf: str) -> int | None:
+        """Where the list's `[` is; -1: the head is not a call list's; None: wait."""
+        pos = 0
+        if self._fence:
+            pos = len(FENCE)
+            while pos < len(buf) and (buf[pos].isalnum() or buf[pos] in "_+-"):
+                pos += 1
+            while pos < len(buf) and buf[pos] in " \t":
+                pos += 1
+            if pos == len(buf):
+                return None
+            if buf[pos] != "\n":
+                return -1
+        pos = _blanks(buf, pos)
+        if pos == len(buf):
+            return None
+        if buf[pos] != "[":
+            return -1
+        start, pos = pos, _blanks(buf, pos + 1)
+        if pos == len(buf):
+            return None
+        return start if buf[pos] == "{" else -1
+
+    def _value_end(self, buf: str) -> int | None:
+        brackets, i, n = self._brackets, self._pos, len(buf)
+        while i < n:
+            if brackets.step(buf[i]):
+                return i + 1
+            i += 1
+        self._pos = i
+        return None
+
+    def _close(self, buf: str, end: int) -> tuple[int, str] | None:
+        if not self._fence:
+            return end, ""
+        after = _blanks(buf, end)
+        rest = buf[after:]
+        if rest.startswith(FENCE):
+            return after, FENCE
+        if not rest or FENCE.startswith(rest):
+            return None
+        return end, ""
+
+
+def _blanks(text: str, pos: int) -> int:
+    while pos < len(text) and text[pos].isspace():
+        pos += 1
+    return pos
