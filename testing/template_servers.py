@@ -79,6 +79,10 @@ class TemplateServer:
         self.hits: Counter[str] = Counter()
         """Requests per path, every path."""
         self.base_url = ""
+        self.hold: asyncio.Event | None = None
+        """When set to an event, the server's own endpoints answer once it is set."""
+        self.holding = asyncio.Event()
+        """Set once a request waits for `hold`."""
         self._turns: deque[str | Native] = deque()
         self._last: str | Native = "(nothing scripted)"
         self._runner: web.ServerRunner | None = None
@@ -134,6 +138,9 @@ class TemplateServer:
         answer = self._document(route, body)
         if answer is None:
             return _error(404, f"File Not Found: {request.method} {path}")
+        if self.hold is not None:
+            self.holding.set()
+            await self.hold.wait()
         return _json(answer)
 
     def _document(self, route: tuple[str, str], body: Any) -> dict[str, Any] | None:
