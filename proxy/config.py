@@ -95,6 +95,7 @@ EmulationFormatName = Literal[
     "granite",
     "granite4",
     "granite-20b-fc",
+    "apertus",
 ]
 """The names `emulation_format` takes; `proxy.upstreams.emulation` builds one format for each."""
 

@@ -64,6 +64,7 @@ SPECIAL_TOKENS: dict[str, tuple[str, ...]] = {
     "granite": ("<|tool_call|>", "<|end_of_text|>"),
     "granite4": ("<tool_call>", "</tool_call>"),
     "granite-20b-fc": ("<function_call>",),
+    "apertus": ("<|tools_prefix|>", "<|tools_suffix|>", "<|inner_prefix|>"),
 }
 FAMILIES = tuple(SPECIAL_TOKENS)
 FIRST, SECOND = "The user wants the weather; I call the tool.", "The tool says sunny."

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import get_args
 
 from ....config import EmulationFormatName
+from .apertus import Apertus
 from .base import EmulationFormat
 from .deepseek import DeepSeek
 from .dsml import DeepSeekDsml
@@ -51,6 +52,7 @@ FORMATS: dict[str, EmulationFormat] = {
     "granite": Granite(),
     "granite4": Granite4(),
     "granite-20b-fc": Granite20bFc(),
+    "apertus": Apertus(),
 }
 """Every format by name (formats hold no state: one instance serves every request)."""
 

@@ -8,8 +8,15 @@ from __future__ import annotations
 from typing import Any
 
 from ..parser import Envelope
-from ..repairs import Decoded, Repair, call_from_object, load_value, strip_tokens, unfence
-from ..scanning import BodyScanner, QuotedScanner, ValueScanner
+from ..repairs import (
+    Decoded,
+    Repair,
+    call_from_object,
+    load_value,
+    stripped_candidates,
+    unfence,
+)
+from ..scanning import BodyScanner, QuotedScanner, ValueScanner, object_end
 
 
 def tag_envelope(open: str, close: str) -> Envelope:
@@ -71,10 +78,18 @@ class ClosedValueScanner:
 
 def keyed_calls(body: str, lenient: bool) -> Decoded | None:
     """Calls from a non-empty list of `{"NAME": {arguments}}` objects (Apertus); lenient, a
-    lone object for the list, and `{"name": …, "arguments": …}` items, are read too."""
-    repairs: list[Repair] = []
-    text = unfence(strip_tokens(body.strip(), lenient, repairs).strip(), lenient, repairs)
-    value = load_value(text, lenient, repairs)
+    lone object for the list, and `{"name": …, "arguments": …}` items, are read too. The body
+    is read as written, then (lenient) without leaked special tokens."""
+    for text, repairs in stripped_candidates(body, lenient):
+        calls = _keyed_list(
+            load_value(unfence(text, lenient, repairs), lenient, repairs), lenient, repairs
+        )
+        if calls is not None:
+            return calls, repairs
+    return None
+
+
+def _keyed_list(value: Any, lenient: bool, repairs: list[Repair]) -> list[tuple[str, Any]] | None:
     if isinstance(value, dict) and lenient:
         repairs.append(Repair.MISSING_BRACKETS)
         value = [value]
@@ -86,7 +101,7 @@ def keyed_calls(body: str, lenient: bool) -> Decoded | None:
         if call is None:
             return None
         calls.append(call)
-    return calls, repairs
+    return calls
 
 
 def _keyed(item: Any) -> tuple[str, Any] | None:
@@ -94,3 +109,26 @@ def _keyed(item: Any) -> tuple[str, Any] | None:
         return None
     [(name, arguments)] = item.items()
     return (name, arguments) if isinstance(arguments, dict) else None
+
+
+def completed_keyed_calls(body: str, lenient: bool) -> Decoded | None:
+    """For a keyed list the length limit cut off: the items the model completed and went on
+    from (a `,` after them), read as `keyed_calls`; None when there are none."""
+    text = body.strip()
+    end, pos = 0, 1
+    while text.startswith("["):
+        start = _non_blank(text, pos)
+        item_end = object_end(text, start) if text[start : start + 1] == "{" else None
+        if item_end is None:
+            break
+        comma = _non_blank(text, item_end)
+        if text[comma : comma + 1] != ",":
+            break
+        end, pos = item_end, comma + 1
+    return keyed_calls(text[:end] + "]", lenient) if end else None
+
+
+def _non_blank(text: str, pos: int) -> int:
+    while pos < len(text) and text[pos].isspace():
+        pos += 1
+    return pos

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from proxy.upstreams.emulation import Call, ToolSpecs, run
+from proxy.upstreams.emulation.formats.apertus import Apertus
 from proxy.upstreams.emulation.formats.base import EmulationFormat
 from proxy.upstreams.emulation.formats.ernie import Ernie
 from proxy.upstreams.emulation.formats.granite import Granite, Granite4, Granite20bFc
@@ -21,6 +22,7 @@ FORMATS: dict[str, EmulationFormat] = {
     "granite": Granite(),
     "granite4": Granite4(),
     "granite-20b-fc": Granite20bFc(),
+    "apertus": Apertus(),
 }
 TOOL = {
     "type": "function",
@@ -80,3 +82,10 @@ def test_every_granite_name_reads_every_version() -> None:
         for text in texts:
             events = run(fmt.parser(ToolSpecs.from_tools([TOOL]), strict=True), [text])
             assert events == [Call(n, a) for n, a in CALLS]
+
+
+def test_apertus_writes_the_tool_name_as_the_key() -> None:
+    text = Apertus().render_calls([("ping", {}), ("write_file", {"content": "x"})])
+    assert (
+        text == '<|tools_prefix|>[{"ping": {}}, {"write_file": {"content": "x"}}]<|tools_suffix|>'
+    )
