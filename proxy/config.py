@@ -90,6 +90,7 @@ EmulationFormatName = Literal[
     "gemma",
     "jamba",
     "hunyuan",
+    "xlam",
     "longcat",
     "ernie",
     "granite",

@@ -59,6 +59,7 @@ SPECIAL_TOKENS: dict[str, tuple[str, ...]] = {
     "gemma": ("<|tool_call>", "<tool_call|>", '<|"|>', "<|channel>", "<channel|>"),
     "jamba": ("<tool_calls>", "</tool_calls>"),
     "hunyuan": ("<tool_calls>", "</tool_calls>", "<answer>", "</answer>"),
+    "xlam": (),
     "longcat": ("<longcat_tool_call>", "</longcat_tool_call>"),
     "ernie": (),
     "granite": ("<|tool_call|>", "<|end_of_text|>"),

@@ -28,6 +28,7 @@ from .llama import Llama
 from .longcat import LongCat
 from .mistral import Mistral
 from .pythonic import Pythonic
+from .xlam import Xlam
 from .xml import Xml
 
 FORMAT_NAMES: tuple[str, ...] = get_args(EmulationFormatName)
@@ -47,6 +48,7 @@ FORMATS: dict[str, EmulationFormat] = {
     "gemma": Gemma(),
     "jamba": Jamba(),
     "hunyuan": Hunyuan(),
+    "xlam": Xlam(),
     "longcat": LongCat(),
     "ernie": Ernie(),
     "granite": Granite(),
