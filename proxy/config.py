@@ -97,6 +97,7 @@ EmulationFormatName = Literal[
     "granite4",
     "granite-20b-fc",
     "apertus",
+    "dots",
 ]
 """The names `emulation_format` takes; `proxy.upstreams.emulation` builds one format for each."""
 

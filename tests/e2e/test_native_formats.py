@@ -66,6 +66,7 @@ SPECIAL_TOKENS: dict[str, tuple[str, ...]] = {
     "granite4": ("<tool_call>", "</tool_call>"),
     "granite-20b-fc": ("<function_call>",),
     "apertus": ("<|tools_prefix|>", "<|tools_suffix|>", "<|inner_prefix|>"),
+    "dots": (),
 }
 FAMILIES = tuple(SPECIAL_TOKENS)
 FIRST, SECOND = "The user wants the weather; I call the tool.", "The tool says sunny."

@@ -13,6 +13,7 @@ from ....config import EmulationFormatName
 from .apertus import Apertus
 from .base import EmulationFormat
 from .deepseek import DeepSeek
+from .dots import Dots
 from .dsml import DeepSeekDsml
 from .ernie import Ernie
 from .gemma import Gemma
@@ -55,6 +56,7 @@ FORMATS: dict[str, EmulationFormat] = {
     "granite4": Granite4(),
     "granite-20b-fc": Granite20bFc(),
     "apertus": Apertus(),
+    "dots": Dots(),
 }
 """Every format by name (formats hold no state: one instance serves every request)."""
 

@@ -1,6 +1,6 @@
-"""The JSON-after-a-marker families' prompts and histories (what the corpus of model outputs
-cannot say): the tool block lists the tools and says how to call, earlier calls rendered in
-the family's syntax parse back as the same calls, and results cannot pose as calls."""
+"""The prompts and histories of the families in marked_json.py's orbit (what the corpus of
+model outputs cannot say): the tool block lists the tools and says how to call, earlier calls
+rendered in the family's syntax parse back as the same calls, and results cannot pose as calls."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ import pytest
 from proxy.upstreams.emulation import Call, ToolSpecs, run
 from proxy.upstreams.emulation.formats.apertus import Apertus
 from proxy.upstreams.emulation.formats.base import EmulationFormat
+from proxy.upstreams.emulation.formats.dots import Dots
 from proxy.upstreams.emulation.formats.ernie import Ernie
 from proxy.upstreams.emulation.formats.granite import Granite, Granite4, Granite20bFc
 from proxy.upstreams.emulation.formats.longcat import LongCat
@@ -23,6 +24,7 @@ FORMATS: dict[str, EmulationFormat] = {
     "granite4": Granite4(),
     "granite-20b-fc": Granite20bFc(),
     "apertus": Apertus(),
+    "dots": Dots(),
 }
 TOOL = {
     "type": "function",
