@@ -37,6 +37,8 @@ class KeyConfig(BaseModel):
     policy: list[Rule] = Field(default_factory=list)
     """Rules checked before the global ones, for this key's calls only."""
     rate_limit: KeyRateLimit = Field(default_factory=KeyRateLimit)
+    code_mode: bool | None = None
+    """Offer this key's requests `run_code` (absent: as `code_mode.enabled` says)."""
 
 
 class AuthConfig(BaseModel):
@@ -83,6 +85,8 @@ class Principal:
     requests_per_minute: int | None = None
     tool_calls_per_minute: int | None = None
     master: bool = False
+    code_mode: bool | None = None
+    """Whether this caller's requests are offered `run_code` (None: as configured)."""
 
     def sees(self, tool: Tool) -> bool:
         """Whether `tool` is within this caller's scope (outside it, a tool is unknown)."""
@@ -114,6 +118,7 @@ class KeyRing:
                 rules=tuple(key.policy),
                 requests_per_minute=key.rate_limit.requests_per_minute,
                 tool_calls_per_minute=key.rate_limit.tool_calls_per_minute,
+                code_mode=key.code_mode,
             )
             entries.append((key_digest(key.key), principal))
         return cls(tuple(entries), config.forward_client_key)

@@ -261,6 +261,43 @@ class AdminConfig(BaseModel):
     API, and with no `auth:` either, only clients on this machine (loopback)."""
 
 
+class CodeModeTools(BaseModel):
+    """Which tools programs call (none listed: every tool the request sees)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    namespaces: list[str] = Field(default_factory=list)
+    tags: list[str] = Field(default_factory=list)
+
+
+class CodeModeLimits(BaseModel):
+    """What one program may use; past a limit it stops with an error the model reads."""
+
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+    wall_s: float = Field(default=30.0, gt=0)
+    """From start to end, tool calls included."""
+    cpu_s: float = Field(default=5.0, gt=0)
+    """Interpreter time (an endless loop stops here)."""
+    memory_mb: int = Field(default=64, ge=1)
+    tool_calls: int = Field(default=50, ge=1)
+    output_bytes: int = Field(default=65536, ge=1)
+
+
+class CodeModeConfig(BaseModel):
+    """`code_mode:` programs calling tools in the sandbox, each inner call through the gate."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    enabled: bool = False
+    """Offer `run_code` to every request; a key (`auth.keys[].code_mode`) and a request
+    (`toolwire.code_mode`) may say otherwise."""
+    tools: CodeModeTools = Field(default_factory=CodeModeTools)
+    limits: CodeModeLimits = Field(default_factory=CodeModeLimits)
+    workers: int = Field(default=2, ge=1)
+    """Sandbox worker processes, started at the first program: programs running at once."""
+
+
 class Settings(BaseModel):
     """The whole of proxy.yaml."""
 
@@ -280,6 +317,7 @@ class Settings(BaseModel):
     telemetry: TelemetryConfig = Field(default_factory=TelemetryConfig)
     mcp_server: McpServerConfig = Field(default_factory=McpServerConfig)
     admin: AdminConfig = Field(default_factory=AdminConfig)
+    code_mode: CodeModeConfig = Field(default_factory=CodeModeConfig)
     base_dir: Path = Field(default_factory=Path.cwd, exclude=True)
     """Where relative paths in the file are resolved: the config file's folder."""
 

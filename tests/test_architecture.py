@@ -165,8 +165,20 @@ def test_only_the_gate_runs_tools() -> None:
 # Inside `proxy/`, each role folder may import only what its role needs. The keys are the
 # folders; the values, the modules of other folders each may not import (a prefix forbids the
 # folder, a longer name one module in it); `ALLOWED_INSIDE` lists the exceptions.
-ROLES = ("server", "turn", "approvals", "state", "fronts", "upstreams", "admin", "telemetry")
+ROLES = (
+    "server",
+    "turn",
+    "approvals",
+    "state",
+    "fronts",
+    "upstreams",
+    "admin",
+    "telemetry",
+    "codemode",
+)
 FORBIDDEN = {
+    # The sandbox and the tools' Python face: a leaf the turn uses, knowing no request.
+    "codemode": tuple(f"proxy.{role}" for role in ROLES if role != "codemode"),
     "turn": ("proxy.server", "proxy.fronts", "proxy.admin", "proxy.telemetry"),
     "approvals": ("proxy.server", "proxy.fronts", "proxy.admin", "proxy.telemetry"),
     "state": (

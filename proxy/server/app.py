@@ -22,6 +22,7 @@ from ..state import build_stores
 from ..telemetry import DrainMiddleware, Telemetry, TelemetryMiddleware
 from ..turn.catalog import Catalog
 from ..turn.loop import ToolLoop
+from ..turn.programs import Programs
 from ..upstreams.router import UpstreamRouter
 from .asgi import Receive, Scope, Send
 from .auth import Authenticator
@@ -182,12 +183,15 @@ async def _start(
         ttl_s=settings.policy.approval_ttl_s,
         listed=stores.listed,
     )
+    programs = Programs(settings.code_mode, gate)
+    stack.push_async_callback(programs.aclose)
     loop = ToolLoop(
         gate=gate,
         limits=settings.loop,
         turns=stores.turns,
         approvals=approvals,
         strict_arguments=settings.execution.strict_arguments,
+        programs=programs,
     )
     return Services(
         registry=tools,

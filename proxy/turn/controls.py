@@ -28,6 +28,7 @@ class ControlsBody(BaseModel):
     auto_execute: bool = True
     max_iterations: int | None = Field(default=None, ge=1)
     stream_tool_events: bool = False
+    code_mode: bool | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,6 +39,8 @@ class Controls:
     auto_execute: bool = True
     max_iterations: int | None = None
     stream_tool_events: bool = False
+    code_mode: bool | None = None
+    """Offer the model `run_code` (True), or not (False); None: as the key and config say."""
 
 
 _HEADERS = ("x-toolwire-tags", "x-toolwire-exclude-tags", "x-toolwire-namespaces")
@@ -76,6 +79,7 @@ def parse_controls(raw: Any, headers: Mapping[str, str]) -> Controls:
         auto_execute=body.auto_execute,
         max_iterations=body.max_iterations,
         stream_tool_events=body.stream_tool_events,
+        code_mode=body.code_mode,
     )
 
 

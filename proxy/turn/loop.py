@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from policies import Admission, Gate, GateDecision, LoopGuard, LoopLimits
-from registry import ToolResult
+from registry import ToolCall, ToolResult
 
 from ..approvals.flow import USED_APPROVAL, ApprovalFlow, apply_answers
 from .assembler import Answer, Assembler, Usage, assistant_message
@@ -20,6 +20,7 @@ from .catalog import SEARCH_CHAT_TOOL
 from .continuations import AFTER_RESULTS, TurnStore, owned, restore
 from .controls import Controls
 from .events import Finished, LoopEvent, ToolsFinished, ToolsStarted
+from .programs import RUN_CODE, Programs
 from .record import Turn
 from .search import run_search
 from .triage import Round, Triage
@@ -54,6 +55,7 @@ class ToolLoop:
         turns: TurnStore,
         approvals: ApprovalFlow,
         strict_arguments: bool = False,
+        programs: Programs | None = None,
     ) -> None:
         self._triage = Triage(
             gate,
@@ -65,6 +67,7 @@ class ToolLoop:
         self._limits = limits
         self._turns = turns
         self._approvals = approvals
+        self._programs = programs
 
     async def run(self, turn: Turn) -> AsyncIterator[LoopEvent]:
         """Yield the events of one turn, ending with `Finished`.
@@ -95,7 +98,9 @@ class ToolLoop:
             if not turn.controls.auto_execute:
                 yield Finished("tool_calls", state.usage, tuple(answer.tool_calls))
                 return
-            calls = await self._triage.sort(turn, answer.tool_calls)
+            calls = await self._triage.sort(
+                turn, answer.tool_calls, code_mode=self._code_mode(turn)
+            )
             results: dict[str, ToolResult] = {}
             async for event in self._answer_calls(turn, state, calls, results):
                 yield event
@@ -169,6 +174,20 @@ class ToolLoop:
         reason = "stop" if answer.tool_calls else answer.finish_reason
         return Finished(reason, state.usage, stopped_by=stopped_by, rounds=tuple(state.added))
 
+    def _tools_for(self, turn: Turn, state: _State) -> list[dict[str, Any]]:
+        """The tools the model is offered: in code mode, `run_code` (its program searches a
+        deferred catalog) and the tools outside code mode."""
+        if not self._code_mode(turn):
+            return _tools_for(turn, state)
+        assert self._programs is not None
+        view = self._programs.tools(turn.toolset)
+        return [*view.direct, view.chat, *state.loaded.values(), *(turn.body.get("tools") or ())]
+
+    def _code_mode(self, turn: Turn) -> bool:
+        """Whether the turn's model is offered `run_code` (never beside a client's own)."""
+        programs = self._programs
+        return programs is not None and RUN_CODE not in turn.client_tools and programs.on(turn)
+
     def _limits_for(self, controls: Controls) -> LoopLimits:
         if controls.max_iterations is None:
             return self._limits
@@ -180,7 +199,7 @@ class ToolLoop:
     ) -> AsyncIterator[LoopEvent]:
         """One upstream call: its text as it arrives; the answer lands in `state.answer`."""
         body = {**state.body, "messages": state.history + state.added}
-        tools = _tools_for(turn, state) if with_tools else []
+        tools = self._tools_for(turn, state) if with_tools else []
         if tools:
             body["tools"] = tools
         else:
@@ -206,6 +225,7 @@ class ToolLoop:
             results[call.id] = ToolResult.error(call.id, "unknown_tool", message)
         for call in calls.searches:
             results[call.id] = run_search(turn.toolset, call, state.loaded)
+        programs = calls.programs
         budget = max(0, state.guard.limits.max_tool_calls - state.guard.tool_calls)
         admitted: list[Admission] = []
         for admission in calls.own:
@@ -219,8 +239,20 @@ class ToolLoop:
         if not answered:
             return
         yield ToolsStarted(answered)
+        for call in programs:
+            results[call.id] = await self._run_program(turn, state, call)
         await self._execute(turn, state, admitted, results)
         yield ToolsFinished(answered, tuple(results[c.id] for c in answered))
+
+    async def _run_program(self, turn: Turn, state: _State, call: ToolCall) -> ToolResult:
+        """One `run_code` call, within the turn's time budget."""
+        assert self._programs is not None
+        try:
+            async with asyncio.timeout(state.guard.remaining()):
+                return await self._programs.run(turn, call)
+        except TimeoutError:
+            message = "the turn's time budget ran out while the program ran"
+            return ToolResult.error(call.id, "timeout", message)
 
     async def _execute(
         self,

@@ -17,6 +17,7 @@ from registry import RegistryError, Tool, ToolCall, repair_call, resolve_name
 
 from ..approvals.flow import ApprovalFlow
 from .catalog import SEARCH_TOOL
+from .programs import RUN_CODE
 from .record import Turn
 
 
@@ -33,11 +34,13 @@ class Fate(enum.Enum):
     """A client tool's call: the client gets it under a new id."""
     SEARCH = "search"
     """A `tool_search` call: the proxy answers with the deferred tools it finds."""
+    PROGRAM = "program"
+    """A `run_code` call (code mode): the proxy runs the program, each inner call gated."""
     UNKNOWN = "unknown"
     """A call to no tool there is: the proxy answers with an error."""
 
 
-_ANSWERED_HERE = frozenset({Fate.RUN, Fate.REFUSED, Fate.SEARCH, Fate.UNKNOWN})
+_ANSWERED_HERE = frozenset({Fate.RUN, Fate.REFUSED, Fate.SEARCH, Fate.PROGRAM, Fate.UNKNOWN})
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,6 +88,10 @@ class Round:
         return self._of(Fate.SEARCH)
 
     @property
+    def programs(self) -> list[ToolCall]:
+        return self._of(Fate.PROGRAM)
+
+    @property
     def unknown(self) -> list[ToolCall]:
         return self._of(Fate.UNKNOWN)
 
@@ -122,11 +129,14 @@ class Triage:
         self._strict = strict
         self._repair_client_calls = repair_client_calls
 
-    async def sort(self, turn: Turn, calls: list[ToolCall]) -> Round:
-        """The calls sorted by who answers them, in the model's order."""
-        return Round([await self._sorted(turn, call) for call in calls])
+    async def sort(self, turn: Turn, calls: list[ToolCall], *, code_mode: bool = False) -> Round:
+        """The calls sorted by who answers them, in the model's order (`code_mode`: the
+        turn's model was offered `run_code`)."""
+        return Round([await self._sorted(turn, call, code_mode) for call in calls])
 
-    async def _sorted(self, turn: Turn, call: ToolCall) -> Sorted:
+    async def _sorted(self, turn: Turn, call: ToolCall, code_mode: bool) -> Sorted:
+        if code_mode and call.name == RUN_CODE and call.name not in turn.client_tools:
+            return Sorted(call, Fate.PROGRAM)
         call = self._repaired_name(turn, call)
         if call.name in turn.client_tools:
             # A proxy-issued id keys the turn's hidden part: upstream ids may repeat across

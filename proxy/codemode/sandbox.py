@@ -1,0 +1,289 @@
+"""Programs run in the pydantic-monty sandbox (the only module that imports it).
+
+A program is Python the model wrote. It sees no filesystem, network, host modules or host
+objects: only the functions Toolwire hands in, each an `async def` the program awaits. A
+call runs when the program awaits it, so `asyncio.gather` runs several at once and a call
+never awaited never runs. Every limit ends the run with a clear error: wall time (tool time
+included), interpreter time, memory, tool calls, printed bytes.
+
+The sandbox's workers are separate processes. Each run is driven from a thread of the
+sandbox's own (Monty's synchronous client answers a suspension in about 40 us, its asyncio
+client in about 170 us); the functions still run on the event loop, handed over once per
+batch of awaited calls.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextlib
+import threading
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import pydantic_monty as monty
+
+Function = Callable[[tuple[Any, ...], dict[str, Any]], Awaitable[Any]]
+"""A function handed to programs: (positional, keyword arguments) → its value. Raising
+`ToolFailed` raises a `RuntimeError` in the program, which may catch it; any other exception
+is a bug of the function and fails `Sandbox.run`."""
+
+_OVERHEAD_SUSPENSIONS = 16
+
+
+class ToolFailed(Exception):
+    """A function's failure as the program sees it."""
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """What one run may use."""
+
+    wall_s: float = 30.0
+    """From start to end, tool calls included."""
+    cpu_s: float = 5.0
+    """Interpreter time: an endless loop stops here."""
+    memory_mb: int = 64
+    tool_calls: int = 50
+    output_bytes: int = 65536
+    """What the program prints; past it the output is cut and the run stopped."""
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """How a run ended."""
+
+    output: str
+    """What it printed (its last expression's value when it printed nothing)."""
+    error: str | None = None
+    """`Type: message` of what stopped it; None when it ran to its end."""
+    calls: int = 0
+    """Function calls it awaited."""
+    unawaited: tuple[str, ...] = ()
+    """Functions it called without awaiting: they did not run."""
+
+
+class Sandbox:
+    """A pool of sandbox workers; `async with` starts and stops it."""
+
+    def __init__(self, *, workers: int = 2) -> None:
+        self._pool = monty.Monty(min_processes=1, max_processes=workers)
+        self._threads = concurrent.futures.ThreadPoolExecutor(
+            max_workers=workers, thread_name_prefix="toolwire-sandbox"
+        )
+        self._open = False
+
+    async def __aenter__(self) -> Sandbox:
+        await asyncio.get_running_loop().run_in_executor(self._threads, self._pool.__enter__)
+        self._open = True
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        if not self._open:
+            return
+        self._open = False
+        loop = asyncio.get_running_loop()
+        await loop.run_in_executor(self._threads, self._pool.__exit__, None, None, None)
+        self._threads.shutdown(wait=False, cancel_futures=True)
+
+    async def run(self, code: str, functions: Mapping[str, Function], limits: Limits) -> Outcome:
+        """Run `code` to its end or its first limit."""
+        loop = asyncio.get_running_loop()
+        run = _Run(functions, limits, loop)
+        done = loop.run_in_executor(self._threads, run.drive, self._pool, code)
+        try:
+            async with asyncio.timeout(limits.wall_s):
+                return await asyncio.shield(done)
+        except TimeoutError:
+            return run.outcome(f"TimeoutError: the program ran past its {limits.wall_s:g} s")
+        finally:
+            await run.stop()
+
+
+class _Stopped(Exception):
+    """The run was stopped from outside (its wall time, a cancelled turn)."""
+
+
+class _Run:
+    """One program's run, driven from a sandbox thread."""
+
+    def __init__(
+        self, functions: Mapping[str, Function], limits: Limits, loop: asyncio.AbstractEventLoop
+    ) -> None:
+        self._functions = functions
+        self._limits = limits
+        self._loop = loop
+        self._printed: list[str] = []
+        self._size = 0
+        self._calls: dict[int, tuple[str, tuple[Any, ...], dict[str, Any]]] = {}
+        """Calls made and not awaited yet, by the sandbox's call id."""
+        self._running: dict[int, asyncio.Future[Any]] = {}
+        self._made = 0
+        self._awaited = 0
+        self._stopped = threading.Event()
+        self._batch: asyncio.Task[Any] | None = None
+        """The event loop's side of the suspension being answered."""
+
+    # The sandbox thread's side.
+
+    def drive(self, pool: Any, code: str) -> Outcome:
+        try:
+            with pool.checkout(limits=_resource_limits(self._limits)) as session:
+                snapshot = session.feed_start(code, print_callback=self._print)
+                while not isinstance(snapshot, monty.MontyComplete):
+                    if self._size > self._limits.output_bytes:
+                        return self.outcome(self._output_error())
+                    snapshot = self._answer(snapshot)
+        except _Stopped:
+            return self.outcome("Stopped: the run was stopped")
+        except monty.MontySyntaxError as exc:
+            return self.outcome(exc.display(format="type-msg"))
+        except monty.MontyRuntimeError as exc:
+            return self.outcome(_runtime_error(exc, self._limits))
+        except monty.MontyCrashedError as exc:
+            return self.outcome(f"SandboxCrashed: {exc}")
+        except monty.MontyError as exc:
+            return self.outcome(f"{type(exc).__name__}: {exc}")
+        if self._size > self._limits.output_bytes:
+            return self.outcome(self._output_error())
+        outcome = self.outcome(None)
+        value = snapshot.output
+        if not outcome.output and value is not None:
+            return Outcome(repr(value), None, outcome.calls, outcome.unawaited)
+        return outcome
+
+    def _print(self, _stream: str, text: str) -> None:
+        # Raising here would reach the program as its own error: past the limit the text is
+        # dropped, and the run stops at its next call or its end.
+        if self._size > self._limits.output_bytes:
+            return
+        data = text.encode()
+        room = self._limits.output_bytes - self._size
+        self._printed.append(text if len(data) <= room else data[:room].decode(errors="ignore"))
+        self._size += len(data)
+
+    def _answer(self, snapshot: Any) -> Any:
+        if self._stopped.is_set():
+            raise _Stopped
+        if isinstance(snapshot, monty.FunctionSnapshot):
+            if snapshot.is_os_function:
+                return snapshot.resume_not_handled()  # refused: PermissionError
+            return self._call(snapshot)
+        if isinstance(snapshot, monty.FutureSnapshot):
+            return snapshot.resume(self._settle(list(snapshot.pending_call_ids)))
+        if isinstance(snapshot, monty.NameLookupSnapshot):
+            return snapshot.resume()  # undefined: NameError
+        raise monty.MontyError(f"unexpected sandbox state {type(snapshot).__name__}")
+
+    def _call(self, snapshot: Any) -> Any:
+        name = str(snapshot.function_name)
+        if name not in self._functions:
+            message = f"name '{name}' is not defined"
+            return snapshot.resume({"exc_type": "NameError", "message": message})
+        if self._made >= self._limits.tool_calls:
+            message = f"the program's limit of {self._limits.tool_calls} tool calls is reached"
+            return snapshot.resume({"exc_type": "RuntimeError", "message": message})
+        self._made += 1
+        self._calls[snapshot.call_id] = (name, tuple(snapshot.args), dict(snapshot.kwargs))
+        return snapshot.resume({"future": ...})
+
+    def _settle(self, pending: list[int]) -> dict[int, Any]:
+        """Run the awaited calls on the event loop; their results as soon as one settles."""
+        batch = asyncio.run_coroutine_threadsafe(self._batched(pending), self._loop)
+        try:
+            return batch.result()
+        except concurrent.futures.CancelledError:
+            raise _Stopped from None
+
+    def _output_error(self) -> str:
+        return f"OutputLimit: the program printed more than {self._limits.output_bytes} bytes"
+
+    def outcome(self, error: str | None) -> Outcome:
+        unawaited = tuple(name for name, _, _ in self._calls.values())
+        return Outcome("".join(self._printed), error, self._awaited, unawaited)
+
+    # The event loop's side.
+
+    async def _batched(self, pending: list[int]) -> dict[int, Any]:
+        if self._stopped.is_set():
+            raise asyncio.CancelledError
+        self._batch = asyncio.current_task()
+        try:
+            return await self._run_calls(pending)
+        finally:
+            self._batch = None
+
+    async def _run_calls(self, pending: list[int]) -> dict[int, Any]:
+        if len(pending) == 1 and pending[0] in self._calls and not self._running:
+            # One call awaited alone (a plain `await f()`): no task to make and wait on.
+            call_id = pending[0]
+            name, args, kwargs = self._calls.pop(call_id)
+            self._awaited += 1
+            try:
+                return {call_id: {"return_value": await self._functions[name](args, kwargs)}}
+            except ToolFailed as exc:
+                return {call_id: {"exc_type": "RuntimeError", "message": str(exc)}}
+        for call_id in pending:
+            if call_id in self._calls and call_id not in self._running:
+                name, args, kwargs = self._calls.pop(call_id)
+                self._running[call_id] = asyncio.ensure_future(self._functions[name](args, kwargs))
+                self._awaited += 1
+        waiting = [self._running[i] for i in pending if i in self._running]
+        if waiting and not any(task.done() for task in waiting):
+            try:
+                await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
+            except asyncio.CancelledError:
+                self._cancel_running()
+                raise
+        settled: dict[int, Any] = {}
+        for call_id in pending:
+            task = self._running.get(call_id)
+            if task is None or not task.done():
+                continue
+            del self._running[call_id]
+            error = task.exception()
+            if error is None:
+                settled[call_id] = {"return_value": task.result()}
+            elif isinstance(error, ToolFailed):
+                settled[call_id] = {"exc_type": "RuntimeError", "message": str(error)}
+            else:
+                raise error  # a function's bug: the run fails, as the caller's code would
+        return settled
+
+    def _cancel_running(self) -> None:
+        for task in self._running.values():
+            task.cancel()
+        self._running.clear()
+
+    async def stop(self) -> None:
+        """Stop the run at its next suspension; cancel its running calls and wait for them."""
+        self._stopped.set()
+        tasks = [*self._running.values(), *([self._batch] if self._batch is not None else [])]
+        self._running.clear()
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            with contextlib.suppress(BaseException):
+                await task
+
+
+def _resource_limits(limits: Limits) -> monty.ResourceLimits:
+    return {
+        "max_feed_duration_secs": limits.cpu_s,
+        "max_memory": limits.memory_mb * 1024 * 1024,
+        # Each awaited call suspends twice (the call, then its future).
+        "max_suspensions": 2 * limits.tool_calls + _OVERHEAD_SUSPENSIONS,
+    }
+
+
+def _runtime_error(exc: monty.MontyRuntimeError, limits: Limits) -> str:
+    text = exc.display(format="type-msg")
+    if text.startswith("TimeoutError"):
+        return f"TimeoutError: the program computed for more than {limits.cpu_s:g} s"
+    if text.startswith("MemoryError"):
+        return f"MemoryError: the program used more than {limits.memory_mb} MB"
+    return text
+
+
+__all__ = ["Function", "Limits", "Outcome", "Sandbox", "ToolFailed"]

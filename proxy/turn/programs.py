@@ -1,0 +1,302 @@
+"""Code mode's side of a turn: the `run_code` tool the model is offered, and its calls run
+as programs whose every inner call passes the one gate under the caller's key.
+
+The model sees `run_code` with the code-mode tools as typed `async def` signatures; a
+program awaits them, and each call is admitted (scope, policy, guards, rate limits) and run
+by the gate as a direct call is, logged and counted under an id of the outer call's
+(`<call id>.<n>`). What the program prints is the outer call's result.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections import OrderedDict
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from policies import Gate, GateDecision
+from registry import Tool, ToolCall, ToolResult, ToolSpec
+
+from ..codemode import Function, Limits, Outcome, Sandbox, Stub, ToolFailed, stubs
+from ..config import CodeModeConfig
+from .catalog import Toolset, chat_tool
+from .record import Turn
+
+RUN_CODE = "run_code"
+"""The tool a model in code mode writes its programs to."""
+
+_SEARCH = "search_tools"
+_PREAMBLE = """Run a Python program that calls tools, and get what it prints.
+
+Write one short program for the whole task instead of calling tools one at a time: loop, \
+filter and aggregate in Python, and print only what your answer needs (the printed text is \
+all you get back). Each tool below is an async function: call it with keyword arguments and \
+`await` it; `await asyncio.gather(...)` runs several at once. A tool's result is its JSON \
+value (a dict, list, string or number); a failed call raises RuntimeError with the reason. \
+The program has no files, network or imports beyond the standard library's pure modules \
+(json, re, math, datetime, asyncio...).
+"""
+_SEARCH_STUB = '''async def search_tools(*, query: str, limit: int = 5) -> list[dict[str, Any]]:
+    """Search the catalog of more tools by what they do; each found tool (its "name",
+    "description" and "signature") can be awaited by name in this program."""'''
+
+
+@dataclass(frozen=True, slots=True)
+class ProgramTools:
+    """What code mode makes of one toolset."""
+
+    spec: ToolSpec
+    """`run_code`, its description listing the tools."""
+    chat: dict[str, Any]
+    direct: tuple[dict[str, Any], ...]
+    """The toolset's tools outside code mode, offered as tools of their own."""
+    functions: Mapping[str, Stub]
+    """The code-mode tools by their Python name."""
+    denied: Mapping[str, Stub]
+    """Tools the policy denies, not listed: a program's call of one gets the denial."""
+
+
+class Programs:
+    """Runs `run_code` calls for the loop; its sandbox starts at the first program."""
+
+    def __init__(self, config: CodeModeConfig, gate: Gate) -> None:
+        self._config = config
+        self._gate = gate
+        self._limits = Limits(**config.limits.model_dump())
+        self._namespaces = frozenset(config.tools.namespaces)
+        self._tags = frozenset(config.tools.tags)
+        self._sandbox: Sandbox | None = None
+        self._starting = asyncio.Lock()
+        self._views: OrderedDict[int, tuple[Toolset, ProgramTools]] = OrderedDict()
+
+    def on(self, turn: Turn) -> bool:
+        """Whether this turn's model is offered `run_code`: the request's choice, else its
+        key's, else the configuration's."""
+        if turn.controls.code_mode is not None:
+            return turn.controls.code_mode
+        principal = turn.caller.principal
+        if principal is not None and principal.code_mode is not None:
+            return principal.code_mode
+        return self._config.enabled
+
+    def tools(self, toolset: Toolset) -> ProgramTools:
+        """Code mode's view of a toolset (toolsets are cached, and so is this)."""
+        found = self._views.get(id(toolset))
+        if found is not None and found[0] is toolset:
+            self._views.move_to_end(id(toolset))
+            return found[1]
+        view = self._view(toolset)
+        self._views[id(toolset)] = (toolset, view)
+        if len(self._views) > 256:
+            self._views.popitem(last=False)
+        return view
+
+    def _view(self, toolset: Toolset) -> ProgramTools:
+        inside: list[tuple[str, str, Mapping[str, Any]]] = []
+        direct = []
+        for spec, chat in zip(toolset.specs, toolset.chat_tools, strict=True):
+            tool = toolset.by_wire_name.get(spec.name)
+            if tool is not None and self._in_code_mode(tool):
+                inside.append((spec.name, spec.description, spec.parameters))
+            else:
+                direct.append(chat)
+        made = stubs(inside)
+        denied = stubs(((name, "", {}) for name in toolset.denied), (s.function for s in made))
+        lines = [_PREAMBLE, "```python", "from typing import Any, Literal", ""]
+        lines += [s.signature + "\n" for s in made]
+        if toolset.deferred is not None:
+            lines.append(_SEARCH_STUB + "\n")
+        lines.append("```")
+        schema = {
+            "type": "object",
+            "properties": {"code": {"type": "string", "description": "the Python program"}},
+            "required": ["code"],
+            "additionalProperties": False,
+        }
+        spec = ToolSpec(RUN_CODE, "\n".join(lines), schema)
+        return ProgramTools(
+            spec,
+            chat_tool(spec),
+            tuple(direct),
+            {s.function: s for s in made},
+            {s.function: s for s in denied},
+        )
+
+    def _in_code_mode(self, tool: Tool) -> bool:
+        """Whether programs call `tool` (no namespaces and no tags configured: every tool)."""
+        if self._namespaces and tool.namespace not in self._namespaces:
+            return False
+        return not self._tags or bool(self._tags & tool.metadata.tags)
+
+    async def run(self, turn: Turn, call: ToolCall) -> ToolResult:
+        """Run one `run_code` call; its result is what the program printed, or the error that
+        stopped it."""
+        code = _code(call)
+        if code is None:
+            return ToolResult.error(
+                call.id, "invalid_arguments", "code: a non-empty string is required"
+            )
+        view = self.tools(turn.toolset)
+        sandbox = await self._started()
+        outcome = await sandbox.run(
+            code, _Inner(self._gate, turn, call, view).functions(), self._limits
+        )
+        return _result(call.id, outcome)
+
+    async def _started(self) -> Sandbox:
+        async with self._starting:
+            if self._sandbox is None:
+                sandbox = Sandbox(workers=self._config.workers)
+                await sandbox.__aenter__()
+                self._sandbox = sandbox
+            return self._sandbox
+
+    async def aclose(self) -> None:
+        """Stop the sandbox's workers."""
+        sandbox, self._sandbox = self._sandbox, None
+        if sandbox is not None:
+            await sandbox.__aexit__(None, None, None)
+
+
+class _Inner:
+    """The functions one program may call, each through the gate."""
+
+    def __init__(self, gate: Gate, turn: Turn, call: ToolCall, view: ProgramTools) -> None:
+        self._gate = gate
+        self._turn = turn
+        self._outer = call.id
+        self.view = view
+        self.found: dict[str, Stub] = {}
+        """Deferred tools the program's searches found, by the name they were given."""
+        self.searchable = turn.toolset.deferred is not None
+        self._count = 0
+
+    def functions(self) -> Mapping[str, Function]:
+        """The program's functions: the code-mode tools, `search_tools` where a deferred
+        catalog is visible, and the tools its searches found, by the names they were given."""
+        return _Functions(self)
+
+    def caller(self, stub: Stub) -> Function:
+        async def call(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+            return await self._call(stub, args, kwargs)
+
+        return call
+
+    async def _call(self, stub: Stub, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        if args:
+            raise ToolFailed(f"{stub.function}() takes keyword arguments only")
+        toolset = self._turn.toolset
+        tool = toolset.by_wire_name.get(stub.tool) or toolset.denied.get(stub.tool)
+        if tool is None:
+            raise ToolFailed(f"there is no tool named {stub.function!r}")
+        self._count += 1
+        inner = ToolCall(id=f"{self._outer}.{self._count}", name=stub.tool, arguments=kwargs)
+        admission = await self._gate.admit(tool, inner, self._turn.caller)
+        if admission.verdict is GateDecision.ASK:
+            raise ToolFailed(
+                f"{stub.function} needs approval, which a program cannot wait for: "
+                f"call {stub.tool} as a tool of its own instead"
+            )
+        if admission.verdict is GateDecision.RUN:
+            (result,) = await self._gate.run([admission], self._turn.caller)
+        else:
+            assert admission.result is not None
+            result = admission.result
+        if result.is_error:
+            raise ToolFailed(result.content)
+        return _value(result.content)
+
+    async def search(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        deferred = self._turn.toolset.deferred
+        query, limit = kwargs.get("query", args[0] if args else None), kwargs.get("limit", 5)
+        if deferred is None or not isinstance(query, str) or not query.strip():
+            raise ToolFailed("search_tools(query=...) needs a non-empty query")
+        if not isinstance(limit, int) or not 1 <= limit <= 20:
+            raise ToolFailed("limit: an integer from 1 to 20")
+        specs = self._turn.toolset.deferred_specs
+        found = []
+        taken = {*self.view.functions, *self.found, _SEARCH}
+        for tool in deferred.search(query, limit=limit):
+            wire = deferred.wire_names.get(tool.qualified_name)
+            spec = specs.get(wire) if wire is not None else None
+            if spec is None:
+                continue
+            known = next((s for s in self.found.values() if s.tool == spec.name), None)
+            if known is None:
+                (known,) = stubs([(spec.name, spec.description, spec.parameters)], taken)
+                self.found[known.function] = known
+                taken.add(known.function)
+            found.append(
+                {
+                    "name": known.function,
+                    "description": spec.description,
+                    "signature": known.signature.splitlines()[0],
+                }
+            )
+        return found
+
+
+class _Functions(Mapping[str, Function]):
+    """The functions one program may call, looked up by the sandbox at each call."""
+
+    def __init__(self, inner: _Inner) -> None:
+        self._inner = inner
+
+    def _stub(self, name: str) -> Stub | None:
+        view, found = self._inner.view, self._inner.found
+        return view.functions.get(name) or found.get(name) or view.denied.get(name)
+
+    def __getitem__(self, name: str) -> Function:
+        if name == _SEARCH and self._inner.searchable:
+            return self._inner.search
+        stub = self._stub(name)
+        if stub is None:
+            raise KeyError(name)
+        return self._inner.caller(stub)
+
+    def __iter__(self) -> Iterator[str]:
+        yield from self._inner.view.functions
+        yield from self._inner.found
+        yield from self._inner.view.denied
+        if self._inner.searchable:
+            yield _SEARCH
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+
+def _code(call: ToolCall) -> str | None:
+    arguments = call.arguments
+    if isinstance(arguments, str):
+        with contextlib.suppress(orjson.JSONDecodeError):
+            arguments = orjson.loads(arguments or "{}")
+    code = arguments.get("code") if isinstance(arguments, dict) else None
+    return code if isinstance(code, str) and code.strip() else None
+
+
+def _value(content: str) -> Any:
+    """A tool's result as the program sees it: its JSON value, or its text."""
+    try:
+        return orjson.loads(content)
+    except orjson.JSONDecodeError:
+        return content
+
+
+def _result(call_id: str, outcome: Outcome) -> ToolResult:
+    text = outcome.output
+    if outcome.unawaited:
+        names = ", ".join(sorted(set(outcome.unawaited)))
+        text += (
+            f"\n[not run: {names} called without await; write `await {outcome.unawaited[0]}(...)`]"
+        )
+    if outcome.error is None:
+        return ToolResult(call_id, text or "(the program printed nothing)")
+    printed = f"\nPrinted before it stopped:\n{text}" if text else ""
+    return ToolResult.error(call_id, "program_error", outcome.error + printed)
+
+
+__all__ = ["RUN_CODE", "ProgramTools", "Programs"]

@@ -1,0 +1,122 @@
+"""Code mode through the real server with the OpenAI SDK, streamed and not: the model is
+offered `run_code` with the tools as typed signatures; its program's inner calls each pass
+the gate (run, denied, in parallel, in a loop), and what it prints is the call's result."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from testing.upstream import FakeUpstream, Reply
+from tests.e2e.answers import ask, tool_messages, tool_names
+from tests.e2e.tools import registry_with
+
+pytestmark = pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])
+
+USER = [{"role": "user", "content": "Weather in three cities, and 2 + 40?"}]
+ON = {"enabled": True}
+
+
+def _program(code: str) -> Reply:
+    return Reply.tool_calls([("run_code", {"code": code})])
+
+
+def _result(upstream: FakeUpstream) -> str:
+    (message,) = tool_messages(upstream.requests[1])
+    content: str = message["content"]
+    return content
+
+
+async def test_a_program_calls_tools_in_a_loop_and_in_parallel(
+    make_proxy: Any, upstream: FakeUpstream, stream: bool
+) -> None:
+    code = (
+        "import asyncio\n"
+        "cities = ['Paris', 'Tokyo', 'Lima']\n"
+        "found = await asyncio.gather(*[t_get_weather(city=c) for c in cities])\n"
+        "total = 0\n"
+        "for n in range(3):\n"
+        "    total = await t_add(a=total, b=n)\n"
+        "print([w['city'] for w in found], total)\n"
+    )
+    upstream.script(_program(code), Reply.text("Sunny everywhere; 3."))
+    async with make_proxy(registry_with(), code_mode=ON) as proxy:
+        out = await ask(proxy.client, stream=stream, messages=USER)
+    assert out.content == "Sunny everywhere; 3."
+    first = upstream.requests[0]
+    assert "run_code" in tool_names(first) and "t_get_weather" not in tool_names(first)
+    (run_code,) = [t for t in first["tools"] if t["function"]["name"] == "run_code"]
+    description = run_code["function"]["description"]
+    assert "async def t_get_weather(*, city: str) -> Any:" in description
+    assert "async def t_add(*, a: int, b: int) -> Any:" in description
+    assert _result(upstream) == "['Paris', 'Tokyo', 'Lima'] 3\n"
+
+
+async def test_every_inner_call_passes_the_gate(
+    make_proxy: Any, upstream: FakeUpstream, stream: bool
+) -> None:
+    code = (
+        "try:\n"
+        "    await t_explode(reason='x')\n"
+        "except RuntimeError as e:\n"
+        "    print('refused:', e)\n"
+        "print(await t_add(a=1, b=2))\n"
+    )
+    upstream.script(_program(code), Reply.text("done"))
+    policy = {"rules": [{"match": {"name": "t.explode"}, "action": "deny"}]}
+    async with make_proxy(registry_with(), code_mode=ON, policy=policy) as proxy:
+        out = await ask(proxy.client, stream=stream, messages=USER)
+    assert out.content == "done"
+    result = _result(upstream)
+    assert result.startswith("refused: Error (denied)") and result.endswith("\n3\n")
+
+
+async def test_a_program_error_reaches_the_model_and_the_turn_goes_on(
+    make_proxy: Any, upstream: FakeUpstream, stream: bool
+) -> None:
+    upstream.script(
+        _program("print('start')\nopen('/etc/passwd')"),
+        _program("while True:\n    pass"),
+        _program("t_get_weather(city='Paris')\nprint('forgot await')"),
+        Reply.text("gave up"),
+    )
+    limits = {"cpu_s": 0.5}
+    async with make_proxy(registry_with(), code_mode={**ON, "limits": limits}) as proxy:
+        out = await ask(proxy.client, stream=stream, messages=USER)
+    assert out.content == "gave up"
+    results = [m["content"] for m in tool_messages(upstream.requests[3])]
+    assert results[0].startswith("Error (program_error): PermissionError")
+    assert "Printed before it stopped:\nstart" in results[0]
+    assert results[1].startswith("Error (program_error): TimeoutError: the program computed")
+    assert (
+        "forgot await" in results[2]
+        and "[not run: t_get_weather called without await" in (results[2])
+    )
+
+
+async def test_code_mode_per_request_and_off_by_default(
+    make_proxy: Any, upstream: FakeUpstream, stream: bool
+) -> None:
+    upstream.script(Reply.text("a"), Reply.text("b"))
+    async with make_proxy(registry_with()) as proxy:
+        await ask(proxy.client, stream=stream, messages=USER)
+        await ask(
+            proxy.client, stream=stream, messages=USER, extra_body={"toolwire": {"code_mode": True}}
+        )
+    assert "run_code" not in tool_names(upstream.requests[0])
+    assert "t_get_weather" in tool_names(upstream.requests[0])
+    assert tool_names(upstream.requests[1])[-1] == "run_code"
+
+
+async def test_tools_outside_code_mode_stay_direct(
+    make_proxy: Any, upstream: FakeUpstream, stream: bool
+) -> None:
+    upstream.script(Reply.tool_calls([("t_get_weather", {"city": "Oslo"})]), Reply.text("ok"))
+    config = {**ON, "tools": {"tags": ["never-set"]}}
+    async with make_proxy(registry_with(), code_mode=config) as proxy:
+        out = await ask(proxy.client, stream=stream, messages=USER)
+    assert out.content == "ok"
+    assert "t_get_weather" in tool_names(upstream.requests[0])
+    assert json.loads(_result(upstream))["city"] == "Oslo"
