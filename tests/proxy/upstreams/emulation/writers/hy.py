@@ -153,19 +153,31 @@ CASES = [
     ),
 ]
 
+_COMMON: dict[str, Any] = {
+    "think": lambda t: f"<think>{t}</think>",
+    "answer": lambda t: t,
+    "say": lambda t: t,
+    "eos": "<|eos|>",
+    "marker": "</tool_call>",
+    "result": "<tool_response>pong</tool_response>",
+}
 WRITERS = {
     "hy": Writer(
         block=_v4,
-        think=lambda t: f"<think>{t}</think>",
-        answer=lambda t: t,
-        say=lambda t: t,
-        eos="<|eos|>",
-        marker="</tool_call>",
         broken="<tool_calls><tool_call>get_weather<arg_key>city</arg_key>Paris</tool_call>"
         "</tool_calls>",
         separator="",
-        result="<tool_response>pong</tool_response>",
         call_end="</tool_call></tool_calls>",
         extra=CASES,
-    )
+        **_COMMON,
+    ),
+    "hy-v3": Writer(
+        block=_v3,
+        broken="<tool_calls>\n<tool_call>get_weather<tool_sep>\n<arg_key>city</arg_key>\nParis\n"
+        "</tool_call>\n</tool_calls>",
+        separator="\n",
+        call_end="</tool_call>\n</tool_calls>",
+        extra=[c for c in CASES if c["tag"].startswith(("vllm_v3", "v3_"))],
+        **_COMMON,
+    ),
 }
