@@ -98,6 +98,10 @@ EmulationFormatName = Literal[
     "granite-20b-fc",
     "apertus",
     "dots",
+    "poolside",
+    "ling",
+    "hy",
+    "hy-v3",
 ]
 """The names `emulation_format` takes; `proxy.upstreams.emulation` builds one format for each."""
 

@@ -67,6 +67,10 @@ SPECIAL_TOKENS: dict[str, tuple[str, ...]] = {
     "granite-20b-fc": ("<function_call>",),
     "apertus": ("<|tools_prefix|>", "<|tools_suffix|>", "<|inner_prefix|>"),
     "dots": (),
+    "poolside": ("<tool_call>", "</tool_call>"),
+    "ling": ("<|role_end|>",),
+    "hy": ("<tool_calls>", "</tool_calls>", "<tool_call>", "</tool_call>", "<tool_sep>"),
+    "hy-v3": ("<tool_calls>", "</tool_calls>", "<tool_call>", "</tool_call>", "<tool_sep>"),
 }
 FAMILIES = tuple(SPECIAL_TOKENS)
 FIRST, SECOND = "The user wants the weather; I call the tool.", "The tool says sunny."

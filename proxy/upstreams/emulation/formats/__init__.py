@@ -22,12 +22,15 @@ from .granite import Granite, Granite4, Granite20bFc
 from .harmony import Harmony
 from .hermes import Hermes
 from .hunyuan import Hunyuan
+from .hy import Hy, HyV3
 from .jamba import Jamba
 from .json_envelope import JsonEnvelope
 from .kimi import Kimi
+from .ling import Ling
 from .llama import Llama
 from .longcat import LongCat
 from .mistral import Mistral
+from .poolside import Poolside
 from .pythonic import Pythonic
 from .xlam import Xlam
 from .xml import Xml
@@ -57,6 +60,10 @@ FORMATS: dict[str, EmulationFormat] = {
     "granite-20b-fc": Granite20bFc(),
     "apertus": Apertus(),
     "dots": Dots(),
+    "poolside": Poolside(),
+    "ling": Ling(),
+    "hy": Hy(),
+    "hy-v3": HyV3(),
 }
 """Every format by name (formats hold no state: one instance serves every request)."""
 
@@ -64,6 +71,7 @@ VERSIONS: dict[str, str] = {
     "deepseek-v3.2": "deepseek",
     "granite4": "granite",
     "granite-20b-fc": "granite",
+    "hy-v3": "hy",
 }
 """The names of one version's syntax, each with its family's name."""
 
