@@ -18,7 +18,7 @@ from .dsml import DeepSeekDsml
 from .ernie import Ernie
 from .gemma import Gemma
 from .glm import Glm
-from .granite import Granite, Granite4, Granite20bFc
+from .granite import Granite
 from .harmony import Harmony
 from .hermes import Hermes
 from .hunyuan import Hunyuan
@@ -56,8 +56,8 @@ FORMATS: dict[str, EmulationFormat] = {
     "longcat": LongCat(),
     "ernie": Ernie(),
     "granite": Granite(),
-    "granite4": Granite4(),
-    "granite-20b-fc": Granite20bFc(),
+    "granite4": Granite("granite4"),
+    "granite-20b-fc": Granite("granite-20b-fc"),
     "apertus": Apertus(),
     "dots": Dots(),
     "poolside": Poolside(),

@@ -17,7 +17,6 @@ tags that carry nothing. The tools are listed as JSON lines, results come back i
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -27,7 +26,7 @@ from ..reasoning import ThinkingParser
 from ..toolspecs import ToolSpecs
 from .base import THINK_TAGS, CallText, neutralise, parallel_line
 from .json_calls import Shape, decoder
-from .marked_json import tag_envelope
+from .marked_json import render_blocks, tag_envelope
 
 OPEN, CLOSE = "<tool_call>", "</tool_call>"
 RESULT_OPEN, RESULT_CLOSE = "<tool_output>", "</tool_output>"
@@ -67,10 +66,7 @@ class Ernie:
 
     def render_calls(self, calls: list[CallText]) -> str:
         """One `<tool_call>` block per call."""
-        return "\n".join(
-            f"{OPEN}\n{json.dumps({'name': n, 'arguments': a}, ensure_ascii=False)}\n{CLOSE}"
-            for n, a in calls
-        )
+        return render_blocks(calls, OPEN, CLOSE, ())
 
     def render_results(self, results: list[tuple[str, str]]) -> str:
         """`<tool_output>` blocks in call order, tool markers inside neutralised."""

@@ -15,7 +15,8 @@ model completed.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from ..call_ids import random_ids
@@ -27,7 +28,7 @@ from ..toolspecs import ToolSpecs
 from .base import KEEP_SPECIAL_TOKENS, THINK_TAGS, CallText, catalog_tools, json_text
 from .base import response_blocks as hermes_results
 from .json_calls import Shape, decoder, finished, render_list
-from .marked_json import value_envelope, value_or_tag_envelope
+from .marked_json import render_blocks, value_envelope, value_or_tag_envelope
 from .pythonic import known_only
 
 TOOL_CALL, TAG_OPEN, TAG_CLOSE = "<|tool_call|>", "<tool_call>", "</tool_call>"
@@ -72,88 +73,82 @@ STOPS = (ROLE, "<tool_response>")
 _LIST, _OBJECT = decoder(Shape.LIST), decoder(Shape.OBJECT)
 
 
+@dataclass(frozen=True, slots=True)
+class _Version:
+    """How one version is prompted and how its earlier calls and results are written."""
+
+    prompt: Callable[[str, bool], str]
+    calls: Callable[[list[CallText]], str]
+    results: Callable[[list[tuple[str, str]]], str]
+
+
+def _prompt_3(catalog: str, parallel: bool) -> str:
+    tools = "\n\n".join(json_text(t, TOKENS, indent=4) for t in catalog_tools(catalog))
+    line = "" if parallel else "Use at most one tool per reply. "
+    return _PROMPT.format(marker=TOOL_CALL, parallel=line, tools=tools)
+
+
+def _prompt_4(catalog: str, parallel: bool) -> str:
+    line = "" if parallel else "Make at most one tool call per reply. "
+    return _PROMPT_4.format(catalog=catalog, parallel=line)
+
+
+def _prompt_20b(catalog: str, parallel: bool) -> str:
+    tools = "\n".join(json_text(t["function"], TOKENS) for t in catalog_tools(catalog))
+    line = "" if parallel else "Make at most one call per reply. "
+    return _PROMPT_20B.format(marker=FUNCTION_CALL, parallel=line, tools=tools)
+
+
+def _plain_results(results: list[tuple[str, str]]) -> str:
+    return "\n\n".join(neutralise_tokens(content, TOKENS) for _, content in results)
+
+
+_VERSIONS = {
+    "granite": _Version(
+        _prompt_3, lambda calls: TOOL_CALL + render_list(calls, TOKENS), _plain_results
+    ),
+    "granite4": _Version(
+        _prompt_4, lambda calls: render_blocks(calls, TAG_OPEN, TAG_CLOSE, TOKENS), hermes_results
+    ),
+    "granite-20b-fc": _Version(
+        _prompt_20b,
+        lambda calls: render_blocks(calls, f"{FUNCTION_CALL} ", "", TOKENS, inner=""),
+        _plain_results,
+    ),
+}
+"""Granite 3.x: one `<|tool_call|>` list per reply, results as plain text; Granite 4: a
+`<tool_call>` block per call, results in `<tool_response>` blocks; 20B FC: a `<function_call>`
+line per call."""
+
+
 class Granite:
-    """Granite 3.x: one `<|tool_call|>` JSON list per reply."""
+    """One Granite version's prompt and history; the parser reads every version."""
 
-    name = "granite"
     call_ids = staticmethod(random_ids)
     stops: tuple[str, ...] = STOPS
     request_fields: Mapping[str, Any] = KEEP_SPECIAL_TOKENS
     think_tags: tuple[str, str] | None = THINK_TAGS
 
-    def system_prompt(self, catalog: str, *, parallel: bool) -> str:
-        """Granite 3's tool instruction, then each tool as indented JSON."""
-        tools = "\n\n".join(json_text(t, TOKENS, indent=4) for t in catalog_tools(catalog))
-        line = "" if parallel else "Use at most one tool per reply. "
-        return _PROMPT.format(marker=TOOL_CALL, parallel=line, tools=tools)
+    def __init__(self, name: str = "granite") -> None:
+        """`name`: `granite` (3.x), `granite4` or `granite-20b-fc`.
 
-    def render_calls(self, calls: list[CallText]) -> str:
-        """One `<|tool_call|>` list holding every call."""
-        return TOOL_CALL + render_list(calls, TOKENS)
-
-    def render_results(self, results: list[tuple[str, str]]) -> str:
-        """The results' text in call order, markers inside broken."""
-        return "\n\n".join(neutralise_tokens(content, TOKENS) for _, content in results)
-
-    def parser(self, specs: ToolSpecs, *, strict: bool) -> Parser:
-        """The family's parser: every version's syntax."""
-        return family_parser(specs, strict=strict)
-
-
-class Granite4:
-    """Granite 4: Hermes-style `<tool_call>` blocks, one call each."""
-
-    name = "granite4"
-    call_ids = staticmethod(random_ids)
-    stops: tuple[str, ...] = STOPS
-    request_fields: Mapping[str, Any] = KEEP_SPECIAL_TOKENS
-    think_tags: tuple[str, str] | None = THINK_TAGS
+        Raises:
+            KeyError: no Granite version has that name.
+        """
+        self._version = _VERSIONS[name]
+        self.name = name
 
     def system_prompt(self, catalog: str, *, parallel: bool) -> str:
-        """Granite 4's template words: signatures in `<tools>`, calls in `<tool_call>`."""
-        line = "" if parallel else "Make at most one tool call per reply. "
-        return _PROMPT_4.format(catalog=catalog, parallel=line)
+        """The version's tool instruction and tool list."""
+        return self._version.prompt(catalog, parallel)
 
     def render_calls(self, calls: list[CallText]) -> str:
-        """One `<tool_call>` block per call."""
-        return "\n".join(
-            f"{TAG_OPEN}\n{json_text({'name': n, 'arguments': a}, TOKENS)}\n{TAG_CLOSE}"
-            for n, a in calls
-        )
+        """Earlier calls in the version's syntax."""
+        return self._version.calls(calls)
 
     def render_results(self, results: list[tuple[str, str]]) -> str:
-        """`<tool_response>` blocks in call order."""
-        return hermes_results(results)
-
-    def parser(self, specs: ToolSpecs, *, strict: bool) -> Parser:
-        """The family's parser: every version's syntax."""
-        return family_parser(specs, strict=strict)
-
-
-class Granite20bFc:
-    """Granite 20B function calling: `<function_call>` and one JSON object per call."""
-
-    name = "granite-20b-fc"
-    call_ids = staticmethod(random_ids)
-    stops: tuple[str, ...] = STOPS
-    request_fields: Mapping[str, Any] = KEEP_SPECIAL_TOKENS
-    think_tags: tuple[str, str] | None = THINK_TAGS
-
-    def system_prompt(self, catalog: str, *, parallel: bool) -> str:
-        """The 20B model's instruction and function library, one JSON schema per line."""
-        tools = "\n".join(json_text(t["function"], TOKENS) for t in catalog_tools(catalog))
-        line = "" if parallel else "Make at most one call per reply. "
-        return _PROMPT_20B.format(marker=FUNCTION_CALL, parallel=line, tools=tools)
-
-    def render_calls(self, calls: list[CallText]) -> str:
-        """One `<function_call>` line per call."""
-        return "\n".join(
-            f"{FUNCTION_CALL} {json_text({'name': n, 'arguments': a}, TOKENS)}" for n, a in calls
-        )
-
-    def render_results(self, results: list[tuple[str, str]]) -> str:
-        """The results' text in call order, markers inside broken."""
-        return "\n\n".join(neutralise_tokens(content, TOKENS) for _, content in results)
+        """Results as the version's template gives them back, in call order."""
+        return self._version.results(results)
 
     def parser(self, specs: ToolSpecs, *, strict: bool) -> Parser:
         """The family's parser: every version's syntax."""

@@ -21,9 +21,9 @@ from ..parser import Parser, TaggedParser
 from ..reasoning import ThinkingParser
 from ..scanning import neutralise_tokens
 from ..toolspecs import ToolSpecs
-from .base import KEEP_SPECIAL_TOKENS, CallText, catalog_tools, json_text
+from .base import KEEP_SPECIAL_TOKENS, CallText, catalog_tools
 from .json_calls import Shape, decoder
-from .marked_json import tag_envelope
+from .marked_json import render_blocks, tag_envelope
 
 OPEN, CLOSE = "<longcat_tool_call>", "</longcat_tool_call>"
 RESULT_OPEN, RESULT_CLOSE = "<longcat_tool_response>", "</longcat_tool_response>"
@@ -74,10 +74,7 @@ class LongCat:
 
     def render_calls(self, calls: list[CallText]) -> str:
         """One `<longcat_tool_call>` block per call."""
-        return "\n".join(
-            f"{OPEN}\n{json_text({'name': name, 'arguments': arguments}, TOKENS)}\n{CLOSE}"
-            for name, arguments in calls
-        )
+        return render_blocks(calls, OPEN, CLOSE, TOKENS)
 
     def render_results(self, results: list[tuple[str, str]]) -> str:
         """`<longcat_tool_response>` blocks in call order."""

@@ -17,6 +17,18 @@ from ..repairs import (
     unfence,
 )
 from ..scanning import BodyScanner, QuotedScanner, ValueScanner, object_end
+from .base import CallText, json_text
+
+
+def render_blocks(
+    calls: list[CallText], open: str, close: str, tokens: tuple[str, ...], *, inner: str = "\n"
+) -> str:
+    """A block per call, one per line: `open`, the `{"name": …, "arguments": …}` object (its
+    strings unable to hold `tokens`) and `close`, `inner` between them."""
+    return "\n".join(
+        f"{open}{inner}{json_text({'name': name, 'arguments': arguments}, tokens)}{inner}{close}"
+        for name, arguments in calls
+    )
 
 
 def tag_envelope(open: str, close: str) -> Envelope:

@@ -14,15 +14,15 @@ from proxy.upstreams.emulation.formats.apertus import Apertus
 from proxy.upstreams.emulation.formats.base import EmulationFormat
 from proxy.upstreams.emulation.formats.dots import Dots
 from proxy.upstreams.emulation.formats.ernie import Ernie
-from proxy.upstreams.emulation.formats.granite import Granite, Granite4, Granite20bFc
+from proxy.upstreams.emulation.formats.granite import Granite
 from proxy.upstreams.emulation.formats.longcat import LongCat
 
 FORMATS: dict[str, EmulationFormat] = {
     "longcat": LongCat(),
     "ernie": Ernie(),
     "granite": Granite(),
-    "granite4": Granite4(),
-    "granite-20b-fc": Granite20bFc(),
+    "granite4": Granite("granite4"),
+    "granite-20b-fc": Granite("granite-20b-fc"),
     "apertus": Apertus(),
     "dots": Dots(),
 }
@@ -74,13 +74,16 @@ def test_results_cannot_pose_as_calls(name: str) -> None:
 
 
 def test_every_granite_name_reads_every_version() -> None:
-    texts = [fmt.render_calls(CALLS) for fmt in (Granite(), Granite4(), Granite20bFc())]
+    texts = [
+        fmt.render_calls(CALLS)
+        for fmt in (Granite(), Granite("granite4"), Granite("granite-20b-fc"))
+    ]
     assert [t.split("{", 1)[0].strip() for t in texts] == [
         "<|tool_call|>[",
         "<tool_call>",
         "<function_call>",
     ]
-    for fmt in (Granite(), Granite4(), Granite20bFc()):
+    for fmt in (Granite(), Granite("granite4"), Granite("granite-20b-fc")):
         for text in texts:
             events = run(fmt.parser(ToolSpecs.from_tools([TOOL]), strict=True), [text])
             assert events == [Call(n, a) for n, a in CALLS]
