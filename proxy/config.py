@@ -102,6 +102,10 @@ EmulationFormatName = Literal[
     "ling",
     "hy",
     "hy-v3",
+    "lfm2",
+    "olmo3",
+    "cohere",
+    "plamo",
 ]
 """The names `emulation_format` takes; `proxy.upstreams.emulation` builds one format for each."""
 

@@ -71,6 +71,17 @@ SPECIAL_TOKENS: dict[str, tuple[str, ...]] = {
     "ling": ("<|role_end|>",),
     "hy": ("<tool_calls>", "</tool_calls>", "<tool_call>", "</tool_call>", "<tool_sep>"),
     "hy-v3": ("<tool_calls>", "</tool_calls>", "<tool_call>", "</tool_call>", "<tool_sep>"),
+    "lfm2": ("<|tool_call_start|>", "<|tool_call_end|>", "<|im_end|>"),
+    "olmo3": (),
+    "cohere": (
+        "<|START_ACTION|>",
+        "<|END_ACTION|>",
+        "<|START_THINKING|>",
+        "<|END_THINKING|>",
+        "<|START_RESPONSE|>",
+        "<|END_RESPONSE|>",
+    ),
+    "plamo": (),
 }
 FAMILIES = tuple(SPECIAL_TOKENS)
 FIRST, SECOND = "The user wants the weather; I call the tool.", "The tool says sunny."

@@ -12,6 +12,7 @@ from typing import get_args
 from ....config import EmulationFormatName
 from .apertus import Apertus
 from .base import EmulationFormat
+from .cohere import Cohere
 from .deepseek import DeepSeek
 from .dots import Dots
 from .dsml import DeepSeekDsml
@@ -26,10 +27,13 @@ from .hy import Hy, HyV3
 from .jamba import Jamba
 from .json_envelope import JsonEnvelope
 from .kimi import Kimi
+from .lfm2 import Lfm2
 from .ling import Ling
 from .llama import Llama
 from .longcat import LongCat
 from .mistral import Mistral
+from .olmo3 import Olmo3
+from .plamo import Plamo
 from .poolside import Poolside
 from .pythonic import Pythonic
 from .xlam import Xlam
@@ -64,6 +68,10 @@ FORMATS: dict[str, EmulationFormat] = {
     "ling": Ling(),
     "hy": Hy(),
     "hy-v3": HyV3(),
+    "lfm2": Lfm2(),
+    "olmo3": Olmo3(),
+    "cohere": Cohere(),
+    "plamo": Plamo(),
 }
 """Every format by name (formats hold no state: one instance serves every request)."""
 
