@@ -12,6 +12,7 @@ import pytest
 from proxy.upstreams.emulation import Call, ToolSpecs, catalog, run
 from proxy.upstreams.emulation.formats.base import EmulationFormat
 from proxy.upstreams.emulation.formats.mimo import Mimo
+from proxy.upstreams.emulation.formats.minimax import MiniMax, MiniMaxM3
 from proxy.upstreams.emulation.formats.seed_oss import SeedOss
 from proxy.upstreams.emulation.formats.step import CALL_BEGIN, Step, Step3
 
@@ -20,8 +21,13 @@ FORMATS: dict[str, tuple[EmulationFormat, str]] = {
     "mimo": (Mimo(), "<tool_call>"),
     "step": (Step(), "<tool_call>"),
     "step3": (Step3(), CALL_BEGIN),
+    "minimax": (MiniMax(), "<minimax:tool_call>"),
+    "minimax-m3": (MiniMaxM3(), "]<]minimax[>[<tool_call>"),
 }
 """Each format with the marker that opens its calls."""
+UNQUOTABLE = {"minimax-m3"}
+"""Formats whose values cannot hold their own markers (M3's namespace marker opens a tag
+wherever it stands)."""
 TOOL: dict[str, Any] = {
     "type": "function",
     "function": {
@@ -54,7 +60,7 @@ def _tool(marker: str) -> dict[str, Any]:
 @pytest.mark.parametrize("name", FORMATS)
 def test_rendered_calls_parse_back_as_the_same_calls(name: str) -> None:
     fmt, marker = FORMATS[name]
-    calls = _calls(marker)
+    calls = _calls("<tool_call>" if name in UNQUOTABLE else marker)
     text = fmt.render_calls(calls)
     assert marker in text
     for strict in (False, True):
