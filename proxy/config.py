@@ -106,6 +106,12 @@ EmulationFormatName = Literal[
     "olmo3",
     "cohere",
     "plamo",
+    "seed-oss",
+    "mimo",
+    "step",
+    "step3",
+    "minimax",
+    "minimax-m3",
 ]
 """The names `emulation_format` takes; `proxy.upstreams.emulation` builds one format for each."""
 

@@ -82,6 +82,23 @@ SPECIAL_TOKENS: dict[str, tuple[str, ...]] = {
         "<|END_RESPONSE|>",
     ),
     "plamo": (),
+    "seed-oss": (
+        "<seed:tool_call>",
+        "</seed:tool_call>",
+        "<seed:think>",
+        "</seed:think>",
+        "<seed:eos>",
+        "<seed:bos>",
+    ),
+    "mimo": (),
+    "step": (
+        "<\uff5ctool_calls_begin\uff5c>",
+        "<\uff5ctool_calls_end\uff5c>",
+        "<\uff5ctool_call_begin\uff5c>",
+        "<\uff5ctool_call_end\uff5c>",
+        "<\uff5ctool_sep\uff5c>",
+    ),
+    "minimax": ("<minimax:tool_call>", "</minimax:tool_call>"),
 }
 FAMILIES = tuple(SPECIAL_TOKENS)
 FIRST, SECOND = "The user wants the weather; I call the tool.", "The tool says sunny."

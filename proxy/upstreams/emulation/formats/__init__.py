@@ -31,11 +31,15 @@ from .lfm2 import Lfm2
 from .ling import Ling
 from .llama import Llama
 from .longcat import LongCat
+from .mimo import Mimo
+from .minimax import MiniMax, MiniMaxM3
 from .mistral import Mistral
 from .olmo3 import Olmo3
 from .plamo import Plamo
 from .poolside import Poolside
 from .pythonic import Pythonic
+from .seed_oss import SeedOss
+from .step import Step, Step3
 from .xlam import Xlam
 from .xml import Xml
 
@@ -72,6 +76,12 @@ FORMATS: dict[str, EmulationFormat] = {
     "olmo3": Olmo3(),
     "cohere": Cohere(),
     "plamo": Plamo(),
+    "seed-oss": SeedOss(),
+    "mimo": Mimo(),
+    "step": Step(),
+    "step3": Step3(),
+    "minimax": MiniMax(),
+    "minimax-m3": MiniMaxM3(),
 }
 """Every format by name (formats hold no state: one instance serves every request)."""
 
@@ -80,6 +90,8 @@ VERSIONS: dict[str, str] = {
     "granite4": "granite",
     "granite-20b-fc": "granite",
     "hy-v3": "hy",
+    "step3": "step",
+    "minimax-m3": "minimax",
 }
 """The names of one version's syntax, each with its family's name."""
 
