@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import contextvars
 import threading
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
@@ -114,6 +115,8 @@ class _Run:
         self._functions = functions
         self._limits = limits
         self._loop = loop
+        self._context = contextvars.copy_context()
+        """The context of the request that runs the program (made on the event loop)."""
         self._printed: list[str] = []
         self._size = 0
         self._calls: dict[int, tuple[str, tuple[Any, ...], dict[str, Any]]] = {}
@@ -189,8 +192,15 @@ class _Run:
         return snapshot.resume({"future": ...})
 
     def _settle(self, pending: list[int]) -> dict[int, Any]:
-        """Run the awaited calls on the event loop; their results as soon as one settles."""
-        batch = asyncio.run_coroutine_threadsafe(self._batched(pending), self._loop)
+        """Run the awaited calls on the event loop, in the context of the request that runs
+        the program (its stats, its trace); their results as soon as one settles."""
+        batch: concurrent.futures.Future[dict[int, Any]] = concurrent.futures.Future()
+
+        def start() -> None:
+            task = self._loop.create_task(self._batched(pending), context=self._context.copy())
+            task.add_done_callback(lambda done: _copy_outcome(done, batch))
+
+        self._loop.call_soon_threadsafe(start)
         try:
             return batch.result()
         except concurrent.futures.CancelledError:
@@ -266,6 +276,15 @@ class _Run:
         for task in tasks:
             with contextlib.suppress(BaseException):
                 await task
+
+
+def _copy_outcome(task: asyncio.Task[Any], future: concurrent.futures.Future[Any]) -> None:
+    if task.cancelled():
+        future.cancel()
+    elif (error := task.exception()) is not None:
+        future.set_exception(error)
+    else:
+        future.set_result(task.result())
 
 
 def _resource_limits(limits: Limits) -> monty.ResourceLimits:

@@ -120,3 +120,34 @@ async def test_tools_outside_code_mode_stay_direct(
     assert out.content == "ok"
     assert "t_get_weather" in tool_names(upstream.requests[0])
     assert json.loads(_result(upstream))["city"] == "Oslo"
+
+
+async def test_each_key_has_its_own_code_mode_and_its_own_tools(
+    make_proxy: Any, upstream: FakeUpstream, stream: bool
+) -> None:
+    auth = {
+        "keys": [
+            {"name": "a", "key": "key-a-000001", "code_mode": True},
+            {"name": "b", "key": "key-b-000001", "namespaces": ["other"], "code_mode": False},
+            {"name": "c", "key": "key-c-000001", "namespaces": ["other"], "code_mode": True},
+        ]
+    }
+    code = "print(await t_add(a=2, b=40))"
+    upstream.script(_program(code), Reply.text("a done"), Reply.text("b"), _program(code))
+    upstream.script(Reply.text("c done"))
+    async with make_proxy(registry_with(), auth=auth) as proxy:
+        for key in ("key-a-000001", "key-b-000001", "key-c-000001"):
+            client = proxy.client.with_options(api_key=key)
+            await ask(client, stream=stream, messages=USER)
+    a_first, a_second, b_only, c_first, c_second = upstream.requests
+    assert tool_names(a_first)[-1] == "run_code" and _content(a_second) == "42\n"
+    assert "run_code" not in tool_names(b_only)
+    # Key c's scope holds no tool of namespace t: inside its program the tool does not exist.
+    assert tool_names(c_first) == ["run_code"]
+    assert "NameError: name 't_add' is not defined" in _content(c_second)
+
+
+def _content(body: dict[str, Any]) -> str:
+    (message,) = tool_messages(body)
+    content: str = message["content"]
+    return content
