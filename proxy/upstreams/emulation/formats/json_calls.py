@@ -25,11 +25,12 @@ from ..repairs import (
     stripped_candidates,
     unfence,
 )
-from ..scanning import BodyScanner, QuotedScanner, object_end
+from ..scanning import BodyScanner, Brackets, QuotedScanner, object_end
 from ..toolspecs import ToolSpecs
 from .base import CallText, json_text
 from .pythonic import known_only
 
+FENCE = "```"
 _FENCE_OPEN = re.compile(r"^```[\w+-]*[ \t]*\n")
 
 
@@ -193,3 +194,76 @@ def list_parser(
     decode = known_only(decoder(Shape.LIST), specs)
     envelope = list_envelope(open, close, specs)
     return TaggedParser(specs, decode, [envelope], strict=strict, stops=stops, drop=drop)
+
+
+class ListScanner:
+    """Ends just past a JSON list whose head is `[` then `{` (blanks between): xLAM's bare
+    list, Phi-4-mini's after `functools`; with `fence`, after the code fence's opening line
+    and up to its closing backticks. A body whose head is anything else ends at once, so the
+    text goes back as prose."""
+
+    def __init__(self, *, fence: str = "") -> None:
+        """`fence`: the code fence's backticks the body opens with (kept), or ""."""
+        self._fence = fence
+        self._start: int | None = None
+        self._pos = 0
+        self._brackets = Brackets(quotes='"', opens="{[", closes="}]")
+        self._end: int | None = None
+
+    def scan(self, buf: str) -> tuple[int, str] | None:
+        """(index, marker) where the body ends; None while it may go on."""
+        if self._start is None:
+            head = self._head(buf)
+            if head is None:
+                return None
+            if head < 0:
+                return len(self._fence), ""
+            self._start = self._pos = head
+        if self._end is None:
+            self._end = self._value_end(buf)
+            if self._end is None:
+                return None
+        return self._close(buf, self._end)
+
+    def _head(self, buf: str) -> int | None:
+        """Where the list's `[` is; -1: the head is not a call list's; None: wait."""
+        pos = 0
+        if self._fence:
+            pos = len(self._fence)
+            while pos < len(buf) and (buf[pos].isalnum() or buf[pos] in "_+-"):
+                pos += 1
+            while pos < len(buf) and buf[pos] in " \t":
+                pos += 1
+            if pos == len(buf):
+                return None
+            if buf[pos] != "\n":
+                return -1
+        pos = _past_blanks(buf, pos)
+        if pos == len(buf):
+            return None
+        if buf[pos] != "[":
+            return -1
+        start, pos = pos, _past_blanks(buf, pos + 1)
+        if pos == len(buf):
+            return None
+        return start if buf[pos] == "{" else -1
+
+    def _value_end(self, buf: str) -> int | None:
+        brackets, i, n = self._brackets, self._pos, len(buf)
+        while i < n:
+            if brackets.step(buf[i]):
+                return i + 1
+            i += 1
+        self._pos = i
+        return None
+
+    def _close(self, buf: str, end: int) -> tuple[int, str] | None:
+        if not self._fence:
+            return end, ""
+        after = _past_blanks(buf, end)
+        rest = buf[after:]
+        if rest.startswith(self._fence):
+            return after, self._fence
+        if not rest or self._fence.startswith(rest):
+            return None
+        return end, ""

@@ -20,13 +20,13 @@ from ..call_ids import random_ids
 from ..parser import Envelope, Parser, TaggedParser
 from ..reasoning import ThinkingParser
 from ..repairs import Decoded
-from ..scanning import BodyScanner, Brackets, QuotedScanner, neutralise_tokens
+from ..scanning import BodyScanner, QuotedScanner, neutralise_tokens
 from ..toolspecs import ToolSpecs
 from . import json_calls
 from .base import THINK_TAGS, CallText, catalog_tools, json_text
 from .pythonic import known_only
 
-FENCE = "```"
+FENCE = json_calls.FENCE
 TOKENS = ("[TOOL_CALLS]", "<tool_call>", "</tool_call>", FENCE)
 _FENCED = re.compile(r"```[\w+-]*[ \t]*\n(.*?)\s*(?:```)?", re.DOTALL)
 _PROMPT = """You have access to a set of tools. When using tools, make calls in a single JSON \
@@ -106,85 +106,8 @@ def _tagged(lenient: bool) -> BodyScanner:
 
 
 def _bare(lenient: bool) -> BodyScanner:
-    return ListScanner(fence=False)
+    return json_calls.ListScanner()
 
 
 def _fenced(lenient: bool) -> BodyScanner:
-    return ListScanner(fence=True)
-
-
-class ListScanner:
-    """Ends just past a JSON list whose head is `[` then `{` (blanks between), and (`fence`)
-    after the code fence's opening line and up to its closing backticks. A body whose head is
-    anything else ends at once, so the text goes back as prose."""
-
-    def __init__(self, *, fence: bool) -> None:
-        self._fence = fence
-        self._start: int | None = None
-        self._pos = 0
-        self._brackets = Brackets(quotes='"', opens="{[", closes="}]")
-        self._end: int | None = None
-
-    def scan(self, buf: str) -> tuple[int, str] | None:
-        """(index, marker) where the body ends; None while it may go on."""
-        if self._start is None:
-            head = self._head(buf)
-            if head is None:
-                return None
-            if head < 0:
-                return (len(FENCE) if self._fence else 0), ""
-            self._start = self._pos = head
-        if self._end is None:
-            self._end = self._value_end(buf)
-            if self._end is None:
-                return None
-        return self._close(buf, self._end)
-
-    def _head(self, buf: str) -> int | None:
-        """Where the list's `[` is; -1: the head is not a call list's; None: wait."""
-        pos = 0
-        if self._fence:
-            pos = len(FENCE)
-            while pos < len(buf) and (buf[pos].isalnum() or buf[pos] in "_+-"):
-                pos += 1
-            while pos < len(buf) and buf[pos] in " \t":
-                pos += 1
-            if pos == len(buf):
-                return None
-            if buf[pos] != "\n":
-                return -1
-        pos = _blanks(buf, pos)
-        if pos == len(buf):
-            return None
-        if buf[pos] != "[":
-            return -1
-        start, pos = pos, _blanks(buf, pos + 1)
-        if pos == len(buf):
-            return None
-        return start if buf[pos] == "{" else -1
-
-    def _value_end(self, buf: str) -> int | None:
-        brackets, i, n = self._brackets, self._pos, len(buf)
-        while i < n:
-            if brackets.step(buf[i]):
-                return i + 1
-            i += 1
-        self._pos = i
-        return None
-
-    def _close(self, buf: str, end: int) -> tuple[int, str] | None:
-        if not self._fence:
-            return end, ""
-        after = _blanks(buf, end)
-        rest = buf[after:]
-        if rest.startswith(FENCE):
-            return after, FENCE
-        if not rest or FENCE.startswith(rest):
-            return None
-        return end, ""
-
-
-def _blanks(text: str, pos: int) -> int:
-    while pos < len(text) and text[pos].isspace():
-        pos += 1
-    return pos
+    return json_calls.ListScanner(fence=FENCE)

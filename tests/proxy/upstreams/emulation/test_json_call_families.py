@@ -12,11 +12,12 @@ import pytest
 from proxy.upstreams.emulation.formats.base import EmulationFormat
 from proxy.upstreams.emulation.formats.hunyuan import Hunyuan
 from proxy.upstreams.emulation.formats.jamba import Jamba
+from proxy.upstreams.emulation.formats.phi4_mini import Phi4Mini
 from proxy.upstreams.emulation.formats.xlam import Xlam
 from proxy.upstreams.emulation.parser import Call, Text, run
 from proxy.upstreams.emulation.toolspecs import ToolSpecs
 
-FORMATS: list[EmulationFormat] = [Jamba(), Hunyuan(), Xlam()]
+FORMATS: list[EmulationFormat] = [Jamba(), Hunyuan(), Xlam(), Phi4Mini()]
 SPECS = ToolSpecs.from_tools(
     [
         {"type": "function", "function": {"name": n, "parameters": {"type": "object"}}}
@@ -69,3 +70,12 @@ def test_xlam_prompt_shows_the_array_then_the_tools() -> None:
         'The available tools are:\n\n[\n    {\n        "name": "get_weather",'
         '\n        "description": "Weather."\n    }\n]'
     )
+
+
+def test_phi4_mini_prompt_puts_the_tools_between_its_tool_tokens() -> None:
+    prompt = Phi4Mini().system_prompt(CATALOG, parallel=True)
+    assert prompt.startswith(
+        'You are a helpful assistant with some tools.<|tool|>[{"name": "get_weather", '
+        '"description": "Weather."}]<|/tool|>'
+    )
+    assert 'functools[{"name": "function_name", "arguments": {"argument": "value"}}]' in prompt
