@@ -57,6 +57,33 @@ def value_or_tag_envelope(open: str, close: str, **options: Any) -> Envelope:
     return Envelope(open, close, scanner, **options)
 
 
+def json_or(other: BodyScanner, close: str, *, lenient: bool, reopen: str = "") -> BodyScanner:
+    """A scanner for a body that is JSON or another syntax, decided at its first non-blank
+    character: a JSON value ends at `close` outside strings, anything else where `other` says
+    (LongCat's JSON objects and key/value pairs in the same tags). Lenient, a JSON body also
+    ends at `reopen` (the model forgot to close)."""
+    ends = (reopen,) if lenient and reopen else ()
+    return _FirstCharScanner(QuotedScanner(close, ends=ends), other)
+
+
+class _FirstCharScanner:
+    """Hands the body to `json` when its first non-blank character opens a JSON value, else
+    to `other`."""
+
+    def __init__(self, json: BodyScanner, other: BodyScanner) -> None:
+        self._json, self._other = json, other
+        self._chosen: BodyScanner | None = None
+
+    def scan(self, buf: str) -> tuple[int, str] | None:
+        """(index, marker) where the chosen scanner ends the body; None: not yet."""
+        if self._chosen is None:
+            head = buf.lstrip()
+            if not head:
+                return None
+            self._chosen = self._json if head[0] in "{[" else self._other
+        return self._chosen.scan(buf)
+
+
 class ClosedValueScanner:
     """Ends after the first balanced JSON value: right after it when it is a list; after an
     object, at `close` when that follows (blanks aside), or (lenient) right after the object

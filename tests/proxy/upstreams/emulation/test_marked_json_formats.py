@@ -94,3 +94,13 @@ def test_apertus_writes_the_tool_name_as_the_key() -> None:
     assert (
         text == '<|tools_prefix|>[{"ping": {}}, {"write_file": {"content": "x"}}]<|tools_suffix|>'
     )
+
+
+def test_longcat_reads_key_value_pairs_strictly_too() -> None:
+    text = (
+        "<longcat_tool_call>write_file\n<longcat_arg_key>content</longcat_arg_key>\n"
+        "<longcat_arg_value>a </longcat_tool_call> b</longcat_arg_value>\n</longcat_tool_call>"
+    )
+    for strict in (False, True):
+        events = run(LongCat().parser(ToolSpecs.from_tools([TOOL]), strict=strict), list(text))
+        assert events == [Call("write_file", {"content": "a </longcat_tool_call> b"})]

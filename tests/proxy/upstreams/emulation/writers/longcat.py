@@ -1,6 +1,7 @@
-"""LongCat-Flash (`<longcat_tool_call>{…}</longcat_tool_call>`, `<longcat_think>`), and the
+"""LongCat-Flash (`<longcat_tool_call>{…}</longcat_tool_call>`, `<longcat_think>`), the
 outputs and calls of vLLM's longcat parser tests (test_longcat_tool_parser.py), put on the
-corpus's tools (test_function on set_flags, refresh on ping, get_time as it is)."""
+corpus's tools (test_function on set_flags, refresh on ping, get_time as it is), and the
+key/value pairs LongCat-Flash-Lite writes in the same tags (as mlx-lm's parser reads them)."""
 
 from __future__ import annotations
 
@@ -105,6 +106,93 @@ CASES = [
     ),
 ]
 
+LITE = "LongCat-Flash-Lite outputs; mlx-lm longcat tool parser"
+
+
+def _pairs(name: str, args: dict[str, Any]) -> str:
+    pairs = "".join(
+        f"<longcat_arg_key>{k}</longcat_arg_key>\n<longcat_arg_value>{_raw(v)}</longcat_arg_value>\n"
+        for k, v in args.items()
+    )
+    return f"{OPEN}{name}\n{pairs}{CLOSE}"
+
+
+def _raw(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+
+
+PAIR_CASES = [
+    _case(
+        "pairs_single",
+        _pairs("get_weather", {"city": "Paris"}),
+        [("get_weather", {"city": "Paris"})],
+        source=LITE,
+    ),
+    _case(
+        "pairs_typed_by_schema",
+        _pairs("search", {"query": "007", "filters": {"lang": ["en"]}, "limit": 10}),
+        [("search", {"query": "007", "filters": {"lang": ["en"]}, "limit": 10})],
+        source=LITE,
+    ),
+    _case(
+        "pairs_functions_namespace",
+        _pairs("functions.get_weather", {"city": "Tokyo", "days": 2}),
+        [("get_weather", {"city": "Tokyo", "days": 2})],
+        source="LongCat TypeScript-namespace template outputs",
+    ),
+    _case(
+        "pairs_end_marker_in_value",
+        _pairs("write_file", {"path": "m.txt", "content": f"x {CLOSE} y"}),
+        [("write_file", {"path": "m.txt", "content": f"x {CLOSE} y"})],
+        source=LITE,
+    ),
+    _case(
+        "pairs_prose_then_two_calls",
+        "Checking both.\n" + _pairs("get_weather", {"city": "Paris"}) + "\n" + _pairs("ping", {}),
+        [("get_weather", {"city": "Paris"}), ("ping", {})],
+        "Checking both.",
+        source=LITE,
+    ),
+    _case(
+        "pairs_one_line",
+        f"{OPEN}get_weather<longcat_arg_key>city</longcat_arg_key><longcat_arg_value>Oslo"
+        f"</longcat_arg_value><longcat_arg_key>days</longcat_arg_key><longcat_arg_value>3"
+        f"</longcat_arg_value>{CLOSE}",
+        [("get_weather", {"city": "Oslo", "days": 3})],
+        source=LITE,
+    ),
+    _case(
+        "pairs_think_then_call",
+        "<longcat_think>\nWeather first.\n</longcat_think>\n\n"
+        + _pairs("get_weather", {"city": "Paris"}),
+        [("get_weather", {"city": "Paris"})],
+        reasoning="Weather first.",
+        source=LITE,
+    ),
+    _case(
+        "pairs_truncated_in_value",
+        f"{OPEN}get_weather\n<longcat_arg_key>city</longcat_arg_key>\n<longcat_arg_value>Par",
+        [],
+        None,
+        truncated=True,
+        source=LITE,
+    ),
+    _case(
+        "pairs_key_without_value",
+        f"{OPEN}get_weather\n<longcat_arg_key>city</longcat_arg_key>\nParis\n{CLOSE}",
+        [],
+        None,
+        source=LITE,
+    ),
+    _case(
+        "pairs_unknown_tool",
+        _pairs("delete_everything", {"now": True}),
+        [],
+        None,
+        source=LITE,
+    ),
+]
+
 WRITERS = {
     "longcat": Writer(
         block=block,
@@ -118,6 +206,6 @@ WRITERS = {
         separator="\n",
         result="\n<longcat_tool_response>\npong\n</longcat_tool_response>",
         call_end=f"\n{CLOSE}",
-        extra=CASES,
+        extra=[*CASES, *PAIR_CASES],
     )
 }
