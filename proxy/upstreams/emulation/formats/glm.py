@@ -42,7 +42,7 @@ For each function call, output the function name and arguments within the follow
 format:
 {example}
 {{parallel}}
-If no function is needed, answer normally and do not write <tool_call>.
+If no function is needed, answer normally and do not write {opener}.
 Never write <tool_response> yourself; results will be provided to you."""
 _EXAMPLE = """<tool_call>{function-name}
 <arg_key>{arg-key-1}</arg_key>
@@ -169,10 +169,10 @@ class Pairs:
 GLM = Pairs()
 
 
-def glm_prompt(example: str) -> str:
+def glm_prompt(example: str, opener: str = "<tool_call>") -> str:
     """GLM's tool block around a family's example call (`{catalog}` and `{parallel}` left to
-    fill in): the families trained on GLM's template keep its words."""
-    return _PROMPT.format(example=example.replace("{", "{{").replace("}", "}}"))
+    fill in), `opener` the tag not to write when no call is needed."""
+    return _PROMPT.format(example=example.replace("{", "{{").replace("}", "}}"), opener=opener)
 
 
 Wrap = Callable[[Parser], Parser]
@@ -190,10 +190,14 @@ class PairsFormat:
     """Tags around all the calls of a reply (HY's `<tool_calls>`): written, and dropped when
     read."""
     stops: tuple[str, ...] = ("<tool_response>",)
+    drop: tuple[str, ...] = ()
+    """Markers that carry nothing, removed from text (an end of turn the generic special-token
+    pattern does not know, like K2 Horizon's `<|ifm|im_end|>`)."""
     request_fields: Mapping[str, Any] = field(default_factory=lambda: KEEP_SPECIAL_TOKENS)
     think_tags: tuple[str, str] | None = THINK_TAGS
     reasoning: tuple[tuple[str, str], ...] = (THINK_TAGS,)
-    """Every reasoning block the family opens a reply with (K2 Horizon has three)."""
+    """The reasoning blocks a reply may open with, each ended by its own close (K2 Horizon
+    has three)."""
     wrap: Wrap | None = None
     """Wraps the whole parser (HY: a token suffix taken off before anything is read)."""
     call_ids: CallIds = random_ids
@@ -229,11 +233,12 @@ class PairsFormat:
     def parser(self, specs: ToolSpecs, *, strict: bool) -> Parser:
         """A tagged parser reading the pairs, converted by the tool's schema; a leading
         reasoning block split off first."""
-        drop = self.section or ()
+        drop = (*(self.section or ()), *self.drop)
         reader = self.reader or self.syntax
         parser: Parser = reader.parser(specs, strict=strict, stops=self.stops, drop=drop)
-        for open_, close in self.reasoning:
-            parser = ThinkingParser(parser, open=open_, close=close)
+        if self.reasoning:
+            (open_, close), *also = self.reasoning
+            parser = ThinkingParser(parser, open=open_, close=close, also=also)
         return parser if self.wrap is None else self.wrap(parser)
 
 

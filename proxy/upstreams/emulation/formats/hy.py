@@ -39,6 +39,14 @@ String values are written as they are; numbers, booleans, arrays and objects as 
 If no function is needed, answer directly and do not write <tool_calls>.
 Never write <tool_response> yourself; the results will be given to you."""
 _STOPS = ("<tool_response>", "<tool_responses>")
+_V4_EXAMPLE = (
+    "<tool_calls><tool_call>{function-name}<arg_key>{arg-key-1}</arg_key>"
+    "<arg_value>{arg-value-1}</arg_value>...</tool_call></tool_calls>"
+)
+_V3_EXAMPLE = (
+    "<tool_calls>\n<tool_call>{function-name}<tool_sep>\n<arg_key>{arg-key-1}</arg_key>"
+    "\n<arg_value>{arg-value-1}</arg_value>\n...\n</tool_call>\n</tool_calls>"
+)
 
 
 def _prompt(example: str) -> str:
@@ -46,38 +54,16 @@ def _prompt(example: str) -> str:
 
 
 class Hy(PairsFormat):
-    """HY v4 (the family's name reads v3 too)."""
+    """HY v4 (the family's name, which reads v3 too) or, named `hy-v3`, v3."""
 
-    def __init__(self) -> None:
-        """HY v4's tool block and calls."""
-        example = (
-            "<tool_calls><tool_call>{function-name}<arg_key>{arg-key-1}</arg_key>"
-            "<arg_value>{arg-value-1}</arg_value>...</tool_call></tool_calls>"
-        )
+    def __init__(self, name: str = "hy") -> None:
+        """The version's tool block and calls."""
+        v3 = name == "hy-v3"
         super().__init__(
-            "hy",
-            _prompt(example),
-            syntax=HY_V4,
+            name,
+            _prompt(_V3_EXAMPLE if v3 else _V4_EXAMPLE),
+            syntax=HY_V3 if v3 else HY_V4,
             reader=HY_V3,
-            section=SECTION,
-            stops=_STOPS,
-            wrap=Unsuffixed,
-        )
-
-
-class HyV3(PairsFormat):
-    """HY v3: `<tool_sep>` after the name, a line after each tag."""
-
-    def __init__(self) -> None:
-        """HY v3's tool block and calls."""
-        example = (
-            "<tool_calls>\n<tool_call>{function-name}<tool_sep>\n<arg_key>{arg-key-1}</arg_key>"
-            "\n<arg_value>{arg-value-1}</arg_value>\n...\n</tool_call>\n</tool_calls>"
-        )
-        super().__init__(
-            "hy-v3",
-            _prompt(example),
-            syntax=HY_V3,
             section=SECTION,
             stops=_STOPS,
             wrap=Unsuffixed,
@@ -118,3 +104,11 @@ def _held(buf: str) -> int:
     if tail.group(2) is None:
         return start if any(tag.startswith(name) for tag in TAGS) else len(buf)
     return start if name in TAGS else len(buf)
+
+
+class HyV3(Hy):
+    """HY v3: `<tool_sep>` after the name, a line after each tag."""
+
+    def __init__(self) -> None:
+        """HY v3's tool block and calls."""
+        super().__init__("hy-v3")
