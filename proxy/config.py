@@ -91,6 +91,7 @@ EmulationFormatName = Literal[
     "jamba",
     "hunyuan",
     "xlam",
+    "phi4-mini",
     "longcat",
     "ernie",
     "granite",

@@ -60,6 +60,7 @@ SPECIAL_TOKENS: dict[str, tuple[str, ...]] = {
     "jamba": ("<tool_calls>", "</tool_calls>"),
     "hunyuan": ("<tool_calls>", "</tool_calls>", "<answer>", "</answer>"),
     "xlam": (),
+    "phi4-mini": ("<|tool_call|>", "<|/tool_call|>", "<|end|>"),
     "longcat": ("<longcat_tool_call>", "</longcat_tool_call>"),
     "ernie": (),
     "granite": ("<|tool_call|>", "<|end_of_text|>"),

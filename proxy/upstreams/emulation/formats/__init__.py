@@ -35,6 +35,7 @@ from .mimo import Mimo
 from .minimax import MiniMax, MiniMaxM3
 from .mistral import Mistral
 from .olmo3 import Olmo3
+from .phi4_mini import Phi4Mini
 from .plamo import Plamo
 from .poolside import Poolside
 from .pythonic import Pythonic
@@ -61,6 +62,7 @@ FORMATS: dict[str, EmulationFormat] = {
     "jamba": Jamba(),
     "hunyuan": Hunyuan(),
     "xlam": Xlam(),
+    "phi4-mini": Phi4Mini(),
     "longcat": LongCat(),
     "ernie": Ernie(),
     "granite": Granite(),
