@@ -8,6 +8,7 @@ import json
 from typing import Any
 
 import pytest
+from anthropic import AsyncAnthropic
 
 from testing.upstream import FakeUpstream, Reply
 from tests.e2e.answers import ask, tool_messages, tool_names
@@ -151,3 +152,47 @@ def _content(body: dict[str, Any]) -> str:
     (message,) = tool_messages(body)
     content: str = message["content"]
     return content
+
+
+async def test_the_responses_and_messages_fronts_run_programs_too(
+    make_proxy: Any, upstream: FakeUpstream, stream: bool
+) -> None:
+    code = "import asyncio\nrs = await asyncio.gather(t_add(a=1, b=1), t_add(a=2, b=2))\nprint(rs)"
+    upstream.script(_program(code), Reply.text("four and two"))
+    upstream.script(_program(code), Reply.text("two and four"))
+    async with make_proxy(registry_with(), code_mode=ON) as proxy:
+        responses = await _responses(proxy, stream)
+        messages = await _messages(proxy, stream)
+    assert (responses, messages) == ("four and two", "two and four")
+    assert _result(upstream) == "[2, 4]\n"
+    (third_result,) = tool_messages(upstream.requests[3])
+    assert third_result["content"] == "[2, 4]\n"
+
+
+async def _responses(proxy: Any, stream: bool) -> str:
+    if not stream:
+        response = await proxy.client.responses.create(model="fake-model", input="sum")
+        text: str = response.output_text
+        return text
+    async with proxy.client.responses.stream(model="fake-model", input="sum") as events:
+        async for _ in events:
+            pass
+        final = await events.get_final_response()
+    streamed: str = final.output_text
+    return streamed
+
+
+async def _messages(proxy: Any, stream: bool) -> str:
+    base = proxy.base_url.removesuffix("/v1")
+    request: dict[str, Any] = {
+        "model": "fake-model",
+        "max_tokens": 64,
+        "messages": [{"role": "user", "content": "sum"}],
+    }
+    async with AsyncAnthropic(base_url=base, api_key="-", max_retries=0, timeout=30) as client:
+        if not stream:
+            message = await client.messages.create(**request)
+        else:
+            async with client.messages.stream(**request) as events:
+                message = await events.get_final_message()
+    return "".join(block.text for block in message.content if block.type == "text")
