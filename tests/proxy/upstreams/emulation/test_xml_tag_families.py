@@ -12,6 +12,7 @@ import pytest
 from proxy.upstreams.emulation import Call, ToolSpecs, catalog, run
 from proxy.upstreams.emulation.formats.base import EmulationFormat
 from proxy.upstreams.emulation.formats.mimo import Mimo
+from proxy.upstreams.emulation.formats.minicpm import MiniCpm
 from proxy.upstreams.emulation.formats.minimax import MiniMax, MiniMaxM3
 from proxy.upstreams.emulation.formats.seed_oss import SeedOss
 from proxy.upstreams.emulation.formats.step import CALL_BEGIN, Step, Step3
@@ -23,6 +24,7 @@ FORMATS: dict[str, tuple[EmulationFormat, str]] = {
     "step3": (Step3(), CALL_BEGIN),
     "minimax": (MiniMax(), "<minimax:tool_call>"),
     "minimax-m3": (MiniMaxM3(), "]<]minimax[>[<tool_call>"),
+    "minicpm": (MiniCpm(), '<function name="'),
 }
 """Each format with the marker that opens its calls."""
 UNQUOTABLE = {"minimax-m3"}
