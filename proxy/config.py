@@ -113,6 +113,7 @@ EmulationFormatName = Literal[
     "step3",
     "minimax",
     "minimax-m3",
+    "minicpm",
 ]
 """The names `emulation_format` takes; `proxy.upstreams.emulation` builds one format for each."""
 

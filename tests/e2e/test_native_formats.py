@@ -100,6 +100,7 @@ SPECIAL_TOKENS: dict[str, tuple[str, ...]] = {
         "<\uff5ctool_sep\uff5c>",
     ),
     "minimax": ("<minimax:tool_call>", "</minimax:tool_call>"),
+    "minicpm": (),
 }
 FAMILIES = tuple(SPECIAL_TOKENS)
 FIRST, SECOND = "The user wants the weather; I call the tool.", "The tool says sunny."

@@ -32,6 +32,7 @@ from .ling import Ling
 from .llama import Llama
 from .longcat import LongCat
 from .mimo import Mimo
+from .minicpm import MiniCpm
 from .minimax import MiniMax, MiniMaxM3
 from .mistral import Mistral
 from .olmo3 import Olmo3
@@ -84,6 +85,7 @@ FORMATS: dict[str, EmulationFormat] = {
     "step3": Step3(),
     "minimax": MiniMax(),
     "minimax-m3": MiniMaxM3(),
+    "minicpm": MiniCpm(),
 }
 """Every format by name (formats hold no state: one instance serves every request)."""
 
