@@ -11,13 +11,14 @@ import pytest
 
 from proxy.upstreams.emulation.formats.base import EmulationFormat
 from proxy.upstreams.emulation.formats.hunyuan import Hunyuan
+from proxy.upstreams.emulation.formats.internlm import InternLM
 from proxy.upstreams.emulation.formats.jamba import Jamba
 from proxy.upstreams.emulation.formats.phi4_mini import Phi4Mini
 from proxy.upstreams.emulation.formats.xlam import Xlam
 from proxy.upstreams.emulation.parser import Call, Text, run
 from proxy.upstreams.emulation.toolspecs import ToolSpecs
 
-FORMATS: list[EmulationFormat] = [Jamba(), Hunyuan(), Xlam(), Phi4Mini()]
+FORMATS: list[EmulationFormat] = [Jamba(), Hunyuan(), Xlam(), Phi4Mini(), InternLM()]
 SPECS = ToolSpecs.from_tools(
     [
         {"type": "function", "function": {"name": n, "parameters": {"type": "object"}}}
@@ -79,3 +80,12 @@ def test_phi4_mini_prompt_puts_the_tools_between_its_tool_tokens() -> None:
         '"description": "Weather."}]<|/tool|>'
     )
     assert 'functools[{"name": "function_name", "arguments": {"argument": "value"}}]' in prompt
+
+
+def test_internlm_writes_one_plugin_action_per_call() -> None:
+    text = InternLM().render_calls([("ping", {}), ("get_weather", {"city": "Oslo"})])
+    assert text == (
+        '<|action_start|><|plugin|>\n{"name": "ping", "parameters": {}}<|action_end|>\n'
+        '<|action_start|><|plugin|>\n{"name": "get_weather", "parameters": {"city": "Oslo"}}'
+        "<|action_end|>"
+    )
