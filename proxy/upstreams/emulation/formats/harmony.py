@@ -17,13 +17,14 @@ from __future__ import annotations
 import json
 import logging
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from ..call_ids import random_ids
 from ..parser import Call, Event, Parser, Reasoning, Text
 from ..repairs import Refusal, Repair, load_value
-from ..scanning import QuotedScanner, neutralise_tokens, partial_overlap
+from ..scanning import BodyScanner, QuotedScanner, neutralise_tokens, partial_overlap
 from ..toolspecs import ToolSpecs
 from .base import KEEP_SPECIAL_TOKENS, CallText, catalog_tools
 
@@ -55,6 +56,29 @@ Call a function with a commentary message addressed to it, for example:
 <|message|>{{"city": "Paris"}}<|call|>
 {parallel}
 Results come back as messages from the function; never write them yourself."""
+
+
+@dataclass(frozen=True, slots=True)
+class CallSyntax:
+    """How a call message names its tool and writes its arguments."""
+
+    namespace: str
+    """The recipient's prefix before the tool's name (`functions.`); "" for bare names."""
+    scanner: Callable[[], BodyScanner]
+    """Finds the body's end: `<|call|>`, or the end of a message where the server stripped it."""
+    arguments: Callable[[str, Any, bool, list[Repair]], Any]
+    """(body, the tool's parameters schema, lenient, repairs) -> the arguments, a dict (None or
+    anything else: not a call)."""
+
+
+def _json_arguments(body: str, parameters: Any, lenient: bool, repairs: list[Repair]) -> Any:
+    return load_value(body, lenient, repairs) if body.strip() else {}
+
+
+JSON_CALLS = CallSyntax(
+    "functions.", lambda: QuotedScanner(CALL, ends=(END, RETURN, START)), _json_arguments
+)
+"""gpt-oss: `to=functions.NAME`, JSON arguments."""
 
 
 class Harmony:
@@ -151,14 +175,18 @@ def _type(schema: dict[str, Any], depth: int) -> str:
 class HarmonyParser:
     """Harmony messages routed by channel and recipient; one state machine for both modes."""
 
-    def __init__(self, specs: ToolSpecs, *, strict: bool = False) -> None:
+    def __init__(
+        self, specs: ToolSpecs, *, strict: bool = False, syntax: CallSyntax = JSON_CALLS
+    ) -> None:
+        """`syntax`: how calls are written (gpt-oss's JSON calls unless told)."""
         self.repairs: list[Repair] = []
         self.refusals: list[Refusal] = []
         self._specs, self._lenient = specs, not strict
         self._buf = ""
         self._state = "start"
         self._header = ""
-        self._scanner: QuotedScanner | None = None
+        self._syntax = syntax
+        self._scanner: BodyScanner | None = None
 
     def feed(self, text: str) -> list[Event]:
         """Take more model text; return what can be decided now."""
@@ -220,7 +248,7 @@ class HarmonyParser:
         channel = _CHANNEL.search(header)
         if recipient is not None:
             self._state = "call"
-            self._scanner = QuotedScanner(CALL, ends=(END, RETURN, START))
+            self._scanner = self._syntax.scanner()
         elif channel is not None and channel.group(1) == "analysis":
             self._state = "reasoning"
         else:
@@ -269,10 +297,12 @@ class HarmonyParser:
 
     def _decode(self, recipient: str, body: str) -> Call | Refusal:
         used: list[Repair] = []
-        name = recipient.removeprefix("functions.")
-        if name == recipient and not self._lenient:
+        namespace = self._syntax.namespace
+        name = recipient.removeprefix(namespace or "functions.")
+        if namespace and name == recipient and not self._lenient:
             return Refusal.UNKNOWN_TOOL
-        arguments = load_value(body, self._lenient, used) if body.strip() else {}
+        schema = self._specs.parameters(self._specs.resolve(name, self._lenient, []) or name)
+        arguments = self._syntax.arguments(body, schema, self._lenient, used)
         if not isinstance(arguments, dict):
             return Refusal.INVALID_CALL
         known = self._specs.resolve(name, self._lenient, used)
