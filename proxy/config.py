@@ -114,6 +114,7 @@ EmulationFormatName = Literal[
     "minimax",
     "minimax-m3",
     "minicpm",
+    "k2-horizon",
 ]
 """The names `emulation_format` takes; `proxy.upstreams.emulation` builds one format for each."""
 

@@ -26,6 +26,7 @@ from .hunyuan import Hunyuan
 from .hy import Hy, HyV3
 from .jamba import Jamba
 from .json_envelope import JsonEnvelope
+from .k2_horizon import K2Horizon
 from .kimi import Kimi
 from .lfm2 import Lfm2
 from .ling import Ling
@@ -86,6 +87,7 @@ FORMATS: dict[str, EmulationFormat] = {
     "minimax": MiniMax(),
     "minimax-m3": MiniMaxM3(),
     "minicpm": MiniCpm(),
+    "k2-horizon": K2Horizon(),
 }
 """Every format by name (formats hold no state: one instance serves every request)."""
 
