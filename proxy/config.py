@@ -92,6 +92,7 @@ EmulationFormatName = Literal[
     "hunyuan",
     "xlam",
     "phi4-mini",
+    "internlm",
     "longcat",
     "ernie",
     "granite",

@@ -61,6 +61,7 @@ SPECIAL_TOKENS: dict[str, tuple[str, ...]] = {
     "hunyuan": ("<tool_calls>", "</tool_calls>", "<answer>", "</answer>"),
     "xlam": (),
     "phi4-mini": ("<|tool_call|>", "<|/tool_call|>", "<|end|>"),
+    "internlm": ("<|action_start|>", "<|plugin|>", "<|action_end|>", "<|im_end|>"),
     "longcat": ("<longcat_tool_call>", "</longcat_tool_call>"),
     "ernie": (),
     "granite": ("<|tool_call|>", "<|end_of_text|>"),

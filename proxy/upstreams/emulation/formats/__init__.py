@@ -24,6 +24,7 @@ from .harmony import Harmony
 from .hermes import Hermes
 from .hunyuan import Hunyuan
 from .hy import Hy, HyV3
+from .internlm import InternLM
 from .jamba import Jamba
 from .json_envelope import JsonEnvelope
 from .k2_horizon import K2Horizon
@@ -65,6 +66,7 @@ FORMATS: dict[str, EmulationFormat] = {
     "hunyuan": Hunyuan(),
     "xlam": Xlam(),
     "phi4-mini": Phi4Mini(),
+    "internlm": InternLM(),
     "longcat": LongCat(),
     "ernie": Ernie(),
     "granite": Granite(),
