@@ -116,6 +116,7 @@ EmulationFormatName = Literal[
     "minimax-m3",
     "minicpm",
     "k2-horizon",
+    "beam",
 ]
 """The names `emulation_format` takes; `proxy.upstreams.emulation` builds one format for each."""
 

@@ -103,6 +103,9 @@ SPECIAL_TOKENS: dict[str, tuple[str, ...]] = {
     "minimax": ("<minimax:tool_call>", "</minimax:tool_call>"),
     "minicpm": (),
     "k2-horizon": ("<ifm|tool_calls>", "</ifm|tool_calls>", "<ifm|tool_call>", "</ifm|tool_call>"),
+    "beam": tuple(
+        f"<|{t}|>" for t in ("start", "channel", "message", "constrain", "end", "call", "return")
+    ),
 }
 FAMILIES = tuple(SPECIAL_TOKENS)
 FIRST, SECOND = "The user wants the weather; I call the tool.", "The tool says sunny."

@@ -12,6 +12,7 @@ from typing import get_args
 from ....config import EmulationFormatName
 from .apertus import Apertus
 from .base import EmulationFormat
+from .beam import Beam
 from .cohere import Cohere
 from .deepseek import DeepSeek
 from .dots import Dots
@@ -90,6 +91,7 @@ FORMATS: dict[str, EmulationFormat] = {
     "minimax-m3": MiniMaxM3(),
     "minicpm": MiniCpm(),
     "k2-horizon": K2Horizon(),
+    "beam": Beam(),
 }
 """Every format by name (formats hold no state: one instance serves every request)."""
 
