@@ -105,20 +105,24 @@ knowledge and do not tell the user about function calls
 class Xml:
     """Parameters as raw text between tags, converted by schema."""
 
-    name = "xml"
     call_ids = staticmethod(random_ids)
     stops: tuple[str, ...] = ("<tool_response>",)
     request_fields: Mapping[str, Any] = {}
     think_tags: tuple[str, str] | None = THINK_TAGS
 
+    def __init__(self, name: str = "xml", tags: Tags = QWEN3_CODER, prompt: str = _PROMPT) -> None:
+        """`tags` and `prompt` (with `{catalog}` and `{parallel}`): a family that writes
+        Qwen3-Coder's `<tool_call>` blocks its own way (MiMo's inline values)."""
+        self.name, self._tags, self._prompt = name, tags, prompt
+
     def system_prompt(self, catalog: str, *, parallel: bool) -> str:
         """The Qwen3-Coder tool block."""
-        return _PROMPT.format(catalog=catalog, parallel=parallel_line(parallel, "<tool_call>"))
+        return self._prompt.format(catalog=catalog, parallel=parallel_line(parallel, "<tool_call>"))
 
     def render_calls(self, calls: list[CallText]) -> str:
         """One `<tool_call>` block per call; non-string values as JSON."""
         return "\n".join(
-            f"<tool_call>\n{QWEN3_CODER.render(name, arguments)}\n</tool_call>"
+            f"<tool_call>\n{self._tags.render(name, arguments)}\n</tool_call>"
             for name, arguments in calls
         )
 
@@ -127,9 +131,8 @@ class Xml:
         return response_blocks(results)
 
     def parser(self, specs: ToolSpecs, *, strict: bool) -> Parser:
-        """A tagged parser; lenient also takes a `<function=…>` block with no `<tool_call>`."""
-
-        return tool_call_parser(specs, QWEN3_CODER, strict=strict)
+        """A tagged parser; lenient also takes a function tag with no `<tool_call>`."""
+        return tool_call_parser(specs, self._tags, strict=strict)
 
 
 def tool_call_parser(specs: ToolSpecs, tags: Tags, *, strict: bool) -> Parser:

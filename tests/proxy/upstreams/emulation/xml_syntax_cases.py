@@ -7,6 +7,7 @@ as the filters, precision as the limit)."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 STEP3P5 = "vLLM test_step3p5_tool_parser.py"
@@ -18,6 +19,19 @@ def function(name: str, params: list[tuple[str, str]], *, lines: bool) -> str:
     gap = "\n" if lines else ""
     inner = "".join(f"<parameter={k}>{gap}{v}{gap}</parameter>\n" for k, v in params)
     return f"<function={name}>\n{inner}</function>"
+
+
+def raw(value: Any) -> str:
+    """A value as the model writes it between tags: a string as it is, anything else as JSON."""
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+
+
+def blocks(calls: list[tuple[str, dict[str, Any]]], open: str, close: str, *, lines: bool) -> str:
+    """Each call's function tag in its own `open`…`close` wrapper."""
+    return "\n".join(
+        f"{open}\n{function(n, [(k, raw(v)) for k, v in a.items()], lines=lines)}\n{close}"
+        for n, a in calls
+    )
 
 
 def qwen3_coder_cases(open: str, close: str, *, lines: bool) -> list[dict[str, Any]]:

@@ -4,27 +4,14 @@ the peers' Qwen3-Coder cases with MiMo's inline values."""
 
 from __future__ import annotations
 
-import json
+from dataclasses import replace
 from typing import Any
 
-from tests.proxy.upstreams.emulation.families import BAD, Calls, Writer
-from tests.proxy.upstreams.emulation.xml_syntax_cases import function, qwen3_coder_cases
+from tests.proxy.upstreams.emulation.families import XML
+from tests.proxy.upstreams.emulation.xml_syntax_cases import blocks, qwen3_coder_cases
 
 PEER = "vLLM test_structural_tag_registry.py (test_mimo_strict_compact_xml)"
 SGLANG = "SGLang mimo_detector.py"
-
-
-def _raw(value: Any) -> str:
-    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-
-
-def block(calls: Calls) -> str:
-    """Each call in its own `<tool_call>`, values inline."""
-    return "\n".join(
-        f"<tool_call>\n{function(n, [(k, _raw(v)) for k, v in a.items()], lines=False)}\n"
-        "</tool_call>"
-        for n, a in calls
-    )
 
 
 def _case(tag: str, source: str, text: str, calls: list[Any], content: str | None = "") -> dict:
@@ -76,17 +63,10 @@ MIMO = [
     ),
 ]
 
-WRITER = Writer(
-    block=block,
-    think=lambda t: f"<think>\n{t}\n</think>\n\n",
-    answer=lambda t: t,
-    say=lambda t: t + "\n",
-    eos="<|im_end|>",
-    marker="</tool_call>",
-    broken=f"<tool_call>\n<function=get_weather>\ncity=Paris {BAD}\n</function>\n</tool_call>",
-    separator="\n",
-    result="\n<tool_response>\npong\n</tool_response>",
-    call_end="\n</function>\n</tool_call>",
+WRITER = replace(
+    XML,
+    block=lambda calls: blocks(calls, "<tool_call>", "</tool_call>", lines=False),
     extra=[*MIMO, *qwen3_coder_cases("<tool_call>", "</tool_call>", lines=False)],
 )
+
 WRITERS = {"mimo": WRITER}

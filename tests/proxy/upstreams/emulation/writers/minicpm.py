@@ -6,16 +6,12 @@ left open is not run here."""
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from tests.proxy.upstreams.emulation.families import BAD, Calls, Writer
+from tests.proxy.upstreams.emulation.xml_syntax_cases import raw
 
 VLLM = "vLLM test_minicpm5xml_tool_parser.py"
-
-
-def _raw(value: Any) -> str:
-    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
 
 
 def function(name: str, params: list[tuple[str, str]], space: str = " ") -> str:
@@ -26,7 +22,7 @@ def function(name: str, params: list[tuple[str, str]], space: str = " ") -> str:
 
 def block(calls: Calls) -> str:
     """One function tag per call, each on its own line."""
-    return "\n".join(function(n, [(k, _raw(v)) for k, v in a.items()]) for n, a in calls)
+    return "\n".join(function(n, [(k, raw(v)) for k, v in a.items()]) for n, a in calls)
 
 
 def _case(

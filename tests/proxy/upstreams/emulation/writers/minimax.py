@@ -8,19 +8,15 @@ search and set_flags)."""
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from tests.proxy.upstreams.emulation.families import BAD, Calls, Writer
+from tests.proxy.upstreams.emulation.xml_syntax_cases import raw
 
 OPEN, CLOSE = "<minimax:tool_call>", "</minimax:tool_call>"
 NS = "]<]minimax[>["
 M2 = "vLLM test_minimax_m2_tool_parser.py"
 M3 = "vLLM test_minimax_m3_tool_parser.py"
-
-
-def _raw(value: Any) -> str:
-    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
 
 
 def invoke(name: str, params: list[tuple[str, str]], gap: str = "\n") -> str:
@@ -31,7 +27,7 @@ def invoke(name: str, params: list[tuple[str, str]], gap: str = "\n") -> str:
 
 def block(calls: Calls) -> str:
     """One `<minimax:tool_call>` block, an invoke per call, as M2's template writes them."""
-    invokes = "".join(invoke(n, [(k, _raw(v)) for k, v in a.items()]) + "\n" for n, a in calls)
+    invokes = "".join(invoke(n, [(k, raw(v)) for k, v in a.items()]) + "\n" for n, a in calls)
     return f"{OPEN}\n{invokes}{CLOSE}"
 
 

@@ -3,27 +3,14 @@ peers' Qwen3-Coder cases in Seed's wrapper (vLLM reads Seed-OSS with its Qwen3 g
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
-from tests.proxy.upstreams.emulation.families import BAD, Calls, Writer
+from tests.proxy.upstreams.emulation.families import BAD, Writer
 from tests.proxy.upstreams.emulation.value_cases import XML as XML_VALUES
-from tests.proxy.upstreams.emulation.xml_syntax_cases import function, qwen3_coder_cases
+from tests.proxy.upstreams.emulation.xml_syntax_cases import blocks, qwen3_coder_cases
 
 OPEN, CLOSE = "<seed:tool_call>", "</seed:tool_call>"
 TEMPLATE = "Seed-OSS chat template"
-
-
-def _raw(value: Any) -> str:
-    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-
-
-def block(calls: Calls) -> str:
-    """Each call in its own wrapper, values on lines of their own."""
-    return "\n".join(
-        f"{OPEN}\n{function(n, [(k, _raw(v)) for k, v in a.items()], lines=True)}\n{CLOSE}"
-        for n, a in calls
-    )
 
 
 def _case(tag: str, text: str, calls: list[Any], content: str | None = "", **kw: Any) -> dict:
@@ -64,7 +51,7 @@ SEED = [
 ]
 
 WRITER = Writer(
-    block=block,
+    block=lambda calls: blocks(calls, OPEN, CLOSE, lines=True),
     think=lambda t: f"<seed:think>{t}</seed:think>",
     answer=lambda t: t,
     say=lambda t: t + "\n",

@@ -6,30 +6,17 @@ get_time's timezone on open schemas, run_query on write_file)."""
 
 from __future__ import annotations
 
-import json
+from dataclasses import replace
 from typing import Any
 
-from tests.proxy.upstreams.emulation.families import BAD, Calls, Writer
+from tests.proxy.upstreams.emulation.families import XML
 from tests.proxy.upstreams.emulation.value_cases import XML as XML_VALUES
-from tests.proxy.upstreams.emulation.xml_syntax_cases import function, qwen3_coder_cases
+from tests.proxy.upstreams.emulation.xml_syntax_cases import qwen3_coder_cases
 
 CALLS_BEGIN, CALLS_END = "<\uff5ctool_calls_begin\uff5c>", "<\uff5ctool_calls_end\uff5c>"
 CALL_BEGIN, CALL_END = "<\uff5ctool_call_begin\uff5c>", "<\uff5ctool_call_end\uff5c>"
 SEP = "<\uff5ctool_sep\uff5c>"
 STEP3 = "vLLM test_step3_tool_parser.py"
-
-
-def _raw(value: Any) -> str:
-    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-
-
-def block(calls: Calls) -> str:
-    """Step-3.5: each call in its own `<tool_call>`, values on lines of their own."""
-    return "\n".join(
-        f"<tool_call>\n{function(n, [(k, _raw(v)) for k, v in a.items()], lines=True)}\n"
-        "</tool_call>"
-        for n, a in calls
-    )
 
 
 def invoke(name: str, params: list[tuple[str, str]]) -> str:
@@ -162,21 +149,13 @@ STEP3_CASES = [
     ),
 ]
 
-WRITER = Writer(
-    block=block,
-    think=lambda t: f"<think>\n{t}\n</think>\n",
-    answer=lambda t: t,
-    say=lambda t: t + "\n",
-    eos="<|im_end|>",
-    marker="</tool_call>",
-    broken=f"<tool_call>\n<function=get_weather>\ncity=Paris {BAD}\n</function>\n</tool_call>",
-    separator="\n",
-    result="\n<tool_response>\npong\n</tool_response>",
-    call_end="\n</function>\n</tool_call>",
+WRITER = replace(
+    XML,
     extra=[
         *qwen3_coder_cases("<tool_call>", "</tool_call>", lines=True),
         *XML_VALUES,
         *STEP3_CASES,
     ],
 )
+
 WRITERS = {"step": WRITER}
