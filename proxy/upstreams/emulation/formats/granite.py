@@ -4,9 +4,12 @@
     <tool_call> [{"name": "get_weather", "arguments": {"city": "Paris"}}]         3.1 (text)
     <tool_call>{"name": "get_weather", "arguments": {"city": "Paris"}}</tool_call>  4.0
     <function_call> {"name": "get_weather", "arguments": {"city": "Paris"}}       20B FC
+    <tool_call><function=get_weather><parameter=city>Paris</parameter>…            4.2
 
 A list ends the call by itself (no closing marker), an object ends at `</tool_call>` (Granite
-4) or with its own `}` (20B FC, one call per line); prose may come before and after. Granite
+4) or with its own `}` (20B FC, one call per line); Granite 4.2 writes Qwen3-Coder's function
+tags in `<tool_call>` (read by xml.py, values by the tool's schema). Prose may come before and
+after. Granite
 3.2/3.3 think in a leading `<think>` block and may put the answer in `<response>` tags, which
 carry nothing. The names `granite4` and `granite-20b-fc` prompt and write those versions'
 syntax; every name reads them all. A list cut off by the length limit runs the calls the
@@ -23,13 +26,14 @@ from ..call_ids import random_ids
 from ..parser import Envelope, Parser, TaggedParser
 from ..reasoning import ThinkingParser
 from ..repairs import Decoded
-from ..scanning import neutralise_tokens
+from ..scanning import BodyScanner, neutralise_tokens
 from ..toolspecs import ToolSpecs
 from .base import KEEP_SPECIAL_TOKENS, THINK_TAGS, CallText, catalog_tools, json_text
 from .base import response_blocks as hermes_results
 from .json_calls import Shape, decoder, finished, render_list
-from .marked_json import render_blocks, value_envelope, value_or_tag_envelope
+from .marked_json import ClosedValueScanner, json_or, render_blocks, value_envelope
 from .pythonic import known_only
+from .xml import QWEN3_CODER, decode_functions
 
 TOOL_CALL, TAG_OPEN, TAG_CLOSE = "<|tool_call|>", "<tool_call>", "</tool_call>"
 FUNCTION_CALL = "<function_call>"
@@ -156,20 +160,28 @@ class Granite:
 
 
 def family_parser(specs: ToolSpecs, *, strict: bool) -> Parser:
-    """Every version's envelopes: lists after `<|tool_call|>` or `<tool_call>`, objects in
-    `<tool_call>` tags or after `<function_call>`; a leading `<think>` block is reasoning."""
+    """Every version's envelopes: lists after `<|tool_call|>` or `<tool_call>`, objects or
+    4.2's function tags in `<tool_call>` tags, objects after `<function_call>`; a leading
+    `<think>` block is reasoning."""
+
+    def decode(body: str, lenient: bool) -> Decoded | None:
+        text = body.lstrip()
+        if text.startswith(QWEN3_CODER.function):
+            return decode_functions(body, lenient, specs, QWEN3_CODER)
+        return (_LIST if text.startswith("[") else _OBJECT)(body, lenient)
+
     cut = known_only(finished(), specs)
     envelopes: list[Envelope] = [
         value_envelope(TOOL_CALL, finished=cut),
-        value_or_tag_envelope(TAG_OPEN, TAG_CLOSE, finished=cut),
+        Envelope(TAG_OPEN, TAG_CLOSE, _tag_scanner, finished=cut),
         value_envelope(FUNCTION_CALL),
     ]
     inner = TaggedParser(
-        specs, known_only(_decode, specs), envelopes, strict=strict, stops=STOPS, drop=_DROP
+        specs, known_only(decode, specs), envelopes, strict=strict, stops=STOPS, drop=_DROP
     )
     return ThinkingParser(inner)
 
 
-def _decode(body: str, lenient: bool) -> Decoded | None:
-    """A list of call objects or one call object, whichever the body holds."""
-    return (_LIST if body.lstrip().startswith("[") else _OBJECT)(body, lenient)
+def _tag_scanner(lenient: bool) -> BodyScanner:
+    functions = QWEN3_CODER.scanner(TAG_CLOSE, ends=(TAG_OPEN,))(lenient)
+    return json_or(ClosedValueScanner(TAG_CLOSE, lenient=lenient), functions)

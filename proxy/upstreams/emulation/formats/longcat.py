@@ -29,7 +29,7 @@ from ..call_ids import random_ids
 from ..parser import Envelope, Parser, TaggedParser
 from ..reasoning import ThinkingParser
 from ..repairs import Decoded, Repair
-from ..scanning import BodyScanner, XmlScanner, neutralise_tokens
+from ..scanning import BodyScanner, QuotedScanner, XmlScanner, neutralise_tokens
 from ..toolspecs import ToolSpecs
 from ..values import typed_arguments
 from .base import KEEP_SPECIAL_TOKENS, CallText, catalog_tools
@@ -113,7 +113,7 @@ class LongCat:
 def _scanner(lenient: bool) -> BodyScanner:
     ends = (OPEN,) if lenient else ()
     pairs = XmlScanner(CLOSE, ends=ends, value=(VALUE_OPEN, VALUE_CLOSE))
-    return json_or(pairs, CLOSE, lenient=lenient, reopen=OPEN)
+    return json_or(QuotedScanner(CLOSE, ends=ends), pairs)
 
 
 def _decode(body: str, lenient: bool, specs: ToolSpecs) -> Decoded | None:

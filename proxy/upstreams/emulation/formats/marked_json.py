@@ -47,23 +47,11 @@ def value_envelope(open: str, **options: Any) -> Envelope:
     return Envelope(open, "", lambda lenient: ValueScanner(), **options)
 
 
-def value_or_tag_envelope(open: str, close: str, **options: Any) -> Envelope:
-    """A call after `open` that a list ends by itself and an object ends at `close` (Granite
-    3.1's `<tool_call> […]` and Granite 4's `<tool_call>{…}</tool_call>`)."""
-
-    def scanner(lenient: bool) -> BodyScanner:
-        return ClosedValueScanner(close, lenient=lenient)
-
-    return Envelope(open, close, scanner, **options)
-
-
-def json_or(other: BodyScanner, close: str, *, lenient: bool, reopen: str = "") -> BodyScanner:
+def json_or(json: BodyScanner, other: BodyScanner) -> BodyScanner:
     """A scanner for a body that is JSON or another syntax, decided at its first non-blank
-    character: a JSON value ends at `close` outside strings, anything else where `other` says
-    (LongCat's JSON objects and key/value pairs in the same tags). Lenient, a JSON body also
-    ends at `reopen` (the model forgot to close)."""
-    ends = (reopen,) if lenient and reopen else ()
-    return _FirstCharScanner(QuotedScanner(close, ends=ends), other)
+    character: `json` ends a body opening with `{` or `[`, `other` any other (LongCat's JSON
+    objects and key/value pairs in the same tags, Granite's JSON and 4.2's function tags)."""
+    return _FirstCharScanner(json, other)
 
 
 class _FirstCharScanner:

@@ -1,9 +1,9 @@
 """IBM Granite: 3.x (`<|tool_call|>[…]`), 4.0 (`<tool_call>{…}</tool_call>`) and 20B FC
-(`<function_call> {…}`), one writer per name, and the outputs and calls of vLLM's granite,
-granite4 and granite-20b-fc parser tests (test_granite_tool_parser.py,
-test_granite4_tool_parser.py, test_granite_20b_fc_tool_parser.py), put on the corpus's tools
-(test_function on set_config, refresh and func on ping, find_bbox on search,
-get_stock_price on get_status)."""
+(`<function_call> {…}`), one writer per name; Granite 4.2's function tags in `<tool_call>`;
+and the outputs and calls of vLLM's granite, granite4 and granite-20b-fc parser tests
+(test_granite_tool_parser.py, test_granite4_tool_parser.py,
+test_granite_20b_fc_tool_parser.py), put on the corpus's tools (test_function on set_config,
+refresh and func on ping, find_bbox on search, get_stock_price on get_status)."""
 
 from __future__ import annotations
 
@@ -178,6 +178,67 @@ GRANITE4 = [
     ),
 ]
 
+
+def _functions(name: str, args: dict[str, Any]) -> str:
+    params = "".join(
+        f"<parameter={k}>\n{v if isinstance(v, str) else _json(v)}\n</parameter>\n"
+        for k, v in args.items()
+    )
+    return f"{OPEN}\n<function={name}>\n{params}</function>\n{CLOSE}"
+
+
+G42 = "Granite 4.2 outputs (vLLM granite_thinking parser: Nemotron V3's, Qwen3's XML calls)"
+GRANITE_42 = [
+    _case(
+        "granite42_think_then_call",
+        G42,
+        "<think>\nThe user wants the weather.\n</think>\n"
+        + _functions("get_weather", {"city": "Paris"}),
+        [("get_weather", {"city": "Paris"})],
+        reasoning="The user wants the weather.",
+    ),
+    _case(
+        "granite42_typed_values",
+        G42,
+        _functions("search", {"query": "007", "filters": {"lang": ["en"]}, "limit": 5}),
+        [("search", {"query": "007", "filters": {"lang": ["en"]}, "limit": 5})],
+    ),
+    _case(
+        "granite42_two_blocks",
+        G42,
+        _functions("get_weather", {"city": "Paris", "days": 2}) + "\n" + _functions("ping", {}),
+        [("get_weather", {"city": "Paris", "days": 2}), ("ping", {})],
+    ),
+    _case(
+        "granite42_end_marker_in_value",
+        G42,
+        _functions("write_file", {"path": "m.txt", "content": f"x {CLOSE} [1, 2] y"}),
+        [("write_file", {"path": "m.txt", "content": f"x {CLOSE} [1, 2] y"})],
+    ),
+    _case(
+        "granite42_prose_then_call",
+        G42,
+        "Let me check.\n" + _functions("get_weather", {"city": "Oslo"}),
+        [("get_weather", {"city": "Oslo"})],
+        "Let me check.",
+    ),
+    _case(
+        "granite42_truncated_in_value",
+        G42,
+        f"{OPEN}\n<function=get_weather>\n<parameter=city>\nPar",
+        [],
+        None,
+        truncated=True,
+    ),
+    _case(
+        "granite42_unknown_tool",
+        G42,
+        _functions("delete_everything", {"now": True}),
+        [],
+        None,
+    ),
+]
+
 GRANITE_20B = [
     _case("vllm_20b_single", VLLM20, f"{FUNCTION_CALL} {_json(_items([TOKYO])[0])}", [TOKYO]),
     _case(
@@ -252,7 +313,7 @@ WRITERS = {
         separator="\n",
         result=ROLE_RESULT,
         call_end="",
-        extra=[*GRANITE3, *GRANITE4, *GRANITE_20B],
+        extra=[*GRANITE3, *GRANITE4, *GRANITE_42, *GRANITE_20B],
     ),
     "granite4": Writer(
         block=lambda calls: "\n".join(f"{OPEN}\n{_json(i)}\n{CLOSE}" for i in _items(calls)),
@@ -265,7 +326,7 @@ WRITERS = {
         separator="\n",
         result="\n<tool_response>\npong\n</tool_response>",
         call_end=f"\n{CLOSE}",
-        extra=GRANITE4,
+        extra=[*GRANITE4, *GRANITE_42],
     ),
     "granite-20b-fc": Writer(
         block=lambda calls: "\n".join(f"{FUNCTION_CALL} {_json(i)}" for i in _items(calls)),
