@@ -1,10 +1,13 @@
 """Programs run in the pydantic-monty sandbox (the only module that imports it).
 
 A program is Python the model wrote. It sees no filesystem, network, host modules or host
-objects: only the functions Toolwire hands in, each an `async def` the program awaits. A
-call runs when the program awaits it, so `asyncio.gather` runs several at once and a call
-never awaited never runs. Every limit ends the run with a clear error: wall time (tool time
-included), interpreter time, memory, tool calls, printed bytes.
+objects: only the functions Toolwire hands in, each an `async def` the program awaits. Calls
+start when the program waits (like tasks: `asyncio.gather` runs several at once), and a call
+made but never waited for before the program ends never runs. Every limit ends the run with
+a clear error: wall time (tool time included), interpreter time, memory, tool calls, printed
+bytes. A function that raises `Suspend` waits for an outside answer: once nothing else in the
+program can go on, the run pauses (`Outcome.paused`) and `Sandbox.resume` goes on with it,
+here or in another process.
 
 The sandbox's workers are separate processes. Each run is driven from a thread of the
 sandbox's own (Monty's synchronous client answers a suspension in about 40 us, its asyncio
@@ -24,6 +27,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import pydantic_monty as monty
+
+from .paused import Answer, Paused, Suspend, storable
 
 Function = Callable[[tuple[Any, ...], dict[str, Any]], Awaitable[Any]]
 """A function handed to programs: (positional, keyword arguments) → its value. Raising
@@ -63,6 +68,8 @@ class Outcome:
     """Function calls it awaited."""
     unawaited: tuple[str, ...] = ()
     """Functions it called without awaiting: they did not run."""
+    paused: Paused | None = None
+    """Set when the run waits for outside answers (`Sandbox.resume` goes on)."""
 
 
 class Sandbox:
@@ -89,15 +96,40 @@ class Sandbox:
         self._threads.shutdown(wait=False, cancel_futures=True)
 
     async def run(self, code: str, functions: Mapping[str, Function], limits: Limits) -> Outcome:
-        """Run `code` to its end or its first limit."""
+        """Run `code` to its end, its first limit, or a pause (a function raised `Suspend`
+        and nothing else in the program can go on)."""
+        run = _Run(functions, limits, asyncio.get_running_loop())
+        return await self._drive(run, lambda session: session.feed_start(code, **run.hooks))
+
+    async def resume(
+        self,
+        paused: Paused,
+        answers: Mapping[str, Answer],
+        functions: Mapping[str, Function],
+        limits: Limits,
+    ) -> Outcome:
+        """Go on with a paused run, its waiting calls answered (by token); a waiting call
+        left unanswered fails in the program."""
+        run = _Run(functions, limits, asyncio.get_running_loop(), paused)
+        settled = {
+            call_id: _settled(answers.get(token, Answer(failure=f"{token} was not answered")))
+            for call_id, token in paused.waiting.items()
+        }
+
+        def start(session: Any) -> Any:
+            snapshot = session.load_snapshot(paused.state, **run.hooks)
+            return snapshot.resume(settled)
+
+        return await self._drive(run, start)
+
+    async def _drive(self, run: _Run, start: Callable[[Any], Any]) -> Outcome:
         loop = asyncio.get_running_loop()
-        run = _Run(functions, limits, loop)
-        done = loop.run_in_executor(self._threads, run.drive, self._pool, code)
+        done = loop.run_in_executor(self._threads, run.drive, self._pool, start)
         try:
-            async with asyncio.timeout(limits.wall_s):
+            async with asyncio.timeout(run.limits.wall_s):
                 return await asyncio.shield(done)
         except TimeoutError:
-            return run.outcome(f"TimeoutError: the program ran past its {limits.wall_s:g} s")
+            return run.outcome(f"TimeoutError: the program ran past its {run.limits.wall_s:g} s")
         finally:
             await run.stop()
 
@@ -106,14 +138,22 @@ class _Stopped(Exception):
     """The run was stopped from outside (its wall time, a cancelled turn)."""
 
 
+class _Pause(Exception):
+    """Every call the program awaits waits for an outside answer."""
+
+
 class _Run:
     """One program's run, driven from a sandbox thread."""
 
     def __init__(
-        self, functions: Mapping[str, Function], limits: Limits, loop: asyncio.AbstractEventLoop
+        self,
+        functions: Mapping[str, Function],
+        limits: Limits,
+        loop: asyncio.AbstractEventLoop,
+        paused: Paused | None = None,
     ) -> None:
         self._functions = functions
-        self._limits = limits
+        self._limits = self.limits = limits
         self._loop = loop
         self._context = contextvars.copy_context()
         """The context of the request that runs the program (made on the event loop)."""
@@ -127,17 +167,28 @@ class _Run:
         self._stopped = threading.Event()
         self._batch: asyncio.Task[Any] | None = None
         """The event loop's side of the suspension being answered."""
+        self._outside: dict[int, str] = {}
+        """Awaited calls waiting for an outside answer: sandbox call id → token."""
+        self.hooks = {"print_callback": self._print}
+        if paused is not None:
+            self._printed = [paused.printed] if paused.printed else []
+            self._size = len(paused.printed.encode())
+            self._calls = {k: (n, tuple(a), kw) for k, (n, a, kw) in paused.calls.items()}
+            self._made, self._awaited = paused.made, paused.awaited
 
     # The sandbox thread's side.
 
-    def drive(self, pool: Any, code: str) -> Outcome:
+    def drive(self, pool: Any, start: Callable[[Any], Any]) -> Outcome:
         try:
             with pool.checkout(limits=_resource_limits(self._limits)) as session:
-                snapshot = session.feed_start(code, print_callback=self._print)
+                snapshot = start(session)
                 while not isinstance(snapshot, monty.MontyComplete):
                     if self._size > self._limits.output_bytes:
                         return self.outcome(self._output_error())
-                    snapshot = self._answer(snapshot)
+                    try:
+                        snapshot = self._answer(snapshot)
+                    except _Pause:
+                        return self._paused(snapshot)
         except _Stopped:
             return self.outcome("Stopped: the run was stopped")
         except monty.MontySyntaxError as exc:
@@ -191,10 +242,10 @@ class _Run:
         self._calls[snapshot.call_id] = (name, tuple(snapshot.args), dict(snapshot.kwargs))
         return snapshot.resume({"future": ...})
 
-    def _settle(self, pending: list[int]) -> dict[int, Any]:
+    def _settle(self, pending: list[int]) -> dict[int, Any]:  # raises _Pause
         """Run the awaited calls on the event loop, in the context of the request that runs
         the program (its stats, its trace); their results as soon as one settles."""
-        batch: concurrent.futures.Future[dict[int, Any]] = concurrent.futures.Future()
+        batch: concurrent.futures.Future[dict[int, Any] | None] = concurrent.futures.Future()
 
         def start() -> None:
             task = self._loop.create_task(self._batched(pending), context=self._context.copy())
@@ -202,9 +253,26 @@ class _Run:
 
         self._loop.call_soon_threadsafe(start)
         try:
-            return batch.result()
+            settled = batch.result()
         except concurrent.futures.CancelledError:
             raise _Stopped from None
+        if settled is None:
+            raise _Pause
+        return settled
+
+    def _paused(self, snapshot: Any) -> Outcome:
+        calls = {k: (n, list(a), kw) for k, (n, a, kw) in self._calls.items()}
+        if not storable(calls):
+            return self.outcome("RuntimeError: the program paused holding calls it cannot keep")
+        paused = Paused(
+            snapshot.dump(),
+            dict(self._outside),
+            calls,
+            "".join(self._printed),
+            self._made,
+            self._awaited,
+        )
+        return Outcome(paused.printed, None, self._awaited, paused=paused)
 
     def _output_error(self) -> str:
         return f"OutputLimit: the program printed more than {self._limits.output_bytes} bytes"
@@ -215,7 +283,7 @@ class _Run:
 
     # The event loop's side.
 
-    async def _batched(self, pending: list[int]) -> dict[int, Any]:
+    async def _batched(self, pending: list[int]) -> dict[int, Any] | None:
         if self._stopped.is_set():
             raise asyncio.CancelledError
         self._batch = asyncio.current_task()
@@ -224,42 +292,40 @@ class _Run:
         finally:
             self._batch = None
 
-    async def _run_calls(self, pending: list[int]) -> dict[int, Any]:
-        if len(pending) == 1 and pending[0] in self._calls and not self._running:
-            # One call awaited alone (a plain `await f()`): no task to make and wait on.
-            call_id = pending[0]
-            name, args, kwargs = self._calls.pop(call_id)
-            self._awaited += 1
-            try:
-                return {call_id: {"return_value": await self._functions[name](args, kwargs)}}
-            except ToolFailed as exc:
-                return {call_id: {"exc_type": "RuntimeError", "message": str(exc)}}
+    async def _run_calls(self, pending: list[int]) -> dict[int, Any] | None:
+        """Start the awaited calls not started yet; the results of those that settle first.
+        None: every awaited call waits for an outside answer (the run pauses)."""
         for call_id in pending:
             if call_id in self._calls and call_id not in self._running:
                 name, args, kwargs = self._calls.pop(call_id)
                 self._running[call_id] = asyncio.ensure_future(self._functions[name](args, kwargs))
                 self._awaited += 1
-        waiting = [self._running[i] for i in pending if i in self._running]
-        if waiting and not any(task.done() for task in waiting):
+        while True:
+            settled: dict[int, Any] = {}
+            for call_id in pending:
+                task = self._running.get(call_id)
+                if task is None or not task.done():
+                    continue
+                del self._running[call_id]
+                error = task.exception()
+                if isinstance(error, Suspend):
+                    self._outside[call_id] = error.token
+                elif error is None:
+                    settled[call_id] = {"return_value": task.result()}
+                elif isinstance(error, ToolFailed):
+                    settled[call_id] = {"exc_type": "RuntimeError", "message": str(error)}
+                else:
+                    raise error  # a function's bug: the run fails, as the caller's code would
+            if settled:
+                return settled
+            waiting = [self._running[i] for i in pending if i in self._running]
+            if not waiting:
+                return None
             try:
                 await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
             except asyncio.CancelledError:
                 self._cancel_running()
                 raise
-        settled: dict[int, Any] = {}
-        for call_id in pending:
-            task = self._running.get(call_id)
-            if task is None or not task.done():
-                continue
-            del self._running[call_id]
-            error = task.exception()
-            if error is None:
-                settled[call_id] = {"return_value": task.result()}
-            elif isinstance(error, ToolFailed):
-                settled[call_id] = {"exc_type": "RuntimeError", "message": str(error)}
-            else:
-                raise error  # a function's bug: the run fails, as the caller's code would
-        return settled
 
     def _cancel_running(self) -> None:
         for task in self._running.values():
@@ -276,6 +342,12 @@ class _Run:
         for task in tasks:
             with contextlib.suppress(BaseException):
                 await task
+
+
+def _settled(answer: Answer) -> dict[str, Any]:
+    if answer.failure is not None:
+        return {"exc_type": "RuntimeError", "message": answer.failure}
+    return {"return_value": answer.value}
 
 
 def _copy_outcome(task: asyncio.Task[Any], future: concurrent.futures.Future[Any]) -> None:

@@ -8,9 +8,10 @@ import asyncio
 from collections.abc import AsyncIterator
 from typing import Any
 
+import orjson
 import pytest
 
-from proxy.codemode import Limits, Sandbox, ToolFailed
+from proxy.codemode import Answer, Limits, Paused, Sandbox, Suspend, ToolFailed
 
 LIMITS = Limits(wall_s=10, cpu_s=1, memory_mb=32, tool_calls=5, output_bytes=200)
 
@@ -113,3 +114,41 @@ async def test_wall_time_cuts_a_waiting_call_and_cancels_it(sandbox: Sandbox) ->
     assert f.running == 0
     after = await sandbox.run("print('next')", {}, LIMITS)
     assert after.output == "next\n"
+
+
+async def _asked(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    raise Suspend(f"ask-{kwargs['n']}")
+
+
+async def test_a_run_pauses_on_outside_answers_and_resumes_elsewhere(sandbox: Sandbox) -> None:
+    f = Calls()
+    code = (
+        "import asyncio\n"
+        "print('start', (await f(x=1))['echo']['x'])\n"
+        "later = f(x=9)\n"
+        "a, b, c = await asyncio.gather(ask(n=1), f(x=2), ask(n=2))\n"
+        "print(a, b['echo']['x'], c)\n"
+        "try:\n"
+        "    await ask(n=3)\n"
+        "except RuntimeError as e:\n"
+        "    print('refused:', e)\n"
+        "print((await later)['echo']['x'])\n"
+    )
+    functions = {"f": f, "ask": _asked}
+    limits = Limits(wall_s=10, cpu_s=1, tool_calls=6)
+    out = await sandbox.run(code, functions, limits)
+    assert out.paused is not None and out.error is None
+    assert sorted(out.paused.waiting.values()) == ["ask-1", "ask-2"]
+    # A call made earlier starts when the program next waits, as a task would.
+    assert out.output == "start 1\n" and sorted(c["x"] for c in f.seen) == [1, 2, 9]
+    kept = Paused.from_json(orjson.loads(orjson.dumps(out.paused.to_json())))
+    async with Sandbox(workers=1) as other:  # another replica's sandbox
+        answers = {"ask-1": Answer("yes"), "ask-2": Answer(["ok"])}
+        second = await other.resume(kept, answers, functions, limits)
+        assert second.paused is not None and list(second.paused.waiting.values()) == ["ask-3"]
+        third = await other.resume(
+            second.paused, {"ask-3": Answer(failure="the user refused")}, functions, limits
+        )
+    assert third.paused is None and third.error is None
+    assert third.output == "start 1\nyes 2 ['ok']\nrefused: the user refused\n9\n"
+    assert sorted(c["x"] for c in f.seen) == [1, 2, 9]  # each call ran once
