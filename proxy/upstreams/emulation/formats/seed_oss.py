@@ -10,7 +10,9 @@
 
 The function and parameter tags are Qwen3-Coder's (formats/xml.py reads them, values by the
 tool's schema); only the wrapper, the reasoning block and the turn tokens (`<seed:bos>`,
-`<seed:eos>`) are Seed's, and they are special tokens the server must keep.
+`<seed:eos>`) are Seed's, and they are special tokens the server must keep. Seed 2 names them
+as attributes in the same wrapper (`<function name="get_weather"><parameter name="city"
+string="true">Paris</parameter></function>`): read too, its values by the schema as well.
 """
 
 from __future__ import annotations
@@ -26,12 +28,13 @@ from ..repairs import Decoded
 from ..scanning import neutralise_tokens
 from ..toolspecs import ToolSpecs
 from .base import KEEP_SPECIAL_TOKENS, CallText, catalog_tools, response_blocks
-from .xml import QWEN3_CODER, decode_functions, wrapped_envelopes
+from .xml import QWEN3_CODER, Tags, decode_functions, wrapped_envelopes
 
 OPEN, CLOSE = "<seed:tool_call>", "</seed:tool_call>"
 THINK = ("<seed:think>", "</seed:think>")
 BOS, EOS = "<seed:bos>", "<seed:eos>"
 TOKENS = (OPEN, CLOSE, *THINK, BOS, EOS)
+SEED2 = Tags(function="<function name=", parameter="<parameter name=", lines=False)
 _RESULT_TAGS = ("<tool_response>", "</tool_response>")
 _PROMPT = """You may call one or more functions to assist with the user query.
 
@@ -92,7 +95,8 @@ class SeedOss:
         """Qwen3-Coder's reading inside Seed's wrapper, after a `<seed:think>` block."""
 
         def decode(body: str, lenient: bool) -> Decoded | None:
-            return decode_functions(body, lenient, specs, QWEN3_CODER)
+            tags = SEED2 if body.lstrip().startswith(SEED2.function) else QWEN3_CODER
+            return decode_functions(body, lenient, specs, tags)
 
         inner = TaggedParser(
             specs,

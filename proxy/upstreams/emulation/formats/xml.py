@@ -195,7 +195,7 @@ def _functions(
         end = text.find(">", pos)
         if end < 0:
             return None
-        name = _unquote(text[pos + len(tags.function) : end])
+        name = _name(text[pos + len(tags.function) : end])
         params: dict[str, str] = {}
         pos = _parameters(text, end + 1, params, lenient, repairs, tags)
         if pos < 0 or not name:
@@ -222,7 +222,7 @@ def _parameters(
         end = text.find(">", pos)
         if end < 0:
             return -1
-        key = _unquote(text[pos + len(tags.parameter) : end])
+        key = _name(text[pos + len(tags.parameter) : end])
         close = text.find(tags.parameter_end, end + 1)
         following = text.find(tags.parameter, end + 1) if lenient else -1
         if 0 <= following < close:
@@ -248,11 +248,14 @@ def _skip_space(text: str, pos: int) -> int:
     return pos
 
 
-def _unquote(name: str) -> str:
-    name = name.strip()
-    if len(name) >= 2 and name[0] == name[-1] and name[0] in "\"'":
-        return name[1:-1]
-    return name
+def _name(opener: str) -> str:
+    """The name an opener gives: bare (`get_weather`), or quoted as an attribute's value and
+    maybe followed by other attributes (`"city" string="true"`, Seed 2's typed parameters)."""
+    opener = opener.strip()
+    if opener[:1] in "\"'":
+        end = opener.find(opener[0], 1)
+        return opener[1:end] if end > 0 else opener
+    return opener
 
 
 def _value(value: str, tags: Tags) -> str:

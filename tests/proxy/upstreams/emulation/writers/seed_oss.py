@@ -44,6 +44,16 @@ SEED = [
         "Let me look.",
         reasoning="Need the weather.",
     ),
+    {
+        "tag": "seed2_typed_attribute_parameters",
+        "source": "Doubao Seed 2 outputs (attribute names, string flags)",
+        "text": f'{OPEN}<function name="get_weather"><parameter name="city" string="true">Paris'
+        '</parameter><parameter name="days" string="false">2</parameter></function>'
+        f'<function name="search"><parameter name="query" string="true">007</parameter>'
+        f"</function>{CLOSE}",
+        "calls": [["get_weather", {"city": "Paris", "days": 2}], ["search", {"query": "007"}]],
+        "content": "",
+    },
     *(
         {**case, "text": case["text"].replace("<tool_call>", OPEN).replace("</tool_call>", CLOSE)}
         for case in XML_VALUES
