@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from proxy.upstreams.emulation.formats.base import EmulationFormat
+from proxy.upstreams.emulation.formats.gigachat import GIGACHAT_31, GIGACHAT_35, GigaChat
 from proxy.upstreams.emulation.formats.hunyuan import Hunyuan
 from proxy.upstreams.emulation.formats.internlm import InternLM
 from proxy.upstreams.emulation.formats.jamba import Jamba
@@ -18,7 +19,16 @@ from proxy.upstreams.emulation.formats.xlam import Xlam
 from proxy.upstreams.emulation.parser import Call, Text, run
 from proxy.upstreams.emulation.toolspecs import ToolSpecs
 
-FORMATS: list[EmulationFormat] = [Jamba(), Hunyuan(), Xlam(), Phi4Mini(), InternLM()]
+FORMATS: list[EmulationFormat] = [
+    Jamba(),
+    Hunyuan(),
+    Xlam(),
+    Phi4Mini(),
+    InternLM(),
+    GigaChat(),
+    GIGACHAT_31,
+    GIGACHAT_35,
+]
 SPECS = ToolSpecs.from_tools(
     [
         {"type": "function", "function": {"name": n, "parameters": {"type": "object"}}}
@@ -89,3 +99,18 @@ def test_internlm_writes_one_plugin_action_per_call() -> None:
         '<|action_start|><|plugin|>\n{"name": "get_weather", "parameters": {"city": "Oslo"}}'
         "<|action_end|>"
     )
+
+
+@pytest.mark.parametrize("written", [GigaChat(), GIGACHAT_31, GIGACHAT_35], ids=lambda f: f.name)
+def test_gigachats_family_name_reads_every_versions_history(written: EmulationFormat) -> None:
+    events = run(GigaChat().parser(SPECS, strict=True), [written.render_calls(CALLS)])
+    assert [(e.name, e.arguments) for e in events if isinstance(e, Call)] == CALLS
+
+
+def test_gigachat_versions_write_their_own_syntax() -> None:
+    call: list[tuple[str, Any]] = [("ping", {})]
+    assert GigaChat().render_calls(call) == (
+        '<|message_sep|>\n\nfunction call<|role_sep|>\n{"name": "ping", "arguments": {}}'
+    )
+    assert GIGACHAT_31.render_calls(call) == '<|function_call|>{"name": "ping", "arguments": {}}'
+    assert GIGACHAT_35.render_calls(call).startswith("<\uff5cGCML\uff5ctool_calls>\n")
