@@ -152,7 +152,7 @@ def minimax_parser(specs: ToolSpecs, *, strict: bool) -> Parser:
     ]
     drop = (OPEN, CLOSE, minimax_m3.TOOL_CALL, minimax_m3.TOOL_CALL_END, END)
     inner = TaggedParser(specs, decode, envelopes, strict=strict, stops=(TURN,), drop=drop)
-    return ThinkingParser(inner)
+    return minimax_m3.TightMarkers(ThinkingParser(inner))
 
 
 def _m2_scanner(lenient: bool) -> BodyScanner:

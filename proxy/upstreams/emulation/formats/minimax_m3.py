@@ -13,16 +13,20 @@ named after it: its text is a value (converted by the tool's schema like the oth
 formats'), its child elements an object, or a list when the schema says array or every child
 is an `<item>` (how the template writes list members); a name repeated among siblings
 collects its values in a list. Empty elements are an empty list or object where the schema
-wants one. The markers are plain added tokens: servers keep them.
+wants one. The markers are plain added tokens: servers keep them, though one that puts spaces
+between added tokens leaves blanks between a marker and its tag, which are read past.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from typing import Any
 
+from ..parser import Event, Parser
 from ..repairs import Decoded, Repair
+from ..scanning import partial_overlap
 from ..toolspecs import ToolSpecs
 from ..values import convert, schema_types
 
@@ -31,6 +35,8 @@ TOOL_CALL, TOOL_CALL_END = f"{NS}<tool_call>", f"{NS}</tool_call>"
 INVOKE, INVOKE_END = f"{NS}<invoke name=", f"{NS}</invoke>"
 ITEM = "item"
 _MAX_DEPTH = 64
+_SPACED = re.compile(rf"{re.escape(NS)}\s+(?=<)")
+_SPACED_TAIL = re.compile(rf"{re.escape(NS)}\s*$")
 Element = str | list[tuple[str, "Element"]]
 """An element's text, or its children as (name, element) in order."""
 
@@ -51,6 +57,32 @@ class MarkerScanner:
             return min(hits)
         self._pos = max(self._pos, len(buf) - self._reach)
         return None
+
+
+class TightMarkers:
+    """Feeds `inner` the text with the blanks between a namespace marker and its tag taken
+    out (`]<]minimax[>[ <invoke` is `]<]minimax[>[<invoke`); a marker at the end of a delta
+    is held until what follows it shows."""
+
+    def __init__(self, inner: Parser) -> None:
+        self._inner = inner
+        self.repairs: list[Repair] = inner.repairs
+        self.refusals = inner.refusals
+        self._buf = ""
+
+    def feed(self, text: str) -> list[Event]:
+        """Take more model text; pass on what a later delta cannot change."""
+        self._buf += text
+        tail = _SPACED_TAIL.search(self._buf)
+        cut = tail.start() if tail else len(self._buf) - partial_overlap(self._buf, NS)
+        ready, self._buf = self._buf[:cut], self._buf[cut:]
+        return self._inner.feed(_SPACED.sub(NS, ready)) if ready else []
+
+    def finish(self, *, truncated: bool = False) -> list[Event]:
+        """Pass on what is held, then finish the inner parser."""
+        out = self._inner.feed(_SPACED.sub(NS, self._buf)) if self._buf else []
+        self._buf = ""
+        return out + self._inner.finish(truncated=truncated)
 
 
 def decode(body: str, lenient: bool, specs: ToolSpecs) -> Decoded | None:

@@ -247,6 +247,12 @@ M3_CASES = [
         truncated=True,
     ),
     _case(
+        "m3_blanks_after_markers",
+        "SGLang minimax_m3.py (tag spacing between added tokens)",
+        _m3(ORDER).replace(NS, NS + " ").replace(f"{NS} </tool_call>", f"{NS}\n</tool_call>"),
+        [ORDER_CALL],
+    ),
+    _case(
         "m3_unclosed_element",
         "SGLang minimax_m3.py (malformed)",
         _m3(_m3_invoke("get_weather", f"{NS}<city>Paris")),
