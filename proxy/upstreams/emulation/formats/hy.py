@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import re
 
-from ..parser import Event, Parser
+from ..parser import Parser
+from ..rewriting import Rewritten
 from .glm import Pairs, PairsFormat
 
 SECTION = ("<tool_calls>", "</tool_calls>")
@@ -66,32 +67,14 @@ class Hy(PairsFormat):
             reader=HY_V3,
             section=SECTION,
             stops=_STOPS,
-            wrap=Unsuffixed,
+            wrap=unsuffixed,
         )
 
 
-class Unsuffixed:
+def unsuffixed(inner: Parser) -> Parser:
     """Feeds `inner` the text with HY's token suffixes taken off (`<arg_key:6124c78e>` is
     `<arg_key>`); a tag whose suffix or `>` has not come yet is held until it has."""
-
-    def __init__(self, inner: Parser) -> None:
-        self._inner = inner
-        self.repairs = inner.repairs
-        self.refusals = inner.refusals
-        self._buf = ""
-
-    def feed(self, text: str) -> list[Event]:
-        """Take more model text; pass on what cannot be part of a suffixed tag."""
-        self._buf += text
-        cut = _held(self._buf)
-        ready, self._buf = self._buf[:cut], self._buf[cut:]
-        return self._inner.feed(_SUFFIXED.sub(r"<\1\2>", ready)) if ready else []
-
-    def finish(self, *, truncated: bool = False) -> list[Event]:
-        """Pass on what is held, then finish the inner parser."""
-        out = self._inner.feed(_SUFFIXED.sub(r"<\1\2>", self._buf)) if self._buf else []
-        self._buf = ""
-        return out + self._inner.finish(truncated=truncated)
+    return Rewritten(inner, lambda text: _SUFFIXED.sub(r"<\1\2>", text), _held)
 
 
 def _held(buf: str) -> int:
