@@ -19,6 +19,7 @@ from .dots import Dots
 from .dsml import DeepSeekDsml
 from .ernie import Ernie
 from .gemma import Gemma
+from .gigachat import GIGACHAT_31, GIGACHAT_35, GigaChat
 from .glm import Glm
 from .granite import Granite
 from .harmony import Harmony
@@ -68,6 +69,9 @@ FORMATS: dict[str, EmulationFormat] = {
     "xlam": Xlam(),
     "phi4-mini": Phi4Mini(),
     "internlm": InternLM(),
+    "gigachat": GigaChat(),
+    "gigachat-3.1": GIGACHAT_31,
+    "gigachat-3.5": GIGACHAT_35,
     "longcat": LongCat(),
     "ernie": Ernie(),
     "granite": Granite(),
@@ -100,6 +104,8 @@ VERSIONS: dict[str, str] = {
     "granite4": "granite",
     "granite-20b-fc": "granite",
     "hy-v3": "hy",
+    "gigachat-3.1": "gigachat",
+    "gigachat-3.5": "gigachat",
     "step3": "step",
     "minimax-m3": "minimax",
 }
