@@ -120,6 +120,8 @@ EmulationFormatName = Literal[
     "minicpm",
     "k2-horizon",
     "beam",
+    "iquest",
+    "spark",
 ]
 """The names `emulation_format` takes; `proxy.upstreams.emulation` builds one format for each."""
 

@@ -109,6 +109,8 @@ SPECIAL_TOKENS: dict[str, tuple[str, ...]] = {
     "beam": tuple(
         f"<|{t}|>" for t in ("start", "channel", "message", "constrain", "end", "call", "return")
     ),
+    "iquest": ("<iquest_tool_call>", "</iquest_tool_call>"),
+    "spark": ("<tool_call>", "</tool_call>"),
 }
 FAMILIES = tuple(SPECIAL_TOKENS)
 FIRST, SECOND = "The user wants the weather; I call the tool.", "The tool says sunny."

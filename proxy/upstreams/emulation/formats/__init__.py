@@ -27,6 +27,7 @@ from .hermes import Hermes
 from .hunyuan import Hunyuan
 from .hy import Hy, HyV3
 from .internlm import InternLM
+from .iquest import IQuest
 from .jamba import Jamba
 from .json_envelope import JsonEnvelope
 from .k2_horizon import K2Horizon
@@ -45,6 +46,7 @@ from .plamo import Plamo
 from .poolside import Poolside
 from .pythonic import Pythonic
 from .seed_oss import SeedOss
+from .spark import Spark
 from .step import Step, Step3
 from .xlam import Xlam
 from .xml import Xml
@@ -96,6 +98,8 @@ FORMATS: dict[str, EmulationFormat] = {
     "minicpm": MiniCpm(),
     "k2-horizon": K2Horizon(),
     "beam": Beam(),
+    "iquest": IQuest(),
+    "spark": Spark(),
 }
 """Every format by name (formats hold no state: one instance serves every request)."""
 
