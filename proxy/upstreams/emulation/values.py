@@ -52,7 +52,12 @@ def schema_types(schema: Any) -> frozenset[str]:
 
 
 def convert(
-    value: Any, schema: Any, *, lenient: bool = True, repairs: list[Repair] | None = None
+    value: Any,
+    schema: Any,
+    *,
+    lenient: bool = True,
+    repairs: list[Repair] | None = None,
+    typed: bool = False,
 ) -> Any:
     """The value as the schema's type.
 
@@ -61,11 +66,36 @@ def convert(
     A typed value that fits is kept (a whole `number` as an integer); one that does not, under
     a schema that allows a string, becomes its JSON text (`null` for a string is `"null"`).
     Lenient, objects and arrays may be written as Python literals (a `py_literal` repair).
+    `typed`: the value was written typed (JSON, Gemma's syntax), so a string stays a string
+    where the schema gives no type. An object's members and an array's items are converted in
+    turn (typed) by the schema's `properties` and `items`, where an object or array that misses
+    a string's schema is kept as written.
     """
+    found = _convert(value, schema, lenient, repairs, typed)
+    if not isinstance(schema, Mapping):
+        return found
+    properties, items = schema.get("properties"), schema.get("items")
+    if isinstance(found, dict) and isinstance(properties, Mapping):
+        return {
+            key: convert(item, properties[key], lenient=lenient, repairs=repairs, typed=True)
+            if key in properties
+            else item
+            for key, item in found.items()
+        }
+    if isinstance(found, list) and isinstance(items, Mapping):
+        return [
+            convert(item, items, lenient=lenient, repairs=repairs, typed=True) for item in found
+        ]
+    return found
+
+
+def _convert(
+    value: Any, schema: Any, lenient: bool, repairs: list[Repair] | None, typed: bool
+) -> Any:
     types = schema_types(schema)
     if isinstance(value, str):
         if not types:
-            return _json_or_text(value)
+            return value if typed else _json_or_text(value)
         found = _from_text(value, types, lenient, repairs if repairs is not None else [])
         return value if found is _NOTHING else found
     if not types:
@@ -77,20 +107,25 @@ def convert(
         return value
     if kind == "number" and "integer" in types and _whole(value):
         return int(value)
-    if "string" in types:
+    if "string" in types and not (typed and kind in ("object", "array")):
         return json.dumps(value, ensure_ascii=False)
     return value
 
 
 def typed_arguments(
-    raw: Mapping[str, Any], parameters: Any, lenient: bool, repairs: list[Repair]
+    raw: Mapping[str, Any],
+    parameters: Any,
+    lenient: bool,
+    repairs: list[Repair],
+    *,
+    typed: bool = False,
 ) -> dict[str, Any]:
-    """Each value converted by its property's schema; lenient, a lone wrapper unwrapped (a
-    `wrapper_unwrapped` repair)."""
+    """Each value converted by its property's schema (`typed`: as `convert` takes it); lenient,
+    a lone wrapper unwrapped (a `wrapper_unwrapped` repair)."""
     properties = parameters.get("properties") if isinstance(parameters, Mapping) else None
     properties = properties if isinstance(properties, Mapping) else {}
     arguments = {
-        key: convert(value, properties.get(key), lenient=lenient, repairs=repairs)
+        key: convert(value, properties.get(key), lenient=lenient, repairs=repairs, typed=typed)
         for key, value in raw.items()
     }
     inner = unwrapped(arguments, parameters) if lenient else None

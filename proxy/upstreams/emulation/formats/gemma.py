@@ -24,6 +24,7 @@ from ..reasoning import ThinkingParser
 from ..repairs import Decoded, Repair
 from ..scanning import BodyScanner, XmlScanner, neutralise_tokens
 from ..toolspecs import ToolSpecs
+from ..values import typed_arguments
 from .base import KEEP_SPECIAL_TOKENS, CallText, catalog_tools
 
 QUOTE, ESCAPE = '<|"|>', "<escape>"
@@ -104,9 +105,11 @@ class Gemma:
             Envelope(FG_OPEN, FG_CLOSE, _scanner(FG_CLOSE, ESCAPE)),
         ]
         stops = (RESPONSE_OPEN, "<start_function_response>")
-        inner = TaggedParser(
-            specs, decode, envelopes, strict=strict, stops=stops, drop=("<turn|>",)
-        )
+
+        def typed(body: str, lenient: bool) -> Decoded | None:
+            return decode(body, lenient, specs)
+
+        inner = TaggedParser(specs, typed, envelopes, strict=strict, stops=stops, drop=("<turn|>",))
         return ThinkingParser(inner, open="<|channel>thought", close="<channel|>")
 
 
@@ -152,8 +155,10 @@ def _upper_types(schema: Any) -> Any:
     }
 
 
-def decode(body: str, lenient: bool) -> Decoded | None:
-    """`call:NAME{…}` in Gemma's syntax (`<|"|>` or FunctionGemma's `<escape>` quotes)."""
+def decode(body: str, lenient: bool, specs: ToolSpecs | None = None) -> Decoded | None:
+    """`call:NAME{…}` in Gemma's syntax (`<|"|>` or FunctionGemma's `<escape>` quotes), values
+    converted by the tool's schema in `specs`: Gemma 4 writes them typed, FunctionGemma quotes
+    every one (its text read as JSON where the schema gives no type)."""
     repairs: list[Repair] = []
     head = _HEAD.match(body)
     if head is None:
@@ -167,7 +172,11 @@ def decode(body: str, lenient: bool) -> Decoded | None:
         return None
     if not isinstance(arguments, dict):
         return None
-    return [(head.group(1), arguments)], repairs
+    name = head.group(1)
+    if specs is not None:
+        parameters = specs.parameters(name)
+        arguments = typed_arguments(arguments, parameters, lenient, repairs, typed=quote == QUOTE)
+    return [(name, arguments)], repairs
 
 
 class _Reader:

@@ -96,6 +96,12 @@ class Kimi:
             Envelope(CALL_BEGIN, CALL_END, _scanner),
             Envelope(kimi_k3.CALL_OPEN, kimi_k3.CALL_CLOSE, kimi_k3.scanner),
         ]
+
+        def decode_any(body: str, lenient: bool) -> Decoded | None:
+            if kimi_k3.is_k3(body):
+                return kimi_k3.decode(body, lenient, specs)
+            return decode(body, lenient)
+
         inner = TaggedParser(
             specs,
             decode_any,
@@ -110,13 +116,6 @@ class Kimi:
 def _scanner(lenient: bool) -> BodyScanner:
     # A new call or the section's end outside strings: the model forgot <|tool_call_end|>.
     return QuotedScanner(CALL_END, ends=(CALL_BEGIN, SECTION_END) if lenient else ())
-
-
-def decode_any(body: str, lenient: bool) -> Decoded | None:
-    """A K3 call's body, or K2's."""
-    if kimi_k3.is_k3(body):
-        return kimi_k3.decode(body, lenient)
-    return decode(body, lenient)
 
 
 def decode(body: str, lenient: bool) -> Decoded | None:

@@ -24,6 +24,8 @@ from typing import Any
 from ..parser import Event, Parser
 from ..repairs import Decoded, Repair
 from ..scanning import BodyScanner, XmlScanner, partial_overlap
+from ..toolspecs import ToolSpecs
+from ..values import typed_arguments
 
 OPEN, CLOSE, SEP = "<|open|>", "<|close|>", "<|sep|>"
 THINK_OPEN, THINK_CLOSE = f"{OPEN}think{SEP}", f"{CLOSE}think{SEP}"
@@ -94,8 +96,9 @@ def scanner(lenient: bool) -> BodyScanner:
     return XmlScanner(CALL_CLOSE, ends=ends, value=(ARGUMENT_OPEN, ARGUMENT_CLOSE))
 
 
-def decode(body: str, lenient: bool) -> Decoded | None:
-    """`NAME" index="N"<|sep|>` then the arguments, each typed by its `type`."""
+def decode(body: str, lenient: bool, specs: ToolSpecs | None = None) -> Decoded | None:
+    """`NAME" index="N"<|sep|>` then the arguments, each typed by its `type`, then converted
+    by the tool's schema in `specs` (a number the model typed `string`, an object's members)."""
     head = _HEAD.match(body)
     if head is None:
         return None
@@ -119,4 +122,8 @@ def decode(body: str, lenient: bool) -> Decoded | None:
     if body[pos:].strip():
         return None
     repairs: list[Repair] = []
-    return [(html.unescape(head.group(1)), arguments)], repairs
+    name = html.unescape(head.group(1))
+    if specs is not None:
+        parameters = specs.parameters(name)
+        arguments = typed_arguments(arguments, parameters, lenient, repairs, typed=True)
+    return [(name, arguments)], repairs

@@ -701,6 +701,7 @@ KIMI = Writer(
             "content": "",
         },
         *peer_cases.KIMI,
+        *value_cases.KIMI,
     ],
 )
 
@@ -954,6 +955,7 @@ GEMMA = Writer(
             "content": "",
         },
         *GEMMA_VLLM,
+        *value_cases.GEMMA,
     ],
 )
 

@@ -1,7 +1,7 @@
 """Values converted by the tool's schema: the peers' cases (vLLM 0.33 `tests/tool_parsers/`:
-deepseekv32, qwen3coder, glm4_moe) with their tools renamed to the corpus's own
-(write_native_corpus.TOOLS), for the formats that carry values as text. Added to the families'
-writers in families.py (`extra`); test_values.py replays them with vLLM's own schemas."""
+deepseekv32, qwen3coder, glm4_moe, gemma4, functiongemma; Kimi K3's typed arguments) with their
+tools renamed to the corpus's own (write_native_corpus.TOOLS). Added to the families' writers in
+families.py (`extra`); test_values.py replays them with vLLM's own schemas."""
 
 from __future__ import annotations
 
@@ -148,5 +148,112 @@ GLM = [
         f"{_V32} (test_input_wrapper_repaired), as GLM writes it",
         _glm("get_weather", [("input", '{"city": "Beijing"}')]),
         [["get_weather", {"city": "Beijing"}]],
+    ),
+]
+
+
+# Kimi K3: each argument typed by its `type`, then by the tool's schema.
+_OPEN, _CLOSE, _SEP = "<|open|>", "<|close|>", "<|sep|>"
+
+
+def _k3(name: str, args: list[tuple[str, str, str]]) -> str:
+    inner = "".join(
+        f'{_OPEN}argument key="{k}" type="{t}"{_SEP}{v}{_CLOSE}argument{_SEP}' for k, t, v in args
+    )
+    call = f'{_OPEN}call tool="{name}" index="1"{_SEP}{inner}{_CLOSE}call{_SEP}'
+    return f"{_OPEN}tools{_SEP}{call}{_CLOSE}tools{_SEP}"
+
+
+_K3 = "Kimi K3 XTML values by the tool's schema"
+KIMI = [
+    _case(
+        "k3_string_typed_integer_by_schema",
+        f"{_K3} (an integer the model typed string)",
+        _k3("get_weather", [("city", "string", "Paris"), ("days", "string", "3")]),
+        [["get_weather", {"city": "Paris", "days": 3}]],
+    ),
+    _case(
+        "k3_number_for_a_string_by_schema",
+        f"{_K3} (a number where the schema wants a string)",
+        _k3("search", [("query", "number", "7"), ("limit", "number", "5.0")]),
+        [["search", {"query": "7", "limit": 5}]],
+    ),
+    _case(
+        "k3_array_items_by_schema",
+        f"{_K3} (an array's items by the schema's items)",
+        _k3("set_flags", [("tags", "array", "[1, 2]"), ("enabled", "string", "true")]),
+        [["set_flags", {"tags": ["1", "2"], "enabled": True}]],
+    ),
+]
+
+
+# Gemma 4 (typed values) and FunctionGemma (every value quoted), by the tool's schema.
+Q = '<|"|>'
+
+
+def _gemma(body: str) -> str:
+    return f"<|tool_call>call:{body}<tool_call|>"
+
+
+def _fg(body: str) -> str:
+    return f"<start_function_call>call:{body}<end_function_call>"
+
+
+_GEMMA = "vLLM gemma4 parser tests (values as strings, converted by schema at the engine layer)"
+_FG = "vLLM functiongemma parser tests (TestParseArguments)"
+GEMMA = [
+    _case(
+        "gemma_quoted_integer_by_schema",
+        _GEMMA,
+        _gemma(f"get_weather{{city:{Q}Paris{Q},days:{Q}2{Q}}}"),
+        [["get_weather", {"city": "Paris", "days": 2}]],
+    ),
+    _case(
+        "gemma_number_for_a_string_by_schema",
+        _GEMMA,
+        _gemma("search{query:42,limit:3.0}"),
+        [["search", {"query": "42", "limit": 3}]],
+    ),
+    _case(
+        "gemma_array_items_by_schema",
+        f"{_GEMMA} (test_bare_values)",
+        _gemma(f"set_flags{{tags:[42,true,{Q}x{Q}],ratio:{Q}0.5{Q}}}"),
+        [["set_flags", {"tags": ["42", "true", "x"], "ratio": 0.5}]],
+    ),
+    _case(
+        "gemma_quoted_keys",
+        "vLLM gemma4 parser tests (test_delimited_keys_stripped)",
+        _gemma(f"search{{{Q}query{Q}:{Q}Alice{Q},filters:{{{Q}inner{Q}:{Q}val{Q}}},limit:42}}"),
+        [["search", {"query": "Alice", "filters": {"inner": "val"}, "limit": 42}]],
+    ),
+    _case(
+        "gemma_bracket_inside_array_string",
+        "vLLM gemma4 parser tests (test_string_element_with_closing_bracket)",
+        _gemma(f"set_flags{{tags:[{Q}a]b{Q},{Q}c{Q}]}}"),
+        [["set_flags", {"tags": ["a]b", "c"]}]],
+    ),
+    _case(
+        "functiongemma_integer_by_schema",
+        f"{_FG} (test_numeric_argument)",
+        _fg("get_weather{city:<escape>Tokyo<escape>,days:<escape>42<escape>}"),
+        [["get_weather", {"city": "Tokyo", "days": 42}]],
+    ),
+    _case(
+        "functiongemma_boolean_by_schema",
+        f"{_FG} (test_boolean_argument)",
+        _fg("set_flags{enabled:<escape>true<escape>}"),
+        [["set_flags", {"enabled": True}]],
+    ),
+    _case(
+        "functiongemma_value_with_spaces",
+        f"{_FG} (test_argument_with_spaces)",
+        _fg("write_file{content:<escape>Hello World<escape>}"),
+        [["write_file", {"content": "Hello World"}]],
+    ),
+    _case(
+        "functiongemma_json_text_without_schema",
+        f"{_FG} (test_numeric_argument: no schema, the text read as JSON)",
+        _fg("set_config{count:<escape>42<escape>,name:<escape>Tokyo<escape>}"),
+        [["set_config", {"count": 42, "name": "Tokyo"}]],
     ),
 ]
