@@ -122,6 +122,7 @@ EmulationFormatName = Literal[
     "beam",
     "iquest",
     "spark",
+    "inkling",
 ]
 """The names `emulation_format` takes; `proxy.upstreams.emulation` builds one format for each."""
 

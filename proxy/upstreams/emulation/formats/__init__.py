@@ -26,6 +26,7 @@ from .harmony import Harmony
 from .hermes import Hermes
 from .hunyuan import Hunyuan
 from .hy import Hy, HyV3
+from .inkling import Inkling
 from .internlm import InternLM
 from .iquest import IQuest
 from .jamba import Jamba
@@ -100,6 +101,7 @@ FORMATS: dict[str, EmulationFormat] = {
     "beam": Beam(),
     "iquest": IQuest(),
     "spark": Spark(),
+    "inkling": Inkling(),
 }
 """Every format by name (formats hold no state: one instance serves every request)."""
 
