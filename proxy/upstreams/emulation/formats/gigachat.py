@@ -81,21 +81,14 @@ def _calls_31(calls: list[CallText]) -> str:
 
 
 def _calls_35(calls: list[CallText]) -> str:
-    invokes = []
-    for name, arguments in calls:
-        params = arguments if isinstance(arguments, dict) else {"arguments": arguments}
-        lines = "".join(f"{_parameter(key, value)}\n" for key, value in params.items())
-        invokes.append(f'{INVOKE}{name}">\n{lines}{INVOKE_END}\n')
-    return f"{CALLS_BEGIN}\n{''.join(invokes)}{CALLS_END}"
+    # DSML's invokes with GCML's token and block name: the same syntax, values written alike.
+    text = _DSML.render_calls(calls)
+    text = text.replace(dsml.CALLS_BEGIN, dsml.BLOCK_BEGIN).replace(dsml.CALLS_END, dsml.BLOCK_END)
+    return text.replace(dsml.DSML, GCML)
 
 
 def _object(name: str, arguments: Any) -> str:
     return json_text({"name": name, "arguments": arguments}, TOKENS)
-
-
-def _parameter(key: str, value: Any) -> str:
-    text, flag = (value, "true") if isinstance(value, str) else (json_text(value, TOKENS), "false")
-    return f'{PARAMETER}name="{key}" string="{flag}">{text}{PARAMETER_END}'
 
 
 @dataclass
@@ -163,5 +156,6 @@ def _invoke(lenient: bool) -> BodyScanner:
     return XmlScanner(INVOKE_END, ends=ends, value=(PARAMETER, PARAMETER_END))
 
 
+_DSML = dsml.DeepSeekDsml()
 GIGACHAT_31 = GigaChat("gigachat-3.1", _HOW_31, _calls_31)
 GIGACHAT_35 = GigaChat("gigachat-3.5", _HOW_35, _calls_35)

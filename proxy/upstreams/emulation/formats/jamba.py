@@ -53,12 +53,9 @@ class Jamba:
         tools = "\n\n".join(
             json_text(tool["function"], TOKENS, indent=2) for tool in catalog_tools(catalog)
         )
-        line = (
-            "You may put several calls in the list."
-            if parallel
-            else "Put at most one call in the list."
+        return _PROMPT.format(
+            tools=tools, open=OPEN, close=CLOSE, parallel=json_calls.list_line(parallel)
         )
-        return _PROMPT.format(tools=tools, open=OPEN, close=CLOSE, parallel=line)
 
     def render_calls(self, calls: list[CallText]) -> str:
         """One `<tool_calls>` list holding every call."""

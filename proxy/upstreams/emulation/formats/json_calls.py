@@ -163,6 +163,13 @@ def _own_keys(item: Any, keys: Mapping[str, str]) -> Any:
     return {renamed.get(k, k): v for k, v in item.items()}
 
 
+def list_line(parallel: bool, container: str = "list") -> str:
+    """The sentence that allows several calls in the one list of a reply, or forbids them."""
+    if parallel:
+        return f"You may put several calls in the {container}."
+    return f"Put at most one call in the {container}."
+
+
 def render_list(calls: list[CallText], tokens: tuple[str, ...], key: str = "arguments") -> str:
     """The calls as one JSON list of `{"name": …, key: …}` objects, markers escaped."""
     return json_text([{"name": name, key: arguments} for name, arguments in calls], tokens)

@@ -49,12 +49,7 @@ class Phi4Mini:
     def system_prompt(self, catalog: str, *, parallel: bool) -> str:
         """The tools as a JSON array between `<|tool|>` tokens, then how to call."""
         tools = json_text([t["function"] for t in catalog_tools(catalog)], TOKENS)
-        line = (
-            "You may put several calls in the list."
-            if parallel
-            else "Put at most one call in the list."
-        )
-        return _PROMPT.format(tools=tools, parallel=line)
+        return _PROMPT.format(tools=tools, parallel=json_calls.list_line(parallel))
 
     def render_calls(self, calls: list[CallText]) -> str:
         """`functools` and the JSON list."""

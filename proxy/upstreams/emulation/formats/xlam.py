@@ -57,12 +57,7 @@ class Xlam:
     def system_prompt(self, catalog: str, *, parallel: bool) -> str:
         """xLAM-2's instructions, then the tools as one indented JSON array."""
         tools = json_text([t["function"] for t in catalog_tools(catalog)], TOKENS, indent=4)
-        line = (
-            "You may put several calls in the array."
-            if parallel
-            else "Put at most one call in the array."
-        )
-        return _PROMPT.format(tools=tools, parallel=line)
+        return _PROMPT.format(tools=tools, parallel=json_calls.list_line(parallel, "array"))
 
     def render_calls(self, calls: list[CallText]) -> str:
         """The bare JSON list."""

@@ -10,19 +10,12 @@ from __future__ import annotations
 from typing import Any
 
 from tests.proxy.upstreams.emulation.families import BAD, Writer
+from tests.proxy.upstreams.emulation.vllm_common_cases import REGISTER_USER
 from tests.proxy.upstreams.emulation.writers.jamba import CLOSE, OPEN, block
 
 VLLM = "vLLM tests/tool_parsers/test_hunyuan_a13b_tool_parser.py"
 MODEL = "Hunyuan-A13B agent guide (its template's output)"
 SF = {"city": "San Francisco", "metric": "celsius"}
-USER = {
-    "name": "John Doe",
-    "age": 37,
-    "address": {"city": "San Francisco", "state": "CA"},
-    "role": None,
-    "passed_test": True,
-    "aliases": ["John", "Johnny"],
-}
 NESTED = {"level1": {"level2": {"level3": {"value": 123}}}}
 
 
@@ -49,7 +42,7 @@ CASES = [
         '"celsius"}}, {"name": "set_config", "arguments": {"name": "John Doe", "age": 37, '
         '"address": {"city": "San Francisco", "state": "CA"}, "role": null, "passed_test": true, '
         '"aliases": ["John", "Johnny"]}}]</tool_calls>',
-        [("get_weather", SF), ("set_config", USER)],
+        [("get_weather", SF), ("set_config", REGISTER_USER)],
     ),
     _case(
         "vllm_content_before",

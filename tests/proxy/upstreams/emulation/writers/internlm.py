@@ -9,28 +9,11 @@ import json
 from typing import Any
 
 from tests.proxy.upstreams.emulation.families import BAD, Calls, Writer
+from tests.proxy.upstreams.emulation.vllm_common_cases import ESCAPED, PLAIN, TOKYO, TYPES
 
 VLLM = "vLLM tests/tool_parsers/test_internlm2_tool_parser.py"
 SGLANG = "SGLang internlm_detector.py"
 START, PLUGIN, END = "<|action_start|>", "<|plugin|>", "<|action_end|>"
-TYPES = {
-    "string_field": "hello",
-    "int_field": 42,
-    "float_field": 3.14,
-    "bool_field": True,
-    "null_field": None,
-    "array_field": ["a", "b", "c"],
-    "object_field": {"nested": "value"},
-    "empty_array": [],
-    "empty_object": {},
-}
-ESCAPED = {
-    "quoted": 'He said "hello"',
-    "path": "C:\\Users\\file.txt",
-    "newline": "line1\nline2",
-    "unicode": "emoji: 🎉",
-}
-TOKYO = ("get_weather", {"city": "Tokyo"})
 
 
 def _action(name: str, arguments: Any, *, key: str = "parameters", head: str = "\n") -> str:
@@ -56,9 +39,9 @@ def _case(tag: str, text: str, calls: list[Any], content: str | None = "", **kw:
 CASES = [
     _case(
         "vllm_no_tool_calls",
-        "This is a regular response without any tool calls.",
+        PLAIN,
         [],
-        "This is a regular response without any tool calls.",
+        PLAIN,
     ),
     _case("vllm_single", _action(*TOKYO, head=""), [TOKYO]),
     _case("vllm_various_data_types", _pretty("set_config", TYPES), [("set_config", TYPES)]),

@@ -8,26 +8,10 @@ import json
 from typing import Any
 
 from tests.proxy.upstreams.emulation.families import BAD, Calls, Writer
+from tests.proxy.upstreams.emulation.vllm_common_cases import ESCAPED, PLAIN, TOKYO, TYPES
 
 VLLM = "vLLM tests/tool_parsers/test_phi4mini_tool_parser.py"
 MARKER = "functools"
-TYPES = {
-    "string_field": "hello",
-    "int_field": 42,
-    "float_field": 3.14,
-    "bool_field": True,
-    "null_field": None,
-    "array_field": ["a", "b", "c"],
-    "object_field": {"nested": "value"},
-    "empty_array": [],
-    "empty_object": {},
-}
-ESCAPED = {
-    "quoted": 'He said "hello"',
-    "path": "C:\\Users\\file.txt",
-    "newline": "line1\nline2",
-    "unicode": "emoji: 🎉",
-}
 
 
 def block(calls: Calls) -> str:
@@ -46,13 +30,12 @@ def _case(tag: str, text: str, calls: list[Any], content: str | None = "", **kw:
     return {"tag": tag, "source": source, "text": text, "calls": calls, "content": content, **kw}
 
 
-TOKYO = ("get_weather", {"city": "Tokyo"})
 CASES = [
     _case(
         "vllm_no_tool_calls",
-        "This is a regular response without any tool calls.",
+        PLAIN,
         [],
-        "This is a regular response without any tool calls.",
+        PLAIN,
     ),
     _case(
         "vllm_single",
