@@ -15,12 +15,13 @@ from policies import Admission, Gate, GateDecision, LoopGuard, LoopLimits
 from registry import ToolCall, ToolResult
 
 from ..approvals.flow import USED_APPROVAL, ApprovalFlow, apply_answers
+from . import pauses
 from .assembler import Answer, Assembler, Usage, assistant_message
 from .catalog import SEARCH_CHAT_TOOL
 from .continuations import AFTER_RESULTS, TurnStore, owned, restore
 from .controls import Controls
 from .events import Finished, LoopEvent, ToolsFinished, ToolsStarted
-from .programs import RUN_CODE, Programs
+from .programs import RUN_CODE, ProgramPause, Programs, Ran
 from .record import Turn
 from .search import run_search
 from .triage import Round, Triage
@@ -42,6 +43,11 @@ class _State:
     """Schemas of deferred tools that `tool_search` found, by wire name."""
     answer: Answer | None = None
     """The latest upstream answer, set by `_ask`."""
+    pauses: list[ProgramPause] = field(default_factory=list)
+    """Programs of this round waiting for the client's answers."""
+    failed: set[str] = field(default_factory=set)
+    """Ids of the calls the client answered whose outcome is an error (a refused approval,
+    an approved call that failed): a paused program raises them."""
 
 
 class ToolLoop:
@@ -84,6 +90,10 @@ class ToolLoop:
         )
         async for event in self._resume_approved(turn, state):
             yield event
+        paused_again = await self._resume_programs(turn, state)
+        if paused_again is not None:
+            yield paused_again
+            return
         while True:
             state.guard.begin_iteration()
             async for event in self._ask(turn, state, with_tools=True):
@@ -104,7 +114,8 @@ class ToolLoop:
             results: dict[str, ToolResult] = {}
             async for event in self._answer_calls(turn, state, calls, results):
                 yield event
-            ordered = [results[c.id] for c in calls.answered_here]
+            paused = {pause.call.id for pause in state.pauses}
+            ordered = [results[c.id] for c in calls.answered_here if c.id not in paused]
             handed_back = await self._settle(turn, state, answer.content, calls, ordered)
             if handed_back is not None:
                 yield handed_back
@@ -135,8 +146,27 @@ class ToolLoop:
             ran = [results[call.id] for call in approved]
             yield ToolsFinished(approved, tuple(ran))
             await approvals.remember([results[a.call.id] for a in admitted], owner=owner)
+            state.failed.update(r.call_id for r in ran if r.is_error)
+            refused = set(resolution.answers)
             resolution.answers.update((r.call_id, r.content) for r in ran)
+            state.failed.update(refused)
+        else:
+            state.failed.update(resolution.answers)
         state.history = apply_answers(state.history, resolution.answers)
+
+    async def _resume_programs(self, turn: Turn, state: _State) -> Finished | None:
+        """Give paused programs the client's answers; the calls of those that pause again
+        go back to the client at once."""
+        if self._programs is None:
+            return None
+        resumed = await pauses.resume(
+            self._turns, self._programs, turn, state.history, state.failed
+        )
+        state.history = resumed.history
+        if not resumed.pauses:
+            return None
+        state.pauses = resumed.pauses
+        return await self._hand_back(turn, state, Round(), [])
 
     async def _settle(
         self, turn: Turn, state: _State, content: str, calls: Round, results: list[ToolResult]
@@ -145,7 +175,7 @@ class ToolLoop:
         replies, attached = _tool_messages(results)
         provider = state.answer.provider if state.answer is not None else None
         messages = [assistant_message(content, calls.ordered, provider), *replies]
-        if calls.handed_back:
+        if calls.handed_back or state.pauses:
             kept = [*state.added, *messages]
             if attached is not None:
                 kept.append({**attached, AFTER_RESULTS: True})
@@ -156,13 +186,17 @@ class ToolLoop:
     async def _hand_back(
         self, turn: Turn, state: _State, calls: Round, hidden: list[Message]
     ) -> Finished:
-        """End the turn with the calls the client must answer; keep the rest for its return."""
-        returned = calls.handed_back
+        """End the turn with the calls the client must answer (paused programs' included);
+        keep the rest for its return."""
+        returned = [*calls.handed_back, *(c for p in state.pauses for c in p.handed_back)]
+        asks = [*calls.asks, *(ask for p in state.pauses for ask in p.asks)]
         for call in returned:
             await self._turns.put(owned(turn.owner, call.id), hidden)
+        for pause in state.pauses:
+            await pauses.keep(self._turns, turn.owner, pause)
         approvals = (
-            await self._approvals.request(calls.asks, turn.body["messages"], owner=turn.owner)
-            if calls.asks
+            await self._approvals.request(asks, turn.body["messages"], owner=turn.owner)
+            if asks
             else ()
         )
         return Finished("tool_calls", state.usage, tuple(returned), approvals=tuple(approvals))
@@ -240,11 +274,15 @@ class ToolLoop:
             return
         yield ToolsStarted(answered)
         for call in programs:
-            results[call.id] = await self._run_program(turn, state, call)
+            ran = await self._run_program(turn, state, call)
+            if isinstance(ran, ProgramPause):
+                state.pauses.append(ran)
+                ran = ran.placeholder()
+            results[call.id] = ran
         await self._execute(turn, state, admitted, results)
         yield ToolsFinished(answered, tuple(results[c.id] for c in answered))
 
-    async def _run_program(self, turn: Turn, state: _State, call: ToolCall) -> ToolResult:
+    async def _run_program(self, turn: Turn, state: _State, call: ToolCall) -> Ran:
         """One `run_code` call, within the turn's time budget."""
         assert self._programs is not None
         try:

@@ -18,10 +18,21 @@ from typing import Any
 
 import orjson
 
-from policies import Gate, GateDecision
+from policies import Gate, GateDecision, new_call_id
 from registry import Tool, ToolCall, ToolResult, ToolSpec
 
-from ..codemode import Function, Limits, Outcome, Sandbox, Stub, ToolFailed, stubs
+from ..codemode import (
+    Answer,
+    Function,
+    Limits,
+    Outcome,
+    Paused,
+    Sandbox,
+    Stub,
+    Suspend,
+    ToolFailed,
+    stubs,
+)
 from ..config import CodeModeConfig
 from .catalog import Toolset, chat_tool
 from .record import Turn
@@ -58,6 +69,34 @@ class ProgramTools:
     """The code-mode tools by their Python name."""
     denied: Mapping[str, Stub]
     """Tools the policy denies, not listed: a program's call of one gets the denial."""
+
+
+@dataclass(frozen=True, slots=True)
+class ProgramPause:
+    """A program waiting on calls the client answers: approvals of its `ask` calls, and its
+    calls of the client's own tools."""
+
+    call: ToolCall
+    """The `run_code` call."""
+    handed_back: tuple[ToolCall, ...]
+    """The calls the client gets, under proxy-issued ids."""
+    asks: tuple[tuple[Tool, ToolCall, str], ...]
+    """Those awaiting approval: (tool, call, the reason to ask)."""
+    record: dict[str, Any]
+    """What to keep until the answers come (JSON): the run, where its ids stand."""
+
+    @property
+    def waiting(self) -> list[str]:
+        return [call.id for call in self.handed_back]
+
+    def placeholder(self) -> ToolResult:
+        """What the turn's events say of the `run_code` call meanwhile (never sent upstream)."""
+        names = ", ".join(call.name for call in self.handed_back)
+        return ToolResult(self.call.id, f"(the program waits for the client's answers: {names})")
+
+
+Ran = ToolResult | ProgramPause
+"""How a `run_code` call ends this request: its result, or a pause."""
 
 
 class Programs:
@@ -132,20 +171,33 @@ class Programs:
             return False
         return not self._tags or bool(self._tags & tool.metadata.tags)
 
-    async def run(self, turn: Turn, call: ToolCall) -> ToolResult:
-        """Run one `run_code` call; its result is what the program printed, or the error that
-        stopped it."""
+    async def run(self, turn: Turn, call: ToolCall) -> Ran:
+        """Run one `run_code` call: its result is what the program printed, or the error that
+        stopped it; or it pauses on calls the client answers."""
         code = _code(call)
         if code is None:
             return ToolResult.error(
                 call.id, "invalid_arguments", "code: a non-empty string is required"
             )
-        view = self.tools(turn.toolset)
+        inner = _Inner(self._gate, turn, call, self.tools(turn.toolset))
         sandbox = await self._started()
-        outcome = await sandbox.run(
-            code, _Inner(self._gate, turn, call, view).functions(), self._limits
-        )
-        return _result(call.id, outcome)
+        outcome = await sandbox.run(code, inner.functions(), self._limits)
+        return inner.ended(outcome)
+
+    async def resume(
+        self, turn: Turn, record: dict[str, Any], answers: Mapping[str, Answer]
+    ) -> Ran:
+        """Go on with a paused program (its `record`), the answers to its waiting calls by
+        call id (a call left unanswered fails in the program)."""
+        call = ToolCall(str(record["call"]), RUN_CODE, "")
+        try:
+            paused = Paused.from_json(record["run"])
+        except (KeyError, ValueError):
+            return ToolResult.error(call.id, "program_error", "the paused program was lost")
+        inner = _Inner(self._gate, turn, call, self.tools(turn.toolset), record)
+        sandbox = await self._started()
+        outcome = await sandbox.resume(paused, answers, inner.functions(), self._limits)
+        return inner.ended(outcome)
 
     async def _started(self) -> Sandbox:
         async with self._starting:
@@ -163,17 +215,52 @@ class Programs:
 
 
 class _Inner:
-    """The functions one program may call, each through the gate."""
+    """The functions one program may call, each through the gate; the client's tools and
+    the calls that need approval pause the run."""
 
-    def __init__(self, gate: Gate, turn: Turn, call: ToolCall, view: ProgramTools) -> None:
+    def __init__(
+        self,
+        gate: Gate,
+        turn: Turn,
+        call: ToolCall,
+        view: ProgramTools,
+        record: Mapping[str, Any] | None = None,
+    ) -> None:
         self._gate = gate
         self._turn = turn
-        self._outer = call.id
+        self._call_id = call.id
         self.view = view
+        self.searchable = turn.toolset.deferred is not None
+        self.client = _client_stubs(turn, view)
+        """The client's own tools, by their Python name."""
         self.found: dict[str, Stub] = {}
         """Deferred tools the program's searches found, by the name they were given."""
-        self.searchable = turn.toolset.deferred is not None
         self._count = 0
+        """Inner calls so far (their ids are `<run_code call id>.<n>`)."""
+        if record is not None:
+            self._count = int(record.get("count", 0))
+            specs = turn.toolset.deferred_specs
+            for function, wire in dict(record.get("found") or {}).items():
+                if wire in specs:
+                    self.found[function] = Stub(function, wire, "")
+        self._asks: list[tuple[Tool, ToolCall, str]] = []
+        self._handed: list[ToolCall] = []
+
+    def ended(self, outcome: Outcome) -> Ran:
+        """The `run_code` call's result, or its pause."""
+        if outcome.paused is None:
+            return _result(self._call_id, outcome)
+        record = {
+            "call": self._call_id,
+            "run": outcome.paused.to_json(),
+            "count": self._count,
+            "found": {name: stub.tool for name, stub in self.found.items()},
+        }
+        waiting = set(outcome.paused.waiting.values())
+        handed = tuple(call for call in self._handed if call.id in waiting)
+        asks = tuple(ask for ask in self._asks if ask[1].id in waiting)
+        call = ToolCall(self._call_id, RUN_CODE, "")
+        return ProgramPause(call, handed, asks, record)
 
     def functions(self) -> Mapping[str, Function]:
         """The program's functions: the code-mode tools, `search_tools` where a deferred
@@ -189,18 +276,26 @@ class _Inner:
     async def _call(self, stub: Stub, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         if args:
             raise ToolFailed(f"{stub.function}() takes keyword arguments only")
+        arguments = orjson.dumps(kwargs).decode()
+        if stub.function in self.client and stub.tool in self._turn.client_tools:
+            handed = ToolCall(new_call_id(), stub.tool, arguments)
+            self._handed.append(handed)
+            raise Suspend(handed.id)  # the client runs its own tool; the program waits
         toolset = self._turn.toolset
         tool = toolset.by_wire_name.get(stub.tool) or toolset.denied.get(stub.tool)
         if tool is None:
             raise ToolFailed(f"there is no tool named {stub.function!r}")
         self._count += 1
-        inner = ToolCall(id=f"{self._outer}.{self._count}", name=stub.tool, arguments=kwargs)
+        inner = ToolCall(f"{self._call_id}.{self._count}", stub.tool, arguments)
         admission = await self._gate.admit(tool, inner, self._turn.caller)
         if admission.verdict is GateDecision.ASK:
-            raise ToolFailed(
-                f"{stub.function} needs approval, which a program cannot wait for: "
-                f"call {stub.tool} as a tool of its own instead"
+            # Asked under a proxy-issued id, as a direct call is; the program waits.
+            asked = await self._gate.ask(
+                admission, self._turn.caller, ToolCall(new_call_id(), stub.tool, arguments)
             )
+            self._asks.append((tool, asked.call, asked.reason))
+            self._handed.append(asked.call)
+            raise Suspend(asked.call.id)
         if admission.verdict is GateDecision.RUN:
             (result,) = await self._gate.run([admission], self._turn.caller)
         else:
@@ -219,7 +314,7 @@ class _Inner:
             raise ToolFailed("limit: an integer from 1 to 20")
         specs = self._turn.toolset.deferred_specs
         found = []
-        taken = {*self.view.functions, *self.found, _SEARCH}
+        taken = {*self.view.functions, *self.client, *self.found, *self.view.denied, _SEARCH}
         for tool in deferred.search(query, limit=limit):
             wire = deferred.wire_names.get(tool.qualified_name)
             spec = specs.get(wire) if wire is not None else None
@@ -247,8 +342,11 @@ class _Functions(Mapping[str, Function]):
         self._inner = inner
 
     def _stub(self, name: str) -> Stub | None:
-        view, found = self._inner.view, self._inner.found
-        return view.functions.get(name) or found.get(name) or view.denied.get(name)
+        inner = self._inner
+        for group in (inner.view.functions, inner.client, inner.found, inner.view.denied):
+            if name in group:
+                return group[name]
+        return None
 
     def __getitem__(self, name: str) -> Function:
         if name == _SEARCH and self._inner.searchable:
@@ -260,6 +358,7 @@ class _Functions(Mapping[str, Function]):
 
     def __iter__(self) -> Iterator[str]:
         yield from self._inner.view.functions
+        yield from self._inner.client
         yield from self._inner.found
         yield from self._inner.view.denied
         if self._inner.searchable:
@@ -267,6 +366,30 @@ class _Functions(Mapping[str, Function]):
 
     def __len__(self) -> int:
         return sum(1 for _ in self)
+
+
+def _client_stubs(turn: Turn, view: ProgramTools) -> dict[str, Stub]:
+    """The client's own function tools as the program calls them."""
+    tools = []
+    for spec in turn.body.get("tools") or ():
+        function = spec.get("function") if isinstance(spec, dict) else None
+        if isinstance(function, dict) and function.get("name") in turn.client_tools:
+            parameters = function.get("parameters")
+            tools.append(
+                (
+                    str(function["name"]),
+                    str(function.get("description") or ""),
+                    parameters if isinstance(parameters, dict) else {},
+                )
+            )
+    taken = {*view.functions, *view.denied}
+    return {stub.function: stub for stub in stubs(tools, taken)}
+
+
+def answer(content: str, *, failed: bool) -> Answer:
+    """A waiting call's answer as the program receives it: the value of a result, or the
+    failure it raises (an approval refused, an approved call that failed)."""
+    return Answer(failure=content) if failed else Answer(_value(content))
 
 
 def _code(call: ToolCall) -> str | None:
@@ -299,4 +422,4 @@ def _result(call_id: str, outcome: Outcome) -> ToolResult:
     return ToolResult.error(call_id, "program_error", outcome.error + printed)
 
 
-__all__ = ["RUN_CODE", "ProgramTools", "Programs"]
+__all__ = ["RUN_CODE", "ProgramPause", "ProgramTools", "Programs", "Ran", "answer"]
