@@ -215,7 +215,8 @@ class ToolLoop:
             return _tools_for(turn, state)
         assert self._programs is not None
         view = self._programs.tools(turn.toolset)
-        return [*view.direct, view.chat, *state.loaded.values(), *(turn.body.get("tools") or ())]
+        offered = self._programs.offered(turn)
+        return [*view.direct, offered, *state.loaded.values(), *(turn.body.get("tools") or ())]
 
     def _code_mode(self, turn: Turn) -> bool:
         """Whether the turn's model is offered `run_code` (never beside a client's own)."""

@@ -51,6 +51,7 @@ value (a dict, list, string or number); a failed call raises RuntimeError with t
 The program has no files, network or imports beyond the standard library's pure modules \
 (json, re, math, datetime, asyncio...).
 """
+_CLIENT_NOTE = "# The caller's own tools: the program waits while the caller runs them.\n"
 _SEARCH_STUB = '''async def search_tools(*, query: str, limit: int = 5) -> list[dict[str, Any]]:
     """Search the catalog of more tools by what they do; each found tool (its "name",
     "description" and "signature") can be awaited by name in this program."""'''
@@ -121,6 +122,20 @@ class Programs:
         if principal is not None and principal.code_mode is not None:
             return principal.code_mode
         return self._config.enabled
+
+    def offered(self, turn: Turn) -> dict[str, Any]:
+        """`run_code` as this turn's model is offered it: the toolset's signatures, and the
+        client's own tools' when it sent some (a program's call of one waits for the client)."""
+        view = self.tools(turn.toolset)
+        if not turn.client_tools:
+            return view.chat
+        client = _client_stubs(turn, view)
+        if not client:
+            return view.chat
+        head = view.spec.description.removesuffix("```")
+        lines = [_CLIENT_NOTE, *(stub.signature + "\n" for stub in client.values()), "```"]
+        spec = ToolSpec(RUN_CODE, head + "\n".join(lines), view.spec.parameters)
+        return chat_tool(spec)
 
     def tools(self, toolset: Toolset) -> ProgramTools:
         """Code mode's view of a toolset (toolsets are cached, and so is this)."""

@@ -56,6 +56,10 @@ async def test_approvals_and_client_tools_pause_and_resume_a_program(
     async with make_proxy(registry, policy=ASK_NETWORK, code_mode=CODE_MODE) as proxy:
         tools = [LOOKUP]
         first = await ask(proxy.client, stream=stream, messages=USER, tools=tools)
+        offered = {t["function"]["name"]: t for t in upstream.requests[0]["tools"]}
+        description = offered["run_code"]["function"]["description"]
+        assert "async def lookup_order(*, order_id: str | None = None) -> Any:" in description
+        assert "lookup_order" in offered  # and still a tool of its own
         (asked,) = first.tool_calls
         assert first.finish_reason == "tool_calls" and runs == []
         assert json.loads(asked["function"]["arguments"]) == {"city": "Oslo"}
