@@ -12,6 +12,11 @@ holds either one `<tool_calls>` JSON list or prose the template has start with t
 `助手：`; the answer tags and the label carry nothing and are dropped. The template puts its
 instructions in Chinese with the tools as one JSON array, and gives results back in
 `<tool_response>` blocks.
+
+Tencent's later HY v3 and v4 (`hy`) write GLM-style pairs in the same `<tool_calls>` section
+(`<tool_call>name<tool_sep><arg_key>…</arg_key><arg_value>…</arg_value></tool_call>`, SGLang's
+hunyuan detector): read too, by hy.py's syntax, the section's body told apart by its first
+character (`[` or `<`).
 """
 
 # The template's Chinese words keep their full-width punctuation.
@@ -22,9 +27,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..call_ids import random_ids
-from ..parser import Parser
+from ..parser import Envelope, Parser, TaggedParser
 from ..reasoning import ThinkingParser
-from ..scanning import neutralise_tokens
+from ..repairs import Decoded, Repair
+from ..scanning import BodyScanner, QuotedScanner, XmlScanner, neutralise_tokens
 from ..toolspecs import ToolSpecs
 from . import json_calls
 from .base import (
@@ -35,7 +41,9 @@ from .base import (
     json_text,
     response_blocks,
 )
+from .hy import HY_V3, unsuffixed
 from .jamba import CLOSE, OPEN
+from .pythonic import known_only
 
 ANSWER = ("<answer>", "</answer>")
 LABEL = "助手："
@@ -79,9 +87,79 @@ class Hunyuan:
         return response_blocks([(n, neutralise_tokens(c, TOKENS)) for n, c in results])
 
     def parser(self, specs: ToolSpecs, *, strict: bool) -> Parser:
-        """Jamba's list parser, with the answer tags and the role label dropped, after the
-        leading `<think>` block."""
-        inner = json_calls.list_parser(
-            specs, OPEN, CLOSE, strict=strict, stops=self.stops, drop=(*ANSWER, LABEL)
+        """A tagged parser of `<tool_calls>` sections (A13B's JSON list or HY's pair calls),
+        the answer tags and the role label dropped, after the leading `<think>` block; HY's
+        token suffixes taken off first."""
+
+        def decode(body: str, lenient: bool) -> Decoded | None:
+            if body.lstrip().startswith(CALL[0]):
+                return _pair_calls(body, lenient, specs, finished=False)
+            return _LIST(body, lenient)
+
+        def finished(body: str, lenient: bool) -> Decoded | None:
+            if body.lstrip().startswith(CALL[0]):
+                return _pair_calls(body, lenient, specs, finished=True)
+            return _FINISHED(body, lenient)
+
+        envelope = Envelope(OPEN, CLOSE, _Section, finished=known_only(finished, specs))
+        inner = TaggedParser(
+            specs,
+            known_only(decode, specs),
+            [envelope],
+            strict=strict,
+            stops=self.stops,
+            drop=(*ANSWER, LABEL),
         )
-        return ThinkingParser(inner)
+        return unsuffixed(ThinkingParser(inner))
+
+
+_LIST = json_calls.decoder(json_calls.Shape.LIST)
+_FINISHED = json_calls.finished()
+CALL = HY_V3.call
+
+
+class _Section:
+    """After `<tool_calls>`: ends at its close outside JSON strings (A13B's list) or outside
+    `<arg_value>` values (HY's raw values), whichever the body opens with."""
+
+    def __init__(self, lenient: bool) -> None:
+        self._ends = (OPEN,) if lenient else ()
+        self._chosen: BodyScanner | None = None
+
+    def scan(self, buf: str) -> tuple[int, str] | None:
+        """The section's end; None while it goes on."""
+        if self._chosen is None:
+            rest = buf.lstrip()
+            if not rest:
+                return None
+            self._chosen = (
+                XmlScanner(CLOSE, ends=self._ends, value=HY_V3.value)
+                if rest[0] == "<"
+                else QuotedScanner(CLOSE, ends=self._ends)
+            )
+        return self._chosen.scan(buf)
+
+
+def _pair_calls(body: str, lenient: bool, specs: ToolSpecs, *, finished: bool) -> Decoded | None:
+    """HY's `<tool_call>` blocks in a section, each read by hy.py's syntax; `finished`: the
+    section was cut off, and only the blocks the model went on from count."""
+    calls: list[tuple[str, Any]] = []
+    repairs: list[Repair] = []
+    rest = body.lstrip()
+    while rest.startswith(CALL[0]):
+        found = XmlScanner(CALL[1], value=HY_V3.value).scan(rest[len(CALL[0]) :])
+        if found is None:
+            break
+        end = len(CALL[0]) + found[0]
+        decoded = HY_V3.decode(rest[len(CALL[0]) : end], lenient, specs)
+        after = rest[end + len(CALL[1]) :].lstrip()
+        if finished and not after.startswith(CALL[0]):
+            break
+        if decoded is None:
+            return None
+        calls += decoded[0]
+        repairs += decoded[1]
+        rest = after
+    if finished:
+        return (calls, repairs) if calls else None
+    return (calls, repairs) if calls and not rest.strip() else None

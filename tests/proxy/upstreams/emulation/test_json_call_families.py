@@ -12,6 +12,7 @@ import pytest
 from proxy.upstreams.emulation.formats.base import EmulationFormat
 from proxy.upstreams.emulation.formats.gigachat import GIGACHAT_31, GIGACHAT_35, GigaChat
 from proxy.upstreams.emulation.formats.hunyuan import Hunyuan
+from proxy.upstreams.emulation.formats.hy import Hy, HyV3
 from proxy.upstreams.emulation.formats.internlm import InternLM
 from proxy.upstreams.emulation.formats.jamba import Jamba
 from proxy.upstreams.emulation.formats.phi4_mini import Phi4Mini
@@ -114,3 +115,9 @@ def test_gigachat_versions_write_their_own_syntax() -> None:
     )
     assert GIGACHAT_31.render_calls(call) == '<|function_call|>{"name": "ping", "arguments": {}}'
     assert GIGACHAT_35.render_calls(call).startswith("<\uff5cGCML\uff5ctool_calls>\n")
+
+
+@pytest.mark.parametrize("written", [Hy(), HyV3()], ids=lambda f: f.name)
+def test_hunyuan_reads_hy_v3_and_v4_sections_too(written: EmulationFormat) -> None:
+    events = run(Hunyuan().parser(SPECS, strict=True), [written.render_calls(CALLS)])
+    assert [(e.name, e.arguments) for e in events if isinstance(e, Call)] == CALLS
