@@ -73,9 +73,9 @@ class Pythonic:
     def parser(self, specs: ToolSpecs, *, strict: bool) -> Parser:
         """A tagged parser reading Python call lists."""
         envelopes = [
-            Envelope("<tool_call>", "</tool_call>", _scanner),
+            Envelope("<tool_call>", "</tool_call>", _scanner, finished=finished_calls),
             *list_envelopes(),
-            Envelope(PYTHON_TAG, "", lambda lenient: CallListScanner()),
+            Envelope(PYTHON_TAG, "", lambda lenient: CallListScanner(), finished=finished_calls),
         ]
         stops = ("<tool_response>", *LLAMA_STOPS)
         inner = TaggedParser(
@@ -109,10 +109,18 @@ def known_only(decoder: Decoder, specs: ToolSpecs) -> Decoder:
 
 
 def list_envelopes() -> list[Envelope]:
-    """A bare call list at the reply's start, and one after `<|python_start|>` (Llama 4)."""
+    """A bare call list at the reply's start, and one after `<|python_start|>` (Llama 4); the
+    calls a list finished before the length limit cut it run."""
     return [
-        Envelope("[", "", lambda lenient: CallListScanner(), keep_markers=True, at_start=True),
-        Envelope(PYTHON_START, "", lambda lenient: CallListScanner()),
+        Envelope(
+            "[",
+            "",
+            lambda lenient: CallListScanner(),
+            keep_markers=True,
+            at_start=True,
+            finished=finished_calls,
+        ),
+        Envelope(PYTHON_START, "", lambda lenient: CallListScanner(), finished=finished_calls),
     ]
 
 

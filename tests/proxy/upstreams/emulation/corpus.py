@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from proxy.upstreams.emulation import Call, Parser, Reasoning, Text, ToolSpecs, get_format, run
+from proxy.upstreams.emulation.formats.pythonic import call_text
 from tests.proxy.upstreams.emulation.handwritten import HANDWRITTEN, TOOLS
 
 CORPUS = Path(__file__).with_name("bfcl_corpus.json")
@@ -467,6 +468,10 @@ def truncations(
         blocks = [render(fmt, [c]) for c in calls]
         full = JOINERS[fmt].join(blocks)
         start, stop, kept = len(JOINERS[fmt].join(blocks[:-1])), len(full), calls[:-1]
+    elif fmt == "pythonic":
+        # One list holds every call: the calls it finished before the cut run.
+        full = render(fmt, calls)
+        start, stop, kept = full.rindex(call_text(*calls[-1])), len(full), calls[:-1]
     elif fmt in SECTIONS or fmt in INVOKES:
         begin, end = SECTIONS.get(fmt) or INVOKES[fmt]
         full = render(fmt, calls)

@@ -157,17 +157,17 @@ PYTHONIC_LISTS: list[dict[str, Any]] = [
     ),
     _case(
         "cut_off_list",
-        "scenario",
+        "scenario (the call the list finished runs, the cut one does not)",
         "[get_weather(city='LA'), ping(",
-        [],
+        [["get_weather", {"city": "LA"}]],
         None,
     )
     | {"truncated": True},
     _case(
         "cut_off_in_python_start",
-        "scenario",
+        "scenario (the call the list finished runs, the cut one does not)",
         "<|python_start|>[ping(), get_weather(city='L",
-        [],
+        [["ping", {}]],
         None,
     )
     | {"truncated": True},
