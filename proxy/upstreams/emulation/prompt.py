@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from .formats import EmulationFormat
 from .history import has_tool_history, rewrite_history, text_of
+from .repairs import Refusal
 from .toolspecs import ToolSpecs
 
 _DROPPED = ("tools", "tool_choice", "parallel_tool_calls", "functions", "function_call")
@@ -104,6 +106,25 @@ def _note(choice: Any) -> str | None:
         if isinstance(name, str):
             return f"(You must call the function {name} in this reply.)"
     return None
+
+
+def reask(
+    messages: list[dict[str, Any]], text: str, specs: ToolSpecs, refused: Sequence[Refusal]
+) -> list[dict[str, Any]]:
+    """The conversation asked again after a reply (`text`) that called no tool though
+    tool_choice forced one: that reply, then a note naming what it did wrong."""
+    names = sorted(specs.allowed)
+    must = (
+        f"You must call {names[0]}"
+        if len(names) == 1
+        else f"You must call one of: {', '.join(names)}"
+    )
+    if refused:
+        why = "your last reply's call was refused (" + ", ".join(r.value for r in refused) + ")"
+    else:
+        why = "your last reply called none"
+    note = f"({must}; {why}. Reply with the call only.)"
+    return [*messages, {"role": "assistant", "content": text}, {"role": "user", "content": note}]
 
 
 def _with_system(messages: list[dict[str, Any]], prefix: str) -> list[dict[str, Any]]:

@@ -3,6 +3,10 @@
 `EmulatedUpstream` wraps any `Upstream`: tools go into the prompt on the way in, calls are
 parsed out of the text on the way out and re-emitted as standard tool-call deltas, so the
 tool loop and the client see native `tool_calls` either way.
+
+`tool_choice: "required"` or a named tool is enforced: the reply is constrained to calls where
+the server can do it (constraints.py), the answer is held until a call appears, and a reply
+with none is asked again once with the refusal named; a second miss is an error, never prose.
 """
 
 from __future__ import annotations
@@ -11,14 +15,19 @@ import contextlib
 import json
 import logging
 from collections.abc import AsyncIterator, Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
+from ...errors import UpstreamError, UpstreamStatusError
 from .. import Chunk, Upstream
 from .call_ids import NumberedIds, calls_in
+from .constraints import CLIENT_FIELDS, Mechanism, request_fields
 from .formats import EmulationFormat
 from .parser import Call, Event, Parser, Reasoning, Text
-from .prompt import Rewritten, rewrite
+from .prompt import Rewritten, reask, rewrite
 from .reasoning import ThinkingParser
+from .repairs import Refusal
+from .toolspecs import ToolSpecs
 
 log = logging.getLogger("toolwire.emulation")
 
@@ -33,12 +42,15 @@ class EmulatedUpstream:
         *,
         strict: bool = False,
         prepare: Callable[[dict[str, Any], EmulationFormat], Rewritten | None] = rewrite,
+        constrained: Mechanism = "auto",
     ) -> None:
         """`prepare` builds the upstream request: `rewrite` puts the tools into the prompt
-        (emulated); `keep_tools` leaves them to the server's chat template (parsed)."""
+        (emulated); `keep_tools` leaves them to the server's chat template (parsed).
+        `constrained`: the server's constrained decoding that enforces a forced tool_choice."""
         self.name = inner.name
         self._inner, self._format, self._strict = inner, fmt, strict
         self._prepare = prepare
+        self._constrained: Mechanism = constrained
 
     @contextlib.asynccontextmanager
     async def complete(
@@ -52,25 +64,123 @@ class EmulatedUpstream:
 
         Raises:
             ProxyError: whatever the inner upstream raises.
+            UpstreamError: (422) tool_choice forced a call and the model made none, twice.
         """
         rewritten = self._prepare(body, self._format)
         if rewritten is None:
             async with self._inner.complete(body, headers=headers, deadline=deadline) as chunks:
                 yield chunks
             return
-        parser = self._format.parser(rewritten.specs, strict=self._strict)
+        # Numbered after the conversation's earlier calls, for families whose ids count them.
+        numbered = NumberedIds(self._format.call_ids, calls_in(body.get("messages")))
+        if forced(body, rewritten.specs):
+            async with contextlib.AsyncExitStack() as stack:
+                yield await self._enforced(stack, body, rewritten, headers, deadline, numbered)
+            return
+        parser = self._parser(rewritten.specs, body)
+        async with self._inner.complete(
+            rewritten.body, headers=headers, deadline=deadline
+        ) as chunks:
+            yield translate(chunks, parser, numbered)
+
+    def _parser(self, specs: ToolSpecs, body: dict[str, Any]) -> Parser:
+        parser = self._format.parser(specs, strict=self._strict)
         tags = self._format.think_tags
         if tags is not None and asks_thinking(body):
             # The template may open the block itself (DeepSeek V3.1, R1): start inside it.
             # A family whose versions write other tags lists them (`think_tags_also`: Kimi K3).
             also = getattr(self._format, "think_tags_also", ())
             parser = ThinkingParser(parser, open=tags[0], close=tags[1], started=True, also=also)
-        # Numbered after the conversation's earlier calls, for families whose ids count them.
-        numbered = NumberedIds(self._format.call_ids, calls_in(body.get("messages")))
-        async with self._inner.complete(
-            rewritten.body, headers=headers, deadline=deadline
-        ) as chunks:
-            yield translate(chunks, parser, numbered)
+        return parser
+
+    async def _enforced(
+        self,
+        stack: contextlib.AsyncExitStack,
+        body: dict[str, Any],
+        rewritten: Rewritten,
+        headers: Mapping[str, str] | None,
+        deadline: float | None,
+        numbered: Callable[[str], str],
+    ) -> AsyncIterator[Chunk]:
+        """The answer of a request that must call a tool: constrained where the server can,
+        asked again once when it called none.
+
+        Raises:
+            UpstreamError: (422) the second answer called no tool either.
+        """
+        specs = rewritten.specs
+        fields = self._constraint(body, specs)
+        sent = {**rewritten.body, **fields}
+        try:
+            answer = await self._attempt(stack, sent, body, specs, headers, deadline, numbered)
+        except UpstreamStatusError as exc:
+            if self._constrained != "auto" or not fields or exc.status not in (400, 422):
+                raise
+            log.warning(
+                "upstream %r refused the constrained request (%s); sending it unconstrained",
+                self.name,
+                exc.message[:200],
+            )
+            sent = rewritten.body
+            answer = await self._attempt(stack, sent, body, specs, headers, deadline, numbered)
+        if not isinstance(answer, _Miss):
+            return answer
+        log.warning(
+            "model %r called no tool though tool_choice forced one (%s); asking again",
+            body.get("model"),
+            answer.why,
+        )
+        again = {
+            **sent,
+            "messages": reask(sent.get("messages") or [], answer.text, specs, answer.refusals),
+        }
+        answer = await self._attempt(stack, again, body, specs, headers, deadline, numbered)
+        if not isinstance(answer, _Miss):
+            return answer
+        raise UpstreamError(
+            f"The model did not call a tool as tool_choice required (allowed: "
+            f"{', '.join(sorted(specs.allowed))}); asked twice, it {answer.why}.",
+            status=422,
+            code="tool_choice_not_followed",
+        )
+
+    def _constraint(self, body: dict[str, Any], specs: ToolSpecs) -> dict[str, Any]:
+        if any(key in body for key in CLIENT_FIELDS):
+            return {}  # the client's own structured output wins
+        return request_fields(
+            self._constrained,
+            self._format.name,
+            specs,
+            parallel=body.get("parallel_tool_calls") is not False,
+            think_tags=self._format.think_tags,
+            thinking_opened=asks_thinking(body),
+        )
+
+    async def _attempt(
+        self,
+        stack: contextlib.AsyncExitStack,
+        sent: dict[str, Any],
+        body: dict[str, Any],
+        specs: ToolSpecs,
+        headers: Mapping[str, str] | None,
+        deadline: float | None,
+        numbered: Callable[[str], str],
+    ) -> AsyncIterator[Chunk] | _Miss:
+        """One answer, held until its first call: the chunks (kept open on `stack`), or what
+        the model said instead of a call."""
+        async with contextlib.AsyncExitStack() as attempt:
+            chunks = await attempt.enter_async_context(
+                self._inner.complete(sent, headers=headers, deadline=deadline)
+            )
+            parser = self._parser(specs, body)
+            translated = translate(chunks, parser, numbered)
+            held: list[Chunk] = []
+            async for chunk in translated:
+                held.append(chunk)
+                if _has_calls(chunk):
+                    stack.push_async_exit(attempt.pop_all())
+                    return _replay(held, translated)
+            return _Miss(_content(held), tuple(parser.refusals))
 
     async def list_models(self) -> list[str]:
         """The inner upstream's models."""
@@ -79,6 +189,48 @@ class EmulatedUpstream:
     async def aclose(self) -> None:
         """Close the inner upstream."""
         await self._inner.aclose()
+
+
+def forced(body: dict[str, Any], specs: ToolSpecs) -> bool:
+    """Whether `tool_choice` obliges the reply to call a tool (`required`, or one named) that
+    the request offers."""
+    choice = body.get("tool_choice")
+    return bool(specs.allowed) and (choice == "required" or isinstance(choice, dict))
+
+
+@dataclass(frozen=True, slots=True)
+class _Miss:
+    """An answer with no call: its text, and the calls the parser refused in it."""
+
+    text: str
+    refusals: tuple[Refusal, ...]
+
+    @property
+    def why(self) -> str:
+        if self.refusals:
+            return (
+                "wrote calls that were refused (" + ", ".join(r.value for r in self.refusals) + ")"
+            )
+        return "answered without a call"
+
+
+async def _replay(held: list[Chunk], rest: AsyncIterator[Chunk]) -> AsyncIterator[Chunk]:
+    for chunk in held:
+        yield chunk
+    async for chunk in rest:
+        yield chunk
+
+
+def _has_calls(chunk: Chunk) -> bool:
+    return any((c.get("delta") or {}).get("tool_calls") for c in chunk.get("choices") or ())
+
+
+def _content(chunks: list[Chunk]) -> str:
+    return "".join(
+        str((c.get("delta") or {}).get("content") or "")
+        for chunk in chunks
+        for c in chunk.get("choices") or ()
+    )
 
 
 def asks_thinking(body: dict[str, Any]) -> bool:

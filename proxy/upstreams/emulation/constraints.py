@@ -1,0 +1,251 @@
+"""`tool_choice: "required"` or a named tool, enforced by the server's constrained decoding.
+
+For a family whose call body is JSON, the reply is constrained to calls of the allowed tools in
+the family's own envelope, each tool's arguments to its JSON schema (grammar.py), with an
+optional reasoning block first. Each server takes the grammar in its own field
+(`constrained_decoding`): vLLM `structured_outputs.grammar` (`guided_grammar` before 0.10),
+SGLang `ebnf`, llama.cpp `grammar`; Ollama's OpenAI endpoint takes only a JSON schema
+(`response_format`), so there only the families whose whole call is one JSON value (`json`,
+`llama`) are constrained. `auto` sends vLLM's, SGLang's and llama.cpp's fields together: each
+of those servers reads its own and ignores the others. Families not in `SHAPES` (and requests
+that set their own structured output) are not constrained; the re-ask still enforces them.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from .formats import deepseek, harmony, kimi
+from .grammar import Grammar, Lit, Node, Rep, Until, alt, chars, json_object, optional, seq
+from .grammar import whitespace as ws
+from .toolspecs import ToolSpecs
+
+Mechanism = Literal["auto", "vllm", "vllm-guided", "sglang", "llama.cpp", "ollama", "off"]
+
+_GRAMMAR_FIELDS: Mapping[str, Callable[[str], dict[str, Any]]] = {
+    "vllm": lambda g: {"structured_outputs": {"grammar": g}},
+    "vllm-guided": lambda g: {"guided_grammar": g},
+    "sglang": lambda g: {"ebnf": g},
+    "llama.cpp": lambda g: {"grammar": g},
+}
+_AUTO = ("vllm", "sglang", "llama.cpp")
+CLIENT_FIELDS = (
+    "response_format",
+    "structured_outputs",
+    "guided_json",
+    "guided_regex",
+    "guided_grammar",
+    "guided_choice",
+    "grammar",
+    "json_schema",
+    "ebnf",
+    "regex",
+)
+"""A client's own structured output: the request is then left as it is."""
+
+
+@dataclass(frozen=True, slots=True)
+class Shape:
+    """How one family lays out a reply of calls: `call(grammar, name, arguments)` is one call,
+    `between` separates calls, `before`/`after` wrap them all; `json_schema` gives the reply as
+    one JSON value's schema (for Ollama), where the family's call is pure JSON."""
+
+    call: Callable[[Grammar, str, Node], Node]
+    before: Callable[[Grammar], Node] = lambda g: Lit("")
+    between: Callable[[Grammar], Node] = lambda g: Lit("")
+    after: Callable[[Grammar], Node] = lambda g: Lit("")
+    json_schema: Callable[[list[dict[str, Any]], bool], dict[str, Any]] | None = None
+
+
+def _object(g: Grammar, *pairs: tuple[str, Node]) -> Node:
+    """`{"key": value, …}` with these keys in this order, blanks as JSON allows."""
+    items: list[Node | str] = ["{", ws(g)]
+    for i, (key, value) in enumerate(pairs):
+        if i:
+            items += [ws(g), ",", ws(g)]
+        items += [json.dumps(key), ws(g), ":", ws(g), value]
+    return seq(*items, ws(g), "}")
+
+
+def _name(name: str) -> Lit:
+    return Lit(json.dumps(name, ensure_ascii=False))
+
+
+def _hermes_call(g: Grammar, name: str, arguments: Node) -> Node:
+    body = _object(g, ("name", _name(name)), ("arguments", arguments))
+    return seq("<tool_call>", ws(g), body, ws(g), "</tool_call>")
+
+
+def _json_call(g: Grammar, name: str, arguments: Node) -> Node:
+    return _object(g, ("name", _name(name)), ("arguments", arguments))
+
+
+def _llama_call(g: Grammar, name: str, arguments: Node) -> Node:
+    return _object(g, ("name", _name(name)), ("parameters", arguments))
+
+
+def _mistral_call(g: Grammar, name: str, arguments: Node) -> Node:
+    return seq(f"[TOOL_CALLS]{name}[ARGS]", arguments)
+
+
+def _kimi_call(g: Grammar, name: str, arguments: Node) -> Node:
+    index = Rep(chars("0-9"), 1, 3)
+    head = f"{kimi.CALL_BEGIN}functions.{name}:"
+    return seq(head, index, kimi.ARGUMENT_BEGIN, arguments, kimi.CALL_END)
+
+
+def _deepseek_call(g: Grammar, name: str, arguments: Node) -> Node:
+    return seq(f"{deepseek.CALL_BEGIN}{name}{deepseek.SEP}", arguments, deepseek.CALL_END)
+
+
+def _harmony_call(g: Grammar, name: str, arguments: Node) -> Node:
+    role = optional(Lit(f"{harmony.START}assistant"))
+    head = (
+        f"{harmony.CHANNEL}commentary to=functions.{name} {harmony.CONSTRAIN}json{harmony.MESSAGE}"
+    )
+    return seq(role, head, arguments, harmony.CALL)
+
+
+def _harmony_analysis(g: Grammar) -> Node:
+    """An optional reasoning message before the call (the reply opens after the prompt's
+    `<|start|>assistant`)."""
+    analysis = seq(f"{harmony.CHANNEL}analysis{harmony.MESSAGE}", Until(harmony.END))
+    return optional(analysis)
+
+
+def _items_schema(tools: list[dict[str, Any]], arguments_key: str) -> dict[str, Any]:
+    calls = [
+        {
+            "type": "object",
+            "properties": {"name": {"enum": [name]}, arguments_key: parameters},
+            "required": ["name", arguments_key],
+        }
+        for name, parameters in ((t["name"], t["parameters"]) for t in tools)
+    ]
+    return calls[0] if len(calls) == 1 else {"anyOf": calls}
+
+
+def _json_schema(tools: list[dict[str, Any]], parallel: bool) -> dict[str, Any]:
+    items: dict[str, Any] = {
+        "type": "array",
+        "items": _items_schema(tools, "arguments"),
+        "minItems": 1,
+    }
+    if not parallel:
+        items["maxItems"] = 1
+    return {"type": "object", "properties": {"tool_calls": items}, "required": ["tool_calls"]}
+
+
+def _llama_schema(tools: list[dict[str, Any]], parallel: bool) -> dict[str, Any]:
+    return _items_schema(tools, "parameters")
+
+
+SHAPES: Mapping[str, Shape] = {
+    "hermes": Shape(_hermes_call, between=ws),
+    "json": Shape(
+        _json_call,
+        before=lambda g: seq("{", ws(g), '"tool_calls"', ws(g), ":", ws(g), "[", ws(g)),
+        between=lambda g: seq(ws(g), ",", ws(g)),
+        after=lambda g: seq(ws(g), "]", ws(g), "}"),
+        json_schema=_json_schema,
+    ),
+    "llama": Shape(
+        _llama_call,
+        between=lambda g: seq(optional(Lit(" ")), ";", optional(Lit(" "))),
+        json_schema=_llama_schema,
+    ),
+    "mistral": Shape(_mistral_call),
+    "kimi": Shape(
+        _kimi_call,
+        before=lambda g: Lit(kimi.SECTION_BEGIN),
+        after=lambda g: Lit(kimi.SECTION_END),
+    ),
+    "deepseek": Shape(
+        _deepseek_call,
+        before=lambda g: Lit(deepseek.CALLS_BEGIN),
+        after=lambda g: Lit(deepseek.CALLS_END),
+    ),
+    "gpt-oss": Shape(_harmony_call, before=_harmony_analysis),
+}
+"""The families whose calls are constrained, by format name."""
+
+
+def constrained(format_name: str) -> bool:
+    """Whether replies in this format can be constrained to calls."""
+    return format_name in SHAPES
+
+
+def call_grammar(
+    format_name: str,
+    specs: ToolSpecs,
+    *,
+    parallel: bool,
+    think_tags: tuple[str, str] | None,
+    thinking_opened: bool = False,
+) -> Grammar:
+    """The grammar of a reply that calls one or more (`parallel`) of the allowed tools, after an
+    optional reasoning block in `think_tags` (`thinking_opened`: the template wrote its opening
+    tag, which the reply then need not repeat).
+
+    Raises:
+        KeyError: the format is not constrained (see `constrained`).
+    """
+    shape = SHAPES[format_name]
+    g = Grammar()
+    one = alt(
+        *(
+            shape.call(g, name, g.fresh("arguments", json_object(g, _object_schema(specs, name))))
+            for name in sorted(specs.allowed)
+        )
+    )
+    call = g.fresh("call", one)
+    calls: Node = seq(call, Rep(seq(shape.between(g), call), 0, None)) if parallel else call
+    thinking: Node = Lit("")
+    if think_tags is not None:
+        opening: Node = optional(Lit(think_tags[0])) if thinking_opened else Lit(think_tags[0])
+        thinking = optional(seq(opening, Until(think_tags[1]), ws(g)))
+    g.rules["root"] = seq(thinking, shape.before(g), calls, shape.after(g), ws(g))
+    return g
+
+
+def _object_schema(specs: ToolSpecs, name: str) -> dict[str, Any]:
+    schema = specs.parameters(name)
+    return schema if isinstance(schema, dict) else {}
+
+
+def request_fields(
+    mechanism: Mechanism,
+    format_name: str,
+    specs: ToolSpecs,
+    *,
+    parallel: bool,
+    think_tags: tuple[str, str] | None,
+    thinking_opened: bool = False,
+) -> dict[str, Any]:
+    """The fields that constrain this request's reply on `mechanism`'s server ({} when the
+    mechanism is off or cannot express the family's calls)."""
+    shape = SHAPES.get(format_name)
+    if mechanism == "off" or shape is None or not specs.allowed:
+        return {}
+    if mechanism == "ollama":
+        if shape.json_schema is None:
+            return {}
+        tools = [{"name": n, "parameters": _object_schema(specs, n)} for n in sorted(specs.allowed)]
+        schema = shape.json_schema(tools, parallel)
+        spec = {"name": "tool_calls", "schema": schema, "strict": True}
+        return {"response_format": {"type": "json_schema", "json_schema": spec}}
+    grammar = call_grammar(
+        format_name,
+        specs,
+        parallel=parallel,
+        think_tags=think_tags,
+        thinking_opened=thinking_opened,
+    )
+    text = grammar.gbnf()
+    fields: dict[str, Any] = {}
+    for name in _AUTO if mechanism == "auto" else (mechanism,):
+        fields.update(_GRAMMAR_FIELDS[name](text))
+    return fields

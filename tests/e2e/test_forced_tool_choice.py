@@ -1,0 +1,195 @@
+"""A forced `tool_choice` (`required`, or a named tool) in emulated and parsed modes, through the
+real server with the official openai SDK against a raw server with no tool parser: the reply is
+constrained by the server's own mechanism (the fields each server reads), a reply with no call
+is asked again once with the refusal named, and a second miss is a clear error, never prose;
+`auto` and `none` requests are sent as they always were."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import AsyncIterator
+from typing import Any
+
+import openai
+import pytest
+
+from proxy.upstreams.emulation import modes
+from testing.raw_server import RawServer
+from tests.conftest import serve_proxy
+from tests.e2e.test_native_formats import SPECIAL_TOKENS, _ask
+from tests.e2e.tools import registry_with
+from tests.proxy.upstreams.emulation.families import WRITERS
+
+CONSTRAINT_FIELDS = ("structured_outputs", "guided_grammar", "ebnf", "grammar", "response_format")
+NAMED = {"type": "function", "function": {"name": "t_get_weather"}}
+PROSE = "I think it is probably sunny in Paris."
+WIRED = "constrained" in inspect.signature(modes.with_tool_calling).parameters
+"""Whether an upstream's `constrained_decoding` reaches the emulation layer (else: `auto`)."""
+needs_wiring = pytest.mark.skipif(not WIRED, reason="constrained_decoding is not wired yet")
+
+
+@pytest.fixture
+async def raw() -> AsyncIterator[RawServer]:
+    async with RawServer() as server:
+        yield server
+
+
+def _proxy(server: RawServer, family: str, mode: str = "emulated", **extra: Any) -> Any:
+    server.special_tokens = SPECIAL_TOKENS[family]
+    upstream = {
+        "name": "raw",
+        "base_url": server.base_url,
+        "models": ["*"],
+        "tool_calling": mode,
+        "emulation_format": family,
+        **extra,
+    }
+    return serve_proxy({"upstreams": [upstream]}, registry_with())
+
+
+def _call(family: str) -> str:
+    return WRITERS[family].block([("t_get_weather", {"city": "Paris"})])
+
+
+def _answer(family: str) -> str:
+    return WRITERS[family].answer("It is sunny in Paris.")
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])
+@pytest.mark.parametrize("mode", ["emulated", "parsed"])
+@pytest.mark.parametrize("family", ["hermes", "kimi", "gpt-oss"])
+async def test_required_is_constrained_on_every_grammar_server(
+    raw: RawServer, family: str, mode: str, stream: bool
+) -> None:
+    raw.script(_call(family), _answer(family))
+    async with _proxy(raw, family, mode) as proxy:
+        answer = await _ask(proxy.client, stream=stream, tool_choice="required")
+    assert answer.content.strip().endswith("It is sunny in Paris.")
+    first, second = raw.requests
+    grammar = first["grammar"]
+    # `auto`: vLLM's, SGLang's and llama.cpp's fields, one grammar, each server reads its own.
+    assert first["structured_outputs"] == {"grammar": grammar} and first["ebnf"] == grammar
+    assert grammar.startswith("root ::= ") and "t_get_weather" in grammar
+    assert "t_add" in grammar  # required: any offered tool
+    if mode == "parsed":
+        assert first["tool_choice"] == "none"
+    # The tool ran; the loop then lets the model answer freely, unconstrained.
+    assert not any(key in second for key in CONSTRAINT_FIELDS)
+    assert len(raw.requests) == 2
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])
+async def test_a_named_tool_is_the_only_one_the_grammar_allows(
+    raw: RawServer, stream: bool
+) -> None:
+    raw.script(_call("mistral"), _answer("mistral"))
+    async with _proxy(raw, "mistral") as proxy:
+        answer = await _ask(proxy.client, stream=stream, tool_choice=NAMED)
+    assert answer.content.strip().endswith("It is sunny in Paris.")
+    grammar = raw.requests[0]["grammar"]
+    assert "[TOOL_CALLS]t_get_weather[ARGS]" in grammar and "t_add" not in grammar
+    assert "You must call the function t_get_weather" in raw.requests[0]["messages"][-1]["content"]
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])
+@pytest.mark.parametrize("mode", ["emulated", "parsed"])
+async def test_a_reply_without_a_call_is_asked_again_once(
+    raw: RawServer, mode: str, stream: bool
+) -> None:
+    raw.script(PROSE, _call("hermes"), _answer("hermes"))
+    async with _proxy(raw, "hermes", mode) as proxy:
+        answer = await _ask(proxy.client, stream=stream, tool_choice="required")
+    assert answer.content.strip().endswith("It is sunny in Paris.")
+    assert PROSE not in answer.content  # the refused reply never reaches the client
+    first, again, last = raw.requests
+    assert again["messages"][:-2] == first["messages"]
+    assert again["messages"][-2] == {"role": "assistant", "content": PROSE}
+    note = again["messages"][-1]
+    assert note["role"] == "user" and note["content"].startswith("(You must call one of: ")
+    assert "t_get_weather" in note["content"] and "your last reply called none" in note["content"]
+    assert again["grammar"] == first["grammar"]
+    assert "sunny" in str(last["messages"][-1]["content"]) or mode == "parsed"
+
+
+async def test_a_refused_call_is_named_when_asked_again(raw: RawServer) -> None:
+    unknown = WRITERS["hermes"].block([("no_such_tool", {"city": "Paris"})])
+    raw.script(unknown, _call("hermes"), _answer("hermes"))
+    async with _proxy(raw, "hermes") as proxy:
+        answer = await _ask(proxy.client, stream=True, tool_choice=NAMED)
+    assert answer.content.strip().endswith("It is sunny in Paris.")
+    note = raw.requests[1]["messages"][-1]["content"]
+    assert note.startswith("(You must call t_get_weather;")
+    assert "was refused (unknown_tool)" in note
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])
+@pytest.mark.parametrize("mode", ["emulated", "parsed"])
+async def test_two_replies_without_a_call_are_an_error_not_prose(
+    raw: RawServer, mode: str, stream: bool
+) -> None:
+    raw.script(PROSE, PROSE + " Really.")
+    async with _proxy(raw, "hermes", mode) as proxy:
+        with pytest.raises(openai.APIError) as raised:
+            await _ask(proxy.client, stream=stream, tool_choice="required")
+    assert "did not call a tool as tool_choice required" in raised.value.message
+    assert "t_get_weather" in raised.value.message
+    if isinstance(raised.value, openai.APIStatusError):
+        assert raised.value.status_code == 422
+    assert len(raw.requests) == 2
+
+
+@pytest.mark.parametrize("choice", ["auto", "none", None])
+@pytest.mark.parametrize("mode", ["emulated", "parsed"])
+async def test_auto_and_none_are_sent_as_before(
+    raw: RawServer, mode: str, choice: str | None
+) -> None:
+    raw.script(PROSE)
+    extra = {} if choice is None else {"tool_choice": choice}
+    async with _proxy(raw, "hermes", mode) as proxy:
+        answer = await _ask(proxy.client, stream=False, **extra)
+    assert answer.content == PROSE and len(raw.requests) == 1
+    (sent,) = raw.requests
+    assert not any(key in sent for key in CONSTRAINT_FIELDS)
+    assert "You must call" not in str(sent["messages"])
+
+
+@needs_wiring
+@pytest.mark.parametrize(
+    ("mechanism", "family", "fields"),
+    [
+        ("vllm", "hermes", {"structured_outputs"}),
+        ("vllm-guided", "hermes", {"guided_grammar"}),
+        ("sglang", "deepseek", {"ebnf"}),
+        ("llama.cpp", "kimi", {"grammar"}),
+        ("ollama", "llama", {"response_format"}),
+        ("ollama", "hermes", set()),
+        ("off", "hermes", set()),
+    ],
+)
+async def test_each_mechanism_sends_its_own_field(
+    raw: RawServer, mechanism: str, family: str, fields: set[str]
+) -> None:
+    raw.script(_call(family), _answer(family))
+    async with _proxy(raw, family, constrained_decoding=mechanism) as proxy:
+        answer = await _ask(proxy.client, stream=True, tool_choice="required")
+    assert answer.content.strip().endswith("It is sunny in Paris.")
+    first = raw.requests[0]
+    assert {key for key in CONSTRAINT_FIELDS if key in first} == fields
+    if mechanism == "ollama" and fields:
+        schema = first["response_format"]["json_schema"]["schema"]
+        assert schema["anyOf"][0]["properties"]["name"] == {"enum": ["t_add"]}
+
+
+@needs_wiring
+@pytest.mark.parametrize("choice", ["auto", "none"])
+async def test_auto_and_none_bytes_do_not_depend_on_the_mechanism(
+    raw: RawServer, choice: str
+) -> None:
+    sent = []
+    for mechanism in ("off", "vllm", "auto"):
+        raw.requests.clear()
+        raw.script(PROSE)
+        async with _proxy(raw, "hermes", constrained_decoding=mechanism) as proxy:
+            await _ask(proxy.client, stream=False, tool_choice=choice)
+        sent.append(raw.requests[0])
+    assert sent[0] == sent[1] == sent[2]
