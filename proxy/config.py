@@ -123,6 +123,7 @@ EmulationFormatName = Literal[
     "iquest",
     "spark",
     "inkling",
+    "nemotron",
 ]
 """The names `emulation_format` takes; `proxy.upstreams.emulation` builds one format for each."""
 

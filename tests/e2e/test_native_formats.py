@@ -112,6 +112,7 @@ SPECIAL_TOKENS: dict[str, tuple[str, ...]] = {
     "iquest": ("<iquest_tool_call>", "</iquest_tool_call>"),
     "spark": ("<tool_call>", "</tool_call>"),
     "inkling": ("<|message_model|>", "<|content_invoke_tool_json|>", "<|end_message|>"),
+    "nemotron": (),
 }
 FAMILIES = tuple(SPECIAL_TOKENS)
 FIRST, SECOND = "The user wants the weather; I call the tool.", "The tool says sunny."

@@ -41,6 +41,7 @@ from .mimo import Mimo
 from .minicpm import MiniCpm
 from .minimax import MiniMax, MiniMaxM3
 from .mistral import Mistral
+from .nemotron import Nemotron
 from .olmo3 import Olmo3
 from .phi4_mini import Phi4Mini
 from .plamo import Plamo
@@ -102,6 +103,7 @@ FORMATS: dict[str, EmulationFormat] = {
     "iquest": IQuest(),
     "spark": Spark(),
     "inkling": Inkling(),
+    "nemotron": Nemotron(),
 }
 """Every format by name (formats hold no state: one instance serves every request)."""
 
