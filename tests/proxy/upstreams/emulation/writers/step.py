@@ -140,6 +140,15 @@ STEP3_CASES = [
         source="SGLang step3_detector.py",
     ),
     _case(
+        "step3_tags_on_lines",
+        f'{CALLS_BEGIN}\n{CALL_BEGIN}function{SEP}<steptml:invoke name="get_weather">\n'
+        '<steptml:parameter name="city">Tokyo</steptml:parameter>\n'
+        '<steptml:parameter name="days">3</steptml:parameter>\n'
+        f"</steptml:invoke>{CALL_END}\n{CALLS_END}",
+        [["get_weather", {"city": "Tokyo", "days": 3}]],
+        source="SGLang step3_detector.py (format structure)",
+    ),
+    _case(
         "step3_truncated_in_second_call",
         step3(TOKYO, invoke("get_weather", [("city", "Osaka")]), head=True).split("Osa")[0],
         [["get_weather", {"city": "Tokyo"}]],
