@@ -34,6 +34,8 @@ class Repair(StrEnum):
     LIST_IN_TAG = "list_in_tag"
     VALUE_BY_SCHEMA = "value_by_schema"
     """A value whose own type marker is missing or wrong, read by the tool's schema."""
+    RAW_CONTROL_CHARS = "raw_control_chars"
+    """Raw newlines or tabs inside a JSON string, read as the characters they are."""
     PLAIN_SOURCE = "plain_source"
     """Python call source with raw newlines in strings or zero-padded integers, made valid."""
     WRAPPER_UNWRAPPED = "wrapper_unwrapped"

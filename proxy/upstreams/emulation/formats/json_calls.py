@@ -11,6 +11,7 @@ off runs the calls it completed (`finished`), never the one it was writing.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping, Sequence
 from enum import Enum
@@ -129,6 +130,8 @@ def read_calls(
     if text[:1] not in ("[", "{"):
         return None
     value = load_value(text, lenient, repairs)
+    if value is None and lenient:
+        value = _with_control_chars(text, repairs)
     wanted = list if shape is Shape.LIST else dict
     if not isinstance(value, wanted):
         if not lenient or not isinstance(value, list | dict):
@@ -149,6 +152,17 @@ def read_calls(
 def _keys(key: str, name: str, call_id: str) -> dict[str, str]:
     """A family's own keys of a call object, each with the key `call_from_object` reads."""
     return {key: "arguments", name: "name", call_id: "id"}
+
+
+def _with_control_chars(text: str, repairs: list[Repair]) -> Any:
+    """The JSON value when only raw control characters in its strings kept it from being
+    read (GigaChat writes raw newlines; SGLang reads them too); None otherwise."""
+    try:
+        value = json.loads(text, strict=False)
+    except ValueError:
+        return None
+    repairs.append(Repair.RAW_CONTROL_CHARS)
+    return value
 
 
 def _own_keys(item: Any, keys: Mapping[str, str]) -> Any:

@@ -128,6 +128,13 @@ CASES = [
         source=SGLANG,
     ),
     _case(
+        "sglang3_raw_newline_in_string",
+        MESSAGE_SEP + HEADER_3 + '{"name": "write_file", "arguments": {"path": "a.txt", '
+        '"content": "line 1\nline 2"}}',
+        [("write_file", {"path": "a.txt", "content": "line 1\nline 2"})],
+        source="SGLang gigachat3_detector.py (raw control characters read)",
+    ),
+    _case(
         "sglang3_arguments_then_eos",
         MESSAGE_SEP + HEADER_3 + _object("get_weather", {"city": "Paris"}) + EOS,
         [("get_weather", {"city": "Paris"})],
