@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -277,17 +276,15 @@ class _Server:
             stream=False,
             codec=_Document,
             credential=self._credential,
-            deadline=time.monotonic() + DETECT_TIMEOUT_S,
         )
         try:
             async with exchange as answer:
-                async for document in answer:
-                    return document
+                documents = [document async for document in answer]
         except UpstreamStatusError:
             if absent_ok:
                 return None
             raise
-        return None
+        return documents[0] if documents else None
 
     async def _get(self, url: str) -> dict[str, Any] | None:
         """The JSON object at `url`; None when there is none (an error status, not JSON).
