@@ -31,6 +31,7 @@ def _ds(name: str) -> str:
 
 SPECIAL_TOKENS: dict[str, tuple[str, ...]] = {
     "hermes": (),
+    "pythonic": (),
     "xml": (),
     "mistral": ("[TOOL_CALLS]", "[ARGS]", "[CALL_ID]", "[THINK]", "[/THINK]"),
     "llama": ("<|python_tag|>", "<|eot_id|>", "<|eom_id|>"),

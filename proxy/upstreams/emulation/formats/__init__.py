@@ -119,8 +119,9 @@ VERSIONS: dict[str, str] = {
 }
 """The names of one version's syntax, each with its family's name."""
 
-GENERIC = ("pythonic", "json")
-"""Toolwire's own formats, which no model family was trained on."""
+GENERIC = ("json",)
+"""Toolwire's own formats, which no model family was trained on (pythonic is what Llama 3.2/4,
+OLMo and LFM2 write: a native family, tested as one)."""
 
 
 def get_format(name: str) -> EmulationFormat:
