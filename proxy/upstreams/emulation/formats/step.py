@@ -28,7 +28,6 @@ from .base import (
     CallText,
     catalog_tools,
     json_text,
-    parallel_line,
     response_blocks,
 )
 from .xml import QWEN3_CODER, Tags, Xml, decode_functions, wrapped_envelopes
@@ -109,7 +108,9 @@ class Step3:
             head=HEAD,
             call_end=CALL_END,
             calls_end=CALLS_END,
-            parallel=parallel_line(parallel, CALL_BEGIN),
+            parallel="You may call several tools in the block, one call each."
+            if parallel
+            else "Call at most one tool per reply.",
         )
 
     def render_calls(self, calls: list[CallText]) -> str:
