@@ -14,6 +14,8 @@ All three answer `/v1/chat/completions` with `usage.prompt_tokens` counted from 
 prompt. A one-token request (`max_tokens: 1`) is answered with one token and is recorded in
 `probes`, not `requests`; other requests take the scripted turns in order: text, or a
 `Native` call, which comes back as a native tool call when the template showed the tools.
+With `refuses_tools`, a request with tools is refused with a 400 instead, as vLLM without
+`--enable-auto-tool-choice` does.
 """
 
 from __future__ import annotations
@@ -68,14 +70,19 @@ class TemplateServer:
         shows_tools: bool,
         capabilities: bool = True,
         failing: str | None = None,
+        refuses_tools: str | None = None,
     ) -> None:
-        """`capabilities` (Ollama): list them in /api/show; `failing`: a path answered 500."""
+        """`capabilities` (Ollama): list them in /api/show; `failing`: a path answered 500;
+        `refuses_tools`: a chat request with `tools` is answered 400 with this message."""
         self.kind, self.shows_tools = kind, shows_tools
         self.capabilities, self.failing = capabilities, failing
+        self.refuses_tools = refuses_tools
         self.requests: list[dict[str, Any]] = []
         """Chat requests that took a scripted turn."""
         self.probes: list[dict[str, Any]] = []
         """One-token chat requests."""
+        self.refused: list[dict[str, Any]] = []
+        """Chat requests refused for their tools (`refuses_tools`)."""
         self.hits: Counter[str] = Counter()
         """Requests per path, every path."""
         self.base_url = ""
@@ -182,6 +189,9 @@ class TemplateServer:
         return shown
 
     async def _complete(self, request: web.BaseRequest, body: dict[str, Any]) -> web.StreamResponse:
+        if self.refuses_tools and body.get("tools"):
+            self.refused.append(body)
+            return _error(400, self.refuses_tools)
         prompt_tokens = _count(self.render(body))
         if body.get("max_tokens") == 1 or body.get("max_completion_tokens") == 1:
             self.probes.append(body)

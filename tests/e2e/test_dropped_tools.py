@@ -161,6 +161,26 @@ async def test_a_failed_look_stays_native_and_is_logged(
     assert lines(caplog, "emulating") == []
 
 
+async def test_a_server_that_refuses_tools_is_left_to_its_refusal(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.INFO, logger=LOGGER)
+    refusal = '"auto" tool choice requires --enable-auto-tool-choice and --tool-call-parser'
+    server = TemplateServer("vllm", shows_tools=False, refuses_tools=refusal)
+    async with server as fake, proxy_for(fake.base_url) as proxy:
+        fake.script("Hello.", "Hello again.")
+        first = await ask(proxy.client, stream=False, model=MODEL, messages=USER)
+        second = await ask(proxy.client, stream=True, model=MODEL, messages=USER)
+    assert (first.content, second.content) == ("Hello.", "Hello again.")
+    # The look's one-token request and the first request were refused; then emulation.
+    assert [body.get("max_tokens") for body in fake.refused] == [1, None]
+    assert [("tools" in body) for body in fake.requests] == [False, False]
+    (no_sign,) = lines(caplog, "no sign")
+    assert 'vLLM 0.33.0 refuses them: "auto" tool choice requires' in no_sign
+    (rejected,) = lines(caplog, "rejected tools")
+    assert "emulating from now on" in rejected
+
+
 async def test_concurrent_first_requests_look_once(caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.INFO, logger=LOGGER)
     async with TemplateServer("llama.cpp", shows_tools=False) as fake:

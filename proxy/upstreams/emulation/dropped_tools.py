@@ -24,6 +24,7 @@ import logging
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
+from urllib.parse import urlencode
 
 from ...config import UpstreamConfig
 from ...errors import ProxyError, UpstreamError, UpstreamStatusError, UpstreamTimeoutError
@@ -219,7 +220,8 @@ class _Server:
         return await self._counted("Ollama", model, tools)
 
     async def llama_cpp(self, model: str, tools: list[Any]) -> Finding | None:
-        props = await self._get(f"{self._root}/props")
+        # `model` picks the model of a llama.cpp router; a single-model server ignores it.
+        props = await self._get(f"{self._root}/props?{urlencode({'model': model})}")
         if props is None or not props.keys() & {"chat_template", "default_generation_settings"}:
             return None
         caps = props.get("chat_template_caps")
@@ -252,7 +254,12 @@ class _Server:
         """The prompt's token count with and without the tools, from one-token completions."""
         url = f"{self._base}/chat/completions"
         request = {"model": model, "messages": PROBE_MESSAGES, "max_tokens": 1, "stream": False}
-        shown = _prompt_tokens(await self._post(url, {**request, "tools": tools}))
+        try:
+            shown = _prompt_tokens(await self._post(url, {**request, "tools": tools}))
+        except UpstreamStatusError as exc:
+            # Refused outright (vLLM without --enable-auto-tool-choice): not dropped, and the
+            # request's own refusal switches the model.
+            return Finding(None, f"{server} refuses them: {exc.message[:200]}")
         plain = _prompt_tokens(await self._post(url, request)) if shown is not None else None
         if shown is None or plain is None:
             return Finding(None, f"{server} reports no usage.prompt_tokens")
