@@ -148,7 +148,8 @@ class UpstreamConfig(BaseModel):
     "no such model" comes back), and for the demo `toolwire-demo`, the one it serves."""
     tool_calling: Literal["native", "emulated", "auto", "parsed"] = "native"
     """native: the server parses tool calls; emulated: tools go into the prompt and calls are
-    parsed from the text; auto: native until the server rejects `tools` for a model; parsed:
+    parsed from the text; auto: native until the server rejects `tools` for a model or is
+    found to drop them (looked for once per model, `dropped_tools`); parsed:
     the server's chat template renders `tools` (sent with `tool_choice: "none"`) and the calls
     are parsed from the text in `emulation_format`."""
     emulation_format: EmulationFormatName = "hermes"
