@@ -31,6 +31,8 @@ from .toolspecs import ToolSpecs
 
 log = logging.getLogger("toolwire.emulation")
 
+_COUNTS = ("prompt_tokens", "completion_tokens", "total_tokens")
+
 
 class EmulatedUpstream:
     """Tool calling through the prompt, for a model or server that has none."""
@@ -134,9 +136,10 @@ class EmulatedUpstream:
             **sent,
             "messages": reask(sent.get("messages") or [], answer.text, specs, answer.refusals),
         }
+        missed = answer.usage
         answer = await self._attempt(stack, again, body, specs, headers, deadline, numbered)
         if not isinstance(answer, _Miss):
-            return answer
+            return _with_usage(answer, missed)
         raise UpstreamError(
             f"The model did not call a tool as tool_choice required (allowed: "
             f"{', '.join(sorted(specs.allowed))}); asked twice, it {answer.why}.",
@@ -180,7 +183,10 @@ class EmulatedUpstream:
                 if _has_calls(chunk):
                     stack.push_async_exit(attempt.pop_all())
                     return _replay(held, translated)
-            return _Miss(_content(held), tuple(parser.refusals))
+            usage = next(
+                (c["usage"] for c in reversed(held) if isinstance(c.get("usage"), dict)), None
+            )
+            return _Miss(_content(held), tuple(parser.refusals), usage)
 
     async def list_models(self) -> list[str]:
         """The inner upstream's models."""
@@ -204,6 +210,7 @@ class _Miss:
 
     text: str
     refusals: tuple[Refusal, ...]
+    usage: dict[str, Any] | None
 
     @property
     def why(self) -> str:
@@ -218,6 +225,22 @@ async def _replay(held: list[Chunk], rest: AsyncIterator[Chunk]) -> AsyncIterato
     for chunk in held:
         yield chunk
     async for chunk in rest:
+        yield chunk
+
+
+async def _with_usage(
+    chunks: AsyncIterator[Chunk], missed: dict[str, Any] | None
+) -> AsyncIterator[Chunk]:
+    """The chunks, their usage counting the tokens of the answer that was asked again."""
+    async for chunk in chunks:
+        usage = chunk.get("usage")
+        if missed and isinstance(usage, dict):
+            summed = {
+                key: usage.get(key, 0) + missed.get(key, 0)
+                for key in _COUNTS
+                if isinstance(usage.get(key, 0), int) and isinstance(missed.get(key, 0), int)
+            }
+            chunk = {**chunk, "usage": {**usage, **summed}}
         yield chunk
 
 
