@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from .parser import Event, Parser, Reasoning
+from .parser import Event, Parser, Reasoning, Text
 from .repairs import Refusal, Repair
 from .scanning import partial_overlap
 
@@ -26,13 +26,16 @@ class ThinkingParser:
         close: str = "</think>",
         started: bool = False,
         also: Sequence[tuple[str, str]] = (),
+        inside: Parser | None = None,
     ) -> None:
         """`started`: the prompt already opened the block (a template that prefills `<think>`),
         so the reply begins inside it; a leading `open` is then just absorbed. `also`: the
         (open, close) tags other versions of the family write (Kimi K2's `<think>`, K3's
         think channel): a block opened by one ends at its own close; a block the prompt
-        opened ends at the first close of any."""
-        self._inner = inner
+        opened ends at the first close of any. `inside`: a parser of the block's own text, for
+        a family that writes calls inside its reasoning (Trinity): its calls are calls, its
+        text stays reasoning."""
+        self._inner, self._inside = inner, inside
         self._pairs = ((open, close), *also)
         self._closes = tuple(c for _, c in self._pairs)
         # The inner parser's own lists: it records into them, callers read them here.
@@ -49,6 +52,8 @@ class ThinkingParser:
     def finish(self, *, truncated: bool = False) -> list[Event]:
         """Flush: reasoning cut off is still reasoning; then finish the inner parser."""
         out = self._run(final=True)
+        if self._state == "thinking":
+            self._flush_inside(out, truncated=truncated)
         return out + self._inner.finish(truncated=truncated)
 
     def _run(self, *, final: bool) -> list[Event]:
@@ -95,11 +100,31 @@ class ThinkingParser:
             if not final:
                 cut -= max(partial_overlap(self._buf, c) for c in self._closes)
             if cut:
-                out.append(Reasoning(self._buf[:cut]))
+                self._reason(out, self._buf[:cut])
             self._buf = self._buf[cut:]
             return False
         index, close = min(found)
         if index:
-            out.append(Reasoning(self._buf[:index]))
+            self._reason(out, self._buf[:index])
+        self._flush_inside(out, truncated=False)
         self._buf, self._state = self._buf[index + len(close) :], "after"
         return True
+
+    def _reason(self, out: list[Event], text: str) -> None:
+        if self._inside is None:
+            out.append(Reasoning(text))
+        else:
+            self._from_inside(out, self._inside.feed(text))
+
+    def _flush_inside(self, out: list[Event], *, truncated: bool) -> None:
+        if self._inside is not None:
+            self._from_inside(out, self._inside.finish(truncated=truncated))
+
+    def _from_inside(self, out: list[Event], events: list[Event]) -> None:
+        """The inside parser's events: text as reasoning, calls as they are."""
+        assert self._inside is not None
+        out.extend(Reasoning(e.text) if isinstance(e, Text) else e for e in events)
+        self.repairs.extend(self._inside.repairs)
+        self.refusals.extend(self._inside.refusals)
+        self._inside.repairs.clear()
+        self._inside.refusals.clear()

@@ -9,7 +9,7 @@ from typing import Any
 from ..call_ids import random_ids
 from ..parser import Envelope, Parser, TaggedParser
 from ..reasoning import ThinkingParser
-from ..repairs import Decoded, Repair, calls_from_json, strip_tokens, unfence
+from ..repairs import Decoded, calls_from_json, stripped_candidates, unfence
 from ..scanning import BodyScanner, QuotedScanner
 from ..toolspecs import ToolSpecs
 from .base import THINK_TAGS, CallText, parallel_line, response_blocks
@@ -61,11 +61,14 @@ class Hermes:
 
     def parser(self, specs: ToolSpecs, *, strict: bool) -> Parser:
         """A tagged parser reading JSON bodies."""
-        return ThinkingParser(
-            TaggedParser(
-                specs, decode, [Envelope("<tool_call>", "</tool_call>", _scanner)], strict=strict
-            )
-        )
+        return ThinkingParser(tagged(specs, strict=strict))
+
+
+def tagged(specs: ToolSpecs, *, strict: bool) -> TaggedParser:
+    """A parser of `<tool_call>` JSON blocks and the text around them."""
+    return TaggedParser(
+        specs, decode, [Envelope("<tool_call>", "</tool_call>", _scanner)], strict=strict
+    )
 
 
 def _scanner(lenient: bool) -> BodyScanner:
@@ -74,8 +77,10 @@ def _scanner(lenient: bool) -> BodyScanner:
 
 
 def decode(body: str, lenient: bool) -> Decoded | None:
-    """Calls from a `<tool_call>` body; None if it is not a valid call."""
-    repairs: list[Repair] = []
-    text = unfence(strip_tokens(body.strip(), lenient, repairs).strip(), lenient, repairs)
-    calls = calls_from_json(text, lenient, repairs)
-    return None if calls is None else (calls, repairs)
+    """Calls from a `<tool_call>` body (as written, then without leaked special tokens, so a
+    token quoted inside an argument string survives); None if it is not a valid call."""
+    for text, repairs in stripped_candidates(body, lenient):
+        calls = calls_from_json(unfence(text, lenient, repairs), lenient, repairs)
+        if calls is not None:
+            return calls, repairs
+    return None
