@@ -12,6 +12,8 @@ import pytest
 
 from proxy import parse_settings
 from proxy.errors import UpstreamError
+from proxy.upstreams.demo import DemoUpstream
+from proxy.upstreams.emulation import with_tool_calling
 from proxy.upstreams.emulation.dropped_tools import DroppedTools, Finding, ServerProbe, probe_for
 from testing.template_servers import TemplateServer
 from testing.upstream import FakeUpstream, Reply
@@ -103,6 +105,7 @@ class Gated:
         self.finding = finding if finding is not None else Finding(True, "gated")
         self.gate = asyncio.Event()
         self.looks = 0
+        self.closed = False
 
     async def look(
         self, model: str, tools: list[Any], headers: Mapping[str, str] | None
@@ -114,7 +117,7 @@ class Gated:
         return self.finding
 
     async def aclose(self) -> None:
-        pass
+        self.closed = True
 
 
 async def test_one_look_per_model_under_concurrency(caplog: pytest.LogCaptureFixture) -> None:
@@ -183,3 +186,12 @@ async def test_a_look_cancelled_with_its_request_is_taken_up_by_the_next() -> No
     probe.gate.set()
     assert await dropped.drops("m", TOOLS) is True
     assert probe.looks == 2
+
+
+@pytest.mark.parametrize("default", ["auto", "native"])
+async def test_the_probe_is_closed_with_its_upstream(default: str) -> None:
+    probe = Gated()
+    per_model = {"q*": "auto", "l*": "emulated"}
+    upstream = with_tool_calling(DemoUpstream("demo"), default, per_model=per_model, probe=probe)
+    await upstream.aclose()
+    assert probe.closed
