@@ -120,6 +120,17 @@ class ApprovalRequest:
 
 
 @dataclass(frozen=True, slots=True)
+class ProgramCall:
+    """A `run_code` program whose calls are among those handed to the client: the hosted
+    APIs' fronts show it, and each of its calls as made by it (`caller`)."""
+
+    call_id: str
+    code: str
+    waits_on: tuple[str, ...]
+    """The ids of the handed-back calls it made."""
+
+
+@dataclass(frozen=True, slots=True)
 class Finished:
     """The turn is over: why, its summed usage, and what the client must answer."""
 
@@ -129,6 +140,8 @@ class Finished:
     tool_calls: tuple[ToolCall, ...] = ()
     """Calls handed to the client: its own tools' and those awaiting approval."""
     approvals: tuple[ApprovalRequest, ...] = ()
+    programs: tuple[ProgramCall, ...] = ()
+    """The paused programs that made some of `tool_calls`."""
     stopped_by: str | None = None
     """The loop guard that ended the turn, if one did."""
     rounds: tuple[dict[str, Any], ...] = ()

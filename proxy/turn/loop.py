@@ -21,7 +21,14 @@ from .catalog import SEARCH_CHAT_TOOL
 from .continuations import AFTER_RESULTS, TurnStore, owned, restore
 from .controls import Controls
 from .events import Finished, LoopEvent, ToolsFinished, ToolsStarted
-from .programs import RUN_CODE, ProgramPause, Programs, Ran
+from .programs import (
+    ALLOWED_CALLERS,
+    RUN_CODE,
+    ProgramPause,
+    Programs,
+    Ran,
+    callable_directly,
+)
 from .record import Turn
 from .search import run_search
 from .triage import Round, Triage
@@ -199,7 +206,14 @@ class ToolLoop:
             if asks
             else ()
         )
-        return Finished("tool_calls", state.usage, tuple(returned), approvals=tuple(approvals))
+        programs = tuple(pause.program() for pause in state.pauses)
+        return Finished(
+            "tool_calls",
+            state.usage,
+            tuple(returned),
+            approvals=tuple(approvals),
+            programs=programs,
+        )
 
     def _last_word(self, state: _State, stopped_by: str) -> Finished:
         """The end of a turn a guard stopped, after its last upstream call without tools."""
@@ -216,7 +230,7 @@ class ToolLoop:
         assert self._programs is not None
         view = self._programs.tools(turn.toolset)
         offered = self._programs.offered(turn)
-        return [*view.direct, offered, *state.loaded.values(), *(turn.body.get("tools") or ())]
+        return [*view.direct, offered, *state.loaded.values(), *_client_tools(turn)]
 
     def _code_mode(self, turn: Turn) -> bool:
         """Whether the turn's model is offered `run_code` (never beside a client's own)."""
@@ -316,8 +330,21 @@ def _tools_for(turn: Turn, state: _State) -> list[dict[str, Any]]:
     tools = [*turn.toolset.chat_tools, *state.loaded.values()]
     if turn.toolset.deferred is not None:
         tools.append(SEARCH_CHAT_TOOL)
-    tools.extend(turn.body.get("tools") or ())
+    tools.extend(_client_tools(turn))
     return tools
+
+
+def _client_tools(turn: Turn) -> list[dict[str, Any]]:
+    """The client's tools the model calls directly, without the `allowed_callers` marker
+    (no upstream is told who may call a tool: programs are Toolwire's)."""
+    tools = turn.body.get("tools") or ()
+    if not any(ALLOWED_CALLERS in tool for tool in tools):
+        return list(tools)
+    return [
+        {k: v for k, v in tool.items() if k != ALLOWED_CALLERS}
+        for tool in tools
+        if callable_directly(tool)
+    ]
 
 
 def _upstream_body(client_body: dict[str, Any]) -> dict[str, Any]:

@@ -35,10 +35,13 @@ from ..codemode import (
 )
 from ..config import CodeModeConfig
 from .catalog import Toolset, chat_tool
+from .events import ProgramCall
 from .record import Turn
 
 RUN_CODE = "run_code"
 """The tool a model in code mode writes its programs to."""
+ALLOWED_CALLERS = "allowed_callers"
+"""On a client's tool: who may call it, "direct" (the model) and "programmatic" (a program)."""
 
 _SEARCH = "search_tools"
 _PREAMBLE = """Run a Python program that calls tools, and get what it prints.
@@ -89,6 +92,10 @@ class ProgramPause:
     @property
     def waiting(self) -> list[str]:
         return [call.id for call in self.handed_back]
+
+    def program(self) -> ProgramCall:
+        """The program as the client's front shows it."""
+        return ProgramCall(self.call.id, _code(self.call) or "", tuple(self.waiting))
 
     def placeholder(self) -> ToolResult:
         """What the turn's events say of the `run_code` call meanwhile (never sent upstream)."""
@@ -204,7 +211,8 @@ class Programs:
     ) -> Ran:
         """Go on with a paused program (its `record`), the answers to its waiting calls by
         call id (a call left unanswered fails in the program)."""
-        call = ToolCall(str(record["call"]), RUN_CODE, "")
+        code = orjson.dumps({"code": str(record.get("code", ""))}).decode()
+        call = ToolCall(str(record["call"]), RUN_CODE, code)
         try:
             paused = Paused.from_json(record["run"])
         except (KeyError, ValueError):
@@ -244,6 +252,7 @@ class _Inner:
         self._gate = gate
         self._turn = turn
         self._call_id = call.id
+        self._code = _code(call) or str((record or {}).get("code", ""))
         self.view = view
         self.searchable = turn.toolset.deferred is not None
         self.client = _client_stubs(turn, view)
@@ -267,6 +276,7 @@ class _Inner:
             return _result(self._call_id, outcome)
         record = {
             "call": self._call_id,
+            "code": self._code,
             "run": outcome.paused.to_json(),
             "count": self._count,
             "found": {name: stub.tool for name, stub in self.found.items()},
@@ -274,7 +284,7 @@ class _Inner:
         waiting = set(outcome.paused.waiting.values())
         handed = tuple(call for call in self._handed if call.id in waiting)
         asks = tuple(ask for ask in self._asks if ask[1].id in waiting)
-        call = ToolCall(self._call_id, RUN_CODE, "")
+        call = ToolCall(self._call_id, RUN_CODE, orjson.dumps({"code": self._code}).decode())
         return ProgramPause(call, handed, asks, record)
 
     def functions(self) -> Mapping[str, Function]:
@@ -388,7 +398,11 @@ def _client_stubs(turn: Turn, view: ProgramTools) -> dict[str, Stub]:
     tools = []
     for spec in turn.body.get("tools") or ():
         function = spec.get("function") if isinstance(spec, dict) else None
-        if isinstance(function, dict) and function.get("name") in turn.client_tools:
+        if (
+            isinstance(function, dict)
+            and function.get("name") in turn.client_tools
+            and callable_from_programs(spec)
+        ):
             parameters = function.get("parameters")
             tools.append(
                 (
@@ -399,6 +413,19 @@ def _client_stubs(turn: Turn, view: ProgramTools) -> dict[str, Stub]:
             )
     taken = {*view.functions, *view.denied}
     return {stub.function: stub for stub in stubs(tools, taken)}
+
+
+def callable_from_programs(tool: dict[str, Any]) -> bool:
+    """Whether a client tool may be called from a program: `allowed_callers` (the Responses
+    API's, which the Messages front maps its own onto) names "programmatic", or is absent."""
+    callers = tool.get(ALLOWED_CALLERS)
+    return not isinstance(callers, list) or "programmatic" in callers
+
+
+def callable_directly(tool: dict[str, Any]) -> bool:
+    """Whether a client tool is offered to the model as a tool of its own."""
+    callers = tool.get(ALLOWED_CALLERS)
+    return not isinstance(callers, list) or "direct" in callers
 
 
 def answer(content: str, *, failed: bool) -> Answer:
@@ -437,4 +464,14 @@ def _result(call_id: str, outcome: Outcome) -> ToolResult:
     return ToolResult.error(call_id, "program_error", outcome.error + printed)
 
 
-__all__ = ["RUN_CODE", "ProgramPause", "ProgramTools", "Programs", "Ran", "answer"]
+__all__ = [
+    "ALLOWED_CALLERS",
+    "RUN_CODE",
+    "ProgramPause",
+    "ProgramTools",
+    "Programs",
+    "Ran",
+    "answer",
+    "callable_directly",
+    "callable_from_programs",
+]

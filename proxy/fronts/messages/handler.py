@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import orjson
 
 from ...errors import BadRequestError, ClientDisconnectedError, ProxyError
@@ -13,6 +15,7 @@ from ...turn.record import Turn
 from ..exchange import Answered, Reply, Streamed, send_error, serve_turn
 from ..renderers import BuilderJson, BuilderStream
 from .errors import error_body
+from .programmatic import code_execution_type, for_code_mode, mark_callers
 from .render import MessageBuilder
 from .request import parse_body, to_chat_body
 
@@ -37,14 +40,22 @@ class Messages:
             scope, receive, send, self._services, self._prepare, self._reply, error_body
         )
 
-    async def _prepare(self, raw: bytes, context: RequestContext) -> tuple[Turn, bool]:
+    async def _prepare(self, raw: bytes, context: RequestContext) -> tuple[Turn, bool, str | None]:
         try:
             document = orjson.loads(raw)
         except orjson.JSONDecodeError as exc:
             raise BadRequestError(f"the request body is not valid JSON: {exc}") from exc
         body = parse_body(document)
         controls = parse_controls(body.toolwire, context.headers)
+        program_type = code_execution_type(document)
+        if program_type is not None:
+            # The client asked for programmatic tool calling: code mode answers it.
+            document, callers = for_code_mode(document)
+            if controls.code_mode is None:
+                controls = dataclasses.replace(controls, code_mode=True)
         chat = to_chat_body(document)
+        if program_type is not None:
+            mark_callers(chat, callers)
         services = self._services
         caller = context.caller()
         turn = Turn(
@@ -56,11 +67,11 @@ class Messages:
             context.headers,
             caller,
         )
-        return turn, body.stream is True
+        return turn, body.stream is True, program_type
 
-    def _reply(self, prepared: tuple[Turn, bool]) -> Reply:
-        turn, stream = prepared
-        builder = MessageBuilder(turn.body["model"])
+    def _reply(self, prepared: tuple[Turn, bool, str | None]) -> Reply:
+        turn, stream, program_type = prepared
+        builder = MessageBuilder(turn.body["model"], program_type)
         events = self._services.loop.run(turn)
         if stream:
             return Streamed(events, BuilderStream(builder))

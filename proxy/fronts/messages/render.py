@@ -20,6 +20,7 @@ from ...errors import ProxyError
 from ...turn.events import ContentDelta, Finished, LoopEvent, ToolsStarted, Usage
 from ..renderers import Event
 from .errors import error_body
+from .programmatic import CODE_EXECUTION
 
 Block = dict[str, Any]
 
@@ -41,9 +42,11 @@ class _Open:
 class MessageBuilder:
     """Folds loop events into content blocks, as Anthropic stream events."""
 
-    def __init__(self, model: str) -> None:
+    def __init__(self, model: str, program_type: str | None = None) -> None:
         self.id = f"msg_{random.getrandbits(96):024x}"
         self.model = model
+        self._program_type = program_type
+        """The code execution tool the client declared: a program's calls name it."""
         self.content: list[Block] = []
         self._open: _Open | None = None
         self._finished: Finished | None = None
@@ -126,8 +129,17 @@ class MessageBuilder:
 
     def _finish(self, done: Finished) -> list[Event]:
         events = self._close()
+        made_by: dict[str, str] = {}
+        if self._program_type is not None:
+            for program in done.programs:
+                made_by.update(dict.fromkeys(program.waits_on, program.call_id))
+                code = {"code": program.code}
+                events += self._block(
+                    {"type": "server_tool_use", "id": program.call_id, "name": CODE_EXECUTION},
+                    code,
+                )
         for call in done.tool_calls:
-            events += self._tool_use(call)
+            events += self._tool_use(call, made_by.get(call.id))
         self._finished = done
         delta = {"stop_reason": _stop_reason(done), "stop_sequence": None}
         message_delta: Event = {
@@ -139,7 +151,7 @@ class MessageBuilder:
             message_delta["toolwire"] = vendor
         return [*events, message_delta, {"type": "message_stop"}]
 
-    def _tool_use(self, call: ToolCall) -> list[Event]:
+    def _tool_use(self, call: ToolCall, program: str | None = None) -> list[Event]:
         arguments = call.arguments
         if isinstance(arguments, str):
             try:
@@ -148,7 +160,14 @@ class MessageBuilder:
                 arguments = {}
         if not isinstance(arguments, dict):
             arguments = {}
-        block: Block = {"type": "tool_use", "id": call.id, "name": call.name, "input": arguments}
+        block: Block = {"type": "tool_use", "id": call.id, "name": call.name}
+        if program is not None:
+            block["caller"] = {"type": self._program_type, "tool_id": program}
+        return self._block(block, arguments)
+
+    def _block(self, block: Block, arguments: dict[str, Any]) -> list[Event]:
+        """A block whose input streams as JSON (`tool_use`, `server_tool_use`)."""
+        block = {**block, "input": arguments}
         self.content.append(block)
         index = len(self.content) - 1
         return [

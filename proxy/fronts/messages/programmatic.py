@@ -1,0 +1,74 @@
+"""Anthropic's programmatic tool calling, answered by Toolwire's code mode for any upstream.
+
+A client written for it declares the code execution tool (`code_execution_2025…`) and marks
+the tools a program may call with `allowed_callers`. Here that turns code mode on for the
+request; each tool's callers map onto Toolwire's ("direct", "programmatic"); a program's
+call of the client's tool comes back as a `tool_use` block whose `caller` names the program,
+shown as the `server_tool_use` block it stands for; and the blocks of earlier turns that only
+the hosted server reads (`server_tool_use`, `code_execution_tool_result`, `caller`) are
+taken out of the history before the loop reads it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ...turn.programs import ALLOWED_CALLERS
+
+CODE_EXECUTION = "code_execution"
+_SERVER_BLOCKS = frozenset({"server_tool_use", "code_execution_tool_result"})
+
+
+def code_execution_type(raw: dict[str, Any]) -> str | None:
+    """The code execution tool's type the client declared, if it did."""
+    for tool in raw.get("tools") or ():
+        kind = tool.get("type") if isinstance(tool, dict) else None
+        if isinstance(kind, str) and kind.startswith("code_execution_"):
+            return kind
+    return None
+
+
+def for_code_mode(raw: dict[str, Any]) -> tuple[dict[str, Any], dict[str, list[str]]]:
+    """The request without what only the hosted server reads, and each client tool's callers
+    in Toolwire's words (by tool name; tools without `allowed_callers` are left out)."""
+    tools, callers = [], {}
+    for tool in raw.get("tools") or ():
+        if not isinstance(tool, dict):
+            tools.append(tool)
+            continue
+        kind = tool.get("type")
+        if isinstance(kind, str) and kind.startswith("code_execution_"):
+            continue
+        allowed = tool.get(ALLOWED_CALLERS)
+        if isinstance(allowed, list) and isinstance(tool.get("name"), str):
+            callers[tool["name"]] = [
+                "direct" if caller == "direct" else "programmatic" for caller in allowed
+            ]
+        tools.append({k: v for k, v in tool.items() if k != ALLOWED_CALLERS})
+    request = {**raw, "messages": [_without_server_blocks(m) for m in raw.get("messages", ())]}
+    if "tools" in raw:
+        request["tools"] = tools
+    return request, callers
+
+
+def mark_callers(chat: dict[str, Any], callers: dict[str, list[str]]) -> None:
+    """Put each client tool's callers on its entry of the loop's Chat body."""
+    for tool in chat.get("tools") or ():
+        name = (tool.get("function") or {}).get("name")
+        if name in callers:
+            tool[ALLOWED_CALLERS] = callers[name]
+
+
+def _without_server_blocks(message: Any) -> Any:
+    content = message.get("content") if isinstance(message, dict) else None
+    if message.get("role") != "assistant" or not isinstance(content, list):
+        return message
+    kept = [
+        {k: v for k, v in block.items() if k != "caller"} if "caller" in block else block
+        for block in content
+        if not (isinstance(block, dict) and block.get("type") in _SERVER_BLOCKS)
+    ]
+    return {**message, "content": kept}
+
+
+__all__ = ["CODE_EXECUTION", "code_execution_type", "for_code_mode", "mark_callers"]
