@@ -124,6 +124,7 @@ EmulationFormatName = Literal[
     "spark",
     "inkling",
     "nemotron",
+    "trinity",
 ]
 """The names `emulation_format` takes; `proxy.upstreams.emulation` builds one format for each."""
 

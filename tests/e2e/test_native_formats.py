@@ -114,6 +114,7 @@ SPECIAL_TOKENS: dict[str, tuple[str, ...]] = {
     "spark": ("<tool_call>", "</tool_call>"),
     "inkling": ("<|message_model|>", "<|content_invoke_tool_json|>", "<|end_message|>"),
     "nemotron": (),
+    "trinity": (),
 }
 FAMILIES = tuple(SPECIAL_TOKENS)
 FIRST, SECOND = "The user wants the weather; I call the tool.", "The tool says sunny."

@@ -50,6 +50,7 @@ from .pythonic import Pythonic
 from .seed_oss import SeedOss
 from .spark import Spark
 from .step import Step, Step3
+from .trinity import Trinity
 from .xlam import Xlam
 from .xml import Xml
 
@@ -104,6 +105,7 @@ FORMATS: dict[str, EmulationFormat] = {
     "spark": Spark(),
     "inkling": Inkling(),
     "nemotron": Nemotron(),
+    "trinity": Trinity(),
 }
 """Every format by name (formats hold no state: one instance serves every request)."""
 
