@@ -1,16 +1,19 @@
-"""Fake llama.cpp, Ollama and vLLM servers whose chat template shows `tools` to the model, or
-accepts them and drops them without a word, for tests of how `auto` tells the two apart.
+"""Fake llama.cpp, Ollama, vLLM and SGLang servers whose chat template shows `tools` to the
+model, or accepts them and drops them without a word, for tests of how `auto` tells the two
+apart.
 
 Each renders a request's messages (and its tools, when its template has a tools section) into
 a prompt, and says so where the real server does:
 
-- `llama.cpp`: `GET /props` (the template; `chat_template_caps` only in a build with
-  `--jinja` whose template takes tools), `POST /apply-template`, `POST /tokenize`.
+- `llama.cpp`: `GET /props` (the template and, for a build with `--jinja` whose template
+  takes tools, `chat_template_caps` unless `capabilities=False` as in builds before them),
+  `POST /apply-template`, `POST /tokenize`. Without `shows_tools` it is a build that ignores
+  `tools` (no `--jinja`, from before llama.cpp refused them without it).
 - `ollama`: `POST /api/show` (the template and, unless `capabilities=False` as before
   Ollama 0.6, the `capabilities` list).
-- `vllm`: `GET /version`.
+- `vllm`: `GET /version`; `sglang`: `GET /get_model_info`.
 
-All three answer `/v1/chat/completions` with `usage.prompt_tokens` counted from the rendered
+All of them answer `/v1/chat/completions` with `usage.prompt_tokens` counted from the rendered
 prompt. A one-token request (`max_tokens: 1`) is answered with one token and is recorded in
 `probes`, not `requests`; other requests take the scripted turns in order: text, or a
 `Native` call, which comes back as a native tool call when the template showed the tools.
@@ -34,7 +37,7 @@ from typing import Any, Literal
 import orjson
 from aiohttp import web
 
-Kind = Literal["llama.cpp", "ollama", "vllm"]
+Kind = Literal["llama.cpp", "ollama", "vllm", "sglang"]
 
 _SSE_HEADERS = {"Content-Type": "text/event-stream; charset=utf-8", "Cache-Control": "no-cache"}
 # llama.cpp's built-in ChatML, as used without --jinja: nothing in it can show tools.
@@ -72,7 +75,8 @@ class TemplateServer:
         failing: str | None = None,
         refuses_tools: str | None = None,
     ) -> None:
-        """`capabilities` (Ollama): list them in /api/show; `failing`: a path answered 500;
+        """`capabilities`: Ollama's /api/show and llama.cpp's /props list them; `failing`: a
+        path answered 500;
         `refuses_tools`: a chat request with `tools` is answered 400 with this message."""
         self.kind, self.shows_tools = kind, shows_tools
         self.capabilities, self.failing = capabilities, failing
@@ -163,6 +167,8 @@ class TemplateServer:
             return self._shown()
         if self.kind == "vllm" and route == ("GET", "/version"):
             return {"version": "0.33.0"}
+        if self.kind == "sglang" and route == ("GET", "/get_model_info"):
+            return {"model_path": "org/local-model", "is_generation": True}
         return None
 
     def _props(self) -> dict[str, Any]:
@@ -173,7 +179,7 @@ class TemplateServer:
             "chat_template": JINJA_TEMPLATE if self.shows_tools else LEGACY_TEMPLATE,
             "build_info": "b4500-fake",
         }
-        if self.shows_tools:
+        if self.capabilities and self.shows_tools:
             props["chat_template_caps"] = {"supports_tools": True, "supports_tool_calls": True}
         return props
 

@@ -51,6 +51,13 @@ async def look(base_url: str) -> Finding:
         ),
         (TemplateServer("vllm", shows_tools=False), True, "with and without them"),
         (TemplateServer("vllm", shows_tools=True), False, "prompt tokens with them"),
+        (TemplateServer("sglang", shows_tools=False), True, "SGLang counts"),
+        (TemplateServer("sglang", shows_tools=True), False, "SGLang counts"),
+        (
+            TemplateServer("llama.cpp", shows_tools=True, capabilities=False),
+            False,
+            "renders them into the prompt (/apply-template)",
+        ),
     ],
     ids=[
         "llama.cpp-no-jinja",
@@ -60,6 +67,9 @@ async def look(base_url: str) -> Finding:
         "ollama-old-plain",
         "vllm-plain",
         "vllm-tools",
+        "sglang-plain",
+        "sglang-tools",
+        "llama.cpp-jinja-before-caps",
     ],
 )
 async def test_each_server_shows_whether_it_drops_tools(
@@ -70,7 +80,7 @@ async def test_each_server_shows_whether_it_drops_tools(
     assert finding.drops is drops
     assert why in finding.why
     assert server.requests == []  # no scripted turn was taken
-    if server.kind == "vllm":
+    if server.kind in ("vllm", "sglang"):
         assert [bool(p.get("tools")) for p in server.probes] == [True, False]
         assert all(p["max_tokens"] == 1 and p["stream"] is False for p in server.probes)
     else:
