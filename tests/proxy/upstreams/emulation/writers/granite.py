@@ -131,6 +131,19 @@ GRANITE3 = [
         [TOKYO, TIME],
     ),
     _case(
+        "bare_list_marker_stripped",
+        "llama.cpp without --special (Granite 3's <|tool_call|> dropped)",
+        _json(_items([TOKYO, TIME])),
+        [TOKYO, TIME],
+    ),
+    _case(
+        "answer_opening_with_brackets_is_text",
+        "scenario",
+        "[1] Tokyo is sunny; [2] it is 9 pm there.",
+        [],
+        "[1] Tokyo is sunny; [2] it is 9 pm there.",
+    ),
+    _case(
         "think_response_blocks",
         "Granite 3.2/3.3 thinking output",
         "<think>No tool needed.</think><response>Paris is sunny.</response>",
