@@ -1,8 +1,9 @@
 """JSON calls inside a family's envelope, the syntax several families share: a list of call
 objects (Jamba's and Hunyuan A13B's `<tool_calls>[…]</tool_calls>`, xLAM's bare or fenced
-list, Phi-4-mini's `functools[…]`) or one call object (InternLM's action, GigaChat's
-`function call`), each `{"name": …, "arguments": {…}}` or with the family's own key for the
-arguments (InternLM's `parameters`), read in strict mode too.
+list, Phi-4-mini's `functools[…]`), one call object (InternLM's action, GigaChat's
+`function call`) or call objects one per line (MiniMax M1's `<tool_calls>`), each
+`{"name": …, "arguments": {…}}` or with the family's own key for the arguments (InternLM's
+`parameters`), read in strict mode too.
 
 Values are JSON, typed as the model wrote them. An empty list, a list holding anything but
 call objects, or arguments that are not an object is not a call. A list the length limit cut
@@ -42,6 +43,9 @@ class Shape(Enum):
     """A JSON array of calls (lenient: a lone call object too)."""
     OBJECT = "object"
     """One call object (lenient: an array of them too)."""
+    LINES = "lines"
+    """Call objects one after another, blanks between (MiniMax M1 writes one per line;
+    lenient: an array of them too)."""
 
 
 def decoder(
@@ -125,10 +129,13 @@ def _past_blanks(text: str, pos: int) -> int:
 def read_calls(
     text: str, shape: Shape, keys: Mapping[str, str], lenient: bool, repairs: list[Repair]
 ) -> list[tuple[str, Any]] | None:
-    """The calls of one JSON value of `shape`; None if it is not one."""
+    """The calls of one JSON value of `shape` (of a run of them: `LINES`); None if it is not
+    one."""
     text = text.strip()
     if text[:1] not in ("[", "{"):
         return None
+    if shape is Shape.LINES:
+        return _object_run(text, keys, lenient, repairs)
     value = load_value(text, lenient, repairs)
     if value is None and lenient:
         value = _with_control_chars(text, repairs)
@@ -146,6 +153,27 @@ def read_calls(
         if call is None:
             return None
         calls.append(call)
+    return calls
+
+
+def _object_run(
+    text: str, keys: Mapping[str, str], lenient: bool, repairs: list[Repair]
+) -> list[tuple[str, Any]] | None:
+    """The calls of call objects one after another, blanks between; None if anything else
+    stands between them."""
+    if text.startswith("["):
+        return read_calls(text, Shape.OBJECT, keys, lenient, repairs)
+    calls: list[tuple[str, Any]] = []
+    pos = 0
+    while pos < len(text):
+        end = object_end(text, pos) if text[pos] == "{" else None
+        found = (
+            None if end is None else read_calls(text[pos:end], Shape.OBJECT, keys, lenient, repairs)
+        )
+        if end is None or found is None:
+            return None
+        calls += found
+        pos = _past_blanks(text, end)
     return calls
 
 

@@ -8,9 +8,10 @@ M2.5's invokes in `<minimax:tool_call>`,
     </minimax:tool_call>
 
 with values inline and kept as written (then converted by the tool's schema: formats/xml.py
-reads them), and M3's namespaced elements (formats/minimax_m3.py). Each invoke is read as one
-call, so an unknown or broken one stays text without taking its neighbours with it; the block
-markers around them carry nothing. `minimax` prompts in M2's syntax, `minimax-m3` in M3's.
+reads them), M3's namespaced elements (formats/minimax_m3.py) and M1's JSON call objects,
+one per line in `<tool_calls>` (formats/json_calls.py). Each invoke is read as one call, so
+an unknown or broken one stays text without taking its neighbours with it; the block markers
+around them carry nothing. `minimax` prompts in M2's syntax, `minimax-m3` in M3's.
 Reasoning is a leading `<think>` block, which the template opens itself.
 """
 
@@ -23,9 +24,9 @@ from ..call_ids import random_ids
 from ..parser import Envelope, Parser, TaggedParser
 from ..reasoning import ThinkingParser
 from ..repairs import Decoded
-from ..scanning import BodyScanner, neutralise_tokens
+from ..scanning import BodyScanner, QuotedScanner, neutralise_tokens
 from ..toolspecs import ToolSpecs
-from . import minimax_m3
+from . import json_calls, minimax_m3
 from .base import KEEP_SPECIAL_TOKENS, THINK_TAGS, CallText, catalog_tools, json_text
 from .minimax_m3 import NS
 from .xml import Tags, decode_functions
@@ -38,6 +39,7 @@ M2 = Tags(
     parameter_end="</parameter>",
     lines=False,
 )
+M1_OPEN, M1_CLOSE = "<tool_calls>", "</tool_calls>"
 TURN, END = "]~b]", "[e~["
 """A role header (a tool's turn the model writes itself) and the end of a message."""
 TOKENS = (OPEN, CLOSE, TURN, END, NS)
@@ -138,17 +140,22 @@ class MiniMaxM3:
 
 
 def minimax_parser(specs: ToolSpecs, *, strict: bool) -> Parser:
-    """M2's and M3's invokes, one call each, after a `<think>` block."""
+    """M2's and M3's invokes, one call each, and M1's block of JSON calls, after a `<think>`
+    block."""
+    m1 = json_calls.decoder(json_calls.Shape.LINES)
 
     def decode(body: str, lenient: bool) -> Decoded | None:
-        # M2's invoke keeps its markers (xml.py reads them); M3's comes without.
+        # M2's invoke keeps its markers (xml.py reads them); M3's comes without, so does M1's.
         if body.startswith(M2.function):
             return decode_functions(body, lenient, specs, M2)
+        if body.lstrip()[:1] in ("{", "["):
+            return m1(body, lenient)
         return minimax_m3.decode(body, lenient, specs)
 
     envelopes = [
         Envelope(M2.function, M2.function_end, _m2_scanner, keep_markers=True),
         Envelope(minimax_m3.INVOKE, minimax_m3.INVOKE_END, _m3_scanner),
+        Envelope(M1_OPEN, M1_CLOSE, _m1_scanner),
     ]
     drop = (OPEN, CLOSE, minimax_m3.TOOL_CALL, minimax_m3.TOOL_CALL_END, END)
     inner = TaggedParser(specs, decode, envelopes, strict=strict, stops=(TURN,), drop=drop)
@@ -158,6 +165,10 @@ def minimax_parser(specs: ToolSpecs, *, strict: bool) -> Parser:
 def _m2_scanner(lenient: bool) -> BodyScanner:
     # Outside values, the block's end means the invoke was left open.
     return M2.scanner(M2.function_end, ends=(CLOSE,))(lenient)
+
+
+def _m1_scanner(lenient: bool) -> BodyScanner:
+    return QuotedScanner(M1_CLOSE, ends=(M1_OPEN,) if lenient else ())
 
 
 def _m3_scanner(lenient: bool) -> BodyScanner:

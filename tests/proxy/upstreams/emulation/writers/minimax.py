@@ -1,7 +1,8 @@
 """MiniMax: M2/M2.1/M2.5 (`<minimax:tool_call>` invokes, values inline) with the outputs of
 vLLM's minimax_m2 parser tests (test_minimax_m2_tool_parser.py, streamed ones joined) and the
 M2.5 tool-calling guide, and M3's namespaced elements from vLLM's minimax_m3 parser tests
-(test_minimax_m3_tool_parser.py) and SGLang's minimax_m3 detector, on the corpus's tools
+(test_minimax_m3_tool_parser.py) and SGLang's minimax_m3 detector, and M1's JSON lines from
+its function-call guide, on the corpus's tools
 (search_web on search, fn_a/fn_b on open schemas, get_stock on get_status, update_profile's
 nullable nickname on set_flags' note, echo and write on write_file, create_order's fields on
 search and set_flags)."""
@@ -261,6 +262,60 @@ M3_CASES = [
     ),
 ]
 
+M1 = "MiniMax-M1 function call guide (model output format)"
+M1_CASES = [
+    _case(
+        "m1_reasoning_then_json_lines",
+        M1,
+        "<think>\nOkay, I will search for the OpenAI and Gemini latest release.\n</think>\n"
+        "<tool_calls>\n"
+        '{"name": "set_flags", "arguments": {"tags": ["technology", "events"]}}\n'
+        '{"name": "search", "arguments": {"query": "\\"Gemini\\" \\"latest\\" \\"release\\""}}\n'
+        "</tool_calls>",
+        [
+            ["set_flags", {"tags": ["technology", "events"]}],
+            ["search", {"query": '"Gemini" "latest" "release"'}],
+        ],
+        reasoning="Okay, I will search for the OpenAI and Gemini latest release.",
+    ),
+    _case(
+        "m1_one_call",
+        M1,
+        '<tool_calls>\n{"name": "get_weather", "arguments": {"city": "Shanghai"}}\n</tool_calls>',
+        [["get_weather", {"city": "Shanghai"}]],
+    ),
+    _case(
+        "m1_prose_then_calls",
+        M1,
+        'Let me check.\n<tool_calls>\n{"name": "ping", "arguments": {}}\n</tool_calls>',
+        [["ping", {}]],
+        "Let me check.",
+    ),
+    _case(
+        "m1_unknown_tool",
+        M1,
+        '<tool_calls>\n{"name": "rm_rf", "arguments": {}}\n</tool_calls>',
+        [],
+        None,
+    ),
+    _case(
+        "m1_broken_line",
+        M1,
+        '<tool_calls>\n{"name": "get_weather", "arguments": {"city": "Paris" "days": 2}}\n'
+        "</tool_calls>",
+        [],
+        None,
+    ),
+    _case(
+        "m1_truncated",
+        M1,
+        '<tool_calls>\n{"name": "ping", "arguments": {}}\n{"name": "get_weather", "argu',
+        [],
+        None,
+        truncated=True,
+    ),
+]
+
 WRITER = Writer(
     block=block,
     think=lambda t: f"<think>\n{t}\n</think>\n\n",
@@ -272,6 +327,6 @@ WRITER = Writer(
     separator="\n",
     result="[e~[\n]~b]tool\n<response>pong</response>[e~[",
     call_end=f"</invoke>\n{CLOSE}",
-    extra=[*M2_CASES, *M3_CASES],
+    extra=[*M2_CASES, *M3_CASES, *M1_CASES],
 )
 WRITERS = {"minimax": WRITER}
