@@ -125,6 +125,8 @@ EmulationFormatName = Literal[
     "inkling",
     "nemotron",
     "trinity",
+    "muse",
+    "muse-glimmer",
 ]
 """The names `emulation_format` takes; `proxy.upstreams.emulation` builds one format for each."""
 

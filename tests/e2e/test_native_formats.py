@@ -115,6 +115,8 @@ SPECIAL_TOKENS: dict[str, tuple[str, ...]] = {
     "inkling": ("<|message_model|>", "<|content_invoke_tool_json|>", "<|end_message|>"),
     "nemotron": (),
     "trinity": (),
+    "muse": ("<|start|>", "<|message|>", "<|eom|>", "<|eot|>"),
+    "muse-glimmer": ("<|start|>", "<|message|>", "<|eom|>", "<|eot|>"),
 }
 FAMILIES = tuple(SPECIAL_TOKENS)
 FIRST, SECOND = "The user wants the weather; I call the tool.", "The tool says sunny."

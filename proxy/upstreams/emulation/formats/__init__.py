@@ -41,6 +41,7 @@ from .mimo import Mimo
 from .minicpm import MiniCpm
 from .minimax import MiniMax, MiniMaxM3
 from .mistral import Mistral
+from .muse import Muse, MuseGlimmer
 from .nemotron import Nemotron
 from .olmo3 import Olmo3
 from .phi4_mini import Phi4Mini
@@ -106,6 +107,8 @@ FORMATS: dict[str, EmulationFormat] = {
     "inkling": Inkling(),
     "nemotron": Nemotron(),
     "trinity": Trinity(),
+    "muse": Muse(),
+    "muse-glimmer": MuseGlimmer(),
 }
 """Every format by name (formats hold no state: one instance serves every request)."""
 
@@ -118,6 +121,7 @@ VERSIONS: dict[str, str] = {
     "gigachat-3.5": "gigachat",
     "step3": "step",
     "minimax-m3": "minimax",
+    "muse-glimmer": "muse",
 }
 """The names of one version's syntax, each with its family's name."""
 
