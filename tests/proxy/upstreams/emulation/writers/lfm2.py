@@ -6,10 +6,13 @@ grocery.orderIngredients on weather.get)."""
 
 from __future__ import annotations
 
+import functools
 import json
+from collections.abc import Callable
 from typing import Any
 
 from tests.proxy.upstreams.emulation.families import Calls, Writer
+from tests.proxy.upstreams.emulation.vllm_common_cases import REGISTER_USER
 
 START, END = "<|tool_call_start|>", "<|tool_call_end|>"
 VLLM = "vLLM tests/tool_parsers/test_lfm2_tool_parser.py"
@@ -52,17 +55,7 @@ MORE_TYPES = (
     "set_config(name='John Doe', age=37, address={'city': 'San Francisco', 'state': 'CA'}, "
     "role=None, passed_test=True, aliases=['John', 'Johnny'])"
 )
-MORE_TYPES_CALL = (
-    "set_config",
-    {
-        "name": "John Doe",
-        "age": 37,
-        "address": {"city": "San Francisco", "state": "CA"},
-        "role": None,
-        "passed_test": True,
-        "aliases": ["John", "Johnny"],
-    },
-)
+MORE_TYPES_CALL = ("set_config", REGISTER_USER)
 GROCERY = (
     "weather.get(ingredientList=[{'name': 'Lasagna noodles', 'amount': 250, 'unit': 'g'}], "
     "deliveryAddress='845 Willow Lane, Springfield, IL 62704')"
@@ -76,27 +69,42 @@ GROCERY_CALL = (
 )
 FAKE = f"{START}[A(A=\t)A(A=,\t\t)A(A=,\t]{END}"
 
+
+def pythonic_cases(
+    block: Callable[[list[str]], str], simple: tuple[str, Any], source: str
+) -> list[dict[str, Any]]:
+    """The cases vLLM's pythonic parser tests share (LFM2's and OLMo 3's among them), each
+    output written by `block` from the calls' source texts; `simple`: the family's simple call,
+    its source and its (name, arguments)."""
+    text, call = simple
+    case = functools.partial(_case, source=source)
+    return [
+        case("vllm_no_tool_call", "How can I help you today?", [], "How can I help you today?"),
+        case("vllm_simple", block([text]), [call]),
+        case("vllm_more_types", block([MORE_TYPES]), [MORE_TYPES_CALL]),
+        case("vllm_parameterless", block(["ping()"]), [("ping", {})]),
+        case(
+            "vllm_empty_dict",
+            block(["set_config(additional_data={})"]),
+            [("set_config", {"additional_data": {}})],
+        ),
+        case("vllm_empty_list", block(["set_config(steps=[])"]), [("set_config", {"steps": []})]),
+        case(
+            "vllm_escaped_string",
+            block([r"""set_config(city='Martha\'s Vineyard', metric='\"cool units\"')"""]),
+            [("set_config", {"city": "Martha's Vineyard", "metric": '"cool units"'})],
+        ),
+        case("vllm_parallel_calls", block([text, MORE_TYPES]), [call, MORE_TYPES_CALL]),
+        case(
+            "vllm_three_calls_large_steps",
+            block([text, "ping()", "set_config(steps=[])"]),
+            [call, ("ping", {}), ("set_config", {"steps": []})],
+        ),
+    ]
+
+
 VLLM_CASES = [
-    _case("vllm_no_tool_call", "How can I help you today?", [], "How can I help you today?"),
-    _case("vllm_simple", _wrap(f"[{SIMPLE}]"), [SIMPLE_CALL]),
-    _case("vllm_more_types", _wrap(f"[{MORE_TYPES}]"), [MORE_TYPES_CALL]),
-    _case("vllm_parameterless", _wrap("[ping()]"), [("ping", {})]),
-    _case(
-        "vllm_empty_dict",
-        _wrap("[set_config(additional_data={})]"),
-        [("set_config", {"additional_data": {}})],
-    ),
-    _case("vllm_empty_list", _wrap("[set_config(steps=[])]"), [("set_config", {"steps": []})]),
-    _case(
-        "vllm_escaped_string",
-        _wrap(r"""[set_config(city='Martha\'s Vineyard', metric='\"cool units\"')]"""),
-        [("set_config", {"city": "Martha's Vineyard", "metric": '"cool units"'})],
-    ),
-    _case(
-        "vllm_parallel_calls",
-        _wrap(f"[{SIMPLE}, {MORE_TYPES}]"),
-        [SIMPLE_CALL, MORE_TYPES_CALL],
-    ),
+    *pythonic_cases(lambda calls: _wrap("[" + ", ".join(calls) + "]"), (SIMPLE, SIMPLE_CALL), VLLM),
     _case(
         "vllm_content_after_tool_call",
         _wrap(f"[{SIMPLE}]") + "\nChecking the current status of candidate ID 12345.",
@@ -132,11 +140,6 @@ VLLM_CASES = [
     _case("vllm_empty_block", _wrap("[]"), []),
     _case("vllm_blank_block", _wrap("[ ]"), []),
     _case("vllm_whitespace_after_start_token", f"{START} [{SIMPLE}]{END}", [SIMPLE_CALL]),
-    _case(
-        "vllm_three_calls_one_delta",
-        _wrap(f"[{SIMPLE}, ping(), set_config(steps=[])]"),
-        [SIMPLE_CALL, ("ping", {}), ("set_config", {"steps": []})],
-    ),
     _case(
         "vllm_leading_content_block_and_trailing",
         "Let me check. " + _wrap(f"[{SIMPLE}]") + "\nDone.",
