@@ -135,6 +135,19 @@ CASES = [
         "Wait",
     ),
     _case(
+        "bare_list_prefix_stripped",
+        '[{"get_weather": {"location": "London"}}, {"get_time": {"location": "London"}}]',
+        [LONDON, ("get_time", {"location": "London"})],
+        source="a server that drops special tokens",
+    ),
+    _case(
+        "answer_opening_with_brackets_is_text",
+        "[1] London is rainy; [2] bring an umbrella.",
+        [],
+        "[1] London is rainy; [2] bring an umbrella.",
+        source="scenario",
+    ),
+    _case(
         "think_tags_then_call",
         "<think>Weather first.</think>" + block([("get_weather", {"city": "Paris"})]),
         [("get_weather", {"city": "Paris"})],
