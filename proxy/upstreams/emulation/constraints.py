@@ -19,7 +19,19 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from .formats import deepseek, harmony, kimi
-from .grammar import Grammar, Lit, Node, Rep, Until, alt, chars, json_object, optional, seq
+from .grammar import (
+    Grammar,
+    Lit,
+    Node,
+    Rep,
+    Until,
+    alt,
+    chars,
+    json_object,
+    json_string,
+    optional,
+    seq,
+)
 from .grammar import whitespace as ws
 from .toolspecs import ToolSpecs
 
@@ -143,6 +155,71 @@ def _llama_schema(tools: list[dict[str, Any]], parallel: bool) -> dict[str, Any]
     return _items_schema(tools, "parameters")
 
 
+def _tagged(open: str, close: str, key: str = "arguments", between: str = "") -> Shape:
+    """One `{"name": …, key: {…}}` object per call, between `open` and `close`."""
+
+    def call(g: Grammar, name: str, arguments: Node) -> Node:
+        body = _object(g, ("name", _name(name)), (key, arguments))
+        return seq(open, ws(g), body, ws(g), close) if close else seq(open, body)
+
+    return Shape(call, between=(lambda g: Lit(between)) if between else ws)
+
+
+def _listed(open: str, close: str = "", *, optional_close: bool = False) -> Shape:
+    """Every call's `{"name": …, "arguments": {…}}` in one JSON array after `open`."""
+    end: Callable[[Grammar], Node] = lambda g: seq(ws(g), "]", close)  # noqa: E731
+    if optional_close:
+        end = lambda g: seq(ws(g), "]", optional(Lit(close)))  # noqa: E731
+    return Shape(
+        _json_call,
+        before=lambda g: seq(open, "[", ws(g)),
+        between=lambda g: seq(ws(g), ",", ws(g)),
+        after=end,
+        json_schema=_array_schema if not open else None,
+    )
+
+
+def _array_schema(tools: list[dict[str, Any]], parallel: bool) -> dict[str, Any]:
+    schema: dict[str, Any] = {
+        "type": "array",
+        "items": _items_schema(tools, "arguments"),
+        "minItems": 1,
+    }
+    return schema if parallel else {**schema, "maxItems": 1}
+
+
+def _apertus_call(g: Grammar, name: str, arguments: Node) -> Node:
+    return _object(g, (name, arguments))
+
+
+def _cohere_call(g: Grammar, name: str, arguments: Node) -> Node:
+    return _object(
+        g,
+        ("tool_call_id", json_string(g)),
+        ("tool_name", _name(name)),
+        ("parameters", arguments),
+    )
+
+
+def _inkling_call(g: Grammar, name: str, arguments: Node) -> Node:
+    body = _object(g, ("name", _name(name)), ("args", arguments))
+    return seq(f"<|message_model|>{name}<|content_invoke_tool_json|>", body, "<|end_message|>")
+
+
+def _plamo(tag: str) -> str:
+    return f"<|plamo:{tag}:plamo|>"
+
+
+def _plamo_call(g: Grammar, name: str, arguments: Node) -> Node:
+    head = (
+        f"{_plamo('begin_tool_request')}{_plamo('begin_tool_name')}{name}"
+        f"{_plamo('end_tool_name')}{_plamo('begin_tool_arguments')}<|plamo:constrain|>json"
+        "<|plamo:msg|>"
+    )
+    tail = f"{_plamo('end_tool_arguments')}{_plamo('end_tool_request')}"
+    return seq(head, arguments, tail)
+
+
 SHAPES: Mapping[str, Shape] = {
     "hermes": Shape(_hermes_call, between=ws),
     "json": Shape(
@@ -169,6 +246,36 @@ SHAPES: Mapping[str, Shape] = {
         after=lambda g: Lit(deepseek.CALLS_END),
     ),
     "gpt-oss": Shape(_harmony_call, before=_harmony_analysis),
+    "ernie": _tagged("<tool_call>", "</tool_call>"),
+    "granite4": _tagged("<tool_call>", "</tool_call>"),
+    "longcat": _tagged("<longcat_tool_call>", "</longcat_tool_call>"),
+    "internlm": _tagged("<|action_start|><|plugin|>", "<|action_end|>", "parameters"),
+    "gigachat": _tagged("<|message_sep|>\n\nfunction call<|role_sep|>\n", ""),
+    "gigachat-3.1": _tagged("<|function_call|>", ""),
+    "granite-20b-fc": _tagged("<function_call> ", "", between="\n"),
+    "jamba": _listed("<tool_calls>", "</tool_calls>"),
+    "hunyuan": _listed("<tool_calls>", "</tool_calls>"),
+    "xlam": _listed(""),
+    "phi4-mini": _listed("functools"),
+    "granite": _listed("<|tool_call|>"),
+    "apertus": Shape(
+        _apertus_call,
+        before=lambda g: seq("<|tools_prefix|>[", ws(g)),
+        between=lambda g: seq(ws(g), ",", ws(g)),
+        after=lambda g: seq(ws(g), "]", optional(Lit("<|tools_suffix|>"))),
+    ),
+    "cohere": Shape(
+        _cohere_call,
+        before=lambda g: seq("<|START_ACTION|>[", ws(g)),
+        between=lambda g: seq(ws(g), ",", ws(g)),
+        after=lambda g: seq(ws(g), "]<|END_ACTION|>"),
+    ),
+    "inkling": Shape(_inkling_call),
+    "plamo": Shape(
+        _plamo_call,
+        before=lambda g: Lit(_plamo("begin_tool_requests")),
+        after=lambda g: Lit(_plamo("end_tool_requests")),
+    ),
 }
 """The families whose calls are constrained, by format name."""
 

@@ -306,6 +306,11 @@ def whitespace(grammar: Grammar) -> Ref:
     )
 
 
+def json_string(grammar: Grammar) -> Ref:
+    """Any JSON string."""
+    return _string(grammar)
+
+
 def _string(grammar: Grammar) -> Ref:
     def build() -> Node:
         plain = Chars((('"', '"'), ("\\", "\\"), ("\x00", "\x1f")), negated=True)
