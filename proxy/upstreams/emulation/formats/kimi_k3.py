@@ -19,9 +19,10 @@ from __future__ import annotations
 import html
 import json
 import re
+from functools import partial
 from typing import Any
 
-from ..parser import Event, Parser
+from ..filters import FilteredText
 from ..repairs import Decoded, Repair
 from ..scanning import BodyScanner, XmlScanner, partial_overlap
 from ..toolspecs import ToolSpecs
@@ -52,36 +53,18 @@ _ARGUMENT = re.compile(
 )
 
 
-class WholeMarkers:
-    """Feeds `inner` whole XTML markers only: text from an `<|open|>` or `<|close|>` whose
-    `<|sep|>` has not come yet is held, so a marker split across deltas is never taken for a
-    stray special token (and stripped) before the rest of it arrives."""
-
-    def __init__(self, inner: Parser) -> None:
-        self._inner = inner
-        self.repairs: list[Repair] = inner.repairs
-        self.refusals = inner.refusals
-        self._buf = ""
-
-    def feed(self, text: str) -> list[Event]:
-        """Take more model text; pass on what cannot split a marker."""
-        self._buf += text
-        cut = _whole(self._buf)
-        ready, self._buf = self._buf[:cut], self._buf[cut:]
-        return self._inner.feed(ready) if ready else []
-
-    def finish(self, *, truncated: bool = False) -> list[Event]:
-        """Pass on what is held, then finish the inner parser."""
-        out = self._inner.feed(self._buf) if self._buf else []
-        self._buf = ""
-        return out + self._inner.finish(truncated=truncated)
-
-
 def _whole(buf: str) -> int:
+    """Where the text that may still be an unfinished marker begins."""
     start = max(buf.rfind(OPEN), buf.rfind(CLOSE))
     if start >= 0 and SEP not in buf[start:]:
         return start
     return len(buf) - max(partial_overlap(buf, OPEN), partial_overlap(buf, CLOSE))
+
+
+WholeMarkers = partial(FilteredText, ready=_whole)
+"""Feeds a parser whole XTML markers only: text from an `<|open|>` or `<|close|>` whose
+`<|sep|>` has not come yet is held, so a marker split across deltas is never taken for a
+stray special token (and stripped) before the rest of it arrives."""
 
 
 def is_k3(body: str) -> bool:

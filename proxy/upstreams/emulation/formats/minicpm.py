@@ -15,9 +15,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..call_ids import random_ids
-from ..parser import Envelope, Event, Parser, TaggedParser
+from ..filters import FilteredText
+from ..parser import Envelope, Parser, TaggedParser
 from ..reasoning import ThinkingParser
-from ..repairs import Decoded, Repair
+from ..repairs import Decoded
 from ..toolspecs import ToolSpecs
 from .base import THINK_TAGS, CallText, parallel_line, response_blocks
 from .xml import Tags, decode_functions
@@ -86,22 +87,9 @@ class MiniCpm:
             for opener in (MINICPM.function, "<functionname=")
         ]
         inner = TaggedParser(specs, decode, envelopes, strict=strict, stops=self.stops)
-        return ByteLevelText(ThinkingParser(inner))
+        # Byte-level decoding's stand-ins (`Ġ`, `Ċ`) read as the space and newline they are.
+        return FilteredText(ThinkingParser(inner), ready=len, rewrite=_byte_level)
 
 
-class ByteLevelText:
-    """Feeds `inner` the text with byte-level decoding's stand-ins (`Ġ`, `Ċ`) read as the space
-    and newline they stand for."""
-
-    def __init__(self, inner: Parser) -> None:
-        self._inner = inner
-        self.repairs: list[Repair] = inner.repairs
-        self.refusals = inner.refusals
-
-    def feed(self, text: str) -> list[Event]:
-        """Take more model text."""
-        return self._inner.feed(text.translate(_BYTE_LEVEL))
-
-    def finish(self, *, truncated: bool = False) -> list[Event]:
-        """Finish the inner parser."""
-        return self._inner.finish(truncated=truncated)
+def _byte_level(text: str) -> str:
+    return text.translate(_BYTE_LEVEL)

@@ -22,9 +22,10 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
+from functools import partial
 from typing import Any
 
-from ..parser import Event, Parser
+from ..filters import FilteredText
 from ..repairs import Decoded, Repair
 from ..scanning import partial_overlap
 from ..toolspecs import ToolSpecs
@@ -59,30 +60,20 @@ class MarkerScanner:
         return None
 
 
-class TightMarkers:
-    """Feeds `inner` the text with the blanks between a namespace marker and its tag taken
-    out (`]<]minimax[>[ <invoke` is `]<]minimax[>[<invoke`); a marker at the end of a delta
-    is held until what follows it shows."""
+def _settled(buf: str) -> int:
+    """Up to a marker at the end (maybe followed by blanks), or a marker's first part."""
+    tail = _SPACED_TAIL.search(buf)
+    return tail.start() if tail else len(buf) - partial_overlap(buf, NS)
 
-    def __init__(self, inner: Parser) -> None:
-        self._inner = inner
-        self.repairs: list[Repair] = inner.repairs
-        self.refusals = inner.refusals
-        self._buf = ""
 
-    def feed(self, text: str) -> list[Event]:
-        """Take more model text; pass on what a later delta cannot change."""
-        self._buf += text
-        tail = _SPACED_TAIL.search(self._buf)
-        cut = tail.start() if tail else len(self._buf) - partial_overlap(self._buf, NS)
-        ready, self._buf = self._buf[:cut], self._buf[cut:]
-        return self._inner.feed(_SPACED.sub(NS, ready)) if ready else []
+def _tightened(text: str) -> str:
+    return _SPACED.sub(NS, text)
 
-    def finish(self, *, truncated: bool = False) -> list[Event]:
-        """Pass on what is held, then finish the inner parser."""
-        out = self._inner.feed(_SPACED.sub(NS, self._buf)) if self._buf else []
-        self._buf = ""
-        return out + self._inner.finish(truncated=truncated)
+
+TightMarkers = partial(FilteredText, ready=_settled, rewrite=_tightened)
+"""Feeds a parser the text with the blanks between a namespace marker and its tag taken out
+(`]<]minimax[>[ <invoke` is `]<]minimax[>[<invoke`); a marker at the end of a delta is held
+until what follows it shows."""
 
 
 def decode(body: str, lenient: bool, specs: ToolSpecs) -> Decoded | None:
