@@ -13,9 +13,10 @@ from ...server.services import Services
 from ...turn.controls import parse_controls
 from ...turn.record import Turn
 from ..exchange import Answered, Reply, Streamed, send_error, serve_turn
+from ..programs import mark_callers
 from ..renderers import BuilderJson, BuilderStream
 from .errors import error_body
-from .programmatic import code_execution_type, for_code_mode, mark_callers
+from .programmatic import code_execution_type, for_code_mode
 from .render import MessageBuilder
 from .request import parse_body, to_chat_body
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...turn.programs import ALLOWED_CALLERS
+from ..programs import ALLOWED_CALLERS
 
 CODE_EXECUTION = "code_execution"
 _SERVER_BLOCKS = frozenset({"server_tool_use", "code_execution_tool_result"})
@@ -51,14 +51,6 @@ def for_code_mode(raw: dict[str, Any]) -> tuple[dict[str, Any], dict[str, list[s
     return request, callers
 
 
-def mark_callers(chat: dict[str, Any], callers: dict[str, list[str]]) -> None:
-    """Put each client tool's callers on its entry of the loop's Chat body."""
-    for tool in chat.get("tools") or ():
-        name = (tool.get("function") or {}).get("name")
-        if name in callers:
-            tool[ALLOWED_CALLERS] = callers[name]
-
-
 def _without_server_blocks(message: Any) -> Any:
     content = message.get("content") if isinstance(message, dict) else None
     if message.get("role") != "assistant" or not isinstance(content, list):
@@ -71,4 +63,4 @@ def _without_server_blocks(message: Any) -> Any:
     return {**message, "content": kept}
 
 
-__all__ = ["CODE_EXECUTION", "code_execution_type", "for_code_mode", "mark_callers"]
+__all__ = ["CODE_EXECUTION", "code_execution_type", "for_code_mode"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import secrets
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -26,6 +27,7 @@ from ...turn.record import Turn
 from ..conversion import round_items, to_chat
 from ..exchange import Answered, Reply, Streamed, serve_turn
 from ..exchange import openai_error_body as error_body
+from ..programs import mark_callers
 from ..renderers import BuilderJson, BuilderStream
 from .items import Item, for_rosetta, input_items, listed_labels
 from .render import ResponseBuilder, ResponsePlan, Stored
@@ -78,12 +80,15 @@ class Responses:
         conversation = [*prior, *input_items(body.input)]
         controls = parse_controls(body.toolwire, context.headers)
         tools = plan_tools(body.tools, services.registry)
+        if tools.programmatic and controls.code_mode is None:
+            controls = dataclasses.replace(controls, code_mode=True)
         tool_filter = controls.tool_filter
         if tools.names is not None:
             tool_filter = tool_filter.narrow(ToolFilter(names=tools.names))
         caller = context.caller(tools.must_ask)
         toolset = services.catalog.toolset(tool_filter, caller)
         chat = to_chat(_chat_request(body, conversation, tools, toolset), "openai_responses")
+        mark_callers(chat, tools.callers)
         if not chat.get("messages"):
             raise BadRequestError("'input' holds no message", param="input")
         turn = Turn(
@@ -101,6 +106,7 @@ class Responses:
             echo=_echo(body),
             labels=labels,
             show_rounds=bool(tools.entries) or controls.stream_tool_events,
+            programmatic=tools.programmatic,
             listings=_listings(tools, toolset, labels, listed_labels(conversation)),
         )
         return _Prepared(turn, plan, conversation, body.stream is True, body.store is not False)

@@ -3,7 +3,9 @@
 The loop speaks Chat messages. Before llm-rosetta converts a conversation, the items it
 does not know are translated here: an `mcp_call` the proxy ran becomes the function call
 and output the upstream saw, an `mcp_approval_request` the call it paused, and an
-`mcp_approval_response` the verdict the approval flow reads.
+`mcp_approval_response` the verdict the approval flow reads. A `program` item (programmatic
+tool calling, answered by code mode) and its `program_output` are the proxy's own and are
+left out, as is the `caller` of the calls a program made.
 """
 
 from __future__ import annotations
@@ -29,6 +31,8 @@ _KNOWN = frozenset(
         "mcp_list_tools",
         "mcp_approval_request",
         "mcp_approval_response",
+        "program",
+        "program_output",
     }
 )
 
@@ -83,8 +87,12 @@ def for_rosetta(items: list[Item]) -> list[Item]:
     for i, item in enumerate(items):
         where = f"input[{i}]"
         kind = item["type"]
-        if kind in ("mcp_list_tools", "reasoning"):
-            continue  # listings are informational; Chat upstreams take no reasoning items
+        if kind in ("mcp_list_tools", "reasoning", "program", "program_output"):
+            # Listings are informational, Chat upstreams take no reasoning items, and a
+            # program is the proxy's own (its run_code call is in the kept turn).
+            continue
+        if "caller" in item:
+            item = {k: v for k, v in item.items() if k != "caller"}
         if kind == "mcp_call":
             call_id = _text(item, "id", where)
             out.append(_function_call(call_id, item, where))

@@ -7,6 +7,7 @@ object, so a streamed response and its completed object always agree.
 
 from __future__ import annotations
 
+import hashlib
 import random
 import time
 from dataclasses import dataclass, field
@@ -21,6 +22,7 @@ from ...turn.events import (
     ContentDelta,
     Finished,
     LoopEvent,
+    ProgramCall,
     ToolsFinished,
     ToolsStarted,
     Usage,
@@ -43,6 +45,9 @@ class ResponsePlan:
     show_rounds: bool
     listings: tuple[Item, ...] = ()
     """`mcp_list_tools` items to open the output with."""
+    programmatic: bool = False
+    """The client asked for programmatic tool calling: a paused program shows as a
+    `program` item, and the calls it made name it as their `caller`."""
     id: str = field(default_factory=lambda: f"resp_{random.getrandbits(128):032x}")
     created_at: int = field(default_factory=lambda: int(time.time()))
 
@@ -310,9 +315,16 @@ class ResponseBuilder:
         """The events that end the response; its final object is ready after this."""
         events = self._close()
         asked = {a.call.id: a for a in done.approvals}
+        made_by: dict[str, str] = {}
+        if self.plan.programmatic:
+            for program in done.programs:
+                made_by.update(dict.fromkeys(program.waits_on, program.call_id))
+                events += self._program(program)
         for call in done.tool_calls:
-            request = asked.get(call.id)
-            events += self._approval(call) if request is not None else self._function_call(call)
+            if asked.get(call.id) is not None:
+                events += self._approval(call)
+            else:
+                events += self._function_call(call, made_by.get(call.id))
         self._usage = done.usage
         if done.stopped_by is not None:
             self.status = "incomplete"
@@ -328,7 +340,22 @@ class ResponseBuilder:
         terminal = "response.completed" if self.status == "completed" else "response.incomplete"
         return [*events, self._event(terminal, response=self.response())]
 
-    def _function_call(self, call: ToolCall) -> list[Event]:
+    def _program(self, program: ProgramCall) -> list[Event]:
+        fingerprint = hashlib.sha256(program.code.encode()).hexdigest()[:32]
+        item: Item = {
+            "type": "program",
+            "id": self._new_id("prog"),
+            "call_id": program.call_id,
+            "code": program.code,
+            "fingerprint": fingerprint,
+        }
+        index = self._add(item)
+        return [
+            self._event("response.output_item.added", output_index=index, item=item),
+            self._event("response.output_item.done", output_index=index, item=item),
+        ]
+
+    def _function_call(self, call: ToolCall, program: str | None = None) -> list[Event]:
         arguments = _arguments(call)
         item: Item = {
             "type": "function_call",
@@ -338,6 +365,8 @@ class ResponseBuilder:
             "arguments": arguments,
             "status": "completed",
         }
+        if program is not None:
+            item["caller"] = {"type": "program", "caller_id": program}
         index = self._add(item)
         added = {**item, "arguments": "", "status": "in_progress"}
         return [

@@ -78,6 +78,10 @@ class ToolsPlan:
 
     functions: list[dict[str, Any]] = field(default_factory=list)
     entries: tuple[McpEntry, ...] = ()
+    programmatic: bool = False
+    """The client asked for programmatic tool calling (code mode answers it)."""
+    callers: dict[str, list[str]] = field(default_factory=dict)
+    """Each function tool's `allowed_callers`, by name (those that say)."""
 
     @property
     def names(self) -> frozenset[str] | None:
@@ -107,10 +111,18 @@ def plan_tools(tools: list[dict[str, Any]] | None, registry: ToolRegistry) -> To
     """
     functions: list[dict[str, Any]] = []
     entries: list[McpEntry] = []
+    programmatic = False
+    callers: dict[str, list[str]] = {}
     for i, spec in enumerate(tools or ()):
         kind = spec.get("type")
         if kind == "function":
+            allowed = spec.get("allowed_callers")
+            if isinstance(allowed, list) and isinstance(spec.get("name"), str):
+                callers[spec["name"]] = [str(c) for c in allowed]
+                spec = {k: v for k, v in spec.items() if k != "allowed_callers"}
             functions.append(spec)
+        elif kind == "programmatic_tool_calling":
+            programmatic = True
         elif kind == "mcp":
             entries.append(_entry(spec, registry, f"tools[{i}]"))
         else:
@@ -119,7 +131,7 @@ def plan_tools(tools: list[dict[str, Any]] | None, registry: ToolRegistry) -> To
                 "entries naming a Toolwire namespace",
                 param=f"tools[{i}].type",
             )
-    return ToolsPlan(functions, tuple(entries))
+    return ToolsPlan(functions, tuple(entries), programmatic, callers)
 
 
 def _entry(spec: dict[str, Any], registry: ToolRegistry, where: str) -> McpEntry:

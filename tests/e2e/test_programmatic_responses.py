@@ -1,0 +1,79 @@
+"""A client written for OpenAI's programmatic tool calling (the Responses API's beta) works
+unchanged against a model behind Toolwire: it enables `programmatic_tool_calling` and marks
+its function tool `allowed_callers: ["programmatic"]`; the program's call of that tool comes
+back as a `function_call` item whose `caller` names the `program` item before it; the client
+sends the items back with its `function_call_output` and gets the answer. Through the real
+server with the official openai SDK's beta client, streamed and not."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from testing.upstream import FakeUpstream, Reply
+from tests.e2e.answers import tool_messages, tool_names
+from tests.e2e.tools import registry_with
+
+pytestmark = pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])
+
+TOOLS = [
+    {"type": "programmatic_tool_calling"},
+    {
+        "type": "function",
+        "name": "lookup_order",
+        "description": "Find an order.",
+        "parameters": {
+            "type": "object",
+            "properties": {"order_id": {"type": "string"}},
+            "required": ["order_id"],
+        },
+        "allowed_callers": ["programmatic"],
+    },
+]
+PROGRAM = (
+    "total = await t_add(a=40, b=2)\n"
+    "order = await lookup_order(order_id='7')\n"
+    "print(total, order['status'])\n"
+)
+
+
+async def _create(client: Any, stream: bool, **request: Any) -> Any:
+    request = {"model": "fake-model", "tools": TOOLS, **request}
+    if not stream:
+        return await client.beta.responses.create(**request)
+    events = await client.beta.responses.create(stream=True, **request)
+    done = [e async for e in events if e.type in ("response.completed", "response.incomplete")]
+    return done[-1].response
+
+
+async def test_a_program_calls_the_clients_function_as_its_caller(
+    make_proxy: Any, upstream: FakeUpstream, stream: bool
+) -> None:
+    upstream.script(
+        Reply.tool_calls([("run_code", {"code": PROGRAM})]), Reply.text("42, and order 7 sent.")
+    )
+    question = [{"role": "user", "content": "Add 40 and 2, then check order 7."}]
+    async with make_proxy(registry_with()) as proxy:
+        first = await _create(proxy.client, stream, input=question)
+        program, call = (item.model_dump(exclude_none=True) for item in first.output)
+        assert program["type"] == "program" and program["code"] == PROGRAM
+        assert program["fingerprint"]
+        assert call["type"] == "function_call" and call["name"] == "lookup_order"
+        assert json.loads(call["arguments"]) == {"order_id": "7"}
+        assert call["caller"] == {"type": "program", "caller_id": program["call_id"]}
+        output = {
+            "type": "function_call_output",
+            "call_id": call["call_id"],
+            "output": '{"status": "sent"}',
+            "caller": call["caller"],
+        }
+        second = await _create(proxy.client, stream, input=[*question, program, call, output])
+    assert second.status == "completed"
+    texts = [c.text for item in second.output if item.type == "message" for c in item.content]
+    assert texts == ["42, and order 7 sent."]
+    offered = tool_names(upstream.requests[0])
+    assert "run_code" in offered and "lookup_order" not in offered
+    (result,) = tool_messages(upstream.requests[1])
+    assert result["content"] == "42 sent\n"
