@@ -6,10 +6,9 @@
 The list ends the block by itself (a missing `<|tools_suffix|>` costs nothing); prose may come
 before it. The template lists the tools as TypeScript types under `Tool Capabilities:` and
 appends the results as a list right after the suffix, in the same turn: the suffix is a stop.
-Lenient, a bare list at the reply's start is read too (a server that drops special tokens strips
-the prefix). Reasoning is an `<|inner_prefix|>…<|inner_suffix|>` block (a `<think>` one is
-read too). The markers are special tokens. A list cut off by the length limit runs the calls
-the model completed.
+Reasoning is an `<|inner_prefix|>…<|inner_suffix|>` block (a `<think>` one is read too). The
+markers are special tokens. A list cut off by the length limit runs the calls the model
+completed.
 """
 
 from __future__ import annotations
@@ -19,13 +18,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..call_ids import random_ids
-from ..parser import Envelope, Parser, TaggedParser
+from ..parser import Parser, TaggedParser
 from ..reasoning import ThinkingParser
-from ..repairs import Repair
 from ..scanning import neutralise_tokens
 from ..toolspecs import ToolSpecs
 from .base import KEEP_SPECIAL_TOKENS, CallText, catalog_tools, json_text
-from .json_calls import ListScanner
 from .marked_json import completed_keyed_calls, keyed_calls, value_envelope
 from .pythonic import known_only
 
@@ -73,21 +70,11 @@ class Apertus:
 
     def parser(self, specs: ToolSpecs, *, strict: bool) -> Parser:
         """A parser reading the keyed list after `<|tools_prefix|>`."""
-        cut = known_only(completed_keyed_calls, specs)
-        # The list with `<|tools_prefix|>` stripped by a server that drops special tokens.
-        bare = Envelope(
-            "[",
-            "",
-            lambda lenient: ListScanner(),
-            keep_markers=True,
-            at_start=True,
-            repair=Repair.MISSING_WRAPPER,
-            finished=cut,
-        )
+        envelope = value_envelope(PREFIX, finished=known_only(completed_keyed_calls, specs))
         inner = TaggedParser(
             specs,
             known_only(keyed_calls, specs),
-            [value_envelope(PREFIX, finished=cut), bare],
+            [envelope],
             strict=strict,
             stops=STOPS,
             drop=(SUFFIX, "<|assistant_end|>"),

@@ -6,14 +6,14 @@
     <function_call> {"name": "get_weather", "arguments": {"city": "Paris"}}       20B FC
     <tool_call><function=get_weather><parameter=city>Paris</parameter>…            4.2
 
-A list ends the call by itself (no closing marker), an object ends at `</tool_call>` (Granite 4)
-or with its own `}` (20B FC, one call per line); Granite 4.2 writes Qwen3-Coder's function tags
-in `<tool_call>` (read by xml.py, values by the tool's schema). Prose may come before and after.
-Lenient, a bare list at the reply's start is read too (a server that drops special tokens strips
-Granite 3's `<|tool_call|>`). Granite 3.2/3.3 think in a leading `<think>` block and may put the
-answer in `<response>` tags, which carry nothing. The names `granite4` and `granite-20b-fc`
-prompt and write those versions' syntax; every name reads them all. A list cut off by the length
-limit runs the calls the model completed.
+A list ends the call by itself (no closing marker), an object ends at `</tool_call>` (Granite
+4) or with its own `}` (20B FC, one call per line); Granite 4.2 writes Qwen3-Coder's function
+tags in `<tool_call>` (read by xml.py, values by the tool's schema). Prose may come before and
+after. A list whose marker a server stripped (it drops special tokens) stays text. Granite
+3.2/3.3 think in a leading `<think>` block and may put the answer in `<response>` tags, which
+carry nothing. The names `granite4` and `granite-20b-fc` prompt and write those versions'
+syntax; every name reads them all. A list cut off by the length limit runs the calls the
+model completed.
 """
 
 from __future__ import annotations
@@ -25,12 +25,12 @@ from typing import Any
 from ..call_ids import random_ids
 from ..parser import Envelope, Parser, TaggedParser
 from ..reasoning import ThinkingParser
-from ..repairs import Decoded, Repair
+from ..repairs import Decoded
 from ..scanning import BodyScanner, neutralise_tokens
 from ..toolspecs import ToolSpecs
 from .base import KEEP_SPECIAL_TOKENS, THINK_TAGS, CallText, catalog_tools, json_text
 from .base import response_blocks as hermes_results
-from .json_calls import ListScanner, Shape, decoder, finished, render_list
+from .json_calls import Shape, decoder, finished, render_list
 from .marked_json import ClosedValueScanner, json_or, render_blocks, value_envelope
 from .pythonic import known_only
 from .xml import QWEN3_CODER, decode_functions
@@ -175,16 +175,6 @@ def family_parser(specs: ToolSpecs, *, strict: bool) -> Parser:
         value_envelope(TOOL_CALL, finished=cut),
         Envelope(TAG_OPEN, TAG_CLOSE, _tag_scanner, finished=cut),
         value_envelope(FUNCTION_CALL),
-        # Granite 3's list with `<|tool_call|>` stripped by a server that drops special tokens.
-        Envelope(
-            "[",
-            "",
-            lambda lenient: ListScanner(),
-            keep_markers=True,
-            at_start=True,
-            repair=Repair.MISSING_WRAPPER,
-            finished=cut,
-        ),
     ]
     inner = TaggedParser(
         specs, known_only(decode, specs), envelopes, strict=strict, stops=STOPS, drop=_DROP

@@ -135,17 +135,18 @@ CASES = [
         "Wait",
     ),
     _case(
-        "bare_list_prefix_stripped",
-        '[{"get_weather": {"location": "London"}}, {"get_time": {"location": "London"}}]',
-        [LONDON, ("get_time", {"location": "London"})],
-        source="a server that drops special tokens",
-    ),
-    _case(
         "answer_opening_with_brackets_is_text",
         "[1] London is rainy; [2] bring an umbrella.",
         [],
         "[1] London is rainy; [2] bring an umbrella.",
         source="scenario",
+    ),
+    _case(
+        "bare_list_without_prefix_is_text",
+        '[{"get_weather": {"location": "London"}}]',
+        [],
+        '[{"get_weather": {"location": "London"}}]',
+        source="a server that drops special tokens (the markers gone, the calls stay text)",
     ),
     _case(
         "think_tags_then_call",

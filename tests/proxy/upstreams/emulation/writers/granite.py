@@ -131,17 +131,18 @@ GRANITE3 = [
         [TOKYO, TIME],
     ),
     _case(
-        "bare_list_marker_stripped",
-        "llama.cpp without --special (Granite 3's <|tool_call|> dropped)",
-        _json(_items([TOKYO, TIME])),
-        [TOKYO, TIME],
-    ),
-    _case(
         "answer_opening_with_brackets_is_text",
         "scenario",
         "[1] Tokyo is sunny; [2] it is 9 pm there.",
         [],
         "[1] Tokyo is sunny; [2] it is 9 pm there.",
+    ),
+    _case(
+        "bare_list_without_marker_is_text",
+        "a server that drops special tokens (the markers gone, the calls stay text)",
+        _json(_items([TOKYO])),
+        [],
+        _json(_items([TOKYO])),
     ),
     _case(
         "think_response_blocks",
