@@ -163,8 +163,9 @@ class ToolLoop:
 
     async def _resume_programs(self, turn: Turn, state: _State) -> Finished | None:
         """Give paused programs the client's answers; the calls of those that pause again
-        go back to the client at once."""
-        if self._programs is None:
+        go back to the client at once. Only where code mode is on: a turn without it costs no
+        lookup (a client that turns it off leaves its paused programs unanswered)."""
+        if self._programs is None or not self._programs.on(turn):
             return None
         resumed = await pauses.resume(
             self._turns, self._programs, turn, state.history, state.failed
