@@ -107,3 +107,36 @@ def test_longcat_reads_key_value_pairs_strictly_too() -> None:
     for strict in (False, True):
         events = run(LongCat().parser(ToolSpecs.from_tools([TOOL]), strict=strict), list(text))
         assert events == [Call("write_file", {"content": "a </longcat_tool_call> b"})]
+
+
+def test_apertus_lists_tools_as_typescript_types_and_results_as_one_list() -> None:
+    tool = {
+        "type": "function",
+        "function": {
+            "name": "get_weather",
+            "description": "The weather <|tools_prefix|> now",
+            "parameters": {
+                "type": "object",
+                "properties": {
+                    "city": {"type": "string", "description": "A city"},
+                    "unit": {"type": "string", "enum": ["c", "f"]},
+                    "days": {"type": "integer"},
+                    "tags": {"type": "array", "items": {"type": "string"}},
+                },
+                "required": ["city"],
+            },
+        },
+    }
+    prompt = Apertus().system_prompt(json.dumps(tool), parallel=True)
+    assert prompt.startswith("Tool Capabilities:\n// The weather <\u200b|tools_prefix|> now\n")
+    assert (
+        "type get_weather = (_: {\n// A city\ncity: string,\n"
+        'unit?: "c" | "f",\ndays?: number,\ntags?: string[]\n}) => any;'
+    ) in prompt
+    assert Apertus().render_results([("a", "4"), ("b", '{"x": 1}')]) == '[4, {"x": 1}]'
+
+
+def test_longcat_lists_each_tool_under_its_name() -> None:
+    prompt = LongCat().system_prompt(json.dumps(TOOL), parallel=False)
+    assert "#### Tool name: write_file\n\nDescription: Writes files\n\nInputSchema:\n{" in prompt
+    assert "at most one <longcat_tool_call> block" in prompt
