@@ -96,6 +96,10 @@ class Envelope:
     finished: Decoder | None = None
     """For a body holding several calls (a JSON list): the calls it finished before the
     length limit cut it off, which run; None: a cut-off body runs nothing."""
+    at_end: bool = False
+    """The calls count only when nothing but blanks follows them to the reply's end (they are
+    held until then): Mistral v3's call array after prose, its `[TOOL_CALLS]` stripped by the
+    server, is a call; the same array quoted inside prose is not."""
 
 
 class TaggedParser:
@@ -140,6 +144,8 @@ class TaggedParser:
         """Text other than whitespace went out since the last call."""
         self._last_said = ""
         """The last non-blank character of the text that went out (for `Envelope.after`)."""
+        self._held_calls: tuple[list[Call], list[Repair], str] | None = None
+        """Calls of an `at_end` envelope, their repairs and raw text, until the reply ends."""
 
     def feed(self, text: str) -> list[Event]:
         """Take more model text; return what can be decided now."""
@@ -162,6 +168,8 @@ class TaggedParser:
         self._buf = ""
 
     def _text_step(self, out: list[Event], final: bool, truncated: bool) -> bool:
+        if self._held_calls is not None and not self._settle(out, final):
+            return False
         self._clean_text()
         if self._after_call and not self._skip_after_call(final):
             return False
@@ -361,10 +369,32 @@ class TaggedParser:
             self._fence_open = True
         if self._env.repair is not None:
             used.append(self._env.repair)
+        if self._env.at_end:
+            self._held_calls = (resolved, used, raw)
+            return
+        self._calls_out(out, resolved, used)
+
+    def _calls_out(self, out: list[Event], calls: list[Call], used: list[Repair]) -> None:
         self._record(used)
-        out.extend(resolved)
+        out.extend(calls)
         self._gap, self._after_call, self._said, self._begun = "", True, False, False
         self._last_said = ""
+
+    def _settle(self, out: list[Event], final: bool) -> bool:
+        """Decide held `at_end` calls: text after them makes them text; the reply's end with
+        only blanks after them runs them. False: blanks so far, wait."""
+        assert self._held_calls is not None
+        calls, used, raw = self._held_calls
+        if not self._buf.strip():
+            if not final:
+                return False
+            self._held_calls = None
+            self._calls_out(out, calls, used)
+            return True
+        self._held_calls = None
+        self._say(out, self._gap + raw)
+        self._gap = ""
+        return True
 
     def _say(self, out: list[Event], text: str) -> None:
         self._last_said = text.rstrip()[-1:] or self._last_said

@@ -6,7 +6,8 @@ strips control tokens leaves `name{…}`). Earlier models (7B v0.3, Nemo) write 
 `[TOOL_CALLS][{"name": …, "arguments": …}, …]` array. Both are read; the history is written
 in the v11 form. Tools go in `[AVAILABLE_TOOLS]…[/AVAILABLE_TOOLS]`, results in
 `[TOOL_RESULTS]…[/TOOL_RESULTS]`, as mistral-common renders them. There is no closing tag:
-a call ends with its JSON value.
+a call ends with its JSON value. A server that strips control tokens leaves v3's bare array:
+read at the reply's start, and after prose when it ends the reply (decided at the end).
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ object, for example: [TOOL_CALLS]get_weather[ARGS]{{"city": "Paris"}}
 {parallel}
 If no function is needed, answer normally. Results come back in [TOOL_RESULTS] blocks; \
 never write them yourself."""
+_STRIPPED = Repair.MISSING_WRAPPER
 _NAMED = re.compile(
     r"\s*([A-Za-z0-9_.:\-]{1,128})\s*(?:\[CALL_ID\]\s*([A-Za-z0-9_\-]*)\s*)?(?:\[ARGS\])?\s*(.*)",
     re.DOTALL,
@@ -55,6 +57,8 @@ class Mistral:
     stops: tuple[str, ...] = ("[TOOL_RESULTS]",)
     request_fields: Mapping[str, Any] = KEEP_SPECIAL_TOKENS
     think_tags: tuple[str, str] | None = THINK_TAGS
+    think_tags_also: tuple[tuple[str, str], ...] = (("[THINK]", "[/THINK]"),)
+    """Magistral's and v13's reasoning block."""
 
     def system_prompt(self, catalog: str, *, parallel: bool) -> str:
         """The tools as an `[AVAILABLE_TOOLS]` JSON array, then how to call."""
@@ -79,13 +83,24 @@ class Mistral:
     def parser(self, specs: ToolSpecs, *, strict: bool) -> Parser:
         """A tagged parser ending each call with its JSON value; `[THINK]`/`<think>` first is
         reasoning (Magistral)."""
-        envelope = Envelope("[TOOL_CALLS]", "", _scanner)
-        inner = TaggedParser(specs, decode, [envelope], strict=strict, stops=self.stops)
-        return ThinkingParser(ThinkingParser(inner, open="[THINK]", close="[/THINK]"))
+        inner = TaggedParser(specs, decode, _ENVELOPES, strict=strict, stops=self.stops)
+        return ThinkingParser(inner, also=self.think_tags_also)
 
 
 def _scanner(lenient: bool) -> BodyScanner:
     return ValueScanner(quotes="\"'" if lenient else '"')
+
+
+_ENVELOPES = (
+    Envelope("[TOOL_CALLS]", "", _scanner),
+    # v3's array when the server stripped `[TOOL_CALLS]` (a control token): at the reply's
+    # start, or after prose when nothing follows it.
+    *(
+        Envelope(opener, "", _scanner, keep_markers=True, at_start=True, repair=_STRIPPED)
+        for opener in ("[{", "[ {")
+    ),
+    Envelope('[{"name"', "", _scanner, keep_markers=True, at_end=True, repair=_STRIPPED),
+)
 
 
 def decode(body: str, lenient: bool) -> Decoded | None:

@@ -239,6 +239,42 @@ MISTRAL_VERSIONS = [
         "Sure.",
         reasoning="Weather.",
     ),
+    _mistral("v3_marker_stripped_array", _V3_PAIR, _PAIR),
+    _mistral(
+        "v3_marker_stripped_spaced_array",
+        '[ {"name": "get_weather", "arguments": {"city": "Paris"}} ]',
+        PARIS,
+    ),
+    _mistral(
+        "v3_marker_stripped_array_after_prose",
+        "Let me check both. " + _V3_PAIR + "\n",
+        _PAIR,
+        "Let me check both.",
+    ),
+    _mistral(
+        "v3_marker_stripped_array_after_prose_lines",
+        "I will look up the weather.\n\n" + _V3_PAIR,
+        _PAIR,
+        "I will look up the weather.",
+    ),
+    _mistral(
+        "v3_call_array_quoted_in_prose",
+        'A call looks like [{"name": "ping", "arguments": {}}] in my format.',
+        [],
+        'A call looks like [{"name": "ping", "arguments": {}}] in my format.',
+    ),
+    _mistral(
+        "v3_data_array_at_start",
+        '[{"a": 1}, {"a": 2}] are the rows.',
+        [],
+        '[{"a": 1}, {"a": 2}] are the rows.',
+    ),
+    _mistral(
+        "v3_marker_stripped_unknown_tool_after_prose",
+        'Sure. [{"name": "delete_everything", "arguments": {}}]',
+        [],
+        None,
+    ),
     _mistral(
         "v11_truncated_in_second_call",
         '[TOOL_CALLS]get_weather[ARGS]{"city":"Paris"}[TOOL_CALLS]ping[ARGS]{"x',
