@@ -11,6 +11,7 @@ import json
 from typing import Any
 
 from tests.proxy.upstreams.emulation.families import BAD, Calls, Writer
+from tests.proxy.upstreams.emulation.vllm_common_cases import ESCAPED, PLAIN, TOKYO, TYPES
 
 TOOL_CALL, OPEN, CLOSE, FUNCTION_CALL = (
     "<|tool_call|>",
@@ -39,26 +40,7 @@ def _case(
     return {"tag": tag, "source": source, "text": text, "calls": calls, "content": content, **kw}
 
 
-TOKYO = ("get_weather", {"city": "Tokyo"})
 TIME = ("get_time", {"timezone": "Asia/Tokyo"})
-TYPES = {
-    "string_field": "hello",
-    "int_field": 42,
-    "float_field": 3.14,
-    "bool_field": True,
-    "null_field": None,
-    "array_field": ["a", "b", "c"],
-    "object_field": {"nested": "value"},
-    "empty_array": [],
-    "empty_object": {},
-}
-ESCAPED = {
-    "quoted": 'He said "hello"',
-    "path": "C:\\Users\\file.txt",
-    "newline": "line1\nline2",
-    "unicode": "emoji: 🎉",
-}
-PLAIN = "This is a regular response without any tool calls."
 GRANITE3 = [
     _case("vllm_no_tool_calls", VLLM, PLAIN, [], PLAIN),
     _case("vllm_single_token_prefix", VLLM, f"{TOOL_CALL} {_json(_items([TOKYO]))}", [TOKYO]),

@@ -1,6 +1,6 @@
 """LongCat-Flash (`<longcat_tool_call>{…}</longcat_tool_call>`, `<longcat_think>`), the
 outputs and calls of vLLM's longcat parser tests (test_longcat_tool_parser.py), put on the
-corpus's tools (test_function on set_flags, refresh on ping, get_time as it is), and the
+corpus's tools (test_function on set_config, refresh on ping, get_time as it is), and the
 key/value pairs LongCat-Flash-Lite writes in the same tags (as mlx-lm's parser reads them)."""
 
 from __future__ import annotations
@@ -9,23 +9,10 @@ import json
 from typing import Any
 
 from tests.proxy.upstreams.emulation.families import BAD, Calls, Writer
+from tests.proxy.upstreams.emulation.vllm_common_cases import ESCAPED, PLAIN, TOKYO, TYPES
 
 OPEN, CLOSE = "<longcat_tool_call>", "</longcat_tool_call>"
 VLLM = "vLLM tests/tool_parsers/test_longcat_tool_parser.py"
-TYPES = {
-    "note": "hello",
-    "limit": 42,
-    "ratio": 3.14,
-    "enabled": True,
-    "tags": ["a", "b", "c"],
-    "meta": {"nested": "value"},
-}
-ESCAPED = {
-    "note": 'He said "hello"',
-    "path": "C:\\Users\\file.txt",
-    "newline": "line1\nline2",
-    "unicode": "emoji: 🎉",
-}
 
 
 def _call(name: str, args: dict[str, Any]) -> str:
@@ -46,13 +33,12 @@ def _pretty(name: str, args: dict[str, Any]) -> str:
     return f"{OPEN}{body}{CLOSE}"
 
 
-TOKYO = ("get_weather", {"city": "Tokyo"})
 CASES = [
     _case(
         "vllm_no_tool_calls",
-        "This is a regular response without any tool calls.",
+        PLAIN,
         [],
-        "This is a regular response without any tool calls.",
+        PLAIN,
     ),
     _case(
         "vllm_single_compact",
@@ -67,8 +53,8 @@ CASES = [
     ),
     _case(
         "vllm_various_data_types",
-        _pretty("set_flags", {**TYPES, "note": None, "empty": [], "empty_object": {}}),
-        [("set_flags", {**TYPES, "note": None, "empty": [], "empty_object": {}})],
+        _pretty("set_config", TYPES),
+        [("set_config", TYPES)],
     ),
     _case(
         "vllm_empty_arguments",
