@@ -6,13 +6,16 @@ The reply that calls a tool is the JSON object itself, decided at its first non-
 character, optionally after `<|python_tag|>`, or a `{"name"` object right after prose that
 ends with a colon (`Here is the result: {…}`, as vLLM's llama3_json reads it; any other `{`
 inside prose is never a call); several calls are separated by `;` (as vLLM reads them).
-`arguments` is accepted for `parameters`. The catalog is laid out as Meta's template does
+`arguments` is accepted for `parameters`. Llama 3.1's built-in tools are called as
+`<|python_tag|>brave_search.call(query="…")` (or `wolfram_alpha`): a call of the tool of that
+name when the request offers one, else text. The catalog is laid out as Meta's template does
 (each tool as indented JSON after the instruction), results go back as plain text, the
 `ipython` turn's content.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -20,7 +23,7 @@ from ..call_ids import random_ids
 from ..parser import Envelope, Parser, TaggedParser
 from ..reasoning import ThinkingParser
 from ..repairs import Decoded, Repair, call_from_object, load_value, stripped_candidates
-from ..scanning import BodyScanner, ValueScanner, neutralise_tokens
+from ..scanning import BodyScanner, Brackets, ValueScanner, neutralise_tokens
 from ..toolspecs import ToolSpecs
 from . import pythonic
 from .base import KEEP_SPECIAL_TOKENS, THINK_TAGS, CallText, catalog_tools, json_text
@@ -34,6 +37,8 @@ TOKENS = (
     pythonic.PYTHON_END,
     "<|header_start|>",
 )
+_BUILT_IN = re.compile(r"\s*(?:brave_search|wolfram_alpha)\.call\(")
+"""Llama 3.1's built-in tools, called as `<|python_tag|>brave_search.call(query="…")`."""
 _PROMPT = """Given the following functions, please respond with a JSON for a function call \
 with its proper arguments that best answers the given prompt.
 
@@ -102,7 +107,8 @@ def _tag_scanner(lenient: bool) -> BodyScanner:
 
 
 class _EitherScanner:
-    """After `<|python_tag|>`: a Python call list (Llama 3.2) or a JSON value (3.1)."""
+    """After `<|python_tag|>`: a Python call list (Llama 3.2), a built-in tool's
+    `NAME.call(…)` (3.1) or a JSON value (3.1)."""
 
     def __init__(self, json_scanner: BodyScanner) -> None:
         self._json = json_scanner
@@ -114,8 +120,30 @@ class _EitherScanner:
             rest = buf.lstrip()
             if not rest:
                 return None
-            self._chosen = pythonic.CallListScanner() if rest[0] == "[" else self._json
+            if rest[0] == "[":
+                self._chosen = pythonic.CallListScanner()
+            elif rest[0].isalpha():
+                self._chosen = _BuiltInScanner()
+            else:
+                self._chosen = self._json
         return self._chosen.scan(buf)
+
+
+class _BuiltInScanner:
+    """Ends just past the balanced `(…)` of a built-in tool's `NAME.call(…)` (quote-aware)."""
+
+    def __init__(self) -> None:
+        self._pos = 0
+        self._brackets = Brackets(quotes="\"'", opens="([{", closes=")]}")
+
+    def scan(self, buf: str) -> tuple[int, str] | None:
+        """(index just past the call, ""); None while it goes on."""
+        for i in range(self._pos, len(buf)):
+            if self._brackets.step(buf[i]):
+                self._pos = i + 1
+                return i + 1, ""
+        self._pos = len(buf)
+        return None
 
 
 def decode(body: str, lenient: bool) -> Decoded | None:
@@ -123,6 +151,8 @@ def decode(body: str, lenient: bool) -> Decoded | None:
     the calls of a Python call list."""
     if body.lstrip().startswith("["):
         return pythonic.decode(body, lenient)
+    if _BUILT_IN.match(body):
+        return _built_in(body, lenient)
     for text, repairs in stripped_candidates(body, lenient):
         decoded = _decode(text.removeprefix(";").strip(), lenient, repairs)
         if decoded is not None:
@@ -138,3 +168,13 @@ def _decode(text: str, lenient: bool, repairs: list[Repair]) -> Decoded | None:
         value = {("arguments" if k == "parameters" else k): v for k, v in value.items()}
     call = call_from_object(value, lenient, repairs)
     return None if call is None else ([call], repairs)
+
+
+def _built_in(body: str, lenient: bool) -> Decoded | None:
+    """`brave_search.call(query="…")`: a call of the tool named `brave_search` (the caller
+    runs it only when it is offered; else the text stays text)."""
+    decoded = pythonic.decode(f"[{body.strip()}]", lenient)
+    if decoded is None:
+        return None
+    calls, repairs = decoded
+    return [(name.removesuffix(".call"), arguments) for name, arguments in calls], repairs

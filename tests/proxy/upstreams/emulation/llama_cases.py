@@ -173,6 +173,13 @@ PYTHONIC_LISTS: list[dict[str, Any]] = [
     | {"truncated": True},
     _case("unclosed_list_is_prose", "scenario", "[ping(), get_weather(city='LA'", [], None),
     _case(
+        "built_in_tool_not_offered",
+        "Llama 3.1 model card (built-in brave_search, not in the request's tools: text)",
+        '<|python_tag|>brave_search.call(query="weather in Paris")<|eom_id|>',
+        [],
+        None,
+    ),
+    _case(
         "expression_is_not_a_call",
         "scenario",
         "[get_weather(city='LA', days=1 + 1)]",
