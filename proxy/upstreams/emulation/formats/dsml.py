@@ -32,7 +32,7 @@ from ..scanning import BodyScanner, XmlScanner, neutralise_tokens
 from ..toolspecs import ToolSpecs
 from ..values import convert, schema_types, unwrapped
 from .base import KEEP_SPECIAL_TOKENS, THINK_TAGS, CallText, catalog_tools, json_text
-from .deepseek import EOS
+from .deepseek import EOS, DeepSeek
 
 DSML = "\uff5cDSML\uff5c"
 CALLS_BEGIN, CALLS_END = f"<{DSML}function_calls>", f"</{DSML}function_calls>"
@@ -77,6 +77,8 @@ class DeepSeekDsml:
     """DeepSeek V3.2: invokes with typed parameters in a DSML block."""
 
     name = "deepseek-v3.2"
+    block = (CALLS_BEGIN, CALLS_END)
+    """The block around the invokes (V3.2's `function_calls`)."""
     call_ids = staticmethod(random_ids)
     stops: tuple[str, ...] = (RESULTS_BEGIN,)
     request_fields: Mapping[str, Any] = KEEP_SPECIAL_TOKENS
@@ -88,8 +90,8 @@ class DeepSeekDsml:
             json_text(tool["function"], TOKENS, sort_keys=True) for tool in catalog_tools(catalog)
         )
         return _PROMPT.format(
-            begin=CALLS_BEGIN,
-            end=CALLS_END,
+            begin=self.block[0],
+            end=self.block[1],
             invoke=INVOKE,
             invoke_end=INVOKE_END,
             parameter=PARAMETER,
@@ -107,7 +109,7 @@ class DeepSeekDsml:
             params = arguments if isinstance(arguments, dict) else {"arguments": arguments}
             lines = "".join(f"{_parameter(key, value)}\n" for key, value in params.items())
             invokes.append(f'{INVOKE}{name}">\n{lines}{INVOKE_END}\n')
-        return f"{CALLS_BEGIN}\n{''.join(invokes)}{CALLS_END}"
+        return f"{self.block[0]}\n{''.join(invokes)}{self.block[1]}"
 
     def render_results(self, results: list[tuple[str, str]]) -> str:
         """One `<function_results>` block, a `<result>` per call in call order."""
@@ -205,3 +207,15 @@ def _value(raw: str, flag: str | None, schema: Any, lenient: bool, repairs: list
         return _INVALID
     repairs.append(Repair.VALUE_BY_SCHEMA)
     return convert(raw, schema, lenient=lenient, repairs=repairs)
+
+
+class DeepSeekV4(DeepSeekDsml):
+    """DeepSeek V4's own prompt and history: the invokes in a `tool_calls` block
+    (`deepseek-v4`); read by the family's parser, which reads every version."""
+
+    name = "deepseek-v4"
+    block = (BLOCK_BEGIN, BLOCK_END)
+
+    def parser(self, specs: ToolSpecs, *, strict: bool) -> Parser:
+        """The family's parser."""
+        return DeepSeek().parser(specs, strict=strict)

@@ -135,12 +135,12 @@ def render(value: Any, quote: str = QUOTE) -> str:
     return json.dumps(value)
 
 
-def _declaration(function: dict[str, Any]) -> str:
+def _declaration(function: dict[str, Any], quote: str = QUOTE) -> str:
     parts = {"description": str(function.get("description") or "")}
     parameters = function.get("parameters")
-    body = render(parts)[:-1]
+    body = render(parts, quote)[:-1]
     if isinstance(parameters, dict) and parameters:
-        body += ",parameters:" + render(_upper_types(parameters))
+        body += ",parameters:" + render(_upper_types(parameters), quote)
     return neutralise_tokens(body, TOKENS[1:]) + "}"
 
 
@@ -271,3 +271,62 @@ class _Reader:
     def _skip(self) -> None:
         while self._pos < len(self._text) and self._text[self._pos].isspace():
             self._pos += 1
+
+
+FG_DECLARATION = ("<start_function_declaration>", "<end_function_declaration>")
+FG_RESPONSE = ("<start_function_response>", "<end_function_response>")
+_FG_PROMPT = """You are a model that can do function calling with the following functions
+{declarations}
+To call a function, write {open}call:NAME{{key:{quote}value{quote},…}}{close}, every value \
+between {quote} marks, for example: {open}call:get_weather{{city:{quote}Paris{quote}}}{close}
+{parallel}
+If no function is needed, answer normally. Results come back as {response} blocks; never \
+write them yourself."""
+
+
+class FunctionGemma(Gemma):
+    """FunctionGemma's own prompt and history (`functiongemma`): Gemma's syntax under its
+    `<start_function_call>` and `<escape>` tokens; read by the family's parser."""
+
+    name = "functiongemma"
+    stops: tuple[str, ...] = (FG_RESPONSE[0], RESPONSE_OPEN)
+    think_tags: tuple[str, str] | None = None
+
+    def system_prompt(self, catalog: str, *, parallel: bool) -> str:
+        """Each tool as a `<start_function_declaration>` block, then how to call."""
+        declarations = "".join(
+            f"{FG_DECLARATION[0]}declaration:{f['name']}{_declaration(f, ESCAPE)}"
+            f"{FG_DECLARATION[1]}"
+            for f in (t["function"] for t in catalog_tools(catalog))
+        )
+        line = "You may write several calls." if parallel else "Write at most one call."
+        return _FG_PROMPT.format(
+            declarations=declarations,
+            open=FG_OPEN,
+            close=FG_CLOSE,
+            quote=ESCAPE,
+            response=FG_RESPONSE[0],
+            parallel=line,
+        )
+
+    def render_calls(self, calls: list[CallText]) -> str:
+        """One `<start_function_call>` block per call, every value between `<escape>` marks."""
+        return "".join(
+            f"{FG_OPEN}call:{n}{render(_quoted(_object(a)), ESCAPE)}{FG_CLOSE}" for n, a in calls
+        )
+
+    def render_results(self, results: list[tuple[str, str]]) -> str:
+        """One `<start_function_response>` block per result, the content as its `value`."""
+        return "".join(
+            f"{FG_RESPONSE[0]}response:{name}{{value:{ESCAPE}"
+            f"{neutralise_tokens(content, TOKENS)}{ESCAPE}}}{FG_RESPONSE[1]}"
+            for name, content in results
+        )
+
+
+def _quoted(arguments: dict[str, Any]) -> dict[str, Any]:
+    """Each scalar argument as its JSON text (FunctionGemma quotes every argument); objects and
+    arrays in Gemma's syntax, their numbers bare."""
+    return {
+        k: v if isinstance(v, str | dict | list) else json.dumps(v) for k, v in arguments.items()
+    }

@@ -268,3 +268,25 @@ def _with_kinds(parameters: Any, kinds: Mapping[str, str]) -> Any:
         if key not in properties and kind:
             properties[key] = {"type": kind}
     return {**(parameters if isinstance(parameters, Mapping) else {}), "properties": properties}
+
+
+_EXAMPLE_47 = (
+    "<tool_call>{function-name}<arg_key>{arg-key-1}</arg_key><arg_value>{arg-value-1}"
+    "</arg_value><arg_key>{arg-key-2}</arg_key><arg_value>{arg-value-2}</arg_value>..."
+    "</tool_call>"
+)
+
+
+class Glm47(PairsFormat):
+    """GLM-4.7's own prompt and history, the pairs on one line after the name (`glm-4.7`);
+    read by the family's parser, which reads every layout."""
+
+    def __init__(self) -> None:
+        """GLM-4.7's tool block; `<|observation|>` (the tool turn) ends a reply."""
+        super().__init__(
+            "glm-4.7",
+            glm_prompt(_EXAMPLE_47),
+            syntax=Pairs(line=""),
+            stops=("<tool_response>", "<|observation|>"),
+            reader=GLM,
+        )

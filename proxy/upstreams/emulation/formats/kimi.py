@@ -16,7 +16,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from ..call_ids import kimi_ids
+from ..call_ids import kimi_ids, random_ids
 from ..parser import Envelope, Parser, TaggedParser
 from ..reasoning import ThinkingParser
 from ..repairs import Decoded, Repair, load_value, stripped_candidates
@@ -138,3 +138,56 @@ def _decode(text: str, lenient: bool, repairs: list[Repair]) -> Decoded | None:
     if not isinstance(value, dict):
         return None
     return [(match.group(1), value)], repairs
+
+
+_K3_PROMPT = """# Tools
+
+The following tools are available, as JSON function signatures:
+{tools}
+
+To call tools, write them in the tools channel, one call per tool with its index in this \
+reply, one argument per parameter with its JSON type (string values as they are, other types \
+as JSON):
+{example}
+{parallel}
+If no tool is needed, answer normally. Results come back as "## Return of" the tool's name; \
+never write them yourself."""
+
+
+class KimiK3:
+    """Kimi K3's own prompt and history: calls in XTML's tools channel (`kimi-k3`); read by the
+    family's parser."""
+
+    name = "kimi-k3"
+    call_ids = staticmethod(random_ids)
+    stops: tuple[str, ...] = ()
+    request_fields: Mapping[str, Any] = KEEP_SPECIAL_TOKENS
+    think_tags: tuple[str, str] | None = Kimi.think_tags
+    think_tags_also = Kimi.think_tags_also
+
+    def system_prompt(self, catalog: str, *, parallel: bool) -> str:
+        """The tools as a JSON array, then the tools channel's syntax."""
+        example = self.render_calls([("get_weather", {"city": "Paris", "days": 2})])
+        line = (
+            "You may write several calls in the channel." if parallel else "Write at most one call."
+        )
+        tools = json_text(catalog_tools(catalog), kimi_k3.TOKENS)
+        return _K3_PROMPT.format(tools=tools, example=example, parallel=line)
+
+    def render_calls(self, calls: list[CallText]) -> str:
+        """One tools channel holding every call, numbered from 1."""
+        inner = "".join(
+            kimi_k3.render_call(name, arguments, i) for i, (name, arguments) in enumerate(calls, 1)
+        )
+        return f"{kimi_k3.TOOLS_OPEN}{inner}{kimi_k3.TOOLS_CLOSE}"
+
+    def render_results(self, results: list[tuple[str, str]]) -> str:
+        """`## Return of NAME` then the content, per result."""
+        return "\n\n".join(
+            f"## Return of {name}\n{neutralise_tokens(content, kimi_k3.TOKENS)}"
+            for name, content in results
+        )
+
+    def parser(self, specs: ToolSpecs, *, strict: bool) -> Parser:
+        """The family's parser."""
+        return Kimi().parser(specs, strict=strict)

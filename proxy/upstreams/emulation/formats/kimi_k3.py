@@ -24,7 +24,7 @@ from typing import Any
 
 from ..filters import FilteredText
 from ..repairs import Decoded, Repair
-from ..scanning import BodyScanner, XmlScanner, partial_overlap
+from ..scanning import BodyScanner, XmlScanner, neutralise_tokens, partial_overlap
 from ..toolspecs import ToolSpecs
 from ..values import typed_arguments
 
@@ -32,7 +32,10 @@ OPEN, CLOSE, SEP = "<|open|>", "<|close|>", "<|sep|>"
 THINK_OPEN, THINK_CLOSE = f"{OPEN}think{SEP}", f"{CLOSE}think{SEP}"
 CALL_OPEN, CALL_CLOSE = f'{OPEN}call tool="', f"{CLOSE}call{SEP}"
 ARGUMENT_OPEN, ARGUMENT_CLOSE = f"{OPEN}argument ", f"{CLOSE}argument{SEP}"
-TOOLS_CLOSE = f"{CLOSE}tools{SEP}"
+TOOLS_OPEN, TOOLS_CLOSE = f"{OPEN}tools{SEP}", f"{CLOSE}tools{SEP}"
+TOKENS = (OPEN, CLOSE, SEP, "<|end_of_msg|>")
+"""The XTML tokens, broken in text the model did not write."""
+_TYPES = {bool: "boolean", int: "number", float: "number", dict: "object", list: "array"}
 DROP = (
     *(
         f"{mark}{space}{channel}{space}{SEP}"
@@ -110,3 +113,28 @@ def decode(body: str, lenient: bool, specs: ToolSpecs | None = None) -> Decoded 
         parameters = specs.parameters(name)
         arguments = typed_arguments(arguments, parameters, lenient, repairs, typed=True)
     return [(name, arguments)], repairs
+
+
+def render_call(name: str, arguments: Any, index: int) -> str:
+    """One call: the tool and each key as escaped attributes, a value typed by its JSON type
+    (a string as written, the others as JSON)."""
+    params = arguments if isinstance(arguments, dict) else {"arguments": arguments}
+    body = "".join(
+        f'{ARGUMENT_OPEN}key="{html.escape(key)}" type="{_type(value)}"{SEP}'
+        f"{_text(value)}"
+        f"{ARGUMENT_CLOSE}"
+        for key, value in params.items()
+    )
+    return f'{CALL_OPEN}{html.escape(name)}" index="{index}"{SEP}{body}{CALL_CLOSE}'
+
+
+def _type(value: Any) -> str:
+    if value is None:
+        return "null"
+    return "string" if isinstance(value, str) else _TYPES.get(type(value), "string")
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, str):
+        return neutralise_tokens(value, TOKENS)  # a raw value cannot escape a marker
+    return json.dumps(value, ensure_ascii=False)

@@ -26,7 +26,14 @@ from ..repairs import Decoded, Repair, call_from_object, load_value, stripped_ca
 from ..scanning import BodyScanner, Brackets, ValueScanner, neutralise_tokens
 from ..toolspecs import ToolSpecs
 from . import pythonic
-from .base import KEEP_SPECIAL_TOKENS, THINK_TAGS, CallText, catalog_tools, json_text
+from .base import (
+    KEEP_SPECIAL_TOKENS,
+    THINK_TAGS,
+    CallText,
+    catalog_tools,
+    escape_tokens,
+    json_text,
+)
 
 TOKENS = (
     "<|python_tag|>",
@@ -178,3 +185,44 @@ def _built_in(body: str, lenient: bool) -> Decoded | None:
         return None
     calls, repairs = decoded
     return [(name.removesuffix(".call"), arguments) for name, arguments in calls], repairs
+
+
+_LLAMA4_PROMPT = """Here is a list of functions in JSON format that you can invoke.
+
+{tools}
+
+If you decide to invoke one or more of the functions, reply with nothing but a Python list of \
+calls, keyword arguments and literal values only:
+[func_name1(param_name1=value1, param_name2=value2), func_name2(param=value)]
+{parallel}
+If no function is needed, answer normally in plain text."""
+
+
+class Llama4Pythonic:
+    """Llama 3.2 and 4's own prompt and history: a bare Python list of calls (`llama4-pythonic`;
+    read by the family's parser)."""
+
+    name = "llama4-pythonic"
+    call_ids = staticmethod(random_ids)
+    stops: tuple[str, ...] = ()
+    request_fields: Mapping[str, Any] = KEEP_SPECIAL_TOKENS
+    think_tags: tuple[str, str] | None = THINK_TAGS
+
+    def system_prompt(self, catalog: str, *, parallel: bool) -> str:
+        """The function list as JSON, then the call-list syntax."""
+        tools = "\n\n".join(json_text(t, TOKENS, indent=4) for t in catalog_tools(catalog))
+        line = "You may put several calls in the list." if parallel else "Make at most one call."
+        return _LLAMA4_PROMPT.format(tools=tools, parallel=line)
+
+    def render_calls(self, calls: list[CallText]) -> str:
+        """One list holding every call."""
+        text = "[" + ", ".join(pythonic.call_text(n, a) for n, a in calls) + "]"
+        return escape_tokens(text, TOKENS)
+
+    def render_results(self, results: list[tuple[str, str]]) -> str:
+        """The results' text, in call order (the `ipython` turn's content)."""
+        return Llama().render_results(results)
+
+    def parser(self, specs: ToolSpecs, *, strict: bool) -> Parser:
+        """The family's parser."""
+        return Llama().parser(specs, strict=strict)
