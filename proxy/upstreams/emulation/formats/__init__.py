@@ -16,11 +16,11 @@ from .beam import Beam
 from .cohere import Cohere
 from .deepseek import DeepSeek
 from .dots import Dots
-from .dsml import DeepSeekDsml
+from .dsml import DeepSeekDsml, DeepSeekV4
 from .ernie import Ernie
-from .gemma import Gemma
+from .gemma import FunctionGemma, Gemma
 from .gigachat import GIGACHAT_31, GIGACHAT_35, GigaChat
-from .glm import Glm
+from .glm import Glm, Glm47
 from .granite import Granite
 from .harmony import Harmony
 from .hermes import Hermes
@@ -32,10 +32,10 @@ from .iquest import IQuest
 from .jamba import Jamba
 from .json_envelope import JsonEnvelope
 from .k2_horizon import K2Horizon
-from .kimi import Kimi
+from .kimi import Kimi, KimiK3
 from .lfm2 import Lfm2
 from .ling import Ling
-from .llama import Llama
+from .llama import Llama, Llama4Pythonic
 from .longcat import LongCat
 from .mimo import Mimo
 from .minicpm import MiniCpm
@@ -52,6 +52,7 @@ from .seed_oss import SeedOss
 from .spark import Spark
 from .step import Step, Step3
 from .trinity import Trinity
+from .versions import Version
 from .xlam import Xlam
 from .xml import Xml
 
@@ -70,6 +71,14 @@ FORMATS: dict[str, EmulationFormat] = {
     "glm": Glm(),
     "kimi": Kimi(),
     "gemma": Gemma(),
+    "qwen3-coder": Version("qwen3-coder", Xml(), Xml()),
+    "glm-4.7": Glm47(),
+    "kimi-k3": KimiK3(),
+    "deepseek-v3.1": Version("deepseek-v3.1", DeepSeek(), DeepSeek()),
+    "deepseek-v4": DeepSeekV4(),
+    "llama3-json": Version("llama3-json", Llama(), Llama()),
+    "llama4-pythonic": Llama4Pythonic(),
+    "functiongemma": FunctionGemma(),
     "jamba": Jamba(),
     "hunyuan": Hunyuan(),
     "xlam": Xlam(),
@@ -114,6 +123,14 @@ FORMATS: dict[str, EmulationFormat] = {
 
 VERSIONS: dict[str, str] = {
     "deepseek-v3.2": "deepseek",
+    "qwen3-coder": "xml",
+    "glm-4.7": "glm",
+    "kimi-k3": "kimi",
+    "deepseek-v3.1": "deepseek",
+    "deepseek-v4": "deepseek",
+    "llama3-json": "llama",
+    "llama4-pythonic": "llama",
+    "functiongemma": "gemma",
     "granite4": "granite",
     "granite-20b-fc": "granite",
     "hy-v3": "hy",
