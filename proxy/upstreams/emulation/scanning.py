@@ -56,6 +56,8 @@ class QuotedScanner:
 
     def __init__(self, close: str, *, ends: tuple[str, ...] = (), quotes: str = '"') -> None:
         self._markers = (close, *ends)
+        self._firsts = "".join(sorted({marker[0] for marker in self._markers}))
+        """Where a marker may start: `<` for tags, a backtick for a fence's close."""
         self._quotes = quotes
         self._pos = 0
         self._quote: str | None = None
@@ -75,7 +77,7 @@ class QuotedScanner:
                     self._quote = None
             elif ch in self._quotes:
                 self._quote = ch
-            elif ch == "<":
+            elif ch in self._firsts:
                 found = _at_marker(buf, i, self._markers)
                 if isinstance(found, str):
                     self._pos = i

@@ -8,6 +8,10 @@ answer is wrapped in `<|START_RESPONSE|>…<|END_RESPONSE|>` (Command A Vision a
 `<|START_TEXT|>…<|END_TEXT|>`), markers that carry nothing and are removed. The catalog is a
 JSON list in a fenced block as Command A's template lays it out; results go back between
 `<|START_TOOL_RESULT|>` and `<|END_TOOL_RESULT|>`, one item per call with its id.
+
+Command R and R+ (2024) write the same list after `Action: ```json`, closed by the fence; the
+family's name reads it too, and the version name `command-r` prompts and writes it, its
+results as `<results>` documents.
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ from typing import Any
 from ..call_ids import random_ids
 from ..parser import Envelope, Parser, TaggedParser
 from ..reasoning import ThinkingParser
-from ..scanning import BodyScanner, QuotedScanner
+from ..scanning import BodyScanner, QuotedScanner, neutralise_tokens
 from ..toolspecs import ToolSpecs
 from .base import KEEP_SPECIAL_TOKENS, CallText, catalog_tools, json_text
 from .json_calls import Shape, decoder, finished
@@ -27,6 +31,8 @@ from .pythonic import known_only
 START_ACTION, END_ACTION = "<|START_ACTION|>", "<|END_ACTION|>"
 START_THINKING, END_THINKING = "<|START_THINKING|>", "<|END_THINKING|>"
 START_RESULT, END_RESULT = "<|START_TOOL_RESULT|>", "<|END_TOOL_RESULT|>"
+ACTION_FENCE, FENCE_END = "Action: ```json", "```"
+RESULTS = "<results>"
 ANSWER_MARKERS = ("<|START_RESPONSE|>", "<|END_RESPONSE|>", "<|START_TEXT|>", "<|END_TEXT|>")
 TOKENS = (
     START_ACTION,
@@ -97,24 +103,89 @@ class Cohere:
         return f"{START_RESULT}{json_text(items, TOKENS, indent=4)}{END_RESULT}"
 
     def parser(self, specs: ToolSpecs, *, strict: bool) -> Parser:
-        """A tagged parser reading action lists, after a leading thinking block."""
-        envelope = Envelope(
-            START_ACTION,
-            END_ACTION,
-            _scanner,
-            finished=known_only(finished(**KEYS), specs),
+        """A parser of every version's action lists, after a leading thinking block."""
+        return parser(specs, strict=strict)
+
+
+_COMMAND_R_PROMPT = """## Available Tools
+Here is a list of tools that you have available to you, as JSON:
+
+```json
+{tools}
+```
+
+Write 'Action:' followed by a json-formatted list of the actions you want to perform to answer \
+the user's last input, each with "tool_name" and "parameters" fields:
+Action: ```json
+[
+    {{
+        "tool_name": "tool name",
+        "parameters": {{"argument": "value"}}
+    }}
+]
+```
+{parallel}
+The results will come back to you in <results>; never write them yourself. When no tool is \
+needed, answer directly."""
+
+
+class CommandR:
+    """Command R and R+ (2024): the action list after `Action: ```json`."""
+
+    name = "command-r"
+    call_ids = staticmethod(random_ids)
+    stops: tuple[str, ...] = (RESULTS,)
+    request_fields: Mapping[str, Any] = {}
+    think_tags: tuple[str, str] | None = None
+
+    def system_prompt(self, catalog: str, *, parallel: bool) -> str:
+        """Command R's tool section, the tools as JSON."""
+        functions = [t["function"] for t in catalog_tools(catalog)]
+        line = "You may list several actions at once." if parallel else "List at most one action."
+        tools = json_text(functions, TOKENS, indent=4)
+        return _COMMAND_R_PROMPT.format(tools=tools, parallel=line)
+
+    def render_calls(self, calls: list[CallText]) -> str:
+        """One fenced action list."""
+        items = [{"tool_name": n, "parameters": a} for n, a in calls]
+        return f"{ACTION_FENCE}\n{json_text(items, TOKENS, indent=4)}\n{FENCE_END}"
+
+    def render_results(self, results: list[tuple[str, str]]) -> str:
+        """The results as numbered documents."""
+        documents = "\n\n".join(
+            f"Document: {i}\ntool: {name}\n{neutralise_tokens(content, (RESULTS, '</results>'))}"
+            for i, (name, content) in enumerate(results)
         )
-        inner = TaggedParser(
-            specs,
-            known_only(decoder(Shape.LIST, **KEYS), specs),
-            [envelope],
-            strict=strict,
-            stops=(START_RESULT, "<|START_OF_TURN_TOKEN|>"),
-            drop=ANSWER_MARKERS,
-        )
-        return ThinkingParser(inner, open=START_THINKING, close=END_THINKING)
+        return f"{RESULTS}\n{documents}\n</results>"
+
+    def parser(self, specs: ToolSpecs, *, strict: bool) -> Parser:
+        """The family's parser (every version's action lists)."""
+        return parser(specs, strict=strict)
+
+
+def parser(specs: ToolSpecs, *, strict: bool) -> Parser:
+    """Action lists between Command A's tokens or after Command R's `Action: ```json`, after a
+    leading thinking block."""
+    done = known_only(finished(**KEYS), specs)
+    envelopes = [
+        Envelope(START_ACTION, END_ACTION, _scanner, finished=done),
+        Envelope(ACTION_FENCE, FENCE_END, _fence_scanner, finished=done),
+    ]
+    inner = TaggedParser(
+        specs,
+        known_only(decoder(Shape.LIST, **KEYS), specs),
+        envelopes,
+        strict=strict,
+        stops=(START_RESULT, "<|START_OF_TURN_TOKEN|>", RESULTS),
+        drop=ANSWER_MARKERS,
+    )
+    return ThinkingParser(inner, open=START_THINKING, close=END_THINKING)
 
 
 def _scanner(lenient: bool) -> BodyScanner:
     # A new action outside strings means the model forgot to close the previous one.
     return QuotedScanner(END_ACTION, ends=(START_ACTION,) if lenient else ())
+
+
+def _fence_scanner(lenient: bool) -> BodyScanner:
+    return QuotedScanner(FENCE_END)

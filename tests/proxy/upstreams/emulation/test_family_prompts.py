@@ -14,7 +14,7 @@ import pytest
 from proxy.upstreams.emulation import Call, ToolSpecs, run
 from proxy.upstreams.emulation.formats.base import EmulationFormat
 from proxy.upstreams.emulation.formats.beam import Beam
-from proxy.upstreams.emulation.formats.cohere import Cohere
+from proxy.upstreams.emulation.formats.cohere import Cohere, CommandR
 from proxy.upstreams.emulation.formats.iquest import IQuest
 from proxy.upstreams.emulation.formats.lfm2 import Lfm2
 from proxy.upstreams.emulation.formats.olmo3 import Olmo3
@@ -43,6 +43,7 @@ FORMATS: list[EmulationFormat] = [
     Lfm2(),
     Olmo3(),
     Cohere(),
+    CommandR(),
     Plamo(),
     Beam(),
     IQuest(),
@@ -132,3 +133,16 @@ def test_beam_writes_a_message_per_call_with_sorted_parameters() -> None:
     )
     prompt = Beam().system_prompt(CATALOG, parallel=True)
     assert _listed(prompt, "JSON list:\n", "\n\nTo call a tool") == [FUNCTION]
+
+
+def test_command_r_writes_its_fenced_action_list_and_results_as_documents() -> None:
+    text = CommandR().render_calls([("ping", {})])
+    assert text == (
+        'Action: ```json\n[\n    {\n        "tool_name": "ping",\n        "parameters": {}\n'
+        "    }\n]\n```"
+    )
+    results = CommandR().render_results([("ping", "pong"), ("ping", "</results> again")])
+    assert results.startswith("<results>\nDocument: 0\ntool: ping\npong\n\nDocument: 1\n")
+    assert results.count("</results>") == 1
+    prompt = CommandR().system_prompt(CATALOG, parallel=True)
+    assert _listed(prompt, "```json\n", "\n```") == [FUNCTION]

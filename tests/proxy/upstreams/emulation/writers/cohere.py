@@ -1,7 +1,8 @@
 """Cohere Command R7B and Command A (`<|START_ACTION|>[{"tool_call_id": "0", "tool_name": …,
 "parameters": {…}}]<|END_ACTION|>`), from Command A's and R7B's chat templates (their tool
 plan, action and response turns), SGLang's command4 detector and llama.cpp's Command R7B
-parser cases; vLLM has no parser test for Cohere (its parser needs cohere_melody)."""
+parser cases; vLLM has no parser test for Cohere (its parser needs cohere_melody). Command R
+and R+ (2024) write the list after `Action: ```json` (the version name `command-r`)."""
 
 from __future__ import annotations
 
@@ -130,6 +131,51 @@ CASES = [
     ),
 ]
 
+
+def fenced(calls: Calls) -> str:
+    """Command R's action list, as its template's example lays it out."""
+    items = [{"tool_name": n, "parameters": a} for n, a in calls]
+    return "Action: ```json\n" + json.dumps(items, indent=4, ensure_ascii=False) + "\n```"
+
+
+COMMAND_R = "Command R / R+ tool-use template (Action: ```json list)"
+COMMAND_R_CASES = [
+    _case(
+        "command_r_two_actions",
+        fenced([("get_weather", {"city": "San Francisco, CA"}), ("get_weather", {"city": "Rome"})]),
+        [("get_weather", {"city": "San Francisco, CA"}), ("get_weather", {"city": "Rome"})],
+        source=COMMAND_R,
+    ),
+    _case(
+        "command_r_plan_then_action",
+        "Plan: I will look up the weather.\n" + fenced(PARIS),
+        PARIS,
+        "Plan: I will look up the weather.",
+        source=COMMAND_R,
+    ),
+    _case(
+        "command_r_compact_action",
+        'Action: ```json\n[{"tool_name": "ping", "parameters": {}}]\n```',
+        [("ping", {})],
+        source=COMMAND_R,
+    ),
+    _case(
+        "command_r_cut_off_after_first_action",
+        'Action: ```json\n[\n    {"tool_name": "ping", "parameters": {}},\n'
+        '    {"tool_name": "get_w',
+        [("ping", {})],
+        None,
+        truncated=True,
+        source=COMMAND_R,
+    ),
+    _case(
+        "command_r_fence_in_a_value",
+        fenced([("write_file", {"path": "a.md", "content": "```py\nx = 1\n```"})]),
+        [("write_file", {"path": "a.md", "content": "```py\nx = 1\n```"})],
+        source=COMMAND_R,
+    ),
+]
+
 WRITER = Writer(
     block=action,
     think=lambda t: f"<|START_THINKING|>{t}<|END_THINKING|>",
@@ -144,6 +190,22 @@ WRITER = Writer(
     '[{"tool_call_id": "0", "results": {"0": {"content": "pong"}}, "is_error": null}]'
     "<|END_TOOL_RESULT|>",
     call_end="\n]" + END,
-    extra=CASES,
+    extra=[*CASES, *COMMAND_R_CASES],
 )
-WRITERS = {"cohere": WRITER}
+WRITERS = {
+    "cohere": WRITER,
+    "command-r": Writer(
+        block=fenced,
+        think=WRITER.think,
+        answer=lambda t: t,
+        say=lambda t: t + "\n",
+        eos="<|END_OF_TURN_TOKEN|>",
+        marker="```",
+        broken='Action: ```json\n[{"tool_name": "get_weather", "parameters": {"city": "Paris" '
+        '"days": 2}}]\n```',
+        separator="\n",
+        result="\n<results>\nDocument: 0\ntool: ping\npong\n</results>",
+        call_end="\n```",
+        extra=COMMAND_R_CASES,
+    ),
+}
