@@ -15,20 +15,13 @@ from policies import Admission, Gate, GateDecision, LoopGuard, LoopLimits
 from registry import ToolCall, ToolResult
 
 from ..approvals.flow import USED_APPROVAL, ApprovalFlow, apply_answers
-from . import pauses
+from . import client_tools, pauses
 from .assembler import Answer, Assembler, Usage, assistant_message
 from .catalog import SEARCH_CHAT_TOOL
 from .continuations import AFTER_RESULTS, TurnStore, owned, restore
 from .controls import Controls
 from .events import Finished, LoopEvent, ToolsFinished, ToolsStarted
-from .programs import (
-    ALLOWED_CALLERS,
-    RUN_CODE,
-    ProgramPause,
-    Programs,
-    Ran,
-    callable_directly,
-)
+from .programs import RUN_CODE, ProgramPause, Programs, Ran
 from .record import Turn
 from .search import run_search
 from .triage import Round, Triage
@@ -231,7 +224,7 @@ class ToolLoop:
         assert self._programs is not None
         view = self._programs.tools(turn.toolset)
         offered = self._programs.offered(turn)
-        return [*view.direct, offered, *state.loaded.values(), *_client_tools(turn)]
+        return [*view.direct, offered, *state.loaded.values(), *client_tools.offered(turn)]
 
     def _code_mode(self, turn: Turn) -> bool:
         """Whether the turn's model is offered `run_code` (never beside a client's own)."""
@@ -274,7 +267,8 @@ class ToolLoop:
             message = f"there is no tool named {call.name!r}"
             results[call.id] = ToolResult.error(call.id, "unknown_tool", message)
         for call in calls.searches:
-            results[call.id] = run_search(turn.toolset, call, state.loaded)
+            client = client_tools.deferred(turn)
+            results[call.id] = run_search(turn.toolset, call, state.loaded, client)
         programs = calls.programs
         budget = max(0, state.guard.limits.max_tool_calls - state.guard.tool_calls)
         admitted: list[Admission] = []
@@ -329,23 +323,10 @@ class ToolLoop:
 
 def _tools_for(turn: Turn, state: _State) -> list[dict[str, Any]]:
     tools = [*turn.toolset.chat_tools, *state.loaded.values()]
-    if turn.toolset.deferred is not None:
+    if turn.toolset.deferred is not None or client_tools.deferred(turn):
         tools.append(SEARCH_CHAT_TOOL)
-    tools.extend(_client_tools(turn))
+    tools.extend(client_tools.offered(turn))
     return tools
-
-
-def _client_tools(turn: Turn) -> list[dict[str, Any]]:
-    """The client's tools the model calls directly, without the `allowed_callers` marker
-    (no upstream is told who may call a tool: programs are Toolwire's)."""
-    tools = turn.body.get("tools") or ()
-    if not any(ALLOWED_CALLERS in tool for tool in tools):
-        return list(tools)
-    return [
-        {k: v for k, v in tool.items() if k != ALLOWED_CALLERS}
-        for tool in tools
-        if callable_directly(tool)
-    ]
 
 
 def _upstream_body(client_body: dict[str, Any]) -> dict[str, Any]:

@@ -35,13 +35,12 @@ from ..codemode import (
 )
 from ..config import CodeModeConfig
 from .catalog import Toolset, chat_tool
+from .client_tools import callable_from_programs
 from .events import ProgramCall
 from .record import Turn
 
 RUN_CODE = "run_code"
 """The tool a model in code mode writes its programs to."""
-ALLOWED_CALLERS = "allowed_callers"
-"""On a client's tool: who may call it, "direct" (the model) and "programmatic" (a program)."""
 
 _SEARCH = "search_tools"
 _PREAMBLE = """Run a Python program that calls tools, and get what it prints.
@@ -415,19 +414,6 @@ def _client_stubs(turn: Turn, view: ProgramTools) -> dict[str, Stub]:
     return {stub.function: stub for stub in stubs(tools, taken)}
 
 
-def callable_from_programs(tool: dict[str, Any]) -> bool:
-    """Whether a client tool may be called from a program: `allowed_callers` (the Responses
-    API's, which the Messages front maps its own onto) names "programmatic", or is absent."""
-    callers = tool.get(ALLOWED_CALLERS)
-    return not isinstance(callers, list) or "programmatic" in callers
-
-
-def callable_directly(tool: dict[str, Any]) -> bool:
-    """Whether a client tool is offered to the model as a tool of its own."""
-    callers = tool.get(ALLOWED_CALLERS)
-    return not isinstance(callers, list) or "direct" in callers
-
-
 def answer(content: str, *, failed: bool) -> Answer:
     """A waiting call's answer as the program receives it: the value of a result, or the
     failure it raises (an approval refused, an approved call that failed)."""
@@ -465,13 +451,10 @@ def _result(call_id: str, outcome: Outcome) -> ToolResult:
 
 
 __all__ = [
-    "ALLOWED_CALLERS",
     "RUN_CODE",
     "ProgramPause",
     "ProgramTools",
     "Programs",
     "Ran",
     "answer",
-    "callable_directly",
-    "callable_from_programs",
 ]

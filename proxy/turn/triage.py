@@ -16,6 +16,7 @@ from policies import Admission, Gate, GateDecision
 from registry import RegistryError, Tool, ToolCall, repair_call, resolve_name
 
 from ..approvals.flow import ApprovalFlow
+from . import client_tools
 from .catalog import SEARCH_TOOL
 from .programs import RUN_CODE
 from .record import Turn
@@ -145,7 +146,9 @@ class Triage:
             return Sorted(call, Fate.CLIENT)
         tool = turn.toolset.by_wire_name.get(call.name) or turn.toolset.denied.get(call.name)
         if tool is None:
-            if call.name == SEARCH_TOOL and turn.toolset.deferred is not None:
+            if call.name == SEARCH_TOOL and (
+                turn.toolset.deferred is not None or client_tools.deferred(turn)
+            ):
                 return Sorted(call, Fate.SEARCH)
             return Sorted(call, Fate.UNKNOWN)
         admission = await self._gate.admit(tool, call, turn.caller)

@@ -10,13 +10,13 @@ from ...errors import BadRequestError, ClientDisconnectedError, ProxyError
 from ...server.asgi import Receive, Scope, Send, read_body, send_json
 from ...server.context import RequestContext, context_of
 from ...server.services import Services
+from ...turn.client_tools import mark
 from ...turn.controls import parse_controls
 from ...turn.record import Turn
 from ..exchange import Answered, Reply, Streamed, send_error, serve_turn
-from ..programs import mark_callers
 from ..renderers import BuilderJson, BuilderStream
 from .errors import error_body
-from .programmatic import code_execution_type, for_code_mode
+from .programmatic import client_marks, code_execution_type
 from .render import MessageBuilder
 from .request import parse_body, to_chat_body
 
@@ -49,14 +49,12 @@ class Messages:
         body = parse_body(document)
         controls = parse_controls(body.toolwire, context.headers)
         program_type = code_execution_type(document)
-        if program_type is not None:
+        if program_type is not None and controls.code_mode is None:
             # The client asked for programmatic tool calling: code mode answers it.
-            document, callers = for_code_mode(document)
-            if controls.code_mode is None:
-                controls = dataclasses.replace(controls, code_mode=True)
+            controls = dataclasses.replace(controls, code_mode=True)
+        document, marks = client_marks(document)
         chat = to_chat_body(document)
-        if program_type is not None:
-            mark_callers(chat, callers)
+        mark(chat, marks)
         services = self._services
         caller = context.caller()
         turn = Turn(

@@ -13,10 +13,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..programs import ALLOWED_CALLERS
+from ...turn.client_tools import ALLOWED_CALLERS, DEFER_LOADING
 
 CODE_EXECUTION = "code_execution"
-_SERVER_BLOCKS = frozenset({"server_tool_use", "code_execution_tool_result"})
+_SERVER_BLOCKS = frozenset(
+    {"server_tool_use", "code_execution_tool_result", "tool_search_tool_result"}
+)
+_SERVER_TOOLS = ("code_execution_", "tool_search_tool_")
+"""The hosted server's own tool types, answered by Toolwire's code mode and tool search."""
 
 
 def code_execution_type(raw: dict[str, Any]) -> str | None:
@@ -28,27 +32,33 @@ def code_execution_type(raw: dict[str, Any]) -> str | None:
     return None
 
 
-def for_code_mode(raw: dict[str, Any]) -> tuple[dict[str, Any], dict[str, list[str]]]:
-    """The request without what only the hosted server reads, and each client tool's callers
-    in Toolwire's words (by tool name; tools without `allowed_callers` are left out)."""
-    tools, callers = [], {}
+def client_marks(raw: dict[str, Any]) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
+    """The request without what only the hosted server reads (its own tool types, the
+    blocks of its earlier turns), and what it says of each client tool in Toolwire's words
+    (`allowed_callers`, `defer_loading`), by tool name."""
+    tools, marks = [], {}
     for tool in raw.get("tools") or ():
         if not isinstance(tool, dict):
             tools.append(tool)
             continue
         kind = tool.get("type")
-        if isinstance(kind, str) and kind.startswith("code_execution_"):
+        if isinstance(kind, str) and kind.startswith(_SERVER_TOOLS):
             continue
+        said: dict[str, Any] = {}
         allowed = tool.get(ALLOWED_CALLERS)
-        if isinstance(allowed, list) and isinstance(tool.get("name"), str):
-            callers[tool["name"]] = [
+        if isinstance(allowed, list):
+            said[ALLOWED_CALLERS] = [
                 "direct" if caller == "direct" else "programmatic" for caller in allowed
             ]
-        tools.append({k: v for k, v in tool.items() if k != ALLOWED_CALLERS})
+        if tool.get(DEFER_LOADING) is True:
+            said[DEFER_LOADING] = True
+        if said and isinstance(tool.get("name"), str):
+            marks[tool["name"]] = said
+        tools.append({k: v for k, v in tool.items() if k not in (ALLOWED_CALLERS, DEFER_LOADING)})
     request = {**raw, "messages": [_without_server_blocks(m) for m in raw.get("messages", ())]}
     if "tools" in raw:
         request["tools"] = tools
-    return request, callers
+    return request, marks
 
 
 def _without_server_blocks(message: Any) -> Any:
@@ -63,4 +73,4 @@ def _without_server_blocks(message: Any) -> Any:
     return {**message, "content": kept}
 
 
-__all__ = ["CODE_EXECUTION", "code_execution_type", "for_code_mode"]
+__all__ = ["CODE_EXECUTION", "client_marks", "code_execution_type"]

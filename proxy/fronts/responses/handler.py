@@ -21,13 +21,13 @@ from ...server.context import RequestContext, context_of
 from ...server.services import Services
 from ...state.base import StoredResponse
 from ...turn.catalog import Toolset
+from ...turn.client_tools import mark
 from ...turn.controls import parse_controls
 from ...turn.events import Finished, LoopEvent
 from ...turn.record import Turn
 from ..conversion import round_items, to_chat
 from ..exchange import Answered, Reply, Streamed, serve_turn
 from ..exchange import openai_error_body as error_body
-from ..programs import mark_callers
 from ..renderers import BuilderJson, BuilderStream
 from .items import Item, for_rosetta, input_items, listed_labels
 from .render import ResponseBuilder, ResponsePlan, Stored
@@ -88,7 +88,7 @@ class Responses:
         caller = context.caller(tools.must_ask)
         toolset = services.catalog.toolset(tool_filter, caller)
         chat = to_chat(_chat_request(body, conversation, tools, toolset), "openai_responses")
-        mark_callers(chat, tools.callers)
+        mark(chat, tools.marks)
         if not chat.get("messages"):
             raise BadRequestError("'input' holds no message", param="input")
         turn = Turn(
@@ -107,6 +107,7 @@ class Responses:
             labels=labels,
             show_rounds=bool(tools.entries) or controls.stream_tool_events,
             programmatic=tools.programmatic,
+            tool_search=tools.tool_search,
             listings=_listings(tools, toolset, labels, listed_labels(conversation)),
         )
         return _Prepared(turn, plan, conversation, body.stream is True, body.store is not False)

@@ -19,6 +19,18 @@ from ...errors import BadRequestError
 Item = dict[str, Any]
 
 APPROVAL_PREFIX = "mcpr_"
+_PROXYS_OWN = frozenset(
+    {
+        "mcp_list_tools",
+        "reasoning",
+        "program",
+        "program_output",
+        "tool_search_call",
+        "tool_search_output",
+    }
+)
+"""Items the conversation carries for the client's eyes only (the proxy keeps the turns
+they stand for)."""
 _CALL_PREFIX = "call_"
 
 _KNOWN = frozenset(
@@ -33,6 +45,8 @@ _KNOWN = frozenset(
         "mcp_approval_response",
         "program",
         "program_output",
+        "tool_search_call",
+        "tool_search_output",
     }
 )
 
@@ -87,7 +101,7 @@ def for_rosetta(items: list[Item]) -> list[Item]:
     for i, item in enumerate(items):
         where = f"input[{i}]"
         kind = item["type"]
-        if kind in ("mcp_list_tools", "reasoning", "program", "program_output"):
+        if kind in _PROXYS_OWN:
             # Listings are informational, Chat upstreams take no reasoning items, and a
             # program is the proxy's own (its run_code call is in the kept turn).
             continue

@@ -18,6 +18,7 @@ import orjson
 from registry import ToolCall, ToolResult
 
 from ...errors import ProxyError
+from ...turn.catalog import SEARCH_TOOL
 from ...turn.events import (
     ContentDelta,
     Finished,
@@ -48,6 +49,9 @@ class ResponsePlan:
     programmatic: bool = False
     """The client asked for programmatic tool calling: a paused program shows as a
     `program` item, and the calls it made name it as their `caller`."""
+    tool_search: bool = False
+    """The client declared the hosted `tool_search` tool: each search shows as a
+    `tool_search_call` item and its `tool_search_output`."""
     id: str = field(default_factory=lambda: f"resp_{random.getrandbits(128):032x}")
     created_at: int = field(default_factory=lambda: int(time.time()))
 
@@ -134,9 +138,9 @@ class ResponseBuilder:
                 events += self._text("refusal", event.refusal)
             return events
         if isinstance(event, ToolsStarted):
-            return self._calls_started(event.calls) if self.plan.show_rounds else []
+            return self._calls_started(event.calls)
         if isinstance(event, ToolsFinished):
-            return self._calls_finished(event.calls, event.results) if self.plan.show_rounds else []
+            return self._calls_finished(event.calls, event.results)
         if isinstance(event, Stored):
             return event.events
         return self.finish(event)
@@ -260,9 +264,18 @@ class ResponseBuilder:
             self._event("response.output_item.done", output_index=current.index, item=_copy(item)),
         ]
 
+    def _shown(self, call: ToolCall) -> bool:
+        if call.name == SEARCH_TOOL and self.plan.tool_search:
+            return True
+        return self.plan.show_rounds
+
     def _calls_started(self, calls: tuple[ToolCall, ...]) -> list[Event]:
-        events = self._close()
+        calls = tuple(call for call in calls if self._shown(call))
+        events = self._close() if calls else []
         for call in calls:
+            if call.name == SEARCH_TOOL and self.plan.tool_search:
+                events += self._search_started(call)
+                continue
             arguments = _arguments(call)
             item: Item = {
                 "type": "mcp_call",
@@ -295,6 +308,9 @@ class ResponseBuilder:
             if index is None:
                 continue
             item = self.output[index]
+            if item["type"] == "tool_search_call":
+                events += self._search_finished(index, call, result)
+                continue
             if result.is_error:
                 item["error"] = {
                     "type": "mcp_tool_execution_error",
@@ -310,6 +326,39 @@ class ResponseBuilder:
                 self._event("response.output_item.done", output_index=index, item=_copy(item))
             )
         return events
+
+    def _search_started(self, call: ToolCall) -> list[Event]:
+        item: Item = {
+            "type": "tool_search_call",
+            "id": self._new_id("tsc"),
+            "call_id": call.id,
+            "arguments": _json_arguments(call),
+            "execution": "server",
+            "status": "in_progress",
+        }
+        index = self._add(item)
+        self._calls[call.id] = index
+        return [self._event("response.output_item.added", output_index=index, item=_copy(item))]
+
+    def _search_finished(self, index: int, call: ToolCall, result: ToolResult) -> list[Event]:
+        """The search's call item done, and its output: the tools it loaded."""
+        item = self.output[index]
+        item["status"] = "incomplete" if result.is_error else "completed"
+        found = _found(result) if not result.is_error else []
+        output: Item = {
+            "type": "tool_search_output",
+            "id": self._new_id("tso"),
+            "call_id": call.id,
+            "execution": "server",
+            "status": item["status"],
+            "tools": [{"type": "function", **tool} for tool in found],
+        }
+        added = self._add(output)
+        return [
+            self._event("response.output_item.done", output_index=index, item=_copy(item)),
+            self._event("response.output_item.added", output_index=added, item=_copy(output)),
+            self._event("response.output_item.done", output_index=added, item=_copy(output)),
+        ]
 
     def finish(self, done: Finished) -> list[Event]:
         """The events that end the response; its final object is ready after this."""
@@ -397,6 +446,29 @@ def _arguments(call: ToolCall) -> str:
     """A call's arguments as the JSON text an item carries."""
     arguments = call.arguments
     return arguments if isinstance(arguments, str) else orjson.dumps(arguments).decode()
+
+
+def _json_arguments(call: ToolCall) -> Any:
+    arguments = call.arguments
+    if isinstance(arguments, str):
+        try:
+            return orjson.loads(arguments or "{}")
+        except orjson.JSONDecodeError:
+            return {}
+    return arguments
+
+
+def _found(result: ToolResult) -> list[dict[str, Any]]:
+    """The tools a `tool_search` result names (its `name` and `description` each)."""
+    try:
+        tools = orjson.loads(result.content).get("tools")
+    except (orjson.JSONDecodeError, AttributeError):
+        return []
+    return [
+        {"name": t["name"], "description": t.get("description", "")}
+        for t in tools or ()
+        if isinstance(t, dict) and isinstance(t.get("name"), str)
+    ]
 
 
 def _paused(call: ToolCall) -> bool:

@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from registry import Tool, ToolRegistry
 
 from ...errors import BadRequestError
+from ...turn.client_tools import MARKERS
 from ..validation import field_path
 
 ALL_TOOLS_LABEL = "toolwire"
@@ -80,8 +81,10 @@ class ToolsPlan:
     entries: tuple[McpEntry, ...] = ()
     programmatic: bool = False
     """The client asked for programmatic tool calling (code mode answers it)."""
-    callers: dict[str, list[str]] = field(default_factory=dict)
-    """Each function tool's `allowed_callers`, by name (those that say)."""
+    marks: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """What function tools say of themselves (`allowed_callers`, `defer_loading`), by name."""
+    tool_search: bool = False
+    """The client declared the hosted `tool_search` tool (Toolwire's own answers it)."""
 
     @property
     def names(self) -> frozenset[str] | None:
@@ -111,18 +114,26 @@ def plan_tools(tools: list[dict[str, Any]] | None, registry: ToolRegistry) -> To
     """
     functions: list[dict[str, Any]] = []
     entries: list[McpEntry] = []
-    programmatic = False
-    callers: dict[str, list[str]] = {}
+    programmatic = tool_search = False
+    marks: dict[str, dict[str, Any]] = {}
     for i, spec in enumerate(tools or ()):
         kind = spec.get("type")
         if kind == "function":
-            allowed = spec.get("allowed_callers")
-            if isinstance(allowed, list) and isinstance(spec.get("name"), str):
-                callers[spec["name"]] = [str(c) for c in allowed]
-                spec = {k: v for k, v in spec.items() if k != "allowed_callers"}
+            said = {k: spec[k] for k in MARKERS if k in spec}
+            if said and isinstance(spec.get("name"), str):
+                marks[spec["name"]] = said
+                spec = {k: v for k, v in spec.items() if k not in MARKERS}
             functions.append(spec)
         elif kind == "programmatic_tool_calling":
             programmatic = True
+        elif kind == "tool_search":
+            tool_search = True
+            if spec.get("execution", "server") != "server":
+                raise BadRequestError(
+                    "tool_search executed by the client is not supported: Toolwire runs it "
+                    "(omit execution, or set it to server)",
+                    param=f"tools[{i}].execution",
+                )
         elif kind == "mcp":
             entries.append(_entry(spec, registry, f"tools[{i}]"))
         else:
@@ -131,7 +142,7 @@ def plan_tools(tools: list[dict[str, Any]] | None, registry: ToolRegistry) -> To
                 "entries naming a Toolwire namespace",
                 param=f"tools[{i}].type",
             )
-    return ToolsPlan(functions, tuple(entries), programmatic, callers)
+    return ToolsPlan(functions, tuple(entries), programmatic, marks, tool_search)
 
 
 def _entry(spec: dict[str, Any], registry: ToolRegistry, where: str) -> McpEntry:

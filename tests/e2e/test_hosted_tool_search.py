@@ -1,0 +1,60 @@
+"""The hosted APIs' tool search answered by Toolwire's own for any upstream: a client's
+deferred function tool (`defer_loading`) is not offered until the model's `tool_search` finds
+it, the search shows as `tool_search_call` and `tool_search_output` items, and the found tool's
+call goes back to the client. Through the real server with the openai SDK's beta Responses
+client, streamed and not."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from testing.upstream import FakeUpstream, Reply
+from tests.e2e.answers import tool_names
+from tests.e2e.tools import registry_with
+
+pytestmark = pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])
+
+TOOLS = [
+    {"type": "tool_search"},
+    {
+        "type": "function",
+        "name": "lookup_order",
+        "description": "Find an order by its id.",
+        "parameters": {"type": "object", "properties": {"order_id": {"type": "string"}}},
+        "defer_loading": True,
+    },
+]
+
+
+async def _create(client: Any, stream: bool, **request: Any) -> Any:
+    request = {"model": "fake-model", "tools": TOOLS, **request}
+    if not stream:
+        return await client.beta.responses.create(**request)
+    events = await client.beta.responses.create(stream=True, **request)
+    done = [e async for e in events if e.type in ("response.completed", "response.incomplete")]
+    return done[-1].response
+
+
+async def test_a_deferred_client_tool_is_found_then_called(
+    make_proxy: Any, upstream: FakeUpstream, stream: bool
+) -> None:
+    upstream.script(
+        Reply.tool_calls([("tool_search", {"query": "find order"})]),
+        Reply.tool_calls([("lookup_order", {"order_id": "7"})]),
+    )
+    async with make_proxy(registry_with()) as proxy:
+        response = await _create(proxy.client, stream, input="Where is order 7?")
+    searched, found, call = (item.model_dump(exclude_none=True) for item in response.output)
+    assert searched["type"] == "tool_search_call" and searched["execution"] == "server"
+    assert searched["arguments"] == {"query": "find order"}
+    assert found["type"] == "tool_search_output" and found["call_id"] == searched["call_id"]
+    assert [t["name"] for t in found["tools"]] == ["lookup_order"]
+    assert call["type"] == "function_call" and call["name"] == "lookup_order"
+    assert json.loads(call["arguments"]) == {"order_id": "7"}
+    first, second = upstream.requests
+    assert "lookup_order" not in tool_names(first) and "tool_search" in tool_names(first)
+    assert "lookup_order" in tool_names(second)
+    assert all("defer_loading" not in t for t in first["tools"] + second["tools"])
