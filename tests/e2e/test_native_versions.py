@@ -1,7 +1,8 @@
-"""Other versions' syntax of mistral, gpt-oss and gemma through the real server, in `emulated`
-and `parsed` modes, streamed and not: Mistral v3's compact array after prose, harmony's
-recipient in the role right after the prompt's `<|start|>assistant`, and Gemma 4's opener
-without `call`. The tool runs once and the answer arrives."""
+"""Other versions' syntax of each family through the real server, under the family's name,
+in `emulated` and `parsed` modes, streamed and not: Mistral v3's compact array after prose,
+harmony's recipient in the role right after the prompt's `<|start|>assistant`, Gemma 4's
+opener without `call`, DeepSeek V3.1's calls, V3.2's and V4's DSML blocks, Kimi K3's XTML
+tools channel and a bare Llama 4 call list. The tool runs once and the answer arrives."""
 
 from __future__ import annotations
 
@@ -12,26 +13,72 @@ from tests.e2e.test_native_formats import ANSWER, _ask, _proxy, raw
 
 __all__ = ["raw"]
 
-CALLS = {
-    "mistral": 'Let me check.[TOOL_CALLS][{"name":"t_get_weather","arguments":{"city":"Paris"}}]',
-    "gpt-oss": " to=functions.t_get_weather<|channel|>commentary<|constrain|>json"
-    '<|message|>{"city": "Paris"}<|call|>',
-    "gemma": '<|tool_call>:t_get_weather{city:<|"|>Paris<|"|>}<tool_call|>',
+
+def _ds(name: str) -> str:
+    return f"<\uff5c{name.replace(' ', chr(0x2581))}\uff5c>"
+
+
+DSML = "\uff5cDSML\uff5c"
+_DSML_CALL = (
+    f'<{DSML}invoke name="t_get_weather">\n'
+    f'<{DSML}parameter name="city" string="true">Paris</{DSML}parameter>\n</{DSML}invoke>\n'
+)
+_K3 = "<|open|>", "<|close|>", "<|sep|>"
+CASES = {
+    "mistral-v3": (
+        "mistral",
+        'Let me check.[TOOL_CALLS][{"name":"t_get_weather","arguments":{"city":"Paris"}}]',
+        ANSWER,
+    ),
+    "gpt-oss-role-recipient": (
+        "gpt-oss",
+        " to=functions.t_get_weather<|channel|>commentary<|constrain|>json"
+        '<|message|>{"city": "Paris"}<|call|>',
+        f"<|start|>assistant<|channel|>final<|message|>{ANSWER}<|return|>",
+    ),
+    "gemma-bare-opener": (
+        "gemma",
+        '<|tool_call>:t_get_weather{city:<|"|>Paris<|"|>}<tool_call|>',
+        ANSWER,
+    ),
+    "deepseek-v3.1": (
+        "deepseek",
+        _ds("tool calls begin")
+        + _ds("tool call begin")
+        + "t_get_weather"
+        + _ds("tool sep")
+        + '{"city": "Paris"}'
+        + _ds("tool call end")
+        + _ds("tool calls end"),
+        ANSWER,
+    ),
+    "deepseek-v3.2": (
+        "deepseek",
+        f"<{DSML}function_calls>\n{_DSML_CALL}</{DSML}function_calls>",
+        ANSWER,
+    ),
+    "deepseek-v4": ("deepseek", f"<{DSML}tool_calls>\n{_DSML_CALL}</{DSML}tool_calls>", ANSWER),
+    "kimi-k3": (
+        "kimi",
+        "{0}response{2}Let me check.{1}response{2}{0}tools{2}"
+        '{0}call tool="t_get_weather" index="1"{2}'
+        '{0}argument key="city" type="string"{2}Paris{1}argument{2}'
+        "{1}call{2}{1}tools{2}".format(*_K3),
+        "{0}response{2}{3}{1}response{2}".format(*_K3, ANSWER),
+    ),
+    "llama4-bare-list": ("llama", "[t_get_weather(city='Paris')]", ANSWER),
 }
-ANSWERS = {
-    "mistral": ANSWER,
-    "gpt-oss": f"<|start|>assistant<|channel|>final<|message|>{ANSWER}<|return|>",
-    "gemma": ANSWER,
-}
+"""Each case: the family's name, the reply with the call, the reply with the answer."""
 
 
 @pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])
 @pytest.mark.parametrize("mode", ["emulated", "parsed"])
-@pytest.mark.parametrize("family", tuple(CALLS))
+@pytest.mark.parametrize("case", tuple(CASES))
 async def test_another_versions_call_runs_and_the_answer_arrives(
-    raw: RawServer, family: str, mode: str, stream: bool
+    raw: RawServer, case: str, mode: str, stream: bool
 ) -> None:
-    raw.script(CALLS[family], ANSWERS[family])
+    family, call, answer_text = CASES[case]
+    raw.script(call, answer_text)
     async with _proxy(raw, family, mode) as proxy:
         answer = await _ask(proxy.client, stream=stream)
     assert answer.content.strip().endswith(ANSWER)
