@@ -135,6 +135,7 @@ EmulationFormatName = Literal[
     "trinity",
     "muse",
     "muse-glimmer",
+    "command-r",
 ]
 """The names `emulation_format` takes; `proxy.upstreams.emulation` builds one format for each."""
 

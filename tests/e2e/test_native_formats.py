@@ -117,6 +117,7 @@ SPECIAL_TOKENS: dict[str, tuple[str, ...]] = {
     "trinity": (),
     "muse": ("<|start|>", "<|message|>", "<|eom|>", "<|eot|>"),
     "muse-glimmer": ("<|start|>", "<|message|>", "<|eom|>", "<|eot|>"),
+    "command-r": (),
 }
 FAMILIES = tuple(SPECIAL_TOKENS)
 FIRST, SECOND = "The user wants the weather; I call the tool.", "The tool says sunny."

@@ -13,7 +13,7 @@ from ....config import EmulationFormatName
 from .apertus import Apertus
 from .base import EmulationFormat
 from .beam import Beam
-from .cohere import Cohere
+from .cohere import Cohere, CommandR
 from .deepseek import DeepSeek
 from .dots import Dots
 from .dsml import DeepSeekDsml, DeepSeekV4
@@ -118,6 +118,7 @@ FORMATS: dict[str, EmulationFormat] = {
     "trinity": Trinity(),
     "muse": Muse(),
     "muse-glimmer": MuseGlimmer(),
+    "command-r": CommandR(),
 }
 """Every format by name (formats hold no state: one instance serves every request)."""
 
@@ -139,6 +140,7 @@ VERSIONS: dict[str, str] = {
     "step3": "step",
     "minimax-m3": "minimax",
     "muse-glimmer": "muse",
+    "command-r": "cohere",
 }
 """The names of one version's syntax, each with its family's name."""
 
