@@ -105,4 +105,30 @@ GLM: list[dict[str, Any]] = [
         "  \n  <tool_call>get_time</tool_call>",
         [["get_time", {}]],
     ),
+    _case(
+        "glm47_content_then_call",
+        f"{_GLM47} (structural tag tests: text followed by a call)",
+        "Sure.<tool_call>get_weather" + _pairs([("city", "Paris")]) + "</tool_call>",
+        [["get_weather", {"city": "Paris"}]],
+        "Sure.",
+    ),
+    _case(
+        "glm47_bare_less_than_and_quotes_in_value",
+        f"{_GLM47} (structural tag tests: string values with spaces and a bare '<')",
+        "<tool_call>search" + _pairs([("query", "grep 'a<b' x.py")]) + "</tool_call>",
+        [["search", {"query": "grep 'a<b' x.py"}]],
+    ),
+    _case(
+        "glm47_two_tools_reverse_order_arguments",
+        f"{_GLM47} (structural tag tests: second tool, two calls; arguments in any order)",
+        "<tool_call>search" + _pairs([("query", "ls -la")]) + "</tool_call>"
+        "<tool_call>get_weather" + _pairs([("days", "3"), ("city", "Paris")]) + "</tool_call>",
+        [["search", {"query": "ls -la"}], ["get_weather", {"days": 3, "city": "Paris"}]],
+    ),
+    _case(
+        "glm47_integer_given_text",
+        f"{_GLM47} (structural tag tests: integer-typed value given non-numeric text)",
+        "<tool_call>get_weather" + _pairs([("city", "Oslo"), ("days", "abc")]) + "</tool_call>",
+        [["get_weather", {"city": "Oslo", "days": "abc"}]],
+    ),
 ]

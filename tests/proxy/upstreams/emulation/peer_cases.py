@@ -71,6 +71,32 @@ _TYPED = {"enabled": True, "ratio": 3.14, "tags": ["a", "b"], "meta": {"k": 1}, 
 DEEPSEEK: list[dict[str, Any]] = [
     # V3 / R1 (vLLM test_deepseekv3_tool_parser.py)
     {
+        "tag": "v3_no_tool_calls",
+        "source": "vLLM deepseek_v3 parser tests (no_tool_calls_output)",
+        "text": "How can I help you today? I can check weather for you.",
+        "calls": [],
+        "content": "How can I help you today? I can check weather for you.",
+    },
+    {
+        "tag": "v3_single_fenced",
+        "source": "vLLM deepseek_v3 parser tests (single_tool_call_output)",
+        "text": CALLS_BEGIN
+        + _v3("get_weather", '{"city": "Tokyo", "unit": "celsius"}')
+        + CALLS_END,
+        "calls": [["get_weather", {"city": "Tokyo", "unit": "celsius"}]],
+        "content": "",
+    },
+    {
+        "tag": "v3_surrounding_text",
+        "source": "vLLM deepseek_v3 parser tests (surrounding_text_output)",
+        "text": "Let me check the weather for you."
+        + CALLS_BEGIN
+        + _v3("get_weather", '{"city": "Paris"}')
+        + CALLS_END,
+        "calls": PARIS,
+        "content": "Let me check the weather for you.",
+    },
+    {
         "tag": "v3_parallel_fenced",
         "source": "vLLM deepseek_v3 parser tests (parallel_tool_calls_output)",
         "text": CALLS_BEGIN
