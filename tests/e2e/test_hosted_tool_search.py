@@ -1,8 +1,10 @@
 """The hosted APIs' tool search answered by Toolwire's own for any upstream: a client's
 deferred function tool (`defer_loading`) is not offered until the model's `tool_search` finds
 it, the search shows as `tool_search_call` and `tool_search_output` items, and the found tool's
-call goes back to the client. Through the real server with the openai SDK's beta Responses
-client, streamed and not."""
+call goes back to the client. On the Messages front the search shows as Anthropic's
+`server_tool_use` and `tool_search_tool_result` blocks (with `tool_reference`s). Through the
+real server with the openai SDK's beta Responses client and the anthropic SDK, streamed and
+not."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ import json
 from typing import Any
 
 import pytest
+from anthropic import AsyncAnthropic
 
 from testing.upstream import FakeUpstream, Reply
 from tests.e2e.answers import tool_names
@@ -58,3 +61,49 @@ async def test_a_deferred_client_tool_is_found_then_called(
     assert "lookup_order" not in tool_names(first) and "tool_search" in tool_names(first)
     assert "lookup_order" in tool_names(second)
     assert all("defer_loading" not in t for t in first["tools"] + second["tools"])
+
+
+ANTHROPIC_TOOLS = [
+    {"type": "tool_search_tool_regex_20251119", "name": "tool_search_tool_regex"},
+    {
+        "name": "lookup_order",
+        "description": "Find an order by its id.",
+        "input_schema": {"type": "object", "properties": {"order_id": {"type": "string"}}},
+        "defer_loading": True,
+    },
+]
+
+
+async def test_the_messages_front_shows_the_search_as_anthropics_blocks(
+    make_proxy: Any, upstream: FakeUpstream, stream: bool
+) -> None:
+    upstream.script(
+        Reply.tool_calls([("tool_search", {"query": "find order"})]),
+        Reply.tool_calls([("lookup_order", {"order_id": "7"})]),
+    )
+    request = {
+        "model": "fake-model",
+        "max_tokens": 256,
+        "tools": ANTHROPIC_TOOLS,
+        "messages": [{"role": "user", "content": "Where is order 7?"}],
+    }
+    async with make_proxy(registry_with()) as proxy:
+        base = proxy.base_url.removesuffix("/v1")
+        async with AsyncAnthropic(base_url=base, api_key="-", max_retries=0) as client:
+            if stream:
+                async with client.messages.stream(**request) as events:
+                    message = await events.get_final_message()
+            else:
+                message = await client.messages.create(**request)
+    server, result, use = message.content
+    assert (server.type, server.name, server.input) == (
+        "server_tool_use",
+        "tool_search_tool_regex",
+        {"query": "find order"},
+    )
+    assert result.type == "tool_search_tool_result" and result.tool_use_id == server.id
+    assert [r.tool_name for r in result.content.tool_references] == ["lookup_order"]
+    assert (use.type, use.name, use.input) == ("tool_use", "lookup_order", {"order_id": "7"})
+    assert message.stop_reason == "tool_use"
+    first, second = upstream.requests
+    assert "lookup_order" not in tool_names(first) and "lookup_order" in tool_names(second)

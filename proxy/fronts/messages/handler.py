@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from dataclasses import dataclass
 
 import orjson
 
@@ -16,7 +17,7 @@ from ...turn.record import Turn
 from ..exchange import Answered, Reply, Streamed, send_error, serve_turn
 from ..renderers import BuilderJson, BuilderStream
 from .errors import error_body
-from .programmatic import client_marks, code_execution_type
+from .programmatic import client_marks, code_execution_type, tool_search_name
 from .render import MessageBuilder
 from .request import parse_body, to_chat_body
 
@@ -24,6 +25,16 @@ from .request import parse_body, to_chat_body
 class NotFoundError(ProxyError):
     status = 404
     type = "not_found_error"
+
+
+@dataclass(frozen=True, slots=True)
+class _Prepared:
+    turn: Turn
+    stream: bool
+    program_type: str | None
+    """The code execution tool the client declared (programmatic tool calling)."""
+    search_name: str | None
+    """The tool-search tool the client declared."""
 
 
 class Messages:
@@ -41,7 +52,7 @@ class Messages:
             scope, receive, send, self._services, self._prepare, self._reply, error_body
         )
 
-    async def _prepare(self, raw: bytes, context: RequestContext) -> tuple[Turn, bool, str | None]:
+    async def _prepare(self, raw: bytes, context: RequestContext) -> _Prepared:
         try:
             document = orjson.loads(raw)
         except orjson.JSONDecodeError as exc:
@@ -52,6 +63,7 @@ class Messages:
         if program_type is not None and controls.code_mode is None:
             # The client asked for programmatic tool calling: code mode answers it.
             controls = dataclasses.replace(controls, code_mode=True)
+        search_name = tool_search_name(document)
         document, marks = client_marks(document)
         chat = to_chat_body(document)
         mark(chat, marks)
@@ -66,11 +78,11 @@ class Messages:
             context.headers,
             caller,
         )
-        return turn, body.stream is True, program_type
+        return _Prepared(turn, body.stream is True, program_type, search_name)
 
-    def _reply(self, prepared: tuple[Turn, bool, str | None]) -> Reply:
-        turn, stream, program_type = prepared
-        builder = MessageBuilder(turn.body["model"], program_type)
+    def _reply(self, prepared: _Prepared) -> Reply:
+        turn, stream = prepared.turn, prepared.stream
+        builder = MessageBuilder(turn.body["model"], prepared.program_type, prepared.search_name)
         events = self._services.loop.run(turn)
         if stream:
             return Streamed(events, BuilderStream(builder))

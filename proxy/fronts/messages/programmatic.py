@@ -1,4 +1,5 @@
-"""Anthropic's programmatic tool calling, answered by Toolwire's code mode for any upstream.
+"""Anthropic's programmatic tool calling and tool search, answered by Toolwire's code mode
+and tool search for any upstream.
 
 A client written for it declares the code execution tool (`code_execution_2025…`) and marks
 the tools a program may call with `allowed_callers`. Here that turns code mode on for the
@@ -21,6 +22,16 @@ _SERVER_BLOCKS = frozenset(
 )
 _SERVER_TOOLS = ("code_execution_", "tool_search_tool_")
 """The hosted server's own tool types, answered by Toolwire's code mode and tool search."""
+
+
+def tool_search_name(raw: dict[str, Any]) -> str | None:
+    """The hosted tool-search tool the client declared, by the name its blocks carry
+    (`tool_search_tool_regex`, `tool_search_tool_bm25`), if it did."""
+    for tool in raw.get("tools") or ():
+        kind = tool.get("type") if isinstance(tool, dict) else None
+        if isinstance(kind, str) and kind.startswith("tool_search_tool_"):
+            return kind.rsplit("_", 1)[0]
+    return None
 
 
 def code_execution_type(raw: dict[str, Any]) -> str | None:
@@ -73,4 +84,4 @@ def _without_server_blocks(message: Any) -> Any:
     return {**message, "content": kept}
 
 
-__all__ = ["CODE_EXECUTION", "client_marks", "code_execution_type"]
+__all__ = ["CODE_EXECUTION", "client_marks", "code_execution_type", "tool_search_name"]

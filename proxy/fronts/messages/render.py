@@ -14,10 +14,18 @@ from typing import Any
 
 import orjson
 
-from registry import ToolCall
+from registry import ToolCall, ToolResult
 
 from ...errors import ProxyError
-from ...turn.events import ContentDelta, Finished, LoopEvent, ToolsStarted, Usage
+from ...turn.catalog import SEARCH_TOOL
+from ...turn.events import (
+    ContentDelta,
+    Finished,
+    LoopEvent,
+    ToolsFinished,
+    ToolsStarted,
+    Usage,
+)
 from ..renderers import Event
 from .errors import error_body
 from .programmatic import CODE_EXECUTION
@@ -42,11 +50,15 @@ class _Open:
 class MessageBuilder:
     """Folds loop events into content blocks, as Anthropic stream events."""
 
-    def __init__(self, model: str, program_type: str | None = None) -> None:
+    def __init__(
+        self, model: str, program_type: str | None = None, search_name: str | None = None
+    ) -> None:
         self.id = f"msg_{random.getrandbits(96):024x}"
         self.model = model
         self._program_type = program_type
         """The code execution tool the client declared: a program's calls name it."""
+        self._search_name = search_name
+        """The tool-search tool the client declared: each search shows as its blocks."""
         self.content: list[Block] = []
         self._open: _Open | None = None
         self._finished: Finished | None = None
@@ -64,7 +76,9 @@ class MessageBuilder:
                 events += self._text("text", event.content)
             return events
         if isinstance(event, ToolsStarted):
-            return [{"type": "ping"}]
+            return [*self._searches_started(event.calls), {"type": "ping"}]
+        if isinstance(event, ToolsFinished):
+            return self._searches_finished(event.calls, event.results)
         if isinstance(event, Finished):
             return self._finish(event)
         return []
@@ -151,15 +165,39 @@ class MessageBuilder:
             message_delta["toolwire"] = vendor
         return [*events, message_delta, {"type": "message_stop"}]
 
+    def _searches_started(self, calls: tuple[ToolCall, ...]) -> list[Event]:
+        if self._search_name is None:
+            return []
+        events = []
+        for call in calls:
+            if call.name == SEARCH_TOOL:
+                events += self._close()
+                block = {"type": "server_tool_use", "id": call.id, "name": self._search_name}
+                events += self._block(block, _input(call))
+        return events
+
+    def _searches_finished(
+        self, calls: tuple[ToolCall, ...], results: tuple[ToolResult, ...]
+    ) -> list[Event]:
+        if self._search_name is None:
+            return []
+        events: list[Event] = []
+        for call, result in zip(calls, results, strict=True):
+            if call.name != SEARCH_TOOL:
+                continue
+            references = [{"type": "tool_reference", "tool_name": name} for name in _found(result)]
+            content = {"type": "tool_search_tool_search_result", "tool_references": references}
+            block = {"type": "tool_search_tool_result", "tool_use_id": call.id, "content": content}
+            self.content.append(block)
+            index = len(self.content) - 1
+            events += [
+                {"type": "content_block_start", "index": index, "content_block": block},
+                {"type": "content_block_stop", "index": index},
+            ]
+        return events
+
     def _tool_use(self, call: ToolCall, program: str | None = None) -> list[Event]:
-        arguments = call.arguments
-        if isinstance(arguments, str):
-            try:
-                arguments = orjson.loads(arguments or "{}")
-            except orjson.JSONDecodeError:
-                arguments = {}
-        if not isinstance(arguments, dict):
-            arguments = {}
+        arguments = _input(call)
         block: Block = {"type": "tool_use", "id": call.id, "name": call.name}
         if program is not None:
             block["caller"] = {"type": self._program_type, "tool_id": program}
@@ -186,6 +224,29 @@ class MessageBuilder:
             },
             {"type": "content_block_stop", "index": index},
         ]
+
+
+def _input(call: ToolCall) -> dict[str, Any]:
+    arguments = call.arguments
+    if isinstance(arguments, str):
+        try:
+            arguments = orjson.loads(arguments or "{}")
+        except orjson.JSONDecodeError:
+            arguments = {}
+    return arguments if isinstance(arguments, dict) else {}
+
+
+def _found(result: ToolResult) -> list[str]:
+    """The names of the tools a `tool_search` result found."""
+    if result.is_error:
+        return []
+    try:
+        tools = orjson.loads(result.content).get("tools")
+    except (orjson.JSONDecodeError, AttributeError):
+        return []
+    return [
+        t["name"] for t in tools or () if isinstance(t, dict) and isinstance(t.get("name"), str)
+    ]
 
 
 def _stop_reason(done: Finished) -> str:
