@@ -332,7 +332,7 @@ def _number(grammar: Grammar) -> Ref:
     def build() -> Node:
         digits = Rep(chars("0-9"), 1, _DIGITS)
         fraction = optional(seq(".", digits))
-        exponent = optional(seq(chars("eE"), optional(chars("+-")), Rep(chars("0-9"), 1, 3)))
+        exponent = optional(seq(chars("eE"), optional(chars("+-")), Rep(chars("0-9"), 1, 2)))
         return seq(_integer(grammar), fraction, exponent)
 
     return grammar.rule("json-number", build)

@@ -16,6 +16,7 @@ import jsonschema
 import pytest
 
 from proxy.upstreams.emulation.constraints import SHAPES, call_grammar, request_fields
+from proxy.upstreams.emulation.shapes import JSON_SHAPES
 from proxy.upstreams.emulation.formats import get_format
 from proxy.upstreams.emulation.grammar import (
     Alt,
@@ -109,7 +110,9 @@ def test_the_grammar_rejects_prose_and_wrong_calls(family: str) -> None:
     assert not grammar.accepts("")
     assert not grammar.accepts("Let me check. " + fmt.render_calls([ONE]))
     assert not grammar.accepts(fmt.render_calls([ONE]) + " Done, it is sunny.")
-    assert not grammar.accepts(fmt.render_calls([("get_weather", {"city": "Paris", "days": "3"})]))
+    if family in JSON_SHAPES:  # a tag family writes "3" and 3 alike, as its parser reads them
+        wrong_type = fmt.render_calls([("get_weather", {"city": "Paris", "days": "3"})])
+        assert not grammar.accepts(wrong_type)
     assert not grammar.accepts(fmt.render_calls([("get_weather", {"days": 3})]))
     assert not grammar.accepts(fmt.render_calls([("get_weather", {"city": "P", "extra": 1})]))
     assert not grammar.accepts(fmt.render_calls([("search", {"query": "x"})]))
@@ -186,7 +189,7 @@ def test_each_mechanism_has_its_field(mechanism: Any, fields: set[str]) -> None:
     specs = ToolSpecs.from_tools(TOOLS)
     sent = request_fields(mechanism, "hermes", specs, parallel=True, think_tags=None)
     assert set(sent) == fields
-    assert not request_fields(mechanism, "xml", specs, parallel=True, think_tags=None)
+    assert not request_fields(mechanism, "pythonic", specs, parallel=True, think_tags=None)
     assert not request_fields(
         mechanism, "hermes", ToolSpecs.from_tools(TOOLS, []), parallel=True, think_tags=None
     )
