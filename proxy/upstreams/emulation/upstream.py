@@ -201,7 +201,14 @@ def forced(body: dict[str, Any], specs: ToolSpecs) -> bool:
     """Whether `tool_choice` obliges the reply to call a tool (`required`, or one named) that
     the request offers."""
     choice = body.get("tool_choice")
-    return bool(specs.allowed) and (choice == "required" or isinstance(choice, dict))
+    if not specs.allowed:
+        return False
+    if isinstance(choice, dict):
+        kind = choice.get("type")
+        allowed = choice.get("allowed_tools")
+        mode = allowed.get("mode") if isinstance(allowed, dict) else None
+        return kind == "function" or (kind == "allowed_tools" and mode == "required")
+    return choice == "required"
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from proxy.errors import UpstreamStatusError
+from proxy.errors import UpstreamError, UpstreamStatusError
 from proxy.upstreams.emulation import EmulatedUpstream, get_format, keep_tools, rewrite
 from tests.proxy.upstreams.emulation.handwritten import TOOLS
 
@@ -157,3 +157,25 @@ async def test_auto_and_none_are_sent_as_before(
     await _answer(upstream, body)
     expected = prepare(body, get_format("hermes"))
     assert expected is not None and inner.bodies == [expected.body]
+
+
+@pytest.mark.parametrize(
+    ("choice", "forced"),
+    [
+        ("required", True),
+        ({"type": "function", "function": {"name": "get_weather"}}, True),
+        ({"type": "allowed_tools", "allowed_tools": {"mode": "required", "tools": []}}, True),
+        ({"type": "allowed_tools", "allowed_tools": {"mode": "auto", "tools": []}}, False),
+        ("auto", False),
+        ("none", False),
+    ],
+)
+async def test_only_a_choice_that_requires_a_call_is_enforced(choice: Any, forced: bool) -> None:
+    inner = Replies("It is sunny.", "It is sunny.")
+    upstream = EmulatedUpstream(inner, get_format("hermes"), constrained="llama.cpp")
+    if forced:
+        with pytest.raises(UpstreamError, match="did not call a tool"):
+            await _answer(upstream, _body(tool_choice=choice))
+    else:
+        await _answer(upstream, _body(tool_choice=choice))
+    assert ("grammar" in inner.bodies[0]) is forced and len(inner.bodies) == 1 + forced
