@@ -47,7 +47,19 @@ CLIENT_FIELDS = (
 """A client's own structured output: the request is then left as it is."""
 
 
-SHAPES: Mapping[str, Shape] = {**JSON_SHAPES, **TAG_SHAPES}
+_SAME_LAYOUT = {
+    "qwen3-coder": "xml",
+    "glm-4.7": "glm",
+    "deepseek-v3.1": "deepseek",
+    "llama3-json": "llama",
+    "trinity": "hermes",
+}
+"""Format names that write another name's layout."""
+SHAPES: Mapping[str, Shape] = {
+    **JSON_SHAPES,
+    **TAG_SHAPES,
+    **{name: {**JSON_SHAPES, **TAG_SHAPES}[same] for name, same in _SAME_LAYOUT.items()},
+}
 """The families whose calls are constrained, by format name."""
 
 
