@@ -114,10 +114,12 @@ class TaggedParser:
         strict: bool = False,
         stops: Sequence[str] = ("<tool_response>",),
         drop: Sequence[str] = (),
+        sections: Sequence[tuple[str, str]] = (),
     ) -> None:
         """`stops`: markers of a hallucinated tool result (the rest of the reply is dropped);
         `drop`: markers with no meaning of their own (a section around calls, an end of
-        sentence), removed from text."""
+        sentence), removed from text; `sections`: the (open, close) markers of a section that
+        holds only calls, so text inside it between calls is dropped (Kimi K2's)."""
         self.repairs: list[Repair] = []
         self.refusals: list[Refusal] = []
         self._specs, self._decode, self._lenient = specs, decode, not strict
@@ -127,7 +129,10 @@ class TaggedParser:
         self._stops = tuple(stops)
         self._markers = [e.open for e in self._envelopes] + list(self._stops)
         self._after = {e.open: e.after for e in self._envelopes if e.after}
-        self._drop = tuple(drop)
+        self._sections = dict(sections)
+        self._section_close: str | None = None
+        """The close of the section the text is in (None: outside every section)."""
+        self._drop = (*drop, *(m for pair in sections for m in pair))
         self._held = (*self._markers, *self._drop)
         """The markers whose start is held back at the end of the text until it is whole."""
         self._own = {*self._markers, *self._drop, *(e.close for e in envelopes if e.close)}
@@ -203,6 +208,8 @@ class TaggedParser:
         the format's own, from the text before the next call only: a call's body is its own."""
         end = self._text_end()
         text = self._buf[:end]
+        if self._sections:
+            text = self._outside_sections(text, whole=end < len(self._buf))
         for marker in self._drop:
             text = text.replace(marker, "")
         if self._lenient and SPECIAL_TOKEN.search(text):
@@ -213,6 +220,31 @@ class TaggedParser:
                 self._record([Repair.SPECIAL_TOKEN_STRIPPED])
                 text = stripped
         self._buf = text + self._buf[end:]
+
+    def _outside_sections(self, text: str, *, whole: bool) -> str:
+        """The text with the section markers and what stands inside a section taken out; the
+        end of an unfinished text that may still start a marker is kept (`whole`: a marker
+        follows the text)."""
+        kept, i = [], 0
+        while i < len(text):
+            if self._section_close is None:
+                found = [(j, m) for m in self._sections if (j := text.find(m, i)) >= 0]
+                if not found:
+                    kept.append(text[i:])
+                    break
+                j, opener = min(found)
+                # Blanks before the section are the section's: text held back to see whether
+                # a marker follows is only ever blanks, so it reads the same however chunked.
+                kept.append(text[i:j].rstrip())
+                i, self._section_close = j + len(opener), self._sections[opener]
+                continue
+            j = text.find(self._section_close, i)
+            if j < 0:
+                tail = 0 if whole else longest_overlap(text[i:], self._held)
+                kept.append(text[len(text) - tail :])
+                break
+            i, self._section_close = j + len(self._section_close), None
+        return "".join(kept)
 
     def _text_end(self) -> int:
         found = self._first_marker()

@@ -108,7 +108,8 @@ class Kimi:
             envelopes,
             strict=strict,
             stops=("## Return of",),
-            drop=(SECTION_BEGIN, SECTION_END, *kimi_k3.DROP),
+            drop=kimi_k3.DROP,
+            sections=((SECTION_BEGIN, SECTION_END),),
         )
         return ThinkingParser(kimi_k3.WholeMarkers(inner), also=self.think_tags_also)
 

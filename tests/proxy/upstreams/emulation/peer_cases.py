@@ -628,7 +628,20 @@ KIMI: list[dict[str, Any]] = [
         + _k2_section(_k2("functions.get_weather:0", '{"city": "Tokyo"} '))
         + " After tools.",
         [["get_weather", {"city": "Tokyo"}]],
-        "Before. After tools.",
+        "Before.After tools.",
+    ),
+    _kimi(
+        "k2_noise_inside_section",
+        f"{_K2_SRC} (test_noise_between_markers_suppressed)",
+        "Reasoning. "
+        + SECTION_BEGIN
+        + " spurious noise "
+        + _k2("functions.ping:0", "{} ")
+        + " more noise "
+        + _k2("functions.get_weather:1", '{"city": "Tokyo"}')
+        + SECTION_END,
+        [["ping", {}], ["get_weather", {"city": "Tokyo"}]],
+        "Reasoning.",
     ),
     _kimi(
         "k2_truncated_in_arguments",
