@@ -21,6 +21,9 @@ _NAMES: dict[str, Any] = {
 _MAX_DEPTH = 64
 _MAX_SOURCE = 1_000_000
 _RAW_IN_STRING = {"\n": "\\n", "\r": "\\r", "\t": "\\t", "\x00": "\\x00"}
+_CLOSERS = ",)]}:"
+_ESCAPES = "\n\\'\"abfnrtv01234567xNuU"
+"""What may follow a backslash in a Python string; any other backslash stands for itself."""
 _PADDED_INT = re.compile(r"0+([1-9][0-9]*)(?![0-9.eEjJxXoObB_])")
 
 
@@ -85,15 +88,17 @@ def literal_value(source: str) -> Any:
 
 def plain_source(source: str) -> str:
     """`source` with what Python refuses but a model plainly means made valid: raw newlines,
-    tabs and NULs inside strings escaped (a multi-line shell command), zero-padded integers
-    (`month=07`) unpadded. Text Python already reads is returned as it is."""
+    tabs and NULs inside strings escaped (a multi-line shell command), a backslash before a
+    character no escape starts with (`'\\,'`) doubled, zero-padded integers (`month=07`)
+    unpadded. Text Python already reads is returned as it is."""
     out: list[str] = []
     quote, i, n = "", 0, len(source)
     while i < n:
         ch = source[i]
         if quote:
             if ch == "\\" and i + 1 < n:
-                out.append(source[i : i + 2])
+                escaped = source[i + 1]
+                out.append(ch + escaped if escaped in _ESCAPES else "\\\\" + escaped)
                 i += 2
                 continue
             quote = "" if ch == quote else quote
@@ -112,6 +117,68 @@ def plain_source(source: str) -> str:
             out.append(ch)
         i += 1
     return "".join(out)
+
+
+def requoted_source(source: str) -> str | None:
+    """`source` with its first string that the next same quote cannot end (a shell command's
+    nested quotes: `command='sed -n '1,2p' f.py'`) closed at the one later quote after which
+    the source parses, the quotes inside it escaped; None when no string is broken so, or when
+    no reading, or more than one, parses."""
+    i, n = 0, len(source)
+    while i < n:
+        if source[i] not in "\"'":
+            i += 1
+            continue
+        ends = _quote_ends(source, i)
+        if not ends:
+            return None
+        if _closes(source, ends[0]):
+            i = ends[0] + 1
+            continue
+        readings = [_requote(source, i, j) for j in ends if _closes(source, j)]
+        parsed = [text for text in readings if _parses(plain_source(text))]
+        return parsed[0] if len(parsed) == 1 else None
+    return None
+
+
+def _quote_ends(source: str, start: int) -> list[int]:
+    """Where the quote at `start` appears again, unescaped."""
+    quote, ends, i = source[start], [], start + 1
+    while i < len(source):
+        if source[i] == "\\":
+            i += 2
+            continue
+        if source[i] == quote:
+            ends.append(i)
+        i += 1
+    return ends
+
+
+def _closes(source: str, end: int) -> bool:
+    """Whether a string may end at `end`: what follows is an argument's or a literal's end."""
+    rest = source[end + 1 :].lstrip()
+    return not rest or rest[0] in _CLOSERS
+
+
+def _requote(source: str, start: int, end: int) -> str:
+    quote = source[start]
+    inner, i = [], start + 1
+    while i < end:
+        if source[i] == "\\":
+            inner.append(source[i : i + 2])
+            i += 2
+            continue
+        inner.append("\\" + quote if source[i] == quote else source[i])
+        i += 1
+    return source[: start + 1] + "".join(inner) + source[end:]
+
+
+def _parses(source: str) -> bool:
+    try:
+        parse_expression(source)
+    except NotLiteral:
+        return False
+    return True
 
 
 def _constant(value: Any) -> Any:

@@ -38,6 +38,9 @@ class Repair(StrEnum):
     """Raw newlines or tabs inside a JSON string, read as the characters they are."""
     PLAIN_SOURCE = "plain_source"
     """Python call source with raw newlines in strings or zero-padded integers, made valid."""
+    NESTED_QUOTES = "nested_quotes"
+    """A Python string holding its own quote unescaped (a shell command's nested quotes), read
+    where exactly one reading parses."""
     WRAPPER_UNWRAPPED = "wrapper_unwrapped"
     """A lone `arguments`/`input` parameter the tool lacks, holding the tool's own parameters."""
 

@@ -14,7 +14,14 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..call_ids import random_ids
-from ..literals import NotLiteral, literal, parse_expression, plain_source, render
+from ..literals import (
+    NotLiteral,
+    literal,
+    parse_expression,
+    plain_source,
+    render,
+    requoted_source,
+)
 from ..parser import Decoder, Envelope, Parser, TaggedParser, log
 from ..reasoning import ThinkingParser
 from ..repairs import Decoded, Repair, calls_from_json, stripped_candidates, unfence
@@ -236,19 +243,27 @@ def _decode(text: str, lenient: bool, repairs: list[Repair]) -> Decoded | None:
 
 
 def _expression(text: str, lenient: bool, repairs: list[Repair]) -> ast.expr | None:
-    """The body's expression; lenient, also after `plain_source`'s rewrite."""
+    """The body's expression; lenient, also after `plain_source`'s rewrite, or (nested quotes)
+    `requoted_source`'s."""
     try:
         return parse_expression(text)
     except NotLiteral:
-        plain = plain_source(text) if lenient else text
-        if plain == text:
+        if not lenient:
             return None
-    try:
-        node = parse_expression(plain)
-    except NotLiteral:
-        return None
-    repairs.append(Repair.PLAIN_SOURCE)
-    return node
+    requoted = requoted_source(text)
+    rewrites = [(plain_source(text), Repair.PLAIN_SOURCE)]
+    if requoted is not None:
+        rewrites.append((plain_source(requoted), Repair.NESTED_QUOTES))
+    for rewritten, repair in rewrites:
+        if rewritten == text:
+            continue
+        try:
+            node = parse_expression(rewritten)
+        except NotLiteral:
+            continue
+        repairs.append(repair)
+        return node
+    return None
 
 
 def _read_call(node: ast.expr, lenient: bool, repairs: list[Repair]) -> tuple[str, Any] | None:

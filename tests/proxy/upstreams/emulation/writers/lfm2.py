@@ -137,6 +137,27 @@ VLLM_CASES = [
         _wrap("[set_config(command='printf a\x00b')]"),
         [("set_config", {"command": "printf a\x00b"})],
     ),
+    _case(
+        "vllm_nested_quotes",
+        _wrap("[set_config(command='sed -n '360,450p' /testbed/sympy/matrices/common.py')]"),
+        [("set_config", {"command": "sed -n '360,450p' /testbed/sympy/matrices/common.py"})],
+    ),
+    _case(
+        "vllm_nested_python_c",
+        _wrap(
+            "[set_config(command='cd /testbed && python3 -c \"from sympy import latex\n"
+            "print(latex(3*x, mul_symbol='\\,'))\"')]"
+        ),
+        [
+            (
+                "set_config",
+                {
+                    "command": 'cd /testbed && python3 -c "from sympy import latex\n'
+                    "print(latex(3*x, mul_symbol='\\,'))\""
+                },
+            )
+        ],
+    ),
     _case("vllm_empty_block", _wrap("[]"), []),
     _case("vllm_blank_block", _wrap("[ ]"), []),
     _case("vllm_whitespace_after_start_token", f"{START} [{SIMPLE}]{END}", [SIMPLE_CALL]),
