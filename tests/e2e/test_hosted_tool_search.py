@@ -107,3 +107,36 @@ async def test_the_messages_front_shows_the_search_as_anthropics_blocks(
     assert message.stop_reason == "tool_use"
     first, second = upstream.requests
     assert "lookup_order" not in tool_names(first) and "lookup_order" in tool_names(second)
+
+
+async def test_a_namespace_tools_function_is_called_by_its_namespace(
+    make_proxy: Any, upstream: FakeUpstream, stream: bool
+) -> None:
+    crm = {
+        "type": "namespace",
+        "name": "crm",
+        "description": "The customer records.",
+        "tools": [
+            {
+                "type": "function",
+                "name": "find_customer",
+                "description": "Find a customer by name.",
+                "parameters": {"type": "object", "properties": {"name": {"type": "string"}}},
+            }
+        ],
+    }
+    upstream.script(
+        Reply.tool_calls([("crm__find_customer", {"name": "Ada"})]), Reply.text("Ada is 7.")
+    )
+    async with make_proxy(registry_with()) as proxy:
+        first = await _create(proxy.client, stream, input="Find Ada", tools=[crm])
+        (call,) = (item.model_dump(exclude_none=True) for item in first.output)
+        assert (call["namespace"], call["name"]) == ("crm", "find_customer")
+        output = {"type": "function_call_output", "call_id": call["call_id"], "output": "7"}
+        asked = {"role": "user", "content": "Find Ada"}
+        second = await _create(proxy.client, stream, input=[asked, call, output], tools=[crm])
+    texts = [c.text for item in second.output if item.type == "message" for c in item.content]
+    assert texts == ["Ada is 7."]
+    assert "crm__find_customer" in tool_names(upstream.requests[0])
+    sent = upstream.requests[1]["messages"]
+    assert sent[1]["tool_calls"][0]["function"]["name"] == "crm__find_customer"

@@ -108,6 +108,7 @@ class Responses:
             show_rounds=bool(tools.entries) or controls.stream_tool_events,
             programmatic=tools.programmatic,
             tool_search=tools.tool_search,
+            namespaced=tools.namespaced,
             listings=_listings(tools, toolset, labels, listed_labels(conversation)),
         )
         return _Prepared(turn, plan, conversation, body.stream is True, body.store is not False)

@@ -15,6 +15,7 @@ from typing import Any
 import orjson
 
 from ...errors import BadRequestError
+from .request import flat_name
 
 Item = dict[str, Any]
 
@@ -107,6 +108,10 @@ def for_rosetta(items: list[Item]) -> list[Item]:
             continue
         if "caller" in item:
             item = {k: v for k, v in item.items() if k != "caller"}
+        if kind == "function_call" and isinstance(item.get("namespace"), str):
+            # A namespace tool's function, under the flat name the loop knows it by.
+            flat = flat_name(item["namespace"], str(item.get("name")))
+            item = {k: v for k, v in item.items() if k != "namespace"} | {"name": flat}
         if kind == "mcp_call":
             call_id = _text(item, "id", where)
             out.append(_function_call(call_id, item, where))

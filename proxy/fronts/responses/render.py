@@ -52,6 +52,8 @@ class ResponsePlan:
     tool_search: bool = False
     """The client declared the hosted `tool_search` tool: each search shows as a
     `tool_search_call` item and its `tool_search_output`."""
+    namespaced: dict[str, tuple[str, str]] = field(default_factory=dict)
+    """The client's `namespace` functions by flat name: their calls name the namespace."""
     id: str = field(default_factory=lambda: f"resp_{random.getrandbits(128):032x}")
     created_at: int = field(default_factory=lambda: int(time.time()))
 
@@ -416,13 +418,18 @@ class ResponseBuilder:
         }
         if program is not None:
             item["caller"] = {"type": "program", "caller_id": program}
+        if call.name in self.plan.namespaced:
+            item["namespace"], item["name"] = self.plan.namespaced[call.name]
         index = self._add(item)
         added = {**item, "arguments": "", "status": "in_progress"}
         return [
             self._event("response.output_item.added", output_index=index, item=added),
             self._item_event("response.function_call_arguments.delta", index, delta=arguments),
             self._item_event(
-                "response.function_call_arguments.done", index, arguments=arguments, name=call.name
+                "response.function_call_arguments.done",
+                index,
+                arguments=arguments,
+                name=item["name"],
             ),
             self._event("response.output_item.done", output_index=index, item=_copy(item)),
         ]

@@ -85,6 +85,9 @@ class ToolsPlan:
     """What function tools say of themselves (`allowed_callers`, `defer_loading`), by name."""
     tool_search: bool = False
     """The client declared the hosted `tool_search` tool (Toolwire's own answers it)."""
+    namespaced: dict[str, tuple[str, str]] = field(default_factory=dict)
+    """The functions of `namespace` tools, by the flat name the loop knows them under:
+    (namespace, name)."""
 
     @property
     def names(self) -> frozenset[str] | None:
@@ -116,6 +119,7 @@ def plan_tools(tools: list[dict[str, Any]] | None, registry: ToolRegistry) -> To
     entries: list[McpEntry] = []
     programmatic = tool_search = False
     marks: dict[str, dict[str, Any]] = {}
+    namespaced: dict[str, tuple[str, str]] = {}
     for i, spec in enumerate(tools or ()):
         kind = spec.get("type")
         if kind == "function":
@@ -124,6 +128,15 @@ def plan_tools(tools: list[dict[str, Any]] | None, registry: ToolRegistry) -> To
                 marks[spec["name"]] = said
                 spec = {k: v for k, v in spec.items() if k not in MARKERS}
             functions.append(spec)
+        elif kind == "namespace":
+            for function in _namespace_functions(spec, f"tools[{i}]"):
+                flat = flat_name(spec["name"], function["name"])
+                namespaced[flat] = (spec["name"], function["name"])
+                said = {k: function[k] for k in MARKERS if k in function}
+                if said:
+                    marks[flat] = said
+                plain = {k: v for k, v in function.items() if k not in MARKERS}
+                functions.append({**plain, "name": flat})
         elif kind == "programmatic_tool_calling":
             programmatic = True
         elif kind == "tool_search":
@@ -142,7 +155,35 @@ def plan_tools(tools: list[dict[str, Any]] | None, registry: ToolRegistry) -> To
                 "entries naming a Toolwire namespace",
                 param=f"tools[{i}].type",
             )
-    return ToolsPlan(functions, tuple(entries), programmatic, marks, tool_search)
+    return ToolsPlan(functions, tuple(entries), programmatic, marks, tool_search, namespaced)
+
+
+def flat_name(namespace: str, name: str) -> str:
+    """A namespaced function's name as the loop and the upstream know it."""
+    return f"{namespace}__{name}"
+
+
+def _namespace_functions(spec: dict[str, Any], where: str) -> list[dict[str, Any]]:
+    """A `namespace` tool's function tools, checked.
+
+    Raises:
+        BadRequestError: the namespace has no name, or holds no list of function tools.
+    """
+    name, tools = spec.get("name"), spec.get("tools")
+    if not isinstance(name, str) or not name:
+        raise BadRequestError("a namespace needs a name", param=f"{where}.name")
+    if not isinstance(tools, list):
+        raise BadRequestError("a namespace's tools must be an array", param=f"{where}.tools")
+    functions = []
+    for j, tool in enumerate(tools):
+        if not isinstance(tool, dict) or tool.get("type") != "function":
+            raise BadRequestError(
+                "a namespace holds function tools only", param=f"{where}.tools[{j}].type"
+            )
+        if not isinstance(tool.get("name"), str) or not tool["name"]:
+            raise BadRequestError("a function needs a name", param=f"{where}.tools[{j}].name")
+        functions.append(tool)
+    return functions
 
 
 def _entry(spec: dict[str, Any], registry: ToolRegistry, where: str) -> McpEntry:
