@@ -155,16 +155,12 @@ If no tool is needed, answer normally. Results come back as "## Return of" the t
 never write them yourself."""
 
 
-class KimiK3:
+class KimiK3(Kimi):
     """Kimi K3's own prompt and history: calls in XTML's tools channel (`kimi-k3`); read by the
     family's parser."""
 
     name = "kimi-k3"
     call_ids = staticmethod(random_ids)
-    stops: tuple[str, ...] = ()
-    request_fields: Mapping[str, Any] = KEEP_SPECIAL_TOKENS
-    think_tags: tuple[str, str] | None = Kimi.think_tags
-    think_tags_also = Kimi.think_tags_also
 
     def system_prompt(self, catalog: str, *, parallel: bool) -> str:
         """The tools as a JSON array, then the tools channel's syntax."""
@@ -188,7 +184,3 @@ class KimiK3:
             f"## Return of {name}\n{neutralise_tokens(content, kimi_k3.TOKENS)}"
             for name, content in results
         )
-
-    def parser(self, specs: ToolSpecs, *, strict: bool) -> Parser:
-        """The family's parser."""
-        return Kimi().parser(specs, strict=strict)

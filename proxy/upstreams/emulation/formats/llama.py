@@ -198,15 +198,11 @@ calls, keyword arguments and literal values only:
 If no function is needed, answer normally in plain text."""
 
 
-class Llama4Pythonic:
+class Llama4Pythonic(Llama):
     """Llama 3.2 and 4's own prompt and history: a bare Python list of calls (`llama4-pythonic`;
     read by the family's parser)."""
 
     name = "llama4-pythonic"
-    call_ids = staticmethod(random_ids)
-    stops: tuple[str, ...] = ()
-    request_fields: Mapping[str, Any] = KEEP_SPECIAL_TOKENS
-    think_tags: tuple[str, str] | None = THINK_TAGS
 
     def system_prompt(self, catalog: str, *, parallel: bool) -> str:
         """The function list as JSON, then the call-list syntax."""
@@ -218,11 +214,3 @@ class Llama4Pythonic:
         """One list holding every call."""
         text = "[" + ", ".join(pythonic.call_text(n, a) for n, a in calls) + "]"
         return escape_tokens(text, TOKENS)
-
-    def render_results(self, results: list[tuple[str, str]]) -> str:
-        """The results' text, in call order (the `ipython` turn's content)."""
-        return Llama().render_results(results)
-
-    def parser(self, specs: ToolSpecs, *, strict: bool) -> Parser:
-        """The family's parser."""
-        return Llama().parser(specs, strict=strict)
