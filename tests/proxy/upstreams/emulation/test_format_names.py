@@ -3,6 +3,9 @@ belongs to a family that is configurable too."""
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import pytest
 
 from proxy.upstreams.emulation import FORMAT_NAMES, get_format
@@ -26,3 +29,11 @@ def test_each_version_belongs_to_a_configurable_family(version: str, family: str
 def test_an_unknown_name_builds_nothing() -> None:
     with pytest.raises(KeyError):
         get_format("not-a-format")
+
+
+def test_the_readme_table_names_every_format_once() -> None:
+    readme = (Path(__file__).resolve().parents[4] / "README.md").read_text(encoding="utf-8")
+    start = readme.index("| family | versions read | name to configure")
+    rows = readme[start:].split("\n\n", 1)[0].splitlines()[2:]
+    named = [n for row in rows for n in re.findall(r"`([^`]+)`", row.split(" | ")[2])]
+    assert sorted(named) == sorted(FORMAT_NAMES)
