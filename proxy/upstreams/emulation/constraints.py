@@ -1,7 +1,8 @@
 """`tool_choice: "required"` or a named tool, enforced by the server's constrained decoding.
 
 The reply is constrained to calls of the allowed tools in the family's own layout (shapes.py for
-the families whose call body is JSON, tag_shapes.py for those that write tag pairs), each tool's
+the families whose call body is JSON, tag_shapes.py for those that write tag pairs,
+python_shapes.py for Python call lists), each tool's
 arguments to its schema (grammar.py), with an optional reasoning block first. Each server takes
 the grammar in its own field (`constrained_decoding`): vLLM `structured_outputs.grammar`
 (`guided_grammar` before 0.10), SGLang `ebnf`, llama.cpp `grammar`; Ollama's OpenAI endpoint
@@ -19,6 +20,7 @@ from typing import Any, Literal
 
 from .grammar import Grammar, Lit, Node, Rep, Until, alt, optional, seq
 from .grammar import whitespace as ws
+from .python_shapes import PYTHON_SHAPES
 from .shapes import JSON_SHAPES, Shape
 from .tag_shapes import TAG_SHAPES
 from .toolspecs import ToolSpecs
@@ -55,10 +57,10 @@ _SAME_LAYOUT = {
     "trinity": "hermes",
 }
 """Format names that write another name's layout."""
+_OWN: Mapping[str, Shape] = {**JSON_SHAPES, **TAG_SHAPES, **PYTHON_SHAPES}
 SHAPES: Mapping[str, Shape] = {
-    **JSON_SHAPES,
-    **TAG_SHAPES,
-    **{name: {**JSON_SHAPES, **TAG_SHAPES}[same] for name, same in _SAME_LAYOUT.items()},
+    **_OWN,
+    **{name: _OWN[same] for name, same in _SAME_LAYOUT.items()},
 }
 """The families whose calls are constrained, by format name."""
 
@@ -84,7 +86,7 @@ def call_grammar(
         KeyError: the format is not constrained (see `constrained`).
     """
     shape = SHAPES[format_name]
-    g = Grammar()
+    g = Grammar(python=shape.python)
     one = alt(
         *(
             shape.call(

@@ -104,11 +104,26 @@ def optional(item: Node) -> Rep:
 
 
 class Grammar:
-    """Named rules, `root` first; rules are added while a request's grammar is built."""
+    """Named rules, `root` first; rules are added while a request's grammar is built. With
+    `python`, values are Python literals (`True`, `False`, `None`) instead of JSON's."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, python: bool = False) -> None:
         self.rules: dict[str, Node] = {"root": Lit("")}
+        self.python = python
         self._count = 0
+
+    def literal(self, value: Any) -> str:
+        """`value` as this grammar's dialect writes it."""
+        if not self.python:
+            return json.dumps(value, ensure_ascii=False)
+        if isinstance(value, bool) or value is None:
+            return {True: "True", False: "False", None: "None"}[value]
+        if isinstance(value, list):
+            return "[" + ", ".join(self.literal(v) for v in value) + "]"
+        if isinstance(value, dict):
+            items = (f"{self.literal(str(k))}: {self.literal(v)}" for k, v in value.items())
+            return "{" + ", ".join(items) + "}"
+        return json.dumps(value, ensure_ascii=False)
 
     def rule(self, name: str, build: Callable[[], Node]) -> Ref:
         """The rule `name`, built on first use (shared pieces: whitespace, JSON strings)."""
@@ -247,9 +262,9 @@ def json_value(grammar: Grammar, schema: Any, depth: int = 0) -> Node:
     if not isinstance(schema, dict) or depth > _MAX_DEPTH:
         return _any(grammar)
     if "const" in schema:
-        return Lit(json.dumps(schema["const"], ensure_ascii=False))
+        return Lit(grammar.literal(schema["const"]))
     if isinstance(schema.get("enum"), list) and schema["enum"]:
-        return alt(*(Lit(json.dumps(v, ensure_ascii=False)) for v in schema["enum"]))
+        return alt(*(Lit(grammar.literal(v)) for v in schema["enum"]))
     for key in ("anyOf", "oneOf"):
         options = schema.get(key)
         if isinstance(options, list) and options:
@@ -270,22 +285,25 @@ def json_value(grammar: Grammar, schema: Any, depth: int = 0) -> Node:
 
 def json_object(grammar: Grammar, schema: dict[str, Any], depth: int = 0) -> Node:
     """An object valid for `schema` (any object when it declares no properties)."""
+    ws = whitespace(grammar)
+    first = members(grammar, schema, depth, lambda key: grammar.literal(key), ":")
+    if first is None:
+        return grammar.rule("json-object", lambda: _object(grammar))
+    return seq("{", ws, first, ws, "}")
+
+
+def members(
+    grammar: Grammar, schema: dict[str, Any], depth: int, key: Callable[[str], str], sep: str
+) -> Node | None:
+    """The declared properties as `key sep value` members separated by commas, in the schema's
+    order, the required ones required and no others; None when it declares none."""
     properties = schema.get("properties")
     if not isinstance(properties, dict) or not properties:
-        return grammar.rule("json-object", lambda: _object(grammar))
+        return None
     required = set(schema.get("required") or [])
     ws = whitespace(grammar)
     pairs = [
-        (
-            seq(
-                Lit(json.dumps(str(k), ensure_ascii=False)),
-                ws,
-                ":",
-                ws,
-                json_value(grammar, v, depth + 1),
-            ),
-            k in required,
-        )
+        (seq(key(str(k)), ws, sep, ws, json_value(grammar, v, depth + 1)), k in required)
         for k, v in properties.items()
     ]
     # rest[i]: properties i.. after one was written; first[i]: the first one written is >= i.
@@ -296,7 +314,7 @@ def json_object(grammar: Grammar, schema: dict[str, Any], depth: int = 0) -> Nod
         here = seq(pair, rest)
         rest = grammar.fresh("rest", more if needed else alt(more, rest))
         first = grammar.fresh("first", here if needed else alt(here, first))
-    return seq("{", ws, first, ws, "}")
+    return first
 
 
 def whitespace(grammar: Grammar) -> Ref:
@@ -315,7 +333,9 @@ def _string(grammar: Grammar) -> Ref:
     def build() -> Node:
         plain = Chars((('"', '"'), ("\\", "\\"), ("\x00", "\x1f")), negated=True)
         hex4 = Rep(chars("0-9a-fA-F"), 4, 4)
-        escape = seq("\\", alt(chars('"\\/bfnrt'), seq("u", hex4)))
+        # Python reads `\/` as two characters: a Python literal never writes it.
+        escaped = '"\\bfnrt' if grammar.python else '"\\/bfnrt'
+        escape = seq("\\", alt(chars(escaped), seq("u", hex4)))
         return seq('"', Rep(alt(plain, escape), 0, None), '"')
 
     return grammar.rule("json-string", build)
@@ -339,11 +359,11 @@ def _number(grammar: Grammar) -> Ref:
 
 
 def _boolean(grammar: Grammar) -> Ref:
-    return grammar.rule("json-boolean", lambda: alt("true", "false"))
+    return grammar.rule("json-boolean", lambda: alt(grammar.literal(True), grammar.literal(False)))
 
 
 def _null(grammar: Grammar) -> Node:
-    return Lit("null")
+    return Lit(grammar.literal(None))
 
 
 _SIMPLE: Mapping[str, Callable[[Grammar], Node]] = {
@@ -363,9 +383,9 @@ def _any(grammar: Grammar) -> Ref:
             _list(grammar, "[", Ref("json-value"), "]"),
             _string(grammar),
             _number(grammar),
-            "true",
-            "false",
-            "null",
+            grammar.literal(True),
+            grammar.literal(False),
+            grammar.literal(None),
         )
 
     return grammar.rule("json-value", build)

@@ -43,6 +43,8 @@ class Shape:
     between: Callable[[Grammar], Node] = lambda g: Lit("")
     after: Callable[[Grammar], Node] = lambda g: Lit("")
     json_schema: Callable[[list[dict[str, Any]], bool], dict[str, Any]] | None = None
+    python: bool = False
+    """Values are Python literals (`True`, `None`), as in a pythonic call list."""
 
 
 def _object(g: Grammar, *pairs: tuple[str, Node]) -> Node:
