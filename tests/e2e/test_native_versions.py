@@ -91,3 +91,23 @@ async def test_another_versions_call_runs_and_the_answer_arrives(
         assert "sunny" in result["content"]
     else:
         assert "sunny" in second["messages"][-1]["content"]
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])
+@pytest.mark.parametrize("mode", ["emulated", "parsed"])
+async def test_kimi_k3_thinking_opened_by_the_template_is_reasoning(
+    raw: RawServer, mode: str, stream: bool
+) -> None:
+    # K3's template opens the think channel itself when thinking is on: the reply holds only
+    # the channel's close before its calls.
+    _, close, sep = _K3
+    call = CASES["kimi-k3"][1].split(f"{close}response{sep}", 1)[1]
+    answer_text = f"The tool says sunny.{close}think{sep}{CASES['kimi-k3'][2]}"
+    raw.script(f"Need the weather.{close}think{sep}{call}", answer_text)
+    thinking = {"extra_body": {"chat_template_kwargs": {"thinking": True}}}
+    async with _proxy(raw, "kimi", mode) as proxy:
+        answer = await _ask(proxy.client, stream=stream, **thinking)
+    assert answer.content.strip() == ANSWER
+    assert "Need the weather." not in answer.content
+    assert "sunny." in answer.reasoning
+    assert len(raw.requests) == 2
