@@ -176,6 +176,10 @@ def _cohere_call(g: Grammar, name: str, arguments: Node) -> Node:
     )
 
 
+def _command_r_call(g: Grammar, name: str, arguments: Node) -> Node:
+    return _object(g, ("tool_name", _name(name)), ("parameters", arguments))
+
+
 def _inkling_call(g: Grammar, name: str, arguments: Node) -> Node:
     body = _object(g, ("name", _name(name)), ("args", arguments))
     return seq(f"<|message_model|>{name}<|content_invoke_tool_json|>", body, "<|end_message|>")
@@ -246,6 +250,12 @@ JSON_SHAPES: Mapping[str, Shape] = {
         after=lambda g: seq(ws(g), "]<|END_ACTION|>"),
     ),
     "inkling": Shape(_inkling_call),
+    "command-r": Shape(
+        _command_r_call,
+        before=lambda g: seq("Action: ```json", ws(g), "[", ws(g)),
+        between=lambda g: seq(ws(g), ",", ws(g)),
+        after=lambda g: seq(ws(g), "]", ws(g), "```"),
+    ),
     "plamo": Shape(
         _plamo_call,
         before=lambda g: Lit(_plamo("begin_tool_requests")),

@@ -58,7 +58,9 @@ class _Tags:
         required = set(schema.get("required") or [])
         items: list[Node] = []
         for key, value in properties.items():
-            one = seq(_pieces(g, self.key_open, key=str(key)), self._value(g, value), ws(g))
+            text = "true" if _is_text(value) else "false"
+            opening = _pieces(g, self.key_open, key=str(key), string=text)
+            one = seq(opening, self._value(g, value), ws(g))
             items.append(one if key in required else optional(g.fresh("parameter", one)))
         return seq(*items)
 
@@ -84,17 +86,26 @@ def _is_text(schema: Any) -> bool:
     return kind in ("string", None) and not schema.get("properties")
 
 
-def _pieces(g: Grammar, pieces: tuple[str, ...], *, name: str = "", key: str | None = "") -> Node:
-    """Pieces with blanks between them; `{key}` with no key given is any parameter name."""
+def _pieces(
+    g: Grammar,
+    pieces: tuple[str, ...],
+    *,
+    name: str = "",
+    key: str | None = "",
+    string: str = "true",
+) -> Node:
+    """Pieces with blanks between them; `{key}` with no key given is any parameter name;
+    `{string}` says whether the value is raw text (DSML's `string="true"`)."""
     items: list[Node | str] = []
     for i, piece in enumerate(pieces):
         if i:
             items.append(ws(g))
         if "{key}" in piece and key is None:
-            head, _, tail = piece.partition("{key}")
+            head, _, tail = piece.replace("{string}", string).partition("{key}")
             items += [head, _KEY, tail]
         else:
-            items.append(piece.replace("{name}", name).replace("{key}", key or ""))
+            text = piece.replace("{name}", name).replace("{key}", key or "")
+            items.append(text.replace("{string}", string))
     return seq(*items)
 
 
@@ -114,6 +125,21 @@ _GLM_KEYS = ("<arg_key>{key}</arg_key>", "<arg_value>")
 def _glm(open: str, close: str) -> _Tags:
     return _Tags((open + "{name}",), (close,), _GLM_KEYS, "</arg_value>")
 
+
+def _dsml(token: str, block: str) -> Shape:
+    """DeepSeek's DSML invokes (and GigaChat's GCML), in one `block`."""
+    tags = _Tags(
+        (f'<{token}invoke name="{{name}}">',),
+        (f"</{token}invoke>",),
+        (f'<{token}parameter name="{{key}}" string="{{string}}">',),
+        f"</{token}parameter>",
+    )
+    return tags.shape((f"<{token}{block}>", f"</{token}{block}>"))
+
+
+_STEP3_INVOKE = (
+    '<\uff5ctool_call_begin\uff5c>function<\uff5ctool_sep\uff5c><steptml:invoke name="{name}">'
+)
 
 TAG_SHAPES: Mapping[str, Shape] = {
     "xml": _FUNCTION.shape(),
@@ -147,5 +173,14 @@ TAG_SHAPES: Mapping[str, Shape] = {
         ("<ifm|arg_key>{key}</ifm|arg_key>", "<ifm|arg_value>"),
         "</ifm|arg_value>",
     ).shape(("<ifm|tool_calls>", "</ifm|tool_calls>")),
+    "deepseek-v3.2": _dsml("\uff5cDSML\uff5c", "function_calls"),
+    "deepseek-v4": _dsml("\uff5cDSML\uff5c", "tool_calls"),
+    "gigachat-3.5": _dsml("\uff5cGCML\uff5c", "tool_calls"),
+    "step3": _Tags(
+        (_STEP3_INVOKE,),
+        ("</steptml:invoke><\uff5ctool_call_end\uff5c>",),
+        ('<steptml:parameter name="{key}">',),
+        "</steptml:parameter>",
+    ).shape(("<\uff5ctool_calls_begin\uff5c>", "<\uff5ctool_calls_end\uff5c>")),
 }
 """The tag-pair families, by format name."""
