@@ -96,6 +96,10 @@ class Envelope:
     finished: Decoder | None = None
     """For a body holding several calls (a JSON list): the calls it finished before the
     length limit cut it off, which run; None: a cut-off body runs nothing."""
+    chain: Callable[[str], bool | None] | None = None
+    """Right after a call of this envelope, whether the text opens another one without the
+    open marker (True), does not (False) or cannot tell yet (None): Mistral v11's parallel
+    calls chained as `…}ping[ARGS]{}`, their `[TOOL_CALLS]` left out."""
     at_end: bool = False
     """The calls count only when nothing but blanks follows them to the reply's end (they are
     held until then): Mistral v3's call array after prose, its `[TOOL_CALLS]` stripped by the
@@ -145,6 +149,10 @@ class TaggedParser:
         self._gap = ""
         self._fence_open = False
         self._after_call = False
+        self._chain: Envelope | None = None
+        """The envelope of the call just read, while another may chain to it."""
+        self._opener = ""
+        """The open marker of the body being read, as the text wrote it."""
         self._said = False
         """Text other than whitespace went out since the last call."""
         self._last_said = ""
@@ -178,6 +186,12 @@ class TaggedParser:
         self._clean_text()
         if self._after_call and not self._skip_after_call(final):
             return False
+        if self._chain is not None:
+            chained = self._chained(final)
+            if chained is None:
+                return False
+            if chained:
+                return True
         if self._starts and not self._begun:
             started = self._start_step(final)
             if started is None:
@@ -199,6 +213,7 @@ class TaggedParser:
             self._state = "done"
             return True
         self._env, self._scanner = env, env.scanner(self._lenient)
+        self._opener = "" if env.keep_markers else marker
         self._buf = self._buf[index if env.keep_markers else index + len(marker) :]
         self._state = "body"
         return True
@@ -269,7 +284,22 @@ class TaggedParser:
             return False
         self._gap = self._buf[: len(self._buf) - len(rest)]
         self._env, self._scanner = env, env.scanner(self._lenient)
+        self._opener = "" if env.keep_markers else env.open
         self._buf = rest if env.keep_markers else rest[len(env.open) :]
+        self._state = "body"
+        return True
+
+    def _chained(self, final: bool) -> bool | None:
+        """Enter the body of a call chained to the last one (True), or not (False); None: wait."""
+        env, self._chain = self._chain, None
+        assert env is not None and env.chain is not None
+        chained = env.chain(self._buf) if self._buf else None
+        if chained is None and not final:
+            self._chain = env
+            return None
+        if not chained:
+            return False
+        self._env, self._scanner, self._opener = env, env.scanner(self._lenient), ""
         self._state = "body"
         return True
 
@@ -340,7 +370,7 @@ class TaggedParser:
     def _body_step(self, out: list[Event], final: bool, truncated: bool) -> bool:
         assert self._env is not None and self._scanner is not None
         env = self._env
-        opener = "" if env.keep_markers else env.open
+        opener = self._opener
         found = self._scanner.scan(self._buf)
         if found is not None:
             index, marker = found
@@ -409,6 +439,7 @@ class TaggedParser:
     def _calls_out(self, out: list[Event], calls: list[Call], used: list[Repair]) -> None:
         self._record(used)
         out.extend(calls)
+        self._chain = self._env if self._env is not None and self._env.chain else None
         self._gap, self._after_call, self._said, self._begun = "", True, False, False
         self._last_said = ""
 

@@ -8,6 +8,7 @@ in the v11 form. Tools go in `[AVAILABLE_TOOLS]…[/AVAILABLE_TOOLS]`, results i
 `[TOOL_RESULTS]…[/TOOL_RESULTS]`, as mistral-common renders them. There is no closing tag:
 a call ends with its JSON value. A server that strips control tokens leaves v3's bare array:
 read at the reply's start, and after prose when it ends the reply (decided at the end).
+v11 calls chained without their `[TOOL_CALLS]` (`…{"city": "Paris"}ping[ARGS]{}`) are read.
 """
 
 from __future__ import annotations
@@ -91,8 +92,29 @@ def _scanner(lenient: bool) -> BodyScanner:
     return ValueScanner(quotes="\"'" if lenient else '"')
 
 
+_CHAINED = re.compile(r"[A-Za-z_][\w.:\-]{0,127}(?:\[CALL_ID\][\w\-]*)?\[ARGS\]")
+_NAME_START = re.compile(r"[A-Za-z_][\w.:\-]{0,127}")
+_CALL_ID = re.compile(r"\[CALL_ID\][\w\-]*")
+
+
+def _chained(text: str) -> bool | None:
+    """Whether `text`, right after a call, is another v11 call with its `[TOOL_CALLS]` left out
+    (`ping[ARGS]{}`); None while it may still be."""
+    if _CHAINED.match(text):
+        return True
+    name = _NAME_START.match(text)
+    if name is None:
+        return False
+    rest = text[name.end() :]
+    call_id = _CALL_ID.match(rest)
+    if call_id is not None:
+        rest = rest[call_id.end() :]
+    markers = ("[ARGS]",) if call_id is not None else ("[ARGS]", "[CALL_ID]")
+    return None if any(m.startswith(rest) for m in markers) else False
+
+
 _ENVELOPES = (
-    Envelope("[TOOL_CALLS]", "", _scanner),
+    Envelope("[TOOL_CALLS]", "", _scanner, chain=_chained),
     # v3's array when the server stripped `[TOOL_CALLS]` (a control token): at the reply's
     # start, or after prose when nothing follows it.
     *(

@@ -276,6 +276,24 @@ MISTRAL_VERSIONS = [
         None,
     ),
     _mistral(
+        "v11_chained_without_marker",
+        'Sure.[TOOL_CALLS]get_weather[ARGS]{"city":"Paris"}ping[ARGS]{}',
+        _PAIR,
+        "Sure.",
+    ),
+    _mistral(
+        "v11_chained_call_id_after_space",
+        '[TOOL_CALLS]get_weather[ARGS]{"city":"Paris"} ping[CALL_ID]abc123[ARGS]{}',
+        _PAIR,
+    ),
+    _mistral("v11_call_then_word_no_space", "[TOOL_CALLS]ping[ARGS]{}Done", [("ping", {})], "Done"),
+    _mistral(
+        "v11_chained_unknown_tool",
+        "[TOOL_CALLS]ping[ARGS]{}delete_everything[ARGS]{}",
+        [("ping", {})],
+        None,
+    ),
+    _mistral(
         "v11_truncated_in_second_call",
         '[TOOL_CALLS]get_weather[ARGS]{"city":"Paris"}[TOOL_CALLS]ping[ARGS]{"x',
         PARIS,
