@@ -16,6 +16,11 @@ CORPUS = Path(__file__).with_name("corpus")
 NATIVE_FAMILIES = tuple(name for name in FORMAT_NAMES if name not in GENERIC)
 """The formats a model family was trained on (pythonic and json are Toolwire's own): each
 family's name and each version's."""
+OWN_CORPUS = tuple(name for name in NATIVE_FAMILIES if (CORPUS / f"{name}.json").exists())
+"""The names with a corpus of their own: every family's, and the versions that read
+differently; the deltas of every size run over these."""
+BORROWED = tuple(name for name in NATIVE_FAMILIES if name not in OWN_CORPUS)
+"""Version names that read their family's corpus with the family's parser: read whole."""
 
 
 @cache
@@ -67,4 +72,12 @@ def executed_wrongly(fixture: Fixture, calls: list[tuple[str, Any]]) -> int:
     return unknown + max(cut, 0)
 
 
-__all__ = ["NATIVE_FAMILIES", "exact", "native_fixtures", "parse", "random_chunks"]
+__all__ = [
+    "BORROWED",
+    "NATIVE_FAMILIES",
+    "OWN_CORPUS",
+    "exact",
+    "native_fixtures",
+    "parse",
+    "random_chunks",
+]

@@ -12,7 +12,9 @@ import pytest
 
 from tests.proxy.upstreams.emulation.corpus import Fixture, exact, parse
 from tests.proxy.upstreams.emulation.native_corpus import (
+    BORROWED,
     NATIVE_FAMILIES,
+    OWN_CORPUS,
     executed_wrongly,
     native_fixtures,
     random_chunks,
@@ -24,7 +26,7 @@ def _folded(fixture: Fixture, chunks: list[str], *, strict: bool = False) -> tup
     return outcome.content, outcome.reasoning, outcome.calls
 
 
-@pytest.mark.parametrize("family", NATIVE_FAMILIES)
+@pytest.mark.parametrize("family", OWN_CORPUS)
 def test_every_case_parses_as_expected_however_chunked(family: str) -> None:
     cases = native_fixtures(family)
     assert len(cases) >= 40
@@ -42,6 +44,16 @@ def test_every_case_parses_as_expected_however_chunked(family: str) -> None:
             unstable.append((fixture.tag, "chars"))
     assert not wrong, wrong[:5]
     assert not unstable, unstable[:5]
+
+
+@pytest.mark.parametrize("version", BORROWED)
+def test_a_version_reads_its_familys_corpus_as_the_family_does(version: str) -> None:
+    wrong = []
+    for fixture in native_fixtures(version):
+        whole = parse(fixture, [fixture.text])
+        if not exact(whole, fixture):
+            wrong.append((fixture.tag, whole.calls, whole.content[:80]))
+    assert not wrong, wrong[:5]
 
 
 @pytest.mark.parametrize("family", NATIVE_FAMILIES)

@@ -1,5 +1,6 @@
-"""Every family's native corpus: every case parses the same whole and in deltas of every size
-from 1 to 7, and strict mode never runs an unknown or cut-off call at any of those sizes."""
+"""Every corpus (each family's, and a version's that reads differently): every case parses the
+same whole and in deltas of every size from 1 to 7, and strict mode never runs an unknown or
+cut-off call at any of those sizes."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import pytest
 
 from tests.proxy.upstreams.emulation.corpus import exact, parse
 from tests.proxy.upstreams.emulation.native_corpus import (
-    NATIVE_FAMILIES,
+    OWN_CORPUS,
     executed_wrongly,
     native_fixtures,
 )
@@ -17,7 +18,7 @@ def _deltas(text: str, size: int) -> list[str]:
     return [text[i : i + size] for i in range(0, len(text), size)] or [""]
 
 
-@pytest.mark.parametrize("family", NATIVE_FAMILIES)
+@pytest.mark.parametrize("family", OWN_CORPUS)
 def test_every_split_size_from_1_to_7_gives_the_whole_reading(family: str) -> None:
     wrong: list[tuple[object, ...]] = []
     unstable: list[tuple[object, ...]] = []
