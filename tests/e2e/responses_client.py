@@ -36,6 +36,17 @@ async def respond(client: AsyncOpenAI, *, stream: bool, **request: Any) -> Any:
     return final
 
 
+async def beta_respond(client: AsyncOpenAI, *, stream: bool, **request: Any) -> Any:
+    """The final Response object of the SDK's beta Responses client (the hosted APIs' beta
+    items: programs, tool search), streamed or not; a stream ends with one terminal event."""
+    if not stream:
+        return await client.beta.responses.create(**request)
+    events = [e async for e in await client.beta.responses.create(stream=True, **request)]
+    terminals = [e for e in events if e.type in TERMINAL]
+    assert len(terminals) == 1 and events[-1] is terminals[0]
+    return terminals[0].response
+
+
 _FIELDS = ("type", "id", "status", "call_id", "name", "arguments", "output", "server_label")
 
 

@@ -16,6 +16,7 @@ from anthropic import AsyncAnthropic
 
 from testing.upstream import FakeUpstream, Reply
 from tests.e2e.answers import tool_names
+from tests.e2e.responses_client import beta_respond
 from tests.e2e.tools import registry_with
 
 pytestmark = pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])
@@ -33,12 +34,9 @@ TOOLS = [
 
 
 async def _create(client: Any, stream: bool, **request: Any) -> Any:
-    request = {"model": "fake-model", "tools": TOOLS, **request}
-    if not stream:
-        return await client.beta.responses.create(**request)
-    events = await client.beta.responses.create(stream=True, **request)
-    done = [e async for e in events if e.type in ("response.completed", "response.incomplete")]
-    return done[-1].response
+    return await beta_respond(
+        client, stream=stream, **{"model": "fake-model", "tools": TOOLS, **request}
+    )
 
 
 async def test_a_deferred_client_tool_is_found_then_called(
