@@ -139,6 +139,67 @@ EmulationFormatName = Literal[
 ]
 """The names `emulation_format` takes; `proxy.upstreams.emulation` builds one format for each."""
 
+PEER_PARSER_NAMES: dict[str, str] = {
+    # vLLM's and SGLang's --tool-call-parser names, where they differ from Toolwire's.
+    "qwen": "hermes",
+    "qwen25": "hermes",
+    "qwen3_json": "hermes",
+    "qwen3_xml": "xml",
+    "qwen3_coder": "qwen3-coder",
+    "llama3": "llama",
+    "llama32": "llama",
+    "llama4": "llama",
+    "llama4_json": "llama",
+    "llama3_json": "llama3-json",
+    "llama4_pythonic": "llama4-pythonic",
+    "openai": "gpt-oss",
+    "deepseekv3": "deepseek",
+    "deepseek_v3": "deepseek",
+    "deepseekv31": "deepseek-v3.1",
+    "deepseek_v31": "deepseek-v3.1",
+    "deepseekv32": "deepseek-v3.2",
+    "deepseek_v32": "deepseek-v3.2",
+    "deepseekv4": "deepseek-v4",
+    "deepseek_v4": "deepseek-v4",
+    "deepseekv41": "deepseek",
+    "deepseek_v41": "deepseek",
+    "glm45": "glm",
+    "glm4_moe": "glm",
+    "glm47": "glm-4.7",
+    "glm47_moe": "glm-4.7",
+    "kimi_k2": "kimi",
+    "kimi_k3": "kimi-k3",
+    "k2_horizon": "k2-horizon",
+    "k2_v3": "k2-horizon",
+    "gemma4": "gemma",
+    "minimax_m2": "minimax",
+    "minimax-m2": "minimax",
+    "minimax_m3": "minimax-m3",
+    "minicpm5": "minicpm",
+    "seed_oss": "seed-oss",
+    "step3p5": "step",
+    "step5": "step",
+    "hunyuan_a13b": "hunyuan",
+    "hy_v3": "hy-v3",
+    "hy_v4": "hy",
+    "interns1": "internlm",
+    "phi4_mini_json": "phi4-mini",
+    "gigachat3": "gigachat",
+    "gigachat35": "gigachat-3.5",
+    "cohere_command3": "cohere",
+    "cohere_command4": "cohere",
+    "ling3": "ling",
+    "poolside_v1": "poolside",
+    "plamo3": "plamo",
+    "muse_glimmer": "muse-glimmer",
+    "ernie45": "ernie",
+    "apertus2509": "apertus",
+    "spark25": "spark",
+    "iquest_q1": "iquest",
+    "nemotron_v3": "nemotron",
+}
+"""`emulation_format` also takes the name a peer's parser has for the format."""
+
 
 class UpstreamConfig(BaseModel):
     """One model server; the first whose `models` glob matches the request's model serves it."""
@@ -165,6 +226,7 @@ class UpstreamConfig(BaseModel):
     the server's chat template renders `tools` (sent with `tool_choice: "none"`) and the calls
     are parsed from the text in `emulation_format`."""
     emulation_format: EmulationFormatName = "hermes"
+    """The family's format (or one version's); vLLM's and SGLang's parser names work too."""
     emulation_strict: bool = False
     """Refuse malformed emulated calls instead of applying the tolerated repairs."""
     constrained_decoding: Literal[
@@ -188,6 +250,11 @@ class UpstreamConfig(BaseModel):
     idle_timeout_s: float = Field(default=120.0, gt=0)
     """Longest silence between two reads of a response."""
     max_connections: int = Field(default=1000, ge=1)
+
+    @field_validator("emulation_format", mode="before")
+    @classmethod
+    def _peer_name(cls, value: Any) -> Any:
+        return PEER_PARSER_NAMES.get(value, value) if isinstance(value, str) else value
 
     @model_validator(mode="after")
     def _demo_serves_its_model(self) -> UpstreamConfig:

@@ -7,7 +7,9 @@ import re
 from pathlib import Path
 
 import pytest
+from pydantic import ValidationError
 
+from proxy.config import PEER_PARSER_NAMES, UpstreamConfig
 from proxy.upstreams.emulation import FORMAT_NAMES, get_format
 from proxy.upstreams.emulation.formats import FORMATS, VERSIONS
 
@@ -37,3 +39,12 @@ def test_the_readme_table_names_every_format_once() -> None:
     rows = readme[start:].split("\n\n", 1)[0].splitlines()[2:]
     named = [n for row in rows for n in re.findall(r"`([^`]+)`", row.split(" | ")[2])]
     assert sorted(named) == sorted(FORMAT_NAMES)
+
+
+def test_the_peers_parser_names_configure_the_same_formats() -> None:
+    for peer, name in PEER_PARSER_NAMES.items():
+        assert name in FORMAT_NAMES, peer
+        upstream = UpstreamConfig(name="u", base_url="http://127.0.0.1:1/v1", emulation_format=peer)
+        assert upstream.emulation_format == name
+    with pytest.raises(ValidationError):
+        UpstreamConfig(name="u", base_url="http://127.0.0.1:1/v1", emulation_format="qwen9")
