@@ -10,6 +10,7 @@ import inspect
 from collections.abc import AsyncIterator
 from typing import Any
 
+import anthropic
 import openai
 import pytest
 
@@ -196,3 +197,36 @@ async def test_auto_and_none_bytes_do_not_depend_on_the_mechanism(
             await _ask(proxy.client, stream=False, tool_choice=choice)
         sent.append(raw.requests[0])
     assert sent[0] == sent[1] == sent[2]
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])
+async def test_the_messages_front_gets_its_own_error_shape(raw: RawServer, stream: bool) -> None:
+    raw.script(PROSE, PROSE)
+    async with _proxy(raw, "hermes") as proxy:
+        client = anthropic.AsyncAnthropic(
+            base_url=proxy.base_url.removesuffix("/v1"), api_key="k", max_retries=0, timeout=30
+        )
+        request: dict[str, Any] = {
+            "model": "raw-model",
+            "max_tokens": 100,
+            "messages": [{"role": "user", "content": "Weather in Paris?"}],
+            "tools": [
+                {
+                    "name": "lookup_order",
+                    "description": "Find an order",
+                    "input_schema": {"type": "object", "properties": {"id": {"type": "string"}}},
+                }
+            ],
+            "tool_choice": {"type": "any"},
+        }
+        with pytest.raises(anthropic.APIError) as raised:
+            if stream:
+                async with client.messages.stream(**request) as events:
+                    async for _ in events:
+                        pass
+            else:
+                await client.messages.create(**request)
+        await client.close()
+    assert "did not call a tool as tool_choice required" in raised.value.message
+    assert "lookup_order" in raw.requests[0]["grammar"]
+    assert len(raw.requests) == 2
