@@ -6,6 +6,7 @@ costs O(n) overall, and a closing tag that straddles two chunks is waited for, n
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Protocol
 
 
@@ -238,6 +239,25 @@ class ValueScanner:
             self._brackets.depth = 1
             return False
         return i >= self._head_limit
+
+
+class ChosenScanner:
+    """A scanner chosen by the body's first non-blank character, once it has come (a body that
+    may be a Python list, a JSON value or a call, each ending its own way)."""
+
+    def __init__(self, choose: Callable[[str], BodyScanner]) -> None:
+        """`choose` gets the body's first non-blank character."""
+        self._choose = choose
+        self._chosen: BodyScanner | None = None
+
+    def scan(self, buf: str) -> tuple[int, str] | None:
+        """The chosen scanner's end; None while the body goes on (or has not begun)."""
+        if self._chosen is None:
+            rest = buf.lstrip()
+            if not rest:
+                return None
+            self._chosen = self._choose(rest[0])
+        return self._chosen.scan(buf)
 
 
 def neutralise_tokens(text: str, tokens: tuple[str, ...]) -> str:

@@ -23,7 +23,13 @@ from ..call_ids import random_ids
 from ..parser import Envelope, Parser, TaggedParser
 from ..reasoning import ThinkingParser
 from ..repairs import Decoded, Repair, call_from_object, load_value, stripped_candidates
-from ..scanning import BodyScanner, Brackets, ValueScanner, neutralise_tokens
+from ..scanning import (
+    BodyScanner,
+    Brackets,
+    ChosenScanner,
+    ValueScanner,
+    neutralise_tokens,
+)
 from ..toolspecs import ToolSpecs
 from . import pythonic
 from .base import (
@@ -110,30 +116,15 @@ def _scanner(lenient: bool) -> BodyScanner:
 
 
 def _tag_scanner(lenient: bool) -> BodyScanner:
-    return _EitherScanner(_scanner(lenient))
+    """After `<|python_tag|>`: a Python call list (Llama 3.2), a built-in tool's `NAME.call(…)`
+    (3.1) or a JSON value (3.1), whichever the body opens with."""
 
+    def choose(first: str) -> BodyScanner:
+        if first == "[":
+            return pythonic.CallListScanner()
+        return _BuiltInScanner() if first.isalpha() else _scanner(lenient)
 
-class _EitherScanner:
-    """After `<|python_tag|>`: a Python call list (Llama 3.2), a built-in tool's
-    `NAME.call(…)` (3.1) or a JSON value (3.1)."""
-
-    def __init__(self, json_scanner: BodyScanner) -> None:
-        self._json = json_scanner
-        self._chosen: BodyScanner | None = None
-
-    def scan(self, buf: str) -> tuple[int, str] | None:
-        """The end of the list or of the JSON value, whichever the body opens with."""
-        if self._chosen is None:
-            rest = buf.lstrip()
-            if not rest:
-                return None
-            if rest[0] == "[":
-                self._chosen = pythonic.CallListScanner()
-            elif rest[0].isalpha():
-                self._chosen = _BuiltInScanner()
-            else:
-                self._chosen = self._json
-        return self._chosen.scan(buf)
+    return ChosenScanner(choose)
 
 
 class _BuiltInScanner:
