@@ -57,7 +57,7 @@ def rewrite(body: dict[str, Any], fmt: EmulationFormat) -> Rewritten | None:
     if tools:
         prefix = fmt.system_prompt(catalog(tools), parallel=parallel)
         messages = _with_system(messages, prefix)
-        messages = _with_note(messages, _note(choice) if specs.schemas else None)
+        messages = _with_note(messages, _note(choice, specs.allowed) if specs.schemas else None)
     out = {k: v for k, v in body.items() if k not in _DROPPED}
     out["messages"] = messages
     out.update({k: v for k, v in fmt.request_fields.items() if k not in body})
@@ -80,7 +80,7 @@ def keep_tools(body: dict[str, Any], fmt: EmulationFormat) -> Rewritten | None:
     messages = [m for m in body.get("messages") or [] if isinstance(m, dict)]
     out = {**body, "tool_choice": "none"}
     if specs.schemas:
-        out["messages"] = _with_note(messages, _note(choice))
+        out["messages"] = _with_note(messages, _note(choice, specs.allowed))
     out.update({k: v for k, v in fmt.request_fields.items() if k not in body})
     return Rewritten(out, specs)
 
@@ -89,18 +89,46 @@ def _allowed(choice: Any, tools: list[dict[str, Any]]) -> list[str] | None:
     if choice == "none":
         return []
     if isinstance(choice, dict):
+        listed = _listed(choice)
+        if listed is not None:
+            return listed
         function = choice.get("function")
         name = function.get("name") if isinstance(function, dict) else None
         return [name] if isinstance(name, str) else None
     return None
 
 
-def _note(choice: Any) -> str | None:
+def _listed(choice: dict[str, Any]) -> list[str] | None:
+    """The names an `allowed_tools` choice lists (Chat's `{"function": {"name"}}` entries or
+    Responses' `{"name"}`); None for any other choice."""
+    spec = choice.get("allowed_tools") if choice.get("type") == "allowed_tools" else None
+    if not isinstance(spec, dict):
+        return None
+    names = []
+    for tool in spec.get("tools") or []:
+        if not isinstance(tool, dict):
+            continue
+        function = tool.get("function")
+        name = (function if isinstance(function, dict) else tool).get("name")
+        if isinstance(name, str):
+            names.append(name)
+    return names
+
+
+def _note(choice: Any, allowed: frozenset[str]) -> str | None:
     if choice == "none":
         return "(Answer directly; do not call any function in this reply.)"
     if choice == "required":
         return "(You must call at least one function in this reply.)"
     if isinstance(choice, dict):
+        listed = _listed(choice)
+        if listed is not None:
+            names = ", ".join(n for n in listed if n in allowed)
+            if not names:
+                return None
+            if (choice.get("allowed_tools") or {}).get("mode") == "required":
+                return f"(You must call at least one of these functions in this reply: {names}.)"
+            return f"(Call only these functions in this reply, if any: {names}.)"
         function = choice.get("function")
         name = function.get("name") if isinstance(function, dict) else None
         if isinstance(name, str):

@@ -18,6 +18,7 @@ from tests.proxy.upstreams.emulation.handwritten import TOOLS
 CALL = '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>'
 FIELDS = ("structured_outputs", "guided_grammar", "ebnf", "grammar", "response_format")
 USER = [{"role": "user", "content": "Weather in Paris?"}]
+PING = [{"type": "function", "function": {"name": "ping"}}]
 
 
 class Replies:
@@ -164,8 +165,8 @@ async def test_auto_and_none_are_sent_as_before(
     [
         ("required", True),
         ({"type": "function", "function": {"name": "get_weather"}}, True),
-        ({"type": "allowed_tools", "allowed_tools": {"mode": "required", "tools": []}}, True),
-        ({"type": "allowed_tools", "allowed_tools": {"mode": "auto", "tools": []}}, False),
+        ({"type": "allowed_tools", "allowed_tools": {"mode": "required", "tools": PING}}, True),
+        ({"type": "allowed_tools", "allowed_tools": {"mode": "auto", "tools": PING}}, False),
         ("auto", False),
         ("none", False),
     ],
@@ -179,3 +180,22 @@ async def test_only_a_choice_that_requires_a_call_is_enforced(choice: Any, force
     else:
         await _answer(upstream, _body(tool_choice=choice))
     assert ("grammar" in inner.bodies[0]) is forced and len(inner.bodies) == 1 + forced
+
+
+@pytest.mark.parametrize(
+    "listed",
+    [
+        [{"type": "function", "function": {"name": "ping"}}, {"type": "function", "name": "x"}],
+        [{"type": "function", "name": "ping"}],
+    ],
+)
+async def test_allowed_tools_narrow_the_calls_and_say_so(listed: list[dict[str, Any]]) -> None:
+    inner = Replies("<tool_call>\n" + '{"name": "ping", "arguments": {}}' + "\n</tool_call>")
+    upstream = EmulatedUpstream(inner, get_format("hermes"), constrained="llama.cpp")
+    choice = {"type": "allowed_tools", "allowed_tools": {"mode": "required", "tools": listed}}
+    assert _calls(await _answer(upstream, _body(tool_choice=choice))) == ["ping"]
+    (sent,) = inner.bodies
+    assert "ping" in sent["grammar"] and "get_weather" not in sent["grammar"]
+    note = sent["messages"][-1]["content"]
+    assert note.endswith("(You must call at least one of these functions in this reply: ping.)")
+    assert rewrite(_body(tool_choice=choice), get_format("hermes")).specs.allowed == {"ping"}
