@@ -45,6 +45,7 @@ DROP = (
     ),
     f"{CLOSE}message{SEP}",
     "<|end_of_msg|>",
+    THINK_CLOSE,  # a think channel the template opened when the request did not say so
 )
 """Channel markers that carry nothing once the calls are read (with the spaces a server
 that puts spaces between special tokens leaves)."""

@@ -46,3 +46,10 @@ async def test_k3_thinking_off_reply_starts_inside_the_response_channel() -> Non
     upstream = EmulatedUpstream(Scripted(text, pieces=3), get_format("kimi"))
     content, reasoning, calls, _ = await _fold_all(upstream, BODY)
     assert (content, reasoning, calls) == ("Sunny.", "", [])
+
+
+async def test_a_think_close_without_thinking_asked_leaves_no_marker_in_the_content() -> None:
+    text = f"Need the weather.{CLOSE}think{SEP}{OPEN}response{SEP}Hi.{CLOSE}response{SEP}"
+    upstream = EmulatedUpstream(Scripted(text, pieces=3), get_format("kimi"))
+    content, _, calls, _ = await _fold_all(upstream, BODY)
+    assert (content, calls) == ("Need the weather.Hi.", [])
