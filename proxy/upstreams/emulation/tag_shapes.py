@@ -10,6 +10,7 @@ families' parsers convert them).
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -18,6 +19,8 @@ from .grammar import whitespace as ws
 from .shapes import Shape
 
 _KEY = Rep(chars("A-Za-z0-9_.\\-"), 1, 64)
+_INDEX = Rep(chars("0-9"), 1, 3)
+_FIELD = re.compile(r"\{(\w+)\}")
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -46,20 +49,24 @@ class _Tags:
     def call(self, g: Grammar, name: str, arguments: Node) -> Node:
         """One call of tool `name`."""
         return seq(
-            _pieces(g, self.call_open, name=name), ws(g), arguments, _pieces(g, self.call_close)
+            _pieces(g, self.call_open, name=name, index=_INDEX),
+            ws(g),
+            arguments,
+            _pieces(g, self.call_close),
         )
 
     def arguments(self, g: Grammar, schema: dict[str, Any]) -> Node:
         """The parameters the schema declares, each followed by blanks."""
         properties = schema.get("properties")
         if not isinstance(properties, dict) or not properties:
-            any_key = seq(_pieces(g, self.key_open, key=None), Until(self.value_close), ws(g))
+            opening = _pieces(g, self.key_open, key=_KEY, string="true", type="string")
+            any_key = seq(opening, Until(self.value_close), ws(g))
             return Rep(g.fresh("parameter", any_key), 0, None)
         required = set(schema.get("required") or [])
         items: list[Node] = []
         for key, value in properties.items():
             text = "true" if _is_text(value) else "false"
-            opening = _pieces(g, self.key_open, key=str(key), string=text)
+            opening = _pieces(g, self.key_open, key=str(key), string=text, type=_kind(value))
             one = seq(opening, self._value(g, value), ws(g))
             items.append(one if key in required else optional(g.fresh("parameter", one)))
         return seq(*items)
@@ -86,27 +93,23 @@ def _is_text(schema: Any) -> bool:
     return kind in ("string", None) and not schema.get("properties")
 
 
-def _pieces(
-    g: Grammar,
-    pieces: tuple[str, ...],
-    *,
-    name: str = "",
-    key: str | None = "",
-    string: str = "true",
-) -> Node:
-    """Pieces with blanks between them; `{key}` with no key given is any parameter name;
-    `{string}` says whether the value is raw text (DSML's `string="true"`)."""
+def _pieces(g: Grammar, pieces: tuple[str, ...], **fills: Node | str) -> Node:
+    """Pieces with blanks between them, each `{field}` filled (a text or a grammar node)."""
     items: list[Node | str] = []
     for i, piece in enumerate(pieces):
         if i:
             items.append(ws(g))
-        if "{key}" in piece and key is None:
-            head, _, tail = piece.replace("{string}", string).partition("{key}")
-            items += [head, _KEY, tail]
-        else:
-            text = piece.replace("{name}", name).replace("{key}", key or "")
-            items.append(text.replace("{string}", string))
+        for j, part in enumerate(_FIELD.split(piece)):
+            items.append(fills[part] if j % 2 else part)
     return seq(*items)
+
+
+def _kind(schema: Any) -> Node:
+    """The type word of a value (Kimi K3's `type=`): `string` for raw text; a value written as
+    JSON may carry any type word (the parser converts it by the schema either way)."""
+    if _is_text(schema):
+        return Lit("string")
+    return alt("string", "number", "boolean", "object", "array", "null")
 
 
 _FUNCTION = _Tags(
@@ -182,5 +185,11 @@ TAG_SHAPES: Mapping[str, Shape] = {
         ('<steptml:parameter name="{key}">',),
         "</steptml:parameter>",
     ).shape(("<\uff5ctool_calls_begin\uff5c>", "<\uff5ctool_calls_end\uff5c>")),
+    "kimi-k3": _Tags(
+        ('<|open|>call tool="{name}" index="{index}"<|sep|>',),
+        ("<|close|>call<|sep|>",),
+        ('<|open|>argument key="{key}" type="{type}"<|sep|>',),
+        "<|close|>argument<|sep|>",
+    ).shape(("<|open|>tools<|sep|>", "<|close|>tools<|sep|>")),
 }
 """The tag-pair families, by format name."""
