@@ -67,17 +67,17 @@ class _Tags:
         for key, value in properties.items():
             text = "true" if _is_text(value) else "false"
             opening = _pieces(g, self.key_open, key=str(key), string=text, type=_kind(value))
-            one = seq(opening, self._value(g, value), ws(g))
+            one = seq(opening, self._value(g, value, self.value_close), ws(g))
             items.append(one if key in required else optional(g.fresh("parameter", one)))
         return seq(*items)
 
-    def _value(self, g: Grammar, schema: Any) -> Node:
+    def _value(self, g: Grammar, schema: Any, close: str) -> Node:
         if _is_text(schema):
             enum = schema.get("enum") if isinstance(schema, dict) else None
             if isinstance(enum, list) and enum and all(isinstance(v, str) for v in enum):
-                return seq(self._pad(), alt(*enum), self._pad(), self.value_close)
-            return Until(self.value_close)
-        return seq(self._pad(), json_value(g, schema), self._pad(), self.value_close)
+                return seq(self._pad(), alt(*enum), self._pad(), close)
+            return Until(close)
+        return seq(self._pad(), json_value(g, schema), self._pad(), close)
 
     def _pad(self) -> Node:
         return optional(Lit("\n")) if self.padded else Lit("")
@@ -144,6 +144,13 @@ _STEP3_INVOKE = (
     '<\uff5ctool_call_begin\uff5c>function<\uff5ctool_sep\uff5c><steptml:invoke name="{name}">'
 )
 
+_MUSE = _Tags(
+    ("<|start|>assistant to={name}<|message|><atem:function_calls>", '<atem:invoke name="{name}">'),
+    ("</atem:invoke>", "</atem:function_calls><|eom|>"),
+    ('<atem:parameter name="{key}">',),
+    "</atem:parameter>",
+)
+
 TAG_SHAPES: Mapping[str, Shape] = {
     "xml": _FUNCTION.shape(),
     "nemotron": _FUNCTION.shape(),
@@ -191,5 +198,7 @@ TAG_SHAPES: Mapping[str, Shape] = {
         ('<|open|>argument key="{key}" type="{type}"<|sep|>',),
         "<|close|>argument<|sep|>",
     ).shape(("<|open|>tools<|sep|>", "<|close|>tools<|sep|>")),
+    "muse": _MUSE.shape(),
+    "muse-glimmer": _MUSE.shape(),
 }
 """The tag-pair families, by format name."""
