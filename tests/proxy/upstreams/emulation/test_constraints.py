@@ -2,7 +2,7 @@
 own `render_calls` output and rejects prose, other tools, wrong argument types and missing
 required ones; every reply sampled from a grammar is read back by the family's strict parser as
 calls of the allowed tools with schema-valid arguments; the GBNF text sent to servers says the
-same as the grammar (read back here into a regular expression)."""
+same as the grammar (read back here by a small GBNF recognizer)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,6 @@ import jsonschema
 import pytest
 
 from proxy.upstreams.emulation.constraints import SHAPES, call_grammar, request_fields
-from proxy.upstreams.emulation.shapes import JSON_SHAPES
 from proxy.upstreams.emulation.formats import get_format
 from proxy.upstreams.emulation.grammar import (
     Alt,
@@ -31,6 +30,7 @@ from proxy.upstreams.emulation.grammar import (
     json_value,
 )
 from proxy.upstreams.emulation.parser import Call, Reasoning, Text, run
+from proxy.upstreams.emulation.shapes import JSON_SHAPES
 from proxy.upstreams.emulation.toolspecs import ToolSpecs
 
 WEATHER = {
