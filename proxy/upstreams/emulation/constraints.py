@@ -86,7 +86,7 @@ def call_grammar(
         KeyError: the format is not constrained (see `constrained`).
     """
     shape = SHAPES[format_name]
-    g = Grammar(python=shape.python)
+    g = Grammar(python=shape.python, quote=shape.quote)
     one = alt(
         *(
             shape.call(

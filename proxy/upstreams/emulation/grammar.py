@@ -105,25 +105,34 @@ def optional(item: Node) -> Rep:
 
 class Grammar:
     """Named rules, `root` first; rules are added while a request's grammar is built. With
-    `python`, values are Python literals (`True`, `False`, `None`) instead of JSON's."""
+    `python`, values are Python literals (`True`, `False`, `None`) instead of JSON's; with
+    `quote`, strings are raw text between two `quote` markers and keys are bare (Gemma's
+    `{city:<|"|>Paris<|"|>}`)."""
 
-    def __init__(self, *, python: bool = False) -> None:
+    def __init__(self, *, python: bool = False, quote: str | None = None) -> None:
         self.rules: dict[str, Node] = {"root": Lit("")}
-        self.python = python
+        self.python, self.quote = python, quote
         self._count = 0
 
     def literal(self, value: Any) -> str:
         """`value` as this grammar's dialect writes it."""
-        if not self.python:
-            return json.dumps(value, ensure_ascii=False)
-        if isinstance(value, bool) or value is None:
+        if isinstance(value, str) and self.quote is not None:
+            return f"{self.quote}{value}{self.quote}"
+        if self.python and (isinstance(value, bool) or value is None):
             return {True: "True", False: "False", None: "None"}[value]
-        if isinstance(value, list):
-            return "[" + ", ".join(self.literal(v) for v in value) + "]"
-        if isinstance(value, dict):
-            items = (f"{self.literal(str(k))}: {self.literal(v)}" for k, v in value.items())
-            return "{" + ", ".join(items) + "}"
+        if isinstance(value, list) and (self.python or self.quote is not None):
+            sep = ", " if self.python else ","
+            return "[" + sep.join(self.literal(v) for v in value) + "]"
+        if isinstance(value, dict) and (self.python or self.quote is not None):
+            sep = ", " if self.python else ","
+            pair = ": " if self.python else ":"
+            items = (f"{self.key(str(k))}{pair}{self.literal(v)}" for k, v in value.items())
+            return "{" + sep.join(items) + "}"
         return json.dumps(value, ensure_ascii=False)
+
+    def key(self, name: str) -> str:
+        """An object's key as this dialect writes it."""
+        return name if self.quote is not None else self.literal(name)
 
     def rule(self, name: str, build: Callable[[], Node]) -> Ref:
         """The rule `name`, built on first use (shared pieces: whitespace, JSON strings)."""
@@ -286,7 +295,7 @@ def json_value(grammar: Grammar, schema: Any, depth: int = 0) -> Node:
 def json_object(grammar: Grammar, schema: dict[str, Any], depth: int = 0) -> Node:
     """An object valid for `schema` (any object when it declares no properties)."""
     ws = whitespace(grammar)
-    first = members(grammar, schema, depth, lambda key: grammar.literal(key), ":")
+    first = members(grammar, schema, depth, grammar.key, ":")
     if first is None:
         return grammar.rule("json-object", lambda: _object(grammar))
     return seq("{", ws, first, ws, "}")
@@ -331,6 +340,8 @@ def json_string(grammar: Grammar) -> Ref:
 
 def _string(grammar: Grammar) -> Ref:
     def build() -> Node:
+        if grammar.quote is not None:
+            return seq(grammar.quote, Until(grammar.quote))
         plain = Chars((('"', '"'), ("\\", "\\"), ("\x00", "\x1f")), negated=True)
         hex4 = Rep(chars("0-9a-fA-F"), 4, 4)
         # Python reads `\/` as two characters: a Python literal never writes it.
@@ -391,9 +402,13 @@ def _any(grammar: Grammar) -> Ref:
     return grammar.rule("json-value", build)
 
 
+_BARE_KEY = Rep(Chars((("A", "Z"), ("a", "z"), ("0", "9"), ("_", "_"), ("-", "."))), 1, 64)
+
+
 def _object(grammar: Grammar) -> Node:
     ws = whitespace(grammar)
-    member = seq(_string(grammar), ws, ":", ws, _any(grammar))
+    key = _BARE_KEY if grammar.quote is not None else _string(grammar)
+    member = seq(key, ws, ":", ws, _any(grammar))
     return _list(grammar, "{", grammar.rule("json-member", lambda: member), "}")
 
 

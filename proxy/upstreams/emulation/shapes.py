@@ -45,6 +45,8 @@ class Shape:
     json_schema: Callable[[list[dict[str, Any]], bool], dict[str, Any]] | None = None
     python: bool = False
     """Values are Python literals (`True`, `None`), as in a pythonic call list."""
+    quote: str | None = None
+    """Strings are raw text between two of these markers, keys bare (Gemma)."""
 
 
 def _object(g: Grammar, *pairs: tuple[str, Node]) -> Node:
@@ -180,6 +182,15 @@ def _command_r_call(g: Grammar, name: str, arguments: Node) -> Node:
     return _object(g, ("tool_name", _name(name)), ("parameters", arguments))
 
 
+def _gemma(open: str, close: str, quote: str) -> Shape:
+    """Gemma's `call:NAME{key:value,…}`, strings between `quote` markers."""
+
+    def call(g: Grammar, name: str, arguments: Node) -> Node:
+        return seq(f"{open}call:{name}", arguments, close)
+
+    return Shape(call, quote=quote)
+
+
 def _inkling_call(g: Grammar, name: str, arguments: Node) -> Node:
     body = _object(g, ("name", _name(name)), ("args", arguments))
     return seq(f"<|message_model|>{name}<|content_invoke_tool_json|>", body, "<|end_message|>")
@@ -250,6 +261,7 @@ JSON_SHAPES: Mapping[str, Shape] = {
         after=lambda g: seq(ws(g), "]<|END_ACTION|>"),
     ),
     "inkling": Shape(_inkling_call),
+    "gemma": _gemma("<|tool_call>", "<tool_call|>", '<|"|>'),
     "command-r": Shape(
         _command_r_call,
         before=lambda g: seq("Action: ```json", ws(g), "[", ws(g)),

@@ -189,7 +189,7 @@ def test_each_mechanism_has_its_field(mechanism: Any, fields: set[str]) -> None:
     specs = ToolSpecs.from_tools(TOOLS)
     sent = request_fields(mechanism, "hermes", specs, parallel=True, think_tags=None)
     assert set(sent) == fields
-    assert not request_fields(mechanism, "gemma", specs, parallel=True, think_tags=None)
+    assert not request_fields(mechanism, "beam", specs, parallel=True, think_tags=None)
     assert not request_fields(
         mechanism, "hermes", ToolSpecs.from_tools(TOOLS, []), parallel=True, think_tags=None
     )
