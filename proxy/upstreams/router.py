@@ -152,6 +152,7 @@ def _build(config: UpstreamConfig, modes: Callable[[str], ModeStore] | None) -> 
         per_model=config.models_tool_calling,
         modes=modes(config.name) if modes is not None else None,
         probe=probe_for(config),
+        constrained=config.constrained_decoding,
     )
 
 

@@ -6,7 +6,6 @@ is asked again once with the refusal named, and a second miss is a clear error, 
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -14,7 +13,6 @@ import anthropic
 import openai
 import pytest
 
-from proxy.upstreams.emulation import modes
 from proxy.upstreams.emulation.constraints import SHAPES
 from testing.raw_server import RawServer
 from tests.conftest import serve_proxy
@@ -25,11 +23,8 @@ from tests.proxy.upstreams.emulation.families import WRITERS
 CONSTRAINT_FIELDS = ("structured_outputs", "guided_grammar", "ebnf", "grammar", "response_format")
 NAMED = {"type": "function", "function": {"name": "t_get_weather"}}
 PROSE = "I think it is probably sunny in Paris."
-WIRED = "constrained" in inspect.signature(modes.with_tool_calling).parameters
-"""Whether an upstream's `constrained_decoding` reaches the emulation layer (else: `auto`)."""
 CONSTRAINED = sorted(set(SHAPES) & set(SPECIAL_TOKENS) & set(WRITERS))
 """Every constrained family the end-to-end tests can write."""
-needs_wiring = pytest.mark.skipif(not WIRED, reason="constrained_decoding is not wired yet")
 
 
 @pytest.fixture
@@ -157,7 +152,6 @@ async def test_auto_and_none_are_sent_as_before(
     assert "You must call" not in str(sent["messages"])
 
 
-@needs_wiring
 @pytest.mark.parametrize(
     ("mechanism", "family", "fields"),
     [
@@ -184,7 +178,6 @@ async def test_each_mechanism_sends_its_own_field(
         assert schema["anyOf"][0]["properties"]["name"] == {"enum": ["t_add"]}
 
 
-@needs_wiring
 @pytest.mark.parametrize("choice", ["auto", "none"])
 async def test_auto_and_none_bytes_do_not_depend_on_the_mechanism(
     raw: RawServer, choice: str

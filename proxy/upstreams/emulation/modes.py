@@ -21,6 +21,7 @@ from ...errors import UpstreamStatusError
 from ...state.base import ModeStore
 from ...state.memory import MemoryModeStore
 from .. import Chunk, Upstream
+from .constraints import Mechanism
 from .dropped_tools import DroppedTools, ToolsProbe
 from .formats import get_format
 from .prompt import keep_tools
@@ -167,18 +168,22 @@ def with_tool_calling(
     per_model: Mapping[str, str] | None = None,
     modes: ModeStore | None = None,
     probe: ToolsProbe | None = None,
+    constrained: Mechanism = "auto",
 ) -> Upstream:
     """`upstream` wrapped for `mode` (native: unchanged; emulated; parsed: the server's template
     renders the tools, Toolwire reads the calls), with per-model glob overrides; `auto`
     remembers its emulated models in `modes` (default: this process's memory) and, with a
-    `probe`, looks once per model for a server that drops `tools`.
+    `probe`, looks once per model for a server that drops `tools`. `constrained`: how a forced
+    `tool_choice` is held to a call in emulated and parsed modes.
 
     Raises:
         KeyError: `format_name` is not a known format.
     """
     fmt = get_format(format_name)
-    emulated = EmulatedUpstream(upstream, fmt, strict=strict)
-    parsed = EmulatedUpstream(upstream, fmt, strict=strict, prepare=keep_tools)
+    emulated = EmulatedUpstream(upstream, fmt, strict=strict, constrained=constrained)
+    parsed = EmulatedUpstream(
+        upstream, fmt, strict=strict, prepare=keep_tools, constrained=constrained
+    )
     built: dict[str, Upstream] = {"native": upstream, "emulated": emulated, "parsed": parsed}
 
     def wrapped(kind: str) -> Upstream:
