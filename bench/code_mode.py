@@ -16,9 +16,11 @@ generated tools (bench/catalog_tools.py) behind `tool_search` (plain) or `search
 inside the program (code mode). Reported per way: model round trips, bytes sent to the
 model (request bodies), wall time, and code mode's reduction against each plain way.
 
-Then the sandbox's own overhead per inner call: `--calls` awaits of an instant function in
-one program, sequential and gathered, against the same awaits in plain Python (measured in
-the same run), per call.
+Then the sandbox's cost per inner call: `--calls` awaits of an instant function in one
+program, sequential and gathered, against two references measured in the same run: the same
+awaits in plain Python, and the sandbox's own round trips alone (pydantic-monty's client
+answering each suspension in place, with no function run and no hand-over to the event loop):
+what Toolwire adds is the difference from the latter.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+import pydantic_monty as monty
 from openai import AsyncOpenAI
 
 if __name__ == "__main__":  # run by path: the repository root on the import path
@@ -188,6 +191,24 @@ async def one_way(name: str, model: Any, tools: ToolRegistry, code_mode: bool) -
     return Way(name, len(upstream.requests), sent, seconds, answer)
 
 
+def monty_alone(calls: int) -> float:
+    """µs per awaited call of the sandbox's own round trips (two suspensions a call)."""
+    best = float("inf")
+    with monty.Monty() as pool:
+        for _ in range(3):
+            with pool.checkout(limits={"max_suspensions": 2 * calls + 16}) as session:
+                start = time.perf_counter()
+                snapshot = session.feed_start(f"for i in range({calls}):\n    await f()")
+                while not isinstance(snapshot, monty.MontyComplete):
+                    if isinstance(snapshot, monty.FunctionSnapshot):
+                        snapshot = snapshot.resume({"future": ...})
+                    else:
+                        answers = {i: {"return_value": 1} for i in snapshot.pending_call_ids}
+                        snapshot = snapshot.resume(answers)
+                best = min(best, (time.perf_counter() - start) / calls)
+    return best * 1e6
+
+
 async def sandbox_overhead(calls: int) -> tuple[float, float, float]:
     """µs per awaited call: plain Python, a program's sequential awaits, gathered awaits."""
 
@@ -263,12 +284,14 @@ async def main(argv: list[str] | None = None) -> None:
                 f"round trips, {_pct_fewer(code.sent, plain.sent)} fewer bytes"
             )
     python, sequential, gathered = await sandbox_overhead(args.calls)
+    alone = monty_alone(args.calls)
     print(f"\nper awaited call ({args.calls} in one program, best of 3):")
-    print("| | us per call | overhead vs plain Python |")
+    print("| | us per call | Toolwire's part (beyond the sandbox's round trips) |")
     print("|---|---|---|")
     print(f"| plain Python await | {python:.1f} | |")
-    print(f"| program, sequential awaits | {sequential:.1f} | {sequential - python:.1f} |")
-    print(f"| program, gathered | {gathered:.1f} | {gathered - python:.1f} |")
+    print(f"| the sandbox's round trips alone | {alone:.1f} | |")
+    print(f"| program, sequential awaits | {sequential:.1f} | {sequential - alone:.1f} |")
+    print(f"| program, gathered | {gathered:.1f} | {gathered - alone:.1f} |")
 
 
 if __name__ == "__main__":

@@ -295,27 +295,15 @@ class _Run:
     async def _run_calls(self, pending: list[int]) -> dict[int, Any] | None:
         """Start the awaited calls not started yet; the results of those that settle first.
         None: every awaited call waits for an outside answer (the run pauses)."""
+        if len(pending) == 1 and pending[0] in self._calls:
+            return await self._run_one(pending[0])
         for call_id in pending:
             if call_id in self._calls and call_id not in self._running:
                 name, args, kwargs = self._calls.pop(call_id)
                 self._running[call_id] = asyncio.ensure_future(self._functions[name](args, kwargs))
                 self._awaited += 1
         while True:
-            settled: dict[int, Any] = {}
-            for call_id in pending:
-                task = self._running.get(call_id)
-                if task is None or not task.done():
-                    continue
-                del self._running[call_id]
-                error = task.exception()
-                if isinstance(error, Suspend):
-                    self._outside[call_id] = error.token
-                elif error is None:
-                    settled[call_id] = {"return_value": task.result()}
-                elif isinstance(error, ToolFailed):
-                    settled[call_id] = {"exc_type": "RuntimeError", "message": str(error)}
-                else:
-                    raise error  # a function's bug: the run fails, as the caller's code would
+            settled = self._collect(pending)
             if settled:
                 return settled
             waiting = [self._running[i] for i in pending if i in self._running]
@@ -326,6 +314,39 @@ class _Run:
             except asyncio.CancelledError:
                 self._cancel_running()
                 raise
+
+    def _collect(self, pending: list[int]) -> dict[int, Any]:
+        """The results of the pending calls that are done; those waiting for an outside
+        answer set aside."""
+        settled: dict[int, Any] = {}
+        for call_id in pending:
+            task = self._running.get(call_id)
+            if task is None or not task.done():
+                continue
+            del self._running[call_id]
+            error = task.exception()
+            if isinstance(error, Suspend):
+                self._outside[call_id] = error.token
+            elif error is None:
+                settled[call_id] = {"return_value": task.result()}
+            elif isinstance(error, ToolFailed):
+                settled[call_id] = {"exc_type": "RuntimeError", "message": str(error)}
+            else:
+                raise error  # a function's bug: the run fails, as the caller's code would
+        return settled
+
+    async def _run_one(self, call_id: int) -> dict[int, Any] | None:
+        """A call awaited alone (a plain `await f()`): run here, no task to make and wait on."""
+        name, args, kwargs = self._calls.pop(call_id)
+        self._awaited += 1
+        try:
+            value = await self._functions[name](args, kwargs)
+        except Suspend as waiting:
+            self._outside[call_id] = waiting.token
+            return None
+        except ToolFailed as exc:
+            return {call_id: {"exc_type": "RuntimeError", "message": str(exc)}}
+        return {call_id: {"return_value": value}}
 
     def _cancel_running(self) -> None:
         for task in self._running.values():
