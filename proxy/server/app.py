@@ -20,6 +20,7 @@ from ..config import Settings
 from ..errors import ProxyError
 from ..state import build_stores
 from ..telemetry import DrainMiddleware, Telemetry, TelemetryMiddleware
+from ..telemetry.tool_calls import ToolCallListener
 from ..turn.catalog import Catalog
 from ..turn.loop import ToolLoop
 from ..turn.programs import Programs
@@ -149,7 +150,7 @@ async def _start(
     registry: ToolRegistry | None,
     sources: SourceSet | None,
     stack: contextlib.AsyncExitStack,
-    listener: object,
+    listener: ToolCallListener,
 ) -> Services:
     """Build every long-lived object; `stack` closes each, also when a later one fails."""
     tools = registry if registry is not None else ToolRegistry()
@@ -183,7 +184,7 @@ async def _start(
         ttl_s=settings.policy.approval_ttl_s,
         listed=stores.listed,
     )
-    programs = Programs(settings.code_mode, gate)
+    programs = Programs(settings.code_mode, gate, observe=listener.program)
     stack.push_async_callback(programs.aclose)
     loop = ToolLoop(
         gate=gate,

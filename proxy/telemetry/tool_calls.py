@@ -3,7 +3,9 @@ permission decision the gate makes about one."""
 
 from __future__ import annotations
 
+import contextlib
 import time
+from collections.abc import Iterator
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
@@ -15,6 +17,8 @@ from .metrics import Metrics
 from .tracing import Tracing
 
 OK = "ok"
+RUN_CODE = "run_code"
+"""The span name's tool for a code-mode program's run."""
 _REFUSALS = frozenset({"denied", "refused"})
 """Permission outcomes that end a call before it runs (`asked` waits for the client)."""
 _APPROVALS = frozenset({"asked", "approved"})
@@ -39,6 +43,23 @@ class ToolCallListener:
     def __init__(self, metrics: Metrics | None, tracing: Tracing | None) -> None:
         self._metrics = metrics
         self._tracing = tracing
+
+    @contextlib.contextmanager
+    def program(self, call_id: str) -> Iterator[None]:
+        """A code-mode program's run as a span of its own, current while it runs: its inner
+        calls' spans hang under it."""
+        if self._tracing is None:
+            yield
+            return
+        span, token = self._tracing.start_tool(RUN_CODE, call_id)
+        error: str | None = None
+        try:
+            yield
+        except BaseException:
+            error = "error"
+            raise
+        finally:
+            self._tracing.end_tool(span, token, error)
 
     def before_call(self, event: CallEvent) -> None:
         now = time.perf_counter()

@@ -12,7 +12,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections import OrderedDict
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any
 
@@ -109,9 +110,17 @@ Ran = ToolResult | ProgramPause
 class Programs:
     """Runs `run_code` calls for the loop; its sandbox starts at the first program."""
 
-    def __init__(self, config: CodeModeConfig, gate: Gate) -> None:
+    def __init__(
+        self,
+        config: CodeModeConfig,
+        gate: Gate,
+        *,
+        observe: Callable[[str], AbstractContextManager[None]] | None = None,
+    ) -> None:
         self._config = config
         self._gate = gate
+        self._observe = observe or (lambda _call_id: contextlib.nullcontext())
+        """Wraps each run (the telemetry's span of the program, by its call id)."""
         self._limits = Limits(**config.limits.model_dump())
         self._namespaces = frozenset(config.tools.namespaces)
         self._tags = frozenset(config.tools.tags)
@@ -202,7 +211,8 @@ class Programs:
             )
         inner = _Inner(self._gate, turn, call, self.tools(turn.toolset))
         sandbox = await self._started()
-        outcome = await sandbox.run(code, inner.functions(), self._limits)
+        with self._observe(call.id):
+            outcome = await sandbox.run(code, inner.functions(), self._limits)
         return inner.ended(outcome)
 
     async def resume(
@@ -218,7 +228,8 @@ class Programs:
             return ToolResult.error(call.id, "program_error", "the paused program was lost")
         inner = _Inner(self._gate, turn, call, self.tools(turn.toolset), record)
         sandbox = await self._started()
-        outcome = await sandbox.resume(paused, answers, inner.functions(), self._limits)
+        with self._observe(call.id):
+            outcome = await sandbox.resume(paused, answers, inner.functions(), self._limits)
         return inner.ended(outcome)
 
     async def _started(self) -> Sandbox:

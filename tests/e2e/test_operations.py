@@ -369,3 +369,26 @@ async def test_json_logs_carry_the_request_id(tmp_path: Path, upstream: FakeUpst
     assert summary[0]["status"] == 200 and summary[0]["tool_calls"] == 1
     assert summary[0]["upstream_calls"] == 2 and summary[0]["tokens_in"] == 20
     assert any(line["logger"] == "uvicorn.error" for line in lines)
+
+
+async def test_a_programs_inner_calls_are_spans_under_its_run(upstream: FakeUpstream) -> None:
+    exporter = InMemorySpanExporter()
+    code = "import asyncio\nprint(await asyncio.gather(t_add(a=1, b=2), t_add(a=3, b=4)))"
+    upstream.script(Reply.tool_calls([("run_code", {"code": code})]), Reply.text("3 and 7"))
+    async with (
+        _serve(upstream, tracing=Tracing.to_exporter(exporter), code_mode={"enabled": True}) as url,
+        _client(url) as client,
+    ):
+        await client.chat.completions.create(model="fake-model", messages=USER)
+    spans = exporter.get_finished_spans()
+    (server,) = [s for s in spans if s.kind is SpanKind.SERVER]
+    (run,) = [s for s in spans if s.name == "execute_tool run_code"]
+    inner = [s for s in spans if s.name == "execute_tool t.add"]
+    assert run.parent is not None and run.parent.span_id == server.context.span_id
+    assert len(inner) == 2
+    assert all(s.parent is not None and s.parent.span_id == run.context.span_id for s in inner)
+    run_id = run.attributes["gen_ai.tool.call.id"]
+    assert sorted(s.attributes["gen_ai.tool.call.id"] for s in inner) == [
+        f"{run_id}.1",
+        f"{run_id}.2",
+    ]
