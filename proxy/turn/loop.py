@@ -286,11 +286,12 @@ class ToolLoop:
         for call in programs:
             ran = await self._run_program(turn, state, call)
             if isinstance(ran, ProgramPause):
-                state.pauses.append(ran)
-                ran = ran.placeholder()
-            results[call.id] = ran
+                state.pauses.append(ran)  # not finished: its calls go to the client
+            else:
+                results[call.id] = ran
         await self._execute(turn, state, admitted, results)
-        yield ToolsFinished(answered, tuple(results[c.id] for c in answered))
+        finished = tuple(c for c in answered if c.id in results)
+        yield ToolsFinished(finished, tuple(results[c.id] for c in finished))
 
     async def _run_program(self, turn: Turn, state: _State, call: ToolCall) -> Ran:
         """One `run_code` call, within the turn's time budget."""

@@ -97,11 +97,6 @@ class ProgramPause:
         """The program as the client's front shows it."""
         return ProgramCall(self.call.id, _code(self.call) or "", tuple(self.waiting))
 
-    def placeholder(self) -> ToolResult:
-        """What the turn's events say of the `run_code` call meanwhile (never sent upstream)."""
-        names = ", ".join(call.name for call in self.handed_back)
-        return ToolResult(self.call.id, f"(the program waits for the client's answers: {names})")
-
 
 Ran = ToolResult | ProgramPause
 """How a `run_code` call ends this request: its result, or a pause."""

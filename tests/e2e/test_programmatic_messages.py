@@ -92,3 +92,28 @@ async def test_a_program_calls_the_clients_tool_through_its_caller(
     (result,) = tool_messages(upstream.requests[1])
     assert result["content"] == "42 sent\n"
     assert len(upstream.requests) == 2
+
+
+async def test_a_program_that_runs_to_its_end_shows_its_result_block(
+    make_proxy: Any, upstream: FakeUpstream, stream: bool
+) -> None:
+    code = "print(await t_add(a=40, b=2))"
+    upstream.script(Reply.tool_calls([("run_code", {"code": code})]), Reply.text("It is 42."))
+    async with make_proxy(registry_with()) as proxy:
+        base = proxy.base_url.removesuffix("/v1")
+        async with AsyncAnthropic(base_url=base, api_key="-", max_retries=0) as client:
+            message = await _create(
+                client,
+                stream,
+                messages=[{"role": "user", "content": "Add 40 and 2."}],
+                tools=[CODE_EXECUTION],
+            )
+    server, result, text = message.content
+    assert (server.type, server.name, server.input) == (
+        "server_tool_use",
+        "code_execution",
+        {"code": code},
+    )
+    assert result.type == "code_execution_tool_result" and result.tool_use_id == server.id
+    assert (result.content.stdout, result.content.return_code) == ("42\n", 0)
+    assert text.text == "It is 42." and message.stop_reason == "end_turn"

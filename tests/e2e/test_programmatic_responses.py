@@ -75,3 +75,22 @@ async def test_a_program_calls_the_clients_function_as_its_caller(
     assert "run_code" in offered and "lookup_order" not in offered
     (result,) = tool_messages(upstream.requests[1])
     assert result["content"] == "42 sent\n"
+
+
+async def test_a_program_that_runs_to_its_end_shows_its_output(
+    make_proxy: Any, upstream: FakeUpstream, stream: bool
+) -> None:
+    code = "print(await t_add(a=40, b=2))"
+    upstream.script(Reply.tool_calls([("run_code", {"code": code})]), Reply.text("It is 42."))
+    async with make_proxy(registry_with()) as proxy:
+        response = await _create(proxy.client, stream, input="Add 40 and 2.")
+    program, output, message = (item.model_dump(exclude_none=True) for item in response.output)
+    assert (program["type"], program["code"]) == ("program", code)
+    assert output == {
+        "type": "program_output",
+        "id": output["id"],
+        "call_id": program["call_id"],
+        "result": "42\n",
+        "status": "completed",
+    }
+    assert message["type"] == "message" and message["content"][0]["text"] == "It is 42."

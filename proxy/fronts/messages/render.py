@@ -26,6 +26,7 @@ from ...turn.events import (
     ToolsStarted,
     Usage,
 )
+from ...turn.programs import RUN_CODE
 from ..renderers import Event
 from .errors import error_body
 from .programmatic import CODE_EXECUTION
@@ -59,6 +60,8 @@ class MessageBuilder:
         """The code execution tool the client declared: a program's calls name it."""
         self._search_name = search_name
         """The tool-search tool the client declared: each search shows as its blocks."""
+        self._programs_shown: set[str] = set()
+        """The programs whose `server_tool_use` block this message already holds."""
         self.content: list[Block] = []
         self._open: _Open | None = None
         self._finished: Finished | None = None
@@ -147,6 +150,8 @@ class MessageBuilder:
         if self._program_type is not None:
             for program in done.programs:
                 made_by.update(dict.fromkeys(program.waits_on, program.call_id))
+                if program.call_id in self._programs_shown:
+                    continue  # its block opened the round it paused in
                 code = {"code": program.code}
                 events += self._block(
                     {"type": "server_tool_use", "id": program.call_id, "name": CODE_EXECUTION},
@@ -166,28 +171,33 @@ class MessageBuilder:
         return [*events, message_delta, {"type": "message_stop"}]
 
     def _searches_started(self, calls: tuple[ToolCall, ...]) -> list[Event]:
-        if self._search_name is None:
-            return []
+        """The server tools' blocks of the calls Toolwire answers as the hosted ones would:
+        searches (a declared tool-search tool) and programs (a declared code execution)."""
         events = []
         for call in calls:
-            if call.name == SEARCH_TOOL:
-                events += self._close()
-                block = {"type": "server_tool_use", "id": call.id, "name": self._search_name}
-                events += self._block(block, _input(call))
+            if call.name == SEARCH_TOOL and self._search_name is not None:
+                name = self._search_name
+            elif call.name == RUN_CODE and self._program_type is not None:
+                name = CODE_EXECUTION
+                self._programs_shown.add(call.id)
+            else:
+                continue
+            events += self._close()
+            block = {"type": "server_tool_use", "id": call.id, "name": name}
+            events += self._block(block, _input(call))
         return events
 
     def _searches_finished(
         self, calls: tuple[ToolCall, ...], results: tuple[ToolResult, ...]
     ) -> list[Event]:
-        if self._search_name is None:
-            return []
         events: list[Event] = []
         for call, result in zip(calls, results, strict=True):
-            if call.name != SEARCH_TOOL:
+            if call.name == SEARCH_TOOL and self._search_name is not None:
+                block = _search_result(call, result)
+            elif call.name == RUN_CODE and call.id in self._programs_shown:
+                block = _code_execution_result(call, result)
+            else:
                 continue
-            references = [{"type": "tool_reference", "tool_name": name} for name in _found(result)]
-            content = {"type": "tool_search_tool_search_result", "tool_references": references}
-            block = {"type": "tool_search_tool_result", "tool_use_id": call.id, "content": content}
             self.content.append(block)
             index = len(self.content) - 1
             events += [
@@ -234,6 +244,25 @@ def _input(call: ToolCall) -> dict[str, Any]:
         except orjson.JSONDecodeError:
             arguments = {}
     return arguments if isinstance(arguments, dict) else {}
+
+
+def _search_result(call: ToolCall, result: ToolResult) -> Block:
+    references = [{"type": "tool_reference", "tool_name": name} for name in _found(result)]
+    content = {"type": "tool_search_tool_search_result", "tool_references": references}
+    return {"type": "tool_search_tool_result", "tool_use_id": call.id, "content": content}
+
+
+def _code_execution_result(call: ToolCall, result: ToolResult) -> Block:
+    """A finished program as the hosted code execution's result: what it printed, or the
+    error that stopped it."""
+    content: dict[str, Any] = {
+        "type": "code_execution_result",
+        "stdout": "" if result.is_error else result.content,
+        "stderr": result.content if result.is_error else "",
+        "return_code": 1 if result.is_error else 0,
+        "content": [],
+    }
+    return {"type": "code_execution_tool_result", "tool_use_id": call.id, "content": content}
 
 
 def _found(result: ToolResult) -> list[str]:

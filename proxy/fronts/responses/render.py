@@ -28,6 +28,7 @@ from ...turn.events import (
     ToolsStarted,
     Usage,
 )
+from ...turn.programs import RUN_CODE
 from ..renderers import Event
 from .items import approval_id
 
@@ -269,6 +270,8 @@ class ResponseBuilder:
     def _shown(self, call: ToolCall) -> bool:
         if call.name == SEARCH_TOOL and self.plan.tool_search:
             return True
+        if call.name == RUN_CODE and self.plan.programmatic:
+            return True
         return self.plan.show_rounds
 
     def _calls_started(self, calls: tuple[ToolCall, ...]) -> list[Event]:
@@ -277,6 +280,11 @@ class ResponseBuilder:
         for call in calls:
             if call.name == SEARCH_TOOL and self.plan.tool_search:
                 events += self._search_started(call)
+                continue
+            if call.name == RUN_CODE and self.plan.programmatic:
+                arguments = _json_arguments(call)
+                code = arguments.get("code", "") if isinstance(arguments, dict) else ""
+                events += self._program(ProgramCall(call.id, str(code), ()))
                 continue
             arguments = _arguments(call)
             item: Item = {
@@ -312,6 +320,9 @@ class ResponseBuilder:
             item = self.output[index]
             if item["type"] == "tool_search_call":
                 events += self._search_finished(index, call, result)
+                continue
+            if item["type"] == "program":
+                events += self._program_output(call, result)
                 continue
             if result.is_error:
                 item["error"] = {
@@ -370,7 +381,8 @@ class ResponseBuilder:
         if self.plan.programmatic:
             for program in done.programs:
                 made_by.update(dict.fromkeys(program.waits_on, program.call_id))
-                events += self._program(program)
+                if program.call_id not in self._calls:  # shown when it started
+                    events += self._program(program)
         for call in done.tool_calls:
             if asked.get(call.id) is not None:
                 events += self._approval(call)
@@ -399,6 +411,22 @@ class ResponseBuilder:
             "call_id": program.call_id,
             "code": program.code,
             "fingerprint": fingerprint,
+        }
+        index = self._add(item)
+        self._calls[program.call_id] = index
+        return [
+            self._event("response.output_item.added", output_index=index, item=item),
+            self._event("response.output_item.done", output_index=index, item=item),
+        ]
+
+    def _program_output(self, call: ToolCall, result: ToolResult) -> list[Event]:
+        """A finished program's result, what its output was to the model."""
+        item: Item = {
+            "type": "program_output",
+            "id": self._new_id("progo"),
+            "call_id": call.id,
+            "result": result.content,
+            "status": "incomplete" if result.is_error else "completed",
         }
         index = self._add(item)
         return [
