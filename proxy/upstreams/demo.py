@@ -14,6 +14,8 @@ from typing import Any
 
 import orjson
 
+from .demo_programs import RUN_CODE, program_call, program_results, program_tools
+
 __all__ = ["DEMO_MODEL", "DemoUpstream"]
 
 DEMO_MODEL = "toolwire-demo"
@@ -148,6 +150,13 @@ def _answer(body: dict[str, Any]) -> _Message:
         return _Message(content=_summarize(messages))
     tools = _offered_tools(body)
     if messages and messages[-1].get("role") == "user":
+        inside = _program_jobs(body)
+        if inside:
+            # Offered run_code: one program runs every call (code mode).
+            planned = _plan(_text(messages[-1].get("content")), inside)
+            if planned:
+                program = [(inside[c.tool].name, _arguments(inside[c.tool], c)) for c in planned]
+                return _Message(tool_calls=[program_call(program)])
         calls = _plan(_text(messages[-1].get("content")), tools)
         if calls:
             wire = [_wire_call(index, tools[call.tool], call) for index, call in enumerate(calls)]
@@ -198,6 +207,16 @@ def _offered_tools(body: dict[str, Any]) -> dict[str, _Offered]:
         if job is not None and offered.get(job, _Offered("")).name != job:
             offered[job] = _Offered(name, _parameters(function.get("parameters")))
     return offered
+
+
+def _program_jobs(body: dict[str, Any]) -> dict[str, _Offered]:
+    """The demo's jobs among the functions `run_code` offers."""
+    jobs: dict[str, _Offered] = {}
+    for name, parameters in program_tools(body).items():
+        job = _job(name)
+        if job is not None and job not in jobs:
+            jobs[job] = _Offered(name, parameters)
+    return jobs
 
 
 def _job(name: str) -> str | None:
@@ -332,6 +351,12 @@ def _summarize(messages: list[dict[str, Any]]) -> str:
     sentences = []
     for result in results:
         function = calls.get(result.get("tool_call_id"), {})
+        if function.get("name") == RUN_CODE and not _text(result.get("content")).startswith(
+            "Error"
+        ):
+            for name, arguments, content in program_results(_text(result.get("content"))):
+                sentences.append(_sentence(name, arguments, content))
+            continue
         arguments = _loads(function.get("arguments"))
         sentences.append(
             _sentence(

@@ -8,7 +8,9 @@ from typing import Any
 import pytest
 
 from examples import tools as example_tools
+from proxy.codemode import Limits, Sandbox, stubs
 from proxy.upstreams.demo import DEMO_MODEL, DemoUpstream
+from proxy.upstreams.demo_programs import program_tools
 
 NAMES = ("get_weather", "get_current_time", "calculate", "convert_currency")
 
@@ -367,3 +369,48 @@ def test_example_calculate_refuses_anything_but_arithmetic(expression: str) -> N
 def test_example_time_rejects_unknown_zones() -> None:
     with pytest.raises(ValueError, match="unknown timezone"):
         example_tools.get_current_time("Mars/Olympus")
+
+
+async def test_offered_run_code_the_demo_writes_one_program_and_answers_from_its_output() -> None:
+    """In code mode the demo runs every call it planned in one program, through the real
+    sandbox here, and answers from the lines the program printed."""
+    signatures = stubs(
+        [
+            ("demo_get_weather", "Weather.", {"properties": {"city": {}}}),
+            ("demo_calculate", "Calculate.", {"properties": {"expression": {}}}),
+        ]
+    )
+    run_code = {
+        "type": "function",
+        "function": {
+            "name": "run_code",
+            "description": "\n".join(s.signature for s in signatures),
+            "parameters": {"type": "object"},
+        },
+    }
+    question = {"role": "user", "content": "Weather in Paris, and calculate 6*7"}
+    body = {"model": "toolwire-demo", "messages": [question], "tools": [run_code]}
+    assert set(program_tools(body)) == {"demo_get_weather", "demo_calculate"}
+    delta, reason = await _message(body)
+    (call,) = delta["tool_calls"]
+    assert reason == "tool_calls"
+    assert call["function"]["name"] == "run_code"
+    code = json.loads(call["function"]["arguments"])["code"]
+
+    async def weather(args: Any, kwargs: dict[str, Any]) -> Any:
+        return {"city": kwargs["city"], "temperature": 17, "unit": "celsius", "condition": "sunny"}
+
+    async def calculate(args: Any, kwargs: dict[str, Any]) -> Any:
+        return 42
+
+    async with Sandbox(workers=1) as sandbox:
+        functions = {"demo_get_weather": weather, "demo_calculate": calculate}
+        outcome = await sandbox.run(code, functions, Limits())
+    assert outcome.error is None
+    answered = [
+        question,
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": call["id"], "content": outcome.output},
+    ]
+    answer, _ = await _message({**body, "messages": answered})
+    assert answer["content"] == "The weather in Paris is 17 °C and sunny. 6*7 = 42."
