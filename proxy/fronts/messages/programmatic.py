@@ -46,7 +46,10 @@ def code_execution_type(raw: dict[str, Any]) -> str | None:
 def client_marks(raw: dict[str, Any]) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
     """The request without what only the hosted server reads (its own tool types, the
     blocks of its earlier turns), and what it says of each client tool in Toolwire's words
-    (`allowed_callers`, `defer_loading`), by tool name."""
+    (`allowed_callers`, `defer_loading`), by tool name. A request with none of these is
+    returned as it is (no copy: most requests)."""
+    if not _hosted(raw):
+        return raw, {}
     tools, marks = [], {}
     for tool in raw.get("tools") or ():
         if not isinstance(tool, dict):
@@ -70,6 +73,26 @@ def client_marks(raw: dict[str, Any]) -> tuple[dict[str, Any], dict[str, dict[st
     if "tools" in raw:
         request["tools"] = tools
     return request, marks
+
+
+def _hosted(raw: dict[str, Any]) -> bool:
+    """Whether the request says anything only a hosted server reads."""
+    for tool in raw.get("tools") or ():
+        if isinstance(tool, dict) and (
+            ALLOWED_CALLERS in tool
+            or DEFER_LOADING in tool
+            or str(tool.get("type", "")).startswith(_SERVER_TOOLS)
+        ):
+            return True
+    for message in raw.get("messages") or ():
+        content = message.get("content") if isinstance(message, dict) else None
+        if message.get("role") == "assistant" and isinstance(content, list):
+            for block in content:
+                if isinstance(block, dict) and (
+                    block.get("type") in _SERVER_BLOCKS or "caller" in block
+                ):
+                    return True
+    return False
 
 
 def _without_server_blocks(message: Any) -> Any:
