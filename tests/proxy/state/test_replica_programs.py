@@ -46,3 +46,29 @@ async def test_a_program_paused_on_one_replica_resumes_on_the_other(
         assert third.content == "again" and runs == ["Rome"]
         (kept,) = tool_messages(upstream.requests[2])
         assert kept["content"] == "sunny 5\n"
+
+
+async def test_another_key_cannot_resume_a_program_on_another_replica(
+    make_proxy: ProxyFactory, upstream: FakeUpstream, redis_server: RedisServer, prefix: str
+) -> None:
+    runs: list[str] = []
+    auth = {"keys": [{"name": "a", "key": "key-a-000001"}, {"name": "b", "key": "key-b-000001"}]}
+    upstream.script(Reply.tool_calls([("run_code", {"code": PROGRAM})]))
+    sections = {"policy": ASK_NETWORK, "code_mode": {"enabled": True}, "auth": auth}
+    async with replicas(make_proxy, redis_server, prefix, runs, **sections) as (a, b):
+        first = await ask(
+            a.client.with_options(api_key="key-a-000001"), stream=False, messages=USER
+        )
+        (asked,) = first.tool_calls
+        history = continued(asked, json.dumps({"approve": True}))
+        upstream.script(Reply.text("b's answer"), Reply.text("a's answer"))
+        stolen = await ask(
+            b.client.with_options(api_key="key-b-000001"), stream=False, messages=history
+        )
+        assert stolen.content == "b's answer" and runs == []
+        mine = await ask(
+            b.client.with_options(api_key="key-a-000001"), stream=False, messages=history
+        )
+        assert mine.content == "a's answer" and runs == ["Rome"]
+    (result,) = tool_messages(upstream.requests[-1])
+    assert result["content"] == "sunny 5\n"
