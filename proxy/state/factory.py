@@ -10,6 +10,7 @@ from typing import Literal
 from ..config import ConfigError, Settings, StateConfig
 from ..errors import StateUnavailableError
 from .base import ApprovalStore, ModeStore, OpenApprovalStore, RateLimiter, ResponseStore, TurnStore
+from .mcp_tasks import McpTaskStore, MemoryMcpTaskStore, RedisMcpTaskStore
 from .memory import (
     MemoryApprovalStore,
     MemoryModeStore,
@@ -37,8 +38,8 @@ OUTCOME_TTL_S = 7 * 86400.0
 """Approval outcomes outlive pending turns: a conversation replays them for days."""
 
 NOT_SHARED = (
-    "pending turns, approvals (and the operators' queue of them), stored responses and "
-    "rate-limit windows"
+    "pending turns, approvals (and the operators' queue of them), stored responses, "
+    "rate-limit windows and /mcp tasks"
 )
 """What each process keeps to itself with the memory backend."""
 
@@ -58,6 +59,8 @@ class Stores:
     """The open approvals operators see (the admin API's queue)."""
     modes: Callable[[str], ModeStore]
     """The emulation-mode memory of the upstream of that name."""
+    mcp_tasks: McpTaskStore
+    """The records of `/mcp`'s task-augmented tool calls."""
     redis: RedisState | None = None
 
     async def aclose(self) -> None:
@@ -102,6 +105,7 @@ async def _redis_stores(config: StateConfig) -> Stores:
         limiter=RedisRateLimiter(state),
         listed=RedisOpenApprovalStore(state),
         modes=lambda upstream: RedisModeStore(state, upstream),
+        mcp_tasks=RedisMcpTaskStore(state),
         redis=state,
     )
     try:
@@ -125,6 +129,7 @@ def memory_stores(config: StateConfig) -> Stores:
         limiter=MemoryRateLimiter(),
         listed=MemoryOpenApprovalStore(),
         modes=lambda upstream: MemoryModeStore(),
+        mcp_tasks=MemoryMcpTaskStore(),
     )
 
 
