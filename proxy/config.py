@@ -317,12 +317,29 @@ class StateConfig(BaseModel):
         return value
 
 
+class McpTasksConfig(BaseModel):
+    """Tool calls that `/mcp` clients may run as tasks: detached, polled, cancellable."""
+
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+    tags: list[str] = Field(default_factory=lambda: ["slow"])
+    """Tools with any of these tags can run as tasks (`execution.taskSupport: optional`)."""
+    min_timeout_s: float | None = Field(default=60.0, gt=0)
+    """So can tools whose own `timeout_s` is at least this; null: the tags alone decide."""
+    ttl_s: float = Field(default=3600.0, gt=0)
+    """How long a task's record is kept from its creation: the default and the most a
+    client may ask for."""
+    max_running: int = Field(default=64, gt=0)
+    """Tasks one process runs at once; past it a new task is refused."""
+
+
 class McpServerConfig(BaseModel):
     """`/mcp`: the registry served outward over MCP, under the same keys and gate."""
 
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     enabled: bool = True
+    tasks: McpTasksConfig = Field(default_factory=McpTasksConfig)
 
 
 class TelemetryConfig(BaseModel):

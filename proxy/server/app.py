@@ -117,6 +117,7 @@ def _lifespan(
                     services,
                     approval_timeout_s=settings.policy.approval_ttl_s,
                     max_body_bytes=settings.server.max_body_bytes,
+                    tasks=settings.mcp_server.tasks,
                 )
                 await stack.enter_async_context(serving)
             if admin is not None:
@@ -206,6 +207,7 @@ async def _start(
         keys=Authenticator(settings.auth, limiter) if settings.auth is not None else None,
         approvals=approvals,
         keepalive_s=settings.loop.keepalive_s,
+        mcp_tasks=stores.mcp_tasks,
     )
 
 

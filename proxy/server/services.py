@@ -12,6 +12,7 @@ from registry import SourceSet, ToolRegistry
 from ..approvals.flow import ApprovalFlow
 from ..config import ServerConfig
 from ..state.base import ResponseStore
+from ..state.mcp_tasks import McpTaskStore
 from ..turn.catalog import Catalog
 from ..turn.events import LoopEvent
 from ..turn.record import Turn
@@ -47,3 +48,5 @@ class Services:
     """The approvals of paused calls (the admin API lists and decides them)."""
     keepalive_s: float = 5.0
     """A stream silent this long gets a keep-alive comment (`loop.keepalive_s`)."""
+    mcp_tasks: McpTaskStore | None = None
+    """The records of `/mcp`'s tasks; None: `/mcp` keeps them in its own memory."""

@@ -20,6 +20,7 @@ from mcp.server.auth.provider import AccessToken
 from mcp.server.lowlevel import NotificationOptions, Server
 from mcp.server.models import InitializationOptions
 
+from ...config import McpTasksConfig
 from ...server.asgi import Receive, Scope, Send, send_json
 from ...server.context import context_of
 from ...server.hosts import AllowedHosts
@@ -45,7 +46,12 @@ class McpFront:
 
     @contextlib.asynccontextmanager
     async def serving(
-        self, services: Services, *, approval_timeout_s: float, max_body_bytes: int
+        self,
+        services: Services,
+        *,
+        approval_timeout_s: float,
+        max_body_bytes: int,
+        tasks: McpTasksConfig | None = None,
     ) -> AsyncIterator[None]:
         """Serve MCP requests with `services` until the context exits (which ends every
         session)."""
