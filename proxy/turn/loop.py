@@ -90,10 +90,10 @@ class ToolLoop:
         )
         async for event in self._resume_approved(turn, state):
             yield event
-        paused_again = await self._resume_programs(turn, state)
-        if paused_again is not None:
-            yield paused_again
-            return
+        async for event in self._resume_programs(turn, state):
+            yield event
+            if isinstance(event, Finished):
+                return
         while True:
             state.guard.begin_iteration()
             async for event in self._ask(turn, state, with_tools=True):
@@ -154,20 +154,25 @@ class ToolLoop:
             state.failed.update(resolution.answers)
         state.history = apply_answers(state.history, resolution.answers)
 
-    async def _resume_programs(self, turn: Turn, state: _State) -> Finished | None:
-        """Give paused programs the client's answers; the calls of those that pause again
-        go back to the client at once. Only where code mode is on: a turn without it costs no
-        lookup (a client that turns it off leaves its paused programs unanswered)."""
-        if self._programs is None or not self._programs.on(turn):
-            return None
+    async def _resume_programs(self, turn: Turn, state: _State) -> AsyncIterator[LoopEvent]:
+        """Give paused programs the client's answers (whether or not code mode is still on:
+        see `pauses`): those that finish show as finished calls; the calls of those that
+        pause again go back to the client at once (a `Finished`). A history with no
+        unanswered `run_code` call costs no lookup."""
+        if self._programs is None or RUN_CODE in turn.client_tools:
+            return  # no programs here: a client's own run_code is the client's
+        if not pauses.waiting_programs(state.history):
+            return
         resumed = await pauses.resume(
             self._turns, self._programs, turn, state.history, state.failed
         )
         state.history = resumed.history
-        if not resumed.pauses:
-            return None
-        state.pauses = resumed.pauses
-        return await self._hand_back(turn, state, Round(), [])
+        if resumed.finished:
+            calls, results = zip(*resumed.finished, strict=True)
+            yield ToolsFinished(tuple(calls), tuple(results))
+        if resumed.pauses:
+            state.pauses = resumed.pauses
+            yield await self._hand_back(turn, state, Round(), [])
 
     async def _settle(
         self, turn: Turn, state: _State, content: str, calls: Round, results: list[ToolResult]

@@ -8,6 +8,13 @@ the program, which runs on: to its end (the client's answers are replaced by the
 call's result), or to another pause (its answers vanish from the history and the new calls
 are handed back at once). What happened is kept, so a replayed history reads the same and
 nothing runs twice.
+
+A program paused under code mode is resumed even when code mode has since been turned off
+(for the key or the request): it was admitted under code mode, the client has already
+answered its calls (an approval given, its own tool run), and each inner call still passes
+the gate. Only a program whose state is gone (expired) cannot go on: its `run_code` call is
+answered with an error the model can act on, and the answers to its calls leave the history,
+so the upstream always reads a history whose every call is answered once.
 """
 
 from __future__ import annotations
@@ -15,14 +22,20 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from registry import ToolResult
+import orjson
+
+from registry import ToolCall, ToolResult
 
 from .continuations import TurnStore, owned
-from .programs import ProgramPause, Programs, answer
+from .programs import RUN_CODE, ProgramPause, Programs, answer
 from .record import Turn
 
 Message = dict[str, Any]
 _KEY = "program:"
+LOST = (
+    "the program's paused state is gone (it expired before the answers came), so it did "
+    "not finish; run what is still needed again"
+)
 
 
 def _key(owner: str, call_id: str) -> str:
@@ -43,6 +56,15 @@ class Resumed:
 
     history: list[Message]
     pauses: list[ProgramPause] = field(default_factory=list)
+    finished: list[tuple[ToolCall, ToolResult]] = field(default_factory=list)
+    """The programs that ran to their end on these answers (first time only, not on a
+    replayed history): the hosted fronts show their results."""
+
+
+def waiting_programs(history: list[Message]) -> bool:
+    """Whether a `run_code` call of the history has no answer yet: a program paused on calls
+    the client answers (a cheap scan: a turn without one costs no lookup)."""
+    return bool(_unanswered_programs(history))
 
 
 async def resume(
@@ -59,13 +81,11 @@ async def resume(
         for m in history
         if m.get("role") == "tool" and isinstance(m.get("tool_call_id"), str)
     }
-    if not answered:
-        return Resumed(history)
     ids = list(answered)
-    found = await store.get_many([_key(turn.owner, i) for i in ids])
+    found = await store.get_many([_key(turn.owner, i) for i in ids]) if ids else []
     records = {i: kept[0] for i, kept in zip(ids, found, strict=True) if kept}
     if not records:
-        return Resumed(history)
+        return Resumed(_settled(history))
     replaced: dict[str, Message | None] = {}
     """Each answer's tool message → what takes its place (None: nothing)."""
     resumed = Resumed(history)
@@ -86,6 +106,7 @@ async def resume(
                 continue
             content = ran.content
             await _mark(store, turn.owner, waiting, {**record, "done": content})
+            resumed.finished.append((_program_call(record["program"]), ran))
         replaced.update(dict.fromkeys(present))
         if present:
             program = str(record["program"]["call"])
@@ -97,7 +118,57 @@ async def resume(
             resumed.history.append(message)
         elif (instead := replaced[answers]) is not None:
             resumed.history.append(instead)
+    resumed.history = _settled(resumed.history)
     return resumed
+
+
+def _unanswered_programs(history: list[Message]) -> list[str]:
+    """The ids of the history's `run_code` calls that no tool message answers."""
+    calls = [
+        call.get("id")
+        for message in history
+        if message.get("role") == "assistant"
+        for call in message.get("tool_calls") or ()
+        if isinstance(call, dict) and (call.get("function") or {}).get("name") == RUN_CODE
+    ]
+    if not calls:
+        return []
+    answered = {m.get("tool_call_id") for m in history if m.get("role") == "tool"}
+    return [c for c in calls if isinstance(c, str) and c not in answered]
+
+
+def _settled(history: list[Message]) -> list[Message]:
+    """The history with every program still unanswered (its state lost) answered with an
+    error right after the assistant message that called it, and the answers to calls no
+    assistant message made (those the lost program waited on) left out."""
+    lost = set(_unanswered_programs(history))
+    if not lost:
+        return history
+    made = {
+        call.get("id")
+        for message in history
+        if message.get("role") == "assistant"
+        for call in message.get("tool_calls") or ()
+        if isinstance(call, dict)
+    }
+    settled: list[Message] = []
+    for message in history:
+        if message.get("role") == "tool" and message.get("tool_call_id") not in made:
+            continue
+        settled.append(message)
+        for call in message.get("tool_calls") or () if message.get("role") == "assistant" else ():
+            if isinstance(call, dict) and call.get("id") in lost:
+                error = ToolResult.error(str(call["id"]), "program_error", LOST)
+                settled.append(
+                    {"role": "tool", "tool_call_id": error.call_id, "content": error.content}
+                )
+    return settled
+
+
+def _program_call(record: dict[str, Any]) -> ToolCall:
+    """The `run_code` call a kept program answers."""
+    arguments = orjson.dumps({"code": str(record.get("code", ""))}).decode()
+    return ToolCall(str(record["call"]), RUN_CODE, arguments)
 
 
 def _distinct(records: Any) -> list[dict[str, Any]]:
@@ -126,4 +197,4 @@ def _text(content: Any) -> str:
     return "" if content is None else str(content)
 
 
-__all__ = ["Resumed", "keep", "resume"]
+__all__ = ["LOST", "Resumed", "keep", "resume", "waiting_programs"]

@@ -119,3 +119,32 @@ async def test_another_key_cannot_resume_a_program(
         mine = await ask(a, stream=stream, messages=history)
         assert mine.content == "a's answer" and runs == ["Oslo"]
     assert "sunny" in tool_messages(upstream.requests[-1])[0]["content"]
+
+
+async def test_a_paused_program_finishes_after_code_mode_is_turned_off(
+    make_proxy: Any, upstream: FakeUpstream, stream: bool
+) -> None:
+    """Turned off for the request that answers it, a paused program still resumes (it was
+    admitted under code mode, and the client has run its call): the model reads the
+    `run_code` result, and is offered no `run_code` any more."""
+    registry, runs = _counting_registry()
+    code = "order = await lookup_order(order_id='7')\nprint('order', order['status'])"
+    upstream.script(Reply.tool_calls([("run_code", {"code": code})]), Reply.text("Order 7 sent."))
+    async with make_proxy(registry) as proxy:
+        on = {"toolwire": {"code_mode": True}}
+        first = await ask(proxy.client, stream=stream, messages=USER, tools=[LOOKUP], extra_body=on)
+        (lookup,) = first.tool_calls
+        assert lookup["function"]["name"] == "lookup_order"
+        history = _answer(first, {"status": "sent"}, USER)
+        off = {"toolwire": {"code_mode": False}}
+        second = await ask(
+            proxy.client, stream=stream, messages=history, tools=[LOOKUP], extra_body=off
+        )
+    assert second.content == "Order 7 sent." and runs == []
+    sent = upstream.requests[1]
+    assert "run_code" not in [t["function"]["name"] for t in sent["tools"]]
+    (result,) = tool_messages(sent)
+    assert result["content"] == "order sent\n"
+    (program_call,) = sent["messages"][1]["tool_calls"]
+    assert program_call["function"]["name"] == "run_code"
+    assert result["tool_call_id"] == program_call["id"]

@@ -2,7 +2,8 @@
 model behind Toolwire: it declares the code execution tool and marks its own tool as
 callable from programs; the program's call of that tool comes back as a `tool_use` block
 whose `caller` names the `server_tool_use` block of the program; the client answers with a
-`tool_result`, sends the blocks back as they came, and gets the answer. Through the real
+`tool_result`, sends the blocks back as they came, and gets the program's
+`code_execution_tool_result` (it resumed and ran to its end) and the answer. Through the real
 server with the official anthropic SDK, streamed and not."""
 
 from __future__ import annotations
@@ -83,7 +84,11 @@ async def test_a_program_calls_the_clients_tool_through_its_caller(
             ]
             second = await _create(client, stream, messages=history, tools=tools)
     assert second.stop_reason == "end_turn"
-    assert [b.text for b in second.content if b.type == "text"] == ["42, and order 7 sent."]
+    # The program resumed and ran to its end: its result block comes before the answer.
+    finished, text = second.content
+    assert finished.type == "code_execution_tool_result" and finished.tool_use_id == server.id
+    assert (finished.content.stdout, finished.content.return_code) == ("42 sent\n", 0)
+    assert text.text == "42, and order 7 sent."
     offered = tool_names(upstream.requests[0])
     assert "run_code" in offered and "lookup_order" not in offered  # programmatic only
     (run_code,) = [t for t in upstream.requests[0]["tools"] if t["function"]["name"] == "run_code"]

@@ -69,8 +69,16 @@ async def test_a_program_calls_the_clients_function_as_its_caller(
         }
         second = await _create(proxy.client, stream, input=[*question, program, call, output])
     assert second.status == "completed"
-    texts = [c.text for item in second.output if item.type == "message" for c in item.content]
-    assert texts == ["42, and order 7 sent."]
+    # The program resumed and ran to its end: its output shows before the answer.
+    finished, message = (item.model_dump(exclude_none=True) for item in second.output)
+    assert finished == {
+        "type": "program_output",
+        "id": finished["id"],
+        "call_id": program["call_id"],
+        "result": "42 sent\n",
+        "status": "completed",
+    }
+    assert message["type"] == "message" and message["content"][0]["text"] == "42, and order 7 sent."
     offered = tool_names(upstream.requests[0])
     assert "run_code" in offered and "lookup_order" not in offered
     (result,) = tool_messages(upstream.requests[1])

@@ -194,7 +194,8 @@ class MessageBuilder:
         for call, result in zip(calls, results, strict=True):
             if call.name == SEARCH_TOOL and self._search_name is not None:
                 block = _search_result(call, result)
-            elif call.name == RUN_CODE and call.id in self._programs_shown:
+            elif call.name == RUN_CODE and self._program_type is not None:
+                # Its block opened this message, or the one it paused in (it resumed now).
                 block = _code_execution_result(call, result)
             else:
                 continue

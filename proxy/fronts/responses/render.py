@@ -316,6 +316,9 @@ class ResponseBuilder:
         for call, result in zip(calls, results, strict=True):
             index = self._calls.pop(call.id, None)
             if index is None:
+                if call.name == RUN_CODE and self.plan.programmatic:
+                    # A program paused in an earlier response, resumed and finished now.
+                    events += self._program_output(call, result)
                 continue
             item = self.output[index]
             if item["type"] == "tool_search_call":
