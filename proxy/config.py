@@ -421,6 +421,31 @@ class CodeModeConfig(BaseModel):
     """Sandbox worker processes, started at the first program: programs running at once."""
 
 
+class ResultsConfig(BaseModel):
+    """`results:` a tool result longer than `spill_over_bytes` is kept whole (in the state's
+    store) and the model gets a preview and a handle to read the rest with `read_result`."""
+
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+    spill: bool = True
+    """false: long results reach the model whole, up to `execution.max_result_size`."""
+    spill_over_bytes: int = Field(default=32 * 1024, ge=1024)
+    preview_bytes: int = Field(default=4096, ge=256)
+    """The head (three quarters) and tail the model gets of a spilled result."""
+    read_bytes: int = Field(default=16 * 1024, ge=1024)
+    """The most one `read_result` returns."""
+    ttl_s: float = Field(default=3600.0, gt=0)
+    """How long a spilled result can be read."""
+    max_memory_bytes: int = Field(default=256 * 1024 * 1024, ge=1024)
+    """Byte budget of the in-memory store (Redis keeps each within `state.max_entry_bytes`)."""
+
+    @model_validator(mode="after")
+    def _preview_fits(self) -> ResultsConfig:
+        if self.preview_bytes >= self.spill_over_bytes:
+            raise ValueError("preview_bytes must be less than spill_over_bytes")
+        return self
+
+
 class Settings(BaseModel):
     """The whole of proxy.yaml."""
 
@@ -441,6 +466,7 @@ class Settings(BaseModel):
     mcp_server: McpServerConfig = Field(default_factory=McpServerConfig)
     admin: AdminConfig = Field(default_factory=AdminConfig)
     code_mode: CodeModeConfig = Field(default_factory=CodeModeConfig)
+    results: ResultsConfig = Field(default_factory=ResultsConfig)
     base_dir: Path = Field(default_factory=Path.cwd, exclude=True)
     """Where relative paths in the file are resolved: the config file's folder."""
 
