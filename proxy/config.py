@@ -446,6 +446,22 @@ class ResultsConfig(BaseModel):
         return self
 
 
+class BackgroundConfig(BaseModel):
+    """`background:` Responses API requests with `background: true`, run detached from the
+    request on the replica that took them."""
+
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+    max_runs: int = Field(default=64, ge=1)
+    """Background runs at once on one replica; past it, a new one is a 429."""
+    max_runs_per_key: int = Field(default=16, ge=1)
+    """Background runs at once of one client key on one replica; past it, a 429."""
+    max_run_s: float = Field(default=3600.0, gt=0)
+    """A run's hard deadline (the loop's own `loop.timeout_s` ends most turns first)."""
+    lease_s: float = Field(default=15.0, ge=0.5)
+    """A run whose replica has not renewed its lease for this long is `failed`."""
+
+
 class Settings(BaseModel):
     """The whole of proxy.yaml."""
 
@@ -467,6 +483,7 @@ class Settings(BaseModel):
     admin: AdminConfig = Field(default_factory=AdminConfig)
     code_mode: CodeModeConfig = Field(default_factory=CodeModeConfig)
     results: ResultsConfig = Field(default_factory=ResultsConfig)
+    background: BackgroundConfig = Field(default_factory=BackgroundConfig)
     base_dir: Path = Field(default_factory=Path.cwd, exclude=True)
     """Where relative paths in the file are resolved: the config file's folder."""
 
