@@ -9,7 +9,13 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from registry.configured import SourceSettings
 
-__all__ = ["McpServerConfig", "McpServersJsonConfig", "McpSourceConfig", "Transport"]
+__all__ = [
+    "McpServerConfig",
+    "McpServersJsonConfig",
+    "McpSourceConfig",
+    "SamplingConfig",
+    "Transport",
+]
 
 Transport = Literal["stdio", "streamable-http", "sse"]
 
@@ -91,6 +97,26 @@ class McpServerConfig(BaseModel):
         return self.url if self.url is not None else " ".join(self.argv)
 
 
+class SamplingConfig(BaseModel):
+    """A source's `sampling:` entry: whether its server may ask for completions, and how."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    enabled: bool = False
+    model: str | None = Field(default=None, min_length=1)
+    """The model that answers (routed like a client's request). Required when enabled."""
+    max_tokens: int = Field(default=1024, gt=0)
+    """The most a completion may produce; a server asking for more gets this many."""
+    requests_per_minute: int = Field(default=10, gt=0)
+    """Past it, a request is refused until the minute's window moves on (per process)."""
+
+    @model_validator(mode="after")
+    def _model_when_enabled(self) -> SamplingConfig:
+        if self.enabled and self.model is None:
+            raise ValueError("model: required when sampling is enabled")
+        return self
+
+
 class McpSourceConfig(SourceSettings):
     """A `tools:` entry with an `mcp:` key: one MCP server and how its tools are governed."""
 
@@ -101,6 +127,8 @@ class McpSourceConfig(SourceSettings):
     """Per-call deadline of every tool of the server (default: `execution.timeout_s`)."""
     optional: bool = False
     """True: a server down at start-up does not stop the proxy; its tools appear later."""
+    sampling: SamplingConfig = SamplingConfig()
+    """Whether the server may ask for completions (`sampling/createMessage`), and how."""
 
 
 class McpServersJsonConfig(BaseModel):

@@ -29,6 +29,7 @@ from mcp.shared.message import SessionMessage
 from pydantic import ValidationError
 
 from registry.mcp.config import McpServerConfig
+from registry.mcp.elicitation import ClientRequests
 from registry.mcp.errors import McpCallError, McpConnectionLostError, McpUnavailableError
 from registry.mcp.keepalive import read_to_end
 from registry.mcp.pool import pooled_client
@@ -63,9 +64,16 @@ class McpSession:
     """
 
     def __init__(
-        self, server: McpServerConfig, *, label: str, base_dir: Path, on_tools: ToolsCallback
+        self,
+        server: McpServerConfig,
+        *,
+        label: str,
+        base_dir: Path,
+        on_tools: ToolsCallback,
+        requests: ClientRequests | None = None,
     ) -> None:
         self._server = server
+        self._requests = requests
         self._label = label
         self._base_dir = base_dir
         self._on_tools = on_tools
@@ -137,7 +145,7 @@ class McpSession:
         try:
             # The caller's trace context (empty unless traced): in `_meta`, and as headers.
             meta = cast("types.RequestParamsMeta", dict(outgoing_trace_headers())) or None
-            result = await session.call_tool(name, arguments, meta=meta)
+            result = await self._call(session, name, arguments, meta)
         except MCPError as exc:
             if (
                 exc.code == types.CONNECTION_CLOSED
@@ -161,6 +169,34 @@ class McpSession:
         if not isinstance(result, types.CallToolResult):
             raise McpCallError(f"unexpected result type {type(result).__name__}")
         return result
+
+    async def _call(
+        self,
+        session: ClientSession,
+        name: str,
+        arguments: dict[str, Any],
+        meta: types.RequestParamsMeta | None,
+    ) -> types.CallToolResult:
+        """One call, its server's questions and completion requests answered meanwhile."""
+        if self._requests is None:
+            return await session.call_tool(name, arguments, meta=meta)
+        requests = self._requests
+        with requests.calling(name) as hooks:
+
+            async def retry(
+                responses: types.InputResponses, state: str | None
+            ) -> types.CallToolResult | types.InputRequiredResult:
+                return await session.call_tool(
+                    name,
+                    arguments,
+                    meta=meta,
+                    input_responses=responses,
+                    request_state=state,
+                    allow_input_required=True,
+                )
+
+            first = await session.call_tool(name, arguments, meta=meta, allow_input_required=True)
+            return await requests.settle(name, hooks, first, retry)
 
     def _mark_lost(self) -> None:
         # Calls fail fast from here on; the supervisor tears the connection down and retries.
@@ -242,8 +278,14 @@ class McpSession:
             connecting.deadline = anyio.current_time() + self._server.connect_timeout_s
             async with transport as (read, write):
                 watched = _Watched(read, self._mark_lost)
+                requests = self._requests
                 async with ClientSession(
-                    watched, write, message_handler=self._handler(changes), client_info=_CLIENT_INFO
+                    watched,
+                    write,
+                    message_handler=self._handler(changes),
+                    client_info=_CLIENT_INFO,
+                    elicitation_callback=requests.elicit if requests is not None else None,
+                    sampling_callback=requests.sample if requests is not None else None,
                 ) as session:
                     await session.initialize()
                     tools = await _list_all(session)

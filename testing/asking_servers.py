@@ -1,0 +1,86 @@
+"""An MCP server whose tools ask their client mid-call: a form question, a URL question, a
+completion request (sampling). Each tool returns what its client answered, as JSON, so a
+test reads the answer the server received.
+
+Run it over stdio with `python -m testing.asking_servers`.
+"""
+
+from __future__ import annotations
+
+import json
+
+import anyio
+import mcp_types as types
+from mcp.server.mcpserver import Context, MCPServer
+
+__all__ = ["BOOKING_SCHEMA", "asking_server"]
+
+BOOKING_SCHEMA: types.ElicitRequestedSchema = {
+    "type": "object",
+    "properties": {
+        "date": {"type": "string", "description": "the day, YYYY-MM-DD"},
+        "guests": {"type": "integer", "minimum": 1},
+    },
+    "required": ["date", "guests"],
+}
+
+
+def _answer(result: types.ElicitResult) -> str:
+    reason = (result.meta or {}).get("toolwire/reason")
+    return json.dumps({"action": result.action, "content": result.content, "reason": reason})
+
+
+def asking_server() -> MCPServer:
+    """`book_table` (a form), `link_account` (a URL), `summarize` (sampling), `echo`."""
+    server = MCPServer("toolwire-test-asking")
+
+    @server.tool()
+    async def book_table(city: str, ctx: Context) -> str:
+        """Book a table; asks for the date and the number of guests."""
+        result = await ctx.request_context.session.elicit_form(
+            f"Which day, and for how many, in {city}?", BOOKING_SCHEMA, ctx.request_id
+        )
+        return _answer(result)
+
+    @server.tool()
+    async def book_twice(city: str, ctx: Context) -> str:
+        """Asks two questions in turn; returns both answers."""
+        session = ctx.request_context.session
+        first = await session.elicit_form(f"Day in {city}?", BOOKING_SCHEMA, ctx.request_id)
+        second = await session.elicit_form("And the day after?", BOOKING_SCHEMA, ctx.request_id)
+        return f"[{_answer(first)}, {_answer(second)}]"
+
+    @server.tool()
+    async def link_account(ctx: Context) -> str:
+        """Sends the user to a URL to sign in."""
+        result = await ctx.request_context.session.elicit_url(
+            "Sign in to link your account",
+            "https://example.test/link?s=1",
+            "link-1",
+            ctx.request_id,
+        )
+        return _answer(result)
+
+    @server.tool()
+    async def summarize(text: str, ctx: Context) -> str:
+        """Asks the client's model for a one-line summary."""
+        result = await ctx.request_context.session.create_message(
+            [types.SamplingMessage(role="user", content=types.TextContent(text=text))],
+            max_tokens=5000,
+            system_prompt="Summarize in one line.",
+            related_request_id=ctx.request_id,
+        )
+        content = result.content
+        text_out = content.text if isinstance(content, types.TextContent) else ""
+        return json.dumps({"model": result.model, "text": text_out})
+
+    @server.tool()
+    def echo(text: str) -> str:
+        """Return the text unchanged."""
+        return text
+
+    return server
+
+
+if __name__ == "__main__":
+    anyio.run(asking_server().run_stdio_async)
