@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
-from ..config import ConfigError, Settings, StateConfig
+from ..config import ConfigError, ResultsConfig, Settings, StateConfig
 from ..errors import StateUnavailableError
 from .base import ApprovalStore, ModeStore, OpenApprovalStore, RateLimiter, ResponseStore, TurnStore
 from .mcp_tasks import McpTaskStore, MemoryMcpTaskStore, RedisMcpTaskStore
@@ -29,6 +29,7 @@ from .redis import (
     redacted,
 )
 from .redis_approvals import RedisApprovalStore, RedisOpenApprovalStore
+from .spills import SpillStore, spill_store
 
 log = logging.getLogger("toolwire.state")
 
@@ -61,6 +62,8 @@ class Stores:
     """The emulation-mode memory of the upstream of that name."""
     mcp_tasks: McpTaskStore
     """The records of `/mcp`'s task-augmented tool calls."""
+    spills: SpillStore
+    """Long tool results kept for the model to read in parts (`results:`)."""
     redis: RedisState | None = None
 
     async def aclose(self) -> None:
@@ -77,9 +80,9 @@ async def build_stores(settings: Settings) -> Stores:
     """
     config = settings.state
     if config.backend == "memory":
-        return memory_stores(config)
+        return memory_stores(config, settings.results)
     try:
-        return await _redis_stores(config)
+        return await _redis_stores(config, settings.results)
     except StateUnavailableError as exc:
         if config.required:
             raise _unreachable(config, exc) from exc
@@ -90,10 +93,10 @@ async def build_stores(settings: Settings) -> Stores:
             exc.__cause__,
             NOT_SHARED,
         )
-        return memory_stores(config)
+        return memory_stores(config, settings.results)
 
 
-async def _redis_stores(config: StateConfig) -> Stores:
+async def _redis_stores(config: StateConfig, results: ResultsConfig) -> Stores:
     client = await connect(config.url)
     state = RedisState(client, prefix=config.prefix, max_entry_bytes=config.max_entry_bytes)
     stores = Stores(
@@ -106,6 +109,7 @@ async def _redis_stores(config: StateConfig) -> Stores:
         listed=RedisOpenApprovalStore(state),
         modes=lambda upstream: RedisModeStore(state, upstream),
         mcp_tasks=RedisMcpTaskStore(state),
+        spills=spill_store(ttl_s=results.ttl_s, max_memory_bytes=0, redis=state),
         redis=state,
     )
     try:
@@ -116,8 +120,9 @@ async def _redis_stores(config: StateConfig) -> Stores:
     return stores
 
 
-def memory_stores(config: StateConfig) -> Stores:
+def memory_stores(config: StateConfig, results: ResultsConfig | None = None) -> Stores:
     """Stores in this process's memory, bounded in entries and bytes."""
+    results = results or ResultsConfig()
     return Stores(
         backend="memory",
         turns=MemoryTurnStore(ttl_s=TURN_TTL_S),
@@ -130,6 +135,9 @@ def memory_stores(config: StateConfig) -> Stores:
         listed=MemoryOpenApprovalStore(),
         modes=lambda upstream: MemoryModeStore(),
         mcp_tasks=MemoryMcpTaskStore(),
+        spills=spill_store(
+            ttl_s=results.ttl_s, max_memory_bytes=results.max_memory_bytes, redis=None
+        ),
     )
 
 
