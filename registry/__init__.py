@@ -29,6 +29,7 @@ from registry.listeners import CallEvent, CallListener
 from registry.mcp import McpServerConfig, McpServersJsonConfig, McpSourceConfig
 from registry.openapi import OpenApiSource, OpenApiSourceConfig
 from registry.process_pool import ProcessBackend, WorkerCrashedError
+from registry.progress import ProgressListener, ToolProgress, reporting_to
 from registry.propagation import trace_headers
 from registry.python_source import PythonSourceConfig, load_python_source
 from registry.registry import ChangeCallback, ToolRegistry
@@ -79,6 +80,7 @@ __all__ = [
     "OpenApiSource",
     "OpenApiSourceConfig",
     "ProcessBackend",
+    "ProgressListener",
     "PythonClassSource",
     "PythonClassSourceConfig",
     "PythonSource",
@@ -109,6 +111,7 @@ __all__ = [
     "ToolNotFoundError",
     "ToolOutput",
     "ToolOverride",
+    "ToolProgress",
     "ToolRegistry",
     "ToolResult",
     "ToolSource",
@@ -128,6 +131,7 @@ __all__ = [
     "reduce_namespace",
     "register_class",
     "repair_call",
+    "reporting_to",
     "resolve_name",
     "retryable",
     "run_sync",

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from registry import ToolCall, ToolResult
+from registry import ToolCall, ToolProgress, ToolResult
 
 
 class Usage(NamedTuple):
@@ -161,4 +161,5 @@ class Finished:
         return fields
 
 
-LoopEvent = ContentDelta | ToolsStarted | ToolsFinished | Finished
+LoopEvent = ContentDelta | ToolsStarted | ToolsFinished | ToolProgress | Finished
+"""`ToolProgress`: how far a running call got (streamed turns only; README **Progress**)."""

@@ -1,0 +1,83 @@
+"""Progress of the calls in flight on one MCP session, by progress token.
+
+Every `tools/call` carries a progress token of its own (`_meta.progressToken`); the server's
+`notifications/progress` with that token, and its task status notifications, are routed to
+the call's reporter while the call runs (a task's progress keeps its token to the end).
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import mcp_types as types
+
+from registry.progress import ProgressListener, ToolProgress
+
+__all__ = ["CallReporter", "ProgressRoutes"]
+
+
+class CallReporter:
+    """Turns one call's notifications into `ToolProgress` for its listener."""
+
+    __slots__ = ("_call_id", "_listener", "_tool")
+
+    def __init__(self, listener: ProgressListener, call_id: str, tool: str) -> None:
+        self._listener = listener
+        self._call_id = call_id
+        self._tool = tool
+
+    def progress(self, params: types.ProgressNotificationParams) -> None:
+        self._listener(
+            ToolProgress(self._call_id, self._tool, params.progress, params.total, params.message)
+        )
+
+    def status(self, status: str, message: str | None) -> None:
+        self._listener(ToolProgress(self._call_id, self._tool, message=message, status=status))
+
+
+class ProgressRoutes:
+    """The reporters of the calls in flight, by progress token and by task id."""
+
+    def __init__(self) -> None:
+        self._tokens = (f"toolwire-{n}" for n in itertools.count(1))
+        self._by_token: dict[str, CallReporter] = {}
+        self._by_task: dict[str, CallReporter] = {}
+
+    @contextmanager
+    def token(self, reporter: CallReporter | None) -> Iterator[str]:
+        """A fresh progress token, routed to `reporter` (if any) until the block ends."""
+        token = next(self._tokens)
+        if reporter is None:
+            yield token
+            return
+        self._by_token[token] = reporter
+        try:
+            yield token
+        finally:
+            del self._by_token[token]
+
+    @contextmanager
+    def task(self, task_id: str, reporter: CallReporter | None) -> Iterator[None]:
+        """Route the task's status notifications to `reporter` until the block ends."""
+        if reporter is None:
+            yield
+            return
+        self._by_task[task_id] = reporter
+        try:
+            yield
+        finally:
+            self._by_task.pop(task_id, None)
+
+    def progress(self, params: types.ProgressNotificationParams) -> None:
+        """A `notifications/progress` from the server (unknown tokens are dropped)."""
+        reporter = self._by_token.get(str(params.progress_token))
+        if reporter is not None:
+            reporter.progress(params)
+
+    def status(self, task_id: str, status: str, message: str | None) -> None:
+        """A task's new status (unknown tasks are dropped)."""
+        reporter = self._by_task.get(task_id)
+        if reporter is not None:
+            reporter.status(status, message)
