@@ -13,10 +13,10 @@ import pytest
 
 from proxy.state.base import ResponseStore, StoredResponse
 from proxy.state.memory import MemoryResponseStore
-from proxy.state.redis import RedisResponseStore, RedisState, connect
-from proxy.state.runs import RunEvent, RunStore, Tail
 from proxy.state.memory_runs import MemoryRunStore
+from proxy.state.redis import RedisResponseStore, RedisState, connect
 from proxy.state.redis_runs import RedisRunStore
+from proxy.state.runs import RunEvent, RunStore, Tail
 from tests.proxy.state.conftest import RedisServer
 
 pytestmark = pytest.mark.parametrize("backend", ["memory", "redis"])
