@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from registry import ToolCall, ToolProgress, ToolResult
@@ -94,6 +95,20 @@ class ToolsFinished:
 
     calls: tuple[ToolCall, ...]
     results: tuple[ToolResult, ...]
+    spilled: Mapping[str, Spilled] = field(default_factory=dict)
+    """The results kept whole for the model to read in parts, by call id (their `results`
+    entry is the preview the model got)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Spilled:
+    """A result too long to show the model, kept in the store: its handle and its size."""
+
+    handle: str
+    bytes: int
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"handle": self.handle, "bytes": self.bytes}
 
 
 @dataclass(frozen=True, slots=True)
