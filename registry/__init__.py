@@ -29,7 +29,7 @@ from registry.listeners import CallEvent, CallListener
 from registry.mcp import McpServerConfig, McpServersJsonConfig, McpSourceConfig
 from registry.openapi import OpenApiSource, OpenApiSourceConfig
 from registry.process_pool import ProcessBackend, WorkerCrashedError
-from registry.progress import ProgressListener, ToolProgress, reporting_to
+from registry.progress import ProgressListener, ToolProgress, reporting_to, reports_progress
 from registry.propagation import trace_headers
 from registry.python_source import PythonSourceConfig, load_python_source
 from registry.registry import ChangeCallback, ToolRegistry
@@ -132,6 +132,7 @@ __all__ = [
     "register_class",
     "repair_call",
     "reporting_to",
+    "reports_progress",
     "resolve_name",
     "retryable",
     "run_sync",

@@ -14,8 +14,18 @@ import contextlib
 from collections.abc import Callable, Iterator
 from contextvars import ContextVar
 from dataclasses import dataclass
+from typing import Any
 
-__all__ = ["ProgressListener", "ToolProgress", "current_listener", "reporting_to"]
+from registry.tool import Tool
+
+__all__ = [
+    "REPORTS_PROGRESS",
+    "ProgressListener",
+    "ToolProgress",
+    "current_listener",
+    "reporting_to",
+    "reports_progress",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,6 +42,20 @@ class ToolProgress:
     message: str | None = None
     status: str | None = None
     """The call's task status when it runs as a task: `working`, `input_required`, ..."""
+
+    def as_dict(self) -> dict[str, Any]:
+        """The report as every front shows it: `tool_call_id` and `tool`, then `progress`,
+        `total`, `message` and `status` when known (unknown ones are left out)."""
+        fields: dict[str, Any] = {"tool_call_id": self.call_id, "tool": self.tool}
+        if self.progress is not None:
+            fields["progress"] = self.progress
+        if self.total is not None:
+            fields["total"] = self.total
+        if self.message is not None:
+            fields["message"] = self.message
+        if self.status is not None:
+            fields["status"] = self.status
+        return fields
 
 
 ProgressListener = Callable[[ToolProgress], None]
@@ -54,3 +78,13 @@ def reporting_to(listener: ProgressListener) -> Iterator[None]:
         yield
     finally:
         _listener.reset(token)
+
+
+REPORTS_PROGRESS = "reports_progress"
+"""The key of `ToolMetadata.extra` that says a tool's calls may report progress."""
+
+
+def reports_progress(tool: Tool) -> bool:
+    """Whether calls of `tool` may report progress (running them to show it is worth the
+    cost; others run as they always did)."""
+    return bool(tool.metadata.extra.get(REPORTS_PROGRESS))

@@ -11,7 +11,14 @@ import orjson
 from ... import sse
 from ...errors import ProxyError
 from ...turn.assembler import Usage, wire_call
-from ...turn.events import ContentDelta, Finished, LoopEvent, ToolsFinished, ToolsStarted
+from ...turn.events import (
+    ContentDelta,
+    Finished,
+    LoopEvent,
+    ToolProgress,
+    ToolsFinished,
+    ToolsStarted,
+)
 
 
 class ResponseMeta(NamedTuple):
@@ -62,6 +69,12 @@ class ChatStreamRenderer:
             return [self._encoder.frame(delta)]
         if isinstance(event, ToolsStarted | ToolsFinished):
             return self._tool_event(event)
+        if isinstance(event, ToolProgress):
+            return (
+                [self._encoder.frame({"toolwire": {"progress": event.as_dict()}})]
+                if self._tool_events
+                else []
+            )
         return self._finish(event)
 
     def error(self, exc: ProxyError) -> list[bytes]:
