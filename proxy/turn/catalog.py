@@ -96,30 +96,40 @@ class Catalog:
     def __init__(self, registry: ToolRegistry, gate: Gate, *, cache_size: int = 256) -> None:
         self._registry = registry
         self._gate = gate
-        self._cache: OrderedDict[tuple[int, ToolFilter, str | None], Toolset] = OrderedDict()
+        self._cache: OrderedDict[tuple[int, ToolFilter, str | None, frozenset[str]], Toolset] = (
+            OrderedDict()
+        )
         self._cache_size = cache_size
         self._index: tuple[int, ToolIndex] | None = None
 
-    def toolset(self, tool_filter: ToolFilter, caller: CallContext = ANONYMOUS) -> Toolset:
+    def toolset(
+        self,
+        tool_filter: ToolFilter,
+        caller: CallContext = ANONYMOUS,
+        *,
+        defer: frozenset[str] = frozenset(),
+    ) -> Toolset:
         """The tools `tool_filter` lets a caller's request see (deferred and denied tools
-        excluded; tools outside the caller's key scope do not exist for it)."""
-        key = (self._registry.version, tool_filter, caller.caller)
+        excluded; tools outside the caller's key scope do not exist for it); `defer` names
+        more tools (qualified names) the request defers behind the search."""
+        key = (self._registry.version, tool_filter, caller.caller, defer)
         found = self._cache.get(key)
         if found is not None:
             self._cache.move_to_end(key)
             return found
         selected = [t for t in tool_filter.select(self._registry) if self._gate.in_scope(t, caller)]
         visible = [t for t in selected if self._gate.visible(t, caller)]
-        deferred = [t for t in visible if t.metadata.defer]
+        deferred = [t for t in visible if t.metadata.defer or t.qualified_name in defer]
         wire = self._registry.wire_name
         shown = {id(t) for t in visible}
-        injected = [self._shown(t) for t in visible if not t.metadata.defer]
+        later_ids = {id(t) for t in deferred}
+        injected = [self._shown(t) for t in visible if id(t) not in later_ids]
         later = {wire(t): self._shown(t) for t in deferred}
         toolset = Toolset(
             specs=tuple(spec for spec, _ in injected),
             chat_tools=tuple(chat for _, chat in injected),
             by_wire_name={wire(t): t for t in visible},
-            deferred=self._deferred(deferred) if deferred else None,
+            deferred=self._deferred(deferred, own=bool(defer)) if deferred else None,
             deferred_specs={name: spec for name, (spec, _) in later.items()},
             deferred_chat_tools={name: chat for name, (_, chat) in later.items()},
             denied={wire(t): t for t in selected if id(t) not in shown},
@@ -129,14 +139,22 @@ class Catalog:
             self._cache.popitem(last=False)
         return toolset
 
-    def _deferred(self, tools: list[Tool]) -> DeferredTools:
+    def _deferred(self, tools: list[Tool], *, own: bool = False) -> DeferredTools:
         """A view on the one index of every deferred tool, built once per registry version
-        (a new filter or caller only picks its tools from it)."""
+        (a new filter or caller only picks its tools from it); `own`: the request defers
+        tools the registry does not, so they get an index of their own (kept with the
+        toolset in the cache)."""
+        wire = self._registry.wire_name
+        if own:
+            index = ToolIndex(tools)
+            names = [t.qualified_name for t in tools]
+            return DeferredTools(
+                index, index.positions(names), {t.qualified_name: wire(t) for t in tools}
+            )
         version = self._registry.version
         if self._index is None or self._index[0] != version:
             every = [t for t in self._registry.list_tools() if t.metadata.defer]
             self._index = (version, ToolIndex(every))
-        wire = self._registry.wire_name
         index = self._index[1]
         return DeferredTools(
             index,

@@ -79,14 +79,14 @@ class Responses:
             prior = stored.conversation
         conversation = [*prior, *input_items(body.input)]
         controls = parse_controls(body.toolwire, context.headers)
-        tools = plan_tools(body.tools, services.registry)
+        tools = plan_tools(body.tools, services.registry, conversation)
         if tools.programmatic and controls.code_mode is None:
             controls = dataclasses.replace(controls, code_mode=True)
         tool_filter = controls.tool_filter
         if tools.names is not None:
             tool_filter = tool_filter.narrow(ToolFilter(names=tools.names))
         caller = context.caller(tools.must_ask)
-        toolset = services.catalog.toolset(tool_filter, caller)
+        toolset = services.catalog.toolset(tool_filter, caller, defer=tools.deferred)
         chat = to_chat(_chat_request(body, conversation, tools, toolset), "openai_responses")
         mark(chat, tools.marks)
         if not chat.get("messages"):
@@ -109,6 +109,7 @@ class Responses:
             programmatic=tools.programmatic,
             tool_search=tools.tool_search,
             namespaced=tools.namespaced,
+            client_search=tools.client_search,
             listings=_listings(tools, toolset, labels, listed_labels(conversation)),
         )
         return _Prepared(turn, plan, conversation, body.stream is True, body.store is not False)
@@ -211,7 +212,7 @@ def _listings(
     """An `mcp_list_tools` item for each label this conversation has not listed yet."""
     listings: list[Item] = []
     for entry in tools.entries:
-        if entry.label in listed:
+        if entry.label in listed or entry.deferred:
             continue
         listed.add(entry.label)
         described = [_listed(s) for s in toolset.specs if labels.get(s.name) == entry.label]

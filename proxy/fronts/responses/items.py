@@ -5,7 +5,9 @@ does not know are translated here: an `mcp_call` the proxy ran becomes the funct
 and output the upstream saw, an `mcp_approval_request` the call it paused, and an
 `mcp_approval_response` the verdict the approval flow reads. A `program` item (programmatic
 tool calling, answered by code mode) and its `program_output` are the proxy's own and are
-left out, as is the `caller` of the calls a program made.
+left out, as is the `caller` of the calls a program made. A client-executed search's
+`tool_search_call` and `tool_search_output` become the `find_tools` call and result the
+upstream saw (a server-executed one is the proxy's own).
 """
 
 from __future__ import annotations
@@ -15,7 +17,8 @@ from typing import Any
 import orjson
 
 from ...errors import BadRequestError
-from .request import flat_name
+from . import search
+from .search import flat_name
 
 Item = dict[str, Any]
 
@@ -99,19 +102,19 @@ def for_rosetta(items: list[Item]) -> list[Item]:
     """
     out: list[Item] = []
     called: set[str] = set()
+    searched: list[str] = []
+    """Client-executed searches not answered yet, in order."""
     for i, item in enumerate(items):
         where = f"input[{i}]"
         kind = item["type"]
+        if search.is_client_search(item):
+            out.append(_client_search(item, where, called, searched))
+            continue
         if kind in _PROXYS_OWN:
             # Listings are informational, Chat upstreams take no reasoning items, and a
             # program is the proxy's own (its run_code call is in the kept turn).
             continue
-        if "caller" in item:
-            item = {k: v for k, v in item.items() if k != "caller"}
-        if kind == "function_call" and isinstance(item.get("namespace"), str):
-            # A namespace tool's function, under the flat name the loop knows it by.
-            flat = flat_name(item["namespace"], str(item.get("name")))
-            item = {k: v for k, v in item.items() if k != "namespace"} | {"name": flat}
+        item = _plain(item)
         if kind == "mcp_call":
             call_id = _text(item, "id", where)
             out.append(_function_call(call_id, item, where))
@@ -146,6 +149,40 @@ def for_rosetta(items: list[Item]) -> list[Item]:
         else:
             out.append(item)
     return out
+
+
+def _plain(item: Item) -> Item:
+    """An item without what only the hosted API reads: the `caller` of a program's calls,
+    and a namespace function's `namespace` (its call goes by the flat name the loop knows)."""
+    if "caller" in item:
+        item = {k: v for k, v in item.items() if k != "caller"}
+    if item["type"] == "function_call" and isinstance(item.get("namespace"), str):
+        flat = flat_name(item["namespace"], str(item.get("name")))
+        item = {k: v for k, v in item.items() if k != "namespace"} | {"name": flat}
+    return item
+
+
+def _client_search(item: Item, where: str, called: set[str], searched: list[str]) -> Item:
+    """A client-executed search's item as the function call or result the upstream saw (an
+    output without `call_id` answers the latest search not answered yet).
+
+    Raises:
+        BadRequestError: an output answers no search of the conversation.
+    """
+    if item["type"] == "tool_search_call":
+        call = search.as_call(item, where)
+        called.add(call["call_id"])
+        searched.append(call["call_id"])
+        return call
+    call_id = item.get("call_id") or (searched[-1] if searched else None)
+    if not isinstance(call_id, str) or call_id not in called:
+        raise BadRequestError(
+            "tool_search_output answers no client-executed tool_search_call of this conversation",
+            param=f"{where}.call_id",
+        )
+    if call_id in searched:
+        searched.remove(call_id)
+    return search.as_output(item, call_id)
 
 
 def _text(item: Item, key: str, where: str) -> str:

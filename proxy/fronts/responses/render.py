@@ -31,6 +31,7 @@ from ...turn.events import (
 from ...turn.programs import RUN_CODE
 from ..renderers import Event
 from .items import approval_id
+from .search import SEARCH_FUNCTION
 
 Item = dict[str, Any]
 
@@ -55,6 +56,9 @@ class ResponsePlan:
     `tool_search_call` item and its `tool_search_output`."""
     namespaced: dict[str, tuple[str, str]] = field(default_factory=dict)
     """The client's `namespace` functions by flat name: their calls name the namespace."""
+    client_search: bool = False
+    """The client runs its own tool search: the model's call of it goes back to the client
+    as a `tool_search_call` item (`execution: "client"`)."""
     id: str = field(default_factory=lambda: f"resp_{random.getrandbits(128):032x}")
     created_at: int = field(default_factory=lambda: int(time.time()))
 
@@ -389,6 +393,8 @@ class ResponseBuilder:
         for call in done.tool_calls:
             if asked.get(call.id) is not None:
                 events += self._approval(call)
+            elif call.name == SEARCH_FUNCTION and self.plan.client_search:
+                events += self._client_search(call)
             else:
                 events += self._function_call(call, made_by.get(call.id))
         self._usage = done.usage
@@ -462,6 +468,22 @@ class ResponseBuilder:
                 arguments=arguments,
                 name=item["name"],
             ),
+            self._event("response.output_item.done", output_index=index, item=_copy(item)),
+        ]
+
+    def _client_search(self, call: ToolCall) -> list[Event]:
+        """The model's call of the client's own search, for the client to run."""
+        item: Item = {
+            "type": "tool_search_call",
+            "id": self._new_id("tsc"),
+            "call_id": call.id,
+            "arguments": _json_arguments(call),
+            "execution": "client",
+            "status": "completed",
+        }
+        index = self._add(item)
+        return [
+            self._event("response.output_item.added", output_index=index, item=_copy(item)),
             self._event("response.output_item.done", output_index=index, item=_copy(item)),
         ]
 

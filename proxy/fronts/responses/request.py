@@ -6,6 +6,8 @@ select registry tools the way OpenAI's hosted MCP tools select a server's tools.
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -14,8 +16,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from registry import Tool, ToolRegistry
 
 from ...errors import BadRequestError
-from ...turn.client_tools import MARKERS
+from ...turn.client_tools import DEFER_LOADING, MARKERS
 from ..validation import field_path
+from .search import CLIENT, SEARCH_FUNCTION, Held, flat_name, loaded_tools, search_function
 
 ALL_TOOLS_LABEL = "toolwire"
 """The `server_label` that selects every registry tool the request may see."""
@@ -71,6 +74,8 @@ class McpEntry:
     tools: tuple[Tool, ...]
     must_ask: frozenset[str]
     """Qualified names of the selected tools the client wants to approve each call of."""
+    deferred: bool = False
+    """`defer_loading`: its tools wait behind a search instead of being offered."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,6 +93,9 @@ class ToolsPlan:
     namespaced: dict[str, tuple[str, str]] = field(default_factory=dict)
     """The functions of `namespace` tools, by the flat name the loop knows them under:
     (namespace, name)."""
+    client_search: bool = False
+    """The client runs the search itself (`execution: "client"`): its search is offered as
+    `find_tools`, whose calls go back to it, and what it loads joins the tools."""
 
     @property
     def names(self) -> frozenset[str] | None:
@@ -95,6 +103,16 @@ class ToolsPlan:
         if not self.entries:
             return None
         return frozenset(t.qualified_name for e in self.entries for t in e.tools)
+
+    @property
+    def deferred(self) -> frozenset[str]:
+        """Qualified names of the registry tools that wait behind Toolwire's search: those
+        of `defer_loading` entries (unless another entry offers them)."""
+        held = {t.qualified_name for e in self.entries if e.deferred for t in e.tools}
+        if not held:
+            return frozenset()
+        offered = {t.qualified_name for e in self.entries if not e.deferred for t in e.tools}
+        return frozenset(held - offered)
 
     @property
     def must_ask(self) -> frozenset[str]:
@@ -108,59 +126,163 @@ class ToolsPlan:
         return tool.namespace or ALL_TOOLS_LABEL
 
 
-def plan_tools(tools: list[dict[str, Any]] | None, registry: ToolRegistry) -> ToolsPlan:
-    """Split the request's tools.
+def plan_tools(
+    tools: list[dict[str, Any]] | None,
+    registry: ToolRegistry,
+    conversation: Sequence[dict[str, Any]] = (),
+) -> ToolsPlan:
+    """Split the request's tools (and those a client-executed search of the conversation
+    loaded).
 
     Raises:
         BadRequestError: a tool of an unsupported type, or an `mcp` entry naming a label no
             source serves, a remote server, or a malformed filter.
     """
-    functions: list[dict[str, Any]] = []
-    entries: list[McpEntry] = []
-    programmatic = tool_search = False
-    marks: dict[str, dict[str, Any]] = {}
-    namespaced: dict[str, tuple[str, str]] = {}
+    planner = _Planner(registry, _search_spec(tools or ()))
     for i, spec in enumerate(tools or ()):
+        planner.declared(spec, f"tools[{i}]")
+    if planner.client_search is not None:
+        for spec in loaded_tools(conversation):
+            planner.loaded(spec)
+    return planner.plan()
+
+
+def _search_spec(tools: Sequence[dict[str, Any]]) -> tuple[int, dict[str, Any]] | None:
+    """The request's `tool_search` tool and its place, if it declared one.
+
+    Raises:
+        BadRequestError: it declared two, or one whose execution is neither server nor client.
+    """
+    found = [(i, spec) for i, spec in enumerate(tools) if spec.get("type") == "tool_search"]
+    if len(found) > 1:
+        raise BadRequestError("declare one tool_search tool", param=f"tools[{found[1][0]}]")
+    for i, spec in found:
+        if spec.get("execution", "server") not in ("server", CLIENT):
+            raise BadRequestError(
+                "execution must be 'server' or 'client'", param=f"tools[{i}].execution"
+            )
+    return found[0] if found else None
+
+
+class _Planner:
+    """Builds a ToolsPlan from the declared tools, then those a client's search loaded."""
+
+    def __init__(self, registry: ToolRegistry, search: tuple[int, dict[str, Any]] | None) -> None:
+        self._registry = registry
+        self._search = search
+        self.client_search = (
+            search if search is not None and search[1].get("execution") == CLIENT else None
+        )
+        self._functions: dict[str, dict[str, Any]] = {}
+        self._entries: dict[str, McpEntry] = {}
+        self._programmatic = False
+        self._marks: dict[str, dict[str, Any]] = {}
+        self._namespaced: dict[str, tuple[str, str]] = {}
+        self._held: dict[str, Held] = {}
+        """What the client's search may load and has not yet, by the name it loads it by."""
+
+    def declared(self, spec: dict[str, Any], where: str) -> None:
         kind = spec.get("type")
         if kind == "function":
-            said = {k: spec[k] for k in MARKERS if k in spec}
-            if said and isinstance(spec.get("name"), str):
-                marks[spec["name"]] = said
-                spec = {k: v for k, v in spec.items() if k not in MARKERS}
-            functions.append(spec)
+            if self.client_search is not None and spec.get(DEFER_LOADING) is True:
+                self._hold(str(spec.get("name")), spec.get("description"))
+            else:
+                self._function(spec, where)
         elif kind == "namespace":
-            for function in _namespace_functions(spec, f"tools[{i}]"):
-                flat = flat_name(spec["name"], function["name"])
-                namespaced[flat] = (spec["name"], function["name"])
-                said = {k: function[k] for k in MARKERS if k in function}
-                if said:
-                    marks[flat] = said
-                plain = {k: v for k, v in function.items() if k not in MARKERS}
-                functions.append({**plain, "name": flat})
+            functions = _namespace_functions(spec, where)
+            held = [f for f in functions if f.get(DEFER_LOADING) is True]
+            if self.client_search is not None and held:
+                self._hold(spec["name"], spec.get("description"))
+                functions = [f for f in functions if f.get(DEFER_LOADING) is not True]
+            for function in functions:
+                self._namespace_function(spec["name"], function)
         elif kind == "programmatic_tool_calling":
-            programmatic = True
+            self._programmatic = True
         elif kind == "tool_search":
-            tool_search = True
-            if spec.get("execution", "server") != "server":
-                raise BadRequestError(
-                    "tool_search executed by the client is not supported: Toolwire runs it "
-                    "(omit execution, or set it to server)",
-                    param=f"tools[{i}].execution",
-                )
+            pass  # read first (`_search_spec`)
         elif kind == "mcp":
-            entries.append(_entry(spec, registry, f"tools[{i}]"))
+            deferred = spec.get(DEFER_LOADING) is True
+            if deferred and self.client_search is not None:
+                label = str(spec.get("server_label"))
+                self._hold(label, spec.get("server_description") or f"the tools of {label}")
+                # Selects nothing until loaded (the entry still narrows the registry).
+                self._entries[label] = McpEntry(label, (), frozenset(), deferred=True)
+            else:
+                entry = _entry(spec, self._registry, where)
+                self._entries[entry.label] = dataclasses.replace(entry, deferred=deferred)
         else:
             raise BadRequestError(
                 f"tools of type {kind!r} are not supported: use function tools, or mcp "
                 "entries naming a Toolwire namespace",
-                param=f"tools[{i}].type",
+                param=f"{where}.type",
             )
-    return ToolsPlan(functions, tuple(entries), programmatic, marks, tool_search, namespaced)
 
+    def loaded(self, spec: dict[str, Any]) -> None:
+        """A tool a client's search loaded: offered from now on, deferred or not."""
+        spec = {k: v for k, v in spec.items() if k != DEFER_LOADING}
+        kind = spec.get("type")
+        where = "input.tool_search_output.tools"
+        if kind == "function" and isinstance(spec.get("name"), str):
+            self._held.pop(spec["name"], None)
+            self._function(spec, where)
+        elif kind == "namespace":
+            self._held.pop(str(spec.get("name")), None)
+            for function in _namespace_functions(spec, where):
+                plain = {k: v for k, v in function.items() if k != DEFER_LOADING}
+                self._namespace_function(spec["name"], plain)
+        elif kind == "mcp":
+            entry = _entry(spec, self._registry, where)
+            self._held.pop(entry.label, None)
+            self._entries[entry.label] = entry
+        else:
+            raise BadRequestError(
+                f"a tool_search_output may load function, namespace and mcp tools, not {kind!r}",
+                param=where,
+            )
 
-def flat_name(namespace: str, name: str) -> str:
-    """A namespaced function's name as the loop and the upstream know it."""
-    return f"{namespace}__{name}"
+    def plan(self) -> ToolsPlan:
+        functions = list(self._functions.values())
+        if self.client_search is not None:
+            i, spec = self.client_search
+            if SEARCH_FUNCTION in self._functions:
+                raise BadRequestError(
+                    f"a function named {SEARCH_FUNCTION!r} clashes with the client-executed "
+                    "tool_search, which the model is offered under that name; rename it",
+                    param=f"tools[{i}]",
+                )
+            functions.append(search_function(spec, list(self._held.values()), f"tools[{i}]"))
+        return ToolsPlan(
+            functions,
+            tuple(self._entries.values()),
+            self._programmatic,
+            self._marks,
+            self._search is not None,
+            self._namespaced,
+            self.client_search is not None,
+        )
+
+    def _function(self, spec: dict[str, Any], where: str) -> None:
+        name = spec.get("name")
+        said = {k: spec[k] for k in MARKERS if k in spec}
+        if said and isinstance(name, str):
+            self._marks[name] = said
+            spec = {k: v for k, v in spec.items() if k not in MARKERS}
+        key = name if isinstance(name, str) else f"#{where}"
+        self._functions.pop(key, None)  # a loaded definition replaces a declared one
+        self._functions[key] = spec
+
+    def _namespace_function(self, namespace: str, function: dict[str, Any]) -> None:
+        flat = flat_name(namespace, function["name"])
+        self._namespaced[flat] = (namespace, function["name"])
+        said = {k: function[k] for k in MARKERS if k in function}
+        if said:
+            self._marks[flat] = said
+        plain = {k: v for k, v in function.items() if k not in MARKERS}
+        self._functions.pop(flat, None)
+        self._functions[flat] = {**plain, "name": flat}
+
+    def _hold(self, name: str, description: Any) -> None:
+        self._held[name] = Held(name, description if isinstance(description, str) else "")
 
 
 def _namespace_functions(spec: dict[str, Any], where: str) -> list[dict[str, Any]]:
