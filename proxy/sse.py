@@ -52,6 +52,11 @@ def event(kind: str, payload: Any) -> bytes:
     return b"event: " + kind.encode() + b"\ndata: " + orjson.dumps(payload) + b"\n\n"
 
 
+def event_json(kind: str, data: bytes) -> bytes:
+    """A frame as `event` makes it, from a payload already serialized as JSON."""
+    return b"event: " + kind.encode() + b"\ndata: " + data + b"\n\n"
+
+
 def comment(text: str = "keep-alive") -> bytes:
     """A comment frame: clients ignore it, proxies see traffic."""
     return b": " + text.encode() + b"\n\n"
