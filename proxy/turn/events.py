@@ -157,6 +157,9 @@ class Finished:
     approvals: tuple[ApprovalRequest, ...] = ()
     programs: tuple[ProgramCall, ...] = ()
     """The paused programs that made some of `tool_calls`."""
+    questions: tuple[dict[str, Any], ...] = ()
+    """MCP servers' questions among `tool_calls` (`toolwire_elicitation` calls), as Chat's
+    `toolwire.elicitation_required` lists them."""
     stopped_by: str | None = None
     """The loop guard that ended the turn, if one did."""
     rounds: tuple[dict[str, Any], ...] = ()
@@ -171,6 +174,8 @@ class Finished:
         fields: dict[str, Any] = {}
         if self.approvals:
             fields["approval_required"] = [a.as_dict() for a in self.approvals]
+        if self.questions:
+            fields["elicitation_required"] = list(self.questions)
         if self.stopped_by is not None:
             fields["stopped_by"] = self.stopped_by
         return fields
