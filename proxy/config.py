@@ -462,6 +462,18 @@ class BackgroundConfig(BaseModel):
     """A run whose replica has not renewed its lease for this long is `failed`."""
 
 
+class ElicitationConfig(BaseModel):
+    """`elicitation:` how long an MCP server's question waits for the client's answer."""
+
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+    timeout_s: float = Field(default=600.0, gt=0)
+    """Past it, the question is declined for the user and the call goes on (its tool's own
+    `timeout_s` still bounds the whole call)."""
+    sampling_timeout_s: float = Field(default=120.0, gt=0)
+    """One completion served to an MCP source that asked for it."""
+
+
 class Settings(BaseModel):
     """The whole of proxy.yaml."""
 
@@ -484,6 +496,7 @@ class Settings(BaseModel):
     code_mode: CodeModeConfig = Field(default_factory=CodeModeConfig)
     results: ResultsConfig = Field(default_factory=ResultsConfig)
     background: BackgroundConfig = Field(default_factory=BackgroundConfig)
+    elicitation: ElicitationConfig = Field(default_factory=ElicitationConfig)
     base_dir: Path = Field(default_factory=Path.cwd, exclude=True)
     """Where relative paths in the file are resolved: the config file's folder."""
 
