@@ -18,7 +18,7 @@ from .context import ANONYMOUS, CallContext
 from .decisions import ALLOW, Action, Decision
 from .errors import PolicyError
 from .filters import NO_FILTER, ToolFilter
-from .gate import Admission, CallGuards, Gate, GateDecision
+from .gate import Admission, BuiltInTool, CallGuards, Gate, GateDecision
 from .guards import LoopGuard, LoopLimits
 from .policy import Approver, Policy
 from .principals import AuthConfig, KeyConfig, KeyRing, Principal, key_digest
@@ -37,6 +37,7 @@ __all__ = [
     "ApprovalStore",
     "Approver",
     "AuthConfig",
+    "BuiltInTool",
     "CallContext",
     "CallGuards",
     "Decision",

@@ -52,6 +52,12 @@ class CallGuards(Protocol):
         ...
 
 
+@dataclass(frozen=True, slots=True)
+class BuiltInTool(Tool):
+    """One of Toolwire's own tools (`read_result`): in no registry, and in every key's scope
+    (it reads only the caller's own state); the policy, guards and limits apply as to any."""
+
+
 class GateDecision(enum.Enum):
     """What the gate decided about one call."""
 
@@ -290,7 +296,7 @@ class Gate:
 
     def _withdrawn(self, tool: Tool) -> str | None:
         """Why `tool` may not run any more (disabled, or gone from the registry), or None."""
-        if self._registry is None:
+        if self._registry is None or isinstance(tool, BuiltInTool):
             return None
         name = tool.qualified_name
         if name not in self._registry:
@@ -311,7 +317,8 @@ class Gate:
 
 
 def _in_scope(tool: Tool, context: CallContext) -> bool:
-    return context.principal is None or context.principal.sees(tool)
+    principal = context.principal
+    return principal is None or isinstance(tool, BuiltInTool) or principal.sees(tool)
 
 
 def _without_thought(call: ToolCall) -> tuple[ToolCall, str | None]:
