@@ -22,6 +22,7 @@ from ...turn.events import (
     ContentDelta,
     Finished,
     LoopEvent,
+    ToolProgress,
     ToolsFinished,
     ToolsStarted,
     Usage,
@@ -84,6 +85,9 @@ class MessageBuilder:
             return self._searches_finished(event.calls, event.results)
         if isinstance(event, Finished):
             return self._finish(event)
+        if isinstance(event, ToolProgress):
+            # Toolwire's own event (Anthropic has none): SDKs pass unknown types through.
+            return [{"type": "toolwire_progress", **event.as_dict()}]
         return []
 
     def fail(self, exc: ProxyError) -> list[Event]:

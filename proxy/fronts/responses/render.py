@@ -24,6 +24,7 @@ from ...turn.events import (
     Finished,
     LoopEvent,
     ProgramCall,
+    ToolProgress,
     ToolsFinished,
     ToolsStarted,
     Usage,
@@ -148,6 +149,8 @@ class ResponseBuilder:
             return self._calls_started(event.calls)
         if isinstance(event, ToolsFinished):
             return self._calls_finished(event.calls, event.results)
+        if isinstance(event, ToolProgress):
+            return self._progress(event)
         if isinstance(event, Stored):
             return event.events
         return self.finish(event)
@@ -277,6 +280,14 @@ class ResponseBuilder:
         if call.name == RUN_CODE and self.plan.programmatic:
             return True
         return self.plan.show_rounds
+
+    def _progress(self, event: ToolProgress) -> list[Event]:
+        """A shown call's progress, as Toolwire's own `toolwire.progress` event on its
+        `mcp_call` item (OpenAI has no progress event; SDKs pass unknown types through)."""
+        index = self._calls.get(event.call_id)
+        if index is None:
+            return []
+        return [self._item_event("toolwire.progress", index, **event.as_dict())]
 
     def _calls_started(self, calls: tuple[ToolCall, ...]) -> list[Event]:
         calls = tuple(call for call in calls if self._shown(call))
