@@ -19,6 +19,7 @@ from .memory import (
     MemoryResponseStore,
     MemoryTurnStore,
 )
+from .questions import MemoryRelay, Relay
 from .redis import (
     RedisModeStore,
     RedisRateLimiter,
@@ -29,6 +30,7 @@ from .redis import (
     redacted,
 )
 from .redis_approvals import RedisApprovalStore, RedisOpenApprovalStore
+from .redis_questions import RedisRelay
 from .spills import SpillStore, spill_store
 
 log = logging.getLogger("toolwire.state")
@@ -64,6 +66,8 @@ class Stores:
     """The records of `/mcp`'s task-augmented tool calls."""
     spills: SpillStore
     """Long tool results kept for the model to read in parts (`results:`)."""
+    relay: Relay
+    """MCP servers' questions' answers, and what the asking calls did, between replicas."""
     redis: RedisState | None = None
 
     async def aclose(self) -> None:
@@ -110,6 +114,7 @@ async def _redis_stores(config: StateConfig, results: ResultsConfig) -> Stores:
         modes=lambda upstream: RedisModeStore(state, upstream),
         mcp_tasks=RedisMcpTaskStore(state),
         spills=spill_store(ttl_s=results.ttl_s, max_memory_bytes=0, redis=state),
+        relay=RedisRelay(state, ttl_s=TURN_TTL_S),
         redis=state,
     )
     try:
@@ -138,6 +143,7 @@ def memory_stores(config: StateConfig, results: ResultsConfig | None = None) -> 
         spills=spill_store(
             ttl_s=results.ttl_s, max_memory_bytes=results.max_memory_bytes, redis=None
         ),
+        relay=MemoryRelay(),
     )
 
 
