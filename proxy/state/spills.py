@@ -132,6 +132,17 @@ class MemorySpillStore:
             self._bytes -= len(entry[1])
 
 
+# A result's size and a range of it, in one round trip; GETRANGE's end is inclusive, and an
+# empty range is asked for as an end before the start.
+_READ = """
+local total = redis.call('STRLEN', KEYS[1])
+if total == 0 or tonumber(ARGV[2]) < tonumber(ARGV[1]) then
+  return {total, ''}
+end
+return {total, redis.call('GETRANGE', KEYS[1], ARGV[1], ARGV[2])}
+"""
+
+
 class RedisSpillStore:
     """Spilled results in Redis, for every replica: each under a key naming its owner (a
     digest of the key's name), expiring `ttl_s` after it was made; a result over
@@ -142,6 +153,7 @@ class RedisSpillStore:
     def __init__(self, state: RedisState, *, ttl_s: float) -> None:
         self._state = state
         self._ttl_ms = max(1, int(ttl_s * 1000))
+        self._read = state.script(_READ)
 
     async def put(self, owner: str, handle: str, data: bytes) -> bool:
         if not self._state.fits(data, self._KIND, handle):
@@ -151,17 +163,12 @@ class RedisSpillStore:
         return True
 
     async def read(self, owner: str, handle: str, start: int, end: int) -> Slice | None:
-        key = self._key(owner, handle)
         start = max(0, start)
         with reaching("reading a kept tool result"):
-            async with self._state.client.pipeline(transaction=False) as pipe:
-                pipe.strlen(key)
-                if end > start:
-                    pipe.getrange(key, start, end - 1)  # its end is inclusive
-                total, *data = await pipe.execute()
+            total, data = await self._read(keys=[self._key(owner, handle)], args=[start, end - 1])
         if not total:
             return None  # a missing key has length 0, and no empty result is ever spilled
-        return Slice(int(total), min(start, int(total)), _bytes(data[0]) if data else b"")
+        return Slice(int(total), min(start, int(total)), _bytes(data))
 
     async def whole(self, owner: str, handle: str) -> bytes | None:
         with reaching("reading a kept tool result"):
