@@ -101,12 +101,14 @@ class ChatStreamRenderer:
         if isinstance(event, ToolsStarted):
             info: dict[str, Any] = {"tool_calls": [wire_call(c) for c in event.calls]}
         else:
-            info = {
-                "tool_results": [
-                    {"tool_call_id": r.call_id, "content": r.content, "is_error": r.is_error}
-                    for r in event.results
-                ]
-            }
+            results = [
+                {"tool_call_id": r.call_id, "content": r.content, "is_error": r.is_error}
+                for r in event.results
+            ]
+            for result in results:  # a long result kept whole: its preview, and where it is
+                if (spilled := event.spilled.get(result["tool_call_id"])) is not None:
+                    result["spilled"] = spilled.as_dict()
+            info = {"tool_results": results}
         return [self._encoder.frame({"toolwire": info})]
 
     def _usage(self, usage: Usage) -> bytes:
