@@ -101,13 +101,12 @@ class ChatStreamRenderer:
         if isinstance(event, ToolsStarted):
             info: dict[str, Any] = {"tool_calls": [wire_call(c) for c in event.calls]}
         else:
-            results = [
-                {"tool_call_id": r.call_id, "content": r.content, "is_error": r.is_error}
-                for r in event.results
-            ]
-            for result in results:  # a long result kept whole: its preview, and where it is
-                if (spilled := event.spilled.get(result["tool_call_id"])) is not None:
-                    result["spilled"] = spilled.as_dict()
+            results: list[dict[str, Any]] = []
+            for r in event.results:
+                entry = {"tool_call_id": r.call_id, "content": r.content, "is_error": r.is_error}
+                if (spilled := event.spilled.get(r.call_id)) is not None:
+                    entry["spilled"] = spilled.as_dict()  # kept whole: content is its preview
+                results.append(entry)
             info = {"tool_results": results}
         return [self._encoder.frame({"toolwire": info})]
 
