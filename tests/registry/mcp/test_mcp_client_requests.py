@@ -1,0 +1,167 @@
+"""An MCP server's questions and completion requests during a call reach the caller's asker
+and sampler (a real server over stdio, the real executor)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from typing import Any
+
+import pytest
+import pytest_asyncio
+
+from registry import Executor, ToolCall, ToolRegistry, ToolResult
+from registry.mcp import McpSource, McpSourceConfig
+from registry.mcp.hooks import ClientHooks, Question, Reply, Sample, SampleRequest, offering
+
+from .conftest import REPO
+
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+SERVER = {"command": [sys.executable, "-m", "testing.asking_servers"]}
+
+
+class Asked:
+    """An asker that answers from a list and keeps the questions."""
+
+    def __init__(self, *replies: Reply) -> None:
+        self.replies = list(replies)
+        self.questions: list[Question] = []
+
+    async def ask(self, question: Question) -> Reply:
+        self.questions.append(question)
+        return self.replies.pop(0)
+
+
+class Sampled:
+    def __init__(self) -> None:
+        self.requests: list[SampleRequest] = []
+
+    async def sample(self, request: SampleRequest) -> Sample:
+        self.requests.append(request)
+        return Sample(f"summary by {request.model}", request.model, "stop")
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def asking() -> Any:
+    """The asking server as two sources: sampling on (limit 2 a minute) and off."""
+    registry = ToolRegistry()
+    sources = [
+        McpSource(
+            McpSourceConfig.model_validate(
+                {
+                    "mcp": SERVER,
+                    "namespace": "ask",
+                    "sampling": {
+                        "enabled": True,
+                        "model": "small-model",
+                        "max_tokens": 64,
+                        "requests_per_minute": 2,
+                    },
+                }
+            ),
+            base_dir=REPO,
+        ),
+        McpSource(
+            McpSourceConfig.model_validate({"mcp": SERVER, "namespace": "quiet"}), base_dir=REPO
+        ),
+    ]
+    for source in sources:
+        await source.start(registry)
+    with Executor(default_timeout_s=20) as executor:
+
+        async def call(name: str, **arguments: Any) -> ToolResult:
+            return await executor.execute(registry.get_tool(name), ToolCall("c1", name, arguments))
+
+        yield call
+    for source in sources:
+        await source.aclose()
+
+
+async def test_a_form_question_reaches_the_asker_and_its_answer_the_server(asking: Any) -> None:
+    asker = Asked(Reply("accept", {"date": "2026-12-24", "guests": 4}))
+    with offering(ClientHooks(asker=asker, who="team-a")):
+        result = await asking("ask.book_table", city="Lyon")
+    assert json.loads(result.content) == {
+        "action": "accept",
+        "content": {"date": "2026-12-24", "guests": 4},
+        "reason": None,
+    }
+    (question,) = asker.questions
+    assert question.mode == "form" and question.tool == "book_table" and question.server == "ask"
+    assert "Lyon" in question.message
+    assert question.requested_schema is not None
+    assert question.requested_schema["required"] == ["date", "guests"]
+
+
+async def test_a_url_question_and_a_decline(asking: Any) -> None:
+    asker = Asked(Reply("decline"))
+    with offering(ClientHooks(asker=asker)):
+        result = await asking("ask.link_account")
+    assert json.loads(result.content)["action"] == "decline"
+    (question,) = asker.questions
+    assert question.mode == "url"
+    assert question.url == "https://example.test/link?s=1"
+    assert question.elicitation_id == "link-1"
+
+
+async def test_a_caller_that_cannot_be_asked_declines_with_the_reason(asking: Any) -> None:
+    result = await asking("ask.book_table", city="Lyon")  # nothing offered
+    answer = json.loads(result.content)
+    assert answer["action"] == "decline"
+    assert "cannot be asked" in answer["reason"]
+
+
+async def test_two_callers_at_once_are_declined_not_misrouted(asking: Any) -> None:
+    """A 2025-era question names no call: with two requests' calls in flight on the server,
+    neither asker gets a question meant for the other."""
+    first, second = Asked(), Asked()
+    asked, gate = asyncio.Event(), asyncio.Event()
+
+    async def slow_asker(question: Question) -> Reply:
+        asked.set()
+        await gate.wait()
+        return Reply("cancel")
+
+    first.ask = slow_asker  # type: ignore[method-assign]
+
+    async def one(asker: Asked, city: str) -> ToolResult:
+        with offering(ClientHooks(asker=asker)):
+            return await asking("ask.book_table", city=city)
+
+    # The first call is asked alone; the second is in flight while the first waits.
+    task = asyncio.create_task(one(first, "Lyon"))
+    await asyncio.wait_for(asked.wait(), 10)
+    second_result = await asyncio.wait_for(one(second, "Nice"), 10)
+    gate.set()
+    first_result = await asyncio.wait_for(task, 10)
+    assert json.loads(first_result.content)["action"] == "cancel"
+    answer = json.loads(second_result.content)
+    assert answer["action"] == "decline" and "2 requests" in answer["reason"]
+    assert second.questions == []
+
+
+async def test_sampling_is_served_with_the_configured_model_within_the_cap(asking: Any) -> None:
+    sampler = Sampled()
+    with offering(ClientHooks(sampler=sampler, who="team-a")):
+        result = await asking("ask.summarize", text="a long text")
+    assert json.loads(result.content) == {"model": "small-model", "text": "summary by small-model"}
+    (request,) = sampler.requests
+    assert request.model == "small-model"
+    assert request.max_tokens == 64  # the server asked for 5000
+    assert request.messages == (
+        {"role": "system", "content": "Summarize in one line."},
+        {"role": "user", "content": "a long text"},
+    )
+
+
+async def test_sampling_is_refused_when_off_and_past_the_rate(asking: Any) -> None:
+    sampler = Sampled()
+    with offering(ClientHooks(sampler=sampler)):
+        off = await asking("quiet.summarize", text="x")
+        assert off.is_error and "sampling is off for MCP source quiet" in off.content
+        outcomes = [await asking("ask.summarize", text="x") for _ in range(3)]
+    refused = [r for r in outcomes if r.is_error]
+    assert refused and "2 requests per minute" in refused[-1].content
+    assert len(sampler.requests) <= 2
