@@ -128,6 +128,17 @@ class MemoryMcpTaskStore:
         return mine[::-1][:MAX_LISTED]
 
 
+# KEYS[1]: the record, KEYS[2]: its owner's index. ARGV: the record, its TTL (ms), its id,
+# its creation time, how many ids the index keeps. The index lives as long as its newest.
+_CREATE = """
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+redis.call('ZADD', KEYS[2], ARGV[4], ARGV[3])
+redis.call('ZREMRANGEBYRANK', KEYS[2], 0, -tonumber(ARGV[5]) - 1)
+if redis.call('PTTL', KEYS[2]) < tonumber(ARGV[2]) then
+  redis.call('PEXPIRE', KEYS[2], ARGV[2])
+end
+"""
+
 # KEYS[1]: the record. ARGV[1]: the new record. The stored record stays when it is gone or
 # terminal; the kept one is returned either way (nil when gone).
 _SETTLE = """
@@ -152,6 +163,7 @@ class RedisMcpTaskStore:
 
     def __init__(self, state: RedisState) -> None:
         self._state = state
+        self._create = state.script(_CREATE)
         self._settle = state.script(_SETTLE)
 
     async def create(self, record: McpTaskRecord) -> None:
@@ -159,14 +171,15 @@ class RedisMcpTaskStore:
         key = self._state.key(self._KIND, record.task_id)
         index = self._state.key(self._INDEX, record.owner)
         ttl_ms = max(1, int(record.ttl_s * 1000))
+        args: list[bytes | str | int | float] = [
+            encode_task(record),
+            ttl_ms,
+            record.task_id,
+            record.created_at,
+            MAX_LISTED * 2,
+        ]
         with reaching("keeping an MCP task"):
-            async with self._state.client.pipeline(transaction=True) as pipe:
-                pipe.set(key, encode_task(record), px=ttl_ms)
-                pipe.zadd(index, {record.task_id: record.created_at})
-                pipe.zremrangebyrank(index, 0, -(MAX_LISTED * 2) - 1)
-                pipe.pexpire(index, ttl_ms, gt=True)
-                pipe.pexpire(index, ttl_ms, nx=True)
-                await pipe.execute()
+            await self._create(keys=[key, index], args=args)
 
     async def get(self, task_id: str) -> McpTaskRecord | None:
         """Raises StateUnavailableError."""
@@ -191,10 +204,10 @@ class RedisMcpTaskStore:
         """Raises StateUnavailableError."""
         index = self._state.key(self._INDEX, owner)
         with reaching("listing MCP tasks"):
-            ids = await self._state.client.zrevrange(index, 0, MAX_LISTED - 1)
-            if not ids:
+            members = await self._state.client.zrevrange(index, 0, MAX_LISTED - 1)
+            if not members:
                 return []
-            ids = [i.decode() if isinstance(i, bytes) else str(i) for i in ids]
+            ids = [m.decode() if isinstance(m, bytes) else str(m) for m in members]
             found = await self._state.client.mget([self._state.key(self._KIND, i) for i in ids])
             gone = [i for i, data in zip(ids, found, strict=True) if data is None]
             if gone:

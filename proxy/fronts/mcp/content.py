@@ -13,6 +13,8 @@ import mcp_types as types
 
 from registry import Tag, Tool, ToolResult, ToolSpec
 
+from ...config import McpTasksConfig
+
 _AUDIO_TYPES = {"wav": "audio/wav", "mp3": "audio/mpeg"}
 """MIME types of the formats OpenAI's `input_audio` part takes."""
 
@@ -20,9 +22,19 @@ META_PREFIX = "toolwire/"
 """Toolwire's fields in a tool's `_meta`: its qualified name, tags and deferral."""
 
 
-def mcp_tool(tool: Tool, spec: ToolSpec) -> types.Tool:
+def runs_as_task(tool: Tool, config: McpTasksConfig) -> bool:
+    """Whether `tool` may run as an MCP task: it has one of the configured tags, or its own
+    timeout is at least `min_timeout_s`."""
+    if not set(config.tags).isdisjoint(tool.metadata.tags):
+        return True
+    floor, timeout = config.min_timeout_s, tool.metadata.timeout_s
+    return floor is not None and timeout is not None and timeout >= floor
+
+
+def mcp_tool(tool: Tool, spec: ToolSpec, *, task: bool = False) -> types.Tool:
     """A registry tool as an MCP tool definition, from the spec the gate shows for it
-    (under its wire name, its parameters the input schema)."""
+    (under its wire name, its parameters the input schema); `task`: it may run as a task
+    (`execution.taskSupport: optional`)."""
     meta = {
         f"{META_PREFIX}name": tool.qualified_name,
         f"{META_PREFIX}tags": sorted(tool.metadata.tags),
@@ -33,6 +45,7 @@ def mcp_tool(tool: Tool, spec: ToolSpec) -> types.Tool:
         description=spec.description,
         input_schema=spec.parameters or {"type": "object", "properties": {}},
         annotations=_annotations(tool),
+        execution=types.ToolExecution(task_support="optional") if task else None,
         _meta=meta,
     )
 

@@ -14,20 +14,25 @@ from __future__ import annotations
 import contextlib
 import importlib.metadata
 from collections.abc import AsyncIterator
+from typing import Any
 
+import mcp_types as types
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.auth.provider import AccessToken
 from mcp.server.lowlevel import NotificationOptions, Server
 from mcp.server.models import InitializationOptions
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from ...config import McpTasksConfig
 from ...server.asgi import Receive, Scope, Send, send_json
 from ...server.context import context_of
 from ...server.hosts import AllowedHosts
 from ...server.services import Services
+from ...state.mcp_tasks import MemoryMcpTaskStore
 from .changes import ToolChanges
 from .elicitation import Approvals
 from .sessions import SessionManager
+from .tasks import EXTENSION, McpTasks
 from .tools import McpTools
 
 SERVER_NAME = "toolwire"
@@ -56,12 +61,16 @@ class McpFront:
         """Serve MCP requests with `services` until the context exits (which ends every
         session)."""
         approvals = Approvals(timeout_s=approval_timeout_s)
+        tasks_config = tasks or McpTasksConfig()
         tools = McpTools(
             services.catalog,
             services.gate,
             authenticated=services.keys is not None,
             approvals=approvals,
+            tasks=tasks_config,
         )
+        store = services.mcp_tasks if services.mcp_tasks is not None else MemoryMcpTaskStore()
+        task_runner = McpTasks(store, tasks_config, tools)
         changes = ToolChanges()
         server = _Server(
             SERVER_NAME,
@@ -71,11 +80,14 @@ class McpFront:
             on_call_tool=tools.call_tool,
             on_subscriptions_listen=changes.listen,
         )
-        server.middleware += [approvals.boundary(SERVER_NAME), changes]
+        server.middleware += [approvals.boundary(SERVER_NAME), changes, task_runner]
+        for method, params_type, handler in task_runner.methods():
+            server.add_request_handler(method, params_type, handler)
+        server.extensions[EXTENSION] = {}
         manager = SessionManager(server, max_request_body_size=max_body_bytes)
         stop_watching = services.registry.on_change(changes.registry_changed)
         try:
-            async with manager.run(), changes.delivering():
+            async with manager.run(), changes.delivering(), task_runner.running():
                 self._manager = manager
                 try:
                     yield
@@ -114,6 +126,34 @@ class _Server(Server[object]):
     ) -> InitializationOptions:
         options = notification_options or NotificationOptions(tools_changed=True)
         return super().create_initialization_options(options, experimental_capabilities, extensions)
+
+    def get_capabilities(
+        self,
+        notification_options: NotificationOptions | None = None,
+        experimental_capabilities: dict[str, dict[str, Any]] | None = None,
+        extensions: dict[str, dict[str, Any]] | None = None,
+        *,
+        protocol_version: str | None = None,
+    ) -> types.ServerCapabilities:
+        """The SDK's capabilities, with 2025-11-25's `tasks` (tasks/list, tasks/cancel,
+        task-augmented tools/call) for handshake clients; 2026-07-28 clients see the tasks
+        extension under `extensions`."""
+        capabilities = super().get_capabilities(
+            notification_options,
+            experimental_capabilities,
+            extensions,
+            protocol_version=protocol_version,
+        )
+        if protocol_version in MODERN_PROTOCOL_VERSIONS:
+            return capabilities
+        tasks = types.ServerTasksCapability(
+            list=types.TasksListCapability(),
+            cancel=types.TasksCancelCapability(),
+            requests=types.ServerTasksRequestsCapability(
+                tools=types.TasksToolsCapability(call=types.TasksCallCapability())
+            ),
+        )
+        return capabilities.model_copy(update={"tasks": tasks})
 
 
 async def _refuse(send: Send, status: int, message: str) -> None:

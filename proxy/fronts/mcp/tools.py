@@ -3,22 +3,33 @@ through the one gate (scope, policy, guards, approval, then execution)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import mcp_types as types
 from mcp.server.context import ServerRequestContext
 from mcp.shared.exceptions import MCPError
 
-from policies import ANONYMOUS, NO_FILTER, CallContext, Gate, GateDecision
-from registry import ToolCall
+from policies import ANONYMOUS, NO_FILTER, Admission, CallContext, Gate, GateDecision
+from registry import Tool, ToolCall, ToolSpec
 
+from ...config import McpTasksConfig
 from ...server.context import context_of
 from ...turn.catalog import Catalog
-from .content import call_result, mcp_tool
+from .content import call_result, mcp_tool, runs_as_task
 from .elicitation import Approvals
 
 PAGE_SIZE = 100
 """Tools per `tools/list` page."""
+
+
+@dataclass(frozen=True, slots=True)
+class Admitted:
+    """A call the gate let through (approved, where it asked), ready to run."""
+
+    tool: Tool
+    admission: Admission
+    caller: CallContext
 
 
 class McpTools:
@@ -36,6 +47,7 @@ class McpTools:
         *,
         authenticated: bool,
         approvals: Approvals,
+        tasks: McpTasksConfig | None = None,
         page_size: int = PAGE_SIZE,
     ) -> None:
         self._catalog = catalog
@@ -43,6 +55,7 @@ class McpTools:
         self._authenticated = authenticated
         self._approvals = approvals
         self._page_size = page_size
+        self._tasks = tasks
 
     async def list_tools(
         self, ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
@@ -60,7 +73,7 @@ class McpTools:
         shown = {spec.name: spec for spec in toolset.specs}
         shown.update(toolset.deferred_specs)
         return types.ListToolsResult(
-            tools=[mcp_tool(toolset.by_wire_name[name], shown[name]) for name in page],
+            tools=[self._definition(toolset.by_wire_name[name], shown[name]) for name in page],
             next_cursor=str(end) if end < len(names) else None,
         )
 
@@ -69,17 +82,28 @@ class McpTools:
     ) -> types.CallToolResult | types.InputRequiredResult:
         """Run one call through the gate; refusals and failures are `isError` results.
 
-        An `ask` call runs only once the client approved it (see `Approvals`); a
-        2026-07-28 client gets the question as an `input_required` result first.
+        Raises:
+            MCPError: see `admit`.
+        """
+        admitted = await self.admit(ctx, params)
+        if not isinstance(admitted, Admitted):
+            return admitted
+        return await self.run(admitted)
+
+    async def admit(
+        self, ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
+    ) -> Admitted | types.CallToolResult | types.InputRequiredResult:
+        """The call admitted to run, or the result that ends it before it runs: a refusal,
+        or (to a 2026-07-28 client) the approval question as an `input_required` result.
+
+        An `ask` call is admitted only once the client approved it (see `Approvals`).
 
         Raises:
             MCPError: no tool of that name exists for the caller (`INVALID_PARAMS`), or the
                 caller is unknown.
         """
         caller = self._caller(ctx)
-        toolset = self._catalog.toolset(NO_FILTER, caller)
-        # A denied tool still goes to the gate, which logs the denial and gives its reason.
-        tool = toolset.by_wire_name.get(params.name) or toolset.denied.get(params.name)
+        tool = self._find(caller, params.name)
         if tool is None:
             raise MCPError(types.INVALID_PARAMS, f"Unknown tool: {params.name!r}")
         call = ToolCall(f"mcp_{ctx.request_id}", params.name, dict(params.arguments or {}))
@@ -93,8 +117,29 @@ class McpTools:
             if refusal is not None:
                 return call_result(refusal)
             admission = await self._gate.admit(tool, call, caller, approved=True)
-        (result,) = await self._gate.run([admission], caller)
+        return Admitted(tool, admission, caller)
+
+    async def run(self, admitted: Admitted) -> types.CallToolResult:
+        """Run an admitted call under its caller's key (the gate refuses what it must)."""
+        (result,) = await self._gate.run([admitted.admission], admitted.caller)
         return call_result(result)
+
+    def _definition(self, tool: Tool, spec: ToolSpec) -> types.Tool:
+        task = self._tasks is not None and runs_as_task(tool, self._tasks)
+        return mcp_tool(tool, spec, task=task)
+
+    def find(self, ctx: ServerRequestContext[Any, Any], name: str) -> Tool | None:
+        """The tool the caller calls by `name`, denied ones included; None when none.
+
+        Raises:
+            MCPError: the caller is unknown.
+        """
+        return self._find(self._caller(ctx), name)
+
+    def _find(self, caller: CallContext, name: str) -> Tool | None:
+        toolset = self._catalog.toolset(NO_FILTER, caller)
+        # A denied tool still goes to the gate, which logs the denial and gives its reason.
+        return toolset.by_wire_name.get(name) or toolset.denied.get(name)
 
     def _caller(self, ctx: ServerRequestContext[Any, Any]) -> CallContext:
         """The request's caller, as the edge authenticated it.

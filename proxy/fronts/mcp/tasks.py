@@ -1,0 +1,419 @@
+"""Long tool calls run as MCP tasks: detached from the request, polled, cancellable, and
+readable from any replica.
+
+Two dialects share one implementation. A 2025-11-25 client asks for a task by sending
+`task: {ttl}` with `tools/call` (the server declares `capabilities.tasks`, each eligible
+tool `execution.taskSupport: "optional"`), and uses `tasks/get`, `tasks/result` (which
+waits for the end), `tasks/list` and `tasks/cancel`. A 2026-07-28 client declares the
+`io.modelcontextprotocol/tasks` extension on its request, and the server decides: an
+eligible tool answers with a task handle (`resultType: "task"`), then `tasks/get` carries
+the result inline; `tasks/cancel` and `tasks/update` acknowledge.
+
+The call is admitted first, in the request (scope, policy, guards, approval: a question
+is asked before any task exists), then runs detached in a task group this front owns,
+under the caller's key, through the gate. Its record lives in the task store (shared in
+Redis), so any replica answers for it; the replica running it renews a lease on the
+record and, on each renewal, learns whether another replica cancelled it. A task belongs
+to the key that started it: any other key is told it does not exist.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime
+import logging
+import secrets
+import time
+from collections.abc import AsyncIterator, Iterator, Mapping
+from typing import Any
+
+import anyio
+import mcp_types as types
+from mcp.server.connection import Connection
+from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
+from mcp.shared.exceptions import MCPError
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+from pydantic import Field, ValidationError
+
+from policies import GateDecision
+from registry import Tool
+
+from ...config import McpTasksConfig
+from ...errors import StateUnavailableError
+from ...server.context import context_of
+from ...state.mcp_tasks import McpTaskRecord, McpTaskStore
+from .content import runs_as_task
+from .tools import Admitted, McpTools
+
+log = logging.getLogger("toolwire.mcp")
+
+EXTENSION = "io.modelcontextprotocol/tasks"
+"""The 2026-07-28 tasks extension."""
+RELATED_TASK = "io.modelcontextprotocol/related-task"
+CLIENT_CAPABILITIES = "io.modelcontextprotocol/clientCapabilities"
+MISSING_CAPABILITY = -32021
+POLL_INTERVAL_MS = 500
+"""How often clients are told to poll."""
+LEASE_S = 15.0
+"""How long the running replica vouches for a task; past it, the task was lost."""
+RENEW_S = 1.0
+"""How often the running replica renews its lease (and sees a cancel made elsewhere)."""
+RESULT_POLL_S = 0.25
+"""How often `tasks/result` looks at a task another replica runs."""
+SETTLE_TIMEOUT_S = 5.0
+"""The most a task's last write may take when the server stops."""
+
+
+class McpTasks:
+    """Creates, runs and answers for `/mcp` tasks.
+
+    Use it as server middleware (after the request-state boundary), register `methods`,
+    and run `running` while the server runs: leaving it cancels the running calls, whose
+    tasks fail saying the server stopped.
+    """
+
+    def __init__(self, store: McpTaskStore, config: McpTasksConfig, tools: McpTools) -> None:
+        self._store = store
+        self._config = config
+        self._tools = tools
+        self._running: dict[str, tuple[anyio.CancelScope, anyio.Event]] = {}
+        self._group: anyio.abc.TaskGroup | None = None
+
+    def supports(self, tool: Tool) -> bool:
+        """Whether `tool` may run as a task (`runs_as_task`)."""
+        return runs_as_task(tool, self._config)
+
+    @contextlib.asynccontextmanager
+    async def running(self) -> AsyncIterator[None]:
+        """Run tasks while the block runs; at its end, cancel those still running."""
+        async with anyio.create_task_group() as group:
+            self._group = group
+            try:
+                yield
+            finally:
+                self._group = None
+                group.cancel_scope.cancel()
+
+    def methods(self) -> list[tuple[str, type[types.RequestParams], Any]]:
+        """The request methods this serves: (method, params model, handler)."""
+        return [
+            ("tasks/get", types.GetTaskRequestParams, self.get),
+            ("tasks/result", types.GetTaskPayloadRequestParams, self.result),
+            ("tasks/list", types.PaginatedRequestParams, self.list_tasks),
+            ("tasks/cancel", types.CancelTaskRequestParams, self.cancel),
+            ("tasks/update", UpdateTaskParams, self.update),
+        ]
+
+    # ---- creating: tools/call ----
+
+    async def __call__(
+        self, ctx: ServerRequestContext[Any, Any], call_next: CallNext
+    ) -> HandlerResult:
+        if ctx.method != "tools/call" or not isinstance(ctx.params, Mapping):
+            return await call_next(ctx)
+        modern = ctx.protocol_version in MODERN_PROTOCOL_VERSIONS
+        if modern:
+            if not _declares_extension(ctx.params):
+                return await call_next(ctx)
+        elif ctx.params.get("task") is None or not _initialized(ctx):
+            return await call_next(ctx)
+        try:
+            params = types.CallToolRequestParams.model_validate(ctx.params, by_name=False)
+        except ValidationError:
+            raise MCPError(types.INVALID_PARAMS, "Invalid request parameters") from None
+        tool = self._tools.find(ctx, params.name)
+        if tool is not None and not self.supports(tool):
+            if modern:
+                return await call_next(ctx)
+            message = f"tool {params.name!r} does not run as a task (its taskSupport is forbidden)"
+            raise MCPError(types.METHOD_NOT_FOUND, message)
+        if modern and len(self._running) >= self._config.max_running:
+            return await call_next(ctx)  # the server decides: this one runs in the request
+        admitted = await self._tools.admit(ctx, params)
+        if not isinstance(admitted, Admitted):
+            return admitted if modern else _legacy(admitted)
+        if admitted.admission.verdict is not GateDecision.RUN:
+            refusal = await self._tools.run(admitted)  # the gate answers with its reason
+            return refusal if modern else _legacy(refusal)
+        ttl_ms = params.task.ttl if params.task is not None else None
+        record = await self.start(admitted, _owner(ctx), ttl_ms)
+        if modern:
+            return {"resultType": "task", **_task(record, modern=True)}
+        return {"task": _task(record, modern=False)}
+
+    async def start(self, admitted: Admitted, owner: str, ttl_ms: int | None) -> McpTaskRecord:
+        """Record a task for `admitted` and start running it; its first record.
+
+        Raises:
+            MCPError: the server is stopping, or runs `max_running` tasks already.
+        """
+        group = self._group
+        if group is None:
+            raise MCPError(types.INTERNAL_ERROR, "the server is stopping")
+        if len(self._running) >= self._config.max_running:
+            message = f"{self._config.max_running} tasks are running already; try later"
+            raise MCPError(types.INTERNAL_ERROR, message)
+        ttl_s = self._config.ttl_s
+        if ttl_ms is not None:
+            ttl_s = min(ttl_s, max(1.0, ttl_ms / 1000))
+        now = time.time()
+        record = McpTaskRecord(
+            task_id=secrets.token_urlsafe(24),
+            owner=owner,
+            tool=admitted.tool.qualified_name,
+            status="working",
+            created_at=now,
+            updated_at=now,
+            ttl_s=ttl_s,
+            status_message=f"running {admitted.tool.qualified_name}",
+            lease_until=now + LEASE_S,
+        )
+        with _storing():
+            await self._store.create(record)
+        await group.start(self._run, record, admitted)
+        return record
+
+    async def _run(
+        self,
+        record: McpTaskRecord,
+        admitted: Admitted,
+        *,
+        task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
+    ) -> None:
+        scope, done = anyio.CancelScope(), anyio.Event()
+        self._running[record.task_id] = (scope, done)
+        outcome = record.replace(
+            status="failed",
+            status_message="the server stopped before the call finished",
+            error={"code": types.INTERNAL_ERROR, "message": "the server stopped"},
+        )
+        task_status.started()
+        try:
+            with scope:
+                async with anyio.create_task_group() as group:
+                    group.start_soon(self._keep_lease, record, scope)
+                    result = await self._tools.run(admitted)
+                    group.cancel_scope.cancel()
+                outcome = record.replace(
+                    status="completed",
+                    status_message="failed" if result.is_error else "done",
+                    result=_wire(result),
+                )
+        except Exception as exc:
+            log.exception("the MCP task %s failed", record.task_id)
+            outcome = record.replace(
+                status="failed",
+                status_message=f"the call failed: {exc}",
+                error={"code": types.INTERNAL_ERROR, "message": str(exc)},
+            )
+        finally:
+            with anyio.CancelScope(shield=True), anyio.move_on_after(SETTLE_TIMEOUT_S):
+                try:
+                    await self._store.settle(outcome)
+                except StateUnavailableError as exc:
+                    log.warning("the MCP task %s's outcome was not kept: %s", record.task_id, exc)
+            del self._running[record.task_id]
+            done.set()
+
+    async def _keep_lease(self, record: McpTaskRecord, scope: anyio.CancelScope) -> None:
+        """Renew the lease while the call runs; stop the call once its record is terminal
+        (cancelled on another replica) or gone (expired)."""
+        while True:
+            await anyio.sleep(RENEW_S)
+            try:
+                kept = await self._store.settle(record.replace(lease_until=time.time() + LEASE_S))
+            except StateUnavailableError as exc:
+                log.warning("the MCP task %s's lease was not renewed: %s", record.task_id, exc)
+                continue
+            if kept is None or kept.terminal:
+                scope.cancel()
+                return
+
+    # ---- answering: tasks/* ----
+
+    async def get(
+        self, ctx: ServerRequestContext[Any, Any], params: types.GetTaskRequestParams
+    ) -> dict[str, Any]:
+        record = await self._owned(ctx, params.task_id)
+        return _task(record, modern=_modern(ctx), detailed=True)
+
+    async def result(
+        self, ctx: ServerRequestContext[Any, Any], params: types.GetTaskPayloadRequestParams
+    ) -> dict[str, Any]:
+        """The call's result once the task ends (2025-11-25; waits until then)."""
+        if _modern(ctx):
+            raise MCPError(types.METHOD_NOT_FOUND, "Method not found", data="tasks/result")
+        record = await self._owned(ctx, params.task_id)
+        while not record.terminal:
+            local = self._running.get(record.task_id)
+            if local is not None:
+                await local[1].wait()
+            else:
+                await anyio.sleep(RESULT_POLL_S)
+            record = await self._owned(ctx, params.task_id)
+        if record.status == "cancelled":
+            raise MCPError(types.INVALID_REQUEST, f"task {record.task_id} was cancelled")
+        if record.result is None:
+            error = record.error or {}
+            code = int(error.get("code", types.INTERNAL_ERROR))
+            raise MCPError(code, str(error.get("message", "the task failed")))
+        meta = {**record.result.get("_meta", {}), RELATED_TASK: {"taskId": record.task_id}}
+        return {**record.result, "_meta": meta}
+
+    async def list_tasks(
+        self, ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams
+    ) -> dict[str, Any]:
+        """The caller's tasks still kept, newest first (2025-11-25)."""
+        if _modern(ctx):
+            raise MCPError(types.METHOD_NOT_FOUND, "Method not found", data="tasks/list")
+        if params.cursor is not None:
+            raise MCPError(types.INVALID_PARAMS, f"invalid cursor: {params.cursor!r}")
+        with _storing():
+            records = await self._store.owned(_owner(ctx))
+        return {"tasks": [_task(self._checked(r), modern=False) for r in records]}
+
+    async def cancel(
+        self, ctx: ServerRequestContext[Any, Any], params: types.CancelTaskRequestParams
+    ) -> dict[str, Any]:
+        """Cancel a running task; a task that already ended is an error (2025-11-25) or
+        acknowledged as it is (2026-07-28)."""
+        modern = _modern(ctx)
+        record = await self._owned(ctx, params.task_id)
+        if record.terminal and not modern:
+            message = f"task {record.task_id} already ended ({record.status})"
+            raise MCPError(types.INVALID_PARAMS, message)
+        cancelled = record.replace(status="cancelled", status_message="cancelled by the client")
+        with _storing():
+            kept = await self._store.settle(cancelled) or record
+        local = self._running.get(record.task_id)
+        if local is not None and kept.status == "cancelled":
+            local[0].cancel()
+        return {} if modern else _task(kept, modern=False)
+
+    async def update(
+        self, ctx: ServerRequestContext[Any, Any], params: UpdateTaskParams
+    ) -> dict[str, Any]:
+        """Acknowledge input for a task (2026-07-28). Toolwire's tasks never wait for input
+        (an approval is asked before the task starts), so every response is ignored."""
+        await self._owned(ctx, params.task_id)
+        return {}
+
+    async def _owned(self, ctx: ServerRequestContext[Any, Any], task_id: str) -> McpTaskRecord:
+        """The caller's task `task_id`, as it stands now.
+
+        Raises:
+            MCPError: no such task for this caller (another key's is not found either),
+                or a 2026-07-28 client that did not declare the extension.
+        """
+        if _modern(ctx) and not _declares_extension(ctx.params or {}):
+            raise MCPError(
+                MISSING_CAPABILITY,
+                "Missing required client capability",
+                data={"requiredCapabilities": {"extensions": {EXTENSION: {}}}},
+            )
+        with _storing():
+            record = await self._store.get(task_id)
+        if record is None or record.owner != _owner(ctx):
+            raise MCPError(types.INVALID_PARAMS, f"Failed to retrieve task: {task_id!r} not found")
+        return self._checked(record)
+
+    def _checked(self, record: McpTaskRecord) -> McpTaskRecord:
+        """`record`, failed when its replica stopped renewing it (the store is told on
+        the next write; this answer says so now)."""
+        if record.terminal or record.lease_until >= time.time():
+            return record
+        if record.task_id in self._running:
+            return record
+        return record.replace(
+            status="failed",
+            status_message="the replica running the call stopped",
+            error={"code": types.INTERNAL_ERROR, "message": "the replica running it stopped"},
+        )
+
+
+class UpdateTaskParams(types.RequestParams):
+    """`tasks/update`'s parameters (2026-07-28)."""
+
+    task_id: str = Field(alias="taskId")
+    input_responses: dict[str, Any] = Field(default_factory=dict, alias="inputResponses")
+
+
+def _task(record: McpTaskRecord, *, modern: bool, detailed: bool = False) -> dict[str, Any]:
+    """`record` as a protocol `Task`; `detailed` (2026-07-28 `tasks/get`): with its result
+    or error inline."""
+    task: dict[str, Any] = {
+        "taskId": record.task_id,
+        "status": record.status,
+        "createdAt": _iso(record.created_at),
+        "lastUpdatedAt": _iso(record.updated_at),
+    }
+    if record.status_message is not None:
+        task["statusMessage"] = record.status_message
+    ttl_ms = int(record.ttl_s * 1000)
+    if modern:
+        task.update(ttlMs=ttl_ms, pollIntervalMs=POLL_INTERVAL_MS)
+        if detailed and record.status == "completed" and record.result is not None:
+            task["result"] = record.result
+        elif detailed and record.status == "failed":
+            task["error"] = record.error or {"code": types.INTERNAL_ERROR, "message": "failed"}
+    else:
+        task.update(ttl=ttl_ms, pollInterval=POLL_INTERVAL_MS)
+    return task
+
+
+def _wire(result: types.CallToolResult) -> dict[str, Any]:
+    """A result as every dialect carries it inside a task (no `resultType`)."""
+    wire = result.model_dump(by_alias=True, mode="json", exclude_none=True)
+    wire.pop("resultType", None)
+    return wire
+
+
+def _legacy(result: types.CallToolResult | types.InputRequiredResult) -> dict[str, Any]:
+    """A refusal as a 2025-11-25 client reads it."""
+    wire = result.model_dump(by_alias=True, mode="json", exclude_none=True)
+    wire.pop("resultType", None)
+    return wire
+
+
+def _iso(seconds: float) -> str:
+    moment = datetime.datetime.fromtimestamp(seconds, tz=datetime.UTC)
+    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _modern(ctx: ServerRequestContext[Any, Any]) -> bool:
+    return ctx.protocol_version in MODERN_PROTOCOL_VERSIONS
+
+
+def _declares_extension(params: Mapping[str, Any]) -> bool:
+    """Whether a 2026-07-28 request declares the tasks extension in its capabilities."""
+    meta = params.get("_meta")
+    capabilities = meta.get(CLIENT_CAPABILITIES) if isinstance(meta, Mapping) else None
+    extensions = capabilities.get("extensions") if isinstance(capabilities, Mapping) else None
+    return isinstance(extensions, Mapping) and EXTENSION in extensions
+
+
+def _initialized(ctx: ServerRequestContext[Any, Any]) -> bool:
+    """Whether a handshake session finished its handshake (else the SDK answers)."""
+    connection = getattr(ctx.session, "_connection", None)
+    return isinstance(connection, Connection) and connection.initialize_accepted
+
+
+def _owner(ctx: ServerRequestContext[Any, Any]) -> str:
+    """The name of the key that made the request; empty when authentication is off."""
+    if ctx.request is None:
+        return ""
+    principal = context_of(ctx.request.scope).principal
+    return principal.name if principal is not None else ""
+
+
+@contextlib.contextmanager
+def _storing() -> Iterator[None]:
+    """An unreachable shared state, as an MCP error rather than a 500.
+
+    Raises:
+        MCPError: the store is unavailable.
+    """
+    try:
+        yield
+    except StateUnavailableError as exc:
+        raise MCPError(types.INTERNAL_ERROR, str(exc)) from exc
