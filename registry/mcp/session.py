@@ -33,7 +33,9 @@ from registry.mcp.elicitation import ClientRequests
 from registry.mcp.errors import McpCallError, McpConnectionLostError, McpUnavailableError
 from registry.mcp.keepalive import read_to_end
 from registry.mcp.pool import pooled_client
+from registry.mcp.progress import CallReporter, ProgressRoutes
 from registry.mcp.stderr import ServerStderr
+from registry.mcp.tasks import TaskCalls
 from registry.propagation import TRACE_HEADER_NAMES, outgoing_trace_headers
 
 __all__ = ["McpSession"]
@@ -76,7 +78,9 @@ class McpSession:
         self._requests = requests
         self._label = label
         self._base_dir = base_dir
-        self._on_tools = on_tools
+        self._progress = ProgressRoutes()
+        self._tasks = TaskCalls(label)
+        self._on_tools = self._tasks.following(on_tools)
         self._state: State = "idle"
         self._error: str | None = None
         self._session: ClientSession | None = None
@@ -125,8 +129,11 @@ class McpSession:
             await asyncio.wait({self._task})
         self._state = "closed"
 
-    async def call_tool(self, name: str, arguments: dict[str, Any]) -> types.CallToolResult:
-        """Call a tool once; it is never re-sent, whatever happens to the connection.
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any], reporter: CallReporter | None = None
+    ) -> types.CallToolResult:
+        """Call a tool once; it is never re-sent, whatever happens to the connection. Its
+        progress goes to `reporter`; a tool that runs as a task is called as one.
 
         Raises:
             McpUnavailableError: the server is not connected.
@@ -144,8 +151,13 @@ class McpSession:
             )
         try:
             # The caller's trace context (empty unless traced): in `_meta`, and as headers.
-            meta = cast("types.RequestParamsMeta", dict(outgoing_trace_headers())) or None
-            result = await self._call(session, name, arguments, meta)
+            meta = cast("types.RequestParamsMeta", dict(outgoing_trace_headers()))
+            with self._progress.token(reporter) as token:
+                meta["progress_token"] = token
+                if self._tasks.runs_as_task(name):
+                    result = await self._call_as_task(session, name, arguments, meta, reporter)
+                else:
+                    result = await self._call(session, name, arguments, meta)
         except MCPError as exc:
             if (
                 exc.code == types.CONNECTION_CLOSED
@@ -197,6 +209,18 @@ class McpSession:
 
             first = await session.call_tool(name, arguments, meta=meta, allow_input_required=True)
             return await requests.settle(name, hooks, first, retry)
+
+    async def _call_as_task(
+        self,
+        session: ClientSession,
+        name: str,
+        arguments: dict[str, Any],
+        meta: types.RequestParamsMeta,
+        reporter: CallReporter | None,
+    ) -> types.CallToolResult:
+        """A call run as a task, the server's questions meanwhile going to its caller."""
+        with contextlib.nullcontext() if self._requests is None else self._requests.calling(name):
+            return await self._tasks.call(session, name, arguments, meta, reporter)
 
     def _mark_lost(self) -> None:
         # Calls fail fast from here on; the supervisor tears the connection down and retries.
@@ -286,8 +310,9 @@ class McpSession:
                     client_info=_CLIENT_INFO,
                     elicitation_callback=requests.elicit if requests is not None else None,
                     sampling_callback=requests.sample if requests is not None else None,
+                    notification_bindings=[self._tasks.binding()],
                 ) as session:
-                    await session.initialize()
+                    self._tasks.learn_server((await session.initialize()).capabilities)
                     tools = await _list_all(session)
                     connecting.deadline = math.inf
                     up_since = anyio.current_time()
@@ -311,7 +336,9 @@ class McpSession:
     def _handler(self, changes: asyncio.Event) -> MessageHandlerFnT:
         async def handle(message: types.ServerNotification | Exception) -> None:
             # Handled whether or not the server advertised tools.listChanged: some send it anyway.
-            if isinstance(message, types.ToolListChangedNotification):
+            if isinstance(message, types.ProgressNotification):
+                self._progress.progress(message.params)
+            elif isinstance(message, types.ToolListChangedNotification):
                 changes.set()
             elif isinstance(message, Exception):
                 log.debug("MCP server %s: transport error: %s", self._label, message)

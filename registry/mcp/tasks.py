@@ -13,6 +13,7 @@ it ends: no task is left running for nobody.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import Any
 
 import anyio
@@ -41,6 +42,7 @@ CANCEL_TIMEOUT_S = 5.0
 _TASK_SUPPORT = frozenset({"required", "optional"})
 _TERMINAL = frozenset({"completed", "failed", "cancelled"})
 _STATUS_METHOD = "notifications/tasks/status"
+_Listed = Callable[[list[types.Tool]], None]
 
 
 class _Watch:
@@ -77,6 +79,15 @@ class TaskCalls:
         requests = tasks.requests if tasks is not None else None
         self._server_accepts = bool(requests and requests.tools and requests.tools.call)
 
+    def following(self, on_tools: _Listed) -> _Listed:
+        """`on_tools`, after learning each listing's task support."""
+
+        def listed(tools: list[types.Tool]) -> None:
+            self.learn_tools(tools)
+            on_tools(tools)
+
+        return listed
+
     def learn_tools(self, tools: list[types.Tool]) -> None:
         """Take each tool's task support from a fresh listing."""
         self._tools = frozenset(
@@ -93,7 +104,7 @@ class TaskCalls:
         session: ClientSession,
         name: str,
         arguments: dict[str, Any],
-        meta: dict[str, Any],
+        meta: types.RequestParamsMeta,
         reporter: CallReporter | None,
     ) -> types.CallToolResult:
         """Call a tool as a task and wait for its result; cancel the task if abandoned.
@@ -102,9 +113,9 @@ class TaskCalls:
             MCPError: the server refused the call, or a `tasks/*` request failed.
             McpCallError: the task failed or was cancelled by the server.
         """
-        params = {"name": name, "arguments": arguments, "task": {"ttl": TASK_TTL_MS}}
-        if meta:
-            params["_meta"] = meta
+        call = types.CallToolRequestParams(name=name, arguments=arguments, _meta=meta)
+        params = call.model_dump(by_alias=True, mode="json", exclude_none=True)
+        params["task"] = {"ttl": TASK_TTL_MS}
         answer = await _send(session, "tools/call", params, limit_s=REQUEST_TIMEOUT_S)
         if "task" not in answer:  # the server chose to answer at once
             return types.CallToolResult.model_validate(answer, by_name=False)
