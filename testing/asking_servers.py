@@ -2,18 +2,25 @@
 completion request (sampling). Each tool returns what its client answered, as JSON, so a
 test reads the answer the server received.
 
-Run it over stdio with `python -m testing.asking_servers`.
+Run it over stdio with `python -m testing.asking_servers`, or over Streamable HTTP in the
+test's own event loop with `serve_asking()` (no process to start).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
+import warnings
+from collections.abc import AsyncIterator
 
 import anyio
 import mcp_types as types
 from mcp.server.mcpserver import Context, MCPServer
+from mcp.shared.exceptions import MCPDeprecationWarning
 
-__all__ = ["BOOKING_SCHEMA", "asking_server"]
+from testing.asgi_serving import serve_app
+
+__all__ = ["BOOKING_SCHEMA", "asking_server", "serve_asking"]
 
 BOOKING_SCHEMA: types.ElicitRequestedSchema = {
     "type": "object",
@@ -64,12 +71,15 @@ def asking_server() -> MCPServer:
     @server.tool()
     async def summarize(text: str, ctx: Context) -> str:
         """Asks the client's model for a one-line summary."""
-        result = await ctx.request_context.session.create_message(
-            [types.SamplingMessage(role="user", content=types.TextContent(text=text))],
-            max_tokens=5000,
-            system_prompt="Summarize in one line.",
-            related_request_id=ctx.request_id,
-        )
+        # Sampling is deprecated from 2026-07-28 on; servers of the 2025 era still ask.
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", MCPDeprecationWarning)
+            result = await ctx.request_context.session.create_message(
+                [types.SamplingMessage(role="user", content=types.TextContent(text=text))],
+                max_tokens=5000,
+                system_prompt="Summarize in one line.",
+                related_request_id=ctx.request_id,
+            )
         content = result.content
         text_out = content.text if isinstance(content, types.TextContent) else ""
         return json.dumps({"model": result.model, "text": text_out})
@@ -80,6 +90,15 @@ def asking_server() -> MCPServer:
         return text
 
     return server
+
+
+@contextlib.asynccontextmanager
+async def serve_asking() -> AsyncIterator[str]:
+    """Serve the asking server over Streamable HTTP on an ephemeral loopback port; yields
+    its URL."""
+    app = asking_server().streamable_http_app()
+    async with serve_app(app, timeout_graceful_shutdown=1) as root:
+        yield root + "/mcp"
 
 
 if __name__ == "__main__":

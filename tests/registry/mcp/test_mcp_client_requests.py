@@ -1,11 +1,11 @@
 """An MCP server's questions and completion requests during a call reach the caller's asker
-and sampler (a real server over stdio, the real executor)."""
+and sampler (a real server over Streamable HTTP, its questions on the call's own response
+stream; the real executor)."""
 
 from __future__ import annotations
 
 import asyncio
 import json
-import sys
 from typing import Any
 
 import pytest
@@ -14,12 +14,11 @@ import pytest_asyncio
 from registry import Executor, ToolCall, ToolRegistry, ToolResult
 from registry.mcp import McpSource, McpSourceConfig
 from registry.mcp.hooks import ClientHooks, Question, Reply, Sample, SampleRequest, offering
+from testing.asking_servers import serve_asking
 
 from .conftest import REPO
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
-
-SERVER = {"command": [sys.executable, "-m", "testing.asking_servers"]}
 
 
 class Asked:
@@ -47,11 +46,17 @@ class Sampled:
 async def asking() -> Any:
     """The asking server as two sources: sampling on (limit 2 a minute) and off."""
     registry = ToolRegistry()
+    async with serve_asking() as url:
+        async for call in _sources(registry, {"url": url}):
+            yield call
+
+
+async def _sources(registry: ToolRegistry, server: dict[str, Any]) -> Any:
     sources = [
         McpSource(
             McpSourceConfig.model_validate(
                 {
-                    "mcp": SERVER,
+                    "mcp": server,
                     "namespace": "ask",
                     "sampling": {
                         "enabled": True,
@@ -64,11 +69,10 @@ async def asking() -> Any:
             base_dir=REPO,
         ),
         McpSource(
-            McpSourceConfig.model_validate({"mcp": SERVER, "namespace": "quiet"}), base_dir=REPO
+            McpSourceConfig.model_validate({"mcp": server, "namespace": "quiet"}), base_dir=REPO
         ),
     ]
-    for source in sources:
-        await source.start(registry)
+    await asyncio.gather(*(source.start(registry) for source in sources))
     with Executor(default_timeout_s=20) as executor:
 
         async def call(name: str, **arguments: Any) -> ToolResult:
