@@ -27,6 +27,16 @@ from registry.execution_log import ExecutionLog, ExecutionRecord, redact
 from registry.executor import Executor
 from registry.listeners import CallEvent, CallListener
 from registry.mcp import McpServerConfig, McpServersJsonConfig, McpSourceConfig
+from registry.mcp.hooks import (
+    ClientHooks,
+    Question,
+    Reply,
+    Sample,
+    Sampler,
+    SampleRequest,
+    SamplingRefusedError,
+    offering,
+)
 from registry.openapi import OpenApiSource, OpenApiSourceConfig
 from registry.process_pool import ProcessBackend, WorkerCrashedError
 from registry.progress import ProgressListener, ToolProgress, reporting_to, reports_progress
@@ -59,6 +69,7 @@ __all__ = [
     "CallEvent",
     "CallListener",
     "ChangeCallback",
+    "ClientHooks",
     "ConditionalComposer",
     "ErrorKind",
     "ExecutionBackend",
@@ -85,11 +96,17 @@ __all__ = [
     "PythonClassSourceConfig",
     "PythonSource",
     "PythonSourceConfig",
+    "Question",
     "RegistryError",
     "Repair",
+    "Reply",
     "RetryConfig",
     "RetrySettings",
     "RetryableError",
+    "Sample",
+    "SampleRequest",
+    "Sampler",
+    "SamplingRefusedError",
     "SequentialComposer",
     "SourceConfig",
     "SourceLoadError",
@@ -125,6 +142,7 @@ __all__ = [
     "is_transient",
     "load_python_source",
     "merge",
+    "offering",
     "parse_arguments",
     "parse_python",
     "redact",
