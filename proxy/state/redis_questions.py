@@ -27,10 +27,8 @@ class RedisRelay:
         """Raises StateUnavailableError."""
         key = self._state.key("relay", channel)
         with reaching("relaying an answer"):
-            async with self._state.client.pipeline(transaction=True) as pipe:
-                pipe.rpush(key, orjson.dumps(item))
-                pipe.pexpire(key, self._ttl_ms)
-                await pipe.execute()
+            await self._state.client.rpush(key, orjson.dumps(item))
+            await self._state.client.pexpire(key, self._ttl_ms)
 
     async def pop(self, channel: str, timeout_s: float) -> Item | None:
         """Raises StateUnavailableError."""

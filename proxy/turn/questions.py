@@ -1,0 +1,328 @@
+"""MCP servers' questions during a turn: the turn pauses, the client answers, the call goes on.
+
+When a call the loop runs asks its client something (an MCP server's elicitation), the
+turn ends as it does for an approval: the client is handed a call of `toolwire_elicitation`
+carrying the question (the README's **Elicitation**). The calls of that round keep running,
+held on this replica (their MCP connection is here), each question waiting for its answer
+at most `timeout_s` (then it is declined). The client answers with a tool message, on any
+replica: the answer is relayed to the held calls, and the answering request waits for what
+they do next: finish (their results take the answer's place in the history, and the turn
+goes on) or ask again (the new question is handed back at once).
+
+Everything is kept per client key: a question's record is found only under the key whose
+call asked it; another key's answer to it is refused as if it did not exist (404).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import logging
+import secrets
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from registry import ClientHooks, Question, Reply, Sampler, ToolCall, ToolResult, offering
+
+from ..errors import BadRequestError, ProxyError
+from ..state.questions import Relay
+from .continuations import TurnStore, owned
+from .record import Turn
+
+__all__ = ["QUESTION_TOOL", "Asked", "Questions", "Resumed"]
+
+log = logging.getLogger("toolwire.questions")
+
+QUESTION_TOOL = "toolwire_elicitation"
+"""The function a question is handed to the client as, on every front."""
+_ID_PREFIX = "elicit_"
+_RECORD = "question:"
+_ACTIONS = ("accept", "decline", "cancel")
+Message = dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Asked:
+    """A question handed to the client: the call it is shown as, and its batch."""
+
+    id: str
+    batch: str
+    question: dict[str, Any]
+    calls: tuple[str, ...] = ()
+    """The ids of the held calls (their results replace the answer)."""
+
+    def call(self) -> ToolCall:
+        return ToolCall(self.id, QUESTION_TOOL, orjson.dumps(self.question).decode())
+
+    def as_dict(self) -> dict[str, Any]:
+        """The entry in Chat's `toolwire.elicitation_required` list."""
+        return {"tool_call_id": self.id, **self.question}
+
+
+@dataclass(slots=True)
+class Ran:
+    """What the held calls did first: finished (`results`) or asked (`asked`)."""
+
+    results: list[ToolResult] | None = None
+    asked: Asked | None = None
+
+
+@dataclass(slots=True)
+class Resumed:
+    """The history with answered questions replaced by what their calls returned; a new
+    question when the calls asked again."""
+
+    history: list[Message]
+    asked: Asked | None = None
+    failed: set[str] = field(default_factory=set)
+
+
+class Questions:
+    """Holds the calls that asked, relays the answers, and rewrites the history around them.
+
+    `holding` must run (the app's lifespan) for calls to be held past their request.
+    """
+
+    def __init__(
+        self,
+        *,
+        turns: TurnStore,
+        relay: Relay,
+        timeout_s: float,
+        sampler: Sampler | None = None,
+    ) -> None:
+        self._turns = turns
+        self._relay = relay
+        self._timeout_s = timeout_s
+        self._sampler = sampler
+        self._group: asyncio.TaskGroup | None = None
+        self._held: dict[str, asyncio.Task[None]] = {}
+
+    @contextlib.asynccontextmanager
+    async def holding(self) -> AsyncIterator[None]:
+        """Hold calls past their requests until the block ends (then they are cancelled)."""
+        async with asyncio.TaskGroup() as group:
+            self._group = group
+            try:
+                yield
+            finally:
+                self._group = None
+                for task in self._held.values():
+                    task.cancel()
+
+    def hooks(self, turn: Turn) -> ClientHooks:
+        """What calls made outside a held batch offer their servers (sampling only)."""
+        return ClientHooks(sampler=self._sampler, who=turn.owner)
+
+    async def run(
+        self,
+        turn: Turn,
+        work: Callable[[], Awaitable[list[ToolResult]]],
+        call_ids: Sequence[str],
+        seconds: float,
+        *,
+        may_ask: bool = True,
+    ) -> Ran:
+        """Run `work` (the round's admitted calls) held on this replica; its results, or the
+        first question one of them asks within `seconds` (timeouts for all past it). Unless
+        `may_ask`, the calls run in place and their servers' questions are declined."""
+        group = self._group
+        if group is None or not may_ask:
+            with offering(self.hooks(turn)):
+                try:
+                    async with asyncio.timeout(seconds):
+                        return Ran(results=await work())
+                except TimeoutError:
+                    return Ran(results=_timeouts(call_ids))
+        batch = secrets.token_urlsafe(12)
+        asker = _BatchAsker(self, batch)
+        with offering(ClientHooks(asker=asker, sampler=self._sampler, who=turn.owner)):
+            self._held[batch] = group.create_task(self._hold(batch, work), name=f"held:{batch}")
+        return await self._next(batch, list(call_ids), seconds)
+
+    async def resume(self, turn: Turn, history: list[Message], seconds: float) -> Resumed:
+        """Relay the answers `history` gives to the owner's open questions; put in what the
+        calls did. A question of another key, or one unknown, is refused (404).
+
+        Raises:
+            ProxyError: an answer to a question this key has no record of (404), or one
+                that is not an answer (400).
+        """
+        answers = {
+            m["tool_call_id"]: m.get("content")
+            for m in history
+            if m.get("role") == "tool"
+            and isinstance(m.get("tool_call_id"), str)
+            and m["tool_call_id"].startswith(_ID_PREFIX)
+        }
+        if not answers:
+            return Resumed(history)
+        ids = list(answers)
+        found = await self._turns.get_many([_record_key(turn.owner, i) for i in ids])
+        records: dict[str, Message] = {}
+        for question_id, kept in zip(ids, found, strict=True):
+            if not kept:
+                raise ProxyError(
+                    f"no open question {question_id!r} for this key",
+                    status=404,
+                    code="question_not_found",
+                    param="messages",
+                )
+            records[question_id] = kept[0]
+        resumed = Resumed(history)
+        replaced: dict[str, list[Message]] = {}
+        for question_id, record in records.items():
+            if record["state"] == "asked":
+                record = await self._answer(
+                    turn, question_id, record, answers[question_id], seconds
+                )
+                if record["state"] == "continued":
+                    following = record["next"]
+                    resumed.asked = Asked(
+                        following["id"],
+                        following["batch"],
+                        following["question"],
+                        tuple(following["calls"]),
+                    )
+            if record["state"] == "done":
+                results = [_result(r) for r in record["results"]]
+                replaced[question_id] = [
+                    {"role": "tool", "tool_call_id": r.call_id, "content": r.content}
+                    for r in results
+                ]
+                resumed.failed.update(r.call_id for r in results if r.is_error)
+            else:
+                replaced[question_id] = []
+        resumed.history = []
+        for message in history:
+            answering = message.get("tool_call_id") if message.get("role") == "tool" else None
+            if answering in replaced:
+                resumed.history.extend(replaced[answering])
+            else:
+                resumed.history.append(message)
+        return resumed
+
+    async def keep(self, turn: Turn, asked: Asked) -> None:
+        """Keep the record of a question handed to the client (the owner's alone)."""
+        record = {"state": "asked", "batch": asked.batch, "calls": list(asked.calls)}
+        await self._turns.put(_record_key(turn.owner, asked.id), [record])
+
+    async def _answer(
+        self, turn: Turn, question_id: str, record: Message, content: Any, seconds: float
+    ) -> Message:
+        reply = _reply(question_id, content)
+        batch = record["batch"]
+        await self._relay.push(_answers(question_id), dataclasses.asdict(reply))
+        ran = await self._next(batch, record.get("calls", []), seconds)
+        if ran.asked is not None:
+            record = {**record, "state": "continued", "next": dataclasses.asdict(ran.asked)}
+            await self.keep(turn, ran.asked)
+        else:
+            assert ran.results is not None
+            results = [dataclasses.asdict(r) for r in ran.results]
+            record = {**record, "state": "done", "results": results}
+        await self._turns.put(_record_key(turn.owner, question_id), [record])
+        return record
+
+    async def _hold(self, batch: str, work: Callable[[], Awaitable[list[ToolResult]]]) -> None:
+        try:
+            results = await work()
+            done = {"kind": "done", "results": [dataclasses.asdict(r) for r in results]}
+            await self._relay.push(_events(batch), done)
+        except Exception:
+            log.exception("held calls %s failed", batch)
+        finally:
+            self._held.pop(batch, None)
+
+    async def _next(self, batch: str, call_ids: list[str], seconds: float) -> Ran:
+        event = await self._relay.pop(_events(batch), seconds)
+        if event is None:
+            held = self._held.get(batch)
+            if held is not None:
+                held.cancel()
+            return Ran(results=_timeouts(call_ids))
+        if event["kind"] == "question":
+            asked = Asked(event["id"], batch, event["question"], tuple(call_ids))
+            return Ran(asked=asked)
+        return Ran(results=[_result(r) for r in event["results"]])
+
+    async def ask(self, batch: str, question: Question) -> Reply:
+        """A held call's question: shown to the client, answered within `timeout_s`."""
+        question_id = _ID_PREFIX + secrets.token_urlsafe(12)
+        event = {"kind": "question", "id": question_id, "question": question.as_dict()}
+        await self._relay.push(_events(batch), event)
+        answer = await self._relay.pop(_answers(question_id), self._timeout_s)
+        if answer is None:
+            return Reply.declined(f"no answer within {self._timeout_s:g} s")
+        return Reply(**answer)
+
+
+class _BatchAsker:
+    """The asker of one held batch of calls."""
+
+    def __init__(self, questions: Questions, batch: str) -> None:
+        self._questions = questions
+        self._batch = batch
+
+    async def ask(self, question: Question) -> Reply:
+        return await self._questions.ask(self._batch, question)
+
+
+def _reply(question_id: str, content: Any) -> Reply:
+    """The client's answer from its tool message's content.
+
+    Raises:
+        BadRequestError: the content is not `{"action": "accept" | "decline" | "cancel", ...}`.
+    """
+    text = content if isinstance(content, str) else _text(content)
+    try:
+        answer = orjson.loads(text)
+    except orjson.JSONDecodeError:
+        answer = None
+    action = answer.get("action") if isinstance(answer, dict) else None
+    given = answer.get("content") if isinstance(answer, dict) else None
+    if action not in _ACTIONS or (given is not None and not isinstance(given, dict)):
+        raise BadRequestError(
+            f"the answer to question {question_id!r} must be a JSON object "
+            '{"action": "accept" | "decline" | "cancel", "content": {...}}',
+            param="messages",
+        )
+    assert isinstance(answer, dict)
+    return Reply(action, given if action == "accept" else None)
+
+
+def _text(content: Any) -> str:
+    if isinstance(content, list):
+        return "".join(p.get("text", "") for p in content if isinstance(p, dict))
+    return "" if content is None else str(content)
+
+
+def _result(data: dict[str, Any]) -> ToolResult:
+    return ToolResult(
+        call_id=data["call_id"],
+        content=data["content"],
+        is_error=data.get("is_error", False),
+        error_kind=data.get("error_kind"),
+        attachments=tuple(data.get("attachments") or ()),
+    )
+
+
+def _timeouts(call_ids: Sequence[str]) -> list[ToolResult]:
+    message = "the turn's time budget ran out while the tool ran"
+    return [ToolResult.error(i, "timeout", message) for i in call_ids]
+
+
+def _record_key(owner: str, question_id: str) -> str:
+    return _RECORD + owned(owner, question_id)
+
+
+def _answers(question_id: str) -> str:
+    return f"answer:{question_id}"
+
+
+def _events(batch: str) -> str:
+    return f"batch:{batch}"
