@@ -52,6 +52,9 @@ STABLE_AFTER_S = 30.0
 """A connection that stayed up this long resets the backoff to its initial delay."""
 LIST_TIMEOUT_S = 30.0
 MAX_LIST_PAGES = 1000
+MAX_MESSAGE_BYTES = 64 * 1024 * 1024
+"""The longest message a server may send over Streamable HTTP (the SDK's default, 1 MiB, would
+lose a long tool result with the connection; the executor cuts results to its own limit)."""
 _PYTHON_NAMES = ("python", "python3")
 _CLIENT_INFO = types.Implementation(name="toolwire", version="0.1.0")
 # A terminated Streamable HTTP session answers with this code and message: reconnect.
@@ -412,7 +415,9 @@ async def _streamable_http(
             timeout=timeout,
             event_hooks={"request": [_trace_headers_from_meta], "response": [read_to_end]},
         ) as client,
-        streamable_http_client(url, http_client=client) as streams,
+        streamable_http_client(
+            url, http_client=client, max_sse_event_size=MAX_MESSAGE_BYTES
+        ) as streams,
     ):
         yield streams
 
