@@ -20,6 +20,7 @@ import contextlib
 import dataclasses
 import logging
 import secrets
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -42,6 +43,12 @@ QUESTION_TOOL = "toolwire_elicitation"
 _ID_PREFIX = "elicit_"
 _RECORD = "question:"
 _ACTIONS = ("accept", "decline", "cancel")
+TAKEN_WITHIN_S = 5.0
+"""How long an answer waits for the replica holding the asking call to take it."""
+_NOT_TAKEN = (
+    f"no replica took the answer within {TAKEN_WITHIN_S:g} s: the replica that held the "
+    "call stopped, or the question had timed out; the call's outcome is unknown"
+)
 Message = dict[str, Any]
 
 
@@ -141,7 +148,8 @@ class Questions:
         batch = secrets.token_urlsafe(12)
         asker = _BatchAsker(self, batch)
         with offering(ClientHooks(asker=asker, sampler=self._sampler, who=turn.owner)):
-            self._held[batch] = group.create_task(self._hold(batch, work), name=f"held:{batch}")
+            held = self._hold(batch, work, list(call_ids))
+            self._held[batch] = group.create_task(held, name=f"held:{batch}")
         return await self._next(batch, list(call_ids), seconds)
 
     async def resume(self, turn: Turn, history: list[Message], seconds: float) -> Resumed:
@@ -217,7 +225,7 @@ class Questions:
         reply = _reply(question_id, content)
         batch = record["batch"]
         await self._relay.push(_answers(question_id), dataclasses.asdict(reply))
-        ran = await self._next(batch, record.get("calls", []), seconds)
+        ran = await self._next(batch, record.get("calls", []), seconds, answered=True)
         if ran.asked is not None:
             record = {**record, "state": "continued", "next": dataclasses.asdict(ran.asked)}
             await self.keep(turn, ran.asked)
@@ -228,23 +236,40 @@ class Questions:
         await self._turns.put(_record_key(turn.owner, question_id), [record])
         return record
 
-    async def _hold(self, batch: str, work: Callable[[], Awaitable[list[ToolResult]]]) -> None:
+    async def _hold(
+        self, batch: str, work: Callable[[], Awaitable[list[ToolResult]]], call_ids: list[str]
+    ) -> None:
         try:
-            results = await work()
+            try:
+                results = await work()
+            except Exception as exc:
+                # The gate answers every call with a result; this is a bug, reported as one.
+                log.exception("held calls %s failed", batch)
+                results = _errors(call_ids, "internal", f"the call failed: {exc}")
             done = {"kind": "done", "results": [dataclasses.asdict(r) for r in results]}
             await self._relay.push(_events(batch), done)
-        except Exception:
-            log.exception("held calls %s failed", batch)
         finally:
             self._held.pop(batch, None)
 
-    async def _next(self, batch: str, call_ids: list[str], seconds: float) -> Ran:
-        event = await self._relay.pop(_events(batch), seconds)
-        if event is None:
-            held = self._held.get(batch)
-            if held is not None:
-                held.cancel()
-            return Ran(results=_timeouts(call_ids))
+    async def _next(
+        self, batch: str, call_ids: list[str], seconds: float, *, answered: bool = False
+    ) -> Ran:
+        """What the held calls of `batch` do next, within `seconds`. After an answer
+        (`answered`), the replica holding them must take it within `TAKEN_WITHIN_S`."""
+        deadline = time.monotonic() + seconds
+        wait = min(TAKEN_WITHIN_S, seconds) if answered else seconds
+        while True:
+            event = await self._relay.pop(_events(batch), wait)
+            if event is None:
+                if answered:
+                    return Ran(results=_errors(call_ids, "lost", _NOT_TAKEN))
+                held = self._held.get(batch)
+                if held is not None:
+                    held.cancel()
+                return Ran(results=_timeouts(call_ids))
+            if event["kind"] != "taken":
+                break
+            answered, wait = False, max(0.0, deadline - time.monotonic())
         if event["kind"] == "question":
             asked = Asked(event["id"], batch, event["question"], tuple(call_ids))
             return Ran(asked=asked)
@@ -258,6 +283,7 @@ class Questions:
         answer = await self._relay.pop(_answers(question_id), self._timeout_s)
         if answer is None:
             return Reply.declined(f"no answer within {self._timeout_s:g} s")
+        await self._relay.push(_events(batch), {"kind": "taken", "id": question_id})
         return Reply(**answer)
 
 
@@ -312,8 +338,11 @@ def _result(data: dict[str, Any]) -> ToolResult:
 
 
 def _timeouts(call_ids: Sequence[str]) -> list[ToolResult]:
-    message = "the turn's time budget ran out while the tool ran"
-    return [ToolResult.error(i, "timeout", message) for i in call_ids]
+    return _errors(call_ids, "timeout", "the turn's time budget ran out while the tool ran")
+
+
+def _errors(call_ids: Sequence[str], kind: str, message: str) -> list[ToolResult]:
+    return [ToolResult.error(i, kind, message) for i in call_ids]
 
 
 def _record_key(owner: str, question_id: str) -> str:
