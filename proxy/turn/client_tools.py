@@ -23,11 +23,18 @@ Tool = dict[str, Any]
 
 
 def mark(chat: dict[str, Any], marks: dict[str, dict[str, Any]]) -> None:
-    """Put each client tool's marks (by tool name) on its entry of a Chat body."""
-    for tool in chat.get("tools") or ():
-        name = (tool.get("function") or {}).get("name")
-        if name in marks:
-            tool.update(marks[name])
+    """Put each client tool's marks (by tool name) on its entry of a Chat body. The entries
+    are replaced, not changed: the converter hands out the same tool objects to every
+    request that declares the same tool, so a mark put on one would reach the others."""
+    tools = chat.get("tools")
+    if not tools or not marks:
+        return
+    chat["tools"] = [
+        {**tool, **marks[name]}
+        if (name := (tool.get("function") or {}).get("name")) in marks
+        else tool
+        for tool in tools
+    ]
 
 
 def callable_from_programs(tool: Tool) -> bool:

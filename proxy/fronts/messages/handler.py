@@ -11,13 +11,14 @@ from ...errors import BadRequestError, ClientDisconnectedError, ProxyError
 from ...server.asgi import Receive, Scope, Send, read_body, send_json
 from ...server.context import RequestContext, context_of
 from ...server.services import Services
-from ...turn.client_tools import mark
+from ...turn.client_tools import DEFER_LOADING, mark
 from ...turn.controls import parse_controls
 from ...turn.record import Turn
 from ..exchange import Answered, Reply, Streamed, send_error, serve_turn
 from ..renderers import BuilderJson, BuilderStream
 from .errors import error_body
 from .programmatic import client_marks, code_execution_type, tool_search_name
+from .references import load_references
 from .render import MessageBuilder
 from .request import parse_body, to_chat_body
 
@@ -64,7 +65,10 @@ class Messages:
             # The client asked for programmatic tool calling: code mode answers it.
             controls = dataclasses.replace(controls, code_mode=True)
         search_name = tool_search_name(document)
+        document, loaded = load_references(document)
         document, marks = client_marks(document)
+        for name in loaded:  # a search loaded it: offered from now on
+            marks.get(name, {}).pop(DEFER_LOADING, None)
         chat = to_chat_body(document)
         mark(chat, marks)
         services = self._services

@@ -18,7 +18,15 @@ from registry import Tool, ToolRegistry
 from ...errors import BadRequestError
 from ...turn.client_tools import DEFER_LOADING, MARKERS
 from ..validation import field_path
-from .search import CLIENT, SEARCH_FUNCTION, Held, flat_name, loaded_tools, search_function
+from .search import (
+    CLIENT,
+    SEARCH_FUNCTION,
+    Held,
+    flat_name,
+    found_by_server,
+    loaded_tools,
+    search_function,
+)
 
 ALL_TOOLS_LABEL = "toolwire"
 """The `server_label` that selects every registry tool the request may see."""
@@ -144,6 +152,8 @@ def plan_tools(
     if planner.client_search is not None:
         for spec in loaded_tools(conversation):
             planner.loaded(spec)
+    else:
+        planner.found(found_by_server(conversation))
     return planner.plan()
 
 
@@ -239,6 +249,12 @@ class _Planner:
                 f"a tool_search_output may load function, namespace and mcp tools, not {kind!r}",
                 param=where,
             )
+
+    def found(self, names: set[str]) -> None:
+        """The client's deferred functions Toolwire's searches found earlier in the
+        conversation: offered from now on."""
+        for name in names & self._marks.keys():
+            self._marks[name] = {k: v for k, v in self._marks[name].items() if k != DEFER_LOADING}
 
     def plan(self) -> ToolsPlan:
         functions = list(self._functions.values())

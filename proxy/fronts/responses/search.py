@@ -97,6 +97,18 @@ def loaded_tools(conversation: Iterable[Item]) -> list[Item]:
     return tools
 
 
+def found_by_server(conversation: Iterable[Item]) -> set[str]:
+    """The names of the tools Toolwire's own searches of this conversation found (their
+    `tool_search_output` items, sent back as they came): loaded for the rest of it."""
+    return {
+        tool["name"]
+        for item in conversation
+        if item.get("type") == "tool_search_output" and item.get("execution") != CLIENT
+        for tool in item.get("tools") or ()
+        if isinstance(tool, dict) and isinstance(tool.get("name"), str)
+    }
+
+
 def as_call(item: Item, where: str) -> Item:
     """A client search's `tool_search_call` as the function call the upstream saw.
 
@@ -142,6 +154,7 @@ __all__ = [
     "as_call",
     "as_output",
     "flat_name",
+    "found_by_server",
     "is_client_search",
     "loaded_tools",
     "search_function",
