@@ -18,7 +18,9 @@ from ..approvals.flow import ApprovalFlow
 from ..approvals.webhook import WebhookApprover
 from ..config import Settings
 from ..errors import ProxyError
+from ..fronts.responses.background import BackgroundRuns, Work
 from ..state import build_stores
+from ..state.runs import run_store
 from ..telemetry import DrainMiddleware, Telemetry, TelemetryMiddleware
 from ..telemetry.tool_calls import ToolCallListener
 from ..turn.catalog import Catalog
@@ -107,7 +109,9 @@ def _lifespan(
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         async with contextlib.AsyncExitStack() as stack:
             stack.callback(telemetry.close)
-            started = await _start(settings, registry, sources, stack, telemetry.listener)
+            started = await _start(
+                settings, registry, sources, stack, telemetry.listener, telemetry.drain
+            )
             services = telemetry.instrument(started)
             app.state.services = services
             running.bind(services)
@@ -152,6 +156,7 @@ async def _start(
     sources: SourceSet | None,
     stack: contextlib.AsyncExitStack,
     listener: ToolCallListener,
+    drain: Work | None = None,
 ) -> Services:
     """Build every long-lived object; `stack` closes each, also when a later one fails."""
     tools = registry if registry is not None else ToolRegistry()
@@ -167,6 +172,8 @@ async def _start(
         stack.push_async_callback(approver.aclose)
     stores = await build_stores(settings)
     stack.push_async_callback(stores.aclose)
+    runs = run_store(stores.responses, stores.redis, settings.state)
+    stack.push_async_callback(runs.aclose)
     limiter = stores.limiter
     gate = Gate(
         RulePolicy(settings.policy),
@@ -195,6 +202,9 @@ async def _start(
         strict_arguments=settings.execution.strict_arguments,
         programs=programs,
     )
+    # Closed first: its runs end (failed) while the stores and upstreams are still open.
+    background = BackgroundRuns(runs, stores.responses, settings.background, work=drain)
+    await stack.enter_async_context(background)
     return Services(
         registry=tools,
         sources=sources,
@@ -208,6 +218,7 @@ async def _start(
         approvals=approvals,
         keepalive_s=settings.loop.keepalive_s,
         mcp_tasks=stores.mcp_tasks,
+        background=background,
     )
 
 

@@ -101,6 +101,13 @@ ROUTES: tuple[Route, ...] = (
     CHAT,
     RESPONSES,
     Route(
+        "/v1/responses/{response_id}/cancel",
+        "responses",
+        POST,
+        endpoint=endpoints.records,
+        listed=(("POST", "/v1/responses/{id}/cancel", "cancel a background response"),),
+    ),
+    Route(
         "/v1/responses/{response_id}",
         "responses",
         ("GET", "DELETE"),

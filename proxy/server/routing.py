@@ -93,11 +93,15 @@ class Route:
         return ((", ".join(self.methods), self.path, self.what),)
 
     def matches(self, path: str) -> bool:
-        """Whether `path` is this route's (a parameter takes the rest of the path)."""
+        """Whether `path` is this route's (a parameter takes the rest of the path, up to
+        what follows it in the route)."""
         if self.subtree:
             return path == self.path or path.startswith(self.path + "/")
-        head, brace, _ = self.path.partition("{")
-        return path.startswith(head) if brace else path == self.path
+        head, brace, rest = self.path.partition("{")
+        if not brace:
+            return path == self.path
+        tail = rest.partition("}")[2]
+        return path.startswith(head) and path.endswith(tail) and len(path) > len(head + tail)
 
 
 UNROUTED = Route("", "other", ANY)

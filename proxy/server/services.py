@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from policies import Gate
 from registry import SourceSet, ToolRegistry
@@ -18,6 +18,9 @@ from ..turn.events import LoopEvent
 from ..turn.record import Turn
 from ..upstreams.router import UpstreamRouter
 from .auth import Authenticator
+
+if TYPE_CHECKING:
+    from ..fronts.responses.background import BackgroundRuns
 
 
 class Loop(Protocol):
@@ -50,3 +53,5 @@ class Services:
     """A stream silent this long gets a keep-alive comment (`loop.keepalive_s`)."""
     mcp_tasks: McpTaskStore | None = None
     """The records of `/mcp`'s tasks; None: `/mcp` keeps them in its own memory."""
+    background: BackgroundRuns | None = None
+    """The Responses API's background runs; None: `background: true` is refused."""

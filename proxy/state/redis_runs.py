@@ -34,6 +34,25 @@ _MAX_WAIT_MS = 1000
 """A blocking read's longest wait: well inside the connection's 2-second read timeout."""
 _BATCH = 512
 
+# KEYS: status, lease, log, response. ARGV: the TTL (ms), the lease (ms), the response, then
+# (sequence, type, JSON) of each first event.
+_OPEN = """
+redis.call('HSET', KEYS[1], 'status', 'queued')
+redis.call('PEXPIRE', KEYS[1], ARGV[1])
+redis.call('SET', KEYS[2], '1', 'PX', ARGV[2])
+for i = 4, #ARGV, 3 do
+  redis.call('XADD', KEYS[3], '0-' .. (tonumber(ARGV[i]) + 1),
+             's', ARGV[i], 'k', ARGV[i + 1], 'd', ARGV[i + 2])
+end
+redis.call('PEXPIRE', KEYS[3], ARGV[1])
+redis.call('SET', KEYS[4], ARGV[3], 'PX', ARGV[1])
+return 1
+"""
+
+_STATE = """
+return {redis.call('HGET', KEYS[1], 'status'), redis.call('EXISTS', KEYS[2])}
+"""
+
 _START = """
 local status = redis.call('HGET', KEYS[1], 'status')
 if status == 'queued' then redis.call('HSET', KEYS[1], 'status', 'in_progress') return 1 end
@@ -113,7 +132,9 @@ class RedisRunStore:
     def __init__(self, state: RedisState, *, ttl_s: float) -> None:
         self._state = state
         self._ttl_ms = max(1, int(ttl_s * 1000))
+        self._open = state.script(_OPEN)
         self._start = state.script(_START)
+        self._state_of = state.script(_STATE)
         self._beat = state.script(_BEAT)
         self._append = state.script(_APPEND)
         self._finish = state.script(_FINISH)
@@ -134,18 +155,13 @@ class RedisRunStore:
     async def open(
         self, response_id: str, stored: StoredResponse, events: Sequence[RunEvent], lease_s: float
     ) -> None:
-        """Record the queued run (one MULTI). Raises StateUnavailableError."""
+        """Record the queued run (one script). Raises StateUnavailableError."""
         status, lease, events_key = self._keys(response_id)
-        pipe = self._state.client.pipeline(transaction=True)
-        pipe.hset(status, "status", "queued")
-        pipe.pexpire(status, self._ttl_ms)
-        pipe.set(lease, b"1", px=max(1, int(lease_s * 1000)))
-        for event in events:
-            pipe.xadd(events_key, _fields(event), id=_entry(event.sequence))
-        pipe.pexpire(events_key, self._ttl_ms)
-        pipe.set(self._state.key("response", response_id), self._encoded(stored), px=self._ttl_ms)
+        response = self._state.key("response", response_id)
+        args: list[Any] = [self._ttl_ms, max(1, int(lease_s * 1000)), self._encoded(stored)]
+        args += [part for event in events for part in (event.sequence, event.kind, event.data)]
         with reaching("starting a background response"):
-            await pipe.execute()
+            await self._open(keys=[status, lease, events_key, response], args=args)
 
     async def start(self, response_id: str) -> bool:
         """Raises StateUnavailableError."""
@@ -193,14 +209,11 @@ class RedisRunStore:
     async def state(self, response_id: str) -> RunState | None:
         """Raises StateUnavailableError."""
         status_key, lease, _ = self._keys(response_id)
-        pipe = self._state.client.pipeline(transaction=False)
-        pipe.hget(status_key, "status")
-        pipe.exists(lease)
         with reaching("reading a background response"):
-            status, held = await pipe.execute()
-        if status is None:
+            status, held = await self._state_of(keys=[status_key, lease])
+        if not status:
             return None
-        status = status.decode()
+        status = status.decode() if isinstance(status, bytes) else str(status)
         return RunState(status, bool(held) or status not in ("queued", "in_progress"))
 
     def cursor_after(self, sequence: int | None) -> str:
@@ -251,10 +264,6 @@ class RedisRunStore:
 
 def _entry(sequence: int) -> str:
     return f"0-{sequence + 1}"
-
-
-def _fields(event: RunEvent) -> dict[Any, Any]:
-    return {"s": event.sequence, "k": event.kind, "d": event.data}
 
 
 def _entries(found: Any) -> list[tuple[bytes, dict[bytes, bytes]]]:

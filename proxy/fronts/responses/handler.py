@@ -1,4 +1,8 @@
-"""`POST /v1/responses`, `GET` and `DELETE /v1/responses/{id}`: the Responses API front."""
+"""`POST /v1/responses`: the Responses API front (in the background too: `background: true`).
+
+The records of stored responses (`GET`, `DELETE`, cancel, a background run's stream) are
+`records.py`'s.
+"""
 
 from __future__ import annotations
 
@@ -6,20 +10,19 @@ import dataclasses
 import secrets
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any
 
 import orjson
-from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
 
 from policies import ToolFilter
 from registry import ToolSpec
 
-from ...errors import BadRequestError, ProxyError
+from ...errors import BadRequestError
 from ...server.asgi import Receive, Scope, Send
-from ...server.context import RequestContext, context_of
+from ...server.context import RequestContext
 from ...server.services import Services
 from ...state.base import StoredResponse
+from ...state.runs import ACTIVE, RunEvent
 from ...turn.catalog import Toolset
 from ...turn.client_tools import mark
 from ...turn.controls import parse_controls
@@ -29,17 +32,11 @@ from ..conversion import round_items, to_chat
 from ..exchange import Answered, Reply, Streamed, serve_turn
 from ..exchange import openai_error_body as error_body
 from ..renderers import BuilderJson, BuilderStream
+from .background_run import Run
 from .items import Item, for_rosetta, input_items, listed_labels
+from .records import LogStream, ResponseNotFoundError
 from .render import ResponseBuilder, ResponsePlan, Stored
 from .request import ResponsesBody, ToolsPlan, parse_body, plan_tools
-
-
-class ResponseNotFoundError(ProxyError):
-    """No stored response has the id the client named."""
-
-    status = 404
-    type = "invalid_request_error"
-    code = "response_not_found"
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,6 +46,8 @@ class _Prepared:
     conversation: list[Item]
     stream: bool
     store: bool
+    background: Run | None = None
+    """Run in the background (`background: true`): launched, and answered at once."""
 
 
 class Responses:
@@ -67,6 +66,8 @@ class Responses:
             body = parse_body(orjson.loads(raw))
         except orjson.JSONDecodeError as exc:
             raise BadRequestError(f"the request body is not valid JSON: {exc}") from exc
+        if not isinstance(getattr(body, "background", None), bool | None):
+            raise BadRequestError("background: must be a boolean", param="background")
         services = self._services
         prior: list[Item] = []
         if body.previous_response_id is not None:
@@ -74,6 +75,12 @@ class Responses:
             if stored is None or not stored.visible_to(context.principal):
                 raise ResponseNotFoundError(
                     f"previous response {body.previous_response_id!r} not found",
+                    param="previous_response_id",
+                )
+            if stored.response.get("status") in ACTIVE:
+                raise BadRequestError(
+                    f"previous response {body.previous_response_id!r} is still running in "
+                    "the background: wait for its end (poll GET /v1/responses/{id})",
                     param="previous_response_id",
                 )
             prior = stored.conversation
@@ -86,7 +93,9 @@ class Responses:
         if tools.names is not None:
             tool_filter = tool_filter.narrow(ToolFilter(names=tools.names))
         caller = context.caller(tools.must_ask)
-        toolset = services.catalog.toolset(tool_filter, caller, defer=tools.deferred)
+        toolset = services.catalog.toolset(
+            tool_filter, caller, defer=tools.deferred, load=tools.found
+        )
         chat = to_chat(_chat_request(body, conversation, tools, toolset), "openai_responses")
         mark(chat, tools.marks)
         if not chat.get("messages"):
@@ -112,9 +121,38 @@ class Responses:
             client_search=tools.client_search,
             listings=_listings(tools, toolset, labels, listed_labels(conversation)),
         )
-        return _Prepared(turn, plan, conversation, body.stream is True, body.store is not False)
+        prepared = _Prepared(turn, plan, conversation, body.stream is True, body.store is not False)
+        if plan.echo["background"]:
+            prepared = await self._launch(prepared)
+        return prepared
+
+    async def _launch(self, prepared: _Prepared) -> _Prepared:
+        """Start the turn in the background, detached from this request.
+
+        Raises:
+            BadRequestError: `store` is false, or this proxy runs no background responses.
+            TooManyRunsError: this replica runs its most background responses.
+        """
+        runs = self._services.background
+        if not prepared.store:
+            raise BadRequestError(
+                "a background response is stored: 'store' cannot be false with 'background': true",
+                param="store",
+            )
+        if runs is None:
+            raise BadRequestError("background responses are not served here", param="background")
+        turn = prepared.turn
+        run = Run(ResponseBuilder(prepared.plan), turn, prepared.conversation, runs.store)
+        await runs.launch(run, lambda: self._services.loop.run(turn))
+        return dataclasses.replace(prepared, background=run)
 
     def _reply(self, prepared: _Prepared) -> Reply:
+        run = prepared.background
+        if run is not None:
+            if prepared.stream:
+                events = self._services.background.follow(run.id, None)  # type: ignore[union-attr]
+                return Streamed(events, LogStream())
+            return Answered(_nothing(), Fixed(run.queued))
         builder = ResponseBuilder(prepared.plan)
         events = self._kept(self._services.loop.run(prepared.turn), builder, prepared)
         if prepared.stream:
@@ -139,30 +177,22 @@ class Responses:
                 yield event
 
 
-class ResponseRecords:
-    """`GET` and `DELETE /v1/responses/{id}`: another key's response is not found, exactly
-    as an unknown id."""
+class Fixed:
+    """A JSON body known before the turn: a background response as it was queued."""
 
-    def __init__(self, services: Services) -> None:
-        self._store = services.responses
+    def __init__(self, body: dict[str, Any]) -> None:
+        self._body = body
 
-    async def __call__(self, request: Request) -> Response:
-        response_id = request.path_params["response_id"]
-        principal = context_of(cast(Scope, request.scope)).principal
-        stored = await self._store.get(response_id)
-        if stored is None or not stored.visible_to(principal):
-            raise _not_found(response_id)
-        if request.method == "DELETE":
-            # Owners never change, so the response read is the one deleted; gone meanwhile
-            # (another request's delete), it is not found either.
-            if not await self._store.delete(response_id):
-                raise _not_found(response_id)
-            return JSONResponse({"id": response_id, "object": "response", "deleted": True})
-        return JSONResponse(stored.response)
+    def feed(self, event: RunEvent) -> None:
+        pass
+
+    def encoded(self) -> bytes:
+        return orjson.dumps(self._body)
 
 
-def _not_found(response_id: str) -> ResponseNotFoundError:
-    return ResponseNotFoundError(f"no response with id {response_id!r}", param="response_id")
+async def _nothing() -> AsyncIterator[RunEvent]:
+    return
+    yield
 
 
 def _chat_request(
@@ -257,7 +287,7 @@ def _echo(body: ResponsesBody) -> dict[str, Any]:
         "reasoning": body.reasoning or {"effort": None, "summary": None},
         "truncation": "disabled",
         "store": body.store is not False,
-        "background": False,
+        "background": getattr(body, "background", None) is True,
         "service_tier": "default",
         "metadata": body.metadata or {},
         "user": body.user,
