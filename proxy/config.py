@@ -472,6 +472,9 @@ class ElicitationConfig(BaseModel):
     `timeout_s` still bounds the whole call)."""
     sampling_timeout_s: float = Field(default=120.0, gt=0)
     """One completion served to an MCP source that asked for it."""
+    taken_within_s: float = Field(default=5.0, gt=0)
+    """How long an answer given on one replica waits for the replica holding the asking call
+    to take it; past it (that replica stopped), the call fails with a clear error."""
 
 
 class Settings(BaseModel):
