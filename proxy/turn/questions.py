@@ -43,11 +43,9 @@ QUESTION_TOOL = "toolwire_elicitation"
 _ID_PREFIX = "elicit_"
 _RECORD = "question:"
 _ACTIONS = ("accept", "decline", "cancel")
-TAKEN_WITHIN_S = 5.0
-"""How long an answer waits for the replica holding the asking call to take it."""
 _NOT_TAKEN = (
-    f"no replica took the answer within {TAKEN_WITHIN_S:g} s: the replica that held the "
-    "call stopped, or the question had timed out; the call's outcome is unknown"
+    "no replica took the answer within {:g} s: the replica that held the call stopped, or "
+    "the question had timed out; the call's outcome is unknown"
 )
 Message = dict[str, Any]
 
@@ -100,11 +98,13 @@ class Questions:
         turns: TurnStore,
         relay: Relay,
         timeout_s: float,
+        taken_within_s: float = 5.0,
         sampler: Sampler | None = None,
     ) -> None:
         self._turns = turns
         self._relay = relay
         self._timeout_s = timeout_s
+        self._taken_within_s = taken_within_s
         self._sampler = sampler
         self._group: asyncio.TaskGroup | None = None
         self._held: dict[str, asyncio.Task[None]] = {}
@@ -255,14 +255,15 @@ class Questions:
         self, batch: str, call_ids: list[str], seconds: float, *, answered: bool = False
     ) -> Ran:
         """What the held calls of `batch` do next, within `seconds`. After an answer
-        (`answered`), the replica holding them must take it within `TAKEN_WITHIN_S`."""
+        (`answered`), the replica holding them must take it within `taken_within_s`."""
         deadline = time.monotonic() + seconds
-        wait = min(TAKEN_WITHIN_S, seconds) if answered else seconds
+        wait = min(self._taken_within_s, seconds) if answered else seconds
         while True:
             event = await self._relay.pop(_events(batch), wait)
             if event is None:
                 if answered:
-                    return Ran(results=_errors(call_ids, "lost", _NOT_TAKEN))
+                    lost = _NOT_TAKEN.format(self._taken_within_s)
+                    return Ran(results=_errors(call_ids, "lost", lost))
                 held = self._held.get(batch)
                 if held is not None:
                     held.cancel()
