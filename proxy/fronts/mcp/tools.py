@@ -11,13 +11,14 @@ from mcp.server.context import ServerRequestContext
 from mcp.shared.exceptions import MCPError
 
 from policies import ANONYMOUS, NO_FILTER, Admission, CallContext, Gate, GateDecision
-from registry import Tool, ToolCall, ToolSpec
+from registry import ClientHooks, Tool, ToolCall, ToolSpec, offering
 
 from ...config import McpTasksConfig
 from ...server.context import context_of
 from ...turn.catalog import Catalog
 from .content import call_result, mcp_tool, runs_as_task
 from .elicitation import Approvals
+from .forwarding import ClientAsker
 
 PAGE_SIZE = 100
 """Tools per `tools/list` page."""
@@ -88,7 +89,10 @@ class McpTools:
         admitted = await self.admit(ctx, params)
         if not isinstance(admitted, Admitted):
             return admitted
-        return await self.run(admitted)
+        # An MCP source's question during the call is asked of this client in turn.
+        hooks = ClientHooks(asker=ClientAsker(ctx), who=admitted.caller.caller or "")
+        with offering(hooks):
+            return await self.run(admitted)
 
     async def admit(
         self, ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
