@@ -47,7 +47,7 @@ class SamplingDesk:
         if hooks is None or hooks.sampler is None:
             return self._refuse(
                 "sampling is served only during a tool call whose caller offers it "
-                "(the tool loop and /mcp do)"
+                "(calls made by the tool loop, on every front, do)"
             )
         now = time.monotonic()
         while self._recent and self._recent[0] <= now - WINDOW_S:
