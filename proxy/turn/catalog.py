@@ -90,15 +90,17 @@ class Toolset:
     or run, but a call to one is answered with the denial's reason, not "unknown tool"."""
 
 
+_Key = tuple[int, ToolFilter, str | None, frozenset[str], frozenset[str]]
+"""A cached toolset's key: registry version, filter, caller, tools deferred and loaded."""
+
+
 class Catalog:
     """Selects and caches visible toolsets."""
 
     def __init__(self, registry: ToolRegistry, gate: Gate, *, cache_size: int = 256) -> None:
         self._registry = registry
         self._gate = gate
-        self._cache: OrderedDict[tuple[int, ToolFilter, str | None, frozenset[str]], Toolset] = (
-            OrderedDict()
-        )
+        self._cache: OrderedDict[_Key, Toolset] = OrderedDict()
         self._cache_size = cache_size
         self._index: tuple[int, ToolIndex] | None = None
 
@@ -108,19 +110,25 @@ class Catalog:
         caller: CallContext = ANONYMOUS,
         *,
         defer: frozenset[str] = frozenset(),
+        load: frozenset[str] = frozenset(),
     ) -> Toolset:
         """The tools `tool_filter` lets a caller's request see (deferred and denied tools
         excluded; tools outside the caller's key scope do not exist for it); `defer` names
-        more tools (qualified names) the request defers behind the search."""
-        key = (self._registry.version, tool_filter, caller.caller, defer)
+        more tools (qualified names) the request defers behind the search, `load` deferred
+        tools (wire names) its conversation's searches already found, offered from the start."""
+        key = (self._registry.version, tool_filter, caller.caller, defer, load)
         found = self._cache.get(key)
         if found is not None:
             self._cache.move_to_end(key)
             return found
         selected = [t for t in tool_filter.select(self._registry) if self._gate.in_scope(t, caller)]
         visible = [t for t in selected if self._gate.visible(t, caller)]
-        deferred = [t for t in visible if t.metadata.defer or t.qualified_name in defer]
         wire = self._registry.wire_name
+        deferred = [
+            t
+            for t in visible
+            if (t.metadata.defer or t.qualified_name in defer) and wire(t) not in load
+        ]
         shown = {id(t) for t in visible}
         later_ids = {id(t) for t in deferred}
         injected = [self._shown(t) for t in visible if id(t) not in later_ids]

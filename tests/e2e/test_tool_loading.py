@@ -96,8 +96,20 @@ async def proxy(upstream: FakeUpstream) -> AsyncIterator[Proxy]:
         "upstreams": [{"name": "fake", "base_url": upstream.base_url, "models": ["*"]}],
         "auth": AUTH,
     }
-    async with serve_proxy(config, registry_with()) as served:
+    registry = registry_with()
+    registry.register(multiply, namespace="d", defer=True)
+    async with serve_proxy(config, registry) as served:
         yield served
+
+
+def multiply(a: int, b: int) -> int:
+    """Multiply two integers.
+
+    Args:
+        a: first factor.
+        b: second factor.
+    """
+    return a * b
 
 
 def _client(proxy: Proxy, key: str = KEY_A) -> AsyncOpenAI:
@@ -136,7 +148,7 @@ async def test_the_clients_search_goes_back_and_its_output_loads_the_tools(
     assert searched["status"] == "completed" and searched["call_id"]
     (offered,) = _since(upstream, start)
     names = tool_names(offered)
-    assert "find_tools" in names and "tool_search" not in names
+    assert "find_tools" in names
     assert "lookup_order" not in names  # the deferred tool waits for the client
     (find_tools,) = [t for t in offered["tools"] if t["function"]["name"] == "find_tools"]
     assert "- lookup_order: Find an order by its id." in find_tools["function"]["description"]
@@ -252,6 +264,15 @@ async def test_a_deferred_mcp_entry_waits_behind_the_search(
     first, second, _ = _since(upstream, start)
     assert "t_add" not in tool_names(first) and "tool_search" in tool_names(first)
     assert "t_add" in tool_names(second)
+
+    # Sent back, the search keeps what it found: offered from the start, no search again.
+    question = {"role": "user", "content": 'use t_add {"a": 2, "b": 3}'}
+    again = {"role": "user", "content": "again"}
+    items = [item.model_dump(exclude_none=True) for item in response.output]
+    tools = [{"type": "tool_search"}, entry]
+    follow = await _respond(_client(proxy), stream, input=[question, *items, again], tools=tools)
+    assert [item.type for item in follow.output] == ["mcp_call", "message"]
+    assert "t_add" in tool_names(_since(upstream, start)[3])
 
 
 async def test_the_clients_search_loads_a_deferred_mcp_entry(
@@ -386,3 +407,29 @@ async def test_a_tool_reference_to_no_tool_is_a_400(proxy: Proxy, stream: bool) 
     with pytest.raises(anthropic.BadRequestError) as caught:
         await _message(proxy, stream, messages=history, tools=ANTHROPIC_TOOLS)
     assert "'nowhere'" in caught.value.message
+
+
+async def test_a_registry_tool_toolwires_search_found_stays_loaded_on_the_messages_front(
+    proxy: Proxy, upstream: FakeUpstream, stream: bool
+) -> None:
+    start = len(upstream.requests)
+    tools = [{"type": "tool_search_tool_regex_20251119", "name": "tool_search_tool_regex"}]
+    question = {"role": "user", "content": 'use d_multiply {"a": 6, "b": 7}'}
+    first = await _message(proxy, stream, messages=[question], tools=tools)
+    assert [b.type for b in first.content] == [
+        "server_tool_use",
+        "tool_search_tool_result",
+        "text",
+    ]
+    assert first.content[-1].text.endswith("| 42")
+    assert "d_multiply" not in tool_names(_since(upstream, start)[0])
+    history = [
+        question,
+        {"role": "assistant", "content": [b.model_dump() for b in first.content]},
+        {"role": "user", "content": "again"},
+    ]
+    second = await _message(proxy, stream, messages=history, tools=tools)
+    assert [b.type for b in second.content] == ["text"] and second.content[0].text == "told: 42"
+    turn = _since(upstream, start)[3:]
+    assert len(turn) == 2  # called at once: offered from the start, found before
+    assert "d_multiply" in tool_names(turn[0])

@@ -76,7 +76,7 @@ class Messages:
         turn = Turn(
             chat,
             services.upstreams.for_model(body.model),
-            services.catalog.toolset(controls.tool_filter, caller),
+            services.catalog.toolset(controls.tool_filter, caller, load=loaded),
             services.catalog.client_tool_names(chat.get("tools"), caller),
             controls,
             context.headers,

@@ -22,8 +22,9 @@ REFERENCE = "tool_reference"
 
 def load_references(raw: dict[str, Any]) -> tuple[dict[str, Any], frozenset[str]]:
     """The request with the `tool_reference` blocks of its tool results as text, and the
-    names of the client tools its searches loaded. A request without references is
-    returned as it is (no copy).
+    names of the tools its searches loaded (the client's, and the registry's deferred ones
+    Toolwire's searches found). A request without references is returned as it is (no
+    copy).
 
     Raises:
         BadRequestError: a client's reference names no tool of the request.
@@ -39,7 +40,7 @@ def load_references(raw: dict[str, Any]) -> tuple[dict[str, Any], frozenset[str]
             out.append(message)
         elif message.get("role") == "assistant":
             # Toolwire's own searches of earlier turns: their blocks go as they came.
-            loaded.update(n for n in _searched(message["content"]) if n in tools)
+            loaded.update(_searched(message["content"]))
             out.append(message)
         else:
             content = [

@@ -104,6 +104,9 @@ class ToolsPlan:
     client_search: bool = False
     """The client runs the search itself (`execution: "client"`): its search is offered as
     `find_tools`, whose calls go back to it, and what it loads joins the tools."""
+    found: frozenset[str] = frozenset()
+    """Tools Toolwire's searches found earlier in the conversation (wire names): the
+    registry's deferred ones among them are offered from the start."""
 
     @property
     def names(self) -> frozenset[str] | None:
@@ -152,9 +155,10 @@ def plan_tools(
     if planner.client_search is not None:
         for spec in loaded_tools(conversation):
             planner.loaded(spec)
-    else:
-        planner.found(found_by_server(conversation))
-    return planner.plan()
+        return planner.plan()
+    found = found_by_server(conversation)
+    planner.found(found)
+    return dataclasses.replace(planner.plan(), found=frozenset(found))
 
 
 def _search_spec(tools: Sequence[dict[str, Any]]) -> tuple[int, dict[str, Any]] | None:
