@@ -17,7 +17,7 @@ from ...turn.record import Turn
 from ..exchange import Answered, Reply, Streamed, send_error, serve_turn
 from ..renderers import BuilderJson, BuilderStream
 from .errors import error_body
-from .programmatic import client_marks, code_execution_type, tool_search_name
+from .programmatic import client_marks, code_execution_type, programs_shown, tool_search_name
 from .references import load_references
 from .render import MessageBuilder
 from .request import parse_body, to_chat_body
@@ -36,6 +36,8 @@ class _Prepared:
     """The code execution tool the client declared (programmatic tool calling)."""
     search_name: str | None
     """The tool-search tool the client declared."""
+    programs_shown: frozenset[str]
+    """Programs earlier turns showed (their `server_tool_use` blocks)."""
 
 
 class Messages:
@@ -65,6 +67,7 @@ class Messages:
             # The client asked for programmatic tool calling: code mode answers it.
             controls = dataclasses.replace(controls, code_mode=True)
         search_name = tool_search_name(document)
+        shown = programs_shown(document) if program_type is not None else frozenset()
         document, loaded = load_references(document)
         document, marks = client_marks(document)
         for name in loaded:  # a search loaded it: offered from now on
@@ -82,11 +85,16 @@ class Messages:
             context.headers,
             caller,
         )
-        return _Prepared(turn, body.stream is True, program_type, search_name)
+        return _Prepared(turn, body.stream is True, program_type, search_name, shown)
 
     def _reply(self, prepared: _Prepared) -> Reply:
         turn, stream = prepared.turn, prepared.stream
-        builder = MessageBuilder(turn.body["model"], prepared.program_type, prepared.search_name)
+        builder = MessageBuilder(
+            turn.body["model"],
+            prepared.program_type,
+            prepared.search_name,
+            prepared.programs_shown,
+        )
         events = self._services.loop.run(turn)
         if stream:
             return Streamed(events, BuilderStream(builder))

@@ -43,6 +43,20 @@ def code_execution_type(raw: dict[str, Any]) -> str | None:
     return None
 
 
+def programs_shown(raw: dict[str, Any]) -> frozenset[str]:
+    """The ids of the programs earlier turns showed (their `server_tool_use` blocks, sent
+    back as they came): one resumed now that pauses again is not shown a second time."""
+    return frozenset(
+        str(block.get("id"))
+        for message in raw.get("messages") or ()
+        if isinstance(message, dict) and message.get("role") == "assistant"
+        for block in message.get("content") or ()
+        if isinstance(block, dict)
+        and block.get("type") == "server_tool_use"
+        and block.get("name") == CODE_EXECUTION
+    )
+
+
 def client_marks(raw: dict[str, Any]) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
     """The request without what only the hosted server reads (its own tool types, the
     blocks of its earlier turns), and what it says of each client tool in Toolwire's words
@@ -107,4 +121,10 @@ def _without_server_blocks(message: Any) -> Any:
     return {**message, "content": kept}
 
 
-__all__ = ["CODE_EXECUTION", "client_marks", "code_execution_type", "tool_search_name"]
+__all__ = [
+    "CODE_EXECUTION",
+    "client_marks",
+    "code_execution_type",
+    "programs_shown",
+    "tool_search_name",
+]

@@ -53,7 +53,11 @@ class MessageBuilder:
     """Folds loop events into content blocks, as Anthropic stream events."""
 
     def __init__(
-        self, model: str, program_type: str | None = None, search_name: str | None = None
+        self,
+        model: str,
+        program_type: str | None = None,
+        search_name: str | None = None,
+        programs_shown: frozenset[str] = frozenset(),
     ) -> None:
         self.id = f"msg_{random.getrandbits(96):024x}"
         self.model = model
@@ -61,8 +65,9 @@ class MessageBuilder:
         """The code execution tool the client declared: a program's calls name it."""
         self._search_name = search_name
         """The tool-search tool the client declared: each search shows as its blocks."""
-        self._programs_shown: set[str] = set()
-        """The programs whose `server_tool_use` block this message already holds."""
+        self._programs_shown: set[str] = set(programs_shown)
+        """The programs whose `server_tool_use` block this message or an earlier one
+        holds."""
         self.content: list[Block] = []
         self._open: _Open | None = None
         self._finished: Finished | None = None

@@ -119,6 +119,7 @@ class Responses:
             tool_search=tools.tool_search,
             namespaced=tools.namespaced,
             client_search=tools.client_search,
+            programs_shown=tools.programs_shown,
             listings=_listings(tools, toolset, labels, listed_labels(conversation)),
         )
         prepared = _Prepared(turn, plan, conversation, body.stream is True, body.store is not False)

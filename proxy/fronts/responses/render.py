@@ -60,6 +60,8 @@ class ResponsePlan:
     client_search: bool = False
     """The client runs its own tool search: the model's call of it goes back to the client
     as a `tool_search_call` item (`execution: "client"`)."""
+    programs_shown: frozenset[str] = frozenset()
+    """Programs an earlier response showed (`program` items of the conversation)."""
     id: str = field(default_factory=lambda: f"resp_{random.getrandbits(128):032x}")
     created_at: int = field(default_factory=lambda: int(time.time()))
 
@@ -399,7 +401,10 @@ class ResponseBuilder:
         if self.plan.programmatic:
             for program in done.programs:
                 made_by.update(dict.fromkeys(program.waits_on, program.call_id))
-                if program.call_id not in self._calls:  # shown when it started
+                shown = (
+                    program.call_id in self._calls or program.call_id in self.plan.programs_shown
+                )
+                if not shown:  # else shown when it started, here or in an earlier response
                     events += self._program(program)
         for call in done.tool_calls:
             if asked.get(call.id) is not None:

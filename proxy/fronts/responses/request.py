@@ -107,6 +107,9 @@ class ToolsPlan:
     found: frozenset[str] = frozenset()
     """Tools Toolwire's searches found earlier in the conversation (wire names): the
     registry's deferred ones among them are offered from the start."""
+    programs_shown: frozenset[str] = frozenset()
+    """The call ids of the conversation's `program` items: a program resumed now that
+    pauses again is not shown a second time (its new calls name it as their caller)."""
 
     @property
     def names(self) -> frozenset[str] | None:
@@ -152,13 +155,17 @@ def plan_tools(
     planner = _Planner(registry, _search_spec(tools or ()))
     for i, spec in enumerate(tools or ()):
         planner.declared(spec, f"tools[{i}]")
+    found: set[str] = set()
     if planner.client_search is not None:
         for spec in loaded_tools(conversation):
             planner.loaded(spec)
-        return planner.plan()
-    found = found_by_server(conversation)
-    planner.found(found)
-    return dataclasses.replace(planner.plan(), found=frozenset(found))
+    else:
+        found = found_by_server(conversation)
+        planner.found(found)
+    shown = {str(item.get("call_id")) for item in conversation if item.get("type") == "program"}
+    return dataclasses.replace(
+        planner.plan(), found=frozenset(found), programs_shown=frozenset(shown)
+    )
 
 
 def _search_spec(tools: Sequence[dict[str, Any]]) -> tuple[int, dict[str, Any]] | None:
