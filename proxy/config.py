@@ -333,6 +333,26 @@ class McpTasksConfig(BaseModel):
     """Tasks one process runs at once; past it a new task is refused."""
 
 
+class McpIconConfig(BaseModel):
+    """An icon `/mcp` shows for tools (MCP's `Icon`)."""
+
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+    src: str
+    """An `https:` (or `http:`) URL, or a `data:` URL."""
+    mime_type: str | None = None
+    sizes: list[str] | None = None
+    """E.g. `["48x48"]`, or `["any"]` for a scalable image."""
+    theme: Literal["light", "dark"] | None = None
+
+    @field_validator("src")
+    @classmethod
+    def _src(cls, value: str) -> str:
+        if not value.startswith(("https://", "http://", "data:")):
+            raise ValueError("must be an https://, http:// or data: URL")
+        return value
+
+
 class McpServerConfig(BaseModel):
     """`/mcp`: the registry served outward over MCP, under the same keys and gate."""
 
@@ -340,6 +360,8 @@ class McpServerConfig(BaseModel):
 
     enabled: bool = True
     tasks: McpTasksConfig = Field(default_factory=McpTasksConfig)
+    icons: dict[str, list[McpIconConfig]] = Field(default_factory=dict)
+    """Tools' icons, by qualified tool name, by namespace, or `*` for every other tool."""
 
 
 class TelemetryConfig(BaseModel):
