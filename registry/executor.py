@@ -7,13 +7,14 @@ import contextlib
 import dataclasses
 import logging
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from types import TracebackType
 from typing import Any
 
 from registry.arguments import bind_arguments, parse_arguments
 from registry.backends import ExecutionBackend, InlineBackend, ThreadBackend
 from registry.calls import ErrorKind, ToolCall, ToolOutput, ToolResult
+from registry.clock import call_clock
 from registry.context import ToolCancelledError, ToolContext
 from registry.errors import InvalidArgumentsError, RegistryError
 from registry.execution_config import ExecutionConfig
@@ -260,6 +261,7 @@ class Executor:
             return await backend.run(tool, kwargs, on_start=clock.start)
 
         finished = False
+        running = call_clock.set(clock)
         try:
             async with clock.scope, self._exclusive(tool):
                 outcome = await call_with_retries(
@@ -276,6 +278,7 @@ class Executor:
             message = f"the tool did not finish within {clock.timeout_s:g} seconds"
             return _Run(ToolResult.error(call.id, ErrorKind.TIMEOUT, message), attempts, mode)
         finally:
+            call_clock.reset(running)
             if not finished:
                 # Tells sync code still running in a thread that nobody waits any more.
                 for context in contexts:
@@ -345,6 +348,24 @@ class _Clock:
             self.scope.reschedule(asyncio.get_running_loop().time() + self.timeout_s)
         if self.contexts:
             self.contexts[-1].deadline = self.deadline
+
+    @contextlib.contextmanager
+    def paused(self) -> Iterator[None]:
+        """Time spent inside does not count against the timeout (see `registry.clock`)."""
+        when, started = self.scope.when(), time.monotonic()
+        if self.deadline is None or when is None:
+            yield
+            return
+        self.scope.reschedule(None)
+        try:
+            yield
+        finally:
+            waited = time.monotonic() - started
+            self.deadline += waited
+            for context in self.contexts:
+                context.deadline = self.deadline
+            with contextlib.suppress(RuntimeError):  # the call ended meanwhile
+                self.scope.reschedule(when + waited)
 
 
 def _rendered(call_id: str, value: Any) -> ToolResult:

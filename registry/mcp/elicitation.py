@@ -23,11 +23,12 @@ from typing import Any
 
 import mcp_types as types
 
+from registry.clock import CallClock, call_clock
 from registry.mcp.errors import McpCallError
 from registry.mcp.hooks import ClientHooks, Question, Reply, client_hooks
 from registry.mcp.sampling import SamplingConfig, SamplingDesk
 
-__all__ = ["MAX_ROUNDS", "ClientRequests"]
+__all__ = ["MAX_ROUNDS", "ClientRequests", "InFlight"]
 
 log = logging.getLogger("toolwire.mcp.elicitation")
 
@@ -41,9 +42,12 @@ Retry = Callable[
 
 
 @dataclass(frozen=True, slots=True)
-class _InFlight:
+class InFlight:
+    """A call on this session: its tool, what its caller offers, its timeout's clock."""
+
     tool: str
     hooks: ClientHooks | None
+    clock: CallClock | None = None
 
 
 class ClientRequests:
@@ -51,18 +55,19 @@ class ClientRequests:
 
     def __init__(self, server: str, sampling: SamplingConfig) -> None:
         self._server = server
-        self._calls: dict[int, _InFlight] = {}
+        self._calls: dict[int, InFlight] = {}
         self._ids = itertools.count()
         self._desk = SamplingDesk(server, sampling)
 
     @contextlib.contextmanager
-    def calling(self, tool: str) -> Iterator[ClientHooks | None]:
-        """Mark a call of `tool` in flight with the hooks its caller offers (`client_hooks`)."""
+    def calling(self, tool: str) -> Iterator[InFlight]:
+        """Mark a call of `tool` in flight with the hooks its caller offers (`client_hooks`)
+        and its clock (`call_clock`), both read in the call's own context."""
         token = next(self._ids)
-        hooks = client_hooks.get()
-        self._calls[token] = _InFlight(tool, hooks)
+        call = InFlight(tool, client_hooks.get(), call_clock.get())
+        self._calls[token] = call
         try:
-            yield hooks
+            yield call
         finally:
             del self._calls[token]
 
@@ -73,21 +78,27 @@ class ClientRequests:
         caller = self._caller()
         if isinstance(caller, str):
             return _result(self._declined(caller, params.message))
-        tool, hooks = caller
-        return _result(await self._ask(hooks, _question(self._server, tool, params)))
+        calls = caller
+        tool = " or ".join(sorted({call.tool for call in calls}))
+        hooks = calls[0].hooks
+        assert hooks is not None
+        with contextlib.ExitStack() as paused:
+            for call in calls:
+                if call.clock is not None:
+                    paused.enter_context(call.clock.paused())
+            return _result(await self._ask(hooks, _question(self._server, tool, params)))
 
     async def sample(
         self, context: object, params: types.CreateMessageRequestParams
     ) -> types.CreateMessageResult | types.ErrorData:
         """The SDK's sampling callback."""
         caller = self._caller()
-        hooks = None if isinstance(caller, str) else caller[1]
+        hooks = None if isinstance(caller, str) else caller[0].hooks
         return await self._desk.answer(hooks, params)
 
     async def settle(
         self,
-        tool: str,
-        hooks: ClientHooks | None,
+        call: InFlight,
         result: types.CallToolResult | types.InputRequiredResult,
         retry: Retry,
     ) -> types.CallToolResult:
@@ -102,7 +113,8 @@ class ClientRequests:
                 return result
             responses: types.InputResponses = {}
             for key, request in (result.input_requests or {}).items():
-                responses[key] = await self._input(tool, hooks, request)
+                with call.clock.paused() if call.clock is not None else contextlib.nullcontext():
+                    responses[key] = await self._input(call.tool, call.hooks, request)
             result = await retry(responses, result.request_state)
         if isinstance(result, types.InputRequiredResult):
             raise McpCallError(
@@ -128,8 +140,9 @@ class ClientRequests:
             f"MCP server {self._server} asked for roots, which Toolwire does not serve"
         )
 
-    def _caller(self) -> tuple[str, ClientHooks] | str:
-        """The in-flight call a 2025-era request belongs to, or why there is none."""
+    def _caller(self) -> list[InFlight] | str:
+        """The in-flight calls of the one caller a 2025-era request can belong to, or why
+        there is none."""
         offered = [call for call in self._calls.values() if call.hooks is not None]
         callers = {id(call.hooks) for call in offered}
         if not offered:
@@ -139,10 +152,7 @@ class ClientRequests:
                 f"{len(callers)} requests have calls in flight on this server, and its "
                 "requests do not say which call asks (a 2025-era connection)"
             )
-        tools = sorted({call.tool for call in offered})
-        hooks = offered[0].hooks
-        assert hooks is not None
-        return " or ".join(tools), hooks
+        return offered
 
     async def _ask(self, hooks: ClientHooks, question: Question) -> Reply:
         if hooks.asker is None:

@@ -196,7 +196,7 @@ class McpSession:
         if self._requests is None:
             return await session.call_tool(name, arguments, meta=meta)
         requests = self._requests
-        with requests.calling(name) as hooks:
+        with requests.calling(name) as call:
 
             async def retry(
                 responses: types.InputResponses, state: str | None
@@ -211,7 +211,7 @@ class McpSession:
                 )
 
             first = await session.call_tool(name, arguments, meta=meta, allow_input_required=True)
-            return await requests.settle(name, hooks, first, retry)
+            return await requests.settle(call, first, retry)
 
     async def _call_as_task(
         self,

@@ -71,6 +71,10 @@ async def _sources(registry: ToolRegistry, server: dict[str, Any]) -> Any:
         McpSource(
             McpSourceConfig.model_validate({"mcp": server, "namespace": "quiet"}), base_dir=REPO
         ),
+        McpSource(
+            McpSourceConfig.model_validate({"mcp": server, "namespace": "brief", "timeout_s": 0.3}),
+            base_dir=REPO,
+        ),
     ]
     await asyncio.gather(*(source.start(registry) for source in sources))
     with Executor(default_timeout_s=20) as executor:
@@ -169,3 +173,18 @@ async def test_sampling_is_refused_when_off_and_past_the_rate(asking: Any) -> No
     refused = [r for r in outcomes if r.is_error]
     assert refused and "2 requests per minute" in refused[-1].content
     assert len(sampler.requests) <= 2
+
+
+async def test_a_question_waiting_for_its_answer_does_not_count_against_the_timeout(
+    asking: Any,
+) -> None:
+    """The tool's timeout is 0.3 s; the person answers after 0.6 s, and the call goes on."""
+
+    class Slow(Asked):
+        async def ask(self, question: Question) -> Reply:
+            await asyncio.sleep(0.6)  # the person takes their time: the point of the test
+            return Reply("accept", {"date": "2026-12-24", "guests": 2})
+
+    with offering(ClientHooks(asker=Slow())):
+        result = await asking("brief.book_table", city="Lyon")
+    assert json.loads(result.content)["action"] == "accept"
