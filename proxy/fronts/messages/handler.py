@@ -94,6 +94,7 @@ class Messages:
             prepared.program_type,
             prepared.search_name,
             prepared.programs_shown,
+            tool_events=turn.controls.stream_tool_events,
         )
         events = self._services.loop.run(turn)
         if stream:

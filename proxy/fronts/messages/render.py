@@ -58,6 +58,8 @@ class MessageBuilder:
         program_type: str | None = None,
         search_name: str | None = None,
         programs_shown: frozenset[str] = frozenset(),
+        *,
+        tool_events: bool = False,
     ) -> None:
         self.id = f"msg_{random.getrandbits(96):024x}"
         self.model = model
@@ -68,6 +70,10 @@ class MessageBuilder:
         self._programs_shown: set[str] = set(programs_shown)
         """The programs whose `server_tool_use` block this message or an earlier one
         holds."""
+        self._tool_events = tool_events
+        """The client asked to see tool rounds (`stream_tool_events`): the message names the
+        results that were spilled (`toolwire.spilled`)."""
+        self._spilled: list[dict[str, Any]] = []
         self.content: list[Block] = []
         self._open: _Open | None = None
         self._finished: Finished | None = None
@@ -87,6 +93,11 @@ class MessageBuilder:
         if isinstance(event, ToolsStarted):
             return [*self._searches_started(event.calls), {"type": "ping"}]
         if isinstance(event, ToolsFinished):
+            if self._tool_events:
+                self._spilled += [
+                    {"tool_call_id": call_id, **spilled.as_dict()}
+                    for call_id, spilled in event.spilled.items()
+                ]
             return self._searches_finished(event.calls, event.results)
         if isinstance(event, Finished):
             return self._finish(event)
@@ -116,9 +127,16 @@ class MessageBuilder:
             "stop_sequence": None,
             "usage": _usage(done.usage if done is not None else Usage()),
         }
-        if done is not None and (vendor := done.vendor_fields()):
+        if done is not None and (vendor := self._vendor(done)):
             message["toolwire"] = vendor
         return message
+
+    def _vendor(self, done: Finished) -> dict[str, Any]:
+        """Toolwire's own fields of the message: the turn's, and the spilled results."""
+        vendor = done.vendor_fields()
+        if self._spilled:
+            vendor["spilled"] = list(self._spilled)
+        return vendor
 
     def _text(self, kind: str, delta: str) -> list[Event]:
         events: list[Event] = []
@@ -175,7 +193,7 @@ class MessageBuilder:
             "delta": delta,
             "usage": _usage(done.usage),
         }
-        if vendor := done.vendor_fields():
+        if vendor := self._vendor(done):
             message_delta["toolwire"] = vendor
         return [*events, message_delta, {"type": "message_stop"}]
 
