@@ -122,3 +122,47 @@ async def test_a_program_that_runs_to_its_end_shows_its_result_block(
     assert result.type == "code_execution_tool_result" and result.tool_use_id == server.id
     assert (result.content.stdout, result.content.return_code) == ("42\n", 0)
     assert text.text == "It is 42." and message.stop_reason == "end_turn"
+
+
+async def test_a_program_that_pauses_twice_is_shown_once(
+    make_proxy: Any, upstream: FakeUpstream, stream: bool
+) -> None:
+    """Resumed and paused again, the program's `server_tool_use` block is not repeated:
+    its next `tool_use` names it as its caller; when it ends, its result block comes before
+    the answer."""
+    code = (
+        "a = await lookup_order(order_id='7')\n"
+        "b = await lookup_order(order_id='8')\n"
+        "print(a['status'], b['status'])\n"
+    )
+    upstream.script(Reply.tool_calls([("run_code", {"code": code})]), Reply.text("Both sent."))
+    history: list[Any] = [{"role": "user", "content": "Check orders 7 and 8."}]
+    tools = [CODE_EXECUTION, ORDERS]
+    async with make_proxy(registry_with()) as proxy:
+        base = proxy.base_url.removesuffix("/v1")
+        async with AsyncAnthropic(base_url=base, api_key="-", max_retries=0) as client:
+            first = await _create(client, stream, messages=history, tools=tools)
+            server, use = first.content
+            history += _answered(first, use.id, '{"status": "sent"}')
+            second = await _create(client, stream, messages=history, tools=tools)
+            (again,) = second.content
+            assert (again.type, again.input) == ("tool_use", {"order_id": "8"})
+            assert again.caller.tool_id == server.id
+            history += _answered(second, again.id, '{"status": "late"}')
+            third = await _create(client, stream, messages=history, tools=tools)
+    finished, text = third.content
+    assert finished.type == "code_execution_tool_result" and finished.tool_use_id == server.id
+    assert finished.content.stdout == "sent late\n"
+    assert text.text == "Both sent."
+    assert len(upstream.requests) == 2
+
+
+def _answered(message: Any, tool_use_id: str, result: str) -> list[dict[str, Any]]:
+    """The assistant turn as it came, and the client's result for its tool_use."""
+    return [
+        {"role": "assistant", "content": [b.model_dump() for b in message.content]},
+        {
+            "role": "user",
+            "content": [{"type": "tool_result", "tool_use_id": tool_use_id, "content": result}],
+        },
+    ]

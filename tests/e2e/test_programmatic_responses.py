@@ -102,3 +102,44 @@ async def test_a_program_that_runs_to_its_end_shows_its_output(
         "status": "completed",
     }
     assert message["type"] == "message" and message["content"][0]["text"] == "It is 42."
+
+
+async def test_a_program_that_pauses_twice_is_shown_once(
+    make_proxy: Any, upstream: FakeUpstream, stream: bool
+) -> None:
+    """Resumed and paused again, the program is not shown a second time: its next call
+    names it as its caller; when it ends, its output comes before the answer."""
+    code = (
+        "a = await lookup_order(order_id='7')\n"
+        "b = await lookup_order(order_id='8')\n"
+        "print(a['status'], b['status'])\n"
+    )
+    upstream.script(Reply.tool_calls([("run_code", {"code": code})]), Reply.text("Both sent."))
+    history: list[Any] = [{"role": "user", "content": "Check orders 7 and 8."}]
+    async with make_proxy(registry_with()) as proxy:
+        first = await _create(proxy.client, stream, input=history)
+        program, call = (item.model_dump(exclude_none=True) for item in first.output)
+        output = {
+            "type": "function_call_output",
+            "call_id": call["call_id"],
+            "output": '{"status": "sent"}',
+        }
+        history += [program, call, output]
+        second = await _create(proxy.client, stream, input=history)
+        (again,) = (item.model_dump(exclude_none=True) for item in second.output)
+        assert again["type"] == "function_call" and json.loads(again["arguments"]) == {
+            "order_id": "8"
+        }
+        assert again["caller"] == {"type": "program", "caller_id": program["call_id"]}
+        output = {
+            "type": "function_call_output",
+            "call_id": again["call_id"],
+            "output": '{"status": "late"}',
+        }
+        history += [again, output]
+        third = await _create(proxy.client, stream, input=history)
+    finished, message = (item.model_dump(exclude_none=True) for item in third.output)
+    assert (finished["type"], finished["call_id"]) == ("program_output", program["call_id"])
+    assert finished["result"] == "sent late\n"
+    assert message["content"][0]["text"] == "Both sent."
+    assert len(upstream.requests) == 2
