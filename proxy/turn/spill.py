@@ -118,9 +118,9 @@ class Spills:
         """What the model reads in place of the result: what it is, its head and its tail."""
         size = self._config.preview_bytes
         head = data[: int(size * _HEAD_SHARE)]
-        head = head[: complete_end(head)]
+        head = head[: _line_end(head) or complete_end(head)]
         tail = data[len(data) - (size - len(head)) :]
-        tail = tail[char_start(tail) :]
+        tail = tail[_line_start(tail) or char_start(tail) :]
         gap = len(data) - len(head) - len(tail)
         minutes = max(1, round(self._config.ttl_s / 60))
         notice = (
@@ -132,6 +132,18 @@ class Spills:
         )
         skipped = f"\n[… {gap} bytes not shown: offset {len(head)} to {len(data) - len(tail)} …]\n"
         return notice + head.decode("utf-8", "replace") + skipped + tail.decode("utf-8", "replace")
+
+
+def _line_end(head: bytes) -> int:
+    """Where `head` is best cut: after its last line break, if one is in its last quarter."""
+    cut = head.rfind(b"\n") + 1
+    return cut if cut > len(head) * 3 // 4 else 0
+
+
+def _line_start(tail: bytes) -> int:
+    """Where `tail` best starts: after its first line break, if one is in its first quarter."""
+    cut = tail.find(b"\n") + 1
+    return cut if 0 < cut < len(tail) // 4 else 0
 
 
 def _spilled(message: dict[str, Any]) -> bool:
