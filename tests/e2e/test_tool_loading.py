@@ -433,3 +433,20 @@ async def test_a_registry_tool_toolwires_search_found_stays_loaded_on_the_messag
     turn = _since(upstream, start)[3:]
     assert len(turn) == 2  # called at once: offered from the start, found before
     assert "d_multiply" in tool_names(turn[0])
+
+
+async def test_with_programs_the_clients_search_stays_the_models(
+    proxy: Proxy, upstream: FakeUpstream, stream: bool
+) -> None:
+    """A program cannot hand a search back as the hosted API does: `find_tools` is offered
+    to the model, never listed among the functions `run_code` programs may await."""
+    start = len(upstream.requests)
+    tools = [{"type": "programmatic_tool_calling"}, CLIENT_SEARCH, DEFERRED]
+    question = {"role": "user", "content": f"use lookup_order {json.dumps(ORDER)}"}
+    response = await _respond(_client(proxy), stream, input=[question], tools=tools)
+    assert [item.type for item in response.output] == ["tool_search_call"]
+    (offered,) = _since(upstream, start)
+    assert {"run_code", "find_tools"} <= set(tool_names(offered))
+    (run_code,) = [t for t in offered["tools"] if t["function"]["name"] == "run_code"]
+    assert "find_tools" not in run_code["function"]["description"]
+    assert "lookup_order" not in run_code["function"]["description"]

@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from registry import Tool, ToolRegistry
 
 from ...errors import BadRequestError
-from ...turn.client_tools import DEFER_LOADING, MARKERS
+from ...turn.client_tools import ALLOWED_CALLERS, DEFER_LOADING, MARKERS
 from ..validation import field_path
 from .search import (
     CLIENT,
@@ -278,6 +278,8 @@ class _Planner:
                     param=f"tools[{i}]",
                 )
             functions.append(search_function(spec, list(self._held.values()), f"tools[{i}]"))
+            # The model calls it; a program could not hand a search back as the hosted API does.
+            self._marks[SEARCH_FUNCTION] = {ALLOWED_CALLERS: ["direct"]}
         return ToolsPlan(
             functions,
             tuple(self._entries.values()),
