@@ -45,7 +45,8 @@ class Spills:
         self._config = config
         self._store = store
         self._tool = read_tool(store, read_bytes=config.read_bytes)
-        self._chat = chat_tool(ToolSpec(READ_RESULT, _description(config), self._tool.parameters))
+        self._spec = ToolSpec(READ_RESULT, _description(config), self._tool.parameters)
+        self._chat = chat_tool(self._spec)
 
     def offer(self, turn: Turn, messages: Iterable[dict[str, Any]]) -> Turn:
         """`turn`, with `read_result` among its tools when `messages` hold a spilled result
@@ -62,6 +63,7 @@ class Spills:
         tool = dataclasses.replace(self._tool, fn=reader.read_result)
         offered = dataclasses.replace(
             toolset,
+            specs=(*toolset.specs, self._spec),
             chat_tools=(*toolset.chat_tools, self._chat),
             by_wire_name={**toolset.by_wire_name, READ_RESULT: tool},
         )

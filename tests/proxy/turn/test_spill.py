@@ -132,6 +132,10 @@ def test_read_result_is_offered_only_beside_a_spilled_result_and_a_free_name(
     assert READ_RESULT in offered.toolset.by_wire_name
     names = [t["function"]["name"] for t in offered.toolset.chat_tools]
     assert names[-1] == READ_RESULT and READ_RESULT not in turn.toolset.by_wire_name
+    assert [s.name for s in offered.toolset.specs] == [s.name for s in turn.toolset.specs] + [
+        READ_RESULT
+    ]
+    assert spills.offer(offered, held) is offered
     clashing = turn_for(client_tools=frozenset({READ_RESULT}))
     assert spills.offer(clashing, held) is clashing
 
