@@ -6,17 +6,21 @@ The inverse of `registry/mcp/content.py`: attachments are stored as OpenAI conte
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import mcp_types as types
 
 from registry import Tag, Tool, ToolResult, ToolSpec
 
-from ...config import McpTasksConfig
+from ...config import McpIconConfig, McpTasksConfig
 
 _AUDIO_TYPES = {"wav": "audio/wav", "mp3": "audio/mpeg"}
 """MIME types of the formats OpenAI's `input_audio` part takes."""
+
+_DEFS = "#/$defs/"
+_INSTANCE_DATA = frozenset({"default", "const", "enum", "examples"})
+"""Keywords whose values are data, never schemas: left as they are."""
 
 META_PREFIX = "toolwire/"
 """Toolwire's fields in a tool's `_meta`: its qualified name, tags and deferral."""
@@ -31,23 +35,77 @@ def runs_as_task(tool: Tool, config: McpTasksConfig) -> bool:
     return floor is not None and timeout is not None and timeout >= floor
 
 
-def mcp_tool(tool: Tool, spec: ToolSpec, *, task: bool = False) -> types.Tool:
+def mcp_tool(
+    tool: Tool,
+    spec: ToolSpec,
+    *,
+    task: bool = False,
+    icons: Sequence[McpIconConfig] = (),
+    keep_refs: bool = True,
+) -> types.Tool:
     """A registry tool as an MCP tool definition, from the spec the gate shows for it
     (under its wire name, its parameters the input schema); `task`: it may run as a task
-    (`execution.taskSupport: optional`)."""
+    (`execution.taskSupport: optional`); `keep_refs`: the client reads JSON Schema 2020-12
+    (2025-11-25 and later), so the schema goes as it is, `$ref`s and `$defs` kept; else its
+    local `$ref`s are inlined (a recursive schema stays as it is)."""
     meta = {
         f"{META_PREFIX}name": tool.qualified_name,
         f"{META_PREFIX}tags": sorted(tool.metadata.tags),
         f"{META_PREFIX}deferred": tool.metadata.defer,
     }
+    schema = spec.parameters or {"type": "object", "properties": {}}
     return types.Tool(
         name=spec.name,
         description=spec.description,
-        input_schema=spec.parameters or {"type": "object", "properties": {}},
+        input_schema=schema if keep_refs else inline_refs(schema),
+        icons=[_icon(icon) for icon in icons] or None,
         annotations=_annotations(tool),
         execution=types.ToolExecution(task_support="optional") if task else None,
         _meta=meta,
     )
+
+
+def icons_for(tool: Tool, icons: Mapping[str, Sequence[McpIconConfig]]) -> Sequence[McpIconConfig]:
+    """The configured icons of `tool`: by its qualified name, else its namespace, else `*`."""
+    for key in (tool.qualified_name, tool.namespace, "*"):
+        if key is not None and key in icons:
+            return icons[key]
+    return ()
+
+
+def _icon(icon: McpIconConfig) -> types.Icon:
+    return types.Icon(src=icon.src, mime_type=icon.mime_type, sizes=icon.sizes, theme=icon.theme)
+
+
+def inline_refs(schema: dict[str, Any]) -> dict[str, Any]:
+    """`schema` with its local `#/$defs/...` references replaced by what they name, for
+    clients older than JSON Schema 2020-12's adoption; unchanged when it has no `$defs`, or
+    when a definition refers to itself (it cannot be inlined)."""
+    defs = schema.get("$defs")
+    if not isinstance(defs, dict):
+        return schema
+    try:
+        inlined = _resolve(schema, defs, ())
+    except RecursionError:
+        return schema
+    inlined.pop("$defs", None)
+    return inlined
+
+
+def _resolve(node: Any, defs: Mapping[str, Any], seen: tuple[str, ...]) -> Any:
+    if isinstance(node, list):
+        return [_resolve(item, defs, seen) for item in node]
+    if not isinstance(node, dict):
+        return node
+    ref = node.get("$ref")
+    if isinstance(ref, str) and ref.startswith(_DEFS) and ref[len(_DEFS) :] in defs:
+        name = ref[len(_DEFS) :]
+        if name in seen:
+            raise RecursionError(name)
+        target = _resolve(defs[name], defs, (*seen, name))
+        beside = {k: _resolve(v, defs, seen) for k, v in node.items() if k != "$ref"}
+        return {**target, **beside} if isinstance(target, dict) else target
+    return {k: v if k in _INSTANCE_DATA else _resolve(v, defs, seen) for k, v in node.items()}
 
 
 def _annotations(tool: Tool) -> types.ToolAnnotations | None:

@@ -19,11 +19,12 @@ from typing import Any
 import mcp_types as types
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.auth.provider import AccessToken
+from mcp.server.caching import CacheableMethod, CacheHint
 from mcp.server.lowlevel import NotificationOptions, Server
 from mcp.server.models import InitializationOptions
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from ...config import McpTasksConfig
+from ...config import McpServerConfig, McpTasksConfig
 from ...server.asgi import Receive, Scope, Send, send_json
 from ...server.context import context_of
 from ...server.hosts import AllowedHosts
@@ -41,6 +42,15 @@ INSTRUCTIONS = (
     "that needs approval asks you first, or is refused when it cannot ask."
 )
 
+CACHE_HINTS: dict[CacheableMethod, CacheHint] = {
+    # What the server is and does, the same for every key.
+    "server/discover": CacheHint(ttl_ms=300_000, scope="public"),
+    # The key's own tools; a change is announced (`notifications/tools/list_changed`), so
+    # a client that listens may keep a list for a while.
+    "tools/list": CacheHint(ttl_ms=60_000, scope="private"),
+}
+"""How long 2026-07-28 clients may keep list results (`ttlMs`, `cacheScope`)."""
+
 
 class McpFront:
     """The `/mcp` endpoint: an ASGI app that serves MCP while `serving` runs, 503 before."""
@@ -56,26 +66,31 @@ class McpFront:
         *,
         approval_timeout_s: float,
         max_body_bytes: int,
+        config: McpServerConfig | None = None,
         tasks: McpTasksConfig | None = None,
     ) -> AsyncIterator[None]:
         """Serve MCP requests with `services` until the context exits (which ends every
         session)."""
         approvals = Approvals(timeout_s=approval_timeout_s)
-        tasks_config = tasks or McpTasksConfig()
+        config = config or McpServerConfig()
+        if tasks is not None:
+            config = config.model_copy(update={"tasks": tasks})
         tools = McpTools(
             services.catalog,
             services.gate,
             authenticated=services.keys is not None,
             approvals=approvals,
-            tasks=tasks_config,
+            tasks=config.tasks,
+            icons=config.icons,
         )
         store = services.mcp_tasks if services.mcp_tasks is not None else MemoryMcpTaskStore()
-        task_runner = McpTasks(store, tasks_config, tools)
+        task_runner = McpTasks(store, config.tasks, tools)
         changes = ToolChanges()
         server = _Server(
             SERVER_NAME,
             version=_version(),
             instructions=INSTRUCTIONS,
+            cache_hints=CACHE_HINTS,
             on_list_tools=tools.list_tools,
             on_call_tool=tools.call_tool,
             on_subscriptions_listen=changes.listen,

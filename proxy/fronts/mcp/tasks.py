@@ -32,6 +32,8 @@ import mcp_types as types
 from mcp.server.connection import Connection
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.shared.exceptions import MCPError
+from mcp.shared.inbound import MCP_NAME_HEADER, decode_header_value
+from mcp_types.jsonrpc import HEADER_MISMATCH
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import Field, ValidationError
 
@@ -311,6 +313,12 @@ class McpTasks:
                 "Missing required client capability",
                 data={"requiredCapabilities": {"extensions": {EXTENSION: {}}}},
             )
+        named = _name_header(ctx)
+        if named is not None and named != task_id:
+            # The header routes the request (to the replica holding the task, say): one
+            # that names another task than the body does is refused, as the SDK refuses a
+            # mismatched `Mcp-Name` on tools/call.
+            raise MCPError(HEADER_MISMATCH, f"{MCP_NAME_HEADER} header does not match taskId")
         with _storing():
             record = await self._store.get(task_id)
         if record is None or record.owner != _owner(ctx):
@@ -390,6 +398,14 @@ def _declares_extension(params: Mapping[str, Any]) -> bool:
     capabilities = meta.get(CLIENT_CAPABILITIES) if isinstance(meta, Mapping) else None
     extensions = capabilities.get("extensions") if isinstance(capabilities, Mapping) else None
     return isinstance(extensions, Mapping) and EXTENSION in extensions
+
+
+def _name_header(ctx: ServerRequestContext[Any, Any]) -> str | None:
+    """A 2026-07-28 request's `Mcp-Name` header (decoded), if it has one."""
+    if not _modern(ctx) or ctx.request is None:
+        return None
+    raw = ctx.request.headers.get(MCP_NAME_HEADER)
+    return None if raw is None else (decode_header_value(raw) or "")
 
 
 def _initialized(ctx: ServerRequestContext[Any, Any]) -> bool:

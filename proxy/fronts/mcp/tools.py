@@ -3,6 +3,7 @@ through the one gate (scope, policy, guards, approval, then execution)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -13,15 +14,17 @@ from mcp.shared.exceptions import MCPError
 from policies import ANONYMOUS, NO_FILTER, Admission, CallContext, Gate, GateDecision
 from registry import ClientHooks, Tool, ToolCall, ToolSpec, offering
 
-from ...config import McpTasksConfig
+from ...config import McpIconConfig, McpTasksConfig
 from ...server.context import context_of
 from ...turn.catalog import Catalog
-from .content import call_result, mcp_tool, runs_as_task
+from .content import call_result, icons_for, mcp_tool, runs_as_task
 from .elicitation import Approvals
 from .forwarding import ClientAsker
 
 PAGE_SIZE = 100
 """Tools per `tools/list` page."""
+JSON_SCHEMA_2020_12_SINCE = "2025-11-25"
+"""The first protocol version whose clients read JSON Schema 2020-12 (`$ref`, `$defs`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,6 +52,7 @@ class McpTools:
         authenticated: bool,
         approvals: Approvals,
         tasks: McpTasksConfig | None = None,
+        icons: Mapping[str, Sequence[McpIconConfig]] | None = None,
         page_size: int = PAGE_SIZE,
     ) -> None:
         self._catalog = catalog
@@ -57,6 +61,7 @@ class McpTools:
         self._approvals = approvals
         self._page_size = page_size
         self._tasks = tasks
+        self._icons = icons or {}
 
     async def list_tools(
         self, ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
@@ -67,14 +72,19 @@ class McpTools:
             MCPError: the cursor is not one this server gave, or the caller is unknown.
         """
         toolset = self._catalog.toolset(NO_FILTER, self._caller(ctx))
-        names = list(toolset.by_wire_name)
+        # By name: the same list, and the same pages, on every replica and after a restart.
+        names = sorted(toolset.by_wire_name)
+        keep_refs = ctx.protocol_version >= JSON_SCHEMA_2020_12_SINCE
         start = _offset(params.cursor if params is not None else None, len(names))
         page = names[start : start + self._page_size]
         end = start + len(page)
         shown = {spec.name: spec for spec in toolset.specs}
         shown.update(toolset.deferred_specs)
         return types.ListToolsResult(
-            tools=[self._definition(toolset.by_wire_name[name], shown[name]) for name in page],
+            tools=[
+                self._definition(toolset.by_wire_name[name], shown[name], keep_refs)
+                for name in page
+            ],
             next_cursor=str(end) if end < len(names) else None,
         )
 
@@ -128,9 +138,10 @@ class McpTools:
         (result,) = await self._gate.run([admitted.admission], admitted.caller)
         return call_result(result)
 
-    def _definition(self, tool: Tool, spec: ToolSpec) -> types.Tool:
+    def _definition(self, tool: Tool, spec: ToolSpec, keep_refs: bool) -> types.Tool:
         task = self._tasks is not None and runs_as_task(tool, self._tasks)
-        return mcp_tool(tool, spec, task=task)
+        icons = icons_for(tool, self._icons)
+        return mcp_tool(tool, spec, task=task, icons=icons, keep_refs=keep_refs)
 
     def find(self, ctx: ServerRequestContext[Any, Any], name: str) -> Tool | None:
         """The tool the caller calls by `name`, denied ones included; None when none.
