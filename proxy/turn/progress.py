@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 from collections import deque
 from collections.abc import AsyncIterator, Coroutine, Iterable
+from dataclasses import replace
 from typing import Any
 
 from policies import Admission
@@ -23,8 +24,11 @@ def shows_progress(turn: Turn, admitted: Iterable[Admission]) -> bool:
     return bool(turn.body.get("stream")) and any(reports_progress(a.tool) for a in admitted)
 
 
-async def reported(work: Coroutine[Any, Any, None]) -> AsyncIterator[ToolProgress]:
-    """Run `work` (a round's calls) and yield the progress they report until it ends.
+async def reported(
+    work: Coroutine[Any, Any, None], admitted: Iterable[Admission]
+) -> AsyncIterator[ToolProgress]:
+    """Run `work` (the `admitted` calls) and yield the progress they report until it ends,
+    each report naming its tool as the model called it.
 
     The work runs in a task of its own, which this generator owns: closing the generator
     early (the client went away) cancels the work and waits for it to end, so the calls
@@ -35,9 +39,10 @@ async def reported(work: Coroutine[Any, Any, None]) -> AsyncIterator[ToolProgres
     """
     reports: deque[ToolProgress] = deque()
     wake = asyncio.Event()
+    names = {a.call.id: a.call.name for a in admitted}
 
     def listener(progress: ToolProgress) -> None:
-        reports.append(progress)
+        reports.append(replace(progress, tool=names.get(progress.call_id, progress.tool)))
         wake.set()
 
     with reporting_to(listener):

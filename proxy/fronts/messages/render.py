@@ -103,7 +103,7 @@ class MessageBuilder:
             return self._finish(event)
         if isinstance(event, ToolProgress):
             # Toolwire's own event (Anthropic has none): SDKs pass unknown types through.
-            return [{"type": "toolwire_progress", **event.as_dict()}]
+            return [{"type": "toolwire_progress", "progress": event.as_dict()}]
         return []
 
     def fail(self, exc: ProxyError) -> list[Event]:

@@ -289,7 +289,7 @@ class ResponseBuilder:
         index = self._calls.get(event.call_id)
         if index is None:
             return []
-        return [self._item_event("toolwire.progress", index, **event.as_dict())]
+        return [self._item_event("toolwire.progress", index, progress=event.as_dict())]
 
     def _calls_started(self, calls: tuple[ToolCall, ...]) -> list[Event]:
         calls = tuple(call for call in calls if self._shown(call))
