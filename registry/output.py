@@ -13,7 +13,8 @@ __all__ = ["DEFAULT_MAX_RESULT_SIZE", "NO_OUTPUT", "render_output", "truncate"]
 
 NO_OUTPUT = "(no output)"
 DEFAULT_MAX_RESULT_SIZE = 1024 * 1024
-"""Characters of a result kept for the model when neither the tool nor the config says."""
+"""Characters of one result kept when neither the tool nor the config says: past it, the
+result is cut with a marker (a longer one the proxy spills is cut before it is kept)."""
 _JSON_OPTIONS = orjson.OPT_NON_STR_KEYS | orjson.OPT_SERIALIZE_NUMPY
 _JSON_TYPES = (dict, list, tuple, int, float, bool, set, frozenset)
 
