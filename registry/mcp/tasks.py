@@ -12,6 +12,7 @@ it ends: no task is left running for nobody.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Callable
 from typing import Any
@@ -116,21 +117,44 @@ class TaskCalls:
         call = types.CallToolRequestParams(name=name, arguments=arguments, _meta=meta)
         params = call.model_dump(by_alias=True, mode="json", exclude_none=True)
         params["task"] = {"ttl": TASK_TTL_MS}
-        answer = await _send(session, "tools/call", params, limit_s=REQUEST_TIMEOUT_S)
+        answer = await self._create(session, params)
         if "task" not in answer:  # the server chose to answer at once
             return types.CallToolResult.model_validate(answer, by_name=False)
-        task = types.Task.model_validate(answer["task"], by_name=False)
-        watch = _Watch(task, reporter)
-        self._watches[task.task_id] = watch
-        finished = False
+        watch = _Watch(types.Task.model_validate(answer["task"], by_name=False), reporter)
+        task_id = watch.task.task_id
+        self._watches[task_id] = watch
         try:
-            task = await self._follow(session, watch)
-            finished = True
+            return await self._result(session, await self._follow(session, watch))
+        except BaseException:
+            if watch.task.status not in _TERMINAL:
+                await self._cancel(session, task_id)
+            raise
         finally:
-            del self._watches[task.task_id]
-            if not finished:
-                await self._cancel(session, task.task_id)
-        return await self._result(session, task)
+            del self._watches[task_id]
+
+    async def _create(self, session: ClientSession, params: dict[str, Any]) -> dict[str, Any]:
+        """Send the task-augmented `tools/call`; its answer. A caller that goes away while
+        the server creates the task still learns the task's id, and cancels it."""
+        creating = asyncio.ensure_future(
+            _send(session, "tools/call", params, limit_s=REQUEST_TIMEOUT_S)
+        )
+        try:
+            return await asyncio.shield(creating)
+        except asyncio.CancelledError:
+            await self._cancel_created(session, creating)
+            raise
+
+    async def _cancel_created(
+        self, session: ClientSession, creating: asyncio.Future[dict[str, Any]]
+    ) -> None:
+        try:
+            async with asyncio.timeout(CANCEL_TIMEOUT_S):
+                answer = await creating
+        except (TimeoutError, MCPError, anyio.BrokenResourceError, anyio.ClosedResourceError):
+            return  # no answer: no task to cancel
+        task = answer.get("task")
+        if isinstance(task, dict) and isinstance(task.get("taskId"), str):
+            await self._cancel(session, task["taskId"])
 
     async def _follow(self, session: ClientSession, watch: _Watch) -> types.Task:
         """Poll (or be told) until the task ends; its last state."""
