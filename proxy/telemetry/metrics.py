@@ -162,6 +162,15 @@ class Metrics:
                 registry=r,
             )
         )
+        self.mcp_requests = _Children(
+            Counter(
+                "toolwire_mcp_client_requests",
+                "Requests MCP servers made of Toolwire during calls, by source, kind "
+                "(elicitation, sampling) and outcome (accept, decline, cancel; served, refused).",
+                ["source", "kind", "outcome"],
+                registry=r,
+            )
+        )
         self.open_streams = Gauge(
             "toolwire_open_streams",
             "Event streams being sent now.",

@@ -96,6 +96,11 @@ class ToolCallListener:
             self._metrics.tool_calls(tool, source, kind or OK).inc()
             self._metrics.tool_seconds(tool, source).observe(now - running.started)
 
+    def mcp_request(self, source: str, kind: str, outcome: str) -> None:
+        """Count a question or completion request an MCP server made during a call."""
+        if self._metrics is not None:
+            self._metrics.mcp_requests(source, kind, outcome).inc()
+
     def on_permission(self, event: CallEvent, outcome: str, reason: str) -> None:
         if self._metrics is None:
             return

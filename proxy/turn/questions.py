@@ -100,12 +100,14 @@ class Questions:
         timeout_s: float,
         taken_within_s: float = 5.0,
         sampler: Sampler | None = None,
+        observe: Callable[[str, str, str], None] | None = None,
     ) -> None:
         self._turns = turns
         self._relay = relay
         self._timeout_s = timeout_s
         self._taken_within_s = taken_within_s
         self._sampler = sampler
+        self._observe = observe
         self._group: asyncio.TaskGroup | None = None
         self._held: dict[str, asyncio.Task[None]] = {}
 
@@ -123,7 +125,7 @@ class Questions:
 
     def hooks(self, turn: Turn) -> ClientHooks:
         """What calls made outside a held batch offer their servers (sampling only)."""
-        return ClientHooks(sampler=self._sampler, who=turn.owner)
+        return ClientHooks(sampler=self._sampler, who=turn.owner, observe=self._observe)
 
     async def run(
         self,
@@ -147,7 +149,10 @@ class Questions:
                     return Ran(results=_timeouts(call_ids))
         batch = secrets.token_urlsafe(12)
         asker = _BatchAsker(self, batch)
-        with offering(ClientHooks(asker=asker, sampler=self._sampler, who=turn.owner)):
+        hooks = ClientHooks(
+            asker=asker, sampler=self._sampler, who=turn.owner, observe=self._observe
+        )
+        with offering(hooks):
             held = self._hold(batch, work, list(call_ids))
             self._held[batch] = group.create_task(held, name=f"held:{batch}")
         return await self._next(batch, list(call_ids), seconds)

@@ -158,6 +158,7 @@ class ClientRequests:
         if hooks.asker is None:
             return self._declined(_NO_ASKER, question.message)
         reply = await hooks.asker.ask(question)
+        hooks.note(self._server, "elicitation", reply.action)
         log.info(
             "MCP source %s: %s answered %r (%s) with %s",
             self._server,

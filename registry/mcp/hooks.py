@@ -10,7 +10,7 @@ which is the default, a question is declined and a completion refused, each with
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
@@ -130,6 +130,14 @@ class ClientHooks:
     sampler: Sampler | None = None
     who: str = ""
     """The caller (its key's name), for logs."""
+    observe: Callable[[str, str, str], None] | None = None
+    """Told of each request answered: (source, `elicitation` or `sampling`, outcome: the
+    answer's action, `served` or `refused`), for metrics."""
+
+    def note(self, server: str, kind: str, outcome: str) -> None:
+        """Tell `observe`, if any, of one answered request."""
+        if self.observe is not None:
+            self.observe(server, kind, outcome)
 
 
 client_hooks: ContextVar[ClientHooks | None] = ContextVar("toolwire_mcp_client_hooks", default=None)

@@ -38,6 +38,15 @@ class SamplingDesk:
         self, hooks: ClientHooks | None, params: types.CreateMessageRequestParams
     ) -> types.CreateMessageResult | types.ErrorData:
         """The completion, or an error whose message says why there is none."""
+        answer = await self._answer(hooks, params)
+        if hooks is not None:
+            outcome = "refused" if isinstance(answer, types.ErrorData) else "served"
+            hooks.note(self._server, "sampling", outcome)
+        return answer
+
+    async def _answer(
+        self, hooks: ClientHooks | None, params: types.CreateMessageRequestParams
+    ) -> types.CreateMessageResult | types.ErrorData:
         config = self._config
         if not config.enabled or config.model is None:
             return self._refuse(
