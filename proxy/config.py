@@ -477,7 +477,7 @@ class BackgroundConfig(BaseModel):
     max_runs: int = Field(default=64, ge=1)
     """Background runs at once on one replica; past it, a new one is a 429."""
     max_runs_per_key: int = Field(default=16, ge=1)
-    """Background runs at once of one client key on one replica; past it, a 429."""
+    """Background runs at once of one client key on one replica (with `auth:`); past it, a 429."""
     max_run_s: float = Field(default=3600.0, gt=0)
     """A run's hard deadline (the loop's own `loop.timeout_s` ends most turns first)."""
     lease_s: float = Field(default=15.0, ge=0.5)

@@ -130,7 +130,8 @@ class BackgroundRuns:
                 "(background.max_runs); retry when one has finished",
                 headers={"retry-after": "1"},
             )
-        if self._per_key[run.owner] >= config.max_runs_per_key:
+        # Without authentication there are no keys: only `max_runs` holds.
+        if run.owner and self._per_key[run.owner] >= config.max_runs_per_key:
             raise TooManyRunsError(
                 f"this key runs {config.max_runs_per_key} background responses already "
                 "(background.max_runs_per_key); retry when one has finished",

@@ -108,7 +108,8 @@ class Run:
         hidden = [] if builder.plan.show_rounds else round_items(done.rounds)
         conversation = [*self.conversation, *hidden, *builder.output]
         stored = StoredResponse(builder.response(), conversation, self.owner)
-        await self._store.finish(self.id, builder.status, stored, self._numbered(closing))
+        if await self._store.finish(self.id, builder.status, stored, self._numbered(closing)):
+            log.info("background response %s ended %s", self.id, builder.status)
 
     async def _fail(self, exc: ProxyError) -> None:
         """End the run as `failed` with `exc`, unless it has ended already."""
@@ -118,7 +119,8 @@ class Run:
         closing = builder.fail(exc)
         stored = StoredResponse(builder.response(), self.conversation, self.owner)
         try:
-            await self._store.finish(self.id, "failed", stored, self._numbered(closing))
+            if await self._store.finish(self.id, "failed", stored, self._numbered(closing)):
+                log.warning("background response %s failed: %s", self.id, exc.message)
         except ProxyError as lost:
             # Its lease runs out, and any replica's reader then reports it failed.
             log.warning("background response %s: its failure was not recorded: %s", self.id, lost)
