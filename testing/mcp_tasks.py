@@ -11,7 +11,7 @@ Tools:
 - `crunch_fails(reason)`: task support optional; as a task, the task fails with `reason`
   (a JSON-RPC error); called plainly, the call fails the same way.
 - `crunch_tool_error()`: task support required; the task completes with an `isError` result.
-- `plain(text)`: no task support; answers at once, reporting one step of progress.
+- `plain(text)`: no task support; reports one step of progress, answers 50 ms later.
 
 The server advertises `tasks.requests.tools.call`, `tasks.cancel` and `tasks.list`.
 """
@@ -196,6 +196,7 @@ async def _work(
     if name == "plain":
         if token is not None:
             await notify("notifications/progress", {"progressToken": token, "progress": 1})
+            await anyio.sleep(0.05)  # a little work after the report, as a real tool does
         return _text(f"plain {arguments.get('text', '')}")
     raise MCPError(code=types.INVALID_PARAMS, message=f"unknown tool {name!r}")
 
@@ -216,7 +217,7 @@ def build_tasks_server(board: TaskBoard | None = None) -> Server[Any]:
     async def call_tool(ctx: ServerRequestContext[Any], params: types.CallToolRequestParams) -> Any:
         """A call that is not a task: run it within the request."""
         arguments = params.arguments or {}
-        token = ctx.meta.get("progressToken") if ctx.meta else None
+        token = (ctx.meta or {}).get("progress_token")
         if params.name in ("crunch", "crunch_tool_error"):
             raise MCPError(
                 code=types.METHOD_NOT_FOUND, message=f"{params.name} runs as a task only"
