@@ -107,6 +107,8 @@ class ToolsPlan:
     found: frozenset[str] = frozenset()
     """Tools Toolwire's searches found earlier in the conversation (wire names): the
     registry's deferred ones among them are offered from the start."""
+    namespace_descriptions: dict[str, str] = field(default_factory=dict)
+    """Each `namespace` tool's description, by its name."""
     programs_shown: frozenset[str] = frozenset()
     """The call ids of the conversation's `program` items: a program resumed now that
     pauses again is not shown a second time (its new calls name it as their caller)."""
@@ -199,6 +201,8 @@ class _Planner:
         self._programmatic = False
         self._marks: dict[str, dict[str, Any]] = {}
         self._namespaced: dict[str, tuple[str, str]] = {}
+        self._spaces: dict[str, str] = {}
+        """Each namespace's description, by its name."""
         self._held: dict[str, Held] = {}
         """What the client's search may load and has not yet, by the name it loads it by."""
 
@@ -211,6 +215,7 @@ class _Planner:
                 self._function(spec, where)
         elif kind == "namespace":
             functions = _namespace_functions(spec, where)
+            self._spaces[spec["name"]] = str(spec.get("description") or "")
             held = [f for f in functions if f.get(DEFER_LOADING) is True]
             if self.client_search is not None and held:
                 self._hold(spec["name"], spec.get("description"))
@@ -248,7 +253,9 @@ class _Planner:
             self._function(spec, where)
         elif kind == "namespace":
             self._held.pop(str(spec.get("name")), None)
-            for function in _namespace_functions(spec, where):
+            functions = _namespace_functions(spec, where)
+            self._spaces[spec["name"]] = str(spec.get("description") or "")
+            for function in functions:
                 plain = {k: v for k, v in function.items() if k != DEFER_LOADING}
                 self._namespace_function(spec["name"], plain)
         elif kind == "mcp":
@@ -288,6 +295,7 @@ class _Planner:
             self._search is not None,
             self._namespaced,
             self.client_search is not None,
+            namespace_descriptions=self._spaces,
         )
 
     def _function(self, spec: dict[str, Any], where: str) -> None:

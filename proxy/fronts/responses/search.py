@@ -100,13 +100,20 @@ def loaded_tools(conversation: Iterable[Item]) -> list[Item]:
 def found_by_server(conversation: Iterable[Item]) -> set[str]:
     """The names of the tools Toolwire's own searches of this conversation found (their
     `tool_search_output` items, sent back as they came): loaded for the rest of it."""
-    return {
-        tool["name"]
-        for item in conversation
-        if item.get("type") == "tool_search_output" and item.get("execution") != CLIENT
-        for tool in item.get("tools") or ()
-        if isinstance(tool, dict) and isinstance(tool.get("name"), str)
-    }
+    names = set()
+    for item in conversation:
+        if item.get("type") != "tool_search_output" or item.get("execution") == CLIENT:
+            continue
+        for tool in item.get("tools") or ():
+            if not isinstance(tool, dict) or not isinstance(tool.get("name"), str):
+                continue
+            if tool.get("type") != "namespace":
+                names.add(tool["name"])
+                continue
+            for inner in tool.get("tools") or ():
+                if isinstance(inner, dict) and isinstance(inner.get("name"), str):
+                    names.add(flat_name(tool["name"], inner["name"]))
+    return names
 
 
 def as_call(item: Item, where: str) -> Item:
