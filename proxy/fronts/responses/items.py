@@ -17,7 +17,7 @@ from typing import Any
 import orjson
 
 from ...errors import BadRequestError
-from . import search
+from . import questions, search
 from .search import flat_name
 
 Item = dict[str, Any]
@@ -51,6 +51,8 @@ _KNOWN = frozenset(
         "program_output",
         "tool_search_call",
         "tool_search_output",
+        questions.QUESTION_ITEM,
+        questions.ANSWER_ITEM,
     }
 )
 
@@ -104,7 +106,7 @@ def for_rosetta(items: list[Item]) -> list[Item]:
     called: set[str] = set()
     searched: list[str] = []
     """Client-executed searches not answered yet, in order."""
-    for i, item in enumerate(items):
+    for i, item in enumerate(questions.in_history(items)):
         where = f"input[{i}]"
         kind = item["type"]
         if search.is_client_search(item):
