@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib.metadata
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
 import mcp_types as types
@@ -32,6 +32,7 @@ from ...server.services import Services
 from ...state.mcp_tasks import MemoryMcpTaskStore
 from .changes import ToolChanges
 from .elicitation import Approvals
+from .events import RETRY_MS, StreamEvents
 from .sessions import SessionManager
 from .tasks import EXTENSION, McpTasks
 from .tools import McpTools
@@ -41,6 +42,10 @@ INSTRUCTIONS = (
     "Tools gathered behind a Toolwire proxy. Each call passes the proxy's policy; a call "
     "that needs approval asks you first, or is refused when it cannot ask."
 )
+
+ServerExtra = Callable[[Server[Any]], None]
+"""Adds handlers or middleware to the MCP server before it serves; the product adds none
+(the conformance test adds the suite's fixtures this way)."""
 
 CACHE_HINTS: dict[CacheableMethod, CacheHint] = {
     # What the server is and does, the same for every key.
@@ -55,9 +60,10 @@ CACHE_HINTS: dict[CacheableMethod, CacheHint] = {
 class McpFront:
     """The `/mcp` endpoint: an ASGI app that serves MCP while `serving` runs, 503 before."""
 
-    def __init__(self, hosts: AllowedHosts) -> None:
+    def __init__(self, hosts: AllowedHosts, extras: Sequence[ServerExtra] = ()) -> None:
         self._manager: SessionManager | None = None
         self._hosts = hosts
+        self._extras = tuple(extras)
 
     @contextlib.asynccontextmanager
     async def serving(
@@ -99,7 +105,14 @@ class McpFront:
         for method, params_type, handler in task_runner.methods():
             server.add_request_handler(method, params_type, handler)
         server.extensions[EXTENSION] = {}
-        manager = SessionManager(server, max_request_body_size=max_body_bytes)
+        for extra in self._extras:
+            extra(server)
+        manager = SessionManager(
+            server,
+            event_store=StreamEvents(),
+            retry_interval=RETRY_MS,
+            max_request_body_size=max_body_bytes,
+        )
         stop_watching = services.registry.on_change(changes.registry_changed)
         try:
             async with manager.run(), changes.delivering(), task_runner.running():
