@@ -73,6 +73,8 @@ class BackgroundRuns:
         self._config = config
         self._work = work
         self._runs: dict[str, tuple[Run, asyncio.Task[None]]] = {}
+        self._running = 0
+        """Runs admitted, started or about to be."""
         self._per_key: Counter[str] = Counter()
         self._heart: asyncio.Task[None] | None = None
         self._closing = False
@@ -124,7 +126,7 @@ class BackgroundRuns:
         config = self._config
         if self._closing:
             raise ProxyError("the proxy is shutting down", status=503, code="shutting_down")
-        if len(self._runs) >= config.max_runs:
+        if self._running >= config.max_runs:
             raise TooManyRunsError(
                 f"this server runs {config.max_runs} background responses already "
                 "(background.max_runs); retry when one has finished",
@@ -137,11 +139,16 @@ class BackgroundRuns:
                 "(background.max_runs_per_key); retry when one has finished",
                 headers={"retry-after": "1"},
             )
-        stored, opening = run.opening()
-        await self._store.open(run.id, stored, opening, config.lease_s)
+        # Counted before the first await, so requests arriving together cannot pass the caps.
+        self._count(run.owner, 1)
+        try:
+            stored, opening = run.opening()
+            await self._store.open(run.id, stored, opening, config.lease_s)
+        except BaseException:
+            self._count(run.owner, -1)
+            raise
         task = asyncio.get_running_loop().create_task(self._run(run, events))
         self._runs[run.id] = (run, task)
-        self._per_key[run.owner] += 1
         if self._work is not None:
             self._work.enter()
 
@@ -150,11 +157,15 @@ class BackgroundRuns:
             await run.run(events(), self._config.max_run_s)
         finally:
             self._runs.pop(run.id, None)
-            self._per_key[run.owner] -= 1
-            if self._per_key[run.owner] <= 0:
-                del self._per_key[run.owner]
+            self._count(run.owner, -1)
             if self._work is not None:
                 self._work.leave()  # last: a drain's last work may stop the server
+
+    def _count(self, owner: str, change: int) -> None:
+        self._running += change
+        self._per_key[owner] += change
+        if self._per_key[owner] <= 0:
+            del self._per_key[owner]
 
     async def _beat(self) -> None:
         """Renew this replica's leases; stop the runs that ended elsewhere (cancelled)."""

@@ -1,7 +1,8 @@
 """Background responses across two replicas sharing a real redis-server: a response created
 on A is polled, streamed from where the client dropped A's stream, and cancelled on B (A's
-tool stops); another key finds nothing on B; a replica that stops (shut down, or hung: its
-lease unrenewed) leaves its responses `failed`, never `in_progress`."""
+tool stops); another key finds nothing on B; a key's cap holds for requests arriving
+together; a replica that stops (shut down, or hung: its lease unrenewed) leaves its
+responses `failed`, never `in_progress`."""
 
 from __future__ import annotations
 
@@ -57,7 +58,7 @@ async def cluster(redis_server: RedisServer) -> AsyncIterator[Cluster]:
             "upstreams": [{"name": "fake", "base_url": upstream.base_url, "models": ["*"]}],
             "auth": {"keys": [{"name": "a", "key": KEY_A}, {"name": "b", "key": KEY_B}]},
             "state": {"backend": "redis", "url": redis_server.url, "prefix": f"bg-{uuid.uuid4()}:"},
-            "background": {"lease_s": 1},
+            "background": {"lease_s": 1, "max_runs_per_key": 2},
             "loop": {"keepalive_s": 0.1},
         }
         yield Cluster(upstream, Holds(), config)
@@ -168,3 +169,24 @@ async def test_a_replica_that_stops_renewing_its_lease_is_reported_failed(
         cluster.holds.release["hung"].set()
         await settled(on_c, created.id)
         assert (await on_c.responses.retrieve(created.id)).status == "failed"
+
+
+async def test_requests_arriving_together_cannot_pass_a_cap(
+    cluster: Cluster, replicas: tuple[Replica, Replica]
+) -> None:
+    a, _ = replicas
+    async with a.client() as on_a:
+        answers = await asyncio.gather(
+            *(
+                on_a.responses.create(model=MODEL, input=f"hold cap{i}", background=True)
+                for i in range(3)
+            ),
+            return_exceptions=True,
+        )
+        refused = [x for x in answers if isinstance(x, openai.RateLimitError)]
+        created = [x for x in answers if not isinstance(x, BaseException)]
+        assert len(refused) == 1 and len(created) == 2, answers
+        for i in range(3):
+            cluster.holds.release[f"cap{i}"].set()
+        for response in created:
+            assert (await settled(on_a, response.id)).status == "completed"
