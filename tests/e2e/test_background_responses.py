@@ -165,6 +165,18 @@ async def test_cancel_stops_the_tool_and_is_idempotent(served: Served) -> None:
     assert "response.completed" not in kinds
 
 
+async def test_deleting_a_running_response_stops_it(served: Served) -> None:
+    async with served.client() as client:
+        created = await client.responses.create(model=MODEL, input="hold gone", background=True)
+        await started(served.holds.started["gone"])
+        await client.responses.delete(created.id)
+        await started(served.holds.cancelled["gone"])
+        with pytest.raises(openai.NotFoundError):
+            await client.responses.retrieve(created.id)
+        with pytest.raises(openai.NotFoundError):
+            await client.responses.retrieve(created.id, stream=True)
+
+
 async def test_cancel_stops_the_upstream_call(served: Served) -> None:
     served.upstream.reset_closed()
     async with served.client() as client:
