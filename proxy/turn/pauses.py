@@ -12,9 +12,10 @@ nothing runs twice.
 A program paused under code mode is resumed even when code mode has since been turned off
 (for the key or the request): it was admitted under code mode, the client has already
 answered its calls (an approval given, its own tool run), and each inner call still passes
-the gate. Only a program whose state is gone (expired) cannot go on: its `run_code` call is
-answered with an error the model can act on, and the answers to its calls leave the history,
-so the upstream always reads a history whose every call is answered once.
+the gate. A program that cannot go on (the client moved on without answering its calls, or
+its kept state expired) has its `run_code` call answered with an error the model can act on,
+and any answers to its calls leave the history, so the upstream always reads a history
+whose every call is answered once.
 """
 
 from __future__ import annotations
@@ -33,8 +34,8 @@ from .record import Turn
 Message = dict[str, Any]
 _KEY = "program:"
 LOST = (
-    "the program's paused state is gone (it expired before the answers came), so it did "
-    "not finish; run what is still needed again"
+    "the program did not finish: the calls it waited on went unanswered, or its paused state "
+    "expired; run what is still needed again"
 )
 
 

@@ -12,10 +12,12 @@ from typing import Any
 
 import pytest
 
+from proxy.turn.pauses import LOST
 from testing.upstream import FakeUpstream, Reply
 from tests.e2e.answers import Outcome, ask, tool_messages
 from tests.e2e.test_approvals import _counting_registry
 from tests.e2e.tools import LOOKUP
+from tests.e2e.tools import registry_with as tools_registry
 
 pytestmark = pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])
 
@@ -148,3 +150,27 @@ async def test_a_paused_program_finishes_after_code_mode_is_turned_off(
     (program_call,) = sent["messages"][1]["tool_calls"]
     assert program_call["function"]["name"] == "run_code"
     assert result["tool_call_id"] == program_call["id"]
+
+
+async def test_a_program_the_client_moved_on_from_is_answered_with_an_error(
+    make_proxy: Any, upstream: FakeUpstream, stream: bool
+) -> None:
+    """The client asks something else instead of answering the program's call: the model
+    reads the `run_code` call answered with an error it can act on (a valid history)."""
+    code = "order = await lookup_order(order_id='7')\nprint(order)"
+    upstream.script(Reply.tool_calls([("run_code", {"code": code})]), Reply.text("Fine."))
+    async with make_proxy(tools_registry()) as proxy:
+        on = {"toolwire": {"code_mode": True}}
+        first = await ask(proxy.client, stream=stream, messages=USER, tools=[LOOKUP], extra_body=on)
+        (call,) = first.tool_calls
+        assistant = {"role": "assistant", "content": None, "tool_calls": [call]}
+        moved_on = [*USER, assistant, {"role": "user", "content": "Never mind."}]
+        second = await ask(
+            proxy.client, stream=stream, messages=moved_on, tools=[LOOKUP], extra_body=on
+        )
+    assert second.content == "Fine."
+    sent = upstream.requests[1]["messages"]
+    assert [m["role"] for m in sent] == ["user", "assistant", "tool", "user"]
+    assert sent[1]["tool_calls"][0]["function"]["name"] == "run_code"
+    assert sent[2]["tool_call_id"] == sent[1]["tool_calls"][0]["id"]
+    assert sent[2]["content"] == f"Error (program_error): {LOST}"
