@@ -1,13 +1,15 @@
 """Background responses across two replicas sharing a real redis-server: a response created
 on A is polled, streamed from where the client dropped A's stream, and cancelled on B (A's
 tool stops); another key finds nothing on B; a key's cap holds for requests arriving
-together; a replica that stops (shut down, or hung: its lease unrenewed) leaves its
-responses `failed`, never `in_progress`."""
+together; a draining replica finishes its runs before it stops; a replica that stops
+(shut down, or hung: its lease unrenewed) leaves its responses `failed`, never
+`in_progress`."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import signal
 import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -190,3 +192,22 @@ async def test_requests_arriving_together_cannot_pass_a_cap(
             cluster.holds.release[f"cap{i}"].set()
         for response in created:
             assert (await settled(on_a, response.id)).status == "completed"
+
+
+async def test_a_draining_replica_finishes_its_runs_before_it_stops(
+    cluster: Cluster, replicas: tuple[Replica, Replica]
+) -> None:
+    _, b = replicas
+    async with b.client() as on_b, cluster.replica() as c, c.client() as on_c:
+        created = await on_c.responses.create(model=MODEL, input="hold drain", background=True)
+        await started(cluster.holds.started["drain"])
+        stopped = asyncio.Event()
+        handler = c.app.telemetry.drain.signal_handler(lambda sig: stopped.set(), 30)
+        handler(signal.SIGTERM, None)  # as on a SIGTERM: new requests get 503
+        with pytest.raises(openai.APIStatusError) as refused:
+            await on_c.responses.create(model=MODEL, input="late", background=True)
+        assert refused.value.status_code == 503
+        assert not stopped.is_set()  # the drain waits for the background run
+        cluster.holds.release["drain"].set()
+        await started(stopped)
+        assert (await on_b.responses.retrieve(created.id)).status == "completed"
