@@ -8,13 +8,16 @@ import asyncio
 import json
 from typing import Any
 
+import mcp_types as types
 import pytest
 import pytest_asyncio
 
 from registry import Executor, ToolCall, ToolRegistry, ToolResult
-from registry.mcp import McpSource, McpSourceConfig
+from registry.mcp import McpCallError, McpSource, McpSourceConfig
+from registry.mcp.config import SamplingConfig
+from registry.mcp.elicitation import ClientRequests
 from registry.mcp.hooks import ClientHooks, Question, Reply, Sample, SampleRequest, offering
-from testing.asking_servers import serve_asking
+from testing.asking_servers import BOOKING_SCHEMA, serve_asking
 
 from .conftest import REPO
 
@@ -188,3 +191,50 @@ async def test_a_question_waiting_for_its_answer_does_not_count_against_the_time
     with offering(ClientHooks(asker=Slow())):
         result = await asking("brief.book_table", city="Lyon")
     assert json.loads(result.content)["action"] == "accept"
+
+
+async def test_input_required_rounds_are_answered_and_the_call_repeated() -> None:
+    """A 2026-07-28 call's `input_required` result: its question goes to the call's own
+    asker, and the call is repeated with the answer and the server's state, round by round.
+    (Toolwire's connections are of the 2025 era, where the SDK's servers ask in-band: the
+    rounds are driven here as a 2026-07-28 session would return them.)"""
+    question = types.ElicitRequest(
+        params=types.ElicitRequestFormParams(message="When?", requested_schema=BOOKING_SCHEMA)
+    )
+    first = types.InputRequiredResult(input_requests={"when": question}, request_state="s1")
+    retried: list[tuple[Any, str | None]] = []
+
+    async def retry(
+        responses: types.InputResponses, state: str | None
+    ) -> types.CallToolResult | types.InputRequiredResult:
+        retried.append((responses, state))
+        if len(retried) == 1:
+            return types.InputRequiredResult(input_requests={"again": question}, request_state="s2")
+        return types.CallToolResult(content=[types.TextContent(text="booked")])
+
+    asker = Asked(Reply("accept", {"date": "2026-12-31", "guests": 3}), Reply("decline"))
+    requests = ClientRequests("ask", SamplingConfig())
+    with offering(ClientHooks(asker=asker)), requests.calling("book") as call:
+        result = await requests.settle(call, first, retry)
+    assert result.content == [types.TextContent(text="booked")]
+    assert [state for _, state in retried] == ["s1", "s2"]
+    accepted = retried[0][0]["when"]
+    assert isinstance(accepted, types.ElicitResult) and accepted.content == {
+        "date": "2026-12-31",
+        "guests": 3,
+    }
+    assert retried[1][0]["again"].action == "decline"
+    assert [q.message for q in asker.questions] == ["When?", "When?"]
+
+    async def endless(
+        responses: types.InputResponses, state: str | None
+    ) -> types.CallToolResult | types.InputRequiredResult:
+        return first
+
+    patient = ClientHooks(asker=Asked(*[Reply("cancel")] * 20))
+    with (
+        offering(patient),
+        requests.calling("b") as call,
+        pytest.raises(McpCallError, match="still required input after 10 rounds"),
+    ):
+        await requests.settle(call, first, endless)
