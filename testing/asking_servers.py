@@ -38,7 +38,8 @@ def _answer(result: types.ElicitResult) -> str:
 
 
 def asking_server() -> MCPServer:
-    """`book_table` (a form), `link_account` (a URL), `summarize` (sampling), `echo`."""
+    """`book_table` (a form), `book_twice` (two forms), `link_account` (a URL),
+    `summarize` (sampling), `echo`."""
     server = MCPServer("toolwire-test-asking")
 
     @server.tool()
