@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import tempfile
+import time
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
@@ -23,6 +24,9 @@ from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
+from proxy.state.mcp_tasks import McpTaskRecord, RedisMcpTaskStore
+from proxy.state.redis import RedisState
+from proxy.state.redis import connect as connect_redis
 from registry import ToolRegistry
 from tests.conftest import Proxy, serve_proxy
 from tests.proxy.state.conftest import _REDIS, RedisServer
@@ -115,15 +119,23 @@ def jobs() -> Jobs:
     return Jobs()
 
 
+@pytest.fixture(scope="module")
+def prefix() -> str:
+    return f"t-{uuid.uuid4().hex[:8]}:"
+
+
+def replica_config(redis: RedisServer | None, prefix: str) -> dict[str, Any]:
+    config = {"upstreams": [{"name": "demo", "base_url": "demo"}], "auth": AUTH, "policy": POLICY}
+    if redis is not None:
+        config["state"] = {"backend": "redis", "url": redis.url, "prefix": prefix}
+    return config
+
+
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def replicas(redis: RedisServer, jobs: Jobs) -> AsyncIterator[tuple[Proxy, Proxy]]:
-    state = {"backend": "redis", "url": redis.url, "prefix": f"t-{uuid.uuid4().hex[:8]}:"}
-    config = {
-        "upstreams": [{"name": "demo", "base_url": "demo"}],
-        "auth": AUTH,
-        "policy": POLICY,
-        "state": state,
-    }
+async def replicas(
+    redis: RedisServer, jobs: Jobs, prefix: str
+) -> AsyncIterator[tuple[Proxy, Proxy]]:
+    config = replica_config(redis, prefix)
     async with (
         serve_proxy(config, jobs_registry(jobs)) as a,
         serve_proxy(config, jobs_registry(jobs)) as b,
@@ -291,6 +303,64 @@ async def test_tools_that_do_not_run_as_tasks_and_refusals(replicas: tuple[Proxy
         with pytest.raises(MCPError, match="Unknown tool"):
             await start_task(session, "w_nothing", {})
         assert await list_tasks(session) is not None
+
+
+async def test_a_task_running_when_its_server_stops_fails(
+    replicas: tuple[Proxy, Proxy], jobs: Jobs, redis: RedisServer, prefix: str
+) -> None:
+    _, b = replicas
+    started, _ = jobs.job("interrupted")
+    async with serve_proxy(replica_config(redis, prefix), jobs_registry(jobs)) as c:
+        async with connect(c, KEY_A) as session:
+            task = await start_task(session, "w_crunch", {"job": "interrupted"})
+        async with asyncio.timeout(10):
+            await started.wait()
+    assert jobs.stopped("interrupted").is_set()
+    async with connect(b, KEY_A) as session:
+        polled = await get_task(session, task.task_id)
+        with pytest.raises(MCPError, match="the server stopped"):
+            await task_result(session, task.task_id)
+    assert polled.status == "failed" and "stopped" in (polled.status_message or "")
+
+
+async def test_a_task_whose_replica_vanished_fails(
+    replicas: tuple[Proxy, Proxy], redis: RedisServer, prefix: str
+) -> None:
+    _, b = replicas
+    state = RedisState(await connect_redis(redis.url), prefix=prefix, max_entry_bytes=1 << 20)
+    now = time.time()
+    lost = McpTaskRecord(
+        task_id="lost-task",
+        owner="a",
+        tool="w.crunch",
+        status="working",
+        created_at=now - 60,
+        updated_at=now - 60,
+        ttl_s=3600,
+        lease_until=now - 30,
+    )
+    try:
+        await RedisMcpTaskStore(state).create(lost)
+    finally:
+        await state.aclose()
+    async with connect(b, KEY_A) as session:
+        polled = await get_task(session, "lost-task")
+    assert polled.status == "failed"
+    assert polled.status_message == "the replica running the call stopped"
+
+
+async def test_on_one_process_tasks_live_in_its_memory(jobs: Jobs) -> None:
+    _, release = jobs.job("alone")
+    release.set()
+    async with (
+        serve_proxy(replica_config(None, ""), jobs_registry(jobs)) as alone,
+        connect(alone, KEY_A) as session,
+    ):
+        task = await start_task(session, "w_crunch", {"job": "alone"})
+        result = await task_result(session, task.task_id)
+        listed = await list_tasks(session)
+    assert text(result) == "crunched alone"
+    assert [(t.task_id, t.status) for t in listed] == [(task.task_id, "completed")]
 
 
 # ---- 2026-07-28: the tasks extension, over plain HTTP ----
