@@ -1,6 +1,7 @@
 """Code mode against plain tool calling: one multi-tool task, side by side in one run.
 
     .venv/bin/python bench/code_mode.py [--orders 20] [--catalog 1000] [--calls 1000]
+        [--rounds 5] [--against REV] [--overhead-only]
 
 The task: list the shop's orders, read each one, and total the delayed ones (1 + N tool
 calls, each read depending on the list). The scripted model (testing/upstream.py's fake, a
@@ -20,18 +21,24 @@ Then the sandbox's cost per inner call: `--calls` awaits of an instant function 
 program, sequential and gathered, against two references measured in the same run: the same
 awaits in plain Python, and the sandbox's own round trips alone (pydantic-monty's client
 answering each suspension in place, with no function run and no hand-over to the event loop):
-what Toolwire adds is the difference from the latter.
+what Toolwire adds is the difference from the latter. `--against REV` also times the sandbox
+as it was at a git revision, in turns with this tree's, so one run compares before and after.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import importlib
+import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import orjson
@@ -43,7 +50,6 @@ if __name__ == "__main__":  # run by path: the repository root on the import pat
 
 from bench.catalog_tools import generate
 from proxy import create_app, parse_settings
-from proxy.codemode import Limits, Sandbox
 from registry import ToolRegistry
 from testing.asgi_serving import serve_app
 from testing.upstream import FakeUpstream, Reply
@@ -191,11 +197,11 @@ async def one_way(name: str, model: Any, tools: ToolRegistry, code_mode: bool) -
     return Way(name, len(upstream.requests), sent, seconds, answer)
 
 
-def monty_alone(calls: int) -> float:
+def monty_alone(calls: int, rounds: int) -> float:
     """µs per awaited call of the sandbox's own round trips (two suspensions a call)."""
     best = float("inf")
     with monty.Monty() as pool:
-        for _ in range(3):
+        for _ in range(rounds):
             with pool.checkout(limits={"max_suspensions": 2 * calls + 16}) as session:
                 start = time.perf_counter()
                 snapshot = session.feed_start(f"for i in range({calls}):\n    await f()")
@@ -209,33 +215,65 @@ def monty_alone(calls: int) -> float:
     return best * 1e6
 
 
-async def sandbox_overhead(calls: int) -> tuple[float, float, float]:
-    """µs per awaited call: plain Python, a program's sequential awaits, gathered awaits."""
+def codemode_at(revision: str) -> ModuleType:
+    """proxy/codemode's sandbox as it was at a git revision, imported beside this tree's."""
+    package = Path(tempfile.mkdtemp(prefix="codemode-")) / "codemode_then"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    for name in ("sandbox.py", "paused.py"):
+        source = subprocess.run(
+            ["git", "show", f"{revision}:proxy/codemode/{name}"],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        (package / name).write_text(source)
+    sys.path.insert(0, str(package.parent))
+    return importlib.import_module("codemode_then.sandbox")
+
+
+async def sandbox_overhead(
+    calls: int, rounds: int, versions: dict[str, ModuleType]
+) -> dict[str, tuple[float, float]]:
+    """µs per awaited call of each version's sandbox: (sequential awaits, gathered), best of
+    `rounds` taken in turns, so a busy machine weighs on each alike."""
 
     async def instant(args: tuple[Any, ...], kwargs: dict[str, Any]) -> int:
         return 1
 
-    limits = Limits(wall_s=120, cpu_s=60, tool_calls=calls + 1)
+    programs = (
+        f"for i in range({calls}):\n    await f()",
+        f"import asyncio\nawait asyncio.gather(*[f() for i in range({calls})])",
+    )
+    best = {name: [float("inf"), float("inf")] for name in versions}
+    async with contextlib.AsyncExitStack() as stack:
+        sandboxes = {
+            name: await stack.enter_async_context(module.Sandbox(workers=1))
+            for name, module in versions.items()
+        }
+        for _ in range(rounds):
+            for name, module in versions.items():
+                limits = module.Limits(wall_s=120, cpu_s=60, tool_calls=calls + 1)
+                for kind, code in enumerate(programs):
+                    start = time.perf_counter()
+                    out = await sandboxes[name].run(code, {"f": instant}, limits)
+                    assert out.error is None, out.error
+                    seconds = (time.perf_counter() - start) / calls
+                    best[name][kind] = min(best[name][kind], seconds * 1e6)
+    return {name: (sequential, gathered) for name, (sequential, gathered) in best.items()}
+
+
+async def plain_await(calls: int) -> float:
+    """µs per await of an instant coroutine in plain Python."""
+
+    async def instant() -> int:
+        return 1
+
     start = time.perf_counter()
     for _ in range(calls):
-        await instant((), {})
-    python = (time.perf_counter() - start) / calls
-    async with Sandbox(workers=1) as sandbox:
-        await sandbox.run("0", {}, limits)
-        sequential = gathered = float("inf")
-        for _ in range(3):
-            start = time.perf_counter()
-            out = await sandbox.run(
-                f"for i in range({calls}):\n    await f()", {"f": instant}, limits
-            )
-            assert out.error is None, out.error
-            sequential = min(sequential, (time.perf_counter() - start) / calls)
-            code = f"import asyncio\nawait asyncio.gather(*[f() for i in range({calls})])"
-            start = time.perf_counter()
-            out = await sandbox.run(code, {"f": instant}, limits)
-            assert out.error is None, out.error
-            gathered = min(gathered, (time.perf_counter() - start) / calls)
-    return python * 1e6, sequential * 1e6, gathered * 1e6
+        await instant()
+    return (time.perf_counter() - start) / calls * 1e6
 
 
 def _pct_fewer(code: float, plain: float) -> str:
@@ -247,8 +285,15 @@ async def main(argv: list[str] | None = None) -> None:
     options.add_argument("--orders", type=int, default=20)
     options.add_argument("--catalog", type=int, default=1000)
     options.add_argument("--calls", type=int, default=1000)
+    options.add_argument("--rounds", type=int, default=5)
+    options.add_argument(
+        "--against", metavar="REV", help="also time the sandbox of this git revision, in turns"
+    )
+    options.add_argument(
+        "--overhead-only", action="store_true", help="skip the task; time the sandbox only"
+    )
     args = options.parse_args(argv)
-    for deferred in (False, True):
+    for deferred in () if args.overhead_only else (False, True):
         where = f"deferred among {args.catalog} tools" if deferred else "visible"
         ways = [
             await one_way(
@@ -283,15 +328,20 @@ async def main(argv: list[str] | None = None) -> None:
                 f"code mode against {plain.name}: {_pct_fewer(code.trips, plain.trips)} fewer "
                 f"round trips, {_pct_fewer(code.sent, plain.sent)} fewer bytes"
             )
-    python, sequential, gathered = await sandbox_overhead(args.calls)
-    alone = monty_alone(args.calls)
-    print(f"\nper awaited call ({args.calls} in one program, best of 3):")
-    print("| | us per call | Toolwire's part (beyond the sandbox's round trips) |")
+    versions = {"this tree": importlib.import_module("proxy.codemode.sandbox")}
+    if args.against:
+        versions[args.against] = codemode_at(args.against)
+    overhead = await sandbox_overhead(args.calls, args.rounds, versions)
+    alone = monty_alone(args.calls, args.rounds)
+    python = await plain_await(args.calls)
+    print(f"\nper awaited call ({args.calls} in one program, best of {args.rounds}):")
+    print("| | us per call | beyond the sandbox's round trips |")
     print("|---|---|---|")
     print(f"| plain Python await | {python:.1f} | |")
-    print(f"| the sandbox's round trips alone | {alone:.1f} | |")
-    print(f"| program, sequential awaits | {sequential:.1f} | {sequential - alone:.1f} |")
-    print(f"| program, gathered | {gathered:.1f} | {gathered - alone:.1f} |")
+    print(f"| the sandbox's round trips alone (2 a call) | {alone:.1f} | |")
+    for name, (sequential, gathered) in overhead.items():
+        print(f"| {name}: sequential awaits | {sequential:.1f} | {sequential - alone:.1f} |")
+        print(f"| {name}: gathered | {gathered:.1f} | {gathered - alone:.1f} |")
 
 
 if __name__ == "__main__":

@@ -152,3 +152,19 @@ async def test_a_run_pauses_on_outside_answers_and_resumes_elsewhere(sandbox: Sa
     assert third.paused is None and third.error is None
     assert third.output == "start 1\nyes 2 ['ok']\nrefused: the user refused\n9\n"
     assert sorted(c["x"] for c in f.seen) == [1, 2, 9]  # each call ran once
+
+
+async def _broken(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    raise ValueError("a bug in the function")
+
+
+@pytest.mark.parametrize(
+    "code",
+    ["await f()", "import asyncio\nawait asyncio.gather(f(), f())"],
+    ids=["alone", "gathered"],
+)
+async def test_a_function_bug_fails_the_run_not_the_sandbox(sandbox: Sandbox, code: str) -> None:
+    with pytest.raises(ValueError, match="a bug in the function"):
+        await sandbox.run(code, {"f": _broken}, LIMITS)
+    after = await sandbox.run("print(6 * 7)", {}, LIMITS)
+    assert (after.output, after.error) == ("42\n", None)
