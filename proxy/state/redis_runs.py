@@ -229,11 +229,17 @@ class RedisRunStore:
             entries = _entries(await client.xread({events_key: cursor}, count=_BATCH))
             if not entries:
                 last = _entries([[events_key, await client.xrevrange(events_key, count=1)]])
-                if not last or b"e" in last[0][1]:
-                    return [], cursor, True  # gone, or read to its end
-                block = max(1, min(_MAX_WAIT_MS, int(wait_s * 1000)))
-                follower = self._followers
-                entries = _entries(await follower.xread({events_key: cursor}, _BATCH, block))
+                if not last:
+                    return [], cursor, True  # gone
+                if _position(last[0][0]) > _position(cursor):
+                    # Added since the read above: read again, never conclude from the tail.
+                    entries = _entries(await client.xread({events_key: cursor}, count=_BATCH))
+                elif b"e" in last[0][1]:
+                    return [], cursor, True  # read to its end
+                else:
+                    block = max(1, min(_MAX_WAIT_MS, int(wait_s * 1000)))
+                    follower = self._followers
+                    entries = _entries(await follower.xread({events_key: cursor}, _BATCH, block))
         events = [_event(fields) for _, fields in entries if b"k" in fields]
         if entries:
             cursor = entries[-1][0].decode()
@@ -264,6 +270,13 @@ class RedisRunStore:
 
 def _entry(sequence: int) -> str:
     return f"0-{sequence + 1}"
+
+
+def _position(entry_id: bytes | str) -> tuple[int, int]:
+    """A stream entry id (`ms-seq`) in the order Redis keeps them."""
+    text = entry_id.decode() if isinstance(entry_id, bytes) else entry_id
+    ms, _, seq = text.partition("-")
+    return int(ms), int(seq or 0)
 
 
 def _entries(found: Any) -> list[tuple[bytes, dict[bytes, bytes]]]:

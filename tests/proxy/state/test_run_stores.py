@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncIterator
+from typing import Any
 
 import orjson
 import pytest
@@ -144,3 +145,28 @@ async def test_a_held_lease_keeps_a_reader_from_failing_the_run(
             runs.cursor_after(None),
             True,
         )
+
+
+async def test_events_that_end_the_log_while_a_reader_looks_are_still_read(
+    backend: str, redis_server: RedisServer, prefix: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with stores(backend, redis_server, prefix) as (runs, _):
+        await runs.open("resp_1", response("queued"), [event(0)], 30)
+        cursor = runs.cursor_after(0)
+        closing = [event(1), event(2, "response.completed")]
+        if isinstance(runs, RedisRunStore):
+            # The run ends just after the reader found nothing new, before it reads the tail.
+            client = runs._state.client
+            read = client.xread
+
+            async def xread_then_finish(*args: Any, **kwargs: Any) -> Any:
+                found = await read(*args, **kwargs)
+                monkeypatch.setattr(client, "xread", read)
+                await runs.finish("resp_1", "completed", response("completed"), closing)
+                return found
+
+            monkeypatch.setattr(client, "xread", xread_then_finish)
+        else:
+            await runs.finish("resp_1", "completed", response("completed"), closing)
+        found, _, ended = await runs.read("resp_1", cursor, 0.1)
+        assert [e.sequence for e in found] == [1, 2] and ended
