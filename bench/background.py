@@ -39,10 +39,9 @@ ANSWER = " ".join(f"word{i}" for i in range(20))
 
 async def _streamed(client: Any, **request: Any) -> None:
     stream = await client.responses.create(model="fake-model", input="hi", stream=True, **request)
-    async for event in stream:
-        if event.type == "response.completed":
-            return
-    raise RuntimeError("no response.completed")
+    kinds = [event.type async for event in stream]
+    if kinds[-1:] != ["response.completed"]:
+        raise RuntimeError(f"the stream ended with {kinds[-1:]}, not response.completed")
 
 
 async def _measure(config: dict[str, Any], requests: int) -> dict[str, list[float]]:
