@@ -413,6 +413,7 @@ async def test_a_2026_client_gets_a_task_handle_and_polls_the_result_inline(
         created = (await rpc(http, a, KEY_A, "tools/call", call, name="w_crunch"))["result"]
         assert created["resultType"] == "task" and created["status"] == "working"
         assert created["ttlMs"] == 3_600_000 and created["pollIntervalMs"] > 0
+        assert created["_meta"]["io.modelcontextprotocol/serverInfo"]["name"] == "toolwire"
         task_id = created["taskId"]
         async with asyncio.timeout(10):
             await started.wait()

@@ -89,8 +89,6 @@ class McpFront:
             tasks=config.tasks,
             icons=config.icons,
         )
-        store = services.mcp_tasks if services.mcp_tasks is not None else MemoryMcpTaskStore()
-        task_runner = McpTasks(store, config.tasks, tools)
         changes = ToolChanges()
         server = _Server(
             SERVER_NAME,
@@ -101,6 +99,9 @@ class McpFront:
             on_call_tool=tools.call_tool,
             on_subscriptions_listen=changes.listen,
         )
+        store = services.mcp_tasks if services.mcp_tasks is not None else MemoryMcpTaskStore()
+        identity = server.server_info_stamp
+        task_runner = McpTasks(store, config.tasks, tools, identity=lambda: dict(identity))
         server.middleware += [approvals.boundary(SERVER_NAME), changes, task_runner]
         for method, params_type, handler in task_runner.methods():
             server.add_request_handler(method, params_type, handler)

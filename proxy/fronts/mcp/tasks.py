@@ -24,7 +24,7 @@ import datetime
 import logging
 import secrets
 import time
-from collections.abc import AsyncIterator, Iterator, Mapping
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from typing import Any
 
 import anyio
@@ -52,6 +52,7 @@ log = logging.getLogger("toolwire.mcp")
 EXTENSION = "io.modelcontextprotocol/tasks"
 """The 2026-07-28 tasks extension."""
 RELATED_TASK = "io.modelcontextprotocol/related-task"
+SERVER_INFO = "io.modelcontextprotocol/serverInfo"
 CLIENT_CAPABILITIES = "io.modelcontextprotocol/clientCapabilities"
 MISSING_CAPABILITY = -32021
 POLL_INTERVAL_MS = 500
@@ -74,8 +75,18 @@ class McpTasks:
     tasks fail saying the server stopped.
     """
 
-    def __init__(self, store: McpTaskStore, config: McpTasksConfig, tools: McpTools) -> None:
+    def __init__(
+        self,
+        store: McpTaskStore,
+        config: McpTasksConfig,
+        tools: McpTools,
+        *,
+        identity: Callable[[], dict[str, Any]] = dict,
+    ) -> None:
+        """`identity`: the server's `serverInfo`, stamped on the task handles it answers
+        with itself (the SDK stamps the results it serializes)."""
         self._store = store
+        self._identity = identity
         self._config = config
         self._tools = tools
         self._running: dict[str, tuple[anyio.CancelScope, anyio.Event]] = {}
@@ -140,7 +151,8 @@ class McpTasks:
         ttl_ms = params.task.ttl if params.task is not None else None
         record = await self.start(admitted, _owner(ctx), ttl_ms)
         if modern:
-            return {"resultType": "task", **_task(record, modern=True)}
+            meta = {SERVER_INFO: self._identity()}
+            return {"resultType": "task", **_task(record, modern=True), "_meta": meta}
         return {"task": _task(record, modern=False)}
 
     async def start(self, admitted: Admitted, owner: str, ttl_ms: int | None) -> McpTaskRecord:
