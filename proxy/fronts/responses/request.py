@@ -197,7 +197,7 @@ class _Planner:
             search if search is not None and search[1].get("execution") == CLIENT else None
         )
         self._functions: dict[str, dict[str, Any]] = {}
-        self._entries: dict[str, McpEntry] = {}
+        self._entries: list[McpEntry] = []
         self._programmatic = False
         self._marks: dict[str, dict[str, Any]] = {}
         self._namespaced: dict[str, tuple[str, str]] = {}
@@ -232,10 +232,10 @@ class _Planner:
                 label = str(spec.get("server_label"))
                 self._hold(label, spec.get("server_description") or f"the tools of {label}")
                 # Selects nothing until loaded (the entry still narrows the registry).
-                self._entries[label] = McpEntry(label, (), frozenset(), deferred=True)
+                self._entries.append(McpEntry(label, (), frozenset(), deferred=True))
             else:
                 entry = _entry(spec, self._registry, where)
-                self._entries[entry.label] = dataclasses.replace(entry, deferred=deferred)
+                self._entries.append(dataclasses.replace(entry, deferred=deferred))
         else:
             raise BadRequestError(
                 f"tools of type {kind!r} are not supported: use function tools, or mcp "
@@ -261,7 +261,9 @@ class _Planner:
         elif kind == "mcp":
             entry = _entry(spec, self._registry, where)
             self._held.pop(entry.label, None)
-            self._entries[entry.label] = entry
+            # It takes the place of the entry held back under its label.
+            self._entries = [e for e in self._entries if e.label != entry.label or e.tools]
+            self._entries.append(entry)
         else:
             raise BadRequestError(
                 f"a tool_search_output may load function, namespace and mcp tools, not {kind!r}",
@@ -289,7 +291,7 @@ class _Planner:
             self._marks[SEARCH_FUNCTION] = {ALLOWED_CALLERS: ["direct"]}
         return ToolsPlan(
             functions,
-            tuple(self._entries.values()),
+            tuple(self._entries),
             self._programmatic,
             self._marks,
             self._search is not None,
