@@ -15,13 +15,14 @@ from policies import Admission, Gate, GateDecision, LoopGuard, LoopLimits
 from registry import ToolCall, ToolResult
 
 from ..approvals.flow import USED_APPROVAL, ApprovalFlow, apply_answers
-from . import client_tools, pauses
+from . import client_tools, pauses, progress
 from .assembler import Answer, Assembler, Usage, assistant_message
 from .catalog import SEARCH_CHAT_TOOL
 from .continuations import AFTER_RESULTS, TurnStore, owned, restore
 from .controls import Controls
 from .events import Finished, LoopEvent, ToolsFinished, ToolsStarted
 from .programs import RUN_CODE, ProgramPause, Programs, Ran
+from .questions import Asked, Questions
 from .record import Turn
 from .search import run_search
 from .triage import Round, Triage
@@ -48,6 +49,8 @@ class _State:
     failed: set[str] = field(default_factory=set)
     """Ids of the calls the client answered whose outcome is an error (a refused approval,
     an approved call that failed): a paused program raises them."""
+    asked: Asked | None = None
+    """A question an MCP server asked during this round's calls, for the client."""
 
 
 class ToolLoop:
@@ -62,6 +65,7 @@ class ToolLoop:
         approvals: ApprovalFlow,
         strict_arguments: bool = False,
         programs: Programs | None = None,
+        questions: Questions | None = None,
     ) -> None:
         self._triage = Triage(
             gate,
@@ -74,6 +78,7 @@ class ToolLoop:
         self._turns = turns
         self._approvals = approvals
         self._programs = programs
+        self._questions = questions
 
     async def run(self, turn: Turn) -> AsyncIterator[LoopEvent]:
         """Yield the events of one turn, ending with `Finished`.
@@ -90,7 +95,7 @@ class ToolLoop:
         )
         async for event in self._resume_approved(turn, state):
             yield event
-        async for event in self._resume_programs(turn, state):
+        async for event in self._resume_paused(turn, state):
             yield event
             if isinstance(event, Finished):
                 return
@@ -114,8 +119,7 @@ class ToolLoop:
             results: dict[str, ToolResult] = {}
             async for event in self._answer_calls(turn, state, calls, results):
                 yield event
-            paused = {pause.call.id for pause in state.pauses}
-            ordered = [results[c.id] for c in calls.answered_here if c.id not in paused]
+            ordered = [results[c.id] for c in calls.answered_here if c.id in results]
             handed_back = await self._settle(turn, state, answer.content, calls, ordered)
             if handed_back is not None:
                 yield handed_back
@@ -142,7 +146,8 @@ class ToolLoop:
                 else:
                     results[call.id] = ToolResult.error(call.id, "denied", USED_APPROVAL)
             yield ToolsStarted(approved)
-            await self._execute(turn, state, admitted, results)
+            async for event in self._execute_showing(turn, state, admitted, results):
+                yield event
             ran = [results[call.id] for call in approved]
             yield ToolsFinished(approved, tuple(ran))
             await approvals.remember([results[a.call.id] for a in admitted], owner=owner)
@@ -153,6 +158,28 @@ class ToolLoop:
         else:
             state.failed.update(resolution.answers)
         state.history = apply_answers(state.history, resolution.answers)
+
+    async def _resume_paused(self, turn: Turn, state: _State) -> AsyncIterator[LoopEvent]:
+        """MCP servers' questions answered, then paused programs resumed; a `Finished` (a
+        new question, a program paused again) ends the turn."""
+        asked_again = await self._resume_questions(turn, state)
+        if asked_again is not None:
+            yield asked_again
+            return
+        async for event in self._resume_programs(turn, state):
+            yield event
+
+    async def _resume_questions(self, turn: Turn, state: _State) -> Finished | None:
+        """Relay the client's answers to MCP servers' questions; put in what the asking calls
+        did. Calls that ask again hand their new question back at once."""
+        if self._questions is None:
+            return None
+        resumed = await self._questions.resume(turn, state.history, state.guard.remaining())
+        state.history, state.asked = resumed.history, resumed.asked
+        state.failed |= resumed.failed
+        if state.asked is None:
+            return None
+        return await self._hand_back(turn, state, Round(), [])
 
     async def _resume_programs(self, turn: Turn, state: _State) -> AsyncIterator[LoopEvent]:
         """Give paused programs the client's answers (whether or not code mode is still on:
@@ -181,7 +208,7 @@ class ToolLoop:
         replies, attached = _tool_messages(results)
         provider = state.answer.provider if state.answer is not None else None
         messages = [assistant_message(content, calls.ordered, provider), *replies]
-        if calls.handed_back or state.pauses:
+        if calls.handed_back or state.pauses or state.asked:
             kept = [*state.added, *messages]
             if attached is not None:
                 kept.append({**attached, AFTER_RESULTS: True})
@@ -195,6 +222,9 @@ class ToolLoop:
         """End the turn with the calls the client must answer (paused programs' included);
         keep the rest for its return."""
         returned = [*calls.handed_back, *(c for p in state.pauses for c in p.handed_back)]
+        if state.asked is not None and self._questions is not None:
+            returned.append(state.asked.call())
+            await self._questions.keep(turn, state.asked)
         asks = [*calls.asks, *(ask for p in state.pauses for ask in p.asks)]
         for call in returned:
             await self._turns.put(owned(turn.owner, call.id), hidden)
@@ -212,6 +242,7 @@ class ToolLoop:
             tuple(returned),
             approvals=tuple(approvals),
             programs=programs,
+            questions=(state.asked.as_dict(),) if state.asked is not None else (),
         )
 
     def _last_word(self, state: _State, stopped_by: str) -> Finished:
@@ -294,7 +325,8 @@ class ToolLoop:
                 state.pauses.append(ran)  # not finished: its calls go to the client
             else:
                 results[call.id] = ran
-        await self._execute(turn, state, admitted, results)
+        async for event in self._execute_showing(turn, state, admitted, results):
+            yield event
         finished = tuple(c for c in answered if c.id in results)
         yield ToolsFinished(finished, tuple(results[c.id] for c in finished))
 
@@ -308,6 +340,17 @@ class ToolLoop:
             message = "the turn's time budget ran out while the program ran"
             return ToolResult.error(call.id, "timeout", message)
 
+    async def _execute_showing(
+        self, turn: Turn, state: _State, admitted: list[Admission], results: dict[str, ToolResult]
+    ) -> AsyncIterator[LoopEvent]:
+        """`_execute`, the calls' progress reported as it comes when the client can see it."""
+        work = self._execute(turn, state, admitted, results)
+        if not progress.shows_progress(turn, admitted):
+            await work
+            return
+        async for report in progress.reported(work, admitted):
+            yield report
+
     async def _execute(
         self,
         turn: Turn,
@@ -320,8 +363,21 @@ class ToolLoop:
         keep-alives from the front's ticker.)"""
         if not admitted:
             return
-        calls = self._gate.run(admitted, turn.caller)
-        done = await _within(calls, admitted, state.guard.remaining())
+        if self._questions is None:
+            done = await _within(
+                self._gate.run(admitted, turn.caller), admitted, state.guard.remaining()
+            )
+        else:
+            # Calls run for an approval the client just gave (no upstream answer yet in this
+            # request) are not held: their servers' questions are declined.
+            held = await self._questions.run(
+                turn,
+                lambda: self._gate.run(admitted, turn.caller),
+                [a.call.id for a in admitted],
+                state.guard.remaining(),
+                may_ask=state.answer is not None,
+            )
+            state.asked, done = held.asked, held.results or []
         results.update((r.call_id, r) for r in done)
         ran = [a for a in admitted if a.verdict is GateDecision.RUN]
         state.guard.record_calls([(a.tool.qualified_name, a.call.arguments) for a in ran])

@@ -155,7 +155,16 @@ class Questions:
         with offering(hooks):
             held = self._hold(batch, work, list(call_ids))
             self._held[batch] = group.create_task(held, name=f"held:{batch}")
-        return await self._next(batch, list(call_ids), seconds)
+        try:
+            return await self._next(batch, list(call_ids), seconds)
+        except asyncio.CancelledError:
+            # The turn went away (its client left) before the calls ended or asked: they
+            # go with it, as calls not held do (an MCP task is cancelled on its server).
+            task = self._held.get(batch)
+            if task is not None:
+                task.cancel()
+                await asyncio.wait({task})
+            raise
 
     async def resume(self, turn: Turn, history: list[Message], seconds: float) -> Resumed:
         """Relay the answers `history` gives to the owner's open questions; put in what the

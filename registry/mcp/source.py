@@ -13,7 +13,9 @@ from registry.configured import ConfiguredRegistry
 from registry.errors import RegistryError, SourceLoadError
 from registry.mcp.config import McpSourceConfig
 from registry.mcp.content import to_output
+from registry.mcp.elicitation import ClientRequests
 from registry.mcp.errors import McpCallError, McpConnectionLostError, McpUnavailableError
+from registry.mcp.progress import CallReporter
 from registry.mcp.session import McpSession
 from registry.mcp.tools import describe_tool, fingerprint
 from registry.registry import ToolRegistry
@@ -37,7 +39,13 @@ class McpSource:
         label = label or config.namespace or config.mcp.label()
         self.name = f"mcp:{label}"
         self._config = config
-        self._session = McpSession(config.mcp, label=label, base_dir=base_dir, on_tools=self._sync)
+        self._session = McpSession(
+            config.mcp,
+            label=label,
+            base_dir=base_dir,
+            on_tools=self._sync,
+            requests=ClientRequests(label, config.sampling),
+        )
         self._registry: ConfiguredRegistry | None = None
         # MCP tool name -> (qualified name in the registry, fingerprint of its definition).
         self._tools: dict[str, tuple[str, str]] = {}
@@ -86,9 +94,11 @@ class McpSource:
         """
         await self._session.wait_connected()
 
-    async def _call(self, name: str, arguments: dict[str, Any]) -> ToolOutput:
+    async def _call(
+        self, name: str, arguments: dict[str, Any], reporter: CallReporter | None
+    ) -> ToolOutput:
         try:
-            result = await self._session.call_tool(name, arguments)
+            result = await self._session.call_tool(name, arguments, reporter)
         except (McpUnavailableError, McpConnectionLostError, McpCallError) as exc:
             return ToolOutput(text=str(exc), is_error=True)
         return to_output(result)
