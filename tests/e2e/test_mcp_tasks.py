@@ -148,13 +148,15 @@ def mcp_url(proxy: Proxy) -> str:
 
 
 @contextlib.asynccontextmanager
-async def connect(proxy: Proxy, key: str) -> AsyncIterator[ClientSession]:
+async def connect(
+    proxy: Proxy, key: str, elicitation: Any | None = None
+) -> AsyncIterator[ClientSession]:
     """A 2025-11-25 session (the SDK's handshake client)."""
     headers = {"authorization": f"Bearer {key}"}
     async with (
         httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(30, read=60)) as http,
         streamable_http_client(mcp_url(proxy), http_client=http) as (read, write),
-        ClientSession(read, write) as session,
+        ClientSession(read, write, elicitation_callback=elicitation) as session,
     ):
         initialized = await session.initialize()
         assert initialized.capabilities.tasks is not None
@@ -350,17 +352,34 @@ async def test_a_task_whose_replica_vanished_fails(
 
 
 async def test_on_one_process_tasks_live_in_its_memory(jobs: Jobs) -> None:
-    _, release = jobs.job("alone")
-    release.set()
+    """The memory store; at most `max_running` at once; an `ask` tool asks before its task
+    exists, and runs as a task once approved."""
+    first, release = jobs.job("alone")
+    asked: list[str] = []
+
+    async def approve(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        asked.append(params.message)
+        return types.ElicitResult(action="accept", content={"approve": True})
+
+    config = replica_config(None, "")
+    config["mcp_server"] = {"tasks": {"max_running": 1}}
+    config["policy"] = {"rules": [{"match": {"name": "w.crunch"}, "action": "ask"}]}
     async with (
-        serve_proxy(replica_config(None, ""), jobs_registry(jobs)) as alone,
-        connect(alone, KEY_A) as session,
+        serve_proxy(config, jobs_registry(jobs)) as alone,
+        connect(alone, KEY_A, elicitation=approve) as session,
     ):
         task = await start_task(session, "w_crunch", {"job": "alone"})
+        assert len(asked) == 1 and "w.crunch" in asked[0]
+        async with asyncio.timeout(10):
+            await first.wait()
+        with pytest.raises(MCPError, match="1 tasks are running already"):
+            await start_task(session, "w_crunch", {"job": "alone"})
+        release.set()
         result = await task_result(session, task.task_id)
         listed = await list_tasks(session)
     assert text(result) == "crunched alone"
     assert [(t.task_id, t.status) for t in listed] == [(task.task_id, "completed")]
+    assert len(asked) == 1  # the second call found no room before anyone was asked
 
 
 # ---- 2026-07-28: the tasks extension, over plain HTTP ----

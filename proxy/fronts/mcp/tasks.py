@@ -140,8 +140,11 @@ class McpTasks:
                 return await call_next(ctx)
             message = f"tool {params.name!r} does not run as a task (its taskSupport is forbidden)"
             raise MCPError(types.METHOD_NOT_FOUND, message)
-        if modern and len(self._running) >= self._config.max_running:
-            return await call_next(ctx)  # the server decides: this one runs in the request
+        if len(self._running) >= self._config.max_running:
+            # Before the gate, so nobody approves a call that then finds no room.
+            if modern:
+                return await call_next(ctx)  # the server decides: this one runs in the request
+            raise self._full()
         admitted = await self._tools.admit(ctx, params)
         if not isinstance(admitted, Admitted):
             return admitted if modern else _legacy(admitted)
@@ -165,8 +168,7 @@ class McpTasks:
         if group is None:
             raise MCPError(types.INTERNAL_ERROR, "the server is stopping")
         if len(self._running) >= self._config.max_running:
-            message = f"{self._config.max_running} tasks are running already; try later"
-            raise MCPError(types.INTERNAL_ERROR, message)
+            raise self._full()
         ttl_s = self._config.ttl_s
         if ttl_ms is not None:
             ttl_s = min(ttl_s, max(1.0, ttl_ms / 1000))
@@ -186,6 +188,10 @@ class McpTasks:
             await self._store.create(record)
         await group.start(self._run, record, admitted)
         return record
+
+    def _full(self) -> MCPError:
+        message = f"{self._config.max_running} tasks are running already; try later"
+        return MCPError(types.INTERNAL_ERROR, message)
 
     async def _run(
         self,
