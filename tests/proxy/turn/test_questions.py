@@ -1,0 +1,96 @@
+"""The question relay's edges, with the in-memory stores: an answer no replica takes, a
+held batch that fails, a request that goes away, a record of another key."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from types import SimpleNamespace
+from typing import Any, cast
+
+import pytest
+
+from proxy.errors import ProxyError
+from proxy.state.memory import MemoryTurnStore
+from proxy.state.questions import MemoryRelay
+from proxy.turn.questions import Asked, Questions
+from proxy.turn.record import Turn
+from registry import ToolResult
+
+QUESTION = {"server": "s", "tool": "t", "mode": "form", "message": "When?"}
+
+
+def _turn(owner: str) -> Turn:
+    return cast(Turn, SimpleNamespace(owner=owner))
+
+
+def _answered(question_id: str, answer: dict[str, Any]) -> list[dict[str, Any]]:
+    call = {"id": question_id, "type": "function", "function": {"name": "x", "arguments": "{}"}}
+    return [
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": question_id, "content": json.dumps(answer)},
+    ]
+
+
+def _questions(**kwargs: Any) -> Questions:
+    defaults: dict[str, Any] = {"timeout_s": 5.0, "taken_within_s": 0.05}
+    return Questions(turns=MemoryTurnStore(ttl_s=60), relay=MemoryRelay(), **(defaults | kwargs))
+
+
+async def test_an_answer_no_replica_takes_fails_the_calls_clearly() -> None:
+    questions = _questions()
+    asked = Asked("elicit_q1", "batch-gone", QUESTION, ("call_1", "call_2"))
+    await questions.keep(_turn("a"), asked)
+    resumed = await questions.resume(
+        _turn("a"), _answered("elicit_q1", {"action": "accept", "content": {}}), 5.0
+    )
+    lost = [m for m in resumed.history if m["role"] == "tool"]
+    assert [m["tool_call_id"] for m in lost] == ["call_1", "call_2"]
+    assert lost[0]["content"].startswith("Error (lost): no replica took the answer within 0.05 s")
+    assert resumed.failed == {"call_1", "call_2"}
+
+
+async def test_another_keys_answer_is_not_found_and_a_bad_answer_is_refused() -> None:
+    questions = _questions()
+    await questions.keep(_turn("a"), Asked("elicit_q2", "b", QUESTION, ("call_1",)))
+    with pytest.raises(ProxyError) as caught:
+        await questions.resume(_turn("b"), _answered("elicit_q2", {"action": "decline"}), 1.0)
+    assert caught.value.status == 404
+    with pytest.raises(ProxyError) as bad:
+        await questions.resume(_turn("a"), _answered("elicit_q2", {"action": "maybe"}), 1.0)
+    assert bad.value.status == 400
+
+
+async def test_held_calls_go_with_a_request_that_goes_away() -> None:
+    questions = _questions()
+    started, cancelled = asyncio.Event(), asyncio.Event()
+
+    async def work() -> list[ToolResult]:
+        started.set()
+        try:
+            await asyncio.Event().wait()
+        finally:
+            cancelled.set()
+        return []
+
+    async with questions.holding():
+        waiting = asyncio.create_task(questions.run(_turn("a"), work, ["call_1"], 30.0))
+        await asyncio.wait_for(started.wait(), 5)
+        waiting.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await waiting
+        assert cancelled.is_set()
+
+
+async def test_held_calls_that_fail_unexpectedly_still_report() -> None:
+    questions = _questions()
+
+    async def work() -> list[ToolResult]:
+        raise RuntimeError("a bug")
+
+    async with questions.holding():
+        ran = await questions.run(_turn("a"), work, ["call_1"], 5.0)
+    assert ran.results is not None
+    (failed,) = ran.results
+    assert failed.is_error and failed.content == "Error (internal): the call failed: a bug"
