@@ -7,7 +7,8 @@ It yields `LoopEvent`s and knows nothing of HTTP rendering. Request-fatal failur
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Awaitable
+import itertools
+from collections.abc import AsyncIterator, Awaitable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,11 +21,12 @@ from .assembler import Answer, Assembler, Usage, assistant_message
 from .catalog import SEARCH_CHAT_TOOL
 from .continuations import AFTER_RESULTS, TurnStore, owned, restore
 from .controls import Controls
-from .events import Finished, LoopEvent, ToolsFinished, ToolsStarted
+from .events import Finished, LoopEvent, Spilled, ToolsFinished, ToolsStarted
 from .programs import RUN_CODE, ProgramPause, Programs, Ran
 from .questions import Asked, Questions
 from .record import Turn
 from .search import run_search
+from .spill import Spills
 from .triage import Round, Triage
 
 Message = dict[str, Any]
@@ -65,6 +67,7 @@ class ToolLoop:
         approvals: ApprovalFlow,
         strict_arguments: bool = False,
         programs: Programs | None = None,
+        spills: Spills | None = None,
         questions: Questions | None = None,
     ) -> None:
         self._triage = Triage(
@@ -78,6 +81,7 @@ class ToolLoop:
         self._turns = turns
         self._approvals = approvals
         self._programs = programs
+        self._spills = spills
         self._questions = questions
 
     async def run(self, turn: Turn) -> AsyncIterator[LoopEvent]:
@@ -93,6 +97,7 @@ class ToolLoop:
             ),
             body=_upstream_body(turn.body),
         )
+        turn = self._offer(turn, state)
         async for event in self._resume_approved(turn, state):
             yield event
         async for event in self._resume_paused(turn, state):
@@ -101,6 +106,7 @@ class ToolLoop:
                 return
         while True:
             state.guard.begin_iteration()
+            turn = self._offer(turn, state)
             async for event in self._ask(turn, state, with_tools=True):
                 yield event
             answer = state.answer
@@ -148,8 +154,9 @@ class ToolLoop:
             yield ToolsStarted(approved)
             async for event in self._execute_showing(turn, state, admitted, results):
                 yield event
+            spilled = await self._spill(turn, admitted, results)
             ran = [results[call.id] for call in approved]
-            yield ToolsFinished(approved, tuple(ran))
+            yield ToolsFinished(approved, tuple(ran), spilled)
             await approvals.remember([results[a.call.id] for a in admitted], owner=owner)
             state.failed.update(r.call_id for r in ran if r.is_error)
             refused = set(resolution.answers)
@@ -267,6 +274,20 @@ class ToolLoop:
         programs = self._programs
         return programs is not None and RUN_CODE not in turn.client_tools and programs.on(turn)
 
+    def _offer(self, turn: Turn, state: _State) -> Turn:
+        """`turn`, offering `read_result` once its conversation holds a spilled result."""
+        if self._spills is None:
+            return turn
+        return self._spills.offer(turn, itertools.chain(state.history, state.added))
+
+    async def _spill(
+        self, turn: Turn, admitted: list[Admission], results: dict[str, ToolResult]
+    ) -> Mapping[str, Spilled]:
+        """Keep the round's long results whole; the model gets their previews."""
+        if self._spills is None:
+            return {}
+        return await self._spills.keep(turn, admitted, results)
+
     def _limits_for(self, controls: Controls) -> LoopLimits:
         if controls.max_iterations is None:
             return self._limits
@@ -327,8 +348,9 @@ class ToolLoop:
                 results[call.id] = ran
         async for event in self._execute_showing(turn, state, admitted, results):
             yield event
+        spilled = await self._spill(turn, admitted, results)
         finished = tuple(c for c in answered if c.id in results)
-        yield ToolsFinished(finished, tuple(results[c.id] for c in finished))
+        yield ToolsFinished(finished, tuple(results[c.id] for c in finished), spilled)
 
     async def _run_program(self, turn: Turn, state: _State, call: ToolCall) -> Ran:
         """One `run_code` call, within the turn's time budget."""
