@@ -122,29 +122,10 @@ class McpTasks:
     async def __call__(
         self, ctx: ServerRequestContext[Any, Any], call_next: CallNext
     ) -> HandlerResult:
-        if ctx.method != "tools/call" or not isinstance(ctx.params, Mapping):
+        params = _task_request(ctx)
+        if params is None or not self._runs_as_task(ctx, params):
             return await call_next(ctx)
-        modern = ctx.protocol_version in MODERN_PROTOCOL_VERSIONS
-        if modern:
-            if not _declares_extension(ctx.params):
-                return await call_next(ctx)
-        elif ctx.params.get("task") is None or not _initialized(ctx):
-            return await call_next(ctx)
-        try:
-            params = types.CallToolRequestParams.model_validate(ctx.params, by_name=False)
-        except ValidationError:
-            raise MCPError(types.INVALID_PARAMS, "Invalid request parameters") from None
-        tool = self._tools.find(ctx, params.name)
-        if tool is not None and not self.supports(tool):
-            if modern:
-                return await call_next(ctx)
-            message = f"tool {params.name!r} does not run as a task (its taskSupport is forbidden)"
-            raise MCPError(types.METHOD_NOT_FOUND, message)
-        if len(self._running) >= self._config.max_running:
-            # Before the gate, so nobody approves a call that then finds no room.
-            if modern:
-                return await call_next(ctx)  # the server decides: this one runs in the request
-            raise self._full()
+        modern = _modern(ctx)
         admitted = await self._tools.admit(ctx, params)
         if not isinstance(admitted, Admitted):
             return admitted if modern else _legacy(admitted)
@@ -157,6 +138,30 @@ class McpTasks:
             meta = {SERVER_INFO: self._identity()}
             return {"resultType": "task", **_task(record, modern=True), "_meta": meta}
         return {"task": _task(record, modern=False)}
+
+    def _runs_as_task(
+        self, ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
+    ) -> bool:
+        """Whether a call that may run as a task does; False: it runs in the request (the
+        server's choice on 2026-07-28).
+
+        Raises:
+            MCPError: a 2025-11-25 client asked a task of a tool that runs none, or while
+                `max_running` tasks run (before the gate: nobody approves a call that then
+                finds no room).
+        """
+        modern = _modern(ctx)
+        tool = self._tools.find(ctx, params.name)
+        if tool is not None and not self.supports(tool):
+            if modern:
+                return False
+            message = f"tool {params.name!r} does not run as a task (its taskSupport is forbidden)"
+            raise MCPError(types.METHOD_NOT_FOUND, message)
+        if len(self._running) >= self._config.max_running:
+            if modern:
+                return False
+            raise self._full()
+        return True
 
     async def start(self, admitted: Admitted, owner: str, ttl_ms: int | None) -> McpTaskRecord:
         """Record a task for `admitted` and start running it; its first record.
@@ -424,6 +429,26 @@ def _name_header(ctx: ServerRequestContext[Any, Any]) -> str | None:
         return None
     raw = ctx.request.headers.get(MCP_NAME_HEADER)
     return None if raw is None else (decode_header_value(raw) or "")
+
+
+def _task_request(ctx: ServerRequestContext[Any, Any]) -> types.CallToolRequestParams | None:
+    """The parameters of a `tools/call` that asks for a task (2025-11-25: `task` is set)
+    or allows one (2026-07-28: the request declares the extension); None for any other.
+
+    Raises:
+        MCPError: the parameters are malformed.
+    """
+    if ctx.method != "tools/call" or not isinstance(ctx.params, Mapping):
+        return None
+    if _modern(ctx):
+        if not _declares_extension(ctx.params):
+            return None
+    elif ctx.params.get("task") is None or not _initialized(ctx):
+        return None  # a session mid-handshake gets the SDK's answer
+    try:
+        return types.CallToolRequestParams.model_validate(ctx.params, by_name=False)
+    except ValidationError:
+        raise MCPError(types.INVALID_PARAMS, "Invalid request parameters") from None
 
 
 def _initialized(ctx: ServerRequestContext[Any, Any]) -> bool:
