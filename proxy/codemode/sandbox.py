@@ -31,6 +31,7 @@ from typing import Any
 
 import pydantic_monty as monty
 
+from .eager import start_task
 from .paused import Answer, Paused, Suspend, storable
 
 Function = Callable[[tuple[Any, ...], dict[str, Any]], Awaitable[Any]]
@@ -336,14 +337,14 @@ class _Run:
             if self._stopped.is_set():
                 _cancel(result)
                 continue
-            task = self._loop.create_task(
-                self._settle_into(call_id, function(args, kwargs), result),
-                context=self._context.copy(),
-            )
-            self._running[call_id] = task
+            call = self._settle_into(call_id, function(args, kwargs), result)
+            task = start_task(self._loop, call, self._context.copy())
+            if not result.done():  # still running: `stop` cancels it
+                self._running[call_id] = task
 
     async def _settle_into(self, call_id: int, call: Awaitable[Any], result: _Result) -> None:
-        """Run a call; its outcome goes straight to the sandbox thread."""
+        """Run a call; its outcome goes straight to the sandbox thread (a call that needs no
+        waiting is done before `start_task` returns)."""
         try:
             value = await call
         except asyncio.CancelledError:
