@@ -60,7 +60,8 @@ async def cluster(redis_server: RedisServer) -> AsyncIterator[Cluster]:
             "upstreams": [{"name": "fake", "base_url": upstream.base_url, "models": ["*"]}],
             "auth": {"keys": [{"name": "a", "key": KEY_A}, {"name": "b", "key": KEY_B}]},
             "state": {"backend": "redis", "url": redis_server.url, "prefix": f"bg-{uuid.uuid4()}:"},
-            "background": {"lease_s": 1, "max_runs_per_key": 2},
+            # A lease long enough for a busy test machine's stalls, short enough to wait out.
+            "background": {"lease_s": 3, "max_runs_per_key": 2},
             "loop": {"keepalive_s": 0.1},
         }
         yield Cluster(upstream, Holds(), config)
