@@ -347,8 +347,14 @@ async def test_a_task_whose_replica_vanished_fails(
         await state.aclose()
     async with connect(b, KEY_A) as session:
         polled = await get_task(session, "lost-task")
+    state = RedisState(await connect_redis(redis.url), prefix=prefix, max_entry_bytes=1 << 20)
+    try:
+        kept = await RedisMcpTaskStore(state).get("lost-task")
+    finally:
+        await state.aclose()
     assert polled.status == "failed"
     assert polled.status_message == "the replica running the call stopped"
+    assert kept is not None and kept.status == "failed"
 
 
 async def test_on_one_process_tasks_live_in_its_memory(jobs: Jobs) -> None:

@@ -346,11 +346,14 @@ class McpTasks:
             record = await self._store.get(task_id)
         if record is None or record.owner != _owner(ctx):
             raise MCPError(types.INVALID_PARAMS, f"Failed to retrieve task: {task_id!r} not found")
-        return self._checked(record)
+        checked = self._checked(record)
+        if checked is record:
+            return record
+        with _storing():  # the first to notice writes it down (unless an outcome came first)
+            return await self._store.settle(checked) or checked
 
     def _checked(self, record: McpTaskRecord) -> McpTaskRecord:
-        """`record`, failed when its replica stopped renewing it (the store is told on
-        the next write; this answer says so now)."""
+        """`record`, or a failed copy when the replica running it stopped renewing it."""
         if record.terminal or record.lease_until >= time.time():
             return record
         if record.task_id in self._running:
