@@ -26,6 +26,8 @@ from ..telemetry.tool_calls import ToolCallListener
 from ..turn.catalog import Catalog
 from ..turn.loop import ToolLoop
 from ..turn.programs import Programs
+from ..turn.questions import Questions
+from ..turn.sampling import UpstreamSampler
 from ..upstreams.router import UpstreamRouter
 from .asgi import Receive, Scope, Send
 from .auth import Authenticator
@@ -121,7 +123,7 @@ def _lifespan(
                     services,
                     approval_timeout_s=settings.policy.approval_ttl_s,
                     max_body_bytes=settings.server.max_body_bytes,
-                    tasks=settings.mcp_server.tasks,
+                    config=settings.mcp_server,
                 )
                 await stack.enter_async_context(serving)
             if admin is not None:
@@ -194,6 +196,15 @@ async def _start(
     )
     programs = Programs(settings.code_mode, gate, observe=listener.program)
     stack.push_async_callback(programs.aclose)
+    questions = Questions(
+        turns=stores.turns,
+        relay=stores.relay,
+        timeout_s=settings.elicitation.timeout_s,
+        taken_within_s=settings.elicitation.taken_within_s,
+        sampler=UpstreamSampler(upstreams, timeout_s=settings.elicitation.sampling_timeout_s),
+        observe=listener.mcp_request,
+    )
+    await stack.enter_async_context(questions.holding())
     loop = ToolLoop(
         gate=gate,
         limits=settings.loop,
@@ -201,6 +212,7 @@ async def _start(
         approvals=approvals,
         strict_arguments=settings.execution.strict_arguments,
         programs=programs,
+        questions=questions,
     )
     # Closed first: its runs end (failed) while the stores and upstreams are still open.
     background = BackgroundRuns(runs, stores.responses, settings.background, work=drain)
