@@ -12,8 +12,10 @@ non-Python references), best of `--rounds`:
 * sequential: `--calls` awaits of a host function, one after another (per call);
 * gathered: the same calls awaited at once with `asyncio.gather` (per call).
 
-Where every run pays a start of its own (a new process, runtime or checkout), the start is
-taken off the other columns, which then show the program's own time.
+Where every run starts afresh (a new process or runtime), loop and text include that start
+(shown on its own in the first column). A sequential call's cost is the time from one host
+call to the next as the host sees them; a gathered call's, the time of the program gathering
+them less that of the same program gathering none, over their number.
 
 The candidates: pydantic-monty through Toolwire's own `proxy.codemode.Sandbox` (what a
 program really pays: worker process, event-loop hand-over); RestrictedPython (CPython
@@ -100,41 +102,44 @@ Calls = Callable[[int], Awaitable[object]]
 """A program making n host calls."""
 
 
+STAMPS: list[float] = []
+"""When each host call arrived (every candidate's host function notes it)."""
+
+
+def host(i: int) -> int:
+    """The host function the programs call: it notes the time and echoes its argument."""
+    STAMPS.append(time.perf_counter())
+    return i
+
+
 async def measured(
     name: str,
     rounds: int,
     calls: int,
     runs: tuple[Run, Run, Run, Calls, Calls | None],
     note: str,
-    *,
-    fresh: bool = True,
 ) -> Figures:
-    """Time (start, loop, text, sequential, gathered), best of `rounds` each. `fresh`: each
-    run pays the start again (a new process, runtime or checkout), so the start is taken off
-    the loop's and text's times. A host call's cost is the difference between the program
-    making `calls` of them and the same program making none, over `calls`."""
+    """Time (start, loop, text, sequential, gathered), best of `rounds` each.
+
+    A sequential call's cost is the time between one host call and the next as the host sees
+    them (the program's turnaround, its start left out); a gathered call's is the time of a
+    program gathering `calls` less that of one gathering none, over `calls`."""
     start_run, loop_run, text_run, serial, gather = runs
     start = await best(rounds, start_run)
-    base = start if fresh else 0.0
-    loop = max(await best(rounds, loop_run) - base, 0.0)
-    text = max(await best(rounds, text_run) - base, 0.0)
-
-    async def per_call(program: Calls | None) -> float | None:
-        if program is None:
-            return None
-        many = await best(rounds, lambda: program(calls))
-        none = await best(rounds, lambda: program(0))
-        return max(many - none, 0.0) / calls * 1e6
-
-    return Figures(
-        name,
-        start * 1e3,
-        loop * 1e3,
-        text * 1e3,
-        await per_call(serial),
-        await per_call(gather),
-        note,
-    )
+    loop = await best(rounds, loop_run)
+    text = await best(rounds, text_run)
+    spacing = float("inf")
+    for _ in range(rounds):
+        STAMPS.clear()
+        await serial(calls)
+        assert len(STAMPS) == calls, len(STAMPS)
+        spacing = min(spacing, (STAMPS[-1] - STAMPS[0]) / (calls - 1))
+    gathered = None
+    if gather is not None:
+        many = await best(rounds, lambda: gather(calls))
+        none = await best(rounds, lambda: gather(0))
+        gathered = max(many - none, 0.0) / calls * 1e6
+    return Figures(name, start * 1e3, loop * 1e3, text * 1e3, spacing * 1e6, gathered, note)
 
 
 def installed(*modules: str) -> str | None:
@@ -152,7 +157,7 @@ async def monty(rounds: int, calls: int) -> Figures:
     from proxy.codemode import Limits, Sandbox
 
     async def f(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        return args[0]
+        return host(args[0])
 
     limits = Limits(wall_s=60, cpu_s=30, tool_calls=calls + 1)
 
@@ -220,7 +225,7 @@ async def restricted(rounds: int, calls: int) -> Figures:
     async def timed(code: str, function: Callable[[int], int] | None = None) -> None:
         run(code, function)
 
-    assert run(sequential(calls, awaited=False), int).strip() == str(sum(range(calls)))
+    assert run(sequential(calls, awaited=False), host).strip() == str(sum(range(calls)))
     return await measured(
         "RestrictedPython (in process)",
         rounds,
@@ -229,7 +234,7 @@ async def restricted(rounds: int, calls: int) -> Figures:
             lambda: timed(START),
             lambda: timed(LOOP),
             lambda: timed(TEXT),
-            lambda n: timed(sequential(n, awaited=False), int),
+            lambda n: timed(sequential(n, awaited=False), host),
             None,
         ),
         "no await: its compiler refuses async code, so calls are plain calls",
@@ -283,7 +288,7 @@ async def subprocess_python(rounds: int, calls: int) -> Figures:
                 message = json.loads(line)
                 if "done" in message:
                     return str(message["done"])
-                child.stdin.write(json.dumps({"value": message["args"][0]}).encode() + b"\n")
+                child.stdin.write(json.dumps({"value": host(message["args"][0])}).encode() + b"\n")
         finally:
             await child.wait()
 
@@ -312,7 +317,7 @@ async def wasi(rounds: int, calls: int) -> Figures:
     @tool(read_only=True)
     def f(i: int) -> int:
         """Echo a number."""
-        return i
+        return host(i)
 
     prefix = "from host import tools\nf = tools.f\n"
 
@@ -346,7 +351,7 @@ async def lua(rounds: int, calls: int) -> Figures:
 
     def run(code: str) -> Any:
         runtime = LuaRuntime(max_memory=64 << 20, register_eval=False)
-        runtime.globals().f = lambda i: i
+        runtime.globals().f = host
         return runtime.execute(code)
 
     async def timed(code: str) -> None:
@@ -394,7 +399,7 @@ async def quickjs_engine(rounds: int, calls: int) -> Figures:
         context = quickjs.Context()
         context.set_memory_limit(64 << 20)
         if calls_host:  # it calls into Python only without a time limit
-            context.add_callable("f", lambda i: i)
+            context.add_callable("f", host)
         else:
             context.set_time_limit(5)
         return context.eval(code)
@@ -427,7 +432,7 @@ async def v8(rounds: int, calls: int) -> Figures:
     from py_mini_racer import MiniRacer
 
     async def f(i: int) -> int:
-        return i
+        return host(i)
 
     racer = MiniRacer()
     try:
@@ -468,7 +473,6 @@ async def v8(rounds: int, calls: int) -> Figures:
                     lambda n: run(gather(n)),
                 ),
                 "start: a new isolate; the runs share one",
-                fresh=False,
             )
     finally:
         racer.close()
