@@ -28,6 +28,7 @@ from ..turn.loop import ToolLoop
 from ..turn.programs import Programs
 from ..turn.questions import Questions
 from ..turn.sampling import UpstreamSampler
+from ..turn.spill import Spills
 from ..upstreams.router import UpstreamRouter
 from .asgi import Receive, Scope, Send
 from .auth import Authenticator
@@ -212,6 +213,7 @@ async def _start(
         approvals=approvals,
         strict_arguments=settings.execution.strict_arguments,
         programs=programs,
+        spills=Spills(settings.results, stores.spills),
         questions=questions,
     )
     # Closed first: its runs end (failed) while the stores and upstreams are still open.
