@@ -450,3 +450,35 @@ async def test_with_programs_the_clients_search_stays_the_models(
     (run_code,) = [t for t in offered["tools"] if t["function"]["name"] == "run_code"]
     assert "find_tools" not in run_code["function"]["description"]
     assert "lookup_order" not in run_code["function"]["description"]
+
+
+async def test_toolwires_search_shows_a_namespace_function_in_its_namespace(
+    proxy: Proxy, upstream: FakeUpstream, stream: bool
+) -> None:
+    """A deferred function of a `namespace` tool that Toolwire's search finds is listed in
+    its namespace, as OpenAI's output lists it; sent back, it stays loaded."""
+    start = len(upstream.requests)
+    crm = {
+        "type": "namespace",
+        "name": "crm",
+        "description": "The customer records.",
+        "tools": [{**DEFERRED, "name": "find_customer", "description": "Find a customer."}],
+    }
+    tools = [{"type": "tool_search"}, crm]
+    question = {"role": "user", "content": f"use crm__find_customer {json.dumps(ORDER)}"}
+    first = await _respond(_client(proxy), stream, input=[question], tools=tools)
+    searched, found, call = _dumped(first)
+    (space,) = found["tools"]
+    assert (space["type"], space["name"], space["description"]) == (
+        "namespace",
+        "crm",
+        "The customer records.",
+    )
+    assert [(t["type"], t["name"]) for t in space["tools"]] == [("function", "find_customer")]
+    assert (call["namespace"], call["name"]) == ("crm", "find_customer")
+    answer = {"type": "function_call_output", "call_id": call["call_id"], "output": "Ada"}
+    again = {"role": "user", "content": "again"}
+    history = [question, searched, found, call, answer, again]
+    second = await _respond(_client(proxy), stream, input=history, tools=tools)
+    assert [item.type for item in second.output] == ["function_call"]  # no search again
+    assert "crm__find_customer" in tool_names(_since(upstream, start)[2])

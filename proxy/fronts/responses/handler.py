@@ -120,6 +120,7 @@ class Responses:
             namespaced=tools.namespaced,
             client_search=tools.client_search,
             programs_shown=tools.programs_shown,
+            namespaces=tools.namespace_descriptions,
             listings=_listings(tools, toolset, labels, listed_labels(conversation)),
         )
         prepared = _Prepared(turn, plan, conversation, body.stream is True, body.store is not False)

@@ -32,6 +32,7 @@ from ...turn.events import (
 from ...turn.programs import RUN_CODE
 from ..renderers import Event
 from .items import approval_id
+from .questions import question_item
 from .search import SEARCH_FUNCTION
 
 Item = dict[str, Any]
@@ -62,6 +63,9 @@ class ResponsePlan:
     as a `tool_search_call` item (`execution: "client"`)."""
     programs_shown: frozenset[str] = frozenset()
     """Programs an earlier response showed (`program` items of the conversation)."""
+    namespaces: dict[str, str] = field(default_factory=dict)
+    """The client's `namespace` tools' descriptions, by name: a search's output shows the
+    functions it found in their namespace."""
     id: str = field(default_factory=lambda: f"resp_{random.getrandbits(128):032x}")
     created_at: int = field(default_factory=lambda: int(time.time()))
 
@@ -384,7 +388,7 @@ class ResponseBuilder:
             "call_id": call.id,
             "execution": "server",
             "status": item["status"],
-            "tools": [{"type": "function", **tool} for tool in found],
+            "tools": self._output_tools(found),
         }
         added = self._add(output)
         return [
@@ -393,10 +397,32 @@ class ResponseBuilder:
             self._event("response.output_item.done", output_index=added, item=_copy(output)),
         ]
 
+    def _output_tools(self, found: list[dict[str, Any]]) -> list[Item]:
+        """The tools a search found as its output lists them: a namespace's functions in
+        their namespace, by their own names."""
+        tools: list[Item] = []
+        spaces: dict[str, Item] = {}
+        for tool in found:
+            where = self.plan.namespaced.get(tool["name"])
+            if where is None:
+                tools.append({"type": "function", **tool})
+                continue
+            namespace, name = where
+            space = spaces.get(namespace)
+            if space is None:
+                description = self.plan.namespaces.get(namespace, "")
+                space = {"type": "namespace", "name": namespace, "description": description}
+                space["tools"] = []
+                spaces[namespace] = space
+                tools.append(space)
+            space["tools"].append({**tool, "type": "function", "name": name})
+        return tools
+
     def finish(self, done: Finished) -> list[Event]:
         """The events that end the response; its final object is ready after this."""
         events = self._close()
         asked = {a.call.id: a for a in done.approvals}
+        questions = {q["tool_call_id"] for q in done.questions}
         made_by: dict[str, str] = {}
         if self.plan.programmatic:
             for program in done.programs:
@@ -411,6 +437,8 @@ class ResponseBuilder:
                 events += self._approval(call)
             elif call.name == SEARCH_FUNCTION and self.plan.client_search:
                 events += self._client_search(call)
+            elif call.id in questions:
+                events += self._question(question_item(call))
             else:
                 events += self._function_call(call, made_by.get(call.id))
         self._usage = done.usage
@@ -497,6 +525,14 @@ class ResponseBuilder:
             "execution": "client",
             "status": "completed",
         }
+        index = self._add(item)
+        return [
+            self._event("response.output_item.added", output_index=index, item=_copy(item)),
+            self._event("response.output_item.done", output_index=index, item=_copy(item)),
+        ]
+
+    def _question(self, item: Item) -> list[Event]:
+        """An MCP server's question for the client: done as soon as it is added."""
         index = self._add(item)
         return [
             self._event("response.output_item.added", output_index=index, item=_copy(item)),
