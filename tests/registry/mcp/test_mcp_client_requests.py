@@ -11,6 +11,7 @@ from typing import Any
 import mcp_types as types
 import pytest
 import pytest_asyncio
+from pydantic import ValidationError
 
 from registry import Executor, ToolCall, ToolRegistry, ToolResult
 from registry.mcp import McpCallError, McpSource, McpSourceConfig
@@ -238,3 +239,10 @@ async def test_input_required_rounds_are_answered_and_the_call_repeated() -> Non
         pytest.raises(McpCallError, match="still required input after 10 rounds"),
     ):
         await requests.settle(call, first, endless)
+
+
+async def test_sampling_needs_a_model_when_enabled() -> None:
+    entry = {"mcp": {"url": "http://127.0.0.1:1/mcp"}, "sampling": {"enabled": True}}
+    with pytest.raises(ValidationError, match="model: required when sampling is enabled"):
+        McpSourceConfig.model_validate(entry)
+    assert McpSourceConfig.model_validate({"mcp": entry["mcp"]}).sampling.enabled is False
