@@ -61,6 +61,6 @@ async def test_a_plain_tool_of_the_same_source_name_is_no_built_in() -> None:
     unscoped = CallContext()
     assert (await gate.call(plain, CALL, unscoped)).error_kind == "denied"  # not registered
     registry.register(read_result)
-    assert (await gate.call(registry.resolve("read_result"), CALL, unscoped)).content == (
-        "read res_1"
-    )
+    registered = registry.resolve("read_result")
+    assert registered is not None
+    assert (await gate.call(registered, CALL, unscoped)).content == "read res_1"
