@@ -131,6 +131,7 @@ def config(upstream: FakeUpstream, redis_url: str, prefix: str, runs: Runs) -> d
             ]
         },
         "state": {"backend": "redis", "url": redis_url, "prefix": prefix},
+        "background": {"lease_s": 1},
         "loop": {"keepalive_s": 0.1},
         "admin": {"enabled": False},
         "mcp_server": {"enabled": False},

@@ -171,6 +171,11 @@ async def test_a_killed_mid_stream_leaves_b_serving_and_the_state_consistent(
     streamed = asyncio.create_task(ask(a.client, stream=True, messages=answered(booking, APPROVE)))
     try:
         await runs.wait_for("book Paris")
+        upstream.script(Reply.hang())
+        background = await a.client.responses.create(model="m", input="hi", background=True)
+        async with asyncio.timeout(10):
+            while not upstream.requests or upstream.requests[-1]["messages"][-1]["content"] != "hi":  # noqa: ASYNC110 (another process's request)
+                await asyncio.sleep(0.01)
         a.kill()
         with pytest.raises((openai.APIConnectionError, httpx.TransportError)):
             await streamed
@@ -180,6 +185,11 @@ async def test_a_killed_mid_stream_leaves_b_serving_and_the_state_consistent(
             with contextlib.suppress(BaseException):
                 await streamed
     runs.hold.unlink()
+    # B: A's background response, its lease unrenewed, is failed, never in_progress for ever.
+    async with asyncio.timeout(10):
+        while (polled := await b.client.responses.retrieve(background.id)).status == "in_progress":  # noqa: ASYNC110 (polled, as a client does)
+            await asyncio.sleep(0.05)
+    assert polled.status == "failed" and "lease expired" in polled.error.message
     # In Redis: the approval A took is gone, the mark A left before running the call stays
     # (among the outcomes of the key that paused the call, `free`).
     assert await _keys(redis_server, f"{prefix}approval:{booking['id']}") == []
