@@ -1,22 +1,23 @@
 """MCP tools run as tasks, their progress streamed, through the real server: a test MCP server
-(`testing.mcp_tasks`) over Streamable HTTP and stdio, the official openai and anthropic SDKs
-as clients. Progress reaches each front's stream, the task's result reaches the model, a
+(`testing.mcp_tasks`) over Streamable HTTP, the official openai and anthropic SDKs as
+clients. Progress reaches each front's stream, the task's result reaches the model, a
 client that goes away cancels the task on the server, a failing task is an error result,
-and a server without tasks works as before."""
+and a server without tasks works as before; and Toolwire's client against Toolwire's own
+`/mcp` tasks. (Over stdio: tests/registry/mcp/test_mcp_tasks.py.)"""
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 import pytest_asyncio
 from anthropic import AsyncAnthropic
 
+from registry import ToolRegistry
 from testing.mcp_servers import serve_http
-from testing.mcp_tasks import TaskBoard, serve_tasks_http, stdio_tasks_command
+from testing.mcp_tasks import TaskBoard, serve_tasks_http
 from testing.upstream import FakeUpstream, Reply
 from tests.conftest import Proxy, serve_proxy
 from tests.e2e.responses_client import items, respond
@@ -45,7 +46,6 @@ async def proxy(upstream: FakeUpstream, board: TaskBoard) -> AsyncIterator[Proxy
             "upstreams": [{"name": "fake", "base_url": upstream.base_url, "models": ["*"]}],
             "tools": [
                 {"mcp": {"url": tasks_url}, "namespace": "http"},
-                {"mcp": {"command": stdio_tasks_command()}, "namespace": "stdio"},
                 {"mcp": {"url": demo}, "namespace": "demo"},
             ],
         }
@@ -62,10 +62,10 @@ def _last_tool_message(upstream: FakeUpstream) -> str:
     return next(m["content"] for m in reversed(messages) if m["role"] == "tool")
 
 
-@pytest.mark.parametrize("namespace", ["http", "stdio"])
 async def test_chat_streams_progress_and_the_task_result_reaches_the_model(
-    proxy: Proxy, upstream: FakeUpstream, namespace: str
+    proxy: Proxy, upstream: FakeUpstream
 ) -> None:
+    namespace = "http"
     upstream.script(_crunch(namespace, 3), Reply.text("all crunched"))
     stream = await proxy.client.chat.completions.create(
         model=MODEL,
@@ -147,7 +147,7 @@ async def test_messages_stream_progress_as_toolwire_events(
         "messages": [{"role": "user", "content": "crunch"}],
     }
     async with AsyncAnthropic(base_url=root, api_key="-", max_retries=0, timeout=30) as client:
-        upstream.script(_crunch("stdio", 2), Reply.text("crunched it"))
+        upstream.script(_crunch("http", 2), Reply.text("crunched it"))
         stream = await client.messages.create(**request, stream=True)
         kinds, reports = [], []
         async for event in stream:
@@ -161,7 +161,7 @@ async def test_messages_stream_progress_as_toolwire_events(
         ]
         assert kinds[0] == "message_start" and kinds[-1] == "message_stop"
         # The SDK's stream helper folds the message as before, the progress events aside.
-        upstream.script(_crunch("stdio", 2), Reply.text("crunched it"))
+        upstream.script(_crunch("http", 2), Reply.text("crunched it"))
         async with client.messages.stream(**request) as helper:
             message = await helper.get_final_message()
         assert [b.text for b in message.content if b.type == "text"] == ["crunched it"]
@@ -187,28 +187,6 @@ async def test_a_client_that_goes_away_cancels_the_task_on_the_server(
         await board.cancelled.wait()
     (cancelled,) = [t for t in board.tasks.values() if t.status == "cancelled"]
     assert cancelled.message == "cancelled by the client"
-
-
-async def test_a_stdio_task_is_cancelled_with_its_turn(
-    proxy: Proxy, upstream: FakeUpstream, tmp_path: Path
-) -> None:
-    upstream.script(_crunch("stdio", 10_000, marks=str(tmp_path)))
-    stream = await proxy.client.chat.completions.create(
-        model=MODEL,
-        messages=[{"role": "user", "content": "crunch"}],
-        stream=True,
-        extra_body=EVENTS,
-    )
-    async for chunk in stream:
-        vendor = (chunk.choices[0].delta.model_extra or {}) if chunk.choices else {}
-        if "progress" in vendor.get("toolwire", {}):
-            break
-    await stream.close()
-    async with asyncio.timeout(10):
-        # Written by the server's cancel handler, in its own process: nothing to wait on.
-        while not (tmp_path / "cancelled").exists():  # noqa: ASYNC110
-            await asyncio.sleep(0.02)
-    assert (tmp_path / "started").exists()
 
 
 @pytest.mark.parametrize(
@@ -245,3 +223,60 @@ async def test_tools_without_task_support_answer_as_before(
         pass
     messages = upstream.requests[-1]["messages"]
     assert [m["content"] for m in messages if m["role"] == "tool"] == ["hello", "plain x"]
+
+
+async def test_toolwire_runs_another_toolwires_long_tools_as_tasks(
+    upstream: FakeUpstream,
+) -> None:
+    """Toolwire's client against Toolwire's own `/mcp` (2025-11-25 tasks on both sides):
+    tools tagged `slow` there run as tasks here; a client that goes away here cancels the
+    task there."""
+    started, cancelled = asyncio.Event(), asyncio.Event()
+    served = ToolRegistry()
+
+    async def brew(cups: int) -> str:
+        """Brew coffee.
+
+        Args:
+            cups: how many.
+        """
+        return f"{cups} cups brewed"
+
+    async def distil(batch: str) -> str:
+        """Distil a batch, for hours.
+
+        Args:
+            batch: which one.
+        """
+        started.set()
+        try:
+            await asyncio.sleep(3600)
+        except asyncio.CancelledError:
+            cancelled.set()
+            raise
+        return "distilled"
+
+    served.register(brew, namespace="t", tags=["slow"])
+    served.register(distil, namespace="t", tags=["slow"])
+    fake = {"name": "fake", "base_url": upstream.base_url, "models": ["*"]}
+    async with serve_proxy({"upstreams": [fake]}, served) as far:
+        url = far.base_url.removesuffix("/v1") + "/mcp"
+        config = {"upstreams": [fake], "tools": [{"mcp": {"url": url}, "namespace": "far"}]}
+        async with serve_proxy(config) as near:
+            upstream.script(Reply.tool_calls([("far_t_brew", {"cups": 2})]), Reply.text("ok"))
+            await near.client.chat.completions.create(
+                model=MODEL, messages=[{"role": "user", "content": "brew"}]
+            )
+            assert _last_tool_message(upstream) == "2 cups brewed"
+            upstream.script(Reply.tool_calls([("far_t_distil", {"batch": "b1"})]))
+            stream = await near.client.chat.completions.create(
+                model=MODEL,
+                messages=[{"role": "user", "content": "distil"}],
+                stream=True,
+                extra_body=EVENTS,
+            )
+            async with asyncio.timeout(10):
+                await started.wait()
+            await stream.close()
+            async with asyncio.timeout(10):
+                await cancelled.wait()  # the far side's call, cancelled with its task

@@ -1,5 +1,6 @@
 """MCP tools called as tasks, and every call's progress, through the real executor: the test
-server `testing.mcp_tasks` over stdio and Streamable HTTP (2025-11-25 tasks)."""
+server `testing.mcp_tasks` over stdio and Streamable HTTP (2025-11-25 tasks). One source per
+transport for the module; each test makes its own calls."""
 
 from __future__ import annotations
 
@@ -9,41 +10,67 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import pytest_asyncio
 
 from registry import Executor, ToolCall, ToolProgress, ToolRegistry, reporting_to
+from registry.mcp import McpSource, McpSourceConfig
+from testing.mcp_servers import serve_http
 from testing.mcp_tasks import TaskBoard, serve_tasks_http, stdio_tasks_command
-from tests.registry.mcp.conftest import StartSource
+from tests.registry.mcp.conftest import REPO
+
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+TIMEOUT_S = 0.5
+"""The sources' call timeout: long enough for the short calls, short for the endless ones."""
 
 
-@pytest.fixture
-async def board() -> TaskBoard:
-    return TaskBoard()
+class Served:
+    """A running source of the tasks server, its registry, and (over HTTP) its tasks."""
+
+    def __init__(self, registry: ToolRegistry, board: TaskBoard | None) -> None:
+        self.registry = registry
+        self.board = board
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def servers() -> AsyncIterator[dict[str, Served]]:
+    board = TaskBoard()
+    async with serve_tasks_http(board) as url:
+        served: dict[str, Served] = {}
+        sources = []
+        entries = {
+            "stdio": ({"command": stdio_tasks_command()}, None),
+            "http": ({"url": url}, board),
+        }
+        try:
+            for name, (server, tasks) in entries.items():
+                config = McpSourceConfig.model_validate({"mcp": server, "timeout_s": TIMEOUT_S})
+                source = McpSource(config, base_dir=REPO)
+                sources.append(source)
+                registry = ToolRegistry()
+                await source.start(registry)
+                served[name] = Served(registry, tasks)
+            yield served
+        finally:
+            for source in sources:
+                await source.aclose()
 
 
 @pytest.fixture(params=["stdio", "http"])
-async def entry(request: pytest.FixtureRequest, board: TaskBoard) -> AsyncIterator[dict[str, Any]]:
-    if request.param == "stdio":
-        yield {"mcp": {"command": stdio_tasks_command()}, "timeout_s": 5}
-        return
-    async with serve_tasks_http(board) as url:
-        yield {"mcp": {"url": url}, "timeout_s": 5}
+def served(request: pytest.FixtureRequest, servers: dict[str, Served]) -> Served:
+    return servers[request.param]
 
 
-async def _run(
-    executor: Executor, registry: ToolRegistry, name: str, **arguments: Any
-) -> tuple[str, bool, list[ToolProgress]]:
+async def _run(served: Served, name: str, **arguments: Any) -> tuple[str, bool, list[ToolProgress]]:
     reports: list[ToolProgress] = []
-    with reporting_to(reports.append):
-        result = await executor.execute(registry.get_tool(name), ToolCall("c1", name, arguments))
+    with Executor() as executor, reporting_to(reports.append):
+        tool = served.registry.get_tool(name)
+        result = await executor.execute(tool, ToolCall("c1", name, arguments))
     return result.content, result.is_error, reports
 
 
-async def test_a_task_tool_runs_as_a_task_and_reports_its_progress(
-    start_source: StartSource, registry: ToolRegistry, entry: dict[str, Any]
-) -> None:
-    await start_source(entry)
-    with Executor() as executor:
-        content, failed, reports = await _run(executor, registry, "crunch", steps=3, delay=0.01)
+async def test_a_task_tool_runs_as_a_task_and_reports_its_progress(served: Served) -> None:
+    content, failed, reports = await _run(served, "crunch", steps=3, delay=0.01)
     assert (content, failed) == ("crunched 3 steps", False)
     counted = [(r.progress, r.total, r.message) for r in reports if r.progress is not None]
     assert counted == [(1, 3, "step 1 of 3"), (2, 3, "step 2 of 3"), (3, 3, "step 3 of 3")]
@@ -51,12 +78,8 @@ async def test_a_task_tool_runs_as_a_task_and_reports_its_progress(
     assert reports[-1].status == "completed"
 
 
-async def test_a_plain_tool_reports_progress_under_its_own_token(
-    start_source: StartSource, registry: ToolRegistry, entry: dict[str, Any]
-) -> None:
-    await start_source(entry)
-    with Executor() as executor:
-        content, failed, reports = await _run(executor, registry, "plain", text="hi")
+async def test_a_plain_tool_reports_progress_under_its_own_token(served: Served) -> None:
+    content, failed, reports = await _run(served, "plain", text="hi")
     assert (content, failed) == ("plain hi", False)
     assert [(r.progress, r.status) for r in reports] == [(1, None)]
 
@@ -70,56 +93,51 @@ async def test_a_plain_tool_reports_progress_under_its_own_token(
     ids=["failed", "tool-error"],
 )
 async def test_a_failing_task_is_an_error_result(
-    start_source: StartSource,
-    registry: ToolRegistry,
-    entry: dict[str, Any],
-    tool: str,
-    arguments: dict[str, Any],
-    expected: str,
+    served: Served, tool: str, arguments: dict[str, Any], expected: str
 ) -> None:
-    await start_source(entry)
-    with Executor() as executor:
-        content, failed, _ = await _run(executor, registry, tool, **arguments)
+    content, failed, _ = await _run(served, tool, **arguments)
     assert failed and expected in content
 
 
 async def test_a_timed_out_task_is_cancelled_on_the_server(
-    start_source: StartSource, registry: ToolRegistry, tmp_path: Path
+    servers: dict[str, Served], tmp_path: Path
 ) -> None:
-    await start_source({"mcp": {"command": stdio_tasks_command()}, "timeout_s": 0.5})
-    with Executor() as executor:
-        content, failed, reports = await _run(
-            executor, registry, "crunch", steps=10_000, delay=0.02, marks=str(tmp_path)
-        )
-    assert failed and "did not finish within 0.5 seconds" in content
+    arguments = {"steps": 10_000, "delay": 0.02, "marks": str(tmp_path)}
+    content, failed, reports = await _run(servers["stdio"], "crunch", **arguments)
+    assert failed and f"did not finish within {TIMEOUT_S:g} seconds" in content
     assert reports  # it ran (and reported) until the timeout
-    # The cancel was sent before the call ended: the server's handler has written its mark.
+    # The cancel was answered before the call ended: the server's handler wrote its mark.
     assert (tmp_path / "cancelled").exists()
 
 
-async def test_a_cancelled_caller_cancels_the_task(
-    start_source: StartSource, registry: ToolRegistry, board: TaskBoard
-) -> None:
-    async with serve_tasks_http(board) as url:
-        await start_source({"mcp": {"url": url}})
-        running = asyncio.Event()
-        with Executor() as executor, reporting_to(lambda _: running.set()):
-            call = ToolCall("c1", "crunch", {"steps": 10_000, "delay": 0.02})
-            calling = asyncio.ensure_future(executor.execute(registry.get_tool("crunch"), call))
-            async with asyncio.timeout(10):
-                await running.wait()
-            calling.cancel()
-            await asyncio.wait({calling})
-        assert calling.cancelled()
+async def test_a_cancelled_caller_cancels_the_task(servers: dict[str, Served]) -> None:
+    served = servers["http"]
+    assert served.board is not None
+    served.board.cancelled = asyncio.Event()
+    running = asyncio.Event()
+    with Executor() as executor, reporting_to(lambda _: running.set()):
+        call = ToolCall("c1", "crunch", {"steps": 10_000, "delay": 0.02})
+        tool = served.registry.get_tool("crunch")
+        calling = asyncio.ensure_future(executor.execute(tool, call))
         async with asyncio.timeout(10):
-            await board.cancelled.wait()
-        assert [task.status for task in board.tasks.values()] == ["cancelled"]
+            await running.wait()
+        calling.cancel()
+        await asyncio.wait({calling})
+    assert calling.cancelled()
+    async with asyncio.timeout(10):
+        await served.board.cancelled.wait()
+    working = [task.task_id for task in served.board.tasks.values() if task.status == "working"]
+    assert working == []
 
 
-async def test_a_server_without_tasks_is_called_as_before(
-    start_source: StartSource, registry: ToolRegistry
-) -> None:
-    await start_source({"mcp": {"command": ["python", "-m", "testing.mcp_servers", "demo"]}})
-    with Executor() as executor:
-        content, failed, reports = await _run(executor, registry, "echo", text="hello")
+async def test_a_server_without_tasks_is_called_as_before() -> None:
+    async with serve_http("demo", "streamable-http") as url:
+        entry = {"mcp": {"url": url}}
+        source = McpSource(McpSourceConfig.model_validate(entry), base_dir=REPO)
+        registry = ToolRegistry()
+        await source.start(registry)
+        try:
+            content, failed, reports = await _run(Served(registry, None), "echo", text="hello")
+        finally:
+            await source.aclose()
     assert (content, failed, reports) == ("hello", False, [])
