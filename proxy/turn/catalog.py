@@ -116,6 +116,8 @@ class Catalog:
         excluded; tools outside the caller's key scope do not exist for it); `defer` names
         more tools (qualified names) the request defers behind the search, `load` deferred
         tools (wire names) its conversation's searches already found, offered from the start."""
+        if load:  # only registry tools count (a client's own found tools are its own)
+            load = frozenset(n for n in load if self._registry.resolve(n) is not None)
         key = (self._registry.version, tool_filter, caller.caller, defer, load)
         found = self._cache.get(key)
         if found is not None:
