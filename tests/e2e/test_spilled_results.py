@@ -26,7 +26,7 @@ from testing.upstream import FakeUpstream, Reply
 from tests.conftest import serve_proxy
 from tests.e2e.answers import ask
 from tests.e2e.responses_client import respond
-from tests.e2e.tenants import AUTH, Tenants, tenants_of, user
+from tests.e2e.tenants import AUTH, Tenants, answered, tenants_of, user
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -42,6 +42,7 @@ DUMPS = {
     "small": ("huge_report", {"kilobytes": SMALL}),
     "python": ("t_lines", {"count": 20_000}),
     "openapi": ("shop_big", {"size": 300_000}),
+    "approved": ("t_guarded", {"count": 20_000}),
 }
 EVENTS = {"toolwire": {"stream_tool_events": True}}
 
@@ -113,6 +114,7 @@ class Served:
 async def served() -> AsyncIterator[Served]:
     registry = ToolRegistry()
     registry.register(lines, namespace="t")
+    registry.register(lines, name="guarded", namespace="t")
     async with (
         FakeUpstream(Reply.func(model)) as upstream,
         serve_results() as mcp_url,
@@ -127,6 +129,7 @@ async def served() -> AsyncIterator[Served]:
             ],
             "execution": {"max_result_size": 8 * 1024 * 1024},
             "code_mode": {"tools": {"namespaces": ["huge"]}},
+            "policy": {"rules": [{"match": {"name": "t.guarded"}, "action": "ask"}]},
         }
         async with serve_proxy(config, registry) as proxy, tenants_of(proxy, []) as tenants:
             yield Served(tenants, upstream)
@@ -205,6 +208,19 @@ async def test_long_results_of_every_source_kind_spill(served: Served, kind: str
     assert preview.startswith(f"{MARK}{size} bytes")
     assert answer.content.startswith(f"told: {MARK}")
     assert tool_names(second)[-1] == "read_result"
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])
+async def test_an_approved_calls_long_result_spills_when_it_runs(
+    served: Served, stream: bool
+) -> None:
+    asked = await ask(served.tenants.a, stream=stream, messages=user("peek approved"))
+    (call,) = asked.tool_calls
+    assert asked.finish_reason == "tool_calls" and asked.toolwire is not None
+    history = answered("peek approved", call, {"approve": True})
+    ran = await ask(served.tenants.a, stream=stream, messages=history)
+    assert ran.content.startswith(f"told: {MARK}{len(lines(20_000))} bytes")
+    assert tool_names(served.upstream.requests[-1])[-1] == "read_result"
 
 
 async def test_another_keys_handle_reads_as_an_unknown_one(served: Served) -> None:
