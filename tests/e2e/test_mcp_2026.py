@@ -152,6 +152,15 @@ async def test_tools_list_is_by_name_with_cache_hints_and_kept_refs(proxy: Proxy
     assert tools["geo_locate"]["inputSchema"] == ADDRESS_SCHEMA
 
 
+async def test_tools_show_their_configured_icons(proxy: Proxy) -> None:
+    _, answer = await modern(proxy, "tools/list")
+    tools = {t["name"]: t for t in answer["result"]["tools"]}
+    assert tools["geo_locate"]["icons"] == [
+        {"src": ICON["src"], "mimeType": "image/svg+xml", "sizes": ["any"]}
+    ]
+    assert "icons" not in tools["misc_alpha"]
+
+
 async def test_a_handshake_client_reads_the_same_order_and_its_dialect(proxy: Proxy) -> None:
     current = {t["name"]: t for t in await handshake_tools(proxy, "2025-11-25")}
     older = {t["name"]: t for t in await handshake_tools(proxy, "2025-06-18")}

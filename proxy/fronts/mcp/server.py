@@ -24,7 +24,7 @@ from mcp.server.lowlevel import NotificationOptions, Server
 from mcp.server.models import InitializationOptions
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from ...config import McpServerConfig, McpTasksConfig
+from ...config import McpServerConfig
 from ...server.asgi import Receive, Scope, Send, send_json
 from ...server.context import context_of
 from ...server.hosts import AllowedHosts
@@ -73,14 +73,11 @@ class McpFront:
         approval_timeout_s: float,
         max_body_bytes: int,
         config: McpServerConfig | None = None,
-        tasks: McpTasksConfig | None = None,
     ) -> AsyncIterator[None]:
         """Serve MCP requests with `services` until the context exits (which ends every
         session)."""
         approvals = Approvals(timeout_s=approval_timeout_s)
         config = config or McpServerConfig()
-        if tasks is not None:
-            config = config.model_copy(update={"tasks": tasks})
         tools = McpTools(
             services.catalog,
             services.gate,
