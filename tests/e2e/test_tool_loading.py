@@ -482,3 +482,19 @@ async def test_toolwires_search_shows_a_namespace_function_in_its_namespace(
     second = await _respond(_client(proxy), stream, input=history, tools=tools)
     assert [item.type for item in second.output] == ["function_call"]  # no search again
     assert "crm__find_customer" in tool_names(_since(upstream, start)[2])
+
+
+async def test_a_failed_search_shows_as_anthropics_error_block(
+    proxy: Proxy, upstream: FakeUpstream, stream: bool
+) -> None:
+    tools = [{"type": "tool_search_tool_regex_20251119", "name": "tool_search_tool_regex"}]
+    message = await _message(
+        proxy, stream, messages=[{"role": "user", "content": "use _ {}"}], tools=tools
+    )
+    server, result, text = message.content
+    assert (server.type, server.input) == ("server_tool_use", {"query": " "})
+    assert result.type == "tool_search_tool_result" and result.tool_use_id == server.id
+    assert result.content.type == "tool_search_tool_result_error"
+    assert result.content.error_code == "invalid_tool_input"
+    assert "query" in (result.content.error_message or "")
+    assert text.text == "no tool for _"

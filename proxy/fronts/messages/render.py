@@ -275,8 +275,19 @@ def _input(call: ToolCall) -> dict[str, Any]:
 
 
 def _search_result(call: ToolCall, result: ToolResult) -> Block:
-    references = [{"type": "tool_reference", "tool_name": name} for name in _found(result)]
-    content = {"type": "tool_search_tool_search_result", "tool_references": references}
+    """A search's result as the hosted tool search's block: the tools it found, or the
+    error that stopped it (bad input, or no catalog to search)."""
+    content: dict[str, Any]
+    if result.is_error:
+        code = "invalid_tool_input" if result.error_kind == "invalid_arguments" else "unavailable"
+        content = {
+            "type": "tool_search_tool_result_error",
+            "error_code": code,
+            "error_message": result.content,
+        }
+    else:
+        references = [{"type": "tool_reference", "tool_name": name} for name in _found(result)]
+        content = {"type": "tool_search_tool_search_result", "tool_references": references}
     return {"type": "tool_search_tool_result", "tool_use_id": call.id, "content": content}
 
 
