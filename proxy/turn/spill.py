@@ -17,7 +17,7 @@ import secrets
 from collections.abc import Iterable, Mapping, MutableMapping
 from typing import Any
 
-from policies import Admission, GateDecision
+from policies import Admission, BuiltInTool, GateDecision
 from registry import ToolResult, ToolSpec
 
 from ..config import ResultsConfig
@@ -85,7 +85,7 @@ class Spills:
             result = results.get(call_id)
             if (
                 admission.verdict is not GateDecision.RUN
-                or admission.tool.name == READ_RESULT
+                or isinstance(admission.tool, BuiltInTool)
                 or result is None
                 or result.is_error
                 or len(result.content) <= self._config.spill_over_bytes // 4
@@ -124,9 +124,9 @@ class Spills:
         tail = data[len(data) - (size - len(head)) :]
         tail = tail[_line_start(tail) or char_start(tail) :]
         gap = len(data) - len(head) - len(tail)
-        minutes = max(1, round(self._config.ttl_s / 60))
+        kept_for = _duration(self._config.ttl_s)
         notice = (
-            f"{MARK}{len(data)} bytes, too long to show here. It is kept for {minutes} min "
+            f"{MARK}{len(data)} bytes, too long to show here. It is kept for {kept_for} "
             f'as handle "{handle}". Shown: its first {len(head)} and last {len(tail)} '
             f"bytes. Read any part with read_result(handle, offset, length), at most "
             f"{self._config.read_bytes} bytes a call, or find lines with "
@@ -134,6 +134,12 @@ class Spills:
         )
         skipped = f"\n[… {gap} bytes not shown: offset {len(head)} to {len(data) - len(tail)} …]\n"
         return notice + head.decode("utf-8", "replace") + skipped + tail.decode("utf-8", "replace")
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 120:
+        return f"{max(1, round(seconds))} s"
+    return f"{round(seconds / 60)} min" if seconds < 7200 else f"{round(seconds / 3600)} h"
 
 
 def _line_end(head: bytes) -> int:
