@@ -42,7 +42,7 @@ OUTCOME_TTL_S = 7 * 86400.0
 
 NOT_SHARED = (
     "pending turns, approvals (and the operators' queue of them), stored responses, "
-    "rate-limit windows and /mcp tasks"
+    "rate-limit windows, /mcp tasks and spilled tool results"
 )
 """What each process keeps to itself with the memory backend."""
 
