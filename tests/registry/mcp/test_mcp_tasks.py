@@ -1,6 +1,7 @@
 """MCP tools called as tasks, and every call's progress, through the real executor: the test
 server `testing.mcp_tasks` over stdio and Streamable HTTP (2025-11-25 tasks). One source per
-transport for the module; each test makes its own calls."""
+transport for the module; each test makes its own calls. (A server without tasks, through the
+real server: tests/e2e/test_mcp_task_progress.py.)"""
 
 from __future__ import annotations
 
@@ -14,7 +15,6 @@ import pytest_asyncio
 
 from registry import Executor, ToolCall, ToolProgress, ToolRegistry, reporting_to
 from registry.mcp import McpSource, McpSourceConfig
-from testing.mcp_servers import serve_http
 from testing.mcp_tasks import TaskBoard, serve_tasks_http, stdio_tasks_command
 from tests.registry.mcp.conftest import REPO
 
@@ -128,16 +128,3 @@ async def test_a_cancelled_caller_cancels_the_task(servers: dict[str, Served]) -
         await served.board.cancelled.wait()
     working = [task.task_id for task in served.board.tasks.values() if task.status == "working"]
     assert working == []
-
-
-async def test_a_server_without_tasks_is_called_as_before() -> None:
-    async with serve_http("demo", "streamable-http") as url:
-        entry = {"mcp": {"url": url}}
-        source = McpSource(McpSourceConfig.model_validate(entry), base_dir=REPO)
-        registry = ToolRegistry()
-        await source.start(registry)
-        try:
-            content, failed, reports = await _run(Served(registry, None), "echo", text="hello")
-        finally:
-            await source.aclose()
-    assert (content, failed, reports) == ("hello", False, [])
