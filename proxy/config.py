@@ -331,6 +331,8 @@ class McpTasksConfig(BaseModel):
     client may ask for."""
     max_running: int = Field(default=64, gt=0)
     """Tasks one process runs at once; past it a new task is refused."""
+    max_running_per_key: int = Field(default=16, gt=0)
+    """Tasks one process runs at once for one client key (so no key takes every slot)."""
 
 
 class McpIconConfig(BaseModel):
