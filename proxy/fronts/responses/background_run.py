@@ -54,6 +54,7 @@ class Run:
         self._next = 0
         self._opening = builder.start()
         self.stopped: ProxyError | str | None = None
+        self._log = _Log(store, builder.plan.id)
         self.queued: dict[str, Any] = {}
         """The response object as it was queued (what the create request answers)."""
 
@@ -77,16 +78,24 @@ class Run:
     async def run(self, events: AsyncIterator[LoopEvent], deadline_s: float) -> None:
         """Follow the turn to its end and record it; a failure is the response's `failed`
         end, a cancel by the supervisor ends it as `stopped` says."""
+        writer = asyncio.get_running_loop().create_task(self._log.write())
+        try:
+            await self._follow(events, deadline_s)
+        finally:
+            writer.cancel()
+            await asyncio.gather(writer, return_exceptions=True)
+
+    async def _follow(self, events: AsyncIterator[LoopEvent], deadline_s: float) -> None:
         try:
             async with asyncio.timeout(deadline_s):
                 if not await self._store.start(self.id):
                     return  # cancelled while queued
-                await self._store.append(self.id, self._numbered(self._opening[1:]))
+                self._log.add(self._numbered(self._opening[1:]))
                 async for event in events:
                     if isinstance(event, Finished):
                         await self._finish(event)
                         return
-                    await self._store.append(self.id, self._numbered(self.builder.feed(event)))
+                    self._log.add(self._numbered(self.builder.feed(event)))
             raise ProxyError("the turn ended without a result")
         except asyncio.CancelledError:
             if isinstance(self.stopped, ProxyError):
@@ -108,6 +117,7 @@ class Run:
         hidden = [] if builder.plan.show_rounds else round_items(done.rounds)
         conversation = [*self.conversation, *hidden, *builder.output]
         stored = StoredResponse(builder.response(), conversation, self.owner)
+        await self._log.flush()
         if await self._store.finish(self.id, builder.status, stored, self._numbered(closing)):
             log.info("background response %s ended %s", self.id, builder.status)
 
@@ -119,6 +129,7 @@ class Run:
         closing = builder.fail(exc)
         stored = StoredResponse(builder.response(), self.conversation, self.owner)
         try:
+            await self._log.flush()
             if await self._store.finish(self.id, "failed", stored, self._numbered(closing)):
                 log.warning("background response %s failed: %s", self.id, exc.message)
         except ProxyError as lost:
@@ -134,3 +145,61 @@ class Run:
             numbered.append(RunEvent(self._next, event["type"], orjson.dumps(event)))
             self._next += 1
         return numbered
+
+
+class _Log:
+    """A run's events on their way to its log: each is written as it comes, and those that
+    come while a write is under way go together in the next (one store call per batch, so
+    a fast stream of text costs far fewer than one per event, and a slow one waits for
+    none)."""
+
+    def __init__(self, store: RunStore, response_id: str) -> None:
+        self._store = store
+        self._id = response_id
+        self._pending: list[RunEvent] = []
+        self._wake = asyncio.Event()
+        self._written = asyncio.Event()
+        self._written.set()
+        self._error: ProxyError | None = None
+
+    def add(self, events: list[RunEvent]) -> None:
+        """Queue events for the log (in order).
+
+        Raises:
+            ProxyError: an earlier write failed (the store is unreachable).
+        """
+        if self._error is not None:
+            raise self._error
+        if events:
+            self._pending += events
+            self._written.clear()
+            self._wake.set()
+
+    async def write(self) -> None:
+        """The writer, a task of the run: each batch in one call, in order, until a write
+        fails (`add` and `flush` raise its error from then on)."""
+        while True:
+            await self._wake.wait()
+            self._wake.clear()
+            batch, self._pending = self._pending, []
+            try:
+                await self._store.append(self._id, batch)
+            except Exception as exc:
+                if not isinstance(exc, ProxyError):
+                    log.exception("background response %s: its events were not kept", self._id)
+                    exc = ProxyError("internal error in the proxy")
+                self._error = exc
+                self._written.set()
+                return
+            if not self._pending:
+                self._written.set()
+
+    async def flush(self) -> None:
+        """Until every queued event is written.
+
+        Raises:
+            ProxyError: a write failed.
+        """
+        await self._written.wait()
+        if self._error is not None:
+            raise self._error
