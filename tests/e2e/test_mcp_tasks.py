@@ -358,8 +358,8 @@ async def test_a_task_whose_replica_vanished_fails(
 
 
 async def test_on_one_process_tasks_live_in_its_memory(jobs: Jobs) -> None:
-    """The memory store; at most `max_running` at once; an `ask` tool asks before its task
-    exists, and runs as a task once approved."""
+    """The memory store; at most `max_running` at once, `max_running_per_key` for a key; an
+    `ask` tool asks before its task exists, and runs as a task once approved."""
     first, release = jobs.job("alone")
     asked: list[str] = []
 
@@ -368,7 +368,7 @@ async def test_on_one_process_tasks_live_in_its_memory(jobs: Jobs) -> None:
         return types.ElicitResult(action="accept", content={"approve": True})
 
     config = replica_config(None, "")
-    config["mcp_server"] = {"tasks": {"max_running": 1}}
+    config["mcp_server"] = {"tasks": {"max_running": 2, "max_running_per_key": 1}}
     config["policy"] = {"rules": [{"match": {"name": "w.crunch"}, "action": "ask"}]}
     async with (
         serve_proxy(config, jobs_registry(jobs)) as alone,
@@ -378,14 +378,23 @@ async def test_on_one_process_tasks_live_in_its_memory(jobs: Jobs) -> None:
         assert len(asked) == 1 and "w.crunch" in asked[0]
         async with asyncio.timeout(10):
             await first.wait()
-        with pytest.raises(MCPError, match="1 tasks are running already"):
+        with pytest.raises(MCPError, match="this key runs 1 tasks already"):
             await start_task(session, "w_crunch", {"job": "alone"})
+        second, other_release = jobs.job("other key")
+        async with connect(alone, KEY_B, elicitation=approve) as other:
+            theirs = await start_task(other, "w_crunch", {"job": "other key"})
+            async with asyncio.timeout(10):
+                await second.wait()
+            with pytest.raises(MCPError, match="2 tasks are running already"):
+                await start_task(other, "w_crunch", {"job": "other key"})
+            other_release.set()
+            assert text(await task_result(other, theirs.task_id)) == "crunched other key"
         release.set()
         result = await task_result(session, task.task_id)
         listed = await list_tasks(session)
     assert text(result) == "crunched alone"
     assert [(t.task_id, t.status) for t in listed] == [(task.task_id, "completed")]
-    assert len(asked) == 1  # the second call found no room before anyone was asked
+    assert len(asked) == 2  # the refused calls found no room before anyone was asked
 
 
 # ---- 2026-07-28: the tasks extension, over plain HTTP ----

@@ -24,6 +24,7 @@ import datetime
 import logging
 import secrets
 import time
+from collections import Counter
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from typing import Any
 
@@ -90,6 +91,8 @@ class McpTasks:
         self._config = config
         self._tools = tools
         self._running: dict[str, tuple[anyio.CancelScope, anyio.Event]] = {}
+        self._per_key: Counter[str] = Counter()
+        """Running tasks by owner."""
         self._group: anyio.abc.TaskGroup | None = None
 
     def supports(self, tool: Tool) -> bool:
@@ -147,8 +150,8 @@ class McpTasks:
 
         Raises:
             MCPError: a 2025-11-25 client asked a task of a tool that runs none, or while
-                `max_running` tasks run (before the gate: nobody approves a call that then
-                finds no room).
+                `max_running` tasks run, or the key's `max_running_per_key` (before the
+                gate: nobody approves a call that then finds no room).
         """
         modern = _modern(ctx)
         tool = self._tools.find(ctx, params.name)
@@ -157,23 +160,26 @@ class McpTasks:
                 return False
             message = f"tool {params.name!r} does not run as a task (its taskSupport is forbidden)"
             raise MCPError(types.METHOD_NOT_FOUND, message)
-        if len(self._running) >= self._config.max_running:
+        full = self._full(_owner(ctx))
+        if full is not None:
             if modern:
                 return False
-            raise self._full()
+            raise full
         return True
 
     async def start(self, admitted: Admitted, owner: str, ttl_ms: int | None) -> McpTaskRecord:
         """Record a task for `admitted` and start running it; its first record.
 
         Raises:
-            MCPError: the server is stopping, or runs `max_running` tasks already.
+            MCPError: the server is stopping, or runs as many tasks as it may (for the
+                process or for `owner`).
         """
         group = self._group
         if group is None:
             raise MCPError(types.INTERNAL_ERROR, "the server is stopping")
-        if len(self._running) >= self._config.max_running:
-            raise self._full()
+        full = self._full(owner)
+        if full is not None:
+            raise full
         ttl_s = self._config.ttl_s
         if ttl_ms is not None:
             ttl_s = min(ttl_s, max(1.0, ttl_ms / 1000))
@@ -194,8 +200,16 @@ class McpTasks:
         await group.start(self._run, record, admitted)
         return record
 
-    def _full(self) -> MCPError:
-        message = f"{self._config.max_running} tasks are running already; try later"
+    def _full(self, owner: str) -> MCPError | None:
+        """The refusal of a new task of `owner` when the process or the key runs as many
+        as it may; None when there is room."""
+        config = self._config
+        if len(self._running) >= config.max_running:
+            message = f"{config.max_running} tasks are running already; try later"
+        elif self._per_key[owner] >= config.max_running_per_key:
+            message = f"this key runs {config.max_running_per_key} tasks already; try later"
+        else:
+            return None
         return MCPError(types.INTERNAL_ERROR, message)
 
     async def _run(
@@ -207,6 +221,7 @@ class McpTasks:
     ) -> None:
         scope, done = anyio.CancelScope(), anyio.Event()
         self._running[record.task_id] = (scope, done)
+        self._per_key[record.owner] += 1
         outcome = record.replace(
             status="failed",
             status_message="the server stopped before the call finished",
@@ -238,6 +253,9 @@ class McpTasks:
                 except StateUnavailableError as exc:
                     log.warning("the MCP task %s's outcome was not kept: %s", record.task_id, exc)
             del self._running[record.task_id]
+            self._per_key[record.owner] -= 1
+            if not self._per_key[record.owner]:
+                del self._per_key[record.owner]
             done.set()
 
     async def _keep_lease(self, record: McpTaskRecord, scope: anyio.CancelScope) -> None:
