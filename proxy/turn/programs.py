@@ -35,8 +35,9 @@ from ..codemode import (
     stubs,
 )
 from ..config import CodeModeConfig
+from . import client_tools
 from .catalog import Toolset, chat_tool
-from .client_tools import callable_from_programs
+from .client_tools import DEFER_LOADING, callable_from_programs
 from .events import ProgramCall
 from .record import Turn
 
@@ -140,11 +141,15 @@ class Programs:
         if not turn.client_tools:
             return view.chat
         client = _client_stubs(turn, view)
-        if not client:
+        # The client's deferred tools stay deferred: the program's search finds them.
+        search = turn.toolset.deferred is None and bool(_client_deferred(turn))
+        if not client and not search:
             return view.chat
+        lines = [_SEARCH_STUB + "\n"] if search else []
+        if client:
+            lines += [_CLIENT_NOTE, *(stub.signature + "\n" for stub in client.values())]
         head = view.spec.description.removesuffix("```")
-        lines = [_CLIENT_NOTE, *(stub.signature + "\n" for stub in client.values()), "```"]
-        spec = ToolSpec(RUN_CODE, head + "\n".join(lines), view.spec.parameters)
+        spec = ToolSpec(RUN_CODE, head + "\n".join([*lines, "```"]), view.spec.parameters)
         return chat_tool(spec)
 
     def tools(self, toolset: Toolset) -> ProgramTools:
@@ -259,7 +264,7 @@ class _Inner:
         self._call_id = call.id
         self._code = _code(call) or str((record or {}).get("code", ""))
         self.view = view
-        self.searchable = turn.toolset.deferred is not None
+        self.searchable = turn.toolset.deferred is not None or bool(_client_deferred(turn))
         self.client = _client_stubs(turn, view)
         """The client's own tools, by their Python name."""
         self.found: dict[str, Stub] = {}
@@ -270,7 +275,7 @@ class _Inner:
             self._count = int(record.get("count", 0))
             specs = turn.toolset.deferred_specs
             for function, wire in dict(record.get("found") or {}).items():
-                if wire in specs:
+                if wire in specs or wire in turn.client_tools:
                     self.found[function] = Stub(function, wire, "")
         self._asks: list[tuple[Tool, ToolCall, str]] = []
         self._handed: list[ToolCall] = []
@@ -307,7 +312,7 @@ class _Inner:
         if args:
             raise ToolFailed(f"{stub.function}() takes keyword arguments only")
         arguments = orjson.dumps(kwargs).decode()
-        if stub.function in self.client and stub.tool in self._turn.client_tools:
+        if stub.tool in self._turn.client_tools:  # listed, or found by a search
             handed = ToolCall(new_call_id(), stub.tool, arguments)
             self._handed.append(handed)
             raise Suspend(handed.id)  # the client runs its own tool; the program waits
@@ -336,31 +341,49 @@ class _Inner:
         return _value(result.content)
 
     async def search(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        deferred = self._turn.toolset.deferred
         query, limit = kwargs.get("query", args[0] if args else None), kwargs.get("limit", 5)
-        if deferred is None or not isinstance(query, str) or not query.strip():
+        if not self.searchable or not isinstance(query, str) or not query.strip():
             raise ToolFailed("search_tools(query=...) needs a non-empty query")
         if not isinstance(limit, int) or not 1 <= limit <= 20:
             raise ToolFailed("limit: an integer from 1 to 20")
-        specs = self._turn.toolset.deferred_specs
         found = []
         taken = {*self.view.functions, *self.client, *self.found, *self.view.denied, _SEARCH}
-        for tool in deferred.search(query, limit=limit):
-            wire = deferred.wire_names.get(tool.qualified_name)
-            spec = specs.get(wire) if wire is not None else None
-            if spec is None:
-                continue
-            known = next((s for s in self.found.values() if s.tool == spec.name), None)
+        for name, description, parameters in self._candidates(query, limit):
+            known = next((s for s in self.found.values() if s.tool == name), None)
             if known is None:
-                (known,) = stubs([(spec.name, spec.description, spec.parameters)], taken)
+                (known,) = stubs([(name, description, parameters)], taken)
                 self.found[known.function] = known
                 taken.add(known.function)
             found.append(
                 {
                     "name": known.function,
-                    "description": spec.description,
+                    "description": description,
                     "signature": known.signature.splitlines()[0],
                 }
+            )
+        return found
+
+    def _candidates(self, query: str, limit: int) -> list[tuple[str, str, Mapping[str, Any]]]:
+        """What a search finds, best first: the registry's deferred tools, then the
+        client's (name, description, parameters)."""
+        toolset = self._turn.toolset
+        deferred, specs = toolset.deferred, toolset.deferred_specs
+        found: list[tuple[str, str, Mapping[str, Any]]] = []
+        for tool in deferred.search(query, limit=limit) if deferred is not None else ():
+            wire = deferred.wire_names.get(tool.qualified_name) if deferred is not None else None
+            spec = specs.get(wire) if wire is not None else None
+            if spec is not None:
+                found.append((spec.name, spec.description, spec.parameters))
+        client = _client_deferred(self._turn)
+        for chat in client_tools.search(client, query, limit - len(found)) if client else ():
+            function = chat["function"]
+            parameters = function.get("parameters")
+            found.append(
+                (
+                    str(function["name"]),
+                    str(function.get("description") or ""),
+                    parameters if isinstance(parameters, dict) else {},
+                )
             )
         return found
 
@@ -399,7 +422,8 @@ class _Functions(Mapping[str, Function]):
 
 
 def _client_stubs(turn: Turn, view: ProgramTools) -> dict[str, Stub]:
-    """The client's own function tools as the program calls them."""
+    """The client's own function tools as the program calls them (its deferred ones wait
+    for a search)."""
     tools = []
     for spec in turn.body.get("tools") or ():
         function = spec.get("function") if isinstance(spec, dict) else None
@@ -407,6 +431,7 @@ def _client_stubs(turn: Turn, view: ProgramTools) -> dict[str, Stub]:
             isinstance(function, dict)
             and function.get("name") in turn.client_tools
             and callable_from_programs(spec)
+            and not spec.get(DEFER_LOADING)
         ):
             parameters = function.get("parameters")
             tools.append(
@@ -418,6 +443,15 @@ def _client_stubs(turn: Turn, view: ProgramTools) -> dict[str, Stub]:
             )
     taken = {*view.functions, *view.denied}
     return {stub.function: stub for stub in stubs(tools, taken)}
+
+
+def _client_deferred(turn: Turn) -> list[dict[str, Any]]:
+    """The client's deferred tools a program may call once its search finds them."""
+    return [
+        tool
+        for tool in turn.body.get("tools") or ()
+        if isinstance(tool, dict) and tool.get(DEFER_LOADING) and callable_from_programs(tool)
+    ]
 
 
 def answer(content: str, *, failed: bool) -> Answer:

@@ -143,3 +143,35 @@ async def test_a_program_that_pauses_twice_is_shown_once(
     assert finished["result"] == "sent late\n"
     assert message["content"][0]["text"] == "Both sent."
     assert len(upstream.requests) == 2
+
+
+async def test_a_deferred_function_stays_deferred_until_the_program_finds_it(
+    make_proxy: Any, upstream: FakeUpstream, stream: bool
+) -> None:
+    """The client's deferred function is not among `run_code`'s signatures: the program's
+    `search_tools` finds it, and its call goes to the client as any program's call does."""
+    code = (
+        "found = await search_tools(query='find order')\n"
+        "order = await lookup_order(order_id='7')\n"
+        "print(found[0]['name'], order['status'])\n"
+    )
+    deferred = {**TOOLS[1], "defer_loading": True}
+    tools = [TOOLS[0], {"type": "tool_search"}, deferred]
+    upstream.script(Reply.tool_calls([("run_code", {"code": code})]), Reply.text("Order 7 sent."))
+    question = [{"role": "user", "content": "Check order 7."}]
+    async with make_proxy(registry_with()) as proxy:
+        first = await _create(proxy.client, stream, input=question, tools=tools)
+        program, call = (item.model_dump(exclude_none=True) for item in first.output)
+        assert call["name"] == "lookup_order" and call["caller"]["caller_id"] == program["call_id"]
+        output = {
+            "type": "function_call_output",
+            "call_id": call["call_id"],
+            "output": '{"status": "sent"}',
+        }
+        history = [*question, program, call, output]
+        second = await _create(proxy.client, stream, input=history, tools=tools)
+    finished, _ = (item.model_dump(exclude_none=True) for item in second.output)
+    assert finished["result"] == "lookup_order sent\n"
+    (run_code,) = [t for t in upstream.requests[0]["tools"] if t["function"]["name"] == "run_code"]
+    description = run_code["function"]["description"]
+    assert "async def search_tools(" in description and "lookup_order" not in description
