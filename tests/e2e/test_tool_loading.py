@@ -233,8 +233,34 @@ async def test_a_loaded_tool_stays_after_previous_response_id_and_another_key_ca
             [{"type": "tool_search_call", "execution": "client", "arguments": {}}],
             "input[1].call_id",
         ),
+        ([CLIENT_SEARCH, {"type": "function", "defer_loading": True}], [], "tools[1].name"),
+        (
+            [CLIENT_SEARCH],
+            [
+                {
+                    "type": "tool_search_call",
+                    "execution": "client",
+                    "call_id": "c",
+                    "arguments": {},
+                },
+                {
+                    "type": "tool_search_output",
+                    "execution": "client",
+                    "tools": [{"type": "function"}],
+                },
+            ],
+            "input.tool_search_output.tools.name",
+        ),
     ],
-    ids=["execution", "name-clash", "two-searches", "output-of-nothing", "call-without-id"],
+    ids=[
+        "execution",
+        "name-clash",
+        "two-searches",
+        "output-of-nothing",
+        "call-without-id",
+        "held-without-name",
+        "loaded-without-name",
+    ],
 )
 async def test_a_malformed_client_search_is_a_400(
     proxy: Proxy, stream: bool, tools: list[Any], items: list[Any], param: str

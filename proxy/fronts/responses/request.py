@@ -170,6 +170,18 @@ def plan_tools(
     )
 
 
+def _name(spec: dict[str, Any], where: str) -> str:
+    """A function tool's name.
+
+    Raises:
+        BadRequestError: it has none.
+    """
+    name = spec.get("name")
+    if not isinstance(name, str) or not name:
+        raise BadRequestError("a function needs a name", param=f"{where}.name")
+    return name
+
+
 def _search_spec(tools: Sequence[dict[str, Any]]) -> tuple[int, dict[str, Any]] | None:
     """The request's `tool_search` tool and its place, if it declared one.
 
@@ -210,7 +222,7 @@ class _Planner:
         kind = spec.get("type")
         if kind == "function":
             if self.client_search is not None and spec.get(DEFER_LOADING) is True:
-                self._hold(str(spec.get("name")), spec.get("description"))
+                self._hold(_name(spec, where), spec.get("description"))
             else:
                 self._function(spec, where)
         elif kind == "namespace":
@@ -248,8 +260,8 @@ class _Planner:
         spec = {k: v for k, v in spec.items() if k != DEFER_LOADING}
         kind = spec.get("type")
         where = "input.tool_search_output.tools"
-        if kind == "function" and isinstance(spec.get("name"), str):
-            self._held.pop(spec["name"], None)
+        if kind == "function":
+            self._held.pop(_name(spec, where), None)
             self._function(spec, where)
         elif kind == "namespace":
             self._held.pop(str(spec.get("name")), None)
