@@ -94,12 +94,13 @@ def asking_server() -> MCPServer:
 
 
 @contextlib.asynccontextmanager
-async def serve_asking() -> AsyncIterator[str]:
-    """Serve the asking server over Streamable HTTP on an ephemeral loopback port; yields
-    its URL."""
-    app = asking_server().streamable_http_app()
+async def serve_asking(transport: str = "streamable-http") -> AsyncIterator[str]:
+    """Serve the asking server over Streamable HTTP (or SSE) on an ephemeral loopback
+    port; yields its URL."""
+    server = asking_server()
+    app = server.sse_app() if transport == "sse" else server.streamable_http_app()
     async with serve_app(app, timeout_graceful_shutdown=1) as root:
-        yield root + "/mcp"
+        yield root + ("/sse" if transport == "sse" else "/mcp")
 
 
 if __name__ == "__main__":

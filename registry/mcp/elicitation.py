@@ -2,9 +2,10 @@
 URL modes) go to the caller's asker, completions (sampling) to its sampler.
 
 Two styles reach here. A 2025-era connection sends `elicitation/create` or
-`sampling/createMessage` mid-call, on the session's own channel; the request names no call,
-so it is routed to the one caller with calls in flight on this server (several callers at
-once cannot be told apart: the question is declined, saying so). A 2026-07-28 call returns
+`sampling/createMessage` mid-call; the request names no call. On Streamable HTTP it comes on
+the call's own response stream, which tells the call (`origins`); elsewhere (stdio, SSE) it
+is routed to the one caller with calls in flight on this server (several callers at once
+cannot be told apart: the question is declined, saying so). A 2026-07-28 call returns
 `input_required` with the questions; they are asked in the call's own context and the call
 is repeated with the answers and the server's `requestState`.
 
@@ -26,6 +27,7 @@ import mcp_types as types
 from registry.clock import CallClock, call_clock
 from registry.mcp.errors import McpCallError
 from registry.mcp.hooks import ClientHooks, Question, Reply, client_hooks
+from registry.mcp.origins import Origins
 from registry.mcp.sampling import SamplingConfig, SamplingDesk
 
 __all__ = ["MAX_ROUNDS", "ClientRequests", "InFlight"]
@@ -48,6 +50,8 @@ class InFlight:
     tool: str
     hooks: ClientHooks | None
     clock: CallClock | None = None
+    key: str | None = None
+    """The call's progress token, by which `origins` names it."""
 
 
 class ClientRequests:
@@ -58,13 +62,15 @@ class ClientRequests:
         self._calls: dict[int, InFlight] = {}
         self._ids = itertools.count()
         self._desk = SamplingDesk(server, sampling)
+        self.origins = Origins()
+        """Which call each server request came with (Streamable HTTP only)."""
 
     @contextlib.contextmanager
-    def calling(self, tool: str) -> Iterator[InFlight]:
-        """Mark a call of `tool` in flight with the hooks its caller offers (`client_hooks`)
-        and its clock (`call_clock`), both read in the call's own context."""
+    def calling(self, tool: str, key: str | None = None) -> Iterator[InFlight]:
+        """Mark a call of `tool` (progress token `key`) in flight with the hooks its caller
+        offers (`client_hooks`) and its clock (`call_clock`), read in the call's context."""
         token = next(self._ids)
-        call = InFlight(tool, client_hooks.get(), call_clock.get())
+        call = InFlight(tool, client_hooks.get(), call_clock.get(), key)
         self._calls[token] = call
         try:
             yield call
@@ -75,7 +81,7 @@ class ClientRequests:
         self, context: object, params: types.ElicitRequestParams
     ) -> types.ElicitResult | types.ErrorData:
         """The SDK's elicitation callback (an in-band question of some call in flight)."""
-        caller = self._caller()
+        caller = self._caller(context)
         if isinstance(caller, str):
             return _result(self._declined(caller, params.message))
         calls = caller
@@ -92,7 +98,7 @@ class ClientRequests:
         self, context: object, params: types.CreateMessageRequestParams
     ) -> types.CreateMessageResult | types.ErrorData:
         """The SDK's sampling callback."""
-        caller = self._caller()
+        caller = self._caller(context)
         hooks = None if isinstance(caller, str) else caller[0].hooks
         return await self._desk.answer(hooks, params)
 
@@ -140,9 +146,13 @@ class ClientRequests:
             f"MCP server {self._server} asked for roots, which Toolwire does not serve"
         )
 
-    def _caller(self) -> list[InFlight] | str:
+    def _caller(self, context: object) -> list[InFlight] | str:
         """The in-flight calls of the one caller a 2025-era request can belong to, or why
         there is none."""
+        key = self.origins.call_of(getattr(context, "request_id", None))
+        known = [call for call in self._calls.values() if key is not None and call.key == key]
+        if known:
+            return known if known[0].hooks is not None else _NO_ASKER
         offered = [call for call in self._calls.values() if call.hooks is not None]
         callers = {id(call.hooks) for call in offered}
         if not offered:

@@ -50,12 +50,12 @@ class Sampled:
 async def asking() -> Any:
     """The asking server as two sources: sampling on (limit 2 a minute) and off."""
     registry = ToolRegistry()
-    async with serve_asking() as url:
-        async for call in _sources(registry, {"url": url}):
+    async with serve_asking() as url, serve_asking("sse") as sse_url:
+        async for call in _sources(registry, {"url": url}, {"url": sse_url}):
             yield call
 
 
-async def _sources(registry: ToolRegistry, server: dict[str, Any]) -> Any:
+async def _sources(registry: ToolRegistry, server: dict[str, Any], sse: dict[str, Any]) -> Any:
     sources = [
         McpSource(
             McpSourceConfig.model_validate(
@@ -79,6 +79,7 @@ async def _sources(registry: ToolRegistry, server: dict[str, Any]) -> Any:
             McpSourceConfig.model_validate({"mcp": server, "namespace": "brief", "timeout_s": 0.3}),
             base_dir=REPO,
         ),
+        McpSource(McpSourceConfig.model_validate({"mcp": sse, "namespace": "sse"}), base_dir=REPO),
     ]
     await asyncio.gather(*(source.start(registry) for source in sources))
     with Executor(default_timeout_s=20) as executor:
@@ -125,13 +126,20 @@ async def test_a_caller_that_cannot_be_asked_declines_with_the_reason(asking: An
     assert "cannot be asked" in answer["reason"]
 
 
-async def test_two_callers_at_once_are_declined_not_misrouted(asking: Any) -> None:
-    """A 2025-era question names no call: with two requests' calls in flight on the server,
-    neither asker gets a question meant for the other."""
-    first, second = Asked(), Asked()
+@pytest.mark.parametrize(
+    ("source", "routed"), [("ask", True), ("sse", False)], ids=["streamable-http", "sse"]
+)
+async def test_two_callers_at_once_get_their_own_questions_or_none(
+    asking: Any, source: str, routed: bool
+) -> None:
+    """A 2025-era question names no call. On Streamable HTTP it comes on its call's own
+    response stream, so each of two callers at once gets its own; over SSE it cannot be
+    told apart, and the second caller's is declined rather than shown to the wrong one."""
+    first, second = Asked(), Asked(Reply("accept", {"date": "2026-01-02", "guests": 1}))
     asked, gate = asyncio.Event(), asyncio.Event()
 
     async def slow_asker(question: Question) -> Reply:
+        first.questions.append(question)
         asked.set()
         await gate.wait()
         return Reply("cancel")
@@ -140,7 +148,7 @@ async def test_two_callers_at_once_are_declined_not_misrouted(asking: Any) -> No
 
     async def one(asker: Asked, city: str) -> ToolResult:
         with offering(ClientHooks(asker=asker)):
-            return await asking("ask.book_table", city=city)
+            return await asking(f"{source}.book_table", city=city)
 
     # The first call is asked alone; the second is in flight while the first waits.
     task = asyncio.create_task(one(first, "Lyon"))
@@ -149,9 +157,14 @@ async def test_two_callers_at_once_are_declined_not_misrouted(asking: Any) -> No
     gate.set()
     first_result = await asyncio.wait_for(task, 10)
     assert json.loads(first_result.content)["action"] == "cancel"
+    assert [q.message for q in first.questions] == ["Which day, and for how many, in Lyon?"]
     answer = json.loads(second_result.content)
-    assert answer["action"] == "decline" and "2 requests" in answer["reason"]
-    assert second.questions == []
+    if routed:
+        assert answer["action"] == "accept"
+        assert [q.message for q in second.questions] == ["Which day, and for how many, in Nice?"]
+    else:
+        assert answer["action"] == "decline" and "2 requests" in answer["reason"]
+        assert second.questions == []
 
 
 async def test_sampling_is_served_with_the_configured_model_within_the_cap(asking: Any) -> None:
