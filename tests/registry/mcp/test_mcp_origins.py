@@ -3,7 +3,7 @@ stream is cut into chunks."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 
 import httpx2
 import orjson
@@ -19,7 +19,7 @@ CALL = {
 }
 
 
-def _event(message: dict[str, object], crlf: bool = False) -> bytes:
+def _event(message: Mapping[str, object], crlf: bool = False) -> bytes:
     text = b"event: message\ndata: " + orjson.dumps(message) + b"\n\n"
     return text.replace(b"\n", b"\r\n") if crlf else text
 
