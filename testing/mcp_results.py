@@ -10,6 +10,7 @@ stdio with `python -m testing.mcp_results`.
 from __future__ import annotations
 
 import contextlib
+import functools
 from collections.abc import AsyncIterator
 
 import anyio
@@ -20,6 +21,7 @@ from testing.asgi_serving import serve_app
 __all__ = ["report_text", "results_server", "serve_results"]
 
 
+@functools.lru_cache(maxsize=4)
 def report_text(kilobytes: int) -> str:
     """The report of about `kilobytes` KiB: numbered lines, every tenth with an é."""
     lines: list[str] = []
