@@ -221,7 +221,7 @@ def codemode_at(revision: str) -> ModuleType:
     package = Path(tempfile.mkdtemp(prefix="codemode-")) / name
     package.mkdir()
     (package / "__init__.py").write_text("")
-    for file in ("sandbox.py", "paused.py", "eager.py"):
+    for file in ("sandbox.py", "paused.py", "eager.py"):  # eager.py: only some revisions
         shown = subprocess.run(
             ["git", "show", f"{revision}:proxy/codemode/{file}"],
             cwd=ROOT,
@@ -230,7 +230,7 @@ def codemode_at(revision: str) -> ModuleType:
         )
         if shown.returncode == 0:
             (package / file).write_text(shown.stdout)
-        elif file != "eager.py":  # which came later
+        elif file != "eager.py":
             raise SystemExit(f"--against {revision}: {shown.stderr.strip()}")
     sys.path.insert(0, str(package.parent))
     return importlib.import_module(f"{name}.sandbox")

@@ -9,13 +9,10 @@ bytes. A function that raises `Suspend` waits for an outside answer: once nothin
 program can go on, the run pauses (`Outcome.paused`) and `Sandbox.resume` goes on with it,
 here or in another process.
 
-The sandbox's workers are separate processes (pydantic-monty runs programs in nothing
-else: a worker that dies of a memory bomb or a crash is replaced and this process is
-unharmed). Each run is driven from a thread of the sandbox's own (Monty's synchronous client
-answers a suspension in about 40 us, its asyncio client in about 170 us). The functions run
-on the event loop: a call awaited at once starts there as soon as the program makes it, while
-the worker goes on to the `await` (the two round trips overlap), and its outcome comes back to
-the sandbox thread directly, with no task of the loop's in between.
+The sandbox's workers are separate processes. Each run is driven from a thread of the
+sandbox's own (Monty's synchronous client answers a suspension in about 40 us, its asyncio
+client in about 170 us); the functions still run on the event loop, handed over once per
+batch of awaited calls.
 """
 
 from __future__ import annotations
@@ -31,7 +28,6 @@ from typing import Any
 
 import pydantic_monty as monty
 
-from .eager import start_task
 from .paused import Answer, Paused, Suspend, storable
 
 Function = Callable[[tuple[Any, ...], dict[str, Any]], Awaitable[Any]]
@@ -146,12 +142,8 @@ class _Pause(Exception):
     """Every call the program awaits waits for an outside answer."""
 
 
-_Result = concurrent.futures.Future[Any]
-"""Where a started call's outcome arrives for the sandbox thread."""
-
-
 class _Run:
-    """One program's run, driven from a sandbox thread; its calls run on the event loop."""
+    """One program's run, driven from a sandbox thread."""
 
     def __init__(
         self,
@@ -168,14 +160,13 @@ class _Run:
         self._printed: list[str] = []
         self._size = 0
         self._calls: dict[int, tuple[str, tuple[Any, ...], dict[str, Any]]] = {}
-        """Calls made and not started yet, by the sandbox's call id."""
-        self._results: dict[int, concurrent.futures.Future[Any]] = {}
-        """Calls started and not settled in the program yet: where their outcomes arrive."""
-        self._running: dict[int, asyncio.Task[None]] = {}
-        """The event loop's side: the calls still running."""
+        """Calls made and not awaited yet, by the sandbox's call id."""
+        self._running: dict[int, asyncio.Future[Any]] = {}
         self._made = 0
         self._awaited = 0
         self._stopped = threading.Event()
+        self._batch: asyncio.Task[Any] | None = None
+        """The event loop's side of the suspension being answered."""
         self._outside: dict[int, str] = {}
         """Awaited calls waiting for an outside answer: sandbox call id → token."""
         self.hooks = {"print_callback": self._print}
@@ -248,63 +239,25 @@ class _Run:
             message = f"the program's limit of {self._limits.tool_calls} tool calls is reached"
             return snapshot.resume({"exc_type": "RuntimeError", "message": message})
         self._made += 1
-        call = (name, tuple(snapshot.args), dict(snapshot.kwargs))
-        if snapshot.allow_eager_await:
-            # Awaited at once with nothing else in the program able to run: it starts now,
-            # on the event loop, while the sandbox's worker goes on to wait for it.
-            self._start({snapshot.call_id: call})
-        else:
-            self._calls[snapshot.call_id] = call  # starts when the program waits
+        self._calls[snapshot.call_id] = (name, tuple(snapshot.args), dict(snapshot.kwargs))
         return snapshot.resume({"future": ...})
 
-    def _start(self, calls: Mapping[int, tuple[str, tuple[Any, ...], dict[str, Any]]]) -> None:
-        """Hand calls to the event loop, in one hand-over."""
-        started = []
-        for call_id, (name, args, kwargs) in calls.items():
-            result: concurrent.futures.Future[Any] = concurrent.futures.Future()
-            self._results[call_id] = result
-            started.append((call_id, self._functions[name], args, kwargs, result))
-        self._awaited += len(started)
-        self._loop.call_soon_threadsafe(self._begin, started)
+    def _settle(self, pending: list[int]) -> dict[int, Any]:  # raises _Pause
+        """Run the awaited calls on the event loop, in the context of the request that runs
+        the program (its stats, its trace); their results as soon as one settles."""
+        batch: concurrent.futures.Future[dict[int, Any] | None] = concurrent.futures.Future()
 
-    def _settle(self, pending: list[int]) -> dict[int, Any]:  # raises _Pause, _Stopped
-        """Start the awaited calls not started yet; the results of those that settle first."""
-        fresh = {call_id: self._calls.pop(call_id) for call_id in pending if call_id in self._calls}
-        if fresh:
-            self._start(fresh)
-        while True:
-            waiting = [self._results[i] for i in pending if i in self._results]
-            if not waiting:
-                raise _Pause  # every awaited call waits for an outside answer
-            if len(waiting) == 1:
-                with contextlib.suppress(concurrent.futures.CancelledError):
-                    waiting[0].exception()  # waits for it
-            else:
-                concurrent.futures.wait(waiting, return_when=concurrent.futures.FIRST_COMPLETED)
-            settled = self._collect(pending)
-            if settled:
-                return settled
+        def start() -> None:
+            task = self._loop.create_task(self._batched(pending), context=self._context.copy())
+            task.add_done_callback(lambda done: _copy_outcome(done, batch))
 
-    def _collect(self, pending: list[int]) -> dict[int, Any]:
-        """The results of the pending calls that are done; those waiting for an outside
-        answer set aside."""
-        settled: dict[int, Any] = {}
-        for call_id in pending:
-            result = self._results.get(call_id)
-            if result is None or not result.done():
-                continue
-            del self._results[call_id]
-            if result.cancelled():
-                raise _Stopped
-            error = result.exception()
-            if isinstance(error, Suspend):
-                self._outside[call_id] = error.token
-            elif error is None:
-                settled[call_id] = {"return_value": result.result()}
-            elif isinstance(error, ToolFailed):
-                settled[call_id] = {"exc_type": "RuntimeError", "message": str(error)}
-            else:
-                raise error  # a function's bug: the run fails, as the caller's code would
+        self._loop.call_soon_threadsafe(start)
+        try:
+            settled = batch.result()
+        except concurrent.futures.CancelledError:
+            raise _Stopped from None
+        if settled is None:
+            raise _Pause
         return settled
 
     def _paused(self, snapshot: Any) -> Outcome:
@@ -330,41 +283,80 @@ class _Run:
 
     # The event loop's side.
 
-    def _begin(self, started: list[tuple[int, Function, Any, Any, _Result]]) -> None:
-        """Run each call as a task in the context of the request that runs the program (its
-        stats, its trace)."""
-        for call_id, function, args, kwargs, result in started:
-            if self._stopped.is_set():
-                _cancel(result)
-                continue
-            call = self._settle_into(call_id, function(args, kwargs), result)
-            task = start_task(self._loop, call, self._context.copy())
-            if not result.done():  # still running: `stop` cancels it
-                self._running[call_id] = task
-
-    async def _settle_into(self, call_id: int, call: Awaitable[Any], result: _Result) -> None:
-        """Run a call; its outcome goes straight to the sandbox thread (a call that needs no
-        waiting is done before `start_task` returns)."""
+    async def _batched(self, pending: list[int]) -> dict[int, Any] | None:
+        if self._stopped.is_set():
+            raise asyncio.CancelledError
+        self._batch = asyncio.current_task()
         try:
-            value = await call
-        except asyncio.CancelledError:
-            _cancel(result)
-            raise
-        except Exception as exc:  # the sandbox thread tells failures from bugs
-            if not result.done():
-                result.set_exception(exc)
-        else:
-            if not result.done():
-                result.set_result(value)
+            return await self._run_calls(pending)
         finally:
-            self._running.pop(call_id, None)
+            self._batch = None
+
+    async def _run_calls(self, pending: list[int]) -> dict[int, Any] | None:
+        """Start the awaited calls not started yet; the results of those that settle first.
+        None: every awaited call waits for an outside answer (the run pauses)."""
+        if len(pending) == 1 and pending[0] in self._calls:
+            return await self._run_one(pending[0])
+        for call_id in pending:
+            if call_id in self._calls and call_id not in self._running:
+                name, args, kwargs = self._calls.pop(call_id)
+                self._running[call_id] = asyncio.ensure_future(self._functions[name](args, kwargs))
+                self._awaited += 1
+        while True:
+            settled = self._collect(pending)
+            if settled:
+                return settled
+            waiting = [self._running[i] for i in pending if i in self._running]
+            if not waiting:
+                return None
+            try:
+                await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
+            except asyncio.CancelledError:
+                self._cancel_running()
+                raise
+
+    def _collect(self, pending: list[int]) -> dict[int, Any]:
+        """The results of the pending calls that are done; those waiting for an outside
+        answer set aside."""
+        settled: dict[int, Any] = {}
+        for call_id in pending:
+            task = self._running.get(call_id)
+            if task is None or not task.done():
+                continue
+            del self._running[call_id]
+            error = task.exception()
+            if isinstance(error, Suspend):
+                self._outside[call_id] = error.token
+            elif error is None:
+                settled[call_id] = {"return_value": task.result()}
+            elif isinstance(error, ToolFailed):
+                settled[call_id] = {"exc_type": "RuntimeError", "message": str(error)}
+            else:
+                raise error  # a function's bug: the run fails, as the caller's code would
+        return settled
+
+    async def _run_one(self, call_id: int) -> dict[int, Any] | None:
+        """A call awaited alone (a plain `await f()`): run here, no task to make and wait on."""
+        name, args, kwargs = self._calls.pop(call_id)
+        self._awaited += 1
+        try:
+            value = await self._functions[name](args, kwargs)
+        except Suspend as waiting:
+            self._outside[call_id] = waiting.token
+            return None
+        except ToolFailed as exc:
+            return {call_id: {"exc_type": "RuntimeError", "message": str(exc)}}
+        return {call_id: {"return_value": value}}
+
+    def _cancel_running(self) -> None:
+        for task in self._running.values():
+            task.cancel()
+        self._running.clear()
 
     async def stop(self) -> None:
         """Stop the run at its next suspension; cancel its running calls and wait for them."""
         self._stopped.set()
-        for result in list(self._results.values()):
-            _cancel(result)
-        tasks = list(self._running.values())
+        tasks = [*self._running.values(), *([self._batch] if self._batch is not None else [])]
         self._running.clear()
         for task in tasks:
             task.cancel()
@@ -379,10 +371,13 @@ def _settled(answer: Answer) -> dict[str, Any]:
     return {"return_value": answer.value}
 
 
-def _cancel(result: _Result) -> None:
-    """Cancel a call's outcome and wake whoever waits for it."""
-    if not result.done() and result.cancel():
-        result.set_running_or_notify_cancel()  # what `concurrent.futures.wait` hears
+def _copy_outcome(task: asyncio.Task[Any], future: concurrent.futures.Future[Any]) -> None:
+    if task.cancelled():
+        future.cancel()
+    elif (error := task.exception()) is not None:
+        future.set_exception(error)
+    else:
+        future.set_result(task.result())
 
 
 def _resource_limits(limits: Limits) -> monty.ResourceLimits:
