@@ -5,6 +5,7 @@ the tool is offered."""
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -19,7 +20,7 @@ from policies import (
     RulePolicy,
     ToolFilter,
 )
-from proxy.config import ResultsConfig
+from proxy.config import ConfigError, ResultsConfig, parse_settings
 from proxy.errors import StateUnavailableError
 from proxy.state.spills import MemorySpillStore
 from proxy.turn import spill_reading
@@ -218,3 +219,17 @@ async def test_bad_and_runaway_patterns_are_errors_the_model_reads(
     assert bad.is_error and "invalid regular expression" in bad.text
     slow = await reader.read_result("res_1", pattern=r"(a|aa)+$")
     assert slow.is_error and "took longer than" in slow.text
+
+
+def test_the_results_section_is_checked_with_its_key_path() -> None:
+    base = {"upstreams": [{"name": "demo", "base_url": "demo"}]}
+    settings = parse_settings(base, base_dir=Path("."), environ={})
+    assert settings.results.spill and settings.results.spill_over_bytes == 32 * 1024
+    for bad, reason in (
+        ({"preview_bytes": 40_000}, "results: preview_bytes must be less than spill_over_bytes"),
+        ({"spill_over": 1}, "results.spill_over: unknown key (did you mean 'spill_over_bytes'?)"),
+        ({"ttl_s": 0}, "results.ttl_s: Input should be greater than 0"),
+    ):
+        with pytest.raises(ConfigError) as caught:
+            parse_settings({**base, "results": bad}, base_dir=Path("."), environ={})
+        assert str(caught.value) == reason
