@@ -39,7 +39,7 @@ def _answer(result: types.ElicitResult) -> str:
 
 def asking_server() -> MCPServer:
     """`book_table` (a form), `book_twice` (two forms), `link_account` (a URL),
-    `summarize` (sampling), `echo`."""
+    `book_stateless` (a form in an `input_required` result), `summarize` (sampling), `echo`."""
     server = MCPServer("toolwire-test-asking")
 
     @server.tool()
@@ -84,6 +84,24 @@ def asking_server() -> MCPServer:
         content = result.content
         text_out = content.text if isinstance(content, types.TextContent) else ""
         return json.dumps({"model": result.model, "text": text_out})
+
+    @server.tool()
+    async def book_stateless(city: str, ctx: Context) -> str | types.InputRequiredResult:
+        """Asks in the 2026-07-28 style (a 2026-07-28 connection only): returns
+        `input_required` with the question, and is called again with the answer and the
+        state it gave."""
+        answers = ctx.input_responses or {}
+        answer = answers.get("when")
+        if ctx.request_state != f"asked:{city}" or not isinstance(answer, types.ElicitResult):
+            question = types.ElicitRequest(
+                params=types.ElicitRequestFormParams(
+                    message=f"When, in {city}?", requested_schema=BOOKING_SCHEMA
+                )
+            )
+            return types.InputRequiredResult(
+                input_requests={"when": question}, request_state=f"asked:{city}"
+            )
+        return _answer(answer)
 
     @server.tool()
     def echo(text: str) -> str:
