@@ -2,12 +2,12 @@
 
 When a call the loop runs asks its client something (an MCP server's elicitation), the
 turn ends as it does for an approval: the client is handed a call of `toolwire_elicitation`
-carrying the question (the README's **Elicitation**). The calls of that round keep running,
-held on this replica (their MCP connection is here), each question waiting for its answer
-at most `timeout_s` (then it is declined). The client answers with a tool message, on any
-replica: the answer is relayed to the held calls, and the answering request waits for what
-they do next: finish (their results take the answer's place in the history, and the turn
-goes on) or ask again (the new question is handed back at once).
+carrying the question (the README's "When an MCP server asks"). The calls of that round
+keep running, held on this replica (their MCP connection is here), each question waiting
+for its answer at most `timeout_s` (then it is declined). The client answers with a tool
+message, on any replica: the answer is relayed to the held calls, and the answering
+request waits for what they do next: finish (their results take the answer's place in the
+history, and the turn goes on) or ask again (the new question is handed back at once).
 
 Everything is kept per client key: a question's record is found only under the key whose
 call asked it; another key's answer to it is refused as if it did not exist (404).

@@ -48,7 +48,7 @@ class Question:
     elicitation_id: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
-        """The question as every front shows it (the README's **Elicitation**)."""
+        """The question as every front shows it (the README: "When an MCP server asks")."""
         shown: dict[str, Any] = {
             "server": self.server,
             "tool": self.tool,
