@@ -47,6 +47,10 @@ class McpServerConfig(BaseModel):
     """The name of an environment variable holding a token sent as `Authorization: Bearer`."""
     connect_timeout_s: float = Field(default=30.0, gt=0)
     """Spawning or connecting, the handshake and the first tool listing together."""
+    protocol: Literal["2025-11-25", "2026-07-28"] = "2025-11-25"
+    """The MCP revision the session speaks: 2025-11-25 (`initialize`; its tasks, tool list
+    changes followed), or 2026-07-28 (`server/discover`; the tasks extension; the tool list
+    is read on each connection, not followed)."""
 
     @field_validator("command")
     @classmethod

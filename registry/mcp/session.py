@@ -32,9 +32,11 @@ from registry.mcp.config import McpServerConfig
 from registry.mcp.elicitation import ClientRequests
 from registry.mcp.errors import McpCallError, McpConnectionLostError, McpUnavailableError
 from registry.mcp.keepalive import read_to_end
+from registry.mcp.origins import Origins
 from registry.mcp.pool import pooled_client
 from registry.mcp.progress import CallReporter, ProgressRoutes
 from registry.mcp.stderr import ServerStderr
+from registry.mcp.task_handles import TaskHandles
 from registry.mcp.tasks import TaskCalls
 from registry.propagation import TRACE_HEADER_NAMES, outgoing_trace_headers
 
@@ -83,6 +85,7 @@ class McpSession:
         self._base_dir = base_dir
         self._progress = ProgressRoutes()
         self._tasks = TaskCalls(label)
+        self._handles = TaskHandles(label)
         self._on_tools = self._tasks.following(on_tools)
         self._state: State = "idle"
         self._error: str | None = None
@@ -160,7 +163,8 @@ class McpSession:
                 if self._tasks.runs_as_task(name):
                     result = await self._call_as_task(session, name, arguments, meta, reporter)
                 else:
-                    result = await self._call(session, name, arguments, meta)
+                    call = self._call(session, name, arguments, meta)
+                    result = await self._handles.settled(session, call, reporter)
         except MCPError as exc:
             if (
                 exc.code == types.CONNECTION_CLOSED
@@ -196,7 +200,8 @@ class McpSession:
         if self._requests is None:
             return await session.call_tool(name, arguments, meta=meta)
         requests = self._requests
-        with requests.calling(name) as call:
+        key = meta.get("progress_token") if meta is not None else None
+        with requests.calling(name, None if key is None else str(key)) as call:
 
             async def retry(
                 responses: types.InputResponses, state: str | None
@@ -314,8 +319,14 @@ class McpSession:
                     elicitation_callback=requests.elicit if requests is not None else None,
                     sampling_callback=requests.sample if requests is not None else None,
                     notification_bindings=[self._tasks.binding()],
+                    extensions=self._handles.extensions(),
+                    result_claims=self._handles.claims(),
                 ) as session:
-                    self._tasks.learn_server((await session.initialize()).capabilities)
+                    if self._server.protocol == "2026-07-28":
+                        await session.discover()
+                    else:
+                        await session.initialize()
+                    self._tasks.learn_server(session.server_capabilities)
                     tools = await _list_all(session)
                     connecting.deadline = math.inf
                     up_since = anyio.current_time()
@@ -387,7 +398,8 @@ class McpSession:
                 timeout=server.connect_timeout_s,
                 httpx_client_factory=_traced_http_client,
             )
-        return _streamable_http(server.url, headers, server.connect_timeout_s)
+        origins = self._requests.origins if self._requests is not None else None
+        return _streamable_http(server.url, headers, server.connect_timeout_s, origins)
 
     def _stdio_parameters(self) -> StdioServerParameters:
         command, *args = self._server.argv
@@ -405,15 +417,17 @@ class McpSession:
 
 @contextlib.asynccontextmanager
 async def _streamable_http(
-    url: str, headers: dict[str, str], timeout_s: float
+    url: str, headers: dict[str, str], timeout_s: float, origins: Origins | None = None
 ) -> AsyncIterator[TransportStreams]:
     # A long read timeout: the server may hold a response stream open while a tool runs.
     timeout = httpx2.Timeout(timeout_s, read=max(300.0, timeout_s))
+    # Each call's event stream tells which call its server's questions belong to.
+    responses = [read_to_end] if origins is None else [read_to_end, origins.watch]
     async with (
         pooled_client(
             headers=headers,
             timeout=timeout,
-            event_hooks={"request": [_trace_headers_from_meta], "response": [read_to_end]},
+            event_hooks={"request": [_trace_headers_from_meta], "response": responses},
         ) as client,
         streamable_http_client(
             url, http_client=client, max_sse_event_size=MAX_MESSAGE_BYTES

@@ -26,7 +26,7 @@ from mcp.shared.dispatcher import CallOptions
 from registry.mcp.errors import McpCallError
 from registry.mcp.progress import CallReporter
 
-__all__ = ["TaskCalls"]
+__all__ = ["TaskCalls", "send_raw"]
 
 log = logging.getLogger("toolwire.mcp")
 
@@ -136,7 +136,7 @@ class TaskCalls:
         """Send the task-augmented `tools/call`; its answer. A caller that goes away while
         the server creates the task still learns the task's id, and cancels it."""
         creating = asyncio.ensure_future(
-            _send(session, "tools/call", params, limit_s=REQUEST_TIMEOUT_S)
+            send_raw(session, "tools/call", params, limit_s=REQUEST_TIMEOUT_S)
         )
         try:
             return await asyncio.shield(creating)
@@ -183,7 +183,7 @@ class TaskCalls:
             reason = f": {task.status_message}" if task.status_message else ""
             raise McpCallError(f"the server cancelled the task{reason}")
         try:
-            raw = await _send(session, "tasks/result", {"taskId": task.task_id}, limit_s=None)
+            raw = await send_raw(session, "tasks/result", {"taskId": task.task_id}, limit_s=None)
         except MCPError as exc:
             raise McpCallError(f"the task failed: {exc.message}") from exc
         if task.status == "failed":
@@ -195,7 +195,9 @@ class TaskCalls:
         """Cancel an abandoned task, whatever cancels the caller meanwhile (bounded)."""
         with anyio.CancelScope(shield=True), anyio.move_on_after(CANCEL_TIMEOUT_S):
             try:
-                await _send(session, "tasks/cancel", {"taskId": task_id}, limit_s=CANCEL_TIMEOUT_S)
+                await send_raw(
+                    session, "tasks/cancel", {"taskId": task_id}, limit_s=CANCEL_TIMEOUT_S
+                )
             except (MCPError, anyio.BrokenResourceError, anyio.ClosedResourceError) as exc:
                 log.warning(
                     "MCP server %s: cancelling task %s failed: %s", self._label, task_id, exc
@@ -212,16 +214,21 @@ class TaskCalls:
 
 
 async def _get(session: ClientSession, task_id: str) -> types.Task:
-    raw = await _send(session, "tasks/get", {"taskId": task_id}, limit_s=REQUEST_TIMEOUT_S)
+    raw = await send_raw(session, "tasks/get", {"taskId": task_id}, limit_s=REQUEST_TIMEOUT_S)
     return types.Task.model_validate(raw, by_name=False)
 
 
-async def _send(
-    session: ClientSession, method: str, params: dict[str, Any], *, limit_s: float | None
+async def send_raw(
+    session: ClientSession,
+    method: str,
+    params: dict[str, Any],
+    *,
+    limit_s: float | None,
+    headers: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     """One request, its raw result: the SDK knows the task methods and the task-augmented
     `tools/call` answer as types only, so they are sent and read here (stamped as the SDK
-    stamps its own).
+    stamps its own, `headers` added).
 
     Raises:
         MCPError: an error answer, a timeout, or a closed connection.
@@ -229,4 +236,6 @@ async def _send(
     data: dict[str, Any] = {"method": method, "params": params}
     options: CallOptions = {} if limit_s is None else {"timeout": limit_s}
     session._stamp(data, options)
+    if headers:
+        options.setdefault("headers", {}).update(headers)
     return await session._dispatcher.send_raw_request(method, data["params"], options)
