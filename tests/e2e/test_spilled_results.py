@@ -19,6 +19,7 @@ import pytest_asyncio
 
 from proxy.turn.spill import MARK
 from registry import ToolRegistry
+from registry.output import truncate
 from testing.mcp_results import report_text, serve_results
 from testing.openapi_service import create_shop
 from testing.openapi_service import serve_app as serve_shop
@@ -43,6 +44,7 @@ DUMPS = {
     "python": ("t_lines", {"count": 20_000}),
     "openapi": ("shop_big", {"size": 300_000}),
     "approved": ("t_guarded", {"count": 20_000}),
+    "capped": ("t_capped", {"count": 20_000}),
 }
 EVENTS = {"toolwire": {"stream_tool_events": True}}
 
@@ -115,6 +117,7 @@ async def served() -> AsyncIterator[Served]:
     registry = ToolRegistry()
     registry.register(lines, namespace="t")
     registry.register(lines, name="guarded", namespace="t")
+    registry.register(lines, name="capped", namespace="t", max_result_size=50_000)
     async with (
         FakeUpstream(Reply.func(model)) as upstream,
         serve_results() as mcp_url,
@@ -221,6 +224,16 @@ async def test_an_approved_calls_long_result_spills_when_it_runs(
     ran = await ask(served.tenants.a, stream=stream, messages=history)
     assert ran.content.startswith(f"told: {MARK}{len(lines(20_000))} bytes")
     assert tool_names(served.upstream.requests[-1])[-1] == "read_result"
+
+
+async def test_a_result_past_its_cap_is_cut_before_it_is_kept(served: Served) -> None:
+    answer = await ask(served.tenants.a, stream=False, messages=user("peek capped"))
+    _, second = served.conversation("peek capped")
+    preview = _text(second["messages"][-1])
+    kept = truncate(lines(20_000), 50_000)  # as before spilling: cut, with its marker
+    assert preview.startswith(f"{MARK}{len(kept.encode())} bytes")
+    assert kept.endswith(preview[-200:]) and "characters]" in preview[-40:]
+    assert answer.content.startswith(f"told: {MARK}{len(kept.encode())} bytes")
 
 
 async def test_another_keys_handle_reads_as_an_unknown_one(served: Served) -> None:
