@@ -46,6 +46,7 @@ class ExecutionConfig(BaseModel):
     log_capacity: int = Field(default=1000, ge=0)
     """How many recent calls the execution log keeps."""
     max_result_size: int | None = Field(default=DEFAULT_MAX_RESULT_SIZE, gt=0)
-    """Characters of a result kept for the model when the tool sets no limit (1 MiB of
-    text); longer results are cut with a marker. None: no limit."""
+    """Characters of a result kept when the tool sets no limit (1 MiB of text), whether it
+    goes to the model whole or is spilled for it to read in parts; longer results are cut
+    with a marker. None: no limit."""
     retry: RetryConfig = Field(default_factory=RetryConfig)
