@@ -228,10 +228,11 @@ async def test_tools_without_task_support_answer_as_before(
 async def test_toolwire_runs_another_toolwires_long_tools_as_tasks(
     upstream: FakeUpstream,
 ) -> None:
-    """Toolwire's client against Toolwire's own `/mcp` (2025-11-25 tasks on both sides):
-    tools tagged `slow` there run as tasks here; a client that goes away here cancels the
-    task there."""
-    started, cancelled = asyncio.Event(), asyncio.Event()
+    """Toolwire's client against Toolwire's own `/mcp`, in both dialects (2025-11-25 tasks,
+    the 2026-07-28 tasks extension): tools tagged `slow` there run as tasks here, a failure
+    there is an error result here, and a client that goes away here cancels the task there."""
+    started: dict[str, asyncio.Event] = {}
+    cancelled: dict[str, asyncio.Event] = {}
     served = ToolRegistry()
 
     async def brew(cups: int) -> str:
@@ -240,6 +241,8 @@ async def test_toolwire_runs_another_toolwires_long_tools_as_tasks(
         Args:
             cups: how many.
         """
+        if cups < 1:
+            raise ValueError("no cups, no coffee")
         return f"{cups} cups brewed"
 
     async def distil(batch: str) -> str:
@@ -248,11 +251,11 @@ async def test_toolwire_runs_another_toolwires_long_tools_as_tasks(
         Args:
             batch: which one.
         """
-        started.set()
+        started[batch].set()
         try:
             await asyncio.sleep(3600)
         except asyncio.CancelledError:
-            cancelled.set()
+            cancelled[batch].set()
             raise
         return "distilled"
 
@@ -261,22 +264,48 @@ async def test_toolwire_runs_another_toolwires_long_tools_as_tasks(
     fake = {"name": "fake", "base_url": upstream.base_url, "models": ["*"]}
     async with serve_proxy({"upstreams": [fake]}, served) as far:
         url = far.base_url.removesuffix("/v1") + "/mcp"
-        config = {"upstreams": [fake], "tools": [{"mcp": {"url": url}, "namespace": "far"}]}
-        async with serve_proxy(config) as near:
-            upstream.script(Reply.tool_calls([("far_t_brew", {"cups": 2})]), Reply.text("ok"))
-            await near.client.chat.completions.create(
-                model=MODEL, messages=[{"role": "user", "content": "brew"}]
-            )
-            assert _last_tool_message(upstream) == "2 cups brewed"
-            upstream.script(Reply.tool_calls([("far_t_distil", {"batch": "b1"})]))
-            stream = await near.client.chat.completions.create(
-                model=MODEL,
-                messages=[{"role": "user", "content": "distil"}],
-                stream=True,
-                extra_body=EVENTS,
-            )
-            async with asyncio.timeout(10):
-                await started.wait()
-            await stream.close()
-            async with asyncio.timeout(10):
-                await cancelled.wait()  # the far side's call, cancelled with its task
+        tools = [
+            {"mcp": {"url": url}, "namespace": "old"},
+            {"mcp": {"url": url, "protocol": "2026-07-28"}, "namespace": "new"},
+        ]
+        async with serve_proxy({"upstreams": [fake], "tools": tools}) as near:
+            for side in ("old", "new"):
+                upstream.script(
+                    Reply.tool_calls([(f"{side}_t_brew", {"cups": 2})]), Reply.text("ok")
+                )
+                brewing = await near.client.chat.completions.create(
+                    model=MODEL,
+                    messages=[{"role": "user", "content": "brew"}],
+                    stream=True,
+                    extra_body=EVENTS,
+                )
+                statuses = [
+                    vendor["progress"].get("status")
+                    async for chunk in brewing
+                    if chunk.choices
+                    and "progress"
+                    in (vendor := (chunk.choices[0].delta.model_extra or {}).get("toolwire", {}))
+                ]
+                assert "completed" in statuses  # it ran as a task, followed to its end
+                assert _last_tool_message(upstream) == "2 cups brewed"
+                upstream.script(
+                    Reply.tool_calls([(f"{side}_t_brew", {"cups": 0})]), Reply.text("ok")
+                )
+                await near.client.chat.completions.create(
+                    model=MODEL, messages=[{"role": "user", "content": "brew"}]
+                )
+                failed = _last_tool_message(upstream)
+                assert failed.startswith("Error") and "no cups, no coffee" in failed
+                started[side], cancelled[side] = asyncio.Event(), asyncio.Event()
+                upstream.script(Reply.tool_calls([(f"{side}_t_distil", {"batch": side})]))
+                stream = await near.client.chat.completions.create(
+                    model=MODEL,
+                    messages=[{"role": "user", "content": "distil"}],
+                    stream=True,
+                    extra_body=EVENTS,
+                )
+                async with asyncio.timeout(10):
+                    await started[side].wait()
+                await stream.close()
+                async with asyncio.timeout(10):
+                    await cancelled[side].wait()  # the far side's call, cancelled with its task
