@@ -100,6 +100,13 @@ class Spills:
             preview = self._preview(handle, data)
             results[call_id] = dataclasses.replace(result, content=preview)
             spilled[call_id] = Spilled(handle, len(data))
+            log.info(
+                "kept a long result of %s whole (%d bytes) as %s for call %s",
+                admission.tool.qualified_name,
+                len(data),
+                handle,
+                call_id,
+            )
         return spilled
 
     async def _kept(self, owner: str, handle: str, data: bytes) -> bool:
