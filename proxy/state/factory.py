@@ -41,8 +41,8 @@ OUTCOME_TTL_S = 7 * 86400.0
 """Approval outcomes outlive pending turns: a conversation replays them for days."""
 
 NOT_SHARED = (
-    "pending turns, approvals (and the operators' queue of them), stored responses, "
-    "rate-limit windows, /mcp tasks and spilled tool results"
+    "pending turns, approvals (and the operators' queue of them), stored responses "
+    "(background ones too), rate-limit windows, /mcp tasks and spilled tool results"
 )
 """What each process keeps to itself with the memory backend."""
 
