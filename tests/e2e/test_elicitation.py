@@ -51,7 +51,11 @@ def model(body: dict[str, Any]) -> Reply:
         return Reply.text(f"told: {' | '.join(told)}")
     text = last["content"] if isinstance(last["content"], str) else last["content"][0]["text"]
     words = text.split()
-    tools = {"book": "ask_book_table", "twice": "ask_book_twice"}
+    tools = {
+        "book": "ask_book_table",
+        "twice": "ask_book_twice",
+        "stateless": "modern_book_stateless",
+    }
     if words[0] in tools:
         return Reply.tool_calls([(tools[words[0]], {"city": words[1]})])
     if words[0] == "link":
@@ -73,7 +77,8 @@ async def served() -> AsyncIterator[tuple[Tenants, FakeUpstream]]:
                     "namespace": "ask",
                     "timeout_s": 60,
                     "sampling": {"enabled": True, "model": SMALL, "max_tokens": 50},
-                }
+                },
+                {"mcp": {"url": url, "protocol": "2026-07-28"}, "namespace": "modern"},
             ],
         }
         async with serve_proxy(config) as proxy, tenants_of(proxy, []) as clients:
@@ -156,6 +161,18 @@ async def test_a_url_question_and_a_second_question_of_the_same_call(
     # The whole conversation replayed reads the same, and nothing is asked again.
     again = await ask(clients.a, stream=False, messages=history)
     assert again.content == done.content
+
+
+async def test_a_2026_servers_input_required_question_pauses_the_turn_too(
+    served: tuple[Tenants, FakeUpstream],
+) -> None:
+    clients, _ = served
+    call, question = _question(await ask(clients.a, stream=True, messages=user("stateless Riga")))
+    assert question["server"] == "modern" and question["message"] == "When, in Riga?"
+    answer = {"action": "accept", "content": BOOKING}
+    history = _after(user("stateless Riga"), call, answer)
+    done = await ask(clients.a, stream=False, messages=history)
+    assert _told(done) == {"action": "accept", "content": BOOKING, "reason": None}
 
 
 async def test_another_keys_answer_is_refused_and_bad_answers_are_400(

@@ -80,6 +80,12 @@ async def _sources(registry: ToolRegistry, server: dict[str, Any], sse: dict[str
             base_dir=REPO,
         ),
         McpSource(McpSourceConfig.model_validate({"mcp": sse, "namespace": "sse"}), base_dir=REPO),
+        McpSource(
+            McpSourceConfig.model_validate(
+                {"mcp": {**server, "protocol": "2026-07-28"}, "namespace": "modern"}
+            ),
+            base_dir=REPO,
+        ),
     ]
     await asyncio.gather(*(source.start(registry) for source in sources))
     with Executor(default_timeout_s=20) as executor:
@@ -259,3 +265,14 @@ async def test_sampling_needs_a_model_when_enabled() -> None:
     with pytest.raises(ValidationError, match="model: required when sampling is enabled"):
         McpSourceConfig.model_validate(entry)
     assert McpSourceConfig.model_validate({"mcp": entry["mcp"]}).sampling.enabled is False
+
+
+async def test_a_2026_server_asks_by_input_required_and_gets_its_answer(asking: Any) -> None:
+    asker = Asked(Reply("accept", {"date": "2026-12-31", "guests": 3}))
+    with offering(ClientHooks(asker=asker)):
+        result = await asking("modern.book_stateless", city="Riga")
+    answer = json.loads(result.content)
+    assert answer["action"] == "accept" and answer["content"]["guests"] == 3
+    (question,) = asker.questions
+    assert question.message == "When, in Riga?" and question.tool == "book_stateless"
+    assert question.server == "modern"
