@@ -19,6 +19,7 @@ from .memory import (
     MemoryResponseStore,
     MemoryTurnStore,
 )
+from .pins import MemoryPinStore, PinStore, RedisPinStore
 from .questions import MemoryRelay, Relay
 from .redis import (
     RedisModeStore,
@@ -68,6 +69,8 @@ class Stores:
     """Long tool results kept for the model to read in parts (`results:`)."""
     relay: Relay
     """MCP servers' questions' answers, and what the asking calls did, between replicas."""
+    pins: PinStore
+    """Pinned tool definitions and operators' verdicts on changed ones."""
     redis: RedisState | None = None
 
     async def aclose(self) -> None:
@@ -115,6 +118,7 @@ async def _redis_stores(config: StateConfig, results: ResultsConfig) -> Stores:
         mcp_tasks=RedisMcpTaskStore(state),
         spills=spill_store(ttl_s=results.ttl_s, max_memory_bytes=0, redis=state),
         relay=RedisRelay(state, ttl_s=TURN_TTL_S),
+        pins=RedisPinStore(state),
         redis=state,
     )
     try:
@@ -144,6 +148,7 @@ def memory_stores(config: StateConfig, results: ResultsConfig | None = None) -> 
             ttl_s=results.ttl_s, max_memory_bytes=results.max_memory_bytes, redis=None
         ),
         relay=MemoryRelay(),
+        pins=MemoryPinStore(),
     )
 
 
