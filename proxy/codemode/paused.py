@@ -40,6 +40,8 @@ class Paused:
     printed: str = ""
     made: int = 0
     awaited: int = 0
+    direct: tuple[str, ...] = ()
+    """The functions the program calls directly (see `direct`): answered with their values."""
 
     def to_json(self) -> dict[str, Any]:
         """The run as JSON (the snapshot in base64), for a state store."""
@@ -50,6 +52,7 @@ class Paused:
             "printed": self.printed,
             "made": self.made,
             "awaited": self.awaited,
+            "direct": list(self.direct),
         }
 
     @classmethod
@@ -67,6 +70,7 @@ class Paused:
                 str(data["printed"]),
                 int(data["made"]),
                 int(data["awaited"]),
+                tuple(str(name) for name in data.get("direct") or ()),
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise ValueError(f"not a paused program: {exc}") from exc

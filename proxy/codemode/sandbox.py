@@ -28,6 +28,7 @@ from typing import Any
 
 import pydantic_monty as monty
 
+from .direct import direct
 from .paused import Answer, Paused, Suspend, storable
 
 Function = Callable[[tuple[Any, ...], dict[str, Any]], Awaitable[Any]]
@@ -98,8 +99,9 @@ class Sandbox:
     async def run(self, code: str, functions: Mapping[str, Function], limits: Limits) -> Outcome:
         """Run `code` to its end, its first limit, or a pause (a function raised `Suspend`
         and nothing else in the program can go on)."""
-        run = _Run(functions, limits, asyncio.get_running_loop())
-        return await self._drive(run, lambda session: session.feed_start(code, **run.hooks))
+        program = direct(code, list(functions))
+        run = _Run(functions, limits, asyncio.get_running_loop(), direct=program.names)
+        return await self._drive(run, lambda session: session.feed_start(program.code, **run.hooks))
 
     async def resume(
         self,
@@ -118,6 +120,9 @@ class Sandbox:
 
         def start(session: Any) -> Any:
             snapshot = session.load_snapshot(paused.state, **run.hooks)
+            if isinstance(snapshot, monty.FunctionSnapshot):  # paused on a direct call
+                answer: Any = settled[snapshot.call_id]
+                return snapshot.resume(answer)
             return snapshot.resume(settled)
 
         return await self._drive(run, start)
@@ -151,8 +156,12 @@ class _Run:
         limits: Limits,
         loop: asyncio.AbstractEventLoop,
         paused: Paused | None = None,
+        *,
+        direct: frozenset[str] = frozenset(),
     ) -> None:
         self._functions = functions
+        self._direct = direct if paused is None else frozenset(paused.direct)
+        """Functions the program calls without `await`: answered with their values."""
         self._limits = self.limits = limits
         self._loop = loop
         self._context = contextvars.copy_context()
@@ -240,6 +249,8 @@ class _Run:
             return snapshot.resume({"exc_type": "RuntimeError", "message": message})
         self._made += 1
         self._calls[snapshot.call_id] = (name, tuple(snapshot.args), dict(snapshot.kwargs))
+        if name in self._direct:  # awaited at once: its value, in one round trip
+            return snapshot.resume(self._settle([snapshot.call_id])[snapshot.call_id])
         return snapshot.resume({"future": ...})
 
     def _settle(self, pending: list[int]) -> dict[int, Any]:  # raises _Pause
@@ -271,6 +282,7 @@ class _Run:
             "".join(self._printed),
             self._made,
             self._awaited,
+            tuple(sorted(self._direct)),
         )
         return Outcome(paused.printed, None, self._awaited, paused=paused)
 

@@ -12,6 +12,7 @@ import orjson
 import pytest
 
 from proxy.codemode import Answer, Limits, Paused, Sandbox, Suspend, ToolFailed
+from proxy.codemode.direct import direct
 
 LIMITS = Limits(wall_s=10, cpu_s=1, memory_mb=32, tool_calls=5, output_bytes=200)
 
@@ -168,3 +169,30 @@ async def test_a_function_bug_fails_the_run_not_the_sandbox(sandbox: Sandbox, co
         await sandbox.run(code, {"f": _broken}, LIMITS)
     after = await sandbox.run("print(6 * 7)", {}, LIMITS)
     assert (after.output, after.error) == ("42\n", None)
+
+
+async def test_a_run_of_direct_calls_pauses_on_one_and_resumes_elsewhere(sandbox: Sandbox) -> None:
+    f = Calls()
+    code = (
+        "print('start', (await f(x=1))['echo']['x'])\n"
+        "print(await ask(n=1))\n"
+        "try:\n"
+        "    await ask(n=2)\n"
+        "except RuntimeError as e:\n"
+        "    print('refused:', e)\n"
+        "print((await f(x=2))['echo']['x'])\n"
+    )
+    assert direct(code, ["f", "ask"]).names == {"f", "ask"}  # each call answered at once
+    functions = {"f": f, "ask": _asked}
+    out = await sandbox.run(code, functions, LIMITS)
+    assert out.paused is not None and list(out.paused.waiting.values()) == ["ask-1"]
+    assert out.output == "start 1\n"
+    kept = Paused.from_json(orjson.loads(orjson.dumps(out.paused.to_json())))
+    async with Sandbox(workers=1) as other:  # another replica's sandbox
+        second = await other.resume(kept, {"ask-1": Answer({"ok": True})}, functions, LIMITS)
+        assert second.paused is not None and list(second.paused.waiting.values()) == ["ask-2"]
+        answers = {"ask-2": Answer(failure="the user refused")}
+        third = await other.resume(second.paused, answers, functions, LIMITS)
+    assert (third.paused, third.error) == (None, None)
+    assert third.output == "start 1\n{'ok': True}\nrefused: the user refused\n2\n"
+    assert [c["x"] for c in f.seen] == [1, 2]
