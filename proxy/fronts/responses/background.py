@@ -200,7 +200,11 @@ class BackgroundRuns:
             return stored
         state = await self._store.state(response_id)
         if state is None:
-            return stored
+            # Its run's record is gone (evicted from Redis, say) while it was running:
+            # nothing can end it any more, so it ends here.
+            lost = _failed(stored, "the record of this background response's run was lost")
+            await self._responses.put(response_id, lost)
+            return lost
         if state.orphaned:
             await self._fail_orphan(response_id, stored)
         elif not state.ended:
@@ -275,17 +279,22 @@ class BackgroundRuns:
 
     async def _fail_orphan(self, response_id: str, stored: StoredResponse) -> None:
         """End a run whose replica died: `failed`, and the log's `response.failed` event."""
-        error = {
-            "code": "server_error",
-            "message": "the server running this background response stopped before it "
-            "finished (its lease expired); send the request again",
-        }
-        failed = {**stored.response, "status": "failed", "error": error}
+        record = _failed(
+            stored,
+            "the server running this background response stopped before it finished "
+            "(its lease expired)",
+        )
         tail = Tail(
             "response.failed",
             b'{"type":"response.failed","sequence_number":',
-            b',"response":' + orjson.dumps(failed) + b"}",
+            b',"response":' + orjson.dumps(record.response) + b"}",
         )
-        record = StoredResponse(failed, stored.conversation, stored.owner)
         if await self._store.finish(response_id, "failed", record, tail=tail, orphaned_only=True):
             log.warning("background response %s: its server stopped; marked failed", response_id)
+
+
+def _failed(stored: StoredResponse, why: str) -> StoredResponse:
+    """`stored` ended `failed` by the proxy, `why` in its error."""
+    error = {"code": "server_error", "message": f"{why}; send the request again"}
+    failed = {**stored.response, "status": "failed", "error": error}
+    return StoredResponse(failed, stored.conversation, stored.owner)

@@ -2,8 +2,8 @@
 on A is polled, streamed from where the client dropped A's stream, and cancelled on B (A's
 tool stops); another key finds nothing on B; a key's cap holds for requests arriving
 together; a draining replica finishes its runs before it stops; a replica that stops
-(shut down, or hung: its lease unrenewed) leaves its responses `failed`, never
-`in_progress`."""
+(shut down, or hung: its lease unrenewed), or a run whose record Redis lost, leaves its
+responses `failed`, never `in_progress`."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ import openai
 import pytest
 import pytest_asyncio
 from openai import AsyncOpenAI
+from redis import asyncio as aioredis
 
 from proxy import create_app, parse_settings
 from testing.asgi_serving import serve_app
@@ -212,3 +213,24 @@ async def test_a_draining_replica_finishes_its_runs_before_it_stops(
         cluster.holds.release["drain"].set()
         await started(stopped)
         assert (await on_b.responses.retrieve(created.id)).status == "completed"
+
+
+async def test_a_run_whose_record_redis_lost_is_failed_and_stopped(
+    cluster: Cluster, replicas: tuple[Replica, Replica]
+) -> None:
+    a, b = replicas
+    state = cluster.config["state"]
+    async with a.client() as on_a, b.client() as on_b:
+        created = await on_a.responses.create(model=MODEL, input="hold evicted", background=True)
+        await started(cluster.holds.started["evicted"])
+        redis = aioredis.Redis.from_url(state["url"])
+        try:  # evicted (maxmemory), or deleted by hand
+            kinds = ("run", "run-lease", "run-log")
+            await redis.delete(*(f"{state['prefix']}{kind}:{created.id}" for kind in kinds))
+        finally:
+            await redis.aclose()
+        failed = await on_b.responses.retrieve(created.id)
+        assert failed.status == "failed" and failed.error is not None
+        assert "was lost" in failed.error.message
+        await started(cluster.holds.cancelled["evicted"])  # A stops it at its next heartbeat
+        assert (await on_a.responses.retrieve(created.id)).status == "failed"
