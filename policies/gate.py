@@ -295,12 +295,16 @@ class Gate:
         return Admission(tool, call, GateDecision.REFUSED, reason, result, gate=self)
 
     def _withdrawn(self, tool: Tool) -> str | None:
-        """Why `tool` may not run any more (disabled, or gone from the registry), or None."""
+        """Why `tool` may not run any more (held back for review, disabled, or gone from the
+        registry), or None."""
         if self._registry is None or isinstance(tool, BuiltInTool):
             return None
         name = tool.qualified_name
         if name not in self._registry:
             return f"the tool {name!r} is no longer available"
+        held = self._registry.held_reason(name)
+        if held is not None:
+            return f"the tool {name!r} is held back: {held}"
         reason = self._registry.disabled_reason(name)
         return None if reason is None else f"the tool {name!r} is disabled: {reason}"
 

@@ -38,6 +38,7 @@ from registry.mcp.hooks import (
     offering,
 )
 from registry.openapi import OpenApiSource, OpenApiSourceConfig
+from registry.pinning import PINNING_MODES, PinningMode, ToolDefinition
 from registry.process_pool import ProcessBackend, WorkerCrashedError
 from registry.progress import ProgressListener, ToolProgress, reporting_to, reports_progress
 from registry.propagation import trace_headers
@@ -61,6 +62,7 @@ from registry.tags import Tag
 from registry.tool import ExecutionMode, Tool, ToolMetadata, ToolSpec
 
 __all__ = [
+    "PINNING_MODES",
     "SOURCE_KINDS",
     "BuiltinOptions",
     "BuiltinSource",
@@ -90,6 +92,7 @@ __all__ = [
     "NameMatch",
     "OpenApiSource",
     "OpenApiSourceConfig",
+    "PinningMode",
     "ProcessBackend",
     "ProgressListener",
     "PythonClassSource",
@@ -121,6 +124,7 @@ __all__ = [
     "ToolCall",
     "ToolCancelledError",
     "ToolContext",
+    "ToolDefinition",
     "ToolIndex",
     "ToolKit",
     "ToolMark",

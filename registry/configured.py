@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -57,6 +57,11 @@ class SourceSettings(BaseModel):
     tags: list[str] = []
     defer: bool = False
     overrides: dict[str, ToolOverride] = {}
+    pinning: Literal["off", "warn", "block"] = "off"
+    """Pin each tool's definition when first seen; a changed one is flagged (`warn`) or held
+    back (`block`) until an operator accepts it (the README's **Pinned tool definitions**)."""
+    review_new_tools: bool = False
+    """With pinning: a tool the source adds after its first listing waits for acceptance."""
 
     def override(self, name: str) -> ToolOverride:
         """The override for the tool named `name` (an empty one when there is none)."""
@@ -73,6 +78,8 @@ class SourceSettings(BaseModel):
         changes: dict[str, Any] = {
             "tags": own.tags | frozenset(self.tags) | frozenset(override.tags or ()),
             "defer": (own.defer or self.defer) if override.defer is None else override.defer,
+            "pinning": self.pinning,
+            "review_new": self.review_new_tools,
         }
         for key, value in override:
             if key not in _SPECIAL and value is not None:

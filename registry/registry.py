@@ -11,9 +11,11 @@ from registry.errors import RegistryError, ToolNotFoundError
 from registry.tool import Tool, ToolMetadata, ToolSpec
 from registry.wire_names import WireNames
 
-__all__ = ["ChangeCallback", "ToolRegistry"]
+__all__ = ["ChangeCallback", "HoldCheck", "ToolRegistry"]
 
 ChangeCallback = Callable[["ToolRegistry"], None]
+HoldCheck = Callable[[Tool], "str | None"]
+"""Why a tool being registered is held back (its definition awaits review), or None."""
 _METADATA_FIELDS = frozenset(f.name for f in dataclasses.fields(ToolMetadata))
 
 
@@ -26,6 +28,9 @@ class _Entry:
     registered_tags: frozenset[str]
     """The tags the tool came with; `update` changes the tool's, never these."""
     disabled_reason: str | None = None
+    held_reason: str | None = None
+    """Why the tool is held back whatever its enabled state (a definition awaiting an
+    operator's review): neither listed nor resolved, like a disabled tool."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,7 +45,7 @@ class _Filter:
         tool = entry.tool
         tags = tool.metadata.tags
         return (
-            (self.include_disabled or entry.disabled_reason is None)
+            (self.include_disabled or (entry.disabled_reason is None and entry.held_reason is None))
             and (self.tags is None or not self.tags.isdisjoint(tags))
             and self.exclude_tags.isdisjoint(tags)
             and (self.namespaces is None or tool.namespace in self.namespaces)
@@ -64,6 +69,7 @@ class ToolRegistry:
         self._wire_names = WireNames()
         self._callbacks: list[ChangeCallback] = []
         self._version = 0
+        self._hold_check: HoldCheck | None = None
 
     @overload
     def register(
@@ -112,9 +118,10 @@ class ToolRegistry:
         qualified = tool.qualified_name
         if qualified in self._entries:
             raise RegistryError(f"a tool named {qualified!r} is already registered")
+        held = self._hold_check(tool) if self._hold_check is not None else None
         spec = ToolSpec(self._wire_names.add(qualified), tool.description, tool.parameters)
         self._entries[qualified] = _Entry(
-            tool, spec, _openai_schema(spec), registered_tags=tool.metadata.tags
+            tool, spec, _openai_schema(spec), registered_tags=tool.metadata.tags, held_reason=held
         )
         self._changed()
         return tool
@@ -171,6 +178,32 @@ class ToolRegistry:
             ToolNotFoundError: no such tool.
         """
         self._set_disabled_reason(qualified_name, reason or "disabled")
+
+    def hold(self, qualified_name: str, reason: str | None) -> None:
+        """Hold a tool back (`reason`) or release it (None): a held tool is neither listed
+        nor resolved by default, whether or not it is enabled.
+
+        Raises:
+            ToolNotFoundError: no such tool.
+        """
+        entry = self._entry(qualified_name)
+        if entry.held_reason == reason:
+            return
+        self._entries[qualified_name] = dataclasses.replace(entry, held_reason=reason)
+        self._changed()
+
+    def held_reason(self, qualified_name: str) -> str | None:
+        """Why the tool is held back, or None.
+
+        Raises:
+            ToolNotFoundError: no such tool.
+        """
+        return self._entry(qualified_name).held_reason
+
+    def check_holds(self, check: HoldCheck | None) -> None:
+        """Decide with `check` whether each tool registered from now on starts held back
+        (in the same step as its registration, so that no caller ever sees it unchecked)."""
+        self._hold_check = check
 
     def is_enabled(self, qualified_name: str) -> bool:
         """Whether the tool is enabled.
@@ -244,7 +277,9 @@ class ToolRegistry:
         """
         qualified = self._wire_names.qualified_name(name) or name
         entry = self._entries.get(qualified)
-        if entry is None or (entry.disabled_reason is not None and not include_disabled):
+        if entry is None:
+            return None
+        if (entry.disabled_reason or entry.held_reason) is not None and not include_disabled:
             return None
         return entry.tool
 

@@ -45,6 +45,11 @@ class ToolMetadata:
     """Retries after a transient error; set, it marks the tool safe to retry. None: the
     executor's default applies to idempotent tools only."""
     idempotent: bool = False
+    pinning: Literal["off", "warn", "block"] = "off"
+    """Whether the tool's definition is pinned, and what drift from the pin does (its
+    source's `pinning`): `warn` serves it flagged, `block` holds it back until accepted."""
+    review_new: bool = False
+    """A tool first seen after its source was pinned waits for an operator's acceptance."""
 
     def __post_init__(self) -> None:
         if isinstance(self.tags, str):

@@ -36,6 +36,7 @@ from .dispatch import Router, Running, http_error, proxy_error, starlette_routes
 from .endpoints import Index
 from .hosts import AllowedHosts
 from .middleware import AuthMiddleware, RequestContextMiddleware
+from .pins import PinKeeper
 from .routes import ADMIN, ADMIN_PANEL, MCP, ROUTES, enabled
 from .routing import App, Route, direct
 from .services import Services
@@ -163,6 +164,10 @@ async def _start(
 ) -> Services:
     """Build every long-lived object; `stack` closes each, also when a later one fails."""
     tools = registry if registry is not None else ToolRegistry()
+    stores = await build_stores(settings)
+    stack.push_async_callback(stores.aclose)
+    # Before the sources start: every tool they register is checked against its pin.
+    pins = await stack.enter_async_context(PinKeeper(tools, stores.pins).keeping())
     if sources is None:
         sources = sources_for(settings)
         await sources.start(tools)
@@ -173,8 +178,6 @@ async def _start(
     if settings.policy.approval_webhook is not None:
         approver = WebhookApprover(settings.policy.approval_webhook)
         stack.push_async_callback(approver.aclose)
-    stores = await build_stores(settings)
-    stack.push_async_callback(stores.aclose)
     runs = run_store(stores.responses, stores.redis, settings.state)
     stack.push_async_callback(runs.aclose)
     limiter = stores.limiter
@@ -233,6 +236,7 @@ async def _start(
         keepalive_s=settings.loop.keepalive_s,
         mcp_tasks=stores.mcp_tasks,
         background=background,
+        pins=pins,
     )
 
 

@@ -18,6 +18,7 @@ from ..turn.events import LoopEvent
 from ..turn.record import Turn
 from ..upstreams.router import UpstreamRouter
 from .auth import Authenticator
+from .pins import PinKeeper
 
 if TYPE_CHECKING:
     from ..fronts.responses.background import BackgroundRuns
@@ -55,3 +56,5 @@ class Services:
     """The records of `/mcp`'s tasks; None: `/mcp` keeps them in its own memory."""
     background: BackgroundRuns | None = None
     """The Responses API's background runs; None: `background: true` is refused."""
+    pins: PinKeeper | None = None
+    """Pinned tool definitions and operators' verdicts on changed ones."""

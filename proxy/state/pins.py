@@ -31,6 +31,8 @@ class PinRecord:
     """The trusted definition (`ToolDefinition.to_json`), or None when none ever was (a new
     tool that waited for review and was rejected)."""
     digest: str | None
+    source: str = ""
+    """The label of the source that serves the tool."""
     pinned_by: str = FIRST_SIGHT
     pinned_at: float = 0.0
     rejected: str | None = None
