@@ -18,11 +18,13 @@ inside the program (code mode). Reported per way: model round trips, bytes sent 
 model (request bodies), wall time, and code mode's reduction against each plain way.
 
 Then the sandbox's cost per inner call: `--calls` awaits of an instant function in one
-program, sequential and gathered, against two references measured in the same run: the same
+program, sequential and gathered, against references measured in the same run: the same
 awaits in plain Python, and the sandbox's own round trips alone (pydantic-monty's client
 answering each suspension in place, with no function run and no hand-over to the event loop):
-what Toolwire adds is the difference from the latter. `--against REV` also times the sandbox
-as it was at a git revision, in turns with this tree's, so one run compares before and after.
+one a call (a call awaited at once at the top level is answered with its value, see
+proxy/codemode/direct.py), two for a call answered with a future; what Toolwire adds is the
+difference from one. `--against REV` also times the sandbox as it was at a git revision, in
+turns with this tree's, so one run compares before and after.
 """
 
 from __future__ import annotations
@@ -197,17 +199,21 @@ async def one_way(name: str, model: Any, tools: ToolRegistry, code_mode: bool) -
     return Way(name, len(upstream.requests), sent, seconds, answer)
 
 
-def monty_alone(calls: int, rounds: int) -> float:
-    """µs per awaited call of the sandbox's own round trips (two suspensions a call)."""
+def monty_alone(calls: int, rounds: int, *, awaited: bool) -> float:
+    """µs per call of the sandbox's own round trips: a call answered with its value (one
+    suspension), or an awaited call answered with a future and then its result (two)."""
     best = float("inf")
+    call = "await f()" if awaited else "f()"
     with monty.Monty() as pool:
         for _ in range(rounds):
             with pool.checkout(limits={"max_suspensions": 2 * calls + 16}) as session:
                 start = time.perf_counter()
-                snapshot = session.feed_start(f"for i in range({calls}):\n    await f()")
+                snapshot = session.feed_start(f"for i in range({calls}):\n    {call}")
                 while not isinstance(snapshot, monty.MontyComplete):
                     if isinstance(snapshot, monty.FunctionSnapshot):
-                        snapshot = snapshot.resume({"future": ...})
+                        snapshot = snapshot.resume(
+                            {"future": ...} if awaited else {"return_value": 1}
+                        )
                     else:
                         answers = {i: {"return_value": 1} for i in snapshot.pending_call_ids}
                         snapshot = snapshot.resume(answers)
@@ -221,7 +227,7 @@ def codemode_at(revision: str) -> ModuleType:
     package = Path(tempfile.mkdtemp(prefix="codemode-")) / name
     package.mkdir()
     (package / "__init__.py").write_text("")
-    for file in ("sandbox.py", "paused.py", "eager.py"):  # eager.py: only some revisions
+    for file in ("sandbox.py", "paused.py", "eager.py", "direct.py"):
         shown = subprocess.run(
             ["git", "show", f"{revision}:proxy/codemode/{file}"],
             cwd=ROOT,
@@ -230,7 +236,7 @@ def codemode_at(revision: str) -> ModuleType:
         )
         if shown.returncode == 0:
             (package / file).write_text(shown.stdout)
-        elif file != "eager.py":
+        elif file in ("sandbox.py", "paused.py"):  # the others came and went
             raise SystemExit(f"--against {revision}: {shown.stderr.strip()}")
     sys.path.insert(0, str(package.parent))
     return importlib.import_module(f"{name}.sandbox")
@@ -335,13 +341,15 @@ async def main(argv: list[str] | None = None) -> None:
     if args.against:
         versions[args.against] = codemode_at(args.against)
     overhead = await sandbox_overhead(args.calls, args.rounds, versions)
-    alone = monty_alone(args.calls, args.rounds)
+    alone = monty_alone(args.calls, args.rounds, awaited=False)
+    twice = monty_alone(args.calls, args.rounds, awaited=True)
     python = await plain_await(args.calls)
     print(f"\nper awaited call ({args.calls} in one program, best of {args.rounds}):")
-    print("| | us per call | beyond the sandbox's round trips |")
+    print("| | us per call | beyond one round trip of the sandbox's |")
     print("|---|---|---|")
     print(f"| plain Python await | {python:.1f} | |")
-    print(f"| the sandbox's round trips alone (2 a call) | {alone:.1f} | |")
+    print(f"| the sandbox's round trip alone: a call answered with its value | {alone:.1f} | |")
+    print(f"| the same, answered with a future, then its result (two) | {twice:.1f} | |")
     for name, (sequential, gathered) in overhead.items():
         print(f"| {name}: sequential awaits | {sequential:.1f} | {sequential - alone:.1f} |")
         print(f"| {name}: gathered | {gathered:.1f} | {gathered - alone:.1f} |")

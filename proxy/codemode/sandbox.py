@@ -9,10 +9,13 @@ bytes. A function that raises `Suspend` waits for an outside answer: once nothin
 program can go on, the run pauses (`Outcome.paused`) and `Sandbox.resume` goes on with it,
 here or in another process.
 
-The sandbox's workers are separate processes. Each run is driven from a thread of the
-sandbox's own (Monty's synchronous client answers a suspension in about 40 us, its asyncio
-client in about 170 us); the functions still run on the event loop, handed over once per
-batch of awaited calls.
+The sandbox's workers are separate processes (pydantic-monty runs programs nowhere else: a
+worker that dies of a crash is replaced and this process is unharmed). Each run is driven
+from a thread of the sandbox's own (Monty's synchronous client answers a suspension in about
+20-40 us, its asyncio client in 100-200); the functions still run on the event loop, handed
+over once per batch of awaited calls. An awaited call costs two suspensions (the call, then
+its future) unless the program awaits each call of it at once at its top level: then it is
+called directly and answered with its value (`direct`), one suspension.
 """
 
 from __future__ import annotations
