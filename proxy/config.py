@@ -501,6 +501,27 @@ class ElicitationConfig(BaseModel):
     to take it; past it (that replica stopped), the call fails with a clear error."""
 
 
+HOSTED_TYPES = ("web_search",)
+"""The hosted server-tool types `hosted_tools:` may map (the README's "Hosted server tools")."""
+
+
+class HostedToolConfig(BaseModel):
+    """One hosted server-tool type answered by a registry tool: `web_search: search.web`, or
+    `web_search: {tool: search.web, query: q}`."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    tool: str = Field(min_length=1)
+    """The registry tool that answers it (its qualified or wire name)."""
+    query: str = Field(default="query", min_length=1)
+    """The tool's argument that holds what is searched."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _short_form(cls, raw: Any) -> Any:
+        return {"tool": raw} if isinstance(raw, str) else raw
+
+
 class Settings(BaseModel):
     """The whole of proxy.yaml."""
 
@@ -524,6 +545,8 @@ class Settings(BaseModel):
     results: ResultsConfig = Field(default_factory=ResultsConfig)
     background: BackgroundConfig = Field(default_factory=BackgroundConfig)
     elicitation: ElicitationConfig = Field(default_factory=ElicitationConfig)
+    hosted_tools: dict[Literal["web_search"], HostedToolConfig] = Field(default_factory=dict)
+    """Hosted server-tool types a client may declare, each answered by a registry tool."""
     base_dir: Path = Field(default_factory=Path.cwd, exclude=True)
     """Where relative paths in the file are resolved: the config file's folder."""
 
