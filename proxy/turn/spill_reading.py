@@ -7,6 +7,7 @@ regular expression with lines of context. It reads only the results of the calle
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Annotated, cast
@@ -108,7 +109,7 @@ class Reader:
     async def _search(
         self, handle: str, offset: int, pattern: str, context: int, ignore_case: bool
     ) -> ToolOutput:
-        flags = regex.IGNORECASE if ignore_case else 0
+        flags = regex.MULTILINE | (regex.IGNORECASE if ignore_case else 0)  # ^ and $: per line
         try:
             compiled = regex.compile(pattern, flags)
         except regex.error as exc:
@@ -170,22 +171,29 @@ class _Search:
 
     def _matches(self, text: str, start: int, line: int) -> Iterator[tuple[int, int, int]]:
         """Each match's character index in `text`, its byte offset in the result and its line
-        number; one per line (the first on it)."""
+        number; one per line (the first on it: the next search starts on the next line).
+
+        Raises:
+            TimeoutError: the searches together ran past `_PATTERN_TIMEOUT_S`.
+        """
         ascii_only = text.isascii()
         char_at, byte_at = 0, start
-        last_line_end = -1
-        for match in self.compiled.finditer(
-            text, concurrent=True, timeout=_PATTERN_TIMEOUT_S, overlapped=False
-        ):
+        deadline = time.monotonic() + _PATTERN_TIMEOUT_S
+        position = 0
+        while position <= len(text):
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise TimeoutError("the pattern ran past its time")
+            match = self.compiled.search(text, position, concurrent=True, timeout=remaining)
+            if match is None:
+                return
             at = match.start()
-            if at <= last_line_end:
-                continue
             line += text.count("\n", char_at, at)
             byte_at += (at - char_at) if ascii_only else len(text[char_at:at].encode())
             char_at = at
-            end = text.find("\n", at)
-            last_line_end = len(text) if end < 0 else end
             yield at, byte_at, line
+            end = text.find("\n", at)
+            position = len(text) + 1 if end < 0 else end + 1
 
     def _block(self, text: str, at: int, byte: int, line: int) -> str:
         """The matching line and its context, each line cut around the match."""

@@ -233,3 +233,18 @@ def test_the_results_section_is_checked_with_its_key_path() -> None:
         with pytest.raises(ConfigError) as caught:
             parse_settings({**base, "results": bad}, base_dir=Path("."), environ={})
         assert str(caught.value) == reason
+
+
+async def test_a_search_takes_one_match_a_line_and_anchors_at_each_line(
+    store: MemorySpillStore,
+) -> None:
+    await store.put("a", "one", ("e" * 200_000).encode())
+    await store.put("a", "rows", LINES.encode())
+    reader = Reader(store, "a", read_bytes=2048)
+    single = (await reader.read_result("one", pattern="e")).text
+    assert single.startswith("[one: 1 match from byte 0 of 200000]")
+    anchored = (await reader.read_result("rows", pattern=r"^row 2999:", context_lines=0)).text
+    assert anchored.splitlines()[1:] == [
+        f"@ line 3000, byte {DATA.index(b'row 2999:')}",
+        "> 3000| row 2999: price=20993 € naïve",
+    ]
