@@ -35,7 +35,10 @@ from tests.e2e.tenants import AUTH, KEY_A, MASTER, Tenants, tenants_of, user
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 SMALL = "small-model"
-BOOKING = {"date": "2026-12-24", "guests": 4}
+BOOKING: dict[str, str | int | float | bool | list[str] | None] = {
+    "date": "2026-12-24",
+    "guests": 4,
+}
 STREAMS = pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])
 
 
@@ -276,8 +279,10 @@ async def test_sampling_is_served_by_the_configured_model(
     assert sampled["messages"][0] == {"role": "system", "content": "Summarize in one line."}
     assert "tools" not in sampled
     assert any("sampled small-model for a" in r.getMessage() for r in caplog.records)
-    served = 'toolwire_mcp_client_requests_total{kind="sampling",outcome="served",source="ask"} 1.0'
-    assert served in await _metrics(clients)
+    counted = (
+        'toolwire_mcp_client_requests_total{kind="sampling",outcome="served",source="ask"} 1.0'
+    )
+    assert counted in await _metrics(clients)
 
 
 async def _metrics(clients: Tenants) -> str:
