@@ -13,7 +13,10 @@ Tools:
 - `crunch_tool_error()`: task support required; the task completes with an `isError` result.
 - `plain(text)`: no task support; reports one step of progress, answers 50 ms later.
 
-The server advertises `tasks.requests.tools.call`, `tasks.cancel` and `tasks.list`.
+The server advertises `tasks.requests.tools.call`, `tasks.cancel` and `tasks.list` to a
+2025-11-25 client, and the `io.modelcontextprotocol/tasks` extension to a 2026-07-28 one,
+whose calls of the task tools it then answers with task handles (`tasks/get` carries the
+result inline; `tasks/cancel` acknowledges).
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ import argparse
 import contextlib
 import datetime
 import itertools
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -33,12 +36,14 @@ from mcp import MCPError
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from testing.asgi_serving import serve_app
 
 __all__ = ["TaskBoard", "build_tasks_server", "serve_tasks_http", "stdio_tasks_command"]
 
 POLL_INTERVAL_MS = 50
+EXTENSION = "io.modelcontextprotocol/tasks"
 
 _TOOLS = [
     types.Tool(
@@ -92,15 +97,23 @@ class _Task:
     scope: anyio.CancelScope = field(default_factory=anyio.CancelScope)
     marks: Path | None = None
 
-    def wire(self) -> dict[str, Any]:
+    def wire(self, *, modern: bool = False) -> dict[str, Any]:
+        """The task as 2025-11-25 shows it, or as 2026-07-28's `tasks/get` does (durations
+        in `...Ms` keys, the result or error inline once it ended)."""
         task: dict[str, Any] = {
             "taskId": self.task_id,
             "status": self.status,
             "createdAt": self.created_at,
             "lastUpdatedAt": self.updated_at,
-            "ttl": 60_000,
-            "pollInterval": POLL_INTERVAL_MS,
         }
+        if modern:
+            task.update(ttlMs=60_000, pollIntervalMs=POLL_INTERVAL_MS)
+            if self.status == "completed" and self.result is not None:
+                task["result"] = self.result
+            if self.status == "failed" and self.error is not None:
+                task["error"] = {"code": self.error.code, "message": self.error.message}
+        else:
+            task.update(ttl=60_000, pollInterval=POLL_INTERVAL_MS)
         if self.message is not None:
             task["statusMessage"] = self.message
         return task
@@ -245,7 +258,7 @@ def build_tasks_server(board: TaskBoard | None = None) -> Server[Any]:
     )
 
     async def get_task(ctx: Any, params: types.GetTaskRequestParams) -> dict[str, Any]:
-        return board.find(params.task_id).wire()
+        return board.find(params.task_id).wire(modern=_modern(ctx))
 
     async def task_result(ctx: Any, params: types.GetTaskPayloadRequestParams) -> dict[str, Any]:
         task = board.find(params.task_id)
@@ -260,13 +273,26 @@ def build_tasks_server(board: TaskBoard | None = None) -> Server[Any]:
         return {**task.result, "_meta": related}
 
     async def cancel_task(ctx: Any, params: types.CancelTaskRequestParams) -> dict[str, Any]:
-        return board.cancel(params.task_id).wire()
+        task = board.cancel(params.task_id)
+        return {} if _modern(ctx) else task.wire()
 
     server.add_request_handler("tasks/get", types.GetTaskRequestParams, get_task)
     server.add_request_handler("tasks/result", types.GetTaskPayloadRequestParams, task_result)
     server.add_request_handler("tasks/cancel", types.CancelTaskRequestParams, cancel_task)
     server.middleware.append(_TaskCalls(board))
+    server.extensions[EXTENSION] = {}  # 2026-07-28's tasks extension, in server/discover
     return server
+
+
+def _modern(ctx: ServerRequestContext[Any, Any]) -> bool:
+    return ctx.protocol_version in MODERN_PROTOCOL_VERSIONS
+
+
+def _declares_tasks(params: Mapping[str, Any]) -> bool:
+    """Whether a 2026-07-28 request's client declared the tasks extension."""
+    meta = params.get("_meta") or {}
+    capabilities = meta.get("io.modelcontextprotocol/clientCapabilities") or {}
+    return EXTENSION in (capabilities.get("extensions") or {})
 
 
 class _TaskCalls:
@@ -289,9 +315,19 @@ class _TaskCalls:
                 "requests": {"tools": {"call": {}}},
             }
             return result
-        if ctx.method != "tools/call" or "task" not in params:
+        if ctx.method != "tools/call":
             return await call_next(ctx)
         name = str(params.get("name"))
+        arguments = dict(params.get("arguments") or {})
+        if _modern(ctx):
+            # 2026-07-28: the server decides; every task tool answers with a handle when the
+            # client declared the extension (no progress on tasks in that dialect).
+            if name == "plain" or not _declares_tasks(params):
+                return await call_next(ctx)
+            task = self._board.start(name, arguments, _silent, None)
+            return {"resultType": "task", **task.wire(modern=True)}
+        if "task" not in params:
+            return await call_next(ctx)
         if name == "plain":
             raise MCPError(code=types.INVALID_PARAMS, message="plain does not run as a task")
         token = (params.get("_meta") or {}).get("progressToken")
@@ -300,8 +336,12 @@ class _TaskCalls:
         async def notify(method: str, body: dict[str, Any]) -> None:
             await outbound.notify(method, body)
 
-        task = self._board.start(name, dict(params.get("arguments") or {}), notify, token)
+        task = self._board.start(name, arguments, notify, token)
         return {"task": task.wire()}
+
+
+async def _silent(method: str, body: dict[str, Any]) -> None:
+    """A 2026-07-28 task's notifier: that dialect sends none for tasks."""
 
 
 async def _run_stdio() -> None:
