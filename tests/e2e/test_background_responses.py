@@ -127,6 +127,9 @@ async def test_created_queued_polled_through_a_tool_round_to_its_end(served: Ser
         served.holds.release["poll"].set()
         done = await settled(client, created.id)
     assert done.status == "completed"
+    # Streamed from the upstream though the request was not: followers see it as it comes.
+    sent = [r for r in served.upstream.requests if r["messages"][0]["content"] == "hold poll"]
+    assert len(sent) == 2 and all(r.get("stream") is True for r in sent)
     assert done.output_text == "the tool said: released poll"
     assert done.background is True and done.usage.total_tokens == 30
 

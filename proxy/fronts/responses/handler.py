@@ -144,6 +144,9 @@ class Responses:
         if runs is None:
             raise BadRequestError("background responses are not served here", param="background")
         turn = prepared.turn
+        # Streamed from the upstream whether or not this request streams: the run's events
+        # come as they are made, for any client that follows them.
+        turn.body["stream"] = True
         run = Run(ResponseBuilder(prepared.plan), turn, prepared.conversation, runs.store)
         await runs.launch(run, lambda: self._services.loop.run(turn))
         return dataclasses.replace(prepared, background=run)
