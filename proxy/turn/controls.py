@@ -41,6 +41,8 @@ class Controls:
     stream_tool_events: bool = False
     code_mode: bool | None = None
     """Offer the model `run_code` (True), or not (False); None: as the key and config say."""
+    max_uses: tuple[tuple[str, int], ...] = ()
+    """The most calls of a tool (by wire name) one request runs: a hosted tool's `max_uses`."""
 
 
 _HEADERS = ("x-toolwire-tags", "x-toolwire-exclude-tags", "x-toolwire-namespaces")

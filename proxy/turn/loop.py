@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -53,6 +54,8 @@ class _State:
     an approved call that failed): a paused program raises them."""
     asked: Asked | None = None
     """A question an MCP server asked during this round's calls, for the client."""
+    uses: Counter[str] = field(default_factory=Counter)
+    """Calls run so far of each tool with a per-request limit (`Controls.max_uses`)."""
 
 
 class ToolLoop:
@@ -328,12 +331,22 @@ class ToolLoop:
             results[call.id] = run_search(turn.toolset, call, state.loaded, client)
         programs = calls.programs
         budget = max(0, state.guard.limits.max_tool_calls - state.guard.tool_calls)
+        caps = dict(turn.controls.max_uses)
         admitted: list[Admission] = []
         for admission in calls.own:
             if admission.verdict is GateDecision.RUN and budget == 0:
                 message = "the turn's tool-call limit is reached"
                 results[admission.call.id] = ToolResult.error(admission.call.id, "limit", message)
                 continue
+            name = admission.call.name
+            if admission.verdict is GateDecision.RUN and name in caps:
+                if state.uses[name] >= caps[name]:
+                    message = f"{name} may be called {caps[name]} times in this request"
+                    results[admission.call.id] = ToolResult.error(
+                        admission.call.id, "limit", message
+                    )
+                    continue
+                state.uses[name] += 1
             budget -= admission.verdict is GateDecision.RUN
             admitted.append(admission)
         answered = tuple(calls.answered_here)
