@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from dataclasses import dataclass
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
 from policies import Gate
 from registry import SourceSet, ToolRegistry
 
 from ..approvals.flow import ApprovalFlow
-from ..config import ServerConfig
+from ..config import HostedToolConfig, ServerConfig
 from ..state.base import ResponseStore
 from ..state.mcp_tasks import McpTaskStore
 from ..turn.catalog import Catalog
@@ -56,5 +56,7 @@ class Services:
     """The records of `/mcp`'s tasks; None: `/mcp` keeps them in its own memory."""
     background: BackgroundRuns | None = None
     """The Responses API's background runs; None: `background: true` is refused."""
+    hosted_tools: Mapping[str, HostedToolConfig] = field(default_factory=dict)
+    """Hosted server-tool types and the registry tools that answer them (`hosted_tools:`)."""
     pins: PinKeeper | None = None
     """Pinned tool definitions and operators' verdicts on changed ones."""
