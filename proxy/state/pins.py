@@ -121,56 +121,68 @@ class MemoryPinStore:
         self._revision += 1
 
 
+_LOAD = """
+return {redis.call('GET', KEYS[2]) or '0', redis.call('HGETALL', KEYS[1])}
+"""
+_FIRST_SIGHT = """
+local kept = 0
+for i = 1, #ARGV, 2 do
+  kept = kept + redis.call('HSETNX', KEYS[1], ARGV[i], ARGV[i + 1])
+end
+if kept > 0 then redis.call('INCR', KEYS[2]) end
+return kept
+"""
+_PUT = """
+if ARGV[1] == '1' then redis.call('DEL', KEYS[1]) end
+for i = 2, #ARGV, 2 do
+  redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1])
+end
+return redis.call('INCR', KEYS[2])
+"""
+
+
 class RedisPinStore:
     """Pins in Redis: one hash of records by tool name and a revision counter, changed
-    together in one transaction."""
+    together by one script."""
 
     def __init__(self, state: RedisState) -> None:
         self._state = state
-        self._records = state.key("pins", "tools")
-        self._revision = state.key("pins", "revision")
+        self._keys = [state.key("pins", "tools"), state.key("pins", "revision")]
+        self._load = state.script(_LOAD)
+        self._first_sight = state.script(_FIRST_SIGHT)
+        self._put = state.script(_PUT)
 
     async def revision(self) -> int:
         with reaching("reading the pins' revision"):
-            value = await self._state.client.get(self._revision)
+            value = await self._state.client.get(self._keys[1])
         return int(value or 0)
 
     async def load(self) -> tuple[int, dict[str, PinRecord]]:
         with reaching("reading the pinned tool definitions"):
-            async with self._state.client.pipeline(transaction=True) as pipe:
-                pipe.get(self._revision)
-                pipe.hgetall(self._records)
-                revision, raw = await pipe.execute()
+            revision, flat = await self._load(keys=self._keys)
         records = {}
-        for data in raw.values():
+        for data in flat[1::2]:
             record = PinRecord.from_json(orjson.loads(data))
             records[record.name] = record
-        return int(revision or 0), records
+        return int(revision), records
 
     async def first_sight(self, records: Iterable[PinRecord]) -> None:
-        records = list(records)
-        if not records:
-            return
-        with reaching("pinning tool definitions"):
-            async with self._state.client.pipeline(transaction=True) as pipe:
-                for record in records:
-                    pipe.hsetnx(self._records, record.name, orjson.dumps(record.to_json()))
-                pipe.incr(self._revision)
-                await pipe.execute()
+        args = _pairs(records)
+        if args:
+            with reaching("pinning tool definitions"):
+                await self._first_sight(keys=self._keys, args=args)
 
     async def put(self, record: PinRecord) -> None:
         with reaching("keeping a pinned tool definition"):
-            async with self._state.client.pipeline(transaction=True) as pipe:
-                pipe.hset(self._records, record.name, orjson.dumps(record.to_json()))
-                pipe.incr(self._revision)
-                await pipe.execute()
+            await self._put(keys=self._keys, args=["0", *_pairs([record])])
 
     async def replace_all(self, records: Iterable[PinRecord]) -> None:
-        mapping = {record.name: orjson.dumps(record.to_json()) for record in records}
         with reaching("importing pinned tool definitions"):
-            async with self._state.client.pipeline(transaction=True) as pipe:
-                pipe.delete(self._records)
-                if mapping:
-                    pipe.hset(self._records, mapping=mapping)  # type: ignore[arg-type]
-                pipe.incr(self._revision)
-                await pipe.execute()
+            await self._put(keys=self._keys, args=["1", *_pairs(records)])
+
+
+def _pairs(records: Iterable[PinRecord]) -> list[str | bytes]:
+    args: list[str | bytes] = []
+    for record in records:
+        args += [record.name, orjson.dumps(record.to_json())]
+    return args
