@@ -203,6 +203,7 @@ async def _start(
     questions = Questions(
         turns=stores.turns,
         relay=stores.relay,
+        records=stores.outcomes,
         timeout_s=settings.elicitation.timeout_s,
         taken_within_s=settings.elicitation.taken_within_s,
         sampler=UpstreamSampler(upstreams, timeout_s=settings.elicitation.sampling_timeout_s),

@@ -10,7 +10,9 @@ request waits for what they do next: finish (their results take the answer's pla
 history, and the turn goes on) or ask again (the new question is handed back at once).
 
 Everything is kept per client key: a question's record is found only under the key whose
-call asked it; another key's answer to it is refused as if it did not exist (404).
+call asked it; another key's answer to it is refused as if it did not exist (404). Records
+outlive the pending turn (as approval outcomes do): a conversation replayed days later
+reads the same, the turn the question paused rebuilt from its record.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ from registry import ClientHooks, Question, Reply, Sampler, ToolCall, ToolResult
 
 from ..errors import BadRequestError, ProxyError
 from ..state.questions import Relay
-from .continuations import TurnStore, owned
+from .continuations import AFTER_RESULTS, TurnStore, owned
 from .record import Turn
 
 __all__ = ["QUESTION_TOOL", "Asked", "Questions", "Resumed"]
@@ -42,6 +44,9 @@ QUESTION_TOOL = "toolwire_elicitation"
 """The function a question is handed to the client as, on every front."""
 _ID_PREFIX = "elicit_"
 _RECORD = "question:"
+_HIDDEN = "turn:"
+_NOTHING: Message = {"toolwire_nothing": True}
+"""Stands in a kept turn that is empty (a store keeps no empty list)."""
 _ACTIONS = ("accept", "decline", "cancel")
 _NOT_TAKEN = (
     "no replica took the answer within {:g} s: the replica that held the call stopped, or "
@@ -97,12 +102,14 @@ class Questions:
         *,
         turns: TurnStore,
         relay: Relay,
+        records: TurnStore | None = None,
         timeout_s: float,
         taken_within_s: float = 5.0,
         sampler: Sampler | None = None,
         observe: Callable[[str, str, str], None] | None = None,
     ) -> None:
-        self._turns = turns
+        self._turns = records if records is not None else turns
+        """Where questions' records are kept (the approval outcomes' store: for days)."""
         self._relay = relay
         self._timeout_s = timeout_s
         self._taken_within_s = taken_within_s
@@ -184,9 +191,11 @@ class Questions:
         if not answers:
             return Resumed(history)
         ids = list(answers)
-        found = await self._turns.get_many([_record_key(turn.owner, i) for i in ids])
+        keys = [_record_key(turn.owner, i) for i in ids]
+        found = await self._turns.get_many([*keys, *(_HIDDEN + key for key in keys)])
+        hidden = {i: kept for i, kept in zip(ids, found[len(ids) :], strict=True) if kept}
         records: dict[str, Message] = {}
-        for question_id, kept in zip(ids, found, strict=True):
+        for question_id, kept in zip(ids, found[: len(ids)], strict=True):
             if not kept:
                 raise ProxyError(
                     f"no open question {question_id!r} for this key",
@@ -224,14 +233,21 @@ class Questions:
             answering = message.get("tool_call_id") if message.get("role") == "tool" else None
             if answering in replaced:
                 resumed.history.extend(replaced[answering])
+            elif (turn_of := _asking(message, hidden)) is not None:
+                # The pending turn expired: the question's own record of it stands in.
+                resumed.history.extend(turn_of)
             else:
                 resumed.history.append(message)
         return resumed
 
-    async def keep(self, turn: Turn, asked: Asked) -> None:
-        """Keep the record of a question handed to the client (the owner's alone)."""
+    async def keep(self, turn: Turn, asked: Asked, hidden: list[Message] | None = None) -> None:
+        """Keep the record of a question handed to the client (the owner's alone), and the
+        turn it paused (`hidden`, as the pending turn keeps it) for replays after that."""
+        key = _record_key(turn.owner, asked.id)
         record = {"state": "asked", "batch": asked.batch, "calls": list(asked.calls)}
-        await self._turns.put(_record_key(turn.owner, asked.id), [record])
+        await self._turns.put(key, [record])
+        if hidden is not None and not any(m.get(AFTER_RESULTS) for m in hidden):
+            await self._turns.put(_HIDDEN + key, hidden or [_NOTHING])
 
     async def _answer(
         self, turn: Turn, question_id: str, record: Message, content: Any, seconds: float
@@ -350,6 +366,18 @@ def _result(data: dict[str, Any]) -> ToolResult:
         error_kind=data.get("error_kind"),
         attachments=tuple(data.get("attachments") or ()),
     )
+
+
+def _asking(message: Message, hidden: dict[str, list[Message]]) -> list[Message] | None:
+    """The kept turn an assistant message that hands out a question stands for, if kept."""
+    if message.get("role") != "assistant":
+        return None
+    for call in message.get("tool_calls") or ():
+        call_id = call.get("id") if isinstance(call, dict) else None
+        kept = hidden.get(call_id) if isinstance(call_id, str) else None
+        if kept is not None:
+            return [m for m in kept if m != _NOTHING]
+    return None
 
 
 def _timeouts(call_ids: Sequence[str]) -> list[ToolResult]:

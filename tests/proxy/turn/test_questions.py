@@ -15,7 +15,8 @@ from proxy.state.memory import MemoryTurnStore
 from proxy.state.questions import MemoryRelay
 from proxy.turn.questions import Asked, Questions
 from proxy.turn.record import Turn
-from registry import ToolResult
+from registry import Question, ToolResult
+from registry.mcp.hooks import client_hooks
 
 QUESTION = {"server": "s", "tool": "t", "mode": "form", "message": "When?"}
 
@@ -94,3 +95,36 @@ async def test_held_calls_that_fail_unexpectedly_still_report() -> None:
     assert ran.results is not None
     (failed,) = ran.results
     assert failed.is_error and failed.content == "Error (internal): the call failed: a bug"
+
+
+async def test_a_conversation_replayed_after_its_pending_turn_expired_reads_the_same() -> None:
+    """The question's record outlives the pending turn: the assistant message that handed
+    the question out is replaced by the turn it paused, the answer by the call's result."""
+    questions = _questions()
+    turn = _turn("a")
+
+    async def work() -> list[ToolResult]:
+        hooks = client_hooks.get()
+        assert hooks is not None and hooks.asker is not None
+        reply = await hooks.asker.ask(Question("s", "t", "form", "When?"))
+        return [ToolResult("call_1", f"booked ({reply.action})")]
+
+    paused = [{"role": "assistant", "content": None, "tool_calls": [{"id": "call_1"}]}]
+    async with questions.holding():
+        ran = await questions.run(turn, work, ["call_1"], 5.0)
+        assert ran.asked is not None
+        await questions.keep(turn, ran.asked, paused)  # as the loop hands it back
+        answer = {"action": "accept", "content": {}}
+        # Within the hour, the pending turn is restored in place of the question's message.
+        restored = [*_answered(ran.asked.id, answer)]
+        restored[1] = paused[0]
+        first = await questions.resume(turn, restored, 5.0)
+    expected = [
+        {"role": "user", "content": "hi"},
+        paused[0],
+        {"role": "tool", "tool_call_id": "call_1", "content": "booked (accept)"},
+    ]
+    assert first.history == expected
+    # Days later the pending turn is gone: the question's message is still replaced.
+    replayed = await questions.resume(turn, _answered(ran.asked.id, answer), 5.0)
+    assert replayed.history == expected
