@@ -237,6 +237,7 @@ async def _start(
         keepalive_s=settings.loop.keepalive_s,
         mcp_tasks=stores.mcp_tasks,
         background=background,
+        hosted_tools=settings.hosted_tools,
         pins=pins,
     )
 
