@@ -234,7 +234,7 @@ class ToolLoop:
         returned = [*calls.handed_back, *(c for p in state.pauses for c in p.handed_back)]
         if state.asked is not None and self._questions is not None:
             returned.append(state.asked.call())
-            await self._questions.keep(turn, state.asked)
+            await self._questions.keep(turn, state.asked, hidden)
         asks = [*calls.asks, *(ask for p in state.pauses for ask in p.asks)]
         for call in returned:
             await self._turns.put(owned(turn.owner, call.id), hidden)
