@@ -501,8 +501,8 @@ class ElicitationConfig(BaseModel):
     to take it; past it (that replica stopped), the call fails with a clear error."""
 
 
-HOSTED_TYPES = ("web_search",)
-"""The hosted server-tool types `hosted_tools:` may map (the README's "Hosted server tools")."""
+HostedType = Literal["web_search"]
+"""The hosted server-tool types `hosted_tools:` may map."""
 
 
 class HostedToolConfig(BaseModel):
@@ -545,7 +545,7 @@ class Settings(BaseModel):
     results: ResultsConfig = Field(default_factory=ResultsConfig)
     background: BackgroundConfig = Field(default_factory=BackgroundConfig)
     elicitation: ElicitationConfig = Field(default_factory=ElicitationConfig)
-    hosted_tools: dict[Literal["web_search"], HostedToolConfig] = Field(default_factory=dict)
+    hosted_tools: dict[HostedType, HostedToolConfig] = Field(default_factory=dict)
     """Hosted server-tool types a client may declare, each answered by a registry tool."""
     base_dir: Path = Field(default_factory=Path.cwd, exclude=True)
     """Where relative paths in the file are resolved: the config file's folder."""

@@ -10,7 +10,7 @@ from policies import Gate
 from registry import SourceSet, ToolRegistry
 
 from ..approvals.flow import ApprovalFlow
-from ..config import HostedToolConfig, ServerConfig
+from ..config import HostedToolConfig, HostedType, ServerConfig
 from ..state.base import ResponseStore
 from ..state.mcp_tasks import McpTaskStore
 from ..turn.catalog import Catalog
@@ -56,7 +56,7 @@ class Services:
     """The records of `/mcp`'s tasks; None: `/mcp` keeps them in its own memory."""
     background: BackgroundRuns | None = None
     """The Responses API's background runs; None: `background: true` is refused."""
-    hosted_tools: Mapping[str, HostedToolConfig] = field(default_factory=dict)
+    hosted_tools: Mapping[HostedType, HostedToolConfig] = field(default_factory=dict)
     """Hosted server-tool types and the registry tools that answer them (`hosted_tools:`)."""
     pins: PinKeeper | None = None
     """Pinned tool definitions and operators' verdicts on changed ones."""
