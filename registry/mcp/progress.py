@@ -21,19 +21,24 @@ __all__ = ["CallReporter", "ProgressRoutes"]
 class CallReporter:
     """Turns one call's notifications into `ToolProgress` for its listener."""
 
-    __slots__ = ("_call_id", "_listener", "_tool")
+    __slots__ = ("_call_id", "_listener", "_said", "_tool")
 
     def __init__(self, listener: ProgressListener, call_id: str, tool: str) -> None:
         self._listener = listener
         self._call_id = call_id
         self._tool = tool
+        self._said: str | None = None
+        """The last progress message: a task still working that says it again is not news."""
 
     def progress(self, params: types.ProgressNotificationParams) -> None:
+        self._said = params.message
         self._listener(
             ToolProgress(self._call_id, self._tool, params.progress, params.total, params.message)
         )
 
     def status(self, status: str, message: str | None) -> None:
+        if status == "working" and message is not None and message == self._said:
+            return
         self._listener(ToolProgress(self._call_id, self._tool, message=message, status=status))
 
 
