@@ -31,6 +31,7 @@ from .models import (
     ToolPatch,
     ToolSummary,
 )
+from .pin_records import export_pins, import_pins
 from .records import LogQuery, key_stats, log_page, stats
 from .routes import ERRORS, AdminRoute
 from .runtime import AdminRuntime
@@ -207,14 +208,21 @@ async def deny(
 
 @router.get("/state", response_model_exclude_unset=True)
 async def export_state(runtime: Runtime) -> StateDocument:
-    """Every tool's enabled state and the metadata changed here, to import later."""
-    return runtime.desk.export()
+    """Every tool's enabled state, the metadata changed here and the pinned tool
+    definitions, to import later."""
+    document = runtime.desk.export()
+    pins = await export_pins(runtime)
+    return document if pins is None else document.model_copy(update={"pins": pins})
 
 
 @router.post("/state")
 async def import_state(document: StateDocument, runtime: Runtime, caller: Caller) -> ImportReport:
-    """Apply an exported state to the tools this proxy has."""
-    return runtime.desk.load(document, by=caller)
+    """Apply an exported state to the tools this proxy has; its pins, when it has them,
+    replace the pins kept (on every replica sharing the state)."""
+    report = runtime.desk.load(document, by=caller)
+    if document.pins is not None:
+        await import_pins(runtime, document.pins)
+    return report
 
 
 @router.get("/events", response_class=EventSourceResponse)

@@ -5,6 +5,7 @@
     toolwire admin approvals
     toolwire admin approve ID [--reason TEXT]
     toolwire admin deny ID [--reason TEXT]
+    toolwire admin pins [list | show NAME | accept NAME | reject NAME] [--digest D]
 
 Each takes `--url` (default `$TOOLWIRE_URL`, else http://127.0.0.1:8000), `--key` (default
 `$TOOLWIRE_ADMIN_KEY`: the admin or master key) and `--json` (the API's answer as is).
@@ -19,6 +20,7 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
+from urllib.parse import quote
 
 import orjson
 
@@ -65,6 +67,15 @@ def add_admin_parser(commands: Any) -> None:
         sub.add_argument("id", help="the call's id (see `toolwire admin approvals`)")
         sub.add_argument("--reason", default="")
         sub.set_defaults(admin=(_verdict(verdict), _print_verdict))
+
+    pins = actions.add_parser(
+        "pins", parents=[common], help="pinned tool definitions: list, show, accept, reject"
+    )
+    verbs = ("list", "show", "accept", "reject")
+    pins.add_argument("verb", nargs="?", default="list", choices=verbs)
+    pins.add_argument("name", nargs="?", help="the tool's name (show, accept, reject)")
+    pins.add_argument("--digest", help="accept or reject only this served definition")
+    pins.set_defaults(admin=(_pins, _print_pins))
 
 
 def run_admin(args: argparse.Namespace) -> int:
@@ -126,6 +137,53 @@ def _verdict(verdict: str) -> Command:
         return client.post(path, json={"reason": args.reason}).raise_for_status().json()
 
     return decide
+
+
+def _pins(client: httpx2.Client, args: argparse.Namespace) -> Any:
+    if args.verb == "list":
+        return _get(client, "/pins", {})
+    if not args.name:
+        raise SystemExit(f"toolwire admin pins {args.verb}: name the tool")
+    path = f"/pins/{quote(args.name, safe='')}"
+    if args.verb == "show":
+        return _get(client, path, {})
+    body = {"digest": args.digest} if args.digest else {}
+    return client.post(f"{path}/{args.verb}", json=body).raise_for_status().json()
+
+
+def _print_pins(answer: Any) -> list[str]:
+    if isinstance(answer, dict):
+        return _print_pin(answer)
+    if not answer:
+        return ["no source pins its tools (set pinning: warn or block on a source)"]
+    rows = [
+        [pin["name"], pin["source"], pin["mode"], pin["status"], "yes" if pin["held"] else "no"]
+        for pin in answer
+    ]
+    waiting = sum(pin["status"] != "pinned" for pin in answer)
+    table = aligned([["NAME", "SOURCE", "MODE", "STATUS", "HELD"], *rows])
+    return [*table, f"{waiting} of {len(rows)} pinned tools await review"]
+
+
+def _print_pin(pin: Any) -> list[str]:
+    held = "held back (not injected, not run)" if pin["held"] else "served"
+    lines = [
+        f"{pin['name']} ({pin['source']}, pinning: {pin['mode']}): {pin['status']}, {held}",
+        f"served: {pin['digest']}",
+    ]
+    record = pin["pin"]
+    if record is not None and record["digest"] is not None:
+        lines.append(
+            f"pinned: {record['digest']} by {record['pinned_by']} at {_clock(record['pinned_at'])}"
+        )
+    if record is not None and record["rejected"] is not None:
+        lines.append(
+            f"rejected: {record['rejected']} by {record['rejected_by']} "
+            f"at {_clock(record['rejected_at'])}"
+        )
+    if pin["diff"]:
+        lines += ["", *pin["diff"].rstrip("\n").splitlines()]
+    return lines
 
 
 def _print_tools(answer: Any) -> list[str]:

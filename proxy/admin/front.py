@@ -25,6 +25,7 @@ from .api import router
 from .auth import AdminAuth
 from .browsers import BrowserGuard
 from .hub import CallFeed, EventHub
+from .pins import router as pins_router
 from .routes import error_response, invalid
 from .runtime import AdminRuntime
 from .tools import ToolDesk
@@ -97,6 +98,7 @@ def _build_app() -> FastAPI:
     )
     app.state.admin = None
     app.include_router(router)
+    app.include_router(pins_router)
     # Every refusal in one shape, OpenAI's, as on the proxy's own routes.
     app.add_exception_handler(HTTPException, _http_error)
     app.add_exception_handler(RequestValidationError, _invalid)

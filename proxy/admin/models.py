@@ -6,6 +6,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from .pin_records import PinEntry
+
 MAX_TIMEOUT_S = 86_400.0
 """The longest per-call timeout the admin sets: 24 hours."""
 MAX_LOG_OFFSET = 1_000_000_000
@@ -199,6 +201,8 @@ class StateDocument(BaseModel):
 
     format: Literal["toolwire-admin-state/1"] = "toolwire-admin-state/1"
     tools: dict[str, ToolState]
+    pins: list[PinEntry] | None = None
+    """Pinned tool definitions (absent: an import leaves the pins as they are)."""
 
 
 class ImportReport(BaseModel):
