@@ -261,8 +261,9 @@ async def sandbox_overhead(
             name: await stack.enter_async_context(module.Sandbox(workers=1))
             for name, module in versions.items()
         }
-        for _ in range(rounds):
-            for name, module in versions.items():
+        for turn in range(rounds):
+            order = list(versions.items())
+            for name, module in order if turn % 2 else order[::-1]:
                 limits = module.Limits(wall_s=120, cpu_s=60, tool_calls=calls + 1)
                 for kind, code in enumerate(programs):
                     start = time.perf_counter()
