@@ -227,8 +227,13 @@ async def _call_tool(args: argparse.Namespace, settings: Settings) -> int:
             print(f"error: no key named {args.key!r} in auth.keys", file=sys.stderr)
             return 1
     context = CallContext(principal, request_id="cli")
-    async with started(settings) as (registry, _):
+    async with started(settings, pinned=True) as (registry, _):
         tool = registry.resolve(args.name)
+        held = registry.resolve(args.name, include_disabled=True)
+        if tool is None and held is not None and registry.held_reason(held.qualified_name):
+            reason = registry.held_reason(held.qualified_name)
+            print(f"error: the tool {args.name!r} is held back: {reason}", file=sys.stderr)
+            return 1
         with Executor.from_config(settings.execution) as executor:
             gate = Gate(
                 RulePolicy(settings.policy),

@@ -66,8 +66,18 @@ class PinView:
 class PinKeeper:
     """Checks tools against their pins, and applies operators' verdicts."""
 
-    def __init__(self, registry: ToolRegistry, store: PinStore, *, refresh_s: float = REFRESH_S):
+    def __init__(
+        self,
+        registry: ToolRegistry,
+        store: PinStore,
+        *,
+        refresh_s: float = REFRESH_S,
+        pin_first_sight: bool = True,
+    ) -> None:
+        """`pin_first_sight=False` checks against the pins kept and adds none (`toolwire
+        call`, a passing process, leaves pinning to the servers)."""
         self._registry = registry
+        self._pin_first_sight = pin_first_sight
         self._store = store
         self._refresh_s = refresh_s
         self._pins: dict[str, PinRecord] = {}
@@ -237,9 +247,9 @@ class PinKeeper:
         source = tool.metadata.source
         if tool.metadata.review_new and any(p.source == source for p in self._pins.values()):
             return "new", definition
-        first = PinRecord(name, definition.to_json(), digest, source=source)
-        self._unseen[name] = first
-        self._wake.set()
+        if self._pin_first_sight:
+            self._unseen[name] = PinRecord(name, definition.to_json(), digest, source=source)
+            self._wake.set()
         return "pinned", definition
 
     def _hold(self, tool: Tool, status: PinStatus, definition: ToolDefinition) -> str | None:

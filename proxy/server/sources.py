@@ -24,17 +24,37 @@ def sources_for(settings: Settings) -> SourceSet:
 
 @contextlib.asynccontextmanager
 async def started(
-    settings: Settings, *, fail_fast: bool = True
+    settings: Settings, *, fail_fast: bool = True, pinned: bool = False
 ) -> AsyncIterator[tuple[ToolRegistry, SourceSet]]:
     """The configuration's sources started into a new registry; closed on exit.
 
+    `pinned`: tools whose definitions drifted from the pins in the shared state (Redis) are
+    held back, as the proxy holds them (only when a source pins; none are added).
+
     Raises:
         RegistryError: with `fail_fast`, a source failed to start.
+        ConfigError: `pinned`, and Redis is unreachable.
     """
     registry = ToolRegistry()
     sources = sources_for(settings)
-    await sources.start(registry, fail_fast=fail_fast)
-    try:
-        yield registry, sources
-    finally:
-        await sources.aclose()
+    async with contextlib.AsyncExitStack() as stack:
+        if pinned and _pins_shared(settings):
+            # Loaded only here: `toolwire call` loads no state store otherwise.
+            from ..state import build_stores
+            from .pins import PinKeeper
+
+            stores = await build_stores(settings)
+            stack.push_async_callback(stores.aclose)
+            keeper = PinKeeper(registry, stores.pins, pin_first_sight=False)
+            await stack.enter_async_context(keeper.keeping())
+        await sources.start(registry, fail_fast=fail_fast)
+        try:
+            yield registry, sources
+        finally:
+            await sources.aclose()
+
+
+def _pins_shared(settings: Settings) -> bool:
+    """Whether a source pins its tools and the pins are in Redis, where others can see."""
+    pinning = any(getattr(entry, "pinning", "off") != "off" for entry in settings.tools)
+    return pinning and settings.state.backend == "redis"
