@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
+from typing import Any
 
 import orjson
 
@@ -15,6 +16,7 @@ from ...turn.client_tools import DEFER_LOADING, mark
 from ...turn.controls import parse_controls
 from ...turn.record import Turn
 from ..exchange import Answered, Reply, Streamed, send_error, serve_turn
+from ..hosted import Declared, HostedSearch, declare, is_messages_search, served
 from ..renderers import BuilderJson, BuilderStream
 from .errors import error_body
 from .programmatic import client_marks, code_execution_type, programs_shown, tool_search_name
@@ -38,6 +40,8 @@ class _Prepared:
     """The tool-search tool the client declared."""
     programs_shown: frozenset[str]
     """Programs earlier turns showed (their `server_tool_use` blocks)."""
+    web_search: HostedSearch | None = None
+    """The hosted web search the client declared, as this request serves it."""
 
 
 class Messages:
@@ -67,6 +71,7 @@ class Messages:
             # The client asked for programmatic tool calling: code mode answers it.
             controls = dataclasses.replace(controls, code_mode=True)
         search_name = tool_search_name(document)
+        declared = self._web_search(document)
         shown = programs_shown(document) if program_type is not None else frozenset()
         document, loaded = load_references(document)
         document, marks = client_marks(document)
@@ -76,16 +81,41 @@ class Messages:
         mark(chat, marks)
         services = self._services
         caller = context.caller()
+        toolset = services.catalog.toolset(controls.tool_filter, caller, load=loaded)
+        web_search = None
+        if declared is not None:
+            web_search = served(declared, toolset, services.registry)
+            controls = dataclasses.replace(controls, max_uses=web_search.limits)
         turn = Turn(
             chat,
             services.upstreams.for_model(body.model),
-            services.catalog.toolset(controls.tool_filter, caller, load=loaded),
+            toolset,
             services.catalog.client_tool_names(chat.get("tools"), caller),
             controls,
             context.headers,
             caller,
         )
-        return _Prepared(turn, body.stream is True, program_type, search_name, shown)
+        return _Prepared(turn, body.stream is True, program_type, search_name, shown, web_search)
+
+    def _web_search(self, document: dict[str, Any]) -> Declared | None:
+        """The hosted web search the request declares, and the registry tool answering it.
+
+        Raises:
+            BadRequestError: it declares two, or one this proxy does not answer.
+        """
+        found = [
+            (i, tool)
+            for i, tool in enumerate(document.get("tools") or ())
+            if isinstance(tool, dict) and is_messages_search(tool.get("type"))
+        ]
+        if len(found) > 1:
+            raise BadRequestError(f"tools.{found[1][0]}: declare one web search tool")
+        if not found:
+            return None
+        i, spec = found[0]
+        hosted, registry = self._services.hosted_tools, self._services.registry
+        refused = ("allowed_domains", "blocked_domains")
+        return declare(spec, f"tools.{i}", hosted, registry, refused=refused)
 
     def _reply(self, prepared: _Prepared) -> Reply:
         turn, stream = prepared.turn, prepared.stream
@@ -95,6 +125,7 @@ class Messages:
             prepared.search_name,
             prepared.programs_shown,
             tool_events=turn.controls.stream_tool_events,
+            web_search=prepared.web_search,
         )
         events = self._services.loop.run(turn)
         if stream:

@@ -18,10 +18,16 @@ from ...turn.client_tools import ALLOWED_CALLERS, DEFER_LOADING
 
 CODE_EXECUTION = "code_execution"
 _SERVER_BLOCKS = frozenset(
-    {"server_tool_use", "code_execution_tool_result", "tool_search_tool_result"}
+    {
+        "server_tool_use",
+        "code_execution_tool_result",
+        "tool_search_tool_result",
+        "web_search_tool_result",
+    }
 )
-_SERVER_TOOLS = ("code_execution_", "tool_search_tool_")
-"""The hosted server's own tool types, answered by Toolwire's code mode and tool search."""
+_SERVER_TOOLS = ("code_execution_", "tool_search_tool_", "web_search_")
+"""The hosted server's own tool types, answered by Toolwire's code mode and tool search, and
+by the registry tool `hosted_tools` maps to the web search."""
 
 
 def tool_search_name(raw: dict[str, Any]) -> str | None:

@@ -28,6 +28,7 @@ from ...turn.events import (
     Usage,
 )
 from ...turn.programs import RUN_CODE
+from ..hosted import HostedSearch, Source, cited, sources
 from ..renderers import Event
 from .errors import error_body
 from .programmatic import CODE_EXECUTION
@@ -60,6 +61,7 @@ class MessageBuilder:
         programs_shown: frozenset[str] = frozenset(),
         *,
         tool_events: bool = False,
+        web_search: HostedSearch | None = None,
     ) -> None:
         self.id = f"msg_{random.getrandbits(96):024x}"
         self.model = model
@@ -74,6 +76,12 @@ class MessageBuilder:
         """The client asked to see tool rounds (`stream_tool_events`): the message names the
         results that were spilled (`toolwire.spilled`)."""
         self._spilled: list[dict[str, Any]] = []
+        self._web_search = web_search
+        """The hosted web search the client declared: each call of the tool answering it
+        shows as its blocks, and the answer's text cites the sources it names."""
+        self._sources: list[Source] = []
+        self._searches = 0
+        """Web searches run (the usage's `server_tool_use.web_search_requests`)."""
         self.content: list[Block] = []
         self._open: _Open | None = None
         self._finished: Finished | None = None
@@ -125,7 +133,7 @@ class MessageBuilder:
             "content": self.content,
             "stop_reason": _stop_reason(done) if done is not None else None,
             "stop_sequence": None,
-            "usage": _usage(done.usage if done is not None else Usage()),
+            "usage": _usage(done.usage if done is not None else Usage(), self._searches),
         }
         if done is not None and (vendor := self._vendor(done)):
             message["toolwire"] = vendor
@@ -168,8 +176,22 @@ class MessageBuilder:
             return []
         text = "".join(current.parts)
         key = "text" if current.kind == "text" else "thinking"
-        self.content[current.index] = {**self.content[current.index], key: text}
-        return [{"type": "content_block_stop", "index": current.index}]
+        block = {**self.content[current.index], key: text}
+        events: list[Event] = []
+        if current.kind == "text" and self._sources:
+            citations = _citations(text, self._sources)
+            if citations:
+                block["citations"] = citations
+            events = [
+                {
+                    "type": "content_block_delta",
+                    "index": current.index,
+                    "delta": {"type": "citations_delta", "citation": citation},
+                }
+                for citation in citations
+            ]
+        self.content[current.index] = block
+        return [*events, {"type": "content_block_stop", "index": current.index}]
 
     def _finish(self, done: Finished) -> list[Event]:
         events = self._close()
@@ -191,7 +213,7 @@ class MessageBuilder:
         message_delta: Event = {
             "type": "message_delta",
             "delta": delta,
-            "usage": _usage(done.usage),
+            "usage": _usage(done.usage, self._searches),
         }
         if vendor := self._vendor(done):
             message_delta["toolwire"] = vendor
@@ -202,17 +224,25 @@ class MessageBuilder:
         searches (a declared tool-search tool) and programs (a declared code execution)."""
         events = []
         for call in calls:
+            arguments = _input(call)
             if call.name == SEARCH_TOOL and self._search_name is not None:
                 name = self._search_name
             elif call.name == RUN_CODE and self._program_type is not None:
                 name = CODE_EXECUTION
                 self._programs_shown.add(call.id)
+            elif self._searches_web(call):
+                assert self._web_search is not None
+                name = self._web_search.name
+                arguments = {"query": self._web_search.query_of(call.arguments)}
             else:
                 continue
             events += self._close()
             block = {"type": "server_tool_use", "id": call.id, "name": name}
-            events += self._block(block, _input(call))
+            events += self._block(block, arguments)
         return events
+
+    def _searches_web(self, call: ToolCall) -> bool:
+        return self._web_search is not None and call.name == self._web_search.wire_name
 
     def _searches_finished(
         self, calls: tuple[ToolCall, ...], results: tuple[ToolResult, ...]
@@ -224,6 +254,11 @@ class MessageBuilder:
             elif call.name == RUN_CODE and self._program_type is not None:
                 # Its block opened this message, or the one it paused in (it resumed now).
                 block = _code_execution_result(call, result)
+            elif self._searches_web(call):
+                found = sources(result)
+                self._sources += found
+                self._searches += not result.is_error
+                block = _web_search_result(call, result, found)
             else:
                 continue
             self.content.append(block)
@@ -291,6 +326,50 @@ def _search_result(call: ToolCall, result: ToolResult) -> Block:
     return {"type": "tool_search_tool_result", "tool_use_id": call.id, "content": content}
 
 
+_SEARCH_ERRORS = {
+    "limit": "max_uses_exceeded",
+    "invalid_arguments": "invalid_tool_input",
+    "invalid_json": "invalid_tool_input",
+    "rate_limit": "too_many_requests",
+}
+
+
+def _web_search_result(call: ToolCall, result: ToolResult, found: list[Source]) -> Block:
+    """A web search as the hosted one's result: what it found, or why it found nothing."""
+    content: Any
+    if result.is_error:
+        code = _SEARCH_ERRORS.get(result.error_kind or "", "unavailable")
+        content = {"type": "web_search_tool_result_error", "error_code": code}
+    else:
+        content = [
+            {
+                "type": "web_search_result",
+                "url": source.url,
+                "title": source.title,
+                # Opaque to the client: what the model was given of the page.
+                "encrypted_content": source.snippet,
+                "page_age": source.page_age,
+            }
+            for source in found
+        ]
+    return {"type": "web_search_tool_result", "tool_use_id": call.id, "content": content}
+
+
+def _citations(text: str, found: list[Source]) -> list[dict[str, Any]]:
+    """`web_search_result_location` citations for the spans of the text naming a source."""
+    index = {source.url: i for i, source in enumerate(found)}
+    return [
+        {
+            "type": "web_search_result_location",
+            "url": span.source.url,
+            "title": span.source.title,
+            "encrypted_index": str(index[span.source.url]),
+            "cited_text": span.source.snippet[:150],
+        }
+        for span in cited(text, found)
+    ]
+
+
 def _code_execution_result(call: ToolCall, result: ToolResult) -> Block:
     """A finished program as the hosted code execution's result: what it printed, or the
     error that stopped it."""
@@ -321,10 +400,13 @@ def _stop_reason(done: Finished) -> str:
     return _STOP_REASONS.get(done.finish_reason, "end_turn")
 
 
-def _usage(usage: Usage) -> dict[str, Any]:
-    return {
+def _usage(usage: Usage, searches: int = 0) -> dict[str, Any]:
+    summed: dict[str, Any] = {
         "input_tokens": usage.prompt_tokens,
         "output_tokens": usage.completion_tokens,
         "cache_creation_input_tokens": 0,
         "cache_read_input_tokens": usage.cached_tokens,
     }
+    if searches:
+        summed["server_tool_use"] = {"web_search_requests": searches}
+    return summed

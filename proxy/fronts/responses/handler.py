@@ -31,6 +31,7 @@ from ...turn.record import Turn
 from ..conversion import round_items, to_chat
 from ..exchange import Answered, Reply, Streamed, serve_turn
 from ..exchange import openai_error_body as error_body
+from ..hosted import served
 from ..renderers import BuilderJson, BuilderStream
 from .background_run import Run
 from .items import Item, for_rosetta, input_items, listed_labels
@@ -86,7 +87,7 @@ class Responses:
             prior = stored.conversation
         conversation = [*prior, *input_items(body.input)]
         controls = parse_controls(body.toolwire, context.headers)
-        tools = plan_tools(body.tools, services.registry, conversation)
+        tools = plan_tools(body.tools, services.registry, conversation, services.hosted_tools)
         if tools.programmatic and controls.code_mode is None:
             controls = dataclasses.replace(controls, code_mode=True)
         tool_filter = controls.tool_filter
@@ -96,6 +97,9 @@ class Responses:
         toolset = services.catalog.toolset(
             tool_filter, caller, defer=tools.deferred, load=tools.found
         )
+        web_search = None
+        if tools.web_search is not None:
+            web_search = served(tools.web_search, toolset, services.registry)
         chat = to_chat(_chat_request(body, conversation, tools, toolset), "openai_responses")
         mark(chat, tools.marks)
         if not chat.get("messages"):
@@ -121,6 +125,7 @@ class Responses:
             client_search=tools.client_search,
             programs_shown=tools.programs_shown,
             namespaces=tools.namespace_descriptions,
+            web_search=web_search,
             listings=_listings(tools, toolset, labels, listed_labels(conversation)),
         )
         prepared = _Prepared(turn, plan, conversation, body.stream is True, body.store is not False)

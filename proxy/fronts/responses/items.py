@@ -7,7 +7,8 @@ and output the upstream saw, an `mcp_approval_request` the call it paused, and a
 tool calling, answered by code mode) and its `program_output` are the proxy's own and are
 left out, as is the `caller` of the calls a program made. A client-executed search's
 `tool_search_call` and `tool_search_output` become the `find_tools` call and result the
-upstream saw (a server-executed one is the proxy's own).
+upstream saw (a server-executed one is the proxy's own). A `web_search_call` (a hosted
+web search answered by a registry tool) is the proxy's own too.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ _PROXYS_OWN = frozenset(
         "program_output",
         "tool_search_call",
         "tool_search_output",
+        "web_search_call",
     }
 )
 """Items the conversation carries for the client's eyes only (the proxy keeps the turns
@@ -51,6 +53,7 @@ _KNOWN = frozenset(
         "program_output",
         "tool_search_call",
         "tool_search_output",
+        "web_search_call",
         questions.QUESTION_ITEM,
         questions.ANSWER_ITEM,
     }

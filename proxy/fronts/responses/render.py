@@ -30,6 +30,7 @@ from ...turn.events import (
     Usage,
 )
 from ...turn.programs import RUN_CODE
+from ..hosted import HostedSearch, Source, cited, sources
 from ..renderers import Event
 from .items import approval_id
 from .questions import question_item
@@ -66,6 +67,9 @@ class ResponsePlan:
     namespaces: dict[str, str] = field(default_factory=dict)
     """The client's `namespace` tools' descriptions, by name: a search's output shows the
     functions it found in their namespace."""
+    web_search: HostedSearch | None = None
+    """The client declared the hosted web search: each call of the tool answering it shows
+    as a `web_search_call` item, and the answer's text cites the sources it names."""
     id: str = field(default_factory=lambda: f"resp_{random.getrandbits(128):032x}")
     created_at: int = field(default_factory=lambda: int(time.time()))
 
@@ -118,6 +122,8 @@ class ResponseBuilder:
         self._calls: dict[str, int] = {}
         """Output index of each shown `mcp_call`, by call id."""
         self._usage = Usage()
+        self._sources: list[Source] = []
+        """What this response's web searches found, for the answer's citations."""
         self.status = "in_progress"
         self.incomplete: dict[str, Any] | None = None
         self.error: dict[str, Any] | None = None
@@ -266,7 +272,21 @@ class ResponseBuilder:
         item = self.output[current.index]
         item["content"] = [part]
         item["status"] = status
+        noted = []
+        if kind.part == "output_text" and self._sources:
+            part["annotations"] = _citations(text, self._sources)
+            noted = [
+                self._item_event(
+                    "response.output_text.annotation.added",
+                    current.index,
+                    content_index=0,
+                    annotation_index=i,
+                    annotation=annotation,
+                )
+                for i, annotation in enumerate(part["annotations"])
+            ]
         return [
+            *noted,
             self._item_event(
                 f"response.{kind.events}.done",
                 current.index,
@@ -282,6 +302,8 @@ class ResponseBuilder:
 
     def _shown(self, call: ToolCall) -> bool:
         if call.name == SEARCH_TOOL and self.plan.tool_search:
+            return True
+        if self._searches_web(call):
             return True
         if call.name == RUN_CODE and self.plan.programmatic:
             return True
@@ -301,6 +323,9 @@ class ResponseBuilder:
         for call in calls:
             if call.name == SEARCH_TOOL and self.plan.tool_search:
                 events += self._search_started(call)
+                continue
+            if self._searches_web(call):
+                events += self._web_search_started(call)
                 continue
             if call.name == RUN_CODE and self.plan.programmatic:
                 arguments = _json_arguments(call)
@@ -348,6 +373,9 @@ class ResponseBuilder:
             if item["type"] == "program":
                 events += self._program_output(call, result)
                 continue
+            if item["type"] == "web_search_call":
+                events += self._web_search_finished(index, result)
+                continue
             if result.is_error:
                 item["error"] = {
                     "type": "mcp_tool_execution_error",
@@ -362,6 +390,46 @@ class ResponseBuilder:
             events.append(
                 self._event("response.output_item.done", output_index=index, item=_copy(item))
             )
+        return events
+
+    def _searches_web(self, call: ToolCall) -> bool:
+        search = self.plan.web_search
+        return search is not None and call.name == search.wire_name
+
+    def _web_search_started(self, call: ToolCall) -> list[Event]:
+        """A web search as the hosted one shows: its item, searching."""
+        assert self.plan.web_search is not None
+        query = self.plan.web_search.query_of(call.arguments)
+        item: Item = {
+            "type": "web_search_call",
+            "id": self._new_id("ws"),
+            "status": "in_progress",
+            "action": {"type": "search", "query": query},
+        }
+        index = self._add(item)
+        self._calls[call.id] = index
+        return [
+            self._event("response.output_item.added", output_index=index, item=_copy(item)),
+            self._item_event("response.web_search_call.in_progress", index),
+            self._item_event("response.web_search_call.searching", index),
+        ]
+
+    def _web_search_finished(self, index: int, result: ToolResult) -> list[Event]:
+        """The search done: the sources it found (a failed search has none)."""
+        item = self.output[index]
+        found = sources(result)
+        self._sources += found
+        item["action"] = {
+            **item["action"],
+            "sources": [{"type": "url", "url": s.url} for s in found],
+        }
+        item["status"] = "failed" if result.is_error else "completed"
+        events = []
+        if not result.is_error:
+            events.append(self._item_event("response.web_search_call.completed", index))
+        events.append(
+            self._event("response.output_item.done", output_index=index, item=_copy(item))
+        )
         return events
 
     def _search_started(self, call: ToolCall) -> list[Event]:
@@ -580,6 +648,20 @@ def _found(result: ToolResult) -> list[dict[str, Any]]:
         {"name": t["name"], "description": t.get("description", "")}
         for t in tools or ()
         if isinstance(t, dict) and isinstance(t.get("name"), str)
+    ]
+
+
+def _citations(text: str, found: list[Source]) -> list[dict[str, Any]]:
+    """`url_citation` annotations for the spans of the answer that name a source."""
+    return [
+        {
+            "type": "url_citation",
+            "start_index": span.start,
+            "end_index": span.end,
+            "url": span.source.url,
+            "title": span.source.title,
+        }
+        for span in cited(text, found)
     ]
 
 

@@ -7,7 +7,7 @@ select registry tools the way OpenAI's hosted MCP tools select a server's tools.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -15,8 +15,10 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from registry import Tool, ToolRegistry
 
+from ...config import HostedToolConfig, HostedType
 from ...errors import BadRequestError
 from ...turn.client_tools import ALLOWED_CALLERS, DEFER_LOADING, MARKERS
+from ..hosted import Declared, declare, is_responses_search
 from ..validation import field_path
 from .search import (
     CLIENT,
@@ -112,13 +114,19 @@ class ToolsPlan:
     programs_shown: frozenset[str] = frozenset()
     """The call ids of the conversation's `program` items: a program resumed now that
     pauses again is not shown a second time (its new calls name it as their caller)."""
+    web_search: Declared | None = None
+    """The hosted web search the client declared, and the registry tool answering it."""
 
     @property
     def names(self) -> frozenset[str] | None:
-        """Qualified names the entries select; None when no entry narrows the registry."""
+        """Qualified names the entries select (and the tool answering a hosted web search);
+        None when no entry narrows the registry."""
         if not self.entries:
             return None
-        return frozenset(t.qualified_name for e in self.entries for t in e.tools)
+        names = {t.qualified_name for e in self.entries for t in e.tools}
+        if self.web_search is not None:
+            names.add(self.web_search.tool.qualified_name)
+        return frozenset(names)
 
     @property
     def deferred(self) -> frozenset[str]:
@@ -146,15 +154,17 @@ def plan_tools(
     tools: list[dict[str, Any]] | None,
     registry: ToolRegistry,
     conversation: Sequence[dict[str, Any]] = (),
+    hosted: Mapping[HostedType, HostedToolConfig] | None = None,
 ) -> ToolsPlan:
     """Split the request's tools (and those a client-executed search of the conversation
-    loaded).
+    loaded); `hosted` maps hosted tool types to the registry tools that answer them.
 
     Raises:
-        BadRequestError: a tool of an unsupported type, or an `mcp` entry naming a label no
-            source serves, a remote server, or a malformed filter.
+        BadRequestError: a tool of an unsupported type, an `mcp` entry naming a label no
+            source serves, a remote server, or a malformed filter, or a hosted web search
+            this proxy does not answer.
     """
-    planner = _Planner(registry, _search_spec(tools or ()))
+    planner = _Planner(registry, _search_spec(tools or ()), hosted or {})
     for i, spec in enumerate(tools or ()):
         planner.declared(spec, f"tools[{i}]")
     found: set[str] = set()
@@ -202,8 +212,15 @@ def _search_spec(tools: Sequence[dict[str, Any]]) -> tuple[int, dict[str, Any]] 
 class _Planner:
     """Builds a ToolsPlan from the declared tools, then those a client's search loaded."""
 
-    def __init__(self, registry: ToolRegistry, search: tuple[int, dict[str, Any]] | None) -> None:
+    def __init__(
+        self,
+        registry: ToolRegistry,
+        search: tuple[int, dict[str, Any]] | None,
+        hosted: Mapping[HostedType, HostedToolConfig],
+    ) -> None:
         self._registry = registry
+        self._hosted = hosted
+        self._web_search: Declared | None = None
         self._search = search
         self.client_search = (
             search if search is not None and search[1].get("execution") == CLIENT else None
@@ -238,6 +255,11 @@ class _Planner:
             self._programmatic = True
         elif kind == "tool_search":
             pass  # read first (`_search_spec`)
+        elif is_responses_search(kind):
+            if self._web_search is not None:
+                raise BadRequestError("declare one web_search tool", param=f"{where}.type")
+            refused = ("filters.allowed_domains",)
+            self._web_search = declare(spec, where, self._hosted, self._registry, refused=refused)
         elif kind == "mcp":
             deferred = spec.get(DEFER_LOADING) is True
             if deferred and self.client_search is not None:
@@ -310,6 +332,7 @@ class _Planner:
             self._namespaced,
             self.client_search is not None,
             namespace_descriptions=self._spaces,
+            web_search=self._web_search,
         )
 
     def _function(self, spec: dict[str, Any], where: str) -> None:
