@@ -230,3 +230,21 @@ def cited(text: str, found: list[Source]) -> list[Cited]:
         if not kept or span.start >= kept[-1].end:  # a longer URL wins over its prefix
             kept.append(span)
     return kept
+
+
+def mapping_problems(
+    mapping: Mapping[HostedType, HostedToolConfig], registry: ToolRegistry
+) -> list[str]:
+    """What is wrong with `hosted_tools:` against the tools the sources serve: a tool no
+    source has, or one without the argument that holds the search."""
+    problems = []
+    for kind, config in mapping.items():
+        tool = registry.resolve(config.tool)
+        if tool is None:
+            problems.append(f"hosted_tools.{kind}: no tool named {config.tool!r}")
+        elif config.query not in (tool.parameters.get("properties") or {}):
+            problems.append(
+                f"hosted_tools.{kind}: {tool.qualified_name} takes no argument "
+                f"{config.query!r} (name the one that holds the search in query:)"
+            )
+    return problems

@@ -18,6 +18,7 @@ from ..approvals.flow import ApprovalFlow
 from ..approvals.webhook import WebhookApprover
 from ..config import Settings
 from ..errors import ProxyError
+from ..fronts.hosted import mapping_problems
 from ..fronts.responses.background import BackgroundRuns, Work
 from ..state import build_stores
 from ..state.runs import run_store
@@ -130,6 +131,8 @@ def _lifespan(
                 await stack.enter_async_context(serving)
             if admin is not None:
                 await stack.enter_async_context(admin.serving(services))
+            for problem in mapping_problems(settings.hosted_tools, services.registry):
+                log.error("%s: requests declaring it are refused", problem)
             log.info("toolwire ready: %d tools", len(services.registry))
             yield
 

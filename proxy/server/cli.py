@@ -165,6 +165,7 @@ def _check(args: argparse.Namespace, settings: Settings) -> int:
 
 
 async def _check_sources(args: argparse.Namespace, settings: Settings) -> int:
+    from ..fronts.hosted import mapping_problems
     from ..upstreams import probe_all
     from .sources import started
 
@@ -178,6 +179,7 @@ async def _check_sources(args: argparse.Namespace, settings: Settings) -> int:
                 for tool in registry.list_tools(include_disabled=True)
                 if tool.parameters.get("type") != "object"
             ]
+            problems += mapping_problems(settings.hosted_tools, registry)
     failed = False
     for upstream in reached.result():
         if upstream.reachable:
