@@ -89,6 +89,16 @@ def _grammar(
     return _GbnfMatcher(grammar.gbnf())
 
 
+@functools.cache
+def _validator(name: str) -> Any:
+    """What `jsonschema.validate` checks against the tool's schema, with the schema itself
+    checked once rather than at every call."""
+    schema = SCHEMAS[name]
+    cls = jsonschema.validators.validator_for(schema)
+    cls.check_schema(schema)
+    return cls(schema)
+
+
 @pytest.mark.parametrize("family", FAMILIES)
 def test_the_grammar_accepts_the_familys_own_calls(family: str) -> None:
     fmt = get_format(family)
@@ -140,7 +150,7 @@ def test_every_reply_the_grammar_allows_is_read_as_calls(family: str) -> None:
             isinstance(e, Reasoning) or not (isinstance(e, Text) and e.text.strip()) for e in events
         ), (text, events)
         for call in calls:
-            jsonschema.validate(call.arguments, SCHEMAS[call.name])
+            _validator(call.name).validate(call.arguments)
 
 
 @pytest.mark.parametrize("family", FAMILIES)
@@ -244,12 +254,17 @@ class _Sampler:
             self._active[node.name] -= 1
 
     def _char(self, node: Chars) -> str:
+        return self._rng.choice(self._options(node))
+
+    @staticmethod
+    @functools.cache
+    def _options(node: Chars) -> list[str]:
         options = [
-            c for c in self._POOL if any(lo <= c <= hi for lo, hi in node.ranges) != node.negated
+            c
+            for c in _Sampler._POOL
+            if any(lo <= c <= hi for lo, hi in node.ranges) != node.negated
         ]
-        if not options:
-            options = [node.ranges[0][0]]
-        return self._rng.choice(options)
+        return options or [node.ranges[0][0]]
 
 
 class _GbnfMatcher:
