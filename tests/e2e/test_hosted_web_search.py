@@ -239,7 +239,7 @@ async def test_a_messages_history_with_search_blocks_is_accepted(
 ) -> None:
     start = len(upstream.requests)
     upstream.script(Reply.tool_calls([("search_web", {"q": "tide"})]), Reply.text(ANSWER))
-    request = {
+    request: dict[str, Any] = {
         "model": MODEL,
         "max_tokens": 256,
         "tools": [ANTHROPIC_SEARCH],
