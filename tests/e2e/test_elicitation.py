@@ -236,6 +236,34 @@ async def test_responses_shows_the_question_as_a_typed_item(
         await _respond(clients.b, stream=False, model="m", input=inline)
 
 
+async def test_a_shown_call_that_asks_reads_once_in_the_history(
+    served: tuple[Tenants, FakeUpstream],
+) -> None:
+    """With an `mcp` entry the round is shown: the asking call's `mcp_call` item is still
+    running when the question ends the response, and the model later reads its result once
+    (not also an empty one for the unfinished item)."""
+    clients, _ = served
+    tools = [{"type": "mcp", "server_label": "ask", "require_approval": "never"}]
+    first = await _respond(clients.a, stream=False, model="m", input="book Oslo", tools=tools)
+    shown = [i.model_dump(warnings=False) for i in first.output]
+    assert [i["type"] for i in shown][-2:] == ["mcp_call", "toolwire_elicitation_request"]
+    assert shown[-2]["status"] == "in_progress"
+    answer = {
+        "type": "toolwire_elicitation_response",
+        "elicitation_request_id": shown[-1]["id"],
+        "action": "decline",
+    }
+    done = await _respond(
+        clients.a,
+        stream=False,
+        model="m",
+        previous_response_id=first.id,
+        input=[answer],
+        tools=tools,
+    )
+    assert done.output_text == 'told: {"action": "decline", "content": null, "reason": null}'
+
+
 @STREAMS
 async def test_messages_hands_the_question_as_a_tool_use(
     served: tuple[Tenants, FakeUpstream], stream: bool

@@ -115,9 +115,10 @@ def for_rosetta(items: list[Item]) -> list[Item]:
         if search.is_client_search(item):
             out.append(_client_search(item, where, called, searched))
             continue
-        if kind in _PROXYS_OWN:
+        if kind in _PROXYS_OWN or questions.unfinished(item):
             # Listings are informational, Chat upstreams take no reasoning items, and a
-            # program is the proxy's own (its run_code call is in the kept turn).
+            # program is the proxy's own (its run_code call is in the kept turn), as is a
+            # call still running when an MCP server's question paused its turn.
             continue
         item = _plain(item)
         if kind == "mcp_call":

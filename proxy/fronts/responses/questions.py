@@ -19,7 +19,7 @@ from registry import ToolCall
 from ...errors import BadRequestError
 from ...turn.questions import QUESTION_TOOL
 
-__all__ = ["ANSWER_ITEM", "QUESTION_ITEM", "in_history", "question_item"]
+__all__ = ["ANSWER_ITEM", "QUESTION_ITEM", "in_history", "question_item", "unfinished"]
 
 QUESTION_ITEM = "toolwire_elicitation_request"
 ANSWER_ITEM = "toolwire_elicitation_response"
@@ -32,6 +32,12 @@ def question_item(call: ToolCall) -> Item:
     arguments = call.arguments
     question = orjson.loads(arguments) if isinstance(arguments, str) else dict(arguments)
     return {"type": QUESTION_ITEM, "id": call.id, **question}
+
+
+def unfinished(item: Item) -> bool:
+    """Whether `item` is an `mcp_call` still running when its turn paused for a question (its
+    outcome is in the proxy's kept turn; the item itself is not history)."""
+    return item.get("type") == "mcp_call" and item.get("status") == "in_progress"
 
 
 def in_history(items: list[Item]) -> list[Item]:
