@@ -1,7 +1,7 @@
 """Code mode against plain tool calling: one multi-tool task, side by side in one run.
 
-    .venv/bin/python bench/code_mode.py [--orders 20] [--catalog 1000] [--calls 1000]
-        [--rounds 5] [--against REV] [--overhead-only]
+    .venv/bin/python bench/code_mode.py [--orders 20] [--catalog 1000] [--calls 200]
+        [--rounds 30] [--against REV] [--overhead-only]
 
 The task: list the shop's orders, read each one, and total the delayed ones (1 + N tool
 calls, each read depending on the list). The scripted model (testing/upstream.py's fake, a
@@ -33,6 +33,7 @@ import argparse
 import asyncio
 import contextlib
 import importlib
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -244,9 +245,10 @@ def codemode_at(revision: str) -> ModuleType:
 
 async def sandbox_overhead(
     calls: int, rounds: int, versions: dict[str, ModuleType]
-) -> dict[str, tuple[float, float]]:
-    """µs per awaited call of each version's sandbox: (sequential awaits, gathered), best of
-    `rounds` taken in turns, so a busy machine weighs on each alike."""
+) -> dict[str, list[list[float]]]:
+    """µs per awaited call of each version's sandbox, one figure a round: [sequential awaits,
+    gathered]. The versions take turns in alternating order, so a busy machine weighs on
+    each alike."""
 
     async def instant(args: tuple[Any, ...], kwargs: dict[str, Any]) -> int:
         return 1
@@ -255,7 +257,7 @@ async def sandbox_overhead(
         f"for i in range({calls}):\n    await f()",
         f"import asyncio\nawait asyncio.gather(*[f() for i in range({calls})])",
     )
-    best = {name: [float("inf"), float("inf")] for name in versions}
+    figures: dict[str, list[list[float]]] = {name: [[], []] for name in versions}
     async with contextlib.AsyncExitStack() as stack:
         sandboxes = {
             name: await stack.enter_async_context(module.Sandbox(workers=1))
@@ -269,9 +271,8 @@ async def sandbox_overhead(
                     start = time.perf_counter()
                     out = await sandboxes[name].run(code, {"f": instant}, limits)
                     assert out.error is None, out.error
-                    seconds = (time.perf_counter() - start) / calls
-                    best[name][kind] = min(best[name][kind], seconds * 1e6)
-    return {name: (sequential, gathered) for name, (sequential, gathered) in best.items()}
+                    figures[name][kind].append((time.perf_counter() - start) / calls * 1e6)
+    return figures
 
 
 async def plain_await(calls: int) -> float:
@@ -294,8 +295,8 @@ async def main(argv: list[str] | None = None) -> None:
     options = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     options.add_argument("--orders", type=int, default=20)
     options.add_argument("--catalog", type=int, default=1000)
-    options.add_argument("--calls", type=int, default=1000)
-    options.add_argument("--rounds", type=int, default=5)
+    options.add_argument("--calls", type=int, default=200)
+    options.add_argument("--rounds", type=int, default=30)
     options.add_argument(
         "--against", metavar="REV", help="also time the sandbox of this git revision, in turns"
     )
@@ -345,15 +346,16 @@ async def main(argv: list[str] | None = None) -> None:
     alone = monty_alone(args.calls, args.rounds, awaited=False)
     twice = monty_alone(args.calls, args.rounds, awaited=True)
     python = await plain_await(args.calls)
-    print(f"\nper awaited call ({args.calls} in one program, best of {args.rounds}):")
-    print("| | us per call | beyond one round trip of the sandbox's |")
-    print("|---|---|---|")
-    print(f"| plain Python await | {python:.1f} | |")
-    print(f"| the sandbox's round trip alone: a call answered with its value | {alone:.1f} | |")
-    print(f"| the same, answered with a future, then its result (two) | {twice:.1f} | |")
-    for name, (sequential, gathered) in overhead.items():
-        print(f"| {name}: sequential awaits | {sequential:.1f} | {sequential - alone:.1f} |")
-        print(f"| {name}: gathered | {gathered:.1f} | {gathered - alone:.1f} |")
+    print(f"\nper awaited call ({args.calls} in one program, {args.rounds} rounds):")
+    print("| | us per call, best | median | best beyond one round trip of the sandbox's |")
+    print("|---|---|---|---|")
+    print(f"| plain Python await | {python:.1f} | | |")
+    print(f"| the sandbox's round trip alone: a call answered with its value | {alone:.1f} | | |")
+    print(f"| the same, answered with a future, then its result (two) | {twice:.1f} | | |")
+    for name, kinds in overhead.items():
+        for kind, times in zip(("sequential awaits", "gathered"), kinds, strict=True):
+            fastest, middle = min(times), statistics.median(times)
+            print(f"| {name}: {kind} | {fastest:.1f} | {middle:.1f} | {fastest - alone:.1f} |")
 
 
 if __name__ == "__main__":
