@@ -43,7 +43,8 @@ OUTCOME_TTL_S = 7 * 86400.0
 
 NOT_SHARED = (
     "pending turns, approvals (and the operators' queue of them), stored responses "
-    "(background ones too), rate-limit windows, /mcp tasks and spilled tool results"
+    "(background ones too), rate-limit windows, /mcp tasks, spilled tool results and MCP "
+    "servers' open questions"
 )
 """What each process keeps to itself with the memory backend."""
 
