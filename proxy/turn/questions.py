@@ -330,25 +330,28 @@ class _BatchAsker:
 
 
 def _reply(question_id: str, content: Any) -> Reply:
-    """The client's answer from its tool message's content.
+    """The client's answer from its tool message's content. Anything but a JSON object (a
+    client that does not know these questions answers with its own text, often an error) is
+    a decline, its text sent to the server as the reason.
 
     Raises:
-        BadRequestError: the content is not `{"action": "accept" | "decline" | "cancel", ...}`.
+        BadRequestError: a JSON object that is not `{"action": "accept" | "decline" |
+            "cancel", "content": {...}}`.
     """
     text = content if isinstance(content, str) else _text(content)
     try:
         answer = orjson.loads(text)
     except orjson.JSONDecodeError:
         answer = None
-    action = answer.get("action") if isinstance(answer, dict) else None
-    given = answer.get("content") if isinstance(answer, dict) else None
+    if not isinstance(answer, dict):
+        return Reply.declined(f"the client did not answer the question: {text[:200]}")
+    action, given = answer.get("action"), answer.get("content")
     if action not in _ACTIONS or (given is not None and not isinstance(given, dict)):
         raise BadRequestError(
             f"the answer to question {question_id!r} must be a JSON object "
             '{"action": "accept" | "decline" | "cancel", "content": {...}}',
             param="messages",
         )
-    assert isinstance(answer, dict)
     return Reply(action, given if action == "accept" else None)
 
 

@@ -140,6 +140,25 @@ async def test_a_declined_or_cancelled_question(
     assert _told(done) == {"action": action, "content": None, "reason": None}
 
 
+async def test_a_client_that_answers_with_text_declines(
+    served: tuple[Tenants, FakeUpstream],
+) -> None:
+    """A client that does not know these questions answers the call with its own text (an
+    agent framework's "unknown tool" error): the server gets a decline saying so."""
+    clients, _ = served
+    call, _ = _question(await ask(clients.a, stream=False, messages=user("book Nice")))
+    entry = {"id": call["id"], "type": "function", "function": call["function"]}
+    history = [
+        *user("book Nice"),
+        {"role": "assistant", "content": None, "tool_calls": [entry]},
+        {"role": "tool", "tool_call_id": call["id"], "content": "Error: no tool named that"},
+    ]
+    done = await ask(clients.a, stream=False, messages=history)
+    told = _told(done)
+    assert told["action"] == "decline"
+    assert told["reason"] == "the client did not answer the question: Error: no tool named that"
+
+
 async def test_a_url_question_and_a_second_question_of_the_same_call(
     served: tuple[Tenants, FakeUpstream],
 ) -> None:
@@ -188,7 +207,8 @@ async def test_another_keys_answer_is_refused_and_bad_answers_are_400(
         await ask(clients.b, stream=False, messages=_after(user("book Rome"), call, answer))
     assert "no open question" in caught.value.message
     with pytest.raises(openai.BadRequestError) as bad:
-        await ask(clients.a, stream=False, messages=_after(user("book Rome"), call, "yes"))
+        bad_answer = {"action": "maybe"}
+        await ask(clients.a, stream=False, messages=_after(user("book Rome"), call, bad_answer))
     assert "must be a JSON object" in bad.value.message
     done = await ask(clients.a, stream=False, messages=_after(user("book Rome"), call, answer))
     assert _told(done)["content"] == BOOKING
