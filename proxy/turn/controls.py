@@ -29,6 +29,7 @@ class ControlsBody(BaseModel):
     max_iterations: int | None = Field(default=None, ge=1)
     stream_tool_events: bool = False
     code_mode: bool | None = None
+    elicitation: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,6 +44,9 @@ class Controls:
     """Offer the model `run_code` (True), or not (False); None: as the key and config say."""
     max_uses: tuple[tuple[str, int], ...] = ()
     """The most calls of a tool (by wire name) one request runs: a hosted tool's `max_uses`."""
+    elicitation: bool = True
+    """False: MCP servers' questions during this request's calls are declined for the client
+    instead of pausing the turn (a client that cannot answer them)."""
 
 
 _HEADERS = ("x-toolwire-tags", "x-toolwire-exclude-tags", "x-toolwire-namespaces")
@@ -82,6 +86,7 @@ def parse_controls(raw: Any, headers: Mapping[str, str]) -> Controls:
         max_iterations=body.max_iterations,
         stream_tool_events=body.stream_tool_events,
         code_mode=body.code_mode,
+        elicitation=body.elicitation,
     )
 
 

@@ -410,7 +410,7 @@ class ToolLoop:
                 lambda: self._gate.run(admitted, turn.caller),
                 [a.call.id for a in admitted],
                 state.guard.remaining(),
-                may_ask=state.answer is not None,
+                may_ask=state.answer is not None and turn.controls.elicitation,
             )
             state.asked, done = held.asked, held.results or []
         results.update((r.call_id, r) for r in done)

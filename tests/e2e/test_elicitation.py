@@ -140,6 +140,20 @@ async def test_a_declined_or_cancelled_question(
     assert _told(done) == {"action": action, "content": None, "reason": None}
 
 
+async def test_a_client_that_says_it_cannot_answer_gets_questions_declined(
+    served: tuple[Tenants, FakeUpstream],
+) -> None:
+    clients, _ = served
+    done = await ask(
+        clients.a,
+        stream=False,
+        messages=user("book Nice"),
+        extra_body={"toolwire": {"elicitation": False}},
+    )
+    told = _told(done)
+    assert told["action"] == "decline" and "cannot be asked" in told["reason"]
+
+
 async def test_a_client_that_answers_with_text_declines(
     served: tuple[Tenants, FakeUpstream],
 ) -> None:
