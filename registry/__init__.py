@@ -37,6 +37,7 @@ from registry.mcp.hooks import (
     SamplingRefusedError,
     offering,
 )
+from registry.mcp.token_store import MemoryTokenStore, TokenStore, use_token_store
 from registry.openapi import OpenApiSource, OpenApiSourceConfig
 from registry.pinning import PINNING_MODES, PinningMode, ToolDefinition
 from registry.process_pool import ProcessBackend, WorkerCrashedError
@@ -89,6 +90,7 @@ __all__ = [
     "McpServersJsonSource",
     "McpSource",
     "McpSourceConfig",
+    "MemoryTokenStore",
     "NameMatch",
     "OpenApiSource",
     "OpenApiSourceConfig",
@@ -119,6 +121,7 @@ __all__ = [
     "SourceStatus",
     "Tag",
     "ThreadBackend",
+    "TokenStore",
     "Tool",
     "ToolBuilder",
     "ToolCall",
@@ -162,6 +165,7 @@ __all__ = [
     "tool",
     "tool_mark",
     "trace_headers",
+    "use_token_store",
 ]
 
 if TYPE_CHECKING:
