@@ -293,10 +293,43 @@ function approvalCard(approval) {
         "aria-label": t("approval.approve.label", { tool: approval.tool }) }, t("approval.approve"))));
 }
 
+// ---- pinned tool definitions awaiting review ----
+
+async function refreshPins() {
+  const waiting = (await api("pins")).filter((pin) => pin.status !== "pinned");
+  $("pin-list").replaceChildren(...(waiting.length ? waiting.map(pinCard)
+    : [el("li", { class: "muted" }, t("pins.none"))]));
+}
+
+function pinCard(pin) {
+  const decide = (verdict) => async () => {
+    try {
+      await api(`pins/${encodeURIComponent(pin.name)}/${verdict}`,
+        { method: "POST", body: { digest: pin.digest } });
+      announce(t(verdict === "accept" ? "pin.was.accepted" : "pin.was.rejected", { tool: pin.name }));
+      await refreshAll();
+    } catch (error) {
+      failed(error);
+    }
+  };
+  const held = t(pin.held ? "pin.held" : "pin.served");
+  return el("li", { "data-pin": pin.name },
+    el("h3", {}, pin.name),
+    el("p", { class: `small ${pin.held ? "badge bad" : "muted"}` },
+      t("pin.status", { status: pin.status, mode: pin.mode, held })),
+    el("pre", {}, pin.diff || JSON.stringify(pin.served, null, 2)),
+    el("div", { class: "actions" },
+      pin.status === "rejected" ? null : el("button", { type: "button", class: "danger", onclick: decide("reject"),
+        "aria-label": t("pin.reject.label", { tool: pin.name }) }, t("pin.reject")),
+      el("button", { type: "button", onclick: decide("accept"),
+        "aria-label": t("pin.accept.label", { tool: pin.name }) }, t("pin.accept"))));
+}
+
 // ---- live updates: the API's server-sent events, read with fetch (EventSource sends no key) ----
 
 async function refreshAll() {
-  await Promise.all([refreshTools(), refreshSources(), refreshLog(), refreshApprovals(), refreshKeys()]);
+  await Promise.all([refreshTools(), refreshSources(), refreshLog(), refreshApprovals(), refreshKeys(),
+    refreshPins()]);
 }
 
 function soon() {
@@ -323,7 +356,7 @@ async function listen() {
       buffer += value;
       const blocks = buffer.split(/\r?\n\r?\n/);
       buffer = blocks.pop();
-      if (blocks.some((b) => /^event: (registry|tool|namespace|source|call|permission|approval)/m.test(b))) soon();
+      if (blocks.some((b) => /^event: (registry|tool|namespace|source|call|permission|approval|pin)/m.test(b))) soon();
     }
   } catch (error) {
     if (abort.signal.aborted) return;

@@ -123,9 +123,11 @@ async def pin(served: Served, proxy: Proxy, name: str) -> dict[str, Any]:
 
 async def restart(served: Served, source: str) -> None:
     """Restart the source's server on both replicas (it reads its tool file anew)."""
-    for proxy in (served.a, served.b):
-        response = await admin(served, proxy, "POST", f"/sources/mcp:{source}/reload", json={})
-        assert response.json()["error"] is None
+    path = f"/sources/mcp:{source}/reload"
+    answers = await asyncio.gather(
+        *(admin(served, proxy, "POST", path, json={}) for proxy in (served.a, served.b))
+    )
+    assert [answer.json()["error"] for answer in answers] == [None, None]
 
 
 async def until(check: Callable[[], Awaitable[bool]]) -> None:
@@ -273,3 +275,30 @@ async def test_a_new_tool_on_a_reviewed_source_waits_for_acceptance(served: Serv
     await status_on(served, served.a, "blocked.extra", "pinned", held=False)
     unknown = await admin(served, served.a, "GET", "/pins/demo.nothing")
     assert unknown.status_code == 404
+
+
+CHROMIUM = Path("/usr/bin/chromium")
+
+
+@pytest.mark.skipif(not CHROMIUM.exists(), reason="Debian's chromium is not installed")
+async def test_the_panel_shows_a_held_tool_with_its_diff_and_accepts_it(served: Served) -> None:
+    driver = pytest.importorskip("playwright.async_api")
+    change(served.blocked, "probe", {"description": "Probe a host."})
+    await restart(served, "blocked")
+    await status_on(served, served.a, "blocked.probe", "new", held=True)
+    async with driver.async_playwright() as playwright:
+        browser = await playwright.chromium.launch(executable_path=str(CHROMIUM))
+        try:
+            page = await browser.new_page()
+            await page.goto(f"{served.root(served.a)}/admin/")
+            await page.get_by_role("tab", name="Approvals").click()
+            card = page.locator('[data-pin="blocked.probe"]')
+            await driver.expect(card).to_contain_text("new · pinning: block · held back")
+            await driver.expect(card).to_contain_text('"description": "Probe a host."')
+            await page.get_by_role(
+                "button", name="Accept the new definition of blocked.probe"
+            ).click()
+            await driver.expect(card).to_have_count(0)
+        finally:
+            await browser.close()
+    await status_on(served, served.b, "blocked.probe", "pinned", held=False)
