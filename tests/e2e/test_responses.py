@@ -310,7 +310,7 @@ async def test_retrieve_and_delete(make_proxy, upstream: FakeUpstream, stream: b
     ("request_fields", "param"),
     [
         ({"input": 5}, "input"),
-        ({"input": [{"type": "web_search_call"}]}, "input[0].type"),
+        ({"input": [{"type": "file_search_call"}]}, "input[0].type"),
         ({"input": "x", "tools": [{"type": "web_search"}]}, "tools[0].type"),
         ({"input": "x", "tools": [{"type": "mcp", "server_label": "nowhere"}]}, None),
         ({"input": "x", "max_output_tokens": "many"}, "max_output_tokens"),

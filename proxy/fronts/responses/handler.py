@@ -88,7 +88,7 @@ class Responses:
         conversation = [*prior, *input_items(body.input)]
         controls = parse_controls(body.toolwire, context.headers)
         tools = plan_tools(body.tools, services.registry, conversation, services.hosted_tools)
-        if tools.programmatic and controls.code_mode is None:
+        if (tools.programmatic or tools.code_interpreter) and controls.code_mode is None:
             controls = dataclasses.replace(controls, code_mode=True)
         tool_filter = controls.tool_filter
         if tools.names is not None:
@@ -126,6 +126,7 @@ class Responses:
             programs_shown=tools.programs_shown,
             namespaces=tools.namespace_descriptions,
             web_search=web_search,
+            code_interpreter=tools.code_interpreter,
             listings=_listings(tools, toolset, labels, listed_labels(conversation)),
         )
         prepared = _Prepared(turn, plan, conversation, body.stream is True, body.store is not False)

@@ -8,7 +8,8 @@ tool calling, answered by code mode) and its `program_output` are the proxy's ow
 left out, as is the `caller` of the calls a program made. A client-executed search's
 `tool_search_call` and `tool_search_output` become the `find_tools` call and result the
 upstream saw (a server-executed one is the proxy's own). A `web_search_call` (a hosted
-web search answered by a registry tool) is the proxy's own too.
+web search answered by a registry tool) and a `code_interpreter_call` (a program code mode
+ran) are the proxy's own too.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ _PROXYS_OWN = frozenset(
         "tool_search_call",
         "tool_search_output",
         "web_search_call",
+        "code_interpreter_call",
     }
 )
 """Items the conversation carries for the client's eyes only (the proxy keeps the turns
@@ -54,6 +56,7 @@ _KNOWN = frozenset(
         "tool_search_call",
         "tool_search_output",
         "web_search_call",
+        "code_interpreter_call",
         questions.QUESTION_ITEM,
         questions.ANSWER_ITEM,
     }

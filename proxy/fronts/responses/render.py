@@ -70,6 +70,9 @@ class ResponsePlan:
     web_search: HostedSearch | None = None
     """The client declared the hosted web search: each call of the tool answering it shows
     as a `web_search_call` item, and the answer's text cites the sources it names."""
+    code_interpreter: bool = False
+    """The client declared the hosted `code_interpreter`: each program code mode runs shows
+    as a `code_interpreter_call` item with what it printed."""
     id: str = field(default_factory=lambda: f"resp_{random.getrandbits(128):032x}")
     created_at: int = field(default_factory=lambda: int(time.time()))
 
@@ -305,7 +308,7 @@ class ResponseBuilder:
             return True
         if self._searches_web(call):
             return True
-        if call.name == RUN_CODE and self.plan.programmatic:
+        if call.name == RUN_CODE and (self.plan.programmatic or self.plan.code_interpreter):
             return True
         return self.plan.show_rounds
 
@@ -331,6 +334,9 @@ class ResponseBuilder:
                 arguments = _json_arguments(call)
                 code = arguments.get("code", "") if isinstance(arguments, dict) else ""
                 events += self._program(ProgramCall(call.id, str(code), ()))
+                continue
+            if call.name == RUN_CODE and self.plan.code_interpreter:
+                events += self._interpreter_started(call)
                 continue
             arguments = _arguments(call)
             item: Item = {
@@ -365,6 +371,9 @@ class ResponseBuilder:
                 if call.name == RUN_CODE and self.plan.programmatic:
                     # A program paused in an earlier response, resumed and finished now.
                     events += self._program_output(call, result)
+                elif call.name == RUN_CODE and self.plan.code_interpreter:
+                    events += self._interpreter_started(call, resumed=True)
+                    events += self._interpreter_finished(self._calls.pop(call.id), result)
                 continue
             item = self.output[index]
             if item["type"] == "tool_search_call":
@@ -375,6 +384,9 @@ class ResponseBuilder:
                 continue
             if item["type"] == "web_search_call":
                 events += self._web_search_finished(index, result)
+                continue
+            if item["type"] == "code_interpreter_call":
+                events += self._interpreter_finished(index, result)
                 continue
             if result.is_error:
                 item["error"] = {
@@ -427,6 +439,48 @@ class ResponseBuilder:
         events = []
         if not result.is_error:
             events.append(self._item_event("response.web_search_call.completed", index))
+        events.append(
+            self._event("response.output_item.done", output_index=index, item=_copy(item))
+        )
+        return events
+
+    def _interpreter_started(self, call: ToolCall, *, resumed: bool = False) -> list[Event]:
+        """A program as the hosted code interpreter shows one: its code, interpreting (one
+        resumed after a pause shows without its code: its item was in the earlier
+        response)."""
+        arguments = _json_arguments(call)
+        code = arguments.get("code") if isinstance(arguments, dict) else None
+        code = None if resumed or not isinstance(code, str) else code
+        item: Item = {
+            "type": "code_interpreter_call",
+            "id": self._new_id("ci"),
+            "code": code,
+            "container_id": f"cntr_{self.plan.id[5:29]}",
+            "outputs": None,
+            "status": "in_progress",
+        }
+        index = self._add(item)
+        self._calls[call.id] = index
+        events = [
+            self._event("response.output_item.added", output_index=index, item=_copy(item)),
+            self._item_event("response.code_interpreter_call.in_progress", index),
+        ]
+        if code is not None:
+            events += [
+                self._item_event("response.code_interpreter_call_code.delta", index, delta=code),
+                self._item_event("response.code_interpreter_call_code.done", index, code=code),
+            ]
+        events.append(self._item_event("response.code_interpreter_call.interpreting", index))
+        return events
+
+    def _interpreter_finished(self, index: int, result: ToolResult) -> list[Event]:
+        """The program done: what it printed (or the error that stopped it) as its logs."""
+        item = self.output[index]
+        item["outputs"] = [{"type": "logs", "logs": result.content}]
+        item["status"] = "failed" if result.is_error else "completed"
+        events = []
+        if not result.is_error:
+            events.append(self._item_event("response.code_interpreter_call.completed", index))
         events.append(
             self._event("response.output_item.done", output_index=index, item=_copy(item))
         )

@@ -116,6 +116,8 @@ class ToolsPlan:
     pauses again is not shown a second time (its new calls name it as their caller)."""
     web_search: Declared | None = None
     """The hosted web search the client declared, and the registry tool answering it."""
+    code_interpreter: bool = False
+    """The client declared the hosted `code_interpreter` (code mode answers it)."""
 
     @property
     def names(self) -> frozenset[str] | None:
@@ -221,6 +223,7 @@ class _Planner:
         self._registry = registry
         self._hosted = hosted
         self._web_search: Declared | None = None
+        self._interpreter = False
         self._search = search
         self.client_search = (
             search if search is not None and search[1].get("execution") == CLIENT else None
@@ -251,15 +254,10 @@ class _Planner:
                 functions = [f for f in functions if f.get(DEFER_LOADING) is not True]
             for function in functions:
                 self._namespace_function(spec["name"], function)
-        elif kind == "programmatic_tool_calling":
-            self._programmatic = True
-        elif kind == "tool_search":
-            pass  # read first (`_search_spec`)
+        elif kind in ("programmatic_tool_calling", "code_interpreter", "tool_search"):
+            self._answered_by_toolwire(kind)
         elif is_responses_search(kind):
-            if self._web_search is not None:
-                raise BadRequestError("declare one web_search tool", param=f"{where}.type")
-            refused = ("filters.allowed_domains",)
-            self._web_search = declare(spec, where, self._hosted, self._registry, refused=refused)
+            self._declare_web_search(spec, where)
         elif kind == "mcp":
             deferred = spec.get(DEFER_LOADING) is True
             if deferred and self.client_search is not None:
@@ -276,6 +274,20 @@ class _Planner:
                 "entries naming a Toolwire namespace",
                 param=f"{where}.type",
             )
+
+    def _answered_by_toolwire(self, kind: str) -> None:
+        """A hosted type Toolwire's own machinery answers (`tool_search` is read first, by
+        `_search_spec`)."""
+        if kind == "programmatic_tool_calling":
+            self._programmatic = True
+        elif kind == "code_interpreter":
+            self._interpreter = True
+
+    def _declare_web_search(self, spec: dict[str, Any], where: str) -> None:
+        if self._web_search is not None:
+            raise BadRequestError("declare one web_search tool", param=f"{where}.type")
+        refused = ("filters.allowed_domains",)
+        self._web_search = declare(spec, where, self._hosted, self._registry, refused=refused)
 
     def loaded(self, spec: dict[str, Any]) -> None:
         """A tool a client's search loaded: offered from now on, deferred or not."""
@@ -333,6 +345,7 @@ class _Planner:
             self.client_search is not None,
             namespace_descriptions=self._spaces,
             web_search=self._web_search,
+            code_interpreter=self._interpreter,
         )
 
     def _function(self, spec: dict[str, Any], where: str) -> None:

@@ -1,11 +1,12 @@
-"""A hosted API's web search answered by a registry tool for any upstream (`hosted_tools:`):
-a client declares OpenAI's `{"type": "web_search"}` or Anthropic's `web_search_20250305`,
-Toolwire offers the model the registry tool mapped to it, runs it through the gate under the
-caller's key, and shows each search as the hosted API does (`web_search_call` items with the
-sources and `url_citation` annotations; `server_tool_use` and `web_search_tool_result`
-blocks with `web_search_result`s and `web_search_result_location` citations). Through the
-real server with the official openai and anthropic SDKs, streamed and not, one server for
-the module."""
+"""Hosted server tools for any upstream. A hosted API's web search is answered by a registry
+tool (`hosted_tools:`): a client declares OpenAI's `{"type": "web_search"}` or Anthropic's
+`web_search_20250305`, Toolwire offers the model the registry tool mapped to it, runs it
+through the gate under the caller's key, and shows each search as the hosted API does
+(`web_search_call` items with the sources and `url_citation` annotations; `server_tool_use`
+and `web_search_tool_result` blocks with `web_search_result`s and `web_search_result_location`
+citations). OpenAI's `code_interpreter` is answered by code mode, each program a
+`code_interpreter_call`. Through the real server with the official openai and anthropic SDKs,
+streamed and not, one server for the module."""
 
 from __future__ import annotations
 
@@ -303,3 +304,36 @@ async def test_a_key_without_the_mapped_tool_gets_a_400_on_each_front(
     assert refused.value.body["error"]["type"] == "invalid_request_error"
     assert "'web_search_20250305' is not available" in refused.value.message
     assert len(upstream.requests) == start
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])
+async def test_a_code_interpreter_is_answered_by_code_mode(
+    clients: dict[str, Any], upstream: FakeUpstream, stream: bool
+) -> None:
+    start = len(upstream.requests)
+    code = "print(await t_add(a=40, b=2))"
+    upstream.script(Reply.tool_calls([("run_code", {"code": code})]), Reply.text("It is 42."))
+    response = await respond(
+        clients["a"],
+        stream=stream,
+        model=MODEL,
+        input="Add 40 and 2.",
+        tools=[{"type": "code_interpreter", "container": {"type": "auto"}}],
+    )
+    ran, message = response.output
+    assert (ran.type, ran.code, ran.status) == ("code_interpreter_call", code, "completed")
+    assert [(o.type, o.logs) for o in ran.outputs] == [("logs", "42\n")]
+    assert ran.container_id.startswith("cntr_")
+    assert message.content[0].text == "It is 42."
+    assert "run_code" in tool_names(upstream.requests[start])
+
+
+async def test_a_failed_program_is_a_failed_code_interpreter_call(
+    clients: dict[str, Any], upstream: FakeUpstream
+) -> None:
+    upstream.script(Reply.tool_calls([("run_code", {"code": "1/0"})]), Reply.text("oops"))
+    response = await clients["a"].responses.create(
+        model=MODEL, input="divide", tools=[{"type": "code_interpreter", "container": "auto"}]
+    )
+    ran, _ = response.output
+    assert ran.status == "failed" and "ZeroDivisionError" in ran.outputs[0].logs
