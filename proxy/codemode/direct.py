@@ -37,7 +37,7 @@ def direct(code: str, functions: Collection[str]) -> Direct:
     uses.visit(tree)
     if uses.spoiled or not uses.awaits:
         return Direct(code)
-    lines = [line.encode() for line in code.splitlines(keepends=True)]
+    lines = code.encode().splitlines(keepends=True)  # as the parser counts lines
     for line, start, end in uses.awaits:
         text = lines[line - 1]
         if not _AWAIT.fullmatch(text[start:end]):  # `await (f())` and the like

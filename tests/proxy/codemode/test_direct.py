@@ -21,6 +21,8 @@ FUNCTIONS = ["f", "g"]
             {"f", "g"},
         ),
         ('é = await f("é")', 'é =       f("é")', {"f"}),
+        ('s = "a\u2028b\x0c"\nx = await f(s)', 's = "a\u2028b\x0c"\nx =       f(s)', {"f"}),
+        ("a = 1\r\nawait f(a)\r\n", "a = 1\r\nf(a)\r\n", {"f"}),
         ("r = await f(x=await g())", "r =       f(x=      g())", {"f", "g"}),
     ],
 )
