@@ -16,3 +16,7 @@ class SourceStatus:
     reachable: bool
     tool_count: int
     error: str | None = None
+    lazy: str | None = None
+    """A source started on first use: `stopped`, `starting` or `running` (None: eager)."""
+    first_use_s: float | None = None
+    """A lazy source: how long its last start took, from the call that asked for it."""

@@ -118,7 +118,11 @@ SourceFactory = Callable[[Any, Path], ToolSource]
 
 _FACTORIES: dict[type[BaseModel], SourceFactory] = {
     PythonSourceConfig: lambda config, base_dir: PythonSource(config, base_dir=base_dir),
-    McpSourceConfig: lambda config, base_dir: mcp.McpSource(config, base_dir=base_dir),
+    McpSourceConfig: lambda config, base_dir: (
+        mcp.LazyMcpSource(config, base_dir=base_dir)
+        if config.lazy
+        else mcp.McpSource(config, base_dir=base_dir)
+    ),
     McpServersJsonConfig: lambda config, base_dir: mcp.McpServersJsonSource(
         config, base_dir=base_dir
     ),

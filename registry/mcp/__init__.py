@@ -10,6 +10,7 @@ from registry.mcp.errors import McpCallError, McpConnectionLostError, McpUnavail
 
 if TYPE_CHECKING:
     from registry.mcp.content import to_output
+    from registry.mcp.lazy import LazyMcpSource, relisting
     from registry.mcp.servers_json import McpServersJsonSource, read_servers_json
     from registry.mcp.source import McpSource
 
@@ -17,6 +18,8 @@ if TYPE_CHECKING:
 # tool worker processes, which import `registry`, never do).
 _LAZY = {
     "McpSource": "registry.mcp.source",
+    "LazyMcpSource": "registry.mcp.lazy",
+    "relisting": "registry.mcp.lazy",
     "McpServersJsonSource": "registry.mcp.servers_json",
     "read_servers_json": "registry.mcp.servers_json",
     "to_output": "registry.mcp.content",
@@ -31,6 +34,7 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
+    "LazyMcpSource",
     "McpCallError",
     "McpConnectionLostError",
     "McpServerConfig",
@@ -40,5 +44,6 @@ __all__ = [
     "McpSourceConfig",
     "McpUnavailableError",
     "read_servers_json",
+    "relisting",
     "to_output",
 ]

@@ -133,6 +133,14 @@ class McpSourceConfig(SourceSettings):
     """True: a server down at start-up does not stop the proxy; its tools appear later."""
     sampling: SamplingConfig = SamplingConfig()
     """Whether the server may ask for completions (`sampling/createMessage`), and how."""
+    lazy: bool = False
+    """True: the server is started by the first call of one of its tools, not at start-up;
+    its tools are served from the manifest cached at its last listing (the README's
+    **Servers started on first use**)."""
+    idle_s: float = Field(default=300.0, gt=0)
+    """A lazy server with no call for this long is stopped (started again by the next)."""
+    manifest_dir: str = Field(default=".toolwire/manifests", min_length=1)
+    """Where a lazy server's manifest is cached (relative to the config's folder)."""
 
 
 class McpServersJsonConfig(BaseModel):

@@ -39,13 +39,9 @@ class McpSource:
         label = label or config.namespace or config.mcp.label()
         self.name = f"mcp:{label}"
         self._config = config
-        self._session = McpSession(
-            config.mcp,
-            label=label,
-            base_dir=base_dir,
-            on_tools=self._sync,
-            requests=ClientRequests(label, config.sampling),
-        )
+        self._label = label
+        self._base_dir = base_dir
+        self._session = self._new_session()
         self._registry: ConfiguredRegistry | None = None
         # MCP tool name -> (qualified name in the registry, fingerprint of its definition).
         self._tools: dict[str, tuple[str, str]] = {}
@@ -93,6 +89,20 @@ class McpSource:
             McpUnavailableError: the source was closed.
         """
         await self._session.wait_connected()
+
+    def _new_session(self) -> McpSession:
+        """A session to the server, not yet started; its listings go to `_listed`."""
+        return McpSession(
+            self._config.mcp,
+            label=self._label,
+            base_dir=self._base_dir,
+            on_tools=self._listed,
+            requests=ClientRequests(self._label, self._config.sampling),
+        )
+
+    def _listed(self, listed: list[types.Tool]) -> None:
+        """The server listed its tools (on each connection, and when they change)."""
+        self._sync(listed)
 
     async def _call(
         self, name: str, arguments: dict[str, Any], reporter: CallReporter | None
