@@ -9,6 +9,7 @@ redirect URI with a code, so a test completes a login by following the URL.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import contextlib
 import hashlib
@@ -234,5 +235,20 @@ async def serve_oauth_protected() -> AsyncIterator[OAuthProtected]:
             Route("/token", authority.token, methods=["POST"]),
         ]
         late.app = app
-        async with server.session_manager.run():
+        # The session manager's task group is entered and left by one task of its own (a
+        # module-scoped fixture is set up and torn down by different tasks).
+        running, stop = asyncio.Event(), asyncio.Event()
+
+        async def manage() -> None:
+            async with server.session_manager.run():
+                running.set()
+                await stop.wait()
+
+        task = asyncio.create_task(manage())
+        try:
+            async with asyncio.timeout(10):
+                await running.wait()
             yield OAuthProtected(f"{root}/mcp", root, authority)
+        finally:
+            stop.set()
+            await task

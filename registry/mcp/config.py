@@ -8,6 +8,7 @@ from urllib.parse import urlsplit
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from registry.configured import SourceSettings
+from registry.mcp.oauth_config import McpOAuthConfig
 
 __all__ = [
     "McpServerConfig",
@@ -20,7 +21,7 @@ __all__ = [
 Transport = Literal["stdio", "streamable-http", "sse"]
 
 _STDIO_KEYS = ("args", "env", "cwd")
-_HTTP_KEYS = ("headers", "transport", "bearer_token_env")
+_HTTP_KEYS = ("headers", "transport", "bearer_token_env", "oauth")
 
 
 class McpServerConfig(BaseModel):
@@ -45,6 +46,8 @@ class McpServerConfig(BaseModel):
     """Default: SSE when the URL path ends in /sse, else Streamable HTTP."""
     bearer_token_env: str | None = None
     """The name of an environment variable holding a token sent as `Authorization: Bearer`."""
+    oauth: McpOAuthConfig | None = None
+    """OAuth tokens fetched (client credentials) or from an operator's login, kept, refreshed."""
     connect_timeout_s: float = Field(default=30.0, gt=0)
     """Spawning or connecting, the handshake and the first tool listing together."""
     protocol: Literal["2025-11-25", "2026-07-28"] = "2025-11-25"

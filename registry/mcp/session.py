@@ -32,6 +32,7 @@ from registry.mcp.config import McpServerConfig
 from registry.mcp.elicitation import ClientRequests
 from registry.mcp.errors import McpCallError, McpConnectionLostError, McpUnavailableError
 from registry.mcp.keepalive import read_to_end
+from registry.mcp.oauth import SourceAuth, source_auth
 from registry.mcp.origins import Origins
 from registry.mcp.pool import pooled_client
 from registry.mcp.progress import CallReporter, ProgressRoutes
@@ -95,6 +96,7 @@ class McpSession:
         self._ready = asyncio.Event()
         self._scope = anyio.CancelScope()
         self._task: asyncio.Task[None] | None = None
+        self._auth: SourceAuth | None = None
 
     @property
     def connected(self) -> bool:
@@ -175,6 +177,8 @@ class McpSession:
                     f"the connection to MCP server {self._label} was lost during the call "
                     f"({exc.message}); the call was not retried and may or may not have run"
                 ) from exc
+            if self._auth is not None and self._auth.failure is not None:
+                raise McpCallError(self._auth.failure) from exc
             raise McpCallError(f"MCP error {exc.code}: {exc.message}") from exc
         except (anyio.BrokenResourceError, anyio.ClosedResourceError) as exc:
             self._mark_lost()
@@ -247,7 +251,8 @@ class McpSession:
                 except Exception as exc:
                     # The connection boundary: whatever broke (spawn, network, handshake,
                     # listing), the answer is the same: record it and try again later.
-                    self._error = _describe(exc)
+                    failure = self._auth.failure if self._auth is not None else None
+                    self._error = failure or _describe(exc)
                     log.warning("MCP server %s: %s", self._label, self._error)
                 finally:
                     self._ready.clear()
@@ -391,15 +396,18 @@ class McpSession:
                 )
             headers["Authorization"] = f"Bearer {token}"
         assert server.url is not None
+        if server.oauth is not None and self._auth is None:
+            self._auth = source_auth(server.url, server.oauth, label=self._label)
         if server.kind == "sse":
             return sse_client(
                 server.url,
                 headers=headers,
                 timeout=server.connect_timeout_s,
+                auth=self._auth,
                 httpx_client_factory=_traced_http_client,
             )
         origins = self._requests.origins if self._requests is not None else None
-        return _streamable_http(server.url, headers, server.connect_timeout_s, origins)
+        return _streamable_http(server.url, headers, server.connect_timeout_s, origins, self._auth)
 
     def _stdio_parameters(self) -> StdioServerParameters:
         command, *args = self._server.argv
@@ -417,7 +425,11 @@ class McpSession:
 
 @contextlib.asynccontextmanager
 async def _streamable_http(
-    url: str, headers: dict[str, str], timeout_s: float, origins: Origins | None = None
+    url: str,
+    headers: dict[str, str],
+    timeout_s: float,
+    origins: Origins | None = None,
+    auth: httpx2.Auth | None = None,
 ) -> AsyncIterator[TransportStreams]:
     # A long read timeout: the server may hold a response stream open while a tool runs.
     timeout = httpx2.Timeout(timeout_s, read=max(300.0, timeout_s))
@@ -427,6 +439,7 @@ async def _streamable_http(
         pooled_client(
             headers=headers,
             timeout=timeout,
+            auth=auth,
             event_hooks={"request": [_trace_headers_from_meta], "response": responses},
         ) as client,
         streamable_http_client(
