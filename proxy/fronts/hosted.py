@@ -59,6 +59,8 @@ class Declared:
     """A declared hosted web search and the registry tool the configuration answers it with."""
 
     tool: Tool
+    wire_name: str
+    """The tool's name on the wire: the model calls it by this name."""
     config: HostedToolConfig
     where: str
     """The entry's place in the request (`tools[2]`), for errors."""
@@ -67,6 +69,10 @@ class Declared:
     max_uses: int | None = None
     name: str = WEB_SEARCH
     """The name its blocks carry (the Messages entry's `name`)."""
+
+    @property
+    def search(self) -> HostedSearch:
+        return HostedSearch(self.wire_name, self.config.query, self.max_uses, self.name)
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,27 +142,25 @@ def declare(
             f"{where}.max_uses: must be a positive integer", param=f"{where}.max_uses"
         )
     name = spec.get("name")
-    return Declared(
-        tool, config, where, kind, max_uses, name if isinstance(name, str) and name else WEB_SEARCH
-    )
+    name = name if isinstance(name, str) and name else WEB_SEARCH
+    return Declared(tool, registry.wire_name(tool), config, where, kind, max_uses, name)
 
 
-def served(declared: Declared, toolset: Toolset, registry: ToolRegistry) -> HostedSearch:
+def served(declared: Declared, toolset: Toolset) -> HostedSearch:
     """The declared search in a request's toolset.
 
     Raises:
         BadRequestError: the mapped tool is not among the tools this request may use (the
             key's scope, the policy, or the request's own filters leave it out).
     """
-    wire = registry.wire_name(declared.tool)
-    if toolset.by_wire_name.get(wire) is not declared.tool:
+    if toolset.by_wire_name.get(declared.wire_name) is not declared.tool:
         raise BadRequestError(
             f"{declared.where}: hosted tool type {declared.kind!r} is not available to this "
-            "request: the tool "
-            "that answers it is outside this key's tools or the request's filters",
+            "request: the tool that answers it is outside this key's tools or the request's "
+            "filters",
             param=f"{declared.where}.type",
         )
-    return HostedSearch(wire, declared.config.query, declared.max_uses, declared.name)
+    return declared.search
 
 
 def _given(spec: dict[str, Any], path: str) -> bool:

@@ -235,7 +235,7 @@ async def test_max_uses_stops_the_searches_past_it(
     assert message.usage.server_tool_use.web_search_requests == 1
 
 
-async def test_a_messages_history_with_search_blocks_is_accepted(
+async def test_a_messages_history_gives_the_model_its_earlier_searches(
     clients: dict[str, Any], upstream: FakeUpstream
 ) -> None:
     start = len(upstream.requests)
@@ -256,8 +256,15 @@ async def test_a_messages_history_with_search_blocks_is_accepted(
     second = await clients["anthropic_a"].messages.create(**{**request, "messages": history})
     assert second.content[0].text == "you are welcome"
     sent = upstream.requests[start + 2]["messages"]
-    assert [m["role"] for m in sent] == ["user", "assistant", "user"]
-    assert sent[1]["content"] == ANSWER
+    assert [m["role"] for m in sent] == ["user", "assistant", "tool", "assistant", "user"]
+    (call,) = sent[1]["tool_calls"]
+    assert call["function"]["name"] == "search_web"
+    assert json.loads(call["function"]["arguments"]) == {"q": "tide"}
+    assert sent[2]["tool_call_id"] == call["id"]
+    assert [(r["url"], r["snippet"]) for r in json.loads(sent[2]["content"])] == [
+        (p["url"], p["snippet"]) for p in PAGES
+    ]
+    assert sent[3]["content"] == ANSWER
 
 
 async def test_an_unmapped_hosted_type_is_a_400_naming_it(clients: dict[str, Any]) -> None:

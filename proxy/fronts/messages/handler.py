@@ -23,6 +23,7 @@ from .programmatic import client_marks, code_execution_type, programs_shown, too
 from .references import load_references
 from .render import MessageBuilder
 from .request import parse_body, to_chat_body
+from .searches import replay_searches
 
 
 class NotFoundError(ProxyError):
@@ -72,6 +73,8 @@ class Messages:
             controls = dataclasses.replace(controls, code_mode=True)
         search_name = tool_search_name(document)
         declared = self._web_search(document)
+        if declared is not None:
+            document = replay_searches(document, declared.search)
         shown = programs_shown(document) if program_type is not None else frozenset()
         document, loaded = load_references(document)
         document, marks = client_marks(document)
@@ -84,7 +87,7 @@ class Messages:
         toolset = services.catalog.toolset(controls.tool_filter, caller, load=loaded)
         web_search = None
         if declared is not None:
-            web_search = served(declared, toolset, services.registry)
+            web_search = served(declared, toolset)
             controls = dataclasses.replace(controls, max_uses=web_search.limits)
         turn = Turn(
             chat,

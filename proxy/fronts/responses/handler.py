@@ -99,7 +99,7 @@ class Responses:
         )
         web_search = None
         if tools.web_search is not None:
-            web_search = served(tools.web_search, toolset, services.registry)
+            web_search = served(tools.web_search, toolset)
         chat = to_chat(_chat_request(body, conversation, tools, toolset), "openai_responses")
         mark(chat, tools.marks)
         if not chat.get("messages"):

@@ -9,6 +9,7 @@ import pytest
 from proxy.config import HostedToolConfig, HostedType
 from proxy.errors import BadRequestError
 from proxy.fronts.hosted import (
+    HostedSearch,
     Source,
     cited,
     declare,
@@ -17,6 +18,7 @@ from proxy.fronts.hosted import (
     mapping_problems,
     sources,
 )
+from proxy.fronts.messages.searches import replay_searches
 from registry import ToolRegistry, ToolResult
 
 
@@ -142,3 +144,48 @@ def test_citations_cover_a_url_or_its_whole_markdown_link_the_longest_url_winnin
         ("https://a.example", "A"),
     ]
     assert cited("no links here", found) == []
+
+
+def test_parallel_searches_of_a_history_become_calls_then_their_results() -> None:
+    search = HostedSearch("search_web", "q", name="web_search")
+    found = {"type": "web_search_result", "url": "https://a.example", "title": "A"}
+    assistant = [
+        {"type": "text", "text": "Looking."},
+        {"type": "server_tool_use", "id": "s1", "name": "web_search", "input": {"query": "x"}},
+        {"type": "server_tool_use", "id": "s2", "name": "web_search", "input": {"query": "y"}},
+        {"type": "server_tool_use", "id": "s3", "name": "web_search", "input": {"query": "z"}},
+        {"type": "web_search_tool_result", "tool_use_id": "s1", "content": [found]},
+        {
+            "type": "web_search_tool_result",
+            "tool_use_id": "s2",
+            "content": {"type": "web_search_tool_result_error", "error_code": "max_uses_exceeded"},
+        },
+        {"type": "text", "text": "Found A."},
+    ]
+    document = {
+        "messages": [{"role": "user", "content": "?"}, {"role": "assistant", "content": assistant}]
+    }
+    user, calls, results, answer = replay_searches(document, search)["messages"]
+    assert user == {"role": "user", "content": "?"}
+    assert calls["content"][0] == {"type": "text", "text": "Looking."}
+    assert [(b["type"], b.get("name"), b.get("input")) for b in calls["content"][1:]] == [
+        ("tool_use", "search_web", {"q": "x"}),
+        ("tool_use", "search_web", {"q": "y"}),
+        ("server_tool_use", "web_search", {"query": "z"}),  # no result: taken out later
+    ]
+    first, second = results["content"]
+    assert orjson.loads(first["content"]) == [
+        {"url": "https://a.example", "title": "A", "snippet": None}
+    ]
+    assert second == {
+        "type": "tool_result",
+        "tool_use_id": "s2",
+        "content": "Error: max_uses_exceeded",
+        "is_error": True,
+    }
+    assert answer == {"role": "assistant", "content": [{"type": "text", "text": "Found A."}]}
+
+
+def test_a_history_without_searches_is_left_as_it_is() -> None:
+    document = {"messages": [{"role": "assistant", "content": [{"type": "text", "text": "hi"}]}]}
+    assert replay_searches(document, HostedSearch("search_web", "q")) is document

@@ -1,0 +1,99 @@
+"""The hosted web search's blocks of earlier turns, put back in the model's terms.
+
+A client sends an assistant turn back as it came: its `server_tool_use` blocks (the
+searches) and their `web_search_tool_result` blocks sit in the assistant message itself.
+For the model they were calls of the registry tool answering the search and that tool's
+results: each search becomes that tool's `tool_use` block, and its results a `tool_result`
+in a user message of its own, the assistant message split around them. Searches without a
+result (and the blocks of other server tools) are left for `client_marks` to take out.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+from ..hosted import HostedSearch
+
+Message = dict[str, Any]
+Block = dict[str, Any]
+
+
+def replay_searches(document: dict[str, Any], search: HostedSearch) -> dict[str, Any]:
+    """The request with each answered search of its history as the call and result the
+    model saw; a request with none is returned as it is."""
+    messages = document.get("messages") or []
+    replayed: list[Message] = []
+    changed = False
+    for message in messages:
+        split = _split(message, search)
+        changed = changed or split is not None
+        replayed += split if split is not None else [message]
+    return {**document, "messages": replayed} if changed else document
+
+
+def _split(message: Any, search: HostedSearch) -> list[Message] | None:
+    """An assistant message holding answered searches, split around their results; None
+    when it holds none."""
+    content = message.get("content") if isinstance(message, dict) else None
+    if message.get("role") != "assistant" or not isinstance(content, list):
+        return None
+    results = {
+        b.get("tool_use_id"): b
+        for b in content
+        if isinstance(b, dict) and b.get("type") == "web_search_tool_result"
+    }
+    searches = {
+        b.get("id")
+        for b in content
+        if isinstance(b, dict)
+        and b.get("type") == "server_tool_use"
+        and b.get("name") == search.name
+        and b.get("id") in results
+    }
+    if not searches:
+        return None
+    out: list[Message] = []
+    said: list[Block] = []
+    for block in content:
+        if isinstance(block, dict) and block.get("id") in searches:
+            said.append(_call(block, search))
+        elif isinstance(block, dict) and block.get("tool_use_id") in searches:
+            if not said and (not out or out[-1]["role"] != "user"):
+                continue  # a result before its search: nothing it could answer
+            if said:
+                out.append({"role": "assistant", "content": said})
+                out.append({"role": "user", "content": []})
+                said = []
+            out[-1]["content"].append(_result(block))
+        else:
+            said.append(block)
+    if said:
+        out.append({"role": "assistant", "content": said})
+    return out
+
+
+def _call(block: Block, search: HostedSearch) -> Block:
+    given = block.get("input")
+    query = given.get("query") if isinstance(given, dict) else None
+    arguments = {search.query: query if isinstance(query, str) else ""}
+    return {"type": "tool_use", "id": block["id"], "name": search.wire_name, "input": arguments}
+
+
+def _result(block: Block) -> Block:
+    content = block.get("content")
+    answer: Block = {"type": "tool_result", "tool_use_id": block["tool_use_id"]}
+    if isinstance(content, list):
+        found = [
+            {
+                "url": r.get("url"),
+                "title": r.get("title"),
+                "snippet": r.get("encrypted_content"),
+            }
+            for r in content
+            if isinstance(r, dict) and r.get("type") == "web_search_result"
+        ]
+        return {**answer, "content": orjson.dumps(found).decode()}
+    code = content.get("error_code") if isinstance(content, dict) else None
+    return {**answer, "content": f"Error: {code or 'unavailable'}", "is_error": True}
