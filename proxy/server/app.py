@@ -12,7 +12,7 @@ from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 
 from policies import Gate, Guards, RulePolicy
-from registry import Executor, SourceSet, ToolRegistry
+from registry import Executor, SourceSet, ToolRegistry, use_token_store
 
 from ..approvals.flow import ApprovalFlow
 from ..approvals.webhook import WebhookApprover
@@ -169,6 +169,7 @@ async def _start(
     tools = registry if registry is not None else ToolRegistry()
     stores = await build_stores(settings)
     stack.push_async_callback(stores.aclose)
+    use_token_store(stores.tokens)  # before the sources start: their OAuth grants
     # Before the sources start: every tool they register is checked against its pin.
     pins = await stack.enter_async_context(PinKeeper(tools, stores.pins).keeping())
     if sources is None:

@@ -33,6 +33,7 @@ from .redis import (
 from .redis_approvals import RedisApprovalStore, RedisOpenApprovalStore
 from .redis_questions import RedisRelay
 from .spills import SpillStore, spill_store
+from .tokens import MemoryTokenStore, RedisTokenStore, TokenStore
 
 log = logging.getLogger("toolwire.state")
 
@@ -72,6 +73,8 @@ class Stores:
     """MCP servers' questions' answers, and what the asking calls did, between replicas."""
     pins: PinStore
     """Pinned tool definitions and operators' verdicts on changed ones."""
+    tokens: TokenStore
+    """MCP sources' OAuth grants (tokens, client registrations)."""
     redis: RedisState | None = None
 
     async def aclose(self) -> None:
@@ -120,6 +123,7 @@ async def _redis_stores(config: StateConfig, results: ResultsConfig) -> Stores:
         spills=spill_store(ttl_s=results.ttl_s, max_memory_bytes=0, redis=state),
         relay=RedisRelay(state, ttl_s=TURN_TTL_S),
         pins=RedisPinStore(state),
+        tokens=RedisTokenStore(state),
         redis=state,
     )
     try:
@@ -150,6 +154,7 @@ def memory_stores(config: StateConfig, results: ResultsConfig | None = None) -> 
         ),
         relay=MemoryRelay(),
         pins=MemoryPinStore(),
+        tokens=MemoryTokenStore(),
     )
 
 
