@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
-__all__ = ["SourceStatus"]
+__all__ = ["LazyState", "SourceStatus"]
+
+LazyState = Literal["stopped", "starting", "running"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -16,7 +19,7 @@ class SourceStatus:
     reachable: bool
     tool_count: int
     error: str | None = None
-    lazy: str | None = None
+    lazy: LazyState | None = None
     """A source started on first use: `stopped`, `starting` or `running` (None: eager)."""
     first_use_s: float | None = None
     """A lazy source: how long its last start took, from the call that asked for it."""

@@ -250,8 +250,14 @@ async def _decide(
 
 
 def _source(status: SourceStatus) -> Source:
+    first_use = status.first_use_s
     return Source(
-        name=status.name, reachable=status.reachable, tools=status.tool_count, error=status.error
+        name=status.name,
+        reachable=status.reachable,
+        tools=status.tool_count,
+        error=status.error,
+        lazy=status.lazy,
+        first_use_ms=None if first_use is None else round(first_use * 1000, 1),
     )
 
 

@@ -91,6 +91,11 @@ class Source(BaseModel):
     tools: int
     error: str | None
     """The last error: why it failed to start or lost its server; None while it is well."""
+    lazy: Literal["stopped", "starting", "running"] | None = None
+    """A server started on first use (`lazy: true`): whether it runs now; None: started
+    with the proxy."""
+    first_use_ms: float | None = None
+    """A lazy server: how long its last start took, from the call that started it."""
 
 
 class LogRecord(BaseModel):

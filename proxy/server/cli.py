@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
@@ -160,6 +161,16 @@ def _count(number: int, noun: str) -> str:
     return f"{number} {noun}" if number == 1 else f"{number} {noun}s"
 
 
+def _relisting(settings: Settings) -> contextlib.AbstractContextManager[None]:
+    """Lists the servers started on first use afresh, if any is configured (the MCP SDK is
+    loaded only then)."""
+    if not any(getattr(entry, "lazy", False) for entry in settings.tools):
+        return contextlib.nullcontext()
+    from registry.mcp import relisting
+
+    return relisting()
+
+
 def _check(args: argparse.Namespace, settings: Settings) -> int:
     return asyncio.run(_check_sources(args, settings))
 
@@ -172,14 +183,16 @@ async def _check_sources(args: argparse.Namespace, settings: Settings) -> int:
     async with asyncio.TaskGroup() as group:
         # The upstreams are probed while the sources start.
         reached = group.create_task(probe_all(settings.upstreams))
-        async with started(settings, fail_fast=False) as (registry, sources):
-            statuses = sources.statuses()
-            problems = [
-                f"{tool.qualified_name}: parameters must be a JSON object schema"
-                for tool in registry.list_tools(include_disabled=True)
-                if tool.parameters.get("type") != "object"
-            ]
-            problems += mapping_problems(settings.hosted_tools, registry)
+        # Servers started on first use are listed here, and their manifests cached.
+        with _relisting(settings):
+            async with started(settings, fail_fast=False) as (registry, sources):
+                statuses = sources.statuses()
+                problems = [
+                    f"{tool.qualified_name}: parameters must be a JSON object schema"
+                    for tool in registry.list_tools(include_disabled=True)
+                    if tool.parameters.get("type") != "object"
+                ]
+                problems += mapping_problems(settings.hosted_tools, registry)
     failed = False
     for upstream in reached.result():
         if upstream.reachable:
@@ -189,7 +202,8 @@ async def _check_sources(args: argparse.Namespace, settings: Settings) -> int:
             print(f"error upstream {upstream.name}: unreachable: {upstream.error}")
     for status in statuses:
         if status.reachable and status.error is None:
-            print(f"ok    {status.name}: {_count(status.tool_count, 'tool')}")
+            lazy = " (started on first use; manifest cached)" if status.lazy else ""
+            print(f"ok    {status.name}: {_count(status.tool_count, 'tool')}{lazy}")
         elif status.reachable:
             failed = True
             print(f"error {status.name}: {_count(status.tool_count, 'tool')}; {status.error}")

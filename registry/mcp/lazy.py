@@ -39,7 +39,7 @@ from registry.mcp.progress import CallReporter
 from registry.mcp.session import McpSession
 from registry.mcp.source import McpSource
 from registry.registry import ToolRegistry
-from registry.source_status import SourceStatus
+from registry.source_status import LazyState, SourceStatus
 
 __all__ = ["LazyMcpSource", "relisting"]
 
@@ -124,7 +124,9 @@ class LazyMcpSource(McpSource):
         await self._session.aclose()
 
     def status(self) -> SourceStatus:
-        state = "running" if self._running else "starting" if self._starting else "stopped"
+        state: LazyState = (
+            "running" if self._running else "starting" if self._starting else "stopped"
+        )
         problems = "; ".join(self._problems) or None
         if self._running:
             reachable = self._session.connected

@@ -181,7 +181,11 @@ async function refreshSources() {
   $("source-rows").replaceChildren(...sources.map((s) => el("tr", {},
     el("td", {}, s.name),
     el("td", {}, el("span", { class: `badge ${s.reachable ? "ok" : "bad"}` },
-      t(s.reachable ? "source.reachable" : "source.unreachable"))),
+      t(s.reachable ? "source.reachable" : "source.unreachable")),
+      ...(s.lazy ? [" ", el("span", { class: "badge" }, t(`source.lazy.${s.lazy}`))] : []),
+      ...(s.first_use_ms != null
+        ? [" ", el("span", { class: "small muted" }, t("source.first_use", { ms: s.first_use_ms }))]
+        : [])),
     el("td", { class: "num" }, String(s.tools)),
     el("td", { class: "small" }, s.error || "–"),
     el("td", {}, el("button", {
