@@ -501,20 +501,21 @@ class ElicitationConfig(BaseModel):
     to take it; past it (that replica stopped), the call fails with a clear error."""
 
 
-HostedType = Literal["web_search"]
-"""The hosted server-tool types `hosted_tools:` may map."""
+HostedType = Literal["web_search", "web_fetch"]
+"""The hosted server-tool types `hosted_tools:` may map (`web_fetch`: the Messages API's)."""
 
 
 class HostedToolConfig(BaseModel):
     """One hosted server-tool type answered by a registry tool: `web_search: search.web`, or
-    `web_search: {tool: search.web, query: q}`."""
+    `web_search: {tool: search.web, argument: q}`."""
 
     model_config = ConfigDict(extra="forbid")
 
     tool: str = Field(min_length=1)
     """The registry tool that answers it (its qualified or wire name)."""
-    query: str = Field(default="query", min_length=1)
-    """The tool's argument that holds what is searched."""
+    argument: str | None = Field(default=None, min_length=1)
+    """The tool's argument that takes what the model asks for: the search (default `query`),
+    or the URL to fetch (default `url`)."""
 
     @model_validator(mode="before")
     @classmethod
