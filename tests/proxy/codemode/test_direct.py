@@ -24,6 +24,11 @@ FUNCTIONS = ["f", "g"]
         ('s = "a\u2028b\x0c"\nx = await f(s)', 's = "a\u2028b\x0c"\nx =       f(s)', {"f"}),
         ("a = 1\r\nawait f(a)\r\n", "a = 1\r\nf(a)\r\n", {"f"}),
         ("r = await f(x=await g())", "r =       f(x=      g())", {"f", "g"}),
+        (  # f gathered keeps its await and runs as tasks; g is answered at once
+            "import asyncio\nids = await g()\nrs = await asyncio.gather(*[f(i) for i in ids])",
+            "import asyncio\nids =       g()\nrs = await asyncio.gather(*[f(i) for i in ids])",
+            {"g"},
+        ),
     ],
 )
 def test_calls_awaited_at_once_at_the_top_level_run_directly(
@@ -37,6 +42,9 @@ def test_calls_awaited_at_once_at_the_top_level_run_directly(
     "code",
     [
         "import asyncio\nawait asyncio.gather(f(), f())",  # gathered: runs as tasks
+        "import asyncio\nx = await f()\nawait asyncio.gather(f(), g())",
+        "import asyncio\nawait asyncio.gather(f(), await g())",  # f starts while g runs
+        "import asyncio\nasync def h():\n    await asyncio.gather(f())\nawait g()",
         "later = f()\nawait g()\nawait later",  # started when the program waits
         "async def h():\n    return await f()\nawait h()",  # a task of its own may gather it
         "def f():\n    return 1\nawait f()",  # the program's own f

@@ -196,3 +196,22 @@ async def test_a_run_of_direct_calls_pauses_on_one_and_resumes_elsewhere(sandbox
     assert (third.paused, third.error) == (None, None)
     assert third.output == "start 1\n{'ok': True}\nrefused: the user refused\n2\n"
     assert [c["x"] for c in f.seen] == [1, 2]
+
+
+async def test_a_call_answered_at_once_then_a_gather_still_runs_in_parallel(
+    sandbox: Sandbox,
+) -> None:
+    f = Calls(release_at=3)  # holds every call until three run at once
+
+    async def three(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        return 3
+
+    code = (
+        "import asyncio\n"
+        "n = await g()\n"
+        "rs = await asyncio.gather(*[f(i=i) for i in range(n)])\n"
+        "print(len(rs))"
+    )
+    assert direct(code, ["f", "g"]).names == {"g"}
+    out = await sandbox.run(code, {"f": f, "g": three}, LIMITS)
+    assert (out.output, out.error, out.calls, f.most) == ("3\n", None, 4, 3)
