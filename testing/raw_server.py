@@ -40,13 +40,19 @@ class RawServer:
     def __init__(self, *, special_tokens: Sequence[str] = (), seed: int = 0) -> None:
         """`special_tokens` (settable later): the family's marker tokens, removed from the
         text unless the request keeps them."""
-        self.requests: list[dict[str, Any]] = []
         self.base_url = ""
+        self._seed = seed
+        self._runner: web.ServerRunner | None = None
+        self.reset(special_tokens)
+
+    def reset(self, special_tokens: Sequence[str] = ()) -> None:
+        """Forget the requests and the script, as a new server would (its streamed pieces are
+        cut the same way again): one server can serve a module's tests one after another."""
+        self.requests: list[dict[str, Any]] = []
         self.special_tokens = tuple(special_tokens)
         self._turns: deque[Turn] = deque()
         self._last = Turn("(nothing scripted)")
-        self._rng = random.Random(seed)
-        self._runner: web.ServerRunner | None = None
+        self._rng = random.Random(self._seed)
 
     def script(self, *turns: str | Turn) -> None:
         """Queue model outputs, one per request."""

@@ -12,13 +12,15 @@ from typing import Any
 import anthropic
 import openai
 import pytest
+import pytest_asyncio
 
 from proxy.upstreams.emulation.constraints import SHAPES
 from testing.raw_server import RawServer
-from tests.conftest import serve_proxy
+from tests.e2e.raw_proxies import RawProxies, raw_proxies
 from tests.e2e.test_native_formats import SPECIAL_TOKENS, _ask
-from tests.e2e.tools import registry_with
 from tests.proxy.upstreams.emulation.families import WRITERS
+
+pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 CONSTRAINT_FIELDS = ("structured_outputs", "guided_grammar", "ebnf", "grammar", "response_format")
 NAMED = {"type": "function", "function": {"name": "t_get_weather"}}
@@ -27,23 +29,17 @@ CONSTRAINED = sorted(set(SHAPES) & set(SPECIAL_TOKENS) & set(WRITERS))
 """Every constrained family the end-to-end tests can write."""
 
 
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def proxies() -> AsyncIterator[RawProxies]:
+    """The module's raw server and its proxies, one per family, mode and mechanism."""
+    async with raw_proxies(SPECIAL_TOKENS) as started:
+        yield started
+
+
 @pytest.fixture
-async def raw() -> AsyncIterator[RawServer]:
-    async with RawServer() as server:
-        yield server
-
-
-def _proxy(server: RawServer, family: str, mode: str = "emulated", **extra: Any) -> Any:
-    server.special_tokens = SPECIAL_TOKENS[family]
-    upstream = {
-        "name": "raw",
-        "base_url": server.base_url,
-        "models": ["*"],
-        "tool_calling": mode,
-        "emulation_format": family,
-        **extra,
-    }
-    return serve_proxy({"upstreams": [upstream]}, registry_with())
+def raw(proxies: RawProxies) -> RawServer:
+    """The raw server, with no requests and nothing scripted yet."""
+    return proxies.fresh()
 
 
 def _call(family: str) -> str:
@@ -58,11 +54,11 @@ def _answer(family: str) -> str:
 @pytest.mark.parametrize("mode", ["emulated", "parsed"])
 @pytest.mark.parametrize("family", CONSTRAINED)
 async def test_required_is_constrained_on_every_grammar_server(
-    raw: RawServer, family: str, mode: str, stream: bool
+    raw: RawServer, proxies: RawProxies, family: str, mode: str, stream: bool
 ) -> None:
     raw.script(_call(family), _answer(family))
-    async with _proxy(raw, family, mode) as proxy:
-        answer = await _ask(proxy.client, stream=stream, tool_choice="required")
+    proxy = await proxies.get(family, mode)
+    answer = await _ask(proxy.client, stream=stream, tool_choice="required")
     assert answer.content.strip().endswith("It is sunny in Paris.")
     first, second = raw.requests
     grammar = first["grammar"]
@@ -79,11 +75,11 @@ async def test_required_is_constrained_on_every_grammar_server(
 
 @pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])
 async def test_a_named_tool_is_the_only_one_the_grammar_allows(
-    raw: RawServer, stream: bool
+    raw: RawServer, proxies: RawProxies, stream: bool
 ) -> None:
     raw.script(_call("mistral"), _answer("mistral"))
-    async with _proxy(raw, "mistral") as proxy:
-        answer = await _ask(proxy.client, stream=stream, tool_choice=NAMED)
+    proxy = await proxies.get("mistral")
+    answer = await _ask(proxy.client, stream=stream, tool_choice=NAMED)
     assert answer.content.strip().endswith("It is sunny in Paris.")
     grammar = raw.requests[0]["grammar"]
     assert "[TOOL_CALLS]t_get_weather[ARGS]" in grammar and "t_add" not in grammar
@@ -93,11 +89,11 @@ async def test_a_named_tool_is_the_only_one_the_grammar_allows(
 @pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])
 @pytest.mark.parametrize("mode", ["emulated", "parsed"])
 async def test_a_reply_without_a_call_is_asked_again_once(
-    raw: RawServer, mode: str, stream: bool
+    raw: RawServer, proxies: RawProxies, mode: str, stream: bool
 ) -> None:
     raw.script(PROSE, _call("hermes"), _answer("hermes"))
-    async with _proxy(raw, "hermes", mode) as proxy:
-        answer = await _ask(proxy.client, stream=stream, tool_choice="required")
+    proxy = await proxies.get("hermes", mode)
+    answer = await _ask(proxy.client, stream=stream, tool_choice="required")
     assert answer.content.strip().endswith("It is sunny in Paris.")
     assert PROSE not in answer.content  # the refused reply never reaches the client
     first, again, last = raw.requests
@@ -110,11 +106,13 @@ async def test_a_reply_without_a_call_is_asked_again_once(
     assert "sunny" in str(last["messages"][-1]["content"]) or mode == "parsed"
 
 
-async def test_a_refused_call_is_named_when_asked_again(raw: RawServer) -> None:
+async def test_a_refused_call_is_named_when_asked_again(
+    raw: RawServer, proxies: RawProxies
+) -> None:
     unknown = WRITERS["hermes"].block([("no_such_tool", {"city": "Paris"})])
     raw.script(unknown, _call("hermes"), _answer("hermes"))
-    async with _proxy(raw, "hermes") as proxy:
-        answer = await _ask(proxy.client, stream=True, tool_choice=NAMED)
+    proxy = await proxies.get("hermes")
+    answer = await _ask(proxy.client, stream=True, tool_choice=NAMED)
     assert answer.content.strip().endswith("It is sunny in Paris.")
     note = raw.requests[1]["messages"][-1]["content"]
     assert note.startswith("(You must call t_get_weather;")
@@ -124,12 +122,12 @@ async def test_a_refused_call_is_named_when_asked_again(raw: RawServer) -> None:
 @pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])
 @pytest.mark.parametrize("mode", ["emulated", "parsed"])
 async def test_two_replies_without_a_call_are_an_error_not_prose(
-    raw: RawServer, mode: str, stream: bool
+    raw: RawServer, proxies: RawProxies, mode: str, stream: bool
 ) -> None:
     raw.script(PROSE, PROSE + " Really.")
-    async with _proxy(raw, "hermes", mode) as proxy:
-        with pytest.raises(openai.APIError) as raised:
-            await _ask(proxy.client, stream=stream, tool_choice="required")
+    proxy = await proxies.get("hermes", mode)
+    with pytest.raises(openai.APIError) as raised:
+        await _ask(proxy.client, stream=stream, tool_choice="required")
     assert "did not call a tool as tool_choice required" in raised.value.message
     assert "t_get_weather" in raised.value.message
     if isinstance(raised.value, openai.APIStatusError):
@@ -140,12 +138,12 @@ async def test_two_replies_without_a_call_are_an_error_not_prose(
 @pytest.mark.parametrize("choice", ["auto", "none", None])
 @pytest.mark.parametrize("mode", ["emulated", "parsed"])
 async def test_auto_and_none_are_sent_as_before(
-    raw: RawServer, mode: str, choice: str | None
+    raw: RawServer, proxies: RawProxies, mode: str, choice: str | None
 ) -> None:
     raw.script(PROSE)
     extra = {} if choice is None else {"tool_choice": choice}
-    async with _proxy(raw, "hermes", mode) as proxy:
-        answer = await _ask(proxy.client, stream=False, **extra)
+    proxy = await proxies.get("hermes", mode)
+    answer = await _ask(proxy.client, stream=False, **extra)
     assert answer.content == PROSE and len(raw.requests) == 1
     (sent,) = raw.requests
     assert not any(key in sent for key in CONSTRAINT_FIELDS)
@@ -165,11 +163,11 @@ async def test_auto_and_none_are_sent_as_before(
     ],
 )
 async def test_each_mechanism_sends_its_own_field(
-    raw: RawServer, mechanism: str, family: str, fields: set[str]
+    raw: RawServer, proxies: RawProxies, mechanism: str, family: str, fields: set[str]
 ) -> None:
     raw.script(_call(family), _answer(family))
-    async with _proxy(raw, family, constrained_decoding=mechanism) as proxy:
-        answer = await _ask(proxy.client, stream=True, tool_choice="required")
+    proxy = await proxies.get(family, constrained_decoding=mechanism)
+    answer = await _ask(proxy.client, stream=True, tool_choice="required")
     assert answer.content.strip().endswith("It is sunny in Paris.")
     first = raw.requests[0]
     assert {key for key in CONSTRAINT_FIELDS if key in first} == fields
@@ -180,46 +178,48 @@ async def test_each_mechanism_sends_its_own_field(
 
 @pytest.mark.parametrize("choice", ["auto", "none"])
 async def test_auto_and_none_bytes_do_not_depend_on_the_mechanism(
-    raw: RawServer, choice: str
+    raw: RawServer, proxies: RawProxies, choice: str
 ) -> None:
     sent = []
     for mechanism in ("off", "vllm", "auto"):
         raw.requests.clear()
         raw.script(PROSE)
-        async with _proxy(raw, "hermes", constrained_decoding=mechanism) as proxy:
-            await _ask(proxy.client, stream=False, tool_choice=choice)
+        proxy = await proxies.get("hermes", constrained_decoding=mechanism)
+        await _ask(proxy.client, stream=False, tool_choice=choice)
         sent.append(raw.requests[0])
     assert sent[0] == sent[1] == sent[2]
 
 
 @pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])
-async def test_the_messages_front_gets_its_own_error_shape(raw: RawServer, stream: bool) -> None:
+async def test_the_messages_front_gets_its_own_error_shape(
+    raw: RawServer, proxies: RawProxies, stream: bool
+) -> None:
     raw.script(PROSE, PROSE)
-    async with _proxy(raw, "hermes") as proxy:
-        client = anthropic.AsyncAnthropic(
-            base_url=proxy.base_url.removesuffix("/v1"), api_key="k", max_retries=0, timeout=30
-        )
-        request: dict[str, Any] = {
-            "model": "raw-model",
-            "max_tokens": 100,
-            "messages": [{"role": "user", "content": "Weather in Paris?"}],
-            "tools": [
-                {
-                    "name": "lookup_order",
-                    "description": "Find an order",
-                    "input_schema": {"type": "object", "properties": {"id": {"type": "string"}}},
-                }
-            ],
-            "tool_choice": {"type": "any"},
-        }
-        with pytest.raises(anthropic.APIError) as raised:
-            if stream:
-                async with client.messages.stream(**request) as events:
-                    async for _ in events:
-                        pass
-            else:
-                await client.messages.create(**request)
-        await client.close()
+    proxy = await proxies.get("hermes")
+    client = anthropic.AsyncAnthropic(
+        base_url=proxy.base_url.removesuffix("/v1"), api_key="k", max_retries=0, timeout=30
+    )
+    request: dict[str, Any] = {
+        "model": "raw-model",
+        "max_tokens": 100,
+        "messages": [{"role": "user", "content": "Weather in Paris?"}],
+        "tools": [
+            {
+                "name": "lookup_order",
+                "description": "Find an order",
+                "input_schema": {"type": "object", "properties": {"id": {"type": "string"}}},
+            }
+        ],
+        "tool_choice": {"type": "any"},
+    }
+    with pytest.raises(anthropic.APIError) as raised:
+        if stream:
+            async with client.messages.stream(**request) as events:
+                async for _ in events:
+                    pass
+        else:
+            await client.messages.create(**request)
+    await client.close()
     assert "did not call a tool as tool_choice required" in raised.value.message
     assert "lookup_order" in raw.requests[0]["grammar"]
     assert len(raw.requests) == 2

@@ -14,13 +14,15 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
+import pytest_asyncio
 from openai import AsyncOpenAI
 
 from testing.raw_server import RawServer, Turn
-from tests.conftest import serve_proxy
 from tests.e2e.answers import fold_chunks
-from tests.e2e.tools import registry_with
+from tests.e2e.raw_proxies import RawProxies, raw_proxies
 from tests.proxy.upstreams.emulation.families import WRITERS
+
+pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 DSML = "\uff5cDSML\uff5c"
 
@@ -161,29 +163,24 @@ async def _ask(client: AsyncOpenAI, *, stream: bool, **extra: Any) -> Answer:
     return Answer(folded.content, reasoning, folded.finish_reason, folded.tool_calls)
 
 
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def proxies() -> AsyncIterator[RawProxies]:
+    """The module's raw server and its proxies, one per family and mode."""
+    async with raw_proxies(SPECIAL_TOKENS) as started:
+        yield started
+
+
 @pytest.fixture
-async def raw() -> AsyncIterator[RawServer]:
-    async with RawServer() as server:
-        yield server
-
-
-def _proxy(server: RawServer, family: str, mode: str) -> Any:
-    server.special_tokens = SPECIAL_TOKENS[family]
-    upstream = {
-        "name": "raw",
-        "base_url": server.base_url,
-        "models": ["*"],
-        "tool_calling": mode,
-        "emulation_format": family,
-    }
-    return serve_proxy({"upstreams": [upstream]}, registry_with())
+def raw(proxies: RawProxies) -> RawServer:
+    """The raw server, with no requests and nothing scripted yet."""
+    return proxies.fresh()
 
 
 @pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])
 @pytest.mark.parametrize("mode", ["emulated", "parsed"])
 @pytest.mark.parametrize("family", FAMILIES)
 async def test_the_tool_runs_and_the_answer_arrives(
-    raw: RawServer, family: str, mode: str, stream: bool
+    raw: RawServer, proxies: RawProxies, family: str, mode: str, stream: bool
 ) -> None:
     w = WRITERS[family]
     say = w.say("Let me check.") if w.say is not None else ""
@@ -191,8 +188,8 @@ async def test_the_tool_runs_and_the_answer_arrives(
         w.think(FIRST) + say + w.block([("t_get_weather", {"city": "Paris"})]),
         w.think(SECOND) + w.answer(ANSWER),
     )
-    async with _proxy(raw, family, mode) as proxy:
-        answer = await _ask(proxy.client, stream=stream)
+    proxy = await proxies.get(family, mode)
+    answer = await _ask(proxy.client, stream=stream)
     assert answer.content.strip().endswith(ANSWER)
     assert ("Let me check." in answer.content) is bool(say)
     assert FIRST in answer.reasoning and SECOND in answer.reasoning
@@ -216,15 +213,17 @@ async def test_the_tool_runs_and_the_answer_arrives(
 
 @pytest.mark.parametrize("mode", ["emulated", "parsed"])
 @pytest.mark.parametrize("family", FAMILIES)
-async def test_cut_off_and_unknown_calls_never_run(raw: RawServer, family: str, mode: str) -> None:
+async def test_cut_off_and_unknown_calls_never_run(
+    raw: RawServer, proxies: RawProxies, family: str, mode: str
+) -> None:
     w = WRITERS[family]
     full = w.block([("t_explode", {"reason": "TRUNCATED-here"})])
     cut = full[: full.index("TRUNCATED") + len("TRUNCATED")]
     unknown = w.block([("no_such_tool", {"reason": "x"})])
     raw.script(Turn(cut, "length"), unknown)
-    async with _proxy(raw, family, mode) as proxy:
-        truncated = await _ask(proxy.client, stream=True)
-        refused = await _ask(proxy.client, stream=False)
+    proxy = await proxies.get(family, mode)
+    truncated = await _ask(proxy.client, stream=True)
+    refused = await _ask(proxy.client, stream=False)
     assert (truncated.finish_reason, truncated.tool_calls) == ("length", [])
     assert "TRUNCATED" in truncated.content
     assert refused.tool_calls == [] and "no_such_tool" in refused.content
@@ -234,12 +233,12 @@ async def test_cut_off_and_unknown_calls_never_run(raw: RawServer, family: str, 
 @pytest.mark.parametrize("mode", ["emulated", "parsed"])
 @pytest.mark.parametrize("family", ["kimi", "deepseek-v3.2", "gpt-oss"])
 async def test_a_client_that_drops_special_tokens_gets_text(
-    raw: RawServer, family: str, mode: str
+    raw: RawServer, proxies: RawProxies, family: str, mode: str
 ) -> None:
     w = WRITERS[family]
     raw.script(w.block([("t_get_weather", {"city": "Paris"})]))
-    async with _proxy(raw, family, mode) as proxy:
-        answer = await _ask(proxy.client, stream=True, extra_body={"skip_special_tokens": True})
+    proxy = await proxies.get(family, mode)
+    answer = await _ask(proxy.client, stream=True, extra_body={"skip_special_tokens": True})
     # The server stripped the markers the client asked it to drop: no call is left to find.
     assert answer.tool_calls == [] and "Paris" in answer.content
     assert raw.requests[0]["skip_special_tokens"] is True and len(raw.requests) == 1
@@ -254,7 +253,7 @@ async def test_a_client_that_drops_special_tokens_gets_text(
     ],
 )
 async def test_parsed_calls_get_ids_the_familys_template_takes(
-    raw: RawServer, family: str, shape: str
+    raw: RawServer, proxies: RawProxies, family: str, shape: str
 ) -> None:
     """In parsed mode the server's template writes the history's call ids into the prompt:
     Mistral's refuses ids that are not 9 letters and digits, and Kimi K2 counts its calls
@@ -262,8 +261,8 @@ async def test_parsed_calls_get_ids_the_familys_template_takes(
     w = WRITERS[family]
     paris, rome = ("t_get_weather", {"city": "Paris"}), ("t_get_weather", {"city": "Rome"})
     raw.script(w.block([paris, rome]), w.block([paris]), w.answer(ANSWER))
-    async with _proxy(raw, family, "parsed") as proxy:
-        answer = await _ask(proxy.client, stream=True)
+    proxy = await proxies.get(family, "parsed")
+    answer = await _ask(proxy.client, stream=True)
     assert answer.content.strip().endswith(ANSWER)
     last = raw.requests[-1]["messages"]
     ids = [c["id"] for m in last if m.get("tool_calls") for c in m["tool_calls"]]

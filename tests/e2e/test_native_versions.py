@@ -9,9 +9,11 @@ from __future__ import annotations
 import pytest
 
 from testing.raw_server import RawServer
-from tests.e2e.test_native_formats import ANSWER, _ask, _proxy, raw
+from tests.e2e.raw_proxies import RawProxies
+from tests.e2e.test_native_formats import ANSWER, _ask, proxies, raw
 
-__all__ = ["raw"]
+__all__ = ["proxies", "raw"]
+pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 
 def _ds(name: str) -> str:
@@ -75,12 +77,12 @@ CASES = {
 @pytest.mark.parametrize("mode", ["emulated", "parsed"])
 @pytest.mark.parametrize("case", tuple(CASES))
 async def test_another_versions_call_runs_and_the_answer_arrives(
-    raw: RawServer, case: str, mode: str, stream: bool
+    raw: RawServer, proxies: RawProxies, case: str, mode: str, stream: bool
 ) -> None:
     family, call, answer_text = CASES[case]
     raw.script(call, answer_text)
-    async with _proxy(raw, family, mode) as proxy:
-        answer = await _ask(proxy.client, stream=stream)
+    proxy = await proxies.get(family, mode)
+    answer = await _ask(proxy.client, stream=stream)
     assert answer.content.strip().endswith(ANSWER)
     assert "t_get_weather" not in answer.content
     assert (answer.finish_reason, answer.tool_calls) == ("stop", [])
@@ -96,7 +98,7 @@ async def test_another_versions_call_runs_and_the_answer_arrives(
 @pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])
 @pytest.mark.parametrize("mode", ["emulated", "parsed"])
 async def test_kimi_k3_thinking_opened_by_the_template_is_reasoning(
-    raw: RawServer, mode: str, stream: bool
+    raw: RawServer, proxies: RawProxies, mode: str, stream: bool
 ) -> None:
     # K3's template opens the think channel itself when thinking is on: the reply holds only
     # the channel's close before its calls.
@@ -105,8 +107,8 @@ async def test_kimi_k3_thinking_opened_by_the_template_is_reasoning(
     answer_text = f"The tool says sunny.{close}think{sep}{CASES['kimi-k3'][2]}"
     raw.script(f"Need the weather.{close}think{sep}{call}", answer_text)
     thinking = {"extra_body": {"chat_template_kwargs": {"thinking": True}}}
-    async with _proxy(raw, "kimi", mode) as proxy:
-        answer = await _ask(proxy.client, stream=stream, **thinking)
+    proxy = await proxies.get("kimi", mode)
+    answer = await _ask(proxy.client, stream=stream, **thinking)
     assert answer.content.strip() == ANSWER
     assert "Need the weather." not in answer.content
     assert "sunny." in answer.reasoning
