@@ -38,8 +38,6 @@ from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from testing.asgi_serving import serve_app
-
 __all__ = ["TaskBoard", "build_tasks_server", "serve_tasks_http", "stdio_tasks_command"]
 
 POLL_INTERVAL_MS = 50
@@ -354,6 +352,9 @@ async def _run_stdio() -> None:
 async def serve_tasks_http(board: TaskBoard | None = None) -> AsyncIterator[str]:
     """Serve the tasks server over Streamable HTTP on an ephemeral loopback port; yields its
     URL. Its tasks live on `board` (watch `board.cancelled` to see a cancel arrive)."""
+    # Imported here: the stdio server (a process of its own) needs only the SDK.
+    from testing.asgi_serving import serve_app
+
     server = build_tasks_server(board)
     async with serve_app(server.streamable_http_app(), timeout_graceful_shutdown=1) as root:
         yield root + "/mcp"
