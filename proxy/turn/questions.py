@@ -25,7 +25,7 @@ import secrets
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import orjson
 
@@ -34,9 +34,8 @@ from registry import ClientHooks, Question, Reply, Sampler, ToolCall, ToolResult
 from ..errors import BadRequestError, ProxyError
 from ..state.questions import Relay
 from .continuations import AFTER_RESULTS, TurnStore, owned
-from .record import Turn
 
-__all__ = ["QUESTION_TOOL", "Asked", "Questions", "Resumed"]
+__all__ = ["QUESTION_TOOL", "Asked", "Owner", "Questions", "Ran", "Resumed"]
 
 log = logging.getLogger("toolwire.questions")
 
@@ -53,6 +52,15 @@ _NOT_TAKEN = (
     "the question had timed out; the call's outcome is unknown"
 )
 Message = dict[str, Any]
+
+
+class Owner(Protocol):
+    """Whose questions these are: a `Turn`, or a `/mcp` call's caller."""
+
+    @property
+    def owner(self) -> str:
+        """The client key's name (empty when authentication is off)."""
+        ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,13 +138,13 @@ class Questions:
                 for task in self._held.values():
                     task.cancel()
 
-    def hooks(self, turn: Turn) -> ClientHooks:
+    def hooks(self, turn: Owner) -> ClientHooks:
         """What calls made outside a held batch offer their servers (sampling only)."""
         return ClientHooks(sampler=self._sampler, who=turn.owner, observe=self._observe)
 
     async def run(
         self,
-        turn: Turn,
+        turn: Owner,
         work: Callable[[], Awaitable[list[ToolResult]]],
         call_ids: Sequence[str],
         seconds: float,
@@ -173,7 +181,7 @@ class Questions:
                 await asyncio.wait({task})
             raise
 
-    async def resume(self, turn: Turn, history: list[Message], seconds: float) -> Resumed:
+    async def resume(self, turn: Owner, history: list[Message], seconds: float) -> Resumed:
         """Relay the answers `history` gives to the owner's open questions; put in what the
         calls did. A question of another key, or one unknown, is refused (404).
 
@@ -208,17 +216,10 @@ class Questions:
         replaced: dict[str, list[Message]] = {}
         for question_id, record in records.items():
             if record["state"] == "asked":
-                record = await self._answer(
-                    turn, question_id, record, answers[question_id], seconds
-                )
+                reply = _reply(question_id, answers[question_id])
+                record = await self._answer(turn, question_id, record, reply, seconds)
                 if record["state"] == "continued":
-                    following = record["next"]
-                    resumed.asked = Asked(
-                        following["id"],
-                        following["batch"],
-                        following["question"],
-                        tuple(following["calls"]),
-                    )
+                    resumed.asked = _following(record)
             if record["state"] == "done":
                 results = [_result(r) for r in record["results"]]
                 replaced[question_id] = [
@@ -240,7 +241,7 @@ class Questions:
                 resumed.history.append(message)
         return resumed
 
-    async def keep(self, turn: Turn, asked: Asked, hidden: list[Message] | None = None) -> None:
+    async def keep(self, turn: Owner, asked: Asked, hidden: list[Message] | None = None) -> None:
         """Keep the record of a question handed to the client (the owner's alone), and the
         turn it paused (`hidden`, as the pending turn keeps it) for replays after that."""
         key = _record_key(turn.owner, asked.id)
@@ -249,10 +250,28 @@ class Questions:
         if hidden is not None and not any(m.get(AFTER_RESULTS) for m in hidden):
             await self._turns.put(_HIDDEN + key, hidden or [_NOTHING])
 
+    async def answer(self, turn: Owner, question_id: str, reply: Reply, seconds: float) -> Ran:
+        """Relay `reply` to the held calls that asked `question_id` (asked of `turn`'s key)
+        and wait for what they do next: finish, or ask again (that question kept already).
+
+        Raises:
+            ProxyError: the key has no open question of that id (404).
+        """
+        (kept,) = await self._turns.get_many([_record_key(turn.owner, question_id)])
+        if not kept or kept[0].get("state") != "asked":
+            raise ProxyError(
+                f"no open question {question_id!r} for this key",
+                status=404,
+                code="question_not_found",
+            )
+        record = await self._answer(turn, question_id, kept[0], reply, seconds)
+        if record["state"] == "continued":
+            return Ran(asked=_following(record))
+        return Ran(results=[_result(r) for r in record["results"]])
+
     async def _answer(
-        self, turn: Turn, question_id: str, record: Message, content: Any, seconds: float
+        self, turn: Owner, question_id: str, record: Message, reply: Reply, seconds: float
     ) -> Message:
-        reply = _reply(question_id, content)
         batch = record["batch"]
         await self._relay.push(_answers(question_id), dataclasses.asdict(reply))
         ran = await self._next(batch, record.get("calls", []), seconds, answered=True)
@@ -381,6 +400,14 @@ def _asking(message: Message, hidden: dict[str, list[Message]]) -> list[Message]
         if kept is not None:
             return [m for m in kept if m != _NOTHING]
     return None
+
+
+def _following(record: Message) -> Asked:
+    """The question the calls asked after the one `record` is of."""
+    following = record["next"]
+    return Asked(
+        following["id"], following["batch"], following["question"], tuple(following["calls"])
+    )
 
 
 def _timeouts(call_ids: Sequence[str]) -> list[ToolResult]:
