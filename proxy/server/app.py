@@ -243,6 +243,7 @@ async def _start(
         background=background,
         hosted_tools=settings.hosted_tools,
         pins=pins,
+        questions=questions,
     )
 
 

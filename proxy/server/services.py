@@ -15,6 +15,7 @@ from ..state.base import ResponseStore
 from ..state.mcp_tasks import McpTaskStore
 from ..turn.catalog import Catalog
 from ..turn.events import LoopEvent
+from ..turn.questions import Questions
 from ..turn.record import Turn
 from ..upstreams.router import UpstreamRouter
 from .auth import Authenticator
@@ -60,3 +61,5 @@ class Services:
     """Hosted server-tool types and the registry tools that answer them (`hosted_tools:`)."""
     pins: PinKeeper | None = None
     """Pinned tool definitions and operators' verdicts on changed ones."""
+    questions: Questions | None = None
+    """MCP servers' questions during calls, held and relayed (`/mcp` forwards them too)."""
