@@ -9,7 +9,8 @@ Run it with `python -m testing.lazy_server [--tools N]`. Its tools:
   when there is one (a definition that changes between runs), else "Greet someone.".
 - `--tools N` adds `t0` ... `tN-1`, each returning its own name (for the benchmark).
 
-With `LAZY_SERVER_FAIL` set, it writes that text to stderr and exits before the handshake.
+With a file `refuse.txt` in its working directory, it writes the file's text to stderr and
+exits before the handshake (a server that cannot start, until the file is removed).
 """
 
 from __future__ import annotations
@@ -73,9 +74,9 @@ def command(*, tools: int = 0) -> list[str]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--tools", type=int, default=0)
-    failure = os.environ.get("LAZY_SERVER_FAIL")
-    if failure:
-        sys.stderr.write(failure + "\n")
+    refusal = Path("refuse.txt")
+    if refusal.exists():
+        sys.stderr.write(refusal.read_text() + "\n")
         raise SystemExit(3)
     anyio.run(server(parser.parse_args().tools).run_stdio_async)
 
