@@ -1,11 +1,12 @@
 """Hosted server-tool types answered by registry tools, for any upstream (`hosted_tools:`).
 
 A client written for a hosted API declares its web search (`{"type": "web_search"}` on the
-Responses API, `web_search_20250305` on the Messages API), and nothing behind a self-hosted
-model answers it. `hosted_tools:` names the registry tool that does: the declared entry
-stands for that tool, offered to the model under its own name and run through the gate
-under the caller's key like any call, and the front shows each call as the hosted API shows
-its searches, with the sources the tool returned and citations where the answer names one.
+Responses API, `web_search_20250305` on the Messages API) or web fetch (`web_fetch_20250910`,
+Messages), and nothing behind a self-hosted model answers it. `hosted_tools:` names the
+registry tool that does: the declared entry stands for that tool, offered to the model under
+its own name and run through the gate under the caller's key like any call, and the front
+shows each call as the hosted API shows its own, with the sources a search returned and
+citations where the answer names one.
 """
 
 from __future__ import annotations
@@ -25,9 +26,13 @@ from ..errors import BadRequestError
 from ..turn.catalog import Toolset
 
 WEB_SEARCH: HostedType = "web_search"
+WEB_FETCH: HostedType = "web_fetch"
+_ARGUMENTS: dict[HostedType, str] = {WEB_SEARCH: "query", WEB_FETCH: "url"}
+"""What the hosted tool's own input names the model's request by (and the mapped tool's
+argument, unless `argument:` says otherwise)."""
 
 _RESPONSES_TYPES = re.compile(r"web_search(_preview)?(_\d{4}_\d{2}_\d{2})?")
-_MESSAGES_TYPES = re.compile(r"web_search_\d{8}")
+_MESSAGES_TYPES = re.compile(r"(web_search|web_fetch)_\d{8}")
 _URL = re.compile(r"https?://[^\s<>\"'()\[\]{}]+")
 _SNIPPET_KEYS = ("snippet", "content", "description", "text", "summary")
 _LIST_KEYS = ("results", "sources", "items", "organic", "web")
@@ -39,9 +44,18 @@ def is_responses_search(kind: Any) -> bool:
     return isinstance(kind, str) and _RESPONSES_TYPES.fullmatch(kind) is not None
 
 
-def is_messages_search(kind: Any) -> bool:
-    """Whether a Messages tool type is the hosted web search (`web_search_20250305`, ...)."""
-    return isinstance(kind, str) and _MESSAGES_TYPES.fullmatch(kind) is not None
+def messages_type(kind: Any) -> HostedType | None:
+    """The hosted type a Messages tool type is (`web_search_20250305` is `web_search`,
+    `web_fetch_20250910` `web_fetch`), if it is one `hosted_tools` may map."""
+    found = _MESSAGES_TYPES.fullmatch(kind) if isinstance(kind, str) else None
+    if found is None:
+        return None
+    return WEB_SEARCH if found.group(1) == WEB_SEARCH else WEB_FETCH
+
+
+def argument_of(hosted: HostedType, config: HostedToolConfig) -> str:
+    """The mapped tool's argument that takes what the model asks for."""
+    return config.argument or _ARGUMENTS[hosted]
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,8 +70,9 @@ class Source:
 
 @dataclass(frozen=True, slots=True)
 class Declared:
-    """A declared hosted web search and the registry tool the configuration answers it with."""
+    """A declared hosted tool and the registry tool the configuration answers it with."""
 
+    hosted: HostedType
     tool: Tool
     wire_name: str
     """The tool's name on the wire: the model calls it by this name."""
@@ -71,29 +86,36 @@ class Declared:
     """The name its blocks carry (the Messages entry's `name`)."""
 
     @property
-    def search(self) -> HostedSearch:
-        return HostedSearch(self.wire_name, self.config.query, self.max_uses, self.name)
+    def served(self) -> HostedTool:
+        argument = argument_of(self.hosted, self.config)
+        return HostedTool(self.wire_name, argument, self.max_uses, self.name, self.hosted)
 
 
 @dataclass(frozen=True, slots=True)
-class HostedSearch:
-    """A declared hosted web search as one request serves it."""
+class HostedTool:
+    """A declared hosted tool as one request serves it."""
 
     wire_name: str
-    """The mapped tool's name in the request's toolset: its calls are the searches."""
-    query: str
-    """The tool's argument that holds what is searched."""
+    """The mapped tool's name in the request's toolset: its calls are the hosted tool's."""
+    argument: str
+    """The tool's argument that takes what the model asks for (the search, the URL)."""
     max_uses: int | None = None
     name: str = WEB_SEARCH
+    hosted: HostedType = WEB_SEARCH
 
-    def query_of(self, arguments: Any) -> str:
-        """What a call searched for."""
+    @property
+    def input_key(self) -> str:
+        """What the hosted tool's own input calls the model's request (`query`, `url`)."""
+        return _ARGUMENTS[self.hosted]
+
+    def asked(self, arguments: Any) -> str:
+        """What a call asked for: its search, or its URL."""
         if isinstance(arguments, str):
             try:
                 arguments = orjson.loads(arguments or "{}")
             except orjson.JSONDecodeError:
                 return ""
-        value = arguments.get(self.query) if isinstance(arguments, dict) else None
+        value = arguments.get(self.argument) if isinstance(arguments, dict) else None
         return value if isinstance(value, str) else ""
 
     @property
@@ -108,9 +130,10 @@ def declare(
     mapping: Mapping[HostedType, HostedToolConfig],
     registry: ToolRegistry,
     *,
+    hosted: HostedType = WEB_SEARCH,
     refused: tuple[str, ...] = (),
 ) -> Declared:
-    """The registry tool that answers a declared hosted web search.
+    """The registry tool that answers a declared hosted tool of type `hosted`.
 
     Raises:
         BadRequestError: `hosted_tools` maps no tool to it (or one the registry does not
@@ -118,20 +141,19 @@ def declare(
             domain filters), or its `max_uses` is not a positive integer.
     """
     kind = str(spec.get("type"))
-    config = mapping.get(WEB_SEARCH)
+    config = mapping.get(hosted)
     tool = registry.resolve(config.tool) if config is not None else None
     if config is None or tool is None:
         raise BadRequestError(
             f"{where}: hosted tool type {kind!r} is not served by this proxy: its operator maps "
-            "it to a "
-            f"registry tool with hosted_tools.{WEB_SEARCH} in proxy.yaml",
+            f"it to a registry tool with hosted_tools.{hosted} in proxy.yaml",
             param=f"{where}.type",
         )
     for option in refused:
         if _given(spec, option):
             raise BadRequestError(
                 f"{where}: {option.rsplit('.', 1)[-1]} is not served: the tool answering {kind!r} "
-                "searches without domain filters",
+                "takes no domain filters",
                 param=f"{where}.{option}",
             )
     max_uses = spec.get("max_uses")
@@ -142,12 +164,12 @@ def declare(
             f"{where}.max_uses: must be a positive integer", param=f"{where}.max_uses"
         )
     name = spec.get("name")
-    name = name if isinstance(name, str) and name else WEB_SEARCH
-    return Declared(tool, registry.wire_name(tool), config, where, kind, max_uses, name)
+    name = name if isinstance(name, str) and name else hosted
+    return Declared(hosted, tool, registry.wire_name(tool), config, where, kind, max_uses, name)
 
 
-def served(declared: Declared, toolset: Toolset) -> HostedSearch:
-    """The declared search in a request's toolset.
+def served(declared: Declared, toolset: Toolset) -> HostedTool:
+    """The declared tool in a request's toolset.
 
     Raises:
         BadRequestError: the mapped tool is not among the tools this request may use (the
@@ -160,7 +182,7 @@ def served(declared: Declared, toolset: Toolset) -> HostedSearch:
             "filters",
             param=f"{declared.where}.type",
         )
-    return declared.search
+    return declared.served
 
 
 def _given(spec: dict[str, Any], path: str) -> bool:
@@ -246,9 +268,9 @@ def mapping_problems(
         tool = registry.resolve(config.tool)
         if tool is None:
             problems.append(f"hosted_tools.{kind}: no tool named {config.tool!r}")
-        elif config.query not in (tool.parameters.get("properties") or {}):
+        elif argument_of(kind, config) not in (tool.parameters.get("properties") or {}):
             problems.append(
                 f"hosted_tools.{kind}: {tool.qualified_name} takes no argument "
-                f"{config.query!r} (name the one that holds the search in query:)"
+                f"{argument_of(kind, config)!r} (name the one to use in argument:)"
             )
     return problems

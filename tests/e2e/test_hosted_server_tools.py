@@ -61,6 +61,18 @@ def _registry(searched: list[str]) -> ToolRegistry:
         return PAGES
 
     registry.register(web, namespace="search", tags=["network"])
+
+    def page(url: str) -> str:
+        """Fetch a page's text.
+
+        Args:
+            url: the page.
+        """
+        if not url.startswith("https://example.org/"):
+            raise ValueError(f"cannot reach {url}")
+        return f"The text of {url}."
+
+    registry.register(page, namespace="fetch", tags=["network"])
     return registry
 
 
@@ -85,7 +97,10 @@ async def proxy(upstream: FakeUpstream, searched: list[str]) -> AsyncIterator[Pr
                 {"name": "b", "key": KEY_B, "namespaces": ["t"]},
             ]
         },
-        "hosted_tools": {"web_search": {"tool": "search.web", "query": "q"}},
+        "hosted_tools": {
+            "web_search": {"tool": "search.web", "argument": "q"},
+            "web_fetch": "fetch.page",
+        },
     }
     async with serve_proxy(config, _registry(searched)) as served:
         yield served
@@ -344,3 +359,82 @@ async def test_a_failed_program_is_a_failed_code_interpreter_call(
     )
     ran, _ = response.output
     assert ran.status == "failed" and "ZeroDivisionError" in ran.outputs[0].logs
+
+
+ANTHROPIC_FETCH = {"type": "web_fetch_20250910", "name": "web_fetch", "max_uses": 2}
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])
+async def test_a_messages_web_fetch_is_a_web_fetch_tool_result_with_the_page(
+    clients: dict[str, Any], upstream: FakeUpstream, stream: bool
+) -> None:
+    start = len(upstream.requests)
+    upstream.script(
+        Reply.tool_calls(
+            [
+                ("fetch_page", {"url": "https://example.org/tides"}),
+                ("fetch_page", {"url": "https://elsewhere.test/"}),
+            ]
+        ),
+        Reply.text("Read it."),
+    )
+    request: dict[str, Any] = {
+        "model": MODEL,
+        "max_tokens": 256,
+        "tools": [ANTHROPIC_SEARCH, ANTHROPIC_FETCH],
+        "messages": [{"role": "user", "content": "Read the tide page."}],
+    }
+    client = clients["anthropic_a"]
+    if stream:
+        async with client.messages.stream(**request) as events:
+            message = await events.get_final_message()
+    else:
+        message = await client.messages.create(**request)
+    first, second, fetched, failed, text = message.content
+    assert (first.type, first.name, first.input) == (
+        "server_tool_use",
+        "web_fetch",
+        {"url": "https://example.org/tides"},
+    )
+    assert second.input == {"url": "https://elsewhere.test/"}
+    assert fetched.type == "web_fetch_tool_result" and fetched.tool_use_id == first.id
+    assert fetched.content.type == "web_fetch_result"
+    assert fetched.content.url == "https://example.org/tides"
+    assert fetched.content.content.source.data == "The text of https://example.org/tides."
+    assert failed.tool_use_id == second.id
+    assert failed.content.type == "web_fetch_tool_result_error"
+    assert failed.content.error_code == "unavailable"
+    assert text.text == "Read it." and not text.citations
+    usage = message.usage.server_tool_use
+    assert (usage.web_fetch_requests, usage.web_search_requests) == (1, 0)
+    assert {"search_web", "fetch_page"} <= set(tool_names(upstream.requests[start]))
+
+
+async def test_a_fetch_sent_back_reaches_the_model_as_the_page(
+    clients: dict[str, Any], upstream: FakeUpstream
+) -> None:
+    start = len(upstream.requests)
+    upstream.script(
+        Reply.tool_calls([("fetch_page", {"url": "https://example.org/a"})]),
+        Reply.text("Read."),
+        Reply.text("ok"),
+    )
+    request: dict[str, Any] = {
+        "model": MODEL,
+        "max_tokens": 64,
+        "tools": [ANTHROPIC_FETCH],
+        "messages": [{"role": "user", "content": "read a"}],
+    }
+    first = await clients["anthropic_a"].messages.create(**request)
+    history = [
+        *request["messages"],
+        {"role": "assistant", "content": [b.model_dump(exclude_none=True) for b in first.content]},
+        {"role": "user", "content": "thanks"},
+    ]
+    await clients["anthropic_a"].messages.create(**{**request, "messages": history})
+    sent = upstream.requests[start + 2]["messages"]
+    assert [m["role"] for m in sent] == ["user", "assistant", "tool", "assistant", "user"]
+    assert json.loads(sent[1]["tool_calls"][0]["function"]["arguments"]) == {
+        "url": "https://example.org/a"
+    }
+    assert sent[2]["content"] == "The text of https://example.org/a."

@@ -16,7 +16,7 @@ from ...turn.client_tools import DEFER_LOADING, mark
 from ...turn.controls import parse_controls
 from ...turn.record import Turn
 from ..exchange import Answered, Reply, Streamed, send_error, serve_turn
-from ..hosted import Declared, HostedSearch, declare, is_messages_search, served
+from ..hosted import Declared, HostedTool, declare, messages_type, served
 from ..renderers import BuilderJson, BuilderStream
 from .errors import error_body
 from .programmatic import client_marks, code_execution_type, programs_shown, tool_search_name
@@ -41,8 +41,9 @@ class _Prepared:
     """The tool-search tool the client declared."""
     programs_shown: frozenset[str]
     """Programs earlier turns showed (their `server_tool_use` blocks)."""
-    web_search: HostedSearch | None = None
-    """The hosted web search the client declared, as this request serves it."""
+    hosted: tuple[HostedTool, ...] = ()
+    """The hosted tools the client declared (web search, web fetch), as this request serves
+    them."""
 
 
 class Messages:
@@ -72,9 +73,9 @@ class Messages:
             # The client asked for programmatic tool calling: code mode answers it.
             controls = dataclasses.replace(controls, code_mode=True)
         search_name = tool_search_name(document)
-        declared = self._web_search(document)
-        if declared is not None:
-            document = replay_searches(document, declared.search)
+        declared = self._hosted(document)
+        for one in declared:
+            document = replay_searches(document, one.served)
         shown = programs_shown(document) if program_type is not None else frozenset()
         document, loaded = load_references(document)
         document, marks = client_marks(document)
@@ -85,10 +86,10 @@ class Messages:
         services = self._services
         caller = context.caller()
         toolset = services.catalog.toolset(controls.tool_filter, caller, load=loaded)
-        web_search = None
-        if declared is not None:
-            web_search = served(declared, toolset)
-            controls = dataclasses.replace(controls, max_uses=web_search.limits)
+        hosted = tuple(served(one, toolset) for one in declared)
+        if hosted:
+            limits = tuple(limit for one in hosted for limit in one.limits)
+            controls = dataclasses.replace(controls, max_uses=limits)
         turn = Turn(
             chat,
             services.upstreams.for_model(body.model),
@@ -98,27 +99,29 @@ class Messages:
             context.headers,
             caller,
         )
-        return _Prepared(turn, body.stream is True, program_type, search_name, shown, web_search)
+        return _Prepared(turn, body.stream is True, program_type, search_name, shown, hosted)
 
-    def _web_search(self, document: dict[str, Any]) -> Declared | None:
-        """The hosted web search the request declares, and the registry tool answering it.
+    def _hosted(self, document: dict[str, Any]) -> list[Declared]:
+        """The hosted tools the request declares (web search, web fetch), each with the
+        registry tool answering it.
 
         Raises:
-            BadRequestError: it declares two, or one this proxy does not answer.
+            BadRequestError: it declares one twice, or one this proxy does not answer.
         """
-        found = [
-            (i, tool)
-            for i, tool in enumerate(document.get("tools") or ())
-            if isinstance(tool, dict) and is_messages_search(tool.get("type"))
-        ]
-        if len(found) > 1:
-            raise BadRequestError(f"tools.{found[1][0]}: declare one web search tool")
-        if not found:
-            return None
-        i, spec = found[0]
-        hosted, registry = self._services.hosted_tools, self._services.registry
-        refused = ("allowed_domains", "blocked_domains")
-        return declare(spec, f"tools.{i}", hosted, registry, refused=refused)
+        declared: dict[str, Declared] = {}
+        mapping, registry = self._services.hosted_tools, self._services.registry
+        for i, tool in enumerate(document.get("tools") or ()):
+            hosted = messages_type(tool.get("type")) if isinstance(tool, dict) else None
+            if hosted is None:
+                continue
+            if hosted in declared:
+                raise BadRequestError(f"tools.{i}: declare one {hosted} tool")
+            refused = ("allowed_domains", "blocked_domains")
+            where = f"tools.{i}"
+            declared[hosted] = declare(
+                tool, where, mapping, registry, hosted=hosted, refused=refused
+            )
+        return list(declared.values())
 
     def _reply(self, prepared: _Prepared) -> Reply:
         turn, stream = prepared.turn, prepared.stream
@@ -128,7 +131,7 @@ class Messages:
             prepared.search_name,
             prepared.programs_shown,
             tool_events=turn.controls.stream_tool_events,
-            web_search=prepared.web_search,
+            hosted=prepared.hosted,
         )
         events = self._services.loop.run(turn)
         if stream:

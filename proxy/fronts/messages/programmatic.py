@@ -23,11 +23,12 @@ _SERVER_BLOCKS = frozenset(
         "code_execution_tool_result",
         "tool_search_tool_result",
         "web_search_tool_result",
+        "web_fetch_tool_result",
     }
 )
-_SERVER_TOOLS = ("code_execution_", "tool_search_tool_", "web_search_")
+_SERVER_TOOLS = ("code_execution_", "tool_search_tool_", "web_search_", "web_fetch_")
 """The hosted server's own tool types, answered by Toolwire's code mode and tool search, and
-by the registry tool `hosted_tools` maps to the web search."""
+by the registry tools `hosted_tools` maps to the web search and fetch."""
 
 
 def tool_search_name(raw: dict[str, Any]) -> str | None:

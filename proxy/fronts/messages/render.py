@@ -9,7 +9,9 @@ the stream alive while tools run.
 from __future__ import annotations
 
 import random
+from collections import Counter
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 import orjson
@@ -28,7 +30,7 @@ from ...turn.events import (
     Usage,
 )
 from ...turn.programs import RUN_CODE
-from ..hosted import HostedSearch, Source, cited, sources
+from ..hosted import WEB_FETCH, WEB_SEARCH, HostedTool, Source, cited, sources
 from ..renderers import Event
 from .errors import error_body
 from .programmatic import CODE_EXECUTION
@@ -61,7 +63,7 @@ class MessageBuilder:
         programs_shown: frozenset[str] = frozenset(),
         *,
         tool_events: bool = False,
-        web_search: HostedSearch | None = None,
+        hosted: tuple[HostedTool, ...] = (),
     ) -> None:
         self.id = f"msg_{random.getrandbits(96):024x}"
         self.model = model
@@ -76,12 +78,13 @@ class MessageBuilder:
         """The client asked to see tool rounds (`stream_tool_events`): the message names the
         results that were spilled (`toolwire.spilled`)."""
         self._spilled: list[dict[str, Any]] = []
-        self._web_search = web_search
-        """The hosted web search the client declared: each call of the tool answering it
-        shows as its blocks, and the answer's text cites the sources it names."""
+        self._hosted = {tool.wire_name: tool for tool in hosted}
+        """The hosted tools the client declared, by the wire name of the tool answering
+        each: its calls show as the hosted tool's blocks, and the answer's text cites the
+        sources searches found."""
         self._sources: list[Source] = []
-        self._searches = 0
-        """Web searches run (the usage's `server_tool_use.web_search_requests`)."""
+        self._used: Counter[str] = Counter()
+        """Hosted calls run, by kind (the usage's `server_tool_use`)."""
         self.content: list[Block] = []
         self._open: _Open | None = None
         self._finished: Finished | None = None
@@ -133,7 +136,7 @@ class MessageBuilder:
             "content": self.content,
             "stop_reason": _stop_reason(done) if done is not None else None,
             "stop_sequence": None,
-            "usage": _usage(done.usage if done is not None else Usage(), self._searches),
+            "usage": _usage(done.usage if done is not None else Usage(), self._used),
         }
         if done is not None and (vendor := self._vendor(done)):
             message["toolwire"] = vendor
@@ -213,7 +216,7 @@ class MessageBuilder:
         message_delta: Event = {
             "type": "message_delta",
             "delta": delta,
-            "usage": _usage(done.usage, self._searches),
+            "usage": _usage(done.usage, self._used),
         }
         if vendor := self._vendor(done):
             message_delta["toolwire"] = vendor
@@ -230,19 +233,16 @@ class MessageBuilder:
             elif call.name == RUN_CODE and self._program_type is not None:
                 name = CODE_EXECUTION
                 self._programs_shown.add(call.id)
-            elif self._searches_web(call):
-                assert self._web_search is not None
-                name = self._web_search.name
-                arguments = {"query": self._web_search.query_of(call.arguments)}
+            elif call.name in self._hosted:
+                hosted = self._hosted[call.name]
+                name = hosted.name
+                arguments = {hosted.input_key: hosted.asked(call.arguments)}
             else:
                 continue
             events += self._close()
             block = {"type": "server_tool_use", "id": call.id, "name": name}
             events += self._block(block, arguments)
         return events
-
-    def _searches_web(self, call: ToolCall) -> bool:
-        return self._web_search is not None and call.name == self._web_search.wire_name
 
     def _searches_finished(
         self, calls: tuple[ToolCall, ...], results: tuple[ToolResult, ...]
@@ -254,11 +254,15 @@ class MessageBuilder:
             elif call.name == RUN_CODE and self._program_type is not None:
                 # Its block opened this message, or the one it paused in (it resumed now).
                 block = _code_execution_result(call, result)
-            elif self._searches_web(call):
-                found = sources(result)
-                self._sources += found
-                self._searches += not result.is_error
-                block = _web_search_result(call, result, found)
+            elif call.name in self._hosted:
+                hosted = self._hosted[call.name]
+                self._used[hosted.hosted] += not result.is_error
+                if hosted.hosted == WEB_FETCH:
+                    block = _web_fetch_result(call, result, hosted.asked(call.arguments))
+                else:
+                    found = sources(result)
+                    self._sources += found
+                    block = _web_search_result(call, result, found)
             else:
                 continue
             self.content.append(block)
@@ -355,6 +359,31 @@ def _web_search_result(call: ToolCall, result: ToolResult, found: list[Source]) 
     return {"type": "web_search_tool_result", "tool_use_id": call.id, "content": content}
 
 
+_FETCH_ERRORS = {**_SEARCH_ERRORS, "timeout": "url_not_accessible"}
+
+
+def _web_fetch_result(call: ToolCall, result: ToolResult, url: str) -> Block:
+    """A fetch as the hosted one's result: the page as a text document, or why not."""
+    content: dict[str, Any]
+    if result.is_error:
+        code = _FETCH_ERRORS.get(result.error_kind or "", "unavailable")
+        content = {"type": "web_fetch_tool_result_error", "error_code": code}
+    else:
+        document = {
+            "type": "document",
+            "source": {"type": "text", "media_type": "text/plain", "data": result.content},
+            "title": None,
+        }
+        retrieved = datetime.now(UTC).isoformat(timespec="seconds")
+        content = {
+            "type": "web_fetch_result",
+            "url": url,
+            "content": document,
+            "retrieved_at": retrieved,
+        }
+    return {"type": "web_fetch_tool_result", "tool_use_id": call.id, "content": content}
+
+
 def _citations(text: str, found: list[Source]) -> list[dict[str, Any]]:
     """`web_search_result_location` citations for the spans of the text naming a source."""
     index = {source.url: i for i, source in enumerate(found)}
@@ -400,13 +429,16 @@ def _stop_reason(done: Finished) -> str:
     return _STOP_REASONS.get(done.finish_reason, "end_turn")
 
 
-def _usage(usage: Usage, searches: int = 0) -> dict[str, Any]:
+def _usage(usage: Usage, used: Counter[str] | None = None) -> dict[str, Any]:
     summed: dict[str, Any] = {
         "input_tokens": usage.prompt_tokens,
         "output_tokens": usage.completion_tokens,
         "cache_creation_input_tokens": 0,
         "cache_read_input_tokens": usage.cached_tokens,
     }
-    if searches:
-        summed["server_tool_use"] = {"web_search_requests": searches}
+    if used and any(used.values()):
+        summed["server_tool_use"] = {
+            "web_search_requests": used[WEB_SEARCH],
+            "web_fetch_requests": used[WEB_FETCH],
+        }
     return summed

@@ -30,7 +30,7 @@ from ...turn.events import (
     Usage,
 )
 from ...turn.programs import RUN_CODE
-from ..hosted import HostedSearch, Source, cited, sources
+from ..hosted import HostedTool, Source, cited, sources
 from ..renderers import Event
 from .items import approval_id
 from .questions import question_item
@@ -67,7 +67,7 @@ class ResponsePlan:
     namespaces: dict[str, str] = field(default_factory=dict)
     """The client's `namespace` tools' descriptions, by name: a search's output shows the
     functions it found in their namespace."""
-    web_search: HostedSearch | None = None
+    web_search: HostedTool | None = None
     """The client declared the hosted web search: each call of the tool answering it shows
     as a `web_search_call` item, and the answer's text cites the sources it names."""
     code_interpreter: bool = False
@@ -411,7 +411,7 @@ class ResponseBuilder:
     def _web_search_started(self, call: ToolCall) -> list[Event]:
         """A web search as the hosted one shows: its item, searching."""
         assert self.plan.web_search is not None
-        query = self.plan.web_search.query_of(call.arguments)
+        query = self.plan.web_search.asked(call.arguments)
         item: Item = {
             "type": "web_search_call",
             "id": self._new_id("ws"),

@@ -9,11 +9,11 @@ import pytest
 from proxy.config import HostedToolConfig, HostedType
 from proxy.errors import BadRequestError
 from proxy.fronts.hosted import (
-    HostedSearch,
+    HostedTool,
     Source,
     cited,
     declare,
-    is_messages_search,
+    messages_type,
     is_responses_search,
     mapping_problems,
     sources,
@@ -40,21 +40,22 @@ def _registry() -> ToolRegistry:
 @pytest.mark.parametrize(
     ("kind", "responses", "messages"),
     [
-        ("web_search", True, False),
-        ("web_search_preview", True, False),
-        ("web_search_preview_2025_03_11", True, False),
-        ("web_search_2025_08_26", True, False),
-        ("web_search_20250305", False, True),
-        ("web_fetch_20250910", False, False),
-        ("file_search", False, False),
-        (None, False, False),
+        ("web_search", True, None),
+        ("web_search_preview", True, None),
+        ("web_search_preview_2025_03_11", True, None),
+        ("web_search_2025_08_26", True, None),
+        ("web_search_20250305", False, "web_search"),
+        ("web_fetch_20250910", False, "web_fetch"),
+        ("web_fetch", False, None),
+        ("file_search", False, None),
+        (None, False, None),
     ],
 )
-def test_the_hosted_search_types_of_each_front(
-    kind: str | None, responses: bool, messages: bool
+def test_the_hosted_types_of_each_front(
+    kind: str | None, responses: bool, messages: str | None
 ) -> None:
     assert is_responses_search(kind) is responses
-    assert is_messages_search(kind) is messages
+    assert messages_type(kind) == messages
 
 
 def test_an_unmapped_search_names_its_type_and_the_config_key() -> None:
@@ -91,15 +92,15 @@ def test_the_mapping_is_checked_against_the_registry() -> None:
         "hosted_tools.web_search: no tool named 'nope'"
     ]
     (problem,) = mapping_problems(
-        {"web_search": HostedToolConfig(tool="search.web", query="q")}, registry
+        {"web_search": HostedToolConfig(tool="search.web", argument="q")}, registry
     )
     assert "search.web takes no argument 'q'" in problem
+    (problem,) = mapping_problems({"web_fetch": HostedToolConfig(tool="search.web")}, registry)
+    assert "search.web takes no argument 'url'" in problem
 
 
-def test_the_short_form_maps_the_query_argument() -> None:
-    assert HostedToolConfig.model_validate("search.web") == HostedToolConfig(
-        tool="search.web", query="query"
-    )
+def test_the_short_form_maps_the_default_argument() -> None:
+    assert HostedToolConfig.model_validate("search.web") == HostedToolConfig(tool="search.web")
 
 
 def _result(content: object) -> ToolResult:
@@ -147,7 +148,7 @@ def test_citations_cover_a_url_or_its_whole_markdown_link_the_longest_url_winnin
 
 
 def test_parallel_searches_of_a_history_become_calls_then_their_results() -> None:
-    search = HostedSearch("search_web", "q", name="web_search")
+    search = HostedTool("search_web", "q", name="web_search")
     found = {"type": "web_search_result", "url": "https://a.example", "title": "A"}
     assistant = [
         {"type": "text", "text": "Looking."},
@@ -188,4 +189,4 @@ def test_parallel_searches_of_a_history_become_calls_then_their_results() -> Non
 
 def test_a_history_without_searches_is_left_as_it_is() -> None:
     document = {"messages": [{"role": "assistant", "content": [{"type": "text", "text": "hi"}]}]}
-    assert replay_searches(document, HostedSearch("search_web", "q")) is document
+    assert replay_searches(document, HostedTool("search_web", "q")) is document
