@@ -3,6 +3,8 @@
     .venv/bin/python bench/tool_sources.py                    # table + PASS/MISS lines
     .venv/bin/python bench/tool_sources.py --calls 300 --duration 1
     .venv/bin/python bench/tool_sources.py --profile 2000     # and where Toolwire's time goes
+    .venv/bin/python bench/tool_sources.py --boot [--servers 50]  # boot time and memory with
+                                       # many MCP servers, eager and lazy (bench/source_boot.py)
 
 What is measured
 ----------------
@@ -424,6 +426,10 @@ async def run(args: argparse.Namespace, procs: Processes) -> bool:
 
 
 def main() -> None:
+    if "--boot" in sys.argv[1:]:
+        from bench.source_boot import main as boot
+
+        sys.exit(boot(sys.argv[1:]))
     parser = argparse.ArgumentParser(
         description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
     )
