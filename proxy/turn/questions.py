@@ -35,13 +35,14 @@ from ..errors import BadRequestError, ProxyError
 from ..state.questions import Relay
 from .continuations import AFTER_RESULTS, TurnStore, owned
 
-__all__ = ["QUESTION_TOOL", "Asked", "Owner", "Questions", "Ran", "Resumed"]
+__all__ = ["QUESTION_PREFIX", "QUESTION_TOOL", "Asked", "Owner", "Questions", "Ran", "Resumed"]
 
 log = logging.getLogger("toolwire.questions")
 
 QUESTION_TOOL = "toolwire_elicitation"
 """The function a question is handed to the client as, on every front."""
-_ID_PREFIX = "elicit_"
+QUESTION_PREFIX = _ID_PREFIX = "elicit_"
+"""How every question's id begins."""
 _RECORD = "question:"
 _HIDDEN = "turn:"
 _NOTHING: Message = {"toolwire_nothing": True}

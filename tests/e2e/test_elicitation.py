@@ -22,15 +22,16 @@ import mcp_types as types
 import openai
 import pytest
 import pytest_asyncio
-from mcp import ClientSession
+from mcp import Client, ClientSession
 from mcp.client.session import ClientRequestContext, ElicitationFnT
 from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError
 
 from testing.asking_servers import serve_asking
 from testing.upstream import FakeUpstream, Reply
 from tests.conftest import serve_proxy
 from tests.e2e.answers import ask
-from tests.e2e.tenants import AUTH, KEY_A, MASTER, Tenants, tenants_of, user
+from tests.e2e.tenants import AUTH, KEY_A, KEY_B, MASTER, Tenants, tenants_of, user
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -438,3 +439,52 @@ async def _time_out(declined: _Declined) -> None:
             done = await ask(proxy.client, stream=False, messages=late)
     told = _told(done)
     assert told["action"] == "decline" and told["reason"] == "no answer within 0.2 s"
+
+
+async def test_a_2026_mcp_client_is_asked_by_round_trip(
+    served: tuple[Tenants, FakeUpstream],
+) -> None:
+    """A 2026-07-28 /mcp client has no in-band channel: the source's question comes back as
+    an `input_required` result, and the call, repeated with the answer, goes on."""
+    clients, _ = served
+    asked: list[types.ElicitRequestParams] = []
+
+    async def answer(
+        context: ClientRequestContext, params: types.ElicitRequestParams
+    ) -> types.ElicitResult:
+        asked.append(params)
+        return types.ElicitResult(action="accept", content=BOOKING)
+
+    url = f"{clients.proxy.base_url.removesuffix('/v1')}/mcp"
+    headers = {"authorization": f"Bearer {KEY_A}"}
+    async with (
+        httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(30, read=60)) as http,
+        Client(streamable_http_client(url, http_client=http), elicitation_callback=answer) as a,
+    ):
+        assert a.protocol_version == "2026-07-28"
+        result = await a.call_tool("ask_book_twice", {"city": "Oslo"})
+        session = a.session
+        first = await session.call_tool(
+            "ask_book_table", {"city": "Bonn"}, allow_input_required=True
+        )
+    assert [q.message.split("\n")[0] for q in asked] == ["Day in Oslo?", "And the day after?"]
+    assert isinstance(result.content[0], types.TextContent)
+    both = json.loads(result.content[0].text)
+    assert [answer["action"] for answer in both] == ["accept", "accept"]
+    assert isinstance(first, types.InputRequiredResult) and first.request_state
+    headers_b = {"authorization": f"Bearer {KEY_B}"}
+    async with (
+        httpx2.AsyncClient(headers=headers_b, timeout=httpx2.Timeout(30, read=60)) as http,
+        Client(streamable_http_client(url, http_client=http), elicitation_callback=answer) as b,
+    ):
+        yes: types.InputResponses = {
+            "question": types.ElicitResult(action="accept", content=BOOKING)
+        }
+        with pytest.raises(MCPError):
+            await b.session.call_tool(
+                "ask_book_table",
+                {"city": "Bonn"},
+                input_responses=yes,
+                request_state=first.request_state,
+                allow_input_required=True,
+            )

@@ -85,6 +85,7 @@ class McpFront:
             approvals=approvals,
             tasks=config.tasks,
             icons=config.icons,
+            questions=services.questions,
         )
         changes = ToolChanges()
         server = _Server(

@@ -3,6 +3,7 @@ through the one gate (scope, policy, guards, approval, then execution)."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -17,9 +18,10 @@ from registry import ClientHooks, Tool, ToolCall, ToolSpec, offering
 from ...config import McpIconConfig, McpTasksConfig
 from ...server.context import context_of
 from ...turn.catalog import Catalog
+from ...turn.questions import Questions
 from .content import call_result, icons_for, mcp_tool, runs_as_task
 from .elicitation import Approvals
-from .forwarding import ClientAsker
+from .forwarding import ClientAsker, HeldCalls
 
 PAGE_SIZE = 100
 """Tools per `tools/list` page."""
@@ -54,6 +56,7 @@ class McpTools:
         tasks: McpTasksConfig | None = None,
         icons: Mapping[str, Sequence[McpIconConfig]] | None = None,
         page_size: int = PAGE_SIZE,
+        questions: Questions | None = None,
     ) -> None:
         self._catalog = catalog
         self._gate = gate
@@ -62,6 +65,7 @@ class McpTools:
         self._page_size = page_size
         self._tasks = tasks
         self._icons = icons or {}
+        self._held = HeldCalls(questions) if questions is not None else None
 
     async def list_tools(
         self, ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
@@ -96,9 +100,16 @@ class McpTools:
         Raises:
             MCPError: see `admit`.
         """
+        held = self._held
+        if held is not None and held.answers(params):
+            return await held.resume(self._caller(ctx).caller or "", params)
         admitted = await self.admit(ctx, params)
         if not isinstance(admitted, Admitted):
             return admitted
+        if held is not None and held.holds(ctx):
+            caller = admitted.caller
+            work = functools.partial(self._gate.run, [admitted.admission], caller)
+            return await held.run(caller.caller or "", work, admitted.admission.call.id)
         # An MCP source's question during the call is asked of this client in turn.
         hooks = ClientHooks(asker=ClientAsker(ctx), who=admitted.caller.caller or "")
         with offering(hooks):
