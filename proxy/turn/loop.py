@@ -341,7 +341,7 @@ class ToolLoop:
             name = admission.call.name
             if admission.verdict is GateDecision.RUN and name in caps:
                 if state.uses[name] >= caps[name]:
-                    message = f"{name} may be called {caps[name]} times in this request"
+                    message = f"{name} reached its max_uses ({caps[name]}) for this request"
                     results[admission.call.id] = ToolResult.error(
                         admission.call.id, "limit", message
                     )
