@@ -248,6 +248,8 @@ async def test_max_uses_stops_the_searches_past_it(
     assert refused.content.error_code == "max_uses_exceeded"
     assert searched[ran:] == ["one"]
     assert message.usage.server_tool_use.web_search_requests == 1
+    told = [m["content"] for m in upstream.requests[-1]["messages"] if m["role"] == "tool"]
+    assert told[1] == "Error (limit): search_web reached its max_uses (1) for this request"
 
 
 async def test_a_messages_history_gives_the_model_its_earlier_searches(
