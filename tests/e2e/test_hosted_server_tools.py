@@ -97,6 +97,15 @@ async def proxy(upstream: FakeUpstream, searched: list[str]) -> AsyncIterator[Pr
                 {"name": "b", "key": KEY_B, "namespaces": ["t"]},
             ]
         },
+        "policy": {
+            "rules": [
+                {
+                    "match": {"name": "search.web", "arguments": {"q": "secret"}},
+                    "action": "ask",
+                    "reason": "secret searches need a human",
+                }
+            ]
+        },
         "hosted_tools": {
             "web_search": {"tool": "search.web", "argument": "q"},
             "web_fetch": "fetch.page",
@@ -440,3 +449,27 @@ async def test_a_fetch_sent_back_reaches_the_model_as_the_page(
         "url": "https://example.org/a"
     }
     assert sent[2]["content"] == "The text of https://example.org/a."
+
+
+async def test_a_search_the_policy_asks_about_runs_once_approved(
+    clients: dict[str, Any], upstream: FakeUpstream, searched: list[str]
+) -> None:
+    ran = len(searched)
+    upstream.script(Reply.tool_calls([("search_web", {"q": "secret tide"})]), Reply.text(ANSWER))
+    tools = [{"type": "web_search"}]
+    first = await clients["a"].responses.create(model=MODEL, input="tide?", tools=tools)
+    (asked,) = first.output
+    assert (asked.type, asked.name) == ("mcp_approval_request", "search_web")
+    assert searched[ran:] == []
+    verdict = {"type": "mcp_approval_response", "approval_request_id": asked.id, "approve": True}
+    second = await clients["a"].responses.create(
+        model=MODEL, input=[verdict], tools=tools, previous_response_id=first.id
+    )
+    call, message = second.output
+    assert (call.type, call.status, call.action.query) == (
+        "web_search_call",
+        "completed",
+        "secret tide",
+    )
+    assert message.content[0].annotations[0].url == "https://example.org/tides"
+    assert searched[ran:] == ["secret tide"]
