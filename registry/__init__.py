@@ -85,6 +85,7 @@ __all__ = [
     "FallbackComposer",
     "InlineBackend",
     "InvalidArgumentsError",
+    "LoginError",
     "McpServerConfig",
     "McpServersJsonConfig",
     "McpServersJsonSource",
@@ -142,12 +143,15 @@ __all__ = [
     "ToolSpec",
     "TransientError",
     "WorkerCrashedError",
+    "begin_login",
     "build_source",
     "call_async",
     "call_sync",
     "describe",
+    "finish_login",
     "is_transient",
     "load_python_source",
+    "login_status",
     "merge",
     "offering",
     "parse_arguments",
@@ -170,6 +174,9 @@ __all__ = [
 
 if TYPE_CHECKING:
     from registry.mcp import McpServersJsonSource, McpSource
+    from registry.mcp.oauth_login import LoginError, begin_login, finish_login, login_status
+
+_LOGINS = ("LoginError", "begin_login", "finish_login", "login_status")
 
 
 def __getattr__(name: str) -> Any:
@@ -178,4 +185,8 @@ def __getattr__(name: str) -> Any:
         import registry.mcp as mcp
 
         return getattr(mcp, name)
+    if name in _LOGINS:
+        import registry.mcp.oauth_login as oauth_login
+
+        return getattr(oauth_login, name)
     raise AttributeError(f"module 'registry' has no attribute {name!r}")

@@ -6,6 +6,7 @@
     toolwire admin approve ID [--reason TEXT]
     toolwire admin deny ID [--reason TEXT]
     toolwire admin pins [list | show NAME | accept NAME | reject NAME] [--digest D]
+    toolwire admin login SOURCE [--timeout S]
 
 Each takes `--url` (default `$TOOLWIRE_URL`, else http://127.0.0.1:8000), `--key` (default
 `$TOOLWIRE_ADMIN_KEY`: the admin or master key) and `--json` (the API's answer as is).
@@ -23,6 +24,8 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 import orjson
+
+from .login_cli import add_login_parser
 
 if TYPE_CHECKING:
     import httpx2
@@ -76,6 +79,8 @@ def add_admin_parser(commands: Any) -> None:
     pins.add_argument("name", nargs="?", help="the tool's name (show, accept, reject)")
     pins.add_argument("--digest", help="accept or reject only this served definition")
     pins.set_defaults(admin=(_pins, _print_pins))
+
+    add_login_parser(actions, common)
 
 
 def run_admin(args: argparse.Namespace) -> int:

@@ -25,6 +25,8 @@ from .api import router
 from .auth import AdminAuth
 from .browsers import BrowserGuard
 from .hub import CallFeed, EventHub
+from .logins import callback_router as oauth_callback_router
+from .logins import router as logins_router
 from .pins import router as pins_router
 from .routes import error_response, invalid
 from .runtime import AdminRuntime
@@ -99,6 +101,8 @@ def _build_app() -> FastAPI:
     app.state.admin = None
     app.include_router(router)
     app.include_router(pins_router)
+    app.include_router(logins_router)
+    app.include_router(oauth_callback_router)
     # Every refusal in one shape, OpenAI's, as on the proxy's own routes.
     app.add_exception_handler(HTTPException, _http_error)
     app.add_exception_handler(RequestValidationError, _invalid)

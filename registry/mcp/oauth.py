@@ -15,18 +15,18 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import AsyncGenerator
+from dataclasses import dataclass
 
 import httpx2
 from mcp.client.auth import OAuthClientProvider, OAuthFlowError
 from mcp.client.auth.extensions.client_credentials import ClientCredentialsOAuthProvider
 from mcp.client.auth.oauth2 import OAuthContext
-from mcp.shared.auth import OAuthClientMetadata
+from mcp.shared.auth import OAuthClientInformationFull, OAuthClientMetadata
 
-from registry.mcp.errors import McpUnavailableError
 from registry.mcp.oauth_config import McpOAuthConfig
 from registry.mcp.oauth_tokens import SourceTokens
 
-__all__ = ["LOGIN_REDIRECT_PATH", "SourceAuth", "source_auth"]
+__all__ = ["LOGIN_REDIRECT_PATH", "LoginTarget", "SourceAuth", "logins", "source_auth"]
 
 log = logging.getLogger("toolwire.mcp")
 
@@ -71,20 +71,35 @@ class _Login(OAuthClientProvider):
         super().__init__(url, metadata, tokens)
         self._tokens = tokens
         self._hint = hint
+        self._refresh = False
+        self._client = OAuthClientInformationFull(
+            client_id=config.client_id,
+            redirect_uris=None,
+            grant_types=["authorization_code", "refresh_token"],
+            token_endpoint_auth_method="none",
+            issuer=config.issuer,
+        )
 
     async def _initialize(self) -> None:
         await super()._initialize()
+        if self.context.client_info is None:  # registered in advance: never dynamically
+            self.context.client_info = self._client
         await _restore(self.context, self._tokens)
+        if self._refresh:
+            self._refresh = False
+            self.context.token_expiry_time = 1.0  # long past (0 would read as "no expiry")
 
     async def _perform_authorization(self) -> httpx2.Request:
         raise OAuthFlowError(self._hint)
 
-    def expire(self) -> bool:
-        """Treat the access token as expired, so the next request refreshes it first; False
-        when there is nothing to refresh with."""
-        if not self.context.can_refresh_token():
+    async def refresh_next(self) -> bool:
+        """Read the grant from the store again and refresh its access token first on the next
+        request; False when there is no refresh token to do it with."""
+        record = await self._tokens.record()
+        if record.tokens is None or record.tokens.refresh_token is None:
             return False
-        self.context.token_expiry_time = 0.0
+        self._initialized = False
+        self._refresh = True
         return True
 
 
@@ -93,14 +108,23 @@ class SourceAuth(httpx2.Auth):
     request never breaks the transport (the request goes out without a token, the server
     answers 401, the call fails), and `failure` says what went wrong."""
 
-    def __init__(self, provider: OAuthClientProvider, label: str) -> None:
+    def __init__(
+        self, provider: OAuthClientProvider | None, label: str, broken: str | None = None
+    ) -> None:
         self._provider = provider
         self._label = label
+        self._broken = broken
         self.failure: str | None = None
 
     async def async_auth_flow(
         self, request: httpx2.Request
     ) -> AsyncGenerator[httpx2.Request, httpx2.Response]:
+        if self._provider is None:
+            self.failure = f"OAuth: {self._broken}"
+            yield request
+            return
+        if self.failure is not None:
+            self._provider._initialized = False  # a login or another replica may have fixed it
         for attempt in (1, 2):
             response: httpx2.Response | None = None
             flow = self._provider.async_auth_flow(request)
@@ -112,44 +136,73 @@ class SourceAuth(httpx2.Auth):
             except StopAsyncIteration:
                 refused = response is not None and response.status_code == 401
                 self.failure = (
-                    f"MCP server {self._label} refused a freshly obtained OAuth token (401)"
-                    if refused
-                    else None
+                    "OAuth: a freshly obtained token was refused (401)" if refused else None
                 )
                 return
             except (OAuthFlowError, httpx2.HTTPError, ValueError) as exc:
                 reason = str(exc) or type(exc).__name__
             finally:
                 await flow.aclose()
-            if attempt == 1 and isinstance(self._provider, _Login) and self._provider.expire():
+            login = self._provider if isinstance(self._provider, _Login) else None
+            if attempt == 1 and login is not None and await login.refresh_next():
                 continue  # refused or failed with a refresh token at hand: refresh, once
-            self.failure = f"MCP server {self._label}: OAuth: {reason}"
-            log.warning("%s", self.failure)
+            self.failure = f"OAuth: {reason}"
+            log.warning("MCP server %s: %s", self._label, self.failure)
             request.headers.pop("Authorization", None)
             yield request  # answered 401: the call fails with `failure`
             return
 
     def reset(self) -> None:
         """Read the tokens from the store again on the next request (after a login)."""
-        self._provider._initialized = False
-        self.failure = None
+        if self._provider is not None:
+            self._provider._initialized = False
 
 
-def source_auth(url: str, config: McpOAuthConfig, *, label: str, key: str) -> SourceAuth:
-    """The transport auth of the MCP server at `url`, its tokens kept under `key`.
+@dataclass(frozen=True, slots=True)
+class LoginTarget:
+    """A source an operator logs in to: where it is, its `oauth:` entry, and its auth."""
 
-    Raises:
-        McpUnavailableError: the client secret's environment variable is not set.
-    """
-    tokens = SourceTokens(key)
+    url: str
+    config: McpOAuthConfig
+    auth: SourceAuth
+
+    def secret(self) -> str | None:
+        env = self.config.client_secret_env
+        return os.environ.get(env) or None if env is not None else None
+
+    def reset(self) -> None:
+        self.auth.reset()
+
+
+_logins: dict[str, LoginTarget] = {}
+
+
+def logins() -> dict[str, LoginTarget]:
+    """The sources of this process that log in with the authorization-code grant, by name."""
+    return _logins
+
+
+def source_auth(
+    url: str, config: McpOAuthConfig, *, label: str, key: str | None = None
+) -> SourceAuth:
+    """The transport auth of the MCP server at `url`, its tokens kept under `key` (default:
+    `mcp:LABEL`, the source's name). A client secret whose environment variable is not set
+    fails every request with that reason."""
+    name = f"mcp:{label}"
+    tokens = SourceTokens(key if key is not None else name)
     secret = os.environ.get(config.client_secret_env) if config.client_secret_env else None
     if config.client_secret_env is not None and not secret:
-        raise McpUnavailableError(f"environment variable {config.client_secret_env} is not set")
+        return SourceAuth(
+            None, label, f"environment variable {config.client_secret_env} is not set"
+        )
     if config.grant == "client_credentials":
         assert secret is not None
         return SourceAuth(_Machine(url, config, secret, tokens), label)
     hint = (
         f"no usable login for MCP server {label}: an operator logs in with "
-        f"`toolwire admin login {label}` (or from the panel's Sources)"
+        f"`toolwire admin login {name}` (or from the panel's Sources)"
     )
-    return SourceAuth(_Login(url, config, tokens, hint), label)
+    auth = SourceAuth(_Login(url, config, tokens, hint), label)
+    if key is None:
+        _logins[name] = LoginTarget(url, config, auth)
+    return auth

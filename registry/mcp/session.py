@@ -178,7 +178,7 @@ class McpSession:
                     f"({exc.message}); the call was not retried and may or may not have run"
                 ) from exc
             if self._auth is not None and self._auth.failure is not None:
-                raise McpCallError(self._auth.failure) from exc
+                raise McpCallError(f"MCP server {self._label}: {self._auth.failure}") from exc
             raise McpCallError(f"MCP error {exc.code}: {exc.message}") from exc
         except (anyio.BrokenResourceError, anyio.ClosedResourceError) as exc:
             self._mark_lost()

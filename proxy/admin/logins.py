@@ -1,0 +1,117 @@
+"""The admin API's OAuth logins to MCP sources (the README's **MCP sources behind OAuth**): an
+operator starts one (`POST /admin/api/sources/{name}/login`, `toolwire admin login NAME`),
+opens the authorization URL, consents; the authorization server sends the browser back to
+`/admin/oauth/callback`, which keeps the tokens and reconnects the source.
+
+The callback takes no admin key (the browser arriving from the authorization server has
+none): the login's `state`, unguessable and good for one completion within ten minutes, is
+what it is checked against, and the PKCE verifier never leaves the proxy.
+"""
+
+from __future__ import annotations
+
+import html
+import logging
+from typing import Literal
+
+from fastapi import APIRouter, Depends, Request
+from fastapi.responses import HTMLResponse
+from pydantic import BaseModel
+from starlette.exceptions import HTTPException
+
+from registry import LoginError, begin_login, finish_login, login_status
+
+from .api import Caller, Runtime, caller_of
+from .routes import ERRORS, AdminRoute
+
+__all__ = ["callback_router", "router"]
+
+log = logging.getLogger("toolwire.admin")
+
+CALLBACK_PATH = "/oauth/callback"
+
+router = APIRouter(
+    prefix="/api", dependencies=[Depends(caller_of)], route_class=AdminRoute, responses=ERRORS
+)
+callback_router = APIRouter(route_class=AdminRoute)
+
+
+class LoginStarted(BaseModel):
+    """A login begun: the operator opens `authorization_url`; `state` follows it."""
+
+    source: str
+    authorization_url: str
+    state: str
+    redirect_uri: str
+    """Toolwire's callback the authorization server sends the operator back to (register
+    it with the authorization server as the client's redirect URI)."""
+
+
+class LoginState(BaseModel):
+    """How a login stands."""
+
+    source: str
+    status: Literal["pending", "done", "failed"]
+    error: str | None
+    expires_at: float
+
+
+@router.post("/sources/{name:path}/login")
+async def start_login(
+    name: str, request: Request, runtime: Runtime, caller: Caller
+) -> LoginStarted:
+    """Begin an operator's login to an MCP source with the `authorization_code` grant."""
+    # The admin's own root (`/admin`, where it is mounted) on the host the operator reached.
+    root = request.url.path.rpartition("/api/sources/")[0]
+    redirect_uri = str(request.url.replace(path=root + CALLBACK_PATH, query=None))
+    try:
+        url, state = await begin_login(name, redirect_uri)
+    except LoginError as exc:
+        raise HTTPException(404 if "no MCP source" in str(exc) else 502, str(exc)) from exc
+    log.info("admin: %s began an OAuth login to %s", caller, name)
+    return LoginStarted(source=name, authorization_url=url, state=state, redirect_uri=redirect_uri)
+
+
+@router.get("/logins/{state}")
+async def get_login(state: str) -> LoginState:
+    """A login's progress: `done` once the tokens are kept; `failed` with the reason."""
+    status = await login_status(state)
+    if status is None:
+        raise HTTPException(404, "unknown or expired login")
+    return LoginState(
+        source=status.source, status=status.status, error=status.error, expires_at=status.expires_at
+    )
+
+
+@callback_router.get(CALLBACK_PATH, include_in_schema=False)
+async def oauth_callback(
+    request: Request,
+    runtime: Runtime,
+    state: str = "",
+    code: str | None = None,
+    iss: str | None = None,
+    error: str | None = None,
+) -> HTMLResponse:
+    """Where the authorization server sends the operator back: the code becomes tokens."""
+    try:
+        status = await finish_login(state, code, iss, error)
+    except LoginError as exc:
+        return _page(400, "Login not completed", str(exc))
+    if status.status == "failed":
+        log.warning("OAuth login to %s failed: %s", status.source, status.error)
+        return _page(400, f"Login to {status.source} failed", status.error or "")
+    log.info("OAuth login to %s completed", status.source)
+    services = runtime.services
+    reloaded = await services.sources.reload(status.source, services.registry)
+    update = {"name": reloaded.name, "reachable": reloaded.reachable, "tools": reloaded.tool_count}
+    runtime.hub.publish("source", {**update, "error": reloaded.error, "by": "oauth login"})
+    note = "It is connected." if reloaded.reachable else f"It is not connected: {reloaded.error}"
+    return _page(200, f"Logged in to {status.source}", f"{note} You may close this window.")
+
+
+def _page(status: int, title: str, text: str) -> HTMLResponse:
+    body = (
+        f"<!doctype html><meta charset=utf-8><title>{html.escape(title)}</title>"
+        f"<h1>{html.escape(title)}</h1><p>{html.escape(text)}</p>"
+    )
+    return HTMLResponse(body, status_code=status, headers={"cache-control": "no-store"})
