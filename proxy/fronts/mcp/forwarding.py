@@ -11,6 +11,7 @@ declared elicitation is asked by round trip instead (`HeldCalls`).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -21,7 +22,7 @@ from mcp.server.context import ServerRequestContext
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from registry import Question, Reply, ToolResult
+from registry import ClientHooks, Question, Reply, ToolResult
 
 from ...errors import ProxyError
 from ...turn.questions import QUESTION_PREFIX, Questions, Ran
@@ -95,6 +96,10 @@ class HeldCalls:
     def __init__(self, questions: Questions, *, timeout_s: float = FORWARD_TIMEOUT_S) -> None:
         self._questions = questions
         self._timeout_s = timeout_s
+
+    def offered(self, owner: str, asker: ClientAsker) -> ClientHooks:
+        """What a call not held offers its servers: `asker`, and the turns' sampler."""
+        return dataclasses.replace(self._questions.hooks(_Caller(owner)), asker=asker)
 
     @staticmethod
     def holds(ctx: ServerRequestContext[Any, Any]) -> bool:

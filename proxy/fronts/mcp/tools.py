@@ -111,7 +111,8 @@ class McpTools:
             work = functools.partial(self._gate.run, [admitted.admission], caller)
             return await held.run(caller.caller or "", work, admitted.admission.call.id)
         # An MCP source's question during the call is asked of this client in turn.
-        hooks = ClientHooks(asker=ClientAsker(ctx), who=admitted.caller.caller or "")
+        owner, asker = admitted.caller.caller or "", ClientAsker(ctx)
+        hooks = held.offered(owner, asker) if held is not None else ClientHooks(asker, who=owner)
         with offering(hooks):
             return await self.run(admitted)
 
