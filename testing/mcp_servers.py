@@ -28,8 +28,6 @@ from mcp.server.stdio import stdio_server
 from starlette.applications import Starlette
 from starlette.types import ASGIApp
 
-from testing.asgi_serving import serve_app
-
 __all__ = [
     "PAGED_TOOLS",
     "PNG_BYTES",
@@ -224,6 +222,9 @@ async def serve_http(
     given); yields its URL."""
     app: ASGIApp = _app(name, transport)
     path = "/sse" if transport == "sse" else "/mcp"
+    # Imported here: it loads the proxy, which a stdio server (a process per test) never needs.
+    from testing.asgi_serving import serve_app
+
     async with serve_app(app if wrap is None else wrap(app), timeout_graceful_shutdown=1) as root:
         yield root + path
 
