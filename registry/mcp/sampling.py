@@ -56,7 +56,7 @@ class SamplingDesk:
         if hooks is None or hooks.sampler is None:
             return self._refuse(
                 "sampling is served only during a tool call whose caller offers it "
-                "(calls made by the tool loop, on every front, do)"
+                "(calls made by the tool loop and through /mcp do)"
             )
         now = time.monotonic()
         while self._recent and self._recent[0] <= now - WINDOW_S:
