@@ -99,15 +99,15 @@ class PinKeeper:
         self._revision, self._pins = await self._store.load()
         self._registry.check_holds(self.check)
         self._reevaluate()
+        # Owned: cancelled and awaited when the block ends, whichever task ends it.
+        task = asyncio.create_task(self._follow(), name="toolwire-pins")
         try:
-            async with asyncio.TaskGroup() as group:
-                task = group.create_task(self._follow())
-                try:
-                    yield self
-                finally:
-                    task.cancel()
+            yield self
         finally:
             self._registry.check_holds(None)
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
 
     def check(self, tool: Tool) -> str | None:
         """Why `tool` is held back as it is registered, or None (also for sources that do
