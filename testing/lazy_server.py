@@ -28,8 +28,9 @@ from mcp.server.mcpserver import MCPServer
 __all__ = ["command", "server"]
 
 
-def server(extra_tools: int = 0) -> MCPServer:
-    """The server, with `extra_tools` numbered tools besides its own."""
+def server(extra_tools: int = 0, *, greeting: str | None = None) -> MCPServer:
+    """The server, with `extra_tools` numbered tools besides its own; `greet` described by
+    `greeting` (default: `greeting.txt`'s text, or "Greet someone.")."""
     built = MCPServer("toolwire-lazy")
 
     @built.tool()
@@ -46,13 +47,14 @@ def server(extra_tools: int = 0) -> MCPServer:
             await anyio.sleep(0.02)
         return "released"
 
-    greeting = Path("greeting.txt")
-    description = greeting.read_text().strip() if greeting.exists() else "Greet someone."
+    if greeting is None:
+        given = Path("greeting.txt")
+        greeting = given.read_text().strip() if given.exists() else "Greet someone."
 
     def greet(name: str) -> str:
         return f"hello {name}"
 
-    built.add_tool(greet, description=description)
+    built.add_tool(greet, description=greeting)
     for number in range(extra_tools):
         built.add_tool(_numbered(f"t{number}"), name=f"t{number}", description=f"Tool {number}.")
     return built
