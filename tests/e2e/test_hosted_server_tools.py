@@ -473,3 +473,32 @@ async def test_a_search_the_policy_asks_about_runs_once_approved(
     )
     assert message.content[0].annotations[0].url == "https://example.org/tides"
     assert searched[ran:] == ["secret tide"]
+
+
+async def test_a_tool_choice_naming_a_hosted_or_mcp_tool_forces_the_registry_tool(
+    clients: dict[str, Any], upstream: FakeUpstream
+) -> None:
+    start = len(upstream.requests)
+    upstream.script(
+        *[Reply.tool_calls([("search_web", {"q": "x"})]), Reply.text("ok")] * 3,
+    )
+    await clients["a"].responses.create(
+        model=MODEL, input="?", tools=[{"type": "web_search"}], tool_choice={"type": "web_search"}
+    )
+    await clients["anthropic_a"].messages.create(
+        model=MODEL,
+        max_tokens=16,
+        tools=[ANTHROPIC_SEARCH],
+        tool_choice={"type": "tool", "name": "web_search"},
+        messages=[{"role": "user", "content": "?"}],
+    )
+    entry = {"type": "mcp", "server_label": "search", "require_approval": "never"}
+    await clients["a"].responses.create(
+        model=MODEL,
+        input="?",
+        tools=[entry],
+        tool_choice={"type": "mcp", "server_label": "search", "name": "web"},
+    )
+    forced = {"type": "function", "function": {"name": "search_web"}}
+    sent = upstream.requests[start:]
+    assert [r.get("tool_choice") for r in sent] == [forced, "auto"] * 3

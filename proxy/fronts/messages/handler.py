@@ -76,6 +76,9 @@ class Messages:
         declared = self._hosted(document)
         for one in declared:
             document = replay_searches(document, one.served)
+        forced = _forced(document.get("tool_choice"), declared)
+        if forced is not None:  # it names no tool of the client's: set once converted
+            document = {k: v for k, v in document.items() if k != "tool_choice"}
         shown = programs_shown(document) if program_type is not None else frozenset()
         document, loaded = load_references(document)
         document, marks = client_marks(document)
@@ -83,6 +86,8 @@ class Messages:
             marks.get(name, {}).pop(DEFER_LOADING, None)
         chat = to_chat_body(document)
         mark(chat, marks)
+        if forced is not None:
+            chat["tool_choice"] = {"type": "function", "function": {"name": forced}}
         services = self._services
         caller = context.caller()
         toolset = services.catalog.toolset(controls.tool_filter, caller, load=loaded)
@@ -137,6 +142,14 @@ class Messages:
         if stream:
             return Streamed(events, BuilderStream(builder))
         return Answered(events, BuilderJson(builder))
+
+
+def _forced(choice: Any, declared: list[Declared]) -> str | None:
+    """The wire name of the registry tool a `tool_choice` forces when it names a hosted tool
+    (`{"type": "tool", "name": "web_search"}`)."""
+    if not isinstance(choice, dict) or choice.get("type") != "tool":
+        return None
+    return next((one.wire_name for one in declared if one.name == choice.get("name")), None)
 
 
 class CountTokens:

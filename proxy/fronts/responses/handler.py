@@ -31,7 +31,7 @@ from ...turn.record import Turn
 from ..conversion import round_items, to_chat
 from ..exchange import Answered, Reply, Streamed, serve_turn
 from ..exchange import openai_error_body as error_body
-from ..hosted import served
+from ..hosted import is_responses_search, served
 from ..renderers import BuilderJson, BuilderStream
 from .background_run import Run
 from .items import Item, for_rosetta, input_items, listed_labels
@@ -102,6 +102,10 @@ class Responses:
             web_search = served(tools.web_search, toolset)
         chat = to_chat(_chat_request(body, conversation, tools, toolset), "openai_responses")
         mark(chat, tools.marks)
+        choice = _tool_choice(body.tool_choice, tools, toolset)
+        if isinstance(choice, dict) and "tool_choice" not in chat:
+            # llm-rosetta drops a choice naming none of the client's tools: a registry tool's.
+            chat["tool_choice"] = {"type": "function", "function": {"name": choice["name"]}}
         if not chat.get("messages"):
             raise BadRequestError("'input' holds no message", param="input")
         turn = Turn(
@@ -234,7 +238,12 @@ def _chat_request(
 
 
 def _tool_choice(choice: Any, tools: ToolsPlan, toolset: Toolset) -> Any:
-    """The request's tool_choice; an `mcp` one names the registry tool by its wire name."""
+    """The request's tool_choice; an `mcp` one names the registry tool by its wire name, and
+    a hosted web search's the tool answering it."""
+    if isinstance(choice, dict) and is_responses_search(choice.get("type")):
+        if tools.web_search is None:
+            raise BadRequestError("tool_choice names no tool of the request", param="tool_choice")
+        return {"type": "function", "name": tools.web_search.wire_name}
     if not isinstance(choice, dict) or choice.get("type") != "mcp":
         return choice
     name = choice.get("name")
