@@ -80,6 +80,11 @@ class McpServerConfig(BaseModel):
                 "a stdio server (command)" if self.command is not None else "an HTTP server (url)"
             )
             raise ValueError(f"{', '.join(given)}: not used by {kind}")
+        sent = self.bearer_token_env is not None or "authorization" in map(str.lower, self.headers)
+        if self.oauth is not None and sent:
+            raise ValueError(
+                "oauth: the server's token comes from OAuth, not bearer_token_env or headers"
+            )
         return self
 
     @property

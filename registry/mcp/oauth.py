@@ -26,12 +26,20 @@ from mcp.shared.auth import OAuthClientInformationFull, OAuthClientMetadata
 from registry.mcp.oauth_config import McpOAuthConfig
 from registry.mcp.oauth_tokens import SourceTokens
 
-__all__ = ["LOGIN_REDIRECT_PATH", "LoginTarget", "SourceAuth", "logins", "source_auth"]
+__all__ = ["LoginTarget", "SourceAuth", "logins", "source_auth"]
 
 log = logging.getLogger("toolwire.mcp")
 
-LOGIN_REDIRECT_PATH = "/admin/oauth/callback"
-"""Toolwire's route the authorization server sends an operator back to after a login."""
+
+class _SdkFlowErrors(logging.Filter):
+    """The SDK logs each failed OAuth flow with its traceback; `SourceAuth` reports it once,
+    in a line that names the source (a source awaiting its login fails on every reconnect)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.getMessage() != "OAuth flow error"
+
+
+logging.getLogger("mcp.client.auth.oauth2").addFilter(_SdkFlowErrors())
 
 
 async def _restore(context: OAuthContext, tokens: SourceTokens) -> None:
@@ -200,7 +208,7 @@ def source_auth(
         return SourceAuth(_Machine(url, config, secret, tokens), label)
     hint = (
         f"no usable login for MCP server {label}: an operator logs in with "
-        f"`toolwire admin login {name}` (or from the panel's Sources)"
+        f"`toolwire admin login {name}` (POST /admin/api/sources/{name}/login)"
     )
     auth = SourceAuth(_Login(url, config, tokens, hint), label)
     if key is None:

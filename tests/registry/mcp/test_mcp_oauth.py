@@ -121,6 +121,11 @@ async def test_client_credentials_need_a_secret() -> None:
     oauth = {"grant": "client_credentials", "issuer": "http://127.0.0.1:1", "client_id": "x"}
     with pytest.raises(ValueError, match="client_secret_env: required"):
         McpSourceConfig.model_validate({"mcp": {"url": "http://127.0.0.1:1/mcp", "oauth": oauth}})
+    both = {"url": "http://127.0.0.1:1/mcp", "bearer_token_env": "T"}
+    with pytest.raises(ValueError, match="token comes from OAuth, not bearer_token_env"):
+        McpSourceConfig.model_validate(
+            {"mcp": {**both, "oauth": {**oauth, "client_secret_env": "S"}}}
+        )
     with pytest.raises(ValueError, match="oauth: not used by a stdio server"):
         McpSourceConfig.model_validate(
             {"mcp": {"command": "x", "oauth": {**oauth, "client_secret_env": "S"}}}
