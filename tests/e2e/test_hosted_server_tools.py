@@ -72,7 +72,7 @@ def _registry(searched: list[str]) -> ToolRegistry:
             raise ValueError(f"cannot reach {url}")
         return f"The text of {url}."
 
-    registry.register(page, namespace="fetch", tags=["network"])
+    registry.register(page, namespace="fetch", tags=["network"], defer=True)
     return registry
 
 
@@ -418,6 +418,7 @@ async def test_a_messages_web_fetch_is_a_web_fetch_tool_result_with_the_page(
     assert text.text == "Read it." and not text.citations
     usage = message.usage.server_tool_use
     assert (usage.web_fetch_requests, usage.web_search_requests) == (1, 0)
+    # fetch.page is deferred: declaring web_fetch offers it from the start.
     assert {"search_web", "fetch_page"} <= set(tool_names(upstream.requests[start]))
 
 

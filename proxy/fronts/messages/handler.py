@@ -90,7 +90,9 @@ class Messages:
             chat["tool_choice"] = {"type": "function", "function": {"name": forced}}
         services = self._services
         caller = context.caller()
-        toolset = services.catalog.toolset(controls.tool_filter, caller, load=loaded)
+        # A deferred tool answering a hosted one is offered from the start: the client asked.
+        load = loaded | {one.wire_name for one in declared}
+        toolset = services.catalog.toolset(controls.tool_filter, caller, load=load)
         hosted = tuple(served(one, toolset) for one in declared)
         if hosted:
             limits = tuple(limit for one in hosted for limit in one.limits)

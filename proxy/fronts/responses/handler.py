@@ -95,7 +95,7 @@ class Responses:
             tool_filter = tool_filter.narrow(ToolFilter(names=tools.names))
         caller = context.caller(tools.must_ask)
         toolset = services.catalog.toolset(
-            tool_filter, caller, defer=tools.deferred, load=tools.found
+            tool_filter, caller, defer=tools.deferred, load=tools.found | tools.hosted_names
         )
         web_search = None
         if tools.web_search is not None:

@@ -131,6 +131,14 @@ class ToolsPlan:
         return frozenset(names)
 
     @property
+    def hosted_names(self) -> frozenset[str]:
+        """Wire names of the registry tools answering the declared hosted tools: offered
+        from the start, deferred or not (the client asked for them)."""
+        if self.web_search is None:
+            return frozenset()
+        return frozenset({self.web_search.wire_name})
+
+    @property
     def deferred(self) -> frozenset[str]:
         """Qualified names of the registry tools that wait behind Toolwire's search: those
         of `defer_loading` entries (unless another entry offers them)."""
