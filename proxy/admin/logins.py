@@ -19,8 +19,6 @@ from fastapi.responses import HTMLResponse
 from pydantic import BaseModel
 from starlette.exceptions import HTTPException
 
-from registry import LoginError, begin_login, finish_login, login_status
-
 from .api import Caller, Runtime, caller_of
 from .routes import ERRORS, AdminRoute
 
@@ -64,6 +62,8 @@ async def start_login(
     # The admin's own root (`/admin`, where it is mounted) on the host the operator reached.
     root = request.url.path.rpartition("/api/sources/")[0]
     redirect_uri = str(request.url.replace(path=root + CALLBACK_PATH, query=None))
+    from registry import LoginError, begin_login  # the MCP SDK: loaded on a login's demand
+
     try:
         url, state = await begin_login(name, redirect_uri)
     except LoginError as exc:
@@ -75,6 +75,8 @@ async def start_login(
 @router.get("/logins/{state}")
 async def get_login(state: str) -> LoginState:
     """A login's progress: `done` once the tokens are kept; `failed` with the reason."""
+    from registry import login_status
+
     status = await login_status(state)
     if status is None:
         raise HTTPException(404, "unknown or expired login")
@@ -93,6 +95,8 @@ async def oauth_callback(
     error: str | None = None,
 ) -> HTMLResponse:
     """Where the authorization server sends the operator back: the code becomes tokens."""
+    from registry import LoginError, finish_login
+
     try:
         status = await finish_login(state, code, iss, error)
     except LoginError as exc:
