@@ -4,7 +4,8 @@ tool (`hosted_tools:`): a client declares OpenAI's `{"type": "web_search"}` or A
 through the gate under the caller's key, and shows each search as the hosted API does
 (`web_search_call` items with the sources and `url_citation` annotations; `server_tool_use`
 and `web_search_tool_result` blocks with `web_search_result`s and `web_search_result_location`
-citations). OpenAI's `code_interpreter` is answered by code mode, each program a
+citations); Anthropic's `web_fetch_20250910` by a fetch tool, shown as `web_fetch_tool_result`
+blocks. OpenAI's `code_interpreter` is answered by code mode, each program a
 `code_interpreter_call`. Through the real server with the official openai and anthropic SDKs,
 streamed and not, one server for the module."""
 
