@@ -13,9 +13,9 @@ from proxy.fronts.hosted import (
     Source,
     cited,
     declare,
-    messages_type,
     is_responses_search,
     mapping_problems,
+    messages_type,
     sources,
 )
 from proxy.fronts.messages.searches import replay_searches
