@@ -85,6 +85,7 @@ __all__ = [
     "FallbackComposer",
     "InlineBackend",
     "InvalidArgumentsError",
+    "LazyMcpSource",
     "LoginError",
     "McpServerConfig",
     "McpServersJsonConfig",
@@ -159,6 +160,7 @@ __all__ = [
     "redact",
     "reduce_namespace",
     "register_class",
+    "relisting",
     "repair_call",
     "reporting_to",
     "reports_progress",
@@ -173,7 +175,7 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
-    from registry.mcp import McpServersJsonSource, McpSource
+    from registry.mcp import LazyMcpSource, McpServersJsonSource, McpSource, relisting
     from registry.mcp.oauth_login import LoginError, begin_login, finish_login, login_status
 
 _LOGINS = ("LoginError", "begin_login", "finish_login", "login_status")
@@ -181,7 +183,7 @@ _LOGINS = ("LoginError", "begin_login", "finish_login", "login_status")
 
 def __getattr__(name: str) -> Any:
     # The MCP sources load the MCP SDK; see registry.mcp.
-    if name in ("McpSource", "McpServersJsonSource"):
+    if name in ("McpSource", "McpServersJsonSource", "LazyMcpSource", "relisting"):
         import registry.mcp as mcp
 
         return getattr(mcp, name)

@@ -166,7 +166,7 @@ def _relisting(settings: Settings) -> contextlib.AbstractContextManager[None]:
     loaded only then)."""
     if not any(getattr(entry, "lazy", False) for entry in settings.tools):
         return contextlib.nullcontext()
-    from registry.mcp import relisting
+    from registry import relisting
 
     return relisting()
 
