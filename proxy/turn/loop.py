@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from policies import Admission, Gate, GateDecision, LoopGuard, LoopLimits
-from registry import ToolCall, ToolResult
+from registry import ToolCall, ToolResult, reports_progress
 
 from ..approvals.flow import USED_APPROVAL, ApprovalFlow, apply_answers
 from . import client_tools, pauses, progress
@@ -403,14 +403,18 @@ class ToolLoop:
                 self._gate.run(admitted, turn.caller), admitted, state.guard.remaining()
             )
         else:
-            # Calls run for an approval the client just gave (no upstream answer yet in this
-            # request) are not held: their servers' questions are declined.
+            # Only calls of tools whose servers talk back (MCP: progress, questions) are
+            # held; a round of others runs in place at no cost. Calls run for an approval
+            # the client just gave (no upstream answer yet in this request) are not held
+            # either: their servers' questions are declined.
             held = await self._questions.run(
                 turn,
                 lambda: self._gate.run(admitted, turn.caller),
                 [a.call.id for a in admitted],
                 state.guard.remaining(),
-                may_ask=state.answer is not None and turn.controls.elicitation,
+                may_ask=state.answer is not None
+                and turn.controls.elicitation
+                and any(reports_progress(a.tool) for a in admitted),
             )
             state.asked, done = held.asked, held.results or []
         results.update((r.call_id, r) for r in done)
