@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass
 from typing import Literal
@@ -248,7 +249,9 @@ class PinKeeper:
         if tool.metadata.review_new and any(p.source == source for p in self._pins.values()):
             return "new", definition
         if self._pin_first_sight:
-            self._unseen[name] = PinRecord(name, definition.to_json(), digest, source=source)
+            self._unseen[name] = PinRecord(
+                name, definition.to_json(), digest, source=source, pinned_at=time.time()
+            )
             self._wake.set()
         return "pinned", definition
 
