@@ -18,7 +18,8 @@ _KIND = "oauth"
 
 
 class RedisTokenStore:
-    """Grant records in Redis, without expiry (a refresh token outlives its access token)."""
+    """Grant records in Redis: a grant without expiry (a refresh token outlives its access
+    token), a login in progress for its ten minutes."""
 
     def __init__(self, state: RedisState) -> None:
         self._state = state
@@ -28,9 +29,10 @@ class RedisTokenStore:
             raw = await self._state.client.get(self._state.key(_KIND, key))
         return raw.encode() if isinstance(raw, str) else raw
 
-    async def save(self, key: str, record: bytes) -> None:
+    async def save(self, key: str, record: bytes, ttl_s: float | None = None) -> None:
+        px = None if ttl_s is None else max(1, int(ttl_s * 1000))
         with reaching("keeping an MCP server's OAuth tokens"):
-            await self._state.client.set(self._state.key(_KIND, key), record)
+            await self._state.client.set(self._state.key(_KIND, key), record, px=px)
 
     async def delete(self, key: str) -> None:
         with reaching("forgetting an MCP server's OAuth tokens"):

@@ -95,7 +95,7 @@ async def begin_login(source: str, redirect_uri: str) -> tuple[str, str]:
         metadata=metadata,
         expires_at=time.time() + LOGIN_TTL_S,
     )
-    await token_store().save(_key(state), pending.model_dump_json().encode())
+    await token_store().save(_key(state), pending.model_dump_json().encode(), LOGIN_TTL_S)
     return f"{metadata.authorization_endpoint}?{urlencode(query)}", state
 
 
@@ -134,7 +134,8 @@ async def finish_login(
         done = pending.model_copy(update={"status": "done"})
     except (LoginError, OAuthFlowError, httpx2.HTTPError) as exc:
         done = pending.model_copy(update={"status": "failed", "error": str(exc)})
-    await token_store().save(_key(state), done.model_dump_json().encode())
+    left = max(1.0, done.expires_at - time.time())
+    await token_store().save(_key(state), done.model_dump_json().encode(), left)
     return LoginStatus(done.source, done.status, done.error, done.expires_at)
 
 

@@ -4,6 +4,8 @@ whether or not a source uses MCP."""
 
 from __future__ import annotations
 
+import math
+import time
 from typing import Protocol
 
 __all__ = ["MemoryTokenStore", "TokenStore", "token_store", "use_token_store"]
@@ -20,7 +22,9 @@ class TokenStore(Protocol):
         """
         ...
 
-    async def save(self, key: str, record: bytes) -> None: ...
+    async def save(self, key: str, record: bytes, ttl_s: float | None = None) -> None:
+        """Keep `record` under `key` (replacing any), for `ttl_s` seconds (None: for good)."""
+        ...
 
     async def delete(self, key: str) -> None: ...
 
@@ -29,13 +33,24 @@ class MemoryTokenStore:
     """Grant records of one process (lost when it stops)."""
 
     def __init__(self) -> None:
-        self._records: dict[str, bytes] = {}
+        self._records: dict[str, tuple[bytes, float]] = {}
 
     async def load(self, key: str) -> bytes | None:
-        return self._records.get(key)
+        found = self._records.get(key)
+        if found is None:
+            return None
+        if found[1] < time.monotonic():
+            del self._records[key]
+            return None
+        return found[0]
 
-    async def save(self, key: str, record: bytes) -> None:
-        self._records[key] = record
+    async def save(self, key: str, record: bytes, ttl_s: float | None = None) -> None:
+        until = math.inf if ttl_s is None else time.monotonic() + ttl_s
+        self._records[key] = (record, until)
+        if ttl_s is not None:  # a login begun and abandoned is not kept past its end
+            now = time.monotonic()
+            for stale in [k for k, (_, end) in self._records.items() if end < now]:
+                del self._records[stale]
 
     async def delete(self, key: str) -> None:
         self._records.pop(key, None)

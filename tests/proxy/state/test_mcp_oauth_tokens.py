@@ -4,6 +4,7 @@ new token request."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 
 import pytest
@@ -42,6 +43,20 @@ async def test_records_are_kept_replaced_and_forgotten(store: TokenStore) -> Non
     await store.delete("mcp:missing")
     assert await store.load("mcp:a") is None
     assert await store.load("mcp:b") == b"{}"
+
+
+async def test_a_record_kept_for_a_while_is_gone_after_it(store: TokenStore) -> None:
+    await store.save("login:s", b"pending", ttl_s=0.001)
+    await store.save("login:t", b"pending", ttl_s=60)
+    await store.save("mcp:c", b"kept")
+    for _ in range(500):  # Redis expires a key within a millisecond or so of its PX
+        if await store.load("login:s") is None:
+            break
+        await asyncio.sleep(0.01)
+    else:
+        pytest.fail("a record kept for 1 ms was still there after 5 s")
+    assert await store.load("login:t") == b"pending"
+    assert await store.load("mcp:c") == b"kept"
 
 
 async def test_a_token_one_replica_fetched_is_used_by_the_next(
