@@ -7,6 +7,7 @@ tests/proxy/server/test_lazy_pinning.py.)"""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -129,12 +130,18 @@ async def test_listed_once_without_a_cache_and_afresh_by_check(
     assert not servers()
 
 
-async def test_idle_stop_never_cuts_a_call(
+async def test_a_start_outlives_its_caller_and_idle_stop_never_cuts_a_call(
     tmp_path: Path, listed: Listed, start_lazy: StartLazy, call_tool: CallTool
 ) -> None:
     source = await start_lazy(listed.entry(tmp_path, idle_s=0.05))
     gate = tmp_path / "gate"
+    # The first caller gives up while the server starts: the start goes on for the others.
+    first = asyncio.ensure_future(call_tool("lazy.pid"))
+    await until(lambda: source.status().lazy == "starting")
     call = asyncio.ensure_future(call_tool("lazy.hold", path=str(gate)))
+    first.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await first
     await until(lambda: Path(str(gate) + ".started").exists())
     (pid,) = servers()
     # Showing an absence takes time: many idle periods pass with the call in flight.
