@@ -150,6 +150,13 @@ class McpSourceConfig(SourceSettings):
     manifest_dir: str = Field(default=".toolwire/manifests", min_length=1)
     """Where a lazy server's manifest is cached (relative to the config's folder)."""
 
+    @model_validator(mode="after")
+    def _lazy_keys_need_lazy(self) -> McpSourceConfig:
+        given = [key for key in ("idle_s", "manifest_dir") if key in self.model_fields_set]
+        if given and not self.lazy:
+            raise ValueError(f"{', '.join(given)}: only with `lazy: true`")
+        return self
+
 
 class McpServersJsonConfig(BaseModel):
     """A `tools:` entry importing the `{"mcpServers": {...}}` file Claude Desktop and Cursor use."""

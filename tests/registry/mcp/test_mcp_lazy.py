@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pydantic import ValidationError
 
 from registry import ToolRegistry
 from registry.mcp import LazyMcpSource, McpServerConfig, McpSourceConfig, relisting
@@ -185,3 +186,10 @@ async def test_a_failed_start_is_a_tool_error_and_the_next_call_retries(
     assert not result.is_error and servers() == {int(result.content)}
     status = source.status()
     assert status.lazy == "running" and status.reachable and status.error is None
+
+
+def test_idle_and_manifest_keys_need_lazy() -> None:
+    with pytest.raises(ValidationError, match=r"idle_s: only with `lazy: true`"):
+        McpSourceConfig.model_validate({"mcp": {"command": command()}, "idle_s": 5})
+    config = McpSourceConfig.model_validate({"mcp": {"command": command()}, "lazy": True})
+    assert (config.idle_s, config.manifest_dir) == (300.0, ".toolwire/manifests")
