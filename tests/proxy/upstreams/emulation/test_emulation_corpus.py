@@ -22,6 +22,8 @@ from tests.proxy.upstreams.emulation.corpus import (
     sample,
 )
 
+pytestmark = pytest.mark.usefixtures("quiet_refusals")
+
 KINDS = ("clean", "perturbed", "irrelevance", "truncation", "handwritten")
 # The json envelope is decided at the reply's first character: prose first means plain text.
 UNSUPPORTED = {("json", "lead_prose")}

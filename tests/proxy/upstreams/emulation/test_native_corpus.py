@@ -21,6 +21,8 @@ from tests.proxy.upstreams.emulation.native_corpus import (
     random_chunks,
 )
 
+pytestmark = pytest.mark.usefixtures("quiet_refusals")
+
 
 def _folded(fixture: Fixture, chunks: list[str], *, strict: bool = False) -> tuple[object, ...]:
     outcome = parse(fixture, chunks, strict=strict)

@@ -14,6 +14,8 @@ from tests.proxy.upstreams.emulation.native_corpus import (
     native_fixtures,
 )
 
+pytestmark = pytest.mark.usefixtures("quiet_refusals")
+
 
 def _deltas(text: str, size: int) -> list[str]:
     return [text[i : i + size] for i in range(0, len(text), size)] or [""]
