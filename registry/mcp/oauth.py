@@ -147,7 +147,10 @@ class SourceAuth(httpx2.Auth):
                     "OAuth: a freshly obtained token was refused (401)" if refused else None
                 )
                 return
-            except (OAuthFlowError, httpx2.HTTPError, ValueError) as exc:
+            except Exception as exc:
+                # The transport's boundary: an error raised here would end the SDK's writer
+                # task and leave the call waiting, whatever broke (the authorization server,
+                # its answer, the token store).
                 reason = str(exc) or type(exc).__name__
             finally:
                 await flow.aclose()

@@ -104,6 +104,24 @@ async def test_a_client_the_authorization_server_refuses_is_a_clear_tool_error(
     assert await _call(machine, "m.whoami") == ("machine", False)
 
 
+class _StoreDown(MemoryTokenStore):
+    async def save(self, key: str, record: bytes, ttl_s: float | None = None) -> None:
+        raise RuntimeError("the token store is unreachable")
+
+
+async def test_a_token_store_that_fails_fails_the_call_and_does_not_hang_it(
+    machine: ToolRegistry, protected: OAuthProtected, tokens: MemoryTokenStore
+) -> None:
+    protected.authority.revoke_all()
+    use_token_store(_StoreDown())
+    try:
+        content, failed = await _call(machine, "m.whoami")
+        assert failed and "OAuth: the token store is unreachable" in content
+    finally:
+        use_token_store(tokens)
+    assert await _call(machine, "m.whoami") == ("machine", False)
+
+
 async def test_a_source_whose_secret_is_not_set_says_so(
     protected: OAuthProtected, monkeypatch: pytest.MonkeyPatch
 ) -> None:
