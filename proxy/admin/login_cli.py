@@ -24,13 +24,19 @@ def add_login_parser(actions: Any, common: argparse.ArgumentParser) -> None:
     login.add_argument(
         "--timeout", type=float, default=300.0, help="seconds to wait for the login (300)"
     )
+    login.add_argument(
+        "--redirect-uri",
+        help="the proxy's callback as the authorization server knows it, when it is reached "
+        "under another address: https://HOST/admin/oauth/callback",
+    )
     login.set_defaults(admin=(login_source, print_login))
 
 
 def login_source(client: httpx2.Client, args: argparse.Namespace) -> Any:
     """Start the login, show its URL, wait for its end; the login's last state."""
     path = f"/sources/{quote(args.source, safe='')}/login"
-    started = client.post(path, json={}).raise_for_status().json()
+    body = {"redirect_uri": args.redirect_uri} if args.redirect_uri else {}
+    started = client.post(path, json=body).raise_for_status().json()
     print(f"Open this URL to log in to {started['source']}:", flush=True)
     print(f"  {started['authorization_url']}", flush=True)
     print(f"Waiting up to {args.timeout:g} s for the login to complete...", flush=True)

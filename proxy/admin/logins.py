@@ -13,10 +13,11 @@ from __future__ import annotations
 import html
 import logging
 from typing import Literal
+from urllib.parse import urlsplit
 
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import HTMLResponse
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 from starlette.exceptions import HTTPException
 
 from .api import Caller, Runtime, caller_of
@@ -54,14 +55,41 @@ class LoginState(BaseModel):
     expires_at: float
 
 
+class LoginRequest(BaseModel):
+    """How to begin a login (every field optional)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    redirect_uri: str | None = Field(default=None, max_length=2000)
+    """Toolwire's callback as the authorization server must name it, when the proxy is
+    reached under another address (behind a TLS-terminating reverse proxy, say): an
+    http(s) URL ending in `/admin/oauth/callback`. Default: the address this request
+    reached."""
+
+    @field_validator("redirect_uri")
+    @classmethod
+    def _a_callback(cls, value: str | None) -> str | None:
+        parts = urlsplit(value) if value is not None else None
+        if parts is not None and (
+            parts.scheme not in ("http", "https")
+            or not parts.netloc
+            or not parts.path.endswith("/admin" + CALLBACK_PATH)
+            or parts.query
+        ):
+            raise ValueError(f"must be an http(s) URL ending in /admin{CALLBACK_PATH}")
+        return value
+
+
 @router.post("/sources/{name:path}/login")
 async def start_login(
-    name: str, request: Request, runtime: Runtime, caller: Caller
+    name: str, request: Request, caller: Caller, body: LoginRequest | None = None
 ) -> LoginStarted:
     """Begin an operator's login to an MCP source with the `authorization_code` grant."""
-    # The admin's own root (`/admin`, where it is mounted) on the host the operator reached.
-    root = request.url.path.rpartition("/api/sources/")[0]
-    redirect_uri = str(request.url.replace(path=root + CALLBACK_PATH, query=None))
+    redirect_uri = body.redirect_uri if body is not None else None
+    if redirect_uri is None:
+        # The admin's own root (`/admin`, where it is mounted) on the host the operator reached.
+        root = request.url.path.rpartition("/api/sources/")[0]
+        redirect_uri = str(request.url.replace(path=root + CALLBACK_PATH, query=None))
     from registry import LoginError, begin_login  # the MCP SDK: loaded on a login's demand
 
     try:

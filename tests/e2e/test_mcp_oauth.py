@@ -112,6 +112,17 @@ async def test_a_login_to_an_unknown_source_or_with_a_bad_state_is_refused(
                 "/api/sources/mcp%3Ao/login", headers={"authorization": f"Bearer {CLIENT}"}
             )
             assert client.status_code == 403
+            public = "https://tools.example.com/admin/oauth/callback"
+            behind = await admin.post("/api/sources/mcp%3Ao/login", json={"redirect_uri": public})
+            assert behind.status_code == 200 and behind.json()["redirect_uri"] == public
+            assert (
+                "redirect_uri=https%3A%2F%2Ftools.example.com" in behind.json()["authorization_url"]
+            )
+            elsewhere = await admin.post(
+                "/api/sources/mcp%3Ao/login", json={"redirect_uri": "https://evil.example/x"}
+            )
+            assert elsewhere.status_code == 422
+            assert elsewhere.json()["error"]["param"] == "body.redirect_uri"
             forged = await admin.get("/oauth/callback", params={"state": "x", "code": "y"})
             assert forged.status_code == 400 and "unknown or expired login" in forged.text
             assert (await admin.get("/api/logins/nope")).status_code == 404
