@@ -25,6 +25,7 @@ from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
+from proxy.server.cli import main
 from testing import pinned_server
 from testing.upstream import FakeUpstream, Reply
 from tests.conftest import REPO, Proxy, serve_proxy
@@ -93,8 +94,9 @@ async def served(
             },
             "admin": {"enabled": True},
         }
+        # `toolwire call`'s own: the blocked source only (it starts every source it has).
         path = folder / "proxy.yaml"
-        path.write_bytes(orjson.dumps(config))
+        path.write_bytes(orjson.dumps({**config, "tools": config["tools"][:1]}))
         async with serve_proxy(config) as a, serve_proxy(config) as b:
             yield Served(a, b, upstream, blocked, warned, path)
 
@@ -165,7 +167,16 @@ async def mcp_session(served: Served, proxy: Proxy) -> AsyncIterator[ClientSessi
         yield session
 
 
+async def admin_cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    """`toolwire admin ...` run here (it only speaks HTTP): its status, stdout and stderr."""
+    capsys.readouterr()
+    status = await asyncio.to_thread(main, ["admin", *argv])
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
 def toolwire(*args: str) -> subprocess.CompletedProcess[str]:
+    """A `toolwire` command in its own process, as an operator runs it."""
     return subprocess.run(
         [sys.executable, "-m", "proxy", *args],
         cwd=REPO,
@@ -177,7 +188,9 @@ def toolwire(*args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-async def test_a_changed_definition_is_held_everywhere_until_accepted(served: Served) -> None:
+async def test_a_changed_definition_is_held_everywhere_until_accepted(
+    served: Served, capsys: pytest.CaptureFixture[str]
+) -> None:
     await status_on(served, served.a, "blocked.fetch", "pinned", held=False)
     change(served.blocked, "fetch", POISONED)
     await restart(served, "blocked")
@@ -203,11 +216,11 @@ async def test_a_changed_definition_is_held_everywhere_until_accepted(served: Se
     assert cli.returncode == 1 and "held back" in cli.stderr, cli.stderr
 
     # Rejected on A (from the command line): still held, and B knows.
-    rejected = await asyncio.to_thread(
-        toolwire, "admin", "pins", "reject", "blocked.fetch", "--url", served.root(served.a)
+    status, out, err = await admin_cli(
+        capsys, "pins", "reject", "blocked.fetch", "--url", served.root(served.a)
     )
-    assert rejected.returncode == 0, rejected.stderr
-    assert "blocked.fetch (mcp:blocked, pinning: block): rejected, held back" in rejected.stdout
+    assert status == 0, err
+    assert "blocked.fetch (mcp:blocked, pinning: block): rejected, held back" in out
     await status_on(served, served.b, "blocked.fetch", "rejected", held=True)
 
     # A verdict on a definition the tool no longer serves is refused.
@@ -224,8 +237,10 @@ async def test_a_changed_definition_is_held_everywhere_until_accepted(served: Se
     await status_on(served, served.a, "blocked.fetch", "pinned", held=False)
     said, injected = await run_in_loop(served, served.a, "blocked_fetch")
     assert "blocked_fetch" in injected and said == "told: fetch ran with x"
-    listing = await asyncio.to_thread(toolwire, "admin", "pins", "--url", served.root(served.a))
-    assert listing.returncode == 0 and "blocked.fetch" in listing.stdout
+    status, out, _ = await admin_cli(capsys, "pins", "--url", served.root(served.a))
+    assert status == 0
+    assert out.splitlines()[0].split() == ["NAME", "SOURCE", "MODE", "STATUS", "HELD"]
+    assert "blocked.fetch  mcp:blocked  block  pinned" in out
 
 
 async def test_under_warn_a_changed_definition_is_served_until_rejected(served: Served) -> None:
@@ -249,7 +264,9 @@ async def test_under_warn_a_changed_definition_is_served_until_rejected(served: 
     await status_on(served, served.b, "warned.look", "pinned", held=False)
 
 
-async def test_a_new_tool_on_a_reviewed_source_waits_for_acceptance(served: Served) -> None:
+async def test_a_new_tool_on_a_reviewed_source_waits_for_acceptance(
+    served: Served, capsys: pytest.CaptureFixture[str]
+) -> None:
     await status_on(served, served.a, "blocked.fetch", "pinned", held=False)
     change(served.blocked, "extra", {"description": "Something new.", "parameter": "q"})
     await restart(served, "blocked")
@@ -259,11 +276,11 @@ async def test_a_new_tool_on_a_reviewed_source_waits_for_acceptance(served: Serv
     said, injected = await run_in_loop(served, served.b, "blocked_extra")
     assert "blocked_extra" not in injected and "ran with" not in said
 
-    accepted = await asyncio.to_thread(
-        toolwire, "admin", "pins", "accept", "blocked.extra", "--url", served.root(served.b),
+    status, _, err = await admin_cli(
+        capsys, "pins", "accept", "blocked.extra", "--url", served.root(served.b),
         "--digest", seen["digest"],
     )  # fmt: skip
-    assert accepted.returncode == 0, accepted.stderr
+    assert status == 0, err
     await status_on(served, served.a, "blocked.extra", "pinned", held=False)
 
     # The pins travel with the admin state.
