@@ -551,6 +551,17 @@ class Settings(BaseModel):
     base_dir: Path = Field(default_factory=Path.cwd, exclude=True)
     """Where relative paths in the file are resolved: the config file's folder."""
 
+    @model_validator(mode="after")
+    def _spilled_results_kept_whole(self) -> Settings:
+        # With spilling on, a long result is kept for the model to read in parts, so the
+        # executor's cut (1 MiB of text, made for results sent whole) would lose what the
+        # store can hold: unless set, the cut is the most the store keeps of one value.
+        execution = self.execution
+        if self.results.spill and "max_result_size" not in execution.model_fields_set:
+            kept = self.state.max_entry_bytes
+            self.execution = execution.model_copy(update={"max_result_size": kept})
+        return self
+
 
 def _ipv6(name: str) -> bool:
     try:

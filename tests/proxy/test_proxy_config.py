@@ -312,3 +312,18 @@ def test_the_readme_configuration_reference_is_a_valid_config() -> None:
     raw["tools"] = []  # its sources name files and servers that need not exist here
     settings = parse_settings(raw, base_dir=Path.cwd(), environ={"UPSTREAM_API_KEY": ""})
     assert settings.policy.presets and settings.guards and settings.state.backend == "memory"
+
+
+def test_spilled_results_are_kept_whole_up_to_the_stores_entry_limit() -> None:
+    """With spilling on (the default) a long result is kept for the model to read in parts,
+    so the executor does not cut it at 1 MiB; an explicit cap, or spilling off, keeps it."""
+
+    def settings(**extra: Any) -> Any:
+        raw = {"upstreams": [{"name": "d", "base_url": "demo"}], **extra}
+        return parse_settings(raw, base_dir=Path.cwd())
+
+    assert settings().execution.max_result_size == 16 * 1024 * 1024
+    assert settings(state={"max_entry_bytes": 4096}).execution.max_result_size == 4096
+    assert settings(results={"spill": False}).execution.max_result_size == 1024 * 1024
+    capped = settings(execution={"max_result_size": 1000})
+    assert capped.execution.max_result_size == 1000
