@@ -283,6 +283,9 @@ class PinKeeper:
             self._registry.hold(tool.qualified_name, self._hold(tool, status, definition))
 
     async def _follow(self) -> None:
+        """Write first sights and follow the store's revision until cancelled; a lost store
+        is logged once, and its return once (the pins in memory hold meanwhile)."""
+        lost = False
         while True:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), self._refresh_s)
@@ -290,4 +293,10 @@ class PinKeeper:
             try:
                 await self.refresh()
             except StateUnavailableError as exc:
-                log.warning("pins: %s; retrying", exc)
+                if not lost:
+                    log.warning("pins: %s; the pins known here hold until it is back", exc)
+                lost = True
+            else:
+                if lost:
+                    log.warning("pins: the shared state is back; following it again")
+                lost = False
