@@ -502,6 +502,8 @@ class ElicitationConfig(BaseModel):
 
 
 HostedType = Literal["web_search", "web_fetch"]
+HOSTED_ARGUMENTS: dict[HostedType, str] = {"web_search": "query", "web_fetch": "url"}
+"""The argument a hosted type's tool takes when `hosted_tools` names none."""
 """The hosted server-tool types `hosted_tools:` may map (`web_fetch`: the Messages API's)."""
 
 
@@ -521,6 +523,10 @@ class HostedToolConfig(BaseModel):
     @classmethod
     def _short_form(cls, raw: Any) -> Any:
         return {"tool": raw} if isinstance(raw, str) else raw
+
+    def argument_for(self, hosted: HostedType) -> str:
+        """The mapped tool's argument that takes what the model asks for."""
+        return self.argument or HOSTED_ARGUMENTS[hosted]
 
 
 class Settings(BaseModel):

@@ -21,13 +21,12 @@ import orjson
 
 from registry import Tool, ToolRegistry, ToolResult
 
-from ..config import HostedToolConfig, HostedType
+from ..config import HOSTED_ARGUMENTS, HostedToolConfig, HostedType
 from ..errors import BadRequestError
 from ..turn.catalog import Toolset
 
 WEB_SEARCH: HostedType = "web_search"
 WEB_FETCH: HostedType = "web_fetch"
-_ARGUMENTS: dict[HostedType, str] = {WEB_SEARCH: "query", WEB_FETCH: "url"}
 """What the hosted tool's own input names the model's request by (and the mapped tool's
 argument, unless `argument:` says otherwise)."""
 
@@ -51,11 +50,6 @@ def messages_type(kind: Any) -> HostedType | None:
     if found is None:
         return None
     return WEB_SEARCH if found.group(1) == WEB_SEARCH else WEB_FETCH
-
-
-def argument_of(hosted: HostedType, config: HostedToolConfig) -> str:
-    """The mapped tool's argument that takes what the model asks for."""
-    return config.argument or _ARGUMENTS[hosted]
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,7 +81,7 @@ class Declared:
 
     @property
     def served(self) -> HostedTool:
-        argument = argument_of(self.hosted, self.config)
+        argument = self.config.argument_for(self.hosted)
         return HostedTool(self.wire_name, argument, self.max_uses, self.name, self.hosted)
 
 
@@ -106,7 +100,7 @@ class HostedTool:
     @property
     def input_key(self) -> str:
         """What the hosted tool's own input calls the model's request (`query`, `url`)."""
-        return _ARGUMENTS[self.hosted]
+        return HOSTED_ARGUMENTS[self.hosted]
 
     def asked(self, arguments: Any) -> str:
         """What a call asked for: its search, or its URL."""
@@ -256,21 +250,3 @@ def cited(text: str, found: list[Source]) -> list[Cited]:
         if not kept or span.start >= kept[-1].end:  # a longer URL wins over its prefix
             kept.append(span)
     return kept
-
-
-def mapping_problems(
-    mapping: Mapping[HostedType, HostedToolConfig], registry: ToolRegistry
-) -> list[str]:
-    """What is wrong with `hosted_tools:` against the tools the sources serve: a tool no
-    source has, or one without the argument that holds the search."""
-    problems = []
-    for kind, config in mapping.items():
-        tool = registry.resolve(config.tool)
-        if tool is None:
-            problems.append(f"hosted_tools.{kind}: no tool named {config.tool!r}")
-        elif argument_of(kind, config) not in (tool.parameters.get("properties") or {}):
-            problems.append(
-                f"hosted_tools.{kind}: {tool.qualified_name} takes no argument "
-                f"{argument_of(kind, config)!r} (name the one to use in argument:)"
-            )
-    return problems

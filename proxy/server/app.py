@@ -18,7 +18,6 @@ from ..approvals.flow import ApprovalFlow
 from ..approvals.webhook import WebhookApprover
 from ..config import Settings
 from ..errors import ProxyError
-from ..fronts.hosted import mapping_problems
 from ..fronts.responses.background import BackgroundRuns, Work
 from ..state import build_stores
 from ..state.runs import run_store
@@ -41,7 +40,7 @@ from .pins import PinKeeper
 from .routes import ADMIN, ADMIN_PANEL, MCP, ROUTES, enabled
 from .routing import App, Route, direct
 from .services import Services
-from .sources import sources_for
+from .sources import hosted_problems, sources_for
 
 if TYPE_CHECKING:
     from ..admin import AdminFront
@@ -131,7 +130,7 @@ def _lifespan(
                 await stack.enter_async_context(serving)
             if admin is not None:
                 await stack.enter_async_context(admin.serving(services))
-            for problem in mapping_problems(settings.hosted_tools, services.registry):
+            for problem in hosted_problems(settings.hosted_tools, services.registry):
                 log.error("%s: requests declaring it are refused", problem)
             log.info("toolwire ready: %d tools", len(services.registry))
             yield

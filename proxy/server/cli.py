@@ -176,9 +176,8 @@ def _check(args: argparse.Namespace, settings: Settings) -> int:
 
 
 async def _check_sources(args: argparse.Namespace, settings: Settings) -> int:
-    from ..fronts.hosted import mapping_problems
     from ..upstreams import probe_all
-    from .sources import started
+    from .sources import hosted_problems, started
 
     async with asyncio.TaskGroup() as group:
         # The upstreams are probed while the sources start.
@@ -192,7 +191,7 @@ async def _check_sources(args: argparse.Namespace, settings: Settings) -> int:
                     for tool in registry.list_tools(include_disabled=True)
                     if tool.parameters.get("type") != "object"
                 ]
-                problems += mapping_problems(settings.hosted_tools, registry)
+                problems += hosted_problems(settings.hosted_tools, registry)
     failed = False
     for upstream in reached.result():
         if upstream.reachable:

@@ -4,13 +4,13 @@ tools`, `check` and `call` use them as `serve` does."""
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 
 from registry import SourceSet, ToolRegistry
 
-from ..config import Settings
+from ..config import HostedToolConfig, HostedType, Settings
 
-__all__ = ["sources_for", "started"]
+__all__ = ["hosted_problems", "sources_for", "started"]
 
 
 def sources_for(settings: Settings) -> SourceSet:
@@ -58,3 +58,22 @@ def _pins_shared(settings: Settings) -> bool:
     """Whether a source pins its tools and the pins are in Redis, where others can see."""
     pinning = any(getattr(entry, "pinning", "off") != "off" for entry in settings.tools)
     return pinning and settings.state.backend == "redis"
+
+
+def hosted_problems(
+    mapping: Mapping[HostedType, HostedToolConfig], registry: ToolRegistry
+) -> list[str]:
+    """What is wrong with `hosted_tools:` against the tools the sources serve: a tool no
+    source has, or one without the argument that holds the search."""
+    problems = []
+    for kind, config in mapping.items():
+        tool = registry.resolve(config.tool)
+        argument = config.argument_for(kind)
+        if tool is None:
+            problems.append(f"hosted_tools.{kind}: no tool named {config.tool!r}")
+        elif argument not in (tool.parameters.get("properties") or {}):
+            problems.append(
+                f"hosted_tools.{kind}: {tool.qualified_name} takes no argument "
+                f"{argument!r} (name the one to use in argument:)"
+            )
+    return problems

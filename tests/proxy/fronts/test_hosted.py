@@ -14,11 +14,11 @@ from proxy.fronts.hosted import (
     cited,
     declare,
     is_responses_search,
-    mapping_problems,
     messages_type,
     sources,
 )
 from proxy.fronts.messages.searches import replay_searches
+from proxy.server.sources import hosted_problems
 from registry import ToolRegistry, ToolResult
 
 
@@ -86,16 +86,16 @@ def test_max_uses_must_be_a_positive_integer(max_uses: object) -> None:
 
 def test_the_mapping_is_checked_against_the_registry() -> None:
     registry = _registry()
-    assert mapping_problems({"web_search": HostedToolConfig(tool="search.web")}, registry) == []
-    assert mapping_problems({"web_search": HostedToolConfig(tool="search_web")}, registry) == []
-    assert mapping_problems({"web_search": HostedToolConfig(tool="nope")}, registry) == [
+    assert hosted_problems({"web_search": HostedToolConfig(tool="search.web")}, registry) == []
+    assert hosted_problems({"web_search": HostedToolConfig(tool="search_web")}, registry) == []
+    assert hosted_problems({"web_search": HostedToolConfig(tool="nope")}, registry) == [
         "hosted_tools.web_search: no tool named 'nope'"
     ]
-    (problem,) = mapping_problems(
+    (problem,) = hosted_problems(
         {"web_search": HostedToolConfig(tool="search.web", argument="q")}, registry
     )
     assert "search.web takes no argument 'q'" in problem
-    (problem,) = mapping_problems({"web_fetch": HostedToolConfig(tool="search.web")}, registry)
+    (problem,) = hosted_problems({"web_fetch": HostedToolConfig(tool="search.web")}, registry)
     assert "search.web takes no argument 'url'" in problem
 
 
