@@ -143,7 +143,14 @@ async def test_a_source_reloads_with_its_new_tools_and_keeps_disables(
         assert (await _next_event(lines))[0] == "ready"
         name = f"python:{live_source}"
         (source,) = (await admin.get("/api/sources")).json()
-        assert source == {"name": name, "reachable": True, "tools": 1, "error": None}
+        assert source == {
+            "name": name,
+            "reachable": True,
+            "tools": 1,
+            "error": None,
+            "lazy": None,
+            "first_use_ms": None,
+        }
         await admin.post("/api/tools/live.one/disable", json={"reason": "checking"})
         await asyncio.to_thread(live_source.write_text, TWO_TOOLS)
         reloaded = await admin.post(f"/api/sources/{name}/reload")
