@@ -69,6 +69,9 @@ class Telemetry:
         """The services with their loop measured; their sources' health on /metrics."""
         if self.metrics is not None:
             self.metrics.watch_sources(services.sources.statuses)
+            pins = services.pins
+            if pins is not None:
+                self.metrics.watch_pins(lambda: ((v.source, v.status) for v in pins.views()))
         metrics, tracing = self.metrics, self.tracing
         services.upstreams.instrument(lambda upstream: MeteredUpstream(upstream, metrics, tracing))
         return dataclasses.replace(services, loop=MeteredLoop(services.loop))
@@ -77,6 +80,7 @@ class Telemetry:
         """Stop reading the sources; send the last spans."""
         if self.metrics is not None:
             self.metrics.watch_sources(None)
+            self.metrics.watch_pins(None)
         if self.tracing is not None:
             self.tracing.shutdown()
 

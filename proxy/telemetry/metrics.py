@@ -61,6 +61,7 @@ class Metrics:
         self.registry = CollectorRegistry(auto_describe=True)
         self._multiprocess = bool(os.environ.get(MULTIPROC_ENV))
         self._sources: Callable[[], Sequence[SourceStatus]] | None = None
+        self._pins: Callable[[], Iterable[tuple[str, str]]] | None = None
         r = self.registry
         self.requests = _Children(
             Counter(
@@ -182,6 +183,10 @@ class Metrics:
         """Report these sources' health at each scrape (None: stop)."""
         self._sources = statuses
 
+    def watch_pins(self, pins: Callable[[], Iterable[tuple[str, str]]] | None) -> None:
+        """Report the pinned tools' (source, status) pairs at each scrape (None: stop)."""
+        self._pins = pins
+
     def exposition(self) -> bytes:
         """The text a scrape gets: every worker's values with several workers."""
         if self._multiprocess:
@@ -193,6 +198,8 @@ class Metrics:
         if self._sources is not None:
             scratch = CollectorRegistry(auto_describe=False)
             scratch.register(_SourceHealth(self._sources))
+            if self._pins is not None:
+                scratch.register(_PinnedTools(self._pins))
             text += generate_latest(scratch)
         return text
 
@@ -212,6 +219,27 @@ class _Children:
         if child is None:
             child = self._cache[values] = self._metric.labels(*values)
         return child
+
+
+class _PinnedTools(Collector):
+    """This process's tools of pinning sources by status (`changed` under `warn` is a drift
+    served), read at scrape time."""
+
+    def __init__(self, pins: Callable[[], Iterable[tuple[str, str]]]) -> None:
+        self._pins = pins
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        counts: dict[tuple[str, str], int] = {}
+        for key in self._pins():
+            counts[key] = counts.get(key, 0) + 1
+        family = GaugeMetricFamily(
+            "toolwire_pinned_tools",
+            "Tools of pinning sources by status: pinned, changed, new, rejected.",
+            labels=["source", "status"],
+        )
+        for (source, status), count in sorted(counts.items()):
+            family.add_metric([source, status], float(count))
+        yield family
 
 
 class _SourceHealth(Collector):

@@ -249,6 +249,9 @@ async def test_under_warn_a_changed_definition_is_served_until_rejected(served: 
     await restart(served, "warned")
 
     await status_on(served, served.a, "warned.look", "changed", held=False)
+    async with httpx2.AsyncClient(timeout=30) as http:
+        scraped = (await http.get(f"{served.root(served.a)}/metrics")).text
+    assert 'toolwire_pinned_tools{source="mcp:warned",status="changed"} 1.0' in scraped
     said, injected = await run_in_loop(served, served.a, "warned_look")
     assert "warned_look" in injected and said == "told: look ran with x"
 
