@@ -155,7 +155,14 @@ async def test_a_source_reloads_with_its_new_tools_and_keeps_disables(
         await asyncio.to_thread(live_source.write_text, TWO_TOOLS)
         reloaded = await admin.post(f"/api/sources/{name}/reload")
         assert reloaded.status_code == 200, reloaded.text
-        assert reloaded.json() == {"name": name, "reachable": True, "tools": 2, "error": None}
+        assert reloaded.json() == {
+            "name": name,
+            "reachable": True,
+            "tools": 2,
+            "error": None,
+            "lazy": None,
+            "first_use_ms": None,
+        }
         assert await _event(lines, "source") == {**reloaded.json(), "by": "admin"}
         listed = (await admin.get("/api/tools", params={"namespace": "live"})).json()["tools"]
         assert [(t["name"], t["enabled"]) for t in listed] == [
