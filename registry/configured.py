@@ -14,7 +14,7 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from registry.registry import ToolRegistry
 from registry.tool import Tool
@@ -62,6 +62,12 @@ class SourceSettings(BaseModel):
     back (`block`) until an operator accepts it (the README's **Pinned tool definitions**)."""
     review_new_tools: bool = False
     """With pinning: a tool the source adds after its first listing waits for acceptance."""
+
+    @field_validator("pinning", mode="before")
+    @classmethod
+    def _pinning_off(cls, value: Any) -> Any:
+        # YAML reads a bare `pinning: off` as false.
+        return "off" if value is False else value
 
     def override(self, name: str) -> ToolOverride:
         """The override for the tool named `name` (an empty one when there is none)."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime
 from typing import Literal
 from urllib.parse import urlsplit
 
@@ -54,6 +55,12 @@ class McpServerConfig(BaseModel):
     """The MCP revision the session speaks: 2025-11-25 (`initialize`; its tasks, tool list
     changes followed), or 2026-07-28 (`server/discover`; the tasks extension; the tool list
     is read on each connection, not followed)."""
+
+    @field_validator("protocol", mode="before")
+    @classmethod
+    def _revision_as_text(cls, value: object) -> object:
+        # YAML reads a bare `protocol: 2026-07-28` as a date.
+        return value.isoformat() if isinstance(value, datetime.date) else value
 
     @field_validator("command")
     @classmethod

@@ -8,10 +8,13 @@ from typing import Any
 
 import orjson
 import pytest
+import yaml
+from pydantic import ValidationError
 
 from registry import (
     BuiltinSource,
     BuiltinSourceConfig,
+    McpSourceConfig,
     OpenApiSource,
     OpenApiSourceConfig,
     PythonClassSource,
@@ -159,3 +162,17 @@ def test_a_source_s_own_choices_sit_beneath_the_entry_s_overrides() -> None:
     b = configured.register(Tool.from_function(lambda: None, name="b"))
     assert (a.metadata.defer, a.metadata.search_hint) == (False, "x")
     assert b.metadata.defer
+
+
+def test_a_bare_pinning_off_in_yaml_is_off() -> None:
+    """YAML 1.1 reads `pinning: off` as false; it means what it says."""
+    assert SourceSettings.model_validate({"pinning": False}).pinning == "off"
+    assert SourceSettings.model_validate({"pinning": "warn"}).pinning == "warn"
+    with pytest.raises(ValidationError):
+        SourceSettings.model_validate({"pinning": True})
+
+
+def test_a_bare_protocol_revision_in_yaml_is_that_revision() -> None:
+    """YAML reads `protocol: 2026-07-28` as a date; it names the revision."""
+    entry = yaml.safe_load("mcp: {url: 'http://127.0.0.1:9/mcp', protocol: 2026-07-28}")
+    assert McpSourceConfig.model_validate(entry).mcp.protocol == "2026-07-28"
