@@ -73,7 +73,7 @@ class LoginRequest(BaseModel):
         if parts is not None and (
             parts.scheme not in ("http", "https")
             or not parts.netloc
-            or not parts.path.endswith("/admin" + CALLBACK_PATH)
+            or not parts.path.endswith(CALLBACK_PATH)
             or parts.query
         ):
             raise ValueError(f"must be an http(s) URL ending in /admin{CALLBACK_PATH}")

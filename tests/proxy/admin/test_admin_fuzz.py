@@ -32,6 +32,8 @@ EXPECTED = frozenset(
         ("PATCH", "/api/namespaces/{namespace}"),
         ("GET", "/api/sources"),
         ("POST", "/api/sources/{name}/reload"),
+        ("POST", "/api/sources/{name}/login"),
+        ("GET", "/api/logins/{state}"),
         ("GET", "/api/log"),
         ("GET", "/api/stats"),
         ("GET", "/api/stats/keys"),
