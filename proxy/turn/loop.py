@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -54,8 +53,11 @@ class _State:
     an approved call that failed): a paused program raises them."""
     asked: Asked | None = None
     """A question an MCP server asked during this round's calls, for the client."""
-    uses: Counter[str] = field(default_factory=Counter)
+    uses: dict[str, int] = field(default_factory=dict)
     """Calls run so far of each tool with a per-request limit (`Controls.max_uses`)."""
+    tool_rounds: bool = False
+    """The client's history holds tool calls or their answers: what a turn left paused
+    (approvals, questions, programs) is there, and spilled results' previews, if anywhere."""
 
 
 class ToolLoop:
@@ -93,12 +95,14 @@ class ToolLoop:
         Raises:
             ProxyError: the upstream failed or rejected the request.
         """
+        history = await restore(
+            self._turns, _strip_vendor_fields(turn.body["messages"]), turn.owner
+        )
         state = _State(
             guard=LoopGuard(self._limits_for(turn.controls)),
-            history=await restore(
-                self._turns, _strip_vendor_fields(turn.body["messages"]), turn.owner
-            ),
+            history=history,
             body=_upstream_body(turn.body),
+            tool_rounds=any(m.get("role") == "tool" or m.get("tool_calls") for m in history),
         )
         turn = self._offer(turn, state)
         async for event in self._resume_approved(turn, state):
@@ -172,6 +176,8 @@ class ToolLoop:
     async def _resume_paused(self, turn: Turn, state: _State) -> AsyncIterator[LoopEvent]:
         """MCP servers' questions answered, then paused programs resumed; a `Finished` (a
         new question, a program paused again) ends the turn."""
+        if not state.tool_rounds:
+            return  # nothing was left paused in a history without tool calls
         asked_again = await self._resume_questions(turn, state)
         if asked_again is not None:
             yield asked_again
@@ -279,8 +285,8 @@ class ToolLoop:
 
     def _offer(self, turn: Turn, state: _State) -> Turn:
         """`turn`, offering `read_result` once its conversation holds a spilled result."""
-        if self._spills is None:
-            return turn
+        if self._spills is None or not (state.tool_rounds or state.added):
+            return turn  # a spilled result's preview is a tool message
         return self._spills.offer(turn, itertools.chain(state.history, state.added))
 
     async def _spill(
@@ -340,13 +346,13 @@ class ToolLoop:
                 continue
             name = admission.call.name
             if admission.verdict is GateDecision.RUN and name in caps:
-                if state.uses[name] >= caps[name]:
+                if state.uses.get(name, 0) >= caps[name]:
                     message = f"{name} reached its max_uses ({caps[name]}) for this request"
                     results[admission.call.id] = ToolResult.error(
                         admission.call.id, "limit", message
                     )
                     continue
-                state.uses[name] += 1
+                state.uses[name] = state.uses.get(name, 0) + 1
             budget -= admission.verdict is GateDecision.RUN
             admitted.append(admission)
         answered = tuple(calls.answered_here)
