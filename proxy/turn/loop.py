@@ -105,12 +105,11 @@ class ToolLoop:
             tool_rounds=any(m.get("role") == "tool" or m.get("tool_calls") for m in history),
         )
         turn = self._offer(turn, state)
-        async for event in self._resume_approved(turn, state):
-            yield event
-        async for event in self._resume_paused(turn, state):
-            yield event
-            if isinstance(event, Finished):
-                return
+        if state.tool_rounds:  # a plain request answers nothing a turn left paused
+            async for event in self._resume(turn, state):
+                yield event
+                if isinstance(event, Finished):
+                    return
         while True:
             state.guard.begin_iteration()
             turn = self._offer(turn, state)
@@ -173,11 +172,12 @@ class ToolLoop:
             state.failed.update(resolution.answers)
         state.history = apply_answers(state.history, resolution.answers)
 
-    async def _resume_paused(self, turn: Turn, state: _State) -> AsyncIterator[LoopEvent]:
-        """MCP servers' questions answered, then paused programs resumed; a `Finished` (a
-        new question, a program paused again) ends the turn."""
-        if not state.tool_rounds:
-            return  # nothing was left paused in a history without tool calls
+    async def _resume(self, turn: Turn, state: _State) -> AsyncIterator[LoopEvent]:
+        """What the client's tool messages answer: approvals, then MCP servers' questions,
+        then paused programs; a `Finished` (a new question, a program paused again) ends the
+        turn."""
+        async for event in self._resume_approved(turn, state):
+            yield event
         asked_again = await self._resume_questions(turn, state)
         if asked_again is not None:
             yield asked_again
