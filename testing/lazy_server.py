@@ -25,7 +25,7 @@ from pathlib import Path
 import anyio
 from mcp.server.mcpserver import MCPServer
 
-__all__ = ["command", "server"]
+__all__ = ["command", "running", "server"]
 
 
 def server(extra_tools: int = 0, *, greeting: str | None = None) -> MCPServer:
@@ -85,3 +85,18 @@ def main() -> None:
 
 if __name__ == "__main__":
     main()
+
+
+def running(pids: set[int]) -> set[int]:
+    """Those of `pids` that are this server, running (zombies and gone processes left out)."""
+    from testing.mcp_servers import process_state
+
+    found = set()
+    for pid in pids:
+        try:
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+        except OSError:
+            continue
+        if b"testing.lazy_server" in cmdline and process_state(pid) not in (None, "Z"):
+            found.add(pid)
+    return found

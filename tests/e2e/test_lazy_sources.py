@@ -8,16 +8,16 @@ from __future__ import annotations
 import asyncio
 import signal
 import subprocess
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import aiohttp
 from openai import AsyncOpenAI
 
-from testing.lazy_server import command
+from testing.lazy_server import command, running
 from testing.mcp_servers import process_state
 from testing.upstream import FakeUpstream, Reply
+from testing.waiting import until
 from tests.conftest import REPO
 from tests.e2e.served import descendants, log_lines, toolwire_serve
 
@@ -34,21 +34,7 @@ def model(body: dict[str, Any]) -> Reply:
 
 def lazy_servers(proxy: subprocess.Popen[bytes]) -> set[int]:
     """The proxy's descendants running the lazy test server (zombies left out)."""
-    running = set()
-    for pid in descendants(proxy.pid):
-        try:
-            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
-        except OSError:
-            continue
-        if b"testing.lazy_server" in cmdline and process_state(pid) not in (None, "Z"):
-            running.add(pid)
-    return running
-
-
-async def until(predicate: Callable[[], bool], deadline_s: float = 20.0) -> None:
-    async with asyncio.timeout(deadline_s):
-        while not predicate():  # noqa: ASYNC110 (polled state of other processes)
-            await asyncio.sleep(0.05)
+    return running(descendants(proxy.pid))
 
 
 async def lazy_source(http: aiohttp.ClientSession, base: str) -> dict[str, Any]:
@@ -121,7 +107,7 @@ async def test_a_lazy_server_is_started_by_its_first_call_and_stopped_when_idle(
         async with asyncio.timeout(20):
             while not await is_stopped():  # noqa: ASYNC110 (the admin API, polled)
                 await asyncio.sleep(0.05)
-        await until(lambda: process_state(first) in (None, "Z"))
+        await until(lambda: process_state(first) in (None, "Z"), deadline_s=20)
         second = int(await ask_pid())
         assert second != first and lazy_servers(proxy) == {second}
 

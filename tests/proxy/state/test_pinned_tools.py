@@ -12,7 +12,7 @@ import os
 import subprocess
 import sys
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -28,6 +28,7 @@ from mcp.shared.exceptions import MCPError
 from proxy.server.cli import main
 from testing import pinned_server
 from testing.upstream import FakeUpstream, Reply
+from testing.waiting import until
 from tests.conftest import REPO, Proxy, serve_proxy
 from tests.e2e.answers import ask
 from tests.proxy.state.conftest import RedisServer
@@ -132,19 +133,12 @@ async def restart(served: Served, source: str) -> None:
     assert [answer.json()["error"] for answer in answers] == [None, None]
 
 
-async def until(check: Callable[[], Awaitable[bool]]) -> None:
-    """Poll `check` (over HTTP: there is no event to wait on) for up to 10 s."""
-    async with asyncio.timeout(10):
-        while not await check():  # noqa: ASYNC110
-            await asyncio.sleep(0.05)
-
-
 async def status_on(served: Served, proxy: Proxy, name: str, status: str, held: bool) -> None:
     async def there() -> bool:
         seen = await pin(served, proxy, name)
         return seen["status"] == status and seen["held"] is held
 
-    await until(there)
+    await until(there, every_s=0.05)  # over HTTP: no event to wait on
 
 
 async def run_in_loop(served: Served, proxy: Proxy, wire: str) -> tuple[str, list[str]]:

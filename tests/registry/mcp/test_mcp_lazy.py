@@ -19,8 +19,9 @@ from pydantic import ValidationError
 from registry import ToolRegistry
 from registry.mcp import LazyMcpSource, McpServerConfig, McpSourceConfig, relisting
 from registry.mcp.manifest import ManifestCache
-from testing.lazy_server import command, server
+from testing.lazy_server import command, running, server
 from testing.mcp_servers import child_pids, process_state
+from testing.waiting import until
 from tests.registry.mcp.conftest import CallTool
 
 REPO = Path(__file__).resolve().parents[3]
@@ -66,21 +67,7 @@ def listed(tmp_path_factory: pytest.TempPathFactory) -> Listed:
 
 def servers() -> set[int]:
     """This process's children running the lazy test server (zombies left out)."""
-    running = set()
-    for pid in child_pids():
-        try:
-            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
-        except OSError:
-            continue
-        if b"testing.lazy_server" in cmdline and process_state(pid) not in (None, "Z"):
-            running.add(pid)
-    return running
-
-
-async def until(predicate: Callable[[], bool], deadline_s: float = 10.0) -> None:
-    async with asyncio.timeout(deadline_s):
-        while not predicate():  # noqa: ASYNC110 (polled state)
-            await asyncio.sleep(0.02)
+    return running(child_pids())
 
 
 @pytest.fixture

@@ -1,0 +1,26 @@
+"""Waiting for state no event announces (another process's, a server's over HTTP): polled,
+with a deadline, never a fixed sleep."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from collections.abc import Awaitable, Callable
+
+__all__ = ["until"]
+
+
+async def until(
+    check: Callable[[], bool | Awaitable[bool]], *, deadline_s: float = 10.0, every_s: float = 0.02
+) -> None:
+    """Return once `check()` (sync, or a coroutine function) is true, polled every `every_s`.
+
+    Raises:
+        TimeoutError: it was not true within `deadline_s`.
+    """
+    async with asyncio.timeout(deadline_s):
+        while True:
+            seen = check()
+            if await seen if inspect.isawaitable(seen) else seen:
+                return
+            await asyncio.sleep(every_s)
