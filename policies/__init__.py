@@ -21,7 +21,7 @@ from .filters import NO_FILTER, ToolFilter
 from .gate import Admission, BuiltInTool, CallGuards, Gate, GateDecision
 from .guards import LoopGuard, LoopLimits
 from .policy import Approver, Policy
-from .principals import AuthConfig, KeyConfig, KeyRing, Principal, key_digest
+from .principals import AuthConfig, KeyConfig, KeyRateLimit, KeyRing, Principal, key_digest
 from .ratelimit import MemoryRateLimiter, RateLimiter
 from .rule_policy import RulePolicy
 from .rules import PRESETS, PolicyConfig, Rule, RuleMatch, ThinkAugment, WebhookConfig
@@ -46,6 +46,7 @@ __all__ = [
     "GuardConfig",
     "Guards",
     "KeyConfig",
+    "KeyRateLimit",
     "KeyRing",
     "LoopGuard",
     "LoopLimits",
