@@ -178,3 +178,31 @@ class McpServersJsonConfig(BaseModel):
     """True: servers down at start-up do not stop the proxy."""
     servers: list[str] | None = None
     """Import only these servers of the file (default: every server not marked disabled)."""
+    pinning: Literal["off", "warn", "block"] = "off"
+    """Every server's tools pinned, as `pinning` of an `mcp:` entry."""
+    review_new_tools: bool = False
+    lazy: bool = False
+    """Every server of the file started on first use, as `lazy` of an `mcp:` entry."""
+    idle_s: float = Field(default=300.0, gt=0)
+    manifest_dir: str = Field(default=".toolwire/manifests", min_length=1)
+
+    @field_validator("pinning", mode="before")
+    @classmethod
+    def _pinning_off(cls, value: object) -> object:
+        # YAML reads a bare `pinning: off` as false.
+        return "off" if value is False else value
+
+    @model_validator(mode="after")
+    def _lazy_keys_need_lazy(self) -> McpServersJsonConfig:
+        given = [key for key in ("idle_s", "manifest_dir") if key in self.model_fields_set]
+        if given and not self.lazy:
+            raise ValueError(f"{', '.join(given)}: only with `lazy: true`")
+        return self
+
+    def per_server(self) -> dict[str, object]:
+        """The keys each server's `mcp:` entry takes from this one."""
+        shared = ("tags", "defer", "timeout_s", "optional", "pinning", "review_new_tools", "lazy")
+        keys: dict[str, object] = {key: getattr(self, key) for key in shared}
+        if self.lazy:
+            keys.update(idle_s=self.idle_s, manifest_dir=self.manifest_dir)
+        return keys

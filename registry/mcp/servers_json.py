@@ -12,9 +12,10 @@ from pydantic import ValidationError
 
 from registry.errors import SourceLoadError
 from registry.mcp.config import McpServerConfig, McpServersJsonConfig, McpSourceConfig
+from registry.mcp.lazy import LazyMcpSource
 from registry.mcp.source import McpSource
 from registry.registry import ToolRegistry
-from registry.source_status import SourceStatus
+from registry.source_status import LazyState, SourceStatus
 
 __all__ = ["McpServersJsonSource", "read_servers_json"]
 
@@ -59,13 +60,8 @@ def read_servers_json(path: Path, config: McpServersJsonConfig) -> dict[str, Mcp
             continue
         if entry.get("disabled") is True:
             continue
-        found[name] = McpSourceConfig(
-            mcp=_server(path, name, entry),
-            namespace=name,
-            tags=config.tags,
-            defer=config.defer,
-            timeout_s=config.timeout_s,
-            optional=config.optional,
+        found[name] = McpSourceConfig.model_validate(
+            {"mcp": _server(path, name, entry), "namespace": name, **config.per_server()}
         )
     return found
 
@@ -89,6 +85,16 @@ def _server(path: Path, name: str, entry: dict[str, Any]) -> McpServerConfig:
         raise SourceLoadError(f"mcp_servers_json {path}: {problems}") from exc
 
 
+def _source(config: McpSourceConfig, name: str, file_dir: Path, config_dir: Path) -> McpSource:
+    """The source of one server: commands relative to the file's folder, and a lazy server's
+    manifest folder relative to the config's, like every path in proxy.yaml."""
+    if not config.lazy:
+        return McpSource(config, base_dir=file_dir, label=name)
+    manifests = config_dir / Path(config.manifest_dir).expanduser()
+    config = config.model_copy(update={"manifest_dir": str(manifests)})
+    return LazyMcpSource(config, base_dir=file_dir, label=name)
+
+
 class McpServersJsonSource:
     """Every server of a servers file, each an MCP source namespaced by its name."""
 
@@ -96,6 +102,7 @@ class McpServersJsonSource:
         self.name = f"mcp_servers_json:{config.mcp_servers_json}"
         self._config = config
         self._path = base_dir / Path(config.mcp_servers_json).expanduser()
+        self._base_dir = base_dir
         self._sources: list[McpSource] = []
         self._error: str | None = None
 
@@ -113,7 +120,7 @@ class McpServersJsonSource:
             raise
         # Relative commands and folders in the file are relative to the file.
         self._sources = [
-            McpSource(config, base_dir=self._path.parent, label=name)
+            _source(config, name, self._path.parent, self._base_dir)
             for name, config in configs.items()
         ]
         failures: list[str] = []
@@ -142,11 +149,19 @@ class McpServersJsonSource:
         if self._error is not None and not statuses:
             errors.append(self._error)
 
+        lazy = [s for s in statuses if s.lazy is not None]
+        states = {s.lazy for s in lazy}
+        order: tuple[LazyState, ...] = ("running", "starting", "stopped")
+        state = next((each for each in order if each in states), None)
+        first_uses = [s.first_use_s for s in lazy if s.first_use_s is not None]
         return SourceStatus(
             self.name,
             self._error is None and all(s.reachable for s in statuses),
             sum(s.tool_count for s in statuses),
             "; ".join(errors) or None,
+            # Servers started on first use: the busiest state of any, the slowest last start.
+            lazy=state,
+            first_use_s=max(first_uses, default=None),
         )
 
     def statuses(self) -> list[SourceStatus]:
