@@ -10,7 +10,9 @@
 One panel per result given, side by side:
 
 * overhead   server CPU per request (us), non-streamed and streamed, of every proxy target
-             `bench/overhead.py` measured (pass-through, toolwire, ...): lower is better.
+             `bench/overhead.py` measured (pass-through, toolwire, ...), at its largest
+             connection count (c=64 by default; results of one count have only that one):
+             lower is better.
 * tool loop  latency added per tool iteration beyond model and tool time (ms, log scale), per
              tool kind, Toolwire and LiteLLM side by side (`bench/tool_loop.py`).
 * streams    per worker count: the largest worker RSS (MB) and p99 time to first token beyond
@@ -58,6 +60,14 @@ def tool_loop_bars(result: dict[str, Any]) -> dict[str, dict[str, float]]:
     return bars
 
 
+def _at(result: dict[str, Any]) -> str:
+    """The connection count the CPU per request was measured at (" at c=64"), when known."""
+    counts = result.get("meta", {}).get("concurrency")
+    if counts is None:
+        return ""
+    return f" at c={counts if isinstance(counts, int) else max(counts)}"
+
+
 def _color(label: str, index: int) -> str:
     return COLORS.get(label.split(" ")[0], OTHER[index % len(OTHER)])
 
@@ -101,7 +111,7 @@ def draw(
     if overhead is not None:
         ax = next(column)
         _grouped(ax, [title for _, title in MODES], overhead_bars(overhead))
-        ax.set_title("Proxy CPU per request (us, lower is better)", fontsize=10)
+        ax.set_title(f"Proxy CPU per request{_at(overhead)} (us, lower is better)", fontsize=10)
     if tool_loop is not None:
         ax = next(column)
         bars = tool_loop_bars(tool_loop)

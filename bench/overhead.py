@@ -129,6 +129,7 @@ if __name__ == "__main__":  # run by path, bench/ is sys.path[0]: import `bench`
 
 from bench import wrk
 from bench.cpu import Cpus
+from bench.goals import load_average
 from bench.harness import (
     Processes,
     add_json,
@@ -138,9 +139,11 @@ from bench.harness import (
     check_trees,
     git_revision,
     progress,
+    script,
     terminate_on_sigterm,
     toolwire_command,
 )
+from bench.overhead_goals import CONCURRENCY, GOAL_COMMIT, goal_summary
 from bench.overhead_measure import Measure, write_bodies
 from bench.overhead_report import render, summarise
 from bench.overhead_targets import Target, start_targets
@@ -156,14 +159,20 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     add("--rounds", type=int, default=3, help="repeats; medians are reported")
     add("--requests", type=int, default=500, help="c=1 requests per run")
     add("--warmup-requests", type=int, default=50, help="c=1 warm-up requests")
-    add("--concurrency", type=int, default=64, help="connections for req/s")
-    add("--duration", type=float, default=3.0, help="counted seconds at c=64")
-    add("--warmup", type=float, default=1.0, help="uncounted seconds at c=64")
+    add(
+        "--concurrency",
+        type=_counts,
+        default=CONCURRENCY,
+        metavar="C[,C]",
+        help="connections for req/s, each measured in every round",
+    )
+    add("--duration", type=float, default=3.0, help="counted seconds per req/s run")
+    add("--warmup", type=float, default=1.0, help="uncounted seconds per req/s run")
     add(
         "--loadgen",
         choices=["auto", "wrk", "python"],
         default="auto",
-        help="c=64 load generator; auto = wrk when installed, else python",
+        help="req/s load generator; auto = wrk when installed, else python",
     )
     add("--with-no-tools", action="store_true", help="also measure toolwire with no tools")
     add(
@@ -190,12 +199,33 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "also measure toolwire (chat) from another source tree, e.g. a git worktree of "
         "an older commit, run by this venv's python with that tree first on sys.path",
     )
+    add(
+        "--goal-tree",
+        type=Path,
+        metavar="DIR",
+        help="also count instructions per plain request (bench/instructions.py, callgrind: "
+        "minutes) of this tree and of DIR's, after the timed rounds: the instructions goal, "
+        f"whose reference is {GOAL_COMMIT} (git worktree add DIR {GOAL_COMMIT})",
+    )
+    add("--goal-requests", type=int, default=200, help="counted requests per instruction count")
     add_no_pin(parser)
     add("--log-level", default="warning", help="log level of every server")
     add_json(parser, bare=True)
     args = parser.parse_args(argv)
     args.toolwire_tree = check_trees(parser, args.toolwire_tree)
+    if args.goal_tree is not None:
+        args.goal_tree = check_trees(parser, [args.goal_tree])[0]
     return args
+
+
+def _counts(value: str) -> tuple[int, ...]:
+    try:
+        counts = tuple(sorted({int(c) for c in value.split(",") if c.strip()}))
+    except ValueError:
+        counts = ()
+    if not counts or counts[0] < 1:
+        raise argparse.ArgumentTypeError("one or more connection counts, e.g. 32,64")
+    return counts
 
 
 def _apis(value: str) -> tuple[str, ...]:
@@ -209,6 +239,7 @@ def _apis(value: str) -> tuple[str, ...]:
 def run(args: argparse.Namespace) -> dict[str, Any]:
     """Start every server, measure every round, stop them all."""
     started = time.monotonic()
+    load = load_average()
     cpus = Cpus.detect(not args.no_pin)
     cpus.pin_self()
     found = wrk.find(args.loadgen)
@@ -222,12 +253,18 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             rounds = [_round(args, measure, targets, index) for index in range(args.rounds)]
         finally:
             procs.close()
+        counted = _instructions(args, procs, workdir) if args.goal_tree else None
     result: dict[str, Any] = {
         "meta": _meta(args, cpus, found, targets),
         "labels": {t.key: t.label for t in targets},
         "summary": summarise(rounds, [t.key for t in targets]),
         "rounds": rounds,
     }
+    result["meta"]["load_average_start"] = load
+    result["meta"]["load_average_end"] = load_average()
+    if counted is not None:
+        result["instructions"] = counted
+    result["goals"] = goal_summary(result)
     result["meta"]["seconds"] = round(time.monotonic() - started, 1)
     progress(f"done in {result['meta']['seconds']:.0f} s")
     return result
@@ -246,9 +283,26 @@ def _round(
             progress(f"round {index + 1}/{args.rounds} {mode:<6} {target.label}")
             this[mode][target.key] = {
                 "latency": measure.latency(mode, target),
-                "throughput": measure.throughput(mode, target),
+                "throughput": {
+                    str(c): measure.throughput(mode, target, c) for c in args.concurrency
+                },
             }
     return this
+
+
+def _instructions(args: argparse.Namespace, procs: Processes, workdir: Path) -> dict[str, Any]:
+    """`bench/instructions.py --goal-tree DIR`, run to its end: this tree's instructions per
+    plain request and DIR's (and the pass-through's and the floor's), counted, not timed."""
+    out = workdir / "instructions.json"
+    cmd = script("instructions.py", "--requests", str(args.goal_requests))
+    cmd += ["--goal-tree", str(args.goal_tree), "--json", str(out)]
+    progress(f"instructions per plain request, this tree and {args.goal_tree} (callgrind) ...")
+    try:
+        procs.run("instructions", cmd, None, timeout=3600)
+    except RuntimeError as exc:  # valgrind missing, a tree that does not start: no verdict
+        return {"error": str(exc)[-600:]}
+    counted: dict[str, Any] = orjson.loads(out.read_bytes())
+    return counted
 
 
 def _meta(
@@ -259,7 +313,7 @@ def _meta(
         "rounds": args.rounds,
         "requests": args.requests,
         "warmup_requests": args.warmup_requests,
-        "concurrency": args.concurrency,
+        "concurrency": list(args.concurrency),
         "duration": args.duration,
         "warmup": args.warmup,
         "loadgen": "wrk (1 thread)" if found else "bench/load.py (python)",
@@ -270,6 +324,7 @@ def _meta(
         "toolwire_trees": {
             t.key: str(tree) for t, tree in zip(trees, args.toolwire_tree, strict=True)
         },
+        "goal_tree": str(args.goal_tree) if args.goal_tree else None,
         "chunks": CHUNKS,
         "log_level": args.log_level,
         "python": platform.python_version(),

@@ -1,5 +1,5 @@
-"""One measurement of `bench/overhead.py`: a target at c=1 (latency) or at c=64 (req/s and the
-CPU each side used), run by a load generator in its own process on the shared CPU.
+"""One measurement of `bench/overhead.py`: a target at c=1 (latency) or at c=32 or c=64 (req/s
+and the CPU each side used), run by a load generator in its own process on the shared CPU.
 
 The load generator runs apart so its CPU is never charged to the server under test; at c=1 it
 is `bench/load.py` (its own overhead is the same for every target and cancels out of the
@@ -89,14 +89,15 @@ class Measure:
         result["cpu"] = self.accounting(before, after, target.pid)
         return result
 
-    def throughput(self, mode: str, target: Target) -> dict[str, Any]:
-        """c=64: req/s in a closed loop, and the CPU the server and the upstream used."""
+    def throughput(self, mode: str, target: Target, concurrency: int) -> dict[str, Any]:
+        """req/s in a closed loop of `concurrency` connections, and the CPU the server and the
+        upstream used."""
         watch = self._watched(target)
         before = Snapshot.take(self.procs, watch)
         if self.wrk is not None:
-            result = self._wrk(mode, target, watch)
+            result = self._wrk(mode, target, watch, concurrency)
         else:
-            result = self._python(mode, target, watch)
+            result = self._python(mode, target, watch, concurrency)
         after = Snapshot.take(self.procs, watch)
         result["cpu"] = self.accounting(before, after, target.pid)
         server = result["watched_cpu_pct"].get(str(target.pid))
@@ -110,9 +111,9 @@ class Measure:
         result["cpu_b_pct"] = (upstream or 0.0) + result["loadgen_cpu_pct"]
         return result
 
-    def _python(self, mode: str, target: Target, watch: list[int]) -> dict[str, Any]:
+    def _python(self, mode: str, target: Target, watch: list[int], c: int) -> dict[str, Any]:
         args = self.args
-        cmd = [*self._loadgen(mode, target), "throughput", "--concurrency", str(args.concurrency),
+        cmd = [*self._loadgen(mode, target), "throughput", "--concurrency", str(c),
                "--duration", str(args.duration), "--warmup", str(args.warmup)]  # fmt: skip
         for pid in watch:
             cmd += ["--watch-pid", str(pid)]
@@ -122,13 +123,13 @@ class Measure:
         raw["loadgen"] = "python"
         return raw
 
-    def _wrk(self, mode: str, target: Target, watch: list[int]) -> dict[str, Any]:
+    def _wrk(self, mode: str, target: Target, watch: list[int], c: int) -> dict[str, Any]:
         assert self.wrk is not None
         lua = self.workdir / f"wrk-{target.api}-{mode}.lua"
         if not lua.exists():
             body = self.bodies[target.api, mode].read_text()
             lua.write_text(wrk.lua_script(body, mode == "stream", target.api, TEXT))
-        c, other = self.args.concurrency, self.cpus.other
+        other = self.cpus.other
         errors: dict[str, int] = {}
         if self.args.warmup > 0:
             cmd = wrk.command(self.wrk, c, self.args.warmup, lua, target.url)

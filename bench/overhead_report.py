@@ -1,5 +1,5 @@
 """The figures of `bench/overhead.py`: medians over rounds, the same-round comparisons, the
-table, the goal lines and the warnings.
+table and the warnings (the goals are `bench/overhead_goals.py`'s).
 
 A ratio or a difference between two targets is taken within a round (both measured minutes
 apart at most) and then the median over rounds, so a machine that gets busier or quieter
@@ -11,7 +11,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from bench.harness import cell, goal, median
+from bench.harness import cell, median
+from bench.overhead_goals import goal_summary, goal_table, info_lines
 from bench.workload import CHUNKS, MODES
 
 OTHER_LOAD_PCT = 20
@@ -24,7 +25,10 @@ LATENCIES = ("p50_ms", "p99_ms", "ttfb_p50_ms", "ttfb_p99_ms")
 
 
 def summarise(rounds: list[dict[str, Any]], target_keys: list[str]) -> dict[str, Any]:
-    """Medians over rounds per mode and target, plus the added latency and ratios."""
+    """Medians over rounds per mode and target, plus the added latency and ratios.
+
+    req/s figures are per connection count (`throughput`, keyed "32", "64"); a row's own
+    req/s and CPU fields are those of the largest count, as in results of one count."""
     summary: dict[str, Any] = {}
     for mode in MODES:
         per_target = {key: _row(rounds, mode, key) for key in target_keys}
@@ -43,30 +47,47 @@ def summarise(rounds: list[dict[str, Any]], target_keys: list[str]) -> dict[str,
     return summary
 
 
+def counts(rounds: list[dict[str, Any]]) -> list[str]:
+    """The connection counts measured, smallest first, as the rounds' keys ("32", "64")."""
+    first = next(iter(next(iter(rounds[0].values())).values()))
+    return sorted(first["throughput"], key=int)
+
+
 def _row(rounds: list[dict[str, Any]], mode: str, key: str) -> dict[str, Any]:
     """One target's medians in one mode."""
     lat = [r[mode][key]["latency"] for r in rounds]
-    thr = [r[mode][key]["throughput"] for r in rounds]
     direct = [r[mode]["direct"]["latency"] for r in rounds]
     row: dict[str, Any] = {metric: median([x[metric] for x in lat]) for metric in LATENCIES}
     for metric in LATENCIES:
         added = [x[metric] - d[metric] for x, d in zip(lat, direct, strict=True)]
         row[f"added_{metric}"] = median(added)
-    row["rps"] = median([x["rps"] for x in thr])
-    row["cpu_us_per_req"] = median([x["cpu_us_per_req"] for x in thr])
-    row["rps_rounds"] = [x["rps"] for x in thr]
-    row["c64_p50_ms"] = median([x["p50_ms"] for x in thr])
-    row["c64_p99_ms"] = median([x["p99_ms"] for x in thr])
-    for metric in ("server_cpu_pct", "upstream_cpu_pct", "loadgen_cpu_pct", "cpu_b_pct"):
-        row[metric] = median([x[metric] for x in thr])
-    for metric in ("cpu_a_busy_pct", "cpu_b_busy_pct"):
-        row[metric] = median([x["cpu"][metric] for x in thr])
-    # The worst interference seen in any run of this row, c=1 or c=64.
+        row[f"added_{metric}_rounds"] = added
+    by_c = {c: [r[mode][key]["throughput"][c] for r in rounds] for c in counts(rounds)}
+    row["throughput"] = {c: _throughput(runs) for c, runs in by_c.items()}
+    row.update(row["throughput"][max(by_c, key=int)])
+    thr = [x for runs in by_c.values() for x in runs]
+    # The worst interference seen in any run of this row, c=1 or a req/s run.
     for metric in ("cpu_a_other_pct", "cpu_b_other_pct"):
         seen = [x["cpu"][metric] for x in lat + thr if x["cpu"][metric] is not None]
         row[f"max_{metric}"] = max(seen) if seen else math.nan
     row["errors"] = sum(x["errors"]["total"] for x in lat + thr)
     row["error_samples"] = [s for x in lat + thr for s in x["errors"]["samples"]][:5]
+    return row
+
+
+def _throughput(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """The medians over rounds of one target's req/s runs at one connection count."""
+    row: dict[str, Any] = {"rps": median([x["rps"] for x in runs])}
+    row["cpu_us_per_req"] = median([x["cpu_us_per_req"] for x in runs])
+    row["rps_rounds"] = [x["rps"] for x in runs]
+    row["cpu_us_per_req_rounds"] = [x["cpu_us_per_req"] for x in runs]
+    # The latency under load (named apart from the c=1 figures of the row it joins).
+    row["load_p50_ms"] = median([x["p50_ms"] for x in runs])
+    row["load_p99_ms"] = median([x["p99_ms"] for x in runs])
+    for metric in ("server_cpu_pct", "upstream_cpu_pct", "loadgen_cpu_pct", "cpu_b_pct"):
+        row[metric] = median([x[metric] for x in runs])
+    for metric in ("cpu_a_busy_pct", "cpu_b_busy_pct"):
+        row[metric] = median([x["cpu"][metric] for x in runs])
     return row
 
 
@@ -101,20 +122,34 @@ def _diff(a: float | None, b: float | None) -> float | None:
 
 
 def _compare(rounds: list[dict[str, Any]], mode: str, num: str, den: str) -> dict[str, Any]:
-    """num / den for req/s and CPU per request, and num - den for latency, each within a
-    round, then the median over rounds."""
+    """num / den for req/s and CPU per request (per connection count; the pair's own fields
+    are the largest count's), and num - den for latency, each within a round, then the median
+    over rounds; `*_rounds` keep the per-round figures."""
     pairs = [(r[mode][num], r[mode][den]) for r in rounds]
-    rps = [_ratio(n["throughput"]["rps"], d["throughput"]["rps"]) for n, d in pairs]
-    per_req = [
-        (n["throughput"]["cpu_us_per_req"], d["throughput"]["cpu_us_per_req"]) for n, d in pairs
-    ]
-    out: dict[str, Any] = {"num": num, "den": den, "rps": median(rps), "rps_rounds": rps}
-    out["cpu_per_req"] = median([_ratio(n, d) for n, d in per_req])
-    out["cpu_us_per_req_diff"] = median([_diff(n, d) for n, d in per_req])
+    by_c = {c: _compare_throughput(pairs, c) for c in counts(rounds)}
+    out: dict[str, Any] = {"num": num, "den": den, **by_c[max(by_c, key=int)]}
+    out["throughput"] = by_c
     for metric in ("p50_ms", "p99_ms", "ttfb_p50_ms"):
         diffs = [_diff(n["latency"][metric], d["latency"][metric]) for n, d in pairs]
         out[f"{metric}_diff"] = median(diffs)
+        out[f"{metric}_diff_rounds"] = diffs
     return out
+
+
+def _compare_throughput(
+    pairs: list[tuple[dict[str, Any], dict[str, Any]]], c: str
+) -> dict[str, Any]:
+    runs = [(n["throughput"][c], d["throughput"][c]) for n, d in pairs]
+    rps = [_ratio(n["rps"], d["rps"]) for n, d in runs]
+    per_req = [(n["cpu_us_per_req"], d["cpu_us_per_req"]) for n, d in runs]
+    cpu = [_ratio(n, d) for n, d in per_req]
+    return {
+        "rps": median(rps),
+        "rps_rounds": rps,
+        "cpu_per_req": median(cpu),
+        "cpu_per_req_rounds": cpu,
+        "cpu_us_per_req_diff": median([_diff(n, d) for n, d in per_req]),
+    }
 
 
 # --------------------------------------------------------------------------- table
@@ -136,36 +171,54 @@ def render(result: dict[str, Any]) -> str:
     width = max(20, *(len(label) + 1 for label in labels.values()))
     for mode in MODES:
         lines.append("")
-        lines += _mode_lines(summary[mode], mode, labels, result["meta"]["concurrency"], width)
+        lines += _mode_lines(summary[mode], mode, labels, width)
     lines.append("")
-    lines += goal_lines(result)
+    lines += goal_table(result.get("goals") or goal_summary(result))
+    lines += info_lines(result)
     lines += warning_lines(result)
     lines.append("The Redis state backend against memory (mixed-turn round trip): bench/state.py")
     return "\n".join(lines)
+
+
+def _concurrency(meta: dict[str, Any]) -> list[int]:
+    """The connection counts of a run (one int in results written before there were two)."""
+    c = meta["concurrency"]
+    return [c] if isinstance(c, int) else list(c)
 
 
 def _head(meta: dict[str, Any]) -> list[str]:
     body = f"request body {meta['body_bytes']} bytes"
     if "responses_body_bytes" in meta:
         body += f" (chat), {meta['responses_body_bytes']} (responses)"
-    return [
+    counts = _concurrency(meta)
+    load = meta.get("load_average_start")
+    lines = [
         f"Toolwire overhead: median of {meta['rounds']} rounds; c=1: {meta['requests']} "
-        f"sequential requests after {meta['warmup_requests']}; c={meta['concurrency']}: "
-        f"{meta['duration']:g} s after {meta['warmup']:g} s warm-up, load by {meta['loadgen']}",
+        f"sequential requests after {meta['warmup_requests']}; "
+        + ", ".join(f"c={c}" for c in counts)
+        + f": {meta['duration']:g} s after {meta['warmup']:g} s warm-up each, load by "
+        f"{meta['loadgen']}",
         f"pinning: {meta['pinning']}",
         f"{body}; times in ms; '+' = added vs direct; "
-        "c=64 CPU (100 = one core busy): srv = the server under test's process, "
+        "req/s CPU (100 = one core busy): srv = the server under test's process, "
         "us/rq = its CPU microseconds per request, A/B = whole core A/B, lg = load generator",
     ]
+    if load:
+        end = meta.get("load_average_end") or [math.nan]
+        lines.append(f"load average {load[0]:.2f} at the start, {end[0]:.2f} at the end (1 min)")
+    return lines
 
 
 def _mode_lines(
-    summary: dict[str, Any], mode: str, labels: dict[str, str], c: int, width: int
+    summary: dict[str, Any], mode: str, labels: dict[str, str], width: int
 ) -> list[str]:
+    counts = sorted(next(iter(summary["targets"].values()))["throughput"], key=int)
     head = f"  {'target':<{width}}{'p50':>7}{'p99':>7}{'+p50':>7}{'+p99':>7}"
     if mode == "stream":
         head += f" |{'ttfb50':>7}{'ttfb99':>7}{'+ttfb':>7}"
-    head += f" |{f'c={c} req/s':>12}{'srv%':>6}{'us/rq':>6}{'A%':>5}{'B%':>5}{'lg%':>5}"
+    for c in counts[:-1]:
+        head += f" |{f'c={c} req/s':>12}{'us/rq':>6}"
+    head += f" |{f'c={counts[-1]} req/s':>12}{'srv%':>6}{'us/rq':>6}{'A%':>5}{'B%':>5}{'lg%':>5}"
     lines = [MODE_TITLES[mode], head + f"{'errors':>7}"]
     for key, row in summary["targets"].items():
         lines.append(_target_line(row, labels[key], key == "direct", mode, width))
@@ -176,7 +229,7 @@ def _mode_lines(
         for key, value in ratios.items()
         if key.endswith("_over_passthrough")
     ]
-    lines.append(f"  c={c} ratios: " + ", ".join(parts))
+    lines.append(f"  c={counts[-1]} ratios of medians: " + ", ".join(parts))
     for pair in summary.get("compare", ()):
         lines.append(_compare_line(pair, labels, mode))
     return lines
@@ -193,6 +246,10 @@ def _target_line(row: dict[str, Any], label: str, direct: bool, mode: str, width
     if mode == "stream":
         line += f" |{_f(row['ttfb_p50_ms'])}{_f(row['ttfb_p99_ms'])}"
         line += f"{'-':>7}" if direct else _signed(row["added_ttfb_p50_ms"])
+    counts = sorted(row["throughput"], key=int)
+    for c in counts[:-1]:
+        at = row["throughput"][c]
+        line += f" |{_f(at['rps'], 0, 12)}{_f(at['cpu_us_per_req'], 0, 6)}"
     line += f" |{_f(row['rps'], 0, 12)}{_f(row['server_cpu_pct'], 0, 6)}"
     line += _f(row["cpu_us_per_req"], 0, 6)
     line += f"{_f(row['cpu_a_busy_pct'], 0, 5)}{_f(row['cpu_b_busy_pct'], 0, 5)}"
@@ -202,68 +259,17 @@ def _target_line(row: dict[str, Any], label: str, direct: bool, mode: str, width
 
 def _compare_line(pair: dict[str, Any], labels: dict[str, str], mode: str) -> str:
     num, den = labels[pair["num"]], labels[pair["den"]]
+    by_c = pair["throughput"]
+    rps = ", ".join(f"{_f(by_c[c]['rps'], 2, 0)}x at c={c}" for c in sorted(by_c, key=int))
+    top = max(by_c, key=int)
     text = (
-        f"  {num} / {den}: req/s {_f(pair['rps'], 2, 0)}x, CPU per request "
+        f"  {num} / {den}: req/s {rps}; CPU per request at c={top} "
         f"{_f(pair['cpu_per_req'], 2, 0)}x ({_signed(pair['cpu_us_per_req_diff'], 0)} us)"
         f"; c=1 p50 {_signed(pair['p50_ms_diff'], 0)} ms"
     )
     if mode == "stream":
         text += f", first byte {_signed(pair['ttfb_p50_ms_diff'], 0)} ms"
     return text + " (same-round ratio/difference, median)"
-
-
-# --------------------------------------------------------------------------- verdicts
-
-
-def goal_lines(result: dict[str, Any]) -> list[str]:
-    """PASS/MISS against the goals: CPU per request within 1.15x the pass-through's (the
-    headline), and at most 0.3 ms added at p50 (and to the first byte, streamed) beyond the
-    pass-through's own; plus the older goal of 1 ms added to the upstream's p50."""
-    out = []
-    for mode in MODES:
-        row = result["summary"][mode]["targets"]["toolwire"]
-        pair = _pair(result, mode)
-        title = MODE_TITLES[mode]
-        cpu = pair.get("cpu_per_req") if pair else None
-        ok = cpu is not None and cpu <= 1.15 and not row["errors"]
-        text = f"{title}: toolwire CPU per request {_f(cpu)}x the pass-through's"
-        out.append(goal(ok, text + " (goal <= 1.15x)"))
-        checks = [("p50_ms_diff", "p50")]
-        if mode == "stream":
-            checks.append(("ttfb_p50_ms_diff", "first byte p50"))
-        for metric, name in checks:
-            added = pair.get(metric) if pair else None
-            ok = added is not None and added <= 0.3 and not row["errors"]
-            text = f"{title}: toolwire adds {_f(added)} ms {name} at c=1 beyond the pass-through"
-            out.append(goal(ok, text + " (goal <= 0.3 ms)"))
-        out += _floor_lines(result, mode)
-        added = row["added_p50_ms"]
-        ok = added <= 1.0 and not row["errors"]
-        text = f"{title}: toolwire adds {added:.2f} ms p50 at c=1 to the upstream's"
-        out.append(goal(ok, text + " (goal <= 1 ms)"))
-    return out
-
-
-def _floor_lines(result: dict[str, Any], mode: str) -> list[str]:
-    floor = _pair(result, mode, den="floor")
-    floor_cost = _pair(result, mode, num="floor")
-    if not (floor and floor_cost):
-        return []
-    return [
-        f"INFO  {MODE_TITLES[mode]}: toolwire CPU per request {_f(floor['cpu_per_req'])}x the "
-        f"injecting floor's, which is {_f(floor_cost['cpu_per_req'])}x the "
-        "pass-through's (what injecting and inspecting alone cost)"
-    ]
-
-
-def _pair(
-    result: dict[str, Any], mode: str, num: str = "toolwire", den: str = "passthrough"
-) -> dict[str, Any] | None:
-    """The same-round comparison of `num` against `den`, when both were measured."""
-    for pair in result["summary"][mode]["compare"]:
-        if pair["num"] == num and pair["den"] == den:
-            return pair  # type: ignore[no-any-return]
-    return None
 
 
 def warning_lines(result: dict[str, Any]) -> list[str]:
@@ -277,7 +283,8 @@ def warning_lines(result: dict[str, Any]) -> list[str]:
             if row["errors"]:
                 out.append(f"ERRORS {where}: {row['errors']}")
                 out += [f"    {sample}" for sample in row["error_samples"]]
-            out += _saturated(row, where)
+            for c, at in row.get("throughput", {}).items():
+                out += _saturated(at, f"{where} at c={c}")
             other = max(row["max_cpu_a_other_pct"], row["max_cpu_b_other_pct"])
             if other > OTHER_LOAD_PCT:
                 noisy.append(f"{where} ({other:.0f}%)")

@@ -25,6 +25,7 @@ from bench.harness import (
     upstream_command,
     write_config,
 )
+from bench.trees import tree_tools
 from bench.workload import API_PATHS
 
 Spec = tuple[str, str, list[str], Path | None]
@@ -115,6 +116,8 @@ def _config(
         "upstreams": [{"name": "fake", "base_url": upstream_url}],
         "tools": [EXAMPLE_TOOLS] if tools else [],
     }
+    if tree is not None:
+        config["tools"] = tree_tools(config["tools"], tree)
     if tree is None and "responses" in args.apis and args.response_store_mib:
         # Older trees know no `state:` section, and their servers store no responses.
         config["state"] = {"max_memory_bytes": args.response_store_mib * 1024 * 1024}

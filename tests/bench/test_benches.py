@@ -158,15 +158,17 @@ def test_streams_arguments_and_report() -> None:
     with pytest.raises(SystemExit):
         streams.parse_args(["--workers", "0"])
     text = streams.render(_streams_result())
-    assert "PASS  1 worker: 1000 of 1000 streams complete, 0 errors" in text
-    assert "PASS  1 worker: RSS at most 120 MB (goal < 300 MB)" in text
+    assert "PASS  1 worker: streams open at once, every one complete (of 1000)" in text
+    assert "PASS  1 worker: peak RSS with 1000 streams open" in text
+    assert "120 MB  < 200 MB" in text
+    assert "INFO  1 worker: 1000 of 1000 streams complete, 0 errors" in text
     assert "INFO  2 workers / 1 worker: req/s 2.00x" in text
 
 
 def test_streams_miss_when_a_worker_grows_too_big() -> None:
     result = _streams_result(workers=1)
-    result["results"][0]["streams"]["max_worker_rss_mb"] = 350.0
-    assert "MISS  1 worker: RSS at most 350 MB" in streams.render(result)
+    result["results"][0]["streams"]["max_worker_rss_mb"] = 250.0
+    assert "MISS  1 worker: peak RSS with 1000 streams open" in streams.render(result)
 
 
 def test_the_chart_draws_every_panel(tmp_path: Path) -> None:
