@@ -5,6 +5,8 @@
     .venv/bin/python bench/overhead.py --json           # JSON only, on stdout
     .venv/bin/python bench/overhead.py --rounds 5 --duration 5 --with-no-tools
     .venv/bin/python bench/overhead.py --apis chat --toolwire-tree /tmp/old  # before/after
+    git worktree add /tmp/at-134e72f 134e72f            # the instructions goal's reference
+    .venv/bin/python bench/overhead.py --goal-tree /tmp/at-134e72f  # every goal measured
     .venv/bin/python bench/state.py   # the cost of state.backend: redis against memory
 
 What is measured
@@ -53,14 +55,37 @@ For each of non-streamed and streamed (the fake sends the text in content chunks
          byte) and, for streams, of the time to the first body byte (the first SSE event the
          client can show). "+p50"/"+p99" is what the target adds to direct: the median over
          rounds of (target - direct) in the same round.
-* c=64   closed loop, 64 connections, `--warmup` seconds not counted, then `--duration`
-         seconds counted: requests/s, and the server's CPU use in that window (utime+stime
-         from /proc, all threads; 100% = one core busy) and per request ("us/rq": server CPU
-         microseconds per answered request, the figure least moved by a busy CPU B). Ratios:
-         toolwire / pass-through and pass-through / direct; and, each taken within a round
-         and then the median over rounds: toolwire responses / toolwire and toolwire /
-         toolwire @REV, for req/s and CPU per request, with the c=1 p50 (and first byte)
-         difference.
+* c=32, c=64
+         (`--concurrency`) closed loop, 32 then 64 connections, `--warmup` seconds not
+         counted, then `--duration` seconds counted: requests/s, and the server's CPU use in
+         that window (utime+stime from /proc, all threads; 100% = one core busy) and per
+         request ("us/rq": server CPU microseconds per answered request, the figure least
+         moved by a busy CPU B); the table's CPU columns are the largest count's. Each taken
+         within a round and then the median over rounds: toolwire / pass-through, toolwire /
+         injecting floor, floor / pass-through, toolwire responses / toolwire and toolwire /
+         toolwire @REV, for req/s (per count) and CPU per request, with the c=1 p50 (and
+         first byte) difference.
+
+Goals
+-----
+Issue 29's, printed as a table after the figures, one line per goal starting with PASS, MISS
+or `-` (not measured in this run, with how to measure it); `--json` holds the same under
+"goals" (each goal's figure, limit, verdict, per-round figures and spread):
+
+* req/s at c=32 and at c=64, non-streamed and streamed: toolwire >= 0.87x the pass-through's.
+* CPU per request at the largest count: toolwire <= 1.3x the injecting floor's.
+* p50 at c=1, non-streamed and streamed: toolwire at most 0.3 ms beyond the pass-through.
+* instructions per plain request, non-streamed and streamed: toolwire at or below 134e72f's,
+  with `--goal-tree DIR` (DIR a worktree of 134e72f): after the timed rounds,
+  `bench/instructions.py --goal-tree DIR` counts both trees (and the pass-through and the
+  floor) under callgrind, several minutes.
+
+Each figure is the median over rounds of a ratio or difference taken within a round, so every
+goal's reference is measured in the same run; beside it the lowest and highest round, and how
+many rounds pass when they disagree. A target with errors misses every goal. The load average
+at the start is recorded; above 1 the table says its verdicts are not reliable (on a shared
+2-core machine other programs then take a share of the cores the run measures). The
+instruction count is not moved by load.
 
 Every response is checked (status 200; chat: the assistant text equal to the fake's text,
 `[DONE]` at the end of a stream; responses: the output message's `content[0].text` equal to
@@ -79,14 +104,14 @@ Method
   the load generator. Without affinity support nothing is pinned and the output says so.
 * c=1 latency uses `bench/load.py` (Python, aiohttp, uvloop, its own process): its own
   overhead is the same for every target and cancels out of the "+" columns.
-* c=64 throughput uses `wrk` (`bench/wrk.py`: C, one thread, a generated Lua script that sets
+* req/s runs use `wrk` (`bench/wrk.py`: C, one thread, a generated Lua script that sets
   the POST body and checks every response's status and text) when it is installed, else
   `bench/load.py`. wrk is preferred because it is cheaper per request than the Python
   generator, and CPU B carries the generator together with the upstream fake: a costly
   generator saturates CPU B first and caps the req/s of the fast targets (direct,
   pass-through) below what they can do, which makes every ratio look better than it is. The
   output reports the load generator's CPU and CPU B's total (load generator + upstream fake)
-  next to every c=64 number and warns when CPU B, not the server, was the bottleneck.
+  next to every req/s number and warns when CPU B, not the server, was the bottleneck.
   `--loadgen python` forces the Python generator (`apt-get install -y wrk` to get wrk).
 * The run is repeated `--rounds` times; each round runs every mode and every target with the
   target order rotated, and the table shows the median over rounds.
@@ -100,7 +125,7 @@ Method
 Reading the numbers
 -------------------
 * "+p50" at c=1 is the latency Toolwire adds per request on an idle machine.
-* c=64 req/s with the server at ~100% CPU is its capacity on one core. "tw/pt" is Toolwire's
+* req/s with the server at ~100% CPU is its capacity on one core. "tw/pt" is Toolwire's
   share of the best a Python proxy on this stack does. "pt/direct" shows what a Python proxy
   hop costs at all (with one core for the proxy and one shared by the fake and the load
   generator, so it is below 1 even for a zero-cost proxy).
@@ -162,7 +187,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     add(
         "--concurrency",
         type=_counts,
-        default=CONCURRENCY,
+        default=",".join(map(str, CONCURRENCY)),
         metavar="C[,C]",
         help="connections for req/s, each measured in every round",
     )
