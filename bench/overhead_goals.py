@@ -61,9 +61,9 @@ def _mode_goals(result: dict[str, Any], mode: str) -> list[Goal]:
                 note="" if at else f"not measured: run with --concurrency {c}",
             )
         )
-    floor = _pair(result, mode, "toolwire", "floor") or {}
-    top = max(floor.get("throughput", {"-": None}), key=lambda c: int(c) if c != "-" else 0)
-    at = floor.get("throughput", {}).get(top, {})
+    floor = (_pair(result, mode, "toolwire", "floor") or {}).get("throughput", {})
+    top = max(floor, key=int, default=str(max(CONCURRENCY)))
+    at = floor.get(top, {})
     out.append(
         Goal(
             f"cpu_{mode}",
