@@ -28,6 +28,8 @@ from pydantic.fields import FieldInfo
 from policies import AuthConfig, GuardConfig, LoopLimits, PolicyConfig
 from registry import SOURCE_KINDS, ExecutionConfig, SourceConfig
 
+from .server.oauth_config import OAuthResourceConfig, oauth_problem
+
 _ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 
 
@@ -364,6 +366,8 @@ class McpServerConfig(BaseModel):
     tasks: McpTasksConfig = Field(default_factory=McpTasksConfig)
     icons: dict[str, list[McpIconConfig]] = Field(default_factory=dict)
     """Tools' icons, by qualified tool name, by namespace, or `*` for every other tool."""
+    oauth: OAuthResourceConfig | None = None
+    """OAuth access tokens of a trusted issuer, accepted beside client keys (`auth:`)."""
 
 
 class TelemetryConfig(BaseModel):
@@ -556,6 +560,13 @@ class Settings(BaseModel):
     """Hosted server-tool types a client may declare, each answered by a registry tool."""
     base_dir: Path = Field(default_factory=Path.cwd, exclude=True)
     """Where relative paths in the file are resolved: the config file's folder."""
+
+    @model_validator(mode="after")
+    def _token_callers_known(self) -> Settings:
+        problem = oauth_problem(self.mcp_server.oauth, self.auth)
+        if problem is not None:
+            raise ValueError(f"mcp_server.oauth: {problem}")
+        return self
 
     @model_validator(mode="after")
     def _spilled_results_kept_whole(self) -> Settings:

@@ -32,12 +32,13 @@ from ..turn.spill import Spills
 from ..upstreams.router import UpstreamRouter
 from .asgi import Receive, Scope, Send
 from .auth import Authenticator
+from .bearer_tokens import BearerTokens
 from .dispatch import Router, Running, http_error, proxy_error, starlette_routes
 from .endpoints import Index
 from .hosts import AllowedHosts
 from .middleware import AuthMiddleware, RequestContextMiddleware
 from .pins import PinKeeper
-from .routes import ADMIN, ADMIN_PANEL, MCP, ROUTES, enabled
+from .routes import ADMIN, ADMIN_PANEL, MCP, OAUTH_METADATA, ROUTES, enabled
 from .routing import App, Route, direct
 from .services import Services
 from .sources import hosted_problems, sources_for
@@ -226,6 +227,12 @@ async def _start(
     # Closed first: its runs end (failed) while the stores and upstreams are still open.
     background = BackgroundRuns(runs, stores.responses, settings.background, work=drain)
     await stack.enter_async_context(background)
+    keys = None
+    if settings.auth is not None:
+        oauth = settings.mcp_server.oauth
+        tokens = BearerTokens(oauth, OAUTH_METADATA) if oauth is not None else None
+        keys = Authenticator(settings.auth, limiter, tokens)
+        stack.push_async_callback(keys.aclose)
     return Services(
         registry=tools,
         sources=sources,
@@ -235,7 +242,7 @@ async def _start(
         responses=stores.responses,
         server=settings.server,
         gate=gate,
-        keys=Authenticator(settings.auth, limiter) if settings.auth is not None else None,
+        keys=keys,
         approvals=approvals,
         keepalive_s=settings.loop.keepalive_s,
         mcp_tasks=stores.mcp_tasks,

@@ -9,6 +9,8 @@ from collections.abc import Mapping
 from policies import AuthConfig, KeyRing, Principal, RateLimiter
 
 from ..errors import ProxyError
+from .bearer_tokens import BearerTokens
+from .oauth_config import TOKEN_PRINCIPAL_PREFIX
 
 MINUTE = 60.0
 _CREDENTIALS = ("authorization", "x-api-key")
@@ -31,10 +33,18 @@ class RateLimitedError(ProxyError):
 
 
 class Authenticator:
-    """Checks client keys and their request rates; keeps their keys from the upstream."""
+    """Checks client keys (and, where a route takes them, OAuth access tokens) and their
+    callers' request rates; keeps their keys from the upstream."""
 
-    def __init__(self, config: AuthConfig, limiter: RateLimiter) -> None:
+    def __init__(
+        self,
+        config: AuthConfig,
+        limiter: RateLimiter,
+        tokens: BearerTokens | None = None,
+    ) -> None:
         self.keys = KeyRing.from_config(config)
+        self.tokens = tokens
+        """Access tokens of the trusted issuer (`mcp_server.oauth`), for `/mcp`."""
         self._limiter = limiter
         self._forward = config.forward_client_key
         self._requests: Counter[str] = Counter()
@@ -43,21 +53,30 @@ class Authenticator:
         """Requests each key name made since start (those refused by its rate limit aside)."""
         return dict(self._requests)
 
-    async def authenticate(self, headers: Mapping[str, str]) -> Principal:
-        """The caller a request's key names.
+    async def authenticate(self, headers: Mapping[str, str], *, bearer: bool = False) -> Principal:
+        """The caller a request's key names; with `bearer`, also the caller an OAuth access
+        token of the trusted issuer speaks for (a key is looked for first).
 
         Raises:
             AuthenticationError: no key, or an unknown one.
+            TokenRefusedError, ScopeMissingError, CallerRefusedError, IssuerUnavailableError:
+                with `bearer`, a token that is no key was refused (`bearer_tokens`).
             RateLimitedError: the key's requests per minute are used up (`Retry-After`).
         """
+        tokens = self.tokens if bearer else None
         presented = _presented(headers)
         if presented is None:
             raise AuthenticationError(
                 "no API key: send it as 'Authorization: Bearer <key>' (or 'x-api-key')"
+                + (" or an OAuth access token" if tokens is not None else ""),
+                headers=_challenged(tokens),
             )
         principal = self.keys.authenticate(presented)
         if principal is None:
-            raise AuthenticationError("the API key is not valid")
+            token = bearer_token(headers.get("authorization", ""))
+            if tokens is None or token is None:
+                raise AuthenticationError("the API key is not valid", headers=_challenged(tokens))
+            principal = await tokens.principal(token, self.keys)
         if principal.requests_per_minute is not None:
             wait = await self._limiter.acquire(
                 f"key:{principal.name}:requests", principal.requests_per_minute, MINUTE
@@ -69,8 +88,15 @@ class Authenticator:
                     f"reached for key {principal.name!r}; retry in {seconds} s",
                     headers={"retry-after": str(seconds)},
                 )
-        self._requests[principal.name] += 1
+        # A token's own callers are counted together: their names are the issuer's to make.
+        own = principal.name.startswith(TOKEN_PRINCIPAL_PREFIX)
+        self._requests[TOKEN_PRINCIPAL_PREFIX + "*" if own else principal.name] += 1
         return principal
+
+    async def aclose(self) -> None:
+        """Close the connections to the token issuer, if any."""
+        if self.tokens is not None:
+            await self.tokens.aclose()
 
     def upstream_headers(self, headers: dict[str, str]) -> dict[str, str]:
         """The request headers without the client's key, unless it is to be forwarded."""
@@ -84,6 +110,11 @@ def bearer_token(authorization: str) -> str | None:
     scheme, _, token = authorization.partition(" ")
     token = token.strip()
     return token if scheme.lower() == "bearer" and token else None
+
+
+def _challenged(tokens: BearerTokens | None) -> dict[str, str] | None:
+    """The headers of a 401 on a route that takes access tokens: where to get one."""
+    return {"www-authenticate": tokens.challenge()} if tokens is not None else None
 
 
 def _presented(headers: Mapping[str, str]) -> str | None:

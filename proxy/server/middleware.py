@@ -16,7 +16,7 @@ from .asgi import Receive, Scope, Send, send_json
 from .auth import Authenticator
 from .context import context_of
 from .dispatch import Running
-from .routes import misrouted_error, route_of
+from .routes import MCP, misrouted_error, route_of
 from .routing import App, direct
 
 
@@ -37,7 +37,8 @@ class RequestContextMiddleware:
 class AuthMiddleware:
     """Checks the client's key on every route that is not open, once the lifespan has built
     the check (`running.keys`, with `auth:` configured); the upstream then gets the request's
-    headers without the key, unless it is forwarded.
+    headers without the key, unless it is forwarded. `/mcp` also takes OAuth access tokens
+    of the trusted issuer (`mcp_server.oauth`).
 
     A refusal is a 401 (or the rate limit's 429) in the route's error shape; on a path with
     `/v1` missing or doubled, the 404 that says so (the key may be right, the path is not).
@@ -59,7 +60,8 @@ class AuthMiddleware:
     ) -> None:
         context = context_of(scope)
         try:
-            context.principal = await keys.authenticate(context.headers)
+            bearer = context.route is MCP
+            context.principal = await keys.authenticate(context.headers, bearer=bearer)
         except ProxyError as exc:
             error = misrouted_error(scope) or exc
             headers = {**error.headers, "x-request-id": context.request_id}

@@ -24,6 +24,7 @@ from ..fronts import (
 )
 from . import endpoints
 from .asgi import Scope
+from .bearer_tokens import protected_resource
 from .routing import ANY, UNROUTED, NotFoundError, Route
 
 if TYPE_CHECKING:
@@ -75,6 +76,10 @@ def _admin_on(settings: Settings) -> bool:
     return settings.admin.enabled
 
 
+def _oauth_on(settings: Settings) -> bool:
+    return settings.mcp_server.enabled and settings.mcp_server.oauth is not None
+
+
 ADMIN_PANEL = "/admin/"
 """Where the admin panel loads, which the index names."""
 MCP = Route(
@@ -85,6 +90,8 @@ MCP = Route(
     listed=(("POST, GET, DELETE", "/mcp", "the tools as an MCP server"),),
 )
 """The tools as an MCP server (`McpFront`), which checks Host and Origin itself."""
+OAUTH_METADATA = "/.well-known/oauth-protected-resource"
+"""Where `/mcp`'s protected resource metadata is served (with `mcp_server.oauth`)."""
 ADMIN = Route(
     "/admin",
     "admin",
@@ -154,6 +161,19 @@ ROUTES: tuple[Route, ...] = (
         when=_metrics_on,
     ),
     MCP,
+    # RFC 9728's metadata of /mcp: at the path its clients try first, and at the root's.
+    *(
+        Route(
+            path,
+            "oauth_metadata",
+            endpoint=protected_resource,
+            open=True,
+            draining="served",
+            what="where /mcp's OAuth access tokens come from (RFC 9728)",
+            when=_oauth_on,
+        )
+        for path in (OAUTH_METADATA + MCP.path, OAUTH_METADATA)
+    ),
     ADMIN,
     # Counted with the paths no route serves.
     Route("/", "other", endpoint=endpoints.index, open=True),

@@ -11,7 +11,16 @@ import pytest
 
 from proxy.errors import ProxyError
 from proxy.fronts import anthropic_error_body
-from proxy.server.routes import ADMIN, FRONTS, MCP, ROUTES, misrouted, not_found, route_of
+from proxy.server.routes import (
+    ADMIN,
+    FRONTS,
+    MCP,
+    OAUTH_METADATA,
+    ROUTES,
+    misrouted,
+    not_found,
+    route_of,
+)
 from tests.conftest import REPO
 
 ROOT = "http://127.0.0.1:8000"
@@ -71,7 +80,9 @@ def test_an_unrouted_path_takes_the_shape_of_the_sdk_it_was_meant_for(
 
 
 def test_only_the_index_the_probes_the_scrape_and_the_admin_are_open() -> None:
-    assert {route.path for route in ROUTES if route.open} == {"/", "/healthz", "/metrics", "/admin"}
+    metadata = {OAUTH_METADATA, OAUTH_METADATA + "/mcp"}  # RFC 9728: public
+    opened = {"/", "/healthz", "/metrics", "/admin", *metadata}
+    assert {route.path for route in ROUTES if route.open} == opened
     assert ADMIN.subtree and not MCP.open
 
 

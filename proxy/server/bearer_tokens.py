@@ -1,0 +1,434 @@
+"""OAuth access tokens on `/mcp` (`mcp_server.oauth`): each is checked against the trusted
+issuer, a JWT offline against its key set, an opaque token by introspection (RFC 7662), and
+then speaks for a caller: a configured key, or a caller of its own with the configured scope.
+
+Refusals carry the `WWW-Authenticate` challenge MCP clients discover the issuer from
+(RFC 6750 §3, RFC 9728 §5.1): 401 with `error="invalid_token"`, 403 `insufficient_scope`.
+The issuer's failures (its key set unreachable, its introspection down) are a 503, never a
+hang: every call to it has a timeout.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import hashlib
+import logging
+import time
+from collections import OrderedDict
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import quote_plus, urlsplit
+
+import aiohttp
+import jwt
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+
+from policies import KeyRing, Principal
+
+from ..errors import ProxyError
+from .oauth_config import TOKEN_PRINCIPAL_PREFIX, OAuthResourceConfig
+
+log = logging.getLogger("toolwire.auth")
+
+MAX_CALLER_CHARS = 200
+"""A caller named by a claim longer than this is refused (the name keys rate windows)."""
+_RETRY_S = "5"
+
+
+class TokenRefusedError(ProxyError):
+    """The bearer token is no key and no valid access token for this resource."""
+
+    status = 401
+    type = "invalid_request_error"
+    code = "invalid_token"
+
+
+class ScopeMissingError(ProxyError):
+    """A valid token lacks a scope this resource requires."""
+
+    status = 403
+    type = "invalid_request_error"
+    code = "insufficient_scope"
+
+
+class CallerRefusedError(ProxyError):
+    """A valid token for a caller the configuration does not admit."""
+
+    status = 403
+    type = "invalid_request_error"
+    code = "caller_not_admitted"
+
+
+class IssuerUnavailableError(ProxyError):
+    """The issuer could not be asked (its key set or introspection endpoint failed)."""
+
+    status = 503
+    type = "api_error"
+    code = "issuer_unavailable"
+
+
+@dataclass(frozen=True, slots=True)
+class Grant:
+    """What a checked token grants: its claims and scopes."""
+
+    claims: Mapping[str, Any]
+    scopes: frozenset[str]
+
+
+class BearerTokens:
+    """Checks access tokens of the configured issuer and names the caller each speaks for."""
+
+    def __init__(self, config: OAuthResourceConfig, metadata_path: str) -> None:
+        """`metadata_path`: where the route table serves the metadata; its URL is that path
+        with the resource's path appended, on the resource's origin (RFC 9728 §3.1)."""
+        self.config = config
+        resource = urlsplit(config.resource)
+        origin = f"{resource.scheme}://{resource.netloc}"
+        self.metadata_url = origin + metadata_path + resource.path.rstrip("/")
+        self._session: aiohttp.ClientSession | None = None
+        self._timeout = aiohttp.ClientTimeout(total=config.timeout_s)
+        self._issuers = _with_and_without_slash(config.issuer)
+        self._audiences = _with_and_without_slash(config.resource)
+        self._required = frozenset(config.scopes_required)
+        self._scope_text = " ".join(config.scopes_required)
+        self._signing_keys = SigningKeys(config, self._get) if config.jwks_url else None
+        introspection = config.introspection
+        self._answers: OrderedDict[bytes, tuple[float, Grant]] = OrderedDict()
+        self._answers_max = introspection.cache_size if introspection else 0
+
+    async def principal(self, token: str, keys: KeyRing) -> Principal:
+        """The caller `token` speaks for: one of `keys`, or a caller of its own.
+
+        Raises:
+            TokenRefusedError: not a valid token of the issuer for this resource (401).
+            ScopeMissingError: valid, but a required scope is missing (403).
+            CallerRefusedError: valid, for a caller no configuration admits (403).
+            IssuerUnavailableError: the issuer could not be asked (503).
+        """
+        try:
+            grant = await self._grant(token)
+        except TokenRefusedError as exc:
+            exc.headers = {"www-authenticate": self.challenge("invalid_token", exc.message)}
+            raise
+        missing = self._required - grant.scopes
+        if missing:
+            needed = " ".join(sorted(missing))
+            raise ScopeMissingError(
+                f"the access token lacks the scope(s) {needed} that /mcp requires",
+                headers={"www-authenticate": self.challenge("insufficient_scope", needed)},
+            )
+        return self._caller(grant.claims, keys)
+
+    def challenge(self, error: str | None = None, detail: str = "") -> str:
+        """The `WWW-Authenticate` value of a refusal: where the metadata is, the scopes to
+        ask for, and the error when a token was presented."""
+        parts = []
+        if error is not None:
+            parts.append(f'error="{error}"')
+        if error == "invalid_token" and detail:
+            parts.append(f'error_description="{_quotable(detail)}"')
+        scope = detail if error == "insufficient_scope" else self._scope_text
+        if scope:
+            parts.append(f'scope="{scope}"')
+        parts.append(f'resource_metadata="{self.metadata_url}"')
+        return "Bearer " + ", ".join(parts)
+
+    def metadata(self) -> dict[str, Any]:
+        """The protected resource's metadata (RFC 9728 §2)."""
+        config = self.config
+        supported = config.scopes_supported
+        return {
+            "resource": config.resource,
+            "authorization_servers": [config.issuer],
+            "scopes_supported": supported if supported is not None else config.scopes_required,
+            "bearer_methods_supported": ["header"],
+            "resource_name": "Toolwire",
+        }
+
+    async def aclose(self) -> None:
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
+
+    async def _grant(self, token: str) -> Grant:
+        if self._signing_keys is not None:
+            return await self._decoded(token, self._signing_keys)
+        return await self._introspected(token)
+
+    async def _decoded(self, token: str, keys: SigningKeys) -> Grant:
+        config = self.config
+        try:
+            header = jwt.get_unverified_header(token)
+        except jwt.PyJWTError as exc:
+            raise TokenRefusedError("neither a client key nor a JWT access token") from exc
+        alg = header.get("alg")
+        if alg not in config.algorithms:
+            allowed = ", ".join(config.algorithms)
+            raise TokenRefusedError(f"the token is signed with {alg!r}; accepted: {allowed}")
+        kid = header.get("kid")
+        key = await keys.key(kid if isinstance(kid, str) else None)
+        try:
+            claims = jwt.decode(
+                token,
+                key,
+                algorithms=list(config.algorithms),
+                audience=self._audiences,
+                issuer=self._issuers,
+                leeway=config.leeway_s,
+                options={"require": ["exp", "iss", "aud"]},
+            )
+        except jwt.PyJWTError as exc:
+            raise TokenRefusedError(self._why(exc)) from exc
+        return Grant(claims, _scopes(claims))
+
+    def _why(self, exc: jwt.PyJWTError) -> str:
+        """What is wrong with a token, for the client (never the token itself)."""
+        if isinstance(exc, jwt.ExpiredSignatureError):
+            return "the access token has expired"
+        if isinstance(exc, jwt.ImmatureSignatureError):
+            return "the access token is not valid yet"
+        if isinstance(exc, jwt.InvalidAudienceError):
+            return f"the access token is not for this resource (aud must be {self.config.resource})"
+        if isinstance(exc, jwt.InvalidIssuerError):
+            return f"the access token was not issued by {self.config.issuer}"
+        if isinstance(exc, jwt.InvalidSignatureError):
+            return "the access token's signature does not verify"
+        if isinstance(exc, jwt.MissingRequiredClaimError):
+            return f"the access token has no {exc.claim!r} claim"
+        return "the access token is not valid"
+
+    async def _introspected(self, token: str) -> Grant:
+        digest = hashlib.sha256(token.encode()).digest()
+        now = time.time()
+        kept = self._answers.get(digest)
+        if kept is not None:
+            if kept[0] > now:
+                return kept[1]
+            del self._answers[digest]
+        answer = await self._introspect(token)
+        grant = self._active(answer, now)
+        introspection = self.config.introspection
+        assert introspection is not None
+        until = now + introspection.cache_s
+        exp = answer.get("exp")
+        if isinstance(exp, int | float):
+            until = min(until, float(exp))
+        if until > now:
+            self._answers[digest] = (until, grant)
+            while len(self._answers) > self._answers_max:
+                self._answers.popitem(last=False)
+        return grant
+
+    async def _introspect(self, token: str) -> dict[str, Any]:
+        introspection = self.config.introspection
+        assert introspection is not None
+        form = {"token": token, "token_type_hint": "access_token"}
+        headers = {"authorization": _basic(introspection.client_id, introspection.client_secret)}
+        failure = "the issuer's introspection endpoint could not be reached"
+        try:
+            post = self._client().post(introspection.url, data=form, headers=headers)
+            async with post as response:
+                if response.status != 200:
+                    failure = f"the issuer's introspection endpoint answered {response.status}"
+                    raise IssuerUnavailableError(failure, headers={"retry-after": _RETRY_S})
+                answer = await response.json(content_type=None)
+        except (aiohttp.ClientError, TimeoutError, ValueError) as exc:
+            log.warning("token introspection failed: %s (%s)", failure, type(exc).__name__)
+            raise IssuerUnavailableError(failure, headers={"retry-after": _RETRY_S}) from exc
+        if not isinstance(answer, dict):
+            raise IssuerUnavailableError(
+                "the issuer's introspection endpoint answered no JSON object",
+                headers={"retry-after": _RETRY_S},
+            )
+        return answer
+
+    def _active(self, answer: Mapping[str, Any], now: float) -> Grant:
+        """The grant of an introspection answer, checked as a JWT's claims would be."""
+        if answer.get("active") is not True:
+            raise TokenRefusedError("the access token is not active (expired, revoked or unknown)")
+        leeway = self.config.leeway_s
+        exp, nbf = answer.get("exp"), answer.get("nbf")
+        if isinstance(exp, int | float) and exp + leeway < now:
+            raise TokenRefusedError("the access token has expired")
+        if isinstance(nbf, int | float) and nbf - leeway > now:
+            raise TokenRefusedError("the access token is not valid yet")
+        issuer = answer.get("iss")
+        if issuer is not None and issuer not in self._issuers:
+            raise TokenRefusedError(f"the access token was not issued by {self.config.issuer}")
+        audience = answer.get("aud")
+        audiences = [audience] if isinstance(audience, str) else audience
+        if not isinstance(audiences, list) or not set(self._audiences) & set(audiences):
+            raise TokenRefusedError(
+                f"the access token is not for this resource (aud must be {self.config.resource})"
+            )
+        return Grant(answer, _scopes(answer))
+
+    def _caller(self, claims: Mapping[str, Any], keys: KeyRing) -> Principal:
+        callers = self.config.callers
+        value = claims.get(callers.claim)
+        if not isinstance(value, str) or not value or len(value) > MAX_CALLER_CHARS:
+            raise CallerRefusedError(
+                f"the access token's {callers.claim!r} claim names no caller "
+                f"(a string of 1 to {MAX_CALLER_CHARS} characters)"
+            )
+        key = callers.keys.get(value)
+        if key is not None:
+            principal = keys.principal(key)
+            assert principal is not None, "the settings check that mapped keys exist"
+            return principal
+        scope = callers.default
+        if scope is None:
+            raise CallerRefusedError(
+                f"the access token's caller ({callers.claim} {value!r}) is not admitted here"
+            )
+        return Principal(
+            name=TOKEN_PRINCIPAL_PREFIX + value,
+            namespaces=frozenset(scope.namespaces) if scope.namespaces is not None else None,
+            tags=frozenset(scope.tags) if scope.tags is not None else None,
+            rules=tuple(scope.policy),
+            requests_per_minute=scope.rate_limit.requests_per_minute,
+            tool_calls_per_minute=scope.rate_limit.tool_calls_per_minute,
+            code_mode=scope.code_mode,
+        )
+
+    async def _get(self, url: str) -> Any:
+        """The JSON at `url`, or the issuer's failure (503)."""
+        failure = f"the issuer's key set at {url} could not be fetched"
+        try:
+            async with self._client().get(url) as response:
+                if response.status != 200:
+                    failure = f"the issuer's key set at {url} answered {response.status}"
+                    raise ValueError(failure)
+                return await response.json(content_type=None)
+        except (aiohttp.ClientError, TimeoutError, ValueError) as exc:
+            log.warning("%s (%s)", failure, type(exc).__name__)
+            raise IssuerUnavailableError(failure, headers={"retry-after": _RETRY_S}) from exc
+
+    def _client(self) -> aiohttp.ClientSession:
+        if self._session is None:
+            self._session = aiohttp.ClientSession(timeout=self._timeout)
+        return self._session
+
+
+class SigningKeys:
+    """The issuer's public keys by `kid`: fetched when first needed, and again when a token
+    names a key not held (a rotation), at most once per `keys_refetch_s`."""
+
+    def __init__(self, config: OAuthResourceConfig, get: Any) -> None:
+        assert config.jwks_url is not None
+        self._url = config.jwks_url
+        self._algorithms = frozenset(config.algorithms)
+        self._floor_s = config.keys_refetch_s
+        self._get = get
+        self._keys: dict[str, jwt.PyJWK] = {}
+        self._fetched_at: float | None = None
+        self._failure: IssuerUnavailableError | None = None
+        self._lock = asyncio.Lock()
+
+    async def key(self, kid: str | None) -> jwt.PyJWK:
+        """The key a token names (`kid`; without one, the only key held).
+
+        Raises:
+            TokenRefusedError: the issuer publishes no such key.
+            IssuerUnavailableError: the key set could not be fetched.
+        """
+        found = self._held(kid)
+        if found is not None:
+            return found
+        async with self._lock:
+            found = self._held(kid)  # fetched by another request meanwhile
+            if found is None:
+                if self._fetched_at is None or self._due():
+                    await self._fetch()
+                elif self._failure is not None:
+                    raise self._failure
+                found = self._held(kid)
+        if found is None:
+            named = f"key {kid!r}" if kid is not None else "no key (kid)"
+            raise TokenRefusedError(f"the access token names {named}, not one the issuer holds")
+        return found
+
+    def _held(self, kid: str | None) -> jwt.PyJWK | None:
+        if kid is not None:
+            return self._keys.get(kid)
+        only = list(self._keys.values())
+        return only[0] if len(only) == 1 else None
+
+    def _due(self) -> bool:
+        assert self._fetched_at is not None
+        return time.monotonic() - self._fetched_at >= self._floor_s
+
+    async def _fetch(self) -> None:
+        self._fetched_at = time.monotonic()
+        try:
+            document = await self._get(self._url)
+        except IssuerUnavailableError as exc:
+            self._failure = exc
+            raise
+        self._failure = None
+        entries = document.get("keys") if isinstance(document, dict) else None
+        if not isinstance(entries, list):
+            log.warning("the issuer's key set at %s lists no keys", self._url)
+            return
+        keys: dict[str, jwt.PyJWK] = {}
+        for number, entry in enumerate(entries):
+            key = self._usable(entry)
+            if key is not None:
+                kid = entry.get("kid")
+                keys[kid if isinstance(kid, str) else f"#{number}"] = key
+        self._keys = keys
+
+    def _usable(self, entry: Any) -> jwt.PyJWK | None:
+        """A signing key of an accepted algorithm, else None (encryption and shared-secret
+        keys are never used)."""
+        if not isinstance(entry, dict) or entry.get("use", "sig") != "sig":
+            return None
+        if entry.get("kty") == "oct":
+            return None
+        try:
+            key = jwt.PyJWK(entry)
+        except jwt.PyJWTError:
+            return None
+        return key if key.algorithm_name in self._algorithms else None
+
+
+async def protected_resource(request: Request) -> Response:
+    """`GET /.well-known/oauth-protected-resource[/mcp]`: the metadata MCP clients read to
+    find the issuer (public, so browser clients may read it from any origin)."""
+    services = getattr(request.app.state, "services", None)
+    keys = getattr(services, "keys", None)
+    tokens: BearerTokens | None = getattr(keys, "tokens", None)
+    if tokens is None:
+        body = ProxyError("this server accepts no OAuth access tokens", status=404)
+        return JSONResponse(body.body(), status_code=404)
+    headers = {"access-control-allow-origin": "*", "cache-control": "public, max-age=300"}
+    return JSONResponse(tokens.metadata(), headers=headers)
+
+
+def _scopes(claims: Mapping[str, Any]) -> frozenset[str]:
+    """The scopes a token grants: `scope` (space-separated, RFC 8693) or `scp` (a list)."""
+    granted = claims.get("scope", claims.get("scp"))
+    if isinstance(granted, str):
+        return frozenset(granted.split())
+    if isinstance(granted, list):
+        return frozenset(s for s in granted if isinstance(s, str))
+    return frozenset()
+
+
+def _basic(client_id: str, secret: str) -> str:
+    """HTTP Basic credentials of an OAuth client (RFC 6749 §2.3.1: each part form-encoded)."""
+    pair = f"{quote_plus(client_id)}:{quote_plus(secret)}".encode()
+    return "Basic " + base64.b64encode(pair).decode()
+
+
+def _with_and_without_slash(url: str) -> list[str]:
+    bare = url.rstrip("/")
+    return [bare, bare + "/"]
+
+
+def _quotable(text: str) -> str:
+    """`text` fit for a quoted header parameter."""
+    return "".join(c for c in text if c.isprintable() and c not in '"\\')
