@@ -46,6 +46,11 @@ class ChoiceEncoder:
             self._prefix + orjson.dumps(delta) + extra + b',"finish_reason":' + finish + b"}]}\n\n"
         )
 
+    def text(self, body: bytes) -> bytes:
+        """The frame `frame({"content": text})` makes, from the text's JSON string body
+        (escaped, without its quotes) as an upstream sent it."""
+        return self._prefix + b'{"content":"' + body + b'"},"finish_reason":null}]}\n\n'
+
 
 def event(kind: str, payload: Any) -> bytes:
     """One frame with an `event:` line naming its type and a `data:` line holding `payload`."""
@@ -79,6 +84,19 @@ class SSEDecoder:
 
         Raises:
             SSEDecodeError: a line grows past the size limit.
+            UnicodeDecodeError: an event's data is not UTF-8.
+        """
+        return [data.decode("utf-8") for data in self.feed_bytes(chunk)]
+
+    def close(self) -> list[str]:
+        """The data of an event the stream ended without a blank line after."""
+        return [data.decode("utf-8") for data in self.close_bytes()]
+
+    def feed_bytes(self, chunk: bytes) -> list[bytes]:
+        """`feed`, each event's data left as bytes (as JSON parsers and byte scans take it).
+
+        Raises:
+            SSEDecodeError: a line grows past the size limit.
         """
         buffer = self._buffer + chunk
         if b"\n" not in chunk:
@@ -86,13 +104,13 @@ class SSEDecoder:
                 raise SSEDecodeError(f"an event line exceeds {self._max_line} bytes")
             self._buffer = buffer
             return []
-        events: list[str] = []
+        events: list[bytes] = []
         if not self._data and b"\r" not in buffer:
             # The common shape, `data: {...}` and a blank line, taken event by event.
             *blocks, buffer = buffer.split(b"\n\n")
             for block in blocks:
                 if block.startswith(b"data: ") and b"\n" not in block:
-                    events.append(block[6:].decode("utf-8"))
+                    events.append(block[6:])
                 else:
                     self._block(block, events)
             if b"\n" not in buffer:
@@ -103,25 +121,25 @@ class SSEDecoder:
             self._line(line.rstrip(b"\r"), events)
         return events
 
-    def _block(self, block: bytes, events: list[str]) -> None:
+    def _block(self, block: bytes, events: list[bytes]) -> None:
         """A whole event in any other shape (comments, `event:` lines, several data lines)."""
         for line in block.split(b"\n"):
             self._line(line, events)
         self._line(b"", events)
 
-    def close(self) -> list[str]:
-        """The data of an event the stream ended without a blank line after."""
-        events: list[str] = []
+    def close_bytes(self) -> list[bytes]:
+        """`close`, the data left as bytes."""
+        events: list[bytes] = []
         if self._buffer:
             self._line(self._buffer.rstrip(b"\r"), events)
             self._buffer = b""
         self._line(b"", events)
         return events
 
-    def _line(self, line: bytes, events: list[str]) -> None:
+    def _line(self, line: bytes, events: list[bytes]) -> None:
         if not line:
             if self._data:
-                events.append(b"\n".join(self._data).decode("utf-8"))
+                events.append(b"\n".join(self._data))
                 self._data = []
         elif line.startswith(b"data:"):
             value = line[5:]

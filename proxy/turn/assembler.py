@@ -17,6 +17,7 @@ from registry import ToolCall
 
 from ..errors import UpstreamError
 from ..upstreams.base import PROVIDER_KEY, Relayable
+from ..upstreams.relay import Relayed
 from .events import ContentDelta, Usage
 
 Delta = ContentDelta
@@ -86,6 +87,8 @@ class Assembler:
     def feed(self, chunk: dict[str, Any]) -> ContentDelta | None:
         """Take one chunk; return the text in it that can go to the client now."""
         self._fed += 1
+        if chunk.__class__ is Relayed:
+            return self._relayed(chunk)  # type: ignore[arg-type]
         if chunk.__class__ is Relayable:
             self._raw = chunk.raw  # type: ignore[attr-defined]
         usage = chunk.get("usage")
@@ -101,12 +104,8 @@ class Assembler:
         provider = delta.get(PROVIDER_KEY)
         if isinstance(provider, dict):
             self._provider = {**(self._provider or {}), **provider}
-        calls = delta.get("tool_calls")
-        if calls:
-            for entry in calls:
-                self._absorb(entry)
-        elif delta.get("function_call"):
-            self._absorb({"function": delta["function_call"]})
+        if delta.get("tool_calls") or delta.get("function_call"):
+            self._take_calls(delta)
         content = delta.get("content")
         reasoning = delta.get("reasoning_content") or delta.get("reasoning")
         if content:
@@ -118,6 +117,19 @@ class Assembler:
         if content or reasoning:
             return ContentDelta(content or None, reasoning or None)
         return None
+
+    def _take_calls(self, delta: dict[str, Any]) -> None:
+        calls = delta.get("tool_calls")
+        if calls:
+            for entry in calls:
+                self._absorb(entry)
+        else:
+            self._absorb({"function": delta["function_call"]})
+
+    def _relayed(self, chunk: Relayed) -> ContentDelta:
+        """Text that came unparsed: kept for the message, its bytes passed on."""
+        self._content.append(chunk.text)
+        return ContentDelta(chunk.text, None, None, None, chunk.raw)
 
     def _absorb(self, entry: dict[str, Any]) -> None:
         key = self._slot(entry)

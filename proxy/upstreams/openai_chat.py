@@ -16,6 +16,7 @@ from ..errors import UpstreamError
 from ..turn.events import Usage
 from .base import Chunk, Fault, Relayable, strip_provider, with_trace
 from .provider import ProviderUpstream, Request
+from .relay import TextScanner
 from .transport import Transport, error_message
 
 
@@ -59,11 +60,13 @@ class ChatCodec:
     """Chat chunks pass through; an error object in the stream is a fault.
 
     An unstreamed answer that is already what the Chat front would render for `model` comes
-    back `Relayable`, so its bytes can go to the client as they are.
+    back `Relayable`, so its bytes can go to the client as they are; a stream's text-only
+    events are found by their bytes (`scanner`) and come as `Relayed` chunks, unparsed.
     """
 
     def __init__(self, model: Any = None) -> None:
         self.finished = False
+        self.scanner = TextScanner()
         self._model = model
 
     def event(self, payload: dict[str, Any]) -> list[Chunk]:

@@ -25,6 +25,7 @@ from ..errors import UpstreamError, UpstreamStatusError, UpstreamTimeoutError
 from .base import Chunk, Codec, Fault, Relayable
 from .coalescing import coalesce
 from .probe import connect_failure
+from .relay import Relayed, TextScanner
 
 _MAX_BODY = 64 * 1024 * 1024
 _MAX_MESSAGE = 2000
@@ -282,13 +283,15 @@ class Exchange:
     ) -> AsyncIterator[Chunk]:
         """One response's chunks; `progress` says whether any came and whether it ended.
 
-        The text deltas of one network read arrive merged (`coalesce`).
+        The text deltas of one network read arrive merged (`coalesce`); with a codec that
+        has a `scanner`, text-only events are found by their bytes and arrive as `Relayed`.
         """
         codec = self._codec()
+        scanner: TextScanner | None = getattr(codec, "scanner", None)
         decoder = sse.SSEDecoder()
         try:
             async for raw in response.content.iter_any():
-                chunks, done = self._decode(codec, decoder.feed(raw))
+                chunks, done = self._decode(codec, scanner, decoder.feed_bytes(raw))
                 if chunks:
                     progress.started = True
                     for chunk in coalesce(chunks):
@@ -296,26 +299,48 @@ class Exchange:
                 if done:
                     progress.complete = True
                     return
-            tail = decoder.close()
+            tail = decoder.close_bytes()
         except TimeoutError as exc:
             raise UpstreamTimeoutError(f"upstream {self.name!r} stalled") from exc
-        except (aiohttp.ClientError, sse.SSEDecodeError, UnicodeDecodeError) as exc:
+        except (aiohttp.ClientError, sse.SSEDecodeError) as exc:
             raise self._broke_off(exc) from exc
-        chunks, done = self._decode(codec, tail)
+        chunks, done = self._decode(codec, scanner, tail)
         if chunks:
             progress.started = True
             for chunk in chunks:
                 yield chunk
         progress.complete = done or codec.finished
 
-    def _decode(self, codec: Codec, events: list[str]) -> tuple[list[Chunk], bool]:
-        """The chunks of these events, and whether `[DONE]` ended them."""
+    def _decode(
+        self, codec: Codec, scanner: TextScanner | None, events: list[bytes]
+    ) -> tuple[list[Chunk], bool]:
+        """The chunks of these events, and whether `[DONE]` ended them; runs of text-only
+        events the scanner knows become one `Relayed` chunk each, never parsed."""
         chunks: list[Chunk] = []
+        texts: list[bytes] = []
+        done = False
         for data in events:
-            if data == "[DONE]":
-                return chunks, True
-            chunks += self._event(codec, data)
-        return chunks, False
+            if scanner is not None:
+                text = scanner.text(data)
+                if text is not None:
+                    texts.append(text)
+                    continue
+            if data == b"[DONE]":
+                done = True
+                break
+            parsed = self._event(codec, data)
+            if scanner is not None and len(parsed) == 1:
+                text = scanner.learn(data, parsed[0])
+                if text is not None:
+                    texts.append(text)
+                    continue
+            if texts:
+                chunks.append(_relayed(texts))
+                texts = []
+            chunks += parsed
+        if texts:
+            chunks.append(_relayed(texts))
+        return chunks, done
 
     async def whole(self, response: aiohttp.ClientResponse) -> AsyncIterator[Chunk]:
         """The unstreamed answer as chunks (one, for most formats).
@@ -350,7 +375,7 @@ class Exchange:
                 chunk.raw = data  # type: ignore[attr-defined]
             yield chunk
 
-    def _event(self, codec: Codec, data: str) -> list[Chunk]:
+    def _event(self, codec: Codec, data: bytes) -> list[Chunk]:
         try:
             payload = orjson.loads(data)
         except orjson.JSONDecodeError as exc:
@@ -452,6 +477,18 @@ def error_message(payload: Any) -> str:
         if detail:
             return str(detail)
     return ""
+
+
+def _relayed(texts: list[bytes]) -> Relayed:
+    """One chunk for a run of text-only events (their string bodies, in order).
+
+    Raises:
+        UpstreamError: the text is not a JSON string (a control character, bad UTF-8).
+    """
+    try:
+        return Relayed(b"".join(texts))
+    except orjson.JSONDecodeError as exc:
+        raise UpstreamError("upstream sent an event that is not JSON") from exc
 
 
 def _unanswered(exc: aiohttp.ClientError) -> bool:

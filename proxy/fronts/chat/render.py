@@ -57,6 +57,8 @@ class ChatStreamRenderer:
     def frames(self, event: LoopEvent) -> list[bytes]:
         """The SSE frames for one event (possibly none)."""
         if isinstance(event, ContentDelta):
+            if event.raw is not None:  # the upstream's escaped text, spliced in unparsed
+                return [self._encoder.text(event.raw)]
             delta: dict[str, Any] = {}
             if event.content is not None:
                 delta["content"] = event.content

@@ -1,0 +1,252 @@
+"""Streamed text found by a scan of its bytes: what is relayed is exactly what the slow path
+would make of it, and nothing the slow path reads (a call, a finish, usage, logprobs, an
+error, a changed field) is ever relayed."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import orjson
+import pytest
+
+from proxy.config import UpstreamConfig
+from proxy.errors import UpstreamError
+from proxy.fronts.chat.render import ChatStreamRenderer, ResponseMeta
+from proxy.turn.assembler import Assembler
+from proxy.turn.events import ContentDelta
+from proxy.upstreams.coalescing import coalesce
+from proxy.upstreams.openai_chat import ChatCodec, HTTPUpstream
+from proxy.upstreams.relay import Relayed, TextScanner, string_body
+from testing.misbehaving_upstream import Act, MisbehavingUpstream, sse_reply
+from tests.proxy.upstreams.helpers import chat
+
+HEAD = {"id": "chatcmpl-up", "object": "chat.completion.chunk", "created": 1, "model": "m"}
+
+
+def event(delta: dict[str, Any], finish: str | None = None, **top: Any) -> dict[str, Any]:
+    choice = {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}
+    return {**HEAD, "choices": [choice], "usage": None, **top}
+
+
+def data(payload: dict[str, Any]) -> bytes:
+    return orjson.dumps(payload)
+
+
+def scanner_after(first: dict[str, Any]) -> TextScanner:
+    scanner = TextScanner()
+    assert scanner.learn(data(first), first) is not None
+    return scanner
+
+
+TEXTS = [
+    "fox",
+    'say "hi"',
+    "back\\slash",
+    "ends with a backslash \\",
+    'quote then slash \\"',
+    "line\nbreak\ttab",
+    "é ü 漢字 😀",
+    "\u2028\x7f",
+    '{"content":"x"},"tool_calls":[',
+]
+
+
+@pytest.mark.parametrize("text", TEXTS)
+def test_a_text_event_is_its_json_string_body(text: str) -> None:
+    scanner = scanner_after(event({"content": "first"}))
+    body = scanner.text(data(event({"content": text})))
+    assert body == orjson.dumps(text)[1:-1]
+    assert orjson.loads(b'"' + body + b'"') == text
+
+
+@pytest.mark.parametrize(
+    "other",
+    [
+        event({"role": "assistant", "content": ""}),
+        event({"content": ""}),
+        event({}, "stop"),
+        event({"content": "x"}, "stop"),
+        event({"tool_calls": [{"index": 0, "function": {"arguments": "{}"}}]}),
+        event({"content": "x", "tool_calls": [{"index": 0, "function": {"name": "f"}}]}),
+        event({"content": "x", "reasoning_content": "y"}),
+        event({"reasoning_content": "y"}),
+        event({"content": "x", "refusal": "no"}),
+        {**event({"content": "x"}), "usage": {"prompt_tokens": 1}},
+        {**HEAD, "choices": [], "usage": {"prompt_tokens": 1, "completion_tokens": 1}},
+        {**HEAD, "choices": [{"index": 0, "delta": {"content": "x"}, "logprobs": {"content": []}}]},
+        {**event({"content": "x"}), "model": "other"},
+        {**event({"content": "x"}), "id": "chatcmpl-other"},
+        {**event({"content": "x"}), "obfuscation": "abc"},
+        {"error": {"message": "boom"}},
+    ],
+)
+def test_anything_but_plain_text_is_not_relayed(other: dict[str, Any]) -> None:
+    scanner = scanner_after(event({"content": "first"}))
+    assert scanner.text(data(other)) is None
+
+
+def test_a_second_choice_is_not_relayed() -> None:
+    scanner = scanner_after(event({"content": "first"}))
+    second = event({"content": "x"})
+    second["choices"][0]["index"] = 1
+    assert scanner.text(data(second)) is None
+
+
+@pytest.mark.parametrize(
+    "crafted",
+    [
+        # The learned head and tail around a middle that is not one string.
+        b'x","reasoning_content":"y',
+        b'x","tool_calls":[{"index":0}],"content":"y',
+        b"dangling\\",
+        b'escaped slash then quote \\\\","x":"y',
+    ],
+)
+def test_a_middle_that_leaves_the_string_is_not_relayed(crafted: bytes) -> None:
+    first = event({"content": "first"})
+    raw = data(first)
+    scanner = scanner_after(first)
+    assert scanner.text(raw.replace(b"first", crafted)) is None
+
+
+def test_string_body_agrees_with_a_json_parser() -> None:
+    rng = random.Random(29)
+    for _ in range(5000):
+        raw = bytes(rng.choice(b'"\\an,') for _ in range(rng.randint(1, 8)))
+        try:
+            parsed = orjson.loads(b'["' + raw + b'"]')
+        except orjson.JSONDecodeError:
+            parsed = None  # not JSON at all: `Relayed` refuses it when it parses the run
+        one_string = isinstance(parsed, list) and len(parsed) == 1
+        assert string_body(raw) == one_string or (parsed is None and string_body(raw)), raw
+        if string_body(raw):
+            assert parsed is None or one_string, raw  # never a way out of the string
+
+
+def test_the_shape_is_learned_again_when_a_field_changes() -> None:
+    scanner = scanner_after(event({"content": "a"}))
+    later = {**event({"content": "b"}), "created": 2}
+    assert scanner.text(data(later)) is None
+    assert scanner.learn(data(later), later) == b"b"
+    assert scanner.text(data({**event({"content": "c"}), "created": 2})) == b"c"
+
+
+@pytest.mark.parametrize(
+    "delta",
+    [
+        {"role": None, "content": "a", "reasoning_content": None, "tool_calls": None},  # SGLang
+        {"role": "assistant", "content": "a"},  # Ollama: a role in every chunk
+    ],
+)
+def test_other_shapes_are_learned_as_they_come(delta: dict[str, Any]) -> None:
+    first = {**HEAD, "system_fingerprint": "fp", "choices": [{"index": 0, "delta": delta}]}
+    scanner = scanner_after(first)
+    later = {**first, "choices": [{"index": 0, "delta": {**delta, "content": "z"}}]}
+    assert scanner.text(data(later)) == b"z"
+
+
+def test_spaced_json_is_never_learned() -> None:
+    first = event({"content": "a"})
+    spaced = orjson.dumps(first, option=orjson.OPT_INDENT_2)
+    assert TextScanner().learn(spaced, first) is None
+
+
+def test_relayed_reads_as_a_plain_text_chunk() -> None:
+    relayed = Relayed(b'one \\"two\\"\\n')
+    assert relayed == {
+        "choices": [{"index": 0, "delta": {"content": 'one "two"\n'}, "finish_reason": None}]
+    }
+    assert coalesce([relayed]) == [relayed]
+    copied = {**relayed}
+    assert copied.__class__ is dict  # a rewritten copy is never relayed
+
+
+def test_the_assembler_keeps_relayed_text_for_a_late_tool_call() -> None:
+    assembler = Assembler()
+    delta = assembler.feed(Relayed(b"Let me check. "))
+    assert delta == ContentDelta("Let me check. ", raw=b"Let me check. ")
+    call = {"index": 0, "id": "c1", "function": {"name": "f", "arguments": "{}"}}
+    assembler.feed(event({"tool_calls": [call]}))
+    assembler.feed(event({}, "tool_calls"))
+    answer = assembler.finish()
+    assert answer.content == "Let me check. "
+    assert [c.name for c in answer.tool_calls] == ["f"]
+
+
+@pytest.mark.parametrize("text", TEXTS)
+def test_the_chat_frame_of_relayed_text_is_the_slow_paths(text: str) -> None:
+    meta = ResponseMeta.new("m")
+    renderer = ChatStreamRenderer(meta, include_usage=False, tool_events=False)
+    raw = orjson.dumps(text)[1:-1]
+    assert renderer.frames(ContentDelta(text, raw=raw)) == renderer.frames(ContentDelta(text))
+
+
+def config(url: str) -> UpstreamConfig:
+    return UpstreamConfig(name="x", base_url=url)
+
+
+async def chunks_of(events: list[Any]) -> list[dict[str, Any]]:
+    async with MisbehavingUpstream(Act.answer(sse_reply(events, done=True))) as fake:
+        upstream = HTTPUpstream(config(fake.base_url))
+        try:
+            async with upstream.complete(chat(True)) as stream:
+                return [chunk async for chunk in stream]
+        finally:
+            await upstream.aclose()
+
+
+async def test_a_stream_of_text_comes_as_relayed_runs() -> None:
+    texts = ["The ", 'quick "brown"', " fox\n", "é"]
+    usage = {"prompt_tokens": 3, "completion_tokens": 4, "total_tokens": 7}
+    events = [
+        event({"role": "assistant", "content": ""}),
+        *(event({"content": t}) for t in texts),
+        event({}, "stop"),
+        {**HEAD, "choices": [], "usage": usage},
+    ]
+    got = await chunks_of(events)
+    relayed = [c for c in got if c.__class__ is Relayed]
+    assert relayed and all(c.__class__ in (Relayed, dict) for c in got)
+    assert "".join(r.text for r in relayed) == "".join(texts)
+    assembler = Assembler()
+    for chunk in got:
+        assembler.feed(chunk)
+    answer = assembler.finish()
+    assert (answer.content, answer.finish_reason) == ("".join(texts), "stop")
+    assert answer.usage is not None and answer.usage.total_tokens == 7
+
+
+async def test_text_before_and_after_a_call_is_kept_in_order() -> None:
+    call = {"index": 0, "id": "c1", "type": "function", "function": {"name": "f"}}
+    events = [
+        event({"content": "a"}),
+        event({"content": "b"}),
+        event({"tool_calls": [{**call, "function": {"name": "f", "arguments": ""}}]}),
+        event({"tool_calls": [{"index": 0, "function": {"arguments": "{}"}}]}),
+        event({"content": "c"}),
+        event({}, "tool_calls"),
+    ]
+    got = await chunks_of(events)
+    assembler = Assembler()
+    shown = [d.content for c in got if (d := assembler.feed(c)) is not None]
+    answer = assembler.finish()
+    assert "".join(s or "" for s in shown) == "abc" == answer.content
+    assert [(c.name, c.arguments) for c in answer.tool_calls] == [("f", "{}")]
+
+
+async def test_a_control_character_in_relayed_text_is_an_upstream_error() -> None:
+    first = data(event({"content": "a"}))
+    broken = first.replace(b'"a"', b'"b\x01"')
+    with pytest.raises(UpstreamError, match="not JSON"):
+        await chunks_of([event({"content": "a"}), broken, event({}, "stop")])
+
+
+async def test_an_error_event_after_text_is_a_fault() -> None:
+    events = [event({"content": "a"}), event({"content": "b"}), {"error": {"message": "boom"}}]
+    with pytest.raises(UpstreamError, match="boom"):
+        await chunks_of(events)
+
+
+def test_the_codec_scans_its_streams() -> None:
+    assert isinstance(ChatCodec("m").scanner, TextScanner)
