@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+
+from registry import Caller
 
 from .principals import Principal
 
@@ -17,10 +21,21 @@ class CallContext:
     must_ask: frozenset[str] = frozenset()
     """Qualified names of tools the client wants to approve each call of, even where the
     policy allows them (a request can tighten the policy, never loosen it)."""
+    headers: Mapping[str, str] = field(
+        default_factory=lambda: MappingProxyType({}), repr=False, compare=False, hash=False
+    )
+    """The client request's headers (a source acting for its caller may forward one)."""
 
     @property
     def caller(self) -> str | None:
         return self.principal.name if self.principal is not None else None
+
+    def acting(self) -> Caller:
+        """Who the calls of this context run for, as sources acting for the caller see it."""
+        principal = self.principal
+        if principal is None:
+            return Caller(None, headers=self.headers)
+        return Caller(principal.name, principal.credentials, self.headers)
 
 
 ANONYMOUS = CallContext()

@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -27,6 +27,7 @@ from registry import (
     ToolRegistry,
     ToolResult,
     ToolSpec,
+    acting_for,
     parse_arguments,
 )
 
@@ -250,13 +251,14 @@ class Gate:
         if runnable:
             self._ran_by_key[context.caller or ANONYMOUS_KEY] += len(runnable)
         notes = {a.call.id: a.thought for a in admissions if a.thought is not None}
-        ran = iter(
-            await self._executor.execute_many(
-                runnable, request_id=context.request_id or None, notes=notes
-            )
-            if runnable
-            else []
-        )
+        ran: Iterator[ToolResult] = iter(())
+        if runnable:
+            # Sources acting for the caller send its credential, not their own.
+            with acting_for(context.acting()):
+                executed = await self._executor.execute_many(
+                    runnable, request_id=context.request_id or None, notes=notes
+                )
+            ran = iter(executed)
         results = []
         for admission in admissions:
             if admission.verdict is GateDecision.RUN:

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from types import MappingProxyType
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from registry import Tool
+from registry import HIDDEN_WITHOUT, KeyCredential, Tool
 
 from .rules import Rule
 
@@ -39,6 +40,9 @@ class KeyConfig(BaseModel):
     rate_limit: KeyRateLimit = Field(default_factory=KeyRateLimit)
     code_mode: bool | None = None
     """Offer this key's requests `run_code` (absent: as `code_mode.enabled` says)."""
+    credentials: dict[str, KeyCredential] = Field(default_factory=dict, repr=False)
+    """The key's own credential for each source acting for its callers (`caller_credentials:
+    {from: key}`), by the source's namespace."""
 
 
 class AuthConfig(BaseModel):
@@ -87,11 +91,18 @@ class Principal:
     master: bool = False
     code_mode: bool | None = None
     """Whether this caller's requests are offered `run_code` (None: as configured)."""
+    credentials: Mapping[str, KeyCredential] = field(
+        default_factory=lambda: MappingProxyType({}), repr=False, compare=False, hash=False
+    )
+    """The key's credentials for sources acting for their callers, by namespace."""
 
     def sees(self, tool: Tool) -> bool:
         """Whether `tool` is within this caller's scope (outside it, a tool is unknown)."""
         if self.namespaces is not None and tool.namespace not in self.namespaces:
             return False
+        needs = tool.metadata.extra.get(HIDDEN_WITHOUT)
+        if needs is not None and needs not in self.credentials:
+            return False  # a source acting for its callers hides its tools from keys without one
         return self.tags is None or bool(self.tags & tool.metadata.tags)
 
 
@@ -119,6 +130,7 @@ class KeyRing:
                 requests_per_minute=key.rate_limit.requests_per_minute,
                 tool_calls_per_minute=key.rate_limit.tool_calls_per_minute,
                 code_mode=key.code_mode,
+                credentials=MappingProxyType(dict(key.credentials)),
             )
             entries.append((key_digest(key.key), principal))
         return cls(tuple(entries), config.forward_client_key)

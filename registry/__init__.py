@@ -8,6 +8,7 @@ from registry.arguments import parse_arguments
 from registry.backends import ExecutionBackend, InlineBackend, ThreadBackend
 from registry.builtins import BuiltinOptions, BuiltinSource, BuiltinSourceConfig
 from registry.cached import CachedTool
+from registry.callers import HIDDEN_WITHOUT, Caller, KeyCredential, acting_for
 from registry.calls import ErrorKind, ToolCall, ToolOutput, ToolResult
 from registry.classes import PythonClassSource, PythonClassSourceConfig, register_class
 from registry.composers import ConditionalComposer, FallbackComposer, SequentialComposer
@@ -63,6 +64,7 @@ from registry.tags import Tag
 from registry.tool import ExecutionMode, Tool, ToolMetadata, ToolSpec
 
 __all__ = [
+    "HIDDEN_WITHOUT",
     "PINNING_MODES",
     "SOURCE_KINDS",
     "BuiltinOptions",
@@ -71,6 +73,7 @@ __all__ = [
     "CachedTool",
     "CallEvent",
     "CallListener",
+    "Caller",
     "ChangeCallback",
     "ClientHooks",
     "ConditionalComposer",
@@ -85,6 +88,7 @@ __all__ = [
     "FallbackComposer",
     "InlineBackend",
     "InvalidArgumentsError",
+    "KeyCredential",
     "LazyMcpSource",
     "LoginError",
     "McpServerConfig",
@@ -144,6 +148,7 @@ __all__ = [
     "ToolSpec",
     "TransientError",
     "WorkerCrashedError",
+    "acting_for",
     "begin_login",
     "build_source",
     "call_async",

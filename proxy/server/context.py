@@ -70,7 +70,7 @@ class RequestContext:
 
     def caller(self, must_ask: frozenset[str] = frozenset()) -> CallContext:
         """What the gate knows of this request."""
-        return CallContext(self.principal, self.request_id, must_ask)
+        return CallContext(self.principal, self.request_id, must_ask, self.headers)
 
 
 current_request: ContextVar[RequestContext | None] = ContextVar("toolwire_request", default=None)

@@ -8,6 +8,7 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from registry.callers import CallerCredentials
 from registry.configured import SourceSettings
 from registry.mcp.oauth_config import McpOAuthConfig
 
@@ -157,11 +158,32 @@ class McpSourceConfig(SourceSettings):
     manifest_dir: str = Field(default=".toolwire/manifests", min_length=1)
     """Where a lazy server's manifest is cached (relative to the config's folder)."""
 
+    caller_credentials: CallerCredentials | None = None
+    """Calls carry the calling key's credential (the README's **Sources acting for the
+    caller**): one connection per caller, opened on its first call."""
+
     @model_validator(mode="after")
     def _lazy_keys_need_lazy(self) -> McpSourceConfig:
         given = [key for key in ("idle_s", "manifest_dir") if key in self.model_fields_set]
         if given and not self.lazy:
             raise ValueError(f"{', '.join(given)}: only with `lazy: true`")
+        return self
+
+    @model_validator(mode="after")
+    def _acting_for_callers(self) -> McpSourceConfig:
+        acting = self.caller_credentials
+        if acting is None:
+            return self
+        if self.mcp.url is None:
+            raise ValueError("caller_credentials: only for HTTP servers (url)")
+        if self.namespace is None:
+            raise ValueError("caller_credentials: needs a namespace (keys name it)")
+        login = self.mcp.oauth is not None and self.mcp.oauth.grant == "authorization_code"
+        if (acting.from_ == "login") != login:
+            raise ValueError(
+                "caller_credentials: `from: login` goes with `mcp.oauth: {grant: "
+                "authorization_code}`, and such a source takes no other caller credential"
+            )
         return self
 
 

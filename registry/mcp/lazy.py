@@ -118,6 +118,8 @@ class LazyMcpSource(McpSource):
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
+        if self.callers is not None:
+            await self.callers.aclose()
         self._running = False
         if self._retiring is not None:
             await self._retiring.aclose()
@@ -150,6 +152,8 @@ class LazyMcpSource(McpSource):
     async def _call(
         self, name: str, arguments: dict[str, Any], reporter: CallReporter | None
     ) -> ToolOutput:
+        if self.callers is not None:  # each caller's own connection, opened on its first call
+            return await self.callers.call(name, arguments, reporter)
         try:
             session = await self._acquire()
         except McpUnavailableError as exc:

@@ -26,7 +26,7 @@ from mcp.shared.auth import OAuthClientInformationFull, OAuthClientMetadata
 from registry.mcp.oauth_config import McpOAuthConfig
 from registry.mcp.oauth_tokens import SourceTokens
 
-__all__ = ["LoginTarget", "SourceAuth", "logins", "source_auth"]
+__all__ = ["LoginTarget", "SourceAuth", "key_grant", "logins", "source_auth"]
 
 log = logging.getLogger("toolwire.mcp")
 
@@ -193,14 +193,20 @@ def logins() -> dict[str, LoginTarget]:
     return _logins
 
 
+def key_grant(source: str, key: str) -> str:
+    """Where the login made for client key `key` to the source named `source` is kept."""
+    return f"{source}:key:{key}"
+
+
 def source_auth(
-    url: str, config: McpOAuthConfig, *, label: str, key: str | None = None
+    url: str, config: McpOAuthConfig, *, label: str, for_key: str | None = None
 ) -> SourceAuth:
-    """The transport auth of the MCP server at `url`, its tokens kept under `key` (default:
-    `mcp:LABEL`, the source's name). A client secret whose environment variable is not set
-    fails every request with that reason."""
+    """The transport auth of the MCP server at `url`, its tokens kept under the source's
+    name (`mcp:LABEL`), or, for a source acting for its callers, under the login made for
+    the client key `for_key`. A client secret whose environment variable is not set fails
+    every request with that reason."""
     name = f"mcp:{label}"
-    tokens = SourceTokens(key if key is not None else name)
+    tokens = SourceTokens(name if for_key is None else key_grant(name, for_key))
     secret = os.environ.get(config.client_secret_env) if config.client_secret_env else None
     if config.client_secret_env is not None and not secret:
         return SourceAuth(
@@ -209,11 +215,16 @@ def source_auth(
     if config.grant == "client_credentials":
         assert secret is not None
         return SourceAuth(_Machine(url, config, secret, tokens), label)
+    if for_key is not None:
+        hint = (
+            f"no usable login for MCP server {label} for the key {for_key!r}: an operator "
+            f"logs in for it with `toolwire admin login {name} --for-key {for_key}`"
+        )
+        return SourceAuth(_Login(url, config, tokens, hint), label)
     hint = (
         f"no usable login for MCP server {label}: an operator logs in with "
         f"`toolwire admin login {name}` (POST /admin/api/sources/{name}/login)"
     )
     auth = SourceAuth(_Login(url, config, tokens, hint), label)
-    if key is None:
-        _logins[name] = LoginTarget(url, config, auth)
+    _logins[name] = LoginTarget(url, config, auth)
     return auth

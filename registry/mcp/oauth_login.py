@@ -29,7 +29,7 @@ from mcp.shared.auth import OAuthClientInformationFull, OAuthMetadata, OAuthToke
 from mcp.shared.auth_utils import resource_url_from_server_url
 from pydantic import BaseModel, ValidationError
 
-from registry.mcp.oauth import logins
+from registry.mcp.oauth import key_grant, logins
 from registry.mcp.oauth_tokens import GrantRecord, SourceTokens
 from registry.mcp.token_store import token_store
 
@@ -52,6 +52,7 @@ class _Pending(BaseModel):
     expires_at: float
     status: Literal["pending", "done", "failed"] = "pending"
     error: str | None = None
+    for_key: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,10 +61,16 @@ class LoginStatus:
     status: Literal["pending", "done", "failed"]
     error: str | None
     expires_at: float
+    for_key: str | None = None
+    """The client key the login was made for (a source acting for its callers), or None."""
 
 
-async def begin_login(source: str, redirect_uri: str) -> tuple[str, str]:
+async def begin_login(
+    source: str, redirect_uri: str, *, for_key: str | None = None
+) -> tuple[str, str]:
     """Start a login to the MCP source named `source`; its authorization URL and state.
+    With `for_key`, the login is the client key's of that name (a source acting for its
+    callers keeps one per key), not the source's own.
 
     Raises:
         LoginError: no such source with an `authorization_code` grant, or its authorization
@@ -94,6 +101,7 @@ async def begin_login(source: str, redirect_uri: str) -> tuple[str, str]:
         redirect_uri=redirect_uri,
         metadata=metadata,
         expires_at=time.time() + LOGIN_TTL_S,
+        for_key=for_key,
     )
     await token_store().save(_key(state), pending.model_dump_json().encode(), LOGIN_TTL_S)
     return f"{metadata.authorization_endpoint}?{urlencode(query)}", state
@@ -104,7 +112,7 @@ async def login_status(state: str) -> LoginStatus | None:
     pending = await _pending(state)
     if pending is None:
         return None
-    return LoginStatus(pending.source, pending.status, pending.error, pending.expires_at)
+    return _status(pending)
 
 
 async def finish_login(
@@ -129,14 +137,23 @@ async def finish_login(
             raise LoginError(f"the authorization server refused: {error or 'no code'}")
         validate_authorization_response_iss(iss, pending.metadata)
         record = await _exchange(pending, target.config.client_id, target.secret(), code)
-        await SourceTokens(pending.source).put(record)
-        target.reset()
+        if pending.for_key is None:
+            await SourceTokens(pending.source).put(record)
+            target.reset()
+        else:  # the key's own grant: its connection reads it when it next connects
+            await SourceTokens(key_grant(pending.source, pending.for_key)).put(record)
         done = pending.model_copy(update={"status": "done"})
     except (LoginError, OAuthFlowError, httpx2.HTTPError) as exc:
         done = pending.model_copy(update={"status": "failed", "error": str(exc)})
     left = max(1.0, done.expires_at - time.time())
     await token_store().save(_key(state), done.model_dump_json().encode(), left)
-    return LoginStatus(done.source, done.status, done.error, done.expires_at)
+    return _status(done)
+
+
+def _status(pending: _Pending) -> LoginStatus:
+    return LoginStatus(
+        pending.source, pending.status, pending.error, pending.expires_at, pending.for_key
+    )
 
 
 async def _metadata(client: httpx2.AsyncClient, issuer: str, server_url: str) -> OAuthMetadata:

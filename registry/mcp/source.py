@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 import mcp_types as types
 
+from registry.callers import HIDDEN_WITHOUT
 from registry.calls import ToolOutput
 from registry.configured import ConfiguredRegistry
 from registry.errors import RegistryError, SourceLoadError
+from registry.mcp.caller_sessions import CallerSessions
 from registry.mcp.config import McpSourceConfig
 from registry.mcp.content import to_output
 from registry.mcp.elicitation import ClientRequests
@@ -49,6 +52,10 @@ class McpSource:
         # disabled: listed again, they come back disabled.
         self._withdrawn: dict[str, str] = {}
         self._problems: list[str] = []
+        self.callers: CallerSessions | None = None
+        """With `caller_credentials`: each caller's own connection, for its calls."""
+        if config.caller_credentials is not None:
+            self.callers = CallerSessions(config, label=label, base_dir=base_dir, source=self.name)
 
     async def start(self, registry: ToolRegistry) -> None:
         """Connect, register every tool, and keep following the server.
@@ -75,6 +82,8 @@ class McpSource:
     async def aclose(self) -> None:
         """Close the session; a stdio server is stopped with its whole process group."""
         await self._session.aclose()
+        if self.callers is not None:
+            await self.callers.aclose()
 
     def status(self) -> SourceStatus:
         error = self._session.error if not self._session.connected else None
@@ -107,6 +116,8 @@ class McpSource:
     async def _call(
         self, name: str, arguments: dict[str, Any], reporter: CallReporter | None
     ) -> ToolOutput:
+        if self.callers is not None:
+            return await self.callers.call(name, arguments, reporter)
         try:
             result = await self._session.call_tool(name, arguments, reporter)
         except (McpUnavailableError, McpConnectionLostError, McpCallError) as exc:
@@ -148,6 +159,11 @@ class McpSource:
         self, registry: ConfiguredRegistry, mcp_tool: types.Tool, previous: tuple[str, str] | None
     ) -> str:
         tool = describe_tool(mcp_tool, self._config, source=self.name, call=self._call)
+        acting = self._config.caller_credentials
+        if acting is not None and acting.hide:
+            # Keys without a credential for the source do not see the tool at all.
+            extra = {**tool.metadata.extra, HIDDEN_WITHOUT: self._config.namespace}
+            tool = tool.with_metadata(extra=MappingProxyType(extra))
         qualified = tool.qualified_name
         disabled: str | None = None
         if previous is not None and previous[0] in registry:

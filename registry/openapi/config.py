@@ -6,6 +6,7 @@ from collections.abc import Mapping
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from registry.callers import CallerCredentials
 from registry.configured import SourceSettings
 
 __all__ = ["OpenApiAuth", "OpenApiSettings", "OpenApiSourceConfig"]
@@ -68,3 +69,17 @@ class OpenApiSourceConfig(SourceSettings):
     """A `tools:` entry with an `openapi:` key: each operation of the spec becomes a tool."""
 
     openapi: OpenApiSettings
+    caller_credentials: CallerCredentials | None = None
+    """Each call carries the calling key's credential (from the key's `credentials`, or a
+    header of the client's request), sent to the operator's hosts only."""
+
+    @model_validator(mode="after")
+    def _acting_for_callers(self) -> OpenApiSourceConfig:
+        acting = self.caller_credentials
+        if acting is None:
+            return self
+        if acting.from_ == "login":
+            raise ValueError("caller_credentials: `from: login` is for MCP sources behind OAuth")
+        if self.namespace is None:
+            raise ValueError("caller_credentials: needs a namespace (keys name it)")
+        return self

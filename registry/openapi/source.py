@@ -173,6 +173,7 @@ class OpenApiSource:
                     # Configured headers often carry keys: they go to the operator's hosts only.
                     headers=configured if chosen_by_operator else {},
                     source=self.name,
+                    chosen_by_operator=chosen_by_operator,
                 )
             except SpecError as exc:
                 self.problems.append(f"{op.method} {op.path}: skipped: {exc}")
