@@ -13,8 +13,9 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import httpx2
+import mcp_types as types
 import pytest
-from mcp import ClientSession
+from mcp import Client, ClientSession
 from mcp.client.auth.extensions.client_credentials import ClientCredentialsOAuthProvider
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
@@ -101,10 +102,19 @@ def tools() -> ToolRegistry:
         """Only for operators."""
         return "42"
 
+    def double(x: int) -> int:
+        """Double a number (token callers are asked first).
+
+        Args:
+            x: the number.
+        """
+        return 2 * x
+
     registry.register(add, namespace="t")
     registry.register(shout, namespace="t")
     registry.register(wipe, namespace="t")
     registry.register(crunch, namespace="t", tags=["slow"])
+    registry.register(double, namespace="t")
     registry.register(secret, namespace="w")
     return registry
 
@@ -120,7 +130,10 @@ def oauth_section(issuer: TokenIssuer, served: Served, **overrides: Any) -> dict
             "keys": {"ops-bot": "ops"},
             "default": {
                 "namespaces": ["t"],
-                "policy": [{"match": {"name": "t.shout"}, "action": "deny", "reason": "quiet"}],
+                "policy": [
+                    {"match": {"name": "t.shout"}, "action": "deny", "reason": "quiet"},
+                    {"match": {"name": "t.double"}, "action": "ask", "reason": "doubling"},
+                ],
             },
         },
     }
@@ -194,7 +207,7 @@ async def test_a_token_acts_as_its_caller(issuer: TokenIssuer) -> None:
     async with toolwire(issuer) as served:
         async with connect(served, issuer.mint("alice")) as alice:
             # Denied tools are not listed: the caller's own policy, then the global one.
-            assert await names(alice) == {"t_add", "t_crunch"}
+            assert await names(alice) == {"t_add", "t_crunch", "t_double"}
             added = await alice.call_tool("t_add", {"a": 2, "b": 3})
             assert not added.is_error and text(added) == "5"
             # And refused when called all the same.
@@ -211,7 +224,7 @@ async def test_a_token_acts_as_its_caller(issuer: TokenIssuer) -> None:
             assert text(await bot.call_tool("w_secret", {})) == "42"
         # And the key itself still works beside tokens.
         async with connect(served, OPS_KEY) as ops:
-            assert await names(ops) == {"t_add", "t_shout", "t_crunch", "w_secret"}
+            assert await names(ops) == {"t_add", "t_shout", "t_crunch", "t_double", "w_secret"}
 
 
 def _tampered(token: str) -> str:
@@ -354,6 +367,53 @@ async def test_two_token_callers_own_their_tasks_and_sessions(issuer: TokenIssue
                 await get_task(ops, task.task_id)
 
 
+async def test_an_approval_is_its_token_callers_alone(issuer: TokenIssuer) -> None:
+    """A 2026-07-28 client is asked by round trip; the `requestState` it gets is bound to
+    its caller, so another token's caller cannot answer it."""
+
+    async def never(context: Any, params: Any) -> types.ElicitResult:
+        raise AssertionError("a round-trip client is not asked in-band")
+
+    yes: types.InputResponses = {
+        "approval": types.ElicitResult(action="accept", content={"approve": True})
+    }
+
+    @contextlib.asynccontextmanager
+    async def client(served: Served, subject: str) -> AsyncIterator[Client]:
+        headers = {"authorization": f"Bearer {issuer.mint(subject)}"}
+        async with (
+            httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(30)) as http,
+            Client(
+                streamable_http_client(served.mcp, http_client=http), elicitation_callback=never
+            ) as modern,
+        ):
+            assert modern.protocol_version == "2026-07-28"
+            yield modern
+
+    async with toolwire(issuer) as served:
+        async with client(served, "alice") as alice:
+            asked = await alice.session.call_tool("t_double", {"x": 4}, allow_input_required=True)
+            assert isinstance(asked, types.InputRequiredResult) and asked.request_state
+        async with client(served, "bob") as bob:
+            with pytest.raises(MCPError):
+                await bob.session.call_tool(
+                    "t_double",
+                    {"x": 4},
+                    input_responses=yes,
+                    request_state=asked.request_state,
+                    allow_input_required=True,
+                )
+        async with client(served, "alice") as alice:
+            done = await alice.session.call_tool(
+                "t_double",
+                {"x": 4},
+                input_responses=yes,
+                request_state=asked.request_state,
+                allow_input_required=True,
+            )
+    assert isinstance(done, types.CallToolResult) and text(done) == "8"
+
+
 async def test_another_caller_gets_404_for_a_session(issuer: TokenIssuer) -> None:
     async with toolwire(issuer) as served, httpx2.AsyncClient(timeout=30) as http:
         opened = await http.post(
@@ -399,7 +459,7 @@ async def test_opaque_tokens_are_introspected_and_cached(issuer: TokenIssuer) ->
     async with toolwire(issuer, jwks_url=None, introspection=introspection) as served:
         token = issuer.mint_opaque("alice")
         async with connect(served, token) as alice:
-            assert await names(alice) == {"t_add", "t_crunch"}
+            assert await names(alice) == {"t_add", "t_crunch", "t_double"}
             assert text(await alice.call_tool("t_add", {"a": 1, "b": 1})) == "2"
         assert issuer.introspections == 1  # every request of the session: one question
         inactive = await post_initialize(served, issuer.mint_opaque(active=False))
@@ -449,7 +509,7 @@ async def test_the_sdk_client_discovers_the_issuer_and_gets_a_token(issuer: Toke
             ClientSession(read, write) as session,
         ):
             await session.initialize()
-            assert await names(session) == {"t_add", "t_crunch"}
+            assert await names(session) == {"t_add", "t_crunch", "t_double"}
             result = await session.call_tool("t_add", {"a": 20, "b": 22})
     assert text(result) == "42"
     assert storage.tokens is not None and storage.tokens.scope == "tools"
