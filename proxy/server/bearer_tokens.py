@@ -35,6 +35,8 @@ log = logging.getLogger("toolwire.auth")
 
 MAX_CALLER_CHARS = 200
 """A caller named by a claim longer than this is refused (the name keys rate windows)."""
+MAX_TOKEN_CHARS = 16_384
+"""Longer bearer values are refused unread (nor sent to the introspection endpoint)."""
 _RETRY_S = "5"
 
 
@@ -115,24 +117,24 @@ class BearerTokens:
             raise
         missing = self._required - grant.scopes
         if missing:
-            needed = " ".join(sorted(missing))
+            lacked = " ".join(sorted(missing))
             raise ScopeMissingError(
-                f"the access token lacks the scope(s) {needed} that /mcp requires",
-                headers={"www-authenticate": self.challenge("insufficient_scope", needed)},
+                f"the access token lacks the scope(s) {lacked} that /mcp requires",
+                headers={"www-authenticate": self.challenge("insufficient_scope")},
             )
         return self._caller(grant.claims, keys)
 
     def challenge(self, error: str | None = None, detail: str = "") -> str:
-        """The `WWW-Authenticate` value of a refusal: where the metadata is, the scopes to
-        ask for, and the error when a token was presented."""
+        """The `WWW-Authenticate` value of a refusal: the error when a token was presented,
+        the scopes a token needs (all of them, as a client asks anew for them) and where
+        the metadata is."""
         parts = []
         if error is not None:
             parts.append(f'error="{error}"')
-        if error == "invalid_token" and detail:
+        if detail:
             parts.append(f'error_description="{_quotable(detail)}"')
-        scope = detail if error == "insufficient_scope" else self._scope_text
-        if scope:
-            parts.append(f'scope="{scope}"')
+        if self._scope_text:
+            parts.append(f'scope="{self._scope_text}"')
         parts.append(f'resource_metadata="{self.metadata_url}"')
         return "Bearer " + ", ".join(parts)
 
@@ -154,6 +156,8 @@ class BearerTokens:
             self._session = None
 
     async def _grant(self, token: str) -> Grant:
+        if len(token) > MAX_TOKEN_CHARS:
+            raise TokenRefusedError(f"the access token is longer than {MAX_TOKEN_CHARS} characters")
         if self._signing_keys is not None:
             return await self._decoded(token, self._signing_keys)
         return await self._introspected(token)

@@ -291,7 +291,7 @@ async def test_a_missing_scope_is_a_403_and_an_unknown_caller_too(issuer: TokenI
         short = await post_initialize(served, issuer.mint(scope="tools"))
     assert short.status_code == 403
     assert challenge(short)["error"] == "insufficient_scope"
-    assert challenge(short)["scope"] == "admin"
+    assert challenge(short)["scope"] == "tools admin"  # every scope a token needs
     assert short.json()["error"]["code"] == "insufficient_scope"
     callers = {"keys": {"ops-bot": "ops"}}  # no default: only mapped callers
     async with toolwire(issuer, callers=callers) as served:
