@@ -94,37 +94,55 @@ class AnthropicUpstream(ProviderUpstream):
 
 
 class _AnthropicCodec:
-    """Messages stream events (or a whole message) to Chat chunks, through rosetta."""
+    """Messages stream events (or a whole message) to Chat chunks: text deltas directly, the
+    rest through rosetta."""
 
     def __init__(self, converted: conversion.Conversion) -> None:
         self.finished = False
         self._conversion = converted
         self._processor = converted.stream()
+        self._direct = conversion.DirectText()
         self._thinking = fixes.AnthropicThinking()
         self._usage: dict[str, Any] = {}
         self._stop: str | None = None
 
     def event(self, payload: dict[str, Any]) -> list[Chunk]:
         kind = payload.get("type")
+        if kind == "content_block_delta":
+            direct = self._text(payload)
+            if direct is not None:
+                return [direct]
         if kind == "error":
             raise _fault(payload)
         if kind == "ping":
             return []
         self._thinking.observe(payload)
         if kind == "message_start":
+            self._direct.forget()
             self._usage.update((payload.get("message") or {}).get("usage") or {})
         elif kind == "message_delta":
             self._usage.update({k: v for k, v in (payload.get("usage") or {}).items() if v})
             self._stop = (payload.get("delta") or {}).get("stop_reason")
         chunks = self._conversion.chunks(self._processor, payload)
+        self._direct.learn(chunks)
         if kind == "message_stop":
             self.finished = True
             data = self._thinking.provider_data()
             if data is not None:
                 chunks.append(provider_chunk(data))
         chunks = conversion.with_finish(chunks, fixes.ANTHROPIC_FINISH, self._stop)
-        usage = fixes.anthropic_usage(self._usage) if self._usage else None
-        return conversion.with_usage(chunks, usage)
+        if self._usage and any(c.get("usage") for c in chunks):
+            chunks = conversion.with_usage(chunks, fixes.anthropic_usage(self._usage))
+        return chunks
+
+    def _text(self, payload: dict[str, Any]) -> Chunk | None:
+        """The chunk of a `text_delta` (which touches no thinking, usage or stop state)."""
+        delta = payload.get("delta")
+        if isinstance(delta, dict) and delta.get("type") == "text_delta":
+            text = delta.get("text")
+            if isinstance(text, str):
+                return self._direct.chunk(0, text)
+        return None
 
     def whole(self, payload: Any) -> list[Chunk]:
         if not isinstance(payload, dict) or payload.get("type") == "error":

@@ -97,6 +97,59 @@ class Conversion:
                 ) from exc
 
 
+_TEXT_CHUNK_KEYS = frozenset(("choices", "id", "object", "model", "created"))
+
+
+class DirectText:
+    """One answer stream's plain text deltas as Chat chunks, made without rosetta.
+
+    Rosetta's per-event conversion (provider event, its intermediate event, a Chat chunk,
+    under a warnings guard) costs more than everything else the proxy does with a text
+    delta. Once rosetta has made one plain text chunk of the stream (not the first, which
+    also carries the role), every later one differs from it only in its text and choice
+    index, so those are made here from its envelope. The adapters use it for events that
+    hold text and nothing else; everything else still goes through rosetta.
+    """
+
+    __slots__ = ("_envelope",)
+
+    def __init__(self) -> None:
+        self._envelope: dict[str, Any] | None = None
+
+    def learn(self, chunks: list[Chunk]) -> None:
+        """Note the envelope (id, object, model, created) of a plain text chunk rosetta made."""
+        if self._envelope is not None:
+            return
+        for chunk in chunks:
+            choices = chunk.get("choices")
+            if chunk.keys() != _TEXT_CHUNK_KEYS or not isinstance(choices, list):
+                continue
+            if len(choices) != 1 or not isinstance(choices[0], dict):
+                continue
+            choice = choices[0]
+            delta = choice.get("delta")
+            if (
+                choice.keys() == {"index", "delta", "finish_reason"}
+                and choice["finish_reason"] is None
+                and isinstance(delta, dict)
+                and delta.keys() == {"content"}
+            ):
+                self._envelope = {k: chunk[k] for k in ("id", "object", "model", "created")}
+                return
+
+    def chunk(self, index: Any, text: str) -> Chunk | None:
+        """The Chat chunk of a text delta of choice `index`; None until one was learnt."""
+        envelope = self._envelope
+        if envelope is None:
+            return None
+        choice = {"index": index, "delta": {"content": text}, "finish_reason": None}
+        return {"choices": [choice], **envelope}
+
+    def forget(self) -> None:
+        """A new message starts: learn its envelope again (its first text has the role)."""
+        self._envelope = None
+
+
 # --- Chat side, before conversion -------------------------------------------------------
 
 

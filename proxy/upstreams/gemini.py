@@ -75,15 +75,20 @@ class GeminiUpstream(ProviderUpstream):
 
 
 class _GeminiCodec:
-    """generateContent answers (streamed pieces, or the whole) to Chat chunks, through rosetta."""
+    """generateContent answers (streamed pieces, or the whole) to Chat chunks: pieces of
+    plain text directly, the rest through rosetta."""
 
     def __init__(self, converted: conversion.Conversion) -> None:
         self.finished = False
         self._conversion = converted
         self._processor = converted.stream()
+        self._direct = conversion.DirectText()
         self._calls = fixes.GeminiCalls(lambda: f"call_{secrets.token_hex(12)}")
 
     def event(self, payload: dict[str, Any]) -> list[Chunk]:
+        direct = self._text(payload)
+        if direct is not None:
+            return direct
         if "error" in payload:
             raise _fault(payload)
         payload = self._calls.observe(payload)
@@ -91,11 +96,50 @@ class _GeminiCodec:
         chunks = conversion.without_rosetta_metadata(
             self._conversion.chunks(self._processor, payload)
         )
+        self._direct.learn(chunks)
         if _ends(payload):
             self.finished = True
             data = self._calls.provider_data()
             if data is not None:
                 chunks.insert(0, provider_chunk(data))
+        return conversion.with_usage(chunks, fixes.gemini_usage(usage) if usage else None)
+
+    def _text(self, payload: dict[str, Any]) -> list[Chunk] | None:
+        """The chunks of a piece holding one unfinished candidate of text parts only, or
+        None. Its usage, if any, still goes to rosetta alone: rosetta keeps a sum of every
+        piece's usage for the stream's last chunk."""
+        if not _TEXT_PIECE_KEYS.issuperset(payload):
+            return None
+        candidates = payload.get("candidates")
+        if not isinstance(candidates, list) or len(candidates) != 1:
+            return None
+        candidate = candidates[0]
+        if not isinstance(candidate, dict) or not _TEXT_CANDIDATE_KEYS.issuperset(candidate):
+            return None
+        content = candidate.get("content")
+        parts = content.get("parts") if isinstance(content, dict) else None
+        if not parts or not isinstance(parts, list):
+            return None
+        texts = []
+        for part in parts:
+            if not isinstance(part, dict) or part.keys() != {"text"}:
+                return None
+            text = part["text"]
+            if not isinstance(text, str):
+                return None
+            texts.append(text)
+        index = candidate.get("index", 0)
+        chunks = []
+        for text in texts:
+            chunk = self._direct.chunk(index, text)
+            if chunk is None:
+                return None
+            chunks.append(chunk)
+        usage = payload.get("usageMetadata")
+        if usage is None:
+            return chunks
+        rest = {k: v for k, v in payload.items() if k != "candidates"}
+        chunks += self._conversion.chunks(self._processor, rest)  # none: rosetta keeps it
         return conversion.with_usage(chunks, fixes.gemini_usage(usage) if usage else None)
 
     def whole(self, payload: Any) -> list[Chunk]:
@@ -109,6 +153,10 @@ class _GeminiCodec:
             chunk["usage"] = fixes.gemini_usage(usage)
         data = self._calls.provider_data()
         return [chunk, provider_chunk(data)] if data is not None else [chunk]
+
+
+_TEXT_PIECE_KEYS = frozenset(("candidates", "usageMetadata", "modelVersion", "responseId"))
+_TEXT_CANDIDATE_KEYS = frozenset(("content", "index"))
 
 
 def _ends(payload: dict[str, Any]) -> bool:
