@@ -194,6 +194,22 @@ def test_a_busy_machine_makes_the_verdicts_not_reliable() -> None:
     assert goals.reliable([1.0, 5.0, 5.0]) and goals.reliable(None)
 
 
+def test_a_shared_cpu_saturated_in_most_runs_is_one_note() -> None:
+    result = _result([_round((900.0, 900.0), 0.1, 400.0)])
+    text = overhead_report.render(result)
+    assert "CPU B was saturated" not in text
+    for mode in ("json", "stream"):
+        for row in result["summary"][mode]["targets"].values():
+            for at in row["throughput"].values():
+                at["server_cpu_pct"], at["cpu_b_busy_pct"] = 20.0, 100.0
+    notes = [x for x in overhead_report.render(result).splitlines() if "saturated" in x]
+    assert notes == [
+        "NOTE  CPU B was saturated while the server under test was not in 16 of 16 req/s runs "
+        "(medians): those req/s are bounded by CPU B, not by the server; CPU per request is "
+        "the figure to read"
+    ]
+
+
 def test_the_instruction_goal_is_measured_against_the_goal_tree_of_the_same_run() -> None:
     result = _result([_round((900.0, 900.0), 0.1, 400.0)])
     result["instructions"] = {
