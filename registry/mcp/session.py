@@ -23,7 +23,6 @@ from mcp import ClientSession, MCPError, StdioServerParameters
 from mcp.client._transport import ReadStream, TransportStreams
 from mcp.client.session import MessageHandlerFnT
 from mcp.client.sse import sse_client
-from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.message import SessionMessage
 from pydantic import ValidationError
@@ -37,6 +36,7 @@ from registry.mcp.origins import Origins
 from registry.mcp.pool import pooled_client
 from registry.mcp.progress import CallReporter, ProgressRoutes
 from registry.mcp.stderr import ServerStderr
+from registry.mcp.stdio import stdio_transport
 from registry.mcp.task_handles import TaskHandles
 from registry.mcp.tasks import TaskCalls
 from registry.propagation import TRACE_HEADER_NAMES, outgoing_trace_headers
@@ -379,7 +379,7 @@ class McpSession:
     async def _stdio(self, stderr: ServerStderr) -> AsyncIterator[TransportStreams]:
         async with (
             stderr.capture() as errlog,
-            stdio_client(self._stdio_parameters(), errlog=errlog) as streams,
+            stdio_transport(self._stdio_parameters(), errlog) as streams,
         ):
             errlog.close()  # the server has its own copy; ours would keep the pipe from ending
             yield streams

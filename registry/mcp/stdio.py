@@ -1,0 +1,239 @@
+"""The stdio transport of an MCP session: the server's pipes read and written by the session's
+own tasks (a wrapped library cost).
+
+The mcp SDK's `stdio_client` bridges a server's pipes to the session through two relay tasks
+and two unbuffered memory streams: each message sent is handed to a writer task, and each
+line read is parsed by a reader task and handed on to the session's receive loop, so every
+`tools/call` costs four task switches and anyio's stream bookkeeping on top of the pipe
+I/O, and each answer is validated as a JSON-RPC message before the session validates its
+result again. Here `send` writes to the server's stdin in the sending task, and `receive`
+reads the next line from its stdout in the session's receive loop; an answer to a request
+(`{"jsonrpc": "2.0", "id": ..., "result": {...}}`, what nearly every line is) is taken as it
+is, its result left to the session, which validates it against the method's result type;
+any other line is validated as the SDK validates it. The wire format is the SDK's (one JSON
+message per line, its serialisation), and so is the life cycle: the server runs in a session
+of its own, and on exit its stdin is closed, it gets `PROCESS_EXIT_S` to end, then its whole
+process group is terminated (SIGTERM, SIGKILL after `KILL_AFTER_S`), shielded from
+cancellation.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import AsyncIterator
+from types import TracebackType
+from typing import Any, TextIO
+
+import anyio
+import mcp_types as types
+import orjson
+from anyio.abc import Process
+from mcp.client._transport import TransportStreams
+from mcp.client.stdio import StdioServerParameters, get_default_environment
+from mcp.os.posix.utilities import terminate_posix_process_tree
+from mcp.shared.message import SessionMessage
+
+__all__ = ["MAX_LINE_BYTES", "stdio_transport"]
+
+log = logging.getLogger("toolwire.mcp")
+
+MAX_LINE_BYTES = 64 * 1024 * 1024
+"""The longest message a stdio server may send (a longer one ends the connection)."""
+PROCESS_EXIT_S = 2.0
+"""How long a server has to exit on its own once its stdin is closed."""
+KILL_AFTER_S = 2.0
+"""SIGTERM to SIGKILL, for a server (process group) that did not exit."""
+_READ_SIZE = 65536
+_Item = SessionMessage | Exception
+
+
+@contextlib.asynccontextmanager
+async def stdio_transport(
+    server: StdioServerParameters, errlog: TextIO
+) -> AsyncIterator[TransportStreams]:
+    """Start `server` (its stderr to `errlog`) and yield the session's read and write streams.
+
+    Raises:
+        OSError: the server could not be started (as the SDK's `stdio_client` raises).
+    """
+    process = await anyio.open_process(
+        [server.command, *server.args],
+        env=get_default_environment() | (server.env or {}),
+        stderr=errlog,
+        cwd=server.cwd,
+        start_new_session=True,
+    )
+    reader = _Lines(process, server.encoding, server.encoding_error_handler)
+    writer = _Writer(process, server.encoding, server.encoding_error_handler)
+    try:
+        yield reader, writer
+    finally:
+        with anyio.CancelScope(shield=True):
+            await _stop(process)
+
+
+class _Lines:
+    """The server's stdout as the session reads it: one message per line, read on demand."""
+
+    def __init__(self, process: Process, encoding: str, errors: str) -> None:
+        assert process.stdout is not None
+        self._stdout = process.stdout
+        self._utf8 = encoding.lower().replace("-", "") == "utf8" and errors == "strict"
+        self._encoding = encoding
+        self._errors = errors
+        self._buffer = b""
+        self._closed = False
+
+    async def receive(self) -> _Item:
+        if self._closed:
+            raise anyio.ClosedResourceError
+        while True:
+            end = self._buffer.find(b"\n")
+            if end >= 0:
+                line = self._buffer[:end]
+                self._buffer = self._buffer[end + 1 :]
+                if line.strip():
+                    return self._parse(line)
+                continue
+            if len(self._buffer) > MAX_LINE_BYTES:
+                log.warning("MCP stdio server sent a line longer than %d bytes", MAX_LINE_BYTES)
+                raise anyio.BrokenResourceError
+            try:
+                chunk = await self._stdout.receive(_READ_SIZE)
+            except (anyio.ClosedResourceError, ConnectionError, OSError) as exc:
+                raise anyio.BrokenResourceError from exc
+            # An unfinished last line (no newline before the end) is dropped, as the SDK does.
+            self._buffer += chunk
+
+    def _parse(self, line: bytes) -> _Item:
+        """One line as a message, or the error the session is told about (as the SDK does)."""
+        try:
+            text = line if self._utf8 else line.decode(self._encoding, self._errors)
+            data = orjson.loads(text)
+        except (UnicodeDecodeError, orjson.JSONDecodeError) as exc:
+            log.warning("MCP stdio server sent a line that is not JSON: %s", exc)
+            return exc
+        answer = _answer(data)
+        if answer is not None:
+            return SessionMessage(answer)
+        try:
+            message = types.jsonrpc_message_adapter.validate_python(data, by_name=False)
+        except ValueError as exc:
+            log.warning("MCP stdio server sent an invalid JSON-RPC message: %s", exc)
+            return exc
+        return SessionMessage(message)
+
+    async def aclose(self) -> None:
+        self._closed = True
+
+    def __aiter__(self) -> _Lines:
+        return self
+
+    async def __anext__(self) -> _Item:
+        try:
+            return await self.receive()
+        except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
+            raise StopAsyncIteration from None
+
+    async def __aenter__(self) -> _Lines:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc_val: BaseException | None,
+        exc_tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+
+def _answer(data: Any) -> types.JSONRPCResponse | None:
+    """A well-formed answer to a request as its model, unvalidated beyond its envelope (the
+    session validates the result), or None for anything else."""
+    if type(data) is not dict or len(data) != 3 or data.get("jsonrpc") != "2.0":
+        return None
+    result = data.get("result")
+    request_id = data.get("id")
+    if type(result) is not dict or type(request_id) not in (int, str):
+        return None
+    return types.JSONRPCResponse.model_construct(jsonrpc="2.0", id=request_id, result=result)
+
+
+class _Writer:
+    """The server's stdin as the session writes it: each message written by its sender."""
+
+    def __init__(self, process: Process, encoding: str, errors: str) -> None:
+        assert process.stdin is not None
+        self._stdin = process.stdin
+        self._encoding = encoding
+        self._errors = errors
+        self._closed = False
+
+    async def send(self, item: SessionMessage, /) -> None:
+        if self._closed:
+            raise anyio.ClosedResourceError
+        text = item.message.model_dump_json(by_alias=True, exclude_unset=True)
+        try:
+            await self._stdin.send((text + "\n").encode(self._encoding, self._errors))
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError) as exc:
+            raise anyio.BrokenResourceError from exc
+
+    async def aclose(self) -> None:
+        self._closed = True
+
+    async def __aenter__(self) -> _Writer:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc_val: BaseException | None,
+        exc_tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+
+async def _stop(process: Process) -> None:
+    """Close the server's stdin, give it time to exit, then end its whole process group;
+    its stdout is read meanwhile, so a server writing as it ends is not stuck on the pipe."""
+    async with anyio.create_task_group() as draining:
+        draining.start_soon(_drain, process)
+        await _end(process)
+        draining.cancel_scope.cancel()
+    assert process.stdout is not None
+    with contextlib.suppress(OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
+        await process.stdout.aclose()
+    # The subprocess transport stays open (and warns when collected) until it is closed.
+    transport = getattr(getattr(process, "_process", None), "_transport", None)
+    close = getattr(transport, "close", None)
+    if callable(close):
+        with contextlib.suppress(PermissionError, OSError):
+            close()
+
+
+async def _drain(process: Process) -> None:
+    assert process.stdout is not None
+    with contextlib.suppress(
+        anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError, OSError
+    ):
+        while True:
+            await process.stdout.receive(_READ_SIZE)
+
+
+async def _end(process: Process) -> None:
+    assert process.stdin is not None
+    with contextlib.suppress(OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
+        await process.stdin.aclose()
+    if not await _exited(process, PROCESS_EXIT_S):
+        await terminate_posix_process_tree(process, KILL_AFTER_S)
+        await _exited(process, KILL_AFTER_S)
+
+
+async def _exited(process: Process, within_s: float) -> bool:
+    """Whether the server exited within `within_s` (by its return code: `wait()` would also
+    wait for the end of its pipes, which a child it started may hold open)."""
+    with anyio.move_on_after(within_s):
+        while process.returncode is None:  # noqa: ASYNC110 - no event tells of an exit
+            await anyio.sleep(0.01)
+    return process.returncode is not None
