@@ -221,6 +221,7 @@ def goal_summary(result: dict[str, Any]) -> dict[str, Any]:
         unit="",
         errors=one["errors"],
         note=f"not measured: run with --streams {STREAMS_GOAL} (the goal's count)" if short else "",
+        detail=f"{one['ok']} complete, at most {one['max_open']} open at once",
     )
     rss = Goal(
         "rss_one_worker",
