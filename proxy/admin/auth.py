@@ -55,6 +55,10 @@ class AdminAuth:
             raise HTTPException(403, "a client key cannot use the admin API")
         return principal.name
 
+    def has_key(self, name: str) -> bool:
+        """Whether a client key of this name is configured."""
+        return self._keys is not None and self._keys.principal(name) is not None
+
 
 def _loopback(request: Request) -> bool:
     host = request.client.host if request.client is not None else ""

@@ -29,6 +29,10 @@ def add_login_parser(actions: Any, common: argparse.ArgumentParser) -> None:
         help="the proxy's callback as the authorization server knows it, when it is reached "
         "under another address: https://HOST/admin/oauth/callback",
     )
+    login.add_argument(
+        "--for-key",
+        help="log in for this client key (a source acting for its callers with a login per key)",
+    )
     login.set_defaults(admin=(login_source, print_login))
 
 
@@ -36,8 +40,11 @@ def login_source(client: httpx2.Client, args: argparse.Namespace) -> Any:
     """Start the login, show its URL, wait for its end; the login's last state."""
     path = f"/sources/{quote(args.source, safe='')}/login"
     body = {"redirect_uri": args.redirect_uri} if args.redirect_uri else {}
+    if args.for_key:
+        body["for_key"] = args.for_key
     started = client.post(path, json=body).raise_for_status().json()
-    print(f"Open this URL to log in to {started['source']}:", flush=True)
+    whom = f" for the key {started['for_key']}" if started.get("for_key") else ""
+    print(f"Open this URL to log in to {started['source']}{whom}:", flush=True)
     print(f"  {started['authorization_url']}", flush=True)
     print(f"Waiting up to {args.timeout:g} s for the login to complete...", flush=True)
     deadline = time.monotonic() + args.timeout
@@ -52,5 +59,6 @@ def login_source(client: httpx2.Client, args: argparse.Namespace) -> Any:
 
 def print_login(answer: Any) -> list[str]:
     if answer["status"] == "done":
-        return [f"Logged in to {answer['source']}: its tokens are kept and refreshed."]
+        whom = f" for the key {answer['for_key']}" if answer.get("for_key") else ""
+        return [f"Logged in to {answer['source']}{whom}: its tokens are kept and refreshed."]
     raise SystemExit(f"error: the login to {answer['source']} failed: {answer['error']}")

@@ -44,6 +44,8 @@ class LoginStarted(BaseModel):
     redirect_uri: str
     """Toolwire's callback the authorization server sends the operator back to (register
     it with the authorization server as the client's redirect URI)."""
+    for_key: str | None = None
+    """The client key the login is made for (a source acting for its callers), or None."""
 
 
 class LoginState(BaseModel):
@@ -53,6 +55,7 @@ class LoginState(BaseModel):
     status: Literal["pending", "done", "failed"]
     error: str | None
     expires_at: float
+    for_key: str | None = None
 
 
 class LoginRequest(BaseModel):
@@ -65,6 +68,9 @@ class LoginRequest(BaseModel):
     reached under another address (behind a TLS-terminating reverse proxy, say): an
     http(s) URL ending in `/admin/oauth/callback`. Default: the address this request
     reached."""
+    for_key: str | None = Field(default=None, min_length=1, max_length=200)
+    """Log in for this client key (by its name), for a source acting for its callers with
+    `caller_credentials: {from: login}`: its calls present this login's tokens."""
 
     @field_validator("redirect_uri")
     @classmethod
@@ -82,10 +88,17 @@ class LoginRequest(BaseModel):
 
 @router.post("/sources/{name:path}/login")
 async def start_login(
-    name: str, request: Request, caller: Caller, body: LoginRequest | None = None
+    name: str,
+    request: Request,
+    caller: Caller,
+    runtime: Runtime,
+    body: LoginRequest | None = None,
 ) -> LoginStarted:
     """Begin an operator's login to an MCP source with the `authorization_code` grant."""
     redirect_uri = body.redirect_uri if body is not None else None
+    for_key = body.for_key if body is not None else None
+    if for_key is not None and not runtime.auth.has_key(for_key):
+        raise HTTPException(404, f"no client key named {for_key!r}")
     if redirect_uri is None:
         # The admin's own root (`/admin`, where it is mounted) on the host the operator reached.
         root = request.url.path.rpartition("/api/sources/")[0]
@@ -93,11 +106,18 @@ async def start_login(
     from registry import LoginError, begin_login  # the MCP SDK: loaded on a login's demand
 
     try:
-        url, state = await begin_login(name, redirect_uri)
+        url, state = await begin_login(name, redirect_uri, for_key=for_key)
     except LoginError as exc:
         raise HTTPException(404 if "no MCP source" in str(exc) else 502, str(exc)) from exc
-    log.info("admin: %s began an OAuth login to %s", caller, name)
-    return LoginStarted(source=name, authorization_url=url, state=state, redirect_uri=redirect_uri)
+    whom = "" if for_key is None else f" for the key {for_key}"
+    log.info("admin: %s began an OAuth login to %s%s", caller, name, whom)
+    return LoginStarted(
+        source=name,
+        authorization_url=url,
+        state=state,
+        redirect_uri=redirect_uri,
+        for_key=for_key,
+    )
 
 
 @router.get("/logins/{state}")
@@ -109,7 +129,11 @@ async def get_login(state: str) -> LoginState:
     if status is None:
         raise HTTPException(404, "unknown or expired login")
     return LoginState(
-        source=status.source, status=status.status, error=status.error, expires_at=status.expires_at
+        source=status.source,
+        status=status.status,
+        error=status.error,
+        expires_at=status.expires_at,
+        for_key=status.for_key,
     )
 
 
@@ -132,6 +156,10 @@ async def oauth_callback(
     if status.status == "failed":
         log.warning("OAuth login to %s failed: %s", status.source, status.error)
         return _page(400, f"Login to {status.source} failed", status.error or "")
+    if status.for_key is not None:  # the key's connections read it when they next connect
+        log.info("OAuth login to %s for the key %s completed", status.source, status.for_key)
+        title = f"Logged in to {status.source} for the key {status.for_key}"
+        return _page(200, title, "Its calls use this login. You may close this window.")
     log.info("OAuth login to %s completed", status.source)
     services = runtime.services
     reloaded = await services.sources.reload(status.source, services.registry)

@@ -25,7 +25,7 @@ from registry.mcp.config import McpServerConfig, McpSourceConfig
 from registry.mcp.content import to_output
 from registry.mcp.elicitation import ClientRequests
 from registry.mcp.errors import McpCallError, McpConnectionLostError, McpUnavailableError
-from registry.mcp.oauth import source_auth
+from registry.mcp.oauth import LoginTarget, key_logins, source_auth
 from registry.mcp.progress import CallReporter
 from registry.mcp.session import McpSession
 
@@ -56,6 +56,11 @@ class CallerSessions:
         self._opening: dict[str, asyncio.Task[_Held]] = {}
         self._reaper: asyncio.Task[None] | None = None
         self._closed = False
+        server = config.mcp
+        if self._settings.from_ == "login" and server.oauth is not None:
+            assert server.url is not None
+            # Known before any call, so a key's login can begin before its first call.
+            key_logins()[source] = LoginTarget(server.url, server.oauth, None)
 
     @property
     def open_count(self) -> int:

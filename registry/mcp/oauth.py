@@ -26,7 +26,14 @@ from mcp.shared.auth import OAuthClientInformationFull, OAuthClientMetadata
 from registry.mcp.oauth_config import McpOAuthConfig
 from registry.mcp.oauth_tokens import SourceTokens
 
-__all__ = ["LoginTarget", "SourceAuth", "key_grant", "logins", "source_auth"]
+__all__ = [
+    "LoginTarget",
+    "SourceAuth",
+    "key_grant",
+    "key_logins",
+    "logins",
+    "source_auth",
+]
 
 log = logging.getLogger("toolwire.mcp")
 
@@ -175,22 +182,31 @@ class LoginTarget:
 
     url: str
     config: McpOAuthConfig
-    auth: SourceAuth
+    auth: SourceAuth | None
+    """None: a source whose logins are its callers' keys' (each session reads its own)."""
 
     def secret(self) -> str | None:
         env = self.config.client_secret_env
         return os.environ.get(env) or None if env is not None else None
 
     def reset(self) -> None:
-        self.auth.reset()
+        if self.auth is not None:
+            self.auth.reset()
 
 
 _logins: dict[str, LoginTarget] = {}
+_key_logins: dict[str, LoginTarget] = {}
 
 
 def logins() -> dict[str, LoginTarget]:
     """The sources of this process that log in with the authorization-code grant, by name."""
     return _logins
+
+
+def key_logins() -> dict[str, LoginTarget]:
+    """The sources of this process acting for their callers with a login per client key
+    (`caller_credentials: {from: login}`), by name."""
+    return _key_logins
 
 
 def key_grant(source: str, key: str) -> str:

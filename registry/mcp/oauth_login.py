@@ -29,7 +29,7 @@ from mcp.shared.auth import OAuthClientInformationFull, OAuthMetadata, OAuthToke
 from mcp.shared.auth_utils import resource_url_from_server_url
 from pydantic import BaseModel, ValidationError
 
-from registry.mcp.oauth import key_grant, logins
+from registry.mcp.oauth import key_grant, key_logins, logins
 from registry.mcp.oauth_tokens import GrantRecord, SourceTokens
 from registry.mcp.token_store import token_store
 
@@ -76,8 +76,13 @@ async def begin_login(
         LoginError: no such source with an `authorization_code` grant, or its authorization
             server's metadata cannot be read.
     """
-    target = logins().get(source)
+    target = (logins() if for_key is None else key_logins()).get(source)
     if target is None:
+        if for_key is not None:
+            raise LoginError(
+                f"no MCP source {source!r} acts for its callers with a login per key "
+                "(caller_credentials: {from: login})"
+            )
         raise LoginError(f"no MCP source {source!r} logs in with the authorization_code grant")
     config = target.config
     async with httpx2.AsyncClient(timeout=HTTP_TIMEOUT_S, trust_env=False) as client:
@@ -129,7 +134,7 @@ async def finish_login(
         raise LoginError("unknown or expired login; start it again")
     if pending.status != "pending":
         raise LoginError(f"this login is already {pending.status}")
-    target = logins().get(pending.source)
+    target = (logins() if pending.for_key is None else key_logins()).get(pending.source)
     try:
         if target is None:
             raise LoginError(f"the MCP source {pending.source!r} is no longer configured")
