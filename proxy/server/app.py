@@ -229,7 +229,7 @@ async def _start(
     await stack.enter_async_context(background)
     keys = None
     if settings.auth is not None:
-        oauth = settings.mcp_server.oauth
+        oauth = settings.mcp_server.oauth if settings.mcp_server.enabled else None
         tokens = BearerTokens(oauth, OAUTH_METADATA) if oauth is not None else None
         keys = Authenticator(settings.auth, limiter, tokens)
         stack.push_async_callback(keys.aclose)
