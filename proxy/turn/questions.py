@@ -126,6 +126,9 @@ class Questions:
         self._observe = observe
         self._group: asyncio.TaskGroup | None = None
         self._held: dict[str, asyncio.Task[None]] = {}
+        self._first: dict[str, asyncio.Future[Message]] = {}
+        """The batches whose request still waits for what their calls do first: told here,
+        by this replica's own tasks, not through the relay."""
 
     @contextlib.asynccontextmanager
     async def holding(self) -> AsyncIterator[None]:
@@ -168,11 +171,12 @@ class Questions:
         hooks = ClientHooks(
             asker=asker, sampler=self._sampler, who=turn.owner, observe=self._observe
         )
+        first = self._first[batch] = asyncio.get_running_loop().create_future()
         with offering(hooks):
             held = self._hold(batch, work, list(call_ids))
             self._held[batch] = group.create_task(held, name=f"held:{batch}")
         try:
-            return await self._next(batch, list(call_ids), seconds)
+            return await self._what_first(batch, list(call_ids), seconds, first)
         except asyncio.CancelledError:
             # The turn went away (its client left) before the calls ended or asked: they
             # go with it, as calls not held do (an MCP task is cancelled on its server).
@@ -181,6 +185,8 @@ class Questions:
                 task.cancel()
                 await asyncio.wait({task})
             raise
+        finally:
+            self._first.pop(batch, None)
 
     async def resume(self, turn: Owner, history: list[Message], seconds: float) -> Resumed:
         """Relay the answers `history` gives to the owner's open questions; put in what the
@@ -296,10 +302,33 @@ class Questions:
                 # The gate answers every call with a result; this is a bug, reported as one.
                 log.exception("held calls %s failed", batch)
                 results = _errors(call_ids, "internal", f"the call failed: {exc}")
-            done = {"kind": "done", "results": [dataclasses.asdict(r) for r in results]}
-            await self._relay.push(_events(batch), done)
+            first = self._first.pop(batch, None)
+            if first is not None and not first.done():
+                first.set_result({"kind": "done", "ran": results})
+            else:
+                done = {"kind": "done", "results": [dataclasses.asdict(r) for r in results]}
+                await self._relay.push(_events(batch), done)
         finally:
             self._held.pop(batch, None)
+
+    async def _what_first(
+        self, batch: str, call_ids: list[str], seconds: float, first: asyncio.Future[Message]
+    ) -> Ran:
+        """What the held calls of `batch` do first, within `seconds`: the request that runs
+        them waits on this replica, so they tell it directly (later events, for an answer
+        that may come to any replica, go through the relay)."""
+        try:
+            async with asyncio.timeout(seconds):
+                event = await first
+        except TimeoutError:
+            held = self._held.get(batch)
+            if held is not None:
+                held.cancel()
+            return Ran(results=_timeouts(call_ids))
+        if event["kind"] == "question":
+            return Ran(asked=Asked(event["id"], batch, event["question"], tuple(call_ids)))
+        results: list[ToolResult] = event["ran"]
+        return Ran(results=results)
 
     async def _next(
         self, batch: str, call_ids: list[str], seconds: float, *, answered: bool = False
@@ -330,7 +359,11 @@ class Questions:
         """A held call's question: shown to the client, answered within `timeout_s`."""
         question_id = _ID_PREFIX + secrets.token_urlsafe(12)
         event = {"kind": "question", "id": question_id, "question": question.as_dict()}
-        await self._relay.push(_events(batch), event)
+        first = self._first.pop(batch, None)
+        if first is not None and not first.done():
+            first.set_result(event)
+        else:
+            await self._relay.push(_events(batch), event)
         answer = await self._relay.pop(_answers(question_id), self._timeout_s)
         if answer is None:
             return Reply.declined(f"no answer within {self._timeout_s:g} s")
