@@ -35,8 +35,11 @@ over rounds): the latency the proxy adds to an iteration (model, tool, model) be
 tool time. c=32: a closed loop for `--duration` s after `--warmup` s: req/s, and the proxy
 process's CPU per request (from /proc; a stdio server it spawned is not counted); after it,
 the next target waits until the proxy, its children and the shared servers are idle again (the
-calls cut off at the end may still run). Goals: toolwire "+iter" <= 1 ms for every tool, and
-LiteLLM's "+iter" on its MCP path >= 100x Toolwire's.
+calls cut off at the end may still run). Goals (issue 29), each printed PASS or MISS with its
+spread over rounds, in the JSON under "goals" (bench/goals.py's table, as bench/overhead.py's):
+toolwire "+iter" <= 1 ms for every tool kind, measured against the direct loop of the same
+run, and LiteLLM's "+iter" on its MCP paths >= 100x Toolwire's. The load average at the start
+is recorded; above 1 the table says its verdicts are not reliable.
 
 Method: servers are child processes on ephemeral loopback ports, killed (process group) in a
 `finally`. Each round measures every tool's direct and toolwire rows (their order rotated from
@@ -68,9 +71,11 @@ import uvloop
 if __name__ == "__main__":  # run by path, bench/ is sys.path[0]: import `bench` from the root
     sys.path[0] = str(Path(__file__).resolve().parents[1])
 
+from bench import goals
 from bench import loop_clients as clients
 from bench.cpu import Cpus, cpu_seconds, tree_cpu_seconds
-from bench.harness import Processes, add_json, add_no_pin, bench_main, goal, median, progress
+from bench.goals import Goal, load_average
+from bench.harness import Processes, add_json, add_no_pin, bench_main, median, progress
 from bench.loop_load import run_load, run_sequence
 from bench.loop_servers import LITELLM_KEY, LITELLM_SERVERS, Servers, start_servers, stop_marked
 
@@ -192,10 +197,12 @@ def summarise(rounds: list[dict[str, Any]], kinds: list[str]) -> dict[str, Any]:
         for target in targets:
             runs = [r[kind][target] for r in rounds]
             pairs = [(r[kind][target], r[kind]["direct"]) for r in rounds]
+            added = [x["c1"]["p50_ms"] - d["c1"]["p50_ms"] for x, d in pairs]
             rows[target] = {
                 "p50_ms": median([x["c1"]["p50_ms"] for x in runs]),
                 "p99_ms": median([x["c1"]["p99_ms"] for x in runs]),
-                "added_ms": median([x["c1"]["p50_ms"] - d["c1"]["p50_ms"] for x, d in pairs]),
+                "added_ms": median(added),
+                "added_rounds": added,
                 "rps": median([x["load"]["rps"] for x in runs]),
                 "load_p50_ms": median([x["load"]["p50_ms"] for x in runs]),
                 "cpu_us_per_req": median([x["cpu_us_per_req"] for x in runs]),
@@ -205,6 +212,7 @@ def summarise(rounds: list[dict[str, Any]], kinds: list[str]) -> dict[str, Any]:
                 ][:5],
             }
         rows["direct"]["added_ms"] = 0.0
+        rows["direct"]["added_rounds"] = [0.0] * len(rounds)
         out[kind] = rows
     return out
 
@@ -222,30 +230,53 @@ def _f(value: float | None, digits: int = 2, width: int = 9) -> str:
     return f"{value:>{width}.{digits}f}"
 
 
-def goal_lines(result: dict[str, Any]) -> list[str]:
-    """PASS/MISS per goal: Toolwire's added latency per iteration, and LiteLLM's against it."""
-    lines = []
+def goal_summary(result: dict[str, Any]) -> dict[str, Any]:
+    """The goals with their verdicts and the run's load (JSON): per tool kind, Toolwire's
+    added latency per iteration (its c=1 p50 minus the direct loop's of the same round, the
+    model and tool time) at most `ITER_GOAL_MS`; on the MCP paths, LiteLLM's at least
+    `LITELLM_GOAL` times Toolwire's."""
     summary = result["summary"]
+    found = []
     for kind, rows in summary.items():
         tw = rows["toolwire"]
-        ok = tw["added_ms"] <= ITER_GOAL_MS and not tw["errors"]
-        text = f"{kind}: toolwire adds {tw['added_ms']:.2f} ms per iteration beyond model and "
-        text += f"tool time (goal <= {ITER_GOAL_MS:g} ms)"
-        lines.append(goal(ok, text + (f", {tw['errors']} errors" if tw["errors"] else "")))
+        found.append(
+            Goal(
+                f"iteration_{kind}",
+                f"{kind}: toolwire adds per iteration beyond model and tool time",
+                tw["added_ms"],
+                "<=",
+                ITER_GOAL_MS,
+                unit="ms",
+                rounds=tw.get("added_rounds", ()),
+                errors=tw["errors"],
+                detail=f"direct loop p50 {rows['direct']['p50_ms']:.2f} ms",
+            )
+        )
     for kind, rows in summary.items():
         if "litellm" not in rows or not kind.startswith("mcp"):
             continue
-        ratio = litellm_ratio(rows)
-        ok = ratio >= LITELLM_GOAL and not rows["toolwire"]["errors"]
         c = result["meta"]["concurrency"]
         rps = _ratio(rows["toolwire"]["rps"], rows["litellm"]["rps"])
         rps_text = f"{rps:.1f}x" if rps == rps else "- (LiteLLM answered none in the window)"
-        text = f"{kind}: LiteLLM adds {rows['litellm']['added_ms']:.1f} ms, {ratio:.0f}x what "
-        text += (
-            f"toolwire adds (goal >= {LITELLM_GOAL:g}x); c={c} req/s toolwire/LiteLLM {rps_text}"
+        found.append(
+            Goal(
+                f"litellm_{kind}",
+                f"{kind}: LiteLLM's added latency over toolwire's",
+                litellm_ratio(rows),
+                ">=",
+                LITELLM_GOAL,
+                errors=rows["toolwire"]["errors"],
+                detail=f"LiteLLM adds {rows['litellm']['added_ms']:.1f} ms; "
+                f"c={c} req/s toolwire/LiteLLM {rps_text}",
+            )
         )
-        lines.append(goal(ok, text))
-    return lines
+    return goals.summary(found, result["meta"].get("load_average_start"))
+
+
+def goal_lines(result: dict[str, Any]) -> list[str]:
+    """The goal table: PASS or MISS per goal (issue 29)."""
+    summary = result.get("goals") or goal_summary(result)
+    return goals.table(summary, "Goals (issue 29): the tool loop")
 
 
 def litellm_ratio(rows: dict[str, Any]) -> float:
@@ -339,6 +370,7 @@ def _kinds(value: str) -> list[str]:
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
     args.run_mark = uuid.uuid4().hex
+    load = load_average()
     cpus = Cpus.detect(not args.no_pin)
     cpus.pin_self()
     with tempfile.TemporaryDirectory(prefix="toolwire-loop-") as tmp:
@@ -370,8 +402,12 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "python": platform.python_version(),
         "cpus": os.cpu_count(),
         "wrk": shutil.which("wrk") is not None,
+        "load_average_start": load,
+        "load_average_end": load_average(),
     }
-    return {"meta": meta, "summary": summarise(rounds, args.kinds), "rounds": rounds}
+    result = {"meta": meta, "summary": summarise(rounds, args.kinds), "rounds": rounds}
+    result["goals"] = goal_summary(result)
+    return result
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -70,8 +70,16 @@ def test_tool_loop_summary_and_goals() -> None:
     assert stdio["toolwire"]["added_ms"] == pytest.approx(0.5)
     assert stdio["litellm"]["added_ms"] == pytest.approx(2498.0)
     text = tool_loop.render(result)
-    assert "PASS  python: toolwire adds 0.50 ms per iteration" in text
-    assert "PASS  mcp-stdio: LiteLLM adds 2498.0 ms, 4996x what toolwire adds" in text
+    lines = text.splitlines()
+    python = next(line for line in lines if line.startswith("PASS  python: toolwire adds"))
+    assert "+0.50 ms  <= 1.00 ms  one round; direct loop p50 1.00 ms" in python
+    litellm = next(line for line in lines if "LiteLLM's added latency" in line)
+    assert litellm.startswith("PASS  mcp-stdio:") and "4996.00x  >= 100.00x" in litellm
+    assert "LiteLLM adds 2498.0 ms" in litellm
+    found = {g["key"]: g for g in tool_loop.goal_summary(result)["goals"]}
+    assert found["iteration_python"]["verdict"] == "PASS"
+    assert found["iteration_python"]["rounds"] == [pytest.approx(0.5)]
+    assert found["litellm_mcp-stdio"]["value"] == pytest.approx(4996.0)
     assert "NOTE  mcp-stdio litellm: no request ended within the c=32 window" not in text
     assert "ERRORS mcp-stdio litellm: 1" in text
 
@@ -79,7 +87,13 @@ def test_tool_loop_summary_and_goals() -> None:
 def test_tool_loop_misses_a_slow_iteration() -> None:
     result = _tool_loop_result()
     result["summary"]["python"]["toolwire"]["added_ms"] = 1.5
-    assert "MISS  python: toolwire adds 1.50 ms" in tool_loop.render(result)
+    text = tool_loop.render(result)
+    assert any(
+        line.startswith("MISS  python: toolwire adds") and "+1.50 ms" in line
+        for line in text.splitlines()
+    )
+    result["meta"]["load_average_start"] = [5.0, 4.0, 3.0]
+    assert "NOT RELIABLE  load average 5.00" in tool_loop.render(result)
 
 
 def test_the_tool_loop_model_calls_the_tool_then_quotes_its_result() -> None:
