@@ -46,10 +46,12 @@ class ChoiceEncoder:
             self._prefix + orjson.dumps(delta) + extra + b',"finish_reason":' + finish + b"}]}\n\n"
         )
 
-    def text(self, body: bytes) -> bytes:
-        """The frame `frame({"content": text})` makes, from the text's JSON string body
-        (escaped, without its quotes) as an upstream sent it."""
-        return self._prefix + b'{"content":"' + body + b'"},"finish_reason":null}]}\n\n'
+    def text(self, body: bytes, *, reasoning: bool = False) -> bytes:
+        """The frame `frame({"content": text})` makes (`reasoning`: with the text as
+        `reasoning_content`), from the text's JSON string body (escaped, without its quotes)
+        as an upstream sent it."""
+        key = b'{"reasoning_content":"' if reasoning else b'{"content":"'
+        return self._prefix + key + body + b'"},"finish_reason":null}]}\n\n'
 
 
 def event(kind: str, payload: Any) -> bytes:

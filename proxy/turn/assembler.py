@@ -127,9 +127,11 @@ class Assembler:
             self._absorb({"function": delta["function_call"]})
 
     def _relayed(self, chunk: Relayed) -> ContentDelta:
-        """Text that came unparsed: kept for the message, its bytes passed on."""
-        self._content.append(chunk.text)
-        return ContentDelta(chunk.text, None, None, None, chunk.raw)
+        """Text that came unparsed: content kept for the message, its bytes passed on."""
+        if chunk.key == "content":
+            self._content.append(chunk.text)
+            return ContentDelta(chunk.text, None, None, None, chunk.raw)
+        return ContentDelta(None, chunk.text, None, None, chunk.raw)
 
     def _absorb(self, entry: dict[str, Any]) -> None:
         key = self._slot(entry)

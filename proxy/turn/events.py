@@ -81,8 +81,9 @@ class ContentDelta(NamedTuple):
     logprobs: tuple[dict[str, Any], ...] | None = None
     """The upstream's token log-probabilities for `content`, as Chat's `logprobs.content`."""
     raw: bytes | None = None
-    """`content` as the upstream's own JSON string body (escaped, without its quotes), when
-    it came unparsed (`Relayed`): a Chat stream can send these bytes as they are."""
+    """The text (`content`, else `reasoning`: one of them) as the upstream's own JSON string
+    body (escaped, without its quotes), when it came unparsed (`Relayed`): a Chat stream can
+    send these bytes as they are."""
 
 
 @dataclass(frozen=True, slots=True)

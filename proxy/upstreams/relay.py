@@ -5,11 +5,12 @@ Most events of a Chat Completions stream differ only in their text:
 The first such event of a response is parsed and teaches a `TextScanner` its shape: the bytes
 before its text and the bytes after it. A later event that starts and ends with those same
 bytes, and whose middle is one JSON string body (no quote that would end it, no backslash left
-dangling), is that same chunk with other text; it is never parsed. A run of them becomes one
-`Relayed` chunk holding their string bodies joined, which is the JSON string body of their
-joined text: the Chat front writes those bytes into its own frame as they are. Anything else
-(a role, tool calls, a finish reason, log-probabilities, usage, an error, a field that changed)
-does not match and is parsed as before.
+dangling), is that same chunk with other text; it is never parsed. Reasoning text
+(`reasoning_content`, or `reasoning`) is learned alike, as a second shape. A run of one kind
+becomes one `Relayed` chunk holding their string bodies joined, which is the JSON string body
+of their joined text: the Chat front writes those bytes into its own frame as they are.
+Anything else (a role, tool calls, a finish reason, log-probabilities, usage, an error, a
+field that changed) does not match and is parsed as before.
 """
 
 from __future__ import annotations
@@ -20,66 +21,86 @@ import orjson
 
 from .base import Chunk
 
-_KEY = b'"content":"'
 _TEXT_TOP = frozenset({"id", "object", "created", "model", "choices", "system_fingerprint"})
+TEXT_KEYS = ("content", "reasoning_content", "reasoning")
+"""The delta fields whose text is relayed (both reasoning names render as `reasoning_content`)."""
+_KEYS = {key: b'"' + key.encode() + b'":"' for key in TEXT_KEYS}
+_KEY_NAMES = {key: key for key in TEXT_KEYS}  # the parsed name, as the one constant
 
 
 class Relayed(dict[str, Any]):
-    """A chunk standing for a run of text-only content events: a plain Chat chunk holding
-    their joined text (for any reader), and `raw`, that text as the upstream's own JSON string
-    body (without its quotes), which the Chat front sends as it is.
+    """A chunk standing for a run of text-only events of one kind (`key`: content or
+    reasoning): a plain Chat chunk holding their joined text (for any reader), and `raw`,
+    that text as the upstream's own JSON string body (without its quotes), which the Chat
+    front sends as it is.
 
     Copying it (`{**c}`, as any adapter that rewrites a chunk does) yields a plain dict, so
     rewritten text is never relayed.
+
+    Raises:
+        orjson.JSONDecodeError: `raw` is not a JSON string body (a control character, bad
+            UTF-8): parsing each run once is what keeps bad bytes from the client.
     """
 
-    __slots__ = ("raw", "text")
+    __slots__ = ("key", "raw", "text")
 
-    def __init__(self, raw: bytes) -> None:
+    def __init__(self, raw: bytes, key: str = "content") -> None:
         text: str = orjson.loads(b'"' + raw + b'"')
-        super().__init__(choices=[{"index": 0, "delta": {"content": text}, "finish_reason": None}])
+        super().__init__(choices=[{"index": 0, "delta": {key: text}, "finish_reason": None}])
+        self.key = key
         self.raw = raw
         self.text = text
 
 
 class TextScanner:
-    """Recognises the text-only content events of one streamed response by their bytes."""
+    """Recognises the text-only events of one streamed response by their bytes: one learned
+    shape per kind of text (content, reasoning)."""
 
-    __slots__ = ("_head", "_tail")
+    __slots__ = ("_shapes", "key")
 
     def __init__(self) -> None:
-        self._head: bytes | None = None
-        self._tail = b""
+        self._shapes: list[tuple[bytes, bytes, str]] = []
+        self.key = "content"
+        """The kind of text `text` last found (a name in `TEXT_KEYS`)."""
 
     def text(self, data: bytes) -> bytes | None:
-        """The JSON string body of the event's text, when the event is, byte for byte, the
-        learned chunk with other (non-empty) text; else None."""
-        head = self._head
-        if head is None or not data.startswith(head):
-            return None
-        tail = self._tail
-        if not data.endswith(tail):
-            return None
-        body = data[len(head) : len(data) - len(tail)]
-        return body if body and string_body(body) else None
+        """The JSON string body of the event's text, when the event is, byte for byte, a
+        learned chunk with other (non-empty) text (its kind then in `key`); else None."""
+        for head, tail, key in self._shapes:
+            if data.startswith(head) and data.endswith(tail):
+                body = data[len(head) : len(data) - len(tail)]
+                if not body:
+                    return None
+                if b"\\" in body:
+                    if not string_body(body):
+                        return None
+                elif b'"' in body:
+                    return None
+                self.key = key
+                return body
+        return None
 
     def learn(self, data: bytes, chunk: Chunk) -> bytes | None:
         """Learn the shape of `data` when its parsed `chunk` carries nothing but non-empty
-        content; return that content's JSON string body (else None, learning nothing)."""
-        text = _content_of(chunk)
-        if text is None:
+        text of one kind; return that text's JSON string body (else None, learning nothing).
+        The kind is then in `key`."""
+        found = _text_of(chunk)
+        if found is None:
             return None
-        start = data.find(_KEY)
+        key, text = found
+        start = data.find(_KEYS[key])
         if start < 0:
             return None  # not compact JSON: no shape to match
-        start += len(_KEY)
+        start += len(_KEYS[key])
         end = _closing_quote(data, start)
         if end < 0:
             return None
         body = data[start:end]
         if not string_body(body) or orjson.loads(data[start - 1 : end + 1]) != text:
             return None
-        self._head, self._tail = data[:start], data[end:]
+        shapes = [shape for shape in self._shapes if shape[2] != key]
+        self._shapes = [(data[:start], data[end:], key), *shapes]
+        self.key = key
         return body
 
 
@@ -105,10 +126,10 @@ def _closing_quote(data: bytes, start: int) -> int:
     return -1
 
 
-def _content_of(chunk: Chunk) -> str | None:
-    """The chunk's content when it carries nothing else that any reader would see (one
-    choice, index 0, no finish, no log-probabilities, no other delta field or top-level field
-    with a value)."""
+def _text_of(chunk: Chunk) -> tuple[str, str] | None:
+    """The chunk's text field and its text when it carries nothing else that any reader
+    would see (one choice, index 0, no finish, no log-probabilities, no other delta field or
+    top-level field with a value)."""
     for name, value in chunk.items():
         if value is not None and name not in _TEXT_TOP:
             return None
@@ -124,10 +145,12 @@ def _content_of(chunk: Chunk) -> str | None:
     delta = choice.get("delta")
     if delta.__class__ is not dict:
         return None
-    content = None
+    found = None
     for name, value in delta.items():
-        if name == "content":
-            content = value
-        elif value is not None and (name != "role" or value != "assistant"):
-            return None  # a repeated role (Ollama sends one in every chunk) shows nowhere
-    return content if content.__class__ is str and content else None
+        if value is None or (name == "role" and value == "assistant"):
+            continue  # a repeated role (Ollama sends one in every chunk) shows nowhere
+        key = _KEY_NAMES.get(name)
+        if found is not None or key is None or value.__class__ is not str or not value:
+            return None
+        found = (key, value)
+    return found

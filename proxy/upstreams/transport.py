@@ -314,33 +314,36 @@ class Exchange:
     def _decode(
         self, codec: Codec, scanner: TextScanner | None, events: list[bytes]
     ) -> tuple[list[Chunk], bool]:
-        """The chunks of these events, and whether `[DONE]` ended them; runs of text-only
-        events the scanner knows become one `Relayed` chunk each, never parsed."""
+        """The chunks of these events, and whether `[DONE]` ended them; each run of one kind
+        of text-only events that the scanner knows becomes one `Relayed` chunk, never parsed."""
         chunks: list[Chunk] = []
         texts: list[bytes] = []
-        done = False
+        key = ""
         for data in events:
-            if scanner is not None:
-                text = scanner.text(data)
-                if text is not None:
-                    texts.append(text)
+            text = scanner.text(data) if scanner is not None else None
+            if text is None:
+                if data == b"[DONE]":
+                    if texts:
+                        chunks.append(_relayed(texts, key))
+                    return chunks, True
+                parsed = self._event(codec, data)
+                if scanner is not None and len(parsed) == 1:
+                    text = scanner.learn(data, parsed[0])
+                if text is None:
+                    if texts:
+                        chunks.append(_relayed(texts, key))
+                        texts = []
+                    chunks += parsed
                     continue
-            if data == b"[DONE]":
-                done = True
-                break
-            parsed = self._event(codec, data)
-            if scanner is not None and len(parsed) == 1:
-                text = scanner.learn(data, parsed[0])
-                if text is not None:
-                    texts.append(text)
-                    continue
-            if texts:
-                chunks.append(_relayed(texts))
+            assert scanner is not None
+            if scanner.key != key and texts:
+                chunks.append(_relayed(texts, key))
                 texts = []
-            chunks += parsed
+            key = scanner.key
+            texts.append(text)
         if texts:
-            chunks.append(_relayed(texts))
-        return chunks, done
+            chunks.append(_relayed(texts, key))
+        return chunks, False
 
     async def whole(self, response: aiohttp.ClientResponse) -> AsyncIterator[Chunk]:
         """The unstreamed answer as chunks (one, for most formats).
@@ -479,14 +482,14 @@ def error_message(payload: Any) -> str:
     return ""
 
 
-def _relayed(texts: list[bytes]) -> Relayed:
-    """One chunk for a run of text-only events (their string bodies, in order).
+def _relayed(texts: list[bytes], key: str) -> Relayed:
+    """One chunk for a run of text-only events of one kind (their string bodies, in order).
 
     Raises:
         UpstreamError: the text is not a JSON string (a control character, bad UTF-8).
     """
     try:
-        return Relayed(b"".join(texts))
+        return Relayed(b"".join(texts), key)
     except orjson.JSONDecodeError as exc:
         raise UpstreamError("upstream sent an event that is not JSON") from exc
 

@@ -38,9 +38,9 @@ class Relay:
         self.runs = 0
         relayed = transport._relayed
 
-        def counted(texts: list[bytes]) -> Any:
+        def counted(texts: list[bytes], key: str) -> Any:
             self.runs += 1
-            return relayed(texts)
+            return relayed(texts, key)
 
         monkeypatch.setattr(transport, "_relayed", counted)
 
@@ -67,9 +67,9 @@ _CALL_ID = re.compile(rb"(call_(tw)?|chatcmpl-tool-)[0-9a-f]{12,}")
 
 
 def client_view(raw: bytes) -> dict[str, Any]:
-    """What a client makes of a stream: its text, every other delta and finish in order
-    (with how much text came before it), its usage and its error; how the text is split
-    into frames, the response's id and the upstream's call ids aside."""
+    """What a client makes of a stream: its text and reasoning, every other delta and finish
+    in order (with how much text came before it), its usage and its error; how the text is
+    split into frames, the response's id and the upstream's call ids aside."""
     frames = [f for f in raw.split(b"\n\n") if f.startswith(b"data: ")]
     assert frames[-1] == b"data: [DONE]"
     seen: dict[bytes, bytes] = {}
@@ -77,7 +77,7 @@ def client_view(raw: bytes) -> dict[str, Any]:
     def numbered(match: re.Match[bytes]) -> bytes:
         return seen.setdefault(match.group(0), b"call-%d" % len(seen))
 
-    heads, others, text = set(), [], []
+    heads, others, text, reasoning = set(), [], [], []
     usage = error = None
     for frame in frames[:-1]:
         chunk = orjson.loads(_CALL_ID.sub(numbered, frame[6:]))
@@ -90,10 +90,12 @@ def client_view(raw: bytes) -> dict[str, Any]:
         for choice in chunk["choices"]:
             delta = dict(choice["delta"])
             text.append(delta.pop("content", "") or "")
+            reasoning.append(delta.pop("reasoning_content", "") or "")
             if delta or choice["finish_reason"]:
                 others.append((delta, choice["finish_reason"], len("".join(text))))
     assert len(heads) == 1, heads  # one id, time and model for the whole response
-    return {"text": "".join(text), "others": others, "usage": usage, "error": error}
+    shown = {"text": "".join(text), "others": others, "usage": usage, "error": error}
+    return shown | ({"reasoning": "".join(reasoning)} if any(reasoning) else {})
 
 
 def scripts() -> dict[str, Callable[[], list[Reply]]]:
@@ -229,6 +231,34 @@ async def test_an_upstream_error_in_a_stream_reads_the_same(
     relayed, parsed = outcomes
     assert relayed == parsed
     assert relayed.get("status") == 502 or relayed["error"]["message"]
+
+
+@pytest.mark.parametrize("name", ["reasoning_content", "reasoning"])
+async def test_reasoning_then_text_reads_the_same(relay: Relay, name: str) -> None:
+    thoughts = ["The user ", 'says "hi"', ";\nanswer ", "briefly."]
+    events = [
+        _event({"role": "assistant", "content": ""}),
+        *(_event({name: t}) for t in thoughts),
+        *(_event({"content": word + " "}) for word in TEXT.split(" ")),
+        _event({}, "stop"),
+    ]
+    outcomes = []
+    for _ in ("relayed", "parsed"):
+        async with (
+            MisbehavingUpstream(default=Act.answer(sse_reply(events, done=True))) as fake,
+            serve_proxy({"upstreams": [{"name": "f", "base_url": fake.base_url}]}) as proxy,
+        ):
+            outcomes.append(await outcome(proxy.base_url))
+            stream = await proxy.client.chat.completions.create(
+                model="m", messages=USER, stream=True
+            )
+            chunks = [chunk async for chunk in stream]
+        relay.off()
+        assert "".join(c.choices[0].delta.content or "" for c in chunks) == TEXT + " "
+    relayed, parsed = outcomes
+    assert relay.runs >= 2  # a run of reasoning, then one of text
+    assert relayed == parsed
+    assert relayed["reasoning"] == "".join(thoughts)
 
 
 async def test_a_stream_cut_after_relayed_text_reads_the_same(

@@ -58,7 +58,7 @@ class ChatStreamRenderer:
         """The SSE frames for one event (possibly none)."""
         if isinstance(event, ContentDelta):
             if event.raw is not None:  # the upstream's escaped text, spliced in unparsed
-                return [self._encoder.text(event.raw)]
+                return [self._encoder.text(event.raw, reasoning=event.content is None)]
             delta: dict[str, Any] = {}
             if event.content is not None:
                 delta["content"] = event.content

@@ -146,6 +146,20 @@ def test_other_shapes_are_learned_as_they_come(delta: dict[str, Any]) -> None:
     assert scanner.text(data(later)) == b"z"
 
 
+@pytest.mark.parametrize("name", ["reasoning_content", "reasoning"])
+def test_reasoning_is_a_second_shape(name: str) -> None:
+    scanner = scanner_after(event({"content": "first"}))
+    thought = event({name: "hmm"})
+    assert scanner.text(data(thought)) is None
+    assert scanner.learn(data(thought), thought) == b"hmm"
+    assert scanner.key == name
+    assert scanner.text(data(event({"content": "x"}))) == b"x"
+    assert scanner.key == "content"
+    assert scanner.text(data(event({name: '"y"'}))) == b'\\"y\\"'
+    assert scanner.key == name
+    assert scanner.text(data(event({name: "a", "content": "b"}))) is None
+
+
 def test_spaced_json_is_never_learned() -> None:
     first = event({"content": "a"})
     spaced = orjson.dumps(first, option=orjson.OPT_INDENT_2)
@@ -180,6 +194,34 @@ def test_the_chat_frame_of_relayed_text_is_the_slow_paths(text: str) -> None:
     renderer = ChatStreamRenderer(meta, include_usage=False, tool_events=False)
     raw = orjson.dumps(text)[1:-1]
     assert renderer.frames(ContentDelta(text, raw=raw)) == renderer.frames(ContentDelta(text))
+
+
+@pytest.mark.parametrize("name", ["reasoning_content", "reasoning"])
+def test_the_chat_frame_of_relayed_reasoning_is_the_slow_paths(name: str) -> None:
+    renderer = ChatStreamRenderer(ResponseMeta.new("m"), include_usage=False, tool_events=False)
+    assembler = Assembler()
+    relayed = assembler.feed(Relayed(b'a \\"b\\"', name))
+    parsed = assembler.feed(event({name: 'a "b"'}))
+    assert relayed is not None and parsed is not None
+    assert renderer.frames(relayed) == renderer.frames(parsed)
+    assert assembler.finish().content == ""
+
+
+async def test_runs_of_reasoning_and_text_keep_their_order() -> None:
+    events = [
+        event({"reasoning_content": "think "}),
+        event({"reasoning_content": "more. "}),
+        event({"content": "Say "}),
+        event({"content": "this."}),
+        event({"reasoning_content": "late."}),
+        event({}, "stop"),
+    ]
+    got = [c for c in await chunks_of(events) if c.__class__ is Relayed]
+    assert [(c.key, c.text) for c in got] == [
+        ("reasoning_content", "think more. "),
+        ("content", "Say this."),
+        ("reasoning_content", "late."),
+    ]
 
 
 def config(url: str) -> UpstreamConfig:
