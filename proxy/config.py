@@ -569,6 +569,24 @@ class Settings(BaseModel):
         return self
 
     @model_validator(mode="after")
+    def _key_credentials_used(self) -> Settings:
+        # A key's credential for a namespace no source takes from keys is a typo, not a
+        # secret to keep: the source would answer that the key has none.
+        acting = {
+            getattr(entry, "namespace", None)
+            for entry in self.tools
+            if getattr(getattr(entry, "caller_credentials", None), "from_", None) == "key"
+        }
+        for index, key in enumerate(self.auth.keys if self.auth is not None else []):
+            unknown = sorted(set(key.credentials) - acting)
+            if unknown:
+                raise ValueError(
+                    f"auth.keys[{index}].credentials: no source with `caller_credentials: "
+                    f"{{from: key}}` has the namespace {', '.join(unknown)}"
+                )
+        return self
+
+    @model_validator(mode="after")
     def _spilled_results_kept_whole(self) -> Settings:
         # With spilling on, a long result is kept for the model to read in parts, so the
         # executor's cut (1 MiB of text, made for results sent whole) would lose what the

@@ -90,12 +90,24 @@ def test_a_keys_credential_is_one_kind_and_hidden_from_reprs() -> None:
     with pytest.raises(ConfigError, match="either bearer_token_env, or header together"):
         load(auth={"keys": [{"name": "a", "key": "k" * 8, "credentials": {"n": {}}}]})
     settings = load(
+        {"mcp": HTTP, "namespace": "n", "caller_credentials": {"from": "key"}},
         auth={
             "keys": [{"name": "a", "key": "k" * 8, "credentials": {"n": {"bearer_token_env": "V"}}}]
-        }
+        },
     )
     (key,) = settings.auth.keys
     assert key.credentials["n"].bearer_token_env == "V" and "credentials" not in repr(key)
+    source = {"mcp": HTTP, "namespace": "n", "caller_credentials": {"from": "key"}}
+    assert load(source, auth=settings.auth.model_dump()).auth.keys[0].credentials
+
+
+def test_a_credential_for_no_source_acting_for_keys_is_refused() -> None:
+    auth = {
+        "keys": [{"name": "a", "key": "k" * 8, "credentials": {"nn": {"bearer_token_env": "V"}}}]
+    }
+    source = {"mcp": HTTP, "namespace": "n", "caller_credentials": {"from": "key"}}
+    with pytest.raises(ConfigError, match=r"auth.keys\[0\].credentials: no source .* namespace nn"):
+        load(source, auth=auth)
 
 
 def test_headers_for_the_current_caller() -> None:
