@@ -31,6 +31,10 @@ if TYPE_CHECKING:
 Message = dict[str, Any]
 OVERHEAD_HEADER = "x-toolwire-overhead-ms"
 _DONE = b"data: [DONE]\n\n"
+_REQUEST_ID = REQUEST_ID_HEADER.encode()
+_EVENT_STREAM = (b"content-type", b"text/event-stream; charset=utf-8")
+_JSON = (b"content-type", b"application/json")
+"""The content types the fronts answer turns with (`server/asgi.py`)."""
 DISCONNECTED = 499
 """The status counted for a request whose client left before any answer (as nginx does)."""
 
@@ -79,6 +83,7 @@ class Telemetry:
     def close(self) -> None:
         """Stop reading the sources; send the last spans."""
         if self.metrics is not None:
+            self.metrics.fold()  # with several workers, the last counts reach the files
             self.metrics.watch_sources(None)
             self.metrics.watch_pins(None)
         if self.tracing is not None:
@@ -192,12 +197,17 @@ class _Served:
         stats = self._context.stats
         stats.status = message["status"]
         headers = list(message.get("headers") or ())
-        if not any(name == b"x-request-id" for name, _ in headers):
-            headers.append((REQUEST_ID_HEADER.encode(), self._context.request_id.encode()))
+        # The fronts' own headers are found whole, by one comparison each; others by a scan.
+        request_id = (_REQUEST_ID, self._context.request_id.encode())
+        if request_id not in headers and not any(name == _REQUEST_ID for name, _ in headers):
+            headers.append(request_id)
         if self._turn:
-            if any(
-                name == b"content-type" and value.startswith(b"text/event-stream")
-                for name, value in headers
+            if _EVENT_STREAM in headers or (
+                _JSON not in headers
+                and any(
+                    name == b"content-type" and value.startswith(b"text/event-stream")
+                    for name, value in headers
+                )
             ):
                 stats.streamed = True
                 if self._metrics is not None:

@@ -165,6 +165,8 @@ class _Call:
         except BaseException as exc:
             self._end(exc)
             raise
+        if not self.streamed and upstream.tracing is None:
+            return chunks  # no first token to time, no last chunk to read for a span
         return self.watch(chunks)
 
     async def __aexit__(

@@ -11,7 +11,9 @@ all; `toolwire serve` sets that up.
 
 from __future__ import annotations
 
+import asyncio
 import os
+from bisect import bisect_left
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
@@ -39,6 +41,9 @@ _FIRST_TOKEN = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
 _TOOL = (0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
 _OVERHEAD = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0)
 _ITERATIONS = (1, 2, 3, 4, 5, 6, 8, 10, 16, 32)
+FOLD_S = 1.0
+"""With several workers, how long a worker's counts may wait before the files every worker's
+scrape reads get them."""
 
 
 class ModelLabels:
@@ -60,68 +65,76 @@ class Metrics:
         self.model = models
         self.registry = CollectorRegistry(auto_describe=True)
         self._multiprocess = bool(os.environ.get(MULTIPROC_ENV))
+        tallies = self._tallies = _Tallies(self._multiprocess)
         self._sources: Callable[[], Sequence[SourceStatus]] | None = None
         self._pins: Callable[[], Iterable[tuple[str, str]]] | None = None
         r = self.registry
-        self.requests = _Children(
+        self.requests = _Tallied(
             Counter(
                 "toolwire_requests",
                 "HTTP requests answered, by front, model, client key and status.",
                 ["front", "model", "key", "status"],
                 registry=r,
-            )
+            ),
+            tallies,
         )
-        self.request_seconds = _Children(
+        self.request_seconds = _Tallied(
             Histogram(
                 "toolwire_request_duration_seconds",
                 "Whole requests, first byte in to last byte out.",
                 ["front"],
                 buckets=_LATENCY,
                 registry=r,
-            )
+            ),
+            tallies,
         )
-        self.overhead_seconds = _Children(
+        self.overhead_seconds = _Tallied(
             Histogram(
                 "toolwire_overhead_seconds",
                 "The proxy's own time per request: its duration less upstream and tool time.",
                 ["front"],
                 buckets=_OVERHEAD,
                 registry=r,
-            )
+            ),
+            tallies,
         )
-        self.upstream_calls = _Children(
+        self.upstream_calls = _Tallied(
             Counter(
                 "toolwire_upstream_calls",
                 "Calls to upstream model servers, by outcome (ok, error, cancelled).",
                 ["upstream", "model", "outcome"],
                 registry=r,
-            )
+            ),
+            tallies,
         )
-        self.upstream_seconds = _Children(
+        self.upstream_seconds = _Tallied(
             Histogram(
                 "toolwire_upstream_duration_seconds",
                 "Upstream calls, from sending the request to the answer's end.",
                 ["upstream", "model"],
                 buckets=_LATENCY,
                 registry=r,
-            )
+            ),
+            tallies,
         )
-        self.first_token_seconds = _Children(
+        self.first_token_seconds = _Tallied(
             Histogram(
                 "toolwire_upstream_time_to_first_token_seconds",
                 "Streamed upstream calls: from sending the request to the first chunk.",
                 ["upstream", "model"],
                 buckets=_FIRST_TOKEN,
                 registry=r,
-            )
+            ),
+            tallies,
         )
-        self.tokens = _Children(
+        self.tokens = _Tallied(
             Counter(
                 "toolwire_tokens",
                 "Tokens the upstreams reported, summed per turn: input (prompt) and output.",
                 ["model", "key", "direction"],
                 registry=r,
-            )
+            ),
+            tallies,
         )
         self.tool_calls = _Children(
             Counter(
@@ -141,19 +154,23 @@ class Metrics:
                 registry=r,
             )
         )
-        self.iterations = Histogram(
-            "toolwire_loop_iterations",
-            "Upstream calls per turn.",
-            buckets=_ITERATIONS,
-            registry=r,
+        self.iterations = _HistogramTally(
+            Histogram(
+                "toolwire_loop_iterations",
+                "Upstream calls per turn.",
+                buckets=_ITERATIONS,
+                registry=r,
+            ),
+            tallies,
         )
-        self.guard_stops = _Children(
+        self.guard_stops = _Tallied(
             Counter(
                 "toolwire_guard_stops",
                 "Turns a loop guard ended, by the limit that did.",
                 ["limit"],
                 registry=r,
-            )
+            ),
+            tallies,
         )
         self.approvals = _Children(
             Counter(
@@ -187,8 +204,14 @@ class Metrics:
         """Report the pinned tools' (source, status) pairs at each scrape (None: stop)."""
         self._pins = pins
 
+    def fold(self) -> None:
+        """Put what the requests counted since the last fold into the metrics (a scrape, and
+        the app's end, do it first; with several workers, every `FOLD_S` too)."""
+        self._tallies.fold()
+
     def exposition(self) -> bytes:
         """The text a scrape gets: every worker's values with several workers."""
+        self._tallies.fold()
         if self._multiprocess:
             registry = CollectorRegistry(auto_describe=True)
             MultiProcessCollector(registry)
@@ -218,6 +241,118 @@ class _Children:
         child = self._cache.get(values)
         if child is None:
             child = self._cache[values] = self._metric.labels(*values)
+        return child
+
+
+class _Tallies:
+    """The per-request metrics' counts since they were last folded into prometheus-client's
+    own: a request adds to a number (and, for a histogram, finds its bucket by bisection),
+    with no lock, no checks and no loop over buckets; a fold adds each sum once.
+
+    Alone, a process folds when it is scraped. With several workers (`toolwire serve
+    --workers N`) another worker's scrape reads this one's files, so the first count after a
+    fold arms a timer that folds `FOLD_S` later. Counts are only made on the event loop's
+    thread (the edge and the upstream calls); tool calls, which may be counted from a
+    worker thread, keep prometheus-client's locked values.
+    """
+
+    __slots__ = ("_children", "_multiprocess", "armed")
+
+    def __init__(self, multiprocess: bool) -> None:
+        self._children: list[_CounterTally | _HistogramTally] = []
+        self._multiprocess = multiprocess
+        self.armed = not multiprocess
+        """True while no timer needs arming: alone, or a fold is already due."""
+
+    def add(self, child: _CounterTally | _HistogramTally) -> None:
+        self._children.append(child)
+
+    def arm(self) -> None:
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return  # outside the loop: folded at the next scrape or at the end
+        self.armed = True
+        loop.call_later(FOLD_S, self.fold)
+
+    def fold(self) -> None:
+        for child in self._children:
+            child.fold()
+        if self._multiprocess:
+            self.armed = False
+
+
+class _CounterTally:
+    """A counter's child, its increments summed until the next fold."""
+
+    __slots__ = ("_child", "_tallies", "pending")
+
+    def __init__(self, child: Any, tallies: _Tallies) -> None:
+        self._child = child
+        self._tallies = tallies
+        self.pending = 0.0
+        tallies.add(self)
+
+    def inc(self, amount: float = 1) -> None:
+        self.pending += amount
+        if not self._tallies.armed:
+            self._tallies.arm()
+
+    def fold(self) -> None:
+        if self.pending:
+            pending, self.pending = self.pending, 0.0
+            self._child.inc(pending)
+
+
+class _HistogramTally:
+    """A histogram's child, its observations counted per bucket until the next fold (into
+    prometheus-client's own buckets and sum, as its `observe` would have put them)."""
+
+    __slots__ = ("_bounds", "_child", "_tallies", "counts", "total")
+
+    def __init__(self, child: Any, tallies: _Tallies) -> None:
+        self._child = child
+        self._tallies = tallies
+        self._bounds: list[float] = list(child._upper_bounds)
+        self.counts = [0] * len(self._bounds)
+        self.total = 0.0
+        tallies.add(self)
+
+    def observe(self, amount: float) -> None:
+        # The first bucket whose bound is at or above the amount (the last is +Inf).
+        self.counts[bisect_left(self._bounds, amount)] += 1
+        self.total += amount
+        if not self._tallies.armed:
+            self._tallies.arm()
+
+    def fold(self) -> None:
+        counts = self.counts
+        if not any(counts):
+            return
+        self.counts = [0] * len(counts)
+        total, self.total = self.total, 0.0
+        child = self._child
+        child._sum.inc(total)
+        for bucket, count in zip(child._buckets, counts, strict=True):
+            if count:
+                bucket.inc(count)
+
+
+class _Tallied:
+    """A labelled metric counted per request (`_Tallies`): its children by label values."""
+
+    __slots__ = ("_cache", "_kind", "_metric", "_tallies")
+
+    def __init__(self, metric: Any, tallies: _Tallies) -> None:
+        self._metric = metric
+        self._tallies = tallies
+        self._kind = _HistogramTally if isinstance(metric, Histogram) else _CounterTally
+        self._cache: dict[tuple[str, ...], Any] = {}
+
+    def __call__(self, *values: str) -> Any:
+        child = self._cache.get(values)
+        if child is None:
+            child = self._cache[values] = self._kind(self._metric.labels(*values), self._tallies)
         return child
 
 

@@ -70,3 +70,30 @@ def test_each_app_has_its_own_registry() -> None:
         "toolwire_requests_total",
         frozenset({("front", "chat"), ("model", "-"), ("key", "-"), ("status", "200")}),
     ) not in _samples(two.exposition())
+
+
+def test_counts_made_per_request_are_exact_in_every_scrape() -> None:
+    metrics = Metrics(ModelLabels(["m"]))
+    for seconds in (0.01, 0.07, 0.07, 400.0):
+        metrics.request_seconds("chat").observe(seconds)
+        metrics.requests("chat", "m", "-", "200").inc()
+    metrics.tokens("m", "-", "input").inc(12)
+    metrics.iterations.observe(1)
+    first = _samples(metrics.exposition())
+    chat = frozenset({("front", "chat")})
+    bucket = "toolwire_request_duration_seconds_bucket"
+    assert first[(bucket, chat | {("le", "0.05")})] == 1
+    assert first[(bucket, chat | {("le", "0.1")})] == 3
+    assert first[(bucket, chat | {("le", "300.0")})] == 3
+    assert first[(bucket, chat | {("le", "+Inf")})] == 4
+    assert first[("toolwire_request_duration_seconds_count", chat)] == 4
+    assert abs(first[("toolwire_request_duration_seconds_sum", chat)] - 400.15) < 1e-9
+    labels = frozenset({("front", "chat"), ("model", "m"), ("key", "-"), ("status", "200")})
+    assert first[("toolwire_requests_total", labels)] == 4
+    tokens = frozenset({("model", "m"), ("key", "-"), ("direction", "input")})
+    assert first[("toolwire_tokens_total", tokens)] == 12
+    assert first[("toolwire_loop_iterations_count", frozenset())] == 1
+    # A second scrape shows the same values (nothing counted twice); new counts are added.
+    assert _samples(metrics.exposition()) == first
+    metrics.requests("chat", "m", "-", "200").inc()
+    assert _samples(metrics.exposition())[("toolwire_requests_total", labels)] == 5
