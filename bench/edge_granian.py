@@ -33,6 +33,7 @@ import asyncio
 import contextlib
 import gc
 import logging.config
+import os
 import signal
 import socket
 import sys
@@ -83,12 +84,18 @@ def http1_settings(server: ServerConfig) -> HTTP1Settings:
 
 class HeadCheck:
     """Refuses a head past `max_bytes` or `max_fields` with a 431 in the route's error shape
-    before the app (and so authentication) sees the request."""
+    before the app (and so authentication) sees the request; keeps the tasks of the requests
+    running, which `cancel` cancels (granian, stopped, cancels none of them)."""
 
     def __init__(self, app: App, limits: HeadLimits) -> None:
         self.app = app
         self._max_bytes = limits.max_bytes
         self._max_fields = min(limits.max_fields, GRANIAN_MAX_FIELDS)
+        self._running: set[asyncio.Task[Any]] = set()
+
+    def cancel(self) -> None:
+        for task in self._running:
+            task.cancel()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
@@ -103,7 +110,13 @@ class HeadCheck:
                 error = f"the request's line and headers exceed {self._max_bytes} bytes"
                 await _refuse(scope, send, HeadTooLargeError(error))
                 return
-        await self.app(scope, receive, send)
+        task = asyncio.current_task()
+        assert task is not None
+        self._running.add(task)
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            self._running.discard(task)
 
 
 async def _refuse(scope: Scope, send: Send, error: ProxyError) -> None:
@@ -129,8 +142,10 @@ class Embedded(Server):
         self._bound = sock
 
     def _init_shared_socket(self) -> None:
-        # granian's stub gives SocketHolder no arguments; it takes (fd, uds, backlog).
-        holder = SocketHolder(self._bound.fileno(), False, BACKLOG)  # type: ignore[call-arg]
+        # granian's stub gives SocketHolder no arguments; it takes (fd, uds, backlog), and
+        # owns the descriptor: it gets a copy, the socket keeps its own.
+        fd = os.dup(self._bound.fileno())
+        holder = SocketHolder(fd, False, BACKLOG)  # type: ignore[call-arg]
         self._ssp = None
         self._shd = holder  # type: ignore[assignment]
         self._sfd = holder.get_fd()
@@ -177,17 +192,22 @@ async def _serve_toolwire(
         async with started(settings) as (registry, sources):
             await probing
             app = create_app(settings, registry=registry, sources=sources)
+            edge = HeadCheck(app, HeadLimits.of(settings.server))
             server = Embedded(
-                HeadCheck(app, HeadLimits.of(settings.server)),
+                edge,
                 sock,
                 http1_settings=http1_settings(settings.server),
                 log_level=log_level,
                 log_dictconfig=logs,
             )
-            server.workers_kill_timeout = 1
-            _drain_on_signals(app.telemetry.drain, server, settings.server.drain_s)
+            # The app's shutdown (its lifespan) runs in granian's worker, given this long.
+            server.workers_kill_timeout = 10
+            _drain_on_signals(app.telemetry.drain, edge, server, settings.server.drain_s)
             gc.freeze()
-            await server.serve()
+            try:
+                await server.serve()
+            except TimeoutError:  # granian's embedded server raises it when the time is up
+                logging.getLogger("toolwire").warning("the app's shutdown took over 10 s")
     finally:
         if not probing.done():
             probing.cancel()
@@ -195,8 +215,11 @@ async def _serve_toolwire(
                 await probing
 
 
-def _drain_on_signals(drain: Drain, server: Embedded, limit_s: float) -> None:
+def _drain_on_signals(drain: Drain, edge: HeadCheck, server: Embedded, limit_s: float) -> None:
     def stop(sig: int) -> None:
+        # After the drain: what still runs (requests past `drain_s`, GET streams) is
+        # cancelled at once, where uvicorn gives it a second.
+        edge.cancel()
         server.stop()
 
     handler = drain.signal_handler(stop, limit_s)
