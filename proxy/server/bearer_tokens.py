@@ -236,8 +236,9 @@ class BearerTokens:
             post = self._client().post(introspection.url, data=form, headers=headers)
             async with post as response:
                 if response.status != 200:
+                    # A 401 here is Toolwire's own client id or secret being refused.
                     failure = f"the issuer's introspection endpoint answered {response.status}"
-                    raise IssuerUnavailableError(failure, headers={"retry-after": _RETRY_S})
+                    raise ValueError(failure)
                 answer = await response.json(content_type=None)
         except (aiohttp.ClientError, TimeoutError, ValueError) as exc:
             log.warning("token introspection failed: %s (%s)", failure, type(exc).__name__)

@@ -473,6 +473,24 @@ async def test_opaque_tokens_are_introspected_and_cached(issuer: TokenIssuer) ->
     assert cached.status_code == 200
 
 
+@pytest.mark.parametrize("breakage", ["500", "garbage", "hang", "wrong secret"])
+async def test_a_broken_introspection_is_a_503(issuer: TokenIssuer, breakage: Any) -> None:
+    user, secret = INTROSPECTOR
+    if breakage == "wrong secret":
+        secret = "not-the-secret"
+    else:
+        issuer.introspection_broken = breakage
+    url = f"{issuer.issuer}/introspect"
+    introspection = {"url": url, "client_id": user, "client_secret": secret}
+    overrides = {"jwks_url": None, "introspection": introspection, "timeout_s": 0.5}
+    async with toolwire(issuer, **overrides) as served:
+        refused = await post_initialize(served, issuer.mint_opaque("alice"))
+    assert refused.status_code == 503, refused.text
+    assert refused.json()["error"]["code"] == "issuer_unavailable"
+    assert "introspection endpoint" in refused.json()["error"]["message"]
+    assert refused.headers["retry-after"]
+
+
 class _Memory:
     """The SDK client's token storage, in memory."""
 
