@@ -23,3 +23,5 @@ class SourceStatus:
     """A source started on first use: `stopped`, `starting` or `running` (None: eager)."""
     first_use_s: float | None = None
     """A lazy source: how long its last start took, from the call that asked for it."""
+    login: bool = False
+    """An MCP source whose tokens come from an operator's login (OAuth authorization code)."""

@@ -258,6 +258,7 @@ def _source(status: SourceStatus) -> Source:
         error=status.error,
         lazy=status.lazy,
         first_use_ms=None if first_use is None else round(first_use * 1000, 1),
+        login=status.login,
     )
 
 

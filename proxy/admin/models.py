@@ -96,6 +96,10 @@ class Source(BaseModel):
     with the proxy."""
     first_use_ms: float | None = None
     """A lazy server: how long its last start took, from the call that started it."""
+    login: bool = False
+    """Its tokens come from an operator's login (`oauth: {grant: authorization_code}`):
+    `POST /admin/api/sources/{name}/login` begins one; the panel offers it while the source
+    is not connected."""
 
 
 class LogRecord(BaseModel):

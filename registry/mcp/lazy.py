@@ -143,6 +143,7 @@ class LazyMcpSource(McpSource):
             error or problems,
             lazy=state,
             first_use_s=self._first_use_s,
+            login=self.logs_in,
         )
 
     def _listed(self, listed: list[types.Tool]) -> None:

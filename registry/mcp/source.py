@@ -89,7 +89,19 @@ class McpSource:
         error = self._session.error if not self._session.connected else None
         problems = "; ".join(self._problems) or None
 
-        return SourceStatus(self.name, self._session.connected, len(self._tools), error or problems)
+        return SourceStatus(
+            self.name,
+            self._session.connected,
+            len(self._tools),
+            error or problems,
+            login=self.logs_in,
+        )
+
+    @property
+    def logs_in(self) -> bool:
+        """Whether the server's tokens come from an operator's login (authorization code)."""
+        oauth = self._config.mcp.oauth
+        return oauth is not None and oauth.grant == "authorization_code"
 
     async def wait_connected(self) -> None:
         """Wait until the session is open (again); bound it with a timeout.

@@ -188,10 +188,48 @@ async function refreshSources() {
         : [])),
     el("td", { class: "num" }, String(s.tools)),
     el("td", { class: "small" }, s.error || "–"),
-    el("td", {}, el("button", {
-      type: "button", class: "quiet", "aria-label": t("source.reload.label", { name: s.name }),
-      onclick: () => reloadSource(s.name),
-    }, t("source.reload"))))));
+    el("td", {},
+      s.login && !s.reachable ? el("button", {
+        type: "button", "aria-label": t("source.login.label", { name: s.name }),
+        onclick: () => loginSource(s.name),
+      }, t("source.login")) : null,
+      s.login && !s.reachable ? " " : null,
+      el("button", {
+        type: "button", class: "quiet", "aria-label": t("source.reload.label", { name: s.name }),
+        onclick: () => reloadSource(s.name),
+      }, t("source.reload"))))));
+}
+
+const LOGIN_POLL_MS = 1000;
+
+async function loginSource(name) {
+  // Opened in the click itself: a window opened after an await is blocked as a pop-up.
+  const tab = window.open("", "_blank");
+  try {
+    const started = await api(`sources/${encodeURIComponent(name)}/login`, { method: "POST", body: {} });
+    if (tab) {
+      tab.opener = null;  // the authorization server's page gets no handle on the panel
+      tab.location.href = started.authorization_url;
+    } else {
+      window.open(started.authorization_url, "_blank", "noopener");
+    }
+    announce(t("source.login.waiting", { name }));
+    let login = { status: "pending" };
+    while (login.status === "pending") {
+      await new Promise((resolve) => setTimeout(resolve, LOGIN_POLL_MS));
+      login = await api(`logins/${encodeURIComponent(started.state)}`).catch((error) => {
+        if (error instanceof Unauthorized) throw error;
+        return { status: "expired" };  // the login ran past its ten minutes
+      });
+    }
+    if (login.status === "done") announce(t("source.login.done", { name }));
+    else if (login.status === "failed") announce(t("source.login.failed", { name, error: login.error }));
+    else announce(t("source.login.expired", { name }));
+    await Promise.all([refreshSources(), refreshTools()]);
+  } catch (error) {
+    if (tab) tab.close();
+    failed(error);
+  }
 }
 
 async function reloadSource(name) {

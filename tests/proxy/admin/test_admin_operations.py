@@ -150,6 +150,7 @@ async def test_a_source_reloads_with_its_new_tools_and_keeps_disables(
             "error": None,
             "lazy": None,
             "first_use_ms": None,
+            "login": False,
         }
         await admin.post("/api/tools/live.one/disable", json={"reason": "checking"})
         await asyncio.to_thread(live_source.write_text, TWO_TOOLS)
@@ -162,6 +163,7 @@ async def test_a_source_reloads_with_its_new_tools_and_keeps_disables(
             "error": None,
             "lazy": None,
             "first_use_ms": None,
+            "login": False,
         }
         assert await _event(lines, "source") == {**reloaded.json(), "by": "admin"}
         listed = (await admin.get("/api/tools", params={"namespace": "live"})).json()["tools"]
