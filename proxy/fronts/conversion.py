@@ -17,6 +17,11 @@ one module:
 - an Anthropic assistant turn's thinking arrives as `reasoning_content` on the Chat
   message, which strict Chat servers reject in a request: it is dropped (Chat upstreams
   take no reasoning back).
+
+The commonest requests (text turns, instructions or a system prompt, sampling fields, no
+tools) are converted here directly, to the very body rosetta's conversion and the mending
+give (rosetta's two-step conversion cost more than the rest of such a request's
+preparation); anything else goes through rosetta.
 """
 
 from __future__ import annotations
@@ -49,6 +54,9 @@ def to_chat(body: dict[str, Any], source: Source) -> dict[str, Any]:
     Raises:
         BadRequestError: rosetta cannot convert the request.
     """
+    direct = _direct_responses(body) if source == "openai_responses" else _direct_messages(body)
+    if direct is not None:
+        return direct
     try:
         chat, _ = _CHAT.request_to_provider(_converter(source).request_from_provider(body))
     except Exception as exc:  # rosetta's ConversionError and whatever bad input makes it raise
@@ -61,6 +69,130 @@ def to_chat(body: dict[str, Any], source: Source) -> dict[str, Any]:
     if response_format is not None:
         chat["response_format"] = response_format
     chat["messages"] = [_plain(m) for m in chat.get("messages", ())]
+    return chat
+
+
+_RESPONSES_DIRECT = frozenset(
+    ("model", "input", "instructions", "temperature", "top_p", "max_output_tokens", "stream")
+)
+_MESSAGES_DIRECT = frozenset(
+    (
+        "model",
+        "messages",
+        "system",
+        "temperature",
+        "top_p",
+        "stop_sequences",
+        "stream",
+        "max_tokens",
+    )
+)
+_ITEM_KEYS = frozenset(("type", "role", "content"))
+_BLOCK_KEYS = frozenset(("type", "text"))
+_ROLES = {"user": "user", "assistant": "assistant", "system": "system", "developer": "system"}
+
+
+def _direct_responses(body: dict[str, Any]) -> dict[str, Any] | None:
+    """The Chat body of a Responses request of text messages only, or None."""
+    if not _RESPONSES_DIRECT.issuperset(body) or not isinstance(body.get("model"), str):
+        return None
+    if None in body.values():
+        return None
+    items = body.get("input")
+    if not isinstance(items, list):
+        return None
+    messages: list[dict[str, Any]] = []
+    instructions = body.get("instructions")
+    if instructions is not None:
+        if not isinstance(instructions, str):
+            return None
+        if instructions:
+            messages.append({"role": "system", "content": instructions})
+    for item in items:
+        if not isinstance(item, dict) or item.keys() != _ITEM_KEYS or item["type"] != "message":
+            return None
+        role = _ROLES.get(item["role"]) if isinstance(item["role"], str) else None
+        text = _text(item["content"], "input_text", role == "user")
+        if role is None or text is None:
+            return None
+        messages.append({"role": role, "content": text})
+    chat: dict[str, Any] = {"model": body["model"], "messages": messages}
+    return _sampled(chat, body, body.get("max_output_tokens"), None)
+
+
+def _direct_messages(body: dict[str, Any]) -> dict[str, Any] | None:
+    """The Chat body of an Anthropic Messages request of text turns only, or None."""
+    if not _MESSAGES_DIRECT.issuperset(body) or not isinstance(body.get("model"), str):
+        return None
+    if None in body.values():
+        return None
+    turns = body.get("messages")
+    if not isinstance(turns, list):
+        return None
+    messages: list[dict[str, Any]] = []
+    system = body.get("system")
+    if system is not None:
+        text = _text(system, "text", True)
+        if text is None:
+            return None
+        if text:
+            messages.append({"role": "system", "content": text})
+    for turn in turns:
+        if not isinstance(turn, dict) or turn.keys() != {"role", "content"}:
+            return None
+        role = turn["role"]
+        text = _text(turn["content"], "text", role == "user")
+        if role not in ("user", "assistant") or text is None:
+            return None
+        messages.append({"role": role, "content": text})
+    stop = body.get("stop_sequences")
+    if stop is not None and not (
+        isinstance(stop, list) and stop and all(isinstance(s, str) for s in stop)
+    ):
+        return None
+    chat: dict[str, Any] = {"model": body["model"], "messages": messages}
+    return _sampled(chat, body, body.get("max_tokens"), stop)
+
+
+def _text(content: Any, kind: str, parts: bool) -> str | None:
+    """A string content, or (where `parts`) the joined text of a non-empty list of plain
+    `kind` parts; None for anything else."""
+    if isinstance(content, str):
+        return content
+    if not parts or not isinstance(content, list) or not content:
+        return None
+    texts = []
+    for part in content:
+        if not isinstance(part, dict) or part.keys() != _BLOCK_KEYS or part["type"] != kind:
+            return None
+        if not isinstance(part["text"], str):
+            return None
+        texts.append(part["text"])
+    return "".join(texts)
+
+
+def _sampled(
+    chat: dict[str, Any], body: dict[str, Any], max_tokens: Any, stop: list[str] | None
+) -> dict[str, Any] | None:
+    """`chat` with the request's sampling fields, in rosetta's order; None for values of a
+    type rosetta would read otherwise."""
+    for name in ("temperature", "top_p"):
+        value = body.get(name)
+        if value is not None:
+            if isinstance(value, bool) or not isinstance(value, int | float):
+                return None
+            chat[name] = value
+    if stop is not None:
+        chat["stop"] = stop
+    stream = body.get("stream")
+    if stream is not None:
+        if not isinstance(stream, bool):
+            return None
+        chat["stream"] = stream
+    if max_tokens is not None:
+        if isinstance(max_tokens, bool) or not isinstance(max_tokens, int):
+            return None
+        chat["max_tokens"] = max_tokens
     return chat
 
 
