@@ -14,6 +14,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import orjson
+
 from .conversion import Message, original_schemas, tokens
 
 
@@ -51,12 +53,22 @@ def gemini_tools(tools: list[dict[str, Any]], schemas: dict[str, Any]) -> list[d
         mended = []
         for declaration in declarations:
             schema = schemas.get(declaration.get("name", ""))
-            if schema is not None and _has_wide_union(schema):
+            if schema is not None and _may_have_union(schema) and _has_wide_union(schema):
                 declaration = {k: v for k, v in declaration.items() if k != "parameters"}
                 declaration["parametersJsonSchema"] = schema
             mended.append(declaration)
         fixed.append({"functionDeclarations": mended})
     return fixed
+
+
+def _may_have_union(schema: dict[str, Any]) -> bool:
+    """False when the schema's JSON names no `anyOf` or `oneOf` and no `type` is a list:
+    one scan of its serialisation, instead of walking most schemas (which have none)."""
+    try:
+        text = orjson.dumps(schema)
+    except TypeError:  # not JSON (orjson's error is a TypeError): walk it
+        return True
+    return b'"anyOf"' in text or b'"oneOf"' in text or b'"type":[' in text
 
 
 def _has_wide_union(schema: Any) -> bool:
