@@ -118,7 +118,9 @@ class ThreadBackend:
         held: list[Callable[[], None]] = []
         try:
             if not tool.metadata.is_concurrency_safe:
-                idle = self._idle.setdefault(tool.qualified_name, asyncio.Lock())
+                idle = self._idle.get(tool.qualified_name)
+                if idle is None:  # not setdefault: that would build a lock per call
+                    idle = self._idle[tool.qualified_name] = asyncio.Lock()
                 await idle.acquire()
                 held.append(idle.release)
             if self._free is not None:

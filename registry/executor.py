@@ -290,7 +290,10 @@ class Executor:
     def _exclusive(self, tool: Tool) -> contextlib.AbstractAsyncContextManager[Any]:
         if tool.metadata.is_concurrency_safe:
             return contextlib.nullcontext()
-        return self._locks.setdefault(tool.qualified_name, asyncio.Lock())
+        lock = self._locks.get(tool.qualified_name)
+        if lock is None:  # not setdefault: that would build a lock per call
+            lock = self._locks[tool.qualified_name] = asyncio.Lock()
+        return lock
 
     def _record(
         self,
