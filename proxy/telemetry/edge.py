@@ -20,7 +20,7 @@ from ..server.routing import App, direct
 from .drain import Drain
 from .logs import NO_REQUEST, log_summary
 from .metered import MeteredLoop, MeteredUpstream
-from .metrics import CONTENT_TYPE, Metrics, ModelLabels
+from .metrics import CONTENT_TYPE, Metrics, ModelLabels, RequestTurn
 from .scrapes import ScrapeKeys
 from .tool_calls import ToolCallListener
 from .tracing import Tracing
@@ -235,22 +235,18 @@ def _overhead_ms(stats: RequestStats) -> bytes:
 def _count(metrics: Metrics, context: RequestContext, now: float) -> None:
     """The request's counters: one update each, at its end."""
     stats = context.stats
-    front = context.route.label
-    model = metrics.model(stats.model)
     key = context.principal.name if context.principal is not None else NO_REQUEST
-    metrics.requests(front, model, key, str(stats.status)).inc()
-    metrics.request_seconds(front).observe(now - stats.started)
-    if not stats.model:
-        return
-    metrics.overhead_seconds(front).observe(stats.overhead_s(now))
-    if stats.upstream_calls:
-        metrics.iterations.observe(stats.upstream_calls)
-    if stats.input_tokens:
-        metrics.tokens(model, key, "input").inc(stats.input_tokens)
-    if stats.output_tokens:
-        metrics.tokens(model, key, "output").inc(stats.output_tokens)
-    if stats.stopped_by is not None:
-        metrics.guard_stops(stats.stopped_by).inc()
+    turn = None
+    if stats.model:
+        turn = RequestTurn(
+            stats.overhead_s(now),
+            stats.upstream_calls,
+            stats.input_tokens,
+            stats.output_tokens,
+            stats.stopped_by,
+        )
+    seconds = now - stats.started
+    metrics.count_request(context.route.label, stats.model, key, stats.status, seconds, turn)
 
 
 def _span_attributes(context: RequestContext) -> dict[str, Any]:

@@ -15,7 +15,7 @@ import asyncio
 import os
 from bisect import bisect_left
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
@@ -66,6 +66,8 @@ class Metrics:
         self.registry = CollectorRegistry(auto_describe=True)
         self._multiprocess = bool(os.environ.get(MULTIPROC_ENV))
         tallies = self._tallies = _Tallies(self._multiprocess)
+        self._requests: dict[tuple[str, str, str, int], _RequestTallies] = {}
+        """Each (front, model, key, status)'s tallies (`count_request`)."""
         self._sources: Callable[[], Sequence[SourceStatus]] | None = None
         self._pins: Callable[[], Iterable[tuple[str, str]]] | None = None
         r = self.registry
@@ -204,6 +206,46 @@ class Metrics:
         """Report the pinned tools' (source, status) pairs at each scrape (None: stop)."""
         self._pins = pins
 
+    def count_request(
+        self,
+        front: str,
+        model: str,
+        key: str,
+        status: int,
+        seconds: float,
+        turn: RequestTurn | None = None,
+    ) -> None:
+        """One request's counters at its end, found by one lookup (`model` as sent; `turn`:
+        what its turn came to, for a request that ran one)."""
+        label = self.model(model)
+        tallies = self._requests.get((front, label, key, status))
+        if tallies is None:
+            tallies = self._request_tallies(front, label, key, status)
+        requests, duration, overhead, tokens_in, tokens_out = tallies
+        requests.inc()
+        duration.observe(seconds)
+        if turn is None:
+            return
+        overhead.observe(turn.overhead_s)
+        if turn.upstream_calls:
+            self.iterations.observe(turn.upstream_calls)
+        if turn.input_tokens:
+            tokens_in.inc(turn.input_tokens)
+        if turn.output_tokens:
+            tokens_out.inc(turn.output_tokens)
+        if turn.stopped_by is not None:
+            self.guard_stops(turn.stopped_by).inc()
+
+    def _request_tallies(self, front: str, model: str, key: str, status: int) -> _RequestTallies:
+        found = self._requests[(front, model, key, status)] = (
+            self.requests(front, model, key, str(status)),
+            self.request_seconds(front),
+            self.overhead_seconds(front),
+            self.tokens(model, key, "input"),
+            self.tokens(model, key, "output"),
+        )
+        return found
+
     def fold(self) -> None:
         """Put what the requests counted since the last fold into the metrics (a scrape, and
         the app's end, do it first; with several workers, every `FOLD_S` too)."""
@@ -242,6 +284,16 @@ class _Children:
         if child is None:
             child = self._cache[values] = self._metric.labels(*values)
         return child
+
+
+class RequestTurn(NamedTuple):
+    """What a request's turn came to, for its counters."""
+
+    overhead_s: float
+    upstream_calls: int
+    input_tokens: int
+    output_tokens: int
+    stopped_by: str | None
 
 
 class _Tallies:
@@ -336,6 +388,12 @@ class _HistogramTally:
         for bucket, count in zip(child._buckets, counts, strict=True):
             if count:
                 bucket.inc(count)
+
+
+_RequestTallies = tuple[
+    "_CounterTally", "_HistogramTally", "_HistogramTally", "_CounterTally", "_CounterTally"
+]
+"""A request's counter, duration, overhead, input and output tokens (`count_request`)."""
 
 
 class _Tallied:

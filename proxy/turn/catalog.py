@@ -103,6 +103,9 @@ class Catalog:
         self._cache: OrderedDict[_Key, Toolset] = OrderedDict()
         self._cache_size = cache_size
         self._index: tuple[int, ToolIndex] | None = None
+        self._last: tuple[ToolFilter, str | None, int, Toolset] | None = None
+        """The last toolset asked for without `defer` or `load`, by its filter (the same
+        object: most requests share the default one), caller and registry version."""
 
     def toolset(
         self,
@@ -116,12 +119,25 @@ class Catalog:
         excluded; tools outside the caller's key scope do not exist for it); `defer` names
         more tools (qualified names) the request defers behind the search, `load` deferred
         tools (wire names) its conversation's searches already found, offered from the start."""
+        version = self._registry.version
+        last = self._last
+        if (
+            last is not None
+            and last[0] is tool_filter
+            and last[1] == caller.caller
+            and last[2] == version
+            and not defer
+            and not load
+        ):
+            return last[3]
         if load:  # only registry tools count (a client's own found tools are its own)
             load = frozenset(n for n in load if self._registry.resolve(n) is not None)
-        key = (self._registry.version, tool_filter, caller.caller, defer, load)
+        key = (version, tool_filter, caller.caller, defer, load)
         found = self._cache.get(key)
         if found is not None:
             self._cache.move_to_end(key)
+            if not defer and not load:
+                self._last = (tool_filter, caller.caller, version, found)
             return found
         selected = [t for t in tool_filter.select(self._registry) if self._gate.in_scope(t, caller)]
         visible = [t for t in selected if self._gate.visible(t, caller)]
@@ -147,6 +163,8 @@ class Catalog:
         self._cache[key] = toolset
         if len(self._cache) > self._cache_size:
             self._cache.popitem(last=False)
+        if not defer and not load:
+            self._last = (tool_filter, caller.caller, version, toolset)
         return toolset
 
     def _deferred(self, tools: list[Tool], *, own: bool = False) -> DeferredTools:

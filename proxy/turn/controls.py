@@ -59,7 +59,8 @@ def parse_controls(raw: Any, headers: Mapping[str, str]) -> Controls:
     Raises:
         BadRequestError: the field has unknown keys or wrong types.
     """
-    if raw is None and not any(name in headers for name in _HEADERS):
+    tags, exclude_tags, namespaces = _HEADERS  # three lookups, no generator: the hot path
+    if raw is None and not (tags in headers or exclude_tags in headers or namespaces in headers):
         return DEFAULT_CONTROLS
     try:
         body = ControlsBody.model_validate(raw if raw is not None else {})

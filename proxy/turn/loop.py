@@ -95,14 +95,15 @@ class ToolLoop:
         Raises:
             ProxyError: the upstream failed or rejected the request.
         """
-        history = await restore(
-            self._turns, _strip_vendor_fields(turn.body["messages"]), turn.owner
-        )
+        messages = _strip_vendor_fields(turn.body["messages"])
+        tool_rounds = any(m.get("role") == "tool" or m.get("tool_calls") for m in messages)
+        # A pending turn is found by its assistant message's tool calls: none, none to find.
+        history = await restore(self._turns, messages, turn.owner) if tool_rounds else messages
         state = _State(
             guard=LoopGuard(self._limits_for(turn.controls)),
             history=history,
             body=_upstream_body(turn.body),
-            tool_rounds=any(m.get("role") == "tool" or m.get("tool_calls") for m in history),
+            tool_rounds=tool_rounds,
         )
         turn = self._offer(turn, state)
         if state.tool_rounds:  # a plain request answers nothing a turn left paused
@@ -430,9 +431,11 @@ class ToolLoop:
 
 def _tools_for(turn: Turn, state: _State) -> list[dict[str, Any]]:
     tools = [*turn.toolset.chat_tools, *state.loaded.values()]
-    if turn.toolset.deferred is not None or client_tools.deferred(turn):
+    own = turn.body.get("tools")  # the client's own tools, if any
+    if turn.toolset.deferred is not None or (own and client_tools.deferred(turn)):
         tools.append(SEARCH_CHAT_TOOL)
-    tools.extend(client_tools.offered(turn))
+    if own:
+        tools.extend(client_tools.offered(turn))
     return tools
 
 
