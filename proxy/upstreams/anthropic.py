@@ -100,7 +100,8 @@ class _AnthropicCodec:
     def __init__(self, converted: conversion.Conversion) -> None:
         self.finished = False
         self._conversion = converted
-        self._processor = converted.stream()
+        self._processor: Any = None
+        """Rosetta's stream processor, made by the first event (a whole answer needs none)."""
         self._direct = conversion.DirectText()
         self._thinking = fixes.AnthropicThinking()
         self._usage: dict[str, Any] = {}
@@ -123,7 +124,7 @@ class _AnthropicCodec:
         elif kind == "message_delta":
             self._usage.update({k: v for k, v in (payload.get("usage") or {}).items() if v})
             self._stop = (payload.get("delta") or {}).get("stop_reason")
-        chunks = self._conversion.chunks(self._processor, payload)
+        chunks = self._convert(payload)
         self._direct.learn(chunks)
         if kind == "message_stop":
             self.finished = True
@@ -143,6 +144,11 @@ class _AnthropicCodec:
             if isinstance(text, str):
                 return self._direct.chunk(0, text)
         return None
+
+    def _convert(self, payload: dict[str, Any]) -> list[Chunk]:
+        if self._processor is None:
+            self._processor = self._conversion.stream()
+        return self._conversion.chunks(self._processor, payload)
 
     def whole(self, payload: Any) -> list[Chunk]:
         if not isinstance(payload, dict) or payload.get("type") == "error":

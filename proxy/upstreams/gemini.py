@@ -81,7 +81,8 @@ class _GeminiCodec:
     def __init__(self, converted: conversion.Conversion) -> None:
         self.finished = False
         self._conversion = converted
-        self._processor = converted.stream()
+        self._processor: Any = None
+        """Rosetta's stream processor, made by the first event (a whole answer needs none)."""
         self._direct = conversion.DirectText()
         self._calls = fixes.GeminiCalls(lambda: f"call_{secrets.token_hex(12)}")
 
@@ -93,9 +94,7 @@ class _GeminiCodec:
             raise _fault(payload)
         payload = self._calls.observe(payload)
         usage = payload.get("usageMetadata")
-        chunks = conversion.without_rosetta_metadata(
-            self._conversion.chunks(self._processor, payload)
-        )
+        chunks = conversion.without_rosetta_metadata(self._convert(payload))
         self._direct.learn(chunks)
         if _ends(payload):
             self.finished = True
@@ -139,8 +138,13 @@ class _GeminiCodec:
         if usage is None:
             return chunks
         rest = {k: v for k, v in payload.items() if k != "candidates"}
-        chunks += self._conversion.chunks(self._processor, rest)  # none: rosetta keeps it
+        chunks += self._convert(rest)  # none: rosetta keeps it
         return conversion.with_usage(chunks, fixes.gemini_usage(usage) if usage else None)
+
+    def _convert(self, payload: dict[str, Any]) -> list[Chunk]:
+        if self._processor is None:
+            self._processor = self._conversion.stream()
+        return self._conversion.chunks(self._processor, payload)
 
     def whole(self, payload: Any) -> list[Chunk]:
         if not isinstance(payload, dict) or "error" in payload:
