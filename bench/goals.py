@@ -151,7 +151,8 @@ def table(result: dict[str, Any], heading: str) -> list[str]:
         lines.append(
             f"NOT RELIABLE  load average {load[0]:.2f} at the start "
             f"({load[1]:.2f} over 5 min) is above {QUIET_LOAD:g}: other programs shared "
-            "the cores, so these verdicts are not reliable; rerun on a quiet machine"
+            "the cores, so the verdicts on timed figures are not reliable (instruction counts "
+            "are); rerun on a quiet machine"
         )
     last = "spread over rounds; notes" if any(g["rounds"] for g in goals) else "notes"
     lines.append(f"{'':6}{'goal':<{width}}{'measured':>10}  {'goal':<10}  {last}")
