@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
-from registry import Caller
+from registry import Caller, without_client_key
 
 from .principals import Principal
 
@@ -35,7 +35,9 @@ class CallContext:
         principal = self.principal
         if principal is None:
             return Caller(None, headers=self.headers)
-        return Caller(principal.name, principal.credentials, self.headers)
+        # With client keys on, the key the client presented never reaches a source or tool.
+        headers = without_client_key(self.headers)
+        return Caller(principal.name, principal.credentials, headers)
 
 
 ANONYMOUS = CallContext()

@@ -8,7 +8,13 @@ from registry.arguments import parse_arguments
 from registry.backends import ExecutionBackend, InlineBackend, ThreadBackend
 from registry.builtins import BuiltinOptions, BuiltinSource, BuiltinSourceConfig
 from registry.cached import CachedTool
-from registry.callers import HIDDEN_WITHOUT, Caller, KeyCredential, acting_for
+from registry.callers import (
+    HIDDEN_WITHOUT,
+    Caller,
+    KeyCredential,
+    acting_for,
+    without_client_key,
+)
 from registry.calls import ErrorKind, ToolCall, ToolOutput, ToolResult
 from registry.classes import PythonClassSource, PythonClassSourceConfig, register_class
 from registry.composers import ConditionalComposer, FallbackComposer, SequentialComposer
@@ -177,6 +183,7 @@ __all__ = [
     "tool_mark",
     "trace_headers",
     "use_token_store",
+    "without_client_key",
 ]
 
 if TYPE_CHECKING:

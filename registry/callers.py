@@ -35,6 +35,7 @@ __all__ = [
     "acting_for",
     "caller_headers",
     "current_caller",
+    "without_client_key",
 ]
 
 _TOKEN = r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$"
@@ -103,8 +104,8 @@ class CallerCredentials(BaseModel):
     """With `from: header`: the header the server receives the credential in."""
     forward_client_key: bool = False
     """With `from: header`: allow `header` to be `Authorization` or `x-api-key`, where a
-    client presents its Toolwire key (only sensible without `auth:`, or when the server
-    shares the keys)."""
+    client presents its Toolwire key: forwarded without `auth:` only (with client keys on,
+    those headers hold the Toolwire key and never reach a source)."""
     hide: bool = False
     """With `from: key`: keys without a credential for the source do not see its tools."""
     max_sessions: int = Field(default=64, gt=0)
@@ -147,6 +148,35 @@ class Caller:
         default_factory=lambda: MappingProxyType({}), repr=False
     )
     headers: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}), repr=False)
+
+
+class _WithoutClientKey(Mapping[str, str]):
+    """A request's headers without those a client presents its Toolwire key in."""
+
+    __slots__ = ("_headers",)
+
+    def __init__(self, headers: Mapping[str, str]) -> None:
+        self._headers = headers
+
+    def __getitem__(self, name: str) -> str:
+        if name.lower() in CLIENT_KEY_HEADERS:
+            raise KeyError(name)
+        return self._headers[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return (name for name in self._headers if name.lower() not in CLIENT_KEY_HEADERS)
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+    def __repr__(self) -> str:
+        return f"<{len(self)} request headers>"
+
+
+def without_client_key(headers: Mapping[str, str]) -> Mapping[str, str]:
+    """`headers` as a source acting for a key's caller may read them: the client's Toolwire
+    key (`Authorization`, `x-api-key`) left out, so that no source or tool ever sees it."""
+    return _WithoutClientKey(headers)
 
 
 class CallerCredentialError(Exception):

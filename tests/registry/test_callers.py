@@ -136,3 +136,20 @@ def test_headers_for_the_current_caller() -> None:
     with acting_for(Caller("team-b", credentials, {"x-user-token": "u-2"})):
         other = caller_headers(forwarded, "h", "mcp:h", environ)
     assert other.identity != user.identity
+
+
+def test_the_client_key_never_reaches_a_source_with_auth_on() -> None:
+    from policies import CallContext, Principal
+
+    headers = {"authorization": "Bearer tw-key", "x-api-key": "tw-key", "x-user-token": "u"}
+    forwarded = CallerCredentials.model_validate(
+        {"from": "header", "header": "Authorization", "forward_client_key": True}
+    )
+    keyed = CallContext(Principal("team-a"), headers=headers).acting()
+    assert dict(keyed.headers) == {"x-user-token": "u"} and "tw-key" not in repr(keyed)
+    with acting_for(keyed), pytest.raises(CallerCredentialError, match="has none"):
+        caller_headers(forwarded, "h", "mcp:h", {})
+    # Without auth there is no Toolwire key: the client's Authorization is its own to forward.
+    with acting_for(CallContext(headers=headers).acting()):
+        sent = caller_headers(forwarded, "h", "mcp:h", {})
+    assert dict(sent.headers) == {"Authorization": "Bearer tw-key"}
