@@ -12,7 +12,8 @@ One panel per result given, side by side:
 * overhead   server CPU per request (us), non-streamed and streamed, of every proxy target
              `bench/overhead.py` measured (pass-through, toolwire, ...), at its largest
              connection count (c=64 by default; results of one count have only that one):
-             lower is better.
+             lower is better; a dashed mark over toolwire's bars at its goal, 1.3x the
+             injecting floor's.
 * tool loop  latency added per tool iteration beyond model and tool time (ms, log scale), per
              tool kind, Toolwire and LiteLLM side by side (`bench/tool_loop.py`).
 * streams    per worker count: the largest worker RSS (MB) and p99 time to first token beyond
@@ -91,6 +92,26 @@ def _grouped(ax: Any, groups: list[str], series: Mapping[str, Sequence[float | N
     ax.spines[["top", "right"]].set_visible(False)
 
 
+CPU_GOAL = 1.3
+"""toolwire's CPU per request at most this many times the injecting floor's (issue 29)."""
+
+
+def _cpu_goal(ax: Any, bars: dict[str, list[float]], labels: dict[str, str]) -> None:
+    """A dashed mark over toolwire's bars at the CPU goal (1.3x the injecting floor's, as
+    measured in the same run), when both were measured."""
+    floor, toolwire = labels.get("floor"), labels.get("toolwire")
+    if floor not in bars or toolwire not in bars:
+        return
+    width = 0.8 / len(bars)
+    index = list(bars).index(toolwire)
+    for group, value in enumerate(bars[floor]):
+        x = group + (index - (len(bars) - 1) / 2) * width
+        label = f"goal: {CPU_GOAL:g}x the floor's" if group == 0 else None
+        ax.hlines(value * CPU_GOAL, x - width / 2, x + width / 2, colors="black",
+                  linestyles="dashed", linewidth=1, label=label)  # fmt: skip
+    ax.legend(fontsize=8, frameon=False)
+
+
 def draw(
     path: Path,
     overhead: dict[str, Any] | None = None,
@@ -110,7 +131,9 @@ def draw(
     column = iter(axes[0])
     if overhead is not None:
         ax = next(column)
-        _grouped(ax, [title for _, title in MODES], overhead_bars(overhead))
+        bars = overhead_bars(overhead)
+        _grouped(ax, [title for _, title in MODES], bars)
+        _cpu_goal(ax, bars, overhead["labels"])
         ax.set_title(f"Proxy CPU per request{_at(overhead)} (us, lower is better)", fontsize=10)
     if tool_loop is not None:
         ax = next(column)
