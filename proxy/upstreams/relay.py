@@ -21,7 +21,13 @@ import orjson
 
 from .base import Chunk
 
-_TEXT_TOP = frozenset({"id", "object", "created", "model", "choices", "system_fingerprint"})
+_TEXT_TOP = frozenset(
+    {"id", "object", "created", "model", "choices", "system_fingerprint", "service_tier"}
+    | {"obfuscation"}
+)
+_OBFUSCATION = b',"obfuscation":"'
+"""OpenAI pads each stream event with a random string in its last field, which no reader
+uses: a shape learned from such an event is matched without it."""
 TEXT_KEYS = ("content", "reasoning_content", "reasoning")
 """The delta fields whose text is relayed (both reasoning names render as `reasoning_content`)."""
 _KEYS = {key: b'"' + key.encode() + b'":"' for key in TEXT_KEYS}
@@ -59,14 +65,18 @@ class TextScanner:
     __slots__ = ("_shapes", "key")
 
     def __init__(self) -> None:
-        self._shapes: list[tuple[bytes, bytes, str]] = []
+        self._shapes: list[tuple[bytes, bytes, str, bool]] = []
         self.key = "content"
         """The kind of text `text` last found (a name in `TEXT_KEYS`)."""
 
     def text(self, data: bytes) -> bytes | None:
         """The JSON string body of the event's text, when the event is, byte for byte, a
         learned chunk with other (non-empty) text (its kind then in `key`); else None."""
-        for head, tail, key in self._shapes:
+        for head, tail, key, padded in self._shapes:
+            if padded:
+                data = _unpadded(data)  # type: ignore[assignment]
+                if data is None:
+                    return None
             if data.startswith(head) and data.endswith(tail):
                 body = data[len(head) : len(data) - len(tail)]
                 if not body:
@@ -88,6 +98,11 @@ class TextScanner:
         if found is None:
             return None
         key, text = found
+        padded = chunk.get("obfuscation") is not None
+        if padded:
+            data = _unpadded(data)  # type: ignore[assignment]
+            if data is None:
+                return None
         start = data.find(_KEYS[key])
         if start < 0:
             return None  # not compact JSON: no shape to match
@@ -99,9 +114,21 @@ class TextScanner:
         if not string_body(body) or orjson.loads(data[start - 1 : end + 1]) != text:
             return None
         shapes = [shape for shape in self._shapes if shape[2] != key]
-        self._shapes = [(data[:start], data[end:], key), *shapes]
+        self._shapes = [(data[:start], data[end:], key, padded), *shapes]
         self.key = key
         return body
+
+
+def _unpadded(data: bytes) -> bytes | None:
+    """The event without OpenAI's padding field (its last: `,"obfuscation":"…"}`), or None
+    when it has none (or one that is not a plain string)."""
+    cut = data.rfind(_OBFUSCATION)
+    if cut < 0 or not data.endswith(b'"}'):
+        return None
+    pad = data[cut + len(_OBFUSCATION) : -2]
+    if b'"' in pad or b"\\" in pad:
+        return None
+    return data[:cut] + b"}"
 
 
 def string_body(body: bytes) -> bool:

@@ -261,6 +261,34 @@ async def test_reasoning_then_text_reads_the_same(relay: Relay, name: str) -> No
     assert relayed["reasoning"] == "".join(thoughts)
 
 
+async def test_an_openai_stream_reads_the_same(relay: Relay) -> None:
+    """OpenAI's events: more top-level fields, and a random pad as each one's last field."""
+
+    def padded(delta: dict[str, Any], n: int, finish: str | None = None) -> dict[str, Any]:
+        top = {"service_tier": "default", "system_fingerprint": "fp_1"}
+        return {**top, **_event(delta, finish), "usage": None, "obfuscation": "p4d" * (n % 3)}
+
+    usage = {"prompt_tokens": 7, "completion_tokens": 9, "total_tokens": 16}
+    events = [
+        padded({"role": "assistant", "content": "", "refusal": None}, 0),
+        *(padded({"content": word + " "}, n) for n, word in enumerate(TEXT.split(" "), 1)),
+        padded({}, 0, "stop"),
+        {**_event({}), "choices": [], "usage": usage, "obfuscation": "x"},
+    ]
+    outcomes = []
+    for _ in ("relayed", "parsed"):
+        async with (
+            MisbehavingUpstream(default=Act.answer(sse_reply(events, done=True))) as fake,
+            serve_proxy({"upstreams": [{"name": "f", "base_url": fake.base_url}]}) as proxy,
+        ):
+            outcomes.append(await outcome(proxy.base_url))
+        relay.off()
+    relayed, parsed = outcomes
+    assert relay.runs >= 1
+    assert relayed == parsed
+    assert relayed["text"] == TEXT + " "
+
+
 async def test_a_stream_cut_after_relayed_text_reads_the_same(
     make_proxy, upstream: FakeUpstream, relay: Relay
 ) -> None:

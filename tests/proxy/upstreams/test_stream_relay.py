@@ -160,6 +160,24 @@ def test_reasoning_is_a_second_shape(name: str) -> None:
     assert scanner.text(data(event({name: "a", "content": "b"}))) is None
 
 
+def openai_event(delta: dict[str, Any], pad: str, finish: str | None = None) -> dict[str, Any]:
+    """An event as OpenAI streams it: more top-level fields, and a random pad last."""
+    choice = {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}
+    top = {**HEAD, "service_tier": "default", "system_fingerprint": "fp_1"}
+    return {**top, "choices": [choice], "usage": None, "obfuscation": pad}
+
+
+def test_openai_padding_is_matched_without_it() -> None:
+    first = openai_event({"content": "Hel"}, "x8Kq")
+    scanner = scanner_after(first)
+    assert scanner.text(data(openai_event({"content": 'lo "you"'}, "Zz"))) == b'lo \\"you\\"'
+    assert scanner.text(data(openai_event({"content": "x"}, 'a"b'))) is None
+    call = {"index": 0, "id": "c", "function": {"name": "f", "arguments": ""}}
+    assert scanner.text(data(openai_event({"tool_calls": [call]}, "pq"))) is None
+    assert scanner.text(data(openai_event({}, "pq", "stop"))) is None
+    assert scanner.text(data(event({"content": "unpadded"}))) is None
+
+
 def test_spaced_json_is_never_learned() -> None:
     first = event({"content": "a"})
     spaced = orjson.dumps(first, option=orjson.OPT_INDENT_2)
