@@ -92,11 +92,9 @@ class MeteredUpstream:
             context.stats.upstream_s += elapsed
         metrics = self._metrics
         if metrics is not None:
-            label = metrics.model(call.model)
-            metrics.upstream_calls(self.name, label, outcome).inc()
-            metrics.upstream_seconds(self.name, label).observe(elapsed)
-            if call.first is not None and call.streamed:
-                metrics.first_token_seconds(self.name, label).observe(call.first - call.started)
+            first = call.first
+            first_token_s = first - call.started if first is not None and call.streamed else None
+            metrics.count_upstream_call(self.name, call.model, outcome, elapsed, first_token_s)
         if call.span is not None and self.tracing is not None:
             self.tracing.end_upstream(call.span, call.attributes(), call.error)
 

@@ -68,6 +68,10 @@ class Metrics:
         tallies = self._tallies = _Tallies(self._multiprocess)
         self._requests: dict[tuple[str, str, str, int], _RequestTallies] = {}
         """Each (front, model, key, status)'s tallies (`count_request`)."""
+        self._upstream_calls: dict[
+            tuple[str, str, str], tuple[_CounterTally, _HistogramTally, _HistogramTally]
+        ] = {}
+        """Each (upstream, model, outcome)'s tallies (`count_upstream_call`)."""
         self._sources: Callable[[], Sequence[SourceStatus]] | None = None
         self._pins: Callable[[], Iterable[tuple[str, str]]] | None = None
         r = self.registry
@@ -222,11 +226,15 @@ class Metrics:
         if tallies is None:
             tallies = self._request_tallies(front, label, key, status)
         requests, duration, overhead, tokens_in, tokens_out = tallies
-        requests.inc()
-        duration.observe(seconds)
+        requests.pending += 1  # each tally's own inc and observe, spelled out: every request
+        duration.counts[bisect_left(duration.bounds, seconds)] += 1
+        duration.total += seconds
+        if not self._tallies.armed:
+            self._tallies.arm()
         if turn is None:
             return
-        overhead.observe(turn.overhead_s)
+        overhead.counts[bisect_left(overhead.bounds, turn.overhead_s)] += 1
+        overhead.total += turn.overhead_s
         if turn.upstream_calls:
             self.iterations.observe(turn.upstream_calls)
         if turn.input_tokens:
@@ -235,6 +243,30 @@ class Metrics:
             tokens_out.inc(turn.output_tokens)
         if turn.stopped_by is not None:
             self.guard_stops(turn.stopped_by).inc()
+
+    def count_upstream_call(
+        self,
+        upstream: str,
+        model: str,
+        outcome: str,
+        seconds: float,
+        first_token_s: float | None = None,
+    ) -> None:
+        """One upstream call's counters at its end, found by one lookup (`model` as sent;
+        `first_token_s`: a streamed call's time to its first chunk)."""
+        label = self.model(model)
+        tallies = self._upstream_calls.get((upstream, label, outcome))
+        if tallies is None:
+            tallies = self._upstream_calls[(upstream, label, outcome)] = (
+                self.upstream_calls(upstream, label, outcome),
+                self.upstream_seconds(upstream, label),
+                self.first_token_seconds(upstream, label),
+            )
+        calls, duration, first_token = tallies
+        calls.inc()
+        duration.observe(seconds)
+        if first_token_s is not None:
+            first_token.observe(first_token_s)
 
     def _request_tallies(self, front: str, model: str, key: str, status: int) -> _RequestTallies:
         found = self._requests[(front, model, key, status)] = (
@@ -360,19 +392,19 @@ class _HistogramTally:
     """A histogram's child, its observations counted per bucket until the next fold (into
     prometheus-client's own buckets and sum, as its `observe` would have put them)."""
 
-    __slots__ = ("_bounds", "_child", "_tallies", "counts", "total")
+    __slots__ = ("_child", "_tallies", "bounds", "counts", "total")
 
     def __init__(self, child: Any, tallies: _Tallies) -> None:
         self._child = child
         self._tallies = tallies
-        self._bounds: list[float] = list(child._upper_bounds)
-        self.counts = [0] * len(self._bounds)
+        self.bounds: list[float] = list(child._upper_bounds)
+        self.counts = [0] * len(self.bounds)
         self.total = 0.0
         tallies.add(self)
 
     def observe(self, amount: float) -> None:
         # The first bucket whose bound is at or above the amount (the last is +Inf).
-        self.counts[bisect_left(self._bounds, amount)] += 1
+        self.counts[bisect_left(self.bounds, amount)] += 1
         self.total += amount
         if not self._tallies.armed:
             self._tallies.arm()

@@ -36,14 +36,21 @@ class Usage(NamedTuple):
     @classmethod
     def from_chat(cls, raw: dict[str, Any]) -> Usage:
         """Usage from a Chat Completions `usage` object (details included when present)."""
-        prompt = _count(raw.get("prompt_tokens"))
-        completion = _count(raw.get("completion_tokens"))
+        # `_count` spelled out: one upstream answer or two per request parse this.
+        prompt = raw.get("prompt_tokens")
+        prompt = prompt if isinstance(prompt, int) and prompt > 0 else 0
+        completion = raw.get("completion_tokens")
+        completion = completion if isinstance(completion, int) and completion > 0 else 0
+        total = raw.get("total_tokens")
+        total = total if isinstance(total, int) and total > 0 else prompt + completion
         prompt_details = raw.get("prompt_tokens_details")
         completion_details = raw.get("completion_tokens_details")
+        if prompt_details is None and completion_details is None:
+            return cls(prompt, completion, total)
         return cls(
             prompt,
             completion,
-            _count(raw.get("total_tokens")) or prompt + completion,
+            total,
             _count(prompt_details.get("cached_tokens")) if isinstance(prompt_details, dict) else 0,
             _count(completion_details.get("reasoning_tokens"))
             if isinstance(completion_details, dict)

@@ -440,7 +440,9 @@ def _tools_for(turn: Turn, state: _State) -> list[dict[str, Any]]:
 
 
 def _upstream_body(client_body: dict[str, Any]) -> dict[str, Any]:
-    body = {k: v for k, v in client_body.items() if k not in ("messages", "tools")}
+    body = dict(client_body)  # a copy and two removals: no comprehension over every field
+    body.pop("messages", None)
+    body.pop("tools", None)
     if body.get("stream"):
         body["stream_options"] = {**(body.get("stream_options") or {}), "include_usage": True}
     else:
