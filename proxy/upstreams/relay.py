@@ -25,6 +25,7 @@ _TEXT_TOP = frozenset(
     {"id", "object", "created", "model", "choices", "system_fingerprint", "service_tier"}
     | {"obfuscation"}
 )
+_MAX_MISSES = 8
 _OBFUSCATION = b',"obfuscation":"'
 """OpenAI pads each stream event with a random string in its last field, which no reader
 uses: a shape learned from such an event is matched without it."""
@@ -62,9 +63,11 @@ class TextScanner:
     """Recognises the text-only events of one streamed response by their bytes: one learned
     shape per kind of text (content, reasoning)."""
 
-    __slots__ = ("_shapes", "key")
+    __slots__ = ("_misses", "_shapes", "key")
 
     def __init__(self) -> None:
+        self._misses = 0
+        """Text events whose shape could not be learned (not compact JSON, say)."""
         self._shapes: list[tuple[bytes, bytes, str, bool]] = []
         self.key = "content"
         """The kind of text `text` last found (a name in `TEXT_KEYS`)."""
@@ -93,11 +96,20 @@ class TextScanner:
     def learn(self, data: bytes, chunk: Chunk) -> bytes | None:
         """Learn the shape of `data` when its parsed `chunk` carries nothing but non-empty
         text of one kind; return that text's JSON string body (else None, learning nothing).
-        The kind is then in `key`."""
+        The kind is then in `key`. A stream whose text events keep failing to teach a
+        shape is not looked at any more."""
+        if self._misses >= _MAX_MISSES:
+            return None
         found = _text_of(chunk)
         if found is None:
             return None
         key, text = found
+        body = self._learn(data, chunk, key, text)
+        if body is None:
+            self._misses += 1
+        return body
+
+    def _learn(self, data: bytes, chunk: Chunk, key: str, text: str) -> bytes | None:
         padded = chunk.get("obfuscation") is not None
         if padded:
             data = _unpadded(data)  # type: ignore[assignment]

@@ -184,6 +184,15 @@ def test_spaced_json_is_never_learned() -> None:
     assert TextScanner().learn(spaced, first) is None
 
 
+def test_a_stream_whose_shape_cannot_be_learned_is_left_alone() -> None:
+    scanner = TextScanner()
+    for n in range(8):
+        spaced = event({"content": f"t{n}"})
+        assert scanner.learn(orjson.dumps(spaced, option=orjson.OPT_INDENT_2), spaced) is None
+    compact = event({"content": "late"})
+    assert scanner.learn(data(compact), compact) is None  # given up: no more work per event
+
+
 def test_relayed_reads_as_a_plain_text_chunk() -> None:
     relayed = Relayed(b'one \\"two\\"\\n')
     assert relayed == {
