@@ -10,10 +10,16 @@ ratio to the pass-through; use overhead.py for the absolute figures.
     .venv/bin/python bench/instructions.py                  # chat, unstreamed and streamed
     .venv/bin/python bench/instructions.py --toolwire-tree ../old   # also an older tree
     .venv/bin/python bench/instructions.py --flow tool-loop         # one tool round per request
+    .venv/bin/python bench/instructions.py --goal-tree ../at-134e72f  # PASS/MISS against it
 
-`--flow tool-loop` counts requests that each make one Python tool call and then answer
+`--goal-tree DIR` counts DIR's toolwire too and prints PASS or MISS for this tree's count at
+or below DIR's (issue 29's goal: DIR a worktree of 134e72f, `git worktree add DIR 134e72f`).
+
+`--flow tool-loop` counts requests that each make one tool call and then answer
 (bench/tool_loop.py's model and tool, unstreamed): what a tool round costs, for A/B between
-trees; a pass-through cannot run tools, so that flow has no pass-through row.
+trees; a pass-through cannot run tools, so that flow has no pass-through row. `--kind` picks
+the tool's source as in bench/tool_loop.py (python, mcp-stdio, mcp-http, openapi; the MCP
+and REST servers are not counted, a stdio server's process neither: only the proxy's).
 
 The plain flow also counts the injecting floor (`bench/passthrough.py --inject-tools`, see
 bench/overhead.py): the pass-through plus the least work a tool-injecting proxy must do.
@@ -61,11 +67,14 @@ from bench.harness import (
     write_json,
 )
 from bench.loop_clients import QUESTION, check_answer
+from bench.loop_servers import toolwire_source
+from bench.trees import tree_tools
 from bench.workload import TEXT, request_body
 
 GOAL = 1.15
 MODES = ("json", "stream")
 FLOWS = ("plain", "tool-loop")
+KINDS = ("python", "mcp-stdio", "mcp-http", "openapi")
 
 
 @dataclass
@@ -88,11 +97,19 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--requests", type=int, default=200, help="counted requests per mode")
     parser.add_argument("--warmup", type=int, default=30, help="uncounted requests per mode")
     add_toolwire_tree(parser, "also count toolwire from another source tree (e.g. a git worktree)")
+    parser.add_argument(
+        "--goal-tree", type=Path, metavar="DIR", help="the goal: at or below DIR's count"
+    )
     parser.add_argument("--flow", choices=FLOWS, default="plain", help="what each request does")
+    parser.add_argument(
+        "--kind", choices=KINDS, default="python", help="the tool's source (--flow tool-loop)"
+    )
     parser.add_argument("--start-timeout", type=float, default=600, help="seconds to start")
     parser.add_argument("--json", metavar="PATH", help="write the figures as JSON to PATH")
     args = parser.parse_args(argv)
     args.toolwire_tree = check_trees(parser, args.toolwire_tree)
+    if args.goal_tree is not None:
+        args.goal_tree = check_trees(parser, [args.goal_tree])[0]
     return args
 
 
@@ -105,7 +122,8 @@ def main(argv: list[str] | None = None) -> int:
         procs = Processes(Path(tmp))
         try:
             upstream = _start_upstream(procs, args.flow)
-            counted = _servers(args, procs.workdir, f"{upstream.base}/v1")
+            tools = _tool_source(args, procs) if args.flow == "tool-loop" else EXAMPLE_TOOLS
+            counted = _servers(args, procs.workdir, f"{upstream.base}/v1", tools)
             result = _count_all(args, procs, counted)
         finally:
             procs.close()
@@ -122,12 +140,25 @@ def _start_upstream(procs: Processes, flow: str = "plain") -> Server:
     return upstream
 
 
-def _servers(args: argparse.Namespace, workdir: Path, url: str) -> list[Counted]:
-    tools = (
-        {"python": str(BENCH / "loop_tools.py"), "namespace": "demo"}
-        if args.flow == "tool-loop"
-        else EXAMPLE_TOOLS
-    )
+def _tool_source(args: argparse.Namespace, procs: Processes) -> dict[str, Any]:
+    """The tool-loop flow's one source (bench/tool_loop.py's), its servers started here."""
+    if args.kind == "python":
+        return {"python": str(BENCH / "loop_tools.py"), "namespace": "demo"}
+    mcp_url = rest = ""
+    if args.kind == "mcp-http":
+        mcp = procs.serve("mcp", script("loop_mcp_server.py"), None, port_option="--http")
+        procs.wait_port(mcp)
+        mcp_url = f"{mcp.base}/mcp"
+    elif args.kind == "openapi":
+        service = procs.serve("rest", script("loop_openapi_service.py"), None)
+        procs.wait_ready(service, "/openapi.json", timeout=60)
+        rest = service.base
+    return toolwire_source(args.kind, mcp_url, rest)
+
+
+def _servers(
+    args: argparse.Namespace, workdir: Path, url: str, tools: dict[str, Any]
+) -> list[Counted]:
     config = {
         "server": {"host": "127.0.0.1"},
         "upstreams": [{"name": "fake", "base_url": url}],
@@ -143,10 +174,22 @@ def _servers(args: argparse.Namespace, workdir: Path, url: str) -> list[Counted]
         counted.insert(0, Counted("passthrough", "pass-through", passthrough))
         counted.insert(1, Counted("floor", "injecting floor", [*passthrough, *inject]))
     for index, tree in enumerate(args.toolwire_tree, 1):
-        cmd = toolwire_serve(path, tree=tree)
+        cmd = toolwire_serve(_tree_config(config, tree, workdir, f"tree{index}"), tree=tree)
         label = f"toolwire {tree_label(tree)}"
         counted.append(Counted(f"toolwire_tree{index}", label, cmd, tree))
+    if args.goal_tree is not None:
+        label = f"toolwire {tree_label(args.goal_tree)} (goal)"
+        goal = _tree_config(config, args.goal_tree, workdir, "goal")
+        counted.append(
+            Counted("goal", label, toolwire_serve(goal, tree=args.goal_tree), args.goal_tree)
+        )
     return counted
+
+
+def _tree_config(config: dict[str, Any], tree: Path, workdir: Path, name: str) -> Path:
+    """The config of another tree's server: its own copy of a Python tool source."""
+    own = {**config, "tools": tree_tools(config["tools"], tree)}
+    return write_config(workdir / f"toolwire-{name}.yaml", own)
 
 
 def _count_all(
@@ -167,10 +210,12 @@ def _count_all(
                 procs.end(one.server.proc, signal.SIGKILL)
     return {
         "flow": args.flow,
+        **({"kind": args.kind} if args.flow == "tool-loop" else {}),
         "requests": args.requests,
         "labels": {one.key: one.label for one in counted},
         "instructions": counts,
         "goal": GOAL,
+        "goal_key": "goal" if "goal" in counts else None,
     }
 
 
@@ -245,11 +290,15 @@ def render(result: dict[str, Any]) -> str:
     labels = result["labels"]
     if result.get("flow") == "tool-loop":  # JSON written before --flow has none: plain
         first = counts["toolwire"]["json"]
-        lines = [f"instructions per tool-loop request ({result['requests']} sequential, callgrind)"]
+        kind = result.get("kind", "python")
+        lines = [
+            f"instructions per tool-loop request, {kind} tool "
+            f"({result['requests']} sequential, callgrind)"
+        ]
         for key, modes in counts.items():
             n = modes["json"]
             lines.append(f"{labels[key]:<28}{n / 1000:>13.0f}k{n / first:>7.2f}x")
-        return "\n".join(lines)
+        return "\n".join(lines + _goal_tree_lines(result, ("json",)))
     base = counts["passthrough"]
     lines = [f"instructions per request ({result['requests']} sequential requests, callgrind)"]
     lines.append(f"{'server':<28}{'unstreamed':>14}{'ratio':>8}{'streamed':>14}{'ratio':>8}")
@@ -269,7 +318,24 @@ def render(result: dict[str, Any]) -> str:
                 f"INFO  {mode}: toolwire {counts['toolwire'][mode] / floor:.2f}x the injecting "
                 f"floor, which is {floor / base[mode]:.2f}x the pass-through"
             )
-    return "\n".join(lines)
+    return "\n".join(lines + _goal_tree_lines(result, MODES))
+
+
+def _goal_tree_lines(result: dict[str, Any], modes: tuple[str, ...]) -> list[str]:
+    """PASS/MISS: this tree's count at or below the goal tree's, counted in the same run."""
+    key = result.get("goal_key")
+    if key is None:
+        return []
+    counts, label = result["instructions"], result["labels"][key].removesuffix(" (goal)")
+    lines = []
+    for mode in modes:
+        ours, theirs = counts["toolwire"][mode], counts[key][mode]
+        verdict = "PASS" if ours <= theirs else "MISS"
+        lines.append(
+            f"{verdict}  {mode}: toolwire {ours / 1000:.0f}k, {ours / theirs:.2f}x {label}'s "
+            f"{theirs / 1000:.0f}k (goal: at or below it)"
+        )
+    return lines
 
 
 if __name__ == "__main__":
