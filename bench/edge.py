@@ -30,12 +30,17 @@ Open streams (`bench/streams.py`'s method, unpinned): every target in front of
 `--callgrind` also counts instructions per request (`bench/instructions.py`'s method: each
 target under callgrind, sequential requests after a warm-up, every thread counted): the
 figure a busy machine does not move.
+
+granian is no dependency of Toolwire (uvicorn stays its server: see the README's
+benchmarks); this bench needs it installed: `.venv/bin/pip install 'granian>=2.8,<3'`.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import inspect
+import math
 import os
 import platform
 import sys
@@ -191,8 +196,26 @@ def _summary(rounds: list[dict[str, Any]], keys: list[str]) -> dict[str, Any]:
                 one[f"cpu_ratio_{c}_range"] = [min(present), max(present)] if present else None
                 one[f"sys_share_{c}"] = median([row[c]["sys_share"] for row in rows])
                 one["errors"] += sum(row[c]["errors"]["total"] for row in rows)
+                if key.endswith("_granian"):
+                    one.update(_against_uvicorn(rounds, mode, key, c))
             out[mode][key] = one
     return out
+
+
+def _against_uvicorn(rounds: list[dict[str, Any]], mode: str, key: str, c: str) -> dict[str, Any]:
+    """A granian target's CPU per request over the same app's on uvicorn, round by round:
+    the median and the range."""
+    rows = [r[mode][key][c] for r in rounds]
+    pairs = [r[mode][key.replace("_granian", "_uvicorn")][c] for r in rounds]
+    ratios = [
+        _ratio(row["cpu_us_per_req"], pair["cpu_us_per_req"])
+        for row, pair in zip(rows, pairs, strict=True)
+    ]
+    present = [r for r in ratios if r is not None]
+    return {
+        f"cpu_vs_uvicorn_{c}": median(ratios),
+        f"cpu_vs_uvicorn_{c}_range": [min(present), max(present)] if present else None,
+    }
 
 
 def _ratio(value: float | None, base: float | None) -> float | None:
@@ -329,53 +352,92 @@ def render(result: dict[str, Any]) -> str:
         "(range: the rounds' lowest and highest CPU ratio; sys: the kernel's share of the "
         "server's CPU)",
     ]
-    summary = result.get("summary")
-    if summary:
-        labels = result["labels"]
-        for mode in MODES:
-            lines.append("")
-            lines.append(
-                f"{mode:<8}{'':<22}{'p50':>7}{'+p50':>7} |"
-                + "".join(
-                    f"{'rps c' + str(c):>9}{'x':>6}{'us/rq':>7}{'x':>6}{'range':>12}{'sys':>5} |"
-                    for c in LEVELS
-                )
-            )
-            for key, one in summary[mode].items():
-                row = f"{'!' if one['errors'] else ' '} {labels[key]:<28}"
-                row += f"{cell(one['p50_ms'], 2, 7)}{cell(one['added_p50_ms'], 2, 7)} |"
-                for c in LEVELS:
-                    span = one[f"cpu_ratio_c{c}_range"]
-                    spread = f"{span[0]:.2f}-{span[1]:.2f}" if span else "-"
-                    row += (
-                        f"{cell(one[f'rps_c{c}'], 0, 9)}{cell(one[f'rps_ratio_c{c}'], 2, 6)}"
-                        f"{cell(one[f'cpu_us_c{c}'], 0, 7)}{cell(one[f'cpu_ratio_c{c}'], 2, 6)}"
-                        f"{spread:>12}{_pct(one[f'sys_share_c{c}'])} |"
-                    )
-                lines.append(row)
-    counts = result.get("instructions")
-    if counts:
-        lines += ["", "instructions per request (callgrind, sequential, every thread)"]
-        base = counts[BASE]
-        for key, modes in counts.items():
-            lines.append(
-                f"  {key:<24}"
-                + "".join(
-                    f"{mode:>8} {modes[mode] / 1000:>7.0f}k {modes[mode] / base[mode]:>5.2f}x"
-                    for mode in MODES
-                )
-            )
-    streams = result.get("streams")
-    if streams:
-        lines += ["", f"open streams ({meta['streams']}, 10 s each, unpinned)"]
-        for key, one in streams.items():
-            lines.append(
-                f"  {key:<24} ok {one['ok']:>5}  errors {one['errors']:>4}  open at once "
-                f"{one['max_open']:>5}  RSS {one['max_worker_rss_mb']:>6.0f} MB  ttft p99 "
-                f"{one['ttft_p99_ms']:>7.1f} ms  CPU {one['cpu_pct']['toolwire']:>4.0f}%"
-            )
-            lines += [f"      {sample}" for sample in one["error_samples"]]
+    if result.get("summary"):
+        lines += _table(result["summary"], result["labels"])
+        lines += _against_lines(result["summary"])
+    if result.get("instructions"):
+        lines += _count_lines(result["instructions"])
+    if result.get("streams"):
+        lines += _stream_lines(result["streams"], meta["streams"])
     return "\n".join(lines)
+
+
+def _table(summary: dict[str, Any], labels: dict[str, str]) -> list[str]:
+    lines = []
+    for mode in MODES:
+        lines.append("")
+        lines.append(
+            f"{mode:<8}{'':<22}{'p50':>7}{'+p50':>7} |"
+            + "".join(
+                f"{'rps c' + str(c):>9}{'x':>6}{'us/rq':>7}{'x':>6}{'range':>12}{'sys':>5} |"
+                for c in LEVELS
+            )
+        )
+        for key, one in summary[mode].items():
+            row = f"{'!' if one['errors'] else ' '} {labels[key]:<28}"
+            row += f"{cell(one['p50_ms'], 2, 7)}{cell(one['added_p50_ms'], 2, 7)} |"
+            for c in LEVELS:
+                span = one[f"cpu_ratio_c{c}_range"]
+                spread = f"{span[0]:.2f}-{span[1]:.2f}" if span else "-"
+                row += (
+                    f"{cell(one[f'rps_c{c}'], 0, 9)}{cell(one[f'rps_ratio_c{c}'], 2, 6)}"
+                    f"{cell(one[f'cpu_us_c{c}'], 0, 7)}{cell(one[f'cpu_ratio_c{c}'], 2, 6)}"
+                    f"{spread:>12}{_pct(one[f'sys_share_c{c}'])} |"
+                )
+            lines.append(row)
+    return lines
+
+
+def _against_lines(summary: dict[str, Any]) -> list[str]:
+    """Each app's CPU per request on granian over its own on uvicorn."""
+    lines = [""]
+    for mode in MODES:
+        for key, one in summary[mode].items():
+            if not key.endswith("_granian"):
+                continue
+            parts = []
+            for c in LEVELS:
+                span = one[f"cpu_vs_uvicorn_c{c}_range"] or [math.nan, math.nan]
+                parts.append(
+                    f"c={c} {one[f'cpu_vs_uvicorn_c{c}']:.2f}x ({span[0]:.2f}-{span[1]:.2f})"
+                )
+            lines.append(
+                f"INFO  {mode:<6} {key.removesuffix('_granian')}: CPU per request on granian / "
+                "on uvicorn, " + ", ".join(parts)
+            )
+    return lines
+
+
+def _count_lines(counts: dict[str, dict[str, float]]) -> list[str]:
+    lines = ["", "instructions per request (callgrind, sequential, every thread)"]
+    base = counts[BASE]
+    for key, modes in counts.items():
+        lines.append(
+            f"  {key:<24}"
+            + "".join(
+                f"{mode:>8} {modes[mode] / 1000:>7.0f}k {modes[mode] / base[mode]:>5.2f}x"
+                for mode in MODES
+            )
+        )
+    for what in ("passthrough", "toolwire"):
+        granian, uvicorn = counts[f"{what}_granian"], counts[f"{what}_uvicorn"]
+        lines.append(
+            f"INFO  {what}: instructions on granian / on uvicorn, "
+            + ", ".join(f"{mode} {granian[mode] / uvicorn[mode]:.3f}x" for mode in MODES)
+        )
+    return lines
+
+
+def _stream_lines(streams: dict[str, Any], count: int) -> list[str]:
+    lines = ["", f"open streams ({count}, 10 s each, unpinned)"]
+    for key, one in streams.items():
+        lines.append(
+            f"  {key:<24} ok {one['ok']:>5}  errors {one['errors']:>4}  open at once "
+            f"{one['max_open']:>5}  RSS {one['max_worker_rss_mb']:>6.0f} MB  ttft p99 "
+            f"{one['ttft_p99_ms']:>7.1f} ms  CPU {one['cpu_pct']['toolwire']:>4.0f}%"
+        )
+        lines += [f"      {sample}" for sample in one["error_samples"]]
+    return lines
 
 
 def _pct(share: float | None) -> str:
@@ -400,7 +462,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     add("--log-level", default="warning", help="log level of every server")
     add_no_pin(parser)
     add_json(parser, bare=True)
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    if importlib.util.find_spec("granian") is None:
+        parser.error("granian is not installed: .venv/bin/pip install 'granian>=2.8,<3'")
+    return args
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -52,6 +52,11 @@ def test_every_ratio_is_taken_within_a_round_against_the_uvicorn_pass_through() 
     assert granian["rps_ratio_c64"] == pytest.approx((1 / 1.1 + 1 / 1.2) / 2)
     assert summary["stream"]["toolwire_granian"]["cpu_ratio_c64"] == pytest.approx(2.5)
     assert summary["json"]["passthrough_uvicorn"]["cpu_ratio_c32"] == 1.0
+    # And against the same app on uvicorn: 480/500 and 1040/1000.
+    assert summary["json"]["toolwire_granian"]["cpu_vs_uvicorn_c32"] == pytest.approx(1.0)
+    assert summary["json"]["toolwire_granian"]["cpu_vs_uvicorn_c32_range"] == pytest.approx(
+        [0.96, 1.04]
+    )
 
     result = {
         "meta": {
@@ -70,6 +75,8 @@ def test_every_ratio_is_taken_within_a_round_against_the_uvicorn_pass_through() 
     text = edge.render(result)
     assert "passthrough granian" in text and "1.15" in text and "1.10-1.20" in text
     assert "toolwire_granian" in text and "500k  1.00x" in text
+    assert "toolwire: CPU per request on granian / on uvicorn, c=32 1.00x (0.96-1.04)" in text
+    assert "toolwire: instructions on granian / on uvicorn, json 1.000x" in text
 
 
 def test_the_arguments() -> None:
