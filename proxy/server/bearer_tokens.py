@@ -211,6 +211,7 @@ class BearerTokens:
         kept = self._answers.get(digest)
         if kept is not None:
             if kept[0] > now:
+                self._answers.move_to_end(digest)  # the least recently used go first
                 return kept[1]
             del self._answers[digest]
         answer = await self._introspect(token)

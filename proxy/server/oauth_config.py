@@ -36,7 +36,7 @@ class IntrospectionConfig(BaseModel):
     cache_s: float = Field(default=300.0, ge=0)
     """An active token's answer is kept this long at most (never past its `exp`)."""
     cache_size: int = Field(default=10_000, ge=1)
-    """How many tokens' answers are kept; the oldest go first."""
+    """How many tokens' answers are kept; the least recently used go first."""
 
     @field_validator("url")
     @classmethod
