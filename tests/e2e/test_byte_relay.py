@@ -19,6 +19,7 @@ from proxy.upstreams import openai_chat, transport
 from testing.misbehaving_upstream import Act, MisbehavingUpstream, sse_reply
 from testing.upstream import FakeUpstream, Reply
 from tests.conftest import serve_proxy
+from tests.e2e.test_operations import _metrics, _sample, _serve
 from tests.e2e.tools import registry_with
 
 USER = [{"role": "user", "content": "hi"}]
@@ -322,3 +323,36 @@ async def test_a_client_that_leaves_mid_stream_closes_the_upstream_call(
         upstream.script(Reply.text("still serving"))
         answer = await proxy.client.chat.completions.create(model="m", messages=USER)
     assert answer.choices[0].message.content == "still serving"
+
+
+async def test_a_relayed_stream_is_counted_as_a_parsed_one(
+    upstream: FakeUpstream, relay: Relay
+) -> None:
+    """Tokens, upstream calls and the overhead note are the same whether text is relayed."""
+    counted = []
+    for _ in ("relayed", "parsed"):
+        upstream.script(
+            Reply.tool_calls([("t_add", {"a": 2, "b": 3})], content="Adding. ", usage=(11, 3)),
+            Reply.text(TEXT, usage=(17, 8)),
+        )
+        async with _serve(upstream) as url:
+            raw = await raw_stream(url, {"model": "fake-model"})
+            samples = await _metrics(url)
+        assert b": x-toolwire-overhead-ms=" in raw
+        counted.append(
+            [
+                _sample(samples, "toolwire_tokens_total", model="fake-model", key="-", direction=d)
+                for d in ("input", "output")
+            ]
+            + [
+                _sample(
+                    samples,
+                    "toolwire_upstream_calls_total",
+                    upstream="fake",
+                    model="fake-model",
+                    outcome="ok",
+                )
+            ]
+        )
+        relay.off()
+    assert counted == [[28, 11, 2], [28, 11, 2]]
