@@ -218,6 +218,22 @@ def _against_uvicorn(rounds: list[dict[str, Any]], mode: str, key: str, c: str) 
     }
 
 
+def _other_work(rounds: list[dict[str, Any]]) -> dict[str, float] | None:
+    """How busy the server's core was with other programs during the req/s runs (% of the
+    core: its busy time minus our server's CPU): the run's noise."""
+    shares = [
+        row[f"c{level}"]["cpu"]["cpu_a_other_pct"]
+        for one in rounds
+        for rows in one.values()
+        for row in rows.values()
+        for level in LEVELS
+    ]
+    present = [share for share in shares if share is not None]
+    if not present:
+        return None
+    return {"median": median(present), "min": min(present), "max": max(present)}
+
+
 def _ratio(value: float | None, base: float | None) -> float | None:
     return None if value is None or not base else value / base
 
@@ -313,6 +329,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                     procs.end(target.server.proc)
                 result["rounds"] = rounds
                 result["summary"] = _summary(rounds, [t.key for t in targets])
+                result["other_work"] = _other_work(rounds)
                 result["labels"] = {t.key: t.label for t in targets}
             if args.callgrind:
                 result["instructions"] = _callgrind(args, procs, upstream)
@@ -333,7 +350,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "python": platform.python_version(),
         "cpus": os.cpu_count(),
         "git": git_revision(),
-        "load_before": os.getloadavg(),
+        "load_average_at_end": os.getloadavg(),
         "seconds": round(time.monotonic() - started, 1),
     }
     return result
@@ -352,6 +369,13 @@ def render(result: dict[str, Any]) -> str:
         "(range: the rounds' lowest and highest CPU ratio; sys: the kernel's share of the "
         "server's CPU)",
     ]
+    other = result.get("other_work")
+    if other:
+        lines.append(
+            f"other programs on the server's core during the req/s runs: {other['median']:.0f}% "
+            f"of it (median; {other['min']:.0f}-{other['max']:.0f}%): above a few %, every "
+            "CPU figure is noisy"
+        )
     if result.get("summary"):
         lines += _table(result["summary"], result["labels"])
         lines += _against_lines(result["summary"])
