@@ -254,7 +254,7 @@ class Gate:
         ran: Iterator[ToolResult] = iter(())
         if runnable:
             # Sources acting for the caller send its credential, not their own.
-            with acting_for(context.acting()):
+            with acting_for(context):
                 executed = await self._executor.execute_many(
                     runnable, request_id=context.request_id or None, notes=notes
                 )

@@ -13,14 +13,13 @@ key's name and the missing variable or header, never a value.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import os
 from collections.abc import Iterator, Mapping
-from contextvars import ContextVar
+from contextvars import ContextVar, Token
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Literal
+from typing import Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -31,6 +30,7 @@ __all__ = [
     "CallerCredentialError",
     "CallerCredentials",
     "CallerHeaders",
+    "CallerOf",
     "KeyCredential",
     "acting_for",
     "caller_headers",
@@ -149,6 +149,16 @@ class Caller:
     )
     headers: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}), repr=False)
 
+    def acting(self) -> Caller:
+        return self
+
+
+class CallerOf(Protocol):
+    """Whatever a call runs under that can say who it runs for (the policies' call context):
+    asked only when a source acting for its callers sends a call."""
+
+    def acting(self) -> Caller: ...
+
 
 class _WithoutClientKey(Mapping[str, str]):
     """A request's headers without those a client presents its Toolwire key in."""
@@ -193,22 +203,32 @@ class CallerHeaders:
     headers: Mapping[str, str] = field(repr=False)
 
 
-_caller: ContextVar[Caller | None] = ContextVar("toolwire_caller", default=None)
+_caller: ContextVar[CallerOf | None] = ContextVar("toolwire_caller", default=None)
 
 
-@contextlib.contextmanager
-def acting_for(caller: Caller | None) -> Iterator[None]:
-    """Calls run inside the block (and the tasks they start) run for `caller`."""
-    token = _caller.set(caller)
-    try:
-        yield
-    finally:
-        _caller.reset(token)
+class acting_for:  # lower-case: used as a function, `with acting_for(context):`
+    """Calls run inside the block (and the tasks they start) run for `who`, asked who that
+    is only when a source needs it (every tool call passes here: it must cost next to
+    nothing)."""
+
+    __slots__ = ("_token", "_who")
+
+    def __init__(self, who: CallerOf | None) -> None:
+        self._who = who
+        self._token: Token[CallerOf | None] | None = None
+
+    def __enter__(self) -> None:
+        self._token = _caller.set(self._who)
+
+    def __exit__(self, *exc_info: object) -> None:
+        assert self._token is not None
+        _caller.reset(self._token)
 
 
 def current_caller() -> Caller | None:
     """The caller the current call runs for (None: no one set one, as in `toolwire tools`)."""
-    return _caller.get()
+    who = _caller.get()
+    return None if who is None else who.acting()
 
 
 def caller_headers(
