@@ -241,6 +241,26 @@ def test_the_instruction_goal_is_measured_against_the_goal_tree_of_the_same_run(
     assert "valgrind is not installed" in found["instructions_json"]["note"]
 
 
+def test_instructions_prints_the_goal_tree_s_verdict() -> None:
+    result: dict[str, Any] = {
+        "requests": 10,
+        "labels": {"passthrough": "pass-through", "toolwire": "toolwire", "goal": "t @abc (goal)"},
+        "instructions": {
+            "passthrough": {"json": 500_000.0, "stream": 800_000.0},
+            "toolwire": {"json": 1_050_000.0, "stream": 1_600_000.0},
+            "goal": {"json": 1_000_000.0, "stream": 1_700_000.0},
+        },
+        "goal": instructions.GOAL,
+        "goal_key": "goal",
+    }
+    text = instructions.render(result)
+    assert "MISS  json: toolwire 1050k, 1.05x t @abc's 1000k (goal: at or below it)" in text
+    assert "PASS  stream: toolwire 1600k, 0.94x t @abc's 1700k" in text
+    assert instructions.parse_args(["--goal-tree", "."]).goal_tree == ROOT.resolve()
+    with pytest.raises(SystemExit):
+        instructions.parse_args(["--goal-tree", str(ROOT / "bench")])
+
+
 def test_a_goal_with_no_figure_has_no_verdict() -> None:
     missing = Goal("k", "t", None, ">=", 1.0, note="run it")
     assert missing.verdict is None and missing.as_json()["verdict"] is None
