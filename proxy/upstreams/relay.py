@@ -22,8 +22,16 @@ import orjson
 from .base import Chunk
 
 _TEXT_TOP = frozenset(
-    {"id", "object", "created", "model", "choices", "system_fingerprint", "service_tier"}
-    | {"obfuscation"}
+    {
+        "id",
+        "object",
+        "created",
+        "model",
+        "choices",
+        "system_fingerprint",
+        "service_tier",  # OpenAI's, as the next
+        "obfuscation",
+    }
 )
 _MAX_MISSES = 8
 _OBFUSCATION = b',"obfuscation":"'
