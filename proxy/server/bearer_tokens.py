@@ -6,6 +6,12 @@ Refusals carry the `WWW-Authenticate` challenge MCP clients discover the issuer 
 (RFC 6750 §3, RFC 9728 §5.1): 401 with `error="invalid_token"`, 403 `insufficient_scope`.
 The issuer's failures (its key set unreachable, its introspection down) are a 503, never a
 hang: every call to it has a timeout.
+
+A checked token is kept, by its SHA-256 digest (never the token itself), with its grant: a
+JWT until its `exp` (plus the leeway) or until the key that signed it leaves the key set, an
+introspection answer for `cache_s`; a session sending its token on every request pays the
+signature check or the issuer's answer once. Requests with the same new opaque token wait
+on one introspection.
 """
 
 from __future__ import annotations
@@ -16,7 +22,7 @@ import hashlib
 import logging
 import time
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote_plus, urlsplit
@@ -39,6 +45,9 @@ MAX_CALLER_CHARS = 200
 MAX_TOKEN_CHARS = 16_384
 """Longer bearer values are refused unread (nor sent to the introspection endpoint)."""
 _RETRY_S = "5"
+VERIFIED_JWTS = 10_000
+"""How many verified JWTs are kept (each a digest and its claims); the least recently used
+go first."""
 
 
 class TokenRefusedError(ProxyError):
@@ -81,12 +90,32 @@ class Grant:
     scopes: frozenset[str]
 
 
+@dataclass(frozen=True, slots=True)
+class _Verified:
+    """A verified JWT's grant, good until `until` while `key` is still the one held for
+    `kid`."""
+
+    until: float
+    grant: Grant
+    kid: str | None
+    key: jwt.PyJWK
+
+
 class BearerTokens:
     """Checks access tokens of the configured issuer and names the caller each speaks for."""
 
-    def __init__(self, config: OAuthResourceConfig, metadata_path: str) -> None:
+    def __init__(
+        self,
+        config: OAuthResourceConfig,
+        metadata_path: str,
+        *,
+        verified_max: int = VERIFIED_JWTS,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
         """`metadata_path`: where the route table serves the metadata; its URL is that path
-        with the resource's path appended, on the resource's origin (RFC 9728 §3.1)."""
+        with the resource's path appended, on the resource's origin (RFC 9728 §3.1).
+        `verified_max`: how many verified JWTs are kept; `clock`: the time their `exp` and
+        the introspection answers' are compared with."""
         self.config = config
         resource = urlsplit(config.resource)
         origin = f"{resource.scheme}://{resource.netloc}"
@@ -101,6 +130,12 @@ class BearerTokens:
         introspection = config.introspection
         self._answers: OrderedDict[bytes, tuple[float, Grant]] = OrderedDict()
         self._answers_max = introspection.cache_size if introspection else 0
+        self._asking: dict[bytes, asyncio.Task[Grant]] = {}
+        """Introspections under way, by the token's digest: one per token at a time."""
+        self._verified: OrderedDict[bytes, _Verified] = OrderedDict()
+        self._verified_max = verified_max
+        self._key_sets_seen = 0
+        self._clock = clock
 
     async def principal(self, token: str, keys: KeyRing) -> Principal:
         """The caller `token` speaks for: one of `keys`, or a caller of its own.
@@ -152,6 +187,8 @@ class BearerTokens:
         }
 
     async def aclose(self) -> None:
+        for asking in list(self._asking.values()):
+            asking.cancel()
         if self._session is not None:
             await self._session.close()
             self._session = None
@@ -159,11 +196,19 @@ class BearerTokens:
     async def _grant(self, token: str) -> Grant:
         if len(token) > MAX_TOKEN_CHARS:
             raise TokenRefusedError(f"the access token is longer than {MAX_TOKEN_CHARS} characters")
-        if self._signing_keys is not None:
-            return await self._decoded(token, self._signing_keys)
-        return await self._introspected(token)
+        keys = self._signing_keys
+        if keys is None:
+            return await self._introspected(token)
+        digest = hashlib.sha256(token.encode()).digest()
+        kept = self._verified.get(digest)
+        if kept is not None:
+            if kept.until > self._clock() and keys.held(kid=kept.kid) is kept.key:
+                self._verified.move_to_end(digest)  # the least recently used go first
+                return kept.grant
+            del self._verified[digest]
+        return await self._decoded(token, digest, keys)
 
-    async def _decoded(self, token: str, keys: SigningKeys) -> Grant:
+    async def _decoded(self, token: str, digest: bytes, keys: SigningKeys) -> Grant:
         config = self.config
         try:
             header = _header(token)
@@ -173,8 +218,9 @@ class BearerTokens:
         if alg not in config.algorithms:
             allowed = ", ".join(config.algorithms)
             raise TokenRefusedError(f"the token is signed with {alg!r}; accepted: {allowed}")
-        kid = header.get("kid")
-        key = await keys.key(kid if isinstance(kid, str) else None)
+        named = header.get("kid")
+        kid = named if isinstance(named, str) else None
+        key = await keys.key(kid)
         try:
             claims = jwt.decode(
                 token,
@@ -187,7 +233,17 @@ class BearerTokens:
             )
         except jwt.PyJWTError as exc:
             raise TokenRefusedError(self._why(exc)) from exc
-        return Grant(claims, _scopes(claims))
+        grant = Grant(claims, _scopes(claims))
+        if keys.fetches != self._key_sets_seen:  # drop tokens of keys no longer published
+            self._key_sets_seen = keys.fetches
+            for gone in [d for d, v in self._verified.items() if keys.held(v.kid) is not v.key]:
+                del self._verified[gone]
+        # `require` made sure of `exp`; PyJWT accepts it up to the leeway past it.
+        until = float(claims["exp"]) + config.leeway_s
+        self._verified[digest] = _Verified(until, grant, kid, key)
+        while len(self._verified) > self._verified_max:
+            self._verified.popitem(last=False)
+        return grant
 
     def _why(self, exc: jwt.PyJWTError) -> str:
         """What is wrong with a token, for the client (never the token itself)."""
@@ -207,14 +263,31 @@ class BearerTokens:
 
     async def _introspected(self, token: str) -> Grant:
         digest = hashlib.sha256(token.encode()).digest()
-        now = time.time()
         kept = self._answers.get(digest)
         if kept is not None:
-            if kept[0] > now:
+            if kept[0] > self._clock():
                 self._answers.move_to_end(digest)  # the least recently used go first
                 return kept[1]
             del self._answers[digest]
+        asking = self._asking.get(digest)
+        if asking is None:
+            # A task of its own: a request that goes away leaves it to those waiting on it
+            # (it ends within the timeout).
+            asking = asyncio.ensure_future(self._asked(token, digest))
+            self._asking[digest] = asking
+            asking.add_done_callback(lambda done: self._settled(digest, done))
+        return await asyncio.shield(asking)
+
+    def _settled(self, digest: bytes, done: asyncio.Task[Grant]) -> None:
+        if self._asking.get(digest) is done:
+            del self._asking[digest]
+        if not done.cancelled():
+            done.exception()  # retrieved, whether or not a request still waits on it
+
+    async def _asked(self, token: str, digest: bytes) -> Grant:
+        """The grant of an introspection of `token`, kept for the next requests."""
         answer = await self._introspect(token)
+        now = self._clock()
         grant = self._active(answer, now)
         introspection = self.config.introspection
         assert introspection is not None
@@ -331,6 +404,10 @@ class SigningKeys:
         self._floor_s = config.keys_refetch_s
         self._get = get
         self._keys: dict[str, jwt.PyJWK] = {}
+        self._published: dict[str, Any] = {}
+        """Each held key's entry in the key set as published, by its name in `_keys`."""
+        self.fetches = 0
+        """Key sets fetched and read so far."""
         self._fetched_at: float | None = None
         self._failure: IssuerUnavailableError | None = None
         self._lock = asyncio.Lock()
@@ -342,23 +419,25 @@ class SigningKeys:
             TokenRefusedError: the issuer publishes no such key.
             IssuerUnavailableError: the key set could not be fetched.
         """
-        found = self._held(kid)
+        found = self.held(kid)
         if found is not None:
             return found
         async with self._lock:
-            found = self._held(kid)  # fetched by another request meanwhile
+            found = self.held(kid)  # fetched by another request meanwhile
             if found is None:
                 if self._fetched_at is None or self._due():
                     await self._fetch()
                 elif self._failure is not None:
                     raise self._failure
-                found = self._held(kid)
+                found = self.held(kid)
         if found is None:
             named = f"key {kid!r}" if kid is not None else "no key (kid)"
             raise TokenRefusedError(f"the access token names {named}, not one the issuer holds")
         return found
 
-    def _held(self, kid: str | None) -> jwt.PyJWK | None:
+    def held(self, kid: str | None) -> jwt.PyJWK | None:
+        """The key held for `kid` (without one, the only key held), or None. A key published
+        again unchanged by a later fetch is the same object."""
         if kid is not None:
             return self._keys.get(kid)
         only = list(self._keys.values())
@@ -381,12 +460,18 @@ class SigningKeys:
             log.warning("the issuer's key set at %s lists no keys", self._url)
             return
         keys: dict[str, jwt.PyJWK] = {}
+        published: dict[str, Any] = {}
         for number, entry in enumerate(entries):
-            key = self._usable(entry)
+            kid = entry.get("kid") if isinstance(entry, dict) else None
+            name = kid if isinstance(kid, str) else f"#{number}"
+            key = self._keys.get(name) if self._published.get(name) == entry else None
+            key = key or self._usable(entry)
             if key is not None:
-                kid = entry.get("kid")
-                keys[kid if isinstance(kid, str) else f"#{number}"] = key
+                keys[name] = key
+                published[name] = entry
         self._keys = keys
+        self._published = published
+        self.fetches += 1
 
     def _usable(self, entry: Any) -> jwt.PyJWK | None:
         """A signing key of an accepted algorithm, else None (encryption and shared-secret

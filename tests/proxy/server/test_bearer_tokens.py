@@ -1,9 +1,12 @@
 """Access tokens checked against a loopback issuer, without the server: the claims that name
 a caller, the scopes a token grants, tokens without a `kid`, algorithms never accepted, and
-the bounded cache of introspection answers."""
+the bounded caches of introspection answers and verified JWTs, and one introspection for
+requests that bring the same new token together."""
 
 from __future__ import annotations
 
+import asyncio
+import time
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -20,6 +23,7 @@ from proxy.server.bearer_tokens import (
 from proxy.server.oauth_config import OAuthResourceConfig
 from proxy.server.routes import OAUTH_METADATA
 from testing.token_issuer import INTROSPECTOR, TokenIssuer, serve_token_issuer
+from testing.waiting import until
 
 RESOURCE = "https://tools.example.com/mcp"
 KEYS = KeyRing.from_config(
@@ -162,3 +166,98 @@ def test_a_description_is_quoted_safely() -> None:
     tokens = BearerTokens(config, OAUTH_METADATA)
     challenge = tokens.challenge("invalid_token", 'a "quoted"\\ line\n')
     assert 'error_description="a quoted line"' in challenge
+
+
+@pytest.fixture
+def decodes(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The tokens whose signature is verified (`jwt.decode` called), in order."""
+    seen: list[str] = []
+    decode = jwt.decode
+
+    def counted(token: str, *args: Any, **kwargs: Any) -> Any:
+        seen.append(token)
+        return decode(token, *args, **kwargs)
+
+    monkeypatch.setattr(jwt, "decode", counted)
+    return seen
+
+
+async def test_a_verified_jwt_is_kept_until_its_exp(
+    issuer: TokenIssuer, decodes: list[str]
+) -> None:
+    tokens = checker(issuer, leeway_s=0)
+    short = issuer.mint("alice", exp=int(time.time()) + 2)
+
+    async def refused() -> bool:
+        try:
+            await tokens.principal(short, KEYS)
+        except TokenRefusedError as exc:
+            assert "expired" in exc.message
+            return True
+        return False
+
+    try:
+        for _ in range(3):
+            await tokens.principal(short, KEYS)
+        assert len(decodes) == 1  # the first check verifies, the next ones are a lookup
+        await until(refused, deadline_s=10)
+    finally:
+        await tokens.aclose()
+    assert not tokens._verified  # the expired token is no longer held
+
+
+async def test_a_verified_jwt_ends_with_its_key(issuer: TokenIssuer, decodes: list[str]) -> None:
+    old = issuer.current
+    tokens = checker(issuer, keys_refetch_s=0)
+    early = issuer.mint("alice")
+    try:
+        await tokens.principal(early, KEYS)
+        issuer.rotate("EdDSA")  # published beside the old key: the kept token stays
+        await tokens.principal(issuer.mint("bob"), KEYS)
+        await tokens.principal(early, KEYS)
+        assert decodes == [early, decodes[1]]
+        issuer.published.remove(old)
+        issuer.rotate("ES256")  # a token of this key makes the checker fetch the key set
+        await tokens.principal(issuer.mint("carol"), KEYS)
+        assert len(tokens._verified) == 2  # alice's is dropped with its key, bob's stays
+        with pytest.raises(TokenRefusedError, match=f"names key '{old}', not one"):
+            await tokens.principal(early, KEYS)
+    finally:
+        await tokens.aclose()
+    assert issuer.key_set_fetches == 4  # the first, bob's key, carol's, and the old key asked
+
+
+async def test_verified_jwts_are_kept_up_to_their_bound(
+    issuer: TokenIssuer, decodes: list[str]
+) -> None:
+    tokens = BearerTokens(checker(issuer).config, OAUTH_METADATA, verified_max=2)
+    first, second, third = (issuer.mint(f"user-{n}") for n in range(3))
+    try:
+        for token in (first, second, first, third, first, second):
+            await tokens.principal(token, KEYS)
+    finally:
+        await tokens.aclose()
+    # The third token pushes out the least recently used one, the second's: verified again.
+    assert decodes == [first, second, third, second]
+    assert len(tokens._verified) == 2
+    assert all(len(digest) == 32 for digest in tokens._verified)  # digests, not tokens
+
+
+async def test_a_new_opaque_token_is_introspected_once(issuer: TokenIssuer) -> None:
+    user, secret = INTROSPECTOR
+    url = f"{issuer.issuer}/introspect"
+    introspection = {"url": url, "client_id": user, "client_secret": secret}
+    tokens = checker(issuer, jwks_url=None, introspection=introspection)
+    token, inactive = issuer.mint_opaque("alice"), issuer.mint_opaque("bob", active=False)
+    try:
+        callers = await asyncio.gather(*(tokens.principal(token, KEYS) for _ in range(8)))
+        assert issuer.introspections == 1
+        refusals = await asyncio.gather(
+            *(tokens.principal(inactive, KEYS) for _ in range(8)), return_exceptions=True
+        )
+        assert issuer.introspections == 2
+        assert not tokens._asking
+    finally:
+        await tokens.aclose()
+    assert {caller.name for caller in callers} == {"oauth:alice"}
+    assert all(isinstance(refused, TokenRefusedError) for refused in refusals)
