@@ -9,6 +9,7 @@ bound method.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Awaitable
 
 from ..errors import ProxyError
@@ -18,6 +19,8 @@ from .context import context_of
 from .dispatch import Running
 from .routes import MCP, misrouted_error, route_of
 from .routing import App, direct
+
+log = logging.getLogger("toolwire.auth")
 
 
 class RequestContextMiddleware:
@@ -62,8 +65,12 @@ class AuthMiddleware:
         try:
             bearer = context.route is MCP
             context.principal = await keys.authenticate(context.headers, bearer=bearer)
-        except ProxyError as exc:
-            error = misrouted_error(scope) or exc
+        except Exception as exc:
+            if isinstance(exc, ProxyError):
+                error = misrouted_error(scope) or exc
+            else:
+                log.exception("checking the caller of request %s failed", context.request_id)
+                error = ProxyError("the caller could not be checked (an internal error)")
             headers = {**error.headers, "x-request-id": context.request_id}
             await send_json(send, error.status, context.route.shape(error), headers)
             return

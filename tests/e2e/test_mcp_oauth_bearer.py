@@ -3,12 +3,14 @@ here (JWKS, introspection, client credentials) signs access tokens, and the `mcp
 client sends them. A token speaks for a configured key or a caller of its own, with the
 same tools, policy, rate limits and ownership as a key; every bad token is a 401 or 403
 with the `WWW-Authenticate` challenge MCP clients discover the issuer from; a broken issuer
-is a 503, never a hang; a client key still works beside tokens."""
+is a 503, never a hang; a fault of the check itself a 500 in the route's shape; a client key
+still works beside tokens."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
@@ -23,6 +25,7 @@ from mcp.shared.exceptions import MCPError
 
 from proxy.config import parse_settings
 from proxy.server.app import create_app
+from proxy.server.bearer_tokens import BearerTokens
 from registry import ToolRegistry
 from testing.asgi_serving import serve_app
 from testing.token_issuer import CLIENTS, INTROSPECTOR, TokenIssuer, serve_token_issuer
@@ -539,3 +542,26 @@ async def test_many_requests_wait_on_one_fetch(issuer: TokenIssuer) -> None:
         answers = await asyncio.gather(*(post_initialize(served, t) for t in tokens))
     assert {a.status_code for a in answers} == {200}
     assert issuer.key_set_fetches == 1
+
+
+async def test_a_fault_in_the_token_check_is_a_clean_500(
+    issuer: TokenIssuer, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    async def broken(self: BearerTokens, token: str, keys: Any) -> Any:
+        raise RuntimeError("verifier-fault-detail")
+
+    async with toolwire(issuer) as served:
+        monkeypatch.setattr(BearerTokens, "principal", broken)
+        with caplog.at_level(logging.ERROR, logger="toolwire.auth"):
+            faulted = await post_initialize(served, issuer.mint("alice"))
+        keyed = await post_initialize(served, OPS_KEY)  # a key is looked for first
+    assert faulted.status_code == 500
+    assert faulted.headers["content-type"] == "application/json"
+    error = faulted.json()["error"]
+    assert error["type"] == "api_error" and "internal error" in error["message"]
+    assert "verifier-fault-detail" not in faulted.text and "Traceback" not in faulted.text
+    assert faulted.headers["x-request-id"]
+    logged = [r for r in caplog.records if r.name == "toolwire.auth" and r.exc_info]
+    assert logged and "verifier-fault-detail" in caplog.text
+    assert faulted.headers["x-request-id"] in logged[0].getMessage()
+    assert keyed.status_code == 200
