@@ -1,13 +1,14 @@
 """Instructions per caller check on `/mcp` with `mcp_server.oauth`: a client key, JWT access
-tokens (ES256, EdDSA, RS256) and an introspected opaque token (its cached answer), counted,
-not timed.
+tokens (ES256, EdDSA, RS256) each checked for the first time, one ES256 token checked again
+(`cached-jwt`: kept once verified) and an introspected opaque token (its cached answer),
+counted, not timed.
 
     .venv/bin/python bench/token_checks.py               # every kind, 200 checks each
     .venv/bin/python bench/token_checks.py --checks 500 --kind es256
 
 Each kind runs in a child Python under valgrind's callgrind, counting switched on (by
 `callgrind_control`) only around N checks, after the set-up: imports, keys, a loopback
-issuer, and one check that fetches the key set or introspects. A check is
+issuer, the tokens, and one check that fetches the key set or introspects. A check is
 `Authenticator.authenticate` as the edge calls it for `/mcp`: a key is looked for first,
 then the token is checked and mapped to its caller. Needs `valgrind`.
 """
@@ -25,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-KINDS = ("key", "es256", "rs256", "eddsa", "introspected")
+KINDS = ("key", "es256", "rs256", "eddsa", "cached-jwt", "introspected")
 KEY = "bench-key-0123456789"
 
 
@@ -64,6 +65,7 @@ async def _checks(kind: str, checks: int) -> None:
     from proxy.server.oauth_config import OAuthResourceConfig
     from testing.token_issuer import INTROSPECTOR, serve_token_issuer
 
+    fresh: list[str] = []
     async with serve_token_issuer() as issuer:
         issuer.resource = "https://tools.example.com/mcp"
         oauth: dict[str, Any] = {
@@ -82,18 +84,22 @@ async def _checks(kind: str, checks: int) -> None:
             credential = KEY
         else:
             oauth["jwks_url"] = f"{issuer.issuer}/jwks"
-            algorithm = {"es256": "ES256", "eddsa": "EdDSA", "rs256": "RS256"}[kind]
-            credential = issuer.mint("alice", kid=issuer.rotate(algorithm))
+            algorithm = {"es256": "ES256", "eddsa": "EdDSA", "rs256": "RS256"}.get(kind, "ES256")
+            kid = issuer.rotate(algorithm)
+            credential = issuer.mint("alice", kid=kid)
+            if kind != "cached-jwt":  # a token of its own for each check: each one verified
+                fresh = [issuer.mint("alice", kid=kid, jti=str(n)) for n in range(checks)]
         config = OAuthResourceConfig.model_validate(oauth)
         tokens = BearerTokens(config, "/.well-known/oauth-protected-resource")
         auth = AuthConfig.model_validate({"keys": [{"name": "bench", "key": KEY}]})
         keys = Authenticator(auth, MemoryRateLimiter(), tokens)
         headers = {"authorization": f"Bearer {credential}"}
+        each = [{"authorization": f"Bearer {token}"} for token in fresh] or [headers] * checks
         try:
             await keys.authenticate(headers, bearer=True)  # the key set's fetch, or introspection
             _counting("on")
-            for _ in range(checks):
-                await keys.authenticate(headers, bearer=True)
+            for presented in each:
+                await keys.authenticate(presented, bearer=True)
             _counting("off")
         finally:
             await keys.aclose()
