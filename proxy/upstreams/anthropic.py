@@ -115,7 +115,8 @@ class _AnthropicCodec:
                 return [direct]
         if kind == "error":
             raise _fault(payload)
-        if kind == "ping":
+        if kind == "ping" or kind == "content_block_stop":
+            # Rosetta makes no chunk of a block's end, and keeps no state for it.
             return []
         self._thinking.observe(payload)
         if kind == "message_start":

@@ -156,3 +156,30 @@ def test_gemini_odd_pieces(monkeypatch: pytest.MonkeyPatch) -> None:
     direct, slow, made = _both(_gemini_codec, script, monkeypatch)
     assert direct == slow
     assert made > 3
+
+
+@pytest.mark.parametrize("name", list(REPLIES))
+def test_anthropic_block_ends_need_no_rosetta(name: str) -> None:
+    """The codec answers content_block_stop itself: rosetta makes no chunk of one, and
+    the rest of the stream converts the same without them."""
+    events = _anthropic_events(REPLIES[name])
+    config = UpstreamConfig(name="a", base_url="http://127.0.0.1:9", format="anthropic")
+
+    def converted(skip_ends: bool) -> list[Any]:
+        codec = AnthropicDialect(config).request(chat(True)).codec()
+        conversion, processor = codec._conversion, codec._conversion.stream()
+        out = []
+        for event in copy.deepcopy(events):
+            if event["type"] in ("ping", "error"):
+                continue
+            if skip_ends and event["type"] == "content_block_stop":
+                continue
+            chunks = conversion.chunks(processor, event)
+            if event["type"] == "content_block_stop":
+                assert chunks == []
+                continue
+            out.append(chunks)
+        return out
+
+    assert any(e["type"] == "content_block_stop" for e in events) or name in ("blocked", "empty")
+    assert converted(skip_ends=True) == converted(skip_ends=False)
