@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import functools
 import hashlib
 import logging
 import time
@@ -136,6 +137,8 @@ class BearerTokens:
         self._verified_max = verified_max
         self._key_sets_seen = 0
         self._clock = clock
+        self._own_caller = functools.lru_cache(maxsize=verified_max)(self._own)
+        """A caller of its own by its claim's value, made once (it is the same each time)."""
 
     async def principal(self, token: str, keys: KeyRing) -> Principal:
         """The caller `token` speaks for: one of `keys`, or a caller of its own.
@@ -359,11 +362,15 @@ class BearerTokens:
             principal = keys.principal(key)
             assert principal is not None, "the settings check that mapped keys exist"
             return principal
-        scope = callers.default
-        if scope is None:
+        if callers.default is None:
             raise CallerRefusedError(
                 f"the access token's caller ({callers.claim} {value!r}) is not admitted here"
             )
+        return self._own_caller(value)
+
+    def _own(self, value: str) -> Principal:
+        scope = self.config.callers.default
+        assert scope is not None
         return Principal(
             name=TOKEN_PRINCIPAL_PREFIX + value,
             namespaces=frozenset(scope.namespaces) if scope.namespaces is not None else None,
