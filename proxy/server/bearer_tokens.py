@@ -205,7 +205,7 @@ class BearerTokens:
         digest = hashlib.sha256(token.encode()).digest()
         kept = self._verified.get(digest)
         if kept is not None:
-            if kept.until > self._clock() and keys.held(kid=kept.kid) is kept.key:
+            if kept.until > self._clock() and keys.held(kept.kid) is kept.key:
                 self._verified.move_to_end(digest)  # the least recently used go first
                 return kept.grant
             del self._verified[digest]
