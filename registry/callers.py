@@ -95,7 +95,9 @@ class CallerCredentials(BaseModel):
             a header that carries the client's Toolwire key without `forward_client_key`.
     """
 
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+    model_config = ConfigDict(
+        extra="forbid", frozen=True, populate_by_name=True, allow_inf_nan=False
+    )
 
     from_: Literal["key", "header", "login"] = Field(alias="from")
     header: str | None = Field(default=None, pattern=_TOKEN)
