@@ -25,11 +25,10 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote_plus, urlsplit
 
 import aiohttp
-import jwt
 import orjson
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -38,6 +37,9 @@ from policies import KeyRing, Principal
 
 from ..errors import ProxyError
 from .oauth_config import TOKEN_PRINCIPAL_PREFIX, OAuthResourceConfig
+
+if TYPE_CHECKING:  # PyJWT (and cryptography's backends, ~9 MB) load only with mcp_server.oauth
+    import jwt
 
 log = logging.getLogger("toolwire.auth")
 
@@ -224,6 +226,8 @@ class BearerTokens:
         named = header.get("kid")
         kid = named if isinstance(named, str) else None
         key = await keys.key(kid)
+        import jwt
+
         try:
             claims = jwt.decode(
                 token,
@@ -250,6 +254,8 @@ class BearerTokens:
 
     def _why(self, exc: jwt.PyJWTError) -> str:
         """What is wrong with a token, for the client (never the token itself)."""
+        import jwt
+
         if isinstance(exc, jwt.ExpiredSignatureError):
             return "the access token has expired"
         if isinstance(exc, jwt.ImmatureSignatureError):
@@ -487,6 +493,8 @@ class SigningKeys:
             return None
         if entry.get("kty") == "oct":
             return None
+        import jwt
+
         try:
             key = jwt.PyJWK(entry)
         except jwt.PyJWTError:
