@@ -22,7 +22,7 @@ def parse_arguments(raw: str | Mapping[str, Any]) -> dict[str, Any]:
         InvalidArgumentsError: kind "invalid_json" for bad JSON, "invalid_arguments" for a
             JSON value that is not an object.
     """
-    if isinstance(raw, Mapping):
+    if raw.__class__ is not str and isinstance(raw, Mapping):  # text first: no ABC check
         return dict(raw)
     if not raw.strip():
         return {}

@@ -132,6 +132,8 @@ def redact(value: Any, depth: int = 0) -> Any:
     """
     if depth > _MAX_DEPTH:
         return "…"
+    if value.__class__ is str:  # the usual argument, told apart without an ABC check
+        return _redact_url(value) if "://" in value else value
     if isinstance(value, Mapping):
         return {
             key: REDACTED if _is_secret_key(key) else redact(item, depth + 1)

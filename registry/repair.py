@@ -176,7 +176,7 @@ class _Repairer:
             sub = properties.get(target)
             out[target] = (
                 self.value(item, sub, _join(path, target), depth + 1)
-                if isinstance(sub, Mapping)
+                if sub.__class__ is dict or isinstance(sub, Mapping)
                 else item
             )
         return out

@@ -38,9 +38,10 @@ class DaemonThreadPool(Executor):
         self._jobs: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
         self._threads: list[threading.Thread] = []
         self._numbers = itertools.count()
-        # Released by a thread each time it finishes a job: an idle thread takes the next
-        # job, so a new thread starts only when none is idle.
-        self._idle = threading.Semaphore(0)
+        # Counted up by a thread each time it finishes a job, under the lock (a plain count:
+        # a threading.Semaphore runs a dozen Python calls per job): an idle thread takes the
+        # next job, so a new thread starts only when none is idle.
+        self._idle = 0
         self._lock = threading.Lock()
         self._closed = False
 
@@ -55,7 +56,9 @@ class DaemonThreadPool(Executor):
                 raise RuntimeError("cannot schedule new futures after shutdown")
             future: Future[T] = Future()
             self._jobs.put((future, lambda: fn(*args, **kwargs)))
-            if not self._idle.acquire(blocking=False) and len(self._threads) < self._max_workers:
+            if self._idle:
+                self._idle -= 1
+            elif len(self._threads) < self._max_workers:
                 self._start_thread()
         return future
 
@@ -92,7 +95,8 @@ class DaemonThreadPool(Executor):
                 return
             _run(*job)
             del job  # an idle thread holds nothing of the last job
-            self._idle.release()
+            with self._lock:
+                self._idle += 1
 
 
 def _run(future: Future[Any], call: Callable[[], Any]) -> None:
