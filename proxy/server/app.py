@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import functools
 import logging
 from collections.abc import AsyncIterator, Callable
 from typing import TYPE_CHECKING, Any
@@ -21,7 +20,7 @@ from ..errors import ProxyError
 from ..fronts.responses.background import BackgroundRuns, Work
 from ..state import build_stores
 from ..state.runs import run_store
-from ..telemetry import DrainMiddleware, Telemetry, TelemetryMiddleware
+from ..telemetry import Telemetry
 from ..telemetry.tool_calls import ToolCallListener
 from ..turn.catalog import Catalog
 from ..turn.loop import ToolLoop
@@ -30,16 +29,15 @@ from ..turn.questions import Questions
 from ..turn.sampling import UpstreamSampler
 from ..turn.spill import Spills
 from ..upstreams.router import UpstreamRouter
-from .asgi import Receive, Scope, Send
 from .auth import Authenticator
 from .bearer_tokens import BearerTokens
 from .dispatch import Router, Running, http_error, proxy_error, starlette_routes
 from .endpoints import Index
 from .hosts import AllowedHosts
-from .middleware import AuthMiddleware, RequestContextMiddleware
+from .middleware import Edge
 from .pins import PinKeeper
 from .routes import ADMIN, ADMIN_PANEL, MCP, OAUTH_METADATA, ROUTES, enabled
-from .routing import App, Route, direct
+from .routing import App, Route
 from .services import Services
 from .sources import hosted_problems, sources_for
 
@@ -85,17 +83,8 @@ def create_app(
     served = [route for route in ROUTES if enabled(route, settings)]
     routes.state.index = Index(served, panel=ADMIN_PANEL if admin is not None else None)
     routes.state.telemetry = telemetry
-    # The edge, outermost first: each layer sees only what the ones before it let through.
-    edge: list[Callable[[App], App]] = [
-        RequestContextMiddleware,
-        functools.partial(DrainMiddleware, drain=telemetry.drain, account=telemetry.account),
-        functools.partial(TelemetryMiddleware, telemetry=telemetry),
-        functools.partial(AuthMiddleware, running=running),
-    ]
-    app: App = Router(routes, running)  # type: ignore[arg-type]
-    for layer in reversed(edge):
-        app = layer(app)
-    return ToolwireApp(app, routes, telemetry)
+    # The edge, one callable: the context, the drain, the telemetry, the key check, the router.
+    return ToolwireApp(Router(routes, running), running, routes, telemetry)  # type: ignore[arg-type]
 
 
 def _lifespan(
@@ -253,20 +242,17 @@ async def _start(
     )
 
 
-class ToolwireApp:
-    """The ASGI app: the edge's layers around the router (`create_app` composes them), with
-    the state and telemetry the process reaches for (the services, the drain)."""
+class ToolwireApp(Edge):
+    """The ASGI app: the edge around the router (`Edge`), with the state and telemetry the
+    process reaches for (the services, the drain)."""
 
-    def __init__(self, edge: App, routes: Starlette, telemetry: Telemetry) -> None:
+    def __init__(
+        self, router: Router, running: Running, routes: Starlette, telemetry: Telemetry
+    ) -> None:
+        super().__init__(router, running, telemetry)
         self.routes = routes
         self.telemetry = telemetry
-        self.edge = edge
-        """The edge: its layers, outermost first, around the router."""
-        self._edge = direct(edge)
 
     @property
     def state(self) -> Any:
         return self.routes.state
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        await self._edge(scope, receive, send)

@@ -1,62 +1,81 @@
-"""The edge's own layers: the request context, first, and the client key check, last before
-the router. `create_app` composes them with the drain's and the telemetry's (`telemetry/`).
+"""The edge as one ASGI callable (`Edge`): the request context and its route, the drain, the
+telemetry, the client key check, then the router, in that order.
 
-A layer that only prepares the request returns the next layer's awaitable rather than
-awaiting it: it then adds no frame that every resumption of the request's task would pass
-through (bench/instructions.py counts them). Each layer calls the next through `direct`, its
-bound method.
+One frame on the request's task rather than a layer each: every resumption of the task
+passes through each frame that awaits (bench/instructions.py counts them). The drain's and
+the telemetry's parts live in `telemetry/`, the router in `dispatch.py`.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable
 
 from ..errors import ProxyError
+from ..telemetry import Telemetry
 from .asgi import Receive, Scope, Send, send_json
 from .auth import Authenticator
 from .context import context_of
-from .dispatch import Running
+from .dispatch import Router, Running
 from .routes import MCP, misrouted_error, route_of
-from .routing import App, direct
+from .routing import direct
 
 log = logging.getLogger("toolwire.auth")
 
 
-class RequestContextMiddleware:
-    """Gives every request its `RequestContext` (its id, the client's or a new one) and the
-    route table's row for its path, where every later layer reads them."""
+class Edge:
+    """Serves one request through the edge's parts, outermost first; each sees only what the
+    ones before it let through:
 
-    def __init__(self, app: App) -> None:
-        self.app = app
-        self._next = direct(app)
-
-    def __call__(self, scope: Scope, receive: Receive, send: Send) -> Awaitable[None]:
-        if scope["type"] == "http":
-            context_of(scope).route = route_of(scope["path"])
-        return self._next(scope, receive, send)
-
-
-class AuthMiddleware:
-    """Checks the client's key on every route that is not open, once the lifespan has built
-    the check (`running.keys`, with `auth:` configured); the upstream then gets the request's
-    headers without the key, unless it is forwarded. `/mcp` also takes OAuth access tokens
-    of the trusted issuer (`mcp_server.oauth`).
-
-    A refusal is a 401 (or the rate limit's 429) in the route's error shape; on a path with
-    `/v1` missing or doubled, the 404 that says so (the key may be right, the path is not).
+    1. the request context: its id (the client's or a new one) and the route table's row for
+       its path, where every later part reads them;
+    2. the drain: counts the running work it waits for; while it drains, answers a new
+       request 503 unless its route is served then (counted and logged by
+       `Telemetry.account`, as the telemetry never began);
+    3. the telemetry (`Telemetry.serve`): the response gets the request id (and, on a turn,
+       the proxy's overhead); at the end, the summary line, the metrics and the span;
+    4. the client key check, on every route that is not open, once the lifespan has built it
+       (`running.keys`, with `auth:` configured); the upstream then gets the request's
+       headers without the key, unless it is forwarded. `/mcp` also takes OAuth access
+       tokens of the trusted issuer (`mcp_server.oauth`). A refusal is a 401 (or the rate
+       limit's 429) in the route's error shape; on a path with `/v1` missing or doubled, the
+       404 that says so (the key may be right, the path is not);
+    5. the router (`dispatch.Router`).
     """
 
-    def __init__(self, app: App, running: Running) -> None:
-        self.app = app
-        self._next = direct(app)
+    def __init__(self, router: Router, running: Running, telemetry: Telemetry) -> None:
+        self.router = router
+        self._route = direct(router)
         self._running = running
+        self._telemetry = telemetry
+        self._drain = telemetry.drain
 
-    def __call__(self, scope: Scope, receive: Receive, send: Send) -> Awaitable[None]:
-        keys = self._running.keys
-        if keys is None or scope["type"] != "http" or context_of(scope).route.open:
-            return self._next(scope, receive, send)
-        return self._checked(keys, scope, receive, send)
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self._route(scope, receive, send)
+            return
+        context = context_of(scope)
+        route = context.route = route_of(scope["path"])
+        drain = self._drain
+        if drain.draining and route.draining != "served":
+            await drain.refuse(scope, send)
+            self._telemetry.account(scope)
+            return
+        waited = drain.waits_for(scope["method"])
+        if waited:
+            drain.enter()
+        try:
+            served = self._telemetry.serve(scope, receive, send)
+            try:
+                keys = self._running.keys
+                if keys is None or route.open:
+                    await self._route(scope, served.receive, served.send)
+                else:
+                    await self._checked(keys, scope, served.receive, served.send)
+            finally:
+                served.end(scope)
+        finally:
+            if waited:
+                drain.leave()  # last: the drain's last request may stop the server
 
     async def _checked(
         self, keys: Authenticator, scope: Scope, receive: Receive, send: Send
@@ -75,4 +94,4 @@ class AuthMiddleware:
             await send_json(send, error.status, context.route.shape(error), headers)
             return
         context.headers = keys.upstream_headers(dict(context.headers))
-        await self._next(scope, receive, send)
+        await self._route(scope, receive, send)

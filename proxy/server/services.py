@@ -14,7 +14,7 @@ from ..config import HostedToolConfig, HostedType, ServerConfig
 from ..state.base import ResponseStore
 from ..state.mcp_tasks import McpTaskStore
 from ..turn.catalog import Catalog
-from ..turn.events import LoopEvent
+from ..turn.events import LoopEvent, TurnMeter
 from ..turn.questions import Questions
 from ..turn.record import Turn
 from ..upstreams.router import UpstreamRouter
@@ -26,7 +26,10 @@ if TYPE_CHECKING:
 
 
 class Loop(Protocol):
-    """The tool loop as the fronts run it (`ToolLoop`, or the telemetry's `MeteredLoop`)."""
+    """The tool loop as the fronts run it (`ToolLoop`)."""
+
+    meter: TurnMeter
+    """Told of each turn's start and end (the telemetry's `LoopMeter`)."""
 
     def run(self, turn: Turn) -> AsyncIterator[LoopEvent]:
         """The events of one turn, ending with `Finished`."""

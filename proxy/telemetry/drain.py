@@ -17,9 +17,8 @@ from types import FrameType
 from typing import Any
 
 from ..errors import ProxyError
-from ..server.asgi import Receive, Scope, Send, send_json
+from ..server.asgi import Scope, Send, send_json
 from ..server.context import REQUEST_ID_HEADER, context_of
-from ..server.routing import App, direct
 
 log = logging.getLogger("toolwire.drain")
 
@@ -60,6 +59,21 @@ class Drain:
     def begin(self) -> None:
         """Refuse new requests from now on (without a server to stop: tests, embedding)."""
         self.draining = True
+
+    async def refuse(self, scope: Scope, send: Send) -> None:
+        """A refused request's 503, in its route's error shape (readiness says `draining`,
+        for a load balancer's probe). It closes the connection, so the client's next attempt
+        finds another replica (or this one gone). The edge counts and logs it
+        (`Telemetry.account`): its telemetry never began."""
+        context = context_of(scope)
+        route = context.route
+        headers = {REQUEST_ID_HEADER: context.request_id, "connection": "close"}
+        context.stats.status = 503
+        if route.draining == "reported":
+            await send_json(send, 503, {"status": "draining"}, headers)
+        else:
+            error = ProxyError("the proxy is shutting down", status=503, code="shutting_down")
+            await send_json(send, 503, route.shape(error), headers)
 
     def signal_handler(self, stop: Stop, limit_s: float) -> SignalHandler:
         """A handler for `signal.signal` (call it in the event loop's thread, loop running):
@@ -104,49 +118,3 @@ class Drain:
         if self._running:
             log.warning("drain time is up: cancelling %d running request(s)", self._running)
         stop(sig)
-
-
-class DrainMiddleware:
-    """The drain's layer of the edge: counts the running work the drain waits for and, while
-    it drains, answers a new request 503 unless its route is served then (liveness, scrapes).
-
-    The 503 takes the route's error shape (readiness says `draining`, for a load balancer's
-    probe) and closes the connection, so the client's next attempt finds another replica (or
-    this one gone). It is counted and logged by `account`, as the telemetry's layer, inside
-    this one, never sees it.
-    """
-
-    def __init__(self, app: App, drain: Drain, account: Callable[[Scope], None]) -> None:
-        self.app = app
-        self._next = direct(app)
-        self._drain = drain
-        self._account = account
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self._next(scope, receive, send)
-            return
-        drain = self._drain
-        if drain.draining and context_of(scope).route.draining != "served":
-            await self._refuse(scope, send)
-            return
-        waited = drain.waits_for(scope["method"])
-        if waited:
-            drain.enter()
-        try:
-            await self._next(scope, receive, send)
-        finally:
-            if waited:
-                drain.leave()  # last: the drain's last request may stop the server
-
-    async def _refuse(self, scope: Scope, send: Send) -> None:
-        context = context_of(scope)
-        route = context.route
-        headers = {REQUEST_ID_HEADER: context.request_id, "connection": "close"}
-        context.stats.status = 503
-        if route.draining == "reported":
-            await send_json(send, 503, {"status": "draining"}, headers)
-        else:
-            error = ProxyError("the proxy is shutting down", status=503, code="shutting_down")
-            await send_json(send, 503, route.shape(error), headers)
-        self._account(scope)

@@ -1,9 +1,9 @@
-"""The telemetry's layer of the edge: every HTTP request's id on its response, its summary
-log line, its metrics and its span; and the `Telemetry` an app keeps for them."""
+"""The telemetry's part of the edge: every HTTP request's id on its response, its summary
+log line, its metrics and its span (`Telemetry.serve`); and the `Telemetry` an app keeps for
+them."""
 
 from __future__ import annotations
 
-import dataclasses
 import time
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
@@ -16,10 +16,9 @@ from registry import trace_headers
 from ..config import Settings
 from ..server.asgi import Receive, Scope, Send
 from ..server.context import REQUEST_ID_HEADER, RequestContext, RequestStats, context_of
-from ..server.routing import App, direct
 from .drain import Drain
 from .logs import NO_REQUEST, log_summary
-from .metered import MeteredLoop, MeteredUpstream
+from .metered import LoopMeter, MeteredUpstream
 from .metrics import CONTENT_TYPE, Metrics, ModelLabels, RequestTurn
 from .scrapes import ScrapeKeys
 from .tool_calls import ToolCallListener
@@ -70,7 +69,8 @@ class Telemetry:
         return cls(metrics, tracing, ScrapeKeys.from_settings(settings))
 
     def instrument(self, services: Services) -> Services:
-        """The services with their loop measured; their sources' health on /metrics."""
+        """The services with their loop's turns and upstream calls measured; their sources'
+        health on /metrics."""
         if self.metrics is not None:
             self.metrics.watch_sources(services.sources.statuses)
             pins = services.pins
@@ -78,7 +78,8 @@ class Telemetry:
                 self.metrics.watch_pins(lambda: ((v.source, v.status) for v in pins.views()))
         metrics, tracing = self.metrics, self.tracing
         services.upstreams.instrument(lambda upstream: MeteredUpstream(upstream, metrics, tracing))
-        return dataclasses.replace(services, loop=MeteredLoop(services.loop))
+        services.loop.meter = LoopMeter()
+        return services
 
     def close(self) -> None:
         """Stop reading the sources; send the last spans."""
@@ -102,7 +103,7 @@ class Telemetry:
         return Response(self.metrics.exposition(), media_type=CONTENT_TYPE)
 
     def account(self, scope: Scope) -> None:
-        """Count and log a request the edge answered before the telemetry's layer saw it
+        """Count and log a request the edge answered before its telemetry began
         (the drain's refusals)."""
         context = context_of(scope)
         now = time.perf_counter()
@@ -110,56 +111,40 @@ class Telemetry:
             _count(self.metrics, context, now)
         log_summary(context, scope["method"], scope["path"], now)
 
-
-class TelemetryMiddleware:
-    """Runs the rest of the edge for one HTTP request and accounts for it: the response gets
-    the request id (and, on a turn, the proxy's overhead); at the end, the summary line, the
-    metrics and the span."""
-
-    def __init__(self, app: App, telemetry: Telemetry) -> None:
-        self.app = app
-        self._next = direct(app)
-        self._metrics = telemetry.metrics
-        self._tracing = telemetry.tracing
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self._next(scope, receive, send)
-            return
+    def serve(self, scope: Scope, receive: Receive, send: Send) -> Served:
+        """One HTTP request begun, its span opened: `receive` and `send` as the rest of the
+        edge uses them (`Served`); `Served.end` accounts for it."""
         context = context_of(scope)
-        stats = context.stats
-        method: str = scope["method"]
-        path: str = scope["path"]
         route = context.route
-        span = token = traced = None
-        tracing = self._tracing
+        method: str = scope["method"]
+        served = Served(receive, send, context, route.turn and method == "POST", self.metrics)
+        tracing = self.tracing
         if tracing is not None:
-            span, token = tracing.start_request(method, path, route.template, context.headers)
-            traced = trace_headers.set(tracing.current_headers)
-        metrics = self._metrics
-        served = _Served(receive, send, context, route.turn and method == "POST", metrics)
-        try:
-            await self._next(scope, served.receive, served.send)
-        finally:
-            now = time.perf_counter()
-            if not stats.status:
-                stats.status = DISCONNECTED if stats.disconnected else 500
-            if metrics is not None:
-                if stats.streamed:
-                    metrics.open_streams.dec()
-                _count(metrics, context, now)
-            if traced is not None:
-                trace_headers.reset(traced)
-            if span is not None and tracing is not None:
-                tracing.end_request(span, token, stats.status, _span_attributes(context))
-            log_summary(context, method, path, now)
+            served.tracing = tracing
+            served.span, served.token = tracing.start_request(
+                method, scope["path"], route.template, context.headers
+            )
+            served.traced = trace_headers.set(tracing.current_headers)
+        return served
 
 
-class _Served:
-    """One request as it is served: its `receive` and `send`, watched. The response gets the
-    request id and the overhead; a disconnect before the answer's end is noted."""
+class Served:
+    """One HTTP request as it is served: its `receive` and `send`, watched. The response gets
+    the request id (and, on a turn, the proxy's overhead); a disconnect before the answer's
+    end is noted; at the end (`end`), the summary line, the metrics and the span."""
 
-    __slots__ = ("_complete", "_context", "_metrics", "_receive", "_send", "_turn")
+    __slots__ = (
+        "_complete",
+        "_context",
+        "_metrics",
+        "_receive",
+        "_send",
+        "_turn",
+        "span",
+        "token",
+        "traced",
+        "tracing",
+    )
 
     def __init__(
         self,
@@ -175,6 +160,10 @@ class _Served:
         self._turn = turn
         self._metrics = metrics
         self._complete = False
+        self.tracing: Tracing | None = None
+        self.span: Any = None
+        self.token: Any = None
+        self.traced: Any = None
 
     async def receive(self) -> Message:
         message = await self._receive()
@@ -190,6 +179,24 @@ class _Served:
             if self._context.stats.streamed:
                 message = self._last(message)
         await self._send(message)
+
+    def end(self, scope: Scope) -> None:
+        """The request is over: its status settled, its metrics, span and summary line."""
+        now = time.perf_counter()
+        context = self._context
+        stats = context.stats
+        if not stats.status:
+            stats.status = DISCONNECTED if stats.disconnected else 500
+        metrics = self._metrics
+        if metrics is not None:
+            if stats.streamed:
+                metrics.open_streams.dec()
+            _count(metrics, context, now)
+        if self.traced is not None:
+            trace_headers.reset(self.traced)
+        if self.span is not None and self.tracing is not None:
+            self.tracing.end_request(self.span, self.token, stats.status, _span_attributes(context))
+        log_summary(context, scope["method"], scope["path"], now)
 
     def _start(self, message: Message) -> Message:
         """The response start with the request id (unless the route set it) and, on a

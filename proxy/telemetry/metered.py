@@ -1,5 +1,5 @@
-"""Wrappers around the tool loop and its upstreams that note what each turn and each
-upstream call came to: in the request's stats, the metrics and the trace.
+"""Notes of what each turn of the tool loop (`LoopMeter`) and each upstream call
+(`MeteredUpstream`, a wrapper) came to: in the request's stats, the metrics and the trace.
 
 Counters move once per turn and once per upstream call; per chunk there is only a clock
 read for the first one and a reference kept to the last (where the usage is).
@@ -10,51 +10,38 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import AsyncGenerator, AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Mapping
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
-from ..server.context import RequestStats, current_request
-from ..turn.events import Finished, LoopEvent
-from ..turn.record import Turn
+from ..server.context import current_request
+from ..turn.events import Finished
 from ..upstreams import Upstream
 from .metrics import Metrics
 from .tracing import Tracing
 
 if TYPE_CHECKING:
-    from ..server.services import Loop
+    pass
 
 Chunk = dict[str, Any]
 
 
-class MeteredLoop:
-    """The tool loop, its turns noted in the request's stats (their upstream calls are
-    measured by `MeteredUpstream`, which the router hands out)."""
+class LoopMeter:
+    """Notes each turn of the tool loop in the request's stats (`ToolLoop.meter`): the model
+    asked for as it begins, the tokens and the limit that stopped it at its `Finished`.
+    Its upstream calls are measured by `MeteredUpstream`, which the router hands out."""
 
-    def __init__(self, loop: Loop) -> None:
-        self._loop = loop
-
-    async def run(self, turn: Turn) -> AsyncIterator[LoopEvent]:
-        """The loop's events for `turn`, unchanged (see `ToolLoop.run`)."""
+    def begin(self, body: Mapping[str, Any]) -> None:
         context = current_request.get()
-        stats = context.stats if context is not None else None
-        model = turn.body.get("model")
-        if stats is not None and isinstance(model, str):
-            stats.model = model
-        events = cast("AsyncGenerator[LoopEvent, None]", self._loop.run(turn))
-        try:
-            async for event in events:
-                if event.__class__ is Finished:
-                    self._finished(event, stats)  # type: ignore[arg-type]
-                yield event
-        finally:
-            # Closed here and now, not whenever the collector finds it: the loop's upstream
-            # call and running tools end with it.
-            await events.aclose()
+        model = body.get("model")
+        if context is not None and isinstance(model, str):
+            context.stats.model = model
 
-    def _finished(self, event: Finished, stats: RequestStats | None) -> None:
-        if stats is None:
+    def finished(self, event: Finished) -> None:
+        context = current_request.get()
+        if context is None:
             return
+        stats = context.stats
         stats.input_tokens += event.usage.prompt_tokens
         stats.output_tokens += event.usage.completion_tokens
         stats.stopped_by = event.stopped_by

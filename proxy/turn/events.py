@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Protocol
 
 from registry import ToolCall, ToolProgress, ToolResult
 
@@ -194,3 +194,25 @@ class Finished:
 
 LoopEvent = ContentDelta | ToolsStarted | ToolsFinished | ToolProgress | Finished
 """`ToolProgress`: how far a running call got (streamed turns only; README **Progress**)."""
+
+
+class TurnMeter(Protocol):
+    """What the loop tells the telemetry of each turn (`ToolLoop.meter`): its body as it
+    begins, its `Finished` before that is yielded. Calls, not a wrapping generator: nothing
+    runs per event."""
+
+    def begin(self, body: Mapping[str, Any]) -> None: ...
+
+    def finished(self, event: Finished) -> None: ...
+
+
+class _Unmetered:
+    def begin(self, body: Mapping[str, Any]) -> None:
+        pass
+
+    def finished(self, event: Finished) -> None:
+        pass
+
+
+UNMETERED: TurnMeter = _Unmetered()
+"""The meter of a loop nobody measures."""

@@ -21,7 +21,7 @@ from .assembler import Answer, Assembler, Usage, assistant_message
 from .catalog import SEARCH_CHAT_TOOL
 from .continuations import AFTER_RESULTS, TurnStore, owned, restore
 from .controls import Controls
-from .events import Finished, LoopEvent, Spilled, ToolsFinished, ToolsStarted
+from .events import UNMETERED, Finished, LoopEvent, Spilled, ToolsFinished, ToolsStarted, TurnMeter
 from .programs import RUN_CODE, ProgramPause, Programs, Ran
 from .questions import Asked, Questions
 from .record import Turn
@@ -88,6 +88,8 @@ class ToolLoop:
         self._programs = programs
         self._spills = spills
         self._questions = questions
+        self.meter: TurnMeter = UNMETERED
+        """Told of each turn's start and `Finished` (the telemetry's, when it is on)."""
 
     async def run(self, turn: Turn) -> AsyncIterator[LoopEvent]:
         """Yield the events of one turn, ending with `Finished`.
@@ -95,6 +97,7 @@ class ToolLoop:
         Raises:
             ProxyError: the upstream failed or rejected the request.
         """
+        self.meter.begin(turn.body)
         messages = _strip_vendor_fields(turn.body["messages"])
         tool_rounds = any(m.get("role") == "tool" or m.get("tool_calls") for m in messages)
         # A pending turn is found by its assistant message's tool calls: none, none to find.
@@ -108,9 +111,10 @@ class ToolLoop:
         turn = self._offer(turn, state)
         if state.tool_rounds:  # a plain request answers nothing a turn left paused
             async for event in self._resume(turn, state):
-                yield event
                 if isinstance(event, Finished):
+                    yield self._finished(event)
                     return
+                yield event
         while True:
             state.guard.begin_iteration()
             turn = self._offer(turn, state)
@@ -121,10 +125,12 @@ class ToolLoop:
             if not answer.tool_calls:
                 rounds = tuple(state.added)
                 relay = None if rounds else answer.raw
-                yield Finished(answer.finish_reason, state.usage, rounds=rounds, relay=relay)
+                yield self._finished(
+                    Finished(answer.finish_reason, state.usage, rounds=rounds, relay=relay)
+                )
                 return
             if not turn.controls.auto_execute:
-                yield Finished("tool_calls", state.usage, tuple(answer.tool_calls))
+                yield self._finished(Finished("tool_calls", state.usage, tuple(answer.tool_calls)))
                 return
             calls = await self._triage.sort(
                 turn, answer.tool_calls, code_mode=self._code_mode(turn)
@@ -135,15 +141,20 @@ class ToolLoop:
             ordered = [results[c.id] for c in calls.answered_here if c.id in results]
             handed_back = await self._settle(turn, state, answer.content, calls, ordered)
             if handed_back is not None:
-                yield handed_back
+                yield self._finished(handed_back)
                 return
             state.body = _relax_tool_choice(state.body)
             stopped_by = state.guard.check()
             if stopped_by is not None:
                 async for event in self._ask(turn, state, with_tools=False):
                     yield event
-                yield self._last_word(state, stopped_by)
+                yield self._finished(self._last_word(state, stopped_by))
                 return
+
+    def _finished(self, event: Finished) -> Finished:
+        """The turn's `Finished`, its meter told first."""
+        self.meter.finished(event)
+        return event
 
     async def _resume_approved(self, turn: Turn, state: _State) -> AsyncIterator[LoopEvent]:
         """Run or refuse the calls the client answered with a verdict; put in the outcomes."""
