@@ -178,8 +178,36 @@ class Transport:
                     sock_connect=self._config.connect_timeout_s,
                     sock_read=self._config.idle_timeout_s,
                 )
-        async with asyncio.timeout(first_byte):
+        # A timer that cancels this task, as `asyncio.timeout` would, at a fraction of its
+        # cost (one per upstream call); it seldom fires.
+        task = asyncio.current_task()
+        assert task is not None
+        cancelling = task.cancelling()
+        timer = _Expiry(task)
+        handle = asyncio.get_running_loop().call_later(first_byte, timer.expire)
+        try:
             return await session.post(url, data=data, headers=headers, timeout=timeout)
+        except asyncio.CancelledError:
+            # Ours only when no other cancellation is pending beside it (as `asyncio.timeout`).
+            if timer.expired and task.uncancel() <= cancelling:
+                raise TimeoutError from None
+            raise
+        finally:
+            handle.cancel()
+
+
+class _Expiry:
+    """Cancels a task when its time is up, and remembers that it did."""
+
+    __slots__ = ("_task", "expired")
+
+    def __init__(self, task: asyncio.Task[Any]) -> None:
+        self._task = task
+        self.expired = False
+
+    def expire(self) -> None:
+        self.expired = True
+        self._task.cancel()
 
 
 @dataclass(slots=True)
