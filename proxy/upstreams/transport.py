@@ -143,29 +143,20 @@ class Transport:
         )
 
     async def _post(
-        self, url: str, data: bytes, headers: dict[str, str], deadline: float | None
-    ) -> aiohttp.ClientResponse:
-        """POST; once more on a fresh connection when the first died before any answer.
-
-        Raises:
-            aiohttp.ClientError, TimeoutError: left for the caller to map.
-        """
-        try:
-            return await self._post_on(self._client(), url, data, headers, deadline)
-        except aiohttp.ClientError as exc:
-            if not _unanswered(exc):
-                raise
-        return await self._post_on(self._fresh_client(), url, data, headers, deadline)
-
-    async def _post_on(
         self,
-        session: aiohttp.ClientSession,
         url: str,
         data: bytes,
         headers: dict[str, str],
         deadline: float | None,
+        fresh: bool,
     ) -> aiohttp.ClientResponse:
-        """One POST, bounded by the first-byte timeout and the turn's deadline."""
+        """One POST, bounded by the first-byte timeout and the turn's deadline; `fresh`: on
+        a connection of its own (a request sent again, as the pool may hold more dead ones).
+
+        Raises:
+            aiohttp.ClientError, TimeoutError: left for the caller to map.
+        """
+        session = self._fresh_client() if fresh else self._client()
         first_byte = self._config.first_byte_timeout_s
         timeout = self._timeout
         if deadline is not None:
@@ -229,7 +220,7 @@ class Exchange:
     def __init__(
         self,
         name: str,
-        send: Callable[[], Awaitable[aiohttp.ClientResponse]],
+        send: Callable[[bool], Awaitable[aiohttp.ClientResponse]],
         codec: Callable[[], Codec],
         *,
         stream: bool,
@@ -268,7 +259,14 @@ class Exchange:
         """
         self.close()
         try:
-            self._response = response = await self._send()
+            try:
+                response = await self._send(False)
+            except aiohttp.ClientError as exc:
+                if not _unanswered(exc):
+                    raise
+                # Once more on a fresh connection: the first died before any answer.
+                response = await self._send(True)
+            self._response = response
         except TimeoutError as exc:
             raise UpstreamTimeoutError(f"upstream {self.name!r} did not answer in time") from exc
         except aiohttp.ClientError as exc:
