@@ -13,6 +13,7 @@ from concurrent.futures import Future
 from typing import Any, Protocol
 
 from registry.errors import RegistryError
+from registry.thread_pool import DaemonThreadPool, Job
 from registry.tool import Tool
 
 __all__ = ["ExecutionBackend", "InlineBackend", "ThreadBackend", "exit_error"]
@@ -95,6 +96,8 @@ class ThreadBackend:
         call = functools.partial(contextvars.copy_context().run, fn, **arguments)
         loop = asyncio.get_running_loop()
         held = await self._hold(tool)
+        if isinstance(self._pool, DaemonThreadPool):
+            return await _start(self._pool, loop, call, held, on_start)
         try:
             if on_start is not None:
                 on_start()
@@ -172,6 +175,57 @@ def _settle(job: Future[Any], future: asyncio.Future[Any], held: list[Callable[[
         future.set_exception(error)
     else:
         future.set_result(job.result())
+
+
+async def _start(
+    pool: DaemonThreadPool,
+    loop: asyncio.AbstractEventLoop,
+    call: Callable[[], Any],
+    held: list[Callable[[], None]],
+    on_start: OnStart | None,
+) -> Any:
+    """`run` on the proxy's own pool: the same steps with a `Job` for a Future."""
+    future: asyncio.Future[Any] = loop.create_future()
+    job = Job(
+        functools.partial(_guarded, call),
+        lambda done: _settle_job_soon(loop, done, future, held),
+    )
+    try:
+        if on_start is not None:
+            on_start()
+        pool.start(job)
+    except BaseException:
+        _release(held)
+        raise
+    try:
+        return await future
+    except asyncio.CancelledError:
+        job.cancel()  # not started yet: then it never starts
+        raise
+
+
+def _settle_job_soon(
+    loop: asyncio.AbstractEventLoop,
+    job: Job,
+    future: asyncio.Future[Any],
+    held: list[Callable[[], None]],
+) -> None:
+    # As `_settle_soon`, for a `Job`.
+    with contextlib.suppress(RuntimeError):
+        loop.call_soon_threadsafe(_settle_job, job, future, held)
+
+
+def _settle_job(job: Job, future: asyncio.Future[Any], held: list[Callable[[], None]]) -> None:
+    """As `_settle`, for a `Job`."""
+    _release(held)
+    if future.done():
+        return
+    if job.cancelled:
+        future.cancel()
+    elif job.error is not None:
+        future.set_exception(job.error)
+    else:
+        future.set_result(job.value)
 
 
 def _guarded(call: Callable[[], Any]) -> Any:

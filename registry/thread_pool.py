@@ -9,12 +9,57 @@ from collections.abc import Callable
 from concurrent.futures import Executor, Future
 from typing import Any, ParamSpec, TypeVar
 
-__all__ = ["DaemonThreadPool"]
+__all__ = ["DaemonThreadPool", "Job"]
 
 P = ParamSpec("P")
 T = TypeVar("T")
 
 _Job = tuple[Future[Any], Callable[[], Any]]
+
+_PENDING, _RUNNING, _CANCELLED, _FINISHED = range(4)
+
+
+class Job:
+    """A function for `DaemonThreadPool.start`: lighter than a Future (no condition, no
+    callbacks list, one plain lock), for the one owner that awaits it. `settled(job)` is
+    called once the job is over: on the thread that ran it, with `value` or `error` set, or
+    on the thread that cancelled it before it started (`cancelled` is then true)."""
+
+    __slots__ = ("_call", "_lock", "_settled", "_state", "error", "value")
+
+    def __init__(self, call: Callable[[], Any], settled: Callable[[Job], None]) -> None:
+        self._call = call
+        self._settled = settled
+        self._lock = threading.Lock()
+        self._state = _PENDING
+        self.value: Any = None
+        self.error: BaseException | None = None
+
+    @property
+    def cancelled(self) -> bool:
+        return self._state == _CANCELLED
+
+    def cancel(self) -> bool:
+        """Keep the job from starting; False when it already has (it then runs to its end)."""
+        with self._lock:
+            if self._state != _PENDING:
+                return False
+            self._state = _CANCELLED
+        self._settled(self)
+        return True
+
+    def run(self) -> None:
+        """Run the function, unless cancelled first, and report how it ended."""
+        with self._lock:
+            if self._state != _PENDING:
+                return
+            self._state = _RUNNING
+        try:
+            self.value = self._call()
+        except BaseException as exc:  # the owner gets it, as a Future's would
+            self.error = exc
+        self._state = _FINISHED
+        self._settled(self)
 
 
 class DaemonThreadPool(Executor):
@@ -35,13 +80,12 @@ class DaemonThreadPool(Executor):
             raise ValueError("max_workers must be positive")
         self._max_workers = max_workers
         self._prefix = thread_name_prefix
-        self._jobs: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
+        self._jobs: queue.SimpleQueue[_Job | Job | None] = queue.SimpleQueue()
         self._threads: list[threading.Thread] = []
         self._numbers = itertools.count()
-        # Counted up by a thread each time it finishes a job, under the lock (a plain count:
-        # a threading.Semaphore runs a dozen Python calls per job): an idle thread takes the
-        # next job, so a new thread starts only when none is idle.
-        self._idle = 0
+        # Released by a thread each time it finishes a job: an idle thread takes the next
+        # job, so a new thread starts only when none is idle.
+        self._idle = threading.Semaphore(0)
         self._lock = threading.Lock()
         self._closed = False
 
@@ -51,16 +95,25 @@ class DaemonThreadPool(Executor):
         Raises:
             RuntimeError: the pool was shut down.
         """
+        future: Future[T] = Future()
+        self._put((future, lambda: fn(*args, **kwargs)))
+        return future
+
+    def start(self, job: Job) -> None:
+        """Schedule `job` (a sync tool's call: no Future, see `Job`).
+
+        Raises:
+            RuntimeError: the pool was shut down.
+        """
+        self._put(job)
+
+    def _put(self, job: _Job | Job) -> None:
         with self._lock:
             if self._closed:
                 raise RuntimeError("cannot schedule new futures after shutdown")
-            future: Future[T] = Future()
-            self._jobs.put((future, lambda: fn(*args, **kwargs)))
-            if self._idle:
-                self._idle -= 1
-            elif len(self._threads) < self._max_workers:
+            self._jobs.put(job)
+            if not self._idle.acquire(blocking=False) and len(self._threads) < self._max_workers:
                 self._start_thread()
-        return future
 
     def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
         """Take no more jobs; threads end once the jobs queued before have run (`cancel_futures`:
@@ -73,7 +126,9 @@ class DaemonThreadPool(Executor):
                         job = self._jobs.get_nowait()
                     except queue.Empty:
                         break
-                    if job is not None:
+                    if isinstance(job, Job):
+                        job.cancel()
+                    elif job is not None:
                         job[0].cancel()
             threads = list(self._threads)
             for _ in threads:
@@ -93,10 +148,12 @@ class DaemonThreadPool(Executor):
             job = self._jobs.get()
             if job is None:
                 return
-            _run(*job)
+            if isinstance(job, Job):
+                job.run()
+            else:
+                _run(*job)
             del job  # an idle thread holds nothing of the last job
-            with self._lock:
-                self._idle += 1
+            self._idle.release()
 
 
 def _run(future: Future[Any], call: Callable[[], Any]) -> None:

@@ -8,7 +8,7 @@ import threading
 import pytest
 
 from registry import CachedTool, Executor, Tool, ToolCall
-from registry.thread_pool import DaemonThreadPool
+from registry.thread_pool import DaemonThreadPool, Job
 
 
 def test_jobs_run_on_daemon_threads_and_report_their_outcome() -> None:
@@ -56,3 +56,66 @@ async def test_a_cached_sync_tool_runs_on_a_daemon_thread() -> None:
     with Executor() as executor:
         result = await executor.execute(cached, ToolCall("c", "on_a_daemon_thread", {}))
     assert result.content == "true"
+
+
+def test_a_job_reports_once_and_a_cancelled_one_never_runs() -> None:
+    pool = DaemonThreadPool(1)
+    started, release = threading.Event(), threading.Event()
+    reports: list[tuple[str, object]] = []
+    reported = threading.Event()
+
+    def settled(job: Job) -> None:
+        outcome = "cancelled" if job.cancelled else repr(job.error) if job.error else job.value
+        reports.append((threading.current_thread().name, outcome))
+        if len(reports) == 4:
+            reported.set()
+
+    def hold() -> str:
+        started.set()
+        release.wait(10)
+        return "held"
+
+    try:
+        busy = Job(hold, settled)
+        pool.start(busy)
+        assert started.wait(10)
+        cancelled = Job(lambda: "never", settled)
+        failing = Job(lambda: 1 / 0, settled)
+        queued = Job(lambda: "later", settled)
+        for job in (cancelled, failing, queued):
+            pool.start(job)
+        assert cancelled.cancel()  # reported at once, on this thread
+        assert not cancelled.cancel()
+        assert not busy.cancel()  # running: it goes on to its end
+        release.set()
+        assert reported.wait(10)
+        here = threading.current_thread().name
+        assert reports[0] == (here, "cancelled")
+        assert [outcome for _, outcome in reports[1:]] == [
+            "held",
+            "ZeroDivisionError('division by zero')",
+            "later",
+        ]
+        assert all(name != here for name, _ in reports[1:])
+    finally:
+        pool.shutdown()
+
+
+def test_shutdown_cancels_queued_jobs_and_reports_them() -> None:
+    pool = DaemonThreadPool(1)
+    started, release = threading.Event(), threading.Event()
+    cancelled: list[Job] = []
+
+    def hold() -> None:
+        started.set()
+        release.wait(10)
+
+    pool.start(Job(hold, lambda job: None))
+    assert started.wait(10)
+    queued = Job(lambda: "never", cancelled.append)
+    pool.start(queued)
+    pool.shutdown(wait=False, cancel_futures=True)
+    assert cancelled == [queued] and queued.cancelled
+    with pytest.raises(RuntimeError, match="after shutdown"):
+        pool.start(Job(lambda: None, lambda job: None))
+    release.set()
