@@ -15,6 +15,7 @@ from typing import Any, Generic, NamedTuple, TypeVar
 from .. import sse
 from ..errors import ClientDisconnectedError, ProxyError
 from ..server.asgi import (
+    DisconnectWatch,
     Receive,
     Scope,
     Send,
@@ -22,7 +23,6 @@ from ..server.asgi import (
     send_json,
     send_json_bytes,
     start_stream,
-    until_disconnect,
 )
 from ..server.context import RequestContext, context_of
 from ..server.services import Services
@@ -89,8 +89,18 @@ async def serve_turn(
         work = stream(out.events, out.renderer, send, context, error_body, services.keepalive_s)
     else:
         work = answer(out.events, out.renderer, send, context, error_body)
-    if await until_disconnect(receive, work):
+    # `until_disconnect` spelled out: its frame would be one more on every resumption.
+    watch = DisconnectWatch(receive)
+    try:
+        await work
+    except asyncio.CancelledError:
+        if not watch.departed():
+            raise
         log.info("%s client disconnected; turn cancelled", context.request_id)
+    finally:
+        pending = watch.stop()
+        if pending is not None:
+            await pending
 
 
 def openai_error_body(exc: ProxyError) -> dict[str, Any]:
