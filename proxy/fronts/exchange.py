@@ -71,28 +71,30 @@ async def serve_turn(
     """Serve one turn: read and `prepare` the request (a failure is an error response in
     the front's shape), then send the `reply`, cancelled if the client leaves."""
     context = context_of(scope)
-    try:
-        raw = await read_body(receive, scope, services.server)
-        prepared = await prepare(raw, context)
-    except ClientDisconnectedError:
+    out = await _read(scope, receive, send, services, prepare, reply, error_body)
+    if out is None:
         return
-    except ProxyError as exc:
-        await send_error(send, exc, context, error_body)
-        return
-    except Exception:
-        # The boundary: whatever slipped past validation is still an error in the front's shape.
-        log.exception("%s request could not be read", context.request_id)
-        await send_error(send, internal_error(), context, error_body)
-        return
-    out = reply(prepared)
-    if isinstance(out, Streamed):
-        work = stream(out.events, out.renderer, send, context, error_body, services.keepalive_s)
-    else:
-        work = answer(out.events, out.renderer, send, context, error_body)
-    # `until_disconnect` spelled out: its frame would be one more on every resumption.
+    # `until_disconnect` and `answer` spelled out: their frames would be two more on every
+    # resumption of the task while the turn runs.
     watch = DisconnectWatch(receive)
     try:
-        await work
+        if isinstance(out, Streamed):
+            keepalive_s = services.keepalive_s
+            await stream(out.events, out.renderer, send, context, error_body, keepalive_s)
+            return
+        renderer = out.renderer
+        try:
+            async for event in out.events:
+                renderer.feed(event)
+            body = renderer.encoded()
+        except ProxyError as exc:
+            await send_error(send, exc, context, error_body)
+            return
+        except Exception:
+            log.exception("%s turn failed", context.request_id)
+            await send_error(send, internal_error(), context, error_body)
+            return
+        await send_json_bytes(send, 200, body, {"x-request-id": context.request_id})
     except asyncio.CancelledError:
         if not watch.departed():
             raise
@@ -101,6 +103,34 @@ async def serve_turn(
         pending = watch.stop()
         if pending is not None:
             await pending
+
+
+async def _read(
+    scope: Scope,
+    receive: Receive,
+    send: Send,
+    services: Services,
+    prepare: Callable[[bytes, RequestContext], Awaitable[P]],
+    reply: Callable[[P], Reply],
+    error_body: ErrorBody,
+) -> Reply | None:
+    """The request read and prepared, as its reply; None when it was answered already (an
+    error in the front's shape) or its client left."""
+    context = context_of(scope)
+    try:
+        raw = await read_body(receive, scope, services.server)
+        prepared = await prepare(raw, context)
+    except ClientDisconnectedError:
+        return None
+    except ProxyError as exc:
+        await send_error(send, exc, context, error_body)
+        return None
+    except Exception:
+        # The boundary: whatever slipped past validation is still an error in the front's shape.
+        log.exception("%s request could not be read", context.request_id)
+        await send_error(send, internal_error(), context, error_body)
+        return None
+    return reply(prepared)
 
 
 def openai_error_body(exc: ProxyError) -> dict[str, Any]:
@@ -118,28 +148,6 @@ async def send_error(
 
 def internal_error() -> ProxyError:
     return ProxyError("internal error in the proxy")
-
-
-async def answer(
-    events: AsyncIterator[E],
-    renderer: JsonRenderer[E],
-    send: Send,
-    context: RequestContext,
-    shape: ErrorBody,
-) -> None:
-    """Send the turn as one JSON body."""
-    try:
-        async for event in events:
-            renderer.feed(event)
-        body = renderer.encoded()
-    except ProxyError as exc:
-        await send_error(send, exc, context, shape)
-        return
-    except Exception:
-        log.exception("%s turn failed", context.request_id)
-        await send_error(send, internal_error(), context, shape)
-        return
-    await send_json_bytes(send, 200, body, {"x-request-id": context.request_id})
 
 
 async def stream(
