@@ -486,13 +486,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     add("--log-level", default="warning", help="log level of every server")
     add_no_pin(parser)
     add_json(parser, bare=True)
-    args = parser.parse_args(argv)
-    if importlib.util.find_spec("granian") is None:
-        parser.error("granian is not installed: .venv/bin/pip install 'granian>=2.8,<3'")
-    return args
+    return parser.parse_args(argv)
 
 
 def main(argv: list[str] | None = None) -> int:
+    if importlib.util.find_spec("granian") is None:
+        print("granian is not installed: .venv/bin/pip install 'granian>=2.8,<3'", file=sys.stderr)
+        return 2
     return bench_main(argv, parse_args, run, render)
 
 
