@@ -3,6 +3,11 @@
     .venv/bin/python bench/loop_profile.py --kind mcp-stdio            # top functions
     .venv/bin/python bench/loop_profile.py --kind openapi --sort tottime --top 60
     .venv/bin/python bench/loop_profile.py --kind python --out prof.pstats
+    .venv/bin/python bench/loop_profile.py --kind plain [--stream]  # a plain request, no tool
+
+`--kind plain` profiles the plain flow of `bench/instructions.py` and `bench/overhead.py`
+instead: the fake upstream answering text, the example tools injected, the benchmark request
+(`--stream` for its streamed form).
 
 The tool-loop bench's model and tool (`bench/tool_loop.py`, one source of `--kind`) and one
 `toolwire serve` run as child processes; the proxy runs under cProfile, switched on only
@@ -29,11 +34,19 @@ import orjson
 if __name__ == "__main__":  # run by path, bench/ is sys.path[0]: import `bench` from the root
     sys.path[0] = str(Path(__file__).resolve().parents[1])
 
-from bench.harness import Processes, script, toolwire_serve, write_config
+from bench.harness import (
+    EXAMPLE_TOOLS,
+    Processes,
+    script,
+    toolwire_serve,
+    upstream_command,
+    write_config,
+)
 from bench.loop_clients import QUESTION, check_answer
 from bench.loop_servers import toolwire_source
+from bench.workload import TEXT, request_body
 
-KINDS = ("python", "mcp-stdio", "mcp-http", "openapi")
+KINDS = ("python", "mcp-stdio", "mcp-http", "openapi", "plain")
 
 
 def profiled_serve() -> None:
@@ -59,16 +72,23 @@ def profiled_serve() -> None:
     sys.exit(main())
 
 
-def _post(port: int, count: int) -> None:
-    body = orjson.dumps({"model": "fake-model", "messages": QUESTION})
+def _post(port: int, count: int, kind: str, stream: bool) -> None:
+    if kind == "plain":
+        body = orjson.dumps(request_body(stream))
+    else:
+        body = orjson.dumps({"model": "fake-model", "messages": QUESTION})
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
     try:
         for _ in range(count):
             conn.request("POST", "/v1/chat/completions", body, {"content-type": "application/json"})
             response = conn.getresponse()
-            problem = check_answer(response.status, response.read())
+            answer = response.read()
+            if kind == "plain":
+                problem = "" if response.status == 200 and TEXT[:20].encode() in answer else "bad"
+            else:
+                problem = check_answer(response.status, answer)
             if problem:
-                raise RuntimeError(problem)
+                raise RuntimeError(f"{problem}: {answer[:200]!r}")
     finally:
         conn.close()
 
@@ -76,6 +96,7 @@ def _post(port: int, count: int) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--kind", choices=KINDS, default="mcp-stdio")
+    parser.add_argument("--stream", action="store_true", help="--kind plain: streamed")
     parser.add_argument("--requests", type=int, default=300)
     parser.add_argument("--warmup", type=int, default=50)
     parser.add_argument("--sort", default="cumulative", help="pstats sort key")
@@ -87,7 +108,9 @@ def main(argv: list[str] | None = None) -> int:
         out = Path(args.out or Path(tmp) / "proxy.pstats").resolve()
         procs.env["TOOLWIRE_PROFILE_OUT"] = str(out)
         try:
-            upstream = procs.serve("upstream", script("loop_upstream.py"), None)
+            plain = args.kind == "plain"
+            model = upstream_command() if plain else script("loop_upstream.py")
+            upstream = procs.serve("upstream", model, None)
             procs.wait_ready(upstream, timeout=60)
             mcp_url = rest = ""
             if args.kind == "mcp-http":
@@ -101,16 +124,16 @@ def main(argv: list[str] | None = None) -> int:
             config = {
                 "server": {"host": "127.0.0.1"},
                 "upstreams": [{"name": "fake", "base_url": f"{upstream.base}/v1"}],
-                "tools": [toolwire_source(args.kind, mcp_url, rest)],
+                "tools": [EXAMPLE_TOOLS if plain else toolwire_source(args.kind, mcp_url, rest)],
             }
             path = write_config(Path(tmp) / "toolwire.yaml", config)
             cmd = [sys.executable, __file__, "--serve", *toolwire_serve(path)[1:]]
             proxy = procs.serve("toolwire", cmd, None)
             procs.wait_ready(proxy, "/readyz", timeout=60)
             port = int(proxy.base.rsplit(":", 1)[1])
-            _post(port, args.warmup)
+            _post(port, args.warmup, args.kind, args.stream)
             os.kill(proxy.pid, signal.SIGUSR1)
-            _post(port, args.requests)
+            _post(port, args.requests, args.kind, args.stream)
             os.kill(proxy.pid, signal.SIGUSR2)
             deadline = time.monotonic() + 30
             while not out.exists() and time.monotonic() < deadline:
