@@ -1,0 +1,690 @@
+"""The Streamable HTTP transport of an MCP session on aiohttp: each message POSTed by the task
+that sends it (a wrapped library cost).
+
+The mcp SDK's `streamable_http_client` runs on httpx and anyio: each message sent crosses a
+memory stream to a writer task, which starts a task per request; that task POSTs through
+httpx's auth, redirect and hook layers and httpcore's anyio streams, and hands each message
+of the answer to the session through a second memory stream; every answer is validated as a
+JSON-RPC message before the session validates its result again. That machinery cost about
+4.4 M instructions per tool call, more than the rest of a tool round. Here `send` POSTs the
+message on aiohttp (the client the upstreams use) in the sending task, reads the answer (JSON,
+or an event stream that may carry notifications and the server's own requests before the
+response) and queues its messages for `receive`, which the session's receive loop reads; an
+answer to a request (`{"jsonrpc": "2.0", "id": ..., "result": {...}}`) is taken as it is, its
+result left to the session, and any other message is validated as the SDK validates it.
+
+What the SDK's client does, this does too: `Accept: application/json, text/event-stream`;
+the `mcp-session-id` the server gives at `initialize`, and the negotiated
+`mcp-protocol-version`, sent with every later request; the headers the session stamps on a
+message; the GET stream for the server's own messages, started after `initialized` (a server
+that answers 405 has none; a broken one is opened again twice, as the SDK does), and a DELETE
+of the session on close; a request answered 202 or with an unexpected content type, a 404
+(session expired: "Session terminated"), another 4xx/5xx (with the JSON-RPC error in its body
+when it has one) and an event stream that ends before its response all resolve the request
+with the SDK's error; redirects are followed only within the endpoint's origin (307/308 for a
+POST); an event stream that ends early is resumed with `Last-Event-ID` when its events had
+ids; at 2026-07-28 a `notifications/cancelled` is not sent (the aborted POST is the signal).
+A connection that fails (refused, reset, timed out) fails its request with `CONNECTION_CLOSED`
+and the reason, and ends the transport, as the SDK's task group does when a POST raises.
+
+Beyond the SDK: a `tools/call`'s trace context goes in headers too (it is in its `_meta`),
+and each server request on a call's stream is noted in `Origins` with the call's progress
+token (the httpx hooks `registry.mcp.session` gives the SDK's client do the same). An answer's
+stream is read to its end before the connection goes back to the pool (as
+`registry.mcp.keepalive` does for httpx).
+
+Not here: OAuth. Its provider is an httpx `Auth` flow (discovery, token requests, a retry on
+401), so a source with `oauth:` keeps the SDK's client (`registry.mcp.session`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+from collections import deque
+from collections.abc import AsyncIterator, Iterator
+from types import TracebackType
+from typing import Any
+
+import aiohttp
+import anyio
+import mcp_types as types
+import orjson
+from aiohttp.helpers import get_env_proxy_for_url
+from anyio.abc import TaskGroup
+from mcp.client._transport import TransportStreams
+from mcp.shared.inbound import MCP_PROTOCOL_VERSION_HEADER
+from mcp.shared.message import ClientMessageMetadata, SessionMessage
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+from yarl import URL
+
+from registry.mcp.keepalive import DRAIN_BYTES, DRAIN_S
+from registry.mcp.origins import Origins
+from registry.propagation import TRACE_HEADER_NAMES
+
+__all__ = ["MAX_CONNECTIONS", "streamable_http_transport"]
+
+log = logging.getLogger("toolwire.mcp")
+
+MAX_CONNECTIONS = 100
+"""Connections to one MCP server at most (as `registry.mcp.pool`)."""
+KEEPALIVE_S = 4.0
+"""Idle connections are dropped after this: before uvicorn's 5 s (most MCP servers' keep-alive)."""
+READ_TIMEOUT_S = 300.0
+"""The longest silence on an answer: a server may hold a call's stream open while a tool runs."""
+GET_ATTEMPTS = 2
+"""How often a broken GET stream, or an unfinished answer, is opened again (the SDK's count)."""
+RETRY_MS = 1000
+"""The wait before opening a stream again when the server named none (the SDK's)."""
+MAX_REDIRECTS = 5
+SESSION_ID = "mcp-session-id"
+LAST_EVENT_ID = "last-event-id"
+_ACCEPT = "application/json, text/event-stream"
+_ASKS = ("elicitation/create", "sampling/createMessage")
+"""The server requests whose call `Origins` is told (those that ask the call's caller)."""
+_NOT_SENT = "the message was not sent: the connection to the MCP server failed"  # a transport ended
+_Item = SessionMessage | Exception
+
+
+@contextlib.asynccontextmanager
+async def streamable_http_transport(
+    url: str,
+    headers: dict[str, str],
+    timeout_s: float,
+    origins: Origins | None = None,
+    *,
+    max_event_bytes: int,
+) -> AsyncIterator[TransportStreams]:
+    """Yield the session's read and write streams to the MCP server at `url`, each request
+    carrying `headers`; connecting is bounded by `timeout_s`, an answer's silences by
+    `READ_TIMEOUT_S` (or `timeout_s`, if longer). On exit the session is deleted."""
+    timeout = aiohttp.ClientTimeout(
+        total=None, connect=timeout_s, sock_read=max(READ_TIMEOUT_S, timeout_s)
+    )
+    client = aiohttp.ClientSession(
+        connector=aiohttp.TCPConnector(limit=MAX_CONNECTIONS, keepalive_timeout=KEEPALIVE_S),
+        headers=headers,
+        timeout=timeout,
+    )
+    try:
+        async with anyio.create_task_group() as tasks:
+            link = _Link(url, client, tasks, origins, max_event_bytes)
+            try:
+                yield link.inbox, _Writer(link)
+            finally:
+                tasks.cancel_scope.cancel()
+                with anyio.CancelScope(shield=True), anyio.move_on_after(timeout_s):
+                    await link.terminate()
+    finally:
+        with anyio.CancelScope(shield=True):
+            await client.close()
+
+
+class _Inbox:
+    """What the server sent, as the session reads it: queued by the sending tasks."""
+
+    def __init__(self) -> None:
+        self._items: deque[_Item] = deque()
+        self._waiter: asyncio.Future[None] | None = None
+        self._end: type[anyio.BrokenResourceError] | None = None
+        self._closed = False
+        self._handled = False
+        """The last message read was one the session handles in a task of its own."""
+
+    def put(self, item: _Item) -> None:
+        self._items.append(item)
+        self._wake()
+
+    def end(self) -> None:
+        """The transport broke: the session reads what was queued, then the end."""
+        self._end = anyio.BrokenResourceError
+        self._wake()
+
+    def _wake(self) -> None:
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    async def receive(self) -> _Item:
+        while not self._items:
+            if self._closed:
+                raise anyio.ClosedResourceError
+            if self._end is not None:
+                raise self._end
+            self._waiter = asyncio.get_running_loop().create_future()
+            try:
+                await self._waiter
+            finally:
+                self._waiter = None
+        item = self._items.popleft()
+        if not isinstance(item, SessionMessage):
+            return item
+        answer = isinstance(item.message, types.JSONRPCResponse | types.JSONRPCError)
+        if answer and self._handled:
+            # The session handles what came before an answer (progress, questions) in tasks
+            # of their own: they get their turn before the answer ends the call.
+            await asyncio.sleep(0)
+        self._handled = not answer
+        return item
+
+    async def aclose(self) -> None:
+        self._closed = True
+        self._wake()
+
+    def __aiter__(self) -> _Inbox:
+        return self
+
+    async def __anext__(self) -> _Item:
+        try:
+            return await self.receive()
+        except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
+            raise StopAsyncIteration from None
+
+    async def __aenter__(self) -> _Inbox:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc_val: BaseException | None,
+        exc_tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+
+class _Writer:
+    """The session's write stream: each message POSTed by its sender."""
+
+    def __init__(self, link: _Link) -> None:
+        self._link = link
+        self._closed = False
+
+    async def send(self, item: SessionMessage, /) -> None:
+        if self._closed:
+            raise anyio.ClosedResourceError
+        await self._link.post(item)
+
+    async def aclose(self) -> None:
+        self._closed = True
+
+    async def __aenter__(self) -> _Writer:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc_val: BaseException | None,
+        exc_tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+
+class _Failed(Exception):
+    """The connection failed: the reason, in the user's terms."""
+
+
+class _Link:
+    """One MCP session's HTTP side: its endpoint, its client, its session id and version."""
+
+    def __init__(
+        self,
+        url: str,
+        client: aiohttp.ClientSession,
+        tasks: TaskGroup,
+        origins: Origins | None,
+        max_event_bytes: int,
+    ) -> None:
+        self.url = URL(url)
+        self.inbox = _Inbox()
+        self._client = client
+        self._tasks = tasks
+        self._origins = origins
+        self._max_event_bytes = max_event_bytes
+        self._proxy = _env_proxy(self.url)
+        self._session_id: str | None = None
+        self._version: str | None = None
+        self._broken = False
+
+    def _headers(self) -> dict[str, str]:
+        headers = {"accept": _ACCEPT, "content-type": "application/json"}
+        if self._session_id:
+            headers[SESSION_ID] = self._session_id
+        if self._version:
+            headers[MCP_PROTOCOL_VERSION_HEADER] = self._version
+        return headers
+
+    async def post(self, item: SessionMessage) -> None:
+        """Send one message; a request's answer is queued for the session before this returns.
+
+        Raises:
+            anyio.BrokenResourceError: the connection failed before, or it failed now and
+                the message was not a request (a request is answered with the reason).
+        """
+        if self._broken:
+            raise anyio.BrokenResourceError(_NOT_SENT)
+        message = item.message
+        request = message if isinstance(message, types.JSONRPCRequest) else None
+        metadata = item.metadata if isinstance(item.metadata, ClientMessageMetadata) else None
+        if request is not None and request.method == "initialize":
+            self._version = None  # the negotiation: no version from before it
+        elif metadata is not None and metadata.headers:
+            self._version = metadata.headers.get(MCP_PROTOCOL_VERSION_HEADER, self._version)
+        if self._swallowed(message):
+            return
+        headers = self._headers()
+        if metadata is not None and metadata.headers:
+            headers.update(metadata.headers)
+        token = _trace_headers(request, headers) if request is not None else None
+        body = message.model_dump_json(by_alias=True, exclude_unset=True).encode()
+        try:
+            response = await self._send("POST", headers, body)
+            try:
+                await self._answered(response, message, request, token)
+            finally:
+                response.release()
+        except _Failed as exc:
+            self._break(request, str(exc))
+            if request is None:
+                raise anyio.BrokenResourceError(str(exc)) from exc
+            return
+        if isinstance(message, types.JSONRPCNotification) and (
+            message.method == "notifications/initialized" and self._session_id
+        ):
+            self._tasks.start_soon(self._listen)
+
+    def _swallowed(self, message: types.JSONRPCMessage) -> bool:
+        """A cancellation at 2026-07-28: no message on the wire (the abandoned request's
+        POST was aborted with its sender, which is the signal)."""
+        return (
+            isinstance(message, types.JSONRPCNotification)
+            and message.method == "notifications/cancelled"
+            and self._version in MODERN_PROTOCOL_VERSIONS
+        )
+
+    async def _send(
+        self, method: str, headers: dict[str, str], body: bytes | None = None
+    ) -> aiohttp.ClientResponse:
+        """One request, its answer's head read; redirects are followed within the endpoint's
+        origin (307/308 only for a POST, which must keep its method and body). The caller
+        releases the response.
+
+        Raises:
+            _Failed: the connection failed (refused, reset, no answer in time).
+        """
+        url = self.url
+        try:
+            for _ in range(MAX_REDIRECTS):
+                response = await self._client.request(
+                    method,
+                    url,
+                    data=body,
+                    headers=headers,
+                    proxy=self._proxy,
+                    allow_redirects=False,
+                )
+                location = _redirect(response, url, method)
+                if location is None:
+                    return response
+                response.release()
+                url = location
+            return response
+        except (aiohttp.ClientError, OSError, TimeoutError) as exc:
+            raise _Failed(_reason(exc, url)) from exc
+
+    async def _answered(
+        self,
+        response: aiohttp.ClientResponse,
+        message: types.JSONRPCMessage,
+        request: types.JSONRPCRequest | None,
+        token: str | None,
+    ) -> None:
+        """Queue what answers `message` (a request's response, or the error standing for it)."""
+        status = response.status
+        if request is None:
+            if status >= 400:
+                log.debug("MCP server answered %s with %d", type(message).__name__, status)
+            return  # a notification's or a response's answer says nothing (202)
+        if status == 202:
+            return self._resolve(request, "server answered a request with 202 Accepted")
+        if 300 <= status < 400:
+            location = response.headers.get("location", "")
+            return self._resolve(
+                request, f"Redirect to {location} not followed; use that URL as the endpoint"
+            )
+        if status >= 400:
+            return await self._refused(response, request)
+        if request.method == "initialize":
+            self._session_id = response.headers.get(SESSION_ID) or self._session_id
+        kind = response.headers.get("content-type", "").lower()
+        if kind.startswith("application/json"):
+            try:
+                data = await response.read()
+            except (aiohttp.ClientError, OSError, TimeoutError) as exc:
+                raise _Failed(_reason(exc, self.url)) from exc
+            try:
+                self.inbox.put(_message(orjson.loads(data), request.id))
+            except (orjson.JSONDecodeError, ValueError) as exc:
+                self._resolve(request, f"Failed to parse JSON response: {exc}", types.PARSE_ERROR)
+        elif kind.startswith("text/event-stream"):
+            await self._stream(response, request, token)
+        else:
+            self._resolve(request, f"Unexpected content type: {kind}", types.INVALID_REQUEST)
+
+    async def _refused(
+        self, response: aiohttp.ClientResponse, request: types.JSONRPCRequest
+    ) -> None:
+        """A 4xx/5xx: the JSON-RPC error in its body, or the SDK's stand-in for its status."""
+        if response.headers.get("content-type", "").lower().startswith("application/json"):
+            with contextlib.suppress(aiohttp.ClientError, orjson.JSONDecodeError, ValueError):
+                error = types.JSONRPCError.model_validate(orjson.loads(await response.read()))
+                self.inbox.put(SessionMessage(error.model_copy(update={"id": request.id})))
+                return
+        if response.status == 404 and self._session_id is not None:
+            self._resolve(request, "Session terminated", types.INVALID_REQUEST)
+        elif response.status == 404:
+            self._resolve(request, "Not Found", types.METHOD_NOT_FOUND)
+        else:
+            self._resolve(request, "Server returned an error response", types.INTERNAL_ERROR)
+
+    async def _stream(
+        self, response: aiohttp.ClientResponse, request: types.JSONRPCRequest, token: str | None
+    ) -> None:
+        """A request's event stream up to its response, resumed (GET with `Last-Event-ID`)
+        when it ends early and its events had ids."""
+        events = _Events(self._max_event_bytes)
+        attempt = 0
+        while True:
+            try:
+                if await self._read(response, events, request, token):
+                    return
+            except _TooLong as exc:
+                return self._resolve(request, f"SSE stream failed: {exc}")
+            except (aiohttp.ClientError, OSError, TimeoutError) as exc:
+                log.debug("MCP event stream ended: %s", _reason(exc, self.url))
+            if events.last_id is None or attempt >= GET_ATTEMPTS:
+                return self._resolve(request, "SSE stream ended without a response")
+            attempt += 1
+            await anyio.sleep((events.retry_ms or RETRY_MS) / 1000)
+            headers = self._headers() | {LAST_EVENT_ID: events.last_id}
+            try:
+                response = await self._send("GET", headers)
+                try:
+                    if response.status >= 400:
+                        continue
+                    events = _Events(self._max_event_bytes, events)
+                    if await self._read(response, events, request, token):
+                        return
+                finally:
+                    response.release()
+            except _Failed as exc:
+                log.debug("MCP event stream not resumed: %s", exc)
+            except _TooLong as exc:
+                return self._resolve(request, f"SSE stream failed: {exc}")
+            except (aiohttp.ClientError, OSError, TimeoutError) as exc:
+                log.debug("MCP event stream ended: %s", _reason(exc, self.url))
+
+    async def _read(
+        self,
+        response: aiohttp.ClientResponse,
+        events: _Events,
+        request: types.JSONRPCRequest,
+        token: str | None,
+    ) -> bool:
+        """Queue the stream's messages; True once its response came (the rest of the stream
+        is then read, briefly, so its connection is kept)."""
+        async for chunk in response.content.iter_any():
+            for data in events.feed(chunk):
+                item = _message_or_error(data, request.id)
+                if isinstance(item, Exception):
+                    self._resolve(
+                        request, f"Failed to parse SSE message: {item}", types.PARSE_ERROR
+                    )
+                    return True
+                message = item.message
+                if isinstance(message, types.JSONRPCRequest) and message.method in _ASKS:
+                    self._asked(message.id, token)
+                self.inbox.put(item)
+                if isinstance(message, types.JSONRPCResponse | types.JSONRPCError):
+                    await _drain(response)
+                    return True
+        return False
+
+    def _asked(self, request_id: types.RequestId, token: str | None) -> None:
+        """A server request on a call's stream: `Origins` learns which call it came with."""
+        if token is not None and self._origins is not None:
+            self._origins.note(request_id, token)
+
+    async def _listen(self) -> None:
+        """The GET stream of the server's own messages, opened again if it breaks."""
+        events: _Events | None = None
+        attempt = 0
+        while attempt < GET_ATTEMPTS:
+            headers = self._headers()
+            if events is not None and events.last_id is not None:
+                headers[LAST_EVENT_ID] = events.last_id
+            try:
+                response = await self._send("GET", headers)
+                try:
+                    if response.status == 405:
+                        log.debug("MCP server %s has no GET stream", self.url)
+                        return
+                    kind = response.headers.get("content-type", "")
+                    if response.status >= 300 or not kind.startswith("text/event-stream"):
+                        raise _Failed(f"GET stream answered {response.status}")
+                    events = _Events(self._max_event_bytes, events)
+                    async for chunk in response.content.iter_any():
+                        for data in events.feed(chunk):
+                            self.inbox.put(_message_or_error(data, None))
+                finally:
+                    response.release()
+                attempt = 0
+            except (_Failed, _TooLong, aiohttp.ClientError, OSError, TimeoutError) as exc:
+                log.debug("MCP GET stream failed: %s", exc)
+                attempt += 1
+            if attempt < GET_ATTEMPTS:
+                retry = events.retry_ms if events is not None else None
+                await anyio.sleep((retry or RETRY_MS) / 1000)
+
+    async def terminate(self) -> None:
+        """DELETE the session (when the server gave one); a failure is only logged."""
+        if self._session_id is None or self._broken:
+            return
+        try:
+            response = await self._send("DELETE", self._headers())
+            response.release()
+            if response.status not in (200, 204, 405):
+                log.warning("MCP session termination failed: %d", response.status)
+        except _Failed as exc:
+            log.warning("MCP session termination failed: %s", exc)
+
+    def _resolve(
+        self, request: types.JSONRPCRequest, reason: str, code: int = types.CONNECTION_CLOSED
+    ) -> None:
+        """Answer `request` with an error (its response will not come)."""
+        error = types.ErrorData(code=code, message=reason)
+        self.inbox.put(
+            SessionMessage(types.JSONRPCError(jsonrpc="2.0", id=request.id, error=error))
+        )
+
+    def _break(self, request: types.JSONRPCRequest | None, reason: str) -> None:
+        """The connection failed: the request learns why, then the session that it ended."""
+        log.warning("MCP server %s: %s", self.url, reason)
+        if request is not None:
+            self._resolve(request, reason)
+        self._broken = True
+        self.inbox.end()
+
+
+class _TooLong(Exception):
+    """An event longer than the limit (the stream is not followed further)."""
+
+
+class _Events:
+    """Server-sent events parsed from a byte stream: each event's data, its id and retry kept."""
+
+    def __init__(self, limit: int, before: _Events | None = None) -> None:
+        self._limit = limit
+        self._rest = b""
+        self._data: list[bytes] = []
+        self._size = 0
+        self._kind = b""
+        self.last_id: str | None = before.last_id if before is not None else None
+        self.retry_ms: int | None = before.retry_ms if before is not None else None
+
+    def feed(self, chunk: bytes) -> Iterator[bytes]:
+        """The data of each `message` event `chunk` completes (priming events, with no data,
+        only move the last id on).
+
+        Raises:
+            _TooLong: an event is longer than the limit.
+        """
+        lines = (self._rest + chunk).splitlines(keepends=True)
+        # An unfinished line (or one ending in CR, whose LF may come next) waits for more.
+        self._rest = lines.pop() if lines and not lines[-1].endswith(b"\n") else b""
+        if len(self._rest) > self._limit:
+            raise _TooLong(f"an event longer than {self._limit} bytes")
+        for line in lines:
+            line = line.rstrip(b"\r\n")
+            if not line:
+                data = self._dispatch()
+                if data is not None:
+                    yield data
+                continue
+            name, _, value = line.partition(b":")
+            if value[:1] == b" ":
+                value = value[1:]
+            if name == b"data":
+                self._size += len(value) + 1
+                if self._size > self._limit:
+                    raise _TooLong(f"an event longer than {self._limit} bytes")
+                self._data.append(value)
+            elif name == b"event":
+                self._kind = value
+            elif name == b"id" and b"\0" not in value:
+                self.last_id = value.decode(errors="replace")
+            elif name == b"retry" and value.isdigit():
+                self.retry_ms = int(value)
+
+    def _dispatch(self) -> bytes | None:
+        data, kind = self._data, self._kind
+        self._data, self._kind, self._size = [], b"", 0
+        if kind not in (b"", b"message"):
+            log.warning("MCP server sent an unknown event: %s", kind.decode(errors="replace"))
+            return None
+        return b"\n".join(data) if data and any(data) else None
+
+
+def _message_or_error(data: bytes, request_id: types.RequestId | None) -> _Item:
+    try:
+        return _message(orjson.loads(data), request_id)
+    except (orjson.JSONDecodeError, ValueError) as exc:
+        log.warning("MCP server sent an invalid message: %s", exc)
+        return exc
+
+
+def _message(data: Any, request_id: types.RequestId | None) -> SessionMessage:
+    """A message as the session takes it: an answer to a request as its model unvalidated
+    beyond its envelope (the session validates the result), anything else validated. An
+    answer on a request's own stream answers that request (as the SDK has it).
+
+    Raises:
+        ValueError: not a JSON-RPC message.
+    """
+    if (
+        type(data) is dict
+        and len(data) == 3
+        and data.get("jsonrpc") == "2.0"
+        and type(data.get("result")) is dict
+        and type(data.get("id")) in (int, str)
+    ):
+        answer_id = data["id"] if request_id is None else request_id
+        return SessionMessage(
+            types.JSONRPCResponse.model_construct(
+                jsonrpc="2.0", id=answer_id, result=data["result"]
+            )
+        )
+    message = types.jsonrpc_message_adapter.validate_python(data, by_name=False)
+    if request_id is not None and isinstance(message, types.JSONRPCResponse | types.JSONRPCError):
+        message.id = request_id
+    return SessionMessage(message)
+
+
+def _trace_headers(request: types.JSONRPCRequest, headers: dict[str, str]) -> str | None:
+    """Add a request's trace context (in its `_meta`) to `headers`; return the progress token
+    of a `tools/call` (which tells the call its server's questions come with)."""
+    meta = (request.params or {}).get("_meta")
+    if type(meta) is not dict:
+        return None
+    for name in TRACE_HEADER_NAMES:
+        value = meta.get(name)
+        if type(value) is str:
+            headers[name] = value
+    token = meta.get("progressToken")
+    if request.method != "tools/call" or type(token) not in (str, int):
+        return None
+    return str(token)
+
+
+async def _drain(response: aiohttp.ClientResponse) -> None:
+    """Read what is left of an answer (the end of its stream, right after its response), so
+    its connection goes back to the pool; one that does not end soon is closed."""
+    content = response.content
+    if content.at_eof():
+        return
+    received = 0
+    with anyio.move_on_after(DRAIN_S), contextlib.suppress(aiohttp.ClientError, OSError):
+        async for chunk in content.iter_any():
+            received += len(chunk)
+            if received > DRAIN_BYTES:
+                break
+    if not content.at_eof():
+        response.close()
+
+
+def _redirect(response: aiohttp.ClientResponse, url: URL, method: str) -> URL | None:
+    """Where a redirect that stays on the endpoint's origin leads, or None (not a redirect,
+    or one not to follow: elsewhere, or a POST's that would not keep its method)."""
+    if response.status not in (301, 302, 303, 307, 308):
+        return None
+    if method == "POST" and response.status not in (307, 308):
+        return None
+    location = response.headers.get("location")
+    if not location:
+        return None
+    target = url.join(URL(location))
+    same = (target.scheme, target.host, target.port) == (url.scheme, url.host, url.port)
+    upgraded = (
+        url.scheme == "http"
+        and target.scheme == "https"
+        and target.host == url.host
+        and url.is_default_port()
+        and target.is_default_port()
+    )
+    return target if same or upgraded else None
+
+
+def _env_proxy(url: URL) -> URL | None:
+    """The proxy the environment names for `url` (read once: aiohttp would read it per request)."""
+    try:
+        proxy, _ = get_env_proxy_for_url(url)
+    except LookupError:
+        return None
+    return proxy
+
+
+def _reason(exc: BaseException, url: URL) -> str:
+    """Why a connection failed, in the user's terms."""
+    address = f"{url.host}:{url.port}"
+    if isinstance(exc, aiohttp.ConnectionTimeoutError):
+        return f"no connection to {address} in time"
+    if isinstance(exc, TimeoutError):
+        return f"no answer from {address} in time"
+    if isinstance(exc, aiohttp.ClientConnectorError):
+        errno = exc.os_error.errno
+        why = os.strerror(errno) if errno else str(exc.os_error)
+        return f"cannot connect to {address}: {why}"
+    if isinstance(exc, aiohttp.ServerDisconnectedError):
+        return f"{address} closed the connection"
+    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__

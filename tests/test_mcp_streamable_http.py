@@ -1,0 +1,360 @@
+"""The Streamable HTTP transport on aiohttp (`registry.mcp.streamable_http`) against real MCP
+servers written with the SDK: what it gives the session is what the SDK's own client gives
+(JSON and event-stream answers, progress, a server's questions mid-call), and it keeps the
+protocol's headers, the session id, the GET stream and the DELETE on close; an expired
+session and a server that is down fail calls clearly, without a hang or a leaked task."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import socket
+import warnings
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import mcp_types as types
+import pytest
+from mcp import ClientSession, MCPError
+from mcp.client._transport import TransportStreams
+from mcp.client.streamable_http import streamable_http_client
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.shared.exceptions import MCPDeprecationWarning
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from registry.mcp import streamable_http
+from registry.mcp.origins import Origins
+from registry.mcp.streamable_http import streamable_http_transport
+from testing.asgi_serving import serve_app
+
+LIMIT = 1 << 20
+FORM: types.ElicitRequestedSchema = {
+    "type": "object",
+    "properties": {"name": {"type": "string"}},
+    "required": ["name"],
+}
+
+
+def _server() -> MCPServer:
+    server = MCPServer("toolwire-test-http")
+
+    @server.tool()
+    def echo(text: str) -> str:
+        """Return the text unchanged."""
+        return text
+
+    @server.tool()
+    async def steps(count: int, ctx: Context) -> str:
+        """Report `count` steps of progress, then finish."""
+        for step in range(1, count + 1):
+            await ctx.report_progress(step, count, f"step {step}")
+        return f"{count} steps"
+
+    @server.tool()
+    async def ask_name(ctx: Context) -> str:
+        """Ask the client for a name mid-call."""
+        answer = await ctx.request_context.session.elicit_form("Your name?", FORM, ctx.request_id)
+        return json.dumps({"action": answer.action, "content": answer.content})
+
+    @server.tool()
+    async def summarize(text: str, ctx: Context) -> str:
+        """Ask the client's model for a completion mid-call."""
+        message = types.SamplingMessage(role="user", content=types.TextContent(text=text))
+        # Sampling is deprecated from 2026-07-28 on; servers of the 2025 era still ask.
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", MCPDeprecationWarning)
+            result = await ctx.request_context.session.create_message(
+                [message], max_tokens=100, related_request_id=ctx.request_id
+            )
+        content = result.content
+        return content.text if isinstance(content, types.TextContent) else ""
+
+    return server
+
+
+@dataclass
+class _Seen:
+    """The requests a server received (method, headers), and how it should answer some."""
+
+    requests: list[tuple[str, dict[str, str]]] = field(default_factory=list)
+    expired: bool = False
+    """Answer every request that names a session with 404, as a server that forgot it."""
+    no_get: bool = False
+    """Answer the GET stream with 405, as a server without one."""
+
+    def wrap(self, app: ASGIApp) -> ASGIApp:
+        async def recorded(scope: Scope, receive: Receive, send: Send) -> None:
+            if scope["type"] != "http":
+                return await app(scope, receive, send)
+            headers = {k.decode().lower(): v.decode() for k, v in scope["headers"]}
+            method = scope["method"]
+            self.requests.append((method, headers))
+            if (self.expired and "mcp-session-id" in headers) or (self.no_get and method == "GET"):
+                status = 404 if self.expired else 405
+                await send({"type": "http.response.start", "status": status, "headers": []})
+                return await send({"type": "http.response.body", "body": b""})
+            await app(scope, receive, send)
+
+        return recorded
+
+    def methods(self) -> list[str]:
+        return [method for method, _ in self.requests]
+
+
+@contextlib.asynccontextmanager
+async def _serving(seen: _Seen, *, json_response: bool = False) -> AsyncIterator[str]:
+    app = _server().streamable_http_app(json_response=json_response)
+    async with serve_app(seen.wrap(app), timeout_graceful_shutdown=1) as root:
+        yield root + "/mcp"
+
+
+def _transports(
+    origins: Origins | None = None, headers: dict[str, str] | None = None
+) -> dict[str, Callable[[str], contextlib.AbstractAsyncContextManager[TransportStreams]]]:
+    """Toolwire's transport and the SDK's client, to compare."""
+    return {
+        "aiohttp": lambda url: streamable_http_transport(
+            url, headers or {}, 10.0, origins, max_event_bytes=LIMIT
+        ),
+        "sdk": lambda url: streamable_http_client(url),
+    }
+
+
+async def _answer_form(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+    return types.ElicitResult(action="accept", content={"name": "Ada"})
+
+
+async def _answer_sampling(
+    context: Any, params: types.CreateMessageRequestParams
+) -> types.CreateMessageResult:
+    text = params.messages[0].content
+    said = text.text if isinstance(text, types.TextContent) else ""
+    return types.CreateMessageResult(
+        role="assistant", content=types.TextContent(text=f"short: {said}"), model="m"
+    )
+
+
+@contextlib.asynccontextmanager
+async def _session(
+    transport: contextlib.AbstractAsyncContextManager[TransportStreams],
+    elicit: Any = _answer_form,
+) -> AsyncIterator[ClientSession]:
+    async with (
+        transport as (read, write),
+        ClientSession(
+            read, write, elicitation_callback=elicit, sampling_callback=_answer_sampling
+        ) as session,
+    ):
+        await session.initialize()
+        yield session
+
+
+def _dumped(result: types.CallToolResult) -> dict[str, Any]:
+    return result.model_dump(mode="json")
+
+
+@pytest.mark.parametrize("json_response", [False, True], ids=["sse", "json"])
+async def test_answers_are_the_sdk_clients(json_response: bool):
+    """JSON and event-stream answers: the same listing and results as the SDK's client."""
+    got: dict[str, Any] = {}
+    seen = _Seen()
+    async with _serving(seen, json_response=json_response) as url:
+        for name, transport in _transports().items():
+            async with asyncio.timeout(30), _session(transport(url)) as session:
+                listed = await session.list_tools()
+                echoed = await session.call_tool("echo", {"text": "hé 🙂"})
+                stepped = await session.call_tool("steps", {"count": 2})
+            got[name] = ([t.name for t in listed.tools], _dumped(echoed), _dumped(stepped))
+
+    assert got["aiohttp"] == got["sdk"]
+    tools, echoed, stepped = got["aiohttp"]
+    assert tools == ["echo", "steps", "ask_name", "summarize"]
+    assert echoed["content"][0]["text"] == "hé 🙂" and not echoed["is_error"]
+    assert stepped["content"][0]["text"] == "2 steps"
+
+
+async def test_progress_arrives_before_the_result():
+    seen = _Seen()
+    async with _serving(seen) as url:
+        for transport in _transports().values():
+            progress: list[tuple[float, float | None, str | None]] = []
+
+            async with asyncio.timeout(30), _session(transport(url)) as session:
+                await session.call_tool("echo", {"text": "warm the connection"})
+                result = await session.call_tool(
+                    "steps", {"count": 3}, progress_callback=_noting(progress)
+                )
+                at_result = list(progress)
+
+            assert result.content[0] == types.TextContent(text="3 steps")
+            assert at_result == [(1.0, 3.0, "step 1"), (2.0, 3.0, "step 2"), (3.0, 3.0, "step 3")]
+
+
+def _noting(progress: list[tuple[float, float | None, str | None]]) -> Any:
+    async def note(done: float, total: float | None, message: str | None) -> None:
+        progress.append((done, total, message))
+
+    return note
+
+
+async def test_a_servers_questions_mid_call_are_answered_and_traced_to_their_call():
+    """Elicitation and sampling on a call's own stream; `Origins` learns the call of each."""
+    origins = Origins()
+    asked: list[str | None] = []
+
+    async def answer(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        asked.append(origins.call_of(getattr(context, "request_id", None)))
+        return await _answer_form(context, params)
+
+    seen = _Seen()
+    async with _serving(seen) as url:
+        transport = _transports(origins)["aiohttp"](url)
+        async with asyncio.timeout(30), _session(transport, answer) as session:
+            meta: types.RequestParamsMeta = {"progress_token": "call-7"}
+            named = await session.call_tool("ask_name", {}, meta=meta)
+            summary = await session.call_tool("summarize", {"text": "a long story"})
+
+    assert json.loads(named.content[0].text) == {"action": "accept", "content": {"name": "Ada"}}
+    assert asked == ["call-7"]
+    assert summary.content[0] == types.TextContent(text="short: a long story")
+
+
+async def test_the_session_id_and_version_go_with_every_request_and_close_deletes_it():
+    seen = _Seen()
+    async with _serving(seen) as url:
+        transport = _transports(headers={"X-Team": "blue"})["aiohttp"](url)
+        async with asyncio.timeout(30), _session(transport) as session:
+            await session.call_tool("echo", {"text": "one"})
+            await session.call_tool("echo", {"text": "two"})
+            # The GET stream opens after `initialized`, in its own time.
+            async with asyncio.timeout(10):
+                while "GET" not in seen.methods():  # noqa: ASYNC110 - no event from the server
+                    await asyncio.sleep(0.01)
+
+    (first, initialize), *rest = seen.requests
+    assert first == "POST" and "mcp-session-id" not in initialize
+    assert initialize["accept"] == "application/json, text/event-stream"
+    session_id = rest[0][1]["mcp-session-id"]
+    assert all(headers["mcp-session-id"] == session_id for _, headers in rest)
+    assert all(headers["x-team"] == "blue" for _, headers in seen.requests)
+    assert all(headers.get("mcp-protocol-version") for _, headers in rest)
+    assert seen.methods()[-1] == "DELETE"
+    # initialize, initialized, the two calls and the tools/list the SDK sends after a first call
+    assert seen.methods().count("POST") == 5
+    assert "aiohttp" in initialize["user-agent"]
+
+
+async def test_a_server_without_a_get_stream_still_serves_calls():
+    seen = _Seen(no_get=True)
+    async with _serving(seen) as url:
+        transport = _transports()["aiohttp"](url)
+        async with asyncio.timeout(30), _session(transport) as session:
+            async with asyncio.timeout(10):
+                while "GET" not in seen.methods():  # noqa: ASYNC110 - no event from the server
+                    await asyncio.sleep(0.01)
+            assert (await session.call_tool("echo", {"text": "x"})).content[0].text == "x"
+
+    assert seen.methods().count("GET") == 1  # a 405 is not asked again
+
+
+async def test_an_expired_session_fails_the_call_with_session_terminated():
+    """A server that forgot the session answers 404: the SDK's "Session terminated", which
+    `registry.mcp.session` takes as a lost connection (and reconnects)."""
+    seen = _Seen()
+    async with _serving(seen) as url:
+        for transport in _transports().values():
+            async with asyncio.timeout(30), _session(transport(url)) as session:
+                seen.expired = True
+                with pytest.raises(MCPError) as caught:
+                    await session.call_tool("echo", {"text": "x"})
+                seen.expired = False
+            assert (caught.value.code, caught.value.message) == (
+                types.INVALID_REQUEST,
+                "Session terminated",
+            )
+
+
+def _first(error: BaseException) -> BaseException:
+    while isinstance(error, BaseExceptionGroup):
+        error = error.exceptions[0]
+    return error
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+async def test_a_server_that_is_down_fails_at_once_with_the_reason():
+    before = asyncio.all_tasks()
+    url = f"http://127.0.0.1:{_free_port()}/mcp"
+    transport = _transports()["aiohttp"](url)
+    with pytest.raises(BaseExceptionGroup) as caught:  # the session's task groups, as the SDK's
+        async with asyncio.timeout(30), _session(transport):
+            pass
+
+    error = _first(caught.value)
+    assert isinstance(error, MCPError) and error.code == types.CONNECTION_CLOSED
+    assert "cannot connect to 127.0.0.1" in error.message
+    assert "Connection refused" in error.message
+    assert asyncio.all_tasks() == before
+
+
+async def test_a_server_that_went_away_fails_the_next_call_and_ends_the_transport():
+    before = asyncio.all_tasks()
+    seen = _Seen()
+    async with _serving(seen) as url:
+        transport = _transports()["aiohttp"](url)
+        opened = _session(transport)
+        session = await opened.__aenter__()
+    try:
+        async with asyncio.timeout(30):
+            with pytest.raises(MCPError) as caught:
+                await session.call_tool("echo", {"text": "x"})
+            with pytest.raises(MCPError) as after:
+                await session.call_tool("echo", {"text": "x"})
+    finally:
+        await opened.__aexit__(None, None, None)
+
+    assert caught.value.code == types.CONNECTION_CLOSED
+    assert after.value.code == types.CONNECTION_CLOSED
+    assert asyncio.all_tasks() == before
+
+
+@pytest.mark.parametrize("size", [1, 2, 3, 5, 4096])
+@pytest.mark.parametrize("newline", [b"\n", b"\r\n"], ids=["lf", "crlf"])
+def test_events_are_read_however_the_stream_is_cut(size: int, newline: bytes):
+    stream = newline.join(
+        [
+            b": a comment",
+            b"id: prime",
+            b"data:",
+            b"",
+            b"event: message",
+            b"id: 1",
+            b"retry: 250",
+            b'data: {"a":',
+            b"data:1}",
+            b"",
+            b"event: other",
+            b"data: ignored",
+            b"",
+            b'data: {"b": 2}',
+            b"",
+            b"",
+        ]
+    )
+    events = streamable_http._Events(LIMIT)
+    got = [data for i in range(0, len(stream), size) for data in events.feed(stream[i : i + size])]
+
+    assert got == [b'{"a":\n1}', b'{"b": 2}']
+    assert (events.last_id, events.retry_ms) == ("1", 250)
+
+
+def test_an_event_longer_than_the_limit_is_refused():
+    events = streamable_http._Events(16)
+    with pytest.raises(streamable_http._TooLong):
+        list(events.feed(b"data: " + b"x" * 40 + b"\n\n"))
