@@ -9,7 +9,7 @@ from typing import Any
 from ..config import UpstreamConfig
 from ..errors import UpstreamError
 from . import anthropic_fixes as fixes
-from . import conversion
+from . import conversion, direct_requests
 from .base import Chunk, Fault, provider_chunk, with_trace
 from .openai_chat import as_chunk, model_ids
 from .provider import ProviderUpstream, Request
@@ -26,13 +26,19 @@ class AnthropicDialect:
         self._config = config
         self._url = f"{config.base_url}/v1/messages"
         self.models_url = f"{config.base_url}/v1/models"
+        self._tools = direct_requests.anthropic_tools()
 
     def request(self, body: dict[str, Any]) -> Request:
         messages, kept = conversion.take_provider_data(body.get("messages") or [], "anthropic")
         chat = conversion.hoist_system({**body, "messages": messages})
-        converted = conversion.Conversion(chat, "anthropic", self._config.name)
-        payload = fixes.anthropic_request(converted.body, chat)
-        fixes.restore_thinking(payload["messages"], kept)
+        direct = direct_requests.anthropic_request(chat, self._tools)
+        if direct is not None:  # a plain request: no thinking to restore
+            converted = conversion.Conversion(chat, "anthropic", self._config.name, direct)
+            payload = direct
+        else:
+            converted = conversion.Conversion(chat, "anthropic", self._config.name)
+            payload = fixes.anthropic_request(converted.body, chat)
+            fixes.restore_thinking(payload["messages"], kept)
         return Request(
             self._url,
             payload,

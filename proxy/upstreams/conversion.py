@@ -44,28 +44,72 @@ def _without_self_checks(*providers: str) -> None:
 class Conversion:
     """One request's conversion to `target` and its answer's conversion back to Chat."""
 
-    def __init__(self, chat: dict[str, Any], target: str, upstream: str) -> None:
+    def __init__(
+        self,
+        chat: dict[str, Any],
+        target: str,
+        upstream: str,
+        body: dict[str, Any] | None = None,
+    ) -> None:
         """Convert `chat`; the provider body is `self.body`.
+
+        With `body`, the body rosetta gives for a plain `chat` (made directly: see
+        `direct_requests`), rosetta converts nothing unless the answer needs it; see
+        `pipeline`.
 
         Raises:
             BadRequestError: rosetta cannot convert the request.
         """
-        _without_self_checks("openai_chat", target)
-        self._pipeline = ConversionPipeline("openai_chat", target)
+        self._model = chat.get("model")
+        self._target = target
         self._upstream = upstream
+        self._pipeline: ConversionPipeline | None = None
+        self.body: dict[str, Any] = self._convert(chat) if body is None else body
+
+    def _convert(self, chat: dict[str, Any]) -> dict[str, Any]:
+        """Rosetta's conversion of `chat`, which readies the pipeline for the answer.
+
+        Raises:
+            BadRequestError: rosetta cannot convert the request.
+        """
+        _without_self_checks("openai_chat", self._target)
+        pipeline = ConversionPipeline("openai_chat", self._target)
         with warnings.catch_warnings(record=True) as dropped:
             warnings.simplefilter("always")
             try:
-                self.body: dict[str, Any] = self._pipeline.convert_request(chat)
+                body: dict[str, Any] = pipeline.convert_request(chat)
             except Exception as exc:  # rosetta's ConversionError and what its validators raise
-                message = f"the request cannot be converted for upstream {upstream!r}: {exc}"
+                message = f"the request cannot be converted for upstream {self._upstream!r}: {exc}"
                 raise BadRequestError(message) from exc
         for warning in dropped:
-            log.debug("upstream %s: %s", upstream, warning.message)
+            log.debug("upstream %s: %s", self._upstream, warning.message)
+        self._pipeline = pipeline
+        return body
+
+    @property
+    def pipeline(self) -> ConversionPipeline:
+        """Rosetta's pipeline, ready to read the answer.
+
+        Rosetta reads an answer in the context its conversion of the request left: for a
+        Chat request that is its options and the custom tools it downgraded, none of which
+        a plain request (text turns, sampling fields, function tools) sets. So for a body
+        made directly, a request of the model alone readies it, at a fifth of the cost of
+        converting the request again (tests compare the chunks with a full conversion's).
+
+        Raises:
+            Fault: rosetta cannot convert even that.
+        """
+        if self._pipeline is None:
+            try:
+                self._convert({"model": self._model, "messages": []})
+            except BadRequestError as exc:
+                raise Fault(exc.message) from exc
+        assert self._pipeline is not None
+        return self._pipeline
 
     def stream(self) -> Any:
         """A fresh stream processor: its `process_chunk(event)` gives Chat chunks."""
-        return self._pipeline.create_stream_processor()
+        return self.pipeline.create_stream_processor()
 
     def chunks(self, processor: Any, event: dict[str, Any]) -> list[Chunk]:
         """The Chat chunks of one provider stream event.
@@ -90,7 +134,7 @@ class Conversion:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             try:
-                return dict(self._pipeline.convert_response(payload))
+                return dict(self.pipeline.convert_response(payload))
             except Exception as exc:  # rosetta's own errors and builtin ones alike
                 raise Fault(
                     f"the answer of upstream {self._upstream!r} is unusable: {exc}"

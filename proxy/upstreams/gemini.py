@@ -14,7 +14,7 @@ from urllib.parse import quote
 
 from ..config import UpstreamConfig
 from ..errors import UpstreamError
-from . import conversion
+from . import conversion, direct_requests
 from . import gemini_fixes as fixes
 from .base import Chunk, Fault, provider_chunk, with_trace
 from .openai_chat import as_chunk
@@ -28,13 +28,19 @@ class GeminiDialect:
     def __init__(self, config: UpstreamConfig) -> None:
         self._config = config
         self.models_url = f"{config.base_url}/v1beta/models"
+        self._tools = direct_requests.gemini_tools()
 
     def request(self, body: dict[str, Any]) -> Request:
         messages, kept = conversion.take_provider_data(body.get("messages") or [], "gemini")
         chat = conversion.hoist_system({**body, "messages": messages})
-        converted = conversion.Conversion(chat, "google", self._config.name)
-        payload = fixes.gemini_request(converted.body, chat)
-        fixes.restore_signatures(payload["contents"], kept)
+        direct = direct_requests.gemini_request(chat, self._tools)
+        if direct is not None:  # a plain request: no signatures to restore
+            converted = conversion.Conversion(chat, "google", self._config.name, direct)
+            payload = direct
+        else:
+            converted = conversion.Conversion(chat, "google", self._config.name)
+            payload = fixes.gemini_request(converted.body, chat)
+            fixes.restore_signatures(payload["contents"], kept)
         stream = bool(body.get("stream"))
         model = quote(str(body.get("model", "")).removeprefix("models/"), safe="-._")
         action = "streamGenerateContent?alt=sse" if stream else "generateContent"

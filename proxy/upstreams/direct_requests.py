@@ -1,0 +1,283 @@
+"""Plain Chat requests as Anthropic and Gemini bodies, made without llm-rosetta.
+
+Rosetta converts a Chat body in two steps (Chat to its intermediate form, that to the
+provider's), through capability checks and IR transforms; for the commonest request (a
+system prompt, text turns, sampling fields and the injected tools) that cost more than the
+rest of the request's preparation. Its tool conversion also keys its cache with a sorted
+`json.dumps` of each tool, in Python, once per direction: eight dumps per request with the
+four example tools, every request paying them.
+
+So a request of text turns (string content, or text parts), with no field but the
+sampling ones below, is made here: the very body rosetta's conversion and the adapter's
+fixes give (tests compare the two over generated requests, key order included). Its tools
+come from `ToolDefinitions`: each tool's definition made once by rosetta and the fixes,
+and kept by the tool's content. Anything else (tool calls and results, images, tool_choice,
+response formats, other fields or types) returns None and goes through rosetta.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import orjson
+
+from . import anthropic_fixes, gemini_fixes
+from .conversion import Conversion, Message
+
+_PLAIN_KEYS = frozenset(
+    (
+        "model",
+        "messages",
+        "tools",
+        "temperature",
+        "top_p",
+        "max_tokens",
+        "stop",
+        "stream",
+        "stream_options",
+    )
+)
+_MESSAGE_KEYS = frozenset(("role", "content"))
+_PART_KEYS = frozenset(("type", "text"))
+_SPEAKERS = ("user", "assistant")
+_MISSING = object()
+_PROBE_MESSAGES = ({"role": "user", "content": "probe"},)
+
+Turns = list[tuple[str, list[str]]]
+"""Text turns: each a role and its texts."""
+
+
+class ToolDefinitions:
+    """Chat function tools' provider definitions, each made once and kept by its content.
+
+    `convert` makes the definitions of one tool (rosetta's conversion and the fixes of a
+    request holding only it) or None when the tool changes more of a body than its own
+    entry (rosetta moves an oversized description into the system prompt, for one): such
+    a request goes through rosetta whole. A tool's key is its JSON with sorted keys,
+    made by orjson in one C call (rosetta makes the same key with Python's encoder, twice
+    per tool per request). Definitions are shared by every request: never mutated.
+    """
+
+    def __init__(self, convert: Callable[[dict[str, Any]], list[Any] | None], size: int = 512):
+        self._convert = convert
+        self._kept: dict[bytes, list[Any] | None] = {}
+        self._size = size
+
+    def of(self, tools: Any) -> list[Any] | None:
+        """The definitions of a list of Chat tools, in order; None when one is not plain."""
+        if not isinstance(tools, list):
+            return None
+        definitions: list[Any] = []
+        for tool in tools:
+            try:
+                key = orjson.dumps(tool, option=orjson.OPT_SORT_KEYS)
+            except TypeError:  # not JSON: rosetta's way
+                return None
+            found = self._kept.get(key, _MISSING)
+            if found is _MISSING:
+                found = self._convert(tool) if isinstance(tool, dict) else None
+                if len(self._kept) >= self._size:
+                    del self._kept[next(iter(self._kept))]
+                self._kept[key] = found
+            if found is None:
+                return None
+            definitions.extend(found)  # type: ignore[arg-type]
+        return definitions
+
+
+def _probe(tool: dict[str, Any], target: str, mend: Callable[..., dict[str, Any]]) -> Any:
+    """One tool's definitions in `target`'s body, by the slow path; None when the tool
+    changes anything else in the body or makes no single definition. Only function tools
+    are plain: rosetta reads answers differently for the custom tools it downgrades."""
+    if tool.get("type") != "function":
+        return None
+    bare: dict[str, Any] = {"model": "probe", "messages": [dict(m) for m in _PROBE_MESSAGES]}
+    try:
+        alone = mend(Conversion(bare, target, "probe").body, bare)
+        chat = {**bare, "tools": [tool]}
+        body = mend(Conversion(chat, target, "probe").body, chat)
+    except Exception:  # anything rosetta refuses is rosetta's to refuse, per request
+        return None
+    definitions = body.pop("tools", None)
+    if body != alone or not isinstance(definitions, list) or len(definitions) != 1:
+        return None
+    return definitions
+
+
+def anthropic_tools() -> ToolDefinitions:
+    """An Anthropic adapter's kept tool definitions."""
+    return ToolDefinitions(
+        lambda tool: _probe(tool, "anthropic", anthropic_fixes.anthropic_request)
+    )
+
+
+def gemini_tools() -> ToolDefinitions:
+    """A Gemini adapter's kept tool definitions."""
+    return ToolDefinitions(lambda tool: _probe(tool, "google", gemini_fixes.gemini_request))
+
+
+def _turns(messages: Any) -> tuple[str | None, Turns] | None:
+    """The system text and the text turns (role, texts) of plain Chat messages, or None.
+
+    Only the first message may be a system one (the adapters hoist every system and
+    developer message there first)."""
+    if not isinstance(messages, list):
+        return None
+    system: str | None = None
+    turns: Turns = []
+    for i, message in enumerate(messages):
+        if not isinstance(message, dict) or message.keys() != _MESSAGE_KEYS:
+            return None
+        role = message["role"]
+        texts = _texts(message["content"])
+        if texts is None:
+            return None
+        if role == "system" and i == 0:
+            if len(texts) != 1:
+                return None
+            system = texts[0]
+        elif role in _SPEAKERS:
+            turns.append((role, texts))
+        else:
+            return None
+    return system, turns
+
+
+def _texts(content: Any) -> list[str] | None:
+    if isinstance(content, str):
+        return [content]
+    if not isinstance(content, list) or not content:
+        return None
+    texts = []
+    for part in content:
+        if not isinstance(part, dict) or part.keys() != _PART_KEYS or part["type"] != "text":
+            return None
+        if not isinstance(part["text"], str):
+            return None
+        texts.append(part["text"])
+    return texts
+
+
+def _merged(
+    turns: list[tuple[str, list[str]]], role_of: dict[str, str]
+) -> list[tuple[str, list[str]]]:
+    """Turns without empty texts, empty turns dropped and adjacent ones of a role merged
+    (what both providers' fixes do to rosetta's turns)."""
+    merged: Turns = []
+    for role, texts in turns:
+        kept = [t for t in texts if t]
+        if not kept:
+            continue
+        if merged and merged[-1][0] == role_of[role]:
+            merged[-1][1].extend(kept)
+        else:
+            merged.append((role_of[role], kept))
+    return merged
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _sampling(chat: dict[str, Any]) -> dict[str, Any] | None:
+    """The sampling fields of a plain body, checked; None for a value rosetta reads otherwise."""
+    found: dict[str, Any] = {}
+    for name in ("temperature", "top_p"):
+        value = chat.get(name)
+        if value is not None:
+            if not _number(value):
+                return None
+            found[name] = value
+    tokens = chat.get("max_tokens")
+    if tokens is not None:
+        if isinstance(tokens, bool) or not isinstance(tokens, int) or tokens < 1:
+            return None
+        found["max_tokens"] = tokens
+    stop = chat.get("stop")
+    if isinstance(stop, str) and stop:
+        found["stop"] = [stop]
+    elif isinstance(stop, list) and stop and all(isinstance(s, str) and s for s in stop):
+        found["stop"] = stop
+    elif stop is not None:
+        return None
+    stream = chat.get("stream")
+    if stream is not None and not isinstance(stream, bool):
+        return None
+    return found
+
+
+def _plain(chat: dict[str, Any]) -> bool:
+    return (
+        _PLAIN_KEYS.issuperset(chat)
+        and isinstance(chat.get("model"), str)
+        and None not in chat.values()
+    )
+
+
+def anthropic_request(chat: dict[str, Any], kept: ToolDefinitions) -> dict[str, Any] | None:
+    """The Anthropic body of a plain Chat body (its system messages hoisted), or None."""
+    if not _plain(chat):
+        return None
+    found = _turns(chat["messages"])
+    sampling = _sampling(chat)
+    if found is None or sampling is None:
+        return None
+    tools = kept.of(chat["tools"]) if "tools" in chat else []
+    if tools is None:
+        return None
+    system, turns = found
+    body: dict[str, Any] = {"model": chat["model"]}
+    if system is not None:
+        body["system"] = [{"type": "text", "text": system}]
+    body["messages"] = [
+        {"role": role, "content": [{"type": "text", "text": t} for t in texts]}
+        for role, texts in _merged(turns, {"user": "user", "assistant": "assistant"})
+    ]
+    body["max_tokens"] = sampling.get("max_tokens", anthropic_fixes.ANTHROPIC_MAX_TOKENS)
+    if "temperature" in sampling:
+        body["temperature"] = min(float(sampling["temperature"]), 1.0)  # rosetta clamps it
+    if "top_p" in sampling:
+        body["top_p"] = sampling["top_p"]
+    if "stop" in sampling:
+        body["stop_sequences"] = sampling["stop"]
+    if tools:
+        body["tools"] = tools
+    if "stream" in chat:
+        body["stream"] = chat["stream"]
+    return body
+
+
+def gemini_request(chat: dict[str, Any], kept: ToolDefinitions) -> dict[str, Any] | None:
+    """The Gemini body of a plain Chat body (its system messages hoisted), or None."""
+    if not _plain(chat):
+        return None
+    found = _turns(chat["messages"])
+    sampling = _sampling(chat)
+    if found is None or sampling is None:
+        return None
+    tools = kept.of(chat["tools"]) if "tools" in chat else []
+    if tools is None:
+        return None
+    system, turns = found
+    contents: list[Message] = [
+        {"role": role, "parts": [{"text": t} for t in texts]}
+        for role, texts in _merged(turns, {"user": "user", "assistant": "model"})
+    ]
+    body: dict[str, Any] = {"contents": contents}
+    if tools:
+        body["tools"] = tools
+    generation = {}
+    for name, key in (
+        ("temperature", "temperature"),
+        ("top_p", "top_p"),
+        ("max_tokens", "max_output_tokens"),
+        ("stop", "stop_sequences"),
+    ):
+        if name in sampling:
+            generation[key] = sampling[name]
+    if generation:
+        body["generationConfig"] = generation
+    if system is not None:
+        body["system_instruction"] = {"role": "user", "parts": [{"text": system}]}
+    return body
