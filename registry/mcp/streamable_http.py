@@ -78,6 +78,9 @@ GET_ATTEMPTS = 2
 """How often a broken GET stream, or an unfinished answer, is opened again (the SDK's count)."""
 RETRY_MS = 1000
 """The wait before opening a stream again when the server named none (the SDK's)."""
+TERMINATE_S = 2.0
+"""The longest a close waits for the server to take the session's DELETE (a close that was
+cancelled still sends it)."""
 MAX_REDIRECTS = 5
 SESSION_ID = "mcp-session-id"
 LAST_EVENT_ID = "last-event-id"
@@ -99,7 +102,8 @@ async def streamable_http_transport(
 ) -> AsyncIterator[TransportStreams]:
     """Yield the session's read and write streams to the MCP server at `url`, each request
     carrying `headers`; connecting is bounded by `timeout_s`, an answer's silences by
-    `READ_TIMEOUT_S` (or `timeout_s`, if longer). On exit the session is deleted."""
+    `READ_TIMEOUT_S` (or `timeout_s`, if longer). On exit the session is deleted (within
+    `TERMINATE_S`)."""
     timeout = aiohttp.ClientTimeout(
         total=None, connect=timeout_s, sock_read=max(READ_TIMEOUT_S, timeout_s)
     )
@@ -115,7 +119,7 @@ async def streamable_http_transport(
                 yield link.inbox, _Writer(link)
             finally:
                 tasks.cancel_scope.cancel()
-                with anyio.CancelScope(shield=True), anyio.move_on_after(timeout_s):
+                with anyio.CancelScope(shield=True), anyio.move_on_after(TERMINATE_S):
                     await link.terminate()
     finally:
         with anyio.CancelScope(shield=True):
