@@ -31,12 +31,14 @@ from registry.mcp.config import McpServerConfig
 from registry.mcp.elicitation import ClientRequests
 from registry.mcp.errors import McpCallError, McpConnectionLostError, McpUnavailableError
 from registry.mcp.keepalive import read_to_end
+from registry.mcp.lean_calls import LeanCalls
 from registry.mcp.oauth import SourceAuth, source_auth
 from registry.mcp.origins import Origins
 from registry.mcp.pool import pooled_client
 from registry.mcp.progress import CallReporter, ProgressRoutes
 from registry.mcp.stderr import ServerStderr
 from registry.mcp.stdio import stdio_transport
+from registry.mcp.streamable_http import streamable_http_transport
 from registry.mcp.task_handles import TaskHandles
 from registry.mcp.tasks import TaskCalls
 from registry.propagation import TRACE_HEADER_NAMES, outgoing_trace_headers
@@ -91,6 +93,7 @@ class McpSession:
         self._state: State = "idle"
         self._error: str | None = None
         self._session: ClientSession | None = None
+        self._lean: LeanCalls | None = None
         self._lost: anyio.Event | None = None
         self._attempt_done = asyncio.Event()
         self._ready = asyncio.Event()
@@ -152,6 +155,7 @@ class McpSession:
             # A (re)connection is under way: worth waiting for, within the call's deadline.
             await self._attempt_done.wait()
         session = self._session if self._ready.is_set() else None
+        lean = self._lean
         if session is None:
             raise McpUnavailableError(
                 f"MCP server {self._label} is not connected ({self._error or 'not started'}); "
@@ -164,6 +168,8 @@ class McpSession:
                 meta["progress_token"] = token
                 if self._tasks.runs_as_task(name):
                     result = await self._call_as_task(session, name, arguments, meta, reporter)
+                elif lean is not None:  # a 2025-era session: no task handles to follow
+                    result = await self._call(session, name, arguments, meta, lean)
                 else:
                     call = self._call(session, name, arguments, meta)
                     result = await self._handles.settled(session, call, reporter)
@@ -199,12 +205,19 @@ class McpSession:
         name: str,
         arguments: dict[str, Any],
         meta: types.RequestParamsMeta | None,
+        lean: LeanCalls | None = None,
     ) -> types.CallToolResult:
-        """One call, its server's questions and completion requests answered meanwhile."""
-        if self._requests is None:
-            return await session.call_tool(name, arguments, meta=meta)
+        """One call, its server's questions and completion requests answered meanwhile (on a
+        2025-era stdio session by `lean`, beside the SDK's session)."""
         requests = self._requests
         key = meta.get("progress_token") if meta is not None else None
+        if lean is not None and meta is not None:
+            if requests is None:
+                return await lean.call(session, name, arguments, meta)
+            with requests.calling(name, None if key is None else str(key)):
+                return await lean.call(session, name, arguments, meta)
+        if requests is None:
+            return await session.call_tool(name, arguments, meta=meta)
         with requests.calling(name, None if key is None else str(key)) as call:
 
             async def retry(
@@ -256,7 +269,7 @@ class McpSession:
                     log.warning("MCP server %s: %s", self._label, self._error)
                 finally:
                     self._ready.clear()
-                    self._session = None
+                    self._session = self._lean = None
                     self._lost = None
                     self._attempt_done.set()
                 self._attempt_done = asyncio.Event()
@@ -314,7 +327,9 @@ class McpSession:
         with anyio.CancelScope() as connecting:
             connecting.deadline = anyio.current_time() + self._server.connect_timeout_s
             async with transport as (read, write):
-                watched = _Watched(read, self._mark_lost)
+                # Toolwire's own stdio transport: its calls take the lean path (`lean_calls`).
+                lean = LeanCalls(write) if self._server.kind == "stdio" else None
+                watched = _Watched(read, self._mark_lost, lean)
                 requests = self._requests
                 async with ClientSession(
                     watched,
@@ -337,6 +352,7 @@ class McpSession:
                     up_since = anyio.current_time()
                     self._on_tools(tools)
                     self._session, self._error = session, None
+                    self._lean = lean if lean is not None and lean.serves(session) else None
                     self._state = "connected"
                     self._ready.set()
                     self._attempt_done.set()
@@ -345,7 +361,7 @@ class McpSession:
                         relisting.start_soon(self._relist, session, changes)
                         await lost.wait()
                         relisting.cancel_scope.cancel()
-                    self._session = None
+                    self._session = self._lean = None
         if connecting.cancelled_caught:
             raise TimeoutError(f"no answer within {self._server.connect_timeout_s:g}s")
         self._error = "the connection was lost"
@@ -431,6 +447,15 @@ async def _streamable_http(
     origins: Origins | None = None,
     auth: httpx2.Auth | None = None,
 ) -> AsyncIterator[TransportStreams]:
+    if auth is None:
+        # aiohttp, the message sent by its caller; OAuth's provider is an httpx `Auth` flow,
+        # so an OAuth source keeps the SDK's client below.
+        transport = streamable_http_transport(
+            url, headers, timeout_s, origins, max_event_bytes=MAX_MESSAGE_BYTES
+        )
+        async with transport as streams:
+            yield streams
+        return
     # A long read timeout: the server may hold a response stream open while a tool runs.
     timeout = httpx2.Timeout(timeout_s, read=max(300.0, timeout_s))
     # Each call's event stream tells which call its server's questions belong to.
@@ -492,19 +517,31 @@ class _Watched:
     dropped HTTP stream must be noticed even when no call is in flight: the session's
     receive loop always reads, so its reads see the end. (Not a relay task: that cost a
     memory-stream hop and a task switch per message.) A broken or closed transport stream
-    ends like an exhausted one, and the sender's context is not passed on.
+    ends like an exhausted one, and the sender's context is not passed on. The answers to
+    `lean`'s calls are handed to it here, and never reach the session.
     """
 
-    def __init__(self, read: ReadStream[_Item], on_end: Callable[[], None]) -> None:
+    def __init__(
+        self, read: ReadStream[_Item], on_end: Callable[[], None], lean: LeanCalls | None = None
+    ) -> None:
         self._read = read
         self._on_end = on_end
+        self._lean = lean
 
     async def receive(self) -> _Item:
         try:
-            return await self._read.receive()
+            item = await self._read.receive()
+            while self._lean is not None and self._lean.answer(item):
+                item = await self._read.receive()
+            return item
         except (anyio.EndOfStream, anyio.BrokenResourceError, anyio.ClosedResourceError):
-            self._on_end()
+            self._ended()
             raise anyio.EndOfStream from None
+
+    def _ended(self) -> None:
+        self._on_end()
+        if self._lean is not None:
+            self._lean.close()
 
     def __aiter__(self) -> _Watched:
         return self
@@ -516,7 +553,7 @@ class _Watched:
             raise StopAsyncIteration from None
 
     async def aclose(self) -> None:
-        self._on_end()
+        self._ended()
         await self._read.aclose()
 
     async def __aenter__(self) -> _Watched:

@@ -1,0 +1,234 @@
+"""`tools/call` on a 2025-era stdio session takes the lean path (`registry.mcp.lean_calls`):
+the same results as the SDK's path for every kind of result, and progress, questions,
+cancellation, timeouts and a dying server work as they do there (real servers over stdio,
+the real executor)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import mcp_types as types
+import pytest
+import pytest_asyncio
+from mcp.client.session import _later_revision_fields
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
+
+from registry import Executor, ToolCall, ToolRegistry, ToolResult
+from registry.mcp import McpSource, McpSourceConfig
+from registry.mcp.config import McpServerConfig, SamplingConfig
+from registry.mcp.elicitation import ClientRequests
+from registry.mcp.errors import McpCallError
+from registry.mcp.hooks import ClientHooks, Question, Reply, offering
+from registry.mcp.lean_calls import LATER_FIELDS, LeanCalls
+from registry.mcp.session import McpSession
+from registry.progress import ToolProgress, reporting_to
+from testing.waiting import until
+
+from .conftest import REPO
+
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+CALLS = ["python", "-m", "testing.call_servers", "calls"]
+WRONG = ["python", "-m", "testing.call_servers", "wrong"]
+
+
+class Taken:
+    """How many calls took the lean path (a spy on `LeanCalls.call`)."""
+
+    def __init__(self) -> None:
+        self.count = 0
+
+
+@pytest.fixture
+def taken() -> Iterator[Taken]:
+    seen = Taken()
+    real = LeanCalls.call
+
+    async def spy(self: LeanCalls, *args: Any, **kwargs: Any) -> types.CallToolResult:
+        seen.count += 1
+        return await real(self, *args, **kwargs)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(LeanCalls, "call", spy)
+        yield seen
+
+
+def _session(command: list[str], label: str) -> McpSession:
+    return McpSession(
+        McpServerConfig.model_validate({"command": command}),
+        label=label,
+        base_dir=REPO,
+        on_tools=lambda tools: None,
+        requests=ClientRequests(label, SamplingConfig()),
+    )
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def paths() -> AsyncIterator[dict[str, dict[str, McpSession]]]:
+    """Each server twice over stdio: `lean` as configured, `sdk` with the lean path refused."""
+    sessions: dict[str, dict[str, McpSession]] = {"lean": {}, "sdk": {}}
+    for name, command in (("calls", CALLS), ("wrong", WRONG)):
+        sessions["lean"][name] = _session(command, f"lean-{name}")
+        await sessions["lean"][name].start()
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(LeanCalls, "serves", staticmethod(lambda session: False))
+            sessions["sdk"][name] = _session(command, f"sdk-{name}")
+            await sessions["sdk"][name].start()
+    yield sessions
+    for by_server in sessions.values():
+        for session in by_server.values():
+            await session.aclose()
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def tools() -> AsyncIterator[Any]:
+    """The calls server as a source (and again with a short timeout), run by the executor."""
+    registry = ToolRegistry()
+    sources = [
+        McpSource(
+            McpSourceConfig.model_validate({"mcp": {"command": CALLS}, "namespace": "calls"}),
+            base_dir=REPO,
+        ),
+        McpSource(
+            McpSourceConfig.model_validate(
+                {"mcp": {"command": CALLS}, "namespace": "brief", "timeout_s": 0.5}
+            ),
+            base_dir=REPO,
+        ),
+        McpSource(
+            McpSourceConfig.model_validate(
+                {"mcp": {"command": ["python", "-m", "testing.asking_servers"]}, "namespace": "ask"}
+            ),
+            base_dir=REPO,
+        ),
+    ]
+    await asyncio.gather(*(source.start(registry) for source in sources))
+    with Executor(default_timeout_s=20) as executor:
+
+        async def call(name: str, **arguments: Any) -> ToolResult:
+            return await executor.execute(registry.get_tool(name), ToolCall("c1", name, arguments))
+
+        yield call
+    for source in sources:
+        await source.aclose()
+
+
+@pytest.mark.parametrize(
+    ("tool", "arguments"),
+    [
+        ("text", {"words": "same either way"}),
+        ("image", {}),
+        ("measure", {"width": 3, "height": 4}),
+        ("fail", {"reason": "out of paper"}),
+    ],
+)
+async def test_the_lean_path_gives_the_sdk_paths_result(
+    paths: dict[str, dict[str, McpSession]], taken: Taken, tool: str, arguments: dict[str, Any]
+) -> None:
+    lean = await paths["lean"]["calls"].call_tool(tool, arguments)
+    assert taken.count == 1
+    sdk = await paths["sdk"]["calls"].call_tool(tool, arguments)
+    assert taken.count == 1  # the SDK's path: not counted
+    assert lean.model_dump() == sdk.model_dump()
+    assert lean.is_error is (tool == "fail")
+
+
+async def test_structured_content_is_read_as_the_sdk_reads_it(
+    paths: dict[str, dict[str, McpSession]],
+) -> None:
+    lean = await paths["lean"]["calls"].call_tool("measure", {"width": 3, "height": 4})
+    assert lean.structured_content == {"width": 3, "height": 4, "area": 12}
+    fine = await paths["lean"]["wrong"].call_tool("fine", {})
+    assert fine.structured_content == {"area": 12}
+
+
+async def test_results_the_sdk_rejects_fail_alike(
+    paths: dict[str, dict[str, McpSession]], taken: Taken
+) -> None:
+    failures: dict[str, list[str]] = {"lean": [], "sdk": []}
+    for path, by_server in paths.items():
+        for tool in ("misshapen", "refuse"):
+            with pytest.raises(McpCallError) as caught:
+                await by_server["wrong"].call_tool(tool, {})
+            failures[path].append(str(caught.value).replace(f"{path}-wrong", "SERVER"))
+    assert taken.count == 2
+    assert failures["lean"] == failures["sdk"]
+    misshapen, refused = failures["lean"]
+    assert "Invalid structured content" in misshapen and "large" in misshapen
+    assert refused == f"MCP error {types.INVALID_PARAMS}: refused: no such order"
+
+
+async def test_the_dropped_fields_are_the_sdks() -> None:
+    for version in HANDSHAKE_PROTOCOL_VERSIONS:
+        assert _later_revision_fields("tools/call", version) == frozenset(LATER_FIELDS)
+
+
+async def test_progress_reaches_the_listener(tools: Any, taken: Taken) -> None:
+    seen: list[ToolProgress] = []
+    with reporting_to(seen.append):
+        result = await tools("calls.count", steps=3)
+    assert result.content == "counted 3" and not result.is_error
+    assert taken.count == 1
+    assert [(p.progress, p.total, p.message) for p in seen] == [
+        (1, 3, "step 1"),
+        (2, 3, "step 2"),
+        (3, 3, "step 3"),
+    ]
+
+
+async def test_a_question_during_the_call_reaches_the_asker(tools: Any, taken: Taken) -> None:
+    asked: list[Question] = []
+
+    class Asker:
+        async def ask(self, question: Question) -> Reply:
+            asked.append(question)
+            return Reply("accept", {"date": "2026-12-24", "guests": 2})
+
+    with offering(ClientHooks(asker=Asker(), who="team-a")):
+        result = await tools("ask.book_table", city="Lyon")
+    assert taken.count == 1
+    assert json.loads(result.content)["content"] == {"date": "2026-12-24", "guests": 2}
+    (question,) = asked
+    assert question.tool == "book_table" and "Lyon" in question.message
+
+
+async def test_an_abandoned_call_is_cancelled_on_the_server(
+    tools: Any, taken: Taken, tmp_path: Path
+) -> None:
+    started, cancelled = tmp_path / "started", tmp_path / "cancelled"
+    files = {"started_file": str(started), "cancelled_file": str(cancelled)}
+    calling = asyncio.ensure_future(tools("calls.wait", **files))
+    await until(started.exists)
+    calling.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await calling
+    await until(cancelled.exists)
+    assert taken.count == 1
+    # The connection is still in use afterwards.
+    assert (await tools("calls.text", words="on")).content == "ON"
+
+
+async def test_a_timed_out_call_is_an_error_and_cancelled_on_the_server(
+    tools: Any, tmp_path: Path
+) -> None:
+    started, cancelled = tmp_path / "started", tmp_path / "cancelled"
+    files = {"started_file": str(started), "cancelled_file": str(cancelled)}
+    result = await tools("brief.wait", **files)
+    assert result.is_error and result.error_kind == "timeout"
+    await until(cancelled.exists)
+
+
+async def test_a_server_that_dies_mid_call_is_a_tool_error_and_comes_back(tools: Any) -> None:
+    result = await tools("calls.die")
+    assert result.is_error
+    assert "lost during the call" in result.content
+
+    # Reconnected in the background: the tools answer again.
+    async def answers() -> bool:
+        return not (await tools("calls.text", words="back")).is_error
+
+    await until(answers, deadline_s=20)
