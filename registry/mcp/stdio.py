@@ -19,6 +19,7 @@ cancellation.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator
@@ -161,11 +162,19 @@ def _answer(data: Any) -> types.JSONRPCResponse | None:
 
 
 class _Writer:
-    """The server's stdin as the session writes it: each message written by its sender."""
+    """The server's stdin as the session writes it: each message written by its sender.
+
+    On asyncio the pipe's `StreamWriter` (under anyio's wrapper) is written directly: anyio's
+    `send` ends with a checkpoint, a trip through the event loop for the sender (and every
+    coroutine that awaits it) after each message; here the sender goes on at once unless the
+    pipe's buffer is full (`drain`), as a plain `StreamWriter` does.
+    """
 
     def __init__(self, process: Process, encoding: str, errors: str) -> None:
         assert process.stdin is not None
         self._stdin = process.stdin
+        stream = getattr(process.stdin, "_stream", None)
+        self._direct = stream if isinstance(stream, asyncio.StreamWriter) else None
         self._encoding = encoding
         self._errors = errors
         self._closed = False
@@ -174,9 +183,16 @@ class _Writer:
         if self._closed:
             raise anyio.ClosedResourceError
         text = item.message.model_dump_json(by_alias=True, exclude_unset=True)
+        data = (text + "\n").encode(self._encoding, self._errors)
         try:
-            await self._stdin.send((text + "\n").encode(self._encoding, self._errors))
+            if self._direct is None:
+                await self._stdin.send(data)
+            else:
+                self._direct.write(data)
+                await self._direct.drain()
         except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError) as exc:
+            raise anyio.BrokenResourceError from exc
+        except RuntimeError as exc:  # uvloop's write to a closed pipe
             raise anyio.BrokenResourceError from exc
 
     async def aclose(self) -> None:
