@@ -11,8 +11,9 @@ import contextlib
 import json
 import socket
 import warnings
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import mcp_types as types
@@ -23,13 +24,16 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.shared.exceptions import MCPDeprecationWarning
 from starlette.types import ASGIApp, Receive, Scope, Send
+from yarl import URL
 
-from registry.mcp import streamable_http
+from registry import Executor, ToolCall, ToolRegistry, ToolResult
+from registry.mcp import McpSource, McpSourceConfig, streamable_http
 from registry.mcp.origins import Origins
 from registry.mcp.streamable_http import streamable_http_transport
 from testing.asgi_serving import serve_app
 
 LIMIT = 1 << 20
+CallTool = Callable[..., Awaitable[ToolResult]]
 FORM: types.ElicitRequestedSchema = {
     "type": "object",
     "properties": {"name": {"type": "string"}},
@@ -358,3 +362,101 @@ def test_an_event_longer_than_the_limit_is_refused():
     events = streamable_http._Events(16)
     with pytest.raises(streamable_http._TooLong):
         list(events.feed(b"data: " + b"x" * 40 + b"\n\n"))
+
+
+@contextlib.asynccontextmanager
+async def _source(url: str, **options: Any) -> AsyncIterator[tuple[McpSource, CallTool]]:
+    """An MCP source of the server at `url`, as proxy.yaml configures one; its calls run
+    through the real executor."""
+    registry = ToolRegistry()
+    entry = {"mcp": {"url": url, **options.pop("mcp", {})}, "namespace": "h", **options}
+    source = McpSource(McpSourceConfig.model_validate(entry), base_dir=Path.cwd())
+    try:
+        await source.start(registry)
+        with Executor(default_timeout_s=20) as executor:
+
+            async def call(name: str, **arguments: Any) -> ToolResult:
+                tool = registry.get_tool(f"h.{name}")
+                return await executor.execute(tool, ToolCall("c1", f"h_{name}", arguments))
+
+            yield source, call
+    finally:
+        await source.aclose()
+
+
+async def test_a_source_calls_over_aiohttp_unless_it_uses_oauth():
+    """The wiring: a source's session uses this transport (its requests are aiohttp's); the
+    headers configured on it go with every request."""
+    seen = _Seen()
+    async with (
+        _serving(seen) as url,
+        _source(url, mcp={"headers": {"X-Team": "blue"}}) as (_, call),
+    ):
+        assert (await call("echo", text="over aiohttp")).content == "over aiohttp"
+
+    agents = {headers["user-agent"].split("/")[0] for _, headers in seen.requests}
+    assert agents == {"Python"} and "aiohttp" in seen.requests[0][1]["user-agent"]
+    assert all(headers["x-team"] == "blue" for _, headers in seen.requests)
+    assert seen.methods()[-1] == "DELETE"
+
+
+async def test_a_source_whose_session_expired_reconnects():
+    seen = _Seen()
+    async with _serving(seen) as url, _source(url) as (source, call):
+        assert (await call("echo", text="before")).content == "before"
+        seen.expired = True
+        lost = await call("echo", text="lost")
+        seen.expired = False
+        async with asyncio.timeout(15):
+            await source.wait_connected()
+        after = await call("echo", text="after")
+
+    assert lost.is_error and "was lost during the call (Session terminated)" in lost.content
+    assert after.content == "after"
+
+
+async def test_a_source_whose_server_is_down_says_why():
+    url = f"http://127.0.0.1:{_free_port()}/mcp"
+    async with asyncio.timeout(30), _source(url, optional=True) as (source, _):
+        status = source.status()
+
+    assert not status.reachable
+    assert "cannot connect to 127.0.0.1" in (status.error or "")
+    assert "Connection refused" in (status.error or "")
+
+
+async def test_a_redirect_within_the_endpoints_origin_is_followed():
+    """`/mcp/` for `/mcp`: the server's 307 is followed, the POST's body with it."""
+    seen = _Seen()
+    async with _serving(seen) as url:
+        transport = _transports()["aiohttp"](url + "/")
+        async with asyncio.timeout(30), _session(transport) as session:
+            result = await session.call_tool("echo", {"text": "moved"})
+
+    assert result.content[0] == types.TextContent(text="moved")
+    assert seen.methods()[:2] == ["POST", "POST"]  # the first answered 307
+
+
+def test_only_redirects_within_the_origin_that_keep_a_posts_method_are_followed():
+    def where(status: int, location: str, method: str = "POST") -> str | None:
+        url = URL("http://mcp.test/mcp")
+        target = streamable_http._redirect(_Redirect(status, location), url, method)
+        return None if target is None else str(target)
+
+    assert where(307, "/mcp/") == "http://mcp.test/mcp/"
+    assert where(308, "https://mcp.test/mcp") == "https://mcp.test/mcp"
+    assert where(307, "http://elsewhere.test/mcp") is None
+    assert where(307, "http://mcp.test:8080/mcp") is None
+    assert where(302, "/mcp/") is None  # a POST would become a GET
+    assert where(302, "/mcp/", "GET") == "http://mcp.test/mcp/"
+    assert where(200, "/mcp/") is None
+
+
+@dataclass
+class _Redirect:
+    status: int
+    location: str
+
+    @property
+    def headers(self) -> dict[str, str]:
+        return {"location": self.location}
