@@ -9,7 +9,7 @@ from typing import Any
 from ..config import UpstreamConfig
 from ..errors import UpstreamError
 from . import anthropic_fixes as fixes
-from . import conversion, direct_requests
+from . import conversion, direct_answers, direct_requests
 from .base import Chunk, Fault, provider_chunk, with_trace
 from .openai_chat import as_chunk, model_ids
 from .provider import ProviderUpstream, Request
@@ -107,7 +107,8 @@ class _AnthropicCodec:
         self.finished = False
         self._conversion = converted
         self._processor: Any = None
-        """Rosetta's stream processor, made by the first event (a whole answer needs none)."""
+        """Rosetta's stream processor, made by the first event a plain answer has not."""
+        self._plain: direct_answers.AnthropicStream | None = direct_answers.AnthropicStream()
         self._direct = conversion.DirectText()
         self._thinking = fixes.AnthropicThinking()
         self._usage: dict[str, Any] = {}
@@ -153,20 +154,29 @@ class _AnthropicCodec:
         return None
 
     def _convert(self, payload: dict[str, Any]) -> list[Chunk]:
-        if self._processor is None:
-            self._processor = self._conversion.stream()
+        plain = self._plain
+        if plain is not None:
+            chunks = plain.event(payload)
+            if chunks is not None:
+                return chunks
+            self._plain = None
+            self._processor = self._conversion.stream(plain.seen)
         return self._conversion.chunks(self._processor, payload)
 
     def whole(self, payload: Any) -> list[Chunk]:
         if not isinstance(payload, dict) or payload.get("type") == "error":
             raise _fault(payload)
+        usage = payload.get("usage")
+        mended = fixes.anthropic_usage(usage) if isinstance(usage, dict) else None
+        direct = direct_answers.anthropic_whole(payload, mended)
+        if direct is not None:
+            return [direct]
         self._thinking.observe_message(payload)
         chunk = as_chunk(self._conversion.answer(payload))
         stop = payload.get("stop_reason")
         (chunk,) = conversion.with_finish([chunk], fixes.ANTHROPIC_FINISH, stop)
-        usage = payload.get("usage")
-        if isinstance(usage, dict):
-            chunk["usage"] = fixes.anthropic_usage(usage)
+        if mended is not None:
+            chunk["usage"] = mended
         data = self._thinking.provider_data()
         return [chunk, provider_chunk(data)] if data is not None else [chunk]
 

@@ -107,9 +107,19 @@ class Conversion:
         assert self._pipeline is not None
         return self._pipeline
 
-    def stream(self) -> Any:
-        """A fresh stream processor: its `process_chunk(event)` gives Chat chunks."""
-        return self.pipeline.create_stream_processor()
+    def stream(self, read: list[dict[str, Any]] | tuple[()] = ()) -> Any:
+        """A fresh stream processor: its `process_chunk(event)` gives Chat chunks. It reads
+        `read` first (events whose chunks were made directly, see `direct_answers`), so it
+        is in the state it would be in had it read them as they came; their chunks are
+        dropped.
+
+        Raises:
+            Fault: rosetta cannot read one of them.
+        """
+        processor = self.pipeline.create_stream_processor()
+        for event in read:
+            self.chunks(processor, event)
+        return processor
 
     def chunks(self, processor: Any, event: dict[str, Any]) -> list[Chunk]:
         """The Chat chunks of one provider stream event.

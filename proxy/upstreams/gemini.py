@@ -14,7 +14,7 @@ from urllib.parse import quote
 
 from ..config import UpstreamConfig
 from ..errors import UpstreamError
-from . import conversion, direct_requests
+from . import conversion, direct_answers, direct_requests
 from . import gemini_fixes as fixes
 from .base import Chunk, Fault, provider_chunk, with_trace
 from .openai_chat import as_chunk
@@ -88,7 +88,8 @@ class _GeminiCodec:
         self.finished = False
         self._conversion = converted
         self._processor: Any = None
-        """Rosetta's stream processor, made by the first event (a whole answer needs none)."""
+        """Rosetta's stream processor, made by the first piece a plain answer has not."""
+        self._plain: direct_answers.GeminiStream | None = direct_answers.GeminiStream()
         self._direct = conversion.DirectText()
         self._calls = fixes.GeminiCalls(lambda: f"call_{secrets.token_hex(12)}")
 
@@ -148,19 +149,28 @@ class _GeminiCodec:
         return conversion.with_usage(chunks, fixes.gemini_usage(usage) if usage else None)
 
     def _convert(self, payload: dict[str, Any]) -> list[Chunk]:
-        if self._processor is None:
-            self._processor = self._conversion.stream()
+        plain = self._plain
+        if plain is not None:
+            chunks = plain.event(payload)
+            if chunks is not None:
+                return chunks
+            self._plain = None
+            self._processor = self._conversion.stream(plain.seen)
         return self._conversion.chunks(self._processor, payload)
 
     def whole(self, payload: Any) -> list[Chunk]:
         if not isinstance(payload, dict) or "error" in payload:
             raise _fault(payload)
+        usage = payload.get("usageMetadata")
+        mended = fixes.gemini_usage(usage) if isinstance(usage, dict) else None
+        direct = direct_answers.gemini_whole(payload, mended)
+        if direct is not None:
+            return [direct]
         payload = self._calls.observe(payload)
         converted = self._conversion.answer(payload)
         chunk = as_chunk(conversion.without_rosetta_metadata([converted])[0])
-        usage = payload.get("usageMetadata")
-        if isinstance(usage, dict):
-            chunk["usage"] = fixes.gemini_usage(usage)
+        if mended is not None:
+            chunk["usage"] = mended
         data = self._calls.provider_data()
         return [chunk, provider_chunk(data)] if data is not None else [chunk]
 

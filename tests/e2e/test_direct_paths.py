@@ -1,8 +1,8 @@
 """What clients get is the same whether the direct paths or llm-rosetta convert.
 
 Plain text deltas of Anthropic and Gemini streams are made into Chat chunks without
-rosetta, and so are plain requests to those upstreams; the Responses and Messages fronts
-convert plain text requests without it.
+rosetta, and so are plain requests to those upstreams and their plain answers; the
+Responses and Messages fronts convert plain text requests without it.
 Each scenario here runs twice against the same upstream script, once as served and once
 with the direct paths switched off, through the real server and the official `openai` and
 `anthropic` SDKs: text, a registry tool round, usage, and an error mid-stream, streamed
@@ -22,7 +22,7 @@ from anthropic import AsyncAnthropic
 from openai import APIError as OpenAIError
 
 from proxy.fronts import conversion as fronts_conversion
-from proxy.upstreams import direct_requests
+from proxy.upstreams import direct_answers, direct_requests
 from proxy.upstreams.conversion import DirectText
 from testing.anthropic_upstream import FakeAnthropic
 from testing.gemini_upstream import FakeGemini
@@ -63,6 +63,10 @@ def slow_paths(monkeypatch: pytest.MonkeyPatch, slow: bool) -> Any:
             patch.setattr(fronts_conversion, "_direct_messages", lambda body: None)
             patch.setattr(direct_requests, "anthropic_request", lambda chat, kept: None)
             patch.setattr(direct_requests, "gemini_request", lambda chat, kept: None)
+            patch.setattr(direct_answers, "anthropic_whole", lambda payload, usage: None)
+            patch.setattr(direct_answers, "gemini_whole", lambda payload, usage: None)
+            for stream in (direct_answers.AnthropicStream, direct_answers.GeminiStream):
+                patch.setattr(stream, "event", lambda self, event: None)
         yield
 
 

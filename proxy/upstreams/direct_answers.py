@@ -1,0 +1,280 @@
+"""Plain Anthropic and Gemini answers as Chat chunks, made without llm-rosetta.
+
+Rosetta reads an answer in two steps (the provider's form to its intermediate one, that to
+Chat), under a warnings guard, and a stream through a processor made for it; for a plain
+text answer that cost more than the proxy's own work with it. `DirectText` already makes
+a stream's text deltas once rosetta made one; this makes the rest of a plain answer:
+
+- a whole answer of text only, with a usage and a plain stop reason, is one chunk;
+- a stream is read here event by event while each event is one of a plain text answer's
+  (its start, the one text block's start and text, its stop reason and usage, its end).
+  Each event rosetta would have read is kept, so at the first other one (thinking, a tool
+  call, an error, anything unexpected) a processor is made, reads the kept events (their
+  chunks already sent) and goes on from there, in the very state it would be in had it
+  read them all along.
+
+Every chunk is the one rosetta makes; tests compare them over generated answers and
+event scripts. Usage and finish reasons are still mended by the codecs as before.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .base import Chunk
+
+_ANTHROPIC_STOPS = {"end_turn": "stop", "max_tokens": "length", "stop_sequence": "stop"}
+_GEMINI_STOPS = {"STOP": "stop", "MAX_TOKENS": "length"}
+_TEXT_BLOCK = frozenset(("type", "text"))
+_MESSAGE_KEYS = frozenset(
+    ("id", "type", "role", "model", "content", "stop_reason", "stop_sequence", "usage")
+)
+_PIECE_KEYS = frozenset(("candidates", "usageMetadata", "modelVersion", "responseId"))
+_CANDIDATE_KEYS = frozenset(("content", "index", "finishReason"))
+_CONTENT_KEYS = frozenset(("role", "parts"))
+_EMPTY_TEXT_BLOCK = {"type": "text", "text": ""}
+_TEXT_DELTA = frozenset(("type", "text"))
+
+
+def _envelope(answer_id: str, model: str) -> dict[str, Any]:
+    """A stream chunk's fields besides its choices, as rosetta writes them."""
+    return {"id": answer_id, "object": "chat.completion.chunk", "model": model, "created": 0}
+
+
+def _message(text: str | None, finish: str, usage: dict[str, Any]) -> list[dict[str, Any]]:
+    """The choices of a whole text answer, as rosetta's conversion and `as_chunk` make them."""
+    delta: dict[str, Any] = {
+        "role": "assistant",
+        "content": text,
+        "refusal": None,
+        "annotations": [],
+    }
+    return [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}]
+
+
+def anthropic_whole(payload: dict[str, Any], usage: Any) -> Chunk | None:
+    """The chunk of a whole Messages answer of text blocks only, or None. `usage` is the
+    mended usage the codec puts on it (rosetta's is replaced)."""
+    if not _MESSAGE_KEYS.issuperset(payload) or not isinstance(usage, dict):
+        return None
+    answer_id, model, content = payload.get("id"), payload.get("model"), payload.get("content")
+    if not isinstance(answer_id, str) or not isinstance(model, str):
+        return None
+    if payload.get("role") != "assistant" or payload.get("type") != "message":
+        return None
+    stop = payload.get("stop_reason")
+    finish = _ANTHROPIC_STOPS.get(stop) if isinstance(stop, str) else None
+    texts = _anthropic_texts(content)
+    if finish is None or texts is None or payload.get("stop_sequence") is not None:
+        return None
+    if len(texts) != 1:  # rosetta joins several with spaces, and reads none its own way
+        return None
+    return {
+        "id": answer_id.removeprefix("msg_"),
+        "model": model,
+        "choices": _message(texts[0], finish, usage),
+        "usage": usage,
+    }
+
+
+def _anthropic_texts(content: Any) -> list[str] | None:
+    if not isinstance(content, list):
+        return None
+    texts = []
+    for block in content:
+        if not isinstance(block, dict) or block.keys() != _TEXT_BLOCK or block["type"] != "text":
+            return None
+        if not isinstance(block["text"], str):
+            return None
+        texts.append(block["text"])
+    return texts
+
+
+def gemini_whole(payload: dict[str, Any], usage: Any) -> Chunk | None:
+    """The chunk of a whole generateContent answer of one candidate's text parts, or None.
+    `usage` is the mended usage the codec puts on it (rosetta's is replaced)."""
+    if not _PIECE_KEYS.issuperset(payload) or not isinstance(usage, dict):
+        return None
+    answer_id, model = payload.get("responseId"), payload.get("modelVersion")
+    if not isinstance(answer_id, str) or not isinstance(model, str):
+        return None
+    found = _gemini_candidate(payload)
+    if found is None:
+        return None
+    texts, reason = found
+    finish = _GEMINI_STOPS.get(reason) if isinstance(reason, str) else None
+    if finish is None or len(texts) != 1:  # rosetta joins several with spaces
+        return None
+    return {
+        "id": answer_id,
+        "model": model,
+        "choices": _message(texts[0], finish, usage),
+        "usage": usage,
+    }
+
+
+def _gemini_candidate(payload: dict[str, Any]) -> tuple[list[str], Any] | None:
+    """The texts and finish reason of a piece's one candidate (index 0) of text parts."""
+    candidates = payload.get("candidates")
+    if not isinstance(candidates, list) or len(candidates) != 1:
+        return None
+    candidate = candidates[0]
+    if not isinstance(candidate, dict) or not _CANDIDATE_KEYS.issuperset(candidate):
+        return None
+    if candidate.get("index", 0) != 0:
+        return None
+    content = candidate.get("content")
+    if not isinstance(content, dict) or not _CONTENT_KEYS.issuperset(content):
+        return None
+    if content.get("role", "model") != "model":
+        return None
+    parts = content.get("parts")
+    if not isinstance(parts, list):
+        return None
+    texts = []
+    for part in parts:
+        if (
+            not isinstance(part, dict)
+            or part.keys() != {"text"}
+            or not isinstance(part["text"], str)
+        ):
+            return None
+        texts.append(part["text"])
+    return texts, candidate.get("finishReason")
+
+
+class _PlainStream:
+    """What the stream readers share: the envelope, and the events rosetta would have read."""
+
+    def __init__(self) -> None:
+        self.seen: list[dict[str, Any]] = []
+        """The events read here that rosetta would have read, in order."""
+        self._envelope: dict[str, Any] | None = None
+        self._spoke = False
+        """The role went out (with the first text)."""
+
+    def _chunk(self, choice: dict[str, Any]) -> Chunk:
+        assert self._envelope is not None
+        return {"choices": [choice], **self._envelope}
+
+    def _text(self, text: str) -> Chunk:
+        delta: dict[str, Any] = {"content": text}
+        if not self._spoke:
+            delta["role"] = "assistant"
+            self._spoke = True
+        return self._chunk({"index": 0, "delta": delta, "finish_reason": None})
+
+    def _finish(self, finish: str) -> Chunk:
+        return self._chunk({"index": 0, "delta": {}, "finish_reason": finish})
+
+    def _usage(self) -> Chunk:
+        """The usage chunk; the codec puts its mended usage in place of this stand-in."""
+        assert self._envelope is not None
+        return {**self._envelope, "choices": [], "usage": {"total_tokens": 0}}
+
+
+class AnthropicStream(_PlainStream):
+    """Reads a Messages stream while it is a plain text answer's."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._state = "new"
+
+    def event(self, event: dict[str, Any]) -> list[Chunk] | None:
+        """The chunks of one event (ping and content_block_stop are the codec's), or None
+        when it is not a plain answer's: rosetta reads it, after the kept events."""
+        chunks = self._read(event)
+        if chunks is not None:
+            self.seen.append(event)
+        return chunks
+
+    def _read(self, event: dict[str, Any]) -> list[Chunk] | None:
+        kind = event.get("type")
+        if kind == "message_start" and self._state == "new":
+            return self._start(event)
+        if kind == "content_block_start" and self._state == "started":
+            if event.get("index") != 0 or event.get("content_block") != _EMPTY_TEXT_BLOCK:
+                return None
+            self._state = "text"
+            return []
+        if kind == "content_block_delta" and self._state == "text" and event.get("index") == 0:
+            delta = event.get("delta")
+            if not isinstance(delta, dict) or delta.keys() != _TEXT_DELTA:
+                return None
+            text = delta["text"]
+            if delta["type"] != "text_delta" or not isinstance(text, str) or not text:
+                return None
+            return [self._text(text)]
+        if kind == "message_delta" and self._state == "text" and self._spoke:
+            return self._stop(event.get("delta"))
+        if kind == "message_stop" and self._state == "finished":
+            self._state = "ended"
+            return [self._usage()]
+        return None
+
+    def _start(self, event: dict[str, Any]) -> list[Chunk] | None:
+        message = event.get("message")
+        if event.keys() != {"type", "message"} or not isinstance(message, dict):
+            return None
+        if not _MESSAGE_KEYS.issuperset(message) or message.get("content") != []:
+            return None
+        answer_id, model, usage = message.get("id"), message.get("model"), message.get("usage")
+        if not isinstance(answer_id, str) or not isinstance(model, str):
+            return None
+        if not isinstance(usage, dict) or not usage:  # so the codec's usage replaces rosetta's
+            return None
+        self._envelope = _envelope(answer_id, model)
+        self._state = "started"
+        return []
+
+    def _stop(self, delta: Any) -> list[Chunk] | None:
+        if not isinstance(delta, dict) or not delta.keys() <= {"stop_reason", "stop_sequence"}:
+            return None
+        reason = delta.get("stop_reason")
+        finish = _ANTHROPIC_STOPS.get(reason) if isinstance(reason, str) else None
+        if finish is None or delta.get("stop_sequence") is not None:
+            return None
+        self._state = "finished"
+        return [self._finish(finish)]
+
+
+class GeminiStream(_PlainStream):
+    """Reads generateContent pieces while they are a plain text answer's."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._ended = False
+
+    def event(self, piece: dict[str, Any]) -> list[Chunk] | None:
+        """The chunks of one piece, or None when it is not a plain answer's: rosetta
+        reads it, after the kept pieces."""
+        chunks = self._read(piece)
+        if chunks is not None:
+            self.seen.append(piece)
+        return chunks
+
+    def _read(self, piece: dict[str, Any]) -> list[Chunk] | None:
+        if self._ended or not _PIECE_KEYS.issuperset(piece):
+            return None
+        answer_id, model = piece.get("responseId"), piece.get("modelVersion")
+        if "candidates" not in piece:
+            # Usage alone (the codec split it off a text piece): rosetta keeps it.
+            return [] if self._envelope is not None and "usageMetadata" in piece else None
+        if not isinstance(answer_id, str) or not isinstance(model, str):
+            return None
+        envelope = _envelope(answer_id, model)
+        found = _gemini_candidate(piece)
+        if found is None or self._envelope not in (None, envelope):
+            return None
+        self._envelope = envelope  # the pieces after the first must share it
+        texts, reason = found
+        if reason is None:
+            return [self._text(text) for text in texts if text] or None
+        finish = _GEMINI_STOPS.get(reason) if isinstance(reason, str) else None
+        usage = piece.get("usageMetadata")
+        if finish is None or not self._spoke or not isinstance(usage, dict) or not usage:
+            return None
+        if any(texts):  # text with the finish reason: rosetta's to read (it drops that text)
+            return None
+        self._ended = True
+        return [self._finish(finish), self._usage()]

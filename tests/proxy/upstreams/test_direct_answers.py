@@ -1,0 +1,311 @@
+"""The Anthropic and Gemini codecs read plain answers without llm-rosetta: for generated
+answers and event scripts (plain ones and their near misses), every chunk and fault is the
+one rosetta gives, and a plain answer makes no rosetta stream processor at all."""
+
+from __future__ import annotations
+
+import copy
+import random
+from typing import Any
+
+import pytest
+
+from proxy.config import UpstreamConfig
+from proxy.upstreams import direct_answers, gemini
+from proxy.upstreams.anthropic import AnthropicDialect
+from proxy.upstreams.base import Fault
+from proxy.upstreams.conversion import DirectText
+from proxy.upstreams.gemini import GeminiDialect
+from testing import anthropic_upstream, gemini_upstream
+from testing.provider_server import Reply
+from tests.proxy.upstreams.helpers import chat
+
+TEXT = "The quick brown fox jumps over the lazy dog."
+REPLIES = [
+    Reply.answer(TEXT, usage=(31, 12)),
+    Reply.answer("Hi", usage=(3, 1)),
+    Reply.answer(""),
+    Reply.answer(TEXT, calls=[("get_weather", {"city": "Paris"})], thinking="Hm.", signature="s"),
+    Reply.answer(calls=[("get_weather", {"city": "Oslo"})], ids=False),
+    Reply.stream_error("overloaded, try later"),
+    Reply.blocked(),
+]
+
+
+def _codec(kind: str) -> Any:
+    config = UpstreamConfig(name=kind, base_url="http://127.0.0.1:9", format=kind)
+    dialect = AnthropicDialect(config) if kind == "anthropic" else GeminiDialect(config)
+    return dialect.request(chat(True)).codec()
+
+
+def _read(kind: str, script: list[Any], whole: bool) -> tuple[list[Any], Any]:
+    """Every chunk (or the fault that ended the answer), and the codec."""
+    codec = _codec(kind)
+    out: list[Any] = []
+    try:
+        if whole:
+            out.append(codec.whole(copy.deepcopy(script[0])))
+        else:
+            for event in copy.deepcopy(script):
+                out.append(codec.event(event))
+    except Fault as exc:
+        out.append(("fault", str(exc)))
+    return out, codec
+
+
+def _compared(
+    kind: str, script: list[Any], whole: bool, monkeypatch: pytest.MonkeyPatch
+) -> tuple[list[Any], Any]:
+    """The chunks read directly, checked against rosetta's (with and without DirectText)."""
+
+    def read(plain: bool, text: bool) -> tuple[list[Any], Any]:
+        made_up = iter(range(10**6))
+        with monkeypatch.context() as patch:
+            patch.setattr(gemini.secrets, "token_hex", lambda n: f"{next(made_up):024x}")
+            if not plain:
+                for name in ("AnthropicStream", "GeminiStream"):
+                    stream = getattr(direct_answers, name)
+                    patch.setattr(stream, "event", lambda self, event: None)
+                patch.setattr(direct_answers, "anthropic_whole", lambda payload, usage: None)
+                patch.setattr(direct_answers, "gemini_whole", lambda payload, usage: None)
+            if not text:
+                patch.setattr(DirectText, "chunk", lambda self, index, text: None)
+            return _read(kind, script, whole)
+
+    direct, codec = read(plain=True, text=True)
+    assert direct == read(plain=False, text=True)[0], script
+    assert direct == read(plain=False, text=False)[0], script
+    return direct, codec
+
+
+# --- Anthropic -------------------------------------------------------------------------
+
+
+STOP_REASONS = ["end_turn", "max_tokens", "stop_sequence", "tool_use", "refusal", "pause_turn"]
+
+
+def _of_type(events: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
+    return [e for e in events if e.get("type") == kind]
+
+
+def _stop_reason(rng: random.Random, events: list[dict[str, Any]]) -> None:
+    for event in _of_type(events, "message_delta"):
+        event["delta"]["stop_reason"] = rng.choice([*STOP_REASONS, None, "odd"])
+        if rng.random() < 0.2:
+            event["delta"]["stop_sequence"] = "END"
+
+
+def _start_usage(rng: random.Random, events: list[dict[str, Any]]) -> None:
+    for event in _of_type(events, "message_start"):
+        event["message"]["usage"] = rng.choice([{}, None, {"input_tokens": 4}])
+
+
+def _early_content(rng: random.Random, events: list[dict[str, Any]]) -> None:
+    for event in _of_type(events, "message_start"):
+        event["message"]["content"] = [{"type": "text", "text": "early"}]
+
+
+def _dropped(rng: random.Random, events: list[dict[str, Any]]) -> None:
+    kind = rng.choice(["message_delta", "message_start", "content_block_start", "message_stop"])
+    events[:] = [e for e in events if e["type"] != kind]
+
+
+def _inserted(rng: random.Random, events: list[dict[str, Any]]) -> None:
+    inserts: list[Any] = [
+        {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": ""}},
+        {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "x"}},
+        {"type": "content_block_start", "index": 1, "content_block": {"type": "text", "text": ""}},
+        {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+        {"type": "content_block_delta", "index": 0, "delta": {"type": "thinking_delta"}},
+        {"type": "error", "error": {"type": "api_error", "message": "x"}},
+        {"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "extra": 1},
+        *(copy.deepcopy(e) for e in events),
+    ]
+    events.insert(rng.randrange(len(events) + 1), rng.choice(inserts))
+
+
+ANTHROPIC_CHANGES = [_stop_reason, _start_usage, _early_content, _dropped, _inserted, _inserted]
+
+
+def _anthropic_script(rng: random.Random) -> list[dict[str, Any]]:
+    events = anthropic_upstream.events(rng.choice(REPLIES), {"model": "claude-fake"})
+    for _ in range(rng.choice([0, 0, 1, 2])):
+        rng.choice(ANTHROPIC_CHANGES)(rng, events)
+    return events
+
+
+def _anthropic_message(rng: random.Random) -> dict[str, Any]:
+    message = anthropic_upstream.message(rng.choice(REPLIES), {"model": "claude-fake"})
+    roll = rng.random()
+    if roll < 0.15:
+        message["stop_reason"] = rng.choice(
+            ["max_tokens", "stop_sequence", "tool_use", "refusal", "pause_turn", None, "odd"]
+        )
+    elif roll < 0.25:
+        message["content"] = [
+            {"type": "text", "text": t} for t in rng.choice([[], ["a", "b"], [""]])
+        ]
+    elif roll < 0.3:
+        message["id"] = rng.choice(["plain-id", "msg_", 7])
+    elif roll < 0.35:
+        message["usage"] = rng.choice([None, {}, {"input_tokens": 1, "cache_read_input_tokens": 4}])
+    elif roll < 0.4:
+        message["stop_sequence"] = "END"
+    elif roll < 0.45:
+        message["content"].append({"type": "text", "text": "x", "citations": []})
+    elif roll < 0.5:
+        message["container"] = None
+    return message
+
+
+def test_anthropic_streams_read_as_rosetta_reads_them(monkeypatch: pytest.MonkeyPatch) -> None:
+    rng = random.Random(29)
+    plain = 0
+    for _ in range(400):
+        script = _anthropic_script(rng)
+        _, codec = _compared("anthropic", script, False, monkeypatch)
+        plain += codec._processor is None
+    assert plain > 60
+
+
+def test_anthropic_answers_read_as_rosetta_reads_them(monkeypatch: pytest.MonkeyPatch) -> None:
+    rng = random.Random(29)
+    plain = 0
+    for _ in range(400):
+        _, codec = _compared("anthropic", [_anthropic_message(rng)], True, monkeypatch)
+        plain += codec._conversion._pipeline is None
+    assert plain > 60
+
+
+def test_a_plain_anthropic_answer_needs_no_rosetta(monkeypatch: pytest.MonkeyPatch) -> None:
+    reply = Reply.answer(TEXT, usage=(31, 12))
+    events = anthropic_upstream.events(reply, {"model": "claude-fake"})
+    _, codec = _compared("anthropic", events, False, monkeypatch)
+    assert codec._processor is None and codec._conversion._pipeline is None
+    message = anthropic_upstream.message(reply, {"model": "claude-fake"})
+    _, codec = _compared("anthropic", [message], True, monkeypatch)
+    assert codec._conversion._pipeline is None
+
+
+# --- Gemini ----------------------------------------------------------------------------
+
+
+def _candidates(pieces: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [c for p in pieces for c in p.get("candidates") or ()] or [{}]
+
+
+def _usage_everywhere(rng: random.Random, pieces: list[dict[str, Any]]) -> None:
+    for n, piece in enumerate(pieces, 1):
+        piece.setdefault("usageMetadata", {"promptTokenCount": 3, "candidatesTokenCount": n})
+
+
+def _finish_reason(rng: random.Random, pieces: list[dict[str, Any]]) -> None:
+    reasons = ["STOP", "MAX_TOKENS", "SAFETY", "RECITATION", "OTHER", None, 3]
+    _candidates(pieces)[-1]["finishReason"] = rng.choice(reasons)
+
+
+def _last_words(rng: random.Random, pieces: list[dict[str, Any]]) -> None:
+    content = _candidates(pieces)[-1].setdefault("content", {"role": "model"})
+    content["parts"] = [{"text": rng.choice(["", "last words"])}]
+
+
+def _no_last_usage(rng: random.Random, pieces: list[dict[str, Any]]) -> None:
+    if pieces:
+        pieces[-1].pop("usageMetadata", None)
+
+
+def _odd_candidate(rng: random.Random, pieces: list[dict[str, Any]]) -> None:
+    candidate = rng.choice(_candidates(pieces))
+    roll = rng.random()
+    if roll < 0.3:
+        candidate["safetyRatings"] = []
+    elif roll < 0.5:
+        candidate["index"] = 1
+    else:
+        content = candidate.setdefault("content", {"parts": []})
+        odd = [{"text": "t", "thought": True}, {"text": 5}, {"inlineData": {}}]
+        content.setdefault("parts", []).append(rng.choice(odd))
+
+
+def _odd_piece(rng: random.Random, pieces: list[dict[str, Any]]) -> None:
+    roll = rng.random()
+    if roll < 0.25 and pieces:
+        rng.choice(pieces)["responseId"] = "other"
+    elif roll < 0.5 and pieces:
+        rng.choice(pieces).pop("modelVersion", None)
+    else:
+        inserts: list[Any] = [
+            {"error": {"code": 500, "message": "x", "status": "INTERNAL"}},
+            {"promptFeedback": {"blockReason": "SAFETY"}},
+            *(copy.deepcopy(p) for p in pieces),
+        ]
+        pieces.insert(rng.randrange(len(pieces) + 1), rng.choice(inserts))
+
+
+GEMINI_CHANGES = [
+    _usage_everywhere,
+    _usage_everywhere,
+    _finish_reason,
+    _last_words,
+    _no_last_usage,
+    _odd_candidate,
+    _odd_piece,
+]
+
+
+def _gemini_script(rng: random.Random) -> list[dict[str, Any]]:
+    pieces = gemini_upstream.answer_pieces(rng.choice(REPLIES), "gemini-fake")
+    for _ in range(rng.choice([0, 0, 1, 2])):
+        rng.choice(GEMINI_CHANGES)(rng, pieces)
+    return pieces
+
+
+def _gemini_answer(rng: random.Random) -> dict[str, Any]:
+    reply = rng.choice([r for r in REPLIES if r.kind != "stream_error"])
+    whole = gemini_upstream.whole(gemini_upstream.answer_pieces(reply, "gemini-fake"))
+    candidates = whole.get("candidates") or [{}]
+    roll = rng.random()
+    if roll < 0.15:
+        candidates[0]["finishReason"] = rng.choice(["MAX_TOKENS", "SAFETY", "OTHER", None])
+    elif roll < 0.25:
+        candidates[0]["content"] = {"role": "model", "parts": [{"text": "a"}, {"text": "b"}]}
+    elif roll < 0.3:
+        candidates[0]["content"] = {"role": "model", "parts": []}
+    elif roll < 0.35:
+        whole.pop("usageMetadata", None)
+    elif roll < 0.4:
+        whole.pop("responseId", None)
+    elif roll < 0.45:
+        candidates[0]["safetyRatings"] = []
+    elif roll < 0.5:
+        whole["candidates"] = [*candidates, {**candidates[0], "index": 1}]
+    return whole
+
+
+def test_gemini_streams_read_as_rosetta_reads_them(monkeypatch: pytest.MonkeyPatch) -> None:
+    rng = random.Random(29)
+    plain = 0
+    for _ in range(400):
+        script = _gemini_script(rng)
+        _, codec = _compared("gemini", script, False, monkeypatch)
+        plain += codec._processor is None
+    assert plain > 60
+
+
+def test_gemini_answers_read_as_rosetta_reads_them(monkeypatch: pytest.MonkeyPatch) -> None:
+    rng = random.Random(29)
+    plain = 0
+    for _ in range(400):
+        _, codec = _compared("gemini", [_gemini_answer(rng)], True, monkeypatch)
+        plain += codec._conversion._pipeline is None
+    assert plain > 60
+
+
+def test_a_plain_gemini_answer_needs_no_rosetta(monkeypatch: pytest.MonkeyPatch) -> None:
+    reply = Reply.answer(TEXT, usage=(31, 12))
+    pieces = gemini_upstream.answer_pieces(reply, "gemini-fake")
+    _, codec = _compared("gemini", pieces, False, monkeypatch)
+    assert codec._processor is None and codec._conversion._pipeline is None
+    whole = gemini_upstream.whole(copy.deepcopy(pieces))
+    _, codec = _compared("gemini", [whole], True, monkeypatch)
+    assert codec._conversion._pipeline is None
