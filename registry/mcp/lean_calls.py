@@ -137,8 +137,9 @@ class LeanCalls:
     def _fits(self, session: ClientSession, name: str, result: types.CallToolResult) -> bool:
         """Whether the result evidently fits the tool's output schema from the SDK's last
         listing (no schema: it fits); False leaves the verdict to the SDK."""
-        schemas: dict[str, dict[str, Any] | None] = session._tool_output_schemas
-        if name not in schemas:
+        schemas: dict[str, dict[str, Any] | None] | None
+        schemas = getattr(session, "_tool_output_schemas", None)  # the SDK's, from its listing
+        if schemas is None or name not in schemas:
             return False  # the SDK lists the tools again first
         schema = schemas[name]
         if schema is None:

@@ -24,7 +24,7 @@ import contextlib
 import logging
 from collections.abc import AsyncIterator
 from types import TracebackType
-from typing import Any, TextIO
+from typing import Any, TextIO, cast
 
 import anyio
 import mcp_types as types
@@ -158,7 +158,9 @@ def _answer(data: Any) -> types.JSONRPCResponse | None:
     request_id = data.get("id")
     if type(result) is not dict or type(request_id) not in (int, str):
         return None
-    return types.JSONRPCResponse.model_construct(jsonrpc="2.0", id=request_id, result=result)
+    # Built by its validator: for these three plain fields, half the cost of `model_construct`
+    # (pure Python); the result's contents are not looked into.
+    return types.JSONRPCResponse(jsonrpc="2.0", id=cast("int | str", request_id), result=result)
 
 
 class _Writer:

@@ -14,6 +14,7 @@ from typing import Any
 import mcp_types as types
 import pytest
 import pytest_asyncio
+from mcp import ClientSession
 from mcp.client.session import _later_revision_fields
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
@@ -144,6 +145,27 @@ async def test_structured_content_is_read_as_the_sdk_reads_it(
     assert lean.structured_content == {"width": 3, "height": 4, "area": 12}
     fine = await paths["lean"]["wrong"].call_tool("fine", {})
     assert fine.structured_content == {"area": 12}
+
+
+async def test_a_fitting_result_is_checked_without_the_sdks_validator(
+    paths: dict[str, dict[str, McpSession]],
+) -> None:
+    validated: list[str] = []
+    real = ClientSession.validate_tool_result
+
+    async def spy(self: ClientSession, name: str, result: types.CallToolResult) -> None:
+        validated.append(name)
+        await real(self, name, result)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(ClientSession, "validate_tool_result", spy)
+        await paths["lean"]["calls"].call_tool("measure", {"width": 2, "height": 2})
+        assert validated == []
+        await paths["sdk"]["calls"].call_tool("measure", {"width": 2, "height": 2})
+        assert validated == ["measure"]
+        with pytest.raises(McpCallError):
+            await paths["lean"]["wrong"].call_tool("misshapen", {})
+        assert validated == ["measure", "misshapen"]  # the SDK's verdict, in its words
 
 
 async def test_results_the_sdk_rejects_fail_alike(
