@@ -62,16 +62,13 @@ from yarl import URL
 
 from registry.mcp.keepalive import DRAIN_BYTES, DRAIN_S
 from registry.mcp.origins import Origins
+from registry.mcp.pool import KEEPALIVE_S, MAX_CONNECTIONS
 from registry.propagation import TRACE_HEADER_NAMES
 
-__all__ = ["MAX_CONNECTIONS", "streamable_http_transport"]
+__all__ = ["READ_TIMEOUT_S", "TERMINATE_S", "streamable_http_transport"]
 
 log = logging.getLogger("toolwire.mcp")
 
-MAX_CONNECTIONS = 100
-"""Connections to one MCP server at most (as `registry.mcp.pool`)."""
-KEEPALIVE_S = 4.0
-"""Idle connections are dropped after this: before uvicorn's 5 s (most MCP servers' keep-alive)."""
 READ_TIMEOUT_S = 300.0
 """The longest silence on an answer: a server may hold a call's stream open while a tool runs."""
 GET_ATTEMPTS = 2
@@ -87,7 +84,7 @@ LAST_EVENT_ID = "last-event-id"
 _ACCEPT = "application/json, text/event-stream"
 _ASKS = ("elicitation/create", "sampling/createMessage")
 """The server requests whose call `Origins` is told (those that ask the call's caller)."""
-_NOT_SENT = "the message was not sent: the connection to the MCP server failed"  # a transport ended
+_NOT_SENT = "the message was not sent: the connection to the MCP server failed"
 _Item = SessionMessage | Exception
 
 
@@ -107,6 +104,7 @@ async def streamable_http_transport(
     timeout = aiohttp.ClientTimeout(
         total=None, connect=timeout_s, sock_read=max(READ_TIMEOUT_S, timeout_s)
     )
+    # The pool's bounds of the httpx client (`registry.mcp.pool`): every connection kept.
     client = aiohttp.ClientSession(
         connector=aiohttp.TCPConnector(limit=MAX_CONNECTIONS, keepalive_timeout=KEEPALIVE_S),
         headers=headers,
