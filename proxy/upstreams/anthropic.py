@@ -117,9 +117,15 @@ class _AnthropicCodec:
     def event(self, payload: dict[str, Any]) -> list[Chunk]:
         kind = payload.get("type")
         if kind == "content_block_delta":
-            direct = self._text(payload)
-            if direct is not None:
-                return [direct]
+            # A text delta touches no thinking, usage or stop state: made directly once
+            # DirectText knows the envelope. (Events are parsed JSON: exact dicts and strs.)
+            delta = payload.get("delta")
+            if delta.__class__ is dict and delta.get("type") == "text_delta":
+                text = delta.get("text")
+                if text.__class__ is str:
+                    direct = self._direct.chunk(0, text)
+                    if direct is not None:
+                        return [direct]
         if kind == "error":
             raise _fault(payload)
         if kind == "ping" or kind == "content_block_stop":
@@ -143,15 +149,6 @@ class _AnthropicCodec:
         if self._usage and any(c.get("usage") for c in chunks):
             chunks = conversion.with_usage(chunks, fixes.anthropic_usage(self._usage))
         return chunks
-
-    def _text(self, payload: dict[str, Any]) -> Chunk | None:
-        """The chunk of a `text_delta` (which touches no thinking, usage or stop state)."""
-        delta = payload.get("delta")
-        if isinstance(delta, dict) and delta.get("type") == "text_delta":
-            text = delta.get("text")
-            if isinstance(text, str):
-                return self._direct.chunk(0, text)
-        return None
 
     def _convert(self, payload: dict[str, Any]) -> list[Chunk]:
         plain = self._plain

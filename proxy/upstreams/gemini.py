@@ -113,31 +113,25 @@ class _GeminiCodec:
     def _text(self, payload: dict[str, Any]) -> list[Chunk] | None:
         """The chunks of a piece holding one unfinished candidate of text parts only, or
         None. Its usage, if any, still goes to rosetta alone: rosetta keeps a sum of every
-        piece's usage for the stream's last chunk."""
+        piece's usage for the stream's last chunk. (Pieces are parsed JSON: exact dicts,
+        lists and strs.)"""
         if not _TEXT_PIECE_KEYS.issuperset(payload):
             return None
         candidates = payload.get("candidates")
-        if not isinstance(candidates, list) or len(candidates) != 1:
+        if candidates.__class__ is not list or len(candidates) != 1:
             return None
         candidate = candidates[0]
-        if not isinstance(candidate, dict) or not _TEXT_CANDIDATE_KEYS.issuperset(candidate):
+        if candidate.__class__ is not dict or not _TEXT_CANDIDATE_KEYS.issuperset(candidate):
             return None
         content = candidate.get("content")
-        parts = content.get("parts") if isinstance(content, dict) else None
-        if not parts or not isinstance(parts, list):
+        parts = content.get("parts") if content.__class__ is dict else None
+        if parts.__class__ is not list or not parts:
             return None
-        texts = []
-        for part in parts:
-            if not isinstance(part, dict) or part.keys() != {"text"}:
-                return None
-            text = part["text"]
-            if not isinstance(text, str):
-                return None
-            texts.append(text)
         index = candidate.get("index", 0)
         chunks = []
-        for text in texts:
-            chunk = self._direct.chunk(index, text)
+        for part in parts:  # DirectText.chunk changes nothing: a late refusal is free
+            text = part.get("text") if part.__class__ is dict and len(part) == 1 else None
+            chunk = self._direct.chunk(index, text) if text.__class__ is str else None
             if chunk is None:
                 return None
             chunks.append(chunk)
