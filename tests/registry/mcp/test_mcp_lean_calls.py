@@ -23,7 +23,7 @@ from registry.mcp import McpSource, McpSourceConfig
 from registry.mcp.config import McpServerConfig, SamplingConfig
 from registry.mcp.elicitation import ClientRequests
 from registry.mcp.errors import McpCallError
-from registry.mcp.hooks import ClientHooks, Question, Reply, offering
+from registry.mcp.hooks import ClientHooks, Question, Reply, Sample, SampleRequest, offering
 from registry.mcp.lean_calls import LATER_FIELDS, LeanCalls
 from registry.mcp.session import McpSession
 from registry.progress import ToolProgress, reporting_to
@@ -102,7 +102,11 @@ async def tools() -> AsyncIterator[Any]:
         ),
         McpSource(
             McpSourceConfig.model_validate(
-                {"mcp": {"command": ["python", "-m", "testing.asking_servers"]}, "namespace": "ask"}
+                {
+                    "mcp": {"command": ["python", "-m", "testing.asking_servers"]},
+                    "namespace": "ask",
+                    "sampling": {"enabled": True, "model": "small-model", "max_tokens": 64},
+                }
             ),
             base_dir=REPO,
         ),
@@ -216,6 +220,24 @@ async def test_a_question_during_the_call_reaches_the_asker(tools: Any, taken: T
     assert json.loads(result.content)["content"] == {"date": "2026-12-24", "guests": 2}
     (question,) = asked
     assert question.tool == "book_table" and "Lyon" in question.message
+
+
+async def test_a_completion_request_during_the_call_reaches_the_sampler(
+    tools: Any, taken: Taken
+) -> None:
+    asked: list[SampleRequest] = []
+
+    class Sampler:
+        async def sample(self, request: SampleRequest) -> Sample:
+            asked.append(request)
+            return Sample(f"summary by {request.model}", request.model, "stop")
+
+    with offering(ClientHooks(sampler=Sampler(), who="team-a")):
+        result = await tools("ask.summarize", text="a long text")
+    assert taken.count == 1
+    assert json.loads(result.content) == {"model": "small-model", "text": "summary by small-model"}
+    (request,) = asked
+    assert request.max_tokens == 64 and request.messages[-1]["content"] == "a long text"
 
 
 async def test_an_abandoned_call_is_cancelled_on_the_server(
