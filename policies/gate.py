@@ -183,7 +183,9 @@ class Gate:
             admission = dataclasses.replace(admission, thought=thought)
         if admission.verdict is GateDecision.REFUSED:
             self._refused_by_key[context.caller or ANONYMOUS_KEY] += 1
-        outcome = _OUTCOMES.get(admission.kind)
+        # Only a refusal's error kind is an outcome: a call let through (no result) skips
+        # the lookup, and `kind`'s enum property with it.
+        outcome = None if admission.result is None else _OUTCOMES.get(admission.kind)
         if outcome is None and approved:
             outcome = "approved"
         if outcome is not None:

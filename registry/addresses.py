@@ -28,6 +28,7 @@ _IPV4_COMPATIBLE = ipaddress.IPv6Network("::/96")
 _IPV4_TRANSLATED = ipaddress.IPv6Network("::ffff:0:0:0/96")
 """SIIT IPv4-translated addresses (RFC 2765)."""
 _LOW_32_BITS = 0xFFFFFFFF
+_LITERALS_KEPT = 256
 
 
 class BlockedAddressError(Exception):
@@ -77,6 +78,8 @@ class AddressGuard:
     def __init__(self, *, allow_private: bool = False, allow_hosts: tuple[str, ...] = ()) -> None:
         self.allow_private = allow_private
         self._allow_hosts = tuple(h.lower().rstrip(".") for h in allow_hosts)
+        self._literals: dict[str, bool] = {}
+        """Per URL host seen, whether it is a forbidden IP literal (see `_forbidden_literal`)."""
 
     def host_allowed(self, host: str) -> bool:
         """Whether `host` is exempt from the private-address refusal."""
@@ -90,9 +93,21 @@ class AddressGuard:
         Raises:
             BlockedAddressError: the host is a forbidden address and not allowed.
         """
-        address = _literal(host)
-        if address is not None and is_forbidden(address) and not self.host_allowed(host):
+        if self._forbidden_literal(host) and not self.host_allowed(host):
             raise BlockedAddressError(f"refused: {host} is a non-public address")
+
+    def _forbidden_literal(self, host: str) -> bool:
+        """Whether `host` is a forbidden IP literal, parsed once per host: a service's calls
+        all go to the same host, and what a literal's text means never changes. (A name is
+        kept as not one: the resolver judges what it resolves to, on every call.)"""
+        known = self._literals.get(host)
+        if known is None:
+            address = _literal(host)
+            known = address is not None and is_forbidden(address)
+            if len(self._literals) >= _LITERALS_KEPT:
+                self._literals.clear()  # hosts from models' URLs: keep the memo small
+            self._literals[host] = known
+        return known
 
     def check_resolved(self, host: str, addresses: list[str]) -> None:
         """Refuse a host when ANY address it resolves to is forbidden.

@@ -55,14 +55,15 @@ def bind_arguments(
             # an enum member or a datetime, as JSON itself has no such types.
             instance = model.model_validate_json(_dumps(arguments), strict=True)
         else:
-            instance = model.model_validate(arguments)
+            # What `model_validate` does with no options, without its wrapper's frame.
+            instance = model.__pydantic_validator__.validate_python(arguments)
     except ValidationError as exc:
         raise InvalidArgumentsError("invalid_arguments", _explain(exc, model)) from exc
     # Attribute access, not model_dump(), so nested models and dataclasses reach the
-    # function as instances of the types it declared.
-    return {
-        (info.alias or name): getattr(instance, name) for name, info in model.model_fields.items()
-    }
+    # function as instances of the types it declared. `__pydantic_fields__` is what the
+    # `model_fields` class property returns, read without the property's two calls.
+    fields = model.__pydantic_fields__
+    return {(info.alias or name): getattr(instance, name) for name, info in fields.items()}
 
 
 def _dumps(arguments: dict[str, Any]) -> bytes:

@@ -120,7 +120,9 @@ class Executor:
 
     def backend_for(self, tool: Tool) -> ExecutionBackend:
         """The backend that runs `tool` (see `mode_for`)."""
-        mode = self.mode_for(tool)
+        return self._backend(self.mode_for(tool))
+
+    def _backend(self, mode: ExecutionMode) -> ExecutionBackend:
         if mode == "process":
             return self._processes
         return self._inline if mode == "inline" else self._threads
@@ -248,7 +250,7 @@ class Executor:
         self, tool: Tool, call: ToolCall, arguments: dict[str, Any], request_id: str | None
     ) -> _Run:
         mode = self.mode_for(tool)
-        backend = self.backend_for(tool)
+        backend = self._backend(mode)
         clock = _Clock(tool.metadata.timeout_s or self._default_timeout_s)
         contexts = clock.contexts
 
@@ -263,13 +265,21 @@ class Executor:
         finished = False
         running = call_clock.set(clock)
         try:
-            async with clock.scope, self._exclusive(tool):
-                outcome = await call_with_retries(
-                    attempt,
-                    retries=retries_for(tool, self._retry),
-                    settings=self._retry,
-                    deadline=lambda: clock.deadline,
-                )
+            # A concurrency-safe tool (most) holds no lock: no context to enter for it.
+            exclusive = None if tool.metadata.is_concurrency_safe else self._exclusive(tool)
+            async with clock.scope:
+                if exclusive is not None:
+                    await exclusive.acquire()
+                try:
+                    outcome = await call_with_retries(
+                        attempt,
+                        retries=retries_for(tool, self._retry),
+                        settings=self._retry,
+                        deadline=lambda: clock.deadline,
+                    )
+                finally:
+                    if exclusive is not None:
+                        exclusive.release()
             finished = True
         except TimeoutError as exc:
             attempts = max(1, len(contexts))
@@ -287,9 +297,7 @@ class Executor:
             return _Run(_failure(call.id, outcome.error, outcome.attempts), outcome.attempts, mode)
         return _Run(_rendered(call.id, outcome.value), outcome.attempts, mode)
 
-    def _exclusive(self, tool: Tool) -> contextlib.AbstractAsyncContextManager[Any]:
-        if tool.metadata.is_concurrency_safe:
-            return contextlib.nullcontext()
+    def _exclusive(self, tool: Tool) -> asyncio.Lock:
         lock = self._locks.get(tool.qualified_name)
         if lock is None:  # not setdefault: that would build a lock per call
             lock = self._locks[tool.qualified_name] = asyncio.Lock()

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import inspect
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -73,20 +73,28 @@ class Listeners:
     async def before(self, event: CallEvent) -> None:
         """Call every `before_call`, first added first."""
         for hook in self._hooks["before_call"]:
-            await _notify(hook, event)
+            pending = _called(hook, event)
+            if pending is not None:
+                await _awaited(hook, pending)
 
     async def after(self, event: CallEvent, result: ToolResult) -> None:
         """Call `on_error` (errors only) and then `after_call`, last added first."""
         if result.is_error:
             for hook in self._hooks["on_error"]:
-                await _notify(hook, event, result)
+                pending = _called(hook, event, result)
+                if pending is not None:
+                    await _awaited(hook, pending)
         for hook in self._hooks["after_call"]:
-            await _notify(hook, event, result)
+            pending = _called(hook, event, result)
+            if pending is not None:
+                await _awaited(hook, pending)
 
     async def permission(self, event: CallEvent, outcome: str, reason: str) -> None:
         """Call every `on_permission`, first added first."""
         for hook in self._hooks["on_permission"]:
-            await _notify(hook, event, outcome, reason)
+            pending = _called(hook, event, outcome, reason)
+            if pending is not None:
+                await _awaited(hook, pending)
 
     def __bool__(self) -> bool:
         return bool(self._listeners)
@@ -105,11 +113,20 @@ class Listeners:
         }
 
 
-async def _notify(hook: Callable[..., Any], *args: Any) -> None:
+def _called(hook: Callable[..., Any], *args: Any) -> Awaitable[Any] | None:
+    """Call a hook; what is left to await when it is async, else None. A sync hook (the
+    usual kind) is done here, with no coroutine built around it on every call."""
     try:
         value = hook(*args)
-        if value is not None and inspect.isawaitable(value):
-            await value
     except Exception:
         # A listener is an observer: its failure is logged, never the call's failure.
+        log.exception("call listener %r failed", hook)
+        return None
+    return value if value is not None and inspect.isawaitable(value) else None
+
+
+async def _awaited(hook: Callable[..., Any], pending: Awaitable[Any]) -> None:
+    try:
+        await pending
+    except Exception:
         log.exception("call listener %r failed", hook)

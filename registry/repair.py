@@ -106,6 +106,9 @@ class _Repairer:
     def value(self, value: Any, schema: Mapping[str, Any], path: str, depth: int) -> Any:
         if value.__class__ is str and schema.get("type") == "string" and _plain(schema):
             return value  # the common case, decided without building the type set
+        if value.__class__ is dict and schema.get("type") == "object" and _plain(schema):
+            # Every call's root (and a plain nested object): the schema is its own branch.
+            return self._object(value, schema, path, depth)
         schema = self._resolve(schema, depth)
         types = _types(schema)
         if isinstance(value, str) and "string" not in types:

@@ -41,7 +41,9 @@ class Fate(enum.Enum):
     """A call to no tool there is: the proxy answers with an error."""
 
 
-_ANSWERED_HERE = frozenset({Fate.RUN, Fate.REFUSED, Fate.SEARCH, Fate.PROGRAM, Fate.UNKNOWN})
+_ANSWERED_HERE = (Fate.RUN, Fate.REFUSED, Fate.SEARCH, Fate.PROGRAM, Fate.UNKNOWN)
+"""A tuple, not a set: membership by identity, without an enum's `__hash__` (a Python
+method) for every call of every round."""
 
 
 @dataclass(frozen=True, slots=True)
