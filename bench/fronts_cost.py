@@ -256,7 +256,8 @@ def _count(
     """Instructions per request of one fresh server (so no mode's count holds another's)."""
     out = procs.workdir / f"callgrind.{target.key}.{case}.{mode}"
     cmd = ["valgrind", "--tool=callgrind", "--instr-atstart=no", f"--callgrind-out-file={out}.%p"]
-    server = procs.serve(target.key, [*cmd, *toolwire_serve(config, tree=target.tree)], None)
+    serve = [*cmd, *toolwire_serve(config, tree=target.tree)]
+    server = procs.serve(target.key, serve, None, tree=target.tree)
     try:
         procs.wait_ready(server, timeout=args.start_timeout, probe=2)
         data = body(case, mode == "stream")
