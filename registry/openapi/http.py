@@ -85,6 +85,8 @@ class ServiceClient:
         self._resolver = resolver
         self._max_response_bytes = max_response_bytes
         self._session: aiohttp.ClientSession | None = None
+        self._timeouts: dict[float, aiohttp.ClientTimeout] = {}
+        """One per operation timeout in use (a source has a few): not one built per call."""
 
     @property
     def allow_private(self) -> bool:
@@ -128,7 +130,7 @@ class ServiceClient:
                 headers=headers,
                 data=orjson.dumps(request.json) if request.has_body else None,
                 allow_redirects=False,
-                timeout=aiohttp.ClientTimeout(total=timeout_s),
+                timeout=self._timeout(timeout_s),
             ) as response:
                 body, truncated = await _read(response, self._max_response_bytes)
                 return response_output(
@@ -148,9 +150,21 @@ class ServiceClient:
             message = f"{request.method} {url.path}: cannot reach the service: {exc}"
             return ToolOutput(message, is_error=True)
 
+    def _timeout(self, seconds: float) -> aiohttp.ClientTimeout:
+        timeout = self._timeouts.get(seconds)
+        if timeout is None:
+            timeout = self._timeouts[seconds] = aiohttp.ClientTimeout(total=seconds)
+        return timeout
+
 
 async def _read(response: aiohttp.ClientResponse, limit: int) -> tuple[bytes, bool]:
     """At most `limit` bytes of the body, and whether there was more."""
+    length = response.content_length
+    if length is not None and length <= limit and "Content-Encoding" not in response.headers:
+        # The usual answer: its length declared, within the limit and not compressed (a
+        # compressed body grows as it is read). The parser stops at the declared length, so
+        # reading to the end reads no more than that, in one call instead of a loop.
+        return await response.content.read(), False
     chunks: list[bytes] = []
     size = 0
     async for chunk in response.content.iter_chunked(_CHUNK):
