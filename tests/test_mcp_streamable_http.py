@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import anyio
 import mcp_types as types
 import pytest
 from mcp import ClientSession, MCPError
@@ -23,6 +24,7 @@ from mcp.client._transport import TransportStreams
 from mcp.client.streamable_http import streamable_http_client
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.shared.exceptions import MCPDeprecationWarning
+from mcp.shared.message import SessionMessage
 from starlette.types import ASGIApp, Receive, Scope, Send
 from yarl import URL
 
@@ -31,6 +33,7 @@ from registry.mcp import McpSource, McpSourceConfig, streamable_http
 from registry.mcp.origins import Origins
 from registry.mcp.streamable_http import streamable_http_transport
 from testing.asgi_serving import serve_app
+from testing.mcp_servers import serve_http
 
 LIMIT = 1 << 20
 CallTool = Callable[..., Awaitable[ToolResult]]
@@ -460,3 +463,25 @@ class _Redirect:
     @property
     def headers(self) -> dict[str, str]:
         return {"location": self.location}
+
+
+async def test_nothing_is_sent_once_the_transport_is_left():
+    seen = _Seen()
+    async with _serving(seen) as url:
+        async with streamable_http_transport(url, {}, 10.0, max_event_bytes=LIMIT) as (_, write):
+            pass
+        initialized = types.JSONRPCNotification(jsonrpc="2.0", method="notifications/initialized")
+        with pytest.raises(anyio.ClosedResourceError):
+            await write.send(SessionMessage(initialized))
+
+    assert seen.requests == []
+
+
+async def test_a_tool_list_change_reaches_the_source():
+    """The server's `tools/list_changed` (sent while a call runs) re-lists the tools."""
+    async with serve_http("changing", "streamable-http") as url, _source(url) as (source, call):
+        assert (await call("grow")).content == "added extra_1"
+        async with asyncio.timeout(10):
+            while source.status().tool_count < 4:  # noqa: ASYNC110 - the registry's own event is elsewhere
+                await asyncio.sleep(0.01)
+        assert (await call("extra_1")).content == "extra_1 works"

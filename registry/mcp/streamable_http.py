@@ -116,6 +116,7 @@ async def streamable_http_transport(
             try:
                 yield link.inbox, _Writer(link)
             finally:
+                link.closed = True
                 tasks.cancel_scope.cancel()
                 with anyio.CancelScope(shield=True), anyio.move_on_after(TERMINATE_S):
                     await link.terminate()
@@ -248,6 +249,8 @@ class _Link:
         self._session_id: str | None = None
         self._version: str | None = None
         self._broken = False
+        self.closed = False
+        """The transport is being left: nothing more is sent but its DELETE."""
 
     def _headers(self) -> dict[str, str]:
         headers = {"accept": _ACCEPT, "content-type": "application/json"}
@@ -261,9 +264,12 @@ class _Link:
         """Send one message; a request's answer is queued for the session before this returns.
 
         Raises:
+            anyio.ClosedResourceError: the transport is being left.
             anyio.BrokenResourceError: the connection failed before, or it failed now and
                 the message was not a request (a request is answered with the reason).
         """
+        if self.closed:
+            raise anyio.ClosedResourceError
         if self._broken:
             raise anyio.BrokenResourceError(_NOT_SENT)
         message = item.message
