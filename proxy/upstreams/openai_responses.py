@@ -56,17 +56,28 @@ class ResponsesUpstream(ProviderUpstream):
 
 
 class _ResponsesCodec:
-    """Responses stream events (or a whole response) to Chat chunks, through rosetta."""
+    """Responses stream events (or a whole response) to Chat chunks: output text deltas
+    directly, the rest through rosetta."""
 
     def __init__(self, converted: conversion.Conversion) -> None:
         self.finished = False
         self._conversion = converted
-        self._processor = converted.stream()
+        self._processor: Any = None
+        """Rosetta's stream processor, made by the first event (a whole answer needs none)."""
+        self._direct = conversion.DirectText()
         self._reasoning: list[dict[str, Any]] = []
         self._item_ids: dict[str, str] = {}
 
     def event(self, payload: dict[str, Any]) -> list[Chunk]:
         kind = payload.get("type")
+        if kind == "response.output_text.delta":
+            # Output text touches no reasoning or call state: made directly once DirectText
+            # knows the envelope (events are parsed JSON: exact strs and lists).
+            text = payload.get("delta")
+            if text.__class__ is str and not payload.get("logprobs"):
+                direct = self._direct.chunk(0, text)
+                if direct is not None:
+                    return [direct]
         if kind in ("error", "response.failed"):
             raise _fault(payload)
         item = payload.get("item")
@@ -75,7 +86,10 @@ class _ResponsesCodec:
         if kind == "response.refusal.delta":
             delta = {"refusal": payload.get("delta") or ""}
             return [{"choices": [{"index": 0, "delta": delta, "finish_reason": None}]}]
+        if self._processor is None:
+            self._processor = self._conversion.stream()
         chunks = self._conversion.chunks(self._processor, payload)
+        self._direct.learn(chunks)
         if kind in _ENDS:
             self.finished = True
             response = payload.get("response") or {}

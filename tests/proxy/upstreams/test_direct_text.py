@@ -1,5 +1,6 @@
-"""The Anthropic and Gemini codecs make plain text chunks without llm-rosetta: every event
-script gives the very chunks (and faults) it gives with rosetta converting every event."""
+"""The Anthropic, Gemini and Responses codecs make plain text chunks without llm-rosetta:
+every event script gives the very chunks (and faults) it gives with rosetta converting
+every event."""
 
 from __future__ import annotations
 
@@ -13,7 +14,8 @@ from proxy.upstreams.anthropic import AnthropicDialect
 from proxy.upstreams.base import Fault
 from proxy.upstreams.conversion import DirectText
 from proxy.upstreams.gemini import GeminiDialect
-from testing import anthropic_upstream, gemini_upstream
+from proxy.upstreams.openai_responses import ResponsesDialect
+from testing import anthropic_upstream, gemini_upstream, responses_upstream
 from testing.provider_server import Reply
 from tests.proxy.upstreams.helpers import chat
 
@@ -183,3 +185,43 @@ def test_anthropic_block_ends_need_no_rosetta(name: str) -> None:
 
     assert any(e["type"] == "content_block_stop" for e in events) or name in ("blocked", "empty")
     assert converted(skip_ends=True) == converted(skip_ends=False)
+
+
+def _responses_codec() -> Any:
+    config = UpstreamConfig(name="r", base_url="http://127.0.0.1:9", format="openai-responses")
+    return ResponsesDialect(config).request(chat(True)).codec()
+
+
+def _responses_events(reply: Reply) -> list[dict[str, Any]]:
+    return responses_upstream.events(responses_upstream.response(reply, {"model": "gpt-fake"}))
+
+
+@pytest.mark.parametrize("name", list(REPLIES))
+def test_responses_chunks_as_rosetta_makes_them(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    events = _responses_events(REPLIES[name])
+    direct, slow, made = _both(_responses_codec, events, monkeypatch)
+    assert direct == slow
+    if name == "text":
+        assert made == len(TEXT) // 4 - 2  # the first (with the role) and second learn
+
+
+def test_responses_second_message_and_odd_deltas(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A second message item, a delta with log-probabilities, one whose text is not a
+    string, an empty one, and a refusal between."""
+    events = _responses_events(REPLIES["text"])
+    second = [
+        e
+        for e in _responses_events(Reply.answer("second message"))
+        if "item_id" in e or "item" in e
+    ]
+    at = {"output_index": 0, "item_id": events[4]["item_id"], "content_index": 0}
+    odd = [
+        {"type": "response.output_text.delta", **at, "delta": "p", "logprobs": [{"token": "p"}]},
+        {"type": "response.output_text.delta", **at, "delta": 7, "logprobs": []},
+        {"type": "response.output_text.delta", **at, "delta": "", "logprobs": []},
+        {"type": "response.refusal.delta", **at, "delta": "no"},
+    ]
+    script = events[:7] + odd + second + events[7:]
+    direct, slow, made = _both(_responses_codec, script, monkeypatch)
+    assert direct == slow
+    assert made > 3
