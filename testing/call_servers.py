@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import base64
+import json
 import os
 from typing import Any
 
@@ -44,7 +45,8 @@ class Size(BaseModel):
 
 
 def calls_server() -> MCPServer:
-    """`text`, `image`, `measure` (structured), `fail`, `count` (progress), `wait`, `die`."""
+    """`text`, `image`, `measure` (structured), `fail`, `count` (progress), `wait`,
+    `request_id`, `die`."""
     server = MCPServer("toolwire-test-calls")
 
     @server.tool()
@@ -85,6 +87,11 @@ def calls_server() -> MCPServer:
                 await anyio.Path(cancelled_file).touch()
             raise
         return "never"
+
+    @server.tool()
+    def request_id(ctx: Context) -> str:
+        """The JSON-RPC id of this call's request, as JSON."""
+        return json.dumps(ctx.request_context.request_id)
 
     @server.tool()
     def die() -> str:

@@ -9,10 +9,12 @@ schema (and dumped again), validated once more as `CallToolResult | InputRequire
 and finally checked against the tool's output schema. About 600 Python calls a round.
 
 Here the request is written as the SDK writes it (the same JSON: `name`, `arguments`, and
-`_meta` with the call's progress token and trace context), under an id of its own (a string,
-`toolwire-call-N`: the SDK numbers its requests), to the transport's write stream; its answer
-is taken off the transport's read stream before the SDK's dispatcher would see it (`answer`)
-and handed to the waiting call by a future. The result is validated once, as the
+`_meta` with the call's progress token and trace context) under the next id of the session's
+own numbering (the dispatcher's: no id is used twice, and the server sees the integer ids it
+always sees), to the transport's write stream; its answer is taken off the transport's read
+stream before the SDK's dispatcher would see it (`answer`) and handed to the waiting call by a
+future (an answer that comes after its call was given up goes on to the dispatcher, which
+drops it as it drops any late answer). The result is validated once, as the
 `CallToolResult` the rest of Toolwire reads, without the fields a later revision added (as
 the SDK drops them on these revisions), then its structured content against the tool's
 output schema from the SDK's last listing: by Toolwire's own argument check, whose quick
@@ -37,14 +39,13 @@ notifications (its progress reaches the session's message handler by the call's 
 before), and its requests during a call (elicitation, sampling), which the dispatcher still
 answers. `McpSession` takes this path only on its own stdio transport (whose answers are read
 unvalidated) and a handshake revision (2025-era: no task handles, no `input_required`
-results, no per-request `_meta` stamp); a tool run as a task, and every other session, goes
-through the SDK.
+results, no per-request `_meta` stamp) and while the SDK's dispatcher numbers requests as it
+does today; a tool run as a task, and every other session, goes through the SDK.
 """
 
 from __future__ import annotations
 
 import asyncio
-import itertools
 from typing import Any
 
 import anyio
@@ -57,10 +58,8 @@ from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from registry.errors import InvalidArgumentsError, RegistryError
 from registry.json_schemas import SchemaArguments
 
-__all__ = ["ID_PREFIX", "LATER_FIELDS", "LeanCalls"]
+__all__ = ["LATER_FIELDS", "LeanCalls"]
 
-ID_PREFIX = "toolwire-call-"
-"""The ids of the requests sent here (the SDK's own are integers)."""
 LATER_FIELDS = ("inputRequests", "requestState", "resultType")
 """A `tools/call` result's fields from 2026-07-28, dropped on a handshake revision (as the
 SDK drops them: they are outside the negotiated contract)."""
@@ -74,16 +73,17 @@ class LeanCalls:
 
     def __init__(self, write: WriteStream[SessionMessage]) -> None:
         self._write = write
-        self._ids = itertools.count(1)
-        self._waiting: dict[str, asyncio.Future[_Outcome]] = {}
+        self._waiting: dict[int, asyncio.Future[_Outcome]] = {}
         self._closed = False
         self._checks: dict[str, tuple[dict[str, Any], SchemaArguments | None]] = {}
         """Each tool's output schema (the SDK's listing's object) and its check, if valid."""
 
     @staticmethod
     def serves(session: ClientSession) -> bool:
-        """Whether calls on `session` may take this path (a handshake revision)."""
-        return session.protocol_version in HANDSHAKE_PROTOCOL_VERSIONS
+        """Whether calls on `session` may take this path (a handshake revision, ids to take)."""
+        return session.protocol_version in HANDSHAKE_PROTOCOL_VERSIONS and callable(
+            getattr(session._dispatcher, "_allocate_id", None)
+        )
 
     async def call(
         self,
@@ -104,7 +104,8 @@ class LeanCalls:
         wire_meta: dict[str, Any] = dict(meta)
         if "progress_token" in wire_meta:
             wire_meta["progressToken"] = wire_meta.pop("progress_token")
-        request_id = f"{ID_PREFIX}{next(self._ids)}"
+        numbering: Any = session._dispatcher
+        request_id: int = numbering._allocate_id()
         message = types.JSONRPCRequest(
             jsonrpc="2.0",
             id=request_id,
@@ -163,23 +164,22 @@ class LeanCalls:
         return True
 
     def answer(self, item: SessionMessage | Exception) -> bool:
-        """Whether `item`, read from the transport, answers a call sent here: if so, it is
-        handed to that call (or dropped, if the call was given up) and the SDK never sees it."""
-        if item.__class__ is not SessionMessage:
+        """Whether `item`, read from the transport, answers a call in flight here: if so, it
+        is handed to that call, and the SDK never sees it."""
+        if not self._waiting or item.__class__ is not SessionMessage:
             return False
         message = item.message  # type: ignore[union-attr]
-        request_id = getattr(message, "id", None)
-        if request_id.__class__ is not str or not request_id.startswith(ID_PREFIX):
-            return False
         outcome: _Outcome
         if isinstance(message, types.JSONRPCResponse):
             outcome = message.result
         elif isinstance(message, types.JSONRPCError):
             outcome = message.error
         else:
-            return False  # a request of the server's that happens to use such an id
-        waiting = self._waiting.get(request_id)
-        if waiting is not None and not waiting.done():
+            return False
+        waiting = self._waiting.get(message.id) if message.id.__class__ is int else None
+        if waiting is None:
+            return False
+        if not waiting.done():
             waiting.set_result(outcome)
         return True
 
@@ -192,7 +192,7 @@ class LeanCalls:
                 waiting.set_result(closed)
 
 
-async def _cancel(session: ClientSession, request_id: str) -> None:
+async def _cancel(session: ClientSession, request_id: int) -> None:
     """Tell the server an abandoned call is not awaited any more (bounded, shielded)."""
     params = types.CancelledNotificationParams(request_id=request_id, reason="caller cancelled")
     with anyio.move_on_after(CANCEL_WRITE_S, shield=True):

@@ -188,6 +188,20 @@ async def test_results_the_sdk_rejects_fail_alike(
     assert refused == f"MCP error {types.INVALID_PARAMS}: refused: no such order"
 
 
+async def test_lean_requests_are_numbered_with_the_sdks_own(
+    paths: dict[str, dict[str, McpSession]], taken: Taken
+) -> None:
+    """The server sees integer ids of the session's one numbering, never one twice."""
+    session = paths["lean"]["calls"]
+    ids = []
+    for _ in range(2):
+        result = await session.call_tool("request_id", {})
+        assert isinstance(result.content[0], types.TextContent)
+        ids.append(json.loads(result.content[0].text))
+    assert taken.count == 2
+    assert all(type(number) is int for number in ids) and ids[0] < ids[1]
+
+
 async def test_the_dropped_fields_are_the_sdks() -> None:
     for version in HANDSHAKE_PROTOCOL_VERSIONS:
         assert _later_revision_fields("tools/call", version) == frozenset(LATER_FIELDS)
