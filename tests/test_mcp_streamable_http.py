@@ -44,7 +44,7 @@ FORM: types.ElicitRequestedSchema = {
 }
 
 
-def _server() -> MCPServer:
+def _server(started: asyncio.Event | None = None) -> MCPServer:
     server = MCPServer("toolwire-test-http")
 
     @server.tool()
@@ -58,6 +58,14 @@ def _server() -> MCPServer:
         for step in range(1, count + 1):
             await ctx.report_progress(step, count, f"step {step}")
         return f"{count} steps"
+
+    @server.tool()
+    async def hang() -> str:
+        """Say that it started, then never finish."""
+        if started is not None:
+            started.set()
+        await anyio.sleep_forever()
+        return "never"
 
     @server.tool()
     async def ask_name(ctx: Context) -> str:
@@ -111,8 +119,10 @@ class _Seen:
 
 
 @contextlib.asynccontextmanager
-async def _serving(seen: _Seen, *, json_response: bool = False) -> AsyncIterator[str]:
-    app = _server().streamable_http_app(json_response=json_response)
+async def _serving(
+    seen: _Seen, *, json_response: bool = False, started: asyncio.Event | None = None
+) -> AsyncIterator[str]:
+    app = _server(started).streamable_http_app(json_response=json_response)
     async with serve_app(seen.wrap(app), timeout_graceful_shutdown=1) as root:
         yield root + "/mcp"
 
@@ -177,7 +187,7 @@ async def test_answers_are_the_sdk_clients(json_response: bool):
 
     assert got["aiohttp"] == got["sdk"]
     tools, echoed, stepped = got["aiohttp"]
-    assert tools == ["echo", "steps", "ask_name", "summarize"]
+    assert tools == ["echo", "steps", "hang", "ask_name", "summarize"]
     assert echoed["content"][0]["text"] == "hé 🙂" and not echoed["is_error"]
     assert stepped["content"][0]["text"] == "2 steps"
 
@@ -485,3 +495,21 @@ async def test_a_tool_list_change_reaches_the_source():
             while source.status().tool_count < 4:  # noqa: ASYNC110 - the registry's own event is elsewhere
                 await asyncio.sleep(0.01)
         assert (await call("extra_1")).content == "extra_1 works"
+
+
+async def test_a_server_that_dies_mid_call_fails_the_call_at_once():
+    started = asyncio.Event()
+    server = contextlib.AsyncExitStack()
+    url = await server.enter_async_context(_serving(_Seen(), started=started))
+    try:
+        async with _source(url) as (_, call):
+            hanging = asyncio.create_task(call("hang"))
+            async with asyncio.timeout(10):
+                await started.wait()
+            await server.aclose()  # uvicorn ends the call's stream after its 1 s of grace
+            async with asyncio.timeout(15):  # well short of the call's own 20 s
+                result = await hanging
+    finally:
+        await server.aclose()
+
+    assert result.is_error and "was lost during the call" in result.content
