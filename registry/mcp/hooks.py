@@ -9,9 +9,8 @@ which is the default, a question is declined and a completion refused, each with
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Callable, Iterator
-from contextvars import ContextVar
+from collections.abc import Callable
+from contextvars import ContextVar, Token
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
@@ -144,11 +143,24 @@ client_hooks: ContextVar[ClientHooks | None] = ContextVar("toolwire_mcp_client_h
 """The hooks of the calls started in this context; tasks started under it inherit them."""
 
 
-@contextlib.contextmanager
-def offering(hooks: ClientHooks) -> Iterator[None]:
+def offering(hooks: ClientHooks) -> _Offering:
     """Offer `hooks` to the MCP calls started inside the block."""
-    token = client_hooks.set(hooks)
-    try:
-        yield
-    finally:
-        client_hooks.reset(token)
+    return _Offering(hooks)
+
+
+class _Offering:
+    """`offering`'s block (a class, not a generator: one per round of calls)."""
+
+    __slots__ = ("_hooks", "_token")
+
+    def __init__(self, hooks: ClientHooks) -> None:
+        self._hooks = hooks
+        self._token: Token[ClientHooks | None] | None = None
+
+    def __enter__(self) -> None:
+        self._token = client_hooks.set(self._hooks)
+
+    def __exit__(self, *exc_info: object) -> None:
+        if self._token is not None:
+            client_hooks.reset(self._token)
+            self._token = None

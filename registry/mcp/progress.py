@@ -50,18 +50,9 @@ class ProgressRoutes:
         self._by_token: dict[str, CallReporter] = {}
         self._by_task: dict[str, CallReporter] = {}
 
-    @contextmanager
-    def token(self, reporter: CallReporter | None) -> Iterator[str]:
+    def token(self, reporter: CallReporter | None) -> _TokenRoute:
         """A fresh progress token, routed to `reporter` (if any) until the block ends."""
-        token = next(self._tokens)
-        if reporter is None:
-            yield token
-            return
-        self._by_token[token] = reporter
-        try:
-            yield token
-        finally:
-            del self._by_token[token]
+        return _TokenRoute(self._by_token, next(self._tokens), reporter)
 
     @contextmanager
     def task(self, task_id: str, reporter: CallReporter | None) -> Iterator[None]:
@@ -86,3 +77,25 @@ class ProgressRoutes:
         reporter = self._by_task.get(task_id)
         if reporter is not None:
             reporter.status(status, message)
+
+
+class _TokenRoute:
+    """`ProgressRoutes.token`'s block (a class, not a generator: one per call)."""
+
+    __slots__ = ("_reporter", "_routes", "_token")
+
+    def __init__(
+        self, routes: dict[str, CallReporter], token: str, reporter: CallReporter | None
+    ) -> None:
+        self._routes = routes
+        self._token = token
+        self._reporter = reporter
+
+    def __enter__(self) -> str:
+        if self._reporter is not None:
+            self._routes[self._token] = self._reporter
+        return self._token
+
+    def __exit__(self, *exc_info: object) -> None:
+        if self._reporter is not None:
+            del self._routes[self._token]
