@@ -22,7 +22,7 @@ from typing import Any
 
 import orjson
 
-from . import anthropic_fixes, gemini_fixes
+from . import anthropic_fixes, gemini_fixes, responses_fixes
 from .conversion import Conversion, Message
 
 _PLAIN_KEYS = frozenset(
@@ -109,6 +109,13 @@ def anthropic_tools() -> ToolDefinitions:
     """An Anthropic adapter's kept tool definitions."""
     return ToolDefinitions(
         lambda tool: _probe(tool, "anthropic", anthropic_fixes.anthropic_request)
+    )
+
+
+def responses_tools() -> ToolDefinitions:
+    """A Responses adapter's kept tool definitions."""
+    return ToolDefinitions(
+        lambda tool: _probe(tool, "openai_responses", responses_fixes.responses_request)
     )
 
 
@@ -280,4 +287,48 @@ def gemini_request(chat: dict[str, Any], kept: ToolDefinitions) -> dict[str, Any
         body["generationConfig"] = generation
     if system is not None:
         body["system_instruction"] = {"role": "user", "parts": [{"text": system}]}
+    return body
+
+
+def responses_request(chat: dict[str, Any], kept: ToolDefinitions) -> dict[str, Any] | None:
+    """The Responses body of a plain Chat body, or None (`stop` has no Responses field:
+    rosetta drops it)."""
+    if not _plain(chat):
+        return None
+    found = _turns(chat["messages"])
+    sampling = _sampling(chat)
+    if found is None or sampling is None:
+        return None
+    tools = kept.of(chat["tools"]) if "tools" in chat else []
+    if tools is None:
+        return None
+    system, turns = found
+    if any(role == "assistant" and not all(texts) for role, texts in turns):
+        return None  # rosetta reads empty assistant text its own way
+    body: dict[str, Any] = {"model": chat["model"]}
+    if system is not None:
+        body["instructions"] = system
+    body["input"] = [
+        {
+            "type": "message",
+            "role": role,
+            "content": [
+                {"type": "input_text" if role == "user" else "output_text", "text": text}
+                for text in texts
+            ],
+            "status": "completed",
+        }
+        for role, texts in turns
+    ]
+    if tools:
+        body["tools"] = tools
+    for name, key in (
+        ("temperature", "temperature"),
+        ("top_p", "top_p"),
+        ("max_tokens", "max_output_tokens"),
+    ):
+        if name in sampling:
+            body[key] = sampling[name]
+    if "stream" in chat:
+        body["stream"] = chat["stream"]
     return body

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..config import UpstreamConfig
-from . import conversion
+from . import conversion, direct_requests
 from . import responses_fixes as fixes
 from .base import Chunk, Fault, provider_chunk
 from .openai_chat import as_chunk, bearer, model_ids
@@ -27,13 +27,19 @@ class ResponsesDialect:
         self._name = config.name
         self._url = f"{config.base_url}/responses"
         self.models_url = f"{config.base_url}/models"
+        self._tools = direct_requests.responses_tools()
 
     def request(self, body: dict[str, Any]) -> Request:
         messages, kept = conversion.take_provider_data(body.get("messages") or [], _KEY)
         chat = {**body, "messages": messages}
-        converted = conversion.Conversion(chat, "openai_responses", self._name)
-        payload = fixes.responses_request(converted.body, chat)
-        fixes.restore_reasoning(payload.get("input") or [], kept)
+        direct = direct_requests.responses_request(chat, self._tools)
+        if direct is not None:  # a plain request: no reasoning to restore
+            converted = conversion.Conversion(chat, "openai_responses", self._name, direct)
+            payload = direct
+        else:
+            converted = conversion.Conversion(chat, "openai_responses", self._name)
+            payload = fixes.responses_request(converted.body, chat)
+            fixes.restore_reasoning(payload.get("input") or [], kept)
         return Request(
             self._url,
             payload,

@@ -19,7 +19,8 @@ from proxy.upstreams import direct_requests, gemini
 from proxy.upstreams.anthropic import AnthropicDialect
 from proxy.upstreams.base import Fault
 from proxy.upstreams.gemini import GeminiDialect
-from testing import anthropic_upstream, gemini_upstream
+from proxy.upstreams.openai_responses import ResponsesDialect
+from testing import anthropic_upstream, gemini_upstream, responses_upstream
 from testing.provider_server import Reply
 from tests.proxy.upstreams.helpers import TOOLS, WEATHER_TOOL, chat
 
@@ -128,7 +129,12 @@ def chat_body(rng: random.Random) -> dict[str, Any]:
 
 def _dialect(kind: str) -> Any:
     config = UpstreamConfig(name=kind, base_url="http://127.0.0.1:9", format=kind)
-    return AnthropicDialect(config) if kind == "anthropic" else GeminiDialect(config)
+    dialects = {
+        "anthropic": AnthropicDialect,
+        "gemini": GeminiDialect,
+        "openai-responses": ResponsesDialect,
+    }
+    return dialects[kind](config)
 
 
 def _payload(dialect: Any, body: dict[str, Any]) -> Any:
@@ -141,10 +147,15 @@ def _payload(dialect: Any, body: dict[str, Any]) -> Any:
     return request.url, request.stream, request.payload
 
 
-DIRECT = {"anthropic": "anthropic_request", "gemini": "gemini_request"}
+DIRECT = {
+    "anthropic": "anthropic_request",
+    "gemini": "gemini_request",
+    "openai-responses": "responses_request",
+}
+KINDS = list(DIRECT)
 
 
-@pytest.mark.parametrize("kind", ["anthropic", "gemini"])
+@pytest.mark.parametrize("kind", KINDS)
 def test_direct_bodies_are_rosetta_s(kind: str, monkeypatch: pytest.MonkeyPatch) -> None:
     rng = random.Random(29)
     fast_dialect, slow_dialect = _dialect(kind), _dialect(kind)
@@ -165,7 +176,7 @@ def test_direct_bodies_are_rosetta_s(kind: str, monkeypatch: pytest.MonkeyPatch)
     assert taken > 60  # enough of the sample was made directly
 
 
-@pytest.mark.parametrize("kind", ["anthropic", "gemini"])
+@pytest.mark.parametrize("kind", KINDS)
 @pytest.mark.parametrize("stream", [False, True])
 def test_the_bench_request_is_made_directly_with_tools_kept(
     kind: str, stream: bool, monkeypatch: pytest.MonkeyPatch
@@ -218,6 +229,9 @@ def _answers(kind: str, reply: Reply) -> tuple[list[Any], Any]:
     if kind == "anthropic":
         body = {"model": "claude-fake"}
         return anthropic_upstream.events(reply, body), anthropic_upstream.message(reply, body)
+    if kind == "openai-responses":
+        whole = responses_upstream.response(reply, {"model": "gpt-fake"})
+        return responses_upstream.events(copy.deepcopy(whole)), whole
     pieces = gemini_upstream.answer_pieces(reply, "gemini-fake")
     whole = (
         gemini_upstream.whole(copy.deepcopy(pieces))
@@ -240,7 +254,7 @@ def _read(codec: Any, events: list[Any] | None, whole: Any) -> list[Any]:
     return out
 
 
-@pytest.mark.parametrize("kind", ["anthropic", "gemini"])
+@pytest.mark.parametrize("kind", KINDS)
 @pytest.mark.parametrize("name", list(REPLIES))
 @pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])
 def test_answers_read_as_after_rosetta_s_conversion(
