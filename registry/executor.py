@@ -7,12 +7,13 @@ import contextlib
 import dataclasses
 import logging
 import time
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from types import TracebackType
 from typing import Any
 
 from registry.arguments import bind_arguments, parse_arguments
 from registry.backends import ExecutionBackend, InlineBackend, ThreadBackend
+from registry.bounded import returns_at_once
 from registry.calls import ErrorKind, ToolCall, ToolOutput, ToolResult
 from registry.clock import call_clock
 from registry.context import ToolCancelledError, ToolContext
@@ -31,6 +32,8 @@ __all__ = ["Executor"]
 
 log = logging.getLogger("toolwire.execution")
 
+_AT_ONCE_KEPT = 4096
+
 
 @dataclasses.dataclass(slots=True)
 class _Run:
@@ -46,7 +49,9 @@ class Executor:
     """Runs tool calls: argument repair and validation, backends, timeouts, retries, log.
 
     Where a call runs: the tool's `execution_mode` if set; otherwise async tools run inline
-    on the event loop and sync tools in `mode` (thread by default). A call's timeout starts
+    on the event loop and sync tools in `mode` (thread by default), except that a sync tool
+    known to return at once (`registry.bounded`: it only formats its scalar arguments) runs
+    inline instead of in a thread. A call's timeout starts
     when it starts running: time spent waiting for a free thread or worker process, or for
     a tool that runs one call at a time, is bounded only by the caller (who may cancel).
     A timed-out or cancelled call sets its `ToolContext.cancelled`; a process-mode call also
@@ -89,6 +94,7 @@ class Executor:
         self._processes = ProcessBackend(workers=process_workers, fallback=self._threads)
         self.log = ExecutionLog(log_capacity)
         self.listeners = Listeners(listeners)
+        self._at_once: dict[Callable[..., Any], bool] = {}
         # Per qualified name, so a tool that is not concurrency-safe runs one call at a time
         # across every request this executor serves.
         self._locks: dict[str, asyncio.Lock] = {}
@@ -113,10 +119,29 @@ class Executor:
         )
 
     def mode_for(self, tool: Tool) -> ExecutionMode:
-        """Where `tool` runs: its own mode, inline for async tools, else the default."""
+        """Where `tool` runs: its own mode, inline for async tools and for sync tools known
+        to return at once (`registry.bounded`) when the default is threads, else the
+        default."""
         if tool.metadata.execution_mode is not None:
             return tool.metadata.execution_mode
-        return "inline" if tool.is_async else self._mode
+        if tool.is_async:
+            return "inline"
+        if self._mode == "thread" and self._returns_at_once(tool):
+            return "inline"
+        return self._mode
+
+    def _returns_at_once(self, tool: Tool) -> bool:
+        """`returns_at_once` for the tool's function, worked out once per function."""
+        fn = tool.fn
+        if fn is None or tool.context_parameter is not None:
+            return False
+        known = self._at_once.get(fn)
+        if known is None:
+            known = returns_at_once(fn)
+            if len(self._at_once) >= _AT_ONCE_KEPT:
+                self._at_once.clear()  # functions of reloaded sources: keep the memo small
+            self._at_once[fn] = known
+        return known
 
     def backend_for(self, tool: Tool) -> ExecutionBackend:
         """The backend that runs `tool` (see `mode_for`)."""
