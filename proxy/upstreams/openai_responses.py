@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..config import UpstreamConfig
-from . import conversion, direct_requests
+from . import conversion, direct_answers, direct_requests
 from . import responses_fixes as fixes
 from .base import Chunk, Fault, provider_chunk
 from .openai_chat import as_chunk, bearer, model_ids
@@ -69,7 +69,8 @@ class _ResponsesCodec:
         self.finished = False
         self._conversion = converted
         self._processor: Any = None
-        """Rosetta's stream processor, made by the first event (a whole answer needs none)."""
+        """Rosetta's stream processor, made by the first event a plain answer has not."""
+        self._plain: direct_answers.ResponsesStream | None = direct_answers.ResponsesStream()
         self._direct = conversion.DirectText()
         self._reasoning: list[dict[str, Any]] = []
         self._item_ids: dict[str, str] = {}
@@ -92,9 +93,7 @@ class _ResponsesCodec:
         if kind == "response.refusal.delta":
             delta = {"refusal": payload.get("delta") or ""}
             return [{"choices": [{"index": 0, "delta": delta, "finish_reason": None}]}]
-        if self._processor is None:
-            self._processor = self._conversion.stream()
-        chunks = self._conversion.chunks(self._processor, payload)
+        chunks = self._convert(payload)
         self._direct.learn(chunks)
         if kind in _ENDS:
             self.finished = True
@@ -106,6 +105,18 @@ class _ResponsesCodec:
                 chunks.insert(0, provider_chunk(data))
         return conversion.without_rosetta_metadata(chunks)
 
+    def _convert(self, payload: dict[str, Any]) -> list[Chunk]:
+        plain = self._plain
+        if plain is not None:
+            chunks = plain.event(payload)
+            if chunks is not None:
+                return chunks
+            self._plain = None
+            self._processor = self._conversion.stream(plain.seen)
+        elif self._processor is None:
+            self._processor = self._conversion.stream()
+        return self._conversion.chunks(self._processor, payload)
+
     def whole(self, payload: Any) -> list[Chunk]:
         if (
             not isinstance(payload, dict)
@@ -113,6 +124,9 @@ class _ResponsesCodec:
             or (payload.get("error") and "output" not in payload)
         ):
             raise _fault(payload)
+        direct = direct_answers.responses_whole(payload)
+        if direct is not None:  # one message of text: no reasoning or call to keep
+            return [direct]
         for item in payload.get("output") or ():
             if isinstance(item, dict):
                 self._note(item)

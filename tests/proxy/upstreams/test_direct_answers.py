@@ -16,7 +16,8 @@ from proxy.upstreams.anthropic import AnthropicDialect
 from proxy.upstreams.base import Fault
 from proxy.upstreams.conversion import DirectText
 from proxy.upstreams.gemini import GeminiDialect
-from testing import anthropic_upstream, gemini_upstream
+from proxy.upstreams.openai_responses import ResponsesDialect
+from testing import anthropic_upstream, gemini_upstream, responses_upstream
 from testing.provider_server import Reply
 from tests.proxy.upstreams.helpers import chat
 
@@ -32,10 +33,16 @@ REPLIES = [
 ]
 
 
+DIALECTS = {
+    "anthropic": AnthropicDialect,
+    "gemini": GeminiDialect,
+    "openai-responses": ResponsesDialect,
+}
+
+
 def _codec(kind: str) -> Any:
     config = UpstreamConfig(name=kind, base_url="http://127.0.0.1:9", format=kind)
-    dialect = AnthropicDialect(config) if kind == "anthropic" else GeminiDialect(config)
-    return dialect.request(chat(True)).codec()
+    return DIALECTS[kind](config).request(chat(True)).codec()
 
 
 def _read(kind: str, script: list[Any], whole: bool) -> tuple[list[Any], Any]:
@@ -63,11 +70,12 @@ def _compared(
         with monkeypatch.context() as patch:
             patch.setattr(gemini.secrets, "token_hex", lambda n: f"{next(made_up):024x}")
             if not plain:
-                for name in ("AnthropicStream", "GeminiStream"):
+                for name in ("AnthropicStream", "GeminiStream", "ResponsesStream"):
                     stream = getattr(direct_answers, name)
                     patch.setattr(stream, "event", lambda self, event: None)
                 patch.setattr(direct_answers, "anthropic_whole", lambda payload, usage: None)
                 patch.setattr(direct_answers, "gemini_whole", lambda payload, usage: None)
+                patch.setattr(direct_answers, "responses_whole", lambda payload: None)
             if not text:
                 patch.setattr(DirectText, "chunk", lambda self, index, text: None)
             return _read(kind, script, whole)
@@ -308,4 +316,114 @@ def test_a_plain_gemini_answer_needs_no_rosetta(monkeypatch: pytest.MonkeyPatch)
     assert codec._processor is None and codec._conversion._pipeline is None
     whole = gemini_upstream.whole(copy.deepcopy(pieces))
     _, codec = _compared("gemini", [whole], True, monkeypatch)
+    assert codec._conversion._pipeline is None
+
+
+# --- Responses -------------------------------------------------------------------------
+
+
+def _responses_whole(rng: random.Random) -> dict[str, Any]:
+    reply = rng.choice(REPLIES)
+    whole = responses_upstream.response(reply, {"model": "gpt-fake"})
+    for _ in range(rng.choice([0, 0, 1, 2])):
+        rng.choice(RESPONSES_CHANGES)(rng, whole)
+    return whole
+
+
+def _usage_shape(rng: random.Random, whole: dict[str, Any]) -> None:
+    whole["usage"] = rng.choice(
+        [
+            None,
+            {},
+            {"input_tokens": 3, "output_tokens": 2, "total_tokens": 5},
+            {"input_tokens": 3, "input_tokens_details": {}, "output_tokens_details": None},
+            {"input_tokens": 3, "input_tokens_details": {"cached_tokens": 2}, "total_tokens": 9},
+            {"output_tokens": 4, "output_tokens_details": {"reasoning_tokens": 3}},
+            {"input_tokens": 1, "input_tokens_details": []},
+        ]
+    )
+
+
+def _response_fields(rng: random.Random, whole: dict[str, Any]) -> None:
+    name, value = rng.choice(
+        [
+            ("service_tier", "default"),
+            ("service_tier", None),
+            ("created_at", 1.5),
+            ("created_at", None),
+            ("id", "plain-id"),
+            ("status", "incomplete"),
+            ("incomplete_details", {"reason": "max_output_tokens"}),
+            ("metadata", {}),
+            ("temperature", 1.0),
+            ("instructions", None),
+        ]
+    )
+    whole[name] = value
+
+
+def _output_text(rng: random.Random, whole: dict[str, Any]) -> None:
+    messages = [i for i in whole["output"] if i.get("type") == "message"]
+    if not messages:
+        return
+    part = messages[0]["content"][0]
+    roll = rng.random()
+    if roll < 0.3:
+        part["annotations"] = [{"type": "url_citation", "url": "https://example.com"}]
+    elif roll < 0.5:
+        part["logprobs"] = [{"token": "x", "logprob": -0.1}]
+    elif roll < 0.7:
+        messages[0]["content"].append({**part, "text": "more"})
+    else:
+        whole["output"].append({**messages[0], "id": "msg_second"})
+
+
+RESPONSES_CHANGES = [_usage_shape, _response_fields, _output_text]
+
+
+def _responses_script(rng: random.Random) -> list[dict[str, Any]]:
+    events = responses_upstream.events(_responses_whole(rng))
+    roll = rng.random()
+    if roll < 0.3:
+        for n, event in enumerate(events):
+            event["sequence_number"] = n
+    elif roll < 0.45:
+        at = rng.randrange(len(events) + 1)
+        deltas = [e for e in events if e["type"] == "response.output_text.delta"]
+        odd: list[Any] = [
+            {"type": "error", "message": "x"},
+            {"type": "response.refusal.delta", "delta": "no"},
+            *(copy.deepcopy(e) for e in events),
+            *({**e, "delta": ""} for e in deltas),
+            *({**e, "content_index": 1} for e in deltas),
+        ]
+        events.insert(at, rng.choice(odd))
+    elif roll < 0.55 and len(events) > 3:
+        del events[rng.randrange(len(events))]
+    return events
+
+
+def test_responses_streams_read_as_rosetta_reads_them(monkeypatch: pytest.MonkeyPatch) -> None:
+    rng = random.Random(29)
+    plain = 0
+    for _ in range(400):
+        _, codec = _compared("openai-responses", _responses_script(rng), False, monkeypatch)
+        plain += codec._processor is None
+    assert plain > 60
+
+
+def test_responses_answers_read_as_rosetta_reads_them(monkeypatch: pytest.MonkeyPatch) -> None:
+    rng = random.Random(29)
+    plain = 0
+    for _ in range(400):
+        _, codec = _compared("openai-responses", [_responses_whole(rng)], True, monkeypatch)
+        plain += codec._conversion._pipeline is None
+    assert plain > 60
+
+
+def test_a_plain_responses_answer_needs_no_rosetta(monkeypatch: pytest.MonkeyPatch) -> None:
+    whole = responses_upstream.response(Reply.answer(TEXT, usage=(31, 12)), {"model": "g"})
+    _, codec = _compared("openai-responses", responses_upstream.events(whole), False, monkeypatch)
+    assert codec._processor is None and codec._conversion._pipeline is None
+    _, codec = _compared("openai-responses", [whole], True, monkeypatch)
     assert codec._conversion._pipeline is None
