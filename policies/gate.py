@@ -304,13 +304,13 @@ class Gate:
         if self._registry is None or isinstance(tool, BuiltInTool):
             return None
         name = tool.qualified_name
-        if name not in self._registry:
+        reasons = self._registry.withheld(name)
+        if reasons is None:
             return f"the tool {name!r} is no longer available"
-        held = self._registry.held_reason(name)
+        held, disabled = reasons
         if held is not None:
             return f"the tool {name!r} is held back: {held}"
-        reason = self._registry.disabled_reason(name)
-        return None if reason is None else f"the tool {name!r} is disabled: {reason}"
+        return None if disabled is None else f"the tool {name!r} is disabled: {disabled}"
 
     async def _key_limit(self, context: CallContext) -> str | None:
         principal = context.principal

@@ -200,6 +200,12 @@ class ToolRegistry:
         """
         return self._entry(qualified_name).held_reason
 
+    def withheld(self, qualified_name: str) -> tuple[str | None, str | None] | None:
+        """Why the tool is held back and why it is disabled (None for each it is not), in
+        one lookup; None when there is no such tool."""
+        entry = self._entries.get(qualified_name)
+        return None if entry is None else (entry.held_reason, entry.disabled_reason)
+
     def check_holds(self, check: HoldCheck | None) -> None:
         """Decide with `check` whether each tool registered from now on starts held back
         (in the same step as its registration, so that no caller ever sees it unchecked)."""

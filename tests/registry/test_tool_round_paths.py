@@ -17,7 +17,7 @@ from pydantic import BaseModel, Field
 
 import registry.addresses as addresses
 import registry.repair as repair
-from registry import Executor, Tool, ToolCall, ToolResult
+from registry import Executor, Tool, ToolCall, ToolRegistry, ToolResult
 from registry.addresses import AddressGuard, BlockedAddressError
 from registry.arguments import bind_arguments
 from registry.listeners import CallEvent, Listeners
@@ -205,3 +205,15 @@ async def test_a_concurrency_safe_tool_enters_no_lock_and_an_unsafe_one_runs_alo
         assert [r.content for r in results] == ["0", "1", "2", "3"]
         assert most == 1 and list(executor._locks) == [unsafe.qualified_name]
         assert not executor._locks[unsafe.qualified_name].locked()
+
+
+def test_withheld_gives_both_reasons_in_one_lookup() -> None:
+    tools = ToolRegistry()
+    tool = tools.register(echo)
+    name = tool.qualified_name
+    assert tools.withheld(name) == (tools.held_reason(name), tools.disabled_reason(name))
+    assert tools.withheld(name) == (None, None)
+    tools.disable(name, "maintenance")
+    tools.hold(name, "definition changed")
+    assert tools.withheld(name) == ("definition changed", "maintenance")
+    assert tools.withheld("absent") is None
