@@ -98,8 +98,9 @@ class Authenticator:
         if self.tokens is not None:
             await self.tokens.aclose()
 
-    def upstream_headers(self, headers: dict[str, str]) -> dict[str, str]:
-        """The request headers without the client's key, unless it is to be forwarded."""
+    def upstream_headers(self, headers: Mapping[str, str]) -> Mapping[str, str]:
+        """The request headers without the client's key, unless it is to be forwarded (then
+        `headers` themselves)."""
         if self._forward:
             return headers
         return {k: v for k, v in headers.items() if k not in _CREDENTIALS}

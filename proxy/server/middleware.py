@@ -14,7 +14,7 @@ from ..errors import ProxyError
 from ..telemetry import Telemetry
 from .asgi import Receive, Scope, Send, send_json
 from .auth import Authenticator
-from .context import context_of
+from .context import RequestContext, new_context
 from .dispatch import Router, Running
 from .routes import MCP, misrouted_error, route_of
 from .routing import direct
@@ -53,34 +53,39 @@ class Edge:
         if scope["type"] != "http":
             await self._route(scope, receive, send)
             return
-        context = context_of(scope)
+        context = new_context(scope)
         route = context.route = route_of(scope["path"])
         drain = self._drain
         if drain.draining and route.draining != "served":
             await drain.refuse(scope, send)
             self._telemetry.account(scope)
             return
-        waited = drain.waits_for(scope["method"])
-        if waited:
-            drain.enter()
+        waited = drain.admit(scope["method"])
         try:
-            served = self._telemetry.serve(scope, receive, send)
+            served = self._telemetry.serve(context, scope, receive, send)
             try:
                 keys = self._running.keys
-                if keys is None or route.open:
-                    await self._route(scope, served.receive, served.send)
-                else:
-                    await self._checked(keys, scope, served.receive, served.send)
+                if keys is not None and not route.open:
+                    # Checked in a call that returns, so that no frame of its stays on the
+                    # request's task while the router serves it.
+                    refused = await self._refusal(keys, context, scope)
+                    if refused is not None:
+                        headers = {**refused.headers, "x-request-id": context.request_id}
+                        await send_json(served.send, refused.status, route.shape(refused), headers)
+                        return
+                await self._route(scope, served.receive, served.send)
             finally:
                 served.end(scope)
         finally:
             if waited:
                 drain.leave()  # last: the drain's last request may stop the server
 
-    async def _checked(
-        self, keys: Authenticator, scope: Scope, receive: Receive, send: Send
-    ) -> None:
-        context = context_of(scope)
+    async def _refusal(
+        self, keys: Authenticator, context: RequestContext, scope: Scope
+    ) -> ProxyError | None:
+        """None when the caller may go on (its principal and the upstream's headers set on
+        `context`), else why not: a 401 or 429, or the 404 of a path with `/v1` missing or
+        doubled."""
         try:
             bearer = context.route is MCP
             context.principal = await keys.authenticate(context.headers, bearer=bearer)
@@ -90,8 +95,6 @@ class Edge:
             else:
                 log.exception("checking the caller of request %s failed", context.request_id)
                 error = ProxyError("the caller could not be checked (an internal error)")
-            headers = {**error.headers, "x-request-id": context.request_id}
-            await send_json(send, error.status, context.route.shape(error), headers)
-            return
-        context.headers = keys.upstream_headers(dict(context.headers))
-        await self._route(scope, receive, send)
+            return error
+        context.headers = keys.upstream_headers(context.headers)
+        return None

@@ -41,13 +41,16 @@ class Drain:
         self._stop: Stop | None = None
         self._timer: asyncio.TimerHandle | None = None
 
-    @staticmethod
-    def waits_for(method: str) -> bool:
-        """Whether the drain waits for a request with this method to end."""
-        return method not in _IDLE_METHODS
+    def admit(self, method: str) -> bool:
+        """A request with this method has begun: True when the drain waits for it to end
+        (counted, as by `enter`; `leave` at its end)."""
+        if method in _IDLE_METHODS:
+            return False
+        self._running += 1
+        return True
 
     def enter(self) -> None:
-        """A request the drain waits for has begun."""
+        """Work the drain waits for has begun."""
         self._running += 1
 
     def leave(self) -> None:

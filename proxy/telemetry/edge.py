@@ -5,7 +5,7 @@ them."""
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable
+from collections.abc import Awaitable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from starlette.requests import Request
@@ -19,7 +19,7 @@ from ..server.context import REQUEST_ID_HEADER, RequestContext, RequestStats, co
 from .drain import Drain
 from .logs import NO_REQUEST, log_summary
 from .metered import LoopMeter, MeteredUpstream
-from .metrics import CONTENT_TYPE, Metrics, ModelLabels, RequestTurn
+from .metrics import CONTENT_TYPE, Metrics, ModelLabels
 from .scrapes import ScrapeKeys
 from .tool_calls import ToolCallListener
 from .tracing import Tracing
@@ -29,6 +29,7 @@ if TYPE_CHECKING:
 
 Message = dict[str, Any]
 OVERHEAD_HEADER = "x-toolwire-overhead-ms"
+_OVERHEAD = OVERHEAD_HEADER.encode()
 _DONE = b"data: [DONE]\n\n"
 _REQUEST_ID = REQUEST_ID_HEADER.encode()
 _EVENT_STREAM = (b"content-type", b"text/event-stream; charset=utf-8")
@@ -111,40 +112,33 @@ class Telemetry:
             _count(self.metrics, context, now)
         log_summary(context, scope["method"], scope["path"], now)
 
-    def serve(self, scope: Scope, receive: Receive, send: Send) -> Served:
-        """One HTTP request begun, its span opened: `receive` and `send` as the rest of the
-        edge uses them (`Served`); `Served.end` accounts for it."""
-        context = context_of(scope)
+    def serve(self, context: RequestContext, scope: Scope, receive: Receive, send: Send) -> Served:
+        """One HTTP request begun (`context`, its route found), its span opened: `receive`
+        and `send` as the rest of the edge uses them (`Served`); `Served.end` accounts for
+        it."""
         route = context.route
         method: str = scope["method"]
         served = Served(receive, send, context, route.turn and method == "POST", self.metrics)
         tracing = self.tracing
         if tracing is not None:
-            served.tracing = tracing
-            served.span, served.token = tracing.start_request(
+            span, token = tracing.start_request(
                 method, scope["path"], route.template, context.headers
             )
-            served.traced = trace_headers.set(tracing.current_headers)
+            served.trace = (tracing, span, token, trace_headers.set(tracing.current_headers))
         return served
 
 
 class Served:
     """One HTTP request as it is served: its `receive` and `send`, watched. The response gets
     the request id (and, on a turn, the proxy's overhead); a disconnect before the answer's
-    end is noted; at the end (`end`), the summary line, the metrics and the span."""
+    end is noted; at the end (`end`), the summary line, the metrics and the span.
 
-    __slots__ = (
-        "_complete",
-        "_context",
-        "_metrics",
-        "_receive",
-        "_send",
-        "_turn",
-        "span",
-        "token",
-        "traced",
-        "tracing",
-    )
+    `send` is no coroutine of its own but hands back the server's awaitable: every message
+    of an answer (each event of a stream) passes it, and a frame less on each is measurable
+    (bench/instructions.py). Its callers await it at once, as any ASGI `send`.
+    """
+
+    __slots__ = ("_complete", "_context", "_metrics", "_receive", "_send", "_turn", "trace")
 
     def __init__(
         self,
@@ -160,10 +154,9 @@ class Served:
         self._turn = turn
         self._metrics = metrics
         self._complete = False
-        self.tracing: Tracing | None = None
-        self.span: Any = None
-        self.token: Any = None
-        self.traced: Any = None
+        self.trace: tuple[Tracing, Any, Any, Any] | None = None
+        """With tracing on: the tracing, the request's span, its context token, and the
+        token of the trace headers it set."""
 
     async def receive(self) -> Message:
         message = await self._receive()
@@ -171,14 +164,14 @@ class Served:
             self._context.stats.disconnected = True
         return message
 
-    async def send(self, message: Message) -> None:
+    def send(self, message: Message) -> Awaitable[None]:
         if message["type"] == "http.response.start":
             message = self._start(message)
         elif not message.get("more_body", False):
             self._complete = True
             if self._context.stats.streamed:
                 message = self._last(message)
-        await self._send(message)
+        return self._send(message)
 
     def end(self, scope: Scope) -> None:
         """The request is over: its status settled, its metrics, span and summary line."""
@@ -191,11 +184,13 @@ class Served:
         if metrics is not None:
             if stats.streamed:
                 metrics.open_streams.dec()
-            _count(metrics, context, now)
-        if self.traced is not None:
-            trace_headers.reset(self.traced)
-        if self.span is not None and self.tracing is not None:
-            self.tracing.end_request(self.span, self.token, stats.status, _span_attributes(context))
+            principal = context.principal
+            key = principal.name if principal is not None else NO_REQUEST
+            metrics.count_request(context.route.label, key, stats, now)
+        if self.trace is not None:
+            tracing, span, token, traced = self.trace
+            trace_headers.reset(traced)
+            tracing.end_request(span, token, stats.status, _span_attributes(context))
         log_summary(context, scope["method"], scope["path"], now)
 
     def _start(self, message: Message) -> Message:
@@ -220,13 +215,13 @@ class Served:
                 if self._metrics is not None:
                     self._metrics.open_streams.inc()
             else:
-                headers.append((OVERHEAD_HEADER.encode(), _overhead_ms(stats)))
+                headers.append((_OVERHEAD, _overhead_ms(stats)))
         return {**message, "headers": headers}
 
     def _last(self, message: Message) -> Message:
         """A stream's last body with the overhead as an SSE comment (which every client's
         parser skips): before Chat's closing `[DONE]`, else after the last event."""
-        comment = b": " + OVERHEAD_HEADER.encode() + b"=" + _overhead_ms(self._context.stats)
+        comment = b": " + _OVERHEAD + b"=" + _overhead_ms(self._context.stats)
         body: bytes = message.get("body", b"")
         if body.endswith(_DONE):
             body = body[: -len(_DONE)] + comment + b"\n\n" + _DONE
@@ -236,24 +231,14 @@ class Served:
 
 
 def _overhead_ms(stats: RequestStats) -> bytes:
-    return f"{stats.overhead_s(time.perf_counter()) * 1000:.2f}".encode()
+    return b"%.2f" % (stats.overhead_s(time.perf_counter()) * 1000)
 
 
 def _count(metrics: Metrics, context: RequestContext, now: float) -> None:
     """The request's counters: one update each, at its end."""
-    stats = context.stats
-    key = context.principal.name if context.principal is not None else NO_REQUEST
-    turn = None
-    if stats.model:
-        turn = RequestTurn(
-            stats.overhead_s(now),
-            stats.upstream_calls,
-            stats.input_tokens,
-            stats.output_tokens,
-            stats.stopped_by,
-        )
-    seconds = now - stats.started
-    metrics.count_request(context.route.label, stats.model, key, stats.status, seconds, turn)
+    principal = context.principal
+    key = principal.name if principal is not None else NO_REQUEST
+    metrics.count_request(context.route.label, key, context.stats, now)
 
 
 def _span_attributes(context: RequestContext) -> dict[str, Any]:

@@ -15,7 +15,7 @@ import asyncio
 import os
 from bisect import bisect_left
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
@@ -30,6 +30,9 @@ from prometheus_client.multiprocess import MultiProcessCollector
 from prometheus_client.registry import Collector
 
 from registry import SourceStatus
+
+if TYPE_CHECKING:
+    from ..server.context import RequestStats
 
 OTHER = "other"
 NONE = "-"
@@ -210,39 +213,40 @@ class Metrics:
         """Report the pinned tools' (source, status) pairs at each scrape (None: stop)."""
         self._pins = pins
 
-    def count_request(
-        self,
-        front: str,
-        model: str,
-        key: str,
-        status: int,
-        seconds: float,
-        turn: RequestTurn | None = None,
-    ) -> None:
-        """One request's counters at its end, found by one lookup (`model` as sent; `turn`:
-        what its turn came to, for a request that ran one)."""
+    def count_request(self, front: str, key: str, stats: RequestStats, now: float) -> None:
+        """One request's counters at its end (`now`), found by one lookup: its count and
+        duration; for a request that ran a turn (its model set), the proxy's overhead, the
+        turn's upstream calls, its tokens and the guard that stopped it."""
+        model = stats.model
         label = self.model(model)
+        status = stats.status
         tallies = self._requests.get((front, label, key, status))
         if tallies is None:
             tallies = self._request_tallies(front, label, key, status)
         requests, duration, overhead, tokens_in, tokens_out = tallies
-        requests.pending += 1  # each tally's own inc and observe, spelled out: every request
+        seconds = now - stats.started
+        # Each tally's own inc and observe, spelled out: every request pays this.
+        requests.pending += 1
         duration.counts[bisect_left(duration.bounds, seconds)] += 1
         duration.total += seconds
         if not self._tallies.armed:
             self._tallies.arm()
-        if turn is None:
+        if not model:
             return
-        overhead.counts[bisect_left(overhead.bounds, turn.overhead_s)] += 1
-        overhead.total += turn.overhead_s
-        if turn.upstream_calls:
-            self.iterations.observe(turn.upstream_calls)
-        if turn.input_tokens:
-            tokens_in.inc(turn.input_tokens)
-        if turn.output_tokens:
-            tokens_out.inc(turn.output_tokens)
-        if turn.stopped_by is not None:
-            self.guard_stops(turn.stopped_by).inc()
+        overhead_s = stats.overhead_s(now)
+        overhead.counts[bisect_left(overhead.bounds, overhead_s)] += 1
+        overhead.total += overhead_s
+        calls = stats.upstream_calls
+        if calls:
+            iterations = self.iterations
+            iterations.counts[bisect_left(iterations.bounds, calls)] += 1
+            iterations.total += calls
+        if stats.input_tokens:
+            tokens_in.pending += stats.input_tokens
+        if stats.output_tokens:
+            tokens_out.pending += stats.output_tokens
+        if stats.stopped_by is not None:
+            self.guard_stops(stats.stopped_by).inc()
 
     def count_upstream_call(
         self,
@@ -316,16 +320,6 @@ class _Children:
         if child is None:
             child = self._cache[values] = self._metric.labels(*values)
         return child
-
-
-class RequestTurn(NamedTuple):
-    """What a request's turn came to, for its counters."""
-
-    overhead_s: float
-    upstream_calls: int
-    input_tokens: int
-    output_tokens: int
-    stopped_by: str | None
 
 
 class _Tallies:

@@ -55,6 +55,19 @@ async def test_the_last_running_request_stops_the_server() -> None:
     assert stops.signals == [signal.SIGTERM]
 
 
+async def test_the_edge_admits_reads_uncounted_and_waits_for_every_other_request() -> None:
+    drain, stops = Drain(), Stops()
+    assert [drain.admit(method) for method in ("GET", "HEAD", "OPTIONS")] == [False] * 3
+    assert drain.admit("POST") and drain.admit("DELETE")
+    drain.signal_handler(stops, 30)(signal.SIGTERM, None)
+    await _settle()
+    assert stops.signals == []  # the reads were never counted; two requests still run
+    drain.leave()
+    assert stops.signals == []
+    drain.leave()
+    assert stops.signals == [signal.SIGTERM]
+
+
 async def test_the_drain_gives_up_after_its_limit() -> None:
     drain, stops = Drain(), Stops()
     drain.enter()

@@ -1,0 +1,140 @@
+"""The telemetry's part of every request (`Served`): what it adds to the answer, what it notes,
+and that its `send` hands the server's own awaitable back (no coroutine of its own per message),
+and the request's counters folded at its end as the metrics' own updates would count them."""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any
+
+from proxy.server.context import RequestContext, RequestStats
+from proxy.server.routes import CHAT
+from proxy.telemetry import OVERHEAD_HEADER, Served
+from proxy.telemetry.metrics import Metrics, ModelLabels
+
+Message = dict[str, Any]
+
+
+class Sent:
+    """An ASGI `send` that records its messages and returns a marker awaitable of its own."""
+
+    def __init__(self) -> None:
+        self.messages: list[Message] = []
+        self.returned: list[object] = []
+
+    def __call__(self, message: Message) -> Any:
+        self.messages.append(message)
+        awaitable = _done()
+        self.returned.append(awaitable)
+        return awaitable
+
+
+async def _done() -> None:
+    return None
+
+
+def _served(send: Sent, *, turn: bool = True, request_id: str = "req-1") -> Served:
+    context = RequestContext(request_id, {}, route=CHAT)
+
+    async def receive() -> Message:
+        return {"type": "http.disconnect"}
+
+    return Served(receive, send, context, turn, None)
+
+
+def _header(message: Message, name: bytes) -> bytes | None:
+    return next((value for key, value in message["headers"] if key == name), None)
+
+
+async def test_send_hands_back_the_servers_awaitable_with_the_id_and_overhead_added() -> None:
+    assert not inspect.iscoroutinefunction(Served.send)
+    send = Sent()
+    served = _served(send)
+    start = {
+        "type": "http.response.start",
+        "status": 200,
+        "headers": [(b"content-type", b"application/json")],
+    }
+    returned = served.send(start)
+    assert returned is send.returned[0]
+    await returned
+    sent = send.messages[0]
+    assert _header(sent, b"x-request-id") == b"req-1"
+    overhead = _header(sent, OVERHEAD_HEADER.encode())
+    assert overhead is not None and float(overhead) >= 0
+    assert start["headers"] == [(b"content-type", b"application/json")]  # not changed in place
+    body = {"type": "http.response.body", "body": b"{}"}
+    returned = served.send(body)
+    assert returned is send.returned[1] and send.messages[1] is body
+    await returned
+
+
+async def test_a_request_id_the_route_set_is_kept_and_not_repeated() -> None:
+    send = Sent()
+    served = _served(send, turn=False)
+    headers = [(b"x-request-id", b"own-id")]
+    await served.send({"type": "http.response.start", "status": 404, "headers": headers})
+    assert send.messages[0]["headers"] == headers
+    assert served._context.stats.status == 404
+
+
+async def test_a_streams_last_body_carries_the_overhead_before_done() -> None:
+    send = Sent()
+    served = _served(send)
+    event_stream = (b"content-type", b"text/event-stream; charset=utf-8")
+    await served.send({"type": "http.response.start", "status": 200, "headers": [event_stream]})
+    assert _header(send.messages[0], OVERHEAD_HEADER.encode()) is None
+    await served.send({"type": "http.response.body", "body": b"data: {}\n\n", "more_body": True})
+    await served.send({"type": "http.response.body", "body": b"data: [DONE]\n\n"})
+    last = send.messages[-1]["body"]
+    assert last.startswith(b": " + OVERHEAD_HEADER.encode() + b"=")
+    assert last.endswith(b"\n\ndata: [DONE]\n\n")
+    assert send.messages[1]["body"] == b"data: {}\n\n"
+
+
+async def test_a_disconnect_is_noted_only_before_the_answer_is_complete() -> None:
+    send = Sent()
+    served = _served(send)
+    assert (await served.receive())["type"] == "http.disconnect"
+    assert served._context.stats.disconnected
+    send = Sent()
+    served = _served(send)
+    await served.send({"type": "http.response.start", "status": 200, "headers": []})
+    await served.send({"type": "http.response.body", "body": b"{}"})
+    await served.receive()
+    assert not served._context.stats.disconnected
+
+
+def test_a_requests_counters_are_the_tallies_own_updates() -> None:
+    """`count_request` updates the tallies by hand (every request pays it): the same values
+    as their own `inc` and `observe`, for a request with a turn and one without."""
+    folded, spelled = Metrics(ModelLabels(["m"])), Metrics(ModelLabels(["m"]))
+    turn = RequestStats(started=100.0, model="m", status=200, upstream_calls=3, upstream_s=0.5)
+    turn.input_tokens, turn.output_tokens, turn.stopped_by = 12, 7, "max_iterations"
+    plain = RequestStats(started=100.0, status=404)
+    for stats in (turn, plain, turn):
+        folded.count_request("chat", "team", stats, 100.75)
+    for _ in range(2):
+        spelled.requests("chat", "m", "team", "200").inc()
+        spelled.request_seconds("chat").observe(0.75)
+        spelled.overhead_seconds("chat").observe(turn.overhead_s(100.75))
+        spelled.iterations.observe(3)
+        spelled.tokens("m", "team", "input").inc(12)
+        spelled.tokens("m", "team", "output").inc(7)
+        spelled.guard_stops("max_iterations").inc()
+    spelled.requests("chat", "-", "team", "404").inc()
+    spelled.request_seconds("chat").observe(0.75)
+    for direction in ("input", "output"):  # every key's request makes its token counters
+        spelled.tokens("-", "team", direction)
+    assert _values(folded) == _values(spelled)
+    assert (
+        _values(folded)['toolwire_requests_total{front="chat",key="team",model="m",status="200"}']
+        == "2.0"
+    )
+
+
+def _values(metrics: Metrics) -> dict[str, str]:
+    """The exposition's samples but their creation times."""
+    lines = metrics.exposition().decode().splitlines()
+    samples = (line.rsplit(" ", 1) for line in lines if not line.startswith("#"))
+    return {name: value for name, value in samples if "_created" not in name}
