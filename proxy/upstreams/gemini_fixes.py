@@ -5,8 +5,9 @@ are sent, and a tool schema with a union of several types keeps only its first b
 goes as the full JSON Schema instead).
 Answers: function calls without an id get one the proxy makes up (taken off again when they
 go back), `thoughtSignature`s are lost in streams and put back under a field Gemini rejects
-(they are kept under `PROVIDER_KEY` and put back on their parts), and completion tokens
-leave out thoughts, with a total of 0 when no candidate tokens came.
+(they are kept under `PROVIDER_KEY` and put back on their parts), the text of a streamed
+piece that also carries the finish reason is lost (it goes first as a piece of its own), and
+completion tokens leave out thoughts, with a total of 0 when no candidate tokens came.
 """
 
 from __future__ import annotations
@@ -117,6 +118,37 @@ def restore_signatures(contents: list[Message], kept: dict[str, dict[str, Any]])
             if "functionCall" in part and known.get("thoughtSignature"):
                 part = {**part, "thoughtSignature": known["thoughtSignature"]}
             content["parts"][index] = part
+
+
+def final_text(piece: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]] | None:
+    """A finishing piece's text parts as a piece of their own, and the piece without them;
+    None when the piece has no finish reason or no text. Rosetta holds such text back for
+    a Gemini client and never gives it to a Chat one: the real service often sends the last
+    text with the finish reason (a short answer comes in that one piece)."""
+    candidates = piece.get("candidates")
+    if not isinstance(candidates, list) or len(candidates) != 1:
+        return None
+    candidate = candidates[0]
+    if not isinstance(candidate, dict) or not candidate.get("finishReason"):
+        return None
+    content = candidate.get("content")
+    if not isinstance(content, dict) or not isinstance(content.get("parts"), list):
+        return None
+    parts = content["parts"]
+    texts = [p for p in parts if _plain_text(p)]
+    if not texts:
+        return None
+    unfinished = {k: v for k, v in candidate.items() if k != "finishReason"}
+    text_piece = {k: v for k, v in piece.items() if k != "usageMetadata"}
+    text_piece["candidates"] = [{**unfinished, "content": {**content, "parts": texts}}]
+    rest = [p for p in parts if not _plain_text(p)]
+    finished = {**candidate, "content": {**content, "parts": rest}}
+    return text_piece, {**piece, "candidates": [finished]}
+
+
+def _plain_text(part: Any) -> bool:
+    """A part of answer text (not a thought) with text in it."""
+    return isinstance(part, dict) and bool(part.get("text")) and not part.get("thought")
 
 
 class GeminiCalls:
