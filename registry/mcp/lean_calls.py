@@ -6,7 +6,7 @@ models and dumps them back to a dict; its dispatcher gives the request a memory-
 pair to wait on, an OpenTelemetry span and trace-context injection, a request clock and a
 `JSONRPCRequest` model; the answer's result is validated against the negotiated revision's
 schema (and dumped again), validated once more as `CallToolResult | InputRequiredResult`,
-and finally checked against the tool's output schema. About 600 Python calls a round.
+and finally checked against the tool's output schema: some 400 Python calls a round.
 
 Here the request is written as the SDK writes it (the same JSON: `name`, `arguments`, and
 `_meta` with the call's progress token and trace context) under the next id of the session's
