@@ -23,6 +23,7 @@ from mcp import ClientSession, MCPError
 from mcp.client._transport import TransportStreams
 from mcp.client.streamable_http import streamable_http_client
 from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.streamable_http import EventCallback, EventMessage, EventStore
 from mcp.shared.exceptions import MCPDeprecationWarning
 from mcp.shared.message import SessionMessage
 from starlette.types import ASGIApp, Receive, Scope, Send
@@ -66,6 +67,14 @@ def _server(started: asyncio.Event | None = None) -> MCPServer:
             started.set()
         await anyio.sleep_forever()
         return "never"
+
+    @server.tool()
+    async def cut(ctx: Context) -> str:
+        """Close the call's event stream, then finish: the client resumes the stream."""
+        await ctx.report_progress(1, 2, "before the cut")
+        await ctx.close_sse_stream()
+        await ctx.report_progress(2, 2, "after the cut")
+        return "resumed"
 
     @server.tool()
     async def ask_name(ctx: Context) -> str:
@@ -120,9 +129,13 @@ class _Seen:
 
 @contextlib.asynccontextmanager
 async def _serving(
-    seen: _Seen, *, json_response: bool = False, started: asyncio.Event | None = None
+    seen: _Seen,
+    *,
+    json_response: bool = False,
+    started: asyncio.Event | None = None,
+    events: EventStore | None = None,
 ) -> AsyncIterator[str]:
-    app = _server(started).streamable_http_app(json_response=json_response)
+    app = _server(started).streamable_http_app(json_response=json_response, event_store=events)
     async with serve_app(seen.wrap(app), timeout_graceful_shutdown=1) as root:
         yield root + "/mcp"
 
@@ -187,7 +200,7 @@ async def test_answers_are_the_sdk_clients(json_response: bool):
 
     assert got["aiohttp"] == got["sdk"]
     tools, echoed, stepped = got["aiohttp"]
-    assert tools == ["echo", "steps", "hang", "ask_name", "summarize"]
+    assert tools == ["echo", "steps", "hang", "cut", "ask_name", "summarize"]
     assert echoed["content"][0]["text"] == "hé 🙂" and not echoed["is_error"]
     assert stepped["content"][0]["text"] == "2 steps"
 
@@ -519,3 +532,42 @@ async def test_a_server_that_dies_mid_call_fails_the_call_at_once():
         await server.aclose()
 
     assert result.is_error and "was lost during the call" in result.content
+
+
+class _KeptEvents(EventStore):
+    """Every event a server sent, kept for a client that resumes a stream."""
+
+    def __init__(self) -> None:
+        self.kept: list[tuple[str, str, types.JSONRPCMessage | None]] = []
+        self.replays = 0
+
+    async def store_event(self, stream_id: str, message: types.JSONRPCMessage | None) -> str:
+        event_id = str(len(self.kept) + 1)
+        self.kept.append((event_id, stream_id, message))
+        return event_id
+
+    async def replay_events_after(self, last_event_id: str, send: EventCallback) -> str | None:
+        self.replays += 1
+        after = [i for i, (event_id, *_) in enumerate(self.kept) if event_id == last_event_id]
+        if not after:
+            return None
+        stream_id = self.kept[after[0]][1]
+        for event_id, stream, message in self.kept[after[0] + 1 :]:
+            if stream == stream_id and message is not None:
+                await send(EventMessage(message, event_id))
+        return stream_id
+
+
+async def test_a_calls_stream_cut_short_is_resumed_from_its_last_event():
+    events, seen = _KeptEvents(), _Seen()
+    progress: list[tuple[float, float | None, str | None]] = []
+    async with _serving(seen, events=events) as url:
+        transport = _transports()["aiohttp"](url)
+        async with asyncio.timeout(30), _session(transport) as session:
+            result = await session.call_tool("cut", {}, progress_callback=_noting(progress))
+
+    assert result.content[0] == types.TextContent(text="resumed")
+    assert [message for *_, message in progress] == ["before the cut", "after the cut"]
+    assert events.replays == 1
+    resumed = [h for m, h in seen.requests if m == "GET" and "last-event-id" in h]
+    assert len(resumed) == 1

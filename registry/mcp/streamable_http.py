@@ -375,7 +375,7 @@ class _Link:
                 self.inbox.put(_message(orjson.loads(data), request.id))
             except (orjson.JSONDecodeError, ValueError) as exc:
                 self._resolve(request, f"Failed to parse JSON response: {exc}", types.PARSE_ERROR)
-        elif kind.startswith("text/event-stream"):
+        elif _is_events(response):
             await self._stream(response, request, token)
         else:
             self._resolve(request, f"Unexpected content type: {kind}", types.INVALID_REQUEST)
@@ -402,8 +402,15 @@ class _Link:
         """A request's event stream up to its response, resumed (GET with `Last-Event-ID`)
         when it ends early and its events had ids."""
         events = _Events(self._max_event_bytes)
-        attempt = 0
-        while True:
+        for attempt in range(GET_ATTEMPTS + 1):
+            if attempt:
+                if events.last_id is None:
+                    break
+                await anyio.sleep((events.retry_ms or RETRY_MS) / 1000)
+                resumed = await self._resume(events.last_id)
+                if resumed is None:
+                    continue
+                response, events = resumed, _Events(self._max_event_bytes, events)
             try:
                 if await self._read(response, events, request, token):
                     return
@@ -411,27 +418,23 @@ class _Link:
                 return self._resolve(request, f"SSE stream failed: {exc}")
             except (aiohttp.ClientError, OSError, TimeoutError) as exc:
                 log.debug("MCP event stream ended: %s", _reason(exc, self.url))
-            if events.last_id is None or attempt >= GET_ATTEMPTS:
-                return self._resolve(request, "SSE stream ended without a response")
-            attempt += 1
-            await anyio.sleep((events.retry_ms or RETRY_MS) / 1000)
-            headers = self._headers() | {LAST_EVENT_ID: events.last_id}
-            try:
-                response = await self._send("GET", headers)
-                try:
-                    if response.status >= 400:
-                        continue
-                    events = _Events(self._max_event_bytes, events)
-                    if await self._read(response, events, request, token):
-                        return
-                finally:
+            finally:
+                if attempt:
                     response.release()
-            except _Failed as exc:
-                log.debug("MCP event stream not resumed: %s", exc)
-            except _TooLong as exc:
-                return self._resolve(request, f"SSE stream failed: {exc}")
-            except (aiohttp.ClientError, OSError, TimeoutError) as exc:
-                log.debug("MCP event stream ended: %s", _reason(exc, self.url))
+        self._resolve(request, "SSE stream ended without a response")
+
+    async def _resume(self, last_id: str) -> aiohttp.ClientResponse | None:
+        """The rest of a request's event stream after the event `last_id`, or None."""
+        try:
+            response = await self._send("GET", self._headers() | {LAST_EVENT_ID: last_id})
+        except _Failed as exc:
+            log.debug("MCP event stream not resumed: %s", exc)
+            return None
+        if response.status < 300 and _is_events(response):
+            return response
+        log.debug("MCP event stream not resumed: %d", response.status)
+        response.release()
+        return None
 
     async def _read(
         self,
@@ -478,8 +481,7 @@ class _Link:
                     if response.status == 405:
                         log.debug("MCP server %s has no GET stream", self.url)
                         return
-                    kind = response.headers.get("content-type", "")
-                    if response.status >= 300 or not kind.startswith("text/event-stream"):
+                    if response.status >= 300 or not _is_events(response):
                         raise _Failed(f"GET stream answered {response.status}")
                     events = _Events(self._max_event_bytes, events)
                     async for chunk in response.content.iter_any():
@@ -617,6 +619,10 @@ def _message(data: Any, request_id: types.RequestId | None) -> SessionMessage:
     if request_id is not None and isinstance(message, types.JSONRPCResponse | types.JSONRPCError):
         message.id = request_id
     return SessionMessage(message)
+
+
+def _is_events(response: aiohttp.ClientResponse) -> bool:
+    return response.headers.get("content-type", "").lower().startswith("text/event-stream")
 
 
 def _trace_headers(request: types.JSONRPCRequest, headers: dict[str, str]) -> str | None:
