@@ -79,8 +79,8 @@ def calls_server() -> MCPServer:
     @server.tool()
     async def wait(started_file: str, cancelled_file: str) -> str:
         """Creates `started_file`, then waits until cancelled, creating `cancelled_file`."""
-        await anyio.Path(started_file).touch()
         try:
+            await anyio.Path(started_file).touch()
             await anyio.sleep_forever()
         except anyio.get_cancelled_exc_class():
             with anyio.CancelScope(shield=True):

@@ -96,7 +96,7 @@ async def tools() -> AsyncIterator[Any]:
         ),
         McpSource(
             McpSourceConfig.model_validate(
-                {"mcp": {"command": CALLS}, "namespace": "brief", "timeout_s": 0.5}
+                {"mcp": {"command": CALLS}, "namespace": "brief", "timeout_s": 2}
             ),
             base_dir=REPO,
         ),
