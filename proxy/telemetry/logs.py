@@ -159,15 +159,21 @@ def log_config(log_format: LogFormat, level: str) -> dict[str, Any]:
 
 
 def log_summary(context: RequestContext, method: str, path: str, now: float) -> None:
-    """The request's one summary line (INFO; DEBUG for probes and scrapes)."""
+    """The request's one summary line (INFO; DEBUG for probes and scrapes): its fields as
+    `key=value` pairs, which also come as the record's extras (each a JSON line's key).
+
+    At INFO every request writes it, so its text is one format, not a pair built per field.
+    """
     level = logging.DEBUG if context.route.quiet else logging.INFO
     if not requests_log.isEnabledFor(level):
         return
     stats = context.stats
+    principal = context.principal
+    model = stats.model or NO_REQUEST
     fields: dict[str, Any] = {
         "front": context.route.label,
-        "model": stats.model or NO_REQUEST,
-        "key": context.principal.name if context.principal is not None else NO_REQUEST,
+        "model": model,
+        "key": principal.name if principal is not None else NO_REQUEST,
         "status": stats.status,
         "upstream_calls": stats.upstream_calls,
         "tool_calls": stats.tool_calls,
@@ -176,16 +182,24 @@ def log_summary(context: RequestContext, method: str, path: str, now: float) -> 
         "duration_ms": round((now - stats.started) * 1000, 2),
         "overhead_ms": round(stats.overhead_s(now) * 1000, 2),
     }
+    # The client's values, escaped for the text line; JSON keeps the model as sent.
+    pairs = (
+        f"front={fields['front']} model={escaped(model, spaces=True)} key={fields['key']} "
+        f"status={fields['status']} upstream_calls={fields['upstream_calls']} "
+        f"tool_calls={fields['tool_calls']} tokens_in={fields['tokens_in']} "
+        f"tokens_out={fields['tokens_out']} duration_ms={fields['duration_ms']} "
+        f"overhead_ms={fields['overhead_ms']}"
+    )
+    ending = ""
     if stats.streamed:
         fields["streamed"] = True
+        pairs += " streamed=True"
     if stats.stopped_by is not None:
         fields["stopped_by"] = stats.stopped_by
+        pairs += f" stopped_by={stats.stopped_by}"
     if stats.disconnected:
         fields["disconnected"] = True
-    # The client's values, escaped for the text line; JSON keeps the model as sent.
-    fields["model"] = escaped(fields["model"], spaces=True)
-    pairs = " ".join([f"{key}={value}" for key, value in fields.items()])
-    fields["model"] = stats.model or NO_REQUEST
-    ending = "; client disconnected" if stats.disconnected else ""
+        pairs += " disconnected=True"
+        ending = "; client disconnected"
     path = escaped(path, spaces=True)
     requests_log.log(level, "%s %s %s%s", method, path, pairs, ending, extra=fields)

@@ -9,9 +9,10 @@ import sys
 
 import orjson
 
-from proxy.server.context import RequestContext, current_request
+from proxy.server.context import RequestContext, RequestStats, current_request
+from proxy.server.routes import CHAT
 from proxy.telemetry import JsonFormatter, RequestIdFilter, log_config
-from proxy.telemetry.logs import TEXT_FORMAT
+from proxy.telemetry.logs import TEXT_FORMAT, escaped, log_summary, requests_log
 
 
 def _logger(formatter: logging.Formatter) -> tuple[logging.Logger, io.StringIO]:
@@ -86,3 +87,65 @@ def test_the_served_handler_writes_each_line_to_stderr_without_caller_lookups() 
     )
     assert done.stderr == "INFO toolwire.requests [-]: one line\n"
     assert done.stdout.split() == ["None", "None", "None"]
+
+
+class _Records(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__()
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
+
+
+def test_the_summary_line_spells_each_extra_as_key_value_in_order() -> None:
+    """The summary's text is one format string (every request writes it): the same line as
+    its extras joined as `key=value` pairs, the model and path escaped, for every optional
+    field."""
+    records = _Records()
+    requests_log.addHandler(records)
+    level = requests_log.level
+    requests_log.setLevel(logging.INFO)
+    try:
+        for streamed, stopped_by, disconnected, model in [
+            (False, None, False, ""),
+            (True, "max_iterations", True, "gpt 4\nforged=1"),
+            (False, "tool_budget", False, "m"),
+            (True, None, True, "m"),
+        ]:
+            stats = RequestStats(started=10.0, model=model, status=200, upstream_calls=2)
+            stats.tool_calls, stats.input_tokens, stats.output_tokens = 1, 30, 4
+            stats.upstream_s, stats.streamed, stats.disconnected = 0.25, streamed, disconnected
+            stats.stopped_by = stopped_by
+            context = RequestContext("req-1", {}, principal=None, route=CHAT, stats=stats)
+            log_summary(context, "POST", "/v1/chat/completions x", 10.5)
+            record = records.records[-1]
+            extras = {key: getattr(record, key) for key in _SUMMARY_FIELDS if hasattr(record, key)}
+            assert extras["model"] == (model or "-")  # as sent: only the text escapes it
+            pairs = {**extras, "model": escaped(extras["model"], spaces=True)}
+            ending = "; client disconnected" if disconnected else ""
+            spelled = " ".join(f"{key}={value}" for key, value in pairs.items())
+            assert record.getMessage() == f"POST /v1/chat/completions\\x20x {spelled}{ending}"
+            assert ("streamed" in extras, "disconnected" in extras) == (streamed, disconnected)
+            assert extras.get("stopped_by") == stopped_by
+            assert "\n" not in record.getMessage()
+    finally:
+        requests_log.removeHandler(records)
+        requests_log.setLevel(level)
+
+
+_SUMMARY_FIELDS = (
+    "front",
+    "model",
+    "key",
+    "status",
+    "upstream_calls",
+    "tool_calls",
+    "tokens_in",
+    "tokens_out",
+    "duration_ms",
+    "overhead_ms",
+    "streamed",
+    "stopped_by",
+    "disconnected",
+)
