@@ -134,7 +134,7 @@ def redact(value: Any, depth: int = 0) -> Any:
         return "…"
     if value.__class__ is str:  # the usual argument, told apart without an ABC check
         return _redact_url(value) if "://" in value else value
-    if isinstance(value, Mapping):
+    if value.__class__ is dict or isinstance(value, Mapping):  # the arguments: no ABC check
         return {
             key: REDACTED if _is_secret_key(key) else redact(item, depth + 1)
             for key, item in value.items()
@@ -187,7 +187,7 @@ def _fits(value: Any, left: list[int]) -> bool:
     if isinstance(value, str):
         left[0] -= len(value)
         return len(value) <= _STRING_CHARS and left[0] >= 0
-    if isinstance(value, Mapping):
+    if value.__class__ is dict or isinstance(value, Mapping):  # a dict: no ABC check
         if value.__class__ is not dict:
             return False  # abridge turns any mapping into a dict
         for key, item in value.items():
