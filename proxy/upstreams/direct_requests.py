@@ -69,7 +69,14 @@ class ToolDefinitions:
         if not isinstance(tools, list):
             return None
         definitions: list[Any] = []
+        names = set()
         for tool in tools:
+            # The fixes look a tool's own schema up by name: a name twice is theirs to mend.
+            function = tool.get("function") if isinstance(tool, dict) else None
+            name = function.get("name") if isinstance(function, dict) else None
+            if name in names:
+                return None
+            names.add(name)
             try:
                 key = orjson.dumps(tool, option=orjson.OPT_SORT_KEYS)
             except TypeError:  # not JSON: rosetta's way

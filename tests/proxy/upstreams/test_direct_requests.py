@@ -56,6 +56,7 @@ TOOL_POOL: list[Any] = [
             },
         },
     },
+    {"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}},
     {"type": "custom", "custom": {"name": "grammar"}},
     {"type": "function"},
     "not a tool",
@@ -279,3 +280,17 @@ def test_answers_read_as_after_rosetta_s_conversion(
         return _read(request.codec(), events if stream else None, whole)
 
     assert read(direct=True) == read(direct=False)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_tool_name_twice_goes_through_rosetta(kind: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The fixes look each tool's own schema up by name: two tools of one name are theirs."""
+    again = {"type": "function", "function": {"name": "get_weather", "parameters": {}}}
+    body = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
+    body["tools"] = [WEATHER_TOOL, again]
+    dialect = _dialect(kind)
+    assert getattr(direct_requests, DIRECT[kind])(copy.deepcopy(body), dialect._tools) is None
+    fast = _payload(dialect, body)
+    with monkeypatch.context() as patch:
+        patch.setattr(direct_requests, DIRECT[kind], lambda chat, kept: None)
+        assert fast == _payload(_dialect(kind), body)
