@@ -18,6 +18,7 @@ from typing import Any
 
 import anyio
 import mcp_types as types
+import orjson
 import pytest
 from mcp import ClientSession, MCPError
 from mcp.client._transport import TransportStreams
@@ -107,6 +108,8 @@ class _Seen:
     """Answer every request that names a session with 404, as a server that forgot it."""
     no_get: bool = False
     """Answer the GET stream with 405, as a server without one."""
+    answer: tuple[int, str, bytes] | None = None
+    """Answer every POST that names a session with this status, content type and body."""
 
     def wrap(self, app: ASGIApp) -> ASGIApp:
         async def recorded(scope: Scope, receive: Receive, send: Send) -> None:
@@ -119,6 +122,11 @@ class _Seen:
                 status = 404 if self.expired else 405
                 await send({"type": "http.response.start", "status": status, "headers": []})
                 return await send({"type": "http.response.body", "body": b""})
+            if self.answer is not None and method == "POST" and "mcp-session-id" in headers:
+                status, kind, body = self.answer
+                head = [(b"content-type", kind.encode())]
+                await send({"type": "http.response.start", "status": status, "headers": head})
+                return await send({"type": "http.response.body", "body": body})
             await app(scope, receive, send)
 
         return recorded
@@ -571,3 +579,53 @@ async def test_a_calls_stream_cut_short_is_resumed_from_its_last_event():
     assert events.replays == 1
     resumed = [h for m, h in seen.requests if m == "GET" and "last-event-id" in h]
     assert len(resumed) == 1
+
+
+_ACCEPTED = "server answered a request with 202 Accepted"
+_REFUSAL = orjson.dumps(
+    {"jsonrpc": "2.0", "id": None, "error": {"code": -32602, "message": "bad arguments"}}
+)
+
+
+@pytest.mark.parametrize(
+    ("answer", "expected"),
+    [
+        ((500, "text/plain", b"oops"), (types.INTERNAL_ERROR, "Server returned an error response")),
+        ((400, "application/json", _REFUSAL), (-32602, "bad arguments")),
+        ((202, "text/plain", b""), (types.INVALID_REQUEST, _ACCEPTED)),
+        ((200, "text/html", b"<p>"), (types.INVALID_REQUEST, "Unexpected content type: text/html")),
+    ],
+    ids=["500", "400-json-rpc-error", "202", "html"],
+)
+async def test_a_request_answered_wrongly_fails_as_with_the_sdks_client(
+    answer: tuple[int, str, bytes], expected: tuple[int, str]
+):
+    seen = _Seen()
+    got: dict[str, tuple[int, str]] = {}
+    async with _serving(seen) as url:
+        for name, transport in _transports().items():
+            async with asyncio.timeout(30), _session(transport(url)) as session:
+                seen.answer = answer
+                with pytest.raises(MCPError) as caught:
+                    await session.call_tool("echo", {"text": "x"})
+                seen.answer = None
+                assert (await session.call_tool("echo", {"text": "y"})).content[0].text == "y"
+            got[name] = (caught.value.code, caught.value.message)
+
+    assert got == {"aiohttp": expected, "sdk": expected}
+
+
+async def test_a_wrong_path_fails_the_handshake_as_with_the_sdks_client():
+    seen = _Seen()
+    got: dict[str, tuple[int, str]] = {}
+    async with _serving(seen) as url:
+        for name, transport in _transports().items():
+            with pytest.raises(BaseExceptionGroup) as caught:
+                async with asyncio.timeout(30), _session(transport(url + "-nowhere")):
+                    pass
+            error = _first(caught.value)
+            assert isinstance(error, MCPError)
+            got[name] = (error.code, error.message)
+
+    not_found = (types.METHOD_NOT_FOUND, "Not Found")
+    assert got == {"aiohttp": not_found, "sdk": not_found}

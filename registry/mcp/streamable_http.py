@@ -355,12 +355,12 @@ class _Link:
                 log.debug("MCP server answered %s with %d", type(message).__name__, status)
             return  # a notification's or a response's answer says nothing (202)
         if status == 202:
-            return self._resolve(request, "server answered a request with 202 Accepted")
+            reason = "server answered a request with 202 Accepted"
+            return self._resolve(request, reason, types.INVALID_REQUEST)
         if 300 <= status < 400:
             location = response.headers.get("location", "")
-            return self._resolve(
-                request, f"Redirect to {location} not followed; use that URL as the endpoint"
-            )
+            reason = f"Redirect to {location} not followed; use that URL as the endpoint"
+            return self._resolve(request, reason, types.INVALID_REQUEST)
         if status >= 400:
             return await self._refused(response, request)
         if request.method == "initialize":
