@@ -84,7 +84,8 @@ def _post(port: int, count: int, kind: str, stream: bool) -> None:
             response = conn.getresponse()
             answer = response.read()
             if kind == "plain":
-                problem = "" if response.status == 200 and TEXT[:20].encode() in answer else "bad"
+                whole = b"[DONE]" if stream else TEXT[:20].encode()
+                problem = "" if response.status == 200 and whole in answer else "bad answer"
             else:
                 problem = check_answer(response.status, answer)
             if problem:

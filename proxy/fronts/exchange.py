@@ -54,7 +54,15 @@ class Answered(NamedTuple, Generic[E]):
     renderer: JsonRenderer[E]
 
 
-Reply = Streamed[Any] | Answered[Any]
+class Relaying(NamedTuple, Generic[E]):
+    """A turn answered as one JSON body, which may be the upstream's own (`ToolLoop.relay`):
+    `answer` gives those bytes, or the turn's events for the renderer."""
+
+    answer: Awaitable[bytes | AsyncIterator[E]]
+    renderer: JsonRenderer[E]
+
+
+Reply = Streamed[Any] | Answered[Any] | Relaying[Any]
 """A prepared turn's events and how they reach the client (named tuples: one per request,
 built on the hot path)."""
 
@@ -84,9 +92,13 @@ async def serve_turn(
             return
         renderer = out.renderer
         try:
-            async for event in out.events:
-                renderer.feed(event)
-            body = renderer.encoded()
+            events = out.events if isinstance(out, Answered) else await out.answer
+            if isinstance(events, bytes):
+                body = events
+            else:
+                async for event in events:
+                    renderer.feed(event)
+                body = renderer.encoded()
         except ProxyError as exc:
             await send_error(send, exc, context, error_body)
             return

@@ -35,6 +35,11 @@ class Loop(Protocol):
         """The events of one turn, ending with `Finished`."""
         ...
 
+    async def relay(self, turn: Turn) -> bytes | AsyncIterator[LoopEvent]:
+        """An unstreamed turn's answer as the upstream's own bytes when it can be, else its
+        events."""
+        ...
+
 
 @dataclass(frozen=True, slots=True)
 class Services:

@@ -12,16 +12,14 @@ import contextlib
 import time
 from collections.abc import AsyncIterator, Mapping
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..server.context import current_request
 from ..turn.events import Finished
 from ..upstreams import Upstream
+from ..upstreams.base import collect
 from .metrics import Metrics
 from .tracing import Tracing
-
-if TYPE_CHECKING:
-    pass
 
 Chunk = dict[str, Any]
 
@@ -69,6 +67,27 @@ class MeteredUpstream:
         deadline: float | None = None,
     ) -> contextlib.AbstractAsyncContextManager[AsyncIterator[Chunk]]:
         return _Call(self, body, headers, deadline)
+
+    async def answer(
+        self,
+        body: dict[str, Any],
+        *,
+        headers: Mapping[str, str] | None = None,
+        deadline: float | None = None,
+    ) -> list[Chunk]:
+        """An unstreamed call, timed as `complete`'s; traced ones go through `complete`,
+        whose last chunk the span reads."""
+        if self.tracing is not None:
+            return await collect(self, body, headers=headers, deadline=deadline)
+        call = _Call(self, body, headers, deadline)
+        call.started = time.perf_counter()
+        try:
+            chunks = await self.inner.answer(body, headers=headers, deadline=deadline)
+        except BaseException as exc:
+            call.end(exc)
+            raise
+        call.end(None)
+        return chunks
 
     def done(self, call: _Call, outcome: str) -> None:
         """Account for a call that ended (`outcome`: ok, error or cancelled)."""
@@ -148,7 +167,7 @@ class _Call:
             )
             chunks = await self._inner.__aenter__()
         except BaseException as exc:
-            self._end(exc)
+            self.end(exc)
             raise
         if not self.streamed and upstream.tracing is None:
             return chunks  # no first token to time, no last chunk to read for a span
@@ -164,12 +183,12 @@ class _Call:
         try:
             suppressed = await self._inner.__aexit__(kind, exc, traceback)
         except BaseException as raised:
-            self._end(raised)
+            self.end(raised)
             raise
-        self._end(None if suppressed else exc)
+        self.end(None if suppressed else exc)
         return suppressed
 
-    def _end(self, exc: BaseException | None) -> None:
+    def end(self, exc: BaseException | None) -> None:
         if exc is None:
             outcome = "ok"
         elif isinstance(exc, asyncio.CancelledError | GeneratorExit):

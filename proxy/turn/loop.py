@@ -16,6 +16,7 @@ from policies import Admission, Gate, GateDecision, LoopGuard, LoopLimits
 from registry import ToolCall, ToolResult, reports_progress
 
 from ..approvals.flow import USED_APPROVAL, ApprovalFlow, apply_answers
+from ..upstreams.base import Chunk, Relayable
 from . import client_tools, pauses, progress
 from .assembler import Answer, Assembler, Usage, assistant_message
 from .catalog import SEARCH_CHAT_TOOL
@@ -91,23 +92,67 @@ class ToolLoop:
         self.meter: TurnMeter = UNMETERED
         """Told of each turn's start and `Finished` (the telemetry's, when it is on)."""
 
-    async def run(self, turn: Turn) -> AsyncIterator[LoopEvent]:
+    def run(self, turn: Turn) -> AsyncIterator[LoopEvent]:
         """Yield the events of one turn, ending with `Finished`.
 
         Raises:
             ProxyError: the upstream failed or rejected the request.
         """
+        return self._run(turn)
+
+    async def relay(self, turn: Turn) -> bytes | AsyncIterator[LoopEvent]:
+        """An unstreamed turn answered by the upstream's own bytes when it can be, else its
+        events (`run`'s).
+
+        The relay: a turn whose history holds no tool round asks the upstream once, as its
+        first round would (the same body, deadline and meter), without the event stream;
+        when the answer is `Relayable` (no tool call, and exactly what the Chat front would
+        render, its id and time aside) the turn is over and those bytes are its answer.
+        Anything else continues as `run` would from that answer, which is not asked again.
+        Only a front whose renderer takes the upstream's bytes as they are (Chat) asks this.
+
+        Raises:
+            ProxyError: the upstream failed or rejected the request.
+        """
+        if turn.body.get("stream") is True:
+            return self._run(turn)
+        state = await self._begin(turn)
+        if state.tool_rounds:
+            return self._run(turn, state)
+        body = self._body(turn, state, with_tools=True)
+        deadline = state.guard.deadline
+        chunks = await turn.upstream.answer(body, headers=turn.headers, deadline=deadline)
+        if len(chunks) == 1:
+            (chunk,) = chunks
+            raw = chunk.raw if chunk.__class__ is Relayable else None  # type: ignore[attr-defined]
+            if raw is not None:
+                choice = chunk["choices"][0]
+                usage = Usage.from_chat(chunk["usage"])
+                self._finished(Finished(choice["finish_reason"], usage, relay=raw))
+                return raw
+        return self._run(turn, state, chunks)
+
+    async def _begin(self, turn: Turn) -> _State:
+        """A turn's state before its first round; its meter told it began."""
         self.meter.begin(turn.body)
         messages = _strip_vendor_fields(turn.body["messages"])
         tool_rounds = any(m.get("role") == "tool" or m.get("tool_calls") for m in messages)
         # A pending turn is found by its assistant message's tool calls: none, none to find.
         history = await restore(self._turns, messages, turn.owner) if tool_rounds else messages
-        state = _State(
+        return _State(
             guard=LoopGuard(self._limits_for(turn.controls)),
             history=history,
             body=_upstream_body(turn.body),
             tool_rounds=tool_rounds,
         )
+
+    async def _run(
+        self, turn: Turn, state: _State | None = None, first: list[Chunk] | None = None
+    ) -> AsyncIterator[LoopEvent]:
+        """The turn's events; `state` and the first round's answer (`first`, its upstream
+        call already made) when `relay` began it."""
+        if state is None:
+            state = await self._begin(turn)
         turn = self._offer(turn, state)
         if state.tool_rounds:  # a plain request answers nothing a turn left paused
             async for event in self._resume(turn, state):
@@ -116,21 +161,14 @@ class ToolLoop:
                     return
                 yield event
         while True:
-            state.guard.begin_iteration()
             turn = self._offer(turn, state)
-            async for event in self._ask(turn, state, with_tools=True):
+            async for event in self._ask(turn, state, with_tools=True, answered=first):
                 yield event
+            first = None
             answer = state.answer
             assert answer is not None
-            if not answer.tool_calls:
-                rounds = tuple(state.added)
-                relay = None if rounds else answer.raw
-                yield self._finished(
-                    Finished(answer.finish_reason, state.usage, rounds=rounds, relay=relay)
-                )
-                return
-            if not turn.controls.auto_execute:
-                yield self._finished(Finished("tool_calls", state.usage, tuple(answer.tool_calls)))
+            if not answer.tool_calls or not turn.controls.auto_execute:
+                yield self._finished(_answered(state, answer))
                 return
             calls = await self._triage.sort(
                 turn, answer.tool_calls, code_mode=self._code_mode(turn)
@@ -315,24 +353,57 @@ class ToolLoop:
         lowered = min(controls.max_iterations, self._limits.max_iterations)
         return self._limits.model_copy(update={"max_iterations": lowered})
 
-    async def _ask(
-        self, turn: Turn, state: _State, *, with_tools: bool
-    ) -> AsyncIterator[LoopEvent]:
-        """One upstream call: its text as it arrives; the answer lands in `state.answer`."""
+    def _body(self, turn: Turn, state: _State, *, with_tools: bool) -> dict[str, Any]:
+        """The next upstream request's body; one with tools begins an iteration (the last
+        word after a guard stopped the turn is not one)."""
         body = {**state.body, "messages": state.history + state.added}
+        if with_tools:
+            state.guard.begin_iteration()
         tools = self._tools_for(turn, state) if with_tools else []
         if tools:
             body["tools"] = tools
         else:
             for key in ("tool_choice", "parallel_tool_calls"):
                 body.pop(key, None)
+        return body
+
+    async def _ask(
+        self,
+        turn: Turn,
+        state: _State,
+        *,
+        with_tools: bool,
+        answered: list[Chunk] | None = None,
+    ) -> AsyncIterator[LoopEvent]:
+        """One upstream call: its text as it arrives; the answer lands in `state.answer`.
+        `answered`: the call was made already (`relay`), these are its chunks."""
         assembler = Assembler()
-        deadline = state.guard.deadline if with_tools else None
-        async with turn.upstream.complete(body, headers=turn.headers, deadline=deadline) as chunks:
-            async for chunk in chunks:
+        if answered is not None:
+            for chunk in answered:
                 delta = assembler.feed(chunk)
                 if delta is not None:
                     yield delta
+            self._take(state, assembler)
+            return
+        body = self._body(turn, state, with_tools=with_tools)
+        deadline = state.guard.deadline if with_tools else None
+        upstream = turn.upstream
+        if body.get("stream") is True:
+            async with upstream.complete(body, headers=turn.headers, deadline=deadline) as chunks:
+                async for chunk in chunks:
+                    delta = assembler.feed(chunk)
+                    if delta is not None:
+                        yield delta
+        else:
+            for chunk in await upstream.answer(body, headers=turn.headers, deadline=deadline):
+                delta = assembler.feed(chunk)
+                if delta is not None:
+                    yield delta
+        self._take(state, assembler)
+
+    @staticmethod
+    def _take(state: _State, assembler: Assembler) -> None:
+        """The assembled answer into the turn's state, its usage added."""
         answer = assembler.finish()
         state.usage = state.usage + (answer.usage or Usage())
         state.answer = answer
@@ -438,6 +509,17 @@ class ToolLoop:
         results.update((r.call_id, r) for r in done)
         ran = [a for a in admitted if a.verdict is GateDecision.RUN]
         state.guard.record_calls([(a.tool.qualified_name, a.call.arguments) for a in ran])
+
+
+def _answered(state: _State, answer: Answer) -> Finished:
+    """The end of a turn the model answered, or whose calls go to the client as they are
+    (`auto_execute` off). The upstream's own bytes may be relayed when that answer is the
+    whole turn."""
+    if answer.tool_calls:
+        return Finished("tool_calls", state.usage, tuple(answer.tool_calls))
+    rounds = tuple(state.added)
+    relay = None if rounds else answer.raw
+    return Finished(answer.finish_reason, state.usage, rounds=rounds, relay=relay)
 
 
 def _tools_for(turn: Turn, state: _State) -> list[dict[str, Any]]:

@@ -33,6 +33,22 @@ class Upstream(Protocol):
         """
         ...
 
+    async def answer(
+        self,
+        body: dict[str, Any],
+        *,
+        headers: Mapping[str, str] | None = None,
+        deadline: float | None = None,
+    ) -> list[Chunk]:
+        """An unstreamed completion (`body` without `stream: true`): all its chunks at once.
+
+        What `complete` gives, as one coroutine instead of a context and an iterator: the
+        loop can only use an unstreamed answer whole, and every layer between it and the
+        transport (the meter, the router, the adapter) would otherwise add its own context
+        and generator. An upstream that only streams its answers answers by `collect`.
+        """
+        ...
+
     async def list_models(self) -> list[str]:
         """The model ids this upstream serves."""
         ...
@@ -40,6 +56,18 @@ class Upstream(Protocol):
     async def aclose(self) -> None:
         """Release connections."""
         ...
+
+
+async def collect(
+    upstream: Upstream,
+    body: dict[str, Any],
+    *,
+    headers: Mapping[str, str] | None = None,
+    deadline: float | None = None,
+) -> list[Chunk]:
+    """`upstream.complete`'s chunks gathered: `answer` for an upstream with no shorter way."""
+    async with upstream.complete(body, headers=headers, deadline=deadline) as chunks:
+        return [chunk async for chunk in chunks]
 
 
 class Codec(Protocol):

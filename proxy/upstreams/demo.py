@@ -14,6 +14,7 @@ from typing import Any
 
 import orjson
 
+from .base import collect
 from .demo_programs import RUN_CODE, program_call, program_results, program_tools
 
 __all__ = ["DEMO_MODEL", "DemoUpstream"]
@@ -135,6 +136,16 @@ class DemoUpstream:
             yield chunks
         finally:
             await chunks.aclose()
+
+    async def answer(
+        self,
+        body: dict[str, Any],
+        *,
+        headers: Mapping[str, str] | None = None,
+        deadline: float | None = None,
+    ) -> list[dict[str, Any]]:
+        """One unstreamed answer (see `complete`)."""
+        return await collect(self, body, headers=headers, deadline=deadline)
 
     async def list_models(self) -> list[str]:
         """The one model the demo serves."""

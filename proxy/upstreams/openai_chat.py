@@ -150,36 +150,55 @@ _RELAYED_MESSAGE = frozenset({"role", "content", "reasoning_content", "refusal"}
 
 
 def relayable(payload: dict[str, Any], model: Any) -> bool:
-    """Whether an unstreamed answer has exactly the fields, and the values, that the Chat
-    front renders for a one-round turn without tool calls (its id and time aside).
+    """Whether an unstreamed answer means exactly what the Chat front renders for a
+    one-round turn without tool calls (its id and time aside): the same fields and values,
+    and beyond them only fields that say nothing (null, or vLLM's empty `tool_calls`), which
+    a server like vLLM sends on every answer (`stop_reason`, `kv_transfer_params`, ...).
 
-    Anything else (a tool call, a vendor field, a model other than the one asked for, usage
+    Anything else (a tool call, a vendor value, a model other than the one asked for, usage
     that renders differently) goes the slow way, which rebuilds the answer.
     """
-    if payload.keys() != _RELAYED_TOP or payload["object"] != "chat.completion":
+    if payload.keys() != _RELAYED_TOP and not _silent_beyond(payload, _RELAYED_TOP):
         return False
-    if payload["model"] != model or not isinstance(payload["id"], str):
+    if payload.get("object") != "chat.completion" or payload.get("model") != model:
         return False
-    if not isinstance(payload["created"], int):
+    if not isinstance(payload.get("id"), str) or not isinstance(payload.get("created"), int):
         return False
-    choices = payload["choices"]
-    if not isinstance(choices, list) or len(choices) != 1:
+    choices = payload.get("choices")
+    if not isinstance(choices, list) or len(choices) != 1 or not _relayable_choice(choices[0]):
         return False
-    choice = choices[0]
-    if choice.keys() != _RELAYED_CHOICE or choice["index"] != 0 or choice["logprobs"] is not None:
+    usage = payload.get("usage")
+    if not isinstance(usage, dict):
         return False
-    if choice["finish_reason"] not in ("stop", "length"):
+    rendered = Usage.from_chat(usage).as_dict()
+    return rendered == usage or rendered == {k: v for k, v in usage.items() if v is not None}
+
+
+def _relayable_choice(choice: Any) -> bool:
+    if not isinstance(choice, dict):
         return False
-    message = choice["message"]
-    if not isinstance(message, dict) or not message.keys() <= _RELAYED_MESSAGE:
+    if choice.keys() != _RELAYED_CHOICE and not _silent_beyond(choice, _RELAYED_CHOICE):
         return False
-    if message.get("role") != "assistant" or "content" not in message:
+    if choice.get("index") != 0 or choice.get("logprobs") is not None:
         return False
-    content = message.get("content")
-    if not (content is None or (isinstance(content, str) and content)):
+    if choice.get("finish_reason") not in ("stop", "length"):
         return False
-    for key in ("reasoning_content", "refusal"):
-        if key in message and not (isinstance(message[key], str) and message[key]):
+    message = choice.get("message")
+    if not isinstance(message, dict) or message.get("role") != "assistant":
+        return False
+    if not message.keys() <= _RELAYED_MESSAGE and not _silent_beyond(message, _RELAYED_MESSAGE):
+        return False
+    if "content" not in message:
+        return False
+    return all(
+        value is None or (isinstance(value, str) and value)
+        for value in (message["content"], message.get("reasoning_content"), message.get("refusal"))
+    )
+
+
+def _silent_beyond(fields: dict[str, Any], known: frozenset[str]) -> bool:
+    """Whether every field of `fields` not in `known` is null (or an empty `tool_calls`)."""
+    for key, value in fields.items():
+        if key not in known and value is not None and not (key == "tool_calls" and value == []):
             return False
-    usage = payload["usage"]
-    return isinstance(usage, dict) and Usage.from_chat(usage).as_dict() == usage
+    return True

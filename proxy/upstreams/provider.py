@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from .base import Codec
+from .base import Chunk, Codec
 from .transport import Exchange, Transport
 
 
@@ -91,6 +91,20 @@ class ProviderUpstream:
             credential=credential,
             deadline=deadline,
         )
+
+    async def answer(
+        self,
+        body: dict[str, Any],
+        *,
+        headers: Mapping[str, str] | None = None,
+        deadline: float | None = None,
+    ) -> list[Chunk]:
+        """An unstreamed completion's Chat chunks (see `Upstream.answer`).
+
+        Raises:
+            as `complete`.
+        """
+        return await self.complete(body, headers=headers, deadline=deadline).answer()
 
     async def list_models(self) -> list[str]:
         """Ask the server's model list.

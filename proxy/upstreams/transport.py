@@ -241,7 +241,19 @@ class Exchange:
         except BaseException:
             self.close()
             raise
-        return self.chunks(response) if self._stream else self.whole(response)
+        return self.chunks(response) if self._stream else self._replay(response)
+
+    async def answer(self) -> list[Chunk]:
+        """The unstreamed answer's chunks, its connection released: the request sent, its
+        status checked and its body read in one coroutine (`Upstream.answer`).
+
+        Raises:
+            UpstreamError, UpstreamTimeoutError, UpstreamStatusError: as `Transport.exchange`.
+        """
+        try:
+            return await self.whole(await self.open())
+        finally:
+            self.close()
 
     async def __aexit__(
         self,
@@ -371,7 +383,11 @@ class Exchange:
             chunks.append(_relayed(texts, key))
         return chunks, False
 
-    async def whole(self, response: aiohttp.ClientResponse) -> AsyncIterator[Chunk]:
+    async def _replay(self, response: aiohttp.ClientResponse) -> AsyncIterator[Chunk]:
+        for chunk in await self.whole(response):
+            yield chunk
+
+    async def whole(self, response: aiohttp.ClientResponse) -> list[Chunk]:
         """The unstreamed answer as chunks (one, for most formats).
 
         Raises:
@@ -402,7 +418,7 @@ class Exchange:
         for chunk in chunks:
             if chunk.__class__ is Relayable:
                 chunk.raw = data  # type: ignore[attr-defined]
-            yield chunk
+        return chunks
 
     def _event(self, codec: Codec, data: bytes) -> list[Chunk]:
         try:

@@ -10,7 +10,7 @@ from ...server.context import RequestContext
 from ...server.services import Services
 from ...turn.controls import parse_controls
 from ...turn.record import Turn
-from ..exchange import Answered, Reply, Streamed, serve_turn
+from ..exchange import Relaying, Reply, Streamed, serve_turn
 from ..exchange import openai_error_body as error_body
 from .render import ChatJsonRenderer, ChatStreamRenderer, ResponseMeta
 from .request import parse_body
@@ -50,12 +50,12 @@ class ChatCompletions:
 
     def _reply(self, prepared: _Prepared) -> Reply:
         turn, stream, include_usage = prepared
-        meta = ResponseMeta.new(turn.body["model"])
-        events = self._services.loop.run(turn)
-        if stream:
-            tool_events = turn.controls.stream_tool_events
-            renderer = ChatStreamRenderer(
-                meta, include_usage=include_usage, tool_events=tool_events
-            )
-            return Streamed(events, renderer)
-        return Answered(events, ChatJsonRenderer(meta))
+        model = turn.body["model"]
+        if not stream:
+            # The upstream's own answer when it is what this front renders (`relay`).
+            return Relaying(self._services.loop.relay(turn), ChatJsonRenderer(model))
+        tool_events = turn.controls.stream_tool_events
+        renderer = ChatStreamRenderer(
+            ResponseMeta.new(model), include_usage=include_usage, tool_events=tool_events
+        )
+        return Streamed(self._services.loop.run(turn), renderer)

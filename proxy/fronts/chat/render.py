@@ -127,9 +127,10 @@ class ChatStreamRenderer:
 
 
 class ChatJsonRenderer:
-    """Folds events into one `chat.completion` body."""
+    """Folds events into one `chat.completion` body (for `model`; its id and time made when
+    it is rendered, or given as `meta`)."""
 
-    def __init__(self, meta: ResponseMeta) -> None:
+    def __init__(self, meta: ResponseMeta | str) -> None:
         self._meta = meta
         self._content: list[str] = []
         self._reasoning: list[str] = []
@@ -176,6 +177,8 @@ class ChatJsonRenderer:
         if vendor := done.vendor_fields():
             message["toolwire"] = vendor
         meta = self._meta
+        if isinstance(meta, str):
+            meta = self._meta = ResponseMeta.new(meta)
         return {
             "id": meta.id,
             "object": "chat.completion",

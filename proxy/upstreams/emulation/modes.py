@@ -21,6 +21,7 @@ from ...errors import UpstreamStatusError
 from ...state.base import ModeStore
 from ...state.memory import MemoryModeStore
 from .. import Chunk, Upstream
+from ..base import collect
 from .constraints import Mechanism
 from .dropped_tools import DroppedTools, ToolsProbe
 from .formats import get_format
@@ -102,6 +103,16 @@ class AutoUpstream:
                 await self._store.mark_emulated(model)
             yield chunks
 
+    async def answer(
+        self,
+        body: dict[str, Any],
+        *,
+        headers: Mapping[str, str] | None = None,
+        deadline: float | None = None,
+    ) -> list[Chunk]:
+        """An unstreamed completion, natively or emulated as `complete` chooses."""
+        return await collect(self, body, headers=headers, deadline=deadline)
+
     async def list_models(self) -> list[str]:
         """The inner upstream's models."""
         return await self._inner.list_models()
@@ -140,11 +151,24 @@ class PerModelUpstream:
         deadline: float | None = None,
     ) -> contextlib.AbstractAsyncContextManager[AsyncIterator[Chunk]]:
         """Open one completion through the route whose glob matches the body's model."""
+        return self._route(body).complete(body, headers=headers, deadline=deadline)
+
+    async def answer(
+        self,
+        body: dict[str, Any],
+        *,
+        headers: Mapping[str, str] | None = None,
+        deadline: float | None = None,
+    ) -> list[Chunk]:
+        """An unstreamed completion through the route whose glob matches the body's model."""
+        return await self._route(body).answer(body, headers=headers, deadline=deadline)
+
+    def _route(self, body: dict[str, Any]) -> Upstream:
         model = str(body.get("model") or "")
         for pattern, upstream in self._routes:
             if fnmatchcase(model, pattern):
-                return upstream.complete(body, headers=headers, deadline=deadline)
-        return self._default.complete(body, headers=headers, deadline=deadline)
+                return upstream
+        return self._default
 
     async def list_models(self) -> list[str]:
         """The server's models."""

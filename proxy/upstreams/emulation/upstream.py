@@ -20,6 +20,7 @@ from typing import Any
 
 from ...errors import UpstreamError, UpstreamStatusError
 from .. import Chunk, Upstream
+from ..base import collect
 from .call_ids import NumberedIds, calls_in
 from .constraints import CLIENT_FIELDS, Mechanism, request_fields
 from .formats import EmulationFormat
@@ -187,6 +188,16 @@ class EmulatedUpstream:
                 (c["usage"] for c in reversed(held) if isinstance(c.get("usage"), dict)), None
             )
             return _Miss(_content(held), tuple(parser.refusals), usage)
+
+    async def answer(
+        self,
+        body: dict[str, Any],
+        *,
+        headers: Mapping[str, str] | None = None,
+        deadline: float | None = None,
+    ) -> list[Chunk]:
+        """An unstreamed completion with tools in the prompt (see `complete`)."""
+        return await collect(self, body, headers=headers, deadline=deadline)
 
     async def list_models(self) -> list[str]:
         """The inner upstream's models."""

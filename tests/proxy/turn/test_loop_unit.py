@@ -25,6 +25,7 @@ from proxy.turn.controls import Controls
 from proxy.turn.events import Finished, LoopEvent
 from proxy.turn.loop import ToolLoop
 from proxy.turn.record import Turn
+from proxy.upstreams.base import collect
 from registry import Executor, ToolRegistry
 
 USER = [{"role": "user", "content": "add 1 and 2"}]
@@ -55,6 +56,15 @@ class Scripted:
     ) -> AsyncIterator[AsyncIterator[dict[str, Any]]]:
         self.bodies.append(copy.deepcopy(body))
         yield self._chunks(len(self.bodies))
+
+    async def answer(
+        self,
+        body: dict[str, Any],
+        *,
+        headers: Mapping[str, str] | None = None,
+        deadline: float | None = None,
+    ) -> list[dict[str, Any]]:
+        return await collect(self, body, headers=headers, deadline=deadline)
 
     async def _chunks(self, number: int) -> AsyncIterator[dict[str, Any]]:
         if number <= self.calls and "tools" in self.bodies[-1]:

@@ -1,5 +1,6 @@
-"""An unstreamed answer relayed as the upstream's bytes equals what the slow path renders;
-anything the slow path would change is never relayed."""
+"""An unstreamed answer relayed as the upstream's bytes means what the slow path renders
+(the same fields and values; beyond them only nulls, as vLLM sends); anything the slow path
+would change is never relayed."""
 
 from __future__ import annotations
 
@@ -59,6 +60,54 @@ def without_identity(body: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in body.items() if k not in ("id", "created")}
 
 
+def meaning(value: Any) -> Any:
+    """A body without what says nothing: null fields, and vLLM's empty `tool_calls`."""
+    if isinstance(value, dict):
+        return {
+            k: meaning(v)
+            for k, v in value.items()
+            if v is not None and not (k == "tool_calls" and v == [])
+        }
+    if isinstance(value, list):
+        return [meaning(v) for v in value]
+    return value
+
+
+def vllm_answer() -> dict[str, Any]:
+    """An answer as vLLM sends it: every field it knows, most of them null."""
+    payload = answer(reasoning_content=None, tool_calls=[], function_call=None, refusal=None)
+    payload["choices"][0].update(stop_reason=None, token_ids=None)
+    payload["usage"]["prompt_tokens_details"] = None
+    payload.update(
+        system_fingerprint=None,
+        service_tier=None,
+        prompt_logprobs=None,
+        prompt_token_ids=None,
+        kv_transfer_params=None,
+    )
+    return payload
+
+
+def _with(path: tuple[str | int, ...], value: Any) -> Callable[[dict[str, Any]], None]:
+    def change(payload: dict[str, Any]) -> None:
+        target: Any = payload
+        for key in path[:-1]:
+            target = target[key]
+        target[path[-1]] = value
+
+    return change
+
+
+def changed(change: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
+    payload = answer()
+    change(payload)
+    return payload
+
+
+def _drop(key: str) -> Callable[[dict[str, Any]], None]:
+    return lambda payload: payload["usage"].pop(key)
+
+
 RELAYED = {
     "plain": answer(),
     "reasoning": answer(reasoning_content="Think first."),
@@ -76,40 +125,32 @@ RELAYED = {
             "prompt_tokens_details": {"cached_tokens": 4},
         },
     },
+    "vLLM's null fields": vllm_answer(),
+    "a vendor field in the choice, null": changed(_with(("choices", 0, "stop_reason"), None)),
+    "an empty tool_calls list": changed(_with(("choices", 0, "message", "tool_calls"), [])),
 }
 
 
 @pytest.mark.parametrize("payload", RELAYED.values(), ids=RELAYED.keys())
 def test_relayed_bytes_equal_the_slow_path(payload: dict[str, Any]) -> None:
+    assert relayable(payload, MODEL)
     sent, slow = rendered(payload)
     assert sent == orjson.dumps(payload)  # the upstream's own bytes
-    assert without_identity(orjson.loads(sent)) == without_identity(slow)
-
-
-def _with(path: tuple[str | int, ...], value: Any) -> Callable[[dict[str, Any]], None]:
-    def change(payload: dict[str, Any]) -> None:
-        target: Any = payload
-        for key in path[:-1]:
-            target = target[key]
-        target[path[-1]] = value
-
-    return change
-
-
-def _drop(key: str) -> Callable[[dict[str, Any]], None]:
-    return lambda payload: payload["usage"].pop(key)
+    assert meaning(without_identity(orjson.loads(sent))) == meaning(without_identity(slow))
 
 
 SLOW = {
-    "vendor field (vLLM)": _with(("kv_transfer_params",), None),
-    "vendor field in the choice": _with(("choices", 0, "stop_reason"), None),
+    "vendor value (vLLM)": _with(("kv_transfer_params",), {"remote": "x"}),
+    "vendor value in the choice": _with(("choices", 0, "stop_reason"), 128001),
+    "vendor value in the message": _with(("choices", 0, "message", "annotations"), [{"a": 1}]),
+    "vendor value in usage": _with(("usage", "prompt_tokens_details"), {"audio_tokens": 1}),
     "system fingerprint": _with(("system_fingerprint",), "fp_1"),
     "toolwire_provider": _with(("choices", 0, "message", "toolwire_provider"), {"x": 1}),
     "another model": _with(("model",), "other-model"),
     "empty content": _with(("choices", 0, "message", "content"), ""),
     "no content key": lambda p: p["choices"][0]["message"].pop("content"),
     "empty reasoning": _with(("choices", 0, "message", "reasoning_content"), ""),
-    "empty tool_calls list": _with(("choices", 0, "message", "tool_calls"), []),
+    "a null role": _with(("choices", 0, "message", "role"), None),
     "finish tool_calls without calls": _with(("choices", 0, "finish_reason"), "tool_calls"),
     "upper-case finish": _with(("choices", 0, "finish_reason"), "STOP"),
     "log-probabilities": _with(("choices", 0, "logprobs"), {"content": []}),
