@@ -629,3 +629,25 @@ async def test_a_wrong_path_fails_the_handshake_as_with_the_sdks_client():
 
     not_found = (types.METHOD_NOT_FOUND, "Not Found")
     assert got == {"aiohttp": not_found, "sdk": not_found}
+
+
+async def test_a_server_that_never_answers_fails_the_start_within_its_connect_timeout():
+    """A server that takes the connection and says nothing: `connect_timeout_s` bounds the
+    handshake, and the source says so."""
+    held: list[asyncio.StreamWriter] = []
+
+    async def silent(_: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        held.append(writer)
+
+    server = await asyncio.start_server(silent, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    async with server:
+        url = f"http://127.0.0.1:{port}/mcp"
+        opened = _source(url, mcp={"connect_timeout_s": 0.5}, optional=True)
+        async with asyncio.timeout(30), opened as (source, _):
+            status = source.status()
+        for writer in held:
+            writer.close()
+
+    assert not status.reachable and held
+    assert "no answer within 0.5s" in (status.error or "")
