@@ -651,3 +651,32 @@ async def test_a_server_that_never_answers_fails_the_start_within_its_connect_ti
 
     assert not status.reachable and held
     assert "no answer within 0.5s" in (status.error or "")
+
+
+async def test_a_proxy_from_the_environment_is_used(monkeypatch: pytest.MonkeyPatch):
+    """`HTTP_PROXY` is honoured as the SDK's httpx client honours it (read once per
+    connection: aiohttp would read the environment on every request)."""
+    seen: list[bytes] = []
+
+    async def proxy(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        seen.append((await reader.readuntil(b"\r\n\r\n")).split(b"\r\n")[0])
+        writer.write(b"HTTP/1.1 500 Internal Server Error\r\ncontent-length: 0\r\n\r\n")
+        await writer.drain()
+        writer.close()
+
+    server = await asyncio.start_server(proxy, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{port}")
+    monkeypatch.delenv("NO_PROXY", raising=False)
+    monkeypatch.delenv("no_proxy", raising=False)
+    async with server:
+        with pytest.raises(BaseExceptionGroup) as caught:
+            async with (
+                asyncio.timeout(30),
+                _session(_transports()["aiohttp"]("http://mcp.example/mcp")),
+            ):
+                pass
+
+    error = _first(caught.value)
+    assert isinstance(error, MCPError) and error.code == types.INTERNAL_ERROR
+    assert seen == [b"POST http://mcp.example/mcp HTTP/1.1"]
