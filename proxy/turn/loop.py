@@ -487,23 +487,22 @@ class ToolLoop:
         keep-alives from the front's ticker.)"""
         if not admitted:
             return
-        if self._questions is None:
+        if self._questions is None or not any(reports_progress(a.tool) for a in admitted):
+            # Only tools whose servers talk back (MCP's, which all report progress) read
+            # what `Questions` offers; a round of others runs in place, with nothing to offer.
             done = await _within(
                 self._gate.run(admitted, turn.caller), admitted, state.guard.remaining()
             )
         else:
-            # Only calls of tools whose servers talk back (MCP: progress, questions) are
-            # held; a round of others runs in place at no cost. Calls run for an approval
-            # the client just gave (no upstream answer yet in this request) are not held
-            # either: their servers' questions are declined.
+            # Only such calls are held. Calls run for an approval the client just gave (no
+            # upstream answer yet in this request) are not held either: their servers'
+            # questions are declined.
             held = await self._questions.run(
                 turn,
                 lambda: self._gate.run(admitted, turn.caller),
                 [a.call.id for a in admitted],
                 state.guard.remaining(),
-                may_ask=state.answer is not None
-                and turn.controls.elicitation
-                and any(reports_progress(a.tool) for a in admitted),
+                may_ask=state.answer is not None and turn.controls.elicitation,
             )
             state.asked, done = held.asked, held.results or []
         results.update((r.call_id, r) for r in done)
