@@ -61,36 +61,41 @@ class ToolDefinitions:
 
     def __init__(self, convert: Callable[[dict[str, Any]], list[Any] | None], size: int = 512):
         self._convert = convert
-        self._kept: dict[bytes, list[Any] | None] = {}
+        self._kept: dict[bytes, tuple[str, list[Any]] | None] = {}
+        """By a tool's key: its name and definitions, or None when it is not plain."""
         self._size = size
 
     def of(self, tools: Any) -> list[Any] | None:
-        """The definitions of a list of Chat tools, in order; None when one is not plain."""
+        """The definitions of a list of Chat tools, in order; None when one is not plain,
+        or when two share a name (the fixes look a tool's own schema up by its name)."""
         if not isinstance(tools, list):
             return None
         definitions: list[Any] = []
-        names = set()
+        names: set[str] = set()
         for tool in tools:
-            # The fixes look a tool's own schema up by name: a name twice is theirs to mend.
-            function = tool.get("function") if isinstance(tool, dict) else None
-            name = function.get("name") if isinstance(function, dict) else None
-            if name in names:
-                return None
-            names.add(name)
             try:
                 key = orjson.dumps(tool, option=orjson.OPT_SORT_KEYS)
             except TypeError:  # not JSON: rosetta's way
                 return None
             found = self._kept.get(key, _MISSING)
             if found is _MISSING:
-                found = self._convert(tool) if isinstance(tool, dict) else None
+                found = self._made(tool)
                 if len(self._kept) >= self._size:
                     del self._kept[next(iter(self._kept))]
                 self._kept[key] = found
-            if found is None:
+            if found is None or found[0] in names:  # type: ignore[index]
                 return None
-            definitions.extend(found)  # type: ignore[arg-type]
+            names.add(found[0])  # type: ignore[index]
+            definitions.extend(found[1])  # type: ignore[index]
         return definitions
+
+    def _made(self, tool: Any) -> tuple[str, list[Any]] | None:
+        function = tool.get("function") if isinstance(tool, dict) else None
+        name = function.get("name") if isinstance(function, dict) else None
+        if not isinstance(name, str):
+            return None
+        made = self._convert(tool)
+        return None if made is None else (name, made)
 
 
 def _probe(tool: dict[str, Any], target: str, mend: Callable[..., dict[str, Any]]) -> Any:

@@ -94,16 +94,18 @@ class _GeminiCodec:
         self._calls = fixes.GeminiCalls(lambda: f"call_{secrets.token_hex(12)}")
 
     def event(self, payload: dict[str, Any]) -> list[Chunk]:
-        text = fixes.final_text(payload)
-        if text is None:
-            return self._piece(payload)
-        # The text of a finishing piece goes first, as a piece of its own (rosetta drops it).
-        return self._piece(text[0]) + self._piece(text[1])
-
-    def _piece(self, payload: dict[str, Any]) -> list[Chunk]:
         direct = self._text(payload)
         if direct is not None:
             return direct
+        split = fixes.final_text(payload)
+        if split is None:
+            return self._piece(payload)
+        # The text of a finishing piece goes first, as a piece of its own (rosetta drops it).
+        text, rest = split
+        return (self._text(text) or self._piece(text)) + self._piece(rest)
+
+    def _piece(self, payload: dict[str, Any]) -> list[Chunk]:
+        """The chunks of a piece that is not plain text."""
         if "error" in payload:
             raise _fault(payload)
         payload = self._calls.observe(payload)

@@ -174,7 +174,7 @@ def test_direct_bodies_are_rosetta_s(kind: str, monkeypatch: pytest.MonkeyPatch)
             assert json.dumps(fast[2]) == json.dumps(slow[2]), body
         messages = [m for m in body["messages"]]
         taken += direct({**body, "messages": messages}, fast_dialect._tools) is not None
-    assert taken > 60  # enough of the sample was made directly
+    assert taken > 40  # enough of the sample was made directly
 
 
 @pytest.mark.parametrize("kind", KINDS)
