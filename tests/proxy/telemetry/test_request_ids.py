@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from proxy.server.context import context_of, current_request, request_id
+from proxy.server.context import context_of, current_request, new_context, request_id
 
 
 @pytest.mark.parametrize("given", ["a", "job-7.a:b_c", "X" * 128, "0123456789"])
@@ -30,3 +30,11 @@ def test_the_context_takes_the_header_and_becomes_current() -> None:
     assert context.request_id == "abc-1"
     assert context_of(scope) is context
     assert current_request.get() is context
+
+
+def test_the_edge_makes_the_context_and_every_later_lookup_finds_that_one() -> None:
+    scope = {"headers": [(b"x-request-id", b"edge-1")]}
+    made = new_context(scope)
+    assert made.request_id == "edge-1" and made.headers == {"x-request-id": "edge-1"}
+    assert context_of(scope) is made and context_of(scope) is made
+    assert current_request.get() is made
