@@ -198,11 +198,14 @@ class Metrics:
                 registry=r,
             )
         )
-        self.open_streams = Gauge(
-            "toolwire_open_streams",
-            "Event streams being sent now.",
-            registry=r,
-            multiprocess_mode="livesum",
+        self.open_streams = _GaugeTally(
+            Gauge(
+                "toolwire_open_streams",
+                "Event streams being sent now.",
+                registry=r,
+                multiprocess_mode="livesum",
+            ),
+            tallies,
         )
 
     def watch_sources(self, statuses: Callable[[], Sequence[SourceStatus]] | None) -> None:
@@ -337,12 +340,12 @@ class _Tallies:
     __slots__ = ("_children", "_multiprocess", "armed")
 
     def __init__(self, multiprocess: bool) -> None:
-        self._children: list[_CounterTally | _HistogramTally] = []
+        self._children: list[_CounterTally | _HistogramTally | _GaugeTally] = []
         self._multiprocess = multiprocess
         self.armed = not multiprocess
         """True while no timer needs arming: alone, or a fold is already due."""
 
-    def add(self, child: _CounterTally | _HistogramTally) -> None:
+    def add(self, child: _CounterTally | _HistogramTally | _GaugeTally) -> None:
         self._children.append(child)
 
     def arm(self) -> None:
@@ -414,6 +417,35 @@ class _HistogramTally:
         for bucket, count in zip(child._buckets, counts, strict=True):
             if count:
                 bucket.inc(count)
+
+
+class _GaugeTally:
+    """A gauge counted up and down per request (`open_streams`): a number here, set into the
+    gauge at each fold, as the tallies' counts are (no lock and no checks per change)."""
+
+    __slots__ = ("_folded", "_gauge", "_tallies", "value")
+
+    def __init__(self, gauge: Gauge, tallies: _Tallies) -> None:
+        self._gauge = gauge
+        self._tallies = tallies
+        self._folded = 0
+        self.value = 0
+        tallies.add(self)
+
+    def inc(self) -> None:
+        self.value += 1
+        if not self._tallies.armed:
+            self._tallies.arm()
+
+    def dec(self) -> None:
+        self.value -= 1
+        if not self._tallies.armed:
+            self._tallies.arm()
+
+    def fold(self) -> None:
+        if self.value != self._folded:
+            self._folded = self.value
+            self._gauge.set(self.value)
 
 
 _RequestTallies = tuple[

@@ -138,3 +138,20 @@ def _values(metrics: Metrics) -> dict[str, str]:
     lines = metrics.exposition().decode().splitlines()
     samples = (line.rsplit(" ", 1) for line in lines if not line.startswith("#"))
     return {name: value for name, value in samples if "_created" not in name}
+
+
+def test_open_streams_are_counted_here_and_set_into_the_gauge_at_each_fold() -> None:
+    """The open streams gauge changes twice per stream: a number counted without the gauge's
+    lock (the gauge itself is untouched until a fold), exact in every scrape."""
+    metrics = Metrics(ModelLabels([]))
+    streams = metrics.open_streams
+    streams.inc()
+    streams.inc()
+    streams.dec()
+    assert metrics.registry.get_sample_value("toolwire_open_streams") == 0.0  # not yet folded
+    assert _values(metrics)["toolwire_open_streams"] == "1.0"
+    assert _values(metrics)["toolwire_open_streams"] == "1.0"  # a second scrape: the same
+    streams.dec()
+    metrics.fold()
+    assert metrics.registry.get_sample_value("toolwire_open_streams") == 0.0
+    assert _values(metrics)["toolwire_open_streams"] == "0.0"
