@@ -133,7 +133,8 @@ class Executor:
     def _returns_at_once(self, tool: Tool) -> bool:
         """`returns_at_once` for the tool's function, worked out once per function."""
         fn = tool.fn
-        if fn is None or tool.context_parameter is not None:
+        # Only arguments bound by the tool's model are sure to be of their annotated types.
+        if fn is None or tool.context_parameter is not None or tool.arguments_model is None:
             return False
         known = self._at_once.get(fn)
         if known is None:

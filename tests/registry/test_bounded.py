@@ -215,6 +215,14 @@ async def test_a_tool_known_to_return_at_once_runs_inline_with_the_same_result()
     assert (fast_record.mode, thread_record.mode) == ("inline", "thread")
 
 
+def test_a_tool_without_an_arguments_model_keeps_its_thread() -> None:
+    # Its arguments reach the function unconverted, of whatever JSON type the model sent.
+    bare = Tool("echo", "Echo.", {"type": "object", "properties": {}}, fn=echo)
+    with Executor() as executor:
+        assert executor.mode_for(bare) == "thread"
+        assert executor.mode_for(Tool.from_function(echo)) == "inline"
+
+
 async def test_other_default_modes_are_kept_for_every_sync_tool() -> None:
     with Executor(mode="process", process_workers=1) as executor:
         assert executor.mode_for(Tool.from_function(echo)) == "process"
