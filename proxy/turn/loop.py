@@ -135,8 +135,7 @@ class ToolLoop:
     async def _begin(self, turn: Turn) -> _State:
         """A turn's state before its first round; its meter told it began."""
         self.meter.begin(turn.body)
-        messages = _strip_vendor_fields(turn.body["messages"])
-        tool_rounds = any(m.get("role") == "tool" or m.get("tool_calls") for m in messages)
+        messages, tool_rounds = _history(turn.body["messages"])
         # A pending turn is found by its assistant message's tool calls: none, none to find.
         history = await restore(self._turns, messages, turn.owner) if tool_rounds else messages
         return _State(
@@ -579,7 +578,19 @@ def _relax_tool_choice(body: dict[str, Any]) -> dict[str, Any]:
     return body
 
 
-def _strip_vendor_fields(messages: list[Message]) -> list[Message]:
-    return [
-        {k: v for k, v in m.items() if k != "toolwire"} if "toolwire" in m else m for m in messages
-    ]
+def _history(messages: list[Message]) -> tuple[list[Message], bool]:
+    """The client's messages without Toolwire's vendor fields (a copy only when one has
+    them), and whether they hold a tool round (calls, or their results)."""
+    tool_rounds = False
+    vendor = False
+    for message in messages:
+        if message.get("role") == "tool" or message.get("tool_calls"):
+            tool_rounds = True
+        if "toolwire" in message:
+            vendor = True
+    if vendor:
+        messages = [
+            {k: v for k, v in m.items() if k != "toolwire"} if "toolwire" in m else m
+            for m in messages
+        ]
+    return messages, tool_rounds

@@ -35,11 +35,9 @@ class ChatDialect:
             stripped = strip_provider(messages)
             if stripped is not messages:
                 body = {**body, "messages": stripped}
+        stream = bool(body.get("stream"))
         return Request(
-            self._url,
-            body,
-            bool(body.get("stream")),
-            functools.partial(ChatCodec, body.get("model")),
+            self._url, body, stream, functools.partial(ChatCodec, body.get("model"), stream)
         )
 
     def headers(self, incoming: Mapping[str, str] | None) -> tuple[dict[str, str], str]:
@@ -64,9 +62,9 @@ class ChatCodec:
     events are found by their bytes (`scanner`) and come as `Relayed` chunks, unparsed.
     """
 
-    def __init__(self, model: Any = None) -> None:
+    def __init__(self, model: Any = None, stream: bool = True) -> None:
         self.finished = False
-        self.scanner = TextScanner()
+        self.scanner = TextScanner() if stream else None
         self._model = model
 
     def event(self, payload: dict[str, Any]) -> list[Chunk]:
@@ -190,10 +188,10 @@ def _relayable_choice(choice: Any) -> bool:
         return False
     if "content" not in message:
         return False
-    return all(
-        value is None or (isinstance(value, str) and value)
-        for value in (message["content"], message.get("reasoning_content"), message.get("refusal"))
-    )
+    for value in (message["content"], message.get("reasoning_content"), message.get("refusal")):
+        if not (value is None or (value.__class__ is str and value)):
+            return False
+    return True
 
 
 def _silent_beyond(fields: dict[str, Any], known: frozenset[str]) -> bool:
