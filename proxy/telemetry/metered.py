@@ -79,28 +79,35 @@ class MeteredUpstream:
         whose last chunk the span reads."""
         if self.tracing is not None:
             return await collect(self, body, headers=headers, deadline=deadline)
-        call = _Call(self, body, headers, deadline)
-        call.started = time.perf_counter()
+        started = time.perf_counter()
+        model = body.get("model")
         try:
             chunks = await self.inner.answer(body, headers=headers, deadline=deadline)
         except BaseException as exc:
-            call.end(exc)
+            self.account(started, model, _outcome(exc)[0])
             raise
-        call.end(None)
+        self.account(started, model, "ok")
         return chunks
 
-    def done(self, call: _Call, outcome: str) -> None:
-        """Account for a call that ended (`outcome`: ok, error or cancelled)."""
-        elapsed = time.perf_counter() - call.started
+    def account(
+        self, started: float, model: Any, outcome: str, first_token_s: float | None = None
+    ) -> None:
+        """Note a call that began at `started` and ended (`outcome`: ok, error, cancelled)."""
+        elapsed = time.perf_counter() - started
         context = current_request.get()
         if context is not None:
             context.stats.upstream_calls += 1
             context.stats.upstream_s += elapsed
         metrics = self._metrics
         if metrics is not None:
-            first = call.first
-            first_token_s = first - call.started if first is not None and call.streamed else None
-            metrics.count_upstream_call(self.name, call.model, outcome, elapsed, first_token_s)
+            name = model if isinstance(model, str) else ""
+            metrics.count_upstream_call(self.name, name, outcome, elapsed, first_token_s)
+
+    def done(self, call: _Call, outcome: str) -> None:
+        """Account for a call that ended (`outcome`: ok, error or cancelled)."""
+        first = call.first
+        first_token_s = first - call.started if first is not None and call.streamed else None
+        self.account(call.started, call.model, outcome, first_token_s)
         if call.span is not None and self.tracing is not None:
             self.tracing.end_upstream(call.span, call.attributes(), call.error)
 
@@ -189,12 +196,7 @@ class _Call:
         return suppressed
 
     def end(self, exc: BaseException | None) -> None:
-        if exc is None:
-            outcome = "ok"
-        elif isinstance(exc, asyncio.CancelledError | GeneratorExit):
-            outcome = self.error = "cancelled"
-        else:
-            outcome, self.error = "error", type(exc).__name__
+        outcome, self.error = ("ok", None) if exc is None else _outcome(exc)
         self._upstream.done(self, outcome)
 
     async def watch(self, chunks: AsyncIterator[Chunk]) -> AsyncIterator[Chunk]:
@@ -226,3 +228,10 @@ class _Call:
         if isinstance(last.get("model"), str):
             found["gen_ai.response.model"] = last["model"]
         return found
+
+
+def _outcome(exc: BaseException) -> tuple[str, str]:
+    """A failed call's outcome (error or cancelled) and what to note as its error."""
+    if isinstance(exc, asyncio.CancelledError | GeneratorExit):
+        return "cancelled", "cancelled"
+    return "error", type(exc).__name__
