@@ -14,6 +14,7 @@ from ..errors import (
     ProxyError,
     RequestTimeoutError,
 )
+from ..upstreams.expiry import Expiry
 
 WATCH_AFTER_S = 0.05
 """How long a request runs before its client is watched for a disconnect."""
@@ -85,7 +86,7 @@ async def read_body(receive: Receive, scope: Scope, limits: BodyLimits) -> bytes
     task = asyncio.current_task()
     assert task is not None
     cancelling = task.cancelling()
-    timer = _Expiry(task)
+    timer = Expiry(task)
     handle = asyncio.get_running_loop().call_later(limits.body_timeout_s, timer.expire)
     try:
         while True:
@@ -108,20 +109,6 @@ async def read_body(receive: Receive, scope: Scope, limits: BodyLimits) -> bytes
         raise
     finally:
         handle.cancel()
-
-
-class _Expiry:
-    """Cancels a task when its time is up, and remembers that it did."""
-
-    __slots__ = ("_task", "expired")
-
-    def __init__(self, task: asyncio.Task[Any]) -> None:
-        self._task = task
-        self.expired = False
-
-    def expire(self) -> None:
-        self.expired = True
-        self._task.cancel()
 
 
 class BodyLimits(Protocol):
