@@ -227,13 +227,16 @@ class _Outbox:
         self._waiter: asyncio.Future[None] | None = None
         self._room: asyncio.Future[None] | None = None
 
-    async def put(self, frames: list[bytes]) -> None:
+    def put(self, frames: list[bytes]) -> asyncio.Future[None] | None:
+        """Add the frames; when the sender is `_QUEUE_FRAMES` behind, a future the producer
+        awaits until the sender takes them (a plain call otherwise: no coroutine per event)."""
         self._frames += frames
         self.active = True
         self._wake()
         if len(self._frames) >= _QUEUE_FRAMES:
             self._room = asyncio.get_running_loop().create_future()
-            await self._room
+            return self._room
+        return None
 
     def close(self, end: ProxyError | None = None) -> None:
         """No more frames: the stream ends normally, or with `end`."""
@@ -294,7 +297,9 @@ async def _produce(
         async for event in events:
             frames = renderer.frames(event)
             if frames:
-                await outbox.put(frames)
+                room = outbox.put(frames)
+                if room is not None:
+                    await room
     except ProxyError as exc:
         outbox.close(exc)
     except Exception:

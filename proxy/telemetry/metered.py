@@ -2,7 +2,7 @@
 (`MeteredUpstream`, a wrapper) came to: in the request's stats, the metrics and the trace.
 
 Counters move once per turn and once per upstream call; per chunk there is only a clock
-read for the first one and a reference kept to the last (where the usage is).
+read for the first one and, when traced, a reference kept to the last (where the usage is).
 """
 
 from __future__ import annotations
@@ -176,8 +176,13 @@ class _Call:
         except BaseException as exc:
             self.end(exc)
             raise
-        if not self.streamed and upstream.tracing is None:
-            return chunks  # no first token to time, no last chunk to read for a span
+        if upstream.tracing is None and (
+            not self.streamed or hasattr(self._inner, "first_chunk_at")
+        ):
+            # No last chunk to read for a span, and no first token to time, or the call
+            # notes it itself (the transport's `Exchange`, read at the end): the chunks
+            # unwrapped, a generator's resumption fewer on each.
+            return chunks
         return self.watch(chunks)
 
     async def __aexit__(
@@ -196,6 +201,8 @@ class _Call:
         return suppressed
 
     def end(self, exc: BaseException | None) -> None:
+        if self.first is None:
+            self.first = getattr(self._inner, "first_chunk_at", None)
         outcome, self.error = ("ok", None) if exc is None else _outcome(exc)
         self._upstream.done(self, outcome)
 

@@ -12,7 +12,6 @@ import asyncio
 import functools
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, NoReturn
 
@@ -24,6 +23,7 @@ from ..config import UpstreamConfig
 from ..errors import UpstreamError, UpstreamStatusError, UpstreamTimeoutError
 from .base import Chunk, Codec, Fault, Relayable
 from .coalescing import coalesce
+from .expiry import Expiry
 from .probe import connect_failure
 from .relay import Relayed, TextScanner
 
@@ -174,7 +174,7 @@ class Transport:
         task = asyncio.current_task()
         assert task is not None
         cancelling = task.cancelling()
-        timer = _Expiry(task)
+        timer = Expiry(task)
         handle = asyncio.get_running_loop().call_later(first_byte, timer.expire)
         try:
             return await session.post(url, data=data, headers=headers, timeout=timeout)
@@ -185,28 +185,6 @@ class Transport:
             raise
         finally:
             handle.cancel()
-
-
-class _Expiry:
-    """Cancels a task when its time is up, and remembers that it did."""
-
-    __slots__ = ("_task", "expired")
-
-    def __init__(self, task: asyncio.Task[Any]) -> None:
-        self._task = task
-        self.expired = False
-
-    def expire(self) -> None:
-        self.expired = True
-        self._task.cancel()
-
-
-@dataclass(slots=True)
-class _Progress:
-    started: bool = False
-    """A chunk reached the caller: the request may not be sent again."""
-    complete: bool = False
-    """The stream reached `[DONE]` or the end of its answer."""
 
 
 class Exchange:
@@ -234,6 +212,8 @@ class Exchange:
         self._credential = credential
         self._client_key = client_key
         self._response: aiohttp.ClientResponse | None = None
+        self.first_chunk_at: float | None = None
+        """When the stream's first chunk was read (`perf_counter`); None before."""
 
     async def __aenter__(self) -> AsyncIterator[Chunk]:
         try:
@@ -298,7 +278,14 @@ class Exchange:
         """The streamed chunks, up to `[DONE]` or the end of a stream that finished its answer.
 
         A stream that ends without `[DONE]` and before its codec saw the answer's end was cut
-        short: it is asked for once more when nothing reached the caller yet.
+        short: it is asked for once more when nothing reached the caller yet. The text deltas
+        of one network read arrive merged (`coalesce`); with a codec that has a `scanner`,
+        text-only events are found by their bytes and arrive as `Relayed`. When the first
+        chunk is read, `first_chunk_at` notes the time (`perf_counter`), so a meter need not
+        wrap this generator to see it.
+
+        One generator for the attempts and the reads: each layer of async generator costs
+        a resumption per chunk.
 
         Raises:
             UpstreamError: the stream broke off, sent something unusable or was cut short (502).
@@ -307,63 +294,46 @@ class Exchange:
         for attempt in range(2):
             if attempt:
                 response = await self.open()
-            progress = _Progress()
-            async for chunk in self._read(response, progress):
-                yield chunk
-            if progress.complete:
-                return
-            if progress.started:
-                break
-        raise UpstreamError(f"{_CUT} (upstream {self.name!r})")
-
-    async def _read(
-        self, response: aiohttp.ClientResponse, progress: _Progress
-    ) -> AsyncIterator[Chunk]:
-        """One response's chunks; `progress` says whether any came and whether it ended.
-
-        The text deltas of one network read arrive merged (`coalesce`); with a codec that
-        has a `scanner`, text-only events are found by their bytes and arrive as `Relayed`.
-        """
-        codec = self._codec()
-        scanner: TextScanner | None = getattr(codec, "scanner", None)
-        decoder = sse.SSEDecoder()
-        try:
-            async for raw in response.content.iter_any():
-                chunks, done = self._decode(codec, scanner, decoder.feed_bytes(raw))
-                if chunks:
-                    progress.started = True
+            codec = self._codec()
+            scanner: TextScanner | None = getattr(codec, "scanner", None)
+            decoder = sse.SSEDecoder()
+            try:
+                async for raw in response.content.iter_any():
+                    chunks, done = self._decode(codec, scanner, decoder.feed_bytes(raw))
                     for chunk in coalesce(chunks):
                         yield chunk
-                if done:
-                    progress.complete = True
-                    return
-            tail = decoder.close_bytes()
-        except TimeoutError as exc:
-            raise UpstreamTimeoutError(f"upstream {self.name!r} stalled") from exc
-        except (aiohttp.ClientError, sse.SSEDecodeError) as exc:
-            raise self._broke_off(exc) from exc
-        chunks, done = self._decode(codec, scanner, tail)
-        if chunks:
-            progress.started = True
+                    if done:
+                        return
+                tail = decoder.close_bytes()
+            except TimeoutError as exc:
+                raise UpstreamTimeoutError(f"upstream {self.name!r} stalled") from exc
+            except (aiohttp.ClientError, sse.SSEDecodeError) as exc:
+                raise self._broke_off(exc) from exc
+            chunks, done = self._decode(codec, scanner, tail)
             for chunk in chunks:
                 yield chunk
-        progress.complete = done or codec.finished
+            if done or codec.finished:
+                return
+            if self.first_chunk_at is not None:
+                break  # chunks reached the caller: the request may not be sent again
+        raise UpstreamError(f"{_CUT} (upstream {self.name!r})")
 
     def _decode(
         self, codec: Codec, scanner: TextScanner | None, events: list[bytes]
     ) -> tuple[list[Chunk], bool]:
         """The chunks of these events, and whether `[DONE]` ended them; each run of one kind
-        of text-only events that the scanner knows becomes one `Relayed` chunk, never parsed."""
+        of text-only events that the scanner knows becomes one `Relayed` chunk, never parsed.
+        The first chunks of the exchange note `first_chunk_at`."""
         chunks: list[Chunk] = []
         texts: list[bytes] = []
         key = ""
+        done = False
         for data in events:
             text = scanner.text(data) if scanner is not None else None
             if text is None:
                 if data == b"[DONE]":
-                    if texts:
-                        chunks.append(_relayed(texts, key))
-                    return chunks, True
+                    done = True
+                    break
                 parsed = self._event(codec, data)
                 if scanner is not None and len(parsed) == 1:
                     text = scanner.learn(data, parsed[0])
@@ -381,7 +351,9 @@ class Exchange:
             texts.append(text)
         if texts:
             chunks.append(_relayed(texts, key))
-        return chunks, False
+        if chunks and self.first_chunk_at is None:
+            self.first_chunk_at = time.perf_counter()
+        return chunks, done
 
     async def _replay(self, response: aiohttp.ClientResponse) -> AsyncIterator[Chunk]:
         for chunk in await self.whole(response):
