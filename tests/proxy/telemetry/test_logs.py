@@ -149,3 +149,104 @@ _SUMMARY_FIELDS = (
     "stopped_by",
     "disconnected",
 )
+
+
+def _summary_context(**changes: object) -> RequestContext:
+    stats = RequestStats(started=10.0, model="gpt 4", status=200, upstream_calls=2)
+    stats.tool_calls, stats.input_tokens, stats.output_tokens = 1, 30, 4
+    stats.upstream_s, stats.streamed, stats.disconnected = 0.25, True, True
+    stats.stopped_by = "max_iterations"
+    for name, value in changes.items():
+        setattr(stats, name, value)
+    return RequestContext("req-9", {}, principal=None, route=CHAT, stats=stats)
+
+
+def _summary_lines(formatter: logging.Formatter, srcfile: str | None) -> list[str]:
+    """The summary lines `formatter` writes for two requests, with the logging module's
+    caller look-up as `srcfile` says (None: as `toolwire serve` sets it, the fast path)."""
+    out = io.StringIO()
+    handler = logging.StreamHandler(out)
+    handler.setFormatter(formatter)
+    handler.addFilter(RequestIdFilter())
+    saved = logging._srcfile  # type: ignore[attr-defined]
+    level = requests_log.level
+    logging._srcfile = srcfile  # type: ignore[attr-defined]
+    requests_log.addHandler(handler)
+    requests_log.setLevel(logging.INFO)
+    try:
+        log_summary(_summary_context(), "POST", "/v1/chat/completions", 10.5)
+        quiet = _summary_context(streamed=False, disconnected=False, stopped_by=None)
+        log_summary(quiet, "GET", "/v1/models", 10.5)
+    finally:
+        requests_log.removeHandler(handler)
+        requests_log.setLevel(level)
+        logging._srcfile = saved  # type: ignore[attr-defined]
+    return out.getvalue().splitlines()
+
+
+def test_the_summary_record_made_directly_gives_the_same_lines_as_through_extra() -> None:
+    slow = logging._srcfile  # type: ignore[attr-defined]
+    assert slow is not None  # outside `toolwire serve`, the logging module's default
+    text = _summary_lines(logging.Formatter(TEXT_FORMAT), slow)
+    assert _summary_lines(logging.Formatter(TEXT_FORMAT), None) == text
+    assert text[0].startswith("INFO toolwire.requests [-]: POST /v1/chat/completions front=")
+    assert text[0].endswith("stopped_by=max_iterations disconnected=True; client disconnected")
+
+    def fields(line: str) -> dict[str, object]:
+        parsed = orjson.loads(line)
+        del parsed["time"]
+        return parsed
+
+    json_slow = [fields(line) for line in _summary_lines(JsonFormatter(), slow)]
+    json_fast = [fields(line) for line in _summary_lines(JsonFormatter(), None)]
+    assert json_fast == json_slow
+    assert json_fast[0]["model"] == "gpt 4" and json_fast[0]["disconnected"] is True
+    assert set(json_fast[0]) >= set(_SUMMARY_FIELDS) and "streamed" not in json_fast[1]
+
+
+def test_the_summary_record_is_made_without_extra_when_callers_are_not_looked_up() -> None:
+    """The fast path is the one taken under `toolwire serve`: the logger's own record, its
+    fields set after, none of them a LogRecord attribute it would overwrite."""
+    made: list[object] = []
+    records = _Records()
+    original = requests_log.makeRecord
+
+    def make(*args: object, **kwargs: object) -> logging.LogRecord:
+        made.append(args[8] if len(args) > 8 else kwargs.get("extra"))
+        return original(*args, **kwargs)  # type: ignore[arg-type]
+
+    saved = logging._srcfile  # type: ignore[attr-defined]
+    level = requests_log.level
+    requests_log.makeRecord = make  # type: ignore[method-assign]
+    logging._srcfile = None  # type: ignore[attr-defined]
+    requests_log.addHandler(records)
+    requests_log.setLevel(logging.INFO)
+    try:
+        log_summary(_summary_context(), "POST", "/v1/chat/completions", 10.5)
+    finally:
+        requests_log.removeHandler(records)
+        requests_log.setLevel(level)
+        logging._srcfile = saved  # type: ignore[attr-defined]
+        del requests_log.makeRecord
+    assert made == [None]
+    (record,) = records.records
+    own = vars(logging.LogRecord("", 0, "", 0, "", None, None))
+    assert not set(_SUMMARY_FIELDS) & (set(own) | {"message", "asctime"})
+    assert record.funcName == "(unknown function)" and record.tool_calls == 1
+
+
+def test_nothing_of_the_summary_is_built_when_its_level_is_off() -> None:
+    level = requests_log.level
+    requests_log.setLevel(logging.WARNING)
+
+    def refuse(*args: object, **kwargs: object) -> logging.LogRecord:
+        raise AssertionError("a summary record was made with INFO off")
+
+    requests_log.makeRecord = refuse  # type: ignore[method-assign]
+    try:
+        stats = RequestStats(started=10.0, model="m", status=200)
+        context = RequestContext("req-3", {}, principal=None, route=CHAT, stats=stats)
+        log_summary(context, "POST", "/v1/chat/completions", 10.5)
+    finally:
+        del requests_log.makeRecord
+        requests_log.setLevel(level)
