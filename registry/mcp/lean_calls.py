@@ -1,5 +1,5 @@
-"""`tools/call` on a 2025-era stdio session, sent and answered beside the SDK's session (a
-wrapped library cost).
+"""`tools/call` on a 2025-era session over Toolwire's own transports (stdio, and Streamable
+HTTP without OAuth), sent and answered beside the SDK's session (a wrapped library cost).
 
 What the SDK does for each call: `ClientSession.call_tool` builds the request as pydantic
 models and dumps them back to a dict; its dispatcher gives the request a memory-object stream
@@ -9,12 +9,15 @@ schema (and dumped again), validated once more as `CallToolResult | InputRequire
 and finally checked against the tool's output schema: some 400 Python calls a round.
 
 Here the request is written as the SDK writes it (the same JSON: `name`, `arguments`, and
-`_meta` with the call's progress token and trace context) under the next id of the session's
-own numbering (the dispatcher's: no id is used twice, and the server sees the integer ids it
-always sees), to the transport's write stream; its answer is taken off the transport's read
-stream before the SDK's dispatcher would see it (`answer`) and handed to the waiting call by a
-future (an answer that comes after its call was given up goes on to the dispatcher, which
-drops it as it drops any late answer). The result is validated once, as the
+`_meta` with the call's progress token and trace context; over HTTP, the same request
+headers: the session's stamp, `MCP-Protocol-Version` (and `Mcp-Name` where the SDK adds it),
+which the transport sends beside its session id, the source's headers (the caller's
+credentials, for a caller's session) and the trace context) under the next id of the
+session's own numbering (the dispatcher's: no id is used twice, and the server sees the
+integer ids it always sees), to the transport's write stream; its answer is taken off the
+transport's read stream before the SDK's dispatcher would see it (`answer`) and handed to the
+waiting call by a future (an answer that comes after its call was given up goes on to the
+dispatcher, which drops it as it drops any late answer). The result is validated once, as the
 `CallToolResult` the rest of Toolwire reads, without the fields a later revision added (as
 the SDK drops them on these revisions), then its structured content against the tool's
 output schema from the SDK's last listing: by Toolwire's own argument check, whose quick
@@ -37,10 +40,19 @@ What is skipped, and why that is safe:
 Everything else on the connection stays the SDK's: the handshake, listings, the server's
 notifications (its progress reaches the session's message handler by the call's token, as
 before), and its requests during a call (elicitation, sampling), which the dispatcher still
-answers. `McpSession` takes this path only on its own stdio transport (whose answers are read
-unvalidated) and a handshake revision (2025-era: no task handles, no `input_required`
-results, no per-request `_meta` stamp) and while the SDK's dispatcher numbers requests as it
-does today; a tool run as a task, and every other session, goes through the SDK.
+answers. Over HTTP these travel on the call's own event stream, which the transport reads in
+the calling task and queues for the session's receive loop: what came before the answer is
+handled before the answer ends the call, as on the SDK's path. A call cancelled during its
+POST is the SDK's case too (the SDK writes in the caller's task as well), and a connection
+that drops answers the call with `CONNECTION_CLOSED` from the transport, as it answers the
+SDK's requests.
+
+`McpSession` takes this path only on Toolwire's own transports, whose answers are read
+unvalidated (stdio; Streamable HTTP on aiohttp, which OAuth sources do not use: they keep the
+SDK's httpx client), and a handshake revision (2025-era: no task handles, no `input_required`
+results, no per-request `_meta` stamp) and while the SDK's session stamps and numbers
+requests as it does today; a tool run as a task, and every other session, goes through the
+SDK.
 """
 
 from __future__ import annotations
@@ -52,7 +64,9 @@ import anyio
 import mcp_types as types
 from mcp import ClientSession, MCPError
 from mcp.client._transport import WriteStream
-from mcp.shared.message import SessionMessage
+from mcp.shared.dispatcher import CallOptions
+from mcp.shared.inbound import MCP_NAME_HEADER, encode_header_value
+from mcp.shared.message import ClientMessageMetadata, SessionMessage
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
 from registry.errors import InvalidArgumentsError, RegistryError
@@ -71,8 +85,11 @@ _Outcome = dict[str, Any] | types.ErrorData
 class LeanCalls:
     """The `tools/call` requests of one connection sent outside the SDK's session."""
 
-    def __init__(self, write: WriteStream[SessionMessage]) -> None:
+    def __init__(self, write: WriteStream[SessionMessage], *, stamped: bool = False) -> None:
         self._write = write
+        self._stamped = stamped
+        """The transport sends each message's headers (HTTP): they are stamped as the SDK
+        stamps them (stdio has no headers, so nothing is stamped for it)."""
         self._waiting: dict[int, asyncio.Future[_Outcome]] = {}
         self._closed = False
         self._checks: dict[str, tuple[dict[str, Any], SchemaArguments | None]] = {}
@@ -80,9 +97,12 @@ class LeanCalls:
 
     @staticmethod
     def serves(session: ClientSession) -> bool:
-        """Whether calls on `session` may take this path (a handshake revision, ids to take)."""
-        return session.protocol_version in HANDSHAKE_PROTOCOL_VERSIONS and callable(
-            getattr(session._dispatcher, "_allocate_id", None)
+        """Whether calls on `session` may take this path (a handshake revision, ids to take,
+        the session's stamp to give the request's headers)."""
+        return (
+            session.protocol_version in HANDSHAKE_PROTOCOL_VERSIONS
+            and callable(getattr(session._dispatcher, "_allocate_id", None))
+            and callable(getattr(session, "_stamp", None))
         )
 
     async def call(
@@ -112,11 +132,13 @@ class LeanCalls:
             method="tools/call",
             params={"name": name, "arguments": arguments, "_meta": wire_meta},
         )
+        stamp = ClientMessageMetadata(headers=_headers(session, message)) if self._stamped else None
+        sent = SessionMessage(message, stamp)
         answered: asyncio.Future[_Outcome] = asyncio.get_running_loop().create_future()
         self._waiting[request_id] = answered
         try:
             try:
-                await self._write.send(SessionMessage(message))
+                await self._write.send(sent)
             except (anyio.BrokenResourceError, anyio.ClosedResourceError):
                 raise MCPError(code=types.CONNECTION_CLOSED, message="Connection closed") from None
             outcome = await answered
@@ -190,6 +212,20 @@ class LeanCalls:
         for waiting in self._waiting.values():
             if not waiting.done():
                 waiting.set_result(closed)
+
+
+def _headers(session: ClientSession, message: types.JSONRPCRequest) -> dict[str, str]:
+    """The headers the SDK's `send_request` gives a `tools/call`: the session's stamp (the
+    negotiated `MCP-Protocol-Version` on a handshake revision), then `Mcp-Name` if the
+    request type names its name parameter (`CallToolRequest` does not, today)."""
+    data: dict[str, Any] = {"method": message.method, "params": message.params}
+    opts: CallOptions = {}
+    session._stamp(data, opts)
+    headers = opts.setdefault("headers", {})
+    key = types.CallToolRequest.name_param
+    if key is not None and MCP_NAME_HEADER not in headers:
+        headers[MCP_NAME_HEADER] = encode_header_value(data["params"][key])
+    return headers
 
 
 async def _cancel(session: ClientSession, request_id: int) -> None:

@@ -20,7 +20,7 @@ import httpx2
 import mcp_types as types
 import orjson
 from mcp import ClientSession, MCPError, StdioServerParameters
-from mcp.client._transport import ReadStream, TransportStreams
+from mcp.client._transport import ReadStream, TransportStreams, WriteStream
 from mcp.client.session import MessageHandlerFnT
 from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
@@ -208,7 +208,7 @@ class McpSession:
         lean: LeanCalls | None = None,
     ) -> types.CallToolResult:
         """One call, its server's questions and completion requests answered meanwhile (on a
-        2025-era stdio session by `lean`, beside the SDK's session)."""
+        2025-era session on Toolwire's own transport by `lean`, beside the SDK's session)."""
         requests = self._requests
         key = meta.get("progress_token") if meta is not None else None
         if lean is not None and meta is not None:
@@ -327,8 +327,7 @@ class McpSession:
         with anyio.CancelScope() as connecting:
             connecting.deadline = anyio.current_time() + self._server.connect_timeout_s
             async with transport as (read, write):
-                # Toolwire's own stdio transport: its calls take the lean path (`lean_calls`).
-                lean = LeanCalls(write) if self._server.kind == "stdio" else None
+                lean = self._lean_calls(write)
                 watched = _Watched(read, self._mark_lost, lean)
                 requests = self._requests
                 async with ClientSession(
@@ -367,6 +366,17 @@ class McpSession:
         self._error = "the connection was lost"
         log.warning("MCP server %s: connection lost", self._label)
         return anyio.current_time() - up_since
+
+    def _lean_calls(self, write: WriteStream[SessionMessage]) -> LeanCalls | None:
+        """The lean path's calls on Toolwire's own transports (`lean_calls`): stdio, and
+        Streamable HTTP without OAuth (on aiohttp; an OAuth source keeps the SDK's client,
+        whose answers are validated before the session sees them)."""
+        kind = self._server.kind
+        if kind == "stdio":
+            return LeanCalls(write)
+        if kind == "streamable-http" and self._auth is None:
+            return LeanCalls(write, stamped=True)
+        return None
 
     def _handler(self, changes: asyncio.Event) -> MessageHandlerFnT:
         async def handle(message: types.ServerNotification | Exception) -> None:
