@@ -290,3 +290,32 @@ async def test_a_server_that_dies_mid_call_is_a_tool_error_and_comes_back(tools:
         return not (await tools("calls.text", words="back")).is_error
 
     await until(answers, deadline_s=20)
+
+
+async def test_progress_sent_with_the_answer_reaches_the_listener_first(taken: Taken) -> None:
+    """A server that writes a call's progress and its answer together (one read takes them
+    all): every step reaches the listener before the call returns, on both paths (the
+    session's handlers for the progress are started before the answer is read, and run
+    before the call resumes)."""
+    command = ["python", "-m", "testing.bunched_server"]
+    source = McpSource(
+        McpSourceConfig.model_validate({"mcp": {"command": command}, "namespace": "bunched"}),
+        base_dir=REPO,
+    )
+    registry = ToolRegistry()
+    await source.start(registry)
+    try:
+        with Executor(default_timeout_s=20) as executor, pytest.MonkeyPatch.context() as patch:
+            for path in ("lean", "sdk"):
+                if path == "sdk":  # the same connection, its calls through the SDK's session
+                    patch.setattr(source._session, "_lean", None)
+                seen: list[ToolProgress] = []
+                with reporting_to(seen.append):
+                    call = ToolCall("c1", "bunched.count", {"steps": 3})
+                    result = await executor.execute(registry.get_tool("bunched.count"), call)
+                    at_result = [(p.progress, p.total, p.message) for p in seen]
+                assert result.content == "counted 3" and not result.is_error, path
+                assert at_result == [(1, 3, "step 1"), (2, 3, "step 2"), (3, 3, "step 3")], path
+                assert taken.count == 1, path
+    finally:
+        await source.aclose()
