@@ -18,8 +18,13 @@ or below DIR's (issue 29's goal: DIR a worktree of 134e72f, `git worktree add DI
 `--flow tool-loop` counts requests that each make one tool call and then answer
 (bench/tool_loop.py's model and tool, unstreamed): what a tool round costs, for A/B between
 trees; a pass-through cannot run tools, so that flow has no pass-through row. `--kind` picks
-the tool's source as in bench/tool_loop.py (python, mcp-stdio, mcp-http, openapi; the MCP
-and REST servers are not counted, a stdio server's process neither: only the proxy's).
+the tool's source as in bench/tool_loop.py (python, python-thread, mcp-stdio, mcp-http,
+openapi; the MCP and REST servers are not counted, a stdio server's process neither: only
+the proxy's).
+
+Every server logs at warning, so that the count is the request's work alone; `--log-level
+info` runs the toolwire servers at `toolwire serve`'s default instead, which adds each
+request's summary line (and whatever else is logged at info) to their counts.
 
 The plain flow also counts the injecting floor (`bench/passthrough.py --inject-tools`, see
 bench/overhead.py): the pass-through plus the least work a tool-injecting proxy must do.
@@ -51,7 +56,6 @@ if __name__ == "__main__":  # run by path, bench/ is sys.path[0]: import `bench`
     sys.path[0] = str(Path(__file__).resolve().parents[1])
 
 from bench.harness import (
-    BENCH,
     EXAMPLE_TOOLS,
     Processes,
     Server,
@@ -74,7 +78,7 @@ from bench.workload import TEXT, request_body
 GOAL = 1.15
 MODES = ("json", "stream")
 FLOWS = ("plain", "tool-loop")
-KINDS = ("python", "mcp-stdio", "mcp-http", "openapi")
+KINDS = ("python", "python-thread", "mcp-stdio", "mcp-http", "openapi")
 
 
 @dataclass
@@ -103,6 +107,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--flow", choices=FLOWS, default="plain", help="what each request does")
     parser.add_argument(
         "--kind", choices=KINDS, default="python", help="the tool's source (--flow tool-loop)"
+    )
+    parser.add_argument(
+        "--log-level",
+        choices=("warning", "info"),
+        default="warning",
+        help="the toolwire servers' log level (info: with the summary line per request)",
     )
     parser.add_argument("--start-timeout", type=float, default=600, help="seconds to start")
     parser.add_argument("--json", metavar="PATH", help="write the figures as JSON to PATH")
@@ -142,8 +152,8 @@ def _start_upstream(procs: Processes, flow: str = "plain") -> Server:
 
 def _tool_source(args: argparse.Namespace, procs: Processes) -> dict[str, Any]:
     """The tool-loop flow's one source (bench/tool_loop.py's), its servers started here."""
-    if args.kind == "python":
-        return {"python": str(BENCH / "loop_tools.py"), "namespace": "demo"}
+    if args.kind in ("python", "python-thread"):
+        return {**toolwire_source(args.kind, "", ""), "namespace": "demo"}
     mcp_url = rest = ""
     if args.kind == "mcp-http":
         mcp = procs.serve("mcp", script("loop_mcp_server.py"), None, port_option="--http")
@@ -166,22 +176,30 @@ def _servers(
     }
     path = write_config(workdir / "toolwire.yaml", config)
     # Every server logs at warning, as in bench/overhead.py: at toolwire's default (info) its
-    # per-request summary line would be counted, and the pass-through writes none.
+    # per-request summary line would be counted, and the pass-through writes none; toolwire's
+    # servers log at info with `--log-level info`, to count that line.
     passthrough = script("passthrough.py", "--upstream", url, "--log-level", "warning")
-    counted = [Counted("toolwire", "toolwire", toolwire_serve(path))]
+    level = args.log_level
+    counted = [Counted("toolwire", "toolwire", toolwire_serve(path, log_level=level))]
     if args.flow == "plain":
         inject = ["--inject-tools", str(injected_tools(path, workdir))]
         counted.insert(0, Counted("passthrough", "pass-through", passthrough))
         counted.insert(1, Counted("floor", "injecting floor", [*passthrough, *inject]))
     for index, tree in enumerate(args.toolwire_tree, 1):
-        cmd = toolwire_serve(_tree_config(config, tree, workdir, f"tree{index}"), tree=tree)
+        own = _tree_config(config, tree, workdir, f"tree{index}")
+        cmd = toolwire_serve(own, tree=tree, log_level=level)
         label = f"toolwire {tree_label(tree)}"
         counted.append(Counted(f"toolwire_tree{index}", label, cmd, tree))
     if args.goal_tree is not None:
         label = f"toolwire {tree_label(args.goal_tree)} (goal)"
         goal = _tree_config(config, args.goal_tree, workdir, "goal")
         counted.append(
-            Counted("goal", label, toolwire_serve(goal, tree=args.goal_tree), args.goal_tree)
+            Counted(
+                "goal",
+                label,
+                toolwire_serve(goal, tree=args.goal_tree, log_level=level),
+                args.goal_tree,
+            )
         )
     return counted
 

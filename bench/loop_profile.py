@@ -3,6 +3,7 @@
     .venv/bin/python bench/loop_profile.py --kind mcp-stdio            # top functions
     .venv/bin/python bench/loop_profile.py --kind openapi --sort tottime --top 60
     .venv/bin/python bench/loop_profile.py --kind python --out prof.pstats
+    .venv/bin/python bench/loop_profile.py --kind python-thread  # the tool in the thread pool
     .venv/bin/python bench/loop_profile.py --kind plain [--stream]  # a plain request, no tool
 
 `--kind plain` profiles the plain flow of `bench/instructions.py` and `bench/overhead.py`
@@ -46,7 +47,7 @@ from bench.loop_clients import QUESTION, check_answer
 from bench.loop_servers import toolwire_source
 from bench.workload import TEXT, request_body
 
-KINDS = ("python", "mcp-stdio", "mcp-http", "openapi", "plain")
+KINDS = ("python", "python-thread", "mcp-stdio", "mcp-http", "openapi", "plain")
 
 
 def profiled_serve() -> None:

@@ -48,6 +48,8 @@ def toolwire_source(kind: str, mcp_url: str, rest: str) -> dict[str, Any]:
     """The one `tools:` entry of the toolwire serving `kind`."""
     if kind == "python":
         return {"python": str(BENCH / "loop_tools.py")}
+    if kind == "python-thread":
+        return {"python": str(BENCH / "loop_thread_tools.py")}
     if kind == "mcp-stdio":
         return {"mcp": {"command": [sys.executable, str(BENCH / "loop_mcp_server.py")]}}
     if kind == "mcp-http":

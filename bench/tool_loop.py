@@ -9,24 +9,30 @@ What is measured
 Every request makes one tool call and then answers: the model (`bench/loop_upstream.py`, the
 test suite's fake upstream, scripted) answers the question with a call of the one tool it is
 offered, and, once the tool's result is in the messages, with text quoting that result. The
-client checks the answer quotes the tool's result. The same tool (`echo`) comes four ways:
+client checks the answer quotes the tool's result. The same tool (`echo`) comes five ways:
 
-* python     `bench/loop_tools.py` as a Python source (the default execution mode)
-* mcp-stdio  `bench/loop_mcp_server.py` (the mcp SDK's MCPServer) over stdio, spawned by the proxy
-* mcp-http   the same server over Streamable HTTP, one process shared by every client
-* openapi    `bench/loop_openapi_service.py` (aiohttp) and its OpenAPI document
+* python         `bench/loop_tools.py` as a Python source (the default execution mode): it
+                 only returns an f-string of its argument, so it runs inline on the event
+                 loop (`registry/bounded.py`)
+* python-thread  `bench/loop_thread_tools.py`: the same work through a call (`str.join`), so
+                 it runs in the executor's thread pool, as a real tool that calls anything does
+* mcp-stdio      `bench/loop_mcp_server.py` (the mcp SDK's MCPServer) over stdio, spawned by
+                 the proxy
+* mcp-http       the same server over Streamable HTTP, one process shared by every client
+* openapi        `bench/loop_openapi_service.py` (aiohttp) and its OpenAPI document
 
 Targets, per tool:
 
 * direct    this process makes the three steps itself (model, tool, model): the model asked
-            directly and the tool called directly (the function in-process, an mcp
+            directly and the tool called directly (the function in-process, inline for both
+            Python kinds, so python-thread's "+iter" includes the thread hand-off; an mcp
             `ClientSession`, an aiohttp POST). Its time is the model and tool time.
 * toolwire  `toolwire serve` with that one tool source, the fake as upstream; one request.
 * litellm   LiteLLM's proxy (pinned, `bench/setup_litellm.sh`), the same fake as its model and
             the same MCP server (stdio and Streamable HTTP) and REST service (`spec_path`) in its
             `mcp_servers`, sent `/v1/chat/completions` with a tool `{"type": "mcp",
             "server_url": "litellm_proxy/mcp/<server>", "require_approval": "never"}`, which
-            LiteLLM runs itself (one tool round, then one follow-up call). No Python tool row:
+            LiteLLM runs itself (one tool round, then one follow-up call). No Python tool rows:
             LiteLLM has no in-process tool source.
 
 c=1: `--requests` sequential requests after `--warmup-requests`, each phase cut at `--budget`
@@ -71,7 +77,7 @@ import uvloop
 if __name__ == "__main__":  # run by path, bench/ is sys.path[0]: import `bench` from the root
     sys.path[0] = str(Path(__file__).resolve().parents[1])
 
-from bench import goals
+from bench import goals, loop_thread_tools
 from bench import loop_clients as clients
 from bench.cpu import Cpus, cpu_seconds, tree_cpu_seconds
 from bench.goals import Goal, load_average
@@ -79,7 +85,7 @@ from bench.harness import Processes, add_json, add_no_pin, bench_main, median, p
 from bench.loop_load import run_load, run_sequence
 from bench.loop_servers import LITELLM_KEY, LITELLM_SERVERS, Servers, start_servers, stop_marked
 
-KINDS = ("python", "mcp-stdio", "mcp-http", "openapi")
+KINDS = ("python", "python-thread", "mcp-stdio", "mcp-http", "openapi")
 TARGETS = ("direct", "toolwire", "litellm")
 ITER_GOAL_MS = 1.0
 LITELLM_GOAL = 100.0
@@ -99,6 +105,7 @@ async def measure(args: argparse.Namespace, servers: Servers) -> list[dict[str, 
         )
         tools: dict[str, clients.ToolCall] = {
             "python": clients.python_tool,
+            "python-thread": python_thread_tool,
             "mcp-stdio": await clients.mcp_stdio_tool(stack),
             "mcp-http": await clients.mcp_http_tool(stack, servers.mcp_url),
             "openapi": clients.openapi_tool(http, servers.rest),
@@ -125,6 +132,11 @@ async def measure(args: argparse.Namespace, servers: Servers) -> list[dict[str, 
                         await settle([*servers.shared, *([pid] if pid else [])])
             rounds.append(this)
     return rounds
+
+
+async def python_thread_tool(text: str) -> str:
+    """The python-thread kind's tool, called in this process (as `clients.python_tool`)."""
+    return loop_thread_tools.echo(text)
 
 
 def _calls(
@@ -299,7 +311,7 @@ def render(result: dict[str, Any]) -> str:
         "times in ms; +iter = p50 minus the direct loop's p50 (model + tool time), same round; "
         "us/rq = the proxy process's CPU per request at c=" + str(c),
         "",
-        f"  {'tool':<10}{'target':<9}{'p50':>9}{'p99':>9}{'+iter':>9} |"
+        f"  {'tool':<14}{'target':<9}{'p50':>9}{'p99':>9}{'+iter':>9} |"
         f"{f'c={c} req/s':>12}{'p50':>9}{'us/rq':>9}{'errors':>7}",
     ]
     for kind, rows in result["summary"].items():
@@ -308,7 +320,7 @@ def render(result: dict[str, Any]) -> str:
             added = f"{'-':>9}" if target == "direct" else _f(row["added_ms"])
             rps = row["rps"]
             lines.append(
-                f"{mark} {kind:<10}{target:<9}{_f(row['p50_ms'])}{_f(row['p99_ms'])}{added} |"
+                f"{mark} {kind:<14}{target:<9}{_f(row['p50_ms'])}{_f(row['p99_ms'])}{added} |"
                 f"{_f(rps, 1 if rps == rps and rps < 10 else 0, 12)}{_f(row['load_p50_ms'])}"
                 f"{_f(row['cpu_us_per_req'], 0)}{row['errors']:>7}"
             )

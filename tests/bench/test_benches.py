@@ -34,6 +34,7 @@ def _tool_loop_result() -> dict[str, Any]:
     rounds = [
         {
             "python": {"direct": _run(1.0, 1000), "toolwire": _run(1.5, 800)},
+            "python-thread": {"direct": _run(1.0, 1000), "toolwire": _run(1.75, 700)},
             "mcp-stdio": {
                 "direct": _run(2.0, 400),
                 "toolwire": _run(2.5, 300),
@@ -41,7 +42,7 @@ def _tool_loop_result() -> dict[str, Any]:
             },
         }
     ]
-    args = tool_loop.parse_args(["--kinds", "python,mcp-stdio", "--rounds", "1"])
+    args = tool_loop.parse_args(["--kinds", "python,python-thread,mcp-stdio", "--rounds", "1"])
     meta = {
         "rounds": 1,
         "requests": args.requests,
@@ -73,12 +74,17 @@ def test_tool_loop_summary_and_goals() -> None:
     lines = text.splitlines()
     python = next(line for line in lines if line.startswith("PASS  python: toolwire adds"))
     assert "+0.50 ms  <= 1.00 ms  one round; direct loop p50 1.00 ms" in python
+    thread = lines.index(next(line for line in lines if line.startswith("PASS  python-thread:")))
+    assert lines[thread - 1] == python and "+0.75 ms  <= 1.00 ms" in lines[thread]
+    rows = [line.split()[:2] for line in lines if "toolwire" in line.split()[1:2]]
+    assert rows[:2] == [["python", "toolwire"], ["python-thread", "toolwire"]]
     litellm = next(line for line in lines if "LiteLLM's added latency" in line)
     assert litellm.startswith("PASS  mcp-stdio:") and "4996.00x  >= 100.00x" in litellm
     assert "LiteLLM adds 2498.0 ms" in litellm
     found = {g["key"]: g for g in tool_loop.goal_summary(result)["goals"]}
     assert found["iteration_python"]["verdict"] == "PASS"
     assert found["iteration_python"]["rounds"] == [pytest.approx(0.5)]
+    assert found["iteration_python-thread"]["value"] == pytest.approx(0.75)
     assert found["litellm_mcp-stdio"]["value"] == pytest.approx(4996.0)
     assert "NOTE  mcp-stdio litellm: no request ended within the c=32 window" not in text
     assert "ERRORS mcp-stdio litellm: 1" in text
