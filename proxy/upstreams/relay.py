@@ -101,6 +101,49 @@ class TextScanner:
                 return body
         return None
 
+    def run(self, events: list[bytes], start: int) -> tuple[int, list[bytes], str]:
+        """The text bodies of the events from `start` on that `text` finds, as long as they
+        are of one kind; where that run ends, and its kind (`bodies` empty: `events[start]`
+        is not a learned text event).
+
+        One call per run of a read's events, not per event (a Python call costs about what
+        the byte checks do). With the one shape most streams teach, unpadded, the checks are
+        `text`'s own, inlined; any other case asks `text` event by event.
+        """
+        bodies: list[bytes] = []
+        at, count = start, len(events)
+        shapes = self._shapes
+        if len(shapes) == 1 and not shapes[0][3]:
+            head, tail, key, _ = shapes[0]
+            skip, keep = len(head), len(tail)
+            while at < count:
+                data = events[at]
+                if not (data.startswith(head) and data.endswith(tail)):
+                    break
+                body = data[skip : len(data) - keep]
+                if not body:
+                    break
+                if b"\\" in body:
+                    if not string_body(body):
+                        break
+                elif b'"' in body:
+                    break
+                bodies.append(body)
+                at += 1
+            if bodies:
+                self.key = key
+            return at, bodies, key
+        key = self.key
+        while at < count:
+            found = self.text(events[at])
+            if found is None or (bodies and self.key != key):
+                self.key = key  # the run's kind, not that of the event after it
+                break
+            key = self.key
+            bodies.append(found)
+            at += 1
+        return at, bodies, key
+
     def learn(self, data: bytes, chunk: Chunk) -> bytes | None:
         """Learn the shape of `data` when its parsed `chunk` carries nothing but non-empty
         text of one kind; return that text's JSON string body (else None, learning nothing).

@@ -322,27 +322,40 @@ class Exchange:
         self, codec: Codec, scanner: TextScanner | None, events: list[bytes]
     ) -> tuple[list[Chunk], bool]:
         """The chunks of these events, and whether `[DONE]` ended them; each run of one kind
-        of text-only events that the scanner knows becomes one `Relayed` chunk, never parsed.
-        The first chunks of the exchange note `first_chunk_at`."""
+        of text-only events that the scanner knows becomes one `Relayed` chunk, never parsed
+        (found a run at a time: `TextScanner.run`). The first chunks of the exchange note
+        `first_chunk_at`."""
         chunks: list[Chunk] = []
         texts: list[bytes] = []
         key = ""
         done = False
-        for data in events:
-            text = scanner.text(data) if scanner is not None else None
-            if text is None:
-                if data == b"[DONE]":
-                    done = True
-                    break
-                parsed = self._event(codec, data)
-                if scanner is not None and len(parsed) == 1:
-                    text = scanner.learn(data, parsed[0])
-                if text is None:
-                    if texts:
+        at, count = 0, len(events)
+        while at < count:
+            if scanner is not None:
+                end, bodies, found = scanner.run(events, at)
+                if bodies:
+                    if found != key and texts:
                         chunks.append(_relayed(texts, key))
                         texts = []
-                    chunks += parsed
+                    key = found
+                    texts += bodies
+                    at = end
                     continue
+            data = events[at]
+            at += 1
+            if data == b"[DONE]":
+                done = True
+                break
+            parsed = self._event(codec, data)
+            text = (
+                scanner.learn(data, parsed[0]) if scanner is not None and len(parsed) == 1 else None
+            )
+            if text is None:
+                if texts:
+                    chunks.append(_relayed(texts, key))
+                    texts = []
+                chunks += parsed
+                continue
             assert scanner is not None
             if scanner.key != key and texts:
                 chunks.append(_relayed(texts, key))

@@ -319,3 +319,87 @@ async def test_an_error_event_after_text_is_a_fault() -> None:
 
 def test_the_codec_scans_its_streams() -> None:
     assert isinstance(ChatCodec("m").scanner, TextScanner)
+
+
+def runs_by_text(scanner: TextScanner, events: list[bytes]) -> list[tuple[int, list[bytes], str]]:
+    """`run`'s answer from every start, made by `text` event by event (the slow path)."""
+    found = []
+    for start in range(len(events)):
+        bodies: list[bytes] = []
+        key = scanner.key
+        at = start
+        while at < len(events):
+            body = scanner.text(events[at])
+            if body is None or (bodies and scanner.key != key):
+                break
+            key = scanner.key
+            bodies.append(body)
+            at += 1
+        scanner.key = key
+        found.append((at, bodies, key))
+    return found
+
+
+def runs(scanner: TextScanner, events: list[bytes]) -> list[tuple[int, list[bytes], str]]:
+    return [scanner.run(events, start) for start in range(len(events))]
+
+
+MIXED = [
+    *(event({"content": text}) for text in TEXTS),
+    event({"content": ""}),
+    event({"content": "a"}, "stop"),
+    event({"content": "b"}),
+    event({"role": "assistant", "content": "c"}),
+    {**event({"content": "d"}), "model": "other"},
+    event({"content": "e"}),
+]
+
+
+def test_a_run_is_what_text_finds_event_by_event_with_one_shape() -> None:
+    scanner = scanner_after(event({"content": "first"}))
+    events = [data(e) for e in MIXED]
+    assert scanner.key == "content"
+    fast = runs(scanner, events)
+    assert len(scanner._shapes) == 1 and not scanner._shapes[0][3]  # the inlined checks
+    assert fast == runs_by_text(scanner_after(event({"content": "first"})), events)
+    assert fast[0] == (len(TEXTS), [orjson.dumps(t)[1:-1] for t in TEXTS], "content")
+
+
+def test_a_run_is_what_text_finds_event_by_event_with_two_shapes() -> None:
+    def taught() -> TextScanner:
+        scanner = scanner_after(event({"content": "first"}))
+        thought = event({"reasoning_content": "hm"})
+        assert scanner.learn(data(thought), thought) is not None
+        return scanner
+
+    mixed = [
+        event({"reasoning_content": "r1"}),
+        event({"reasoning_content": "r2"}),
+        event({"content": "c1"}),
+        event({"content": "c2"}),
+        event({"reasoning_content": "r3"}),
+        event({"content": "x"}, "stop"),
+    ]
+    events = [data(e) for e in [*mixed, *MIXED]]
+    fast = runs(taught(), events)
+    assert fast == runs_by_text(taught(), events)
+    assert fast[:3] == [
+        (2, [b"r1", b"r2"], "reasoning_content"),
+        (2, [b"r2"], "reasoning_content"),
+        (4, [b"c1", b"c2"], "content"),
+    ]
+
+
+def test_a_run_of_padded_events_is_what_text_finds() -> None:
+    def taught() -> TextScanner:
+        return scanner_after(openai_event({"content": "first"}, "pad1"))
+
+    events = [
+        data(openai_event({"content": "a"}, "xy")),
+        data(openai_event({"content": "b"}, "z")),
+        data(event({"content": "c"})),
+        data(openai_event({"content": "d"}, "q", "stop")),
+    ]
+    fast = runs(taught(), events)
+    assert fast == runs_by_text(taught(), events)
+    assert fast[0] == (2, [b"a", b"b"], "content")
