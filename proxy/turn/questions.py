@@ -125,10 +125,10 @@ class Questions:
         self._sampler = sampler
         self._observe = observe
         self._group: asyncio.TaskGroup | None = None
-        self._held: dict[str, asyncio.Task[None]] = {}
-        self._first: dict[str, asyncio.Future[Message]] = {}
-        """The batches whose request still waits for what their calls do first: told here,
-        by this replica's own tasks, not through the relay."""
+        self._running: set[_Batch] = set()
+        """Every held batch whose calls still run."""
+        self._held: dict[str, _Batch] = {}
+        """The running batches that asked, by id (an answer names the batch)."""
 
     @contextlib.asynccontextmanager
     async def holding(self) -> AsyncIterator[None]:
@@ -139,8 +139,8 @@ class Questions:
                 yield
             finally:
                 self._group = None
-                for task in self._held.values():
-                    task.cancel()
+                for batch in self._running:
+                    batch.cancel()
 
     def hooks(self, turn: Owner) -> ClientHooks:
         """What calls made outside a held batch offer their servers (sampling only)."""
@@ -166,27 +166,24 @@ class Questions:
                         return Ran(results=await work())
                 except TimeoutError:
                     return Ran(results=_timeouts(call_ids))
-        batch = secrets.token_urlsafe(12)
-        asker = _BatchAsker(self, batch)
+        batch = _Batch(self)
         hooks = ClientHooks(
-            asker=asker, sampler=self._sampler, who=turn.owner, observe=self._observe
+            asker=batch, sampler=self._sampler, who=turn.owner, observe=self._observe
         )
-        first = self._first[batch] = asyncio.get_running_loop().create_future()
         with offering(hooks):
-            held = self._hold(batch, work, list(call_ids))
-            self._held[batch] = group.create_task(held, name=f"held:{batch}")
+            batch.task = group.create_task(self._hold(batch, work, list(call_ids)))
+        self._running.add(batch)
         try:
-            return await self._what_first(batch, list(call_ids), seconds, first)
+            return await self._what_first(batch, list(call_ids), seconds)
         except asyncio.CancelledError:
             # The turn went away (its client left) before the calls ended or asked: they
             # go with it, as calls not held do (an MCP task is cancelled on its server).
-            task = self._held.get(batch)
-            if task is not None:
-                task.cancel()
-                await asyncio.wait({task})
+            if batch in self._running and batch.task is not None:
+                batch.task.cancel()
+                await asyncio.wait({batch.task})
             raise
         finally:
-            self._first.pop(batch, None)
+            batch.first = None
 
     async def resume(self, turn: Owner, history: list[Message], seconds: float) -> Resumed:
         """Relay the answers `history` gives to the owner's open questions; put in what the
@@ -293,40 +290,43 @@ class Questions:
         return record
 
     async def _hold(
-        self, batch: str, work: Callable[[], Awaitable[list[ToolResult]]], call_ids: list[str]
+        self, batch: _Batch, work: Callable[[], Awaitable[list[ToolResult]]], call_ids: list[str]
     ) -> None:
         try:
             try:
                 results = await work()
             except Exception as exc:
                 # The gate answers every call with a result; this is a bug, reported as one.
-                log.exception("held calls %s failed", batch)
+                log.exception("held calls %s failed", batch.id)
                 results = _errors(call_ids, "internal", f"the call failed: {exc}")
-            first = self._first.pop(batch, None)
+            first, batch.first = batch.first, None
             if first is not None and not first.done():
                 first.set_result({"kind": "done", "ran": results})
             else:
                 done = {"kind": "done", "results": [dataclasses.asdict(r) for r in results]}
-                await self._relay.push(_events(batch), done)
+                await self._relay.push(_events(batch.id), done)
         finally:
-            self._held.pop(batch, None)
+            self._running.discard(batch)
+            if batch.named is not None:
+                self._held.pop(batch.named, None)
 
-    async def _what_first(
-        self, batch: str, call_ids: list[str], seconds: float, first: asyncio.Future[Message]
-    ) -> Ran:
+    async def _what_first(self, batch: _Batch, call_ids: list[str], seconds: float) -> Ran:
         """What the held calls of `batch` do first, within `seconds`: the request that runs
         them waits on this replica, so they tell it directly (later events, for an answer
         that may come to any replica, go through the relay)."""
+        first = batch.first
+        assert first is not None
+        # The deadline ends the wait by ending the future (no cancellation of this task).
+        expiry = asyncio.get_running_loop().call_later(seconds, _expire, first)
         try:
-            async with asyncio.timeout(seconds):
-                event = await first
-        except TimeoutError:
-            held = self._held.get(batch)
-            if held is not None:
-                held.cancel()
-            return Ran(results=_timeouts(call_ids))
+            event = await first
+        finally:
+            expiry.cancel()
         if event["kind"] == "question":
-            return Ran(asked=Asked(event["id"], batch, event["question"], tuple(call_ids)))
+            return Ran(asked=Asked(event["id"], batch.id, event["question"], tuple(call_ids)))
+        if event["kind"] == "expired":
+            batch.cancel()
+            return Ran(results=_timeouts(call_ids))
         results: list[ToolResult] = event["ran"]
         return Ran(results=results)
 
@@ -355,31 +355,54 @@ class Questions:
             return Ran(asked=asked)
         return Ran(results=[_result(r) for r in event["results"]])
 
-    async def ask(self, batch: str, question: Question) -> Reply:
+    async def ask(self, batch: _Batch, question: Question) -> Reply:
         """A held call's question: shown to the client, answered within `timeout_s`."""
         question_id = _ID_PREFIX + secrets.token_urlsafe(12)
         event = {"kind": "question", "id": question_id, "question": question.as_dict()}
-        first = self._first.pop(batch, None)
+        self._held[batch.id] = batch  # an answer finds it by its id from now on
+        first, batch.first = batch.first, None
         if first is not None and not first.done():
             first.set_result(event)
         else:
-            await self._relay.push(_events(batch), event)
+            await self._relay.push(_events(batch.id), event)
         answer = await self._relay.pop(_answers(question_id), self._timeout_s)
         if answer is None:
             return Reply.declined(f"no answer within {self._timeout_s:g} s")
-        await self._relay.push(_events(batch), {"kind": "taken", "id": question_id})
+        await self._relay.push(_events(batch.id), {"kind": "taken", "id": question_id})
         return Reply(**answer)
 
 
-class _BatchAsker:
-    """The asker of one held batch of calls."""
+class _Batch:
+    """One held round of calls, and their asker: its task, the future its request waits on
+    until the calls end or ask (None once told), and its id, made when first needed (a round
+    whose servers ask nothing, the usual one, needs none: no random bytes drawn for it)."""
 
-    def __init__(self, questions: Questions, batch: str) -> None:
+    __slots__ = ("_questions", "first", "named", "task")
+
+    def __init__(self, questions: Questions) -> None:
         self._questions = questions
-        self._batch = batch
+        self.first: asyncio.Future[Message] | None = asyncio.get_running_loop().create_future()
+        self.task: asyncio.Task[None] | None = None
+        self.named: str | None = None
+
+    @property
+    def id(self) -> str:
+        if self.named is None:
+            self.named = secrets.token_urlsafe(12)
+        return self.named
+
+    def cancel(self) -> None:
+        if self.task is not None:
+            self.task.cancel()
 
     async def ask(self, question: Question) -> Reply:
-        return await self._questions.ask(self._batch, question)
+        return await self._questions.ask(self, question)
+
+
+def _expire(first: asyncio.Future[Message]) -> None:
+    """A held batch's time to say what it did first ran out."""
+    if not first.done():
+        first.set_result({"kind": "expired"})
 
 
 def _reply(question_id: str, content: Any) -> Reply:

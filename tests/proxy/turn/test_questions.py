@@ -15,7 +15,7 @@ from proxy.state.memory import MemoryTurnStore
 from proxy.state.questions import MemoryRelay
 from proxy.turn.questions import Asked, Questions
 from proxy.turn.record import Turn
-from registry import Question, ToolResult
+from registry import Question, Reply, ToolResult
 from registry.mcp.hooks import client_hooks
 
 QUESTION = {"server": "s", "tool": "t", "mode": "form", "message": "When?"}
@@ -128,3 +128,63 @@ async def test_a_conversation_replayed_after_its_pending_turn_expired_reads_the_
     # Days later the pending turn is gone: the question's message is still replaced.
     replayed = await questions.resume(turn, _answered(ran.asked.id, answer), 5.0)
     assert replayed.history == expected
+
+
+async def test_held_calls_past_the_budget_are_timeouts_and_are_cancelled() -> None:
+    questions = _questions()
+    started, cancelled = asyncio.Event(), asyncio.Event()
+
+    async def work() -> list[ToolResult]:
+        started.set()
+        try:
+            await asyncio.Event().wait()
+        finally:
+            cancelled.set()
+        return []
+
+    async with questions.holding():
+        ran = await questions.run(_turn("a"), work, ["call_1", "call_2"], 0.05)
+        assert started.is_set()
+        await asyncio.wait_for(cancelled.wait(), 5)
+    assert ran.asked is None and ran.results is not None
+    assert [(r.call_id, r.error_kind) for r in ran.results] == [
+        ("call_1", "timeout"),
+        ("call_2", "timeout"),
+    ]
+
+
+async def test_a_batch_is_named_only_when_it_asks(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A round whose servers ask nothing draws no id for its batch; one that asks gets its
+    batch's id with its question, and the answer reaches the call through it."""
+    import proxy.turn.questions as module
+
+    drawn: list[str] = []
+    real = module.secrets.token_urlsafe
+
+    def draw(size: int) -> str:
+        drawn.append(real(size))
+        return drawn[-1]
+
+    monkeypatch.setattr(module.secrets, "token_urlsafe", draw)
+    questions = _questions()
+    turn = _turn("a")
+
+    async def quiet() -> list[ToolResult]:
+        return [ToolResult("call_1", "done")]
+
+    async def asking() -> list[ToolResult]:
+        hooks = client_hooks.get()
+        assert hooks is not None and hooks.asker is not None
+        reply = await hooks.asker.ask(Question("s", "t", "form", "When?"))
+        return [ToolResult("call_2", f"booked ({reply.action})")]
+
+    async with questions.holding():
+        ran = await questions.run(turn, quiet, ["call_1"], 5.0)
+        assert ran.results == [ToolResult("call_1", "done")] and drawn == []
+        ran = await questions.run(turn, asking, ["call_2"], 5.0)
+        assert ran.asked is not None
+        # The batch's id and the question's: both drawn when it asked.
+        assert sorted(drawn) == sorted([ran.asked.batch, ran.asked.id.removeprefix("elicit_")])
+        await questions.keep(turn, ran.asked)
+        answered = await questions.answer(turn, ran.asked.id, Reply("accept", {}), 5.0)
+    assert answered.results == [ToolResult("call_2", "booked (accept)")]
