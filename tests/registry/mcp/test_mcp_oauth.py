@@ -13,6 +13,7 @@ import pytest_asyncio
 
 from registry import Executor, MemoryTokenStore, ToolCall, ToolRegistry, use_token_store
 from registry.mcp import McpSource, McpSourceConfig
+from registry.mcp.lean_calls import LeanCalls
 from registry.mcp.oauth_tokens import GrantRecord
 from testing.oauth_servers import OAuthProtected, serve_oauth_protected
 from tests.registry.mcp.conftest import REPO
@@ -74,6 +75,23 @@ async def test_client_credentials_are_exchanged_for_a_kept_token(
     assert record.tokens is not None
     assert protected.authority.verify(record.tokens.access_token) is not None
     assert record.expires_at is not None
+
+
+async def test_an_oauth_sources_calls_go_through_the_sdks_client(
+    machine: ToolRegistry, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The lean path (`registry.mcp.lean_calls`) is for Toolwire's own transports: an OAuth
+    source keeps the SDK's httpx client, and its calls the SDK's session."""
+    lean: list[str] = []
+    real = LeanCalls.call
+
+    async def spy(self: LeanCalls, session: Any, name: str, *args: Any) -> Any:
+        lean.append(name)
+        return await real(self, session, name, *args)
+
+    monkeypatch.setattr(LeanCalls, "call", spy)
+    assert await _call(machine, "m.whoami") == ("machine", False)
+    assert lean == []
 
 
 async def test_a_revoked_token_is_fetched_again_once(
