@@ -41,6 +41,7 @@ from registry.mcp.stdio import stdio_transport
 from registry.mcp.streamable_http import streamable_http_transport
 from registry.mcp.task_handles import TaskHandles
 from registry.mcp.tasks import TaskCalls
+from registry.mcp.transport_streams import Item, TransportReader
 from registry.propagation import TRACE_HEADER_NAMES, outgoing_trace_headers
 
 __all__ = ["McpSession"]
@@ -49,7 +50,6 @@ log = logging.getLogger("toolwire.mcp")
 
 State = Literal["idle", "connecting", "connected", "backoff", "closed"]
 ToolsCallback = Callable[[list[types.Tool]], None]
-_Item = SessionMessage | Exception
 
 INITIAL_BACKOFF_S = 0.25
 MAX_BACKOFF_S = 30.0
@@ -520,7 +520,7 @@ async def _trace_headers_from_meta(request: httpx2.Request) -> None:
             request.headers[name] = value
 
 
-class _Watched:
+class _Watched(TransportReader):
     """The transport's read stream as the session reads it, calling `on_end` when it ends.
 
     The SDK gives no public signal that a transport ended, and a dead stdio server or a
@@ -532,13 +532,13 @@ class _Watched:
     """
 
     def __init__(
-        self, read: ReadStream[_Item], on_end: Callable[[], None], lean: LeanCalls | None = None
+        self, read: ReadStream[Item], on_end: Callable[[], None], lean: LeanCalls | None = None
     ) -> None:
         self._read = read
         self._on_end = on_end
         self._lean = lean
 
-    async def receive(self) -> _Item:
+    async def receive(self) -> Item:
         try:
             item = await self._read.receive()
             while self._lean is not None and self._lean.answer(item):
@@ -553,24 +553,9 @@ class _Watched:
         if self._lean is not None:
             self._lean.close()
 
-    def __aiter__(self) -> _Watched:
-        return self
-
-    async def __anext__(self) -> _Item:
-        try:
-            return await self.receive()
-        except anyio.EndOfStream:
-            raise StopAsyncIteration from None
-
     async def aclose(self) -> None:
         self._ended()
         await self._read.aclose()
-
-    async def __aenter__(self) -> _Watched:
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.aclose()
 
 
 async def _list_all(session: ClientSession) -> list[types.Tool]:

@@ -23,7 +23,6 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator
-from types import TracebackType
 from typing import Any, TextIO, cast
 
 import anyio
@@ -34,6 +33,8 @@ from mcp.client._transport import TransportStreams
 from mcp.client.stdio import StdioServerParameters, get_default_environment
 from mcp.os.posix.utilities import terminate_posix_process_tree
 from mcp.shared.message import SessionMessage
+
+from registry.mcp.transport_streams import Item, TransportReader, TransportWriter
 
 __all__ = ["MAX_LINE_BYTES", "stdio_transport"]
 
@@ -46,7 +47,6 @@ PROCESS_EXIT_S = 2.0
 KILL_AFTER_S = 2.0
 """SIGTERM to SIGKILL, for a server (process group) that did not exit."""
 _READ_SIZE = 65536
-_Item = SessionMessage | Exception
 
 
 @contextlib.asynccontextmanager
@@ -74,7 +74,7 @@ async def stdio_transport(
             await _stop(process)
 
 
-class _Lines:
+class _Lines(TransportReader):
     """The server's stdout as the session reads it: one message per line, read on demand."""
 
     def __init__(self, process: Process, encoding: str, errors: str) -> None:
@@ -86,7 +86,7 @@ class _Lines:
         self._buffer = b""
         self._closed = False
 
-    async def receive(self) -> _Item:
+    async def receive(self) -> Item:
         if self._closed:
             raise anyio.ClosedResourceError
         while True:
@@ -107,7 +107,7 @@ class _Lines:
             # An unfinished last line (no newline before the end) is dropped, as the SDK does.
             self._buffer += chunk
 
-    def _parse(self, line: bytes) -> _Item:
+    def _parse(self, line: bytes) -> Item:
         """One line as a message, or the error the session is told about (as the SDK does)."""
         try:
             text = line if self._utf8 else line.decode(self._encoding, self._errors)
@@ -128,26 +128,6 @@ class _Lines:
     async def aclose(self) -> None:
         self._closed = True
 
-    def __aiter__(self) -> _Lines:
-        return self
-
-    async def __anext__(self) -> _Item:
-        try:
-            return await self.receive()
-        except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
-            raise StopAsyncIteration from None
-
-    async def __aenter__(self) -> _Lines:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc_val: BaseException | None,
-        exc_tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
-
 
 def _answer(data: Any) -> types.JSONRPCResponse | None:
     """A well-formed answer to a request as its model, unvalidated beyond its envelope (the
@@ -163,7 +143,7 @@ def _answer(data: Any) -> types.JSONRPCResponse | None:
     return types.JSONRPCResponse(jsonrpc="2.0", id=cast("int | str", request_id), result=result)
 
 
-class _Writer:
+class _Writer(TransportWriter):
     """The server's stdin as the session writes it: each message written by its sender.
 
     On asyncio the pipe's `StreamWriter` (under anyio's wrapper) is written directly: anyio's
@@ -199,17 +179,6 @@ class _Writer:
 
     async def aclose(self) -> None:
         self._closed = True
-
-    async def __aenter__(self) -> _Writer:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc_val: BaseException | None,
-        exc_tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
 
 
 async def _stop(process: Process) -> None:

@@ -50,7 +50,6 @@ import logging
 import os
 from collections import deque
 from collections.abc import AsyncIterator, Iterator
-from types import TracebackType
 from typing import Any
 
 import aiohttp
@@ -68,6 +67,7 @@ from yarl import URL
 from registry.mcp.keepalive import DRAIN_BYTES, DRAIN_S
 from registry.mcp.origins import Origins
 from registry.mcp.pool import KEEPALIVE_S, MAX_CONNECTIONS
+from registry.mcp.transport_streams import Item, TransportReader, TransportWriter
 from registry.propagation import TRACE_HEADER_NAMES
 
 __all__ = ["READ_TIMEOUT_S", "TERMINATE_S", "streamable_http_transport"]
@@ -90,7 +90,6 @@ _ACCEPT = "application/json, text/event-stream"
 _ASKS = ("elicitation/create", "sampling/createMessage")
 """The server requests whose call `Origins` is told (those that ask the call's caller)."""
 _NOT_SENT = "the message was not sent: the connection to the MCP server failed"
-_Item = SessionMessage | Exception
 
 
 @contextlib.asynccontextmanager
@@ -130,18 +129,18 @@ async def streamable_http_transport(
             await client.close()
 
 
-class _Inbox:
+class _Inbox(TransportReader):
     """What the server sent, as the session reads it: queued by the sending tasks."""
 
     def __init__(self) -> None:
-        self._items: deque[_Item] = deque()
+        self._items: deque[Item] = deque()
         self._waiter: asyncio.Future[None] | None = None
         self._end: type[anyio.BrokenResourceError] | None = None
         self._closed = False
         self._handled = False
         """The last message read was one the session handles in a task of its own."""
 
-    def put(self, item: _Item) -> None:
+    def put(self, item: Item) -> None:
         self._items.append(item)
         self._wake()
 
@@ -155,7 +154,7 @@ class _Inbox:
         if waiter is not None and not waiter.done():
             waiter.set_result(None)
 
-    async def receive(self) -> _Item:
+    async def receive(self) -> Item:
         while not self._items:
             if self._closed:
                 raise anyio.ClosedResourceError
@@ -181,28 +180,8 @@ class _Inbox:
         self._closed = True
         self._wake()
 
-    def __aiter__(self) -> _Inbox:
-        return self
 
-    async def __anext__(self) -> _Item:
-        try:
-            return await self.receive()
-        except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
-            raise StopAsyncIteration from None
-
-    async def __aenter__(self) -> _Inbox:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc_val: BaseException | None,
-        exc_tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
-
-
-class _Writer:
+class _Writer(TransportWriter):
     """The session's write stream: each message POSTed by its sender."""
 
     def __init__(self, link: _Link) -> None:
@@ -216,17 +195,6 @@ class _Writer:
 
     async def aclose(self) -> None:
         self._closed = True
-
-    async def __aenter__(self) -> _Writer:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc_val: BaseException | None,
-        exc_tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
 
 
 class _Failed(Exception):
@@ -591,7 +559,7 @@ class _Events:
         return b"\n".join(data) if data and any(data) else None
 
 
-def _message_or_error(data: bytes, request_id: types.RequestId | None) -> _Item:
+def _message_or_error(data: bytes, request_id: types.RequestId | None) -> Item:
     try:
         return _message(orjson.loads(data), request_id)
     except (orjson.JSONDecodeError, ValueError) as exc:
