@@ -36,6 +36,7 @@ from registry.mcp.origins import Origins
 from registry.mcp.streamable_http import streamable_http_transport
 from testing.asgi_serving import serve_app
 from testing.mcp_servers import serve_http
+from testing.waiting import until
 
 LIMIT = 1 << 20
 CallTool = Callable[..., Awaitable[ToolResult]]
@@ -267,9 +268,7 @@ async def test_the_session_id_and_version_go_with_every_request_and_close_delete
             await session.call_tool("echo", {"text": "one"})
             await session.call_tool("echo", {"text": "two"})
             # The GET stream opens after `initialized`, in its own time.
-            async with asyncio.timeout(10):
-                while "GET" not in seen.methods():  # noqa: ASYNC110 - no event from the server
-                    await asyncio.sleep(0.01)
+            await until(lambda: "GET" in seen.methods())
 
     (first, initialize), *rest = seen.requests
     assert first == "POST" and "mcp-session-id" not in initialize
@@ -289,9 +288,7 @@ async def test_a_server_without_a_get_stream_still_serves_calls():
     async with _serving(seen) as url:
         transport = _transports()["aiohttp"](url)
         async with asyncio.timeout(30), _session(transport) as session:
-            async with asyncio.timeout(10):
-                while "GET" not in seen.methods():  # noqa: ASYNC110 - no event from the server
-                    await asyncio.sleep(0.01)
+            await until(lambda: "GET" in seen.methods())
             assert (await session.call_tool("echo", {"text": "x"})).content[0].text == "x"
 
     assert seen.methods().count("GET") == 1  # a 405 is not asked again
@@ -518,9 +515,7 @@ async def test_a_tool_list_change_reaches_the_source():
     """The server's `tools/list_changed` (sent while a call runs) re-lists the tools."""
     async with serve_http("changing", "streamable-http") as url, _source(url) as (source, call):
         assert (await call("grow")).content == "added extra_1"
-        async with asyncio.timeout(10):
-            while source.status().tool_count < 4:  # noqa: ASYNC110 - the registry's own event is elsewhere
-                await asyncio.sleep(0.01)
+        await until(lambda: source.status().tool_count >= 4)
         assert (await call("extra_1")).content == "extra_1 works"
 
 
