@@ -18,7 +18,7 @@ response formats, other fields or types) returns None and goes through rosetta.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 import orjson
 
@@ -234,8 +234,18 @@ def _plain(chat: dict[str, Any]) -> bool:
     )
 
 
-def anthropic_request(chat: dict[str, Any], kept: ToolDefinitions) -> dict[str, Any] | None:
-    """The Anthropic body of a plain Chat body (its system messages hoisted), or None."""
+class _Parts(NamedTuple):
+    """What every direct request is built from."""
+
+    system: str | None
+    turns: Turns
+    sampling: dict[str, Any]
+    tools: list[Any]
+
+
+def _parts(chat: dict[str, Any], kept: ToolDefinitions) -> _Parts | None:
+    """A plain Chat body's system text, turns, sampling fields and kept tool definitions;
+    None when the body is not one a direct request is made for."""
     if not _plain(chat):
         return None
     found = _turns(chat["messages"])
@@ -245,7 +255,15 @@ def anthropic_request(chat: dict[str, Any], kept: ToolDefinitions) -> dict[str, 
     tools = kept.of(chat["tools"]) if "tools" in chat else []
     if tools is None:
         return None
-    system, turns = found
+    return _Parts(found[0], found[1], sampling, tools)
+
+
+def anthropic_request(chat: dict[str, Any], kept: ToolDefinitions) -> dict[str, Any] | None:
+    """The Anthropic body of a plain Chat body (its system messages hoisted), or None."""
+    parts = _parts(chat, kept)
+    if parts is None:
+        return None
+    system, turns, sampling, tools = parts
     body: dict[str, Any] = {"model": chat["model"]}
     if system is not None:
         body["system"] = [{"type": "text", "text": system}]
@@ -269,16 +287,10 @@ def anthropic_request(chat: dict[str, Any], kept: ToolDefinitions) -> dict[str, 
 
 def gemini_request(chat: dict[str, Any], kept: ToolDefinitions) -> dict[str, Any] | None:
     """The Gemini body of a plain Chat body (its system messages hoisted), or None."""
-    if not _plain(chat):
+    parts = _parts(chat, kept)
+    if parts is None:
         return None
-    found = _turns(chat["messages"])
-    sampling = _sampling(chat)
-    if found is None or sampling is None:
-        return None
-    tools = kept.of(chat["tools"]) if "tools" in chat else []
-    if tools is None:
-        return None
-    system, turns = found
+    system, turns, sampling, tools = parts
     contents: list[Message] = [
         {"role": role, "parts": [{"text": t} for t in texts]}
         for role, texts in _merged(turns, {"user": "user", "assistant": "model"})
@@ -305,16 +317,10 @@ def gemini_request(chat: dict[str, Any], kept: ToolDefinitions) -> dict[str, Any
 def responses_request(chat: dict[str, Any], kept: ToolDefinitions) -> dict[str, Any] | None:
     """The Responses body of a plain Chat body, or None (`stop` has no Responses field:
     rosetta drops it)."""
-    if not _plain(chat):
+    parts = _parts(chat, kept)
+    if parts is None:
         return None
-    found = _turns(chat["messages"])
-    sampling = _sampling(chat)
-    if found is None or sampling is None:
-        return None
-    tools = kept.of(chat["tools"]) if "tools" in chat else []
-    if tools is None:
-        return None
-    system, turns = found
+    system, turns, sampling, tools = parts
     if any(role == "assistant" and not all(texts) for role, texts in turns):
         return None  # rosetta reads empty assistant text its own way
     body: dict[str, Any] = {"model": chat["model"]}
