@@ -31,7 +31,9 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from yarl import URL
 
 from registry import Executor, ToolCall, ToolRegistry, ToolResult
-from registry.mcp import McpSource, McpSourceConfig, streamable_http
+from registry.mcp import McpSource, McpSourceConfig
+from registry.mcp.event_stream import EventStream, EventTooLong
+from registry.mcp.http_answers import redirect
 from registry.mcp.origins import Origins
 from registry.mcp.streamable_http import streamable_http_transport
 from testing.asgi_serving import serve_app
@@ -388,7 +390,7 @@ def test_events_are_read_however_the_stream_is_cut(size: int, newline: bytes):
             b"",
         ]
     )
-    events = streamable_http._Events(LIMIT)
+    events = EventStream(LIMIT)
     got = [data for i in range(0, len(stream), size) for data in events.feed(stream[i : i + size])]
 
     assert got == [b'{"a":\n1}', b'{"b": 2}']
@@ -396,8 +398,8 @@ def test_events_are_read_however_the_stream_is_cut(size: int, newline: bytes):
 
 
 def test_an_event_longer_than_the_limit_is_refused():
-    events = streamable_http._Events(16)
-    with pytest.raises(streamable_http._TooLong):
+    events = EventStream(16)
+    with pytest.raises(EventTooLong):
         list(events.feed(b"data: " + b"x" * 40 + b"\n\n"))
 
 
@@ -477,7 +479,7 @@ async def test_a_redirect_within_the_endpoints_origin_is_followed():
 def test_only_redirects_within_the_origin_that_keep_a_posts_method_are_followed():
     def where(status: int, location: str, method: str = "POST") -> str | None:
         url = URL("http://mcp.test/mcp")
-        target = streamable_http._redirect(_Redirect(status, location), url, method)
+        target = redirect(_Redirect(status, location), url, method)
         return None if target is None else str(target)
 
     assert where(307, "/mcp/") == "http://mcp.test/mcp/"

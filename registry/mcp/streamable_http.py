@@ -44,13 +44,9 @@ Not here: OAuth. Its provider is an httpx `Auth` flow (discovery, token requests
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import logging
-import os
-from collections import deque
-from collections.abc import AsyncIterator, Iterator
-from typing import Any
+from collections.abc import AsyncIterator
 
 import aiohttp
 import anyio
@@ -64,10 +60,19 @@ from mcp.shared.message import ClientMessageMetadata, SessionMessage
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from yarl import URL
 
-from registry.mcp.keepalive import DRAIN_BYTES, DRAIN_S
+from registry.mcp.event_stream import EventStream, EventTooLong
+from registry.mcp.http_answers import (
+    drain,
+    failure_reason,
+    is_events,
+    message_or_error,
+    redirect,
+    session_message,
+)
+from registry.mcp.inbox import Inbox
 from registry.mcp.origins import Origins
 from registry.mcp.pool import KEEPALIVE_S, MAX_CONNECTIONS
-from registry.mcp.transport_streams import Item, TransportReader, TransportWriter
+from registry.mcp.transport_streams import TransportWriter
 from registry.propagation import TRACE_HEADER_NAMES
 
 __all__ = ["READ_TIMEOUT_S", "TERMINATE_S", "streamable_http_transport"]
@@ -129,58 +134,6 @@ async def streamable_http_transport(
             await client.close()
 
 
-class _Inbox(TransportReader):
-    """What the server sent, as the session reads it: queued by the sending tasks."""
-
-    def __init__(self) -> None:
-        self._items: deque[Item] = deque()
-        self._waiter: asyncio.Future[None] | None = None
-        self._end: type[anyio.BrokenResourceError] | None = None
-        self._closed = False
-        self._handled = False
-        """The last message read was one the session handles in a task of its own."""
-
-    def put(self, item: Item) -> None:
-        self._items.append(item)
-        self._wake()
-
-    def end(self) -> None:
-        """The transport broke: the session reads what was queued, then the end."""
-        self._end = anyio.BrokenResourceError
-        self._wake()
-
-    def _wake(self) -> None:
-        waiter = self._waiter
-        if waiter is not None and not waiter.done():
-            waiter.set_result(None)
-
-    async def receive(self) -> Item:
-        while not self._items:
-            if self._closed:
-                raise anyio.ClosedResourceError
-            if self._end is not None:
-                raise self._end
-            self._waiter = asyncio.get_running_loop().create_future()
-            try:
-                await self._waiter
-            finally:
-                self._waiter = None
-        item = self._items.popleft()
-        if not isinstance(item, SessionMessage):
-            return item
-        answer = isinstance(item.message, types.JSONRPCResponse | types.JSONRPCError)
-        if answer and self._handled:
-            # The session handles what came before an answer (progress, questions) in tasks
-            # of their own: they get their turn before the answer ends the call.
-            await asyncio.sleep(0)
-        self._handled = not answer
-        return item
-
-    async def aclose(self) -> None:
-        self._closed = True
-        self._wake()
-
-
 class _Writer(TransportWriter):
     """The session's write stream: each message POSTed by its sender."""
 
@@ -213,7 +166,7 @@ class _Link:
         max_event_bytes: int,
     ) -> None:
         self.url = URL(url)
-        self.inbox = _Inbox()
+        self.inbox = Inbox()
         self._client = client
         self._tasks = tasks
         self._origins = origins
@@ -305,14 +258,14 @@ class _Link:
                     proxy=self._proxy,
                     allow_redirects=False,
                 )
-                location = _redirect(response, url, method)
+                location = redirect(response, url, method)
                 if location is None:
                     return response
                 response.release()
                 url = location
             return response
         except (aiohttp.ClientError, OSError, TimeoutError) as exc:
-            raise _Failed(_reason(exc, url)) from exc
+            raise _Failed(failure_reason(exc, url)) from exc
 
     async def _answered(
         self,
@@ -343,12 +296,12 @@ class _Link:
             try:
                 data = await response.read()
             except (aiohttp.ClientError, OSError, TimeoutError) as exc:
-                raise _Failed(_reason(exc, self.url)) from exc
+                raise _Failed(failure_reason(exc, self.url)) from exc
             try:
-                self.inbox.put(_message(orjson.loads(data), request.id))
+                self.inbox.put(session_message(orjson.loads(data), request.id))
             except (orjson.JSONDecodeError, ValueError) as exc:
                 self._resolve(request, f"Failed to parse JSON response: {exc}", types.PARSE_ERROR)
-        elif _is_events(response):
+        elif is_events(response):
             await self._stream(response, request, token)
         else:
             self._resolve(request, f"Unexpected content type: {kind}", types.INVALID_REQUEST)
@@ -374,7 +327,7 @@ class _Link:
     ) -> None:
         """A request's event stream up to its response, resumed (GET with `Last-Event-ID`)
         when it ends early and its events had ids."""
-        events = _Events(self._max_event_bytes)
+        events = EventStream(self._max_event_bytes)
         for attempt in range(GET_ATTEMPTS + 1):
             if attempt:
                 if events.last_id is None:
@@ -383,14 +336,14 @@ class _Link:
                 resumed = await self._resume(events.last_id)
                 if resumed is None:
                     continue
-                response, events = resumed, _Events(self._max_event_bytes, events)
+                response, events = resumed, EventStream(self._max_event_bytes, events)
             try:
                 if await self._read(response, events, request, token):
                     return
-            except _TooLong as exc:
+            except EventTooLong as exc:
                 return self._resolve(request, f"SSE stream failed: {exc}")
             except (aiohttp.ClientError, OSError, TimeoutError) as exc:
-                log.debug("MCP event stream ended: %s", _reason(exc, self.url))
+                log.debug("MCP event stream ended: %s", failure_reason(exc, self.url))
             finally:
                 if attempt:
                     response.release()
@@ -403,7 +356,7 @@ class _Link:
         except _Failed as exc:
             log.debug("MCP event stream not resumed: %s", exc)
             return None
-        if response.status < 300 and _is_events(response):
+        if response.status < 300 and is_events(response):
             return response
         log.debug("MCP event stream not resumed: %d", response.status)
         response.release()
@@ -412,7 +365,7 @@ class _Link:
     async def _read(
         self,
         response: aiohttp.ClientResponse,
-        events: _Events,
+        events: EventStream,
         request: types.JSONRPCRequest,
         token: str | None,
     ) -> bool:
@@ -420,7 +373,7 @@ class _Link:
         is then read, briefly, so its connection is kept)."""
         async for chunk in response.content.iter_any():
             for data in events.feed(chunk):
-                item = _message_or_error(data, request.id)
+                item = message_or_error(data, request.id)
                 if isinstance(item, Exception):
                     self._resolve(
                         request, f"Failed to parse SSE message: {item}", types.PARSE_ERROR
@@ -431,7 +384,7 @@ class _Link:
                     self._asked(message.id, token)
                 self.inbox.put(item)
                 if isinstance(message, types.JSONRPCResponse | types.JSONRPCError):
-                    await _drain(response)
+                    await drain(response)
                     return True
         return False
 
@@ -442,7 +395,7 @@ class _Link:
 
     async def _listen(self) -> None:
         """The GET stream of the server's own messages, opened again if it breaks."""
-        events: _Events | None = None
+        events: EventStream | None = None
         attempt = 0
         while attempt < GET_ATTEMPTS:
             headers = self._headers()
@@ -454,16 +407,16 @@ class _Link:
                     if response.status == 405:
                         log.debug("MCP server %s has no GET stream", self.url)
                         return
-                    if response.status >= 300 or not _is_events(response):
+                    if response.status >= 300 or not is_events(response):
                         raise _Failed(f"GET stream answered {response.status}")
-                    events = _Events(self._max_event_bytes, events)
+                    events = EventStream(self._max_event_bytes, events)
                     async for chunk in response.content.iter_any():
                         for data in events.feed(chunk):
-                            self.inbox.put(_message_or_error(data, None))
+                            self.inbox.put(message_or_error(data, None))
                 finally:
                     response.release()
                 attempt = 0
-            except (_Failed, _TooLong, aiohttp.ClientError, OSError, TimeoutError) as exc:
+            except (_Failed, EventTooLong, aiohttp.ClientError, OSError, TimeoutError) as exc:
                 log.debug("MCP GET stream failed: %s", exc)
                 attempt += 1
             if attempt < GET_ATTEMPTS:
@@ -500,104 +453,6 @@ class _Link:
         self.inbox.end()
 
 
-class _TooLong(Exception):
-    """An event longer than the limit (the stream is not followed further)."""
-
-
-class _Events:
-    """Server-sent events parsed from a byte stream: each event's data, its id and retry kept."""
-
-    def __init__(self, limit: int, before: _Events | None = None) -> None:
-        self._limit = limit
-        self._rest = b""
-        self._data: list[bytes] = []
-        self._size = 0
-        self._kind = b""
-        self.last_id: str | None = before.last_id if before is not None else None
-        self.retry_ms: int | None = before.retry_ms if before is not None else None
-
-    def feed(self, chunk: bytes) -> Iterator[bytes]:
-        """The data of each `message` event `chunk` completes (priming events, with no data,
-        only move the last id on).
-
-        Raises:
-            _TooLong: an event is longer than the limit.
-        """
-        lines = (self._rest + chunk).splitlines(keepends=True)
-        # An unfinished line (or one ending in CR, whose LF may come next) waits for more.
-        self._rest = lines.pop() if lines and not lines[-1].endswith(b"\n") else b""
-        if len(self._rest) > self._limit:
-            raise _TooLong(f"an event longer than {self._limit} bytes")
-        for line in lines:
-            line = line.rstrip(b"\r\n")
-            if not line:
-                data = self._dispatch()
-                if data is not None:
-                    yield data
-                continue
-            name, _, value = line.partition(b":")
-            if value[:1] == b" ":
-                value = value[1:]
-            if name == b"data":
-                self._size += len(value) + 1
-                if self._size > self._limit:
-                    raise _TooLong(f"an event longer than {self._limit} bytes")
-                self._data.append(value)
-            elif name == b"event":
-                self._kind = value
-            elif name == b"id" and b"\0" not in value:
-                self.last_id = value.decode(errors="replace")
-            elif name == b"retry" and value.isdigit():
-                self.retry_ms = int(value)
-
-    def _dispatch(self) -> bytes | None:
-        data, kind = self._data, self._kind
-        self._data, self._kind, self._size = [], b"", 0
-        if kind not in (b"", b"message"):
-            log.warning("MCP server sent an unknown event: %s", kind.decode(errors="replace"))
-            return None
-        return b"\n".join(data) if data and any(data) else None
-
-
-def _message_or_error(data: bytes, request_id: types.RequestId | None) -> Item:
-    try:
-        return _message(orjson.loads(data), request_id)
-    except (orjson.JSONDecodeError, ValueError) as exc:
-        log.warning("MCP server sent an invalid message: %s", exc)
-        return exc
-
-
-def _message(data: Any, request_id: types.RequestId | None) -> SessionMessage:
-    """A message as the session takes it: an answer to a request as its model unvalidated
-    beyond its envelope (the session validates the result), anything else validated. An
-    answer on a request's own stream answers that request (as the SDK has it).
-
-    Raises:
-        ValueError: not a JSON-RPC message.
-    """
-    if (
-        type(data) is dict
-        and len(data) == 3
-        and data.get("jsonrpc") == "2.0"
-        and type(data.get("result")) is dict
-        and type(data.get("id")) in (int, str)
-    ):
-        answer_id = data["id"] if request_id is None else request_id
-        return SessionMessage(
-            types.JSONRPCResponse.model_construct(
-                jsonrpc="2.0", id=answer_id, result=data["result"]
-            )
-        )
-    message = types.jsonrpc_message_adapter.validate_python(data, by_name=False)
-    if request_id is not None and isinstance(message, types.JSONRPCResponse | types.JSONRPCError):
-        message.id = request_id
-    return SessionMessage(message)
-
-
-def _is_events(response: aiohttp.ClientResponse) -> bool:
-    return response.headers.get("content-type", "").lower().startswith("text/event-stream")
-
-
 def _trace_headers(request: types.JSONRPCRequest, headers: dict[str, str]) -> str | None:
     """Add a request's trace context (in its `_meta`) to `headers`; return the progress token
     of a `tools/call` (which tells the call its server's questions come with)."""
@@ -614,44 +469,6 @@ def _trace_headers(request: types.JSONRPCRequest, headers: dict[str, str]) -> st
     return str(token)
 
 
-async def _drain(response: aiohttp.ClientResponse) -> None:
-    """Read what is left of an answer (the end of its stream, right after its response), so
-    its connection goes back to the pool; one that does not end soon is closed."""
-    content = response.content
-    if content.at_eof():
-        return
-    received = 0
-    with anyio.move_on_after(DRAIN_S), contextlib.suppress(aiohttp.ClientError, OSError):
-        async for chunk in content.iter_any():
-            received += len(chunk)
-            if received > DRAIN_BYTES:
-                break
-    if not content.at_eof():
-        response.close()
-
-
-def _redirect(response: aiohttp.ClientResponse, url: URL, method: str) -> URL | None:
-    """Where a redirect that stays on the endpoint's origin leads, or None (not a redirect,
-    or one not to follow: elsewhere, or a POST's that would not keep its method)."""
-    if response.status not in (301, 302, 303, 307, 308):
-        return None
-    if method == "POST" and response.status not in (307, 308):
-        return None
-    location = response.headers.get("location")
-    if not location:
-        return None
-    target = url.join(URL(location))
-    same = (target.scheme, target.host, target.port) == (url.scheme, url.host, url.port)
-    upgraded = (
-        url.scheme == "http"
-        and target.scheme == "https"
-        and target.host == url.host
-        and url.is_default_port()
-        and target.is_default_port()
-    )
-    return target if same or upgraded else None
-
-
 def _env_proxy(url: URL) -> URL | None:
     """The proxy the environment names for `url` (read once: aiohttp would read it per request)."""
     try:
@@ -659,19 +476,3 @@ def _env_proxy(url: URL) -> URL | None:
     except LookupError:
         return None
     return proxy
-
-
-def _reason(exc: BaseException, url: URL) -> str:
-    """Why a connection failed, in the user's terms."""
-    address = f"{url.host}:{url.port}"
-    if isinstance(exc, aiohttp.ConnectionTimeoutError):
-        return f"no connection to {address} in time"
-    if isinstance(exc, TimeoutError):
-        return f"no answer from {address} in time"
-    if isinstance(exc, aiohttp.ClientConnectorError):
-        errno = exc.os_error.errno
-        why = os.strerror(errno) if errno else str(exc.os_error)
-        return f"cannot connect to {address}: {why}"
-    if isinstance(exc, aiohttp.ServerDisconnectedError):
-        return f"{address} closed the connection"
-    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__

@@ -1,0 +1,68 @@
+"""The read side of the Streamable HTTP transport: the messages a server sent, queued by the
+tasks whose requests they answered, read by the session's receive loop."""
+
+from __future__ import annotations
+
+import asyncio
+from collections import deque
+
+import anyio
+import mcp_types as types
+from mcp.shared.message import SessionMessage
+
+from registry.mcp.transport_streams import Item, TransportReader
+
+__all__ = ["Inbox"]
+
+
+class Inbox(TransportReader):
+    """What the server sent, as the session reads it: queued by the tasks that sent the
+    requests it answers (`put`), ended when the connection fails (`end`)."""
+
+    def __init__(self) -> None:
+        self._items: deque[Item] = deque()
+        self._waiter: asyncio.Future[None] | None = None
+        self._end: type[anyio.BrokenResourceError] | None = None
+        self._closed = False
+        self._handled = False
+        """The last message read was one the session handles in a task of its own."""
+
+    def put(self, item: Item) -> None:
+        self._items.append(item)
+        self._wake()
+
+    def end(self) -> None:
+        """The transport broke: the session reads what was queued, then the end."""
+        self._end = anyio.BrokenResourceError
+        self._wake()
+
+    def _wake(self) -> None:
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    async def receive(self) -> Item:
+        while not self._items:
+            if self._closed:
+                raise anyio.ClosedResourceError
+            if self._end is not None:
+                raise self._end
+            self._waiter = asyncio.get_running_loop().create_future()
+            try:
+                await self._waiter
+            finally:
+                self._waiter = None
+        item = self._items.popleft()
+        if not isinstance(item, SessionMessage):
+            return item
+        answer = isinstance(item.message, types.JSONRPCResponse | types.JSONRPCError)
+        if answer and self._handled:
+            # The session handles what came before an answer (progress, questions) in tasks
+            # of their own: they get their turn before the answer ends the call.
+            await asyncio.sleep(0)
+        self._handled = not answer
+        return item
+
+    async def aclose(self) -> None:
+        self._closed = True
+        self._wake()
