@@ -6,6 +6,7 @@ operation calls come back as error `ToolOutput`s.
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass
 
 import aiohttp
@@ -24,6 +25,8 @@ __all__ = ["FetchedSpec", "ServiceClient", "fetch_spec"]
 
 MAX_SPEC_BYTES = 20_000_000
 _CHUNK = 64 * 1024
+_NO_TIMEOUT = aiohttp.ClientTimeout()
+"""aiohttp's own timers off for an operation call: `ServiceClient.send` sets one of its own."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,8 +88,6 @@ class ServiceClient:
         self._resolver = resolver
         self._max_response_bytes = max_response_bytes
         self._session: aiohttp.ClientSession | None = None
-        self._timeouts: dict[float, aiohttp.ClientTimeout] = {}
-        """One per operation timeout in use (a source has a few): not one built per call."""
 
     @property
     def allow_private(self) -> bool:
@@ -124,23 +125,29 @@ class ServiceClient:
         try:
             # The resolver is not asked about an IP literal, so it is checked here.
             self._guard.check_literal(url.raw_host or "")
-            async with session.request(
-                request.method,
-                url,
-                headers=headers,
-                data=orjson.dumps(request.json) if request.has_body else None,
-                allow_redirects=False,
-                timeout=self._timeout(timeout_s),
-            ) as response:
-                body, truncated = await _read(response, self._max_response_bytes)
-                return response_output(
-                    response.status,
-                    response.reason or "",
-                    response.headers.get("Content-Type", ""),
-                    body,
-                    truncated=truncated,
-                    location=response.headers.get("Location"),
+            # One timer for the whole exchange, the body read included: aiohttp's own total
+            # timeout costs a dozen Python calls more per request (its timer contexts).
+            async with asyncio.timeout(timeout_s):
+                response = await session.request(
+                    request.method,
+                    url,
+                    headers=headers,
+                    data=orjson.dumps(request.json) if request.has_body else None,
+                    allow_redirects=False,
+                    timeout=_NO_TIMEOUT,
                 )
+                try:
+                    body, truncated = await _read(response, self._max_response_bytes)
+                finally:
+                    response.release()
+            return response_output(
+                response.status,
+                response.reason or "",
+                response.headers.get("Content-Type", ""),
+                body,
+                truncated=truncated,
+                location=response.headers.get("Location"),
+            )
         except BlockedAddressError as exc:
             return ToolOutput(str(exc), is_error=True)
         except TimeoutError:
@@ -149,12 +156,6 @@ class ServiceClient:
         except aiohttp.ClientError as exc:
             message = f"{request.method} {url.path}: cannot reach the service: {exc}"
             return ToolOutput(message, is_error=True)
-
-    def _timeout(self, seconds: float) -> aiohttp.ClientTimeout:
-        timeout = self._timeouts.get(seconds)
-        if timeout is None:
-            timeout = self._timeouts[seconds] = aiohttp.ClientTimeout(total=seconds)
-        return timeout
 
 
 async def _read(response: aiohttp.ClientResponse, limit: int) -> tuple[bytes, bool]:
