@@ -1,9 +1,9 @@
-"""The HTTP transport every upstream adapter shares (aiohttp).
+"""The HTTP transport every upstream adapter shares (HTTP/1.1 connections of `http1`).
 
-Pooled sessions, timeouts and the turn's deadline, the keep-alive retry, SSE decoding with
+Pooled connections, timeouts and the turn's deadline, the keep-alive retry, SSE decoding with
 truncation detection, status and error mapping, and secret redaction live here; an adapter
 only says where to send what, and how its answer becomes Chat chunks (its `Codec`).
-aiohttp errors are mapped to proxy errors here and nowhere else.
+The client's errors are mapped to proxy errors here and nowhere else.
 """
 
 from __future__ import annotations
@@ -15,7 +15,6 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from types import TracebackType
 from typing import Any, NoReturn
 
-import aiohttp
 import orjson
 
 from .. import sse
@@ -24,6 +23,7 @@ from ..errors import UpstreamError, UpstreamStatusError, UpstreamTimeoutError
 from .base import Chunk, Codec, Fault, Relayable
 from .coalescing import coalesce
 from .expiry import Expiry
+from .http1 import ConnectError, Disconnected, HTTPError, Pool, Response
 from .probe import connect_failure
 from .relay import Relayed, TextScanner
 
@@ -43,13 +43,8 @@ class Transport:
     def __init__(self, config: UpstreamConfig) -> None:
         self.name = config.name
         self._config = config
-        self._session: aiohttp.ClientSession | None = None
-        self._fresh_session: aiohttp.ClientSession | None = None
-        self._timeout = aiohttp.ClientTimeout(
-            total=config.timeout_s,
-            sock_connect=config.connect_timeout_s,
-            sock_read=config.idle_timeout_s,
-        )
+        self._pool: Pool | None = None
+        self._fresh_pool: Pool | None = None
 
     def exchange(
         self,
@@ -93,54 +88,46 @@ class Transport:
         """
         try:
             async with asyncio.timeout(self._config.connect_timeout_s):
-                async with self._client().get(url, headers=headers) as response:
+                response = await self._client().request(b"GET", url, headers)
+                try:
                     if response.status >= 400:
                         status = f"{response.status} {response.reason or ''}".strip()
                         raise UpstreamError(f"upstream {self.name!r} answered {status}")
                     return orjson.loads(await response.read())
+                finally:
+                    response.close()
         except TimeoutError as exc:
             raise UpstreamTimeoutError(f"upstream {self.name!r} did not answer in time") from exc
-        except aiohttp.ClientError as exc:
+        except (HTTPError, ValueError) as exc:
             raise UpstreamError(f"upstream {self.name!r} is unreachable: {_reason(exc)}") from exc
         except orjson.JSONDecodeError as exc:
             raise UpstreamError(f"upstream {self.name!r} answered something not JSON") from exc
 
     async def aclose(self) -> None:
-        for session in (self._session, self._fresh_session):
-            if session is not None:
-                await session.close()
-        self._session = self._fresh_session = None
+        for pool in (self._pool, self._fresh_pool):
+            if pool is not None:
+                await pool.aclose()
+        self._pool = self._fresh_pool = None
 
-    def _client(self) -> aiohttp.ClientSession:
-        # Created lazily so it binds to the serving event loop.
-        if self._session is None:
-            self._session = self._new_session(
-                aiohttp.TCPConnector(
-                    limit=self._config.max_connections,
-                    keepalive_timeout=_KEEPALIVE_S,
-                    ttl_dns_cache=300,
-                    enable_cleanup_closed=True,
-                )
+    def _client(self) -> Pool:
+        if self._pool is None:
+            self._pool = Pool(
+                limit=self._config.max_connections,
+                connect_timeout_s=self._config.connect_timeout_s,
+                keepalive_s=_KEEPALIVE_S,
             )
-        return self._session
+        return self._pool
 
-    def _fresh_client(self) -> aiohttp.ClientSession:
+    def _fresh_client(self) -> Pool:
         # For a request sent again: a connection of its own, as the pool may hold more dead ones.
-        if self._fresh_session is None:
-            self._fresh_session = self._new_session(
-                aiohttp.TCPConnector(
-                    limit=self._config.max_connections, force_close=True, ttl_dns_cache=300
-                )
+        if self._fresh_pool is None:
+            self._fresh_pool = Pool(
+                limit=self._config.max_connections,
+                connect_timeout_s=self._config.connect_timeout_s,
+                keepalive_s=_KEEPALIVE_S,
+                fresh=True,
             )
-        return self._fresh_session
-
-    def _new_session(self, connector: aiohttp.TCPConnector) -> aiohttp.ClientSession:
-        return aiohttp.ClientSession(
-            connector=connector,
-            timeout=self._timeout,
-            json_serialize=lambda obj: orjson.dumps(obj).decode(),
-            auto_decompress=True,
-        )
+        return self._fresh_pool
 
     async def _post(
         self,
@@ -149,26 +136,22 @@ class Transport:
         headers: dict[str, str],
         deadline: float | None,
         fresh: bool,
-    ) -> aiohttp.ClientResponse:
+    ) -> Response:
         """One POST, bounded by the first-byte timeout and the turn's deadline; `fresh`: on
         a connection of its own (a request sent again, as the pool may hold more dead ones).
 
         Raises:
-            aiohttp.ClientError, TimeoutError: left for the caller to map.
+            HTTPError, ValueError, TimeoutError: left for the caller to map.
         """
-        session = self._fresh_client() if fresh else self._client()
-        first_byte = self._config.first_byte_timeout_s
-        timeout = self._timeout
+        pool = self._fresh_client() if fresh else self._client()
+        config = self._config
+        first_byte = config.first_byte_timeout_s
+        total = config.timeout_s
         if deadline is not None:
-            # The turn's budget bounds this call too: aiohttp's own timer, one per request.
+            # The turn's budget bounds this call too.
             left = max(0.001, deadline - time.monotonic())
             first_byte = min(first_byte, left)
-            if left < self._config.timeout_s:
-                timeout = aiohttp.ClientTimeout(
-                    total=left,
-                    sock_connect=self._config.connect_timeout_s,
-                    sock_read=self._config.idle_timeout_s,
-                )
+            total = min(total, left)
         # A timer that cancels this task, as `asyncio.timeout` would, at a fraction of its
         # cost (one per upstream call); it seldom fires.
         task = asyncio.current_task()
@@ -177,7 +160,9 @@ class Transport:
         timer = Expiry(task)
         handle = asyncio.get_running_loop().call_later(first_byte, timer.expire)
         try:
-            return await session.post(url, data=data, headers=headers, timeout=timeout)
+            return await pool.request(
+                b"POST", url, headers, data, idle_s=config.idle_timeout_s, total_s=total
+            )
         except asyncio.CancelledError:
             # Ours only when no other cancellation is pending beside it (as `asyncio.timeout`).
             if timer.expired and task.uncancel() <= cancelling:
@@ -198,7 +183,7 @@ class Exchange:
     def __init__(
         self,
         name: str,
-        send: Callable[[bool], Awaitable[aiohttp.ClientResponse]],
+        send: Callable[[bool], Awaitable[Response]],
         codec: Callable[[], Codec],
         *,
         stream: bool,
@@ -211,7 +196,7 @@ class Exchange:
         self._stream = stream
         self._credential = credential
         self._client_key = client_key
-        self._response: aiohttp.ClientResponse | None = None
+        self._response: Response | None = None
         self.first_chunk_at: float | None = None
         """When the stream's first chunk was read (`perf_counter`); None before."""
 
@@ -243,7 +228,7 @@ class Exchange:
     ) -> None:
         self.close()
 
-    async def open(self) -> aiohttp.ClientResponse:
+    async def open(self) -> Response:
         """Send the request (again) and check its status.
 
         Raises:
@@ -253,15 +238,15 @@ class Exchange:
         try:
             try:
                 response = await self._send(False)
-            except aiohttp.ClientError as exc:
-                if not _unanswered(exc):
+            except Disconnected as exc:
+                if exc.answered:
                     raise
                 # Once more on a fresh connection: the first died before any answer.
                 response = await self._send(True)
             self._response = response
         except TimeoutError as exc:
             raise UpstreamTimeoutError(f"upstream {self.name!r} did not answer in time") from exc
-        except aiohttp.ClientError as exc:
+        except (HTTPError, ValueError) as exc:
             reason = self._redact(_reason(exc))
             raise UpstreamError(f"upstream {self.name!r} is unreachable: {reason}") from exc
         if response.status >= 400:
@@ -274,7 +259,7 @@ class Exchange:
             self._response.close()
             self._response = None
 
-    async def chunks(self, response: aiohttp.ClientResponse) -> AsyncIterator[Chunk]:
+    async def chunks(self, response: Response) -> AsyncIterator[Chunk]:
         """The streamed chunks, up to `[DONE]` or the end of a stream that finished its answer.
 
         A stream that ends without `[DONE]` and before its codec saw the answer's end was cut
@@ -298,7 +283,7 @@ class Exchange:
             scanner: TextScanner | None = getattr(codec, "scanner", None)
             decoder = sse.SSEDecoder()
             try:
-                async for raw in response.content.iter_any():
+                while raw := await response.read_any():
                     chunks, done = self._decode(codec, scanner, decoder.feed_bytes(raw))
                     for chunk in coalesce(chunks):
                         yield chunk
@@ -307,7 +292,7 @@ class Exchange:
                 tail = decoder.close_bytes()
             except TimeoutError as exc:
                 raise UpstreamTimeoutError(f"upstream {self.name!r} stalled") from exc
-            except (aiohttp.ClientError, sse.SSEDecodeError) as exc:
+            except (HTTPError, sse.SSEDecodeError) as exc:
                 raise self._broke_off(exc) from exc
             chunks, done = self._decode(codec, scanner, tail)
             for chunk in chunks:
@@ -368,11 +353,11 @@ class Exchange:
             self.first_chunk_at = time.perf_counter()
         return chunks, done
 
-    async def _replay(self, response: aiohttp.ClientResponse) -> AsyncIterator[Chunk]:
+    async def _replay(self, response: Response) -> AsyncIterator[Chunk]:
         for chunk in await self.whole(response):
             yield chunk
 
-    async def whole(self, response: aiohttp.ClientResponse) -> list[Chunk]:
+    async def whole(self, response: Response) -> list[Chunk]:
         """The unstreamed answer as chunks (one, for most formats).
 
         Raises:
@@ -382,16 +367,16 @@ class Exchange:
         parts: list[bytes] = []
         size = 0
         try:
-            async for part in response.content.iter_any():
+            while part := await response.read_any():
                 size += len(part)
                 if size > _MAX_BODY:
                     raise UpstreamError("upstream answer is too large")
                 parts.append(part)
         except TimeoutError as exc:
             raise UpstreamTimeoutError(f"upstream {self.name!r} stalled") from exc
-        except aiohttp.ClientError as exc:
+        except HTTPError as exc:
             raise self._broke_off(exc) from exc
-        data = b"".join(parts)
+        data = parts[0] if len(parts) == 1 else b"".join(parts)
         try:
             payload = orjson.loads(data)
         except orjson.JSONDecodeError as exc:
@@ -422,10 +407,10 @@ class Exchange:
         headers = {"Retry-After": fault.retry_after} if fault.retry_after else None
         return UpstreamError(message, status=fault.status, headers=headers)
 
-    async def _raise_for_status(self, response: aiohttp.ClientResponse) -> NoReturn:
+    async def _raise_for_status(self, response: Response) -> NoReturn:
         message = await self._error_text(response)
         status = response.status
-        retry = response.headers.get("Retry-After")
+        retry = response.headers.get("retry-after")
         if status in (401, 403) and self._client_key:
             # The client's own key was forwarded: its problem to see, not a proxy failure.
             raise UpstreamStatusError(
@@ -464,11 +449,11 @@ class Exchange:
             )
         raise UpstreamError(f"upstream {self.name!r} failed ({status}): {message}")
 
-    async def _error_text(self, response: aiohttp.ClientResponse) -> str:
+    async def _error_text(self, response: Response) -> str:
         """The message of an error answer, redacted, then clipped."""
         try:
-            raw = await response.content.read(64 * 1024)
-        except (aiohttp.ClientError, TimeoutError):
+            raw = await response.read(64 * 1024)
+        except (HTTPError, TimeoutError):
             raw = b""  # a cut or stalled error body: its status still says what happened
         try:
             return self._redact(error_message(orjson.loads(raw)))[:_MAX_MESSAGE]
@@ -521,24 +506,7 @@ def _relayed(texts: list[bytes], key: str) -> Relayed:
         raise UpstreamError("upstream sent an event that is not JSON") from exc
 
 
-def _unanswered(exc: aiohttp.ClientError) -> bool:
-    """Whether a connection died under the request before any byte of an answer came back.
-
-    The keep-alive race: the server closes an idle pooled connection just as a request goes
-    out on it. Nothing was answered, so the request may be sent again.
-    """
-    if isinstance(exc, aiohttp.ServerDisconnectedError):
-        # aiohttp hands over the partly parsed response instead of a text when any arrived.
-        return isinstance(exc.message, str)
-    if isinstance(exc, aiohttp.ClientConnectorError):
-        return False  # no connection was made: a fresh one would be refused alike
-    # A reset while the request was written or its answer awaited: the response head never
-    # completed (aiohttp keeps no record of a partial one).
-    return isinstance(exc, aiohttp.ClientOSError | aiohttp.ClientConnectionResetError)
-
-
 def _reason(exc: BaseException) -> str:
-    if isinstance(exc, aiohttp.ClientConnectorError):
-        # aiohttp's own text mentions `ssl:default` even for plain http: the cause says more.
-        return connect_failure(f"{exc.host}:{exc.port}", exc.os_error)
+    if isinstance(exc, ConnectError):
+        return connect_failure(f"{exc.host}:{exc.port}", exc.error)
     return str(exc) or type(exc).__name__

@@ -10,13 +10,12 @@ import contextlib
 from collections.abc import AsyncIterator
 from typing import Any
 
-import aiohttp.connector
 import openai
 import pytest
 
 from proxy.config import UpstreamConfig
 from proxy.errors import UpstreamError
-from proxy.upstreams import HTTPUpstream
+from proxy.upstreams import HTTPUpstream, http1
 from testing.misbehaving_upstream import (
     Act,
     MisbehavingUpstream,
@@ -226,7 +225,7 @@ async def test_idle_connections_are_dropped_before_uvicorns_keepalive_ends(
 ) -> None:
     # uvicorn closes a connection idle for 5 s; ours must be gone before, not raced at 5 s.
     now = [1000.0]
-    monkeypatch.setattr(aiohttp.connector, "monotonic", lambda: now[0])
+    monkeypatch.setattr(http1, "_clock", lambda: now[0])
     async with MisbehavingUpstream(default=answer("ok")) as fake, pointed_at(fake) as upstream:
         await drain(upstream, ask(False), [])
         now[0] += 3.0
@@ -252,7 +251,7 @@ async def test_key_echoed_in_a_streamed_error_never_reaches_the_client(api_key: 
 
 @pytest.mark.parametrize("then", ["fin", "keep"], ids=["cut", "stalled"])
 async def test_error_status_whose_body_breaks_off_is_still_mapped(then: Any) -> None:
-    # The error body is cut or stalls: the status alone decides, and no aiohttp error escapes.
+    # The error body is cut or stalls: the status alone decides, and no client error escapes.
     reply = b"HTTP/1.1 500 X\r\nContent-Type: application/json\r\nContent-Length: 400\r\n\r\n"
     act = Act.answer(reply, then=then)
     async with MisbehavingUpstream(act) as fake, pointed_at(fake, idle_timeout_s=0.2) as up:

@@ -1,0 +1,580 @@
+"""HTTP/1.1 to upstreams: pooled keep-alive connections, read by httptools.
+
+Every model call goes through here, so its cost is paid on every request: aiohttp's client
+spends about 130 Python calls on one (its request and response objects, the connector's
+bookkeeping, the stream reader, the timer contexts). This does the same job for what an
+upstream call needs (a POST or a GET with a body in memory, an answer read whole or as it
+arrives) in a few: the request head is bytes joined once, the answer is parsed by the C
+parser uvicorn uses (httptools), and its body is handed over as the reads deliver it.
+
+What it keeps of a full client: a bounded pool per upstream, idle connections dropped after
+`keepalive_s` (before the servers' own keep-alive ends), TLS, gzip and deflate answers,
+chunked and close-delimited bodies, an idle (between reads) and a total deadline, and
+backpressure (a connection stops reading while `_HIGH_WATER` bytes wait unread). It follows
+no redirects and knows no proxies or cookies: an upstream is one base URL.
+
+Its errors are its own (`HTTPError` and subclasses); `transport.py` maps them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ssl
+import time
+import zlib
+from collections import deque
+from collections.abc import Callable
+from typing import NamedTuple
+from urllib.parse import urlsplit
+
+import httptools
+
+_HIGH_WATER = 256 * 1024
+"""Unread body bytes past which a connection stops reading from its socket."""
+_USER_AGENT = b"toolwire"
+_clock: Callable[[], float] = time.monotonic
+"""The clock idle connections are aged by (a name of its own, for tests)."""
+
+
+class HTTPError(Exception):
+    """A request that got no usable answer."""
+
+
+class ConnectError(HTTPError):
+    """No connection could be made."""
+
+    def __init__(self, host: str, port: int, error: OSError) -> None:
+        super().__init__(f"cannot connect to {host}:{port}: {error}")
+        self.host, self.port, self.error = host, port, error
+
+
+class Disconnected(HTTPError):
+    """The connection closed or broke; `answered`: after some of the answer arrived (a
+    request that got nothing back may be sent again)."""
+
+    def __init__(self, message: str, *, answered: bool) -> None:
+        super().__init__(message)
+        self.answered = answered
+
+
+class ProtocolError(HTTPError):
+    """The answer is not HTTP/1.1."""
+
+
+class Target(NamedTuple):
+    """Where a URL's requests go, worked out once per URL."""
+
+    key: tuple[str, str, int]
+    host: str
+    port: int
+    tls: bool
+    path: bytes
+    authority: bytes
+
+
+def target(url: str) -> Target:
+    """The target of an http or https URL.
+
+    Raises:
+        ValueError: not an http(s) URL with a host.
+    """
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError(f"not an http(s) URL: {url!r}")
+    tls = parts.scheme == "https"
+    port = parts.port or (443 if tls else 80)
+    path = parts.path or "/"
+    if parts.query:
+        path += "?" + parts.query
+    host = parts.hostname
+    shown = f"[{host}]" if ":" in host else host
+    authority = shown if parts.port is None else f"{shown}:{port}"
+    return Target((parts.scheme, host, port), host, port, tls, path.encode(), authority.encode())
+
+
+class Pool:
+    """Keep-alive connections to upstream servers, at most `limit` open at once.
+
+    `fresh`: every request on a connection of its own, closed after its answer (a request
+    sent again after its pooled connection died under it).
+    """
+
+    def __init__(
+        self,
+        *,
+        limit: int,
+        connect_timeout_s: float,
+        keepalive_s: float,
+        fresh: bool = False,
+    ) -> None:
+        self._limit = limit if limit > 0 else 1 << 30
+        self._connect_timeout_s = connect_timeout_s
+        self._keepalive_s = keepalive_s
+        self._fresh = fresh
+        self._idle: dict[tuple[str, str, int], list[_Connection]] = {}
+        self._open = 0
+        self._waiters: deque[asyncio.Future[None]] = deque()
+        self._targets: dict[str, Target] = {}
+        self._tls: ssl.SSLContext | None = None
+        self._closed = False
+
+    async def request(
+        self,
+        method: bytes,
+        url: str,
+        headers: dict[str, str],
+        body: bytes = b"",
+        *,
+        idle_s: float | None = None,
+        total_s: float | None = None,
+    ) -> Response:
+        """Send a request and wait for its answer's head; the `Response` reads the body.
+        `idle_s` bounds each wait for the answer's bytes, `total_s` the whole exchange (the
+        body included). Cancelling this closes the request's connection.
+
+        Raises:
+            ValueError: a bad URL, or a header that would break the head (a line break).
+            ConnectError, Disconnected, ProtocolError: see there.
+            TimeoutError: `total_s` passed before the head came.
+        """
+        place = self._targets.get(url)
+        if place is None:
+            place = self._targets[url] = target(url)
+        head = _head(method, place, headers, len(body))
+        connection = await self._acquire(place)
+        loop = asyncio.get_running_loop()
+        deadline = None if total_s is None else loop.time() + total_s
+        response = Response(connection, self, idle_s, deadline)
+        try:
+            connection.send(response, head, body)
+            await response.head()
+        except BaseException:
+            response.close()
+            raise
+        return response
+
+    async def aclose(self) -> None:
+        """Close every idle connection; those in use close when their answers are done."""
+        self._closed = True
+        for connections in self._idle.values():
+            for connection in connections:
+                connection.close()
+        self._idle.clear()
+
+    async def _acquire(self, place: Target) -> _Connection:
+        if not self._fresh:
+            idle = self._idle.get(place.key)
+            if idle:
+                now = _clock()
+                while idle:
+                    connection = idle.pop()
+                    if connection.usable(now - self._keepalive_s):
+                        return connection
+                    connection.close()
+        while self._open >= self._limit:
+            waiter = asyncio.get_running_loop().create_future()
+            self._waiters.append(waiter)
+            try:
+                await waiter
+            except BaseException:
+                if waiter.done() and not waiter.cancelled():
+                    self._wake()  # the turn it was given passes on
+                raise
+        self._open += 1
+        try:
+            return await self._connect(place)
+        except BaseException:
+            self._dropped()
+            raise
+
+    async def _connect(self, place: Target) -> _Connection:
+        loop = asyncio.get_running_loop()
+        tls = None
+        if place.tls:
+            if self._tls is None:
+                self._tls = ssl.create_default_context()
+            tls = self._tls
+        try:
+            async with asyncio.timeout(self._connect_timeout_s):
+                _, connection = await loop.create_connection(
+                    lambda: _Connection(self, place.key),
+                    place.host,
+                    place.port,
+                    ssl=tls,
+                    server_hostname=place.host if tls else None,
+                )
+        except TimeoutError:
+            raise  # no connection in time: a timeout, as any other deadline here
+        except OSError as exc:
+            raise ConnectError(place.host, place.port, exc) from exc
+        return connection
+
+    def _release(self, connection: _Connection) -> None:
+        """A connection whose answer was read whole and may carry another request."""
+        if self._fresh or self._closed:
+            connection.close()
+            return
+        connection.idle_since = _clock()
+        self._idle.setdefault(connection.key, []).append(connection)
+        self._wake()
+
+    def _dropped(self) -> None:
+        """A connection closed (or never made): room for another."""
+        self._open -= 1
+        self._wake()
+
+    def _forget(self, connection: _Connection) -> None:
+        idle = self._idle.get(connection.key)
+        if idle and connection in idle:
+            idle.remove(connection)
+
+    def _wake(self) -> None:
+        while self._waiters:
+            waiter = self._waiters.popleft()
+            if not waiter.done():
+                waiter.set_result(None)
+                return
+
+
+def _head(method: bytes, place: Target, headers: dict[str, str], length: int) -> bytes:
+    lines = "".join([f"{name}: {value}\r\n" for name, value in headers.items()])
+    if lines.count("\n") != len(headers) or lines.count("\r") != len(headers):
+        raise ValueError("a header name or value holds a line break")
+    return b"".join(
+        (
+            method,
+            b" ",
+            place.path,
+            b" HTTP/1.1\r\nHost: ",
+            place.authority,
+            b"\r\nUser-Agent: ",
+            _USER_AGENT,
+            b"\r\nAccept-Encoding: gzip, deflate\r\nContent-Length: ",
+            str(length).encode(),
+            b"\r\n",
+            lines.encode(),
+            b"\r\n",
+        )
+    )
+
+
+class _Connection(asyncio.Protocol):
+    """One connection: a request at a time, its answer parsed as bytes arrive."""
+
+    def __init__(self, pool: Pool, key: tuple[str, str, int]) -> None:
+        self.key = key
+        self.idle_since = 0.0
+        self._pool = pool
+        self._transport: asyncio.Transport | None = None
+        self._parser = httptools.HttpResponseParser(self)
+        self._response: Response | None = None
+        self._lost = False
+        self._paused = False
+
+    def usable(self, since: float) -> bool:
+        """Whether an idle connection may carry a request (open, idle since `since` at most)."""
+        transport = self._transport
+        return (
+            not self._lost
+            and transport is not None
+            and not transport.is_closing()
+            and self.idle_since > since
+        )
+
+    def send(self, response: Response, head: bytes, body: bytes) -> None:
+        assert self._transport is not None
+        self._response = response
+        if body:
+            self._transport.writelines((head, body))
+        else:
+            self._transport.write(head)
+
+    def close(self) -> None:
+        """Close the connection (its answer, if any, is abandoned)."""
+        self._response = None
+        if self._transport is not None and not self._transport.is_closing():
+            self._transport.close()
+
+    def done(self, response: Response) -> None:
+        """`response`, read whole, is over: the connection goes back to the pool when the
+        server keeps it open."""
+        if self._response is not response:
+            return
+        self._response = None
+        if response.keep_alive and not self._lost:
+            if self._paused:
+                self.resume()
+            self._pool._release(self)
+        else:
+            self.close()
+
+    def pause(self) -> None:
+        if not self._paused and self._transport is not None:
+            self._paused = True
+            self._transport.pause_reading()
+
+    def resume(self) -> None:
+        if self._paused and self._transport is not None:
+            self._paused = False
+            self._transport.resume_reading()
+
+    # asyncio.Protocol
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self._transport = transport  # type: ignore[assignment]
+
+    def data_received(self, data: bytes) -> None:
+        response = self._response
+        if response is None:
+            self.close()  # bytes nobody asked for: the connection is not fit to reuse
+            return
+        response.received = True
+        try:
+            self._parser.feed_data(data)
+        except httptools.HttpParserError as exc:
+            self._response = None
+            response.fail(ProtocolError(f"not an HTTP/1.1 answer: {exc}"))
+            self.close()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._lost = True
+        self._pool._forget(self)
+        self._pool._dropped()
+        response, self._response = self._response, None
+        if response is not None:
+            response.lost(exc)
+
+    # httptools callbacks
+
+    def on_status(self, status: bytes) -> None:
+        assert self._response is not None
+        self._response.reason_bytes += status
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        assert self._response is not None
+        self._response.header(name, value)
+
+    def on_headers_complete(self) -> None:
+        assert self._response is not None
+        self._response.headed(self._parser.get_status_code())
+
+    def on_body(self, body: bytes) -> None:
+        assert self._response is not None
+        self._response.feed(body)
+
+    def on_message_complete(self) -> None:
+        response = self._response
+        if response is not None:
+            response.complete(self._parser.should_keep_alive())
+
+
+class Response:
+    """An answer: its status and headers once `Pool.request` returns, its body read with
+    `read_any` or `read`; `close` ends it (its connection reused when it was read whole)."""
+
+    __slots__ = (
+        "_buffered",
+        "_chunks",
+        "_connection",
+        "_deadline",
+        "_decoder",
+        "_ended",
+        "_error",
+        "_idle_s",
+        "_pool",
+        "_waiter",
+        "headers",
+        "keep_alive",
+        "reason_bytes",
+        "received",
+        "status",
+    )
+
+    def __init__(
+        self, connection: _Connection, pool: Pool, idle_s: float | None, deadline: float | None
+    ) -> None:
+        self.status = 0
+        self.reason_bytes = b""
+        self.headers: dict[str, str] = {}
+        """Header names in lower case; repeated headers joined by ", "."""
+        self.keep_alive = False
+        self._connection: _Connection | None = connection
+        self._pool = pool
+        self._idle_s = idle_s
+        self._deadline = deadline
+        self._chunks: list[bytes] = []
+        self._buffered = 0
+        self.received = False
+        """Some byte of the answer arrived."""
+        self._ended = False
+        """The body is complete (or the head never came: `_error` says why)."""
+        self._error: BaseException | None = None
+        self._waiter: asyncio.Future[None] | None = None
+        self._decoder: zlib._Decompress | None = None
+
+    @property
+    def reason(self) -> str:
+        return self.reason_bytes.decode("latin-1")
+
+    async def head(self) -> None:
+        while not self.status and self._error is None:
+            await self._wait()
+        if self._error is not None and not self.status:
+            raise self._error
+
+    async def read_any(self) -> bytes:
+        """The body bytes that arrived since the last read (waiting for some); b"" at its end.
+
+        Raises:
+            Disconnected, ProtocolError: the body broke off.
+            TimeoutError: no bytes within the idle deadline, or the total one passed.
+        """
+        while not self._chunks:
+            if self._error is not None:
+                raise self._error
+            if self._ended:
+                return b""
+            await self._wait()
+        chunks, self._chunks = self._chunks, []
+        self._buffered = 0
+        connection = self._connection
+        if connection is not None:
+            connection.resume()
+        return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+
+    async def read(self, limit: int = -1) -> bytes:
+        """The body to its end, or its first `limit` bytes (and a little more) when it is longer.
+
+        Raises:
+            as `read_any`.
+        """
+        parts: list[bytes] = []
+        size = 0
+        while limit < 0 or size < limit:
+            data = await self.read_any()
+            if not data:
+                break
+            parts.append(data)
+            size += len(data)
+        return b"".join(parts)
+
+    def close(self) -> None:
+        """Done with this answer: its connection is reused when the body was read whole and
+        the server keeps it open, closed otherwise."""
+        connection, self._connection = self._connection, None
+        if connection is None:
+            return
+        if self._ended and self._error is None and not self._chunks:
+            connection.done(self)
+        else:
+            connection.close()
+
+    # Fed by the connection
+
+    def header(self, name: bytes, value: bytes) -> None:
+        key = name.decode("latin-1").lower()
+        text = value.decode("latin-1")
+        known = self.headers.get(key)
+        self.headers[key] = text if known is None else f"{known}, {text}"
+
+    def headed(self, status: int) -> None:
+        if 100 <= status < 200:  # an interim answer (103 Early Hints): the real one follows
+            self.headers = {}
+            self.reason_bytes = b""
+            return
+        self.status = status
+        encoding = self.headers.get("content-encoding")
+        if encoding is not None:
+            encoding = encoding.strip().lower()
+            if encoding in ("gzip", "x-gzip"):
+                self._decoder = zlib.decompressobj(16 + zlib.MAX_WBITS)
+            elif encoding == "deflate":
+                self._decoder = zlib.decompressobj()
+        self._wake()
+
+    def feed(self, data: bytes) -> None:
+        if not self.status:
+            return  # an interim answer's body (none is sent)
+        if self._decoder is not None:
+            try:
+                data = self._decoder.decompress(data)
+            except zlib.error as exc:
+                self.fail(ProtocolError(f"the answer's compressed body is broken: {exc}"))
+                return
+            if not data:
+                return
+        self._chunks.append(data)
+        self._buffered += len(data)
+        if self._buffered > _HIGH_WATER and self._connection is not None:
+            self._connection.pause()
+        self._wake()
+
+    def complete(self, keep_alive: bool) -> None:
+        if not self.status:
+            return  # the interim answer ended; the real one follows
+        if self._decoder is not None:
+            rest = self._decoder.flush()
+            if rest:
+                self._chunks.append(rest)
+        self.keep_alive = keep_alive
+        self._ended = True
+        self._wake()
+
+    def lost(self, exc: Exception | None) -> None:
+        """The connection closed under the answer: the end of a body that runs to the close,
+        else an error."""
+        self._connection = None
+        if self._ended:
+            return
+        if self.status and exc is None and self._close_delimited():
+            self.complete(False)
+            return
+        if not self.received:
+            message = "the server closed the connection before answering"
+            if exc is not None:
+                message = f"the connection broke before an answer: {exc}"
+            self.fail(Disconnected(message, answered=False))
+        else:
+            text = "the server closed the connection mid-answer"
+            self.fail(Disconnected(f"{text}: {exc}" if exc else text, answered=True))
+
+    def fail(self, error: BaseException) -> None:
+        if self._error is None:
+            self._error = error
+        self._ended = True
+        self._wake()
+
+    def _close_delimited(self) -> bool:
+        headers = self.headers
+        return "content-length" not in headers and "chunked" not in headers.get(
+            "transfer-encoding", ""
+        )
+
+    async def _wait(self) -> None:
+        loop = asyncio.get_running_loop()
+        limit = self._idle_s
+        if self._deadline is not None:
+            left = self._deadline - loop.time()
+            if left <= 0:
+                raise TimeoutError
+            if limit is None or left < limit:
+                limit = left
+        waiter = self._waiter = loop.create_future()
+        if limit is None:
+            await waiter
+            return
+        handle = loop.call_later(limit, _expire, waiter)
+        try:
+            await waiter
+        finally:
+            handle.cancel()
+
+    def _wake(self) -> None:
+        waiter, self._waiter = self._waiter, None
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+
+def _expire(waiter: asyncio.Future[None]) -> None:
+    if not waiter.done():
+        waiter.set_exception(TimeoutError())
