@@ -124,12 +124,13 @@ class ToolLoop:
         chunks = await turn.upstream.answer(body, headers=turn.headers, deadline=deadline)
         if len(chunks) == 1:
             (chunk,) = chunks
-            raw = chunk.raw if chunk.__class__ is Relayable else None  # type: ignore[attr-defined]
-            if raw is not None:
-                choice = chunk["choices"][0]
-                usage = Usage.from_chat(chunk["usage"])
-                self._finished(Finished(choice["finish_reason"], usage, relay=raw))
-                return raw
+            if chunk.__class__ is Relayable:
+                relayable: Relayable = chunk  # type: ignore[assignment]
+                raw = relayable.raw
+                if raw is not None:
+                    finished = Finished(relayable.finish_reason, relayable.usage, relay=raw)
+                    self._finished(finished)
+                    return raw
         return self._run(turn, state, chunks)
 
     async def _begin(self, turn: Turn) -> _State:

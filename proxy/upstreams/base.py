@@ -106,11 +106,14 @@ class Relayable(dict[str, Any]):
     never relayed.
     """
 
-    __slots__ = ("raw",)
+    __slots__ = ("finish_reason", "raw", "usage")
 
-    def __init__(self, chunk: Chunk) -> None:
+    def __init__(self, chunk: Chunk, finish_reason: str, usage: Any) -> None:
         super().__init__(chunk)
         self.raw: bytes | None = None
+        self.finish_reason = finish_reason
+        self.usage = usage
+        """The answer's `Usage`, read once by the check."""
 
 
 def provider_chunk(data: dict[str, Any]) -> Chunk:

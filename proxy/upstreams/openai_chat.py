@@ -76,7 +76,10 @@ class ChatCodec:
 
     def whole(self, payload: Any) -> list[Chunk]:
         chunk = as_chunk(payload)
-        return [Relayable(chunk) if relayable(payload, self._model) else chunk]
+        usage = relayable(payload, self._model)
+        if usage is None:
+            return [chunk]
+        return [Relayable(chunk, chunk["choices"][0]["finish_reason"], usage)]
 
 
 def bearer(api_key: str, incoming: Mapping[str, str] | None) -> tuple[dict[str, str], str]:
@@ -147,29 +150,32 @@ _RELAYED_CHOICE = frozenset({"index", "message", "finish_reason", "logprobs"})
 _RELAYED_MESSAGE = frozenset({"role", "content", "reasoning_content", "refusal"})
 
 
-def relayable(payload: dict[str, Any], model: Any) -> bool:
-    """Whether an unstreamed answer means exactly what the Chat front renders for a
+def relayable(payload: dict[str, Any], model: Any) -> Usage | None:
+    """The answer's usage when an unstreamed answer means exactly what the Chat front renders for a
     one-round turn without tool calls (its id and time aside): the same fields and values,
     and beyond them only fields that say nothing (null, or vLLM's empty `tool_calls`), which
     a server like vLLM sends on every answer (`stop_reason`, `kv_transfer_params`, ...).
 
     Anything else (a tool call, a vendor value, a model other than the one asked for, usage
-    that renders differently) goes the slow way, which rebuilds the answer.
+    that renders differently) goes the slow way, which rebuilds the answer: None.
     """
     if payload.keys() != _RELAYED_TOP and not _silent_beyond(payload, _RELAYED_TOP):
-        return False
+        return None
     if payload.get("object") != "chat.completion" or payload.get("model") != model:
-        return False
+        return None
     if not isinstance(payload.get("id"), str) or not isinstance(payload.get("created"), int):
-        return False
+        return None
     choices = payload.get("choices")
     if not isinstance(choices, list) or len(choices) != 1 or not _relayable_choice(choices[0]):
-        return False
+        return None
     usage = payload.get("usage")
     if not isinstance(usage, dict):
-        return False
-    rendered = Usage.from_chat(usage).as_dict()
-    return rendered == usage or rendered == {k: v for k, v in usage.items() if v is not None}
+        return None
+    counted = Usage.from_chat(usage)
+    rendered = counted.as_dict()
+    if rendered == usage or rendered == {k: v for k, v in usage.items() if v is not None}:
+        return counted
+    return None
 
 
 def _relayable_choice(choice: Any) -> bool:

@@ -177,7 +177,7 @@ async def test_the_client_reads_what_the_slow_path_shows(
     async with proxy(upstream.base_url) as client:
         for relay in (True, False):
             if not relay:
-                monkeypatch.setattr(openai_chat, "relayable", lambda payload, model: False)
+                monkeypatch.setattr(openai_chat, "relayable", lambda payload, model: None)
             upstream.script(*scripts()[script]())
             tools = {"tools": [CLIENT_TOOL]} if script == "client's own tool" else {}
             try:
