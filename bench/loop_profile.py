@@ -140,7 +140,8 @@ def main(argv: list[str] | None = None) -> int:
         finally:
             procs.close()
         stats = [pstats.Stats(str(out)) for out in outs]
-        labels = ["this tree", *(tree_label(tree) for tree in trees[1:] if tree)]
+        # The commit and the directory: two worktrees of one commit may differ.
+        labels = ["this tree", *(f"{tree_label(tree)} {tree}" for tree in trees[1:] if tree)]
         for label, one in zip(labels, stats, strict=True):
             calls = sum(v[1] for v in one.stats.values())  # type: ignore[attr-defined]
             print(f"{args.kind} ({label}): {calls / args.requests:,.0f} Python calls per request")
