@@ -162,8 +162,8 @@ class Pool:
         self._idle.clear()
 
     async def _acquire(self, place: Target) -> _Connection:
-        if not self._fresh:
-            idle = self._idle.get(place.key)
+        while True:
+            idle = None if self._fresh else self._idle.get(place.key)
             if idle:
                 now = _clock()
                 while idle:
@@ -171,7 +171,9 @@ class Pool:
                     if connection.usable(now - self._keepalive_s):
                         return connection
                     connection.close()
-        while self._open >= self._limit:
+            if self._open < self._limit:
+                break
+            # Woken when a connection closes or comes back idle.
             waiter = asyncio.get_running_loop().create_future()
             self._waiters.append(waiter)
             try:

@@ -1,0 +1,314 @@
+"""The upstream HTTP/1.1 client against real loopback servers: bodies in every framing,
+compressed answers, the pool's bound and reuse, deadlines, cancellation and TLS."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+import gzip
+import ssl
+import zlib
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
+
+from proxy.upstreams import http1
+from proxy.upstreams.http1 import ConnectError, Disconnected, Pool, ProtocolError
+from testing.misbehaving_upstream import Act, MisbehavingUpstream, json_reply
+from testing.waiting import until
+
+
+def pool(limit: int = 10, **kwargs: float) -> Pool:
+    return Pool(limit=limit, connect_timeout_s=5.0, keepalive_s=4.0, **kwargs)  # type: ignore[arg-type]
+
+
+def raw(head: str, body: bytes = b"") -> bytes:
+    return head.replace("\n", "\r\n").encode() + b"\r\n" + body
+
+
+async def fetch(client: Pool, url: str, **kwargs: float) -> tuple[int, dict[str, str], bytes]:
+    response = await client.request(b"POST", url, {"content-type": "text/plain"}, b"hi", **kwargs)
+    try:
+        return response.status, response.headers, await response.read()
+    finally:
+        response.close()
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        raw("HTTP/1.1 200 OK\nContent-Length: 11\n", b"hello world"),
+        raw(
+            "HTTP/1.1 200 OK\nTransfer-Encoding: chunked\n",
+            b"5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n",
+        ),
+        raw(
+            "HTTP/1.1 200 OK\nContent-Encoding: gzip\nContent-Length: 31\n",
+            gzip.compress(b"hello world", mtime=0),
+        ),
+        raw(
+            "HTTP/1.1 200 OK\nContent-Encoding: deflate\nContent-Length: 19\n",
+            zlib.compress(b"hello world"),
+        ),
+        raw("HTTP/1.1 103 Early Hints\nLink: </a>; rel=preload\n")
+        + raw("HTTP/1.1 200 OK\nContent-Length: 11\n", b"hello world"),
+    ],
+    ids=["length", "chunked", "gzip", "deflate", "early-hints"],
+)
+async def test_a_body_in_any_framing_reads_the_same(reply: bytes) -> None:
+    async with MisbehavingUpstream(Act.answer(reply)) as fake:
+        client = pool()
+        status, headers, body = await fetch(client, fake.base_url)
+        await client.aclose()
+    assert (status, body) == (200, b"hello world")
+    assert "link" not in headers, "an interim answer's headers are not the answer's"
+
+
+async def test_a_body_that_runs_to_the_close_is_whole_and_its_connection_not_reused() -> None:
+    reply = raw("HTTP/1.1 200 OK\nContent-Type: text/plain\n", b"until the end")
+    async with MisbehavingUpstream(
+        Act.answer(reply, then="fin"), Act.answer(json_reply({}))
+    ) as fake:
+        client = pool()
+        assert (await fetch(client, fake.base_url))[2] == b"until the end"
+        assert (await fetch(client, fake.base_url))[2] == b"{}"
+        await client.aclose()
+    assert fake.connections == 2
+
+
+async def test_the_request_goes_out_as_http_1_1_with_its_length_and_host() -> None:
+    seen: list[bytes] = []
+
+    async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        head = await reader.readuntil(b"\r\n\r\n")
+        seen.append(head + await reader.readexactly(2))
+        writer.write(json_reply({"ok": True}))
+        await writer.drain()
+        writer.close()
+
+    server = await asyncio.start_server(serve, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    client = pool()
+    status, _, body = await fetch(client, f"http://127.0.0.1:{port}/v1/chat?x=1")
+    await client.aclose()
+    server.close()
+    await server.wait_closed()
+    head = seen[0].decode()
+    assert head.startswith("POST /v1/chat?x=1 HTTP/1.1\r\n")
+    assert f"\r\nHost: 127.0.0.1:{port}\r\n" in head
+    assert "\r\nContent-Length: 2\r\n" in head
+    assert "\r\ncontent-type: text/plain\r\n" in head
+    assert head.endswith("\r\n\r\nhi")
+    assert (status, body) == (200, b'{"ok":true}')
+
+
+async def test_a_header_with_a_line_break_is_refused_before_anything_is_sent() -> None:
+    async with MisbehavingUpstream(Act.answer(json_reply({}))) as fake:
+        client = pool()
+        with pytest.raises(ValueError, match="line break"):
+            await client.request(b"POST", fake.base_url, {"x-a": "1\r\nx-b: 2"}, b"")
+        await client.aclose()
+    assert fake.connections == 0
+
+
+async def test_connections_are_reused_and_bounded_by_the_limit() -> None:
+    async with MisbehavingUpstream(default=Act.answer(json_reply({"n": 1}))) as fake:
+        client = pool(limit=1)
+        first = await client.request(b"POST", fake.base_url, {}, b"")
+        waiting = asyncio.ensure_future(fetch(client, fake.base_url))
+        await asyncio.sleep(0)
+        assert not waiting.done(), "the second request waits for the only connection"
+        assert await first.read() == b'{"n":1}'
+        first.close()
+        status, _, _ = await asyncio.wait_for(waiting, 10)
+        await fetch(client, fake.base_url)
+        await client.aclose()
+    assert status == 200
+    assert fake.connections == 1
+
+
+async def test_an_answer_left_unread_closes_its_connection() -> None:
+    async with MisbehavingUpstream(default=Act.answer(json_reply({"big": "x" * 1000}))) as fake:
+        client = pool(limit=1)
+        response = await client.request(b"POST", fake.base_url, {}, b"")
+        response.close()
+        await fetch(client, fake.base_url)
+        await client.aclose()
+    assert fake.connections == 2
+
+
+async def test_a_stalled_body_ends_at_the_idle_deadline() -> None:
+    reply = raw("HTTP/1.1 200 OK\nContent-Length: 100\n", b"part")
+    async with MisbehavingUpstream(Act.answer(reply)) as fake:
+        client = pool()
+        response = await client.request(b"POST", fake.base_url, {}, b"", idle_s=0.1)
+        assert await response.read_any() == b"part"
+        with pytest.raises(TimeoutError):
+            await response.read_any()
+        response.close()
+        await client.aclose()
+
+
+async def test_the_total_deadline_bounds_the_head_and_the_body() -> None:
+    async with MisbehavingUpstream(Act.answer(b"", then="keep")) as fake:
+        client = pool()
+        with pytest.raises(TimeoutError):
+            await client.request(b"POST", fake.base_url, {}, b"", total_s=0.1)
+        await client.aclose()
+
+
+async def test_a_connection_closed_before_any_answer_is_unanswered() -> None:
+    async with MisbehavingUpstream(
+        Act.hang_up(), Act.answer(b"HTTP/1.1 200 OK\r\n", then="fin")
+    ) as fake:
+        client = pool()
+        with pytest.raises(Disconnected) as before:
+            await client.request(b"POST", fake.base_url, {}, b"")
+        with pytest.raises(Disconnected) as during:
+            await client.request(b"POST", fake.base_url, {}, b"")
+        await client.aclose()
+    assert not before.value.answered
+    assert during.value.answered
+
+
+async def test_a_body_cut_mid_way_is_an_error_not_an_end() -> None:
+    reply = raw("HTTP/1.1 200 OK\nContent-Length: 100\n", b"part")
+    async with MisbehavingUpstream(Act.answer(reply, then="fin")) as fake:
+        client = pool()
+        response = await client.request(b"POST", fake.base_url, {}, b"")
+        with pytest.raises(Disconnected, match="mid-answer"):
+            await response.read()
+        response.close()
+        await client.aclose()
+
+
+async def test_an_answer_that_is_not_http_is_a_protocol_error() -> None:
+    async with MisbehavingUpstream(Act.answer(b"SSH-2.0-OpenSSH_9.2\r\n\r\n")) as fake:
+        client = pool()
+        with pytest.raises(ProtocolError):
+            await client.request(b"POST", fake.base_url, {}, b"")
+        await client.aclose()
+
+
+async def test_nothing_listening_is_a_connect_error() -> None:
+    probe = await asyncio.start_server(lambda r, w: None, "127.0.0.1", 0)
+    port = probe.sockets[0].getsockname()[1]
+    probe.close()
+    await probe.wait_closed()
+    client = pool()
+    with pytest.raises(ConnectError) as caught:
+        await client.request(b"GET", f"http://127.0.0.1:{port}/", {})
+    await client.aclose()
+    assert caught.value.port == port
+
+
+async def test_a_cancelled_request_closes_its_connection_and_frees_its_place() -> None:
+    async with MisbehavingUpstream(Act.answer(b""), default=Act.answer(json_reply({}))) as fake:
+        client = pool(limit=1)
+        waiting = asyncio.ensure_future(client.request(b"POST", fake.base_url, {}, b""))
+        await until(lambda: bool(fake.requests))
+        waiting.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await waiting
+        status, _, _ = await asyncio.wait_for(fetch(client, fake.base_url), 10)
+        await client.aclose()
+    assert status == 200
+    assert fake.connections == 2
+
+
+async def test_a_large_body_read_slowly_arrives_whole() -> None:
+    # Past the high-water mark the connection stops reading until the body is read on.
+    body = bytes(range(256)) * 8192  # 2 MiB
+    reply = raw(f"HTTP/1.1 200 OK\nContent-Length: {len(body)}\n", body)
+    async with MisbehavingUpstream(Act.answer(reply), default=Act.answer(json_reply({}))) as fake:
+        client = pool(limit=1)
+        response = await client.request(b"POST", fake.base_url, {}, b"")
+        parts = []
+        while part := await response.read_any():
+            parts.append(part)
+            await asyncio.sleep(0.001)
+        response.close()
+        await fetch(client, fake.base_url)
+        await client.aclose()
+    assert b"".join(parts) == body
+    assert fake.connections == 1, "a body read whole leaves its connection for the next"
+
+
+async def test_idle_connections_age_out(monkeypatch: pytest.MonkeyPatch) -> None:
+    now = [100.0]
+    monkeypatch.setattr(http1, "_clock", lambda: now[0])
+    async with MisbehavingUpstream(default=Act.answer(json_reply({}))) as fake:
+        client = pool()
+        await fetch(client, fake.base_url)
+        now[0] += 3.9
+        await fetch(client, fake.base_url)
+        now[0] += 4.1
+        await fetch(client, fake.base_url)
+        await client.aclose()
+    assert fake.connections == 2
+
+
+@pytest.fixture
+def certificate(tmp_path: Path) -> tuple[Path, Path]:
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "localhost")])
+    now = datetime.datetime.now(datetime.UTC)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(days=1))
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .add_extension(x509.SubjectAlternativeName([x509.DNSName("localhost")]), critical=False)
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(key, hashes.SHA256())
+    )
+    cert_path, key_path = tmp_path / "cert.pem", tmp_path / "key.pem"
+    cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    key_path.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+    )
+    return cert_path, key_path
+
+
+@pytest.fixture
+async def tls_server(certificate: tuple[Path, Path]) -> AsyncIterator[int]:
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.load_cert_chain(*certificate)
+
+    async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.readuntil(b"\r\n\r\n")
+        writer.write(json_reply({"tls": True}))
+        await writer.drain()
+        writer.close()
+
+    server = await asyncio.start_server(serve, "localhost", 0, ssl=context)
+    yield server.sockets[0].getsockname()[1]
+    server.close()
+    await server.wait_closed()
+
+
+async def test_https_checks_the_server_certificate(
+    tls_server: int, certificate: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    client = pool()
+    with pytest.raises(ConnectError, match="CERTIFICATE_VERIFY_FAILED"):
+        await client.request(b"GET", f"https://localhost:{tls_server}/", {})
+    await client.aclose()
+    monkeypatch.setenv("SSL_CERT_FILE", str(certificate[0]))
+    trusting = pool()
+    response = await trusting.request(b"GET", f"https://localhost:{tls_server}/", {})
+    assert await response.read() == b'{"tls":true}'
+    response.close()
+    await trusting.aclose()
