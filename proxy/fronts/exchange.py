@@ -26,12 +26,10 @@ from ..server.asgi import (
 )
 from ..server.context import RequestContext, context_of
 from ..server.services import Services
+from ..turn.events import Finished
 from .renderers import JsonRenderer, StreamRenderer
 
 log = logging.getLogger("toolwire")
-
-_QUEUE_FRAMES = 256
-"""Frames rendered ahead of the client; past this the turn waits (backpressure)."""
 
 ErrorBody = Callable[[ProxyError], dict[str, Any]]
 """A front's error shape."""
@@ -170,140 +168,126 @@ async def stream(
     shape: ErrorBody,
     keepalive_s: float = 5.0,
 ) -> None:
-    """Send the turn as SSE; the first item decides the HTTP status, unless the turn stays
+    """Send the turn as SSE; the first frames decide the HTTP status, unless the turn stays
     silent for `keepalive_s`: then the stream starts with a keep-alive comment (and one
     follows every `keepalive_s` of silence), so a slow first token or a long pause keeps
     the connection open through proxies and load balancers; an error after that arrives
     in the stream.
 
-    A producer task renders events into an outbox while this task sends: every frame ready
-    when the sender wakes goes out in one write (an upstream read often holds several
-    chunks), so a burst costs one write, not one per frame.
+    One task: each event's frames are written as it comes, in this task, so a client that
+    reads slowly holds the turn back at its write (backpressure) and no frame waits for a
+    second task to wake; the turn's `Finished` is written with the response's end.
     """
-    outbox = _Outbox()
-    loop = asyncio.get_running_loop()
-    producer = loop.create_task(_produce(events, renderer, outbox, context))
-    ticker = _Ticker(loop, outbox, keepalive_s)
-    started = False
+    wire = _Wire(send, renderer, context.request_id, keepalive_s)
+    last: list[bytes] = []
     try:
-        while True:
-            frames, end = await outbox.take()
-            if not started:
-                if isinstance(end, ProxyError) and not frames:
-                    await send_error(send, end, context, shape)
-                    return
-                await start_stream(send, context.request_id)
-                frames.insert(0, renderer.start())
-                started = True
-            if isinstance(end, ProxyError):
-                frames += renderer.error(end)
-            more = end is None
-            await send({"type": "http.response.body", "body": b"".join(frames), "more_body": more})
-            if not more:
-                return
+        try:
+            async for event in events:
+                if isinstance(event, Finished):
+                    # The turn's last event: its frames end the response, in one write (the
+                    # edge notes the request's overhead in a stream's last write).
+                    last = renderer.frames(event)
+                    continue
+                frames = renderer.frames(event)
+                if frames:
+                    await wire.write(frames)
+        except ProxyError as exc:
+            failure = exc
+        except Exception:
+            log.exception("%s turn failed", context.request_id)
+            failure = internal_error()
+        else:
+            await wire.write(last, more=False)
+            return
+        if not wire.started:
+            await send_error(send, failure, context, shape)
+            return
+        await wire.write(renderer.error(failure), more=False)
     finally:
-        ticker.stop()
-        # After a complete stream the producer is done: awaiting it anyway would yield to
-        # the disconnect watcher, which then reads the finished response as a departure.
-        if not producer.done():
-            producer.cancel()
-            await asyncio.gather(producer, return_exceptions=True)
+        # A keep-alive still being written is ended (and awaited) only on a silent stream's
+        # way out: on the usual one there is none, and nothing here yields.
+        pending = wire.close()
+        if pending is not None:
+            await pending
 
 
-class _Outbox:
-    """Frames rendered ahead of the sender, taken all at once; the producer waits when the
-    sender falls `_QUEUE_FRAMES` behind (backpressure).
+class _Wire:
+    """The stream's writer: the response's start before its first frames, then the frames as
+    they come; a keep-alive comment after every `interval` of silence.
 
-    A list and two futures: an `asyncio.Queue` costs a put and a get per frame.
+    The turn's task is busy elsewhere while the stream is silent (waiting on the upstream, or
+    on a tool), so the ticker hands a keep-alive to a task of its own: one at a time, made
+    only when a stream is silent, and awaited before the next write, so frames keep their
+    order. One timer per stream, not per frame.
     """
 
-    __slots__ = ("_end", "_frames", "_room", "_waiter", "active")
+    __slots__ = (
+        "_handle",
+        "_interval",
+        "_loop",
+        "_pending",
+        "_renderer",
+        "_request_id",
+        "_send",
+        "active",
+        "started",
+    )
 
-    def __init__(self) -> None:
-        self.active = False
-        """Frames came since the keep-alive ticker last looked."""
-        self._frames: list[bytes] = []
-        self._end: ProxyError | bool = False
-        self._waiter: asyncio.Future[None] | None = None
-        self._room: asyncio.Future[None] | None = None
-
-    def put(self, frames: list[bytes]) -> asyncio.Future[None] | None:
-        """Add the frames; when the sender is `_QUEUE_FRAMES` behind, a future the producer
-        awaits until the sender takes them (a plain call otherwise: no coroutine per event)."""
-        self._frames += frames
-        self.active = True
-        self._wake()
-        if len(self._frames) >= _QUEUE_FRAMES:
-            self._room = asyncio.get_running_loop().create_future()
-            return self._room
-        return None
-
-    def close(self, end: ProxyError | None = None) -> None:
-        """No more frames: the stream ends normally, or with `end`."""
-        self._end = end if end is not None else True
-        self._wake()
-
-    async def take(self) -> tuple[list[bytes], ProxyError | bool | None]:
-        """The frames ready, and how the stream ends (None: it goes on)."""
-        while not self._frames and self._end is False:
-            self._waiter = asyncio.get_running_loop().create_future()
-            await self._waiter
-        frames, self._frames = self._frames, []
-        room, self._room = self._room, None
-        if room is not None and not room.done():
-            room.set_result(None)
-        return frames, (None if self._end is False else self._end)
-
-    def keep_alive(self) -> None:
-        """A keep-alive comment, unless frames came since the last look or are waiting."""
-        if not self.active and not self._frames and self._end is False:
-            self._frames.append(sse.comment())
-            self._wake()
-        self.active = False
-
-    def _wake(self) -> None:
-        waiter, self._waiter = self._waiter, None
-        if waiter is not None and not waiter.done():
-            waiter.set_result(None)
-
-
-class _Ticker:
-    """Looks at the outbox every `interval` seconds: one timer per stream, not per frame."""
-
-    __slots__ = ("_handle", "_interval", "_loop", "_outbox")
-
-    def __init__(self, loop: asyncio.AbstractEventLoop, outbox: _Outbox, interval: float) -> None:
-        self._loop, self._outbox, self._interval = loop, outbox, interval
+    def __init__(
+        self, send: Send, renderer: StreamRenderer[Any], request_id: str, interval: float
+    ) -> None:
+        self._send = send
+        self._renderer = renderer
+        self._request_id = request_id
+        self._interval = interval
+        self._loop = loop = asyncio.get_running_loop()
         self._handle: asyncio.TimerHandle | None = loop.call_later(interval, self._tick)
+        self._pending: asyncio.Task[None] | None = None
+        """A keep-alive being written."""
+        self.active = False
+        """Frames were written since the ticker last looked."""
+        self.started = False
+        """The response has started (or a keep-alive is starting it)."""
 
-    def _tick(self) -> None:
-        self._outbox.keep_alive()
-        self._handle = self._loop.call_later(self._interval, self._tick)
+    async def write(self, frames: list[bytes], *, more: bool = True) -> None:
+        """Write `frames` (after the response's start, the first time); `more=False` ends
+        the response."""
+        if self._pending is not None:
+            await self._pending  # a keep-alive's frames go first
+        self.active = True
+        if not self.started:
+            self.started = True
+            await start_stream(self._send, self._request_id)
+            frames.insert(0, self._renderer.start())
+        await self._send(
+            {"type": "http.response.body", "body": b"".join(frames), "more_body": more}
+        )
 
-    def stop(self) -> None:
+    def close(self) -> Awaitable[Any] | None:
+        """Stop the ticker; a keep-alive still being written, to await, if there is one."""
         if self._handle is not None:
             self._handle.cancel()
             self._handle = None
+        pending, self._pending = self._pending, None
+        if pending is None:
+            return None
+        pending.cancel()
+        return asyncio.gather(pending, return_exceptions=True)
 
+    def _tick(self) -> None:
+        if not self.active and self._pending is None:
+            # Silent for a whole interval: the stream starts now if it had not (status 200).
+            self._pending = self._loop.create_task(self._keep_alive(opens=not self.started))
+            self.started = True
+        self.active = False
+        self._handle = self._loop.call_later(self._interval, self._tick)
 
-async def _produce(
-    events: AsyncIterator[E],
-    renderer: StreamRenderer[E],
-    outbox: _Outbox,
-    context: RequestContext,
-) -> None:
-    """Render every event into the outbox, then close it (with the error that ended it)."""
-    try:
-        async for event in events:
-            frames = renderer.frames(event)
-            if frames:
-                room = outbox.put(frames)
-                if room is not None:
-                    await room
-    except ProxyError as exc:
-        outbox.close(exc)
-    except Exception:
-        log.exception("%s turn failed", context.request_id)
-        outbox.close(internal_error())
-    else:
-        outbox.close()
+    async def _keep_alive(self, *, opens: bool) -> None:
+        try:
+            body = sse.comment()
+            if opens:
+                await start_stream(self._send, self._request_id)
+                body = self._renderer.start() + body
+            await self._send({"type": "http.response.body", "body": body, "more_body": True})
+        finally:
+            self._pending = None
