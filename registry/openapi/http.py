@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
+from typing import Any
 
 import aiohttp
 import orjson
@@ -26,7 +27,7 @@ __all__ = ["FetchedSpec", "ServiceClient", "fetch_spec"]
 MAX_SPEC_BYTES = 20_000_000
 _CHUNK = 64 * 1024
 _NO_TIMEOUT = aiohttp.ClientTimeout()
-"""aiohttp's own timers off for an operation call: `ServiceClient.send` sets one of its own."""
+"""aiohttp's own timers off for an operation call: `ServiceClient` sets one of its own."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,6 +89,8 @@ class ServiceClient:
         self._resolver = resolver
         self._max_response_bytes = max_response_bytes
         self._session: aiohttp.ClientSession | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        """The loop the session was opened in: its calls' timers are set on it."""
 
     @property
     def allow_private(self) -> bool:
@@ -105,6 +108,7 @@ class ServiceClient:
         self._session = aiohttp.ClientSession(
             connector=connector, cookie_jar=aiohttp.DummyCookieJar(), trust_env=False
         )
+        self._loop = asyncio.get_running_loop()
 
     async def aclose(self) -> None:
         """Close the session and its connections."""
@@ -125,21 +129,9 @@ class ServiceClient:
         try:
             # The resolver is not asked about an IP literal, so it is checked here.
             self._guard.check_literal(url.raw_host or "")
-            # One timer for the whole exchange, the body read included: aiohttp's own total
-            # timeout costs a dozen Python calls more per request (its timer contexts).
-            async with asyncio.timeout(timeout_s):
-                response = await session.request(
-                    request.method,
-                    url,
-                    headers=headers,
-                    data=orjson.dumps(request.json) if request.has_body else None,
-                    allow_redirects=False,
-                    timeout=_NO_TIMEOUT,
-                )
-                try:
-                    body, truncated = await _read(response, self._max_response_bytes)
-                finally:
-                    response.release()
+            response, body, truncated = await self._exchange(
+                session, request, url, headers, timeout_s
+            )
             return response_output(
                 response.status,
                 response.reason or "",
@@ -156,6 +148,59 @@ class ServiceClient:
         except aiohttp.ClientError as exc:
             message = f"{request.method} {url.path}: cannot reach the service: {exc}"
             return ToolOutput(message, is_error=True)
+
+    async def _exchange(
+        self,
+        session: aiohttp.ClientSession,
+        request: HttpRequest,
+        url: URL,
+        headers: dict[str, str],
+        timeout_s: float,
+    ) -> tuple[aiohttp.ClientResponse, bytes, bool]:
+        """The request sent and its answer read (at most the size limit), within `timeout_s`
+        for the whole exchange.
+
+        One timer of its own, on the loop the session was opened in, bounds it: aiohttp's
+        total timeout costs a dozen Python calls more (its timer contexts), and
+        `asyncio.timeout` three `getpid` system calls (asyncio's running-loop checks).
+
+        Raises:
+            TimeoutError: the time ran out.
+            aiohttp.ClientError, BlockedAddressError: as aiohttp raises them.
+        """
+        loop = self._loop
+        task = asyncio.current_task(loop)
+        assert loop is not None and task is not None
+        cancelling = task.cancelling()
+        expired: list[bool] = []
+        timer = loop.call_later(timeout_s, _expire, task, expired)
+        try:
+            response = await session.request(
+                request.method,
+                url,
+                headers=headers,
+                data=orjson.dumps(request.json) if request.has_body else None,
+                allow_redirects=False,
+                timeout=_NO_TIMEOUT,
+            )
+            try:
+                body, truncated = await _read(response, self._max_response_bytes)
+            finally:
+                response.release()
+        except asyncio.CancelledError:
+            # This timer's cancellation only when none other is pending (as `asyncio.timeout`).
+            if expired and task.uncancel() <= cancelling:
+                raise TimeoutError from None
+            raise
+        finally:
+            timer.cancel()
+        return response, body, truncated
+
+
+def _expire(task: asyncio.Task[Any], expired: list[bool]) -> None:
+    """An operation call's time is up: note that it is this timer that cancels the task."""
+    expired.append(True)
+    task.cancel()
 
 
 async def _read(response: aiohttp.ClientResponse, limit: int) -> tuple[bytes, bool]:

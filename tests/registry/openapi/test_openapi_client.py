@@ -123,3 +123,13 @@ async def test_an_answer_read_whole_keeps_its_connection_and_one_cut_short_does_
     await until(lambda: service.closed == 1)
     await client.send(_post(service, "/echo"), timeout_s=5)
     assert service.connections == 2
+
+
+async def test_a_shorter_deadline_around_a_call_is_the_callers_not_the_calls(
+    service: Service, client: ServiceClient
+) -> None:
+    # The executor's own timeout around a call: its expiry is the executor's to report.
+    with pytest.raises(TimeoutError):
+        async with asyncio.timeout(0.2):
+            await client.send(_post(service, "/hang"), timeout_s=30)
+    await until(lambda: service.closed == 1)
