@@ -354,7 +354,7 @@ class _Connection(asyncio.Protocol):
 
     def on_header(self, name: bytes, value: bytes) -> None:
         assert self._response is not None
-        self._response.header(name, value)
+        self._response.raw_headers.append((name, value))
 
     def on_headers_complete(self) -> None:
         assert self._response is not None
@@ -382,11 +382,12 @@ class Response:
         "_decoder",
         "_ended",
         "_error",
+        "_headers",
         "_idle_s",
         "_pool",
         "_waiter",
-        "headers",
         "keep_alive",
+        "raw_headers",
         "reason_bytes",
         "received",
         "status",
@@ -397,8 +398,9 @@ class Response:
     ) -> None:
         self.status = 0
         self.reason_bytes = b""
-        self.headers: dict[str, str] = {}
-        """Header names in lower case; repeated headers joined by ", "."""
+        self.raw_headers: list[tuple[bytes, bytes]] = []
+        """The answer's headers as they came."""
+        self._headers: dict[str, str] | None = None
         self.keep_alive = False
         self._connection: _Connection | None = connection
         self._pool = pool
@@ -473,26 +475,35 @@ class Response:
 
     # Fed by the connection
 
-    def header(self, name: bytes, value: bytes) -> None:
-        key = name.decode("latin-1").lower()
-        text = value.decode("latin-1")
-        known = self.headers.get(key)
-        self.headers[key] = text if known is None else f"{known}, {text}"
+    @property
+    def headers(self) -> dict[str, str]:
+        """The headers by their names in lower case; a repeated one's values joined by ", "."""
+        headers = self._headers
+        if headers is None:
+            headers = self._headers = {}
+            for name, value in self.raw_headers:
+                key = name.decode("latin-1").lower()
+                text = value.decode("latin-1")
+                known = headers.get(key)
+                headers[key] = text if known is None else f"{known}, {text}"
+        return headers
 
     def headed(self, status: int) -> None:
         if 100 <= status < 200:  # an interim answer (103 Early Hints): the real one follows
-            self.headers = {}
+            self.raw_headers = []
             self.reason_bytes = b""
             return
         self.status = status
-        encoding = self.headers.get("content-encoding")
-        if encoding is not None:
-            encoding = encoding.strip().lower()
-            if encoding in ("gzip", "x-gzip"):
-                self._decoder = zlib.decompressobj(16 + zlib.MAX_WBITS)
-            elif encoding == "deflate":
-                self._decoder = zlib.decompressobj()
+        for name, value in self.raw_headers:
+            if len(name) == 16 and name.lower() == b"content-encoding":
+                self._decode(value.decode("latin-1").strip().lower())
         self._wake()
+
+    def _decode(self, encoding: str) -> None:
+        if encoding in ("gzip", "x-gzip"):
+            self._decoder = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        elif encoding == "deflate":
+            self._decoder = zlib.decompressobj()
 
     def feed(self, data: bytes) -> None:
         if not self.status:
