@@ -28,6 +28,9 @@ request's summary line (and whatever else is logged at info) to their counts.
 
 The plain flow also counts the injecting floor (`bench/passthrough.py --inject-tools`, see
 bench/overhead.py): the pass-through plus the least work a tool-injecting proxy must do.
+Both call the upstream with aiohttp, the best-known Python client and the goals' reference;
+Toolwire calls it with a client of its own (`proxy/upstreams/http1.py`). `--same-client`
+also counts both on that client, so Toolwire's own work can be read beside the same client.
 
 Needs `valgrind` (Debian package); servers run many times slower under it, so a run takes
 minutes. Goal: Toolwire within 1.15x the pass-through's instructions.
@@ -105,6 +108,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--goal-tree", type=Path, metavar="DIR", help="the goal: at or below DIR's count"
     )
     parser.add_argument("--flow", choices=FLOWS, default="plain", help="what each request does")
+    parser.add_argument(
+        "--same-client",
+        action="store_true",
+        help="also count the pass-through and the floor on Toolwire's own upstream client "
+        "(http1) instead of aiohttp: what Toolwire's own work costs beside the same client",
+    )
     parser.add_argument(
         "--kind", choices=KINDS, default="python", help="the tool's source (--flow tool-loop)"
     )
@@ -185,6 +194,10 @@ def _servers(
         inject = ["--inject-tools", str(injected_tools(path, workdir))]
         counted.insert(0, Counted("passthrough", "pass-through", passthrough))
         counted.insert(1, Counted("floor", "injecting floor", [*passthrough, *inject]))
+        if args.same_client:
+            http1 = [*passthrough, "--client", "http1"]
+            counted.insert(2, Counted("passthrough_http1", "pass-through (http1)", http1))
+            counted.insert(3, Counted("floor_http1", "injecting floor (http1)", [*http1, *inject]))
     for index, tree in enumerate(args.toolwire_tree, 1):
         own = _tree_config(config, tree, workdir, f"tree{index}")
         cmd = toolwire_serve(own, tree=tree, log_level=level)

@@ -16,6 +16,10 @@ them) it is the floor of a tool-injecting proxy instead: the least work Toolwire
 and a pass-through skips. The request gets the tools added and is serialised again; the
 answer is parsed to see whether it calls a tool (every event of a stream, whose bytes are
 still relayed as they arrive). It runs no tool: the benchmark's answers call none.
+
+With `--client http1` it calls the upstream through Toolwire's own HTTP/1.1 client
+(`proxy/upstreams/http1.py`, which `toolwire serve` uses) instead of aiohttp: the reference
+that differs from Toolwire only in what Toolwire does, not in the client it calls with.
 """
 
 from __future__ import annotations
@@ -28,6 +32,8 @@ import aiohttp
 import orjson
 import uvicorn
 
+from proxy.upstreams.http1 import HTTPError, Pool
+
 Scope = dict[str, Any]
 Message = dict[str, Any]
 Receive = Callable[[], Awaitable[Message]]
@@ -39,12 +45,17 @@ _JSON = [(b"content-type", b"application/json")]
 class PassThrough:
     """`POST /v1/chat/completions` and `GET /v1/models`, relayed to one upstream."""
 
-    def __init__(self, upstream: str, tools: list[Any] | None = None) -> None:
+    def __init__(
+        self, upstream: str, tools: list[Any] | None = None, client: str = "aiohttp"
+    ) -> None:
         self._base = upstream.rstrip("/")
         self._tools = tools
         """Schemas to inject; None relays the request as it came."""
         self._chat_url = f"{self._base}/chat/completions"
         self._session: aiohttp.ClientSession | None = None
+        self._pool = (
+            Pool(limit=1000, connect_timeout_s=10, keepalive_s=4) if client == "http1" else None
+        )
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
@@ -76,6 +87,8 @@ class PassThrough:
             elif message["type"] == "lifespan.shutdown":
                 if self._session is not None:
                     await self._session.close()
+                if self._pool is not None:
+                    await self._pool.aclose()
                 await send({"type": "lifespan.shutdown.complete"})
                 return
 
@@ -114,6 +127,9 @@ class PassThrough:
         send: Send,
         headers: dict[str, str] | None = None,
     ) -> None:
+        if self._pool is not None:
+            await self._relay_http1(method, url, data, send, headers)
+            return
         assert self._session is not None
         started = False
         try:
@@ -145,6 +161,57 @@ class PassThrough:
                     await send({"type": "http.response.body", "body": chunk, "more_body": True})
                 await send({"type": "http.response.body", "body": b"", "more_body": False})
         except aiohttp.ClientError as exc:
+            if started:
+                await send({"type": "http.response.body", "body": b"", "more_body": False})
+                return
+            error = orjson.dumps({"error": {"message": f"upstream failed: {exc}"}})
+            await _send_whole(send, 502, error, _JSON)
+
+    async def _relay_http1(
+        self,
+        method: str,
+        url: str,
+        data: bytes | None,
+        send: Send,
+        headers: dict[str, str] | None = None,
+    ) -> None:
+        """`_relay` through Toolwire's HTTP/1.1 client."""
+        assert self._pool is not None
+        started = False
+        try:
+            resp = await self._pool.request(
+                method.encode(), url, headers or {}, data or b"", idle_s=120, total_s=600
+            )
+            try:
+                content_type = resp.headers.get("content-type", "application/json")
+                if not content_type.startswith("text/event-stream"):
+                    payload = await resp.read()
+                    if self._tools is not None and resp.status == 200:
+                        _calls_tool(orjson.loads(payload), "message")
+                    await _send_whole(
+                        send, resp.status, payload, [(b"content-type", content_type.encode())]
+                    )
+                    return
+                await send(
+                    {
+                        "type": "http.response.start",
+                        "status": resp.status,
+                        "headers": [
+                            (b"content-type", content_type.encode()),
+                            (b"cache-control", b"no-cache"),
+                        ],
+                    }
+                )
+                started = True
+                events = _Events() if self._tools is not None else None
+                while chunk := await resp.read_any():
+                    if events is not None:
+                        events.inspect(chunk)
+                    await send({"type": "http.response.body", "body": chunk, "more_body": True})
+                await send({"type": "http.response.body", "body": b"", "more_body": False})
+            finally:
+                resp.close()
+        except HTTPError as exc:
             if started:
                 await send({"type": "http.response.body", "body": b"", "more_body": False})
                 return
@@ -191,13 +258,19 @@ def main() -> None:
         metavar="FILE",
         help="a JSON list of tool schemas to add to every request (the injecting floor)",
     )
+    parser.add_argument(
+        "--client",
+        choices=("aiohttp", "http1"),
+        default="aiohttp",
+        help="the upstream client: aiohttp, or Toolwire's own HTTP/1.1 client",
+    )
     args = parser.parse_args()
     tools = None
     if args.inject_tools:
         with open(args.inject_tools, "rb") as file:
             tools = orjson.loads(file.read())
     uvicorn.run(
-        PassThrough(args.upstream, tools),
+        PassThrough(args.upstream, tools, args.client),
         host=args.host,
         port=args.port,
         http="httptools",

@@ -249,10 +249,11 @@ def test_instructions_render_and_goals() -> None:
     assert lines[2].split()[-2:] == ["2640k", "1.10x"]
 
 
-async def test_the_injecting_floor_adds_the_tools_and_relays_the_answer() -> None:
-    """`bench/passthrough.py --inject-tools`: the upstream sees the tools added to the
-    client's own; the client gets the upstream's answer, whole and streamed; every answer
-    and stream event is read for tool calls."""
+@pytest.mark.parametrize("client_name", ["aiohttp", "http1"])
+async def test_the_injecting_floor_adds_the_tools_and_relays_the_answer(client_name: str) -> None:
+    """`bench/passthrough.py --inject-tools`, on either upstream client: the upstream sees
+    the tools added to the client's own; the client gets the upstream's answer, whole and
+    streamed; every answer and stream event is read for tool calls."""
     import aiohttp
 
     from testing.asgi_serving import serve_app
@@ -262,7 +263,7 @@ async def test_the_injecting_floor_adds_the_tools_and_relays_the_answer() -> Non
     own = {"type": "function", "function": {"name": "mine", "parameters": {}}}
     async with FakeUpstream() as upstream:
         upstream.script(Reply.text("hello there"), Reply.text("hello there", chunks=3))
-        app = passthrough.PassThrough(upstream.base_url, injected)
+        app = passthrough.PassThrough(upstream.base_url, injected, client_name)
         async with serve_app(app) as base, aiohttp.ClientSession(base) as client:
             body = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
             async with client.post("/v1/chat/completions", json={**body, "tools": [own]}) as r:
