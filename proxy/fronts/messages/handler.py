@@ -15,8 +15,9 @@ from ...server.services import Services
 from ...turn.client_tools import DEFER_LOADING, mark
 from ...turn.controls import parse_controls
 from ...turn.record import Turn
-from ..exchange import Answered, Reply, Streamed, send_error, serve_turn
+from ..exchange import Relaying, Reply, Streamed, send_error, serve_turn
 from ..hosted import Declared, HostedTool, declare, messages_type, served
+from ..relayed import answer
 from ..renderers import BuilderJson, BuilderStream
 from .errors import error_body
 from .programmatic import client_marks, code_execution_type, programs_shown, tool_search_name
@@ -67,7 +68,7 @@ class Messages:
         except orjson.JSONDecodeError as exc:
             raise BadRequestError(f"the request body is not valid JSON: {exc}") from exc
         body = parse_body(document)
-        controls = parse_controls(body.toolwire, context.headers)
+        controls = parse_controls(body.get("toolwire"), context.headers)
         program_type = code_execution_type(document)
         if program_type is not None and controls.code_mode is None:
             # The client asked for programmatic tool calling: code mode answers it.
@@ -99,14 +100,14 @@ class Messages:
             controls = dataclasses.replace(controls, max_uses=limits)
         turn = Turn(
             chat,
-            services.upstreams.for_model(body.model),
+            services.upstreams.for_model(body["model"]),
             toolset,
             services.catalog.client_tool_names(chat.get("tools"), caller),
             controls,
             context.headers,
             caller,
         )
-        return _Prepared(turn, body.stream is True, program_type, search_name, shown, hosted)
+        return _Prepared(turn, body.get("stream") is True, program_type, search_name, shown, hosted)
 
     def _hosted(self, document: dict[str, Any]) -> list[Declared]:
         """The hosted tools the request declares (web search, web fetch), each with the
@@ -140,10 +141,10 @@ class Messages:
             tool_events=turn.controls.stream_tool_events,
             hosted=prepared.hosted,
         )
-        events = self._services.loop.run(turn)
         if stream:
-            return Streamed(events, BuilderStream(builder))
-        return Answered(events, BuilderJson(builder))
+            return Streamed(self._services.loop.run(turn), BuilderStream(builder))
+        renderer = BuilderJson(builder)
+        return Relaying(answer(self._services.loop, turn, renderer), renderer)
 
 
 def _forced(choice: Any, declared: list[Declared]) -> str | None:

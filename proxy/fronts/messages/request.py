@@ -2,57 +2,61 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal, NotRequired
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import ConfigDict, Field, TypeAdapter, ValidationError, with_config
+from typing_extensions import TypedDict
 
 from ...errors import BadRequestError
 from ..conversion import to_chat
 from ..validation import field_path
 
 _OPEN = ConfigDict(extra="allow")
+# TypedDicts, not models: validated without building an object per message and block.
 
 
-class _Block(BaseModel):
-    model_config = _OPEN
+@with_config(_OPEN)
+class _Block(TypedDict):
     type: str
 
 
-class _Message(BaseModel):
-    model_config = _OPEN
+@with_config(_OPEN)
+class _Message(TypedDict):
     role: Literal["user", "assistant"]
     content: str | list[_Block]
 
 
-class _Tool(BaseModel):
-    model_config = _OPEN
-    name: str = Field(min_length=1)
-    input_schema: dict[str, Any] | None = None
+@with_config(_OPEN)
+class _Tool(TypedDict):
+    name: Annotated[str, Field(min_length=1)]
+    input_schema: NotRequired[dict[str, Any] | None]
 
 
-class MessagesBody(BaseModel):
+@with_config(_OPEN)
+class MessagesBody(TypedDict):
     """The fields of `POST /v1/messages` the proxy reads; the rest are kept, not used."""
 
-    model_config = _OPEN
+    model: Annotated[str, Field(min_length=1)]
+    max_tokens: Annotated[int, Field(ge=1)]
+    messages: Annotated[list[_Message], Field(min_length=1)]
+    system: NotRequired[str | list[_Block] | None]
+    tools: NotRequired[list[_Tool] | None]
+    tool_choice: NotRequired[dict[str, Any] | None]
+    stop_sequences: NotRequired[list[str] | None]
+    temperature: NotRequired[Annotated[float, Field(ge=0, le=1)] | None]
+    top_p: NotRequired[Annotated[float, Field(ge=0, le=1)] | None]
+    top_k: NotRequired[Annotated[int, Field(ge=0)] | None]
+    stream: NotRequired[bool | None]
+    thinking: NotRequired[dict[str, Any] | None]
+    metadata: NotRequired[dict[str, Any] | None]
+    toolwire: NotRequired[dict[str, Any] | None]
 
-    model: str = Field(min_length=1)
-    max_tokens: int = Field(ge=1)
-    messages: list[_Message] = Field(min_length=1)
-    system: str | list[_Block] | None = None
-    tools: list[_Tool] | None = None
-    tool_choice: dict[str, Any] | None = None
-    stop_sequences: list[str] | None = None
-    temperature: float | None = Field(default=None, ge=0, le=1)
-    top_p: float | None = Field(default=None, ge=0, le=1)
-    top_k: int | None = Field(default=None, ge=0)
-    stream: bool | None = None
-    thinking: dict[str, Any] | None = None
-    metadata: dict[str, Any] | None = None
-    toolwire: dict[str, Any] | None = None
+
+_BODY = TypeAdapter(MessagesBody)
 
 
 def parse_body(raw: Any) -> MessagesBody:
-    """The request body, checked.
+    """The request body, checked: its fields as validated (unknown ones kept).
 
     Raises:
         BadRequestError: a field is missing or of the wrong type (the path in the message).
@@ -60,7 +64,7 @@ def parse_body(raw: Any) -> MessagesBody:
     if not isinstance(raw, dict):
         raise BadRequestError("the request body must be a JSON object")
     try:
-        body = MessagesBody.model_validate(raw)
+        body = _BODY.validate_python(raw)
     except ValidationError as exc:
         first = exc.errors()[0]
         where = field_path(first["loc"])

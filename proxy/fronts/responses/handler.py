@@ -29,9 +29,10 @@ from ...turn.controls import parse_controls
 from ...turn.events import Finished, LoopEvent
 from ...turn.record import Turn
 from ..conversion import round_items, to_chat
-from ..exchange import Answered, Reply, Streamed, serve_turn
+from ..exchange import Answered, Relaying, Reply, Streamed, serve_turn
 from ..exchange import openai_error_body as error_body
 from ..hosted import is_responses_search, served
+from ..relayed import relayed_events
 from ..renderers import BuilderJson, BuilderStream
 from .background_run import Run
 from .items import Item, for_rosetta, input_items, listed_labels
@@ -67,27 +68,28 @@ class Responses:
             body = parse_body(orjson.loads(raw))
         except orjson.JSONDecodeError as exc:
             raise BadRequestError(f"the request body is not valid JSON: {exc}") from exc
-        if not isinstance(getattr(body, "background", None), bool | None):
+        if not isinstance(body.get("background"), bool | None):
             raise BadRequestError("background: must be a boolean", param="background")
         services = self._services
         prior: list[Item] = []
-        if body.previous_response_id is not None:
-            stored = await services.responses.get(body.previous_response_id)
+        previous = body.get("previous_response_id")
+        if previous is not None:
+            stored = await services.responses.get(previous)
             if stored is None or not stored.visible_to(context.principal):
                 raise ResponseNotFoundError(
-                    f"previous response {body.previous_response_id!r} not found",
-                    param="previous_response_id",
+                    f"previous response {previous!r} not found", param="previous_response_id"
                 )
             if stored.response.get("status") in ACTIVE:
                 raise BadRequestError(
-                    f"previous response {body.previous_response_id!r} is still running in "
+                    f"previous response {previous!r} is still running in "
                     "the background: wait for its end (poll GET /v1/responses/{id})",
                     param="previous_response_id",
                 )
             prior = stored.conversation
-        conversation = [*prior, *input_items(body.input)]
-        controls = parse_controls(body.toolwire, context.headers)
-        tools = plan_tools(body.tools, services.registry, conversation, services.hosted_tools)
+        conversation = [*prior, *input_items(body["input"])]
+        controls = parse_controls(body.get("toolwire"), context.headers)
+        hosted = services.hosted_tools
+        tools = plan_tools(body.get("tools"), services.registry, conversation, hosted)
         if (tools.programmatic or tools.code_interpreter) and controls.code_mode is None:
             controls = dataclasses.replace(controls, code_mode=True)
         tool_filter = controls.tool_filter
@@ -102,7 +104,7 @@ class Responses:
             web_search = served(tools.web_search, toolset)
         chat = to_chat(_chat_request(body, conversation, tools, toolset), "openai_responses")
         mark(chat, tools.marks)
-        choice = _tool_choice(body.tool_choice, tools, toolset)
+        choice = _tool_choice(body.get("tool_choice"), tools, toolset)
         if isinstance(choice, dict) and "tool_choice" not in chat:
             # llm-rosetta drops a choice naming none of the client's tools: a registry tool's.
             chat["tool_choice"] = {"type": "function", "function": {"name": choice["name"]}}
@@ -110,7 +112,7 @@ class Responses:
             raise BadRequestError("'input' holds no message", param="input")
         turn = Turn(
             chat,
-            services.upstreams.for_model(body.model),
+            services.upstreams.for_model(body["model"]),
             toolset,
             services.catalog.client_tool_names(chat.get("tools"), caller),
             controls,
@@ -119,7 +121,7 @@ class Responses:
         )
         labels = {wire: tools.label(tool) for wire, tool in toolset.by_wire_name.items()}
         plan = ResponsePlan(
-            model=body.model,
+            model=body["model"],
             echo=_echo(body),
             labels=labels,
             show_rounds=bool(tools.entries) or controls.stream_tool_events,
@@ -133,7 +135,8 @@ class Responses:
             code_interpreter=tools.code_interpreter,
             listings=_listings(tools, toolset, labels, listed_labels(conversation)),
         )
-        prepared = _Prepared(turn, plan, conversation, body.stream is True, body.store is not False)
+        stream, store = body.get("stream") is True, body.get("store") is not False
+        prepared = _Prepared(turn, plan, conversation, stream, store)
         if plan.echo["background"]:
             prepared = await self._launch(prepared)
         return prepared
@@ -168,11 +171,28 @@ class Responses:
                 events = self._services.background.follow(run.id, None)  # type: ignore[union-attr]
                 return Streamed(events, LogStream())
             return Answered(_nothing(), Fixed(run.queued))
-        builder = ResponseBuilder(prepared.plan)
-        events = self._kept(self._services.loop.run(prepared.turn), builder, prepared)
         if prepared.stream:
+            builder = ResponseBuilder(prepared.plan)
+            events = self._kept(self._services.loop.run(prepared.turn), builder, prepared)
             return Streamed(events, BuilderStream(builder))
-        return Answered(events, BuilderJson(builder))
+        builder = ResponseBuilder(prepared.plan, quiet=True)
+        renderer = BuilderJson(builder)
+        return Relaying(self._answer(builder, prepared, renderer), renderer)
+
+    async def _answer(
+        self, builder: ResponseBuilder, prepared: _Prepared, renderer: BuilderJson[Any]
+    ) -> bytes | AsyncIterator[LoopEvent | Stored]:
+        """An unstreamed response: rendered at once when the upstream answered the turn
+        whole (`ToolLoop.relay`), else the turn's events for the renderer to fold."""
+        answered = await self._services.loop.relay(prepared.turn)
+        if answered.__class__ is not bytes:
+            return self._kept(answered, builder, prepared)  # type: ignore[arg-type]
+        for event in relayed_events(answered):  # type: ignore[arg-type]
+            if isinstance(event, Finished) and prepared.store:
+                renderer.feed(await self._store(event, builder, prepared))
+            else:
+                renderer.feed(event)
+        return renderer.encoded()
 
     async def _kept(
         self, events: AsyncIterator[LoopEvent], builder: ResponseBuilder, prepared: _Prepared
@@ -182,14 +202,22 @@ class Responses:
         and passes on as the `Stored` events that end the response."""
         async for event in events:
             if isinstance(event, Finished) and prepared.store:
-                closing = builder.finish(event)
-                hidden = [] if prepared.plan.show_rounds else round_items(event.rounds)
-                conversation = [*prepared.conversation, *hidden, *builder.output]
-                stored = StoredResponse(builder.response(), conversation, prepared.turn.owner)
-                await self._services.responses.put(prepared.plan.id, stored)
-                yield Stored(closing)
+                yield await self._store(event, builder, prepared)
             else:
                 yield event
+
+    async def _store(
+        self, event: Finished, builder: ResponseBuilder, prepared: _Prepared
+    ) -> Stored:
+        """The turn's end folded, and the finished response stored: the events that end it."""
+        closing = builder.finish(event)
+        response = builder.final()
+        assert response is not None  # made by `finish`
+        hidden = [] if prepared.plan.show_rounds else round_items(event.rounds)
+        conversation = [*prepared.conversation, *hidden, *builder.output]
+        stored = StoredResponse(response, conversation, prepared.turn.owner)
+        await self._services.responses.put(prepared.plan.id, stored)
+        return Stored(closing)
 
 
 class Fixed:
@@ -214,7 +242,7 @@ def _chat_request(
     body: ResponsesBody, conversation: list[Item], tools: ToolsPlan, toolset: Toolset
 ) -> dict[str, Any]:
     """The Responses body llm-rosetta converts: hosted-MCP parts already in Chat terms."""
-    request: dict[str, Any] = {"model": body.model, "input": for_rosetta(conversation)}
+    request: dict[str, Any] = {"model": body["model"], "input": for_rosetta(conversation)}
     if tools.functions:
         request["tools"] = tools.functions
     fields = (
@@ -228,10 +256,10 @@ def _chat_request(
         "stream",
     )
     for name in fields:
-        value = getattr(body, name)
+        value = body.get(name)
         if value is not None:
             request[name] = value
-    choice = _tool_choice(body.tool_choice, tools, toolset)
+    choice = _tool_choice(body.get("tool_choice"), tools, toolset)
     if choice is not None:
         request["tool_choice"] = choice
     return request
@@ -290,27 +318,29 @@ def _listed(spec: ToolSpec) -> dict[str, Any]:
 
 def _echo(body: ResponsesBody) -> dict[str, Any]:
     """The request fields every response object repeats, with OpenAI's defaults."""
+    get = body.get
+    choice, temperature, top_p = get("tool_choice"), get("temperature"), get("top_p")
     return {
-        "instructions": body.instructions,
-        "previous_response_id": body.previous_response_id,
-        "tools": body.tools or [],
-        "tool_choice": body.tool_choice if body.tool_choice is not None else "auto",
-        "parallel_tool_calls": body.parallel_tool_calls is not False,
-        "max_output_tokens": body.max_output_tokens,
+        "instructions": get("instructions"),
+        "previous_response_id": get("previous_response_id"),
+        "tools": get("tools") or [],
+        "tool_choice": choice if choice is not None else "auto",
+        "parallel_tool_calls": get("parallel_tool_calls") is not False,
+        "max_output_tokens": get("max_output_tokens"),
         "max_tool_calls": None,
-        "temperature": body.temperature if body.temperature is not None else 1.0,
-        "top_p": body.top_p if body.top_p is not None else 1.0,
+        "temperature": temperature if temperature is not None else 1.0,
+        "top_p": top_p if top_p is not None else 1.0,
         "presence_penalty": 0.0,
         "frequency_penalty": 0.0,
         "top_logprobs": 0,
-        "text": body.text or {"format": {"type": "text"}},
-        "reasoning": body.reasoning or {"effort": None, "summary": None},
+        "text": get("text") or {"format": {"type": "text"}},
+        "reasoning": get("reasoning") or {"effort": None, "summary": None},
         "truncation": "disabled",
-        "store": body.store is not False,
-        "background": getattr(body, "background", None) is True,
+        "store": get("store") is not False,
+        "background": get("background") is True,
         "service_tier": "default",
-        "metadata": body.metadata or {},
-        "user": body.user,
+        "metadata": get("metadata") or {},
+        "user": get("user"),
         "safety_identifier": None,
         "prompt_cache_key": None,
     }

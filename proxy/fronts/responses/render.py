@@ -115,10 +115,16 @@ class _Open:
 
 
 class ResponseBuilder:
-    """Folds loop events into output items, as Responses stream events."""
+    """Folds loop events into output items, as Responses stream events.
 
-    def __init__(self, plan: ResponsePlan) -> None:
+    A `quiet` builder serves an unstreamed response: nobody reads its stream events, so its
+    text and its start and end make none (only the output items and the final object).
+    """
+
+    def __init__(self, plan: ResponsePlan, *, quiet: bool = False) -> None:
         self.plan = plan
+        self._quiet = quiet
+        self._final: dict[str, Any] | None = None
         self.output: list[Item] = []
         self._sequence = 0
         self._open: _Open | None = None
@@ -132,6 +138,10 @@ class ResponseBuilder:
         self.error: dict[str, Any] | None = None
 
     def start(self) -> list[Event]:
+        if self._quiet:
+            for listing in self.plan.listings:
+                self._add(listing)
+            return []
         events = [
             self._event("response.created", response=self.response()),
             self._event("response.in_progress", response=self.response()),
@@ -177,11 +187,13 @@ class ResponseBuilder:
             self.output[index]["status"] = "incomplete"
         self.status = "failed"
         self.error = {"code": exc.code or exc.type, "message": exc.message}
-        return [*events, self._event("response.failed", response=self.response())]
+        self._final = self.response()
+        return [*events, self._event("response.failed", response=self._final)]
 
     def final(self) -> dict[str, Any] | None:
-        """The finished response object; None while the turn runs."""
-        return None if self.status == "in_progress" else self.response()
+        """The finished response object (its end event's, made once); None while the turn
+        runs."""
+        return self._final
 
     def response(self) -> dict[str, Any]:
         """The response object as it stands."""
@@ -231,6 +243,8 @@ class ResponseBuilder:
         if kind.part == "output_text":
             extra["logprobs"] = list(logprobs or ())
             self._open.logprobs += extra["logprobs"]
+        if self._quiet:
+            return events
         events.append(
             self._item_event(
                 f"response.{kind.events}.delta",
@@ -250,6 +264,8 @@ class ResponseBuilder:
             item.update(id=self._new_id("rs"), summary=[], content=[])
         index = self._add(item)
         self._open = _Open(index, kind)
+        if self._quiet:
+            return []
         part = self._part(kind, "", [])
         return [
             self._event("response.output_item.added", output_index=index, item=_copy(item)),
@@ -278,6 +294,9 @@ class ResponseBuilder:
         noted = []
         if kind.part == "output_text" and self._sources:
             part["annotations"] = _citations(text, self._sources)
+        if self._quiet:
+            return []
+        if part.get("annotations"):
             noted = [
                 self._item_event(
                     "response.output_text.annotation.added",
@@ -575,8 +594,11 @@ class ResponseBuilder:
             self.incomplete = {"reason": "content_filter"}
         else:
             self.status = "completed"
+        self._final = self.response()
+        if self._quiet:
+            return events
         terminal = "response.completed" if self.status == "completed" else "response.incomplete"
-        return [*events, self._event(terminal, response=self.response())]
+        return [*events, self._event(terminal, response=self._final)]
 
     def _program(self, program: ProgramCall) -> list[Event]:
         fingerprint = hashlib.sha256(program.code.encode()).hexdigest()[:32]

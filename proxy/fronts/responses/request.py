@@ -9,9 +9,10 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Annotated, Any, Literal, NotRequired
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import ConfigDict, Field, TypeAdapter, ValidationError, with_config
+from typing_extensions import TypedDict
 
 from registry import Tool, ToolRegistry
 
@@ -34,33 +35,40 @@ ALL_TOOLS_LABEL = "toolwire"
 """The `server_label` that selects every registry tool the request may see."""
 
 
-class ResponsesBody(BaseModel):
-    """The fields of `POST /v1/responses` the proxy reads; the rest are kept, not used."""
+@with_config(ConfigDict(extra="allow"))
+class ResponsesBody(TypedDict):
+    """The fields of `POST /v1/responses` the proxy reads; the rest are kept, not used.
 
-    model_config = ConfigDict(extra="allow")
+    A TypedDict, not a model: validated without building an object."""
 
-    model: str = Field(min_length=1)
-    input: Any = Field()
+    model: Annotated[str, Field(min_length=1)]
+    input: Any
     """A string or a list of items: checked by `input_items`."""
-    instructions: str | None = None
-    tools: list[dict[str, Any]] | None = None
-    tool_choice: Literal["auto", "none", "required"] | dict[str, Any] | None = None
-    parallel_tool_calls: bool | None = None
-    max_output_tokens: int | None = Field(default=None, ge=1)
-    temperature: float | None = Field(default=None, ge=0, le=2)
-    top_p: float | None = Field(default=None, ge=0, le=1)
-    text: dict[str, Any] | None = None
-    reasoning: dict[str, Any] | None = None
-    metadata: dict[str, str] | None = None
-    store: bool | None = True
-    stream: bool | None = False
-    user: str | None = None
-    previous_response_id: str | None = None
-    toolwire: dict[str, Any] | None = None
+    instructions: NotRequired[str | None]
+    tools: NotRequired[list[dict[str, Any]] | None]
+    tool_choice: NotRequired[Literal["auto", "none", "required"] | dict[str, Any] | None]
+    parallel_tool_calls: NotRequired[bool | None]
+    max_output_tokens: NotRequired[Annotated[int, Field(ge=1)] | None]
+    temperature: NotRequired[Annotated[float, Field(ge=0, le=2)] | None]
+    top_p: NotRequired[Annotated[float, Field(ge=0, le=1)] | None]
+    text: NotRequired[dict[str, Any] | None]
+    reasoning: NotRequired[dict[str, Any] | None]
+    metadata: NotRequired[dict[str, str] | None]
+    store: NotRequired[bool | None]
+    """Absent: true."""
+    stream: NotRequired[bool | None]
+    background: NotRequired[Any]
+    """A boolean, checked by the handler (its own message)."""
+    user: NotRequired[str | None]
+    previous_response_id: NotRequired[str | None]
+    toolwire: NotRequired[dict[str, Any] | None]
+
+
+_BODY = TypeAdapter(ResponsesBody)
 
 
 def parse_body(raw: Any) -> ResponsesBody:
-    """The request body, checked.
+    """The request body, checked: its fields as validated (unknown ones kept).
 
     Raises:
         BadRequestError: a field is missing or of the wrong type (the path in `param`).
@@ -68,7 +76,7 @@ def parse_body(raw: Any) -> ResponsesBody:
     if not isinstance(raw, dict):
         raise BadRequestError("the request body must be a JSON object")
     try:
-        return ResponsesBody.model_validate(raw)
+        return _BODY.validate_python(raw)
     except ValidationError as exc:
         first = exc.errors()[0]
         where = field_path(first["loc"])
@@ -185,9 +193,7 @@ def plan_tools(
         found = found_by_server(conversation)
         planner.found(found)
     shown = {str(item.get("call_id")) for item in conversation if item.get("type") == "program"}
-    return dataclasses.replace(
-        planner.plan(), found=frozenset(found), programs_shown=frozenset(shown)
-    )
+    return planner.plan(frozenset(found), frozenset(shown))
 
 
 def _name(spec: dict[str, Any], where: str) -> str:
@@ -330,7 +336,8 @@ class _Planner:
         for name in names & self._marks.keys():
             self._marks[name] = {k: v for k, v in self._marks[name].items() if k != DEFER_LOADING}
 
-    def plan(self) -> ToolsPlan:
+    def plan(self, found: frozenset[str], programs_shown: frozenset[str]) -> ToolsPlan:
+        """The plan; `found` and `programs_shown` as `ToolsPlan` holds them."""
         functions = list(self._functions.values())
         if self.client_search is not None:
             i, spec = self.client_search
@@ -351,7 +358,9 @@ class _Planner:
             self._search is not None,
             self._namespaced,
             self.client_search is not None,
+            found=found,
             namespace_descriptions=self._spaces,
+            programs_shown=programs_shown,
             web_search=self._web_search,
             code_interpreter=self._interpreter,
         )
