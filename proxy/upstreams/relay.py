@@ -11,6 +11,10 @@ becomes one `Relayed` chunk holding their string bodies joined, which is the JSO
 of their joined text: the Chat front writes those bytes into its own frame as they are.
 Anything else (a role, tool calls, a finish reason, log-probabilities, usage, an error, a
 field that changed) does not match and is parsed as before.
+
+Bytes are searched with `find`, never `in`: CPython 3.11's `in` on bytes first tries the needle
+as an integer and formats the TypeError that fails, about 1.5k instructions a check, where
+`find` takes the bytes at once (five times faster, and two checks an event).
 """
 
 from __future__ import annotations
@@ -92,10 +96,10 @@ class TextScanner:
                 body = data[len(head) : len(data) - len(tail)]
                 if not body:
                     return None
-                if b"\\" in body:
+                if body.find(b"\\") >= 0:
                     if not string_body(body):
                         return None
-                elif b'"' in body:
+                elif body.find(b'"') >= 0:
                     return None
                 self.key = key
                 return body
@@ -123,10 +127,10 @@ class TextScanner:
                 body = data[skip : len(data) - keep]
                 if not body:
                     break
-                if b"\\" in body:
+                if body.find(b"\\") >= 0:
                     if not string_body(body):
                         break
-                elif b'"' in body:
+                elif body.find(b'"') >= 0:
                     break
                 bodies.append(body)
                 at += 1
@@ -189,7 +193,7 @@ def _unpadded(data: bytes) -> bytes | None:
     if cut < 0 or not data.endswith(b'"}'):
         return None
     pad = data[cut + len(_OBFUSCATION) : -2]
-    if b'"' in pad or b"\\" in pad:
+    if pad.find(b'"') >= 0 or pad.find(b"\\") >= 0:
         return None
     return data[:cut] + b"}"
 
@@ -197,10 +201,10 @@ def _unpadded(data: bytes) -> bytes | None:
 def string_body(body: bytes) -> bool:
     """Whether `body` stays inside one JSON string: every quote in it escaped and no escape
     left open at its end (escaped backslashes taken out first, then escaped quotes)."""
-    if b"\\" not in body:
-        return b'"' not in body
+    if body.find(b"\\") < 0:
+        return body.find(b'"') < 0
     rest = body.replace(b"\\\\", b"").replace(b'\\"', b"")
-    return b'"' not in rest and not rest.endswith(b"\\")
+    return rest.find(b'"') < 0 and not rest.endswith(b"\\")
 
 
 def _closing_quote(data: bytes, start: int) -> int:
