@@ -98,7 +98,34 @@ class ToolLoop:
         Raises:
             ProxyError: the upstream failed or rejected the request.
         """
-        return self._run(turn)
+        return self._streamed(turn) if turn.body.get("stream") is True else self._run(turn)
+
+    async def _streamed(self, turn: Turn) -> AsyncIterator[LoopEvent]:
+        """A streamed turn's events. One whose history holds no tool round (the common turn:
+        one upstream stream, its text passed on as it comes, then `Finished`) has its first
+        round here, in this one generator rather than `_ask`'s inside `_run`'s; when that
+        answer calls a tool the turn goes on in `_run` from there (the text already yielded
+        stays yielded), as after any streamed round."""
+        state = await self._begin(turn)
+        if state.tool_rounds:
+            async for event in self._run(turn, state):
+                yield event
+            return
+        body = self._body(turn, state, with_tools=True)
+        assembler = Assembler()
+        upstream, deadline = turn.upstream, state.guard.deadline
+        async with upstream.complete(body, headers=turn.headers, deadline=deadline) as chunks:
+            async for chunk in chunks:
+                delta = assembler.feed(chunk)
+                if delta is not None:
+                    yield delta
+        answer = assembler.finish()
+        if answer.tool_calls and turn.controls.auto_execute:
+            async for event in self._run(turn, state, answer):
+                yield event
+            return
+        self._take(state, answer)
+        yield self._finished(_answered(state, answer))
 
     async def relay(self, turn: Turn) -> bytes | AsyncIterator[LoopEvent]:
         """An unstreamed turn answered by the upstream's own bytes when it can be, else its
@@ -147,10 +174,14 @@ class ToolLoop:
         )
 
     async def _run(
-        self, turn: Turn, state: _State | None = None, first: list[Chunk] | None = None
+        self,
+        turn: Turn,
+        state: _State | None = None,
+        first: list[Chunk] | Answer | None = None,
     ) -> AsyncIterator[LoopEvent]:
-        """The turn's events; `state` and the first round's answer (`first`, its upstream
-        call already made) when `relay` began it."""
+        """The turn's events; `state` and the first round's answer (`first`: its chunks when
+        `relay` made its upstream call, the answer itself when `_streamed` did) when the turn
+        began there."""
         if state is None:
             state = await self._begin(turn)
         turn = self._offer(turn, state)
@@ -373,17 +404,21 @@ class ToolLoop:
         state: _State,
         *,
         with_tools: bool,
-        answered: list[Chunk] | None = None,
+        answered: list[Chunk] | Answer | None = None,
     ) -> AsyncIterator[LoopEvent]:
         """One upstream call: its text as it arrives; the answer lands in `state.answer`.
-        `answered`: the call was made already (`relay`), these are its chunks."""
+        `answered`: the call was made already, these are its chunks (`relay`) or its answer,
+        its text yielded already (`_streamed`)."""
+        if isinstance(answered, Answer):
+            self._take(state, answered)
+            return
         assembler = Assembler()
         if answered is not None:
             for chunk in answered:
                 delta = assembler.feed(chunk)
                 if delta is not None:
                     yield delta
-            self._take(state, assembler)
+            self._take(state, assembler.finish())
             return
         body = self._body(turn, state, with_tools=with_tools)
         deadline = state.guard.deadline if with_tools else None
@@ -399,12 +434,11 @@ class ToolLoop:
                 delta = assembler.feed(chunk)
                 if delta is not None:
                     yield delta
-        self._take(state, assembler)
+        self._take(state, assembler.finish())
 
     @staticmethod
-    def _take(state: _State, assembler: Assembler) -> None:
-        """The assembled answer into the turn's state, its usage added."""
-        answer = assembler.finish()
+    def _take(state: _State, answer: Answer) -> None:
+        """The round's answer into the turn's state, its usage added."""
         state.usage = state.usage + (answer.usage or Usage())
         state.answer = answer
 
