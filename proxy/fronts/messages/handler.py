@@ -140,6 +140,7 @@ class Messages:
             prepared.programs_shown,
             tool_events=turn.controls.stream_tool_events,
             hosted=prepared.hosted,
+            quiet=not stream,
         )
         if stream:
             return Streamed(self._services.loop.run(turn), BuilderStream(builder))

@@ -53,7 +53,11 @@ class _Open:
 
 
 class MessageBuilder:
-    """Folds loop events into content blocks, as Anthropic stream events."""
+    """Folds loop events into content blocks, as Anthropic stream events.
+
+    A `quiet` builder serves an unstreamed message: nobody reads its stream events, so its
+    text and its start and end make none (only the content blocks and the final message).
+    """
 
     def __init__(
         self,
@@ -64,8 +68,10 @@ class MessageBuilder:
         *,
         tool_events: bool = False,
         hosted: tuple[HostedTool, ...] = (),
+        quiet: bool = False,
     ) -> None:
         self.id = f"msg_{random.getrandbits(96):024x}"
+        self._quiet = quiet
         self.model = model
         self._program_type = program_type
         """The code execution tool the client declared: a program's calls name it."""
@@ -90,6 +96,8 @@ class MessageBuilder:
         self._finished: Finished | None = None
 
     def start(self) -> list[Event]:
+        if self._quiet:
+            return []
         message = {**self._message(), "content": []}
         return [{"type": "message_start", "message": message}]
 
@@ -165,6 +173,8 @@ class MessageBuilder:
             )
         assert self._open is not None
         self._open.parts.append(delta)
+        if self._quiet:
+            return []
         payload = (
             {"type": "text_delta", "text": delta}
             if kind == "text"
@@ -194,6 +204,8 @@ class MessageBuilder:
                 for citation in citations
             ]
         self.content[current.index] = block
+        if self._quiet:
+            return []
         return [*events, {"type": "content_block_stop", "index": current.index}]
 
     def _finish(self, done: Finished) -> list[Event]:
@@ -212,6 +224,8 @@ class MessageBuilder:
         for call in done.tool_calls:
             events += self._tool_use(call, made_by.get(call.id))
         self._finished = done
+        if self._quiet:
+            return events
         delta = {"stop_reason": _stop_reason(done), "stop_sequence": None}
         message_delta: Event = {
             "type": "message_delta",

@@ -1,0 +1,91 @@
+"""A quiet builder (an unstreamed answer's) makes no stream events, and the very final object
+a streaming one makes of the same events."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from proxy.fronts.messages.render import MessageBuilder
+from proxy.fronts.responses.render import ResponseBuilder, ResponsePlan
+from proxy.turn.events import ApprovalRequest, ContentDelta, Finished, LoopEvent, Usage
+from registry import ToolCall
+
+USAGE = Usage(7, 3, 10, cached_tokens=2, reasoning_tokens=1)
+CALL = ToolCall(id="call_1", name="lookup", arguments='{"q": "x"}')
+PAUSED = ToolCall(id="call_tw0123", name="t_add", arguments={"a": 1})
+
+SCRIPTS: dict[str, list[LoopEvent]] = {
+    "text": [ContentDelta("Hello"), ContentDelta(" world"), Finished("stop", USAGE)],
+    "reasoning then text": [
+        ContentDelta(reasoning="Let me think."),
+        ContentDelta("Paris."),
+        Finished("length", USAGE),
+    ],
+    "text, reasoning, text": [
+        ContentDelta("a"),
+        ContentDelta(reasoning="b"),
+        ContentDelta("c"),
+        Finished("stop", USAGE),
+    ],
+    "a refusal": [ContentDelta(refusal="No."), Finished("content_filter", USAGE)],
+    "log-probabilities": [
+        ContentDelta("x", logprobs=({"token": "x", "logprob": -0.1},)),
+        Finished("stop", USAGE),
+    ],
+    "nothing": [Finished("stop", Usage())],
+    "a call handed back": [
+        ContentDelta("Looking. "),
+        Finished("tool_calls", USAGE, tool_calls=(CALL,)),
+    ],
+    "an approval": [
+        Finished(
+            "tool_calls",
+            USAGE,
+            tool_calls=(PAUSED,),
+            approvals=(ApprovalRequest(PAUSED, "t.add", "asks", 1),),
+        )
+    ],
+    "stopped by a guard": [ContentDelta("so far"), Finished("stop", USAGE, stopped_by="time")],
+}
+
+
+def response_final(quiet: bool, events: list[LoopEvent], plan: ResponsePlan) -> Any:
+    builder = ResponseBuilder(plan, quiet=quiet)
+    made = builder.start()
+    for event in events:
+        made += builder.feed(event)
+    final = builder.final()
+    assert final is not None
+    return made, {k: v for k, v in final.items() if k != "completed_at"}
+
+
+def message_final(quiet: bool, events: list[LoopEvent]) -> Any:
+    builder = MessageBuilder("m", quiet=quiet)
+    made = builder.start()
+    for event in events:
+        made += builder.feed(event)
+    final = builder.final()
+    assert final is not None
+    return made, {k: v for k, v in final.items() if k != "id"}
+
+
+@pytest.mark.parametrize("script", list(SCRIPTS))
+def test_a_quiet_response_is_the_streamed_ones_final_object(script: str) -> None:
+    listing = {"type": "mcp_list_tools", "id": "mcpl_1", "server_label": "t", "tools": []}
+    plan = ResponsePlan(
+        model="m", echo={"store": True}, labels={}, show_rounds=False, listings=(listing,)
+    )
+    made, quiet = response_final(True, SCRIPTS[script], plan)
+    streamed = response_final(False, SCRIPTS[script], plan)[1]
+    assert quiet == streamed
+    assert not [e for e in made if e["type"].startswith(("response.output_text", "response.c"))]
+
+
+@pytest.mark.parametrize("script", list(SCRIPTS))
+def test_a_quiet_message_is_the_streamed_ones_final_message(script: str) -> None:
+    made, quiet = message_final(True, SCRIPTS[script])
+    streamed = message_final(False, SCRIPTS[script])[1]
+    assert quiet == streamed
+    assert not [e for e in made if e["type"] in ("message_start", "message_delta")]
