@@ -32,6 +32,10 @@ import httptools
 _HIGH_WATER = 256 * 1024
 """Unread body bytes past which a connection stops reading from its socket."""
 _USER_AGENT = b"toolwire"
+_DRAIN_S = 1.0
+_DRAIN_BYTES = 16 * 1024
+"""What `Response.release` waits for the end of a body whose content was read: a stream's
+last frame (`0\r\n\r\n`) often comes a moment after its `[DONE]`."""
 _clock: Callable[[], float] = time.monotonic
 """The clock idle connections are aged by (a name of its own, for tests)."""
 
@@ -380,6 +384,7 @@ class Response:
         "_connection",
         "_deadline",
         "_decoder",
+        "_drain",
         "_ended",
         "_error",
         "_headers",
@@ -415,6 +420,8 @@ class Response:
         self._error: BaseException | None = None
         self._waiter: asyncio.Future[None] | None = None
         self._decoder: zlib._Decompress | None = None
+        self._drain: asyncio.TimerHandle | None = None
+        """Set while `release` waits for the body's end."""
 
     @property
     def reason(self) -> str:
@@ -473,6 +480,25 @@ class Response:
         else:
             connection.close()
 
+    def release(self) -> None:
+        """Done with an answer whose content was read (a stream that sent its `[DONE]`): the
+        rest of the body (its last frame, which often comes a moment later) is read and
+        dropped, and the connection reused, unless more than `_DRAIN_BYTES` or no end within
+        `_DRAIN_S` come: then it is closed."""
+        connection = self._connection
+        if connection is None or self._ended or self._error is not None or not self.status:
+            self.close()
+            return
+        self._chunks = []
+        self._buffered = 0
+        connection.resume()
+        loop = asyncio.get_running_loop()
+        self._drain = loop.call_later(_DRAIN_S, self._give_up)
+
+    def _give_up(self) -> None:
+        self._drain = None
+        self.close()
+
     # Fed by the connection
 
     @property
@@ -516,8 +542,13 @@ class Response:
                 return
             if not data:
                 return
-        self._chunks.append(data)
         self._buffered += len(data)
+        if self._drain is not None:
+            if self._buffered > _DRAIN_BYTES:
+                self._drain.cancel()
+                self._give_up()
+            return
+        self._chunks.append(data)
         if self._buffered > _HIGH_WATER and self._connection is not None:
             self._connection.pause()
         self._wake()
@@ -531,12 +562,22 @@ class Response:
                 self._chunks.append(rest)
         self.keep_alive = keep_alive
         self._ended = True
+        if self._drain is not None:
+            self._drain.cancel()
+            self._drain = None
+            self._chunks = []
+            self.close()  # read to its end: the connection goes back to the pool
+            return
         self._wake()
 
     def lost(self, exc: Exception | None) -> None:
         """The connection closed under the answer: the end of a body that runs to the close,
         else an error."""
         self._connection = None
+        if self._drain is not None:
+            self._drain.cancel()
+            self._drain = None
+            return
         if self._ended:
             return
         if self.status and exc is None and self._close_delimited():

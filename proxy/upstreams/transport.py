@@ -197,6 +197,8 @@ class Exchange:
         self._credential = credential
         self._client_key = client_key
         self._response: Response | None = None
+        self._read = False
+        """The answer's content was read to its end (a stream's `[DONE]`)."""
         self.first_chunk_at: float | None = None
         """When the stream's first chunk was read (`perf_counter`); None before."""
 
@@ -254,9 +256,13 @@ class Exchange:
         return response
 
     def close(self) -> None:
-        """Release the current response's connection."""
+        """Release the current response's connection (kept for the next request when its
+        answer was read to the end)."""
         if self._response is not None:
-            self._response.close()
+            if self._read:
+                self._response.release()
+            else:
+                self._response.close()
             self._response = None
 
     async def chunks(self, response: Response) -> AsyncIterator[Chunk]:
@@ -288,6 +294,7 @@ class Exchange:
                     for chunk in coalesce(chunks):
                         yield chunk
                     if done:
+                        self._read = True
                         return
                 tail = decoder.close_bytes()
             except TimeoutError as exc:

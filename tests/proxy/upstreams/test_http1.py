@@ -312,3 +312,85 @@ async def test_https_checks_the_server_certificate(
     assert await response.read() == b'{"tls":true}'
     response.close()
     await trusting.aclose()
+
+
+class _SlowEnd:
+    """A server whose chunked answers send their last frame only when told (`end`), as a
+    stream's `0\\r\\n\\r\\n` often comes a moment after its `[DONE]`; with `tail`, more
+    body before that frame."""
+
+    def __init__(self, tail: bytes = b"") -> None:
+        self.connections = 0
+        self.end = asyncio.Event()
+        self.tail = tail
+        self.port = 0
+        self.closing = False
+        self._writers: list[asyncio.StreamWriter] = []
+        self._tasks: list[asyncio.Task[None]] = []
+
+    async def __aenter__(self) -> _SlowEnd:
+        self._server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
+        self.port = self._server.sockets[0].getsockname()[1]
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        self._server.close()
+        self.closing = True
+        self.end.set()
+        for writer in self._writers:
+            writer.close()
+        await asyncio.wait_for(asyncio.gather(*self._tasks, return_exceptions=True), 10)
+        await self._server.wait_closed()
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        self._tasks.append(task)
+        self._writers.append(writer)
+        self.connections += 1
+        try:
+            while True:
+                await reader.readuntil(b"\r\n\r\n")
+                writer.write(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n")
+                writer.write(b"e\r\ndata: [DONE]\n\n\r\n")
+                await writer.drain()
+                await self.end.wait()
+                if self.closing:
+                    break
+                self.end.clear()
+                if self.tail:
+                    writer.write(b"%x\r\n%s\r\n" % (len(self.tail), self.tail))
+                writer.write(b"0\r\n\r\n")
+                await writer.drain()
+        except (asyncio.IncompleteReadError, ConnectionError):
+            pass
+        finally:
+            writer.close()
+
+
+async def test_a_released_answer_leaves_its_connection_once_its_last_frame_comes() -> None:
+    async with _SlowEnd() as server:
+        client = pool(limit=1)
+        url = f"http://127.0.0.1:{server.port}/"
+        response = await client.request(b"POST", url, {}, b"")
+        assert await response.read_any() == b"data: [DONE]\n\n"
+        response.release()
+        server.end.set()
+        second = await asyncio.wait_for(client.request(b"POST", url, {}, b""), 10)
+        second.close()
+        await client.aclose()
+        assert server.connections == 1
+
+
+async def test_a_released_answer_that_goes_on_is_closed() -> None:
+    async with _SlowEnd(tail=b"x" * 20_000) as server:
+        client = pool(limit=1)
+        url = f"http://127.0.0.1:{server.port}/"
+        response = await client.request(b"POST", url, {}, b"")
+        assert await response.read_any() == b"data: [DONE]\n\n"
+        response.release()
+        server.end.set()
+        second = await asyncio.wait_for(client.request(b"POST", url, {}, b""), 10)
+        second.close()
+        await client.aclose()
+        assert server.connections == 2
