@@ -15,6 +15,7 @@ import pytest
 from proxy.turn.loop import ToolLoop
 from testing.upstream import FakeUpstream, Reply
 from tests.e2e.test_answer_relay import CLIENT_TOOL, USER, proxy
+from tests.e2e.test_answer_relay import scripts as relayed_scripts
 from tests.e2e.test_operations import _metrics, _sample, _serve
 
 
@@ -115,20 +116,9 @@ async def test_a_tool_call_mid_stream_goes_on_in_the_loop(
 
 
 def scripts() -> dict[str, Callable[[], list[Reply]]]:
+    """The unstreamed relay's scripts, and a stream that breaks off mid-answer."""
     return {
-        "text": lambda: [Reply.text("Plain words, in pieces.")],
-        "cut by length": lambda: [Reply("text", content="Cut sho", finish_reason="length")],
-        "tool round": lambda: [
-            Reply.tool_calls([("t_add", {"a": 2, "b": 3})], content="Let me add. "),
-            Reply.text("It is 5."),
-        ],
-        "two tool rounds": lambda: [
-            Reply.tool_calls([("t_add", {"a": 2, "b": 3})]),
-            Reply.tool_calls([("t_add", {"a": 5, "b": 5})]),
-            Reply.text("10."),
-        ],
-        "client's own tool": lambda: [Reply.tool_calls([("lookup", {"q": "x"})])],
-        "an upstream error": lambda: [Reply.error(400, "bad request for the model")],
+        **relayed_scripts(),
         "a stream cut short": lambda: [Reply.drop(after_chunks=3), Reply.drop(after_chunks=3)],
     }
 
