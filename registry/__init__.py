@@ -67,6 +67,7 @@ from registry.sources import (
 )
 from registry.sync_bridge import call_async, call_sync, run_sync
 from registry.tags import Tag
+from registry.task_timer import TaskTimer
 from registry.tool import ExecutionMode, Tool, ToolMetadata, ToolSpec
 
 __all__ = [
@@ -132,6 +133,7 @@ __all__ = [
     "SourceSettings",
     "SourceStatus",
     "Tag",
+    "TaskTimer",
     "ThreadBackend",
     "TokenStore",
     "Tool",

@@ -25,6 +25,7 @@ from registry.output import DEFAULT_MAX_RESULT_SIZE, render_output, truncate
 from registry.process_pool import ProcessBackend
 from registry.repair import repair_call
 from registry.retry import RetrySettings, call_with_retries, retries_for
+from registry.task_timer import TaskTimer
 from registry.thread_pool import DaemonThreadPool
 from registry.tool import EXECUTION_MODES, ExecutionMode, Tool
 
@@ -307,7 +308,7 @@ class Executor:
                     if exclusive is not None:
                         exclusive.release()
             except asyncio.CancelledError:
-                if clock.cancelled_it():
+                if clock.timer.cancelled_it():
                     raise TimeoutError from None
                 raise
             finally:
@@ -375,13 +376,8 @@ def _logged_arguments(raw: str | dict[str, Any]) -> Any:
 class _Clock:
     """A call's timeout, started when the call starts running (`start`, called by the
     backend): waiting for the tool (one call at a time) or for a free worker is bounded
-    only by the caller's own budget.
-
-    A timer that cancels the calling task, told from any other cancellation as
-    `asyncio.timeout` tells it (`cancelled_it`): a scope of `asyncio.timeout` costs four
-    `getpid` system calls per call (asyncio's running-loop checks) where this costs one.
-    Made in the task that runs the call.
-    """
+    only by the caller's own budget. Its timer cancels the task that made it (a
+    `TaskTimer`: an `asyncio.timeout` scope costs three more `getpid` system calls)."""
 
     def __init__(self, timeout_s: float) -> None:
         self.timeout_s = timeout_s
@@ -389,44 +385,33 @@ class _Clock:
         """`time.monotonic()` value when the call times out; None until it starts."""
         self.contexts: list[ToolContext] = []
         """One per attempt, for tools that take a context: each learns the deadline."""
-        self.expired = False
-        """The timer cancelled the call."""
-        self._loop = asyncio.get_running_loop()
-        task = asyncio.current_task(self._loop)
-        assert task is not None
-        self._task = task
-        self._cancelling = task.cancelling()
-        self._timer: asyncio.TimerHandle | None = None
+        self.timer = TaskTimer.current()
         self._stopped = False
+
+    @property
+    def expired(self) -> bool:
+        """The timeout cancelled the call."""
+        return self.timer.expired
 
     def start(self) -> None:
         if self.deadline is None:
             self.deadline = time.monotonic() + self.timeout_s
-            self._arm(self.timeout_s)
+            self.timer.set(self.timeout_s)
         if self.contexts:
             self.contexts[-1].deadline = self.deadline
 
     def stop(self) -> None:
-        """The call is over: the timer is not needed any more."""
+        """The call is over: nothing more to time."""
         self._stopped = True
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
-
-    def cancelled_it(self) -> bool:
-        """Whether the cancellation the call ended with is this timer's alone (no other is
-        pending beside it); called once, on that cancellation."""
-        return self.expired and self._task.uncancel() <= self._cancelling
+        self.timer.clear()
 
     @contextlib.contextmanager
     def paused(self) -> Iterator[None]:
         """Time spent inside does not count against the timeout (see `registry.clock`)."""
-        timer = self._timer
-        if self.deadline is None or timer is None:
+        if self.deadline is None or not self.timer.running:
             yield
             return
-        timer.cancel()
-        self._timer = None
+        self.timer.clear()
         started = time.monotonic()
         try:
             yield
@@ -435,15 +420,7 @@ class _Clock:
             for context in self.contexts:
                 context.deadline = self.deadline
             if not self._stopped:  # the call ended meanwhile: nothing to time
-                self._arm(self.deadline - time.monotonic())
-
-    def _arm(self, delay: float) -> None:
-        self._timer = self._loop.call_later(delay, self._expire)
-
-    def _expire(self) -> None:
-        self._timer = None
-        self.expired = True
-        self._task.cancel()
+                self.timer.set(self.deadline - time.monotonic())
 
 
 def _rendered(call_id: str, value: Any) -> ToolResult:

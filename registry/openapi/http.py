@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
-from typing import Any
 
 import aiohttp
 import orjson
@@ -21,6 +20,7 @@ from registry.openapi.binding import HttpRequest
 from registry.openapi.document import SpecError
 from registry.openapi.results import response_output
 from registry.propagation import outgoing_trace_headers
+from registry.task_timer import TaskTimer
 
 __all__ = ["FetchedSpec", "ServiceClient", "fetch_spec"]
 
@@ -160,8 +160,8 @@ class ServiceClient:
         """The request sent and its answer read (at most the size limit), within `timeout_s`
         for the whole exchange.
 
-        One timer of its own, on the loop the session was opened in, bounds it: aiohttp's
-        total timeout costs a dozen Python calls more (its timer contexts), and
+        One timer of its own (a `TaskTimer` on the loop the session was opened in) bounds it:
+        aiohttp's total timeout costs a dozen Python calls more (its timer contexts), and
         `asyncio.timeout` three `getpid` system calls (asyncio's running-loop checks).
 
         Raises:
@@ -171,9 +171,8 @@ class ServiceClient:
         loop = self._loop
         task = asyncio.current_task(loop)
         assert loop is not None and task is not None
-        cancelling = task.cancelling()
-        expired: list[bool] = []
-        timer = loop.call_later(timeout_s, _expire, task, expired)
+        timer = TaskTimer(loop, task)
+        timer.set(timeout_s)
         try:
             response = await session.request(
                 request.method,
@@ -188,19 +187,12 @@ class ServiceClient:
             finally:
                 response.release()
         except asyncio.CancelledError:
-            # This timer's cancellation only when none other is pending (as `asyncio.timeout`).
-            if expired and task.uncancel() <= cancelling:
+            if timer.cancelled_it():
                 raise TimeoutError from None
             raise
         finally:
-            timer.cancel()
+            timer.clear()
         return response, body, truncated
-
-
-def _expire(task: asyncio.Task[Any], expired: list[bool]) -> None:
-    """An operation call's time is up: note that it is this timer that cancels the task."""
-    expired.append(True)
-    task.cancel()
 
 
 async def _read(response: aiohttp.ClientResponse, limit: int) -> tuple[bytes, bool]:
