@@ -13,6 +13,64 @@ import uvicorn
 from proxy.config import ServerConfig
 from proxy.server import http_limits
 
+STARTUP_S = 120
+"""How long a server may take to start: a deadline that must not fire, however loaded the
+machine (a proxy starts its sources, MCP servers among them, before it serves)."""
+_TICK_S = 0.1
+"""uvicorn's own tick, at which it refreshes its `date` header."""
+_DRAINED_EVERY_S = 0.005
+"""How often a stopping server looks whether its connections and tasks are done."""
+
+
+class _Server(uvicorn.Server):
+    """uvicorn's server, stopped by `stop()` at once rather than at its next 0.1 s tick, and
+    drained by looking every 5 ms instead of a 0.1 s sleep and 0.1 s polls: the same steps in
+    the same order (stop accepting, ask each connection to close, wait for them and the
+    tasks within `timeout_graceful_shutdown`, then the lifespan's shutdown), without the
+    fixed waits, which were a fifth of a second of every test that starts a server."""
+
+    def __init__(self, config: uvicorn.Config) -> None:
+        super().__init__(config)
+        self._stopping = asyncio.Event()
+        self.serving = asyncio.Event()
+
+    def stop(self) -> None:
+        self.should_exit = True
+        self._stopping.set()
+
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        await super().startup(sockets)
+        if self.started:
+            self.serving.set()
+
+    async def main_loop(self) -> None:
+        counter = 0
+        while not await self.on_tick(counter):
+            counter = (counter + 1) % 864_000
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(_TICK_S):
+                    await self._stopping.wait()
+
+    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        for server in self.servers:
+            server.close()
+        for sock in sockets or []:
+            sock.close()
+        state = self.server_state
+        for connection in list(state.connections):
+            connection.shutdown()
+        try:
+            async with asyncio.timeout(self.config.timeout_graceful_shutdown):
+                while state.connections or state.tasks:  # noqa: ASYNC110 (nothing announces it)
+                    await asyncio.sleep(_DRAINED_EVERY_S)
+                for server in self.servers:
+                    await server.wait_closed()
+        except TimeoutError:
+            for task in state.tasks:
+                task.cancel(msg="Task cancelled, timeout graceful shutdown exceeded")
+        if not self.force_exit:
+            await self.lifespan.shutdown()
+
 
 @contextlib.asynccontextmanager
 async def serve_app(
@@ -21,12 +79,17 @@ async def serve_app(
     lifespan: Literal["on", "off", "auto"] = "on",
     timeout_graceful_shutdown: int | None = None,
     server: ServerConfig | None = None,
+    keep_alive_s: int = 5,
 ) -> AsyncIterator[str]:
     """Serve `app` on an ephemeral loopback port (bound before uvicorn starts, so no other
     process can take it); yields its root URL, `http://127.0.0.1:PORT`, once it serves.
 
     It is served as `toolwire serve` serves: httptools with the head limits of `server`
-    (the defaults when not given)."""
+    (the defaults when not given), keeping idle connections `keep_alive_s` (uvicorn's 5 s).
+
+    Raises:
+        TimeoutError: it did not start within `STARTUP_S`.
+    """
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
     port = int(sock.getsockname()[1])
@@ -36,17 +99,22 @@ async def serve_app(
         log_level="warning",
         lifespan=lifespan,
         timeout_graceful_shutdown=timeout_graceful_shutdown,
+        timeout_keep_alive=keep_alive_s,
     )
-    server = uvicorn.Server(config)
-    task = asyncio.create_task(server.serve(sockets=[sock]))
+    uvicorn_server = _Server(config)
+    task = asyncio.create_task(uvicorn_server.serve(sockets=[sock]))
     try:
-        async with asyncio.timeout(10):
-            while not server.started:
-                if task.done():
-                    task.result()
-                await asyncio.sleep(0.01)
+        serving = asyncio.ensure_future(uvicorn_server.serving.wait())
+        try:
+            async with asyncio.timeout(STARTUP_S):
+                await asyncio.wait({serving, task}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            serving.cancel()
+        if task.done():
+            task.result()  # its startup failed: its error
+            raise RuntimeError("the server stopped before it served")
         yield f"http://127.0.0.1:{port}"
     finally:
-        server.should_exit = True
+        uvicorn_server.stop()
         await task
         sock.close()

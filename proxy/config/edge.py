@@ -26,6 +26,10 @@ class ServerConfig(BaseModel):
     """On SIGTERM, how long running requests (streams included) may take to finish, new ones
     getting 503, before they are cancelled and the sources closed (`shutdown_timeout_s`, its
     former name, is read too)."""
+    worker_healthcheck_s: int = Field(default=5, ge=1)
+    """With `--workers` above 1: how long a worker may take to answer the supervisor's health
+    check (a new one included, while it imports and starts) before it is killed and started
+    again; raise it on a loaded machine, where starting takes longer."""
     max_header_bytes: int = Field(default=64 * 1024, ge=1024)
     """A request's line and headers together; past it the connection gets a 431 and is
     closed, before any authentication."""

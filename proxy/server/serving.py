@@ -95,6 +95,7 @@ def _serve_workers(
         log_config=logs,
         access_log=args.access_log,
         timeout_graceful_shutdown=_CANCEL_AFTER_DRAIN_S,
+        timeout_worker_healthcheck=settings.server.worker_healthcheck_s,
     )
     with _metrics_shared_by_workers(), contextlib.suppress(KeyboardInterrupt):
         Multiprocess(config, sockets=[sock]).run()

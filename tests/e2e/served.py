@@ -3,7 +3,6 @@ to a file, and the processes it leaves behind."""
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import os
 import signal
@@ -16,8 +15,10 @@ from typing import Any
 import aiohttp
 import orjson
 
+from testing.asgi_serving import STARTUP_S
 from testing.mcp_servers import child_pids
 from testing.upstream import FakeUpstream
+from testing.waiting import until
 from tests.conftest import REPO, _free_port
 
 TOOLS = '''
@@ -81,7 +82,8 @@ async def toolwire_serve(
     at the end). Its log is `tmp_path / "stderr.log"`."""
     (tmp_path / "tools.py").write_text(TOOLS)
     config = {
-        "server": {"drain_s": 20},
+        # Long enough for a test to look at a drain, however loaded the machine.
+        "server": {"drain_s": STARTUP_S, "worker_healthcheck_s": STARTUP_S},
         "upstreams": [{"name": "fake", "base_url": upstream.base_url, "models": ["*"]}],
         "tools": [{"python": "tools.py", "namespace": "demo"}, *tools],
         "loop": {"keepalive_s": 0.1},
@@ -104,20 +106,29 @@ async def toolwire_serve(
     )
     base = f"http://127.0.0.1:{port}"
     try:
-        async with asyncio.timeout(30), aiohttp.ClientSession() as session:
-            while True:
+        async with aiohttp.ClientSession() as session:
+
+            async def ready() -> bool:
+                assert process.poll() is None, (tmp_path / "stderr.log").read_text()
                 with contextlib.suppress(aiohttp.ClientError):
                     async with session.get(f"{base}/readyz") as r:
-                        if r.status == 200:
-                            break
-                assert process.poll() is None, (tmp_path / "stderr.log").read_text()
-                await asyncio.sleep(0.05)
+                        return r.status == 200
+                return False
+
+            await until(ready, deadline_s=STARTUP_S, every_s=0.05)
+        # /readyz answers from the first worker up; every one must be (its sources started).
+        await until(lambda: _ready_lines(tmp_path) >= workers, deadline_s=STARTUP_S)
         yield base, process
     finally:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(process.pid, signal.SIGKILL)
         process.wait(10)
         stderr.close()
+
+
+def _ready_lines(tmp_path: Path) -> int:
+    """The processes that logged they are ready (read as bytes: a line may be half written)."""
+    return (tmp_path / "stderr.log").read_bytes().count(b'"message":"toolwire ready')
 
 
 def log_lines(tmp_path: Path) -> list[dict[str, Any]]:

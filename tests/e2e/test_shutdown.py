@@ -17,10 +17,13 @@ import pytest
 
 from testing.mcp_servers import process_state, stdio_command
 from testing.upstream import FakeUpstream, Reply
+from testing.waiting import until
 from tests.conftest import REPO
 from tests.e2e.served import descendants, log_lines, toolwire_serve
 
 USER = [{"role": "user", "content": "hi"}]
+WAIT_S = 60
+"""A deadline that must not fire, however loaded the machine."""
 MCP_STDIO = {"mcp": {"command": stdio_command("demo"), "cwd": str(REPO)}, "namespace": "mcp"}
 
 
@@ -38,7 +41,7 @@ async def _streamed_turn(
 
 async def _refused(base: str) -> int:
     """The status a new turn gets, through the OpenAI SDK."""
-    client = openai.AsyncOpenAI(base_url=f"{base}/v1", api_key="k", max_retries=0, timeout=10)
+    client = openai.AsyncOpenAI(base_url=f"{base}/v1", api_key="k", max_retries=0, timeout=WAIT_S)
     async with client:
         with pytest.raises(openai.APIStatusError) as refused:
             await client.chat.completions.create(model="m", messages=USER)
@@ -48,18 +51,16 @@ async def _refused(base: str) -> int:
 
 async def _until_draining(tmp_path: Path, processes: int) -> None:
     """Until as many processes as given have logged that they drain."""
-    async with asyncio.timeout(20):
-        while True:
-            lines = [line for line in log_lines(tmp_path) if line["logger"] == "toolwire.drain"]
-            if len(lines) >= processes:
-                return
-            await asyncio.sleep(0.05)
+
+    def draining() -> bool:
+        lines = [line for line in log_lines(tmp_path) if line["logger"] == "toolwire.drain"]
+        return len(lines) >= processes
+
+    await until(draining, deadline_s=WAIT_S, every_s=0.05)
 
 
 async def _until_exists(path: Path) -> None:
-    async with asyncio.timeout(20):
-        while not await asyncio.to_thread(path.exists):  # noqa: ASYNC110 (another process)
-            await asyncio.sleep(0.02)
+    await until(path.exists, deadline_s=WAIT_S)
 
 
 def _alive(pids: set[int]) -> dict[int, str]:
@@ -117,7 +118,7 @@ async def test_sigterm_drains_a_turn_running_an_mcp_stdio_tool(
             assert process.poll() is None
             release.touch()
             rest = await turn.read()
-        assert await asyncio.to_thread(process.wait, 30) == 0
+        assert await asyncio.to_thread(process.wait, WAIT_S) == 0
     assert _text(rest) == "all done"
     assert rest.endswith(b"data: [DONE]\n\n")
     assert _alive(started) == {}
@@ -135,7 +136,7 @@ async def test_the_drain_gives_up_after_drain_s(tmp_path: Path, upstream: FakeUp
             process.send_signal(signal.SIGTERM)
             with contextlib.suppress(aiohttp.ClientPayloadError):
                 await turn.read()
-        assert await asyncio.to_thread(process.wait, 30) == 0
+        assert await asyncio.to_thread(process.wait, WAIT_S) == 0
     assert not release.exists()
     assert _alive(started) == {}
     drain = [line["message"] for line in log_lines(tmp_path) if line["logger"] == "toolwire.drain"]

@@ -12,11 +12,14 @@ import orjson
 from prometheus_client.parser import text_string_to_metric_families
 
 from testing.upstream import FakeUpstream, Reply
+from testing.waiting import until
 from tests.e2e.served import toolwire_serve
 from tests.e2e.test_edge_limits import head_refused
 
 MAX_ROUNDS = 20
 """Pairs of concurrent turns sent at most until both workers have served some."""
+WAIT_S = 60
+"""A deadline that must not fire, however loaded the machine."""
 CALLS = [("demo_nap", {"seconds": 0.3}), ("demo_pid", {})]
 
 
@@ -57,6 +60,10 @@ async def _scrape(base: str) -> dict[tuple[str, frozenset], float]:
     }
 
 
+async def _counted(base: str, turns: int) -> bool:
+    return _requests(await _scrape(base)) >= turns
+
+
 def _sample(samples: dict, name: str, **labels: str) -> float:
     return samples.get((name, frozenset(labels.items())), 0.0)
 
@@ -78,9 +85,7 @@ async def test_metrics_sum_both_workers(tmp_path: Path, upstream: FakeUpstream) 
             workers += await asyncio.gather(_turn(base), _turn(base))
         turns = len(workers)
         # A worker counts a request just after its last byte is sent: wait for the last one.
-        async with asyncio.timeout(10):
-            while _requests(await _scrape(base)) < turns:  # noqa: ASYNC110 (another process)
-                await asyncio.sleep(0.05)
+        await until(lambda: _counted(base, turns), deadline_s=WAIT_S, every_s=0.05)
         scrapes = [await _scrape(base) for _ in range(4)]
         assert await head_refused(base, 70_000) == 431  # each worker bounds request heads
     for samples in scrapes:
