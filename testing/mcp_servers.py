@@ -216,16 +216,23 @@ def _app(name: str, transport: HttpTransport) -> Starlette:
 
 @contextlib.asynccontextmanager
 async def serve_http(
-    name: str, transport: HttpTransport, wrap: Callable[[ASGIApp], ASGIApp] | None = None
+    name: str,
+    transport: HttpTransport,
+    wrap: Callable[[ASGIApp], ASGIApp] | None = None,
+    *,
+    keep_alive_s: int = 5,
 ) -> AsyncIterator[str]:
     """Serve the named server on an ephemeral loopback port (its app wrapped by `wrap`, if
-    given); yields its URL."""
+    given; idle connections kept `keep_alive_s`); yields its URL."""
     app: ASGIApp = _app(name, transport)
     path = "/sse" if transport == "sse" else "/mcp"
     # Imported here: it loads the proxy, which a stdio server (a process per test) never needs.
     from testing.asgi_serving import serve_app
 
-    async with serve_app(app if wrap is None else wrap(app), timeout_graceful_shutdown=1) as root:
+    served = serve_app(
+        app if wrap is None else wrap(app), timeout_graceful_shutdown=1, keep_alive_s=keep_alive_s
+    )
+    async with served as root:
         yield root + path
 
 

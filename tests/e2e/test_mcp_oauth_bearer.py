@@ -29,6 +29,7 @@ from proxy.server.bearer_tokens import BearerTokens
 from registry import ToolRegistry
 from testing.asgi_serving import serve_app
 from testing.token_issuer import CLIENTS, INTROSPECTOR, TokenIssuer, serve_token_issuer
+from testing.waiting import until
 from tests.conftest import REPO
 from tests.e2e.test_mcp_tasks import get_task, start_task, task_result, text
 
@@ -129,6 +130,9 @@ def oauth_section(issuer: TokenIssuer, served: Served, **overrides: Any) -> dict
         "jwks_url": f"{issuer.issuer}/jwks",
         "scopes_required": ["tools"],
         "keys_refetch_s": 0,
+        # The issuer answers from this process: however loaded the machine, never a 503 for a
+        # slow answer (the tests of a hanging issuer set their own short timeout).
+        "timeout_s": 60,
         "callers": {
             "keys": {"ops-bot": "ops"},
             "default": {
@@ -345,12 +349,27 @@ async def test_a_broken_key_set_is_a_503_and_recovers(issuer: TokenIssuer, break
     async with toolwire(issuer, timeout_s=0.5) as served:
         refused = await post_initialize(served, issuer.mint())
         issuer.key_set_broken = None
-        recovered = await post_initialize(served, issuer.mint())
+        # Fetched again by the next request; a loaded machine may take it past the short
+        # timeout this test needs (a 503 again), so the next one gets it.
+        recovered = await _first_answer(served, issuer, 200)
     assert refused.status_code == 503, refused.text
     assert refused.json()["error"]["code"] == "issuer_unavailable"
     assert "key set" in refused.json()["error"]["message"]
     assert refused.headers["retry-after"]
     assert recovered.status_code == 200
+
+
+async def _first_answer(served: Served, issuer: TokenIssuer, status: int) -> httpx2.Response:
+    """The first answer with `status` to an initialize with a new token, within a deadline."""
+    answers: list[httpx2.Response] = []
+
+    async def answered() -> bool:
+        answers.append(await post_initialize(served, issuer.mint()))
+        return answers[-1].status_code == status
+
+    with contextlib.suppress(TimeoutError):
+        await until(answered, deadline_s=60, every_s=0)
+    return answers[-1]
 
 
 async def test_two_token_callers_own_their_tasks_and_sessions(issuer: TokenIssuer) -> None:

@@ -10,10 +10,20 @@ import httpx2
 import pytest
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from registry.mcp import keepalive, pool
+from registry.mcp import keepalive, pool, streamable_http
 from registry.mcp.keepalive import read_to_end
 from registry.mcp.pool import pooled_client
 from testing.mcp_servers import serve_http
+
+IDLE_S = 600
+"""Idle connections are kept this long on both sides in the reuse tests: however slowly a
+loaded machine gets from one call to the next, no connection expires between them."""
+
+
+def _keep_idle_connections(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The client side of `IDLE_S`, for both transports' pools."""
+    monkeypatch.setattr(pool, "KEEPALIVE_S", IDLE_S)
+    monkeypatch.setattr(streamable_http, "KEEPALIVE_S", IDLE_S)
 
 
 def _recording_posts(posts: list[tuple[str, int]]) -> Callable[[ASGIApp], ASGIApp]:
@@ -30,10 +40,13 @@ def _recording_posts(posts: list[tuple[str, int]]) -> Callable[[ASGIApp], ASGIAp
     return record
 
 
-async def test_calls_over_streamable_http_share_one_connection(start_source, call_tool):
+async def test_calls_over_streamable_http_share_one_connection(
+    start_source, call_tool, monkeypatch
+):
+    _keep_idle_connections(monkeypatch)
     posts: list[tuple[str, int]] = []
     record = _recording_posts(posts)
-    async with serve_http("demo", "streamable-http", wrap=record) as url:
+    async with serve_http("demo", "streamable-http", wrap=record, keep_alive_s=IDLE_S) as url:
         source = await start_source({"mcp": {"url": url}, "namespace": "demo"})
         first = len(posts)
         for number in range(5):
@@ -73,9 +86,10 @@ class _Waves:
         return held
 
 
-async def test_concurrent_calls_keep_their_connections(start_source, call_tool):
+async def test_concurrent_calls_keep_their_connections(start_source, call_tool, monkeypatch):
     """Thirty calls at once, twice: the second wave reuses the first wave's connections
     (httpx's default pool kept 20 and opened ten new ones per wave)."""
+    _keep_idle_connections(monkeypatch)
     posts: list[tuple[str, int]] = []
     record = _recording_posts(posts)
     waves = _Waves(30)
@@ -83,7 +97,7 @@ async def test_concurrent_calls_keep_their_connections(start_source, call_tool):
     async def wave() -> None:
         # Each call holds its connection until all thirty have arrived.
         waves.arm()
-        async with asyncio.timeout(30):
+        async with asyncio.timeout(IDLE_S / 4):
             answers = await asyncio.gather(
                 *(call_tool("demo.echo", text=str(n)) for n in range(waves.size))
             )
@@ -91,7 +105,7 @@ async def test_concurrent_calls_keep_their_connections(start_source, call_tool):
         assert [a.content for a in answers] == [str(n) for n in range(waves.size)]
 
     async with serve_http(
-        "demo", "streamable-http", wrap=lambda app: record(waves.wrap(app))
+        "demo", "streamable-http", wrap=lambda app: record(waves.wrap(app)), keep_alive_s=IDLE_S
     ) as url:
         source = await start_source({"mcp": {"url": url}, "namespace": "demo"})
         first = len(posts)
