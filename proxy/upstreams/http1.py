@@ -121,6 +121,16 @@ class Pool:
         self._targets: dict[str, Target] = {}
         self._tls: ssl.SSLContext | None = None
         self._closed = False
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    @property
+    def loop(self) -> asyncio.AbstractEventLoop:
+        """The event loop the pool's connections belong to (the first request's; kept, as
+        Python 3.11's `asyncio.get_running_loop` makes a system call each time)."""
+        loop = self._loop
+        if loop is None:
+            loop = self._loop = asyncio.get_running_loop()
+        return loop
 
     async def request(
         self,
@@ -146,8 +156,7 @@ class Pool:
             place = self._targets[url] = target(url)
         head = _head(method, place, headers, len(body))
         connection = await self._acquire(place)
-        loop = asyncio.get_running_loop()
-        deadline = None if total_s is None else loop.time() + total_s
+        deadline = None if total_s is None else self.loop.time() + total_s
         response = Response(connection, self, idle_s, deadline)
         try:
             connection.send(response, head, body)
@@ -178,7 +187,7 @@ class Pool:
             if self._open < self._limit:
                 break
             # Woken when a connection closes or comes back idle.
-            waiter = asyncio.get_running_loop().create_future()
+            waiter = self.loop.create_future()
             self._waiters.append(waiter)
             try:
                 await waiter
@@ -194,7 +203,7 @@ class Pool:
             raise
 
     async def _connect(self, place: Target) -> _Connection:
-        loop = asyncio.get_running_loop()
+        loop = self.loop
         tls = None
         if place.tls:
             if self._tls is None:
@@ -492,8 +501,7 @@ class Response:
         self._chunks = []
         self._buffered = 0
         connection.resume()
-        loop = asyncio.get_running_loop()
-        self._drain = loop.call_later(_DRAIN_S, self._give_up)
+        self._drain = self._pool.loop.call_later(_DRAIN_S, self._give_up)
 
     def _give_up(self) -> None:
         self._drain = None
@@ -605,7 +613,7 @@ class Response:
         )
 
     async def _wait(self) -> None:
-        loop = asyncio.get_running_loop()
+        loop = self._pool.loop
         limit = self._idle_s
         if self._deadline is not None:
             left = self._deadline - loop.time()

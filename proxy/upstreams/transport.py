@@ -154,11 +154,12 @@ class Transport:
             total = min(total, left)
         # A timer that cancels this task, as `asyncio.timeout` would, at a fraction of its
         # cost (one per upstream call); it seldom fires.
-        task = asyncio.current_task()
+        loop = pool.loop
+        task = asyncio.current_task(loop)
         assert task is not None
         cancelling = task.cancelling()
         timer = Expiry(task)
-        handle = asyncio.get_running_loop().call_later(first_byte, timer.expire)
+        handle = loop.call_later(first_byte, timer.expire)
         try:
             return await pool.request(
                 b"POST", url, headers, data, idle_s=config.idle_timeout_s, total_s=total
