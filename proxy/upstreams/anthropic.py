@@ -10,6 +10,7 @@ from ..config import UpstreamConfig
 from ..errors import UpstreamError
 from . import anthropic_fixes as fixes
 from . import conversion, direct_answers, direct_requests
+from .anthropic_text import AnthropicTextScanner
 from .base import Chunk, Fault, provider_chunk, with_trace
 from .openai_chat import as_chunk, model_ids
 from .provider import ProviderUpstream, Request
@@ -43,7 +44,7 @@ class AnthropicDialect:
             self._url,
             payload,
             bool(payload.get("stream")),
-            functools.partial(_AnthropicCodec, converted),
+            functools.partial(_AnthropicCodec, converted, bool(payload.get("stream"))),
         )
 
     def headers(self, incoming: Mapping[str, str] | None) -> tuple[dict[str, str], str]:
@@ -100,11 +101,13 @@ class AnthropicUpstream(ProviderUpstream):
 
 
 class _AnthropicCodec:
-    """Messages stream events (or a whole message) to Chat chunks: text deltas directly, the
-    rest through rosetta."""
+    """Messages stream events (or a whole message) to Chat chunks: text deltas directly (and,
+    once one has been, found by their bytes by the `scanner`, unparsed), the rest through
+    rosetta."""
 
-    def __init__(self, converted: conversion.Conversion) -> None:
+    def __init__(self, converted: conversion.Conversion, stream: bool = False) -> None:
         self.finished = False
+        self.scanner = AnthropicTextScanner() if stream else None
         self._conversion = converted
         self._processor: Any = None
         """Rosetta's stream processor, made by the first event a plain answer has not."""
