@@ -163,9 +163,11 @@ class Assembler:
         Raises:
             UpstreamError: a tool call came without a function name.
         """
-        calls = _unique_ids([self._calls[i].build() for i in sorted(self._calls)])
-        if any(not call.name for call in calls):
-            raise UpstreamError("upstream sent a tool call without a function name")
+        calls: list[ToolCall] = []
+        if self._calls:  # most answers call nothing: no sorting, no checks
+            calls = _unique_ids([self._calls[i].build() for i in sorted(self._calls)])
+            if any(not call.name for call in calls):
+                raise UpstreamError("upstream sent a tool call without a function name")
         finish = self._finish or "stop"
         if finish == "length":
             # A call cut off by the token limit is never run: its arguments are incomplete.
