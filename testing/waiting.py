@@ -7,11 +7,18 @@ import asyncio
 import inspect
 from collections.abc import Awaitable, Callable
 
-__all__ = ["until"]
+__all__ = ["DEADLINE_S", "until"]
+
+
+DEADLINE_S = 60.0
+"""The default deadline: one that must not fire, however loaded the machine."""
 
 
 async def until(
-    check: Callable[[], bool | Awaitable[bool]], *, deadline_s: float = 10.0, every_s: float = 0.02
+    check: Callable[[], bool | Awaitable[bool]],
+    *,
+    deadline_s: float = DEADLINE_S,
+    every_s: float = 0.02,
 ) -> None:
     """Return once `check()` (sync, or a coroutine function) is true, polled every `every_s`.
 

@@ -111,7 +111,7 @@ async def tenants_of(proxy: Proxy, runs: list[str]) -> AsyncIterator[Tenants]:
         openai_client(MASTER) as master,
         anthropic_client(KEY_A) as anthropic_a,
         anthropic_client(KEY_B) as anthropic_b,
-        httpx.AsyncClient(base_url=f"{root}/admin/api", headers=admin_headers) as admin,
+        httpx.AsyncClient(timeout=60, base_url=f"{root}/admin/api", headers=admin_headers) as admin,
     ):
         yield Tenants(proxy, a, b, master, anthropic_a, anthropic_b, admin, runs)
 

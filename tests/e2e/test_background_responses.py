@@ -273,7 +273,7 @@ async def test_bad_input_is_a_clear_400(served: Served) -> None:
         served.holds.release["early"].set()
         await settled(client, created.id)
     headers = {"authorization": f"Bearer {KEY_A}"}
-    async with httpx.AsyncClient(base_url=served.root, headers=headers) as http:
+    async with httpx.AsyncClient(timeout=60, base_url=served.root, headers=headers) as http:
         for query in ("stream=true&starting_after=-1", "stream=true&starting_after=x", "stream=2"):
             answer = await http.get(f"/v1/responses/{created.id}?{query}")
             assert answer.status_code == 400, query

@@ -18,7 +18,10 @@ MASTER = "master-key-0001"
 
 async def test_keyless_admin_and_mcp_answer_this_machine_only(make_proxy: Any) -> None:
     server = {"allowed_hosts": ["toolwire.test"]}
-    async with make_proxy(registry_with(), server=server) as proxy, httpx.AsyncClient() as http:
+    async with (
+        make_proxy(registry_with(), server=server) as proxy,
+        httpx.AsyncClient(timeout=60) as http,
+    ):
         root = proxy.base_url.removesuffix("/v1")
         port = root.rsplit(":", 1)[1]
         admin = f"{root}/admin"
@@ -87,7 +90,10 @@ async def test_keyless_admin_and_mcp_answer_this_machine_only(make_proxy: Any) -
 
 async def test_a_master_key_alone_closes_the_keyless_loopback_door(make_proxy: Any) -> None:
     auth = {"master_key": MASTER}
-    async with make_proxy(registry_with(), auth=auth) as proxy, httpx.AsyncClient() as http:
+    async with (
+        make_proxy(registry_with(), auth=auth) as proxy,
+        httpx.AsyncClient(timeout=60) as http,
+    ):
         admin = proxy.base_url.removesuffix("/v1") + "/admin"
         keyless = await http.get(f"{admin}/api/whoami")
         assert keyless.status_code == 401

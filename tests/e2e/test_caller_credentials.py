@@ -214,7 +214,9 @@ async def test_the_admin_shows_no_credential(served: Served) -> None:
     await served.told(KEY_A, "n_whoami")
     root = served.proxy.base_url.removesuffix("/v1")
     headers = {"authorization": f"Bearer {ADMIN}"}
-    async with httpx2.AsyncClient(base_url=f"{root}/admin/api", headers=headers) as admin:
+    async with httpx2.AsyncClient(
+        timeout=60, base_url=f"{root}/admin/api", headers=headers
+    ) as admin:
         texts = [
             (await admin.get(path)).text
             for path in ("/sources", "/tools", "/calls", "/config", "/stats")

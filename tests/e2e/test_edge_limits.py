@@ -14,7 +14,7 @@ import orjson
 
 
 async def test_a_wrong_method_is_405_with_allow_in_the_fronts_shape(make_proxy: Any) -> None:
-    async with make_proxy() as proxy, httpx.AsyncClient() as http:
+    async with make_proxy() as proxy, httpx.AsyncClient(timeout=60) as http:
         root = proxy.base_url.removesuffix("/v1")
         for method, path, allow in (
             ("GET", "/v1/chat/completions", "POST"),
@@ -144,6 +144,6 @@ async def test_a_head_sent_too_slowly_or_never_loses_its_connection(make_proxy: 
         # A connection that never sends a byte is closed too.
         assert await exchange(root) == b""
         # Kept-alive connections still serve request after request.
-        async with httpx.AsyncClient() as http:
+        async with httpx.AsyncClient(timeout=60) as http:
             for _ in range(3):
                 assert (await http.get(f"{root}/healthz")).status_code == 200

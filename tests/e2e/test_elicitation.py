@@ -349,7 +349,9 @@ async def test_sampling_is_served_by_the_configured_model(
 
 async def _metrics(clients: Tenants) -> str:
     root = clients.proxy.base_url.removesuffix("/v1")
-    async with httpx2.AsyncClient(headers={"authorization": f"Bearer {MASTER}"}) as http:
+    async with httpx2.AsyncClient(
+        timeout=60, headers={"authorization": f"Bearer {MASTER}"}
+    ) as http:
         return (await http.get(f"{root}/metrics")).text
 
 

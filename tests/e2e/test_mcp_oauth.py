@@ -60,7 +60,9 @@ async def test_an_operator_logs_in_once_and_the_tokens_are_refreshed(
 ) -> None:
     async with serve_oauth_protected() as protected, _proxy(make_proxy, protected) as (proxy, root):
         headers = {"authorization": f"Bearer {ADMIN}"}
-        async with httpx.AsyncClient(base_url=f"{root}/admin", headers=headers) as admin:
+        async with httpx.AsyncClient(
+            timeout=60, base_url=f"{root}/admin", headers=headers
+        ) as admin:
             (source,) = (await admin.get("/api/sources")).json()
             assert not source["reachable"]
             assert "toolwire admin login mcp:o" in source["error"]
@@ -71,7 +73,7 @@ async def test_an_operator_logs_in_once_and_the_tokens_are_refreshed(
             seen: list[str] = []
             try:
                 url = await _printed_url(capsys, seen, login)
-                async with httpx.AsyncClient() as browser:
+                async with httpx.AsyncClient(timeout=60) as browser:
                     consent = await browser.get(url)
                     assert consent.status_code == 302
                     back = await browser.get(consent.headers["location"])
@@ -104,7 +106,9 @@ async def test_a_login_to_an_unknown_source_or_with_a_bad_state_is_refused(
 ) -> None:
     async with serve_oauth_protected() as protected, _proxy(make_proxy, protected) as (_, root):
         headers = {"authorization": f"Bearer {ADMIN}", "content-type": "application/json"}
-        async with httpx.AsyncClient(base_url=f"{root}/admin", headers=headers) as admin:
+        async with httpx.AsyncClient(
+            timeout=60, base_url=f"{root}/admin", headers=headers
+        ) as admin:
             missing = await admin.post("/api/sources/mcp%3Anope/login")
             assert missing.status_code == 404
             assert missing.json()["error"]["message"].startswith("no MCP source 'mcp:nope'")

@@ -154,7 +154,10 @@ async def test_a_key_lists_only_its_tools(make_proxy) -> None:
 
 async def test_requests_without_a_valid_key_are_401(make_proxy) -> None:
     headers = {"accept": "application/json, text/event-stream"}
-    async with make_proxy(registry_with(), auth=AUTH) as proxy, httpx2.AsyncClient() as http:
+    async with (
+        make_proxy(registry_with(), auth=AUTH) as proxy,
+        httpx2.AsyncClient(timeout=60) as http,
+    ):
         keyless = await http.post(mcp_url(proxy), json=INITIALIZE, headers=headers)
         wrong = {**headers, "authorization": "Bearer wrong-key-0123456789"}
         stranger = await http.post(mcp_url(proxy), json=INITIALIZE, headers=wrong)
@@ -234,7 +237,7 @@ async def test_image_results_come_back_as_image_content(make_proxy) -> None:
 async def test_mcp_server_can_be_turned_off(make_proxy) -> None:
     async with (
         make_proxy(registry_with(), mcp_server={"enabled": False}) as proxy,
-        httpx2.AsyncClient() as http,
+        httpx2.AsyncClient(timeout=60) as http,
     ):
         answer = await http.post(mcp_url(proxy), json={})
     assert answer.status_code == 404
@@ -317,7 +320,10 @@ async def test_a_round_trip_approval_is_bound_and_used_once(make_proxy) -> None:
 async def test_a_session_belongs_to_the_key_that_opened_it(make_proxy) -> None:
     accept = {"accept": "application/json, text/event-stream"}
     listing = {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}
-    async with make_proxy(registry_with(), auth=AUTH) as proxy, httpx2.AsyncClient() as http:
+    async with (
+        make_proxy(registry_with(), auth=AUTH) as proxy,
+        httpx2.AsyncClient(timeout=60) as http,
+    ):
         opened = await http.post(
             mcp_url(proxy), json=INITIALIZE, headers={**accept, "authorization": f"Bearer {MASTER}"}
         )
@@ -363,7 +369,9 @@ def admin_client(proxy: Any) -> httpx2.AsyncClient:
     """The admin API, opened with the master key."""
     root = proxy.base_url.removesuffix("/v1")
     headers = {"authorization": f"Bearer {MASTER}"}
-    return httpx2.AsyncClient(base_url=f"{root}/admin/api", headers=headers, trust_env=False)
+    return httpx2.AsyncClient(
+        timeout=60, base_url=f"{root}/admin/api", headers=headers, trust_env=False
+    )
 
 
 async def test_a_disabled_tool_is_announced_and_gone_from_the_next_list(make_proxy) -> None:
@@ -418,7 +426,10 @@ async def test_a_2026_client_hears_list_changed_on_its_listen_stream(make_proxy)
 
 async def test_session_ids_carry_256_random_bits(make_proxy) -> None:
     headers = {"accept": "application/json, text/event-stream"}
-    async with make_proxy(registry_with()) as proxy, httpx2.AsyncClient() as http:
+    async with (
+        make_proxy(registry_with()) as proxy,
+        httpx2.AsyncClient(timeout=60) as http,
+    ):
         ids = [
             (await http.post(mcp_url(proxy), json=INITIALIZE, headers=headers)).headers[
                 "mcp-session-id"
@@ -435,7 +446,10 @@ async def test_session_ids_carry_256_random_bits(make_proxy) -> None:
 async def test_only_loopback_origins_may_call(make_proxy) -> None:
     accept = {"accept": "application/json, text/event-stream"}
     answers: dict[str, int] = {}
-    async with make_proxy(registry_with()) as proxy, httpx2.AsyncClient() as http:
+    async with (
+        make_proxy(registry_with()) as proxy,
+        httpx2.AsyncClient(timeout=60) as http,
+    ):
         for origin in (
             "http://localhost:5173",
             "http://127.0.0.1",

@@ -41,7 +41,9 @@ async def test_a_tool_disabled_mid_turn_is_refused_in_the_next_round(
     async with make_proxy(registry, admin={"key": ADMIN}) as proxy:
         root = proxy.base_url.removesuffix("/v1")
         headers = {"authorization": f"Bearer {ADMIN}"}
-        async with httpx.AsyncClient(base_url=f"{root}/admin/api", headers=headers) as admin:
+        async with httpx.AsyncClient(
+            timeout=60, base_url=f"{root}/admin/api", headers=headers
+        ) as admin:
             turn = asyncio.create_task(
                 proxy.client.chat.completions.create(model="m", messages=USER)  # type: ignore[arg-type]
             )

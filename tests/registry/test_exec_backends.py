@@ -19,7 +19,7 @@ import pytest
 from registry import Executor, Tool, ToolCall, ToolContext
 from registry.sync_bridge import call_async, call_sync, run_sync
 
-DEADLINE_S = 10.0
+DEADLINE_S = 60.0
 REPO = Path(__file__).resolve().parents[2]
 
 
@@ -144,7 +144,7 @@ async def test_a_worker_killed_mid_call_fails_that_call_and_is_replaced(
     assert int(again.content) != pid
 
 
-@pytest.mark.timeout(30)  # a missing timeout fails here, not at the suite's limit
+@pytest.mark.timeout(120)  # a missing timeout fails here, not at the suite's limit
 async def test_a_hanging_process_call_times_out_and_its_worker_is_killed(
     executor: Executor, tmp_path: Path
 ) -> None:
@@ -232,7 +232,7 @@ async def test_a_hanging_sync_tool_times_out_and_sees_the_cancel_flag(executor: 
     assert await asyncio.to_thread(saw_cancel.wait, DEADLINE_S)
 
 
-@pytest.mark.timeout(5)  # a missing timeout fails here, not at the suite's limit
+@pytest.mark.timeout(60)  # a missing timeout fails here, not at the suite's limit
 async def test_a_hanging_async_tool_times_out_and_is_cancelled(executor: Executor) -> None:
     cancelled = asyncio.Event()
 

@@ -430,7 +430,7 @@ async def test_runs_as_a_process_for_benchmarks() -> None:
     )
     try:
         assert process.stdout is not None
-        async with asyncio.timeout(10):
+        async with asyncio.timeout(60):  # a Python start, however loaded the machine
             line = (await process.stdout.readline()).decode()
         base_url = line.split()[-1]
         async with AsyncOpenAI(base_url=base_url, api_key="k", max_retries=0) as sdk:

@@ -34,7 +34,9 @@ async def admin_proxy(
         root = proxy.base_url.removesuffix("/v1")
         # Changes are taken as JSON only, bodiless ones too, as the panel sends them.
         headers = {"authorization": f"Bearer {ADMIN}", "content-type": "application/json"}
-        async with httpx.AsyncClient(base_url=f"{root}/admin", headers=headers) as admin:
+        async with httpx.AsyncClient(
+            timeout=60, base_url=f"{root}/admin", headers=headers
+        ) as admin:
             proxy.client.api_key = CLIENT
             yield proxy, admin
 

@@ -22,7 +22,9 @@ async def admin_api(make_proxy: Any, **sections: Any) -> AsyncIterator[httpx.Asy
     async with make_proxy(registry_with(), admin={"key": ADMIN}, **sections) as proxy:
         root = proxy.base_url.removesuffix("/v1")
         headers = {"authorization": f"Bearer {ADMIN}"}
-        async with httpx.AsyncClient(base_url=f"{root}/admin/api", headers=headers) as admin:
+        async with httpx.AsyncClient(
+            timeout=60, base_url=f"{root}/admin/api", headers=headers
+        ) as admin:
             yield admin
 
 

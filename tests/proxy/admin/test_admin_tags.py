@@ -49,7 +49,9 @@ async def admin_api(make_proxy: Any) -> AsyncIterator[httpx.AsyncClient]:
     async with make_proxy(registry, admin={"key": ADMIN}, policy=POLICY, auth=AUTH) as proxy:
         root = proxy.base_url.removesuffix("/v1")
         headers = {"authorization": f"Bearer {ADMIN}"}
-        async with httpx.AsyncClient(base_url=f"{root}/admin/api", headers=headers) as admin:
+        async with httpx.AsyncClient(
+            timeout=60, base_url=f"{root}/admin/api", headers=headers
+        ) as admin:
             yield admin
 
 
@@ -149,7 +151,9 @@ async def ops_proxy(make_proxy: Any, policy: dict[str, Any], **sections: Any) ->
     async with make_proxy(registry, admin={"key": ADMIN}, policy=policy, **sections) as proxy:
         root = proxy.base_url.removesuffix("/v1")
         headers = {"authorization": f"Bearer {ADMIN}"}
-        async with httpx.AsyncClient(base_url=f"{root}/admin/api", headers=headers) as admin:
+        async with httpx.AsyncClient(
+            timeout=60, base_url=f"{root}/admin/api", headers=headers
+        ) as admin:
             yield Ops(proxy, admin, wiped)
 
 

@@ -31,6 +31,9 @@ DEMO_TOOLS = [
     "demo.convert_currency",
 ]
 EXAMPLES = (REPO / "examples" / "tools.py").as_posix()
+WAIT_S = 120
+"""How long a command, a start, an answer or a stop may take: a deadline that must not
+fire, however loaded the machine."""
 
 
 def _environ() -> dict[str, str]:
@@ -46,7 +49,7 @@ def toolwire(*args: str) -> subprocess.CompletedProcess[str]:
         env=_environ(),
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=WAIT_S,
         check=False,
     )
 
@@ -388,7 +391,7 @@ def server() -> Iterator[tuple[subprocess.Popen[str], str]]:
         text=True,
     )
     try:
-        _wait_for_line(process, "Uvicorn running on", time.monotonic() + 30)
+        _wait_for_line(process, "Uvicorn running on", time.monotonic() + WAIT_S)
         yield process, f"http://127.0.0.1:{port}"
     finally:
         if process.poll() is None:
@@ -399,7 +402,7 @@ def server() -> Iterator[tuple[subprocess.Popen[str], str]]:
 
 
 def _get(url: str) -> Any:
-    with urllib.request.urlopen(url, timeout=10) as response:
+    with urllib.request.urlopen(url, timeout=WAIT_S) as response:
         assert response.status == 200
         return json.loads(response.read())
 
@@ -410,7 +413,7 @@ def _post(url: str, body: dict[str, Any]) -> Any:
         data=json.dumps(body).encode(),
         headers={"Content-Type": "application/json", "Authorization": "Bearer anything"},
     )
-    with urllib.request.urlopen(request, timeout=30) as response:
+    with urllib.request.urlopen(request, timeout=WAIT_S) as response:
         assert response.status == 200
         return json.loads(response.read())
 
@@ -418,7 +421,7 @@ def _post(url: str, body: dict[str, Any]) -> Any:
 def _stop(process: subprocess.Popen[str], signum: int) -> str:
     """Send `signum`; the server must shut down gracefully and exit within the deadline."""
     process.send_signal(signum)
-    process.wait(timeout=15)
+    process.wait(timeout=WAIT_S)
     assert process.stderr is not None
     stderr = process.stderr.read()
     # uvicorn re-raises the signal after its graceful shutdown, so the parent sees either a
@@ -476,7 +479,7 @@ def test_example_client_gets_answers_that_used_tools(
         env={**_environ(), "TOOLWIRE_URL": f"{url}/v1"},
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=WAIT_S,
     )
     assert result.returncode == 0, result.stderr
     assert "The weather in Paris is" in result.stdout

@@ -65,11 +65,11 @@ async def log_in(proxy: Proxy, protected: OAuthProtected, subject: str, **body: 
     protected.authority.subject = subject
     root = proxy.base_url.removesuffix("/v1")
     headers = {"authorization": f"Bearer {ADMIN}"}
-    async with httpx2.AsyncClient(base_url=f"{root}/admin", headers=headers) as admin:
+    async with httpx2.AsyncClient(timeout=60, base_url=f"{root}/admin", headers=headers) as admin:
         started = await admin.post("/api/sources/mcp%3Ao/login", json=body)
         assert started.status_code == 200, started.text
         assert started.json()["for_key"] == body.get("for_key")
-        async with httpx2.AsyncClient() as browser:
+        async with httpx2.AsyncClient(timeout=60) as browser:
             consent = await browser.get(started.json()["authorization_url"])
             back = await browser.get(consent.headers["location"])
         assert back.status_code == 200, back.text
@@ -134,7 +134,9 @@ async def test_a_login_for_an_unknown_key_or_a_source_not_acting_for_callers_is_
     ):
         root = one.base_url.removesuffix("/v1")
         headers = {"authorization": f"Bearer {ADMIN}"}
-        async with httpx2.AsyncClient(base_url=f"{root}/admin/api", headers=headers) as admin:
+        async with httpx2.AsyncClient(
+            timeout=60, base_url=f"{root}/admin/api", headers=headers
+        ) as admin:
             unknown = await admin.post("/sources/mcp%3Ao/login", json={"for_key": "nobody"})
             assert unknown.status_code == 404
             assert "no client key named 'nobody'" in unknown.text

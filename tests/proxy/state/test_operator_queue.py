@@ -22,7 +22,7 @@ from tests.proxy.state.test_replicas import ASK_NETWORK, USER, continued, replic
 async def admin_of(proxy: Proxy) -> AsyncIterator[httpx.AsyncClient]:
     """The admin API of `proxy` (no key configured: open on loopback)."""
     root = proxy.base_url.removesuffix("/v1")
-    async with httpx.AsyncClient(base_url=f"{root}/admin/api") as admin:
+    async with httpx.AsyncClient(timeout=60, base_url=f"{root}/admin/api") as admin:
         yield admin
 
 

@@ -70,7 +70,10 @@ async def test_client_values_cannot_forge_log_lines(
     spaced_path = "/v1/x%20key=master%20status=200"
     model = f"m\r\n{FORGED}\x85\u2028"
     with served_logs() as outputs:
-        async with make_proxy(registry_with()) as proxy, httpx.AsyncClient() as http:
+        async with (
+            make_proxy(registry_with()) as proxy,
+            httpx.AsyncClient(timeout=60) as http,
+        ):
             root = proxy.base_url.removesuffix("/v1")
             assert (await _raw_get(root, forged_path)).startswith(b"HTTP/1.1 404")
             assert (await _raw_get(root, spaced_path)).startswith(b"HTTP/1.1 404")
