@@ -196,6 +196,13 @@ async def stream(
         except Exception:
             log.exception("%s turn failed", context.request_id)
             failure = internal_error()
+        except asyncio.CancelledError:
+            # The client left, maybe while a frame was being written: the turn ends here, its
+            # upstream call closed now rather than when its generator is collected.
+            aclose = getattr(events, "aclose", None)
+            if aclose is not None:
+                await aclose()
+            raise
         else:
             await wire.write(last, more=False)
             return

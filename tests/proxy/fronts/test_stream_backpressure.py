@@ -128,3 +128,27 @@ async def test_a_departing_client_ends_a_keep_alive_being_written() -> None:
     await asyncio.gather(task, return_exceptions=True)
     assert ended == ["keep-alive"]
     assert task.cancelled()
+
+
+async def test_a_client_leaving_during_a_write_ends_the_turn_at_once() -> None:
+    closed: list[str] = []
+    writing = asyncio.Event()
+
+    async def events() -> AsyncIterator[int]:
+        try:
+            yield 1
+            yield 2  # pragma: no cover
+        finally:
+            closed.append("turn")  # where the turn's upstream call is closed
+
+    async def send(message: dict[str, Any]) -> None:
+        if message["type"] == "http.response.body":
+            writing.set()
+            await asyncio.Future()  # a client that never reads, then leaves
+
+    turn = events()  # held here, so only the stream can close it
+    task = asyncio.create_task(stream(turn, _Renderer(), send, CONTEXT, lambda e: {}))
+    await asyncio.wait_for(writing.wait(), 10)
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
+    assert closed == ["turn"]
