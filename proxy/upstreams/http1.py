@@ -284,7 +284,11 @@ class _Connection(asyncio.Protocol):
         self._parser = httptools.HttpResponseParser(self)
         self._response: Response | None = None
         self._lost = False
-        self._paused = False
+        self.paused = False
+        self._body: list[bytes] = []
+        """The body parts of the read being parsed, handed over together once it is."""
+        self._complete: bool | None = None
+        """The read being parsed ended the answer (whether the server keeps the connection)."""
 
     def usable(self, since: float) -> bool:
         """Whether an idle connection may carry a request (open, idle since `since` at most)."""
@@ -317,20 +321,20 @@ class _Connection(asyncio.Protocol):
             return
         self._response = None
         if response.keep_alive and not self._lost:
-            if self._paused:
+            if self.paused:
                 self.resume()
             self._pool._release(self)
         else:
             self.close()
 
     def pause(self) -> None:
-        if not self._paused and self._transport is not None:
-            self._paused = True
+        if not self.paused and self._transport is not None:
+            self.paused = True
             self._transport.pause_reading()
 
     def resume(self) -> None:
-        if self._paused and self._transport is not None:
-            self._paused = False
+        if self.paused and self._transport is not None:
+            self.paused = False
             self._transport.resume_reading()
 
     # asyncio.Protocol
@@ -348,8 +352,21 @@ class _Connection(asyncio.Protocol):
             self._parser.feed_data(data)
         except httptools.HttpParserError as exc:
             self._response = None
+            self._body = []
+            self._complete = None
             response.fail(ProtocolError(f"not an HTTP/1.1 answer: {exc}"))
             self.close()
+            return
+        # A read often holds many body parts (a stream's events, each a chunk of its own):
+        # the response takes them together, and the end after them.
+        body = self._body
+        if body:
+            self._body = []
+            response.feed(body)
+        complete = self._complete
+        if complete is not None:
+            self._complete = None
+            response.complete(complete)
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._lost = True
@@ -374,13 +391,10 @@ class _Connection(asyncio.Protocol):
         self._response.headed(self._parser.get_status_code())
 
     def on_body(self, body: bytes) -> None:
-        assert self._response is not None
-        self._response.feed(body)
+        self._body.append(body)
 
     def on_message_complete(self) -> None:
-        response = self._response
-        if response is not None:
-            response.complete(self._parser.should_keep_alive())
+        self._complete = self._parser.should_keep_alive()
 
 
 class Response:
@@ -458,7 +472,7 @@ class Response:
         chunks, self._chunks = self._chunks, []
         self._buffered = 0
         connection = self._connection
-        if connection is not None:
+        if connection is not None and connection.paused:
             connection.resume()
         return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
@@ -539,24 +553,26 @@ class Response:
         elif encoding == "deflate":
             self._decoder = zlib.decompressobj()
 
-    def feed(self, data: bytes) -> None:
+    def feed(self, parts: list[bytes]) -> None:
+        """Take the body parts of one read."""
         if not self.status:
             return  # an interim answer's body (none is sent)
-        if self._decoder is not None:
+        decoder = self._decoder
+        if decoder is not None:
             try:
-                data = self._decoder.decompress(data)
+                parts = [data for data in map(decoder.decompress, parts) if data]
             except zlib.error as exc:
                 self.fail(ProtocolError(f"the answer's compressed body is broken: {exc}"))
                 return
-            if not data:
+            if not parts:
                 return
-        self._buffered += len(data)
+        self._buffered += sum(map(len, parts))
         if self._drain is not None:
             if self._buffered > _DRAIN_BYTES:
                 self._drain.cancel()
                 self._give_up()
             return
-        self._chunks.append(data)
+        self._chunks += parts
         if self._buffered > _HIGH_WATER and self._connection is not None:
             self._connection.pause()
         self._wake()

@@ -23,6 +23,15 @@ from testing.misbehaving_upstream import Act, MisbehavingUpstream, json_reply
 from testing.waiting import until
 
 
+def _chunked(data: bytes, size: int) -> bytes:
+    pieces = [data[i : i + size] for i in range(0, len(data), size)]
+    return b"".join(b"%x\r\n%s\r\n" % (len(p), p) for p in pieces) + b"0\r\n\r\n"
+
+
+GZIPPED = _chunked(gzip.compress(b"hello world", mtime=0), 3)
+"""A gzip body in chunks of three bytes: most decode to nothing on their own."""
+
+
 def pool(limit: int = 10, **kwargs: float) -> Pool:
     return Pool(limit=limit, connect_timeout_s=5.0, keepalive_s=4.0, **kwargs)  # type: ignore[arg-type]
 
@@ -57,8 +66,9 @@ async def fetch(client: Pool, url: str, **kwargs: float) -> tuple[int, dict[str,
         ),
         raw("HTTP/1.1 103 Early Hints\nLink: </a>; rel=preload\n")
         + raw("HTTP/1.1 200 OK\nContent-Length: 11\n", b"hello world"),
+        raw("HTTP/1.1 200 OK\nContent-Encoding: gzip\nTransfer-Encoding: chunked\n", GZIPPED),
     ],
-    ids=["length", "chunked", "gzip", "deflate", "early-hints"],
+    ids=["length", "chunked", "gzip", "deflate", "early-hints", "gzip-chunked"],
 )
 async def test_a_body_in_any_framing_reads_the_same(reply: bytes) -> None:
     async with MisbehavingUpstream(Act.answer(reply)) as fake:
