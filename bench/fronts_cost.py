@@ -16,10 +16,14 @@ streamed in about 20 pieces, and every answer is checked for it.
     .venv/bin/python bench/fronts_cost.py --case anthropic --mode stream
     .venv/bin/python bench/fronts_cost.py --toolwire-tree ../old  # also an older tree
     .venv/bin/python bench/fronts_cost.py --profile anthropic-stream --requests 3000
+    .venv/bin/python bench/fronts_cost.py --text-deltas 300
 
-`--profile CASE-MODE` runs the server under cProfile instead (no valgrind) for `--requests`
-requests and prints its busiest functions with calls per request (`--profile-out PATH`
-keeps the pstats file to compare with `python -m pstats`).
+`--text-deltas N` times, in this process, the Responses and Messages fronts' rendering of N
+streamed text deltas (one a network read, as a model streaming token by token sends them) with
+their frames made from the builders' text template and through the builders' events alone,
+best of 30 rounds. `--profile CASE-MODE` runs the server under cProfile instead (no
+valgrind) for `--requests` requests and prints its busiest functions with calls per request
+(`--profile-out PATH` keeps the pstats file to compare with `python -m pstats`).
 """
 
 from __future__ import annotations
@@ -102,6 +106,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--profile", metavar="CASE-MODE", help="cProfile one case instead")
     parser.add_argument("--profile-out", metavar="PATH", help="keep the pstats file here")
     parser.add_argument("--top", type=int, default=30, help="functions the profile lists")
+    parser.add_argument("--text-deltas", type=int, metavar="N", help="time N text deltas' frames")
     parser.add_argument("--serve-fake", choices=("anthropic", "gemini"), help=argparse.SUPPRESS)
     parser.add_argument("--profiled", metavar="PATH", help=argparse.SUPPRESS)
     parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
@@ -122,6 +127,9 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.profile:
         return _profile(args)
+    if args.text_deltas:
+        print(text_deltas(args.text_deltas))
+        return 0
     if shutil.which("valgrind") is None or shutil.which("callgrind_control") is None:
         print("valgrind is not installed (apt-get install valgrind)", file=sys.stderr)
         return 2
@@ -310,6 +318,40 @@ def render(result: dict[str, Any]) -> str:
                 n = modes.get(mode)
                 row += f"{n / 1000:>13.0f}k" if n is not None else f"{'-':>14}"
             lines.append(row)
+    return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------- text deltas
+
+
+def text_deltas(count: int, rounds: int = 30) -> str:
+    """Microseconds per streamed text delta of the Responses and Messages fronts' renderers,
+    with the builders' text template and without it (every frame from its event)."""
+    from proxy.fronts.messages.render import MessageBuilder
+    from proxy.fronts.renderers import BuilderStream
+    from proxy.fronts.responses.render import ResponseBuilder, ResponsePlan
+    from proxy.turn.events import ContentDelta
+
+    deltas = [ContentDelta("tok ", raw=b"tok ") for _ in range(count)]
+    plan = ResponsePlan(model="m", echo={}, labels={}, show_rounds=False)
+    builders = {"responses": lambda: ResponseBuilder(plan), "messages": lambda: MessageBuilder("m")}
+    lines = [f"microseconds per text delta ({count} deltas, best of {rounds} rounds)"]
+    for name, make in builders.items():
+        row = f"{name:<12}"
+        for template in (True, False):
+            best = float("inf")
+            for _ in range(rounds):
+                builder = make()
+                if not template:
+                    builder.text_frame = lambda delta: None  # type: ignore[method-assign]
+                stream = BuilderStream(builder)
+                started = time.perf_counter()
+                for delta in deltas:
+                    stream.frames(delta)
+                best = min(best, time.perf_counter() - started)
+            label = "template" if template else "events"
+            row += f"  {label} {best / count * 1e6:.2f}"
+        lines.append(row)
     return "\n".join(lines)
 
 

@@ -16,7 +16,7 @@ import orjson
 
 from .. import sse
 from ..errors import ProxyError
-from ..turn.events import ToolsStarted
+from ..turn.events import ContentDelta, ToolsStarted
 
 Event = dict[str, Any]
 """One stream event of a front's wire format, as its builder makes it."""
@@ -70,6 +70,11 @@ class Builder(Protocol[E_contra]):
         """The finished object; None until the turn's end was fed."""
         ...
 
+    def text_frame(self, delta: ContentDelta) -> bytes | None:
+        """The SSE frame `feed` and `sse.event` make of a delta of the open text alone, made
+        without the event (None for any other delta: `feed` takes it)."""
+        ...
+
 
 class BuilderStream(Generic[E]):
     """Sends a builder's events as SSE, each with an `event:` line naming its type."""
@@ -85,6 +90,10 @@ class BuilderStream(Generic[E]):
         return self._start
 
     def frames(self, event: E) -> list[bytes]:
+        if event.__class__ is ContentDelta:  # the most frequent event: a template's frame
+            frame = self._builder.text_frame(event)  # type: ignore[arg-type]
+            if frame is not None:
+                return [frame]
         frames = [sse.event(e["type"], e) for e in self._builder.feed(event)]
         if not frames and isinstance(event, ToolsStarted):
             # A tool round the client is not shown still says the stream is alive.

@@ -90,3 +90,10 @@ async def test_the_fake_it_serves_answers_the_text(kind: str) -> None:
     finally:
         proc.terminate()
         await asyncio.wait_for(proc.wait(), 30)
+
+
+def test_text_deltas_times_both_fronts_both_ways() -> None:
+    table = fronts_cost.text_deltas(5, rounds=1).splitlines()
+    assert table[0].startswith("microseconds per text delta (5 deltas")
+    assert [line.split()[0] for line in table[1:]] == ["responses", "messages"]
+    assert all("template" in line and "events" in line for line in table[1:])

@@ -45,6 +45,10 @@ _STOP_REASONS = {
 }
 
 
+_TEXT_DELTA = b'event: content_block_delta\ndata: {"type":"content_block_delta","index":'
+_TEXT_FIELD = b',"delta":{"type":"text_delta","text":'
+
+
 @dataclass(slots=True)
 class _Open:
     index: int
@@ -124,6 +128,19 @@ class MessageBuilder:
             # Toolwire's own event (Anthropic has none): SDKs pass unknown types through.
             return [{"type": "toolwire_progress", "progress": event.as_dict()}]
         return []
+
+    def text_frame(self, delta: ContentDelta) -> bytes | None:
+        """The SSE frame of a delta holding only text for the open text block, as `feed` and
+        `sse.event` make it (the same fields in the same order), from a template: no event
+        dict, no serialization but the text's (none when it came as the upstream's bytes).
+        None for any other delta, which `feed` takes."""
+        current = self._open
+        content = delta.content
+        if current is None or current.kind != "text" or not content or delta.reasoning:
+            return None
+        current.parts.append(content)
+        text = orjson.dumps(content) if delta.raw is None else b'"' + delta.raw + b'"'
+        return _TEXT_DELTA + str(current.index).encode() + _TEXT_FIELD + text + b"}}\n\n"
 
     def fail(self, exc: ProxyError) -> list[Event]:
         return [*self._close(), {**error_body(exc)}]

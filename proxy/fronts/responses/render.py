@@ -97,11 +97,18 @@ class _PartKind:
     """The stream events' stem: `response.<stem>.delta` / `.done`."""
 
 
+_OUTPUT_TEXT = _PartKind("message", "output_text", "text", "output_text")
 _KINDS = {
-    "output_text": _PartKind("message", "output_text", "text", "output_text"),
+    "output_text": _OUTPUT_TEXT,
     "refusal": _PartKind("message", "refusal", "refusal", "refusal"),
     "reasoning_text": _PartKind("reasoning", "reasoning_text", "text", "reasoning_text"),
 }
+
+
+_TEXT_DELTA = (
+    b"event: response.output_text.delta\n"
+    b'data: {"type":"response.output_text.delta","sequence_number":'
+)
 
 
 @dataclass(slots=True)
@@ -112,6 +119,9 @@ class _Open:
     kind: _PartKind
     parts: list[str] = field(default_factory=list)
     logprobs: list[dict[str, Any]] = field(default_factory=list)
+    frame: bytes = b""
+    """What an output text delta's frame holds after its sequence number, up to its text
+    (`text_frame`'s template; made at its first use)."""
 
 
 class ResponseBuilder:
@@ -179,6 +189,33 @@ class ResponseBuilder:
         if isinstance(event, Stored):
             return event.events
         return self.finish(event)
+
+    def text_frame(self, delta: ContentDelta) -> bytes | None:
+        """The SSE frame of a delta holding only text for the open message, as `feed` and
+        `sse.event` make it (the same fields in the same order), from a template: no event
+        dict, no serialization but the text's (none when it came as the upstream's bytes).
+        None for any other delta, which `feed` takes."""
+        current = self._open
+        content = delta.content
+        if (
+            current is None
+            or current.kind is not _OUTPUT_TEXT
+            or not content
+            or delta.reasoning
+            or delta.refusal
+            or delta.logprobs
+        ):
+            return None
+        current.parts.append(content)
+        if not current.frame:
+            item_id = orjson.dumps(self.output[current.index]["id"])
+            current.frame = (
+                b',"item_id":' + item_id + b',"output_index":' + str(current.index).encode()
+            ) + b',"content_index":0,"delta":'
+        text = orjson.dumps(content) if delta.raw is None else b'"' + delta.raw + b'"'
+        number = str(self._sequence).encode()
+        self._sequence += 1
+        return _TEXT_DELTA + number + current.frame + text + b',"logprobs":[]}\n\n'
 
     def fail(self, exc: ProxyError) -> list[Event]:
         """The events that end a response that failed after it started."""

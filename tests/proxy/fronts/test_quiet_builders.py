@@ -1,13 +1,17 @@
 """A quiet builder (an unstreamed answer's) makes no stream events, and the very final object
-a streaming one makes of the same events."""
+a streaming one makes of the same events; a streaming one's text deltas made from a template
+are the frames its events make."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
+import orjson
 import pytest
 
 from proxy.fronts.messages.render import MessageBuilder
+from proxy.fronts.renderers import BuilderStream
 from proxy.fronts.responses.render import ResponseBuilder, ResponsePlan
 from proxy.turn.events import ApprovalRequest, ContentDelta, Finished, LoopEvent, Usage
 from registry import ToolCall
@@ -89,3 +93,53 @@ def test_a_quiet_message_is_the_streamed_ones_final_message(script: str) -> None
     streamed = message_final(False, SCRIPTS[script])[1]
     assert quiet == streamed
     assert not [e for e in made if e["type"] in ("message_start", "message_delta")]
+
+
+DELTAS = [
+    ContentDelta("Hello"),
+    ContentDelta(' "quoted" \\ été 😀\n'),
+    ContentDelta("raw", raw=b"r\\u0061w"),
+    ContentDelta(reasoning="think"),
+    ContentDelta("after thinking"),
+    ContentDelta("more", logprobs=({"token": "more", "logprob": -0.2},)),
+    ContentDelta(refusal="no"),
+    ContentDelta("x", refusal="y"),
+    ContentDelta("last"),
+]
+
+
+def frames_both_ways(make: Callable[[], Any]) -> tuple[list[Any], list[Any], Any, Any]:
+    """The frames of DELTAS and a `Finished`, with the text template and through `feed`
+    alone (each frame parsed: an upstream's escapes may differ from orjson's), and the two
+    final objects."""
+    templated, fed = make(), make()
+    plain = BuilderStream(fed)
+    plain._builder.text_frame = lambda delta: None  # type: ignore[method-assign]
+    made: list[list[Any]] = [[], []]
+    for i, stream in enumerate((BuilderStream(templated), plain)):
+        for event in [*DELTAS, Finished("stop", USAGE)]:
+            for frame in stream.frames(event):  # type: ignore[arg-type]
+                kind, data = frame.split(b"\n", 1)
+                made[i].append((kind, orjson.loads(data.removeprefix(b"data: "))))
+    return made[0], made[1], templated.final(), fed.final()
+
+
+def test_a_response_streams_the_same_events_with_the_text_template() -> None:
+    plan = ResponsePlan(model="m", echo={"store": True}, labels={}, show_rounds=False)
+    templated, fed, one, other = frames_both_ways(lambda: ResponseBuilder(plan))
+    assert templated == fed
+    raw = ResponseBuilder(plan)
+    raw.start()
+    raw.feed(DELTAS[0])
+    assert b'"delta":"r\\u0061w"' in (raw.text_frame(DELTAS[2]) or b"")  # the upstream's bytes
+    assert {k: v for k, v in one.items() if k != "completed_at"} == {
+        k: v for k, v in other.items() if k != "completed_at"
+    }
+
+
+def test_a_message_streams_the_same_events_with_the_text_template() -> None:
+    templated, fed, one, other = frames_both_ways(lambda: MessageBuilder("m"))
+    assert templated == fed
+    assert {k: v for k, v in one.items() if k != "id"} == {
+        k: v for k, v in other.items() if k != "id"
+    }
