@@ -29,7 +29,7 @@ request's summary line (and whatever else is logged at info) to their counts.
 The plain flow also counts the injecting floor (`bench/passthrough.py --inject-tools`, see
 bench/overhead.py): the pass-through plus the least work a tool-injecting proxy must do.
 Both call the upstream with aiohttp, the best-known Python client and the goals' reference;
-Toolwire calls it with a client of its own (`proxy/upstreams/http1.py`). `--same-client`
+Toolwire calls it with a client of its own (`registry/http1.py`). `--same-client`
 also counts both on that client, so Toolwire's own work can be read beside the same client.
 
 Needs `valgrind` (Debian package); servers run many times slower under it, so a run takes

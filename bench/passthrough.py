@@ -18,7 +18,7 @@ answer is parsed to see whether it calls a tool (every event of a stream, whose 
 still relayed as they arrive). It runs no tool: the benchmark's answers call none.
 
 With `--client http1` it calls the upstream through Toolwire's own HTTP/1.1 client
-(`proxy/upstreams/http1.py`, which `toolwire serve` uses) instead of aiohttp: the reference
+(`registry/http1.py`, which `toolwire serve` uses) instead of aiohttp: the reference
 that differs from Toolwire only in what Toolwire does, not in the client it calls with.
 """
 
@@ -32,7 +32,7 @@ import aiohttp
 import orjson
 import uvicorn
 
-from proxy.upstreams.http1 import HTTPError, Pool
+from registry.http1 import HTTPError, Pool
 
 Scope = dict[str, Any]
 Message = dict[str, Any]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from registry import http1
 from registry.arguments import parse_arguments
 from registry.backends import ExecutionBackend, InlineBackend, ThreadBackend
 from registry.builtins import BuiltinOptions, BuiltinSource, BuiltinSourceConfig
@@ -163,6 +164,7 @@ __all__ = [
     "call_sync",
     "describe",
     "finish_login",
+    "http1",
     "is_transient",
     "load_python_source",
     "login_status",

@@ -17,13 +17,14 @@ from typing import Any, NoReturn
 
 import orjson
 
+from registry import http1
+
 from .. import sse
 from ..config import UpstreamConfig
 from ..errors import UpstreamError, UpstreamStatusError, UpstreamTimeoutError
 from .base import Chunk, Codec, Fault, Relayable
 from .coalescing import coalesce
 from .expiry import Expiry
-from .http1 import ConnectError, Disconnected, HTTPError, Pool, Response
 from .probe import connect_failure
 from .relay import Relayed, TextScanner
 
@@ -43,8 +44,8 @@ class Transport:
     def __init__(self, config: UpstreamConfig) -> None:
         self.name = config.name
         self._config = config
-        self._pool: Pool | None = None
-        self._fresh_pool: Pool | None = None
+        self._pool: http1.Pool | None = None
+        self._fresh_pool: http1.Pool | None = None
 
     def exchange(
         self,
@@ -98,7 +99,7 @@ class Transport:
                     response.close()
         except TimeoutError as exc:
             raise UpstreamTimeoutError(f"upstream {self.name!r} did not answer in time") from exc
-        except (HTTPError, ValueError) as exc:
+        except (http1.HTTPError, ValueError) as exc:
             raise UpstreamError(f"upstream {self.name!r} is unreachable: {_reason(exc)}") from exc
         except orjson.JSONDecodeError as exc:
             raise UpstreamError(f"upstream {self.name!r} answered something not JSON") from exc
@@ -109,19 +110,19 @@ class Transport:
                 await pool.aclose()
         self._pool = self._fresh_pool = None
 
-    def _client(self) -> Pool:
+    def _client(self) -> http1.Pool:
         if self._pool is None:
-            self._pool = Pool(
+            self._pool = http1.Pool(
                 limit=self._config.max_connections,
                 connect_timeout_s=self._config.connect_timeout_s,
                 keepalive_s=_KEEPALIVE_S,
             )
         return self._pool
 
-    def _fresh_client(self) -> Pool:
+    def _fresh_client(self) -> http1.Pool:
         # For a request sent again: a connection of its own, as the pool may hold more dead ones.
         if self._fresh_pool is None:
-            self._fresh_pool = Pool(
+            self._fresh_pool = http1.Pool(
                 limit=self._config.max_connections,
                 connect_timeout_s=self._config.connect_timeout_s,
                 keepalive_s=_KEEPALIVE_S,
@@ -136,12 +137,12 @@ class Transport:
         headers: dict[str, str],
         deadline: float | None,
         fresh: bool,
-    ) -> Response:
+    ) -> http1.Response:
         """One POST, bounded by the first-byte timeout and the turn's deadline; `fresh`: on
         a connection of its own (a request sent again, as the pool may hold more dead ones).
 
         Raises:
-            HTTPError, ValueError, TimeoutError: left for the caller to map.
+            http1.HTTPError, ValueError, TimeoutError: left for the caller to map.
         """
         pool = self._fresh_client() if fresh else self._client()
         config = self._config
@@ -184,7 +185,7 @@ class Exchange:
     def __init__(
         self,
         name: str,
-        send: Callable[[bool], Awaitable[Response]],
+        send: Callable[[bool], Awaitable[http1.Response]],
         codec: Callable[[], Codec],
         *,
         stream: bool,
@@ -197,7 +198,7 @@ class Exchange:
         self._stream = stream
         self._credential = credential
         self._client_key = client_key
-        self._response: Response | None = None
+        self._response: http1.Response | None = None
         self._read = False
         """The answer's content was read to its end (a stream's `[DONE]`)."""
         self.first_chunk_at: float | None = None
@@ -231,7 +232,7 @@ class Exchange:
     ) -> None:
         self.close()
 
-    async def open(self) -> Response:
+    async def open(self) -> http1.Response:
         """Send the request (again) and check its status.
 
         Raises:
@@ -241,7 +242,7 @@ class Exchange:
         try:
             try:
                 response = await self._send(False)
-            except Disconnected as exc:
+            except http1.Disconnected as exc:
                 if exc.answered:
                     raise
                 # Once more on a fresh connection: the first died before any answer.
@@ -249,7 +250,7 @@ class Exchange:
             self._response = response
         except TimeoutError as exc:
             raise UpstreamTimeoutError(f"upstream {self.name!r} did not answer in time") from exc
-        except (HTTPError, ValueError) as exc:
+        except (http1.HTTPError, ValueError) as exc:
             reason = self._redact(_reason(exc))
             raise UpstreamError(f"upstream {self.name!r} is unreachable: {reason}") from exc
         if response.status >= 400:
@@ -266,7 +267,7 @@ class Exchange:
                 self._response.close()
             self._response = None
 
-    async def chunks(self, response: Response) -> AsyncIterator[Chunk]:
+    async def chunks(self, response: http1.Response) -> AsyncIterator[Chunk]:
         """The streamed chunks, up to `[DONE]` or the end of a stream that finished its answer.
 
         A stream that ends without `[DONE]` and before its codec saw the answer's end was cut
@@ -300,7 +301,7 @@ class Exchange:
                 tail = decoder.close_bytes()
             except TimeoutError as exc:
                 raise UpstreamTimeoutError(f"upstream {self.name!r} stalled") from exc
-            except (HTTPError, sse.SSEDecodeError) as exc:
+            except (http1.HTTPError, sse.SSEDecodeError) as exc:
                 raise self._broke_off(exc) from exc
             chunks, done = self._decode(codec, scanner, tail)
             for chunk in chunks:
@@ -361,11 +362,11 @@ class Exchange:
             self.first_chunk_at = time.perf_counter()
         return chunks, done
 
-    async def _replay(self, response: Response) -> AsyncIterator[Chunk]:
+    async def _replay(self, response: http1.Response) -> AsyncIterator[Chunk]:
         for chunk in await self.whole(response):
             yield chunk
 
-    async def whole(self, response: Response) -> list[Chunk]:
+    async def whole(self, response: http1.Response) -> list[Chunk]:
         """The unstreamed answer as chunks (one, for most formats).
 
         Raises:
@@ -382,7 +383,7 @@ class Exchange:
                 parts.append(part)
         except TimeoutError as exc:
             raise UpstreamTimeoutError(f"upstream {self.name!r} stalled") from exc
-        except HTTPError as exc:
+        except http1.HTTPError as exc:
             raise self._broke_off(exc) from exc
         data = parts[0] if len(parts) == 1 else b"".join(parts)
         try:
@@ -415,7 +416,7 @@ class Exchange:
         headers = {"Retry-After": fault.retry_after} if fault.retry_after else None
         return UpstreamError(message, status=fault.status, headers=headers)
 
-    async def _raise_for_status(self, response: Response) -> NoReturn:
+    async def _raise_for_status(self, response: http1.Response) -> NoReturn:
         message = await self._error_text(response)
         status = response.status
         retry = response.headers.get("retry-after")
@@ -457,11 +458,11 @@ class Exchange:
             )
         raise UpstreamError(f"upstream {self.name!r} failed ({status}): {message}")
 
-    async def _error_text(self, response: Response) -> str:
+    async def _error_text(self, response: http1.Response) -> str:
         """The message of an error answer, redacted, then clipped."""
         try:
             raw = await response.read(64 * 1024)
-        except (HTTPError, TimeoutError):
+        except (http1.HTTPError, TimeoutError):
             raw = b""  # a cut or stalled error body: its status still says what happened
         try:
             return self._redact(error_message(orjson.loads(raw)))[:_MAX_MESSAGE]
@@ -515,6 +516,6 @@ def _relayed(texts: list[bytes], key: str) -> Relayed:
 
 
 def _reason(exc: BaseException) -> str:
-    if isinstance(exc, ConnectError):
+    if isinstance(exc, http1.ConnectError):
         return connect_failure(f"{exc.host}:{exc.port}", exc.error)
     return str(exc) or type(exc).__name__

@@ -15,7 +15,8 @@ import pytest
 
 from proxy.config import UpstreamConfig
 from proxy.errors import UpstreamError
-from proxy.upstreams import HTTPUpstream, http1
+from proxy.upstreams import HTTPUpstream
+from registry import http1
 from testing.misbehaving_upstream import (
     Act,
     MisbehavingUpstream,

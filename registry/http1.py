@@ -1,4 +1,4 @@
-"""HTTP/1.1 to upstreams: pooled keep-alive connections, read by httptools.
+"""HTTP/1.1 to upstreams and services: pooled keep-alive connections, read by httptools.
 
 Every model call goes through here, so its cost is paid on every request: aiohttp's client
 spends about 130 Python calls on one (its request and response objects, the connector's

@@ -17,8 +17,8 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
-from proxy.upstreams import http1
-from proxy.upstreams.http1 import ConnectError, Disconnected, Pool, ProtocolError
+from registry import http1
+from registry.http1 import ConnectError, Disconnected, Pool, ProtocolError
 from testing.misbehaving_upstream import Act, MisbehavingUpstream, json_reply
 from testing.waiting import until
 
