@@ -26,7 +26,7 @@ from ..server.asgi import (
 )
 from ..server.context import RequestContext, context_of
 from ..server.services import Services
-from ..turn.events import Finished
+from ..turn.events import ContentDelta, Finished
 from .renderers import JsonRenderer, StreamRenderer
 
 log = logging.getLogger("toolwire")
@@ -176,17 +176,20 @@ async def stream(
 
     One task: each event's frames are written as it comes, in this task, so a client that
     reads slowly holds the turn back at its write (backpressure) and no frame waits for a
-    second task to wake; the turn's `Finished` is written with the response's end.
+    second task to wake; the turn's `Finished` is written with the response's end, and so is
+    text from an upstream read that ended the upstream's stream (`ContentDelta.ending`):
+    the last read's text, finish and usage go out in one write.
     """
     wire = _Wire(send, renderer, context.request_id, keepalive_s)
-    last: list[bytes] = []
     try:
         try:
             async for event in events:
-                if isinstance(event, Finished):
-                    # The turn's last event: its frames end the response, in one write (the
-                    # edge notes the request's overhead in a stream's last write).
-                    last = renderer.frames(event)
+                if isinstance(event, Finished) or (
+                    event.__class__ is ContentDelta and event.ending  # type: ignore[attr-defined]
+                ):
+                    # The turn's end, or text the turn's end follows at once: written with the
+                    # response's end, in one write (where the edge notes the request's overhead).
+                    wire.hold(renderer.frames(event))
                     continue
                 frames = renderer.frames(event)
                 if frames:
@@ -204,9 +207,9 @@ async def stream(
                 await aclose()
             raise
         else:
-            await wire.write(last, more=False)
+            await wire.write([], more=False)
             return
-        if not wire.started:
+        if not wire.started and not wire.held:
             await send_error(send, failure, context, shape)
             return
         await wire.write(renderer.error(failure), more=False)
@@ -237,6 +240,7 @@ class _Wire:
         "_request_id",
         "_send",
         "active",
+        "held",
         "started",
     )
 
@@ -255,13 +259,21 @@ class _Wire:
         """Frames were written since the ticker last looked."""
         self.started = False
         """The response has started (or a keep-alive is starting it)."""
+        self.held: list[bytes] = []
+        """Frames that go out with the next write."""
+
+    def hold(self, frames: list[bytes]) -> None:
+        """Keep `frames` for the next write (which the turn makes without a wait)."""
+        self.held += frames
 
     async def write(self, frames: list[bytes], *, more: bool = True) -> None:
-        """Write `frames` (after the response's start, the first time); `more=False` ends
-        the response."""
+        """Write the frames held and `frames` (after the response's start, the first time);
+        `more=False` ends the response."""
         if self._pending is not None:
             await self._pending  # a keep-alive's frames go first
         self.active = True
+        if self.held:
+            frames, self.held = self.held + frames, []
         if not self.started:
             self.started = True
             await start_stream(self._send, self._request_id)

@@ -130,8 +130,8 @@ class Assembler:
         """Text that came unparsed: content kept for the message, its bytes passed on."""
         if chunk.key == "content":
             self._content.append(chunk.text)
-            return ContentDelta(chunk.text, None, None, None, chunk.raw)
-        return ContentDelta(None, chunk.text, None, None, chunk.raw)
+            return ContentDelta(chunk.text, None, None, None, chunk.raw, chunk.ending)
+        return ContentDelta(None, chunk.text, None, None, chunk.raw, chunk.ending)
 
     def _absorb(self, entry: dict[str, Any]) -> None:
         key = self._slot(entry)

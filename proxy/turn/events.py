@@ -91,6 +91,9 @@ class ContentDelta(NamedTuple):
     """The text (`content`, else `reasoning`: one of them) as the upstream's own JSON string
     body (escaped, without its quotes), when it came unparsed (`Relayed`): a Chat stream can
     send these bytes as they are."""
+    ending: bool = False
+    """The upstream's stream ended in the read that brought this text: the rest of the turn's
+    answer follows without a wait, so its frames may go out with the answer's end."""
 
 
 @dataclass(frozen=True, slots=True)

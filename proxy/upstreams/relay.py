@@ -61,7 +61,7 @@ class Relayed(dict[str, Any]):
             UTF-8): parsing each run once is what keeps bad bytes from the client.
     """
 
-    __slots__ = ("key", "raw", "text")
+    __slots__ = ("ending", "key", "raw", "text")
 
     def __init__(self, raw: bytes, key: str = "content") -> None:
         text: str = orjson.loads(b'"' + raw + b'"')
@@ -69,6 +69,9 @@ class Relayed(dict[str, Any]):
         self.key = key
         self.raw = raw
         self.text = text
+        self.ending = False
+        """The stream ended in the network read that brought this text (`[DONE]` came in it):
+        whatever follows comes without a wait."""
 
 
 class TextScanner:

@@ -317,8 +317,8 @@ class Exchange:
     ) -> tuple[list[Chunk], bool]:
         """The chunks of these events, and whether `[DONE]` ended them; each run of one kind
         of text-only events that the scanner knows becomes one `Relayed` chunk, never parsed
-        (found a run at a time: `TextScanner.run`). The first chunks of the exchange note
-        `first_chunk_at`."""
+        (found a run at a time: `TextScanner.run`), marked `ending` when `[DONE]` came in the
+        same read. The first chunks of the exchange note `first_chunk_at`."""
         chunks: list[Chunk] = []
         texts: list[bytes] = []
         key = ""
@@ -358,6 +358,8 @@ class Exchange:
             texts.append(text)
         if texts:
             chunks.append(_relayed(texts, key))
+        if done:
+            _ending(chunks)
         if chunks and self.first_chunk_at is None:
             self.first_chunk_at = time.perf_counter()
         return chunks, done
@@ -513,6 +515,13 @@ def _relayed(texts: list[bytes], key: str) -> Relayed:
         return Relayed(b"".join(texts), key)
     except orjson.JSONDecodeError as exc:
         raise UpstreamError("upstream sent an event that is not JSON") from exc
+
+
+def _ending(chunks: list[Chunk]) -> None:
+    """Mark the relayed text of a read that ended the stream: what follows comes at once."""
+    for chunk in chunks:
+        if chunk.__class__ is Relayed:
+            chunk.ending = True  # type: ignore[attr-defined]
 
 
 def _reason(exc: BaseException) -> str:

@@ -1,7 +1,7 @@
 """A streamed turn goes no further than the write a client holds up: the turn waits at that
 write until the client reads, then the stream goes on whole and in order. Keep-alive comments
 fill a silence without reordering frames, and a client that leaves ends a keep-alive still
-being written."""
+being written. The last upstream read's text goes out with the turn's end, in one write."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from typing import Any
 
 from proxy.errors import ProxyError
 from proxy.fronts.exchange import stream
+from proxy.turn.events import ContentDelta, Finished, Usage
 from testing.waiting import until
 
 EVENTS = 50
@@ -152,3 +153,47 @@ async def test_a_client_leaving_during_a_write_ends_the_turn_at_once() -> None:
     task.cancel()
     await asyncio.gather(task, return_exceptions=True)
     assert closed == ["turn"]
+
+
+class _Texts:
+    def start(self) -> bytes:
+        return b"start\n"
+
+    def frames(self, event: Any) -> list[bytes]:
+        if isinstance(event, ContentDelta):
+            return [event.content.encode() + b"\n"]
+        return [b"end\n"]
+
+    def error(self, exc: ProxyError) -> list[bytes]:
+        return [b"error\n"]
+
+
+async def test_text_from_the_read_that_ended_the_stream_goes_out_with_the_end() -> None:
+    bodies: list[tuple[bytes, bool]] = []
+
+    async def events() -> AsyncIterator[Any]:
+        yield ContentDelta("Hello ")  # a read of its own: out at once
+        yield ContentDelta("world.", ending=True)  # the last read's text: the end follows
+        yield Finished("stop", Usage())
+
+    async def send(message: dict[str, Any]) -> None:
+        if message["type"] == "http.response.body":
+            bodies.append((message["body"], message["more_body"]))
+
+    await stream(events(), _Texts(), send, CONTEXT, lambda e: {})
+    assert bodies == [(b"start\nHello \n", True), (b"world.\nend\n", False)]
+
+
+async def test_held_text_is_not_lost_when_the_turn_fails_after_it() -> None:
+    messages: list[dict[str, Any]] = []
+
+    async def events() -> AsyncIterator[Any]:
+        yield ContentDelta("Partial.", ending=True)
+        raise ProxyError("the answer could not be read")
+
+    async def send(message: dict[str, Any]) -> None:
+        messages.append(message)
+
+    await stream(events(), _Texts(), send, CONTEXT, lambda e: {})
+    assert messages[0]["status"] == 200
+    assert [m["body"] for m in messages[1:]] == [b"start\nPartial.\nerror\n"]

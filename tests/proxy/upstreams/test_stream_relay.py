@@ -403,3 +403,22 @@ def test_a_run_of_padded_events_is_what_text_finds() -> None:
     fast = runs(taught(), events)
     assert fast == runs_by_text(taught(), events)
     assert fast[0] == (2, [b"a", b"b"], "content")
+
+
+async def test_text_read_with_the_streams_end_is_marked_ending() -> None:
+    events = [event({"content": "All "}), event({"content": "at once."}), event({}, "stop")]
+    ended = [c for c in await chunks_of(events) if c.__class__ is Relayed]
+    assert [(c.text, c.ending) for c in ended] == [("All at once.", True)]
+    async with MisbehavingUpstream(Act.answer(sse_reply(events, done=False))) as fake:
+        upstream = HTTPUpstream(config(fake.base_url))
+        try:
+            async with upstream.complete(chat(True)) as stream:
+                got = [c async for c in stream if c.__class__ is Relayed]
+        finally:
+            await upstream.aclose()
+    # No [DONE] in the read: whether more comes is not known there.
+    assert [(c.text, c.ending) for c in got] == [("All at once.", False)]
+    assembler = Assembler()
+    assert assembler.feed(ended[0]) == ContentDelta(
+        "All at once.", raw=b"All at once.", ending=True
+    )
