@@ -86,6 +86,11 @@ class AddressGuard:
         name = host.lower().rstrip(".")
         return self.allow_private or any(fnmatch.fnmatchcase(name, p) for p in self._allow_hosts)
 
+    @staticmethod
+    def is_literal(host: str) -> bool:
+        """Whether a URL host is an IP address rather than a name."""
+        return _literal(host) is not None
+
     def check_literal(self, host: str) -> None:
         """Refuse a URL host that is itself a forbidden IP address (a name passes: it is
         checked when it is resolved).

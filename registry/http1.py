@@ -23,7 +23,7 @@ import ssl
 import time
 import zlib
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import NamedTuple
 from urllib.parse import urlsplit
 
@@ -36,6 +36,8 @@ _DRAIN_S = 1.0
 _DRAIN_BYTES = 16 * 1024
 """What `Response.release` waits for the end of a body whose content was read: a stream's
 last frame (`0\r\n\r\n`) often comes a moment after its `[DONE]`."""
+_TARGETS = 256
+"""URLs whose targets a pool keeps worked out."""
 _clock: Callable[[], float] = time.monotonic
 """The clock idle connections are aged by (a name of its own, for tests)."""
 
@@ -100,21 +102,26 @@ class Pool:
     """Keep-alive connections to upstream servers, at most `limit` open at once.
 
     `fresh`: every request on a connection of its own, closed after its answer (a request
-    sent again after its pooled connection died under it).
+    sent again after its pooled connection died under it). `resolve`: the addresses to
+    connect to for a host name (checked ones, for a guard), tried in turn; by default the
+    system's resolver, as `loop.create_connection` asks it. `connect_timeout_s` None: the
+    caller bounds the whole request.
     """
 
     def __init__(
         self,
         *,
         limit: int,
-        connect_timeout_s: float,
+        connect_timeout_s: float | None,
         keepalive_s: float,
         fresh: bool = False,
+        resolve: Callable[[str, int], Awaitable[list[str]]] | None = None,
     ) -> None:
         self._limit = limit if limit > 0 else 1 << 30
         self._connect_timeout_s = connect_timeout_s
         self._keepalive_s = keepalive_s
         self._fresh = fresh
+        self._resolve = resolve
         self._idle: dict[tuple[str, str, int], list[_Connection]] = {}
         self._open = 0
         self._waiters: deque[asyncio.Future[None]] = deque()
@@ -153,7 +160,9 @@ class Pool:
         """
         place = self._targets.get(url)
         if place is None:
-            place = self._targets[url] = target(url)
+            place = target(url)
+            if len(self._targets) < _TARGETS:  # a service's URLs vary with their arguments
+                self._targets[url] = place
         head = _head(method, place, headers, len(body))
         connection = await self._acquire(place)
         deadline = None if total_s is None else self.loop.time() + total_s
@@ -211,18 +220,44 @@ class Pool:
             tls = self._tls
         try:
             async with asyncio.timeout(self._connect_timeout_s):
-                _, connection = await loop.create_connection(
-                    lambda: _Connection(self, place.key),
-                    place.host,
-                    place.port,
-                    ssl=tls,
-                    server_hostname=place.host if tls else None,
-                )
+                if self._resolve is None:
+                    _, connection = await loop.create_connection(
+                        lambda: _Connection(self, place.key),
+                        place.host,
+                        place.port,
+                        ssl=tls,
+                        server_hostname=place.host if tls else None,
+                    )
+                    return connection
+                return await self._connect_resolved(place, tls)
         except TimeoutError:
             raise  # no connection in time: a timeout, as any other deadline here
         except OSError as exc:
             raise ConnectError(place.host, place.port, exc) from exc
-        return connection
+
+    async def _connect_resolved(self, place: Target, tls: ssl.SSLContext | None) -> _Connection:
+        """A connection to the first of `resolve`'s addresses that takes one.
+
+        Raises:
+            OSError: none did (the last one's error), or the name did not resolve.
+        """
+        assert self._resolve is not None
+        addresses = await self._resolve(place.host, place.port)
+        failure: OSError = OSError(f"no address for {place.host}")
+        for address in addresses:
+            try:
+                _, connection = await self.loop.create_connection(
+                    lambda: _Connection(self, place.key),
+                    address,
+                    place.port,
+                    ssl=tls,
+                    server_hostname=place.host if tls else None,
+                )
+            except OSError as exc:
+                failure = exc
+                continue
+            return connection
+        raise failure
 
     def _release(self, connection: _Connection) -> None:
         """A connection whose answer was read whole and may carry another request."""
@@ -255,6 +290,8 @@ def _head(method: bytes, place: Target, headers: dict[str, str], length: int) ->
     lines = "".join([f"{name}: {value}\r\n" for name, value in headers.items()])
     if lines.count("\n") != len(headers) or lines.count("\r") != len(headers):
         raise ValueError("a header name or value holds a line break")
+    if "Accept" not in headers and "accept" not in headers:
+        lines += "Accept: */*\r\n"
     return b"".join(
         (
             method,

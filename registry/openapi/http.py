@@ -1,12 +1,13 @@
-"""The OpenAPI source's HTTP: fetching specs and calling operations, with aiohttp.
+"""The OpenAPI source's HTTP: fetching specs (aiohttp) and calling operations (`http1`).
 
-aiohttp's exceptions are mapped here and nowhere else: spec fetches raise `SpecError`,
+Their exceptions are mapped here and nowhere else: spec fetches raise `SpecError`,
 operation calls come back as error `ToolOutput`s.
 """
 
 from __future__ import annotations
 
 import asyncio
+import socket
 from dataclasses import dataclass
 
 import aiohttp
@@ -14,6 +15,7 @@ import orjson
 from aiohttp.abc import AbstractResolver
 from yarl import URL
 
+from registry import http1
 from registry.addresses import AddressGuard, BlockedAddressError, GuardedResolver
 from registry.calls import ToolOutput
 from registry.openapi.binding import HttpRequest
@@ -26,8 +28,11 @@ __all__ = ["FetchedSpec", "ServiceClient", "fetch_spec"]
 
 MAX_SPEC_BYTES = 20_000_000
 _CHUNK = 64 * 1024
-_NO_TIMEOUT = aiohttp.ClientTimeout()
-"""aiohttp's own timers off for an operation call: `ServiceClient` sets one of its own."""
+_KEEPALIVE_S = 4.0
+"""Idle connections to a service are dropped after this, before uvicorn's 5 s (and most
+servers' keep-alive) runs out."""
+_IDEMPOTENT = frozenset({"GET", "HEAD", "OPTIONS", "PUT", "DELETE"})
+"""Methods whose call may be sent again when its pooled connection died before any answer."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,11 +76,13 @@ async def fetch_spec(url: str, *, etag: str | None, timeout_s: float) -> Fetched
 
 
 class ServiceClient:
-    """One pooled aiohttp session for a source's calls; opened in `open`, closed in `aclose`.
+    """One connection pool (`http1`) for a source's calls; opened in `open`, closed in
+    `aclose`.
 
     No cookies are kept between calls (one model's session must not leak into another's),
     redirects are not followed (a custom auth header would follow them to another host),
-    and the environment's proxies and .netrc are ignored.
+    and the environment's proxies and .netrc are ignored. A host name connects only to the
+    addresses the guard passed (no second lookup to rebind to).
     """
 
     def __init__(
@@ -88,9 +95,10 @@ class ServiceClient:
         self._guard = AddressGuard(allow_private=allow_private)
         self._resolver = resolver
         self._max_response_bytes = max_response_bytes
-        self._session: aiohttp.ClientSession | None = None
+        self._pool: http1.Pool | None = None
+        self._resolving: GuardedResolver | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
-        """The loop the session was opened in: its calls' timers are set on it."""
+        """The loop the pool was opened in: its calls' timers are set on it."""
 
     @property
     def allow_private(self) -> bool:
@@ -102,24 +110,35 @@ class ServiceClient:
         self._guard.allow_private = value
 
     async def open(self) -> None:
-        """Create the session (it must be created inside the running event loop)."""
+        """Create the pool (inside the running event loop)."""
         resolver = GuardedResolver(self._guard, self._resolver)
-        connector = aiohttp.TCPConnector(limit=100, resolver=resolver)
-        self._session = aiohttp.ClientSession(
-            connector=connector, cookie_jar=aiohttp.DummyCookieJar(), trust_env=False
+        guard = self._guard
+
+        async def resolve(host: str, port: int) -> list[str]:
+            if guard.is_literal(host):
+                return [host]  # judged by `send`, as no resolver is asked about it
+            found = await resolver.resolve(host, port, socket.AF_UNSPEC)
+            return [str(result["host"]) for result in found]
+
+        self._pool = http1.Pool(
+            limit=100, connect_timeout_s=None, keepalive_s=_KEEPALIVE_S, resolve=resolve
         )
+        self._resolving = resolver
         self._loop = asyncio.get_running_loop()
 
     async def aclose(self) -> None:
-        """Close the session and its connections."""
-        session, self._session = self._session, None
-        if session is not None:
-            await session.close()
+        """Close the pool and its connections."""
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            await pool.aclose()
+        resolving, self._resolving = self._resolving, None
+        if resolving is not None:
+            await resolving.close()
 
     async def send(self, request: HttpRequest, *, timeout_s: float) -> ToolOutput:
         """Send one request; every failure comes back as an error output, never raised."""
-        session = self._session
-        if session is None:
+        pool = self._pool
+        if pool is None:
             return ToolOutput("the OpenAPI source is closed", is_error=True)
         url = URL(request.url, encoded=True)
         headers = request.headers
@@ -129,63 +148,67 @@ class ServiceClient:
         try:
             # The resolver is not asked about an IP literal, so it is checked here.
             self._guard.check_literal(url.raw_host or "")
-            response, body, truncated = await self._exchange(
-                session, request, url, headers, timeout_s
-            )
+            response, body, truncated = await self._exchange(pool, request, headers, timeout_s)
             return response_output(
                 response.status,
                 response.reason or "",
-                response.headers.get("Content-Type", ""),
+                response.headers.get("content-type", ""),
                 body,
                 truncated=truncated,
-                location=response.headers.get("Location"),
+                location=response.headers.get("location"),
             )
         except BlockedAddressError as exc:
             return ToolOutput(str(exc), is_error=True)
         except TimeoutError:
             message = f"{request.method} {url.path}: no answer within {timeout_s:g} seconds"
             return ToolOutput(message, is_error=True)
-        except aiohttp.ClientError as exc:
+        except (http1.HTTPError, ValueError) as exc:
             message = f"{request.method} {url.path}: cannot reach the service: {exc}"
             return ToolOutput(message, is_error=True)
 
     async def _exchange(
         self,
-        session: aiohttp.ClientSession,
+        pool: http1.Pool,
         request: HttpRequest,
-        url: URL,
         headers: dict[str, str],
         timeout_s: float,
-    ) -> tuple[aiohttp.ClientResponse, bytes, bool]:
+    ) -> tuple[http1.Response, bytes, bool]:
         """The request sent and its answer read (at most the size limit), within `timeout_s`
         for the whole exchange.
 
-        One timer of its own (a `TaskTimer` on the loop the session was opened in) bounds it:
-        aiohttp's total timeout costs a dozen Python calls more (its timer contexts), and
-        `asyncio.timeout` three `getpid` system calls (asyncio's running-loop checks).
+        One timer of its own (a `TaskTimer` on the loop the pool was opened in) bounds it:
+        `asyncio.timeout` costs three `getpid` system calls (asyncio's running-loop checks).
+        A call whose pooled connection died before any answer is sent once more when its
+        method is idempotent.
 
         Raises:
             TimeoutError: the time ran out.
-            aiohttp.ClientError, BlockedAddressError: as aiohttp raises them.
+            http1.HTTPError, ValueError, BlockedAddressError: as the pool raises them.
         """
         loop = self._loop
         task = asyncio.current_task(loop)
         assert loop is not None and task is not None
         timer = TaskTimer(loop, task)
         timer.set(timeout_s)
+        method = request.method.upper()
+        data = orjson.dumps(request.json) if request.has_body else b""
+        if request.has_body and not any(k.lower() == "content-type" for k in headers):
+            headers = {**headers, "Content-Type": "application/json"}
         try:
-            response = await session.request(
-                request.method,
-                url,
-                headers=headers,
-                data=orjson.dumps(request.json) if request.has_body else None,
-                allow_redirects=False,
-                timeout=_NO_TIMEOUT,
-            )
             try:
-                body, truncated = await _read(response, self._max_response_bytes)
+                response = await pool.request(method.encode(), request.url, headers, data)
+            except http1.Disconnected as exc:
+                if exc.answered or method not in _IDEMPOTENT:
+                    raise
+                response = await pool.request(method.encode(), request.url, headers, data)
+            try:
+                limit = self._max_response_bytes
+                body = await response.read(limit + 1)
+                truncated = len(body) > limit
+                if truncated:
+                    body = body[:limit]
             finally:
-                response.release()
+                response.close()
         except asyncio.CancelledError:
             if timer.cancelled_it():
                 raise TimeoutError from None

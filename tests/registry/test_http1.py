@@ -404,3 +404,26 @@ async def test_a_released_answer_that_goes_on_is_closed() -> None:
         second.close()
         await client.aclose()
         assert server.connections == 2
+
+
+async def test_a_resolve_hook_gives_the_addresses_tried_in_turn() -> None:
+    asked: list[tuple[str, int]] = []
+    closed = await asyncio.start_server(lambda r, w: None, "127.0.0.2", 0)
+    refused_port = closed.sockets[0].getsockname()[1]
+    closed.close()
+    await closed.wait_closed()
+
+    async with MisbehavingUpstream(default=Act.answer(json_reply({"ok": 1}))) as fake:
+        port = int(fake.base_url.rsplit(":", 1)[1].split("/")[0])
+
+        async def resolve(host: str, at: int) -> list[str]:
+            asked.append((host, at))
+            return ["127.0.0.2", "127.0.0.1"] if at == port else ["127.0.0.2"]
+
+        client = Pool(limit=4, connect_timeout_s=5.0, keepalive_s=4.0, resolve=resolve)
+        status, _, body = await fetch(client, f"http://service.test:{port}/v1")
+        with pytest.raises(ConnectError):
+            await client.request(b"GET", f"http://service.test:{refused_port}/", {})
+        await client.aclose()
+    assert (status, body) == (200, b'{"ok":1}')
+    assert asked == [("service.test", port), ("service.test", refused_port)]

@@ -12,6 +12,7 @@ import pytest
 
 from registry.openapi.binding import HttpRequest
 from registry.openapi.http import ServiceClient
+from testing.misbehaving_upstream import Act, MisbehavingUpstream, json_reply
 from testing.waiting import until
 
 LIMIT = 1000
@@ -133,3 +134,24 @@ async def test_a_shorter_deadline_around_a_call_is_the_callers_not_the_calls(
         async with asyncio.timeout(0.2):
             await client.send(_post(service, "/hang"), timeout_s=30)
     await until(lambda: service.closed == 1)
+
+
+@pytest.mark.parametrize(("method", "sent"), [("GET", 3), ("POST", 2)])
+async def test_a_dead_pooled_connection_is_retried_only_for_an_idempotent_method(
+    method: str, sent: int
+) -> None:
+    acts = (Act.answer(json_reply({"n": 1})), Act.hang_up(), Act.answer(json_reply({"n": 2})))
+    async with MisbehavingUpstream(*acts) as fake:
+        client = ServiceClient(allow_private=True, max_response_bytes=LIMIT)
+        await client.open()
+        try:
+            first = await client.send(HttpRequest(method, fake.base_url, {}), timeout_s=10)
+            second = await client.send(HttpRequest(method, fake.base_url, {}), timeout_s=10)
+        finally:
+            await client.aclose()
+    assert not first.is_error
+    assert len(fake.requests) == sent
+    if method == "GET":
+        assert not second.is_error and '"n":2' in second.text
+    else:
+        assert second.is_error and "cannot reach the service" in second.text
