@@ -10,10 +10,10 @@ from ..config import UpstreamConfig
 from ..errors import UpstreamError
 from . import anthropic_fixes as fixes
 from . import conversion, direct_answers, direct_requests
-from .anthropic_text import AnthropicTextScanner
 from .base import Chunk, Fault, provider_chunk, with_trace
 from .openai_chat import as_chunk, model_ids
 from .provider import ProviderUpstream, Request
+from .text_scanners import anthropic_text
 from .transport import Transport, error_message, overloaded
 
 _CLIENT_READING = ("anthropic-version", "anthropic-beta")
@@ -107,7 +107,7 @@ class _AnthropicCodec:
 
     def __init__(self, converted: conversion.Conversion, stream: bool = False) -> None:
         self.finished = False
-        self.scanner = AnthropicTextScanner() if stream else None
+        self.scanner = anthropic_text() if stream else None
         self._conversion = converted
         self._processor: Any = None
         """Rosetta's stream processor, made by the first event a plain answer has not."""

@@ -19,6 +19,7 @@ from . import gemini_fixes as fixes
 from .base import Chunk, Fault, provider_chunk, with_trace
 from .openai_chat import as_chunk
 from .provider import ProviderUpstream, Request
+from .text_scanners import gemini_text
 from .transport import Transport, error_message, overloaded
 
 
@@ -48,7 +49,7 @@ class GeminiDialect:
             f"{self.models_url}/{model}:{action}",
             payload,
             stream,
-            functools.partial(_GeminiCodec, converted),
+            functools.partial(_GeminiCodec, converted, stream),
         )
 
     def headers(self, incoming: Mapping[str, str] | None) -> tuple[dict[str, str], str]:
@@ -82,10 +83,12 @@ class GeminiUpstream(ProviderUpstream):
 
 class _GeminiCodec:
     """generateContent answers (streamed pieces, or the whole) to Chat chunks: pieces of
-    plain text directly, the rest through rosetta."""
+    plain text directly (and, once one has been, found by their bytes by the `scanner`,
+    unparsed), the rest through rosetta."""
 
-    def __init__(self, converted: conversion.Conversion) -> None:
+    def __init__(self, converted: conversion.Conversion, stream: bool = False) -> None:
         self.finished = False
+        self.scanner = gemini_text() if stream else None
         self._conversion = converted
         self._processor: Any = None
         """Rosetta's stream processor, made by the first piece a plain answer has not."""

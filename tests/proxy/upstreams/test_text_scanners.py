@@ -1,5 +1,5 @@
-"""The Anthropic text scanner: a text delta's shape learned, and only text deltas of that
-shape found by their bytes."""
+"""The Anthropic and Gemini text scanners: a text event's shape learned, and only text events
+of that shape found by their bytes."""
 
 from __future__ import annotations
 
@@ -7,8 +7,9 @@ from typing import Any
 
 import orjson
 
-from proxy.upstreams.anthropic_text import AnthropicTextScanner
+from proxy.upstreams.text_scanners import anthropic_text, gemini_text
 from testing.anthropic_upstream import events
+from testing.gemini_upstream import answer_pieces
 from testing.provider_server import Reply
 
 TEXT = 'Said "hi" \\ then été 😀 and\nmore.'
@@ -29,7 +30,7 @@ def test_a_text_delta_teaches_its_shape_and_the_rest_are_found() -> None:
     sent = stream(Reply.answer(TEXT, thinking="Hmm, let me think.", signature="sig"))
     deltas = [e for e in sent if b'"text_delta"' in e]
     first = orjson.loads(deltas[0])["delta"]["text"]
-    scanner = AnthropicTextScanner()
+    scanner = anthropic_text()
     assert scanner.learn(deltas[0], text_chunk(first)) is not None
     found = []
     at = 0
@@ -48,7 +49,7 @@ def test_a_text_delta_teaches_its_shape_and_the_rest_are_found() -> None:
 
 def test_only_a_text_delta_teaches() -> None:
     sent = stream(Reply.answer("", calls=[("clock", {"zone": "UTC"})], thinking="Hmm."))
-    scanner = AnthropicTextScanner()
+    scanner = anthropic_text()
     for event in sent:
         parsed = orjson.loads(event)
         delta = parsed.get("delta") or {}
@@ -63,4 +64,20 @@ def test_a_delta_escaped_otherwise_teaches_nothing() -> None:
     event = (
         b'{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"\\u00e9"}}'
     )
-    assert AnthropicTextScanner().learn(event, text_chunk("\u00e9")) is None
+    assert anthropic_text().learn(event, text_chunk("\u00e9")) is None
+
+
+def test_a_gemini_text_piece_teaches_and_one_with_usage_does_not() -> None:
+    sent = [orjson.dumps(p) for p in answer_pieces(Reply.answer(TEXT, thinking="Hm."), "m")]
+    texts = [p for p in sent if b'"thought"' not in p and b'"finishReason"' not in p]
+    scanner = gemini_text()
+    first = orjson.loads(texts[0])["candidates"][0]["content"]["parts"][0]["text"]
+    with_usage = orjson.loads(texts[0])
+    with_usage["usageMetadata"] = {"promptTokenCount": 3}
+    assert scanner.learn(orjson.dumps(with_usage), text_chunk(first)) is None
+    thought = next(p for p in sent if b'"thought"' in p)
+    assert scanner.learn(thought, text_chunk("Hm.")) is None
+    assert scanner.learn(texts[0], text_chunk(first)) is not None
+    end, bodies, _ = scanner.run(sent, sent.index(texts[0]))
+    assert "".join(orjson.loads(b'"' + b + b'"') for b in bodies) == TEXT
+    assert sent[end:] == sent[-1:]  # the finishing piece is not text alone

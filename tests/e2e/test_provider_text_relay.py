@@ -1,8 +1,8 @@
-"""An Anthropic stream's text deltas found by their bytes (`proxy/upstreams/anthropic_text.py`)
-reach clients as the codec makes them: the same streamed chunks through the Chat front (the
+"""Anthropic and Gemini streams' text found by their bytes (`proxy/upstreams/text_scanners.py`)
+reaches clients as the codecs make it: the same streamed answer through the Chat front (the
 official `openai` SDK) and the same message through the Messages front (`anthropic`), with the
-scanner on and with it learning nothing, for text of every sort of character, thinking, tool
-calls, a registry tool round and an error mid-stream."""
+scanners on and learning nothing, for text of every sort of character, thinking, tool calls, a
+registry tool round and an error mid-stream."""
 
 from __future__ import annotations
 
@@ -15,8 +15,9 @@ from anthropic import APIError as AnthropicError
 from anthropic import AsyncAnthropic
 from openai import APIError as OpenAIError
 
-from proxy.upstreams.anthropic_text import AnthropicTextScanner
+from proxy.upstreams.text_scanners import FieldTextScanner
 from testing.anthropic_upstream import FakeAnthropic
+from testing.gemini_upstream import FakeGemini
 from testing.provider_server import Reply
 from tests.conftest import Proxy, serve_proxy
 from tests.e2e.tools import registry_with
@@ -39,13 +40,13 @@ SCRIPTS: dict[str, tuple[Reply, ...]] = {
 
 
 @contextlib.asynccontextmanager
-async def anthropic_upstream(script: str) -> AsyncIterator[Proxy]:
-    async with FakeAnthropic() as fake:
+async def provider(kind: str, script: str) -> AsyncIterator[Proxy]:
+    async with (FakeAnthropic if kind == "anthropic" else FakeGemini)() as fake:
         fake.script(*SCRIPTS[script])
         upstream = {
             "name": "up",
             "base_url": fake.base_url,
-            "format": "anthropic",
+            "format": kind,
             "api_key": "upstream-key",
             "models": ["*"],
         }
@@ -112,14 +113,15 @@ FRONTS = {"chat": chat_chunks, "messages": message}
 
 @pytest.mark.parametrize("script", list(SCRIPTS))
 @pytest.mark.parametrize("front", list(FRONTS))
+@pytest.mark.parametrize("kind", ["anthropic", "gemini"])
 async def test_clients_read_what_the_codec_makes(
-    front: str, script: str, monkeypatch: pytest.MonkeyPatch
+    kind: str, front: str, script: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     seen = []
     for scanning in (True, False):
         if not scanning:
-            monkeypatch.setattr(AnthropicTextScanner, "_learn", lambda *args: None)
-        async with anthropic_upstream(script) as proxy:
+            monkeypatch.setattr(FieldTextScanner, "_learn", lambda *args: None)
+        async with provider(kind, script) as proxy:
             seen.append(await outcome(lambda: FRONTS[front](proxy)))
     assert seen[0] == seen[1]
     if script == "tricky text":

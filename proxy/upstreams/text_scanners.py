@@ -1,0 +1,66 @@
+"""Anthropic and Gemini streams' text found by their bytes, as a Chat stream's is.
+
+Most events of a Messages stream are text deltas that differ only in their text:
+`{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"fox"}}`; most
+pieces of a Gemini stream are one candidate's one text part:
+`{"candidates":[{"content":{"role":"model","parts":[{"text":"fox"}]},"index":0}],...}`. The
+adapters' codecs make each a plain text chunk, and nothing else of their state reads or moves
+for one (thinking, tool calls, usage and the finish come in other events; a Gemini piece with
+usage goes to rosetta, which sums it). So once a codec has made such a chunk of such an event,
+that event's bytes before and after its text are its shape: a later event with the same bytes
+around a JSON string body is the same event with other text, and becomes part of a `Relayed`
+run (`proxy/upstreams/relay.py`) without being parsed or converted. Everything else
+(thinking, tool input, a piece with usage or a finish, errors) does not match, and goes
+through the codec as before.
+"""
+
+from __future__ import annotations
+
+import orjson
+
+from .base import Chunk
+from .relay import TextScanner
+
+_GEMINI_REFUSED = (b'"usageMetadata"', b'"thought"')
+"""A Gemini piece with usage goes to rosetta (which sums it); a thought is reasoning."""
+
+
+class FieldTextScanner(TextScanner):
+    """`TextScanner` for a provider's stream events: a shape is learned only from an event
+    that starts with `start` and holds its text right after `field` (a JSON string's opening
+    quote ends it), and whose bytes around the text hold none of `refused`."""
+
+    __slots__ = ("_field", "_refused", "_start")
+
+    def __init__(self, start: bytes, field: bytes, refused: tuple[bytes, ...] = ()) -> None:
+        super().__init__()
+        self._start = start
+        self._field = field
+        self._refused = refused
+
+    def _learn(self, data: bytes, chunk: Chunk, key: str, text: str) -> bytes | None:
+        if key != "content" or not data.startswith(self._start):
+            return None
+        quoted = orjson.dumps(text)
+        at = data.find(self._field[:-1] + quoted)
+        if at < 0:
+            return None  # not compact JSON, or escaped otherwise than orjson escapes
+        start = at + len(self._field)
+        end = start + len(quoted) - 2
+        head, tail = data[:start], data[end:]
+        if any(head.find(word) >= 0 or tail.find(word) >= 0 for word in self._refused):
+            return None
+        shapes = [shape for shape in self._shapes if shape[2] != key]
+        self._shapes = [(head, tail, key, False), *shapes]
+        self.key = key
+        return data[start:end]
+
+
+def anthropic_text() -> FieldTextScanner:
+    """The scanner of a Messages stream: text deltas (`text_delta`) only."""
+    return FieldTextScanner(b'{"type":"content_block_delta",', b'"type":"text_delta","text":"')
+
+
+def gemini_text() -> FieldTextScanner:
+    """The scanner of a Gemini stream: pieces of one text part, without usage or thought."""
+    return FieldTextScanner(b'{"candidates":[{', b'"parts":[{"text":"', _GEMINI_REFUSED)
