@@ -86,7 +86,9 @@ async def serve_turn(
     try:
         if isinstance(out, Streamed):
             keepalive_s = services.keepalive_s
-            await stream(out.events, out.renderer, send, context, error_body, keepalive_s)
+            await stream(
+                out.events, out.renderer, send, context, error_body, keepalive_s, watch.loop
+            )
             return
         renderer = out.renderer
         try:
@@ -167,12 +169,14 @@ async def stream(
     context: RequestContext,
     shape: ErrorBody,
     keepalive_s: float = 5.0,
+    loop: asyncio.AbstractEventLoop | None = None,
 ) -> None:
     """Send the turn as SSE; the first frames decide the HTTP status, unless the turn stays
     silent for `keepalive_s`: then the stream starts with a keep-alive comment (and one
     follows every `keepalive_s` of silence), so a slow first token or a long pause keeps
     the connection open through proxies and load balancers; an error after that arrives
-    in the stream.
+    in the stream. `loop`: the running event loop, when the caller has it (looking it up
+    makes a system call on Python 3.11).
 
     One task: each event's frames are written as it comes, in this task, so a client that
     reads slowly holds the turn back at its write (backpressure) and no frame waits for a
@@ -180,7 +184,8 @@ async def stream(
     text from an upstream read that ended the upstream's stream (`ContentDelta.ending`):
     the last read's text, finish and usage go out in one write.
     """
-    wire = _Wire(send, renderer, context.request_id, keepalive_s)
+    loop = loop if loop is not None else asyncio.get_running_loop()
+    wire = _Wire(send, renderer, context.request_id, keepalive_s, loop)
     try:
         try:
             async for event in events:
@@ -245,13 +250,18 @@ class _Wire:
     )
 
     def __init__(
-        self, send: Send, renderer: StreamRenderer[Any], request_id: str, interval: float
+        self,
+        send: Send,
+        renderer: StreamRenderer[Any],
+        request_id: str,
+        interval: float,
+        loop: asyncio.AbstractEventLoop,
     ) -> None:
         self._send = send
         self._renderer = renderer
         self._request_id = request_id
         self._interval = interval
-        self._loop = loop = asyncio.get_running_loop()
+        self._loop = loop
         self._handle: asyncio.TimerHandle | None = loop.call_later(interval, self._tick)
         self._pending: asyncio.Task[None] | None = None
         """A keep-alive being written."""

@@ -150,14 +150,17 @@ class DisconnectWatch:
     `stop()` when the work ends, awaiting what it returns.
     """
 
-    __slots__ = ("_loop", "_receive", "_task", "_timer", "gone", "watcher")
+    __slots__ = ("_receive", "_task", "_timer", "gone", "loop", "watcher")
 
     def __init__(self, receive: Receive) -> None:
         task = asyncio.current_task()
         assert task is not None
         self._receive = receive
         self._task = task
-        self._loop = loop = asyncio.get_running_loop()
+        # The task's loop, not `get_running_loop()`: Python 3.11 makes a getpid system call
+        # in each running-loop lookup (`current_task` above makes one).
+        self.loop = loop = task.get_loop()
+        """The event loop the request runs on."""
         self.gone = False
         self.watcher: asyncio.Task[None] | None = None
         self._timer = loop.call_later(WATCH_AFTER_S, self._start)
@@ -179,7 +182,7 @@ class DisconnectWatch:
         return None
 
     def _start(self) -> None:
-        self.watcher = self._loop.create_task(self._watch())
+        self.watcher = self.loop.create_task(self._watch())
 
     async def _watch(self) -> None:
         receive = self._receive
