@@ -12,6 +12,7 @@ this server are refused (DNS rebinding, `proxy.server.hosts`); clients hear
 from __future__ import annotations
 
 import contextlib
+import functools
 import importlib.metadata
 from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
@@ -189,6 +190,7 @@ async def _refuse(send: Send, status: int, message: str) -> None:
     await send_json(send, status, body)
 
 
+@functools.cache  # the package's metadata (its README included) is parsed on each ask
 def _version() -> str:
     try:
         return importlib.metadata.version("toolwire")
