@@ -25,14 +25,14 @@ that differs from Toolwire only in what Toolwire does, not in the client it call
 from __future__ import annotations
 
 import argparse
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import aiohttp
 import orjson
 import uvicorn
 
-from registry.http1 import HTTPError, Pool
+from registry.http1 import HTTPError, Pool, Response
 
 Scope = dict[str, Any]
 Message = dict[str, Any]
@@ -127,96 +127,71 @@ class PassThrough:
         send: Send,
         headers: dict[str, str] | None = None,
     ) -> None:
-        if self._pool is not None:
-            await self._relay_http1(method, url, data, send, headers)
-            return
-        assert self._session is not None
-        started = False
+        started = [False]
         try:
-            async with self._session.request(method, url, data=data, headers=headers) as resp:
-                content_type = resp.headers.get("Content-Type", "application/json")
-                if not content_type.startswith("text/event-stream"):
-                    payload = await resp.read()
-                    if self._tools is not None and resp.status == 200:
-                        _calls_tool(orjson.loads(payload), "message")
-                    await _send_whole(
-                        send, resp.status, payload, [(b"content-type", content_type.encode())]
-                    )
-                    return
-                await send(
-                    {
-                        "type": "http.response.start",
-                        "status": resp.status,
-                        "headers": [
-                            (b"content-type", content_type.encode()),
-                            (b"cache-control", b"no-cache"),
-                        ],
-                    }
+            if self._pool is not None:
+                resp = await self._pool.request(
+                    method.encode(), url, headers or {}, data or b"", idle_s=120, total_s=600
                 )
-                started = True
-                events = _Events() if self._tools is not None else None
-                async for chunk in resp.content.iter_any():
-                    if events is not None:
-                        events.inspect(chunk)
-                    await send({"type": "http.response.body", "body": chunk, "more_body": True})
-                await send({"type": "http.response.body", "body": b"", "more_body": False})
-        except aiohttp.ClientError as exc:
-            if started:
+                try:
+                    content_type = resp.headers.get("content-type", "application/json")
+                    await self._answer(
+                        resp.status, content_type, resp.read, _pieces(resp), send, started
+                    )
+                finally:
+                    resp.close()
+                return
+            assert self._session is not None
+            async with self._session.request(method, url, data=data, headers=headers) as answer:
+                content_type = answer.headers.get("Content-Type", "application/json")
+                pieces = answer.content.iter_any()
+                await self._answer(answer.status, content_type, answer.read, pieces, send, started)
+        except (aiohttp.ClientError, HTTPError) as exc:
+            if started[0]:
                 await send({"type": "http.response.body", "body": b"", "more_body": False})
                 return
             error = orjson.dumps({"error": {"message": f"upstream failed: {exc}"}})
             await _send_whole(send, 502, error, _JSON)
 
-    async def _relay_http1(
+    async def _answer(
         self,
-        method: str,
-        url: str,
-        data: bytes | None,
+        status: int,
+        content_type: str,
+        whole: Callable[[], Awaitable[bytes]],
+        pieces: AsyncIterator[bytes],
         send: Send,
-        headers: dict[str, str] | None = None,
+        started: list[bool],
     ) -> None:
-        """`_relay` through Toolwire's HTTP/1.1 client."""
-        assert self._pool is not None
-        started = False
-        try:
-            resp = await self._pool.request(
-                method.encode(), url, headers or {}, data or b"", idle_s=120, total_s=600
-            )
-            try:
-                content_type = resp.headers.get("content-type", "application/json")
-                if not content_type.startswith("text/event-stream"):
-                    payload = await resp.read()
-                    if self._tools is not None and resp.status == 200:
-                        _calls_tool(orjson.loads(payload), "message")
-                    await _send_whole(
-                        send, resp.status, payload, [(b"content-type", content_type.encode())]
-                    )
-                    return
-                await send(
-                    {
-                        "type": "http.response.start",
-                        "status": resp.status,
-                        "headers": [
-                            (b"content-type", content_type.encode()),
-                            (b"cache-control", b"no-cache"),
-                        ],
-                    }
-                )
-                started = True
-                events = _Events() if self._tools is not None else None
-                while chunk := await resp.read_any():
-                    if events is not None:
-                        events.inspect(chunk)
-                    await send({"type": "http.response.body", "body": chunk, "more_body": True})
-                await send({"type": "http.response.body", "body": b"", "more_body": False})
-            finally:
-                resp.close()
-        except HTTPError as exc:
-            if started:
-                await send({"type": "http.response.body", "body": b"", "more_body": False})
-                return
-            error = orjson.dumps({"error": {"message": f"upstream failed: {exc}"}})
-            await _send_whole(send, 502, error, _JSON)
+        """Relay an upstream answer: whole, or an event stream piece by piece as it comes
+        (`started[0]` set once its head is sent)."""
+        if not content_type.startswith("text/event-stream"):
+            payload = await whole()
+            if self._tools is not None and status == 200:
+                _calls_tool(orjson.loads(payload), "message")
+            await _send_whole(send, status, payload, [(b"content-type", content_type.encode())])
+            return
+        await send(
+            {
+                "type": "http.response.start",
+                "status": status,
+                "headers": [
+                    (b"content-type", content_type.encode()),
+                    (b"cache-control", b"no-cache"),
+                ],
+            }
+        )
+        started[0] = True
+        events = _Events() if self._tools is not None else None
+        async for chunk in pieces:
+            if events is not None:
+                events.inspect(chunk)
+            await send({"type": "http.response.body", "body": chunk, "more_body": True})
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+
+async def _pieces(response: Response) -> AsyncIterator[bytes]:
+    while chunk := await response.read_any():
+        yield chunk
 
 
 class _Events:
