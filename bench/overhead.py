@@ -199,6 +199,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         default="auto",
         help="req/s load generator; auto = wrk when installed, else python",
     )
+    add(
+        "--reference-client",
+        choices=("aiohttp", "http1"),
+        default="aiohttp",
+        help="the upstream client of the pass-through and the injecting floor: aiohttp (the "
+        "goals' reference) or Toolwire's own (registry/http1.py), which toolwire uses",
+    )
     add("--with-no-tools", action="store_true", help="also measure toolwire with no tools")
     add(
         "--with-metrics-off",
