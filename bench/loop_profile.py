@@ -84,7 +84,8 @@ def profiled_serve() -> None:
 
     def stop(*_: object) -> None:
         profiler.disable()
-        profiler.dump_stats(out)
+        profiler.dump_stats(out + ".part")
+        os.replace(out + ".part", out)  # whole when it appears: the bench waits for it
 
     signal.signal(signal.SIGUSR1, start)
     signal.signal(signal.SIGUSR2, stop)
@@ -203,7 +204,6 @@ def _profile(
     deadline = time.monotonic() + 30
     while not out.exists() and time.monotonic() < deadline:
         time.sleep(0.1)
-    time.sleep(0.5)
     procs.end(proxy.proc)
 
 
