@@ -6,6 +6,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple, Protocol
 
+import orjson
+
 from registry import ToolCall, ToolProgress, ToolResult
 
 
@@ -94,6 +96,11 @@ class ContentDelta(NamedTuple):
     ending: bool = False
     """The upstream's stream ended in the read that brought this text: the rest of the turn's
     answer follows without a wait, so its frames may go out with the answer's end."""
+
+    def content_json(self) -> bytes:
+        """`content` as a JSON string: the upstream's own bytes when it came unparsed."""
+        raw = self.raw
+        return orjson.dumps(self.content) if raw is None else b'"' + raw + b'"'
 
 
 @dataclass(frozen=True, slots=True)

@@ -139,7 +139,7 @@ class MessageBuilder:
         if current is None or current.kind != "text" or not content or delta.reasoning:
             return None
         current.parts.append(content)
-        text = orjson.dumps(content) if delta.raw is None else b'"' + delta.raw + b'"'
+        text = delta.content_json()
         return _TEXT_DELTA + str(current.index).encode() + _TEXT_FIELD + text + b"}}\n\n"
 
     def fail(self, exc: ProxyError) -> list[Event]:

@@ -212,7 +212,7 @@ class ResponseBuilder:
             current.frame = (
                 b',"item_id":' + item_id + b',"output_index":' + str(current.index).encode()
             ) + b',"content_index":0,"delta":'
-        text = orjson.dumps(content) if delta.raw is None else b'"' + delta.raw + b'"'
+        text = delta.content_json()
         number = str(self._sequence).encode()
         self._sequence += 1
         return _TEXT_DELTA + number + current.frame + text + b',"logprobs":[]}\n\n'
