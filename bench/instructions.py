@@ -28,9 +28,10 @@ request's summary line (and whatever else is logged at info) to their counts.
 
 The plain flow also counts the injecting floor (`bench/passthrough.py --inject-tools`, see
 bench/overhead.py): the pass-through plus the least work a tool-injecting proxy must do.
-Both call the upstream with aiohttp, the best-known Python client and the goals' reference;
-Toolwire calls it with a client of its own (`registry/http1.py`). `--same-client`
-also counts both on that client, so Toolwire's own work can be read beside the same client.
+Both call the upstream with Toolwire's own client (`registry/http1.py`), as `toolwire serve`
+does, so what separates them from Toolwire is Toolwire's own work. `--reference-client
+aiohttp` counts them on aiohttp instead, the reference of the counts taken before Toolwire
+had a client of its own; `--reference-client both` counts them on both.
 
 Needs `valgrind` (Debian package); servers run many times slower under it, so a run takes
 minutes. Goal: Toolwire within 1.15x the pass-through's instructions.
@@ -109,10 +110,18 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument("--flow", choices=FLOWS, default="plain", help="what each request does")
     parser.add_argument(
+        "--reference-client",
+        choices=("http1", "aiohttp", "both"),
+        default="http1",
+        help="the pass-through's and the floor's upstream client: Toolwire's own (the same "
+        "stack), aiohttp (the reference of earlier counts), or both (aiohttp's rows added)",
+    )
+    parser.add_argument(
         "--same-client",
-        action="store_true",
-        help="also count the pass-through and the floor on Toolwire's own upstream client "
-        "(http1) instead of aiohttp: what Toolwire's own work costs beside the same client",
+        dest="reference_client",
+        action="store_const",
+        const="both",
+        help="--reference-client both (the spelling of earlier runs)",
     )
     parser.add_argument(
         "--kind", choices=KINDS, default="python", help="the tool's source (--flow tool-loop)"
@@ -192,12 +201,15 @@ def _servers(
     counted = [Counted("toolwire", "toolwire", toolwire_serve(path, log_level=level))]
     if args.flow == "plain":
         inject = ["--inject-tools", str(injected_tools(path, workdir))]
-        counted.insert(0, Counted("passthrough", "pass-through", passthrough))
-        counted.insert(1, Counted("floor", "injecting floor", [*passthrough, *inject]))
-        if args.same_client:
-            http1 = [*passthrough, "--client", "http1"]
-            counted.insert(2, Counted("passthrough_http1", "pass-through (http1)", http1))
-            counted.insert(3, Counted("floor_http1", "injecting floor (http1)", [*http1, *inject]))
+        first = "aiohttp" if args.reference_client == "aiohttp" else "http1"
+        main = [*passthrough, "--client", first]
+        counted.insert(0, Counted("passthrough", f"pass-through ({first})", main))
+        counted.insert(1, Counted("floor", f"injecting floor ({first})", [*main, *inject]))
+        if args.reference_client == "both":
+            other = [*passthrough, "--client", "aiohttp"]
+            counted.insert(2, Counted("passthrough_aiohttp", "pass-through (aiohttp)", other))
+            floor = Counted("floor_aiohttp", "injecting floor (aiohttp)", [*other, *inject])
+            counted.insert(3, floor)
     for index, tree in enumerate(args.toolwire_tree, 1):
         own = _tree_config(config, tree, workdir, f"tree{index}")
         cmd = toolwire_serve(own, tree=tree, log_level=level)

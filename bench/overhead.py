@@ -17,8 +17,9 @@ streamed variant adds `"stream": true`), each measured the same way in the same 
 * direct        the fake upstream itself (`testing.upstream`, aiohttp + uvloop): the
                 floor, nothing in between.
 * pass-through  `bench/passthrough.py`, a minimal proxy on Toolwire's own stack (uvicorn with
-                httptools + uvloop, one worker; aiohttp, orjson) that forwards the body bytes
-                and relays the answer bytes. The floor for *any* Python proxy on this stack.
+                httptools + uvloop, one worker; Toolwire's own upstream client, orjson) that
+                forwards the body bytes and relays the answer bytes. The floor for *any*
+                Python proxy on this stack (`--reference-client aiohttp`: on aiohttp).
 * injecting floor
                 the same `bench/passthrough.py` with `--inject-tools`: it also adds toolwire's
                 tool schemas (from `toolwire tools --json`) to every request, serialises it
@@ -201,10 +202,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     add(
         "--reference-client",
-        choices=("aiohttp", "http1"),
-        default="aiohttp",
-        help="the upstream client of the pass-through and the injecting floor: aiohttp (the "
-        "goals' reference) or Toolwire's own (registry/http1.py), which toolwire uses",
+        choices=("http1", "aiohttp"),
+        default="http1",
+        help="the upstream client of the pass-through and the injecting floor: Toolwire's own "
+        "(registry/http1.py, the goals' reference: the same stack), or aiohttp (the "
+        "reference of the runs before Toolwire had a client of its own)",
     )
     add("--with-no-tools", action="store_true", help="also measure toolwire with no tools")
     add(

@@ -73,8 +73,7 @@ def specs(args: argparse.Namespace, workdir: Path, upstream_url: str) -> list[Sp
     """Every target of this run, in the order they are measured in the first round."""
     passthrough = script("passthrough.py", "--upstream", upstream_url)
     passthrough += ["--log-level", args.log_level]
-    if getattr(args, "reference_client", "aiohttp") != "aiohttp":
-        passthrough += ["--client", args.reference_client]
+    passthrough += ["--client", getattr(args, "reference_client", "http1")]
     config = _config(args, workdir / "toolwire.yaml", upstream_url, tools=True)
     inject = ["--inject-tools", str(injected_tools(config, workdir))]
     found: list[Spec] = [

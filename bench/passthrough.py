@@ -1,10 +1,9 @@
 """A minimal pass-through proxy: the floor any Python proxy on Toolwire's stack can reach.
 
 Same stack as `toolwire serve`: a raw ASGI app under uvicorn (`http="httptools"`,
-`loop="uvloop"`, one worker), and the same upstream client: one aiohttp `ClientSession` with
-`TCPConnector(limit=1000, ttl_dns_cache=300, enable_cleanup_closed=True)`, the same
-`ClientTimeout`, orjson. Per request it reads the body, parses it with orjson (any real proxy
-looks at `model`/`stream`), forwards the original bytes to the upstream and relays the answer:
+`loop="uvloop"`, one worker), the same upstream client (Toolwire's own HTTP/1.1 client,
+`registry/http1.py`: one `Pool` with the same keep-alive and deadlines), orjson. Per request
+it reads the body, parses it with orjson (any real proxy looks at `model`/`stream`), forwards the original bytes to the upstream and relays the answer:
 an SSE response chunk by chunk as the upstream's reads arrive, anything else as one body.
 There is no tool injection, no re-serialisation, no SSE decoding and no re-rendering; the
 difference between this and Toolwire is what Toolwire's own work costs.
@@ -17,9 +16,11 @@ and a pass-through skips. The request gets the tools added and is serialised aga
 answer is parsed to see whether it calls a tool (every event of a stream, whose bytes are
 still relayed as they arrive). It runs no tool: the benchmark's answers call none.
 
-With `--client http1` it calls the upstream through Toolwire's own HTTP/1.1 client
-(`registry/http1.py`, which `toolwire serve` uses) instead of aiohttp: the reference
-that differs from Toolwire only in what Toolwire does, not in the client it calls with.
+With `--client aiohttp` it calls the upstream through aiohttp instead (one `ClientSession`
+with `TCPConnector(limit=1000, ttl_dns_cache=300, enable_cleanup_closed=True)`), the
+best-known Python client and the reference of the runs before Toolwire had a client of its
+own: its counts and timings are comparable with theirs. With the default, the reference
+differs from Toolwire only in what Toolwire does, not in the client it calls with.
 """
 
 from __future__ import annotations
@@ -46,7 +47,7 @@ class PassThrough:
     """`POST /v1/chat/completions` and `GET /v1/models`, relayed to one upstream."""
 
     def __init__(
-        self, upstream: str, tools: list[Any] | None = None, client: str = "aiohttp"
+        self, upstream: str, tools: list[Any] | None = None, client: str = "http1"
     ) -> None:
         self._base = upstream.rstrip("/")
         self._tools = tools
@@ -235,9 +236,9 @@ def main() -> None:
     )
     parser.add_argument(
         "--client",
-        choices=("aiohttp", "http1"),
-        default="aiohttp",
-        help="the upstream client: aiohttp, or Toolwire's own HTTP/1.1 client",
+        choices=("http1", "aiohttp"),
+        default="http1",
+        help="the upstream client: Toolwire's own HTTP/1.1 client, or aiohttp",
     )
     args = parser.parse_args()
     tools = None
