@@ -3,8 +3,9 @@
 Same stack as `toolwire serve`: a raw ASGI app under uvicorn (`http="httptools"`,
 `loop="uvloop"`, one worker), the same upstream client (Toolwire's own HTTP/1.1 client,
 `registry/http1.py`: one `Pool` with the same keep-alive and deadlines), orjson. Per request
-it reads the body, parses it with orjson (any real proxy looks at `model`/`stream`), forwards the original bytes to the upstream and relays the answer:
-an SSE response chunk by chunk as the upstream's reads arrive, anything else as one body.
+it reads the body, parses it with orjson (any real proxy looks at `model`/`stream`), forwards
+the original bytes to the upstream and relays the answer: an SSE response chunk by chunk as
+the upstream's reads arrive, anything else as one body.
 There is no tool injection, no re-serialisation, no SSE decoding and no re-rendering; the
 difference between this and Toolwire is what Toolwire's own work costs.
 
