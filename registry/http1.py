@@ -31,7 +31,7 @@ import httptools
 
 _HIGH_WATER = 256 * 1024
 """Unread body bytes past which a connection stops reading from its socket."""
-_USER_AGENT = b"toolwire"
+_USER_AGENT = b"\r\nUser-Agent: toolwire"
 _DRAIN_S = 1.0
 _DRAIN_BYTES = 16 * 1024
 """What `Response.release` waits for the end of a body whose content was read: a stream's
@@ -52,6 +52,15 @@ class ConnectError(HTTPError):
     def __init__(self, host: str, port: int, error: OSError) -> None:
         super().__init__(f"cannot connect to {host}:{port}: {error}")
         self.host, self.port, self.error = host, port, error
+
+
+class ConnectTimeout(HTTPError, TimeoutError):
+    """No connection was made within the pool's `connect_timeout_s` (a `TimeoutError`, as
+    every deadline here)."""
+
+    def __init__(self, host: str, port: int) -> None:
+        super().__init__(f"no connection to {host}:{port} in time")
+        self.host, self.port = host, port
 
 
 class Disconnected(HTTPError):
@@ -231,7 +240,7 @@ class Pool:
                     return connection
                 return await self._connect_resolved(place, tls)
         except TimeoutError:
-            raise  # no connection in time: a timeout, as any other deadline here
+            raise ConnectTimeout(place.host, place.port) from None
         except OSError as exc:
             raise ConnectError(place.host, place.port, exc) from exc
 
@@ -292,6 +301,9 @@ def _head(method: bytes, place: Target, headers: dict[str, str], length: int) ->
         raise ValueError("a header name or value holds a line break")
     if "Accept" not in headers and "accept" not in headers:
         lines += "Accept: */*\r\n"
+    agent = _USER_AGENT
+    if "User-Agent" in headers or "user-agent" in headers:
+        agent = b""  # the caller's own, among `lines`
     return b"".join(
         (
             method,
@@ -299,8 +311,7 @@ def _head(method: bytes, place: Target, headers: dict[str, str], length: int) ->
             place.path,
             b" HTTP/1.1\r\nHost: ",
             place.authority,
-            b"\r\nUser-Agent: ",
-            _USER_AGENT,
+            agent,
             b"\r\nAccept-Encoding: gzip, deflate\r\nContent-Length: ",
             str(length).encode(),
             b"\r\n",

@@ -117,6 +117,32 @@ async def test_the_request_goes_out_as_http_1_1_with_its_length_and_host() -> No
     assert (status, body) == (200, b'{"ok":true}')
 
 
+async def test_a_callers_user_agent_replaces_the_clients_own() -> None:
+    heads: list[bytes] = []
+
+    async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        heads.append(await reader.readuntil(b"\r\n\r\n"))
+        writer.write(raw("HTTP/1.1 200 OK\nContent-Length: 2\nConnection: close\n", b"{}"))
+        await writer.drain()
+        writer.close()
+
+    server = await asyncio.start_server(serve, "127.0.0.1", 0)
+    url = f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}/"
+    client = pool()
+    for headers in ({}, {"User-Agent": "mine/1"}, {"user-agent": "mine/2"}):
+        response = await client.request(b"GET", url, headers)
+        await response.read()
+        response.close()
+    await client.aclose()
+    server.close()
+    await server.wait_closed()
+    agents = [
+        [line for line in head.split(b"\r\n") if line.lower().startswith(b"user-agent:")]
+        for head in heads
+    ]
+    assert agents == [[b"User-Agent: toolwire"], [b"User-Agent: mine/1"], [b"user-agent: mine/2"]]
+
+
 async def test_a_header_with_a_line_break_is_refused_before_anything_is_sent() -> None:
     async with MisbehavingUpstream(Act.answer(json_reply({}))) as fake:
         client = pool()
@@ -420,3 +446,15 @@ async def test_a_resolve_hook_gives_the_addresses_tried_in_turn() -> None:
         await client.aclose()
     assert (status, body) == (200, b'{"ok":1}')
     assert asked == [("service.test", port), ("service.test", refused_port)]
+
+
+async def test_no_connection_within_the_connect_timeout_is_a_connect_timeout() -> None:
+    async def never(host: str, port: int) -> list[str]:
+        await asyncio.Event().wait()
+        return []
+
+    client = Pool(limit=1, connect_timeout_s=0.05, keepalive_s=4.0, resolve=never)
+    with pytest.raises(http1.ConnectTimeout, match=r"no connection to service\.test:80 in time"):
+        await client.request(b"GET", "http://service.test/", {})
+    await client.aclose()
+    assert issubclass(http1.ConnectTimeout, TimeoutError)
