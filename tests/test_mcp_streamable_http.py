@@ -1,4 +1,4 @@
-"""The Streamable HTTP transport on aiohttp (`registry.mcp.streamable_http`) against real MCP
+"""The Streamable HTTP transport on `http1` (`registry.mcp.streamable_http`) against real MCP
 servers written with the SDK: what it gives the session is what the SDK's own client gives
 (JSON and event-stream answers, progress, a server's questions mid-call), and it keeps the
 protocol's headers, the session id, the GET stream and the DELETE on close; an expired
@@ -28,14 +28,13 @@ from mcp.server.streamable_http import EventCallback, EventMessage, EventStore
 from mcp.shared.exceptions import MCPDeprecationWarning
 from mcp.shared.message import SessionMessage
 from starlette.types import ASGIApp, Receive, Scope, Send
-from yarl import URL
 
 from registry import Executor, ToolCall, ToolRegistry, ToolResult
 from registry.mcp import McpSource, McpSourceConfig
 from registry.mcp.event_stream import EventStream, EventTooLong
 from registry.mcp.http_answers import redirect
 from registry.mcp.origins import Origins
-from registry.mcp.streamable_http import streamable_http_transport
+from registry.mcp.streamable_http import proxied, streamable_http_transport
 from testing.asgi_serving import serve_app
 from testing.mcp_servers import serve_http
 from testing.waiting import until
@@ -156,7 +155,7 @@ def _transports(
 ) -> dict[str, Callable[[str], contextlib.AbstractAsyncContextManager[TransportStreams]]]:
     """Toolwire's transport and the SDK's client, to compare."""
     return {
-        "aiohttp": lambda url: streamable_http_transport(
+        "http1": lambda url: streamable_http_transport(
             url, headers or {}, 10.0, origins, max_event_bytes=LIMIT
         ),
         "sdk": lambda url: streamable_http_client(url),
@@ -209,8 +208,8 @@ async def test_answers_are_the_sdk_clients(json_response: bool):
                 stepped = await session.call_tool("steps", {"count": 2})
             got[name] = ([t.name for t in listed.tools], _dumped(echoed), _dumped(stepped))
 
-    assert got["aiohttp"] == got["sdk"]
-    tools, echoed, stepped = got["aiohttp"]
+    assert got["http1"] == got["sdk"]
+    tools, echoed, stepped = got["http1"]
     assert tools == ["echo", "steps", "hang", "cut", "ask_name", "summarize"]
     assert echoed["content"][0]["text"] == "hé 🙂" and not echoed["is_error"]
     assert stepped["content"][0]["text"] == "2 steps"
@@ -251,7 +250,7 @@ async def test_a_servers_questions_mid_call_are_answered_and_traced_to_their_cal
 
     seen = _Seen()
     async with _serving(seen) as url:
-        transport = _transports(origins)["aiohttp"](url)
+        transport = _transports(origins)["http1"](url)
         async with asyncio.timeout(30), _session(transport, answer) as session:
             meta: types.RequestParamsMeta = {"progress_token": "call-7"}
             named = await session.call_tool("ask_name", {}, meta=meta)
@@ -265,7 +264,7 @@ async def test_a_servers_questions_mid_call_are_answered_and_traced_to_their_cal
 async def test_the_session_id_and_version_go_with_every_request_and_close_deletes_it():
     seen = _Seen()
     async with _serving(seen) as url:
-        transport = _transports(headers={"X-Team": "blue"})["aiohttp"](url)
+        transport = _transports(headers={"X-Team": "blue"})["http1"](url)
         async with asyncio.timeout(30), _session(transport) as session:
             await session.call_tool("echo", {"text": "one"})
             await session.call_tool("echo", {"text": "two"})
@@ -282,13 +281,13 @@ async def test_the_session_id_and_version_go_with_every_request_and_close_delete
     assert _last_but_get(seen) == "DELETE"
     # initialize, initialized, the two calls and the tools/list the SDK sends after a first call
     assert seen.methods().count("POST") == 5
-    assert "aiohttp" in initialize["user-agent"]
+    assert initialize["user-agent"] == "toolwire"
 
 
 async def test_a_server_without_a_get_stream_still_serves_calls():
     seen = _Seen(no_get=True)
     async with _serving(seen) as url:
-        transport = _transports()["aiohttp"](url)
+        transport = _transports()["http1"](url)
         async with asyncio.timeout(30), _session(transport) as session:
             await until(lambda: "GET" in seen.methods())
             assert (await session.call_tool("echo", {"text": "x"})).content[0].text == "x"
@@ -344,7 +343,7 @@ def _left_behind(before: set[asyncio.Task[Any]]) -> set[asyncio.Task[Any]]:
 async def test_a_server_that_is_down_fails_at_once_with_the_reason():
     before = asyncio.all_tasks()
     url = f"http://127.0.0.1:{_free_port()}/mcp"
-    transport = _transports()["aiohttp"](url)
+    transport = _transports()["http1"](url)
     with pytest.raises(BaseExceptionGroup) as caught:  # the session's task groups, as the SDK's
         async with asyncio.timeout(30), _session(transport):
             pass
@@ -360,7 +359,7 @@ async def test_a_server_that_went_away_fails_the_next_call_and_ends_the_transpor
     before = asyncio.all_tasks()
     seen = _Seen()
     async with _serving(seen) as url:
-        transport = _transports()["aiohttp"](url)
+        transport = _transports()["http1"](url)
         opened = _session(transport)
         session = await opened.__aenter__()
     try:
@@ -410,7 +409,15 @@ def test_events_are_read_however_the_stream_is_cut(size: int, newline: bytes):
 def test_an_event_longer_than_the_limit_is_refused():
     events = EventStream(16)
     with pytest.raises(EventTooLong):
-        list(events.feed(b"data: " + b"x" * 40 + b"\n\n"))
+        events.feed(b"data: " + b"x" * 40 + b"\n\n")
+
+
+def test_the_events_before_one_too_long_are_read_first():
+    """A response followed, in the same read, by an event past the limit still answers."""
+    events = EventStream(16)
+    assert events.feed(b"data: {}\n\ndata: " + b"x" * 40 + b"\n\n") == [b"{}"]
+    with pytest.raises(EventTooLong):
+        events.feed(b"data: more\n\n")
 
 
 @contextlib.asynccontextmanager
@@ -433,18 +440,17 @@ async def _source(url: str, **options: Any) -> AsyncIterator[tuple[McpSource, Ca
         await source.aclose()
 
 
-async def test_a_source_calls_over_aiohttp_unless_it_uses_oauth():
-    """The wiring: a source's session uses this transport (its requests are aiohttp's); the
+async def test_a_source_calls_over_http1_unless_it_uses_oauth():
+    """The wiring: a source's session uses this transport (its requests are `http1`'s); the
     headers configured on it go with every request."""
     seen = _Seen()
     async with (
         _serving(seen) as url,
         _source(url, mcp={"headers": {"X-Team": "blue"}}) as (_, call),
     ):
-        assert (await call("echo", text="over aiohttp")).content == "over aiohttp"
+        assert (await call("echo", text="over http1")).content == "over http1"
 
-    agents = {headers["user-agent"].split("/")[0] for _, headers in seen.requests}
-    assert agents == {"Python"} and "aiohttp" in seen.requests[0][1]["user-agent"]
+    assert {headers["user-agent"] for _, headers in seen.requests} == {"toolwire"}
     assert all(headers["x-team"] == "blue" for _, headers in seen.requests)
     assert _last_but_get(seen) == "DELETE"
 
@@ -478,7 +484,7 @@ async def test_a_redirect_within_the_endpoints_origin_is_followed():
     """`/mcp/` for `/mcp`: the server's 307 is followed, the POST's body with it."""
     seen = _Seen()
     async with _serving(seen) as url:
-        transport = _transports()["aiohttp"](url + "/")
+        transport = _transports()["http1"](url + "/")
         async with asyncio.timeout(30), _session(transport) as session:
             result = await session.call_tool("echo", {"text": "moved"})
 
@@ -488,9 +494,7 @@ async def test_a_redirect_within_the_endpoints_origin_is_followed():
 
 def test_only_redirects_within_the_origin_that_keep_a_posts_method_are_followed():
     def where(status: int, location: str, method: str = "POST") -> str | None:
-        url = URL("http://mcp.test/mcp")
-        target = redirect(_Redirect(status, location), url, method)
-        return None if target is None else str(target)
+        return redirect(status, {"location": location}, "http://mcp.test/mcp", method)
 
     assert where(307, "/mcp/") == "http://mcp.test/mcp/"
     assert where(308, "https://mcp.test/mcp") == "https://mcp.test/mcp"
@@ -499,16 +503,9 @@ def test_only_redirects_within_the_origin_that_keep_a_posts_method_are_followed(
     assert where(302, "/mcp/") is None  # a POST would become a GET
     assert where(302, "/mcp/", "GET") == "http://mcp.test/mcp/"
     assert where(200, "/mcp/") is None
-
-
-@dataclass
-class _Redirect:
-    status: int
-    location: str
-
-    @property
-    def headers(self) -> dict[str, str]:
-        return {"location": self.location}
+    assert where(301, "https://mcp.test/mcp", "GET") == "https://mcp.test/mcp"
+    assert where(307, "https://mcp.test:8443/mcp") is None
+    assert where(307, "http://mcp.test:99999/mcp") is None
 
 
 async def test_nothing_is_sent_once_the_transport_is_left():
@@ -577,7 +574,7 @@ async def test_a_calls_stream_cut_short_is_resumed_from_its_last_event():
     events, seen = _KeptEvents(), _Seen()
     progress: list[tuple[float, float | None, str | None]] = []
     async with _serving(seen, events=events) as url:
-        transport = _transports()["aiohttp"](url)
+        transport = _transports()["http1"](url)
         async with asyncio.timeout(30), _session(transport) as session:
             result = await session.call_tool("cut", {}, progress_callback=_noting(progress))
 
@@ -619,7 +616,7 @@ async def test_a_request_answered_wrongly_fails_as_with_the_sdks_client(
                 assert (await session.call_tool("echo", {"text": "y"})).content[0].text == "y"
             got[name] = (caught.value.code, caught.value.message)
 
-    assert got == {"aiohttp": expected, "sdk": expected}
+    assert got == {"http1": expected, "sdk": expected}
 
 
 async def test_a_wrong_path_fails_the_handshake_as_with_the_sdks_client():
@@ -635,7 +632,7 @@ async def test_a_wrong_path_fails_the_handshake_as_with_the_sdks_client():
             got[name] = (error.code, error.message)
 
     not_found = (types.METHOD_NOT_FOUND, "Not Found")
-    assert got == {"aiohttp": not_found, "sdk": not_found}
+    assert got == {"http1": not_found, "sdk": not_found}
 
 
 async def test_a_server_that_never_answers_fails_the_start_within_its_connect_timeout():
@@ -661,8 +658,8 @@ async def test_a_server_that_never_answers_fails_the_start_within_its_connect_ti
 
 
 async def test_a_proxy_from_the_environment_is_used(monkeypatch: pytest.MonkeyPatch):
-    """`HTTP_PROXY` is honoured as the SDK's httpx client honours it (read once per
-    connection: aiohttp would read the environment on every request)."""
+    """`HTTP_PROXY` is honoured: `http1` knows no proxies, so a source whose URL the
+    environment proxies keeps the SDK's httpx client, which sends through it."""
     seen: list[bytes] = []
 
     async def proxy(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -677,13 +674,21 @@ async def test_a_proxy_from_the_environment_is_used(monkeypatch: pytest.MonkeyPa
     monkeypatch.delenv("NO_PROXY", raising=False)
     monkeypatch.delenv("no_proxy", raising=False)
     async with server:
-        with pytest.raises(BaseExceptionGroup) as caught:
-            async with (
-                asyncio.timeout(30),
-                _session(_transports()["aiohttp"]("http://mcp.example/mcp")),
-            ):
-                pass
+        opened = _source("http://mcp.example/mcp", mcp={"connect_timeout_s": 5}, optional=True)
+        async with asyncio.timeout(30), opened as (source, _):
+            status = source.status()
 
-    error = _first(caught.value)
-    assert isinstance(error, MCPError) and error.code == types.INTERNAL_ERROR
-    assert seen == [b"POST http://mcp.example/mcp HTTP/1.1"]
+    assert not status.reachable
+    assert seen and set(seen) == {b"POST http://mcp.example/mcp HTTP/1.1"}
+
+
+def test_only_a_url_the_environment_proxies_is_proxied(monkeypatch: pytest.MonkeyPatch):
+    for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY"):
+        for spelling in (name, name.lower()):
+            monkeypatch.delenv(spelling, raising=False)
+    assert not proxied("http://mcp.example/mcp")
+    monkeypatch.setenv("HTTPS_PROXY", "http://proxy.test:3128")
+    monkeypatch.setenv("NO_PROXY", "inside.test")
+    assert proxied("https://mcp.example/mcp")
+    assert not proxied("http://mcp.example/mcp")
+    assert not proxied("https://inside.test/mcp")

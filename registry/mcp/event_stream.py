@@ -9,7 +9,6 @@ the limit ends the stream (`EventTooLong`).
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
 
 __all__ = ["EventStream", "EventTooLong"]
 
@@ -29,27 +28,31 @@ class EventStream:
         self._data: list[bytes] = []
         self._size = 0
         self._kind = b""
+        self._failed: EventTooLong | None = None
         self.last_id: str | None = before.last_id if before is not None else None
         self.retry_ms: int | None = before.retry_ms if before is not None else None
 
-    def feed(self, chunk: bytes) -> Iterator[bytes]:
+    def feed(self, chunk: bytes) -> list[bytes]:
         """The data of each `message` event `chunk` completes (priming events, with no data,
-        only move the last id on).
+        only move the last id on); a list, not a generator, whose every resumption costs.
 
         Raises:
             EventTooLong: an event is longer than the limit.
         """
+        if self._failed is not None:
+            raise self._failed
         lines = (self._rest + chunk).splitlines(keepends=True)
         # An unfinished line (or one ending in CR, whose LF may come next) waits for more.
         self._rest = lines.pop() if lines and not lines[-1].endswith(b"\n") else b""
         if len(self._rest) > self._limit:
             raise EventTooLong(f"an event longer than {self._limit} bytes")
+        found: list[bytes] = []
         for line in lines:
             line = line.rstrip(b"\r\n")
             if not line:
                 data = self._dispatch()
                 if data is not None:
-                    yield data
+                    found.append(data)
                 continue
             name, _, value = line.partition(b":")
             if value[:1] == b" ":
@@ -57,14 +60,23 @@ class EventStream:
             if name == b"data":
                 self._size += len(value) + 1
                 if self._size > self._limit:
-                    raise EventTooLong(f"an event longer than {self._limit} bytes")
+                    return self._overflow(found)
                 self._data.append(value)
             elif name == b"event":
                 self._kind = value
-            elif name == b"id" and b"\0" not in value:
+            elif name == b"id" and value.find(b"\0") < 0:
                 self.last_id = value.decode(errors="replace")
             elif name == b"retry" and value.isdigit():
                 self.retry_ms = int(value)
+        return found
+
+    def _overflow(self, found: list[bytes]) -> list[bytes]:
+        """An event past the limit: raised now, or after the events before it are read."""
+        failure = EventTooLong(f"an event longer than {self._limit} bytes")
+        if not found:
+            raise failure
+        self._failed = failure
+        return found
 
     def _dispatch(self) -> bytes | None:
         data, kind = self._data, self._kind

@@ -1,26 +1,22 @@
 """What the Streamable HTTP transport reads off an MCP server's HTTP answer: its JSON-RPC
-messages, whether it is an event stream, the rest of it (so the connection is kept), where a
-redirect leads, and why a connection failed, in the user's terms."""
+messages, whether it is an event stream, where a redirect leads, and why a connection failed,
+in the user's terms."""
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
 from typing import Any
+from urllib.parse import urljoin, urlsplit
 
-import aiohttp
-import anyio
 import mcp_types as types
 import orjson
 from mcp.shared.message import SessionMessage
-from yarl import URL
 
-from registry.mcp.keepalive import DRAIN_BYTES, DRAIN_S
+from registry import http1
 from registry.mcp.transport_streams import Item
 
 __all__ = [
-    "drain",
     "failure_reason",
     "is_events",
     "message_or_error",
@@ -29,6 +25,8 @@ __all__ = [
 ]
 
 log = logging.getLogger("toolwire.mcp")
+
+_DEFAULT_PORTS = {"http": 80, "https": 443}
 
 
 def message_or_error(data: bytes, request_id: types.RequestId | None) -> Item:
@@ -66,59 +64,58 @@ def session_message(data: Any, request_id: types.RequestId | None) -> SessionMes
     return SessionMessage(message)
 
 
-def is_events(response: aiohttp.ClientResponse) -> bool:
-    return response.headers.get("content-type", "").lower().startswith("text/event-stream")
+def content_type(headers: dict[str, str]) -> str:
+    """The answer's content type, in lower case ("" when it names none)."""
+    return headers.get("content-type", "").lower()
 
 
-async def drain(response: aiohttp.ClientResponse) -> None:
-    """Read what is left of an answer (the end of its stream, right after its response), so
-    its connection goes back to the pool; one that does not end soon is closed."""
-    content = response.content
-    if content.at_eof():
-        return
-    received = 0
-    with anyio.move_on_after(DRAIN_S), contextlib.suppress(aiohttp.ClientError, OSError):
-        async for chunk in content.iter_any():
-            received += len(chunk)
-            if received > DRAIN_BYTES:
-                break
-    if not content.at_eof():
-        response.close()
+def is_events(headers: dict[str, str]) -> bool:
+    return content_type(headers).startswith("text/event-stream")
 
 
-def redirect(response: aiohttp.ClientResponse, url: URL, method: str) -> URL | None:
+def redirect(status: int, headers: dict[str, str], url: str, method: str) -> str | None:
     """Where a redirect that stays on the endpoint's origin leads, or None (not a redirect,
     or one not to follow: elsewhere, or a POST's that would not keep its method)."""
-    if response.status not in (301, 302, 303, 307, 308):
+    if status not in (301, 302, 303, 307, 308):
         return None
-    if method == "POST" and response.status not in (307, 308):
+    if method == "POST" and status not in (307, 308):
         return None
-    location = response.headers.get("location")
+    location = headers.get("location")
     if not location:
         return None
-    target = url.join(URL(location))
-    same = (target.scheme, target.host, target.port) == (url.scheme, url.host, url.port)
+    try:
+        here, there = _origin(url), _origin(urljoin(url, location))
+    except ValueError:
+        return None  # not a URL (a bad port, say)
+    same = there == here
     upgraded = (
-        url.scheme == "http"
-        and target.scheme == "https"
-        and target.host == url.host
-        and url.is_default_port()
-        and target.is_default_port()
+        here[0] == "http"
+        and there[0] == "https"
+        and there[1] == here[1]
+        and here[2] == _DEFAULT_PORTS["http"]
+        and there[2] == _DEFAULT_PORTS["https"]
     )
-    return target if same or upgraded else None
+    return urljoin(url, location) if same or upgraded else None
 
 
-def failure_reason(exc: BaseException, url: URL) -> str:
+def _origin(url: str) -> tuple[str, str | None, int | None]:
+    parts = urlsplit(url)
+    scheme = parts.scheme.lower()
+    return scheme, parts.hostname, parts.port or _DEFAULT_PORTS.get(scheme)
+
+
+def failure_reason(exc: BaseException, url: str) -> str:
     """Why a connection failed, in the user's terms."""
-    address = f"{url.host}:{url.port}"
-    if isinstance(exc, aiohttp.ConnectionTimeoutError):
+    parts = urlsplit(url)
+    address = f"{parts.hostname}:{parts.port or _DEFAULT_PORTS.get(parts.scheme)}"
+    if isinstance(exc, http1.ConnectTimeout):
         return f"no connection to {address} in time"
     if isinstance(exc, TimeoutError):
         return f"no answer from {address} in time"
-    if isinstance(exc, aiohttp.ClientConnectorError):
-        errno = exc.os_error.errno
-        why = os.strerror(errno) if errno else str(exc.os_error)
+    if isinstance(exc, http1.ConnectError):
+        errno = exc.error.errno
+        why = os.strerror(errno) if errno else str(exc.error)
         return f"cannot connect to {address}: {why}"
-    if isinstance(exc, aiohttp.ServerDisconnectedError):
+    if isinstance(exc, http1.Disconnected):
         return f"{address} closed the connection"
     return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__

@@ -48,11 +48,11 @@ that drops answers the call with `CONNECTION_CLOSED` from the transport, as it a
 SDK's requests.
 
 `McpSession` takes this path only on Toolwire's own transports, whose answers are read
-unvalidated (stdio; Streamable HTTP on aiohttp, which OAuth sources do not use: they keep the
-SDK's httpx client), and a handshake revision (2025-era: no task handles, no `input_required`
-results, no per-request `_meta` stamp) and while the SDK's session stamps and numbers
-requests as it does today; a tool run as a task, and every other session, goes through the
-SDK.
+unvalidated (stdio; Streamable HTTP on `http1`, which OAuth sources and proxied ones do not
+use: they keep the SDK's httpx client), and a handshake revision (2025-era: no task handles,
+no `input_required` results, no per-request `_meta` stamp) and while the SDK's session stamps
+and numbers requests as it does today; a tool run as a task, and every other session, goes
+through the SDK.
 """
 
 from __future__ import annotations

@@ -38,7 +38,7 @@ from registry.mcp.pool import pooled_client
 from registry.mcp.progress import CallReporter, ProgressRoutes
 from registry.mcp.stderr import ServerStderr
 from registry.mcp.stdio import stdio_transport
-from registry.mcp.streamable_http import streamable_http_transport
+from registry.mcp.streamable_http import proxied, streamable_http_transport
 from registry.mcp.task_handles import TaskHandles
 from registry.mcp.tasks import TaskCalls
 from registry.mcp.transport_streams import Item, TransportReader
@@ -369,12 +369,12 @@ class McpSession:
 
     def _lean_calls(self, write: WriteStream[SessionMessage]) -> LeanCalls | None:
         """The lean path's calls on Toolwire's own transports (`lean_calls`): stdio, and
-        Streamable HTTP without OAuth (on aiohttp; an OAuth source keeps the SDK's client,
-        whose answers are validated before the session sees them)."""
+        Streamable HTTP without OAuth or a proxy (on `http1`; such a source keeps the SDK's
+        client, whose answers are validated before the session sees them)."""
         kind = self._server.kind
         if kind == "stdio":
             return LeanCalls(write)
-        if kind == "streamable-http" and self._auth is None:
+        if kind == "streamable-http" and _own_http(self._server.url, self._auth):
             return LeanCalls(write, stamped=True)
         return None
 
@@ -457,9 +457,7 @@ async def _streamable_http(
     origins: Origins | None = None,
     auth: httpx2.Auth | None = None,
 ) -> AsyncIterator[TransportStreams]:
-    if auth is None:
-        # aiohttp, the message sent by its caller; OAuth's provider is an httpx `Auth` flow,
-        # so an OAuth source keeps the SDK's client below.
+    if _own_http(url, auth):
         transport = streamable_http_transport(
             url, headers, timeout_s, origins, max_event_bytes=MAX_MESSAGE_BYTES
         )
@@ -482,6 +480,13 @@ async def _streamable_http(
         ) as streams,
     ):
         yield streams
+
+
+def _own_http(url: str | None, auth: httpx2.Auth | None) -> bool:
+    """Whether a Streamable HTTP source takes Toolwire's transport (`http1`, the message sent
+    by its caller): not with OAuth, whose provider is an httpx `Auth` flow, nor through a
+    proxy the environment names, which `http1` does not know; those keep the SDK's client."""
+    return auth is None and url is not None and not proxied(url)
 
 
 def _traced_http_client(

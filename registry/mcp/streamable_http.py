@@ -1,5 +1,5 @@
-"""The Streamable HTTP transport of an MCP session on aiohttp: each message POSTed by the task
-that sends it (a wrapped library cost).
+"""The Streamable HTTP transport of an MCP session on Toolwire's own HTTP/1.1 client
+(`registry.http1`): each message POSTed by the task that sends it (a wrapped library cost).
 
 The mcp SDK's `streamable_http_client` runs on httpx and anyio: each message sent crosses a
 memory stream to a writer task, which starts a task per request; that task POSTs through
@@ -7,14 +7,15 @@ httpx's auth, redirect and hook layers and httpcore's anyio streams, and hands e
 of the answer to the session through a second memory stream; every answer is validated as a
 JSON-RPC message before the session validates its result again. A tool-loop request calling
 an MCP tool over HTTP counted 6.7 M instructions against 2.2 M for a Python tool; with this
-transport, 3.4 M (`bench/instructions.py --flow tool-loop --kind mcp-http`). Here `send` POSTs the
-message on aiohttp (the client the upstreams use) in the sending task, reads the answer (JSON,
-or an event stream that may carry notifications and the server's own requests before the
-response) and queues its messages for `receive`, which the session's receive loop reads; an
-answer to a request (`{"jsonrpc": "2.0", "id": ..., "result": {...}}`) is taken as it is, its
-result left to the session, and any other message is validated as the SDK validates it.
-The messages that came before an answer (progress, a question) are handled by the session's
-tasks before the answer ends the call, as they were when each message took a task switch.
+transport on aiohttp, 3.4 M (`bench/instructions.py --flow tool-loop --kind mcp-http`). Here
+`send` POSTs the message on `http1` (the client of the model calls and OpenAPI operations) in
+the sending task, reads the answer (JSON, or an event stream that may carry notifications and
+the server's own requests before the response) and queues its messages for `receive`, which
+the session's receive loop reads; an answer to a request (`{"jsonrpc": "2.0", "id": ...,
+"result": {...}}`) is taken as it is, its result left to the session, and any other message
+is validated as the SDK validates it. The messages that came before an answer (progress, a
+question) are handled by the session's tasks before the answer ends the call, as they were
+when each message took a task switch.
 
 What the SDK's client does, this does too: `Accept: application/json, text/event-stream`;
 the `mcp-session-id` the server gives at `initialize`, and the negotiated
@@ -26,43 +27,45 @@ of the session on close; a request answered 202 or with an unexpected content ty
 when it has one) and an event stream that ends before its response all resolve the request
 with the SDK's error; redirects are followed only within the endpoint's origin (307/308 for a
 POST); an event stream that ends early is resumed with `Last-Event-ID` when its events had
-ids; at 2026-07-28 a `notifications/cancelled` is not sent (the aborted POST is the signal).
-A connection that fails (refused, reset, timed out) fails its request with `CONNECTION_CLOSED`
-and the reason, and ends the transport, as the SDK's task group does when a POST raises.
+ids; at 2026-07-28 a `notifications/cancelled` is not sent (the aborted POST is the signal:
+a request cancelled mid-answer closes its connection). A connection that fails (refused,
+reset, timed out) fails its request with `CONNECTION_CLOSED` and the reason, and ends the
+transport, as the SDK's task group does when a POST raises; a GET or DELETE whose pooled
+connection died before any answer is sent once more (a POST is not: it may have arrived).
 
 Beyond the SDK: a `tools/call`'s trace context goes in headers too (it is in its `_meta`),
 and each server request on a call's stream is noted in `Origins` with the call's progress
-token (the httpx hooks `registry.mcp.session` gives the SDK's client do the same). An answer's
-stream is read to its end before the connection goes back to the pool (as
-`registry.mcp.keepalive` does for httpx). The proxy the environment names is read once per
-connection (aiohttp would read the environment per request); a close waits at most
-`TERMINATE_S` for the DELETE.
+token (the httpx hooks `registry.mcp.session` gives the SDK's client do the same). The rest of
+an answer's stream, after its response, is read by the connection (`Response.release`) so it
+goes back to the pool; a close waits at most `TERMINATE_S` for the DELETE.
 
-Not here: OAuth. Its provider is an httpx `Auth` flow (discovery, token requests, a retry on
-401), so a source with `oauth:` keeps the SDK's client (`registry.mcp.session`).
+Not here: OAuth, and proxies. OAuth's provider is an httpx `Auth` flow (discovery, token
+requests, a retry on 401), and `http1` knows no proxies, so a source with `oauth:`, or whose
+URL the environment sends through a proxy (`proxied`), keeps the SDK's client
+(`registry.mcp.session`).
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
+import urllib.request
 from collections.abc import AsyncIterator
+from urllib.parse import urlsplit
 
-import aiohttp
 import anyio
 import mcp_types as types
 import orjson
-from aiohttp.helpers import get_env_proxy_for_url
 from anyio.abc import TaskGroup
 from mcp.client._transport import TransportStreams
 from mcp.shared.inbound import MCP_PROTOCOL_VERSION_HEADER
 from mcp.shared.message import ClientMessageMetadata, SessionMessage
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
-from yarl import URL
 
+from registry import http1
 from registry.mcp.event_stream import EventStream, EventTooLong
 from registry.mcp.http_answers import (
-    drain,
+    content_type,
     failure_reason,
     is_events,
     message_or_error,
@@ -75,7 +78,7 @@ from registry.mcp.pool import KEEPALIVE_S, MAX_CONNECTIONS
 from registry.mcp.transport_streams import TransportWriter
 from registry.propagation import TRACE_HEADER_NAMES
 
-__all__ = ["READ_TIMEOUT_S", "TERMINATE_S", "streamable_http_transport"]
+__all__ = ["READ_TIMEOUT_S", "TERMINATE_S", "proxied", "streamable_http_transport"]
 
 log = logging.getLogger("toolwire.mcp")
 
@@ -92,9 +95,22 @@ MAX_REDIRECTS = 5
 SESSION_ID = "mcp-session-id"
 LAST_EVENT_ID = "last-event-id"
 _ACCEPT = "application/json, text/event-stream"
+_OWN = frozenset({"accept", "content-type", SESSION_ID, MCP_PROTOCOL_VERSION_HEADER})
+"""The headers the transport sets on every request (a source's own of these names yield)."""
 _ASKS = ("elicitation/create", "sampling/createMessage")
 """The server requests whose call `Origins` is told (those that ask the call's caller)."""
 _NOT_SENT = "the message was not sent: the connection to the MCP server failed"
+_ERRORS = (http1.HTTPError, OSError, TimeoutError)
+"""What a request or a read on `http1` raises when the connection fails."""
+
+
+def proxied(url: str) -> bool:
+    """Whether the environment sends `url` through a proxy (`HTTP_PROXY`/`HTTPS_PROXY`, not
+    bypassed by `NO_PROXY`): then the SDK's httpx client, which honours it, carries it."""
+    parts = urlsplit(url)
+    if parts.scheme not in urllib.request.getproxies():
+        return False
+    return not urllib.request.proxy_bypass(parts.hostname or "")
 
 
 @contextlib.asynccontextmanager
@@ -110,18 +126,12 @@ async def streamable_http_transport(
     carrying `headers`; connecting is bounded by `timeout_s`, an answer's silences by
     `READ_TIMEOUT_S` (or `timeout_s`, if longer). On exit the session is deleted (within
     `TERMINATE_S`)."""
-    timeout = aiohttp.ClientTimeout(
-        total=None, connect=timeout_s, sock_read=max(READ_TIMEOUT_S, timeout_s)
-    )
     # The pool's bounds of the httpx client (`registry.mcp.pool`): every connection kept.
-    client = aiohttp.ClientSession(
-        connector=aiohttp.TCPConnector(limit=MAX_CONNECTIONS, keepalive_timeout=KEEPALIVE_S),
-        headers=headers,
-        timeout=timeout,
-    )
+    pool = http1.Pool(limit=MAX_CONNECTIONS, connect_timeout_s=timeout_s, keepalive_s=KEEPALIVE_S)
     try:
         async with anyio.create_task_group() as tasks:
-            link = _Link(url, client, tasks, origins, max_event_bytes)
+            idle_s = max(READ_TIMEOUT_S, timeout_s)
+            link = _Link(url, pool, headers, idle_s, tasks, origins, max_event_bytes)
             try:
                 yield link.inbox, _Writer(link)
             finally:
@@ -130,8 +140,7 @@ async def streamable_http_transport(
                 with anyio.CancelScope(shield=True), anyio.move_on_after(TERMINATE_S):
                     await link.terminate()
     finally:
-        with anyio.CancelScope(shield=True):
-            await client.close()
+        await pool.aclose()
 
 
 class _Writer(TransportWriter):
@@ -155,36 +164,50 @@ class _Failed(Exception):
 
 
 class _Link:
-    """One MCP session's HTTP side: its endpoint, its client, its session id and version."""
+    """One MCP session's HTTP side: its endpoint, its pool, its session id and version."""
 
     def __init__(
         self,
         url: str,
-        client: aiohttp.ClientSession,
+        pool: http1.Pool,
+        headers: dict[str, str],
+        idle_s: float,
         tasks: TaskGroup,
         origins: Origins | None,
         max_event_bytes: int,
     ) -> None:
-        self.url = URL(url)
+        self.url = url
         self.inbox = Inbox()
-        self._client = client
+        self._pool = pool
+        self._base = {k: v for k, v in headers.items() if k.lower() not in _OWN}
+        self._base |= {"accept": _ACCEPT, "content-type": "application/json"}
+        self._idle_s = idle_s
         self._tasks = tasks
         self._origins = origins
         self._max_event_bytes = max_event_bytes
-        self._proxy = _env_proxy(self.url)
         self._session_id: str | None = None
         self._version: str | None = None
+        self._stamped: dict[str, str] | None = None
+        """Every request's headers (the source's, ours, the session's), made once."""
         self._broken = False
         self.closed = False
         """The transport is being left: nothing more is sent but its DELETE."""
 
     def _headers(self) -> dict[str, str]:
-        headers = {"accept": _ACCEPT, "content-type": "application/json"}
-        if self._session_id:
-            headers[SESSION_ID] = self._session_id
-        if self._version:
-            headers[MCP_PROTOCOL_VERSION_HEADER] = self._version
+        """Every request's headers (not to be changed: a copy takes more)."""
+        headers = self._stamped
+        if headers is None:
+            headers = dict(self._base)
+            if self._session_id:
+                headers[SESSION_ID] = self._session_id
+            if self._version:
+                headers[MCP_PROTOCOL_VERSION_HEADER] = self._version
+            self._stamped = headers
         return headers
+
+    def _learn(self, session_id: str | None, version: str | None) -> None:
+        if (session_id, version) != (self._session_id, self._version):
+            self._session_id, self._version, self._stamped = session_id, version, None
 
     async def post(self, item: SessionMessage) -> None:
         """Send one message; a request's answer is queued for the session before this returns.
@@ -201,23 +224,28 @@ class _Link:
         message = item.message
         request = message if isinstance(message, types.JSONRPCRequest) else None
         metadata = item.metadata if isinstance(item.metadata, ClientMessageMetadata) else None
+        stamp = metadata.headers if metadata is not None else None
         if request is not None and request.method == "initialize":
-            self._version = None  # the negotiation: no version from before it
-        elif metadata is not None and metadata.headers:
-            self._version = metadata.headers.get(MCP_PROTOCOL_VERSION_HEADER, self._version)
+            self._learn(self._session_id, None)  # the negotiation: no version from before it
+        elif stamp:
+            self._learn(self._session_id, stamp.get(MCP_PROTOCOL_VERSION_HEADER, self._version))
         if self._swallowed(message):
             return
         headers = self._headers()
-        if metadata is not None and metadata.headers:
-            headers.update(metadata.headers)
-        token = _trace_headers(request, headers) if request is not None else None
+        token = None
+        if stamp or request is not None:
+            headers = {**headers, **stamp} if stamp else dict(headers)
+            if request is not None:
+                token = _trace_headers(request, headers)
         body = message.model_dump_json(by_alias=True, exclude_unset=True).encode()
         try:
             response = await self._send("POST", headers, body)
             try:
                 await self._answered(response, message, request, token)
-            finally:
-                response.release()
+            except BaseException:
+                response.close()  # a request given up mid-answer: the server sees it go
+                raise
+            response.release()
         except _Failed as exc:
             self._break(request, str(exc))
             if request is None:
@@ -238,38 +266,41 @@ class _Link:
         )
 
     async def _send(
-        self, method: str, headers: dict[str, str], body: bytes | None = None
-    ) -> aiohttp.ClientResponse:
+        self, method: str, headers: dict[str, str], body: bytes = b""
+    ) -> http1.Response:
         """One request, its answer's head read; redirects are followed within the endpoint's
-        origin (307/308 only for a POST, which must keep its method and body). The caller
-        releases the response.
+        origin (307/308 only for a POST, which must keep its method and body). A GET or
+        DELETE whose pooled connection died before any answer is sent once more. The caller
+        closes or releases the response.
 
         Raises:
             _Failed: the connection failed (refused, reset, no answer in time).
         """
         url = self.url
+        verb = method.encode()
+        idle_s = self._idle_s
         try:
             for _ in range(MAX_REDIRECTS):
-                response = await self._client.request(
-                    method,
-                    url,
-                    data=body,
-                    headers=headers,
-                    proxy=self._proxy,
-                    allow_redirects=False,
-                )
-                location = redirect(response, url, method)
+                try:
+                    response = await self._pool.request(verb, url, headers, body, idle_s=idle_s)
+                except http1.Disconnected as exc:
+                    if exc.answered or method == "POST":
+                        raise
+                    response = await self._pool.request(verb, url, headers, body, idle_s=idle_s)
+                if response.status < 300 or response.status >= 400:
+                    return response
+                location = redirect(response.status, response.headers, url, method)
                 if location is None:
                     return response
                 response.release()
                 url = location
             return response
-        except (aiohttp.ClientError, OSError, TimeoutError) as exc:
+        except (*_ERRORS, ValueError) as exc:
             raise _Failed(failure_reason(exc, url)) from exc
 
     async def _answered(
         self,
-        response: aiohttp.ClientResponse,
+        response: http1.Response,
         message: types.JSONRPCMessage,
         request: types.JSONRPCRequest | None,
         token: str | None,
@@ -283,35 +314,34 @@ class _Link:
         if status == 202:
             reason = "server answered a request with 202 Accepted"
             return self._resolve(request, reason, types.INVALID_REQUEST)
+        headers = response.headers
         if 300 <= status < 400:
-            location = response.headers.get("location", "")
+            location = headers.get("location", "")
             reason = f"Redirect to {location} not followed; use that URL as the endpoint"
             return self._resolve(request, reason, types.INVALID_REQUEST)
         if status >= 400:
             return await self._refused(response, request)
         if request.method == "initialize":
-            self._session_id = response.headers.get(SESSION_ID) or self._session_id
-        kind = response.headers.get("content-type", "").lower()
+            self._learn(headers.get(SESSION_ID) or self._session_id, self._version)
+        kind = content_type(headers)
         if kind.startswith("application/json"):
             try:
                 data = await response.read()
-            except (aiohttp.ClientError, OSError, TimeoutError) as exc:
+            except _ERRORS as exc:
                 raise _Failed(failure_reason(exc, self.url)) from exc
             try:
                 self.inbox.put(session_message(orjson.loads(data), request.id))
             except (orjson.JSONDecodeError, ValueError) as exc:
                 self._resolve(request, f"Failed to parse JSON response: {exc}", types.PARSE_ERROR)
-        elif is_events(response):
+        elif kind.startswith("text/event-stream"):
             await self._stream(response, request, token)
         else:
             self._resolve(request, f"Unexpected content type: {kind}", types.INVALID_REQUEST)
 
-    async def _refused(
-        self, response: aiohttp.ClientResponse, request: types.JSONRPCRequest
-    ) -> None:
+    async def _refused(self, response: http1.Response, request: types.JSONRPCRequest) -> None:
         """A 4xx/5xx: the JSON-RPC error in its body, or the SDK's stand-in for its status."""
-        if response.headers.get("content-type", "").lower().startswith("application/json"):
-            with contextlib.suppress(aiohttp.ClientError, orjson.JSONDecodeError, ValueError):
+        if content_type(response.headers).startswith("application/json"):
+            with contextlib.suppress(*_ERRORS, orjson.JSONDecodeError, ValueError):
                 error = types.JSONRPCError.model_validate(orjson.loads(await response.read()))
                 self.inbox.put(SessionMessage(error.model_copy(update={"id": request.id})))
                 return
@@ -323,10 +353,11 @@ class _Link:
             self._resolve(request, "Server returned an error response", types.INTERNAL_ERROR)
 
     async def _stream(
-        self, response: aiohttp.ClientResponse, request: types.JSONRPCRequest, token: str | None
+        self, response: http1.Response, request: types.JSONRPCRequest, token: str | None
     ) -> None:
         """A request's event stream up to its response, resumed (GET with `Last-Event-ID`)
-        when it ends early and its events had ids."""
+        when it ends early and its events had ids. `response` stays the caller's to close;
+        a resumed stream's answer is closed here."""
         events = EventStream(self._max_event_bytes)
         for attempt in range(GET_ATTEMPTS + 1):
             if attempt:
@@ -338,53 +369,55 @@ class _Link:
                     continue
                 response, events = resumed, EventStream(self._max_event_bytes, events)
             try:
-                if await self._read(response, events, request, token):
-                    return
+                answered = await self._read(response, events, request, token)
             except EventTooLong as exc:
-                return self._resolve(request, f"SSE stream failed: {exc}")
-            except (aiohttp.ClientError, OSError, TimeoutError) as exc:
+                self._resolve(request, f"SSE stream failed: {exc}")
+                answered = True
+            except _ERRORS as exc:
                 log.debug("MCP event stream ended: %s", failure_reason(exc, self.url))
+                answered = False
             finally:
                 if attempt:
-                    response.release()
+                    response.close()
+            if answered:
+                return
         self._resolve(request, "SSE stream ended without a response")
 
-    async def _resume(self, last_id: str) -> aiohttp.ClientResponse | None:
+    async def _resume(self, last_id: str) -> http1.Response | None:
         """The rest of a request's event stream after the event `last_id`, or None."""
         try:
             response = await self._send("GET", self._headers() | {LAST_EVENT_ID: last_id})
         except _Failed as exc:
             log.debug("MCP event stream not resumed: %s", exc)
             return None
-        if response.status < 300 and is_events(response):
+        if response.status < 300 and is_events(response.headers):
             return response
         log.debug("MCP event stream not resumed: %d", response.status)
-        response.release()
+        response.close()
         return None
 
     async def _read(
         self,
-        response: aiohttp.ClientResponse,
+        response: http1.Response,
         events: EventStream,
         request: types.JSONRPCRequest,
         token: str | None,
     ) -> bool:
         """Queue the stream's messages; True once its response came (the rest of the stream
-        is then read, briefly, so its connection is kept)."""
-        async for chunk in response.content.iter_any():
+        is read by the connection when the response is released, so it is kept)."""
+        inbox = self.inbox
+        while chunk := await response.read_any():
             for data in events.feed(chunk):
                 item = message_or_error(data, request.id)
                 if isinstance(item, Exception):
-                    self._resolve(
-                        request, f"Failed to parse SSE message: {item}", types.PARSE_ERROR
-                    )
+                    reason = f"Failed to parse SSE message: {item}"
+                    self._resolve(request, reason, types.PARSE_ERROR)
                     return True
                 message = item.message
-                if isinstance(message, types.JSONRPCRequest) and message.method in _ASKS:
+                if message.__class__ is types.JSONRPCRequest and message.method in _ASKS:
                     self._asked(message.id, token)
-                self.inbox.put(item)
+                inbox.put(item)
                 if isinstance(message, types.JSONRPCResponse | types.JSONRPCError):
-                    await drain(response)
                     return True
         return False
 
@@ -400,23 +433,23 @@ class _Link:
         while attempt < GET_ATTEMPTS:
             headers = self._headers()
             if events is not None and events.last_id is not None:
-                headers[LAST_EVENT_ID] = events.last_id
+                headers = headers | {LAST_EVENT_ID: events.last_id}
             try:
                 response = await self._send("GET", headers)
                 try:
                     if response.status == 405:
                         log.debug("MCP server %s has no GET stream", self.url)
                         return
-                    if response.status >= 300 or not is_events(response):
+                    if response.status >= 300 or not is_events(response.headers):
                         raise _Failed(f"GET stream answered {response.status}")
                     events = EventStream(self._max_event_bytes, events)
-                    async for chunk in response.content.iter_any():
+                    while chunk := await response.read_any():
                         for data in events.feed(chunk):
                             self.inbox.put(message_or_error(data, None))
                 finally:
-                    response.release()
+                    response.close()
                 attempt = 0
-            except (_Failed, EventTooLong, aiohttp.ClientError, OSError, TimeoutError) as exc:
+            except (_Failed, EventTooLong, *_ERRORS) as exc:
                 log.debug("MCP GET stream failed: %s", exc)
                 attempt += 1
             if attempt < GET_ATTEMPTS:
@@ -429,11 +462,16 @@ class _Link:
             return
         try:
             response = await self._send("DELETE", self._headers())
-            response.release()
-            if response.status not in (200, 204, 405):
-                log.warning("MCP session termination failed: %d", response.status)
         except _Failed as exc:
             log.warning("MCP session termination failed: %s", exc)
+            return
+        try:
+            with contextlib.suppress(*_ERRORS):
+                await response.read()  # to its end: the connection closes with the pool
+        finally:
+            response.close()
+        if response.status not in (200, 204, 405):
+            log.warning("MCP session termination failed: %d", response.status)
 
     def _resolve(
         self, request: types.JSONRPCRequest, reason: str, code: int = types.CONNECTION_CLOSED
@@ -467,12 +505,3 @@ def _trace_headers(request: types.JSONRPCRequest, headers: dict[str, str]) -> st
     if request.method != "tools/call" or type(token) not in (str, int):
         return None
     return str(token)
-
-
-def _env_proxy(url: URL) -> URL | None:
-    """The proxy the environment names for `url` (read once: aiohttp would read it per request)."""
-    try:
-        proxy, _ = get_env_proxy_for_url(url)
-    except LookupError:
-        return None
-    return proxy

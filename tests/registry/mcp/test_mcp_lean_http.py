@@ -1,4 +1,4 @@
-"""`tools/call` on a 2025-era Streamable HTTP session (Toolwire's aiohttp transport, no OAuth)
+"""`tools/call` on a 2025-era Streamable HTTP session (Toolwire's `http1` transport, no OAuth)
 takes the lean path (`registry.mcp.lean_calls`): the same results and the same request headers
 as the SDK's path, and progress, questions, cancellation and a dropped connection work as
 they do there (real servers written with the SDK, served over loopback; the real executor)."""
