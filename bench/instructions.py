@@ -133,6 +133,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="the toolwire servers' log level (info: with the summary line per request)",
     )
     parser.add_argument("--start-timeout", type=float, default=600, help="seconds to start")
+    parser.add_argument(
+        "--keep",
+        type=Path,
+        metavar="DIR",
+        help="keep each server's callgrind dumps in DIR (KEY.MODE.PID[.N].callgrind) for "
+        "callgrind_annotate: where the instructions go, by C function",
+    )
     parser.add_argument("--json", metavar="PATH", help="write the figures as JSON to PATH")
     args = parser.parse_args(argv)
     args.toolwire_tree = check_trees(parser, args.toolwire_tree)
@@ -295,7 +302,11 @@ def _count(one: Counted, body: bytes, args: argparse.Namespace) -> float:
     if not total:
         raise RuntimeError(f"no callgrind dump from {one.label}")
     for path in one.out.parent.glob(f"{one.out.name}.*"):
-        path.unlink()
+        if args.keep is None:
+            path.unlink()
+        else:
+            args.keep.mkdir(parents=True, exist_ok=True)
+            shutil.move(path, args.keep / f"{path.name.removeprefix('callgrind.')}.callgrind")
     return total / args.requests
 
 
