@@ -228,9 +228,10 @@ def test_instructions_render_and_goals() -> None:
     result["labels"]["floor"] = "injecting floor"
     result["instructions"]["floor"] = {"json": 525_000.0, "stream": 1_000_000.0}
     text = instructions.render(result)
-    assert (
-        "INFO  stream: toolwire 1.60x the injecting floor, which is 1.25x the pass-through" in text
-    )
+    # With the floor counted, the verdict is issue 29's: within 1.3x the floor.
+    assert "PASS  json: toolwire 1.05x the injecting floor (goal <= 1.30x)" in text
+    assert "MISS  stream: toolwire 1.60x the injecting floor (goal <= 1.30x)" in text
+    assert "2.00x the pass-through; the floor 1.25x" in text
     args = instructions.parse_args(["--requests", "5", "--toolwire-tree", "."])
     assert args.requests == 5 and args.toolwire_tree and args.flow == "plain"
     loop = {
