@@ -27,6 +27,7 @@ from uvicorn.server import ServerState
 
 from ..config import ServerConfig
 from ..errors import ProxyError, RequestTimeoutError
+from .http_wire import LeanHttpTools
 from .routes import route_of
 
 
@@ -58,8 +59,8 @@ class HeadTooLargeError(ProxyError):
     code = "request_header_fields_too_large"
 
 
-class LimitedHttpTools(HttpToolsProtocol):
-    """uvicorn's httptools protocol, refusing heads past `limits`.
+class LimitedHttpTools(LeanHttpTools):
+    """uvicorn's httptools protocol (made lean: `http_wire.py`), refusing heads past `limits`.
 
     A head's size is judged twice, neither judgement refusing a head within the limit: when
     it completes (its URL and fields, exactly, when the reads it came in could hold more than
@@ -79,7 +80,6 @@ class LimitedHttpTools(HttpToolsProtocol):
         limits: HeadLimits,
     ) -> None:
         super().__init__(config, server_state, app_state, _loop)
-        self.parser = _Parser(self.parser)  # type: ignore[assignment]
         self._limits = limits
         self._max_bytes = limits.max_bytes
         self._max_fields = limits.max_fields
@@ -111,17 +111,23 @@ class LimitedHttpTools(HttpToolsProtocol):
         continued = self._head_begun
         if continued:
             self._head_most += size
-        try:
-            # The base class by name, here and below: cheaper than super() on every request.
-            HttpToolsProtocol.data_received(self, data)
-        except _HeadRefusedError as refused:
-            self._refuse(HeadTooLargeError(str(refused)))
-            return
-        if continued and self._head_begun:
+        # The base class by name, here and below: cheaper than super() on every request.
+        LeanHttpTools.data_received(self, data)
+        if continued and self._head_begun and not self.transport.is_closing():
             # The head began before this read and did not end in it: all of it is head.
             self._head_least += size
             if self._head_least > self._max_bytes:
                 self._refuse(HeadTooLargeError(self._too_large()))
+
+    def parse_failed(self, exc: httptools.HttpParserError) -> None:
+        # A head refusal raised in a parser callback comes wrapped in httptools' error.
+        refused = exc.__context__
+        if isinstance(exc, httptools.HttpParserCallbackError) and isinstance(
+            refused, _HeadRefusedError
+        ):
+            self._refuse(HeadTooLargeError(str(refused)))
+        else:
+            LeanHttpTools.parse_failed(self, exc)
 
     def on_message_begin(self) -> None:
         if not self._head_open:  # a kept-alive connection's next request
@@ -144,7 +150,7 @@ class LimitedHttpTools(HttpToolsProtocol):
             size = len(self.url) + sum([len(name) + len(value) for name, value in self.headers])
             if size > self._max_bytes:
                 raise _HeadRefusedError(self._too_large())
-        HttpToolsProtocol.on_headers_complete(self)
+        LeanHttpTools.on_headers_complete(self)
 
     def _head_due(self) -> None:
         self._head_timer = None
@@ -190,25 +196,3 @@ class LimitedHttpTools(HttpToolsProtocol):
 
 class _HeadRefusedError(Exception):
     """Raised in a parser callback to stop parsing a head past its limits."""
-
-
-class _Parser:
-    """httptools' request parser, letting a head refusal raised in one of its callbacks out
-    as itself: httptools wraps it in the HttpParserError uvicorn answers with a 400."""
-
-    __slots__ = ("_feed", "get_http_version", "get_method", "should_keep_alive", "should_upgrade")
-
-    def __init__(self, parser: httptools.HttpRequestParser) -> None:
-        self._feed = parser.feed_data
-        self.get_http_version = parser.get_http_version
-        self.get_method = parser.get_method
-        self.should_keep_alive = parser.should_keep_alive
-        self.should_upgrade = parser.should_upgrade
-
-    def feed_data(self, data: bytes) -> None:
-        try:
-            self._feed(data)
-        except httptools.HttpParserCallbackError as exc:
-            if isinstance(exc.__context__, _HeadRefusedError):
-                raise exc.__context__ from None
-            raise

@@ -1,0 +1,269 @@
+"""The lean httptools protocol: uvicorn's behaviour on the wire (heads, bodies, streams,
+keep-alive, HTTP/1.0, the proxy headers), fewer writes, and a guard that fails when uvicorn
+changes what `http_wire.py` replaces."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import inspect
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import pytest
+from uvicorn.config import Config
+from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol, RequestResponseCycle
+from uvicorn.server import ServerState
+
+from proxy.server.http_wire import LeanHttpTools
+
+Message = dict[str, Any]
+App = Callable[[Message, Any, Any], Awaitable[None]]
+
+# What http_wire.py copies or replaces from uvicorn, by a digest of its source: when uvicorn
+# changes one, read the change against http_wire.py, carry it over, then update the digest.
+REPLACED = {
+    HttpToolsProtocol.data_received: "010a7ae59a5d",
+    HttpToolsProtocol.on_headers_complete: "1ea8589acfad",
+    HttpToolsProtocol._start_asgi_task: "9c08c2571ae9",
+    HttpToolsProtocol.on_response_complete: "64e254f28e38",
+    RequestResponseCycle.__init__: "4d2f220910c3",
+    RequestResponseCycle.send: "abdd8601b326",
+    RequestResponseCycle.receive: "8124ae006be7",
+    ProxyHeadersMiddleware.__init__: "7aa920bbc1fa",
+    ProxyHeadersMiddleware.__call__: "b601df964c02",
+}
+
+
+def _digest(function: Any) -> str:
+    return hashlib.sha256(inspect.getsource(function).encode()).hexdigest()[:12]
+
+
+def test_what_it_replaces_in_uvicorn_is_as_it_was() -> None:
+    changed = [f.__qualname__ for f, digest in REPLACED.items() if _digest(f) != digest]
+    assert not changed, f"uvicorn changed {changed}: carry the change over to http_wire.py"
+
+
+class _Transport(asyncio.Transport):
+    def __init__(self, peer: str = "127.0.0.1") -> None:
+        super().__init__()
+        self.writes: list[bytes] = []
+        self.closed = False
+        self._peer = peer
+
+    def get_extra_info(self, name: str, default: Any = None) -> Any:
+        return {"peername": (self._peer, 50000), "sockname": ("127.0.0.1", 8000)}.get(name)
+
+    def write(self, data: bytes | bytearray | memoryview) -> None:
+        self.writes.append(bytes(data))
+
+    def close(self) -> None:
+        self.closed = True
+
+    def is_closing(self) -> bool:
+        return self.closed
+
+    def pause_reading(self) -> None:
+        pass
+
+    def resume_reading(self) -> None:
+        pass
+
+
+class _Served:
+    """One connection to `app` through the lean protocol, in memory."""
+
+    def __init__(self, app: App, peer: str = "127.0.0.1", **config: Any) -> None:
+        self.scopes: list[Message] = []
+
+        async def recording(scope: Message, receive: Any, send: Any) -> None:
+            if scope["type"] == "http":
+                self.scopes.append(scope)
+            await app(scope, receive, send)
+
+        uvicorn_config = Config(recording, log_level="warning", **config)
+        uvicorn_config.load()
+        state = ServerState()
+        state.default_headers = [(b"server", b"uvicorn")]  # as uvicorn's server sets them
+        self.protocol = LeanHttpTools(uvicorn_config, state, {})
+        self.transport = _Transport(peer)
+        self.protocol.connection_made(self.transport)
+
+    async def request(self, raw: bytes) -> bytes:
+        before = len(self.transport.writes)
+        self.protocol.data_received(raw)
+        for _ in range(20):  # the request's task runs to its end in a few steps
+            await asyncio.sleep(0)
+        return b"".join(self.transport.writes[before:])
+
+
+async def _json(scope: Message, receive: Any, send: Any) -> None:
+    body = (await receive())["body"] or b"{}"
+    headers = [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(body))]
+    await send({"type": "http.response.start", "status": 200, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
+
+
+async def _stream(scope: Message, receive: Any, send: Any) -> None:
+    await receive()
+    headers = [(b"content-type", b"text/event-stream")]
+    await send({"type": "http.response.start", "status": 200, "headers": headers})
+    await send({"type": "http.response.body", "body": b"data: 1\n\n", "more_body": True})
+    await send({"type": "http.response.body", "body": b"data: 2\n\n", "more_body": False})
+
+
+POST = b'POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\ncontent-length: 7\r\n\r\n{"a":1}'
+
+
+async def test_a_response_with_a_length_goes_out_in_one_write_and_the_connection_stays() -> None:
+    served = _Served(_json)
+    answer = await served.request(POST)
+    assert len(served.transport.writes) == 1
+    head, _, body = answer.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 200 OK\r\n") and b"\r\ncontent-length: 7" in head
+    assert b"\r\nserver: uvicorn" in head
+    assert b"connection: close" not in head and body == b'{"a":1}'
+    assert not served.transport.closed and served.protocol.timeout_keep_alive_task is not None
+    again = await served.request(POST)  # kept alive: the next request on it is answered
+    assert again.endswith(b'{"a":1}') and len(served.transport.writes) == 2
+
+
+async def test_a_stream_sends_its_head_at_once_then_chunks() -> None:
+    served = _Served(_stream)
+    answer = await served.request(POST)
+    assert len(served.transport.writes) == 3
+    head = served.transport.writes[0]
+    assert head.endswith(b"transfer-encoding: chunked\r\n\r\n")
+    assert answer.endswith(b"9\r\ndata: 1\n\n\r\n9\r\ndata: 2\n\n\r\n0\r\n\r\n")
+
+
+async def test_http_1_0_is_answered_then_closed() -> None:
+    served = _Served(_json)
+    answer = await served.request(POST.replace(b"HTTP/1.1", b"HTTP/1.0"))
+    assert b"\r\nconnection: close\r\n" in answer and answer.endswith(b'{"a":1}')
+    assert served.transport.closed
+    assert served.scopes[0]["http_version"] == "1.0"
+
+
+async def test_a_head_request_gets_the_head_only() -> None:
+    served = _Served(_json)
+    answer = await served.request(b"HEAD /healthz HTTP/1.1\r\nhost: x\r\n\r\n")
+    assert answer.startswith(b"HTTP/1.1 200 OK") and answer.endswith(b"\r\n\r\n")
+
+
+@pytest.mark.parametrize(
+    ("header", "problem"),
+    [((b"x-bad name", b"v"), "name"), ((b"x-ok", b"v\r\nset-cookie: a=b"), "value")],
+)
+async def test_an_invalid_header_is_refused_as_uvicorn_refuses_it(
+    header: tuple[bytes, bytes], problem: str
+) -> None:
+    raised: list[BaseException] = []
+
+    async def app(scope: Message, receive: Any, send: Any) -> None:
+        try:
+            await send({"type": "http.response.start", "status": 200, "headers": [header]})
+        except RuntimeError as exc:
+            raised.append(exc)
+            raise
+
+    served = _Served(app)
+    answer = await served.request(b"GET / HTTP/1.1\r\nhost: x\r\n\r\n")
+    assert [str(e) for e in raised] == [f"Invalid HTTP header {problem}."]
+    assert answer == b"" and served.transport.closed
+
+
+async def test_a_body_past_its_length_is_refused() -> None:
+    raised: list[BaseException] = []
+
+    async def app(scope: Message, receive: Any, send: Any) -> None:
+        headers = [(b"content-length", b"2")]
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        try:
+            await send({"type": "http.response.body", "body": b"abc"})
+        except RuntimeError as exc:
+            raised.append(exc)
+            raise
+
+    served = _Served(app)
+    await served.request(b"GET / HTTP/1.1\r\nhost: x\r\n\r\n")
+    assert [str(e) for e in raised] == ["Response content longer than Content-Length"]
+    assert served.transport.closed
+
+
+FORWARDED = (
+    b"GET /v1/models HTTP/1.1\r\nhost: x\r\nx-forwarded-for: 203.0.113.9, 127.0.0.1\r\n"
+    b"x-forwarded-proto: https\r\n\r\n"
+)
+
+
+async def test_a_trusted_peer_names_the_client_and_the_scheme() -> None:
+    served = _Served(_json)
+    await served.request(FORWARDED)
+    assert served.scopes[0]["client"] == ("203.0.113.9", 0)
+    assert served.scopes[0]["scheme"] == "https"
+    assert served.protocol.app is not served.protocol.config.loaded_app  # no middleware frame
+
+
+@pytest.mark.parametrize(
+    ("peer", "config"),
+    [("192.0.2.1", {}), ("127.0.0.1", {"proxy_headers": False})],
+    ids=["untrusted-peer", "proxy-headers-off"],
+)
+async def test_the_proxy_headers_are_ignored_from_an_untrusted_peer_or_when_off(
+    peer: str, config: dict[str, Any]
+) -> None:
+    served = _Served(_json, peer, **config)
+    await served.request(FORWARDED)
+    assert served.scopes[0]["client"] == (peer, 50000)
+    assert served.scopes[0]["scheme"] == "http"
+
+
+@pytest.mark.parametrize(
+    ("peer", "allowed", "forwarded"),
+    [
+        ("192.0.2.1", "192.0.2.0/24", b"x-forwarded-for: 203.0.113.9, 127.0.0.1\r\n"),
+        ("192.0.2.1", "*", b"x-forwarded-for: 203.0.113.9:4000, 127.0.0.1\r\n"),
+        (
+            "::1",
+            "127.0.0.1,::1",
+            b"x-forwarded-for: [2001:db8::1]:80\r\nx-forwarded-proto: wss\r\n",
+        ),
+        ("127.0.0.1", "127.0.0.1", b"x-forwarded-for: unknown\r\nx-forwarded-proto: ftp\r\n"),
+        ("127.0.0.1", "127.0.0.1", b"x-forwarded-for: \r\nx-forwarded-for: 198.51.100.2\r\n"),
+        ("127.0.0.1", "127.0.0.1", b"x-forwarded-for: 127.0.0.1\r\n"),
+    ],
+)
+async def test_the_client_and_scheme_are_uvicorns(
+    peer: str, allowed: str, forwarded: bytes
+) -> None:
+    request = b"GET /v1/models HTTP/1.1\r\nhost: x\r\n" + forwarded + b"\r\n"
+    served = _Served(_json, peer, forwarded_allow_ips=allowed)
+    await served.request(request)
+    lean = served.scopes[0]
+    # uvicorn's own middleware, given the scope as the lean protocol found it before.
+    theirs: list[Message] = []
+
+    async def keep(scope: Message, receive: Any, send: Any) -> None:
+        theirs.append(scope)
+
+    plain = _Served(_json, peer, proxy_headers=False)
+    await plain.request(request)
+    await ProxyHeadersMiddleware(keep, allowed)(dict(plain.scopes[0]), None, None)  # type: ignore[arg-type]
+    assert (lean["client"], lean["scheme"]) == (theirs[0]["client"], theirs[0]["scheme"])
+
+
+async def test_a_response_waits_for_a_full_write_buffer() -> None:
+    served = _Served(_json)
+    served.protocol.pause_writing()
+
+    async def resume() -> None:
+        await asyncio.sleep(0)
+        assert served.transport.writes == []  # held while the buffer is full
+        served.protocol.resume_writing()
+
+    resuming = asyncio.ensure_future(resume())
+    answer = await served.request(POST)
+    await resuming
+    assert answer.endswith(b'{"a":1}')
