@@ -32,7 +32,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from registry import Executor, ToolCall, ToolRegistry, ToolResult
 from registry.mcp import McpSource, McpSourceConfig
 from registry.mcp.event_stream import EventStream, EventTooLong
-from registry.mcp.http_answers import redirect
+from registry.mcp.http_answers import content_type, header, redirect
 from registry.mcp.origins import Origins
 from registry.mcp.streamable_http import proxied, streamable_http_transport
 from testing.asgi_serving import serve_app
@@ -418,6 +418,24 @@ def test_the_events_before_one_too_long_are_read_first():
     assert events.feed(b"data: {}\n\ndata: " + b"x" * 40 + b"\n\n") == [b"{}"]
     with pytest.raises(EventTooLong):
         events.feed(b"data: more\n\n")
+
+
+@dataclass
+class _Answer:
+    """An answer's headers as `http1.Response` holds them."""
+
+    raw_headers: list[tuple[bytes, bytes]]
+
+    @property
+    def headers(self) -> dict[str, str]:
+        return {name.decode().lower(): value.decode() for name, value in self.raw_headers}
+
+
+@pytest.mark.parametrize("name", [b"content-type", b"Content-Type", b"CONTENT-TYPE"])
+def test_a_header_is_found_however_it_is_spelled(name: bytes):
+    answer: Any = _Answer([(b"date", b"today"), (name, b"Text/Event-Stream; charset=utf-8")])
+    assert content_type(answer) == "text/event-stream; charset=utf-8"
+    assert header(answer, b"mcp-session-id", b"Mcp-Session-Id") == ""
 
 
 @contextlib.asynccontextmanager

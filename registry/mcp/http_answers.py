@@ -17,7 +17,9 @@ from registry import http1
 from registry.mcp.transport_streams import Item
 
 __all__ = [
+    "content_type",
     "failure_reason",
+    "header",
     "is_events",
     "message_or_error",
     "redirect",
@@ -64,13 +66,25 @@ def session_message(data: Any, request_id: types.RequestId | None) -> SessionMes
     return SessionMessage(message)
 
 
-def content_type(headers: dict[str, str]) -> str:
+def header(response: http1.Response, name: bytes, spelled: bytes) -> str:
+    """The value of the answer's header `name` (in lower case; `spelled` its other usual
+    spelling), "" when it has none. Looked up in the headers as they came, under the names
+    servers send, before the parsed headers are made (a few calls where making them costs
+    five a header)."""
+    found = dict(response.raw_headers)
+    value = found.get(name) or found.get(spelled)
+    if value is not None:
+        return value.decode("latin-1")
+    return response.headers.get(name.decode(), "")
+
+
+def content_type(response: http1.Response) -> str:
     """The answer's content type, in lower case ("" when it names none)."""
-    return headers.get("content-type", "").lower()
+    return header(response, b"content-type", b"Content-Type").lower()
 
 
-def is_events(headers: dict[str, str]) -> bool:
-    return content_type(headers).startswith("text/event-stream")
+def is_events(response: http1.Response) -> bool:
+    return content_type(response).startswith("text/event-stream")
 
 
 def redirect(status: int, headers: dict[str, str], url: str, method: str) -> str | None:

@@ -67,6 +67,7 @@ from registry.mcp.event_stream import EventStream, EventTooLong
 from registry.mcp.http_answers import (
     content_type,
     failure_reason,
+    header,
     is_events,
     message_or_error,
     redirect,
@@ -314,16 +315,16 @@ class _Link:
         if status == 202:
             reason = "server answered a request with 202 Accepted"
             return self._resolve(request, reason, types.INVALID_REQUEST)
-        headers = response.headers
         if 300 <= status < 400:
-            location = headers.get("location", "")
+            location = response.headers.get("location", "")
             reason = f"Redirect to {location} not followed; use that URL as the endpoint"
             return self._resolve(request, reason, types.INVALID_REQUEST)
         if status >= 400:
             return await self._refused(response, request)
         if request.method == "initialize":
-            self._learn(headers.get(SESSION_ID) or self._session_id, self._version)
-        kind = content_type(headers)
+            session_id = header(response, b"mcp-session-id", b"Mcp-Session-Id")
+            self._learn(session_id or self._session_id, self._version)
+        kind = content_type(response)
         if kind.startswith("application/json"):
             try:
                 data = await response.read()
@@ -340,7 +341,7 @@ class _Link:
 
     async def _refused(self, response: http1.Response, request: types.JSONRPCRequest) -> None:
         """A 4xx/5xx: the JSON-RPC error in its body, or the SDK's stand-in for its status."""
-        if content_type(response.headers).startswith("application/json"):
+        if content_type(response).startswith("application/json"):
             with contextlib.suppress(*_ERRORS, orjson.JSONDecodeError, ValueError):
                 error = types.JSONRPCError.model_validate(orjson.loads(await response.read()))
                 self.inbox.put(SessionMessage(error.model_copy(update={"id": request.id})))
@@ -390,7 +391,7 @@ class _Link:
         except _Failed as exc:
             log.debug("MCP event stream not resumed: %s", exc)
             return None
-        if response.status < 300 and is_events(response.headers):
+        if response.status < 300 and is_events(response):
             return response
         log.debug("MCP event stream not resumed: %d", response.status)
         response.close()
@@ -440,7 +441,7 @@ class _Link:
                     if response.status == 405:
                         log.debug("MCP server %s has no GET stream", self.url)
                         return
-                    if response.status >= 300 or not is_events(response.headers):
+                    if response.status >= 300 or not is_events(response):
                         raise _Failed(f"GET stream answered {response.status}")
                     events = EventStream(self._max_event_bytes, events)
                     while chunk := await response.read_any():
