@@ -87,7 +87,8 @@ async def read_body(receive: Receive, scope: Scope, limits: BodyLimits) -> bytes
     assert task is not None
     cancelling = task.cancelling()
     timer = Expiry(task)
-    handle = asyncio.get_running_loop().call_later(limits.body_timeout_s, timer.expire)
+    # The task's loop: `get_running_loop()` would be a second getpid system call (Python 3.11).
+    handle = task.get_loop().call_later(limits.body_timeout_s, timer.expire)
     try:
         while True:
             message = await receive()

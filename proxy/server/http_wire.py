@@ -14,8 +14,11 @@ What each request no longer pays, its behaviour kept:
   over the values, rather than two searches per header.
 - Two writes for a response with a length: its head waits for its first body and both go
   out in one write (an event stream's head goes at once).
-- The small frames of uvicorn's callbacks (the keep-alive timer's cancel, the task start, the
-  flow control's resume) written inline.
+- A keep-alive timer armed after each response and cancelled by the next request: one timer
+  per connection instead, re-armed when it fires before the connection has been idle for
+  `timeout_keep_alive`.
+- An `asyncio.Event` per request for the body's arrival (`Signal`, a lighter one), and the
+  small frames of uvicorn's callbacks (the task start, the flow control's resume) inline.
 """
 
 from __future__ import annotations
@@ -64,6 +67,9 @@ class LeanHttpTools(HttpToolsProtocol):
         """Whether the connection's peer is trusted to name the client and scheme."""
         done = self._sent = self.loop.create_future()
         done.set_result(None)
+        self._idle = False
+        """Whether the connection waits for a request (its last response complete)."""
+        self._idle_since = 0.0
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         HttpToolsProtocol.connection_made(self, transport)
@@ -73,10 +79,7 @@ class LeanHttpTools(HttpToolsProtocol):
             self._proxied = (client[0] if client else None) in trusted
 
     def data_received(self, data: bytes) -> None:
-        timer = self.timeout_keep_alive_task
-        if timer is not None:
-            timer.cancel()
-            self.timeout_keep_alive_task = None
+        self._idle = False  # the keep-alive timer, when it fires, leaves the connection open
         try:
             self.parser.feed_data(data)
         except httptools.HttpParserError as exc:
@@ -134,7 +137,7 @@ class LeanHttpTools(HttpToolsProtocol):
             access_logger=self.access_logger,
             access_log=self.access_log,
             default_headers=self.server_state.default_headers,
-            message_event=asyncio.Event(),
+            message_event=Signal(self.loop),  # type: ignore[arg-type]
             expect_100_continue=self.expect_100_continue,
             keep_alive=http_version != "1.0" and parser.should_keep_alive(),
             on_response=self.on_response_complete,
@@ -161,21 +164,36 @@ class LeanHttpTools(HttpToolsProtocol):
         transport = self.transport
         if transport.is_closing():
             return
-        timer = self.timeout_keep_alive_task
-        if timer is not None:
-            timer.cancel()
-            self.timeout_keep_alive_task = None
         flow = self.flow
         if flow.read_paused:
             flow.read_paused = False
             transport.resume_reading()
         if self.pipeline:
+            self._idle = False
             cycle, app = self.pipeline.pop()
             self._start_asgi_task(cycle, app)
-        else:
+            return
+        # One keep-alive timer per connection, re-armed when it fires early, rather than one
+        # armed and cancelled per request.
+        self._idle = True
+        self._idle_since = self.loop.time()
+        if self.timeout_keep_alive_task is None:
             self.timeout_keep_alive_task = self.loop.call_later(
                 self.timeout_keep_alive, self.timeout_keep_alive_handler
             )
+
+    def timeout_keep_alive_handler(self) -> None:
+        """Close the connection once it has waited `timeout_keep_alive` for a request."""
+        self.timeout_keep_alive_task = None
+        if not self._idle or self.transport.is_closing():
+            return  # a request came: its response arms the timer again
+        left = self._idle_since + self.timeout_keep_alive - self.loop.time()
+        if left > 0:
+            self.timeout_keep_alive_task = self.loop.call_later(
+                left, self.timeout_keep_alive_handler
+            )
+        else:
+            self.transport.close()
 
 
 class LeanCycle(RequestResponseCycle):
@@ -313,6 +331,42 @@ class LeanCycle(RequestResponseCycle):
         message = {"type": "http.request", "body": bytes(self.body), "more_body": self.more_body}
         self.body = bytearray()
         return message
+
+
+class Signal:
+    """`asyncio.Event` as the cycle and the protocol use it (`set`, `is_set`, `clear`,
+    `wait`), cheaper to make per request: no lookups of the running loop."""
+
+    __slots__ = ("_loop", "_set", "_waiters")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._loop = loop
+        self._set = False
+        self._waiters: list[asyncio.Future[None]] = []
+
+    def is_set(self) -> bool:
+        return self._set
+
+    def set(self) -> None:
+        if not self._set:
+            self._set = True
+            for waiter in self._waiters:
+                if not waiter.done():
+                    waiter.set_result(None)
+
+    def clear(self) -> None:
+        self._set = False
+
+    async def wait(self) -> bool:
+        if self._set:
+            return True
+        waiter = self._loop.create_future()
+        self._waiters.append(waiter)
+        try:
+            await waiter
+            return True
+        finally:
+            self._waiters.remove(waiter)
 
 
 def _unexpected(message: Message, complete: bool) -> RuntimeError:

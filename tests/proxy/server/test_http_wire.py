@@ -99,7 +99,13 @@ class _Served:
 
 
 async def _json(scope: Message, receive: Any, send: Any) -> None:
-    body = (await receive())["body"] or b"{}"
+    body = b""
+    while True:
+        message = await receive()
+        body += message["body"]
+        if not message["more_body"]:
+            break
+    body = body or b"{}"
     headers = [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(body))]
     await send({"type": "http.response.start", "status": 200, "headers": headers})
     await send({"type": "http.response.body", "body": body})
@@ -266,4 +272,39 @@ async def test_a_response_waits_for_a_full_write_buffer() -> None:
     resuming = asyncio.ensure_future(resume())
     answer = await served.request(POST)
     await resuming
+    assert answer.endswith(b'{"a":1}')
+
+
+async def test_an_idle_connection_is_closed_after_the_keep_alive_time_and_only_then() -> None:
+    served = _Served(_json, timeout_keep_alive=5)
+    protocol = served.protocol
+    await served.request(POST)
+    timer = protocol.timeout_keep_alive_task
+    assert timer is not None
+    await served.request(POST)  # a request on a kept-alive connection keeps its one timer
+    assert protocol.timeout_keep_alive_task is timer
+    protocol.timeout_keep_alive_handler()  # fired early: armed again for the time left
+    assert not served.transport.closed and protocol.timeout_keep_alive_task is not None
+    assert 4 < protocol.timeout_keep_alive_task.when() - protocol.loop.time() <= 5
+    protocol.timeout_keep_alive_task.cancel()
+    protocol.data_received(POST[:20])  # a request has begun: its response arms the timer
+    protocol.timeout_keep_alive = 0
+    protocol.timeout_keep_alive_handler()
+    assert not served.transport.closed and protocol.timeout_keep_alive_task is None
+    protocol.timeout_keep_alive = 5
+    await served.request(POST[20:])
+    assert protocol.timeout_keep_alive_task is not None
+    protocol.timeout_keep_alive_task.cancel()
+    protocol.timeout_keep_alive = 0
+    protocol.timeout_keep_alive_handler()  # idle for the whole time: closed
+    assert served.transport.closed
+
+
+async def test_a_body_that_comes_later_is_waited_for() -> None:
+    served = _Served(_json)
+    served.protocol.data_received(POST[:-3])
+    for _ in range(20):
+        await asyncio.sleep(0)
+    assert served.transport.writes == []  # the app waits in receive for the rest
+    answer = await served.request(POST[-3:])
     assert answer.endswith(b'{"a":1}')
