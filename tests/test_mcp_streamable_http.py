@@ -33,6 +33,7 @@ from registry import Executor, ToolCall, ToolRegistry, ToolResult
 from registry.mcp import McpSource, McpSourceConfig
 from registry.mcp.event_stream import EventStream, EventTooLong
 from registry.mcp.http_answers import content_type, header, redirect
+from registry.mcp.inbox import Inbox
 from registry.mcp.origins import Origins
 from registry.mcp.streamable_http import proxied, streamable_http_transport
 from testing.asgi_serving import serve_app
@@ -418,6 +419,32 @@ def test_the_events_before_one_too_long_are_read_first():
     assert events.feed(b"data: {}\n\ndata: " + b"x" * 40 + b"\n\n") == [b"{}"]
     with pytest.raises(EventTooLong):
         events.feed(b"data: more\n\n")
+
+
+def _response(request_id: int) -> SessionMessage:
+    return SessionMessage(types.JSONRPCResponse(jsonrpc="2.0", id=request_id, result={}))
+
+
+async def test_an_answer_goes_straight_to_its_call_only_when_nothing_is_queued_before_it():
+    inbox = Inbox()
+    claimed: list[types.RequestId] = []
+
+    def claim(item: Any) -> bool:
+        claimed.append(item.message.id)
+        return bool(item.message.id != 3)  # 3: no call of the claimant's waits for it
+
+    inbox.claim = claim
+    inbox.answer(_response(1))
+    progress = types.JSONRPCNotification(jsonrpc="2.0", method="notifications/progress")
+    inbox.put(SessionMessage(progress))
+    inbox.answer(_response(2))  # behind the progress: the session reads it first
+    read = [await inbox.receive(), await inbox.receive()]
+    inbox.answer(_response(3))
+    read.append(await inbox.receive())
+
+    assert claimed == [1, 3]
+    expected = [progress, _response(2).message, _response(3).message]
+    assert [item.message for item in read] == expected  # type: ignore[union-attr]
 
 
 @dataclass

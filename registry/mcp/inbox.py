@@ -1,10 +1,12 @@
 """The read side of the Streamable HTTP transport: the messages a server sent, queued by the
-tasks whose requests they answered, read by the session's receive loop."""
+tasks whose requests they answered, read by the session's receive loop; or an answer handed
+straight to the call that waits for it (`claim`), which then goes on without a task switch."""
 
 from __future__ import annotations
 
 import asyncio
 from collections import deque
+from collections.abc import Callable
 
 import anyio
 import mcp_types as types
@@ -26,10 +28,21 @@ class Inbox(TransportReader):
         self._closed = False
         self._handled = False
         """The last message read was one the session handles in a task of its own."""
+        self.claim: Callable[[Item], bool] | None = None
+        """Takes an answer for the call waiting for it (`LeanCalls.answer`), or says no."""
 
     def put(self, item: Item) -> None:
         self._items.append(item)
         self._wake()
+
+    def answer(self, item: SessionMessage) -> None:
+        """Queue a request's answer; or, when nothing waits in the queue before it (nothing
+        the session should see first), hand it to the call waiting for it (`claim`): the
+        sender, which is that call's task, then finds its answer without waiting for the
+        receive loop to read it and wake it."""
+        claim = self.claim
+        if self._items or claim is None or not claim(item):
+            self.put(item)
 
     def end(self) -> None:
         """The transport broke: the session reads what was queued, then the end."""

@@ -30,6 +30,7 @@ from pydantic import ValidationError
 from registry.mcp.config import McpServerConfig
 from registry.mcp.elicitation import ClientRequests
 from registry.mcp.errors import McpCallError, McpConnectionLostError, McpUnavailableError
+from registry.mcp.inbox import Inbox
 from registry.mcp.keepalive import read_to_end
 from registry.mcp.lean_calls import LeanCalls
 from registry.mcp.oauth import SourceAuth, source_auth
@@ -542,6 +543,8 @@ class _Watched(TransportReader):
         self._read = read
         self._on_end = on_end
         self._lean = lean
+        if lean is not None and isinstance(read, Inbox):
+            read.claim = lean.answer  # the transport hands a lean call its answer itself
 
     async def receive(self) -> Item:
         try:

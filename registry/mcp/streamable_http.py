@@ -331,7 +331,7 @@ class _Link:
             except _ERRORS as exc:
                 raise _Failed(failure_reason(exc, self.url)) from exc
             try:
-                self.inbox.put(session_message(orjson.loads(data), request.id))
+                self.inbox.answer(session_message(orjson.loads(data), request.id))
             except (orjson.JSONDecodeError, ValueError) as exc:
                 self._resolve(request, f"Failed to parse JSON response: {exc}", types.PARSE_ERROR)
         elif kind.startswith("text/event-stream"):
@@ -370,7 +370,7 @@ class _Link:
                     continue
                 response, events = resumed, EventStream(self._max_event_bytes, events)
             try:
-                answered = await self._read(response, events, request, token)
+                answered = await self._read(response, events, request, token, not attempt)
             except EventTooLong as exc:
                 self._resolve(request, f"SSE stream failed: {exc}")
                 answered = True
@@ -403,9 +403,11 @@ class _Link:
         events: EventStream,
         request: types.JSONRPCRequest,
         token: str | None,
+        first: bool,
     ) -> bool:
         """Queue the stream's messages; True once its response came (the rest of the stream
-        is read by the connection when the response is released, so it is kept)."""
+        is read by the connection when the response is released, so it is kept). A response
+        that is the `first` stream's first message may go straight to its call."""
         inbox = self.inbox
         while chunk := await response.read_any():
             for data in events.feed(chunk):
@@ -415,11 +417,16 @@ class _Link:
                     self._resolve(request, reason, types.PARSE_ERROR)
                     return True
                 message = item.message
+                if isinstance(message, types.JSONRPCResponse | types.JSONRPCError):
+                    if first:
+                        inbox.answer(item)
+                    else:
+                        inbox.put(item)
+                    return True
                 if message.__class__ is types.JSONRPCRequest and message.method in _ASKS:
                     self._asked(message.id, token)
                 inbox.put(item)
-                if isinstance(message, types.JSONRPCResponse | types.JSONRPCError):
-                    return True
+                first = False
         return False
 
     def _asked(self, request_id: types.RequestId, token: str | None) -> None:
