@@ -16,6 +16,7 @@ from proxy.server.middleware import Edge
 from proxy.server.routes import ROUTES
 from proxy.telemetry import Telemetry
 from testing.asgi_serving import serve_app
+from testing.waiting import until
 from tests.conftest import REPO
 
 KEYS = {"master_key": "master-key-1", "keys": [{"name": "team", "key": "team-key-1"}]}
@@ -80,8 +81,18 @@ async def test_every_route_in_the_table_is_reachable_and_counted_by_its_label() 
             refused_by_router = status == 404 and "no route" in str(body)
             assert not refused_by_router and status != 405, (route.path, status, body)
             answered.append((route, status))
-        async with session.get(root + "/metrics") as response:
-            exposition = await response.text()
+        exposition = ""
+
+        async def all_counted() -> bool:
+            # A request is counted when its app returns, which may be just after its
+            # response reached the client (an app that awaits more after its last send).
+            nonlocal exposition
+            async with session.get(root + "/metrics") as response:
+                exposition = await response.text()
+            return all(_requests(exposition, r.label, status) >= 1 for r, status in answered)
+
+        with contextlib.suppress(TimeoutError):
+            await until(all_counted, deadline_s=10)
     for route, status in answered:
         assert _requests(exposition, route.label, status) >= 1, (route.path, status)
 
