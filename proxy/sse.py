@@ -103,6 +103,23 @@ class SSEDecoder:
         # `find`, not `in`: bytes' `in` costs a formatted TypeError per check (see
         # upstreams/relay.py), and this runs once per event.
         buffer = self._buffer + chunk
+        if not self._data:
+            # The common shape, every complete event one `data: ` line and a blank line: one
+            # split for them all, each event's checks made once on the whole (its lines are
+            # the split's separators, two newlines each, and nothing else).
+            end = buffer.rfind(b"\n\n")
+            if (
+                end > 0
+                and buffer.startswith(b"data: ")
+                and buffer.find(b"\r", 0, end) < 0
+                and buffer.find(b"\n", end + 2) < 0  # what is kept is part of one line
+            ):
+                events = buffer[6:end].split(b"\n\ndata: ")
+                # No newline but the separators': one search of the events joined (counting
+                # newlines instead reads the bytes one at a time, five times slower).
+                if b"".join(events).find(b"\n") < 0:
+                    self._buffer = buffer[end + 2 :]
+                    return events
         if chunk.find(b"\n") < 0:
             if len(buffer) > self._max_line:
                 raise SSEDecodeError(f"an event line exceeds {self._max_line} bytes")

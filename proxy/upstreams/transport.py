@@ -326,13 +326,13 @@ class Exchange:
         at, count = 0, len(events)
         while at < count:
             if scanner is not None:
-                end, bodies, found = scanner.run(events, at)
-                if bodies:
+                end, body, found = scanner.run(events, at)
+                if body:
                     if found != key and texts:
                         chunks.append(_relayed(texts, key))
                         texts = []
                     key = found
-                    texts += bodies
+                    texts.append(body)
                     at = end
                     continue
             data = events[at]

@@ -160,3 +160,21 @@ def test_mixed_event_shapes_decode_alike_whole_and_split_anywhere() -> None:
     decoder = sse.SSEDecoder()
     events = [e for i in range(len(stream)) for e in decoder.feed(stream[i : i + 1])]
     assert events + decoder.close() == [*expected, "partial"]
+
+
+def test_plain_data_events_decode_alike_whole_and_split_anywhere() -> None:
+    # The shape most streams have (one `data: ` line per event) is split in one go; a read
+    # that ends inside an event, or holds a line of any other kind, goes line by line.
+    stream = b'data: {"a":1}\n\ndata: {"b":2}\n\ndata: [DONE]\n\n'
+    expected = ['{"a":1}', '{"b":2}', "[DONE]"]
+    for cut in range(len(stream) + 1):
+        for second in (b"", b"data: x\ndata: y\n\n", b"event: e\ndata: z\n\n", b": c\n\n"):
+            decoder = sse.SSEDecoder()
+            events = decoder.feed(stream[:cut]) + decoder.feed(stream[cut:] + second)
+            tail = {b"": [], b": c\n\n": []}.get(second, ["x\ny" if b"x" in second else "z"])
+            assert events + decoder.close() == expected + tail, (cut, second)
+
+
+def test_a_multiline_event_read_whole_is_not_split_as_plain_events() -> None:
+    assert sse.SSEDecoder().feed(b"data: a\ndata: b\n\n") == ["a\nb"]
+    assert sse.SSEDecoder().feed(b"data: a\n\ndata: b\nid: 1\n\n") == ["a", "b"]

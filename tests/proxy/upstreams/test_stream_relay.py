@@ -110,6 +110,24 @@ def test_a_middle_that_leaves_the_string_is_not_relayed(crafted: bytes) -> None:
     assert scanner.text(raw.replace(b"first", crafted)) is None
 
 
+@pytest.mark.parametrize(
+    "crafted",
+    [
+        b'x","reasoning_content":"y',
+        b"dangling\\",
+        b'escaped slash then quote \\\\","x":"y',
+    ],
+)
+def test_a_run_ends_before_a_middle_that_leaves_the_string(crafted: bytes) -> None:
+    first = event({"content": "first"})
+    raw = data(first)
+    scanner = scanner_after(first)
+    events = [raw.replace(b"first", b) for b in (b"a", b"b\\n", crafted, b"c", b"d")]
+    assert scanner.run(events, 0) == (2, b"ab\\n", "content")
+    assert scanner.run(events, 3) == (5, b"cd", "content")
+    assert scanner.run(events, 2)[1] == b""
+
+
 def test_string_body_agrees_with_a_json_parser() -> None:
     rng = random.Random(29)
     for _ in range(5000):
@@ -321,7 +339,7 @@ def test_the_codec_scans_its_streams() -> None:
     assert isinstance(ChatCodec("m").scanner, TextScanner)
 
 
-def runs_by_text(scanner: TextScanner, events: list[bytes]) -> list[tuple[int, list[bytes], str]]:
+def runs_by_text(scanner: TextScanner, events: list[bytes]) -> list[tuple[int, bytes, str]]:
     """`run`'s answer from every start, made by `text` event by event (the slow path)."""
     found = []
     for start in range(len(events)):
@@ -336,11 +354,11 @@ def runs_by_text(scanner: TextScanner, events: list[bytes]) -> list[tuple[int, l
             bodies.append(body)
             at += 1
         scanner.key = key
-        found.append((at, bodies, key))
+        found.append((at, b"".join(bodies), key))
     return found
 
 
-def runs(scanner: TextScanner, events: list[bytes]) -> list[tuple[int, list[bytes], str]]:
+def runs(scanner: TextScanner, events: list[bytes]) -> list[tuple[int, bytes, str]]:
     return [scanner.run(events, start) for start in range(len(events))]
 
 
@@ -362,7 +380,7 @@ def test_a_run_is_what_text_finds_event_by_event_with_one_shape() -> None:
     fast = runs(scanner, events)
     assert len(scanner._shapes) == 1 and not scanner._shapes[0][3]  # the inlined checks
     assert fast == runs_by_text(scanner_after(event({"content": "first"})), events)
-    assert fast[0] == (len(TEXTS), [orjson.dumps(t)[1:-1] for t in TEXTS], "content")
+    assert fast[0] == (len(TEXTS), b"".join(orjson.dumps(t)[1:-1] for t in TEXTS), "content")
 
 
 def test_a_run_is_what_text_finds_event_by_event_with_two_shapes() -> None:
@@ -384,9 +402,9 @@ def test_a_run_is_what_text_finds_event_by_event_with_two_shapes() -> None:
     fast = runs(taught(), events)
     assert fast == runs_by_text(taught(), events)
     assert fast[:3] == [
-        (2, [b"r1", b"r2"], "reasoning_content"),
-        (2, [b"r2"], "reasoning_content"),
-        (4, [b"c1", b"c2"], "content"),
+        (2, b"r1r2", "reasoning_content"),
+        (2, b"r2", "reasoning_content"),
+        (4, b"c1c2", "content"),
     ]
 
 
@@ -402,7 +420,7 @@ def test_a_run_of_padded_events_is_what_text_finds() -> None:
     ]
     fast = runs(taught(), events)
     assert fast == runs_by_text(taught(), events)
-    assert fast[0] == (2, [b"a", b"b"], "content")
+    assert fast[0] == (2, b"ab", "content")
 
 
 async def test_text_read_with_the_streams_end_is_marked_ending() -> None:

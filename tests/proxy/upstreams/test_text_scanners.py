@@ -35,10 +35,10 @@ def test_a_text_delta_teaches_its_shape_and_the_rest_are_found() -> None:
     found = []
     at = 0
     while at < len(sent):
-        end, bodies, key = scanner.run(sent, at)
-        if bodies:
+        end, body, key = scanner.run(sent, at)
+        if body:
             assert key == "content"
-            found += bodies
+            found.append(body)
             at = end
         else:
             assert b'"text_delta"' not in sent[at] or sent[at] == deltas[0]
@@ -57,7 +57,7 @@ def test_only_a_text_delta_teaches() -> None:
         if text:  # a thinking delta or tool input, even made into a text chunk, teaches nothing
             assert scanner.learn(event, text_chunk(text)) is None
             assert scanner.learn(event, text_chunk(text, "reasoning_content")) is None
-    assert scanner.run(sent, 0)[1] == []
+    assert scanner.run(sent, 0)[1] == b""
 
 
 def test_a_delta_escaped_otherwise_teaches_nothing() -> None:
@@ -78,6 +78,6 @@ def test_a_gemini_text_piece_teaches_and_one_with_usage_does_not() -> None:
     thought = next(p for p in sent if b'"thought"' in p)
     assert scanner.learn(thought, text_chunk("Hm.")) is None
     assert scanner.learn(texts[0], text_chunk(first)) is not None
-    end, bodies, _ = scanner.run(sent, sent.index(texts[0]))
-    assert "".join(orjson.loads(b'"' + b + b'"') for b in bodies) == TEXT
+    end, body, _ = scanner.run(sent, sent.index(texts[0]))
+    assert orjson.loads(b'"' + body + b'"') == TEXT
     assert sent[end:] == sent[-1:]  # the finishing piece is not text alone
