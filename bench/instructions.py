@@ -28,10 +28,11 @@ request's summary line (and whatever else is logged at info) to their counts.
 
 The plain flow also counts the injecting floor (`bench/passthrough.py --inject-tools`, see
 bench/overhead.py): the pass-through plus the least work a tool-injecting proxy must do.
-Both call the upstream with Toolwire's own client (`registry/http1.py`), as `toolwire serve`
-does, so what separates them from Toolwire is Toolwire's own work. `--reference-client
-aiohttp` counts them on aiohttp instead, the reference of the counts taken before Toolwire
-had a client of its own; `--reference-client both` counts them on both.
+Both run on `toolwire serve`'s stack (its HTTP protocol, `proxy/server/http_wire.py`, and its
+upstream client, `registry/http1.py`), so what separates them from Toolwire is Toolwire's own
+work. `--reference-client aiohttp` counts them on the earlier stack instead (aiohttp on
+uvicorn's own protocol), the reference of the counts taken before Toolwire had a client and
+a protocol of its own; `--reference-client both` counts them on both.
 
 Needs `valgrind` (Debian package); servers run many times slower under it, so a run takes
 minutes. Verdict: Toolwire within 1.3x the injecting floor's instructions (issue 29's CPU
@@ -77,6 +78,7 @@ from bench.harness import (
 )
 from bench.loop_clients import QUESTION, check_answer
 from bench.loop_servers import toolwire_source
+from bench.overhead_targets import reference_stack
 from bench.trees import tree_tools
 from bench.workload import TEXT, request_body
 
@@ -213,11 +215,11 @@ def _servers(
     if args.flow == "plain":
         inject = ["--inject-tools", str(injected_tools(path, workdir))]
         first = "aiohttp" if args.reference_client == "aiohttp" else "http1"
-        main = [*passthrough, "--client", first]
+        main = [*passthrough, *reference_stack(first)]
         counted.insert(0, Counted("passthrough", f"pass-through ({first})", main))
         counted.insert(1, Counted("floor", f"injecting floor ({first})", [*main, *inject]))
         if args.reference_client == "both":
-            other = [*passthrough, "--client", "aiohttp"]
+            other = [*passthrough, *reference_stack("aiohttp")]
             counted.insert(2, Counted("passthrough_aiohttp", "pass-through (aiohttp)", other))
             floor = Counted("floor_aiohttp", "injecting floor (aiohttp)", [*other, *inject])
             counted.insert(3, floor)

@@ -73,7 +73,7 @@ def specs(args: argparse.Namespace, workdir: Path, upstream_url: str) -> list[Sp
     """Every target of this run, in the order they are measured in the first round."""
     passthrough = script("passthrough.py", "--upstream", upstream_url)
     passthrough += ["--log-level", args.log_level]
-    passthrough += ["--client", getattr(args, "reference_client", "http1")]
+    passthrough += reference_stack(getattr(args, "reference_client", "http1"))
     config = _config(args, workdir / "toolwire.yaml", upstream_url, tools=True)
     inject = ["--inject-tools", str(injected_tools(config, workdir))]
     found: list[Spec] = [
@@ -125,3 +125,11 @@ def _config(
     if not metrics:
         config["telemetry"] = {"metrics": False}
     return write_config(path, config)
+
+
+def reference_stack(client: str) -> list[str]:
+    """The pass-through's options for a reference client: http1 on toolwire serve's HTTP
+    protocol (the same stack), or aiohttp on uvicorn's own (the earlier runs' stack)."""
+    if client == "aiohttp":
+        return ["--client", "aiohttp", "--http", "httptools"]
+    return ["--client", client]

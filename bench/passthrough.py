@@ -1,13 +1,14 @@
 """A minimal pass-through proxy: the floor any Python proxy on Toolwire's stack can reach.
 
-Same stack as `toolwire serve`: a raw ASGI app under uvicorn (`http="httptools"`,
-`loop="uvloop"`, one worker), the same upstream client (Toolwire's own HTTP/1.1 client,
-`registry/http1.py`: one `Pool` with the same keep-alive and deadlines), orjson. Per request
-it reads the body, parses it with orjson (any real proxy looks at `model`/`stream`), forwards
-the original bytes to the upstream and relays the answer: an SSE response chunk by chunk as
-the upstream's reads arrive, anything else as one body.
-There is no tool injection, no re-serialisation, no SSE decoding and no re-rendering; the
-difference between this and Toolwire is what Toolwire's own work costs.
+Same stack as `toolwire serve`: a raw ASGI app under uvicorn (`loop="uvloop"`, one worker)
+with the same HTTP protocol (uvicorn's httptools protocol as `proxy/server/http_wire.py`
+makes it leaner; `--http httptools`: uvicorn's own), the same upstream client (Toolwire's
+own HTTP/1.1 client, `registry/http1.py`: one `Pool` with the same keep-alive and
+deadlines), orjson. Per request it reads the body, parses it with orjson (any real proxy
+looks at `model`/`stream`), forwards the original bytes to the upstream and relays the
+answer: an SSE response chunk by chunk as the upstream's reads arrive, anything else as one
+body. There is no tool injection, no re-serialisation, no SSE decoding and no re-rendering;
+the difference between this and Toolwire is what Toolwire's own work costs.
 
     python bench/passthrough.py --port 8100 --upstream http://127.0.0.1:8001/v1
 
@@ -34,6 +35,7 @@ import aiohttp
 import orjson
 import uvicorn
 
+from proxy.server.http_wire import LeanHttpTools
 from registry.http1 import HTTPError, Pool, Response
 
 Scope = dict[str, Any]
@@ -241,6 +243,12 @@ def main() -> None:
         default="http1",
         help="the upstream client: Toolwire's own HTTP/1.1 client, or aiohttp",
     )
+    parser.add_argument(
+        "--http",
+        choices=("lean", "httptools"),
+        default="lean",
+        help="the HTTP protocol: toolwire serve's (lean), or uvicorn's own httptools protocol",
+    )
     args = parser.parse_args()
     tools = None
     if args.inject_tools:
@@ -250,7 +258,7 @@ def main() -> None:
         PassThrough(args.upstream, tools, args.client),
         host=args.host,
         port=args.port,
-        http="httptools",
+        http=LeanHttpTools if args.http == "lean" else "httptools",
         loop="uvloop",
         log_level=args.log_level,
     )
