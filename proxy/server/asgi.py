@@ -16,6 +16,9 @@ from ..errors import (
 )
 from ..upstreams.expiry import Expiry
 
+BODY_ARRIVED = "toolwire.body_arrived"
+"""A scope key the server's protocol (`http_wire.py`) sets once the request's whole body has
+arrived."""
 WATCH_AFTER_S = 0.05
 """How long a request runs before its client is watched for a disconnect."""
 
@@ -81,14 +84,18 @@ async def read_body(receive: Receive, scope: Scope, limits: BodyLimits) -> bytes
         raise PayloadTooLargeError(f"the request body exceeds {limit} bytes")
     parts: list[bytes] = []
     size = 0
-    # A timer that cancels this task, as `asyncio.timeout` would, at a tenth of its cost:
-    # most bodies have arrived whole by now and it never fires.
-    task = asyncio.current_task()
-    assert task is not None
-    cancelling = task.cancelling()
-    timer = Expiry(task)
-    # The task's loop: `get_running_loop()` would be a second getpid system call (Python 3.11).
-    handle = task.get_loop().call_later(limits.body_timeout_s, timer.expire)
+    task: asyncio.Task[Any] | None = None
+    handle = None
+    if not scope.get(BODY_ARRIVED):
+        # A timer that cancels this task, as `asyncio.timeout` would, at a tenth of its cost.
+        # The server's protocol says when the whole body is there (most bodies, by now):
+        # reading it then cannot wait, and needs none.
+        task = asyncio.current_task()
+        assert task is not None
+        cancelling = task.cancelling()
+        timer = Expiry(task)
+        # The task's loop: `get_running_loop()` would be a second getpid system call.
+        handle = task.get_loop().call_later(limits.body_timeout_s, timer.expire)
     try:
         while True:
             message = await receive()
@@ -103,13 +110,14 @@ async def read_body(receive: Receive, scope: Scope, limits: BodyLimits) -> bytes
                 return b"".join(parts)
     except asyncio.CancelledError:
         # Ours only when no other cancellation is pending beside it (as `asyncio.timeout`).
-        if timer.expired and task.uncancel() <= cancelling:
+        if task is not None and timer.expired and task.uncancel() <= cancelling:
             raise RequestTimeoutError(
                 f"the request body did not arrive within {limits.body_timeout_s:g} s"
             ) from None
         raise
     finally:
-        handle.cancel()
+        if handle is not None:
+            handle.cancel()
 
 
 class BodyLimits(Protocol):

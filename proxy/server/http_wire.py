@@ -17,6 +17,8 @@ What each request no longer pays, its behaviour kept:
 - A keep-alive timer armed after each response and cancelled by the next request: one timer
   per connection instead, re-armed when it fires before the connection has been idle for
   `timeout_keep_alive`.
+- A timer per request on reading its body (`asgi.read_body`): the scope says when the whole
+  body has arrived (`BODY_ARRIVED`), and reading it then needs none.
 - An `asyncio.Event` per request for the body's arrival (`Signal`, a lighter one), and the
   small frames of uvicorn's callbacks (the task start, the flow control's resume) inline.
 """
@@ -41,6 +43,8 @@ from uvicorn.protocols.http.httptools_impl import (
 )
 from uvicorn.protocols.utils import get_client_addr, get_path_with_query_string
 from uvicorn.server import ServerState
+
+from .asgi import BODY_ARRIVED
 
 Message = dict[str, Any]
 
@@ -148,6 +152,14 @@ class LeanHttpTools(HttpToolsProtocol):
         else:  # pipelined: it waits for the answer before it
             self.flow.pause_reading()
             self.pipeline.appendleft((cycle, app))
+
+    def on_message_complete(self) -> None:
+        cycle = self.cycle
+        if (self.parser.should_upgrade() and self._should_upgrade()) or cycle.response_complete:
+            return
+        cycle.more_body = False
+        cycle.scope[BODY_ARRIVED] = True  # type: ignore[literal-required]
+        cycle.message_event.set()
 
     def _start_asgi_task(self, cycle: RequestResponseCycle, app: Any) -> None:
         run = cycle.run_asgi(app)

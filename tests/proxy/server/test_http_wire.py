@@ -16,6 +16,7 @@ from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol, RequestResponseCycle
 from uvicorn.server import ServerState
 
+from proxy.server.asgi import BODY_ARRIVED, read_body
 from proxy.server.http_wire import LeanHttpTools
 
 Message = dict[str, Any]
@@ -28,6 +29,7 @@ REPLACED = {
     HttpToolsProtocol.on_headers_complete: "1ea8589acfad",
     HttpToolsProtocol._start_asgi_task: "9c08c2571ae9",
     HttpToolsProtocol.on_response_complete: "64e254f28e38",
+    HttpToolsProtocol.on_message_complete: "1fbad42dc31f",
     RequestResponseCycle.__init__: "4d2f220910c3",
     RequestResponseCycle.send: "abdd8601b326",
     RequestResponseCycle.receive: "8124ae006be7",
@@ -308,3 +310,37 @@ async def test_a_body_that_comes_later_is_waited_for() -> None:
     assert served.transport.writes == []  # the app waits in receive for the rest
     answer = await served.request(POST[-3:])
     assert answer.endswith(b'{"a":1}')
+
+
+class _Limits:
+    max_body_bytes = 1000
+    body_timeout_s = 0.01
+
+
+async def test_a_body_read_whole_needs_no_timer_and_one_still_coming_has_one() -> None:
+    seen: list[tuple[bool, bytes | BaseException]] = []
+    read = asyncio.Event()
+
+    async def app(scope: Message, receive: Any, send: Any) -> None:
+        arrived = bool(scope.get(BODY_ARRIVED))
+        try:
+            seen.append((arrived, await read_body(receive, scope, _Limits())))
+        except Exception as exc:
+            seen.append((arrived, exc))
+        read.set()
+        await _json(scope, _no_body, send)
+
+    served = _Served(app)
+    await served.request(POST)
+    read.clear()
+    served = _Served(app)
+    served.protocol.data_received(POST[:-3])  # the rest never comes: the body's timer fires
+    async with asyncio.timeout(5):
+        await read.wait()
+    assert seen[0] == (True, b'{"a":1}')
+    arrived, error = seen[1]
+    assert not arrived and "did not arrive within 0.01 s" in str(error)
+
+
+async def _no_body() -> Message:
+    return {"type": "http.request", "body": b"", "more_body": False}
