@@ -565,6 +565,33 @@ class Response:
         connection.resume()
         self._drain = self._pool.loop.call_later(_DRAIN_S, self._give_up)
 
+    async def finish(self, wait_s: float) -> None:
+        """Done with an answer whose content was read, as `release`, but waiting here, at
+        most `wait_s`, for the rest of its body (read and dropped, at most `_DRAIN_BYTES`):
+        when this returns, its connection is back in the pool if the body ended by then
+        (so the caller's next request can take it), else closed.
+
+        Raises:
+            asyncio.CancelledError: as any wait (the answer is then left to the caller).
+        """
+        connection = self._connection
+        if connection is None or self._ended or self._error is not None or not self.status:
+            self.close()
+            return
+        limit = self._pool.loop.time() + wait_s
+        if self._deadline is None or limit < self._deadline:
+            self._deadline = limit
+        received = 0
+        try:
+            while received <= _DRAIN_BYTES:
+                data = await self.read_any()
+                if not data:
+                    break
+                received += len(data)
+        except (HTTPError, TimeoutError):
+            pass
+        self.close()
+
     def _give_up(self) -> None:
         self._drain = None
         self.close()

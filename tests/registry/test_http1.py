@@ -425,6 +425,28 @@ async def test_a_released_answer_keeps_its_connection_only_if_its_body_ends(
         assert server.connections == connections
 
 
+@pytest.mark.parametrize(("ends", "connections"), [(True, 1), (False, 2)], ids=["ends", "goes-on"])
+async def test_a_finished_answer_frees_its_connection_before_the_next_request(
+    ends: bool, connections: int
+) -> None:
+    async with _SlowEnd() as server:
+        client = pool(limit=2)
+        url = f"http://127.0.0.1:{server.port}/"
+        response = await client.request(b"POST", url, {}, b"")
+        assert await response.read_any() == b"data: [DONE]\n\n"
+        loop = asyncio.get_running_loop()
+        if ends:
+            loop.call_later(0.05, server.end.set)
+        started = loop.time()
+        await response.finish(0.5 if ends else 0.1)
+        waited = loop.time() - started
+        second = await asyncio.wait_for(client.request(b"POST", url, {}, b""), 10)
+        second.close()
+        await client.aclose()
+        assert server.connections == connections
+        assert (waited < 0.5) if ends else (waited >= 0.1)
+
+
 async def test_a_resolve_hook_gives_the_addresses_tried_in_turn() -> None:
     asked: list[tuple[str, int]] = []
     closed = await asyncio.start_server(lambda r, w: None, "127.0.0.2", 0)
