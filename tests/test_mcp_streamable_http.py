@@ -32,7 +32,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from registry import Executor, ToolCall, ToolRegistry, ToolResult
 from registry.mcp import McpSource, McpSourceConfig
 from registry.mcp.event_stream import EventStream, EventTooLong
-from registry.mcp.http_answers import content_type, header, redirect
+from registry.mcp.http_answers import content_type, header, plain_result, redirect
 from registry.mcp.inbox import Inbox
 from registry.mcp.origins import Origins
 from registry.mcp.streamable_http import proxied, streamable_http_transport
@@ -421,30 +421,36 @@ def test_the_events_before_one_too_long_are_read_first():
         events.feed(b"data: more\n\n")
 
 
-def _response(request_id: int) -> SessionMessage:
-    return SessionMessage(types.JSONRPCResponse(jsonrpc="2.0", id=request_id, result={}))
-
-
-async def test_an_answer_goes_straight_to_its_call_only_when_nothing_is_queued_before_it():
+async def test_a_result_goes_straight_to_its_call_only_when_nothing_is_queued_before_it():
     inbox = Inbox()
     claimed: list[types.RequestId] = []
 
-    def claim(item: Any) -> bool:
-        claimed.append(item.message.id)
-        return bool(item.message.id != 3)  # 3: no call of the claimant's waits for it
+    def claim(request_id: types.RequestId, result: dict[str, Any]) -> bool:
+        claimed.append(request_id)
+        return request_id != 3  # 3: no call of the claimant's waits for it
 
+    assert not inbox.claimed(1, {})  # no claimant yet
     inbox.claim = claim
-    inbox.answer(_response(1))
-    progress = types.JSONRPCNotification(jsonrpc="2.0", method="notifications/progress")
-    inbox.put(SessionMessage(progress))
-    inbox.answer(_response(2))  # behind the progress: the session reads it first
-    read = [await inbox.receive(), await inbox.receive()]
-    inbox.answer(_response(3))
-    read.append(await inbox.receive())
-
+    assert inbox.claimed(1, {})
+    progress = SessionMessage(
+        types.JSONRPCNotification(jsonrpc="2.0", method="notifications/progress")
+    )
+    inbox.put(progress)
+    assert not inbox.claimed(2, {})  # behind the progress: the session reads that first
+    assert await inbox.receive() is progress
+    assert not inbox.claimed(3, {})
     assert claimed == [1, 3]
-    expected = [progress, _response(2).message, _response(3).message]
-    assert [item.message for item in read] == expected  # type: ignore[union-attr]
+
+
+def test_only_a_plain_answer_has_a_plain_result():
+    assert plain_result({"jsonrpc": "2.0", "id": 1, "result": {"a": 1}}) == {"a": 1}
+    assert plain_result({"jsonrpc": "2.0", "id": "x", "result": {}}) == {}
+    error = {"code": -1, "message": "no"}
+    assert plain_result({"jsonrpc": "2.0", "id": 1, "error": error}) is None
+    assert plain_result({"jsonrpc": "2.0", "id": None, "result": {}}) is None
+    assert plain_result({"jsonrpc": "2.0", "id": 1, "result": {}, "x": 1}) is None
+    assert plain_result({"jsonrpc": "2.0", "id": 1, "result": []}) is None
+    assert plain_result([]) is None
 
 
 @dataclass

@@ -22,6 +22,7 @@ __all__ = [
     "header",
     "is_events",
     "message_or_error",
+    "plain_result",
     "redirect",
     "session_message",
 ]
@@ -47,18 +48,11 @@ def session_message(data: Any, request_id: types.RequestId | None) -> SessionMes
     Raises:
         ValueError: not a JSON-RPC message.
     """
-    if (
-        type(data) is dict
-        and len(data) == 3
-        and data.get("jsonrpc") == "2.0"
-        and type(data.get("result")) is dict
-        and type(data.get("id")) in (int, str)
-    ):
+    result = plain_result(data)
+    if result is not None:
         answer_id = data["id"] if request_id is None else request_id
         return SessionMessage(
-            types.JSONRPCResponse.model_construct(
-                jsonrpc="2.0", id=answer_id, result=data["result"]
-            )
+            types.JSONRPCResponse.model_construct(jsonrpc="2.0", id=answer_id, result=result)
         )
     message = types.jsonrpc_message_adapter.validate_python(data, by_name=False)
     if request_id is not None and isinstance(message, types.JSONRPCResponse | types.JSONRPCError):
@@ -76,6 +70,16 @@ def header(response: http1.Response, name: bytes, spelled: bytes) -> str:
     if value is not None:
         return value.decode("latin-1")
     return response.headers.get(name.decode(), "")
+
+
+def plain_result(data: Any) -> dict[str, Any] | None:
+    """The result of a plain answer (`{"jsonrpc": "2.0", "id": ..., "result": {...}}`, the
+    usual one), else None."""
+    if type(data) is dict and len(data) == 3 and data.get("jsonrpc") == "2.0":
+        result = data.get("result")
+        if type(result) is dict and type(data.get("id")) in (int, str):
+            return result
+    return None
 
 
 def content_type(response: http1.Response) -> str:

@@ -1,12 +1,13 @@
 """The read side of the Streamable HTTP transport: the messages a server sent, queued by the
-tasks whose requests they answered, read by the session's receive loop; or an answer handed
-straight to the call that waits for it (`claim`), which then goes on without a task switch."""
+tasks whose requests they answered, read by the session's receive loop; or a result handed
+straight to the call that waits for it (`claimed`), which then goes on without a task switch."""
 
 from __future__ import annotations
 
 import asyncio
 from collections import deque
 from collections.abc import Callable
+from typing import Any
 
 import anyio
 import mcp_types as types
@@ -28,21 +29,21 @@ class Inbox(TransportReader):
         self._closed = False
         self._handled = False
         """The last message read was one the session handles in a task of its own."""
-        self.claim: Callable[[Item], bool] | None = None
-        """Takes an answer for the call waiting for it (`LeanCalls.answer`), or says no."""
+        self.claim: Callable[[types.RequestId, dict[str, Any]], bool] | None = None
+        """Hands a request's result to the call waiting for it (`LeanCalls.take`), or says no."""
+        self._loop: asyncio.AbstractEventLoop | None = None
 
     def put(self, item: Item) -> None:
         self._items.append(item)
         self._wake()
 
-    def answer(self, item: SessionMessage) -> None:
-        """Queue a request's answer; or, when nothing waits in the queue before it (nothing
-        the session should see first), hand it to the call waiting for it (`claim`): the
-        sender, which is that call's task, then finds its answer without waiting for the
-        receive loop to read it and wake it."""
+    def claimed(self, request_id: types.RequestId, result: dict[str, Any]) -> bool:
+        """Whether a request's result went straight to the call waiting for it (`claim`):
+        only when nothing waits in the queue before it (nothing the session should see
+        first). That call's task, the sender, then finds its answer without a message made
+        of it, and without waiting for the receive loop to read it and wake it."""
         claim = self.claim
-        if self._items or claim is None or not claim(item):
-            self.put(item)
+        return claim is not None and not self._items and claim(request_id, result)
 
     def end(self) -> None:
         """The transport broke: the session reads what was queued, then the end."""
@@ -60,7 +61,10 @@ class Inbox(TransportReader):
                 raise anyio.ClosedResourceError
             if self._end is not None:
                 raise self._end
-            self._waiter = asyncio.get_running_loop().create_future()
+            loop = self._loop
+            if loop is None:  # kept: each running-loop lookup is a system call on 3.11
+                loop = self._loop = asyncio.get_running_loop()
+            self._waiter = loop.create_future()
             try:
                 await self._waiter
             finally:

@@ -205,6 +205,16 @@ class LeanCalls:
             waiting.set_result(outcome)
         return True
 
+    def take(self, request_id: types.RequestId, result: dict[str, Any]) -> bool:
+        """Whether a call in flight here waits for `request_id`: if so, `result` (a plain
+        answer's, read by the transport and never made a message) is handed to it."""
+        waiting = self._waiting.get(request_id) if request_id.__class__ is int else None
+        if waiting is None:
+            return False
+        if not waiting.done():
+            waiting.set_result(result)
+        return True
+
     def close(self) -> None:
         """The connection ended: every call in flight fails with `CONNECTION_CLOSED`."""
         self._closed = True

@@ -544,7 +544,7 @@ class _Watched(TransportReader):
         self._on_end = on_end
         self._lean = lean
         if lean is not None and isinstance(read, Inbox):
-            read.claim = lean.answer  # the transport hands a lean call its answer itself
+            read.claim = lean.take  # the transport hands a lean call its result itself
 
     async def receive(self) -> Item:
         try:

@@ -36,8 +36,10 @@ connection died before any answer is sent once more (a POST is not: it may have 
 Beyond the SDK: a `tools/call`'s trace context goes in headers too (it is in its `_meta`),
 and each server request on a call's stream is noted in `Origins` with the call's progress
 token (the httpx hooks `registry.mcp.session` gives the SDK's client do the same). The rest of
-an answer's stream, after its response, is read by the connection (`Response.release`) so it
-goes back to the pool; a close waits at most `TERMINATE_S` for the DELETE.
+an answer's stream, after its response (its end comes a moment later), is read before the
+request returns (`Response.finish`, at most `DRAIN_S`), so its connection is back in the pool
+for the next call, as `registry.mcp.keepalive` does for httpx; a close waits at most
+`TERMINATE_S` for the DELETE.
 
 Not here: OAuth, and proxies. OAuth's provider is an httpx `Auth` flow (discovery, token
 requests, a retry on 401), and `http1` knows no proxies, so a source with `oauth:`, or whose
@@ -51,6 +53,7 @@ import contextlib
 import logging
 import urllib.request
 from collections.abc import AsyncIterator
+from typing import Any
 from urllib.parse import urlsplit
 
 import anyio
@@ -70,10 +73,12 @@ from registry.mcp.http_answers import (
     header,
     is_events,
     message_or_error,
+    plain_result,
     redirect,
     session_message,
 )
 from registry.mcp.inbox import Inbox
+from registry.mcp.keepalive import DRAIN_S
 from registry.mcp.origins import Origins
 from registry.mcp.pool import KEEPALIVE_S, MAX_CONNECTIONS
 from registry.mcp.transport_streams import TransportWriter
@@ -243,10 +248,10 @@ class _Link:
             response = await self._send("POST", headers, body)
             try:
                 await self._answered(response, message, request, token)
+                await response.finish(DRAIN_S)
             except BaseException:
                 response.close()  # a request given up mid-answer: the server sees it go
                 raise
-            response.release()
         except _Failed as exc:
             self._break(request, str(exc))
             if request is None:
@@ -331,8 +336,10 @@ class _Link:
             except _ERRORS as exc:
                 raise _Failed(failure_reason(exc, self.url)) from exc
             try:
-                self.inbox.answer(session_message(orjson.loads(data), request.id))
-            except (orjson.JSONDecodeError, ValueError) as exc:
+                answer = orjson.loads(data)
+                if not self._claimed(answer, request.id):
+                    self.inbox.put(session_message(answer, request.id))
+            except ValueError as exc:  # orjson's JSONDecodeError too
                 self._resolve(request, f"Failed to parse JSON response: {exc}", types.PARSE_ERROR)
         elif kind.startswith("text/event-stream"):
             await self._stream(response, request, token)
@@ -406,28 +413,34 @@ class _Link:
         first: bool,
     ) -> bool:
         """Queue the stream's messages; True once its response came (the rest of the stream
-        is read by the connection when the response is released, so it is kept). A response
-        that is the `first` stream's first message may go straight to its call."""
+        is read when the response is finished, so its connection is kept). A response that
+        is the `first` stream's first message may go straight to its call."""
         inbox = self.inbox
         while chunk := await response.read_any():
             for data in events.feed(chunk):
-                item = message_or_error(data, request.id)
-                if isinstance(item, Exception):
-                    reason = f"Failed to parse SSE message: {item}"
+                try:
+                    answer = orjson.loads(data)
+                    if first and self._claimed(answer, request.id):
+                        return True
+                    item = session_message(answer, request.id)
+                except ValueError as exc:  # orjson's JSONDecodeError too
+                    log.warning("MCP server sent an invalid message: %s", exc)
+                    reason = f"Failed to parse SSE message: {exc}"
                     self._resolve(request, reason, types.PARSE_ERROR)
                     return True
                 message = item.message
+                inbox.put(item)
                 if isinstance(message, types.JSONRPCResponse | types.JSONRPCError):
-                    if first:
-                        inbox.answer(item)
-                    else:
-                        inbox.put(item)
                     return True
                 if message.__class__ is types.JSONRPCRequest and message.method in _ASKS:
                     self._asked(message.id, token)
-                inbox.put(item)
                 first = False
         return False
+
+    def _claimed(self, answer: Any, request_id: types.RequestId) -> bool:
+        """Whether `answer`, a plain result, went straight to its call (`Inbox.claimed`)."""
+        result = plain_result(answer)
+        return result is not None and self.inbox.claimed(request_id, result)
 
     def _asked(self, request_id: types.RequestId, token: str | None) -> None:
         """A server request on a call's stream: `Origins` learns which call it came with."""
