@@ -18,7 +18,8 @@ from ..upstreams.expiry import Expiry
 
 BODY_ARRIVED = "toolwire.body_arrived"
 """A scope key the server's protocol (`http_wire.py`) sets once the request's whole body has
-arrived."""
+arrived: `read_body` then arms no timer. Under any other server (or with `Expect:
+100-continue`, whose body comes only once asked for) it is absent and the body is timed."""
 WATCH_AFTER_S = 0.05
 """How long a request runs before its client is watched for a disconnect."""
 
