@@ -33,9 +33,10 @@ from registry import Executor, ToolCall, ToolRegistry, ToolResult
 from registry.mcp import McpSource, McpSourceConfig
 from registry.mcp.event_stream import EventStream, EventTooLong
 from registry.mcp.http_answers import content_type, header, plain_result, redirect
+from registry.mcp.http_requests import proxied, request_body
 from registry.mcp.inbox import Inbox
 from registry.mcp.origins import Origins
-from registry.mcp.streamable_http import proxied, streamable_http_transport
+from registry.mcp.streamable_http import streamable_http_transport
 from testing.asgi_serving import serve_app
 from testing.mcp_servers import serve_http
 from testing.waiting import until
@@ -440,6 +441,24 @@ async def test_a_result_goes_straight_to_its_call_only_when_nothing_is_queued_be
     assert await inbox.receive() is progress
     assert not inbox.claimed(3, {})
     assert claimed == [1, 3]
+
+
+@pytest.mark.parametrize(
+    "params",
+    [
+        {"name": "echo", "arguments": {"text": "hé 🙂", "n": 1.5, "big": 1e20, "none": None}},
+        {"name": "echo", "arguments": {"list": [1, True, {"a": []}]}, "_meta": {"k": "v"}},
+        {"name": "echo", "arguments": {"huge": 1 << 70}},
+        None,
+    ],
+    ids=["text", "nested", "huge-int", "null"],
+)
+def test_a_request_is_written_as_the_sdk_writes_it(params: dict[str, Any] | None):
+    request = types.JSONRPCRequest(jsonrpc="2.0", id=7, method="tools/call", params=params)
+    unset = types.JSONRPCRequest(jsonrpc="2.0", id="a", method="tools/list")
+    for message in (request, unset):
+        sdk = message.model_dump_json(by_alias=True, exclude_unset=True).encode()
+        assert request_body(message) == sdk
 
 
 def test_only_a_plain_answer_has_a_plain_result():

@@ -30,6 +30,7 @@ from pydantic import ValidationError
 from registry.mcp.config import McpServerConfig
 from registry.mcp.elicitation import ClientRequests
 from registry.mcp.errors import McpCallError, McpConnectionLostError, McpUnavailableError
+from registry.mcp.http_requests import proxied
 from registry.mcp.inbox import Inbox
 from registry.mcp.keepalive import read_to_end
 from registry.mcp.lean_calls import LeanCalls
@@ -39,7 +40,7 @@ from registry.mcp.pool import pooled_client
 from registry.mcp.progress import CallReporter, ProgressRoutes
 from registry.mcp.stderr import ServerStderr
 from registry.mcp.stdio import stdio_transport
-from registry.mcp.streamable_http import proxied, streamable_http_transport
+from registry.mcp.streamable_http import streamable_http_transport
 from registry.mcp.task_handles import TaskHandles
 from registry.mcp.tasks import TaskCalls
 from registry.mcp.transport_streams import Item, TransportReader
