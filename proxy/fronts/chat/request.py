@@ -124,12 +124,137 @@ def parse_body(raw: bytes) -> dict[str, Any]:
         raise BadRequestError(f"the request body is not valid JSON: {exc}") from exc
     if not isinstance(body, dict):
         raise BadRequestError("the request body must be a JSON object")
+    if plainly_valid(body):
+        return body
     try:
         _BODY.validate_python(body)
     except ValidationError as exc:
         raise _bad_request(exc) from exc
     _check_pairing(body["messages"])
     return body
+
+
+_CHOICES = frozenset({"none", "auto", "required"})
+_OWN = ((), None, None)
+"""The rule of a field `_own_field` checks."""
+_INT = (int,)
+_NUMBER = (int, float)  # strict float takes an int too; neither takes a bool
+_SCALARS: dict[str, tuple[tuple[type, ...], Any, Any]] = {
+    "stream": ((bool,), None, None),
+    "parallel_tool_calls": ((bool,), None, None),
+    "logprobs": ((bool,), None, None),
+    "max_tokens": (_INT, 1, None),
+    "max_completion_tokens": (_INT, 1, None),
+    "n": (_INT, 1, None),
+    "seed": (_INT, None, None),
+    "top_logprobs": (_INT, 0, 20),
+    "temperature": (_NUMBER, 0, 2),
+    "top_p": (_NUMBER, 0, 1),
+    "presence_penalty": (_NUMBER, -2, 2),
+    "frequency_penalty": (_NUMBER, -2, 2),
+    "user": ((str,), None, None),
+    "stop": ((str,), None, None),
+    "response_format": ((dict,), None, None),
+    "tool_choice": _OWN,
+    "stream_options": _OWN,
+}
+"""`ChatBody`'s optional fields, by name: their types (the exact classes, so no bool passes
+for a number) and bounds, or `_OWN`."""
+
+
+def plainly_valid(body: dict[str, Any]) -> bool:
+    """Whether `body` is of the usual shape, passes `ChatBody` and answers only tool calls
+    made earlier (`_check_pairing`), for sure: a check by hand, at about a third of the
+    validator's cost. False says nothing (the validator and `_check_pairing` then decide, and
+    word the error): only fields of the usual kinds are looked at, and anything else (a
+    message without `content`, a content part that is not an object, a named tool choice, a
+    list of stops) is left to them."""
+    model = body.get("model")
+    if model.__class__ is not str or not model or not _plain_messages(body.get("messages")):
+        return False
+    for key, value in body.items():
+        rule = _SCALARS.get(key)
+        if rule is None or value is None:
+            continue
+        if rule is _OWN:
+            if not _own_field(key, value):
+                return False
+            continue
+        kinds, low, high = rule
+        if value.__class__ not in kinds:
+            return False
+        if low is not None and not low <= value:  # not `<`: a NaN passes neither way
+            return False
+        if high is not None and not value <= high:
+            return False
+    return True
+
+
+def _plain_messages(messages: Any) -> bool:
+    """Whether `messages` pass `list[Message]` (not empty) and `_check_pairing` for sure."""
+    if messages.__class__ is not list or not messages:
+        return False
+    called: set[Any] | None = None
+    try:
+        for message in messages:
+            # A message that is no object, or lacks a field, raises here: the validator's.
+            content = message["content"]
+            if content.__class__ is not str and content is not None and not _parts(content):
+                return False
+            role = message["role"]
+            if role == "user" or role == "system" or role == "developer":
+                continue
+            if role == "assistant":
+                calls = message.get("tool_calls")
+                if calls is not None:
+                    called = called if called is not None else set()
+                    if not _plain_calls(calls, called):
+                        return False
+            elif role == "tool":
+                if called is None or message["tool_call_id"] not in called:  # str ids
+                    return False
+            elif role != "function" or message["name"].__class__ is not str:
+                return False
+    except (KeyError, TypeError):
+        return False
+    return True
+
+
+def _own_field(key: str, value: Any) -> bool:
+    """Whether `tool_choice` is one of its words, or `stream_options` an object whose
+    `include_usage` is a bool (or null)."""
+    if key == "tool_choice":
+        return value.__class__ is str and value in _CHOICES
+    if value.__class__ is not dict:
+        return False
+    include = value.get("include_usage")
+    return include is None or include.__class__ is bool
+
+
+def _parts(content: Any) -> bool:
+    """Whether a message's content is a list of objects (its parts)."""
+    return content.__class__ is list and all(part.__class__ is dict for part in content)
+
+
+def _plain_calls(calls: Any, called: set[Any]) -> bool:
+    """Whether an assistant message's `tool_calls` pass `list[_ToolCall]` for sure; their
+    ids go into `called`."""
+    if calls.__class__ is not list:
+        return False
+    for call in calls:
+        if call.__class__ is not dict:
+            return False
+        call_id = call.get("id")
+        if call_id.__class__ is not str:
+            return False
+        called.add(call_id)
+        function = call.get("function")
+        if function.__class__ is not dict or function.get("name").__class__ is not str:
+            return False
+        arguments = function.get("arguments", "")
+        if arguments.__class__ is not str and arguments.__class__ is not dict:
+            return False
+    return True
 
 
 def _bad_request(exc: ValidationError) -> BadRequestError:
