@@ -12,7 +12,14 @@ import pytest
 from pydantic import ValidationError
 
 from proxy.errors import BadRequestError
-from proxy.fronts.chat.request import _BODY, _check_pairing, parse_body, plainly_valid
+from proxy.fronts.chat.request import (
+    _BODY,
+    _SCALARS,
+    ChatBody,
+    _check_pairing,
+    parse_body,
+    plainly_valid,
+)
 
 CALL = {"id": "call_1", "type": "function", "function": {"name": "f", "arguments": "{}"}}
 USUAL: list[dict[str, Any]] = [
@@ -180,3 +187,16 @@ def test_what_the_hand_check_leaves_is_refused_with_its_field(
     with pytest.raises(BadRequestError) as caught:
         parse_body(orjson.dumps(body))
     assert caught.value.param == param
+
+
+def test_the_hand_check_knows_every_field_the_validator_checks() -> None:
+    # A field added to ChatBody must get its rule in `_SCALARS` (or be `model`/`messages`):
+    # the hand check skips fields it does not know, so it would pass what the validator refuses.
+    checked = set(ChatBody.__annotations__)
+    assert checked == {"model", "messages", *_SCALARS}
+    base = USUAL[0]
+    for key in _SCALARS:
+        for value in ODD_VALUES:
+            body = {**copy.deepcopy(base), key: value}
+            if plainly_valid(body):
+                assert _validator_accepts(body), body
