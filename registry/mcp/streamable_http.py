@@ -42,10 +42,8 @@ request returns (`Response.finish`, at most `DRAIN_S`), so its connection is bac
 for the next call, as `registry.mcp.keepalive` does for httpx; a close waits at most
 `TERMINATE_S` for the DELETE.
 
-Not here: OAuth, and proxies. OAuth's provider is an httpx `Auth` flow (discovery, token
-requests, a retry on 401), and `http1` knows no proxies, so a source with `oauth:`, or whose
-URL the environment sends through a proxy (`http_requests.proxied`), keeps the SDK's client
-(`registry.mcp.session`).
+Not here: OAuth (its provider is an httpx `Auth` flow) and proxies (`http1` knows none): a
+source with `oauth:`, or one the environment proxies, keeps the SDK's client (`session.py`).
 """
 
 from __future__ import annotations
