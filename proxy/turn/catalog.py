@@ -16,6 +16,7 @@ from policies import ANONYMOUS, CallContext, Gate, ToolFilter
 from registry import Tool, ToolIndex, ToolRegistry, ToolSpec
 
 from ..errors import BadRequestError
+from ..upstreams.base import ChatTool
 
 SEARCH_TOOL = "tool_search"
 """The tool injected when deferred tools are visible (the README's "How the loop behaves",
@@ -48,7 +49,7 @@ def chat_tool(spec: ToolSpec) -> dict[str, Any]:
     return {"type": "function", "function": function}
 
 
-SEARCH_CHAT_TOOL = chat_tool(SEARCH_SPEC)
+SEARCH_CHAT_TOOL = ChatTool(chat_tool(SEARCH_SPEC))
 """`tool_search` as the loop injects it, after every other tool."""
 
 
@@ -106,6 +107,9 @@ class Catalog:
         self._last: tuple[ToolFilter, str | None, int, Toolset] | None = None
         """The last toolset asked for without `defer` or `load`, by its filter (the same
         object: most requests share the default one), caller and registry version."""
+        self._chat_tools: tuple[int, dict[str, ChatTool]] = (-1, {})
+        """The registry's Chat schemas with their JSON (`ChatTool`), by qualified name, for
+        one registry version: shared by every toolset of that version."""
 
     def toolset(
         self,
@@ -191,14 +195,22 @@ class Catalog:
         )
 
     def _shown(self, tool: Tool) -> tuple[ToolSpec, dict[str, Any]]:
-        """The tool's spec as the gate shows it, and that spec in Chat's shape: the
-        registry's own Chat schema when the gate left the spec as it was, so toolsets
-        share it rather than each holding a copy."""
+        """The tool's spec as the gate shows it, and that spec in Chat's shape with its JSON
+        (`ChatTool`): the registry's own Chat schema when the gate left the spec as it was,
+        made once per registry version, so toolsets share it rather than each holding a
+        copy."""
         registered = self._registry.tool_spec(tool)
         spec = self._gate.spec(tool, registered)
-        if spec is registered:
-            return spec, self._registry.openai_schema(tool)
-        return spec, chat_tool(spec)
+        if spec is not registered:
+            return spec, ChatTool(chat_tool(spec))
+        version, shared = self._chat_tools
+        if version != self._registry.version:
+            shared = {}
+            self._chat_tools = (self._registry.version, shared)
+        chat = shared.get(tool.qualified_name)
+        if chat is None:
+            chat = shared[tool.qualified_name] = ChatTool(self._registry.openai_schema(tool))
+        return spec, chat
 
     def client_tool_names(self, tools: Any, caller: CallContext = ANONYMOUS) -> frozenset[str]:
         """Names of the client's own function tools.

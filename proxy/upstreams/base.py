@@ -6,6 +6,8 @@ import contextlib
 from collections.abc import AsyncIterator, Mapping
 from typing import Any, Protocol
 
+import orjson
+
 Chunk = dict[str, Any]
 
 PROVIDER_KEY = "toolwire_provider"
@@ -114,6 +116,31 @@ class Relayable(dict[str, Any]):
         self.finish_reason = finish_reason
         self.usage = usage
         """The answer's `Usage`, read once by the check."""
+
+
+class ChatTool(dict[str, Any]):
+    """A Chat function tool that carries its own JSON, serialised once when it was made: an
+    upstream that sends Chat as it is splices those bytes (`spliced`) instead of serialising
+    the schema again on every request.
+
+    Only for a tool nobody changes (a registry tool's schema, shared by every request);
+    a copy (`{**t}`, as any adapter that rewrites a tool makes, or `copy.deepcopy`, pickle)
+    is a plain dict, whose bytes are serialised as usual.
+    """
+
+    __slots__ = ("json",)
+
+    def __init__(self, tool: dict[str, Any]) -> None:
+        super().__init__(tool)
+        self.json = orjson.Fragment(orjson.dumps(tool))
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return dict, (dict(self),)
+
+
+def spliced(tools: list[Any]) -> list[Any]:
+    """`tools` as they are serialised: each `ChatTool` as its JSON."""
+    return [t.json if t.__class__ is ChatTool else t for t in tools]
 
 
 def provider_chunk(data: dict[str, Any]) -> Chunk:

@@ -14,7 +14,7 @@ from typing import Any
 from ..config import UpstreamConfig
 from ..errors import UpstreamError
 from ..turn.events import Usage
-from .base import Chunk, Fault, Relayable, strip_provider, with_trace
+from .base import Chunk, Fault, Relayable, spliced, strip_provider, with_trace
 from .provider import ProviderUpstream, Request
 from .relay import TextScanner
 from .transport import Transport, error_message
@@ -30,14 +30,18 @@ class ChatDialect:
         self.models_url = f"{config.base_url}/models"
 
     def request(self, body: dict[str, Any]) -> Request:
+        payload = body
         messages = body.get("messages")
         if isinstance(messages, list):
             stripped = strip_provider(messages)
             if stripped is not messages:
-                body = {**body, "messages": stripped}
+                payload = {**body, "messages": stripped}
+        tools = body.get("tools")
+        if tools.__class__ is list:
+            payload = {**payload, "tools": spliced(tools)}  # registry tools' JSON as it is
         stream = bool(body.get("stream"))
         return Request(
-            self._url, body, stream, functools.partial(ChatCodec, body.get("model"), stream)
+            self._url, payload, stream, functools.partial(ChatCodec, body.get("model"), stream)
         )
 
     def headers(self, incoming: Mapping[str, str] | None) -> tuple[dict[str, str], str]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import orjson
 import pytest
 
 from policies import (
@@ -15,6 +16,7 @@ from policies import (
 )
 from proxy.errors import BadRequestError
 from proxy.turn.catalog import SEARCH_CHAT_TOOL, SEARCH_SPEC, SEARCH_TOOL, Catalog
+from proxy.upstreams.base import ChatTool
 from registry import Executor, ToolRegistry
 
 POLICY = RulePolicy(
@@ -195,3 +197,25 @@ def test_a_deferred_tool_added_at_run_time_can_be_searched() -> None:
     later = catalog.toolset(NO_FILTER).deferred
     assert later is not None and len(later) == 2
     assert [t.qualified_name for t in later.search("shelve library book")] == ["t.shelve"]
+
+
+def test_registry_tools_carry_their_json_shared_by_every_toolset_of_a_version() -> None:
+    tools = registry()
+    catalog = Catalog(tools, GATE)
+    every = catalog.toolset(ToolFilter())
+    narrowed = catalog.toolset(ToolFilter(tags=frozenset({"read_only"})))
+    (chat,) = every.chat_tools
+    assert isinstance(chat, ChatTool) and chat == tools.openai_schema("t.add")
+    assert orjson.dumps(chat.json) == orjson.dumps(dict(chat))
+    assert narrowed.chat_tools[0] is chat
+    assert isinstance(every.deferred_chat_tools["t_archive"], ChatTool)
+    assert isinstance(SEARCH_CHAT_TOOL, ChatTool)
+
+    def add(a: int, b: int) -> int:  # the same name, described anew
+        """Add two integers, exactly."""
+        return a + b
+
+    tools.unregister("t.add")
+    tools.register(add, namespace="t", tags=["read_only"])
+    (renewed,) = catalog.toolset(ToolFilter()).chat_tools
+    assert b"exactly" in orjson.dumps(renewed.json) and renewed == tools.openai_schema("t.add")

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import contextlib
+import copy
+import pickle
 import socket
 from collections.abc import AsyncIterator
 from typing import Any
@@ -14,6 +16,7 @@ from proxy.config import UpstreamConfig
 from proxy.errors import UpstreamError, UpstreamStatusError, UpstreamTimeoutError
 from proxy.turn.assembler import Assembler, Usage
 from proxy.upstreams import HTTPUpstream
+from proxy.upstreams.base import ChatTool
 from testing.upstream import FakeUpstream, Reply
 
 SECRET = "sk-proxy-secret-0123456789"
@@ -113,6 +116,23 @@ async def test_unstreamed_answer_is_one_chunk_with_the_whole_message() -> None:
     assert choice["delta"]["content"] == "whole answer"
     assert choice["finish_reason"] == "stop"
     assert chunks[0]["usage"]["total_tokens"] == 15
+
+
+@pytest.mark.parametrize("stream", [True, False])
+async def test_tools_go_out_as_their_json_and_a_rewritten_copy_as_it_is(stream: bool) -> None:
+    function = {"name": "f", "description": "d", "parameters": {"type": "object"}}
+    schema = {"type": "function", "function": function}
+    tool = ChatTool(schema)
+    rewritten = {**tool, "function": {**function, "description": "changed"}}
+    client = {"type": "function", "function": {"name": "g"}}
+    async with served(Reply.text("ok")) as (fake, upstream):
+        body = ask(stream, tools=[tool, rewritten, client])
+        if stream:
+            await collect(upstream, body)
+        else:
+            await upstream.answer(body)
+    assert fake.requests[0]["tools"] == [schema, rewritten, client]
+    assert body["tools"] == [tool, rewritten, client]  # the caller's body is left as it was
 
 
 async def test_client_authorization_forwarded_when_api_key_empty() -> None:
@@ -318,3 +338,13 @@ async def test_large_unstreamed_answer_is_read_whole() -> None:
     async with served(Reply.text(text)) as (_fake, upstream):
         chunks = await collect(upstream, ask(False))
     assert chunks[0]["choices"][0]["delta"]["content"] == text
+
+
+def test_a_copy_of_a_tool_with_its_json_is_a_plain_dict() -> None:
+    schema = {"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}
+    tool = ChatTool(schema)
+    for copied in (copy.copy(tool), copy.deepcopy(tool), pickle.loads(pickle.dumps(tool))):
+        assert copied.__class__ is dict and copied == schema
+    deep = copy.deepcopy(tool)
+    deep["function"]["name"] = "g"
+    assert tool["function"]["name"] == "f"
