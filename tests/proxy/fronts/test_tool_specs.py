@@ -12,6 +12,7 @@ from proxy.fronts.mcp.content import mcp_tool
 from proxy.fronts.responses.handler import _listings
 from proxy.fronts.responses.request import McpEntry, ToolsPlan
 from proxy.turn.catalog import SEARCH_CHAT_TOOL, Catalog, Toolset, chat_tool
+from proxy.upstreams.base import ChatTool
 from registry import Executor, Tool, ToolRegistry
 
 REASON = (
@@ -65,8 +66,12 @@ def test_the_chat_tools_the_loop_injects_are_the_chat_schemas_of_before() -> Non
         b'{"type":"function","function":{"name":"ops_land","description":"Land somewhere.",'
         b'"parameters":' + LAND_PARAMETERS + b"}}"
     )
-    # A spec the gate leaves alone shares the registry's own Chat schema.
-    assert read_chat is registry.openai_schema("docs.read")
+    # A spec the gate leaves alone shares the registry's own Chat schema (its parts; the
+    # tool itself with its JSON, made once per registry version).
+    registered = registry.openai_schema("docs.read")
+    assert read_chat == registered and read_chat["function"] is registered["function"]
+    assert isinstance(read_chat, ChatTool)
+    assert orjson.dumps(read_chat.json) == orjson.dumps(registered)
     assert [chat_tool(spec) for spec in toolset.specs] == list(toolset.chat_tools)
 
 
