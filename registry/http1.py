@@ -301,9 +301,10 @@ def _head(method: bytes, place: Target, headers: dict[str, str], length: int) ->
         raise ValueError("a header name or value holds a line break")
     if "Accept" not in headers and "accept" not in headers:
         lines += "Accept: */*\r\n"
-    agent = _USER_AGENT
-    if "User-Agent" in headers or "user-agent" in headers:
-        agent = b""  # the caller's own, among `lines`
+    if not _ORDINARY.issuperset(headers):
+        names = {name.lower() for name in headers}
+        if not names.isdisjoint(_WRITTEN):
+            return _head_with_own(method, place, names, length, lines)
     return b"".join(
         (
             method,
@@ -311,7 +312,7 @@ def _head(method: bytes, place: Target, headers: dict[str, str], length: int) ->
             place.path,
             b" HTTP/1.1\r\nHost: ",
             place.authority,
-            agent,
+            _USER_AGENT,
             b"\r\nAccept-Encoding: gzip, deflate\r\nContent-Length: ",
             str(length).encode(),
             b"\r\n",
@@ -319,6 +320,35 @@ def _head(method: bytes, place: Target, headers: dict[str, str], length: int) ->
             b"\r\n",
         )
     )
+
+
+_ORDINARY = frozenset(
+    {"Content-Type", "content-type", "Authorization", "authorization", "Accept", "accept"}
+)
+"""Header names, as callers spell them, that are none of `_WRITTEN`: the usual request's
+head is made without looking at each name."""
+_WRITTEN = frozenset(
+    {"host", "user-agent", "accept-encoding", "content-length", "transfer-encoding"}
+)
+"""Header names (lower case) the client writes itself."""
+
+
+def _head_with_own(method: bytes, place: Target, names: set[str], length: int, lines: str) -> bytes:
+    """`_head` for headers (their `names` in lower case) that set one the client writes itself:
+    the caller's `Host`, `User-Agent` or `Accept-Encoding` replaces the client's own, in
+    whatever spelling; a `Content-Length` or `Transfer-Encoding` is refused (the client
+    writes the body's length)."""
+    if "content-length" in names or "transfer-encoding" in names:
+        raise ValueError("Content-Length and Transfer-Encoding are the client's to write")
+    own = [method, b" ", place.path, b" HTTP/1.1\r\n"]
+    if "host" not in names:
+        own += (b"Host: ", place.authority, b"\r\n")
+    if "user-agent" not in names:
+        own.append(b"User-Agent: toolwire\r\n")
+    if "accept-encoding" not in names:
+        own.append(b"Accept-Encoding: gzip, deflate\r\n")
+    own += (b"Content-Length: ", str(length).encode(), b"\r\n", lines.encode(), b"\r\n")
+    return b"".join(own)
 
 
 class _Connection(asyncio.Protocol):

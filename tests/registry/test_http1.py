@@ -117,7 +117,7 @@ async def test_the_request_goes_out_as_http_1_1_with_its_length_and_host() -> No
     assert (status, body) == (200, b'{"ok":true}')
 
 
-async def test_a_callers_user_agent_replaces_the_clients_own() -> None:
+async def test_a_callers_host_user_agent_and_encoding_replace_the_clients_own() -> None:
     heads: list[bytes] = []
 
     async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -127,20 +127,46 @@ async def test_a_callers_user_agent_replaces_the_clients_own() -> None:
         writer.close()
 
     server = await asyncio.start_server(serve, "127.0.0.1", 0)
-    url = f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}/"
+    port = server.sockets[0].getsockname()[1]
+    url = f"http://127.0.0.1:{port}/"
     client = pool()
-    for headers in ({}, {"User-Agent": "mine/1"}, {"user-agent": "mine/2"}):
+    sent = (
+        {"Content-Type": "application/json"},
+        {"User-Agent": "mine/1", "x-trace": "1"},
+        {"user-agent": "mine/2"},
+        {"HOST": "api.example", "Accept-Encoding": "identity", "authorization": "Bearer k"},
+    )
+    for headers in sent:
         response = await client.request(b"GET", url, headers)
         await response.read()
         response.close()
+    for refused in ({"Content-Length": "3"}, {"transfer-encoding": "chunked"}):
+        with pytest.raises(ValueError, match="the client's to write"):
+            await client.request(b"POST", url, refused, b"abc")
     await client.aclose()
     server.close()
     await server.wait_closed()
-    agents = [
-        [line for line in head.split(b"\r\n") if line.lower().startswith(b"user-agent:")]
-        for head in heads
+
+    def lines(head: bytes, name: bytes) -> list[bytes]:
+        return [line for line in head.split(b"\r\n") if line.lower().startswith(name + b":")]
+
+    agents = [lines(head, b"user-agent") for head in heads]
+    assert agents == [
+        [b"User-Agent: toolwire"],
+        [b"User-Agent: mine/1"],
+        [b"user-agent: mine/2"],
+        [b"User-Agent: toolwire"],
     ]
-    assert agents == [[b"User-Agent: toolwire"], [b"User-Agent: mine/1"], [b"user-agent: mine/2"]]
+    # The caller's Host and Accept-Encoding replace the client's, one line each.
+    assert [lines(head, b"host") for head in heads] == [
+        *[[f"Host: 127.0.0.1:{port}".encode()]] * 3,
+        [b"HOST: api.example"],
+    ]
+    assert [lines(head, b"accept-encoding") for head in heads] == [
+        *[[b"Accept-Encoding: gzip, deflate"]] * 3,
+        [b"Accept-Encoding: identity"],
+    ]
+    assert all(len(lines(head, b"content-length")) == 1 for head in heads)
 
 
 async def test_a_header_with_a_line_break_is_refused_before_anything_is_sent() -> None:
