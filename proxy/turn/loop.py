@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 from collections.abc import AsyncIterator, Awaitable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from policies import Admission, Gate, GateDecision, LoopGuard, LoopLimits
@@ -33,32 +33,58 @@ from .triage import Round, Triage
 Message = dict[str, Any]
 
 
-@dataclass(slots=True)
+_NO_USAGE = Usage()
+
+
+@dataclass(slots=True, init=False)
 class _State:
-    """What one turn has accumulated so far."""
+    """What one turn has accumulated so far.
+
+    Its `__init__` by hand: one is made per turn, and the containers as literals cost less
+    than the default factories' calls."""
 
     guard: LoopGuard
     history: list[Message]
     body: dict[str, Any]
     """The upstream body without `messages` and `tools`."""
-    added: list[Message] = field(default_factory=list)
-    usage: Usage = field(default_factory=Usage)
-    loaded: dict[str, dict[str, Any]] = field(default_factory=dict)
+    added: list[Message]
+    usage: Usage
+    loaded: dict[str, dict[str, Any]]
     """Schemas of deferred tools that `tool_search` found, by wire name."""
-    answer: Answer | None = None
+    answer: Answer | None
     """The latest upstream answer, set by `_ask`."""
-    pauses: list[ProgramPause] = field(default_factory=list)
+    pauses: list[ProgramPause]
     """Programs of this round waiting for the client's answers."""
-    failed: set[str] = field(default_factory=set)
+    failed: set[str]
     """Ids of the calls the client answered whose outcome is an error (a refused approval,
     an approved call that failed): a paused program raises them."""
-    asked: Asked | None = None
+    asked: Asked | None
     """A question an MCP server asked during this round's calls, for the client."""
-    uses: dict[str, int] = field(default_factory=dict)
+    uses: dict[str, int]
     """Calls run so far of each tool with a per-request limit (`Controls.max_uses`)."""
-    tool_rounds: bool = False
+    tool_rounds: bool
     """The client's history holds tool calls or their answers: what a turn left paused
     (approvals, questions, programs) is there, and spilled results' previews, if anywhere."""
+
+    def __init__(
+        self,
+        guard: LoopGuard,
+        history: list[Message],
+        body: dict[str, Any],
+        tool_rounds: bool = False,
+    ) -> None:
+        self.guard = guard
+        self.history = history
+        self.body = body
+        self.added = []
+        self.usage = _NO_USAGE
+        self.loaded = {}
+        self.answer = None
+        self.pauses = []
+        self.failed = set()
+        self.asked = None
+        self.uses = {}
+        self.tool_rounds = tool_rounds
 
 
 class ToolLoop:
@@ -439,7 +465,7 @@ class ToolLoop:
     @staticmethod
     def _take(state: _State, answer: Answer) -> None:
         """The round's answer into the turn's state, its usage added."""
-        state.usage = state.usage + (answer.usage or Usage())
+        state.usage = state.usage + (answer.usage or _NO_USAGE)
         state.answer = answer
 
     async def _answer_calls(

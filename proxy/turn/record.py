@@ -13,9 +13,12 @@ from .catalog import Toolset
 from .controls import Controls
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Turn:
-    """Everything one client request brings to the loop."""
+    """Everything one client request brings to the loop. Not changed once made (a turn
+    that offers more is a copy: `dataclasses.replace`), though not frozen: one is made per
+    request, and a frozen dataclass sets each field through `object.__setattr__` (about
+    four times the cost)."""
 
     body: dict[str, Any]
     """The request as a Chat Completions body, without Toolwire's own field (fronts of
