@@ -114,12 +114,12 @@ class SSEDecoder:
                 and buffer.find(b"\r", 0, end) < 0
                 and buffer.find(b"\n", end + 2) < 0  # what is kept is part of one line
             ):
-                events = buffer[6:end].split(b"\n\ndata: ")
+                plain = buffer[6:end].split(b"\n\ndata: ")
                 # No newline but the separators': one search of the events joined (counting
                 # newlines instead reads the bytes one at a time, five times slower).
-                if b"".join(events).find(b"\n") < 0:
+                if b"".join(plain).find(b"\n") < 0:
                     self._buffer = buffer[end + 2 :]
-                    return events
+                    return plain
         if chunk.find(b"\n") < 0:
             if len(buffer) > self._max_line:
                 raise SSEDecodeError(f"an event line exceeds {self._max_line} bytes")

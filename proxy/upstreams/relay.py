@@ -155,12 +155,20 @@ class TextScanner:
             at += 1
         return at, b"".join(found_bodies), key
 
+    @property
+    def misses(self) -> int:
+        """Chunks that may have been text the scanner did not learn (text whose shape could
+        not be learned; once it stopped looking, every chunk): while this stays the same,
+        each text-only chunk it was shown became relayed text."""
+        return self._misses
+
     def learn(self, data: bytes, chunk: Chunk) -> bytes | None:
         """Learn the shape of `data` when its parsed `chunk` carries nothing but non-empty
         text of one kind; return that text's JSON string body (else None, learning nothing).
         The kind is then in `key`. A stream whose text events keep failing to teach a
-        shape is not looked at any more."""
+        shape is not looked at any more (each chunk then counts as a miss: see `misses`)."""
         if self._misses >= _MAX_MISSES:
+            self._misses += 1
             return None
         found = _text_of(chunk)
         if found is None:
@@ -184,8 +192,8 @@ class TextScanner:
         end = _closing_quote(data, start)
         if end < 0:
             return None
-        body = data[start:end]
-        if not string_body(body) or orjson.loads(data[start - 1 : end + 1]) != text:
+        body = data[start:end]  # inside its string: it ends at the first unescaped quote
+        if orjson.loads(data[start - 1 : end + 1]) != text:
             return None
         shapes = [shape for shape in self._shapes if shape[2] != key]
         self._shapes = [(data[:start], data[end:], key, padded), *shapes]
@@ -230,19 +238,16 @@ def _closing_quote(data: bytes, start: int) -> int:
 def _text_of(chunk: Chunk) -> tuple[str, str] | None:
     """The chunk's text field and its text when it carries nothing else that any reader
     would see (one choice, index 0, no finish, no log-probabilities, no other delta field or
-    top-level field with a value)."""
-    for name, value in chunk.items():
-        if value is not None and name not in _TEXT_TOP:
-            return None
+    top-level field with a value).
+
+    The delta is looked at first: the chunks that are not text (a role, a finish, usage)
+    mostly differ there, or have no one choice, and are told apart before the rest is read."""
     choices = chunk.get("choices")
     if choices.__class__ is not list or len(choices) != 1:
         return None
     choice = choices[0]
-    if choice.__class__ is not dict or choice.get("index") != 0:
+    if choice.__class__ is not dict:
         return None
-    for name, value in choice.items():
-        if value is not None and name not in ("index", "delta"):
-            return None
     delta = choice.get("delta")
     if delta.__class__ is not dict:
         return None
@@ -254,4 +259,12 @@ def _text_of(chunk: Chunk) -> tuple[str, str] | None:
         if found is not None or key is None or value.__class__ is not str or not value:
             return None
         found = (key, value)
+    if found is None or choice.get("index") != 0:
+        return None
+    for name, value in choice.items():
+        if value is not None and name not in ("index", "delta"):
+            return None
+    for name, value in chunk.items():
+        if value is not None and name not in _TEXT_TOP:
+            return None
     return found

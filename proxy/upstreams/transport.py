@@ -271,9 +271,10 @@ class Exchange:
         """The streamed chunks, up to `[DONE]` or the end of a stream that finished its answer.
 
         A stream that ends without `[DONE]` and before its codec saw the answer's end was cut
-        short: it is asked for once more when nothing reached the caller yet. The text deltas
-        of one network read arrive merged (`coalesce`); with a codec that has a `scanner`,
-        text-only events are found by their bytes and arrive as `Relayed`. When the first
+        short: it is asked for once more when nothing reached the caller yet. With a codec
+        that has a `scanner`, text-only events are found by their bytes and arrive as
+        `Relayed`, a run of them in one network read as one; any other text deltas of one read
+        arrive merged (`coalesce`). When the first
         chunk is read, `first_chunk_at` notes the time (`perf_counter`), so a meter need not
         wrap this generator to see it.
 
@@ -293,7 +294,7 @@ class Exchange:
             try:
                 while raw := await response.read_any():
                     chunks, done = self._decode(codec, scanner, decoder.feed_bytes(raw))
-                    for chunk in coalesce(chunks):
+                    for chunk in chunks:
                         yield chunk
                     if done:
                         self._read = True
@@ -321,48 +322,56 @@ class Exchange:
         same read. The first chunks of the exchange note `first_chunk_at`."""
         chunks: list[Chunk] = []
         texts: list[bytes] = []
-        key = ""
+        key = found = ""
         done = False
+        loose = scanner is None
+        """A text-only chunk may be among those parsed (`coalesce` then merges a run of them):
+        no scanner, one that did not learn some text, or an event made other than one chunk."""
+        misses = -1 if scanner is None else scanner.misses
         at, count = 0, len(events)
         while at < count:
+            body: bytes | None = None
             if scanner is not None:
                 end, body, found = scanner.run(events, at)
-                if body:
-                    if found != key and texts:
+                at = end
+            if not body:
+                body = None
+                data = events[at]
+                at += 1
+                if data == b"[DONE]":
+                    done = True
+                    break
+                parsed = self._event(codec, data)
+                if len(parsed) != 1:
+                    loose = True
+                elif scanner is not None:
+                    body, found = scanner.learn(data, parsed[0]), scanner.key
+                if body is None:
+                    if texts:
                         chunks.append(_relayed(texts, key))
                         texts = []
-                    key = found
-                    texts.append(body)
-                    at = end
+                    chunks += parsed
                     continue
-            data = events[at]
-            at += 1
-            if data == b"[DONE]":
-                done = True
-                break
-            parsed = self._event(codec, data)
-            text = (
-                scanner.learn(data, parsed[0]) if scanner is not None and len(parsed) == 1 else None
-            )
-            if text is None:
-                if texts:
-                    chunks.append(_relayed(texts, key))
-                    texts = []
-                chunks += parsed
-                continue
-            assert scanner is not None
-            if scanner.key != key and texts:
+            if found != key and texts:
                 chunks.append(_relayed(texts, key))
                 texts = []
-            key = scanner.key
-            texts.append(text)
+            key = found
+            texts.append(body)
         if texts:
             chunks.append(_relayed(texts, key))
+        merge = loose or (scanner is not None and scanner.misses != misses)
+        return self._read_chunks(chunks, done, merge), done
+
+    def _read_chunks(self, chunks: list[Chunk], done: bool, merge: bool) -> list[Chunk]:
+        """A read's chunks as they go on: merged (`merge`), marked when `[DONE]` came in the
+        read (`done`), the first of the exchange's noting `first_chunk_at`."""
+        if merge:
+            chunks = coalesce(chunks)
         if done:
             _ending(chunks)
         if chunks and self.first_chunk_at is None:
             self.first_chunk_at = time.perf_counter()
-        return chunks, done
+        return chunks
 
     async def _replay(self, response: http1.Response) -> AsyncIterator[Chunk]:
         for chunk in await self.whole(response):

@@ -283,6 +283,26 @@ async def chunks_of(events: list[Any]) -> list[dict[str, Any]]:
             await upstream.aclose()
 
 
+@pytest.mark.parametrize("count", [3, 12])  # 12: past the misses after which it stops looking
+async def test_text_the_scanner_cannot_learn_still_arrives_merged(count: int) -> None:
+    def spaced(payload: dict[str, Any]) -> bytes:
+        return orjson.dumps(payload).replace(b'":', b'": ')  # not compact: never learned
+
+    texts = [f"t{n} " for n in range(count)]
+    events = [
+        spaced(event({"role": "assistant", "content": ""})),
+        *(spaced(event({"content": t})) for t in texts),
+        spaced(event({}, "stop")),
+    ]
+    got = await chunks_of(events)
+    assert not any(c.__class__ is Relayed for c in got)
+    assert [c["choices"][0]["delta"] for c in got] == [
+        {"role": "assistant", "content": ""},
+        {"content": "".join(texts)},
+        {},
+    ]
+
+
 async def test_a_stream_of_text_comes_as_relayed_runs() -> None:
     texts = ["The ", 'quick "brown"', " fox\n", "é"]
     usage = {"prompt_tokens": 3, "completion_tokens": 4, "total_tokens": 7}
