@@ -79,11 +79,20 @@ class ChatCodec:
         return [payload]
 
     def whole(self, payload: Any) -> list[Chunk]:
-        chunk = as_chunk(payload)
-        usage = relayable(payload, self._model)
+        usage = relayable(payload, self._model) if payload.__class__ is dict else None
         if usage is None:
-            return [chunk]
-        return [Relayable(chunk, chunk["choices"][0]["finish_reason"], usage)]
+            return [as_chunk(payload)]
+        # `as_chunk`'s chunk, of the fields `relayable` checked.
+        choice = payload["choices"][0]
+        finish = choice["finish_reason"]
+        delta = {"index": 0, "delta": choice["message"], "logprobs": None, "finish_reason": finish}
+        chunk = {
+            "id": payload["id"],
+            "model": self._model,
+            "choices": [delta],
+            "usage": payload["usage"],
+        }
+        return [Relayable(chunk, finish, usage)]
 
 
 def bearer(api_key: str, incoming: Mapping[str, str] | None) -> tuple[dict[str, str], str]:
@@ -152,6 +161,9 @@ def as_chunk(payload: Any) -> Chunk:
 _RELAYED_TOP = frozenset({"id", "object", "created", "model", "choices", "usage"})
 _RELAYED_CHOICE = frozenset({"index", "message", "finish_reason", "logprobs"})
 _RELAYED_MESSAGE = frozenset({"role", "content", "reasoning_content", "refusal"})
+_TEXT_MESSAGE = frozenset({"role", "content"})
+_COUNTS = frozenset({"prompt_tokens", "completion_tokens", "total_tokens"})
+_ENDS = ("stop", "length")
 
 
 def relayable(payload: dict[str, Any], model: Any) -> Usage | None:
@@ -163,18 +175,28 @@ def relayable(payload: dict[str, Any], model: Any) -> Usage | None:
     Anything else (a tool call, a vendor value, a model other than the one asked for, usage
     that renders differently) goes the slow way, which rebuilds the answer: None.
     """
-    if payload.keys() != _RELAYED_TOP and not _silent_beyond(payload, _RELAYED_TOP):
+    keys = payload.keys()
+    if keys != _RELAYED_TOP and not (keys > _RELAYED_TOP and _silent_beyond(payload, _RELAYED_TOP)):
         return None
-    if payload.get("object") != "chat.completion" or payload.get("model") != model:
+    # Every field of _RELAYED_TOP is there from here on.
+    if payload["object"] != "chat.completion" or payload["model"] != model:
         return None
-    if not isinstance(payload.get("id"), str) or not isinstance(payload.get("created"), int):
+    if payload["id"].__class__ is not str or payload["created"].__class__ is not int:
         return None
-    choices = payload.get("choices")
-    if not isinstance(choices, list) or len(choices) != 1 or not _relayable_choice(choices[0]):
+    choices = payload["choices"]
+    if choices.__class__ is not list or len(choices) != 1 or not _relayable_choice(choices[0]):
         return None
-    usage = payload.get("usage")
-    if not isinstance(usage, dict):
+    usage = payload["usage"]
+    if usage.__class__ is not dict:
         return None
+    if usage.keys() == _COUNTS:
+        # The usual usage, three counts: the same when `Usage` renders them.
+        prompt = usage["prompt_tokens"]
+        completion = usage["completion_tokens"]
+        total = usage["total_tokens"]
+        ints = prompt.__class__ is completion.__class__ is total.__class__ is int
+        if ints and prompt >= 0 and completion >= 0 and total > 0:
+            return Usage(prompt, completion, total)
     counted = Usage.from_chat(usage)
     rendered = counted.as_dict()
     if rendered == usage or rendered == {k: v for k, v in usage.items() if v is not None}:
@@ -183,17 +205,20 @@ def relayable(payload: dict[str, Any], model: Any) -> Usage | None:
 
 
 def _relayable_choice(choice: Any) -> bool:
-    if not isinstance(choice, dict):
+    if choice.__class__ is not dict:
         return False
     if choice.keys() != _RELAYED_CHOICE and not _silent_beyond(choice, _RELAYED_CHOICE):
         return False
     if choice.get("index") != 0 or choice.get("logprobs") is not None:
         return False
-    if choice.get("finish_reason") not in ("stop", "length"):
+    if choice.get("finish_reason") not in _ENDS:
         return False
     message = choice.get("message")
-    if not isinstance(message, dict) or message.get("role") != "assistant":
+    if message.__class__ is not dict or message.get("role") != "assistant":
         return False
+    if message.keys() == _TEXT_MESSAGE:  # the usual message
+        content = message["content"]
+        return content is None or (content.__class__ is str and content != "")
     if not message.keys() <= _RELAYED_MESSAGE and not _silent_beyond(message, _RELAYED_MESSAGE):
         return False
     if "content" not in message:
