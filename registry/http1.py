@@ -157,15 +157,20 @@ class Pool:
         *,
         idle_s: float | None = None,
         total_s: float | None = None,
+        first_byte_s: float | None = None,
     ) -> Response:
         """Send a request and wait for its answer's head; the `Response` reads the body.
         `idle_s` bounds each wait for the answer's bytes, `total_s` the whole exchange (the
-        body included). Cancelling this closes the request's connection.
+        body included), `first_byte_s` the wait for the head (a connection included: a free
+        one, or a new one). Cancelling this closes the request's connection.
+
+        One coroutine from the request to the head, with an idle connection (the usual
+        request) taken without a wait: each layer would cost its frames at every resumption.
 
         Raises:
             ValueError: a bad URL, or a header that would break the head (a line break).
             ConnectError, Disconnected, ProtocolError: see there.
-            TimeoutError: `total_s` passed before the head came.
+            TimeoutError: `total_s` or `first_byte_s` passed before the head came.
         """
         place = self._targets.get(url)
         if place is None:
@@ -173,12 +178,31 @@ class Pool:
             if len(self._targets) < _TARGETS:  # a service's URLs vary with their arguments
                 self._targets[url] = place
         head = _head(method, place, headers, len(body))
-        connection = await self._acquire(place)
-        deadline = None if total_s is None else self.loop.time() + total_s
+        loop = self._loop or self.loop
+        head_by = None if first_byte_s is None else loop.time() + first_byte_s
+        connection = None if self._fresh else self._idle_connection(place.key)
+        if connection is None:
+            if head_by is None:
+                connection = await self._acquire(place)
+            else:
+                async with asyncio.timeout_at(head_by):
+                    connection = await self._acquire(place)
+        deadline = None if total_s is None else loop.time() + total_s
         response = Response(connection, self, idle_s, deadline)
         try:
             connection.send(response, head, body)
-            await response.head()
+            # The wait for the head, here rather than in a coroutine of its own.
+            while not response.status and response._error is None:
+                waiter, handle = response._waiting(head_by)
+                if handle is None:
+                    await waiter
+                    continue
+                try:
+                    await waiter
+                finally:
+                    handle.cancel()
+            if not response.status:
+                raise response._error  # type: ignore[misc]
         except BaseException:
             response.close()
             raise
@@ -192,16 +216,24 @@ class Pool:
                 connection.close()
         self._idle.clear()
 
+    def _idle_connection(self, key: tuple[str, str, int]) -> _Connection | None:
+        """An idle connection to `key` still fit to carry a request (the others closed)."""
+        idle = self._idle.get(key)
+        if idle:
+            now = _clock()
+            while idle:
+                connection = idle.pop()
+                if connection.usable(now - self._keepalive_s):
+                    return connection
+                connection.close()
+        return None
+
     async def _acquire(self, place: Target) -> _Connection:
+        """A connection to `place`: an idle one, else a new one once there is room."""
         while True:
-            idle = None if self._fresh else self._idle.get(place.key)
-            if idle:
-                now = _clock()
-                while idle:
-                    connection = idle.pop()
-                    if connection.usable(now - self._keepalive_s):
-                        return connection
-                    connection.close()
+            connection = None if self._fresh else self._idle_connection(place.key)
+            if connection is not None:
+                return connection
             if self._open < self._limit:
                 break
             # Woken when a connection closes or comes back idle.
@@ -275,7 +307,8 @@ class Pool:
             return
         connection.idle_since = _clock()
         self._idle.setdefault(connection.key, []).append(connection)
-        self._wake()
+        if self._waiters:
+            self._wake()
 
     def _dropped(self) -> None:
         """A connection closed (or never made): room for another."""
@@ -528,12 +561,6 @@ class Response:
     def reason(self) -> str:
         return self.reason_bytes.decode("latin-1")
 
-    async def head(self) -> None:
-        while not self.status and self._error is None:
-            await self._wait()
-        if self._error is not None and not self.status:
-            raise self._error
-
     async def read_any(self) -> bytes:
         """The body bytes that arrived since the last read (waiting for some); b"" at its end.
 
@@ -547,6 +574,23 @@ class Response:
             if self._ended:
                 return b""
             await self._wait()
+        return self._taken()
+
+    def read_now(self) -> bytes | None:
+        """`read_any` without a wait: the body bytes that arrived since the last read, b"" at
+        its end, None when there are none yet (`read_any` then waits for some).
+
+        Raises:
+            Disconnected, ProtocolError: the body broke off.
+        """
+        if not self._chunks:
+            if self._error is not None:
+                raise self._error
+            return b"" if self._ended else None
+        return self._taken()
+
+    def _taken(self) -> bytes:
+        """The body bytes that arrived, handed over (a paused connection reads on)."""
         chunks, self._chunks = self._chunks, []
         self._buffered = 0
         connection = self._connection
@@ -680,7 +724,8 @@ class Response:
         self._chunks += parts
         if self._buffered > _HIGH_WATER and self._connection is not None:
             self._connection.pause()
-        self._wake()
+        if self._waiter is not None:
+            self._wake()
 
     def complete(self, keep_alive: bool) -> None:
         if not self.status:
@@ -697,7 +742,8 @@ class Response:
             self._chunks = []
             self.close()  # read to its end: the connection goes back to the pool
             return
-        self._wake()
+        if self._waiter is not None:
+            self._wake()
 
     def lost(self, exc: Exception | None) -> None:
         """The connection closed under the answer: the end of a body that runs to the close,
@@ -734,23 +780,38 @@ class Response:
         )
 
     async def _wait(self) -> None:
+        waiter, handle = self._waiting(None)
+        if handle is None:
+            await waiter
+            return
+        try:
+            await waiter
+        finally:
+            handle.cancel()
+
+    def _waiting(self, by: float | None) -> tuple[asyncio.Future[None], asyncio.TimerHandle | None]:
+        """What the next wait for the answer awaits (woken by `_wake`), and the timer that
+        fails it with a `TimeoutError` (None without a limit): within the idle limit, the total
+        deadline and `by` (a loop time), whichever comes first.
+
+        Raises:
+            TimeoutError: the total deadline or `by` has passed.
+        """
         loop = self._pool.loop
         limit = self._idle_s
-        if self._deadline is not None:
-            left = self._deadline - loop.time()
+        deadline = self._deadline
+        if by is not None and (deadline is None or by < deadline):
+            deadline = by
+        if deadline is not None:
+            left = deadline - loop.time()
             if left <= 0:
                 raise TimeoutError
             if limit is None or left < limit:
                 limit = left
         waiter = self._waiter = loop.create_future()
         if limit is None:
-            await waiter
-            return
-        handle = loop.call_later(limit, _expire, waiter)
-        try:
-            await waiter
-        finally:
-            handle.cancel()
+            return waiter, None
+        return waiter, loop.call_later(limit, _expire, waiter)
 
     def _wake(self) -> None:
         waiter, self._waiter = self._waiter, None

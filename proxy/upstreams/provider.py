@@ -8,7 +8,7 @@ openai_responses, anthropic, gemini) is a `Dialect`.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -92,30 +92,30 @@ class ProviderUpstream:
             deadline=deadline,
         )
 
-    async def answer(
+    def answer(
         self,
         body: dict[str, Any],
         *,
         headers: Mapping[str, str] | None = None,
         deadline: float | None = None,
-    ) -> list[Chunk]:
-        """An unstreamed completion's Chat chunks (see `Upstream.answer`).
+    ) -> Coroutine[Any, Any, list[Chunk]]:
+        """An unstreamed completion's Chat chunks (see `Upstream.answer`): the transport's
+        coroutine, this no layer of its own.
 
         Raises:
-            as `complete`.
+            BadRequestError: the body cannot be converted (here, not when awaited).
+            UpstreamError, UpstreamTimeoutError, UpstreamStatusError: as `Transport.exchange`.
         """
-        request = self._dialect.request(body)  # `complete`'s, spelled out: one frame less
+        request = self._dialect.request(body)
         sent, credential = self._dialect.headers(headers)
-        exchange = self._transport.exchange(
+        return self._transport.answer(
             request.url,
             request.payload,
             sent,
-            stream=request.stream,
             codec=request.codec,
             credential=credential,
             deadline=deadline,
         )
-        return await exchange.answer()
 
     async def list_models(self) -> list[str]:
         """Ask the server's model list.

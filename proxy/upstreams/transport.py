@@ -11,9 +11,9 @@ from __future__ import annotations
 import asyncio
 import functools
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from types import TracebackType
-from typing import Any, NoReturn
+from typing import Any
 
 import orjson
 
@@ -24,7 +24,6 @@ from ..config import UpstreamConfig
 from ..errors import UpstreamError, UpstreamStatusError, UpstreamTimeoutError
 from .base import Chunk, Codec, Fault, Relayable
 from .coalescing import coalesce
-from .expiry import Expiry
 from .probe import connect_failure
 from .relay import Relayed, TextScanner
 
@@ -72,13 +71,46 @@ class Transport:
         data = orjson.dumps(payload)
         return Exchange(
             self.name,
-            functools.partial(self._post, url, data, headers, deadline),
+            functools.partial(self._open, url, data, headers, deadline, credential),
             codec,
             stream=stream,
             credential=credential,
-            # With none configured, the key is the client's, unless the edge kept it (auth on).
-            client_key=not self._config.api_key and bool(credential.strip()),
         )
+
+    async def answer(
+        self,
+        url: str,
+        payload: dict[str, Any],
+        headers: dict[str, str],
+        *,
+        codec: Callable[[], Codec],
+        credential: str,
+        deadline: float | None = None,
+    ) -> list[Chunk]:
+        """An unstreamed completion's Chat chunks (`Upstream.answer`): `exchange`'s request,
+        its status checked and its body read, its connection released; one coroutine above
+        the connection's, not an `Exchange` and its layers.
+
+        Raises:
+            as `exchange`.
+        """
+        response = await self._open(url, orjson.dumps(payload), headers, deadline, credential)
+        try:
+            # The body has most often arrived with the head: read without a wait, its end
+            # seen by a second read (b"": nothing can arrive in between).
+            try:
+                data = response.read_now()
+                if data is None:
+                    data = await _rest(self.name, response, [], credential)
+                elif data and response.read_now() is None:
+                    data = await _rest(self.name, response, [data], credential)
+                elif len(data) > _MAX_BODY:
+                    raise UpstreamError("upstream answer is too large")
+            except http1.HTTPError as exc:
+                raise _broke_off(self.name, exc, credential) from exc
+        finally:
+            response.close()
+        return _chunks(data, codec(), credential)
 
     async def get_json(self, url: str, headers: dict[str, str]) -> Any:
         """GET a JSON document (a model list), within `connect_timeout_s`.
@@ -130,21 +162,57 @@ class Transport:
             )
         return self._fresh_pool
 
-    async def _post(
+    async def _open(
+        self,
+        url: str,
+        data: bytes,
+        headers: dict[str, str],
+        deadline: float | None,
+        credential: str,
+    ) -> http1.Response:
+        """POST `data` (once more on a fresh connection when the first died before any
+        answer) and check the answer's status.
+
+        Raises:
+            UpstreamError, UpstreamTimeoutError, UpstreamStatusError: as `exchange`.
+        """
+        try:
+            try:
+                response = await self._post(url, data, headers, deadline, False)
+            except http1.Disconnected as exc:
+                if exc.answered:
+                    raise
+                response = await self._post(url, data, headers, deadline, True)
+        except TimeoutError as exc:
+            raise UpstreamTimeoutError(f"upstream {self.name!r} did not answer in time") from exc
+        except (http1.HTTPError, ValueError) as exc:
+            reason = _redact(_reason(exc), credential)
+            raise UpstreamError(f"upstream {self.name!r} is unreachable: {reason}") from exc
+        if response.status >= 400:
+            try:
+                # With none configured, the key is the client's, unless the edge kept it (auth on).
+                client_key = not self._config.api_key and bool(credential.strip())
+                raise await _status_error(self.name, response, credential, client_key)
+            finally:
+                response.close()
+        return response
+
+    def _post(
         self,
         url: str,
         data: bytes,
         headers: dict[str, str],
         deadline: float | None,
         fresh: bool,
-    ) -> http1.Response:
-        """One POST, bounded by the first-byte timeout and the turn's deadline; `fresh`: on
-        a connection of its own (a request sent again, as the pool may hold more dead ones).
+    ) -> Coroutine[Any, Any, http1.Response]:
+        """One POST (the pool's coroutine), its head within the first-byte timeout and the
+        turn's deadline; `fresh`: on a connection of its own (a request sent again, as the
+        pool may hold more dead ones).
 
-        Raises:
+        Raises (when awaited):
             http1.HTTPError, ValueError, TimeoutError: left for the caller to map.
         """
-        pool = self._fresh_client() if fresh else self._client()
+        pool = self._fresh_client() if fresh else (self._pool or self._client())
         config = self._config
         first_byte = config.first_byte_timeout_s
         total = config.timeout_s
@@ -153,25 +221,15 @@ class Transport:
             left = max(0.001, deadline - time.monotonic())
             first_byte = min(first_byte, left)
             total = min(total, left)
-        # A timer that cancels this task, as `asyncio.timeout` would, at a fraction of its
-        # cost (one per upstream call); it seldom fires.
-        loop = pool.loop
-        task = asyncio.current_task(loop)
-        assert task is not None
-        cancelling = task.cancelling()
-        timer = Expiry(task)
-        handle = loop.call_later(first_byte, timer.expire)
-        try:
-            return await pool.request(
-                b"POST", url, headers, data, idle_s=config.idle_timeout_s, total_s=total
-            )
-        except asyncio.CancelledError:
-            # Ours only when no other cancellation is pending beside it (as `asyncio.timeout`).
-            if timer.expired and task.uncancel() <= cancelling:
-                raise TimeoutError from None
-            raise
-        finally:
-            handle.cancel()
+        return pool.request(
+            b"POST",
+            url,
+            headers,
+            data,
+            idle_s=config.idle_timeout_s,
+            total_s=total,
+            first_byte_s=first_byte,
+        )
 
 
 class Exchange:
@@ -185,19 +243,18 @@ class Exchange:
     def __init__(
         self,
         name: str,
-        send: Callable[[bool], Awaitable[http1.Response]],
+        send: Callable[[], Awaitable[http1.Response]],
         codec: Callable[[], Codec],
         *,
         stream: bool,
         credential: str,
-        client_key: bool,
     ) -> None:
         self.name = name
         self._send = send
+        """Sends the request (again), its answer's status checked (`Transport._open`)."""
         self._codec = codec
         self._stream = stream
         self._credential = credential
-        self._client_key = client_key
         self._response: http1.Response | None = None
         self._read = False
         """The answer's content was read to its end (a stream's `[DONE]`)."""
@@ -211,18 +268,6 @@ class Exchange:
             self.close()
             raise
         return self.chunks(response) if self._stream else self._replay(response)
-
-    async def answer(self) -> list[Chunk]:
-        """The unstreamed answer's chunks, its connection released: the request sent, its
-        status checked and its body read in one coroutine (`Upstream.answer`).
-
-        Raises:
-            UpstreamError, UpstreamTimeoutError, UpstreamStatusError: as `Transport.exchange`.
-        """
-        try:
-            return await self.whole(await self.open())
-        finally:
-            self.close()
 
     async def __aexit__(
         self,
@@ -239,22 +284,7 @@ class Exchange:
             UpstreamError, UpstreamTimeoutError, UpstreamStatusError: as `Transport.exchange`.
         """
         self.close()
-        try:
-            try:
-                response = await self._send(False)
-            except http1.Disconnected as exc:
-                if exc.answered:
-                    raise
-                # Once more on a fresh connection: the first died before any answer.
-                response = await self._send(True)
-            self._response = response
-        except TimeoutError as exc:
-            raise UpstreamTimeoutError(f"upstream {self.name!r} did not answer in time") from exc
-        except (http1.HTTPError, ValueError) as exc:
-            reason = self._redact(_reason(exc))
-            raise UpstreamError(f"upstream {self.name!r} is unreachable: {reason}") from exc
-        if response.status >= 400:
-            await self._raise_for_status(response)
+        response = self._response = await self._send()
         return response
 
     def close(self) -> None:
@@ -384,31 +414,8 @@ class Exchange:
             UpstreamError: the body is cut, too large, or not a usable completion.
             UpstreamTimeoutError: the body stalled.
         """
-        parts: list[bytes] = []
-        size = 0
-        try:
-            while part := await response.read_any():
-                size += len(part)
-                if size > _MAX_BODY:
-                    raise UpstreamError("upstream answer is too large")
-                parts.append(part)
-        except TimeoutError as exc:
-            raise UpstreamTimeoutError(f"upstream {self.name!r} stalled") from exc
-        except http1.HTTPError as exc:
-            raise self._broke_off(exc) from exc
-        data = parts[0] if len(parts) == 1 else b"".join(parts)
-        try:
-            payload = orjson.loads(data)
-        except orjson.JSONDecodeError as exc:
-            raise UpstreamError("upstream answer is not JSON") from exc
-        try:
-            chunks = self._codec().whole(payload)
-        except Fault as fault:
-            raise self._fault(fault, "upstream error") from fault
-        for chunk in chunks:
-            if chunk.__class__ is Relayable:
-                chunk.raw = data  # type: ignore[attr-defined]
-        return chunks
+        data = await _rest(self.name, response, [], self._credential)
+        return _chunks(data, self._codec(), self._credential)
 
     def _event(self, codec: Codec, data: bytes) -> list[Chunk]:
         try:
@@ -423,75 +430,129 @@ class Exchange:
             raise self._fault(fault, "upstream error mid-stream") from fault
 
     def _fault(self, fault: Fault, prefix: str) -> UpstreamError:
-        message = f"{prefix}: {self._redact(fault.message)[:_MAX_MESSAGE]}"
-        headers = {"Retry-After": fault.retry_after} if fault.retry_after else None
-        return UpstreamError(message, status=fault.status, headers=headers)
-
-    async def _raise_for_status(self, response: http1.Response) -> NoReturn:
-        message = await self._error_text(response)
-        status = response.status
-        retry = response.headers.get("retry-after")
-        if status in (401, 403) and self._client_key:
-            # The client's own key was forwarded: its problem to see, not a proxy failure.
-            raise UpstreamStatusError(
-                message or "the upstream refused the credentials",
-                status=status,
-                code="invalid_api_key",
-            )
-        if status in (401, 403) and not self._credential.strip():
-            raise UpstreamError(
-                f"upstream {self.name!r} wants a key ({status}) and the request carried none: "
-                "set the upstream's api_key (with auth: on, clients' keys are kept from the "
-                "upstream unless auth.forward_client_key is true)"
-            )
-        if status in (401, 403):
-            raise UpstreamError(
-                f"upstream {self.name!r} refused the proxy's credentials ({status})"
-            )
-        if status == 429:
-            raise UpstreamStatusError(
-                message or "upstream rate limit",
-                status=429,
-                code="rate_limit_exceeded",
-                headers={"Retry-After": retry} if retry else None,
-            )
-        if status == 529:
-            # Anthropic's "overloaded": a temporary state the client should wait out.
-            raise UpstreamError(
-                f"upstream {self.name!r} is overloaded: {message}",
-                status=503,
-                code="upstream_overloaded",
-                headers={"Retry-After": retry or _OVERLOADED_RETRY_S},
-            )
-        if 400 <= status < 500:
-            raise UpstreamStatusError(
-                message or f"upstream rejected the request ({status})", status=status
-            )
-        raise UpstreamError(f"upstream {self.name!r} failed ({status}): {message}")
-
-    async def _error_text(self, response: http1.Response) -> str:
-        """The message of an error answer, redacted, then clipped."""
-        try:
-            raw = await response.read(64 * 1024)
-        except (http1.HTTPError, TimeoutError):
-            raw = b""  # a cut or stalled error body: its status still says what happened
-        try:
-            return self._redact(error_message(orjson.loads(raw)))[:_MAX_MESSAGE]
-        except orjson.JSONDecodeError:
-            text = raw.decode("utf-8", "replace").strip()
-            return self._redact(text)[:500] or response.reason or ""
+        return _fault(fault, prefix, self._credential)
 
     def _broke_off(self, exc: BaseException) -> UpstreamError:
-        return UpstreamError(f"upstream {self.name!r} broke off: {self._redact(_reason(exc))}")
+        return _broke_off(self.name, exc, self._credential)
 
-    def _redact(self, text: str) -> str:
-        # Upstreams echo keys in their errors ("invalid key sk-…"); redacting before clipping
-        # leaves no prefix of one either. Error paths only.
-        token = self._credential.partition(" ")[2].strip()
-        for secret in (self._credential, token):
-            if secret:
-                text = text.replace(secret, _REDACTED)
-        return text
+
+async def _rest(name: str, response: http1.Response, parts: list[bytes], credential: str) -> bytes:
+    """An unstreamed answer's body: `parts` (read already) and the rest, read to its end.
+
+    Raises:
+        UpstreamError: the body is cut or too large.
+        UpstreamTimeoutError: the body stalled.
+    """
+    size = sum(map(len, parts))
+    try:
+        while part := await response.read_any():
+            size += len(part)
+            if size > _MAX_BODY:
+                raise UpstreamError("upstream answer is too large")
+            parts.append(part)
+    except TimeoutError as exc:
+        raise UpstreamTimeoutError(f"upstream {name!r} stalled") from exc
+    except http1.HTTPError as exc:
+        raise _broke_off(name, exc, credential) from exc
+    return parts[0] if len(parts) == 1 else b"".join(parts)
+
+
+def _chunks(data: bytes, codec: Codec, credential: str) -> list[Chunk]:
+    """An unstreamed answer's chunks, read by `codec`; a `Relayable` one carries `data`.
+
+    Raises:
+        UpstreamError: not JSON, or not a usable completion.
+    """
+    try:
+        payload = orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
+        raise UpstreamError("upstream answer is not JSON") from exc
+    try:
+        chunks = codec.whole(payload)
+    except Fault as fault:
+        raise _fault(fault, "upstream error", credential) from fault
+    for chunk in chunks:
+        if chunk.__class__ is Relayable:
+            chunk.raw = data  # type: ignore[attr-defined]
+    return chunks
+
+
+def _fault(fault: Fault, prefix: str, credential: str) -> UpstreamError:
+    message = f"{prefix}: {_redact(fault.message, credential)[:_MAX_MESSAGE]}"
+    headers = {"Retry-After": fault.retry_after} if fault.retry_after else None
+    return UpstreamError(message, status=fault.status, headers=headers)
+
+
+async def _status_error(
+    name: str, response: http1.Response, credential: str, client_key: bool
+) -> UpstreamError:
+    """The error an answer of an error status is (its body read for the message); `client_key`:
+    the credential is the client's own, forwarded (a refusal is then the client's to see)."""
+    message = await _error_text(response, credential)
+    status = response.status
+    retry = response.headers.get("retry-after")
+    if status in (401, 403) and client_key:
+        # The client's own key was forwarded: its problem to see, not a proxy failure.
+        return UpstreamStatusError(
+            message or "the upstream refused the credentials",
+            status=status,
+            code="invalid_api_key",
+        )
+    if status in (401, 403) and not credential.strip():
+        return UpstreamError(
+            f"upstream {name!r} wants a key ({status}) and the request carried none: "
+            "set the upstream's api_key (with auth: on, clients' keys are kept from the "
+            "upstream unless auth.forward_client_key is true)"
+        )
+    if status in (401, 403):
+        return UpstreamError(f"upstream {name!r} refused the proxy's credentials ({status})")
+    if status == 429:
+        return UpstreamStatusError(
+            message or "upstream rate limit",
+            status=429,
+            code="rate_limit_exceeded",
+            headers={"Retry-After": retry} if retry else None,
+        )
+    if status == 529:
+        # Anthropic's "overloaded": a temporary state the client should wait out.
+        return UpstreamError(
+            f"upstream {name!r} is overloaded: {message}",
+            status=503,
+            code="upstream_overloaded",
+            headers={"Retry-After": retry or _OVERLOADED_RETRY_S},
+        )
+    if 400 <= status < 500:
+        return UpstreamStatusError(
+            message or f"upstream rejected the request ({status})", status=status
+        )
+    return UpstreamError(f"upstream {name!r} failed ({status}): {message}")
+
+
+async def _error_text(response: http1.Response, credential: str) -> str:
+    """The message of an error answer, redacted, then clipped."""
+    try:
+        raw = await response.read(64 * 1024)
+    except (http1.HTTPError, TimeoutError):
+        raw = b""  # a cut or stalled error body: its status still says what happened
+    try:
+        return _redact(error_message(orjson.loads(raw)), credential)[:_MAX_MESSAGE]
+    except orjson.JSONDecodeError:
+        text = raw.decode("utf-8", "replace").strip()
+        return _redact(text, credential)[:500] or response.reason or ""
+
+
+def _broke_off(name: str, exc: BaseException, credential: str) -> UpstreamError:
+    return UpstreamError(f"upstream {name!r} broke off: {_redact(_reason(exc), credential)}")
+
+
+def _redact(text: str, credential: str) -> str:
+    # Upstreams echo keys in their errors ("invalid key sk-…"); redacting before clipping
+    # leaves no prefix of one either. Error paths only.
+    token = credential.partition(" ")[2].strip()
+    for secret in (credential, token):
+        if secret:
+            text = text.replace(secret, _REDACTED)
+    return text
 
 
 def overloaded(message: str, retry_after: str | None = None) -> Fault:

@@ -224,6 +224,59 @@ async def test_the_total_deadline_bounds_the_head_and_the_body() -> None:
         await client.aclose()
 
 
+async def test_the_first_byte_limit_bounds_the_head_and_not_the_body() -> None:
+    silent = Act.answer(b"", then="keep")
+    slow_body = Act.answer(raw("HTTP/1.1 200 OK\nContent-Length: 100\n", b"part"))
+    async with MisbehavingUpstream(silent, slow_body) as fake:
+        client = pool()
+        with pytest.raises(TimeoutError):
+            await client.request(b"POST", fake.base_url, {}, b"", first_byte_s=0.1)
+        response = await client.request(b"POST", fake.base_url, {}, b"", first_byte_s=0.1)
+        await asyncio.sleep(0.2)  # past the limit: the head came in time, the body may wait
+        assert await response.read_any() == b"part"
+        response.close()
+        await client.aclose()
+
+
+async def test_the_first_byte_limit_bounds_the_wait_for_a_connection() -> None:
+    async with MisbehavingUpstream(default=Act.answer(json_reply({}))) as fake:
+        client = pool(limit=1)
+        held = await client.request(b"POST", fake.base_url, {}, b"")
+        with pytest.raises(TimeoutError):
+            await client.request(b"POST", fake.base_url, {}, b"", first_byte_s=0.1)
+        await held.read()
+        held.close()
+        status, _, _ = await fetch(client, fake.base_url, first_byte_s=5.0)
+        await client.aclose()
+    assert status == 200
+    assert fake.connections == 1, "the request that timed out took no connection"
+
+
+async def test_read_now_hands_over_what_arrived_without_a_wait() -> None:
+    async def arrived(response: http1.Response) -> bytes:
+        seen: list[bytes | None] = []
+        await until(lambda: seen.append(response.read_now()) or seen[-1] is not None)
+        data = seen[-1]
+        assert data is not None
+        return data
+
+    reply = raw("HTTP/1.1 200 OK\nContent-Length: 100\n", b"part")
+    async with MisbehavingUpstream(
+        Act.answer(json_reply({"n": 1})), Act.answer(reply, then="fin")
+    ) as fake:
+        client = pool()
+        whole = await client.request(b"POST", fake.base_url, {}, b"")
+        assert await arrived(whole) == b'{"n":1}'
+        assert whole.read_now() == b"", "then its end, at once"
+        whole.close()
+        cut = await client.request(b"POST", fake.base_url, {}, b"")
+        assert await arrived(cut) == b"part"
+        with pytest.raises(Disconnected, match="mid-answer"):
+            await arrived(cut)
+        cut.close()
+        await client.aclose()
+
+
 async def test_a_connection_closed_before_any_answer_is_unanswered() -> None:
     async with MisbehavingUpstream(
         Act.hang_up(), Act.answer(b"HTTP/1.1 200 OK\r\n", then="fin")
