@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-from collections.abc import AsyncIterator, Awaitable, Mapping
+import time
+from collections.abc import AsyncIterator, Awaitable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -132,7 +133,7 @@ class ToolLoop:
         round here, in this one generator rather than `_ask`'s inside `_run`'s; when that
         answer calls a tool the turn goes on in `_run` from there (the text already yielded
         stays yielded), as after any streamed round."""
-        state = await self._begin(turn)
+        state = self._begin(turn)
         if state.tool_rounds:
             async for event in self._run(turn, state):
                 yield event
@@ -164,17 +165,29 @@ class ToolLoop:
         Anything else continues as `run` would from that answer, which is not asked again.
         Only a front whose renderer takes the upstream's bytes as they are (Chat) asks this.
 
+        The first round is asked without the turn's state (`_State`, its `LoopGuard`), which
+        is made only when the turn goes on: most unstreamed turns end with that answer.
+
         Raises:
             ProxyError: the upstream failed or rejected the request.
         """
-        if turn.body.get("stream") is True:
+        client_body = turn.body
+        if client_body.get("stream") is True:
             return self._run(turn)
-        state = await self._begin(turn)
-        if state.tool_rounds:
-            return self._run(turn, state)
-        body = self._body(turn, state, with_tools=True)
-        deadline = state.guard.deadline
-        chunks = await turn.upstream.answer(body, headers=turn.headers, deadline=deadline)
+        self.meter.begin(client_body)
+        messages, tool_rounds = _history(client_body["messages"])
+        limits = self._limits_for(turn.controls)
+        if tool_rounds:
+            return self._run(
+                turn, _State(LoopGuard(limits), messages, _upstream_body(client_body), True)
+            )
+        started = time.monotonic()
+        base = _upstream_body(client_body)
+        # The messages a list of their own: the history is the state's if the turn goes on.
+        body = _request(base, [*messages], self._tools_for(turn, ()))
+        chunks = await turn.upstream.answer(
+            body, headers=turn.headers, deadline=started + limits.timeout_s
+        )
         if len(chunks) == 1:
             (chunk,) = chunks
             if chunk.__class__ is Relayable:
@@ -184,17 +197,18 @@ class ToolLoop:
                     finished = Finished(relayable.finish_reason, relayable.usage, relay=raw)
                     self._finished(finished)
                     return raw
+        # The turn goes on from that answer, its first iteration counted, as `_run`'s would be.
+        state = _State(LoopGuard(limits, started, iterations=1), messages, base)
         return self._run(turn, state, chunks)
 
-    async def _begin(self, turn: Turn) -> _State:
-        """A turn's state before its first round; its meter told it began."""
+    def _begin(self, turn: Turn) -> _State:
+        """A turn's state before its first round (the client's history, not yet what a pending
+        turn kept: `_run` restores that); its meter told it began."""
         self.meter.begin(turn.body)
         messages, tool_rounds = _history(turn.body["messages"])
-        # A pending turn is found by its assistant message's tool calls: none, none to find.
-        history = await restore(self._turns, messages, turn.owner) if tool_rounds else messages
         return _State(
             guard=LoopGuard(self._limits_for(turn.controls)),
-            history=history,
+            history=messages,
             body=_upstream_body(turn.body),
             tool_rounds=tool_rounds,
         )
@@ -209,7 +223,8 @@ class ToolLoop:
         `relay` made its upstream call, the answer itself when `_streamed` did) when the turn
         began there."""
         if state is None:
-            state = await self._begin(turn)
+            state = self._begin(turn)
+        await self._restore(turn, state)
         turn = self._offer(turn, state)
         if state.tool_rounds:  # a plain request answers nothing a turn left paused
             async for event in self._resume(turn, state):
@@ -245,6 +260,12 @@ class ToolLoop:
                     yield event
                 yield self._finished(self._last_word(state, stopped_by))
                 return
+
+    async def _restore(self, turn: Turn, state: _State) -> None:
+        """Put back in the history what a pending turn kept of its rounds (`continuations`)."""
+        if state.tool_rounds:
+            # A pending turn is found by its assistant message's tool calls: none, none to find.
+            state.history = await restore(self._turns, state.history, turn.owner)
 
     def _finished(self, event: Finished) -> Finished:
         """The turn's `Finished`, its meter told first."""
@@ -375,15 +396,16 @@ class ToolLoop:
         reason = "stop" if answer.tool_calls else answer.finish_reason
         return Finished(reason, state.usage, stopped_by=stopped_by, rounds=tuple(state.added))
 
-    def _tools_for(self, turn: Turn, state: _State) -> list[dict[str, Any]]:
+    def _tools_for(self, turn: Turn, loaded: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
         """The tools the model is offered: in code mode, `run_code` (its program searches a
-        deferred catalog) and the tools outside code mode."""
+        deferred catalog) and the tools outside code mode; `loaded`: the schemas of deferred
+        tools the turn's searches found."""
         if not self._code_mode(turn):
-            return _tools_for(turn, state)
+            return _tools_for(turn, loaded)
         assert self._programs is not None
         view = self._programs.tools(turn.toolset)
         offered = self._programs.offered(turn)
-        return [*view.direct, offered, *state.loaded.values(), *client_tools.offered(turn)]
+        return [*view.direct, offered, *loaded, *client_tools.offered(turn)]
 
     def _code_mode(self, turn: Turn) -> bool:
         """Whether the turn's model is offered `run_code` (never beside a client's own)."""
@@ -413,16 +435,11 @@ class ToolLoop:
     def _body(self, turn: Turn, state: _State, *, with_tools: bool) -> dict[str, Any]:
         """The next upstream request's body; one with tools begins an iteration (the last
         word after a guard stopped the turn is not one)."""
-        body = {**state.body, "messages": state.history + state.added}
-        if with_tools:
-            state.guard.begin_iteration()
-        tools = self._tools_for(turn, state) if with_tools else []
-        if tools:
-            body["tools"] = tools
-        else:
-            for key in ("tool_choice", "parallel_tool_calls"):
-                body.pop(key, None)
-        return body
+        if not with_tools:
+            return _request(state.body, state.history + state.added, [])
+        state.guard.begin_iteration()
+        tools = self._tools_for(turn, state.loaded.values())
+        return _request(state.body, state.history + state.added, tools)
 
     async def _ask(
         self,
@@ -581,14 +598,28 @@ def _answered(state: _State, answer: Answer) -> Finished:
     return Finished(answer.finish_reason, state.usage, rounds=rounds, relay=relay)
 
 
-def _tools_for(turn: Turn, state: _State) -> list[dict[str, Any]]:
-    tools = [*turn.toolset.chat_tools, *state.loaded.values()]
+def _tools_for(turn: Turn, loaded: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    tools = [*turn.toolset.chat_tools, *loaded]
     own = turn.body.get("tools")  # the client's own tools, if any
     if turn.toolset.deferred is not None or (own and client_tools.deferred(turn)):
         tools.append(SEARCH_CHAT_TOOL)
     if own:
         tools.extend(client_tools.offered(turn))
     return tools
+
+
+def _request(
+    base: dict[str, Any], messages: list[Message], tools: list[dict[str, Any]]
+) -> dict[str, Any]:
+    """An upstream request's body: `base` (`_upstream_body`'s) with `messages` and `tools`
+    (without them, no tool choice either)."""
+    body = {**base, "messages": messages}
+    if tools:
+        body["tools"] = tools
+    else:
+        body.pop("tool_choice", None)
+        body.pop("parallel_tool_calls", None)
+    return body
 
 
 def _upstream_body(client_body: dict[str, Any]) -> dict[str, Any]:

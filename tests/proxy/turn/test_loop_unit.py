@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import json
+import time
 from collections.abc import AsyncIterator, Iterator, Mapping
 from typing import Any
 
@@ -45,6 +46,7 @@ class Scripted:
     def __init__(self, calls: int) -> None:
         self.calls = calls
         self.bodies: list[dict[str, Any]] = []
+        self.deadlines: list[float | None] = []
 
     @contextlib.asynccontextmanager
     async def complete(
@@ -55,6 +57,7 @@ class Scripted:
         deadline: float | None = None,
     ) -> AsyncIterator[AsyncIterator[dict[str, Any]]]:
         self.bodies.append(copy.deepcopy(body))
+        self.deadlines.append(deadline)
         yield self._chunks(len(self.bodies))
 
     async def answer(
@@ -103,8 +106,11 @@ async def run(
     *,
     server_iterations: int = 8,
     max_iterations: int | None = None,
+    relayed: bool = False,
     **body: Any,
 ) -> Finished:
+    """The turn's `Finished`, run by `loop.run`, or `relayed`: by `loop.relay` (whose first
+    round is asked apart from the rest)."""
     gate = Gate(RulePolicy(PolicyConfig()), executor)
     loop = ToolLoop(
         gate=gate,
@@ -120,7 +126,12 @@ async def run(
         controls=Controls(tool_filter=ToolFilter(), max_iterations=max_iterations),
         headers={},
     )
-    events: list[LoopEvent] = [event async for event in loop.run(turn)]
+    if relayed:
+        answered = await loop.relay(turn)
+        assert not isinstance(answered, bytes), "the scripted answers are never relayable"
+        events: list[LoopEvent] = [event async for event in answered]
+    else:
+        events = [event async for event in loop.run(turn)]
     finished = events[-1]
     assert isinstance(finished, Finished)
     return finished
@@ -151,28 +162,49 @@ async def test_an_unforced_tool_choice_is_left_as_the_client_sent_it(
     assert [b.get("tool_choice") for b in upstream.bodies] == [choice, choice]
 
 
+@pytest.mark.parametrize("relayed", [False, True], ids=["run", "relay"])
 async def test_a_request_cannot_raise_max_iterations_above_the_servers_limit(
-    executor: Executor,
+    executor: Executor, relayed: bool
 ) -> None:
     upstream = Scripted(calls=100)
-    finished = await run(executor, upstream, server_iterations=2, max_iterations=5)
+    finished = await run(executor, upstream, server_iterations=2, max_iterations=5, relayed=relayed)
     assert finished.stopped_by == "max_iterations"
     # Two rounds with tools, then one last call without them for the answer.
     assert ["tools" in b for b in upstream.bodies] == [True, True, False]
 
 
-async def test_a_request_may_lower_max_iterations(executor: Executor) -> None:
+@pytest.mark.parametrize("relayed", [False, True], ids=["run", "relay"])
+async def test_a_request_may_lower_max_iterations(executor: Executor, relayed: bool) -> None:
     upstream = Scripted(calls=100)
-    finished = await run(executor, upstream, server_iterations=3, max_iterations=1)
+    finished = await run(executor, upstream, server_iterations=3, max_iterations=1, relayed=relayed)
     assert finished.stopped_by == "max_iterations"
     assert ["tools" in b for b in upstream.bodies] == [True, False]
 
 
-async def test_without_a_request_limit_the_servers_limit_holds(executor: Executor) -> None:
+@pytest.mark.parametrize("relayed", [False, True], ids=["run", "relay"])
+async def test_without_a_request_limit_the_servers_limit_holds(
+    executor: Executor, relayed: bool
+) -> None:
     upstream = Scripted(calls=100)
-    finished = await run(executor, upstream, server_iterations=2)
+    finished = await run(executor, upstream, server_iterations=2, relayed=relayed)
     assert finished.stopped_by == "max_iterations"
     assert len(upstream.bodies) == 3
+
+
+async def test_a_relayed_turn_asks_as_a_run_one_does(executor: Executor) -> None:
+    bodies, deadlines = {}, {}
+    for relayed in (False, True):
+        upstream = Scripted(calls=1)
+        extra = {"tool_choice": "required", "temperature": 0.5, "stream_options": {}}
+        before = time.monotonic()
+        await run(executor, upstream, relayed=relayed, **extra)
+        bodies[relayed] = [list(body.items()) for body in upstream.bodies]
+        deadlines[relayed] = [d - before if d is not None else None for d in upstream.deadlines]
+    assert bodies[True] == bodies[False], "the same bodies, their fields in the same order"
+    for relayed in (False, True):
+        first, second = deadlines[relayed]
+        assert first is not None and second is not None
+        assert 299 < first <= 301 and abs(second - first) < 1, "the turn's one deadline"
 
 
 async def test_the_last_word_after_a_guard_is_asked_without_tools_or_tool_choice(
