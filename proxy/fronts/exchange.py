@@ -82,7 +82,7 @@ async def serve_turn(
         return
     # `until_disconnect` and `answer` spelled out: their frames would be two more on every
     # resumption of the task while the turn runs.
-    watch = DisconnectWatch(receive)
+    watch = DisconnectWatch(receive, scope)
     try:
         if isinstance(out, Streamed):
             keepalive_s = services.keepalive_s

@@ -20,8 +20,14 @@ BODY_ARRIVED = "toolwire.body_arrived"
 """A scope key the server's protocol (`http_wire.py`) sets once the request's whole body has
 arrived: `read_body` then arms no timer. Under any other server (or with `Expect:
 100-continue`, whose body comes only once asked for) it is absent and the body is timed."""
+CYCLE = "toolwire.cycle"
+"""A scope key the server's protocol (`http_wire.py`) sets to the request's `Cycle`: a
+`DisconnectWatch` is told by it when the client leaves, and needs no timer; `read_body`
+takes a body that has all arrived from it, without `receive`. Under any other server it is
+absent: the watch polls, the body is received."""
 WATCH_AFTER_S = 0.05
-"""How long a request runs before its client is watched for a disconnect."""
+"""How long a request runs before its client is watched for a disconnect (without
+`CYCLE`)."""
 
 Scope = dict[str, Any]
 Receive = Callable[[], Awaitable[dict[str, Any]]]
@@ -79,6 +85,20 @@ async def read_body(receive: Receive, scope: Scope, limits: BodyLimits) -> bytes
         RequestTimeoutError: the body did not arrive within `limits.body_timeout_s`.
         ClientDisconnectedError: the client left while sending.
     """
+    cycle: Cycle | None = scope.get(CYCLE)
+    if cycle is not None:
+        body = cycle.whole_body()
+        if body is not None:  # it all came with the head (most bodies): no wait, no timer
+            if len(body) > limits.max_body_bytes:
+                raise PayloadTooLargeError(
+                    f"the request body exceeds {limits.max_body_bytes} bytes"
+                )
+            return body
+    return await _received(receive, scope, limits)
+
+
+async def _received(receive: Receive, scope: Scope, limits: BodyLimits) -> bytes:
+    """The whole request body, as `receive` hands it over (`read_body`)."""
     limit = limits.max_body_bytes
     declared = _content_length(scope)
     if declared is not None and declared > limit:
@@ -131,12 +151,14 @@ class BodyLimits(Protocol):
     def body_timeout_s(self) -> float: ...
 
 
-async def until_disconnect(receive: Receive, work: Awaitable[None]) -> bool:
+async def until_disconnect(
+    receive: Receive, work: Awaitable[None], scope: Scope | None = None
+) -> bool:
     """Run `work` in this task, cancelling it if the client disconnects (`DisconnectWatch`).
 
     Returns True when the work was cancelled so.
     """
-    watch = DisconnectWatch(receive)
+    watch = DisconnectWatch(receive, scope)
     try:
         await work
     except asyncio.CancelledError:
@@ -150,30 +172,61 @@ async def until_disconnect(receive: Receive, work: Awaitable[None]) -> bool:
     return False
 
 
+class Cycle(Protocol):
+    """What the server's protocol tells of a request (`CYCLE`): the task that serves it,
+    whether its client has left, and whom to tell, once, when it does; its whole body."""
+
+    task: asyncio.Task[None]
+    disconnected: bool
+    departed: Callable[[], None] | None
+
+    def whole_body(self) -> bytes | None:
+        """The request's body, taken as `receive` would hand it over, when all of it has
+        arrived (and nothing else is owed first); else None, and `receive` reads it."""
+        ...
+
+
 class DisconnectWatch:
     """Watches the current task's client for a disconnect and cancels the task when it goes.
 
-    The watcher starts only once the work has run for `WATCH_AFTER_S`: most answers finish
-    sooner, and a task per request is a measurable share of the proxy's CPU; a disconnect
-    is still seen within 100 ms. Used in the task's own frame (as `until_disconnect` does,
-    or a front inline): a `CancelledError` there is the client's when `departed()` says so;
-    `stop()` when the work ends, awaiting what it returns.
+    With the request's `scope` from a server that tells of departures (`CYCLE`), the
+    watcher starts when the client leaves, at once. Else it starts only once the work has
+    run for `WATCH_AFTER_S`: most answers finish sooner, and a task per request is a
+    measurable share of the proxy's CPU; a disconnect is still seen within 100 ms. Either
+    way the watcher reads `receive` until it says the client has left (which the edge's
+    telemetry notes), then cancels the task.
+
+    Used in the request task's own frame (as `until_disconnect` does, or a front inline): a
+    `CancelledError` there is the client's when `departed()` says so; `stop()` when the work
+    ends, awaiting what it returns.
     """
 
-    __slots__ = ("_receive", "_task", "_timer", "gone", "loop", "watcher")
+    __slots__ = ("_cycle", "_receive", "_task", "_timer", "gone", "loop", "watcher")
 
-    def __init__(self, receive: Receive) -> None:
-        task = asyncio.current_task()
-        assert task is not None
+    def __init__(self, receive: Receive, scope: Scope | None = None) -> None:
         self._receive = receive
-        self._task = task
-        # The task's loop, not `get_running_loop()`: Python 3.11 makes a getpid system call
-        # in each running-loop lookup (`current_task` above makes one).
-        self.loop = loop = task.get_loop()
-        """The event loop the request runs on."""
         self.gone = False
         self.watcher: asyncio.Task[None] | None = None
-        self._timer = loop.call_later(WATCH_AFTER_S, self._start)
+        cycle: Cycle | None = scope.get(CYCLE) if scope is not None else None
+        self._cycle = cycle
+        self._timer: asyncio.TimerHandle | None = None
+        if cycle is not None:
+            # The server's task for the request, which runs this watch: no running-loop
+            # lookup (a getpid system call on Python 3.11), and no timer.
+            self._task = task = cycle.task
+            self.loop = task.get_loop()
+            """The event loop the request runs on."""
+            if cycle.disconnected:
+                self._start()
+            else:
+                cycle.departed = self._start
+            return
+        found = asyncio.current_task()
+        assert found is not None
+        self._task = found
+        # The task's loop, not `get_running_loop()`: `current_task` above made one lookup.
+        self.loop = found.get_loop()
+        self._timer = self.loop.call_later(WATCH_AFTER_S, self._start)
 
     def departed(self) -> bool:
         """Whether the task's cancellation was the client's leaving (then taken back)."""
@@ -184,7 +237,12 @@ class DisconnectWatch:
 
     def stop(self) -> Awaitable[Any] | None:
         """Stop watching; the watcher's end to await, if one was running."""
-        self._timer.cancel()
+        if self._timer is not None:
+            self._timer.cancel()
+        else:
+            cycle = self._cycle
+            if cycle is not None:
+                cycle.departed = None
         watcher = self.watcher
         if watcher is not None and not watcher.done():
             watcher.cancel()

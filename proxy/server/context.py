@@ -94,10 +94,16 @@ def context_of(scope: Scope) -> RequestContext:
 def new_context(scope: Scope) -> RequestContext:
     """A new context for the request of `scope`, kept in it: the edge's, first thing for every
     HTTP request (a context looked for and not found would cost an exception)."""
-    headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
-    context = RequestContext(request_id(headers.get(REQUEST_ID_HEADER)), headers)
+    headers = {}
+    for name, value in scope["headers"]:  # a loop, not a comprehension: no frame of its own
+        headers[name.decode("latin-1")] = value.decode("latin-1")
+    given = headers.get(REQUEST_ID_HEADER)
+    if given is None:  # the usual case, spelled out: `request_id` is a call more
+        context = RequestContext(_NEW_ID % _random_bits(64), headers)
+    else:
+        context = RequestContext(request_id(given), headers)
     scope[SCOPE_KEY] = context
-    current_request.set(context)
+    _set_current(context)
     return context
 
 
@@ -105,5 +111,10 @@ def request_id(given: str | None) -> str:
     """`given` when it is a valid request id, else a new one."""
     if given is not None and _VALID_ID.fullmatch(given):
         return given
-    # Ids only need to be unique, not secret: the fast generator keeps them cheap.
-    return f"req_{random.getrandbits(64):016x}"
+    return _NEW_ID % _random_bits(64)
+
+
+# Ids only need to be unique, not secret: the fast generator keeps them cheap.
+_random_bits = random.getrandbits
+_NEW_ID = "req_%016x"
+_set_current = current_request.set

@@ -1,6 +1,6 @@
-"""uvicorn's httptools protocol, leaner per request (`LeanHttpTools`): the one module that
-replaces parts of uvicorn's own (tests/proxy/server/test_http_wire.py fails when uvicorn
-changes what it replaces).
+"""uvicorn's httptools protocol, leaner per request (`LeanHttpTools`): with its cycle
+(`http_cycle.py`), the one place that replaces parts of uvicorn's own
+(tests/proxy/server/test_http_wire.py fails when uvicorn changes what they replace).
 
 What each request no longer pays, its behaviour kept:
 - `ProxyHeadersMiddleware`, the coroutine frame uvicorn wraps around every app (its default
@@ -21,37 +21,45 @@ What each request no longer pays, its behaviour kept:
   body has arrived (`BODY_ARRIVED`), and reading it then needs none.
 - An `asyncio.Event` per request for the body's arrival (`Signal`, a lighter one), and the
   small frames of uvicorn's callbacks (the task start, the flow control's resume) inline.
+- `run_asgi`, the coroutine uvicorn wraps around the app (a frame on every resumption of the
+  request's task): the task runs the app's own coroutine, and what `run_asgi` does when it
+  returns or raises (the errors logged, a 500 or the connection closed) `LeanCycle.ended`
+  does, as the task's done callback. An app with `begin_request` (the edge's `begin`, as
+  `Begins` says) is not even a frame: the protocol begins the request in the task's context
+  and runs what that hands back as the task, and the end it hands back once the task is
+  done, in the same context.
+- A timer per request to watch its client for a disconnect (`asgi.DisconnectWatch`): the
+  scope carries the cycle (`asgi.CYCLE`), which tells the watch at once when the connection
+  is lost; and `receive`'s coroutine and message for a body that came whole: `read_body`
+  takes it from the cycle (`LeanCycle.whole_body`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextvars
+import inspect
 import urllib.parse
-from typing import Any
+from collections.abc import Awaitable, Callable
+from types import CoroutineType
+from typing import Any, Protocol
 
 import httptools
 from uvicorn.config import Config
 from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 from uvicorn.protocols.http.flow_control import service_unavailable
-from uvicorn.protocols.http.httptools_impl import (
-    HEADER_RE,
-    HEADER_VALUE_RE,
-    STATUS_LINE,
-    HttpToolsProtocol,
-    RequestResponseCycle,
-)
-from uvicorn.protocols.utils import get_client_addr, get_path_with_query_string
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 from uvicorn.server import ServerState
 
-from .asgi import BODY_ARRIVED
-
-Message = dict[str, Any]
+from .asgi import BODY_ARRIVED, CYCLE
+from .http_cycle import LeanCycle, Signal
 
 
 class LeanHttpTools(HttpToolsProtocol):
     """uvicorn's httptools protocol with the proxy headers applied in place and `LeanCycle`
     answering each request."""
+
+    cycle: LeanCycle  # type: ignore[assignment]
 
     def __init__(
         self,
@@ -74,6 +82,10 @@ class LeanHttpTools(HttpToolsProtocol):
         self._idle = False
         """Whether the connection waits for a request (its last response complete)."""
         self._idle_since = 0.0
+        self._begin: Begins | None = getattr(self.app, "begin_request", None)
+        self._direct = self._begin is not None or _runs_in_task(self.app)
+        """Whether calling the app only makes its coroutine (it runs nothing until awaited),
+        so that the coroutine can be the task's own."""
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         HttpToolsProtocol.connection_made(self, transport)
@@ -81,6 +93,15 @@ class LeanHttpTools(HttpToolsProtocol):
         if trusted is not None:
             client = self.client
             self._proxied = (client[0] if client else None) in trusted
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        HttpToolsProtocol.connection_lost(self, exc)
+        cycle = self.cycle
+        if cycle is not None and cycle.disconnected:
+            departed = cycle.departed
+            if departed is not None:
+                cycle.departed = None
+                departed()
 
     def data_received(self, data: bytes) -> None:
         self._idle = False  # the keep-alive timer, when it fires, leaves the connection open
@@ -161,14 +182,34 @@ class LeanHttpTools(HttpToolsProtocol):
         cycle.scope[BODY_ARRIVED] = True  # type: ignore[literal-required]
         cycle.message_event.set()
 
-    def _start_asgi_task(self, cycle: RequestResponseCycle, app: Any) -> None:
-        run = cycle.run_asgi(app)
-        if self.config.reset_contextvars:
-            task = self.loop.create_task(run, context=contextvars.Context())
+    def _start_asgi_task(self, cycle: LeanCycle, app: Any) -> None:  # type: ignore[override]
+        tasks = cycle.tasks = self.tasks
+        context = (
+            contextvars.Context() if self.config.reset_contextvars else contextvars.copy_context()
+        )
+        begin = self._begin
+        run: Any
+        done: Callable[[asyncio.Task[None]], None]
+        if (app is self.app and self._direct) or app is service_unavailable:
+            # The app's coroutine is the task's: `ended` does what run_asgi would.
+            scope: Any = cycle.scope
+            scope[CYCLE] = cycle
+            if begin is not None and app is self.app:
+                try:
+                    run, cycle.end = context.run(begin, scope, cycle.receive, cycle.send)
+                except Exception as exc:
+                    run = _raise(exc)
+                if type(run) is not CoroutineType:
+                    run = _awaited(run)  # a task runs a coroutine
+            else:
+                run = app(scope, cycle.receive, cycle.send)  # type: ignore[arg-type]
+            done = cycle.ended
         else:
-            task = self.loop.create_task(run)
-        tasks = self.tasks
-        task.add_done_callback(tasks.discard)
+            run = cycle.run_asgi(app)
+            done = tasks.discard
+        task: asyncio.Task[None] = self.loop.create_task(run, context=context)
+        cycle.task = task
+        task.add_done_callback(done, context=context)
         tasks.add(task)
 
     def on_response_complete(self) -> None:
@@ -183,7 +224,7 @@ class LeanHttpTools(HttpToolsProtocol):
         if self.pipeline:
             self._idle = False
             cycle, app = self.pipeline.pop()
-            self._start_asgi_task(cycle, app)
+            self._start_asgi_task(cycle, app)  # type: ignore[arg-type]
             return
         # One keep-alive timer per connection, re-armed when it fires early, rather than one
         # armed and cancelled per request.
@@ -208,190 +249,28 @@ class LeanHttpTools(HttpToolsProtocol):
             self.transport.close()
 
 
-class LeanCycle(RequestResponseCycle):
-    """uvicorn's request-response cycle, whose `send` writes at once (see the module)."""
-
-    sent: asyncio.Future[None]
-    """An awaitable already done: what `send` returns when it has written."""
-    _head = b""
-    """A response head not yet written: it goes out with the first body."""
-
-    def send(self, message: Message) -> Any:  # type: ignore[override]
-        if self.disconnected:
-            return self.sent
-        if self.flow.write_paused:
-            return self._send_when_writable(message)
-        if not self.response_started:
-            self._start(message)
-            return self.sent
-        if self.response_complete or message["type"] != "http.response.body":
-            raise _unexpected(message, self.response_complete)
-        # A body: every event of a stream comes here, in this one frame.
-        body = message.get("body", b"")
-        more_body = message.get("more_body", False)
-        if self.scope["method"] == "HEAD":
-            self.expected_content_length = 0
-        elif self.chunked_encoding:
-            if body:
-                end = b"" if more_body else b"0\r\n\r\n"
-                self.transport.write(b"%x\r\n%b\r\n%b" % (len(body), body, end))
-            elif not more_body:
-                self.transport.write(b"0\r\n\r\n")
-        else:
-            self._write_within_length(body)
-        if not more_body:
-            self._complete()
-        return self.sent
-
-    async def _send_when_writable(self, message: Message) -> None:
-        await self.flow.drain()
-        await self.send(message)
-
-    def _start(self, message: Message) -> None:
-        if message["type"] != "http.response.start":
-            raise RuntimeError(
-                f"Expected ASGI message 'http.response.start', but got '{message['type']}'."
-            )
-        self.response_started = True
-        self.waiting_for_100_continue = False
-        status_code = message["status"]
-        headers = self.default_headers + list(message.get("headers", []))
-        if self.access_log:
-            scope: Any = self.scope
-            self.access_logger.info(
-                '%s - "%s %s HTTP/%s" %d',
-                get_client_addr(scope),
-                scope["method"],
-                get_path_with_query_string(scope),
-                scope["http_version"],
-                status_code,
-            )
-        content = [STATUS_LINE[status_code]]
-        names = []
-        values = []
-        has_connection_close = False
-        for name, value in headers:
-            names.append(name)
-            values.append(value)
-            name = name.lower()
-            if name == b"content-length" and self.chunked_encoding is None:
-                self.expected_content_length = int(value.decode())
-                self.chunked_encoding = False
-            elif name == b"transfer-encoding" and value.lower() == b"chunked":
-                self.expected_content_length = 0
-                self.chunked_encoding = True
-            elif name == b"connection" and _closes(value):
-                self.keep_alive = False
-                has_connection_close = True
-            content += (name, b": ", value, b"\r\n")
-        # Each pattern matches one byte: one search over all the names (values) finds what a
-        # search of each would.
-        if HEADER_RE.search(b"".join(names)):
-            raise RuntimeError("Invalid HTTP header name.")
-        if HEADER_VALUE_RE.search(b"".join(values)):
-            raise RuntimeError("Invalid HTTP header value.")
-        if not self.keep_alive and not has_connection_close:
-            content.append(b"connection: close\r\n")
-        if (
-            self.chunked_encoding is None
-            and self.scope["method"] != "HEAD"
-            and status_code not in (204, 304)
-        ):
-            self.chunked_encoding = True
-            content.append(b"transfer-encoding: chunked\r\n")
-        content.append(b"\r\n")
-        if self.chunked_encoding is False and self.scope["method"] != "HEAD":
-            self._head = b"".join(content)  # its body follows: one write for both
-        else:
-            self.transport.write(b"".join(content))
-
-    def _write_within_length(self, body: bytes) -> None:
-        num_bytes = len(body)
-        if num_bytes > self.expected_content_length:
-            raise RuntimeError("Response content longer than Content-Length")
-        self.expected_content_length -= num_bytes
-        head = self._head
-        if head:
-            self._head = b""
-            self.transport.write(head + body)
-        else:
-            self.transport.write(body)
-
-    def _complete(self) -> None:
-        if self.expected_content_length != 0:
-            raise RuntimeError("Response content shorter than Content-Length")
-        self.response_complete = True
-        self.message_event.set()
-        if not self.keep_alive:
-            self.transport.close()
-        self.on_response()
-
-    async def receive(self) -> Any:
-        if self.waiting_for_100_continue and not self.transport.is_closing():
-            self.transport.write(b"HTTP/1.1 100 Continue\r\n\r\n")
-            self.waiting_for_100_continue = False
-        if not self.disconnected and not self.response_complete:
-            flow = self.flow
-            if flow.read_paused:
-                flow.resume_reading()
-            event = self.message_event
-            if not event.is_set():
-                await event.wait()
-            event.clear()
-        if self.disconnected or self.response_complete:
-            return {"type": "http.disconnect"}
-        message = {"type": "http.request", "body": bytes(self.body), "more_body": self.more_body}
-        self.body = bytearray()
-        return message
+async def _raise(exc: Exception) -> None:
+    raise exc
 
 
-class Signal:
-    """`asyncio.Event` as the cycle and the protocol use it (`set`, `is_set`, `clear`,
-    `wait`), cheaper to make per request: no lookups of the running loop."""
-
-    __slots__ = ("_loop", "_set", "_waiters")
-
-    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
-        self._loop = loop
-        self._set = False
-        self._waiters: list[asyncio.Future[None]] = []
-
-    def is_set(self) -> bool:
-        return self._set
-
-    def set(self) -> None:
-        if not self._set:
-            self._set = True
-            for waiter in self._waiters:
-                if not waiter.done():
-                    waiter.set_result(None)
-
-    def clear(self) -> None:
-        self._set = False
-
-    async def wait(self) -> bool:
-        if self._set:
-            return True
-        waiter = self._loop.create_future()
-        self._waiters.append(waiter)
-        try:
-            await waiter
-            return True
-        finally:
-            self._waiters.remove(waiter)
+async def _awaited(awaitable: Awaitable[None]) -> None:
+    await awaitable
 
 
-def _unexpected(message: Message, complete: bool) -> RuntimeError:
-    if complete:
-        return RuntimeError(
-            f"Unexpected ASGI message '{message['type']}' sent, after response already completed."
-        )
-    return RuntimeError(f"Expected ASGI message 'http.response.body', but got '{message['type']}'.")
+class Begins(Protocol):
+    """An app's `begin_request`: the request of `scope` begun (in the context its task will
+    run in), what serves it, to run as the task, and what ends it (or None), to call once
+    the task is done, however it ended."""
+
+    def __call__(
+        self, scope: Any, receive: Any, send: Any
+    ) -> tuple[Awaitable[None], Callable[[], None] | None]: ...
 
 
-def _closes(connection: bytes) -> bool:
-    """Whether a `Connection` header's value says close."""
-    return b"close" in [token.lower().strip() for token in connection.split(b",")]
+def _runs_in_task(app: Any) -> bool:
+    """Whether `app` is a coroutine function (or an object whose `__call__` is one): calling
+    it runs none of its code, which then runs in the task that awaits it."""
+    return inspect.iscoroutinefunction(app) or inspect.iscoroutinefunction(type(app).__call__)
 
 
 def _forwarded(scope: Any, headers: list[tuple[bytes, bytes]], trusted: Any) -> None:

@@ -1,14 +1,19 @@
 """The edge as one ASGI callable (`Edge`): the request context and its route, the drain, the
 telemetry, the client key check, then the router, in that order.
 
-One frame on the request's task rather than a layer each: every resumption of the task
-passes through each frame that awaits (bench/instructions.py counts them). The drain's and
-the telemetry's parts live in `telemetry/`, the router in `dispatch.py`.
+No frame of its own on the request's task, rather than a layer each: every resumption of
+the task passes through each frame that awaits (bench/instructions.py counts them). Its
+parts run as the request begins (`Edge.begin_request`) and as it ends (the `end` it hands back):
+under the server's protocol (`http_wire.py`) the router's awaitable is the task's own
+coroutine, and the end the task's done callback; under any other server `Edge.__call__`
+awaits it in one frame. The drain's and the telemetry's parts live in `telemetry/`, the
+router in `dispatch.py`.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Awaitable, Callable
 
 from ..errors import ProxyError
 from ..telemetry import Telemetry
@@ -20,6 +25,8 @@ from .routes import MCP, misrouted_error, route_of
 from .routing import direct
 
 log = logging.getLogger("toolwire.auth")
+
+Begun = tuple[Awaitable[None], Callable[[], None] | None]
 
 
 class Edge:
@@ -50,35 +57,66 @@ class Edge:
         self._drain = telemetry.drain
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self._route(scope, receive, send)
+        run, end = self.begin_request(scope, receive, send)
+        if end is None:
+            await run
             return
+        try:
+            await run
+        finally:
+            end()
+
+    def begin_request(self, scope: Scope, receive: Receive, send: Send) -> Begun:
+        """The request of `scope` begun: what serves it, to await in its task, and what ends
+        it (None: nothing), to call once that is over, however it ended. Called in the
+        request's context (`__call__` does, or the server's protocol, which then runs the
+        first as the request's task: `http_wire.Begins`)."""
+        if scope["type"] != "http":
+            return self._route(scope, receive, send), None
         context = new_context(scope)
         route = context.route = route_of(scope["path"])
         drain = self._drain
         if drain.draining and route.draining != "served":
-            await drain.refuse(scope, send)
-            self._telemetry.account(scope)
-            return
+            return self._refuse(scope, send), None
         waited = drain.admit(scope["method"])
         try:
-            served = self._telemetry.serve(context, scope, receive, send)
-            try:
-                keys = self._running.keys
-                if keys is not None and not route.open:
-                    # Checked in a call that returns, so that no frame of its stays on the
-                    # request's task while the router serves it.
-                    refused = await self._refusal(keys, context, scope)
-                    if refused is not None:
-                        headers = {**refused.headers, "x-request-id": context.request_id}
-                        await send_json(served.send, refused.status, route.shape(refused), headers)
-                        return
-                await self._route(scope, served.receive, served.send)
-            finally:
-                served.end(scope)
-        finally:
+            served = self._telemetry.serve(context, scope, receive, send, drain if waited else None)
+        except BaseException:
             if waited:
-                drain.leave()  # last: the drain's last request may stop the server
+                drain.leave()
+            raise
+        try:
+            if not served.told:  # the server does not tell the telemetry of a departure
+                receive = served.receive
+            keys = self._running.keys
+            if keys is not None and not route.open:
+                return self._checked(keys, context, scope, receive, served.send), served.end
+            return self._route(scope, receive, served.send), served.end
+        except BaseException:
+            served.end()
+            raise
+
+    async def _refuse(self, scope: Scope, send: Send) -> None:
+        await self._drain.refuse(scope, send)
+        self._telemetry.account(scope)
+
+    async def _checked(
+        self,
+        keys: Authenticator,
+        context: RequestContext,
+        scope: Scope,
+        receive: Receive,
+        send: Send,
+    ) -> None:
+        """The router's answer once the client key is checked; the refusal's if it is not."""
+        # Checked in a call that returns, so that no frame of its stays on the request's task
+        # while the router serves it (this one does, only when keys are checked).
+        refused = await self._refusal(keys, context, scope)
+        if refused is not None:
+            headers = {**refused.headers, "x-request-id": context.request_id}
+            await send_json(send, refused.status, context.route.shape(refused), headers)
+            return
+        await self._route(scope, receive, send)
 
     async def _refusal(
         self, keys: Authenticator, context: RequestContext, scope: Scope

@@ -14,7 +14,7 @@ from starlette.responses import JSONResponse, Response
 from registry import trace_headers
 
 from ..config import Settings
-from ..server.asgi import Receive, Scope, Send
+from ..server.asgi import CYCLE, Receive, Scope, Send
 from ..server.context import REQUEST_ID_HEADER, RequestContext, RequestStats, context_of
 from .drain import Drain
 from .logs import NO_REQUEST, log_summary
@@ -112,13 +112,21 @@ class Telemetry:
             _count(self.metrics, context, now)
         log_summary(context, scope["method"], scope["path"], now)
 
-    def serve(self, context: RequestContext, scope: Scope, receive: Receive, send: Send) -> Served:
+    def serve(
+        self,
+        context: RequestContext,
+        scope: Scope,
+        receive: Receive,
+        send: Send,
+        drain: Drain | None = None,
+    ) -> Served:
         """One HTTP request begun (`context`, its route found), its span opened: `receive`
         and `send` as the rest of the edge uses them (`Served`); `Served.end` accounts for
-        it."""
+        it, and leaves the `drain` when it is given (the request was counted there)."""
         route = context.route
         method: str = scope["method"]
-        served = Served(receive, send, context, route.turn and method == "POST", self.metrics)
+        turn = route.turn and method == "POST"
+        served = Served(receive, send, context, turn, self.metrics, scope, drain)
         tracing = self.tracing
         if tracing is not None:
             span, token = tracing.start_request(
@@ -135,10 +143,24 @@ class Served:
 
     `send` is no coroutine of its own but hands back the server's awaitable: every message
     of an answer (each event of a stream) passes it, and a frame less on each is measurable
-    (bench/instructions.py). Its callers await it at once, as any ASGI `send`.
+    (bench/instructions.py). Its callers await it at once, as any ASGI `send`. When the
+    server tells of the client's departure (`told`: `asgi.CYCLE` in the scope), the
+    end asks it, and the server's own `receive` needs no watching.
     """
 
-    __slots__ = ("_complete", "_context", "_metrics", "_receive", "_send", "_turn", "trace")
+    __slots__ = (
+        "_complete",
+        "_context",
+        "_cycle",
+        "_drain",
+        "_metrics",
+        "_receive",
+        "_scope",
+        "_send",
+        "_turn",
+        "told",
+        "trace",
+    )
 
     def __init__(
         self,
@@ -147,12 +169,19 @@ class Served:
         context: RequestContext,
         turn: bool,
         metrics: Metrics | None,
+        scope: Scope,
+        drain: Drain | None = None,
     ) -> None:
         self._receive = receive
         self._send = send
         self._context = context
         self._turn = turn
         self._metrics = metrics
+        self._scope = scope
+        self._drain = drain
+        self._cycle = cycle = scope.get(CYCLE)
+        self.told = cycle is not None
+        """Whether the server tells of the client's departure (the end asks it)."""
         self._complete = False
         self.trace: tuple[Tracing, Any, Any, Any] | None = None
         """With tracing on: the tracing, the request's span, its context token, and the
@@ -173,11 +202,22 @@ class Served:
                 message = self._last(message)
         return self._send(message)
 
-    def end(self, scope: Scope) -> None:
-        """The request is over: its status settled, its metrics, span and summary line."""
+    def end(self) -> None:
+        """The request is over: its status settled, its metrics, span and summary line; the
+        drain left, last (its last request may stop the server)."""
+        try:
+            self._end()
+        finally:
+            if self._drain is not None:
+                self._drain.leave()
+
+    def _end(self) -> None:
         now = time.perf_counter()
         context = self._context
         stats = context.stats
+        cycle = self._cycle
+        if cycle is not None and cycle.disconnected:
+            stats.disconnected = True  # the client left before the answer was complete
         if not stats.status:
             stats.status = DISCONNECTED if stats.disconnected else 500
         metrics = self._metrics
@@ -191,6 +231,7 @@ class Served:
             tracing, span, token, traced = self.trace
             trace_headers.reset(traced)
             tracing.end_request(span, token, stats.status, _span_attributes(context))
+        scope = self._scope
         log_summary(context, scope["method"], scope["path"], now)
 
     def _start(self, message: Message) -> Message:

@@ -3,11 +3,14 @@ lets through, and every route of the table reachable through all of them."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import logging
 from collections.abc import AsyncIterator
 from typing import Any
 
 import aiohttp
+import pytest
 
 from proxy import create_app, parse_settings
 from proxy.server.app import ToolwireApp
@@ -15,6 +18,7 @@ from proxy.server.dispatch import Router
 from proxy.server.middleware import Edge
 from proxy.server.routes import ROUTES
 from proxy.telemetry import Telemetry
+from proxy.telemetry.logs import RequestIdFilter
 from testing.asgi_serving import serve_app
 from testing.waiting import until
 from tests.conftest import REPO
@@ -140,3 +144,51 @@ async def test_a_draining_server_refuses_before_the_key_check_and_counts_the_ref
             exposition = await response.text()
     assert _requests(exposition, "chat", 503) == 1
     assert _requests(exposition, "readyz", 503) == 1
+
+
+async def test_under_the_servers_protocol_the_edge_is_no_frame_and_ends_in_the_requests_context(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The protocol begins the request (`Edge.begin_request`), runs the router's coroutine as
+    the task, then the end: the summary line, in the request's context (its id on the line)."""
+    caplog.set_level(logging.DEBUG, logger="toolwire.requests")
+    caplog.handler.addFilter(RequestIdFilter())
+    app = _app()
+    tasks: list[asyncio.Task[Any] | None] = []
+    inner = app._route
+
+    def route(scope: Any, receive: Any, send: Any) -> Any:
+        if scope["type"] == "http":
+            tasks.append(asyncio.current_task())
+        return inner(scope, receive, send)
+
+    app._route = route
+    async with _served(app) as (root, session):
+        status, _, _ = await _ask(
+            session, "GET", f"{root}/healthz", headers={"x-request-id": "edge-3"}
+        )
+        assert status == 200
+        await until(lambda: bool(_summaries(caplog)), deadline_s=5)
+    assert tasks == [None]  # the router was called as the request began, before its task ran
+    assert [r.request_id for r in _summaries(caplog)] == ["edge-3"]  # type: ignore[attr-defined]
+    assert app._drain._running == 0
+
+
+async def test_an_edge_under_another_server_is_one_frame_that_ends_the_request() -> None:
+    app = _app()
+    sent: list[dict[str, Any]] = []
+
+    async def receive() -> dict[str, Any]:
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    scope = {"type": "http", "method": "POST", "path": "/v1/chat/completions", "headers": []}
+    scope |= {"query_string": b"", "scheme": "http", "server": None, "client": None}
+    await app(scope, receive, send)  # no handlers before the lifespan: the front's 503
+    assert sent[0]["status"] == 503 and app._drain._running == 0
+
+
+def _summaries(caplog: pytest.LogCaptureFixture) -> list[logging.LogRecord]:
+    return [r for r in caplog.records if r.name == "toolwire.requests"]

@@ -5,6 +5,7 @@ changes what `http_wire.py` replaces."""
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import hashlib
 import inspect
 from collections.abc import Awaitable, Callable
@@ -16,7 +17,7 @@ from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol, RequestResponseCycle
 from uvicorn.server import ServerState
 
-from proxy.server.asgi import BODY_ARRIVED, read_body
+from proxy.server.asgi import BODY_ARRIVED, CYCLE, DisconnectWatch, read_body
 from proxy.server.http_wire import LeanHttpTools
 
 Message = dict[str, Any]
@@ -33,6 +34,7 @@ REPLACED = {
     RequestResponseCycle.__init__: "4d2f220910c3",
     RequestResponseCycle.send: "abdd8601b326",
     RequestResponseCycle.receive: "8124ae006be7",
+    RequestResponseCycle.run_asgi: "0f33f2449a44",
     ProxyHeadersMiddleware.__init__: "7aa920bbc1fa",
     ProxyHeadersMiddleware.__call__: "b601df964c02",
 }
@@ -76,19 +78,25 @@ class _Transport(asyncio.Transport):
 class _Served:
     """One connection to `app` through the lean protocol, in memory."""
 
-    def __init__(self, app: App, peer: str = "127.0.0.1", **config: Any) -> None:
+    def __init__(
+        self,
+        app: App,
+        peer: str = "127.0.0.1",
+        protocol: type[HttpToolsProtocol] = LeanHttpTools,
+        **config: Any,
+    ) -> None:
         self.scopes: list[Message] = []
 
         async def recording(scope: Message, receive: Any, send: Any) -> None:
             if scope["type"] == "http":
                 self.scopes.append(scope)
-            await app(scope, receive, send)
+            return await app(scope, receive, send)
 
         uvicorn_config = Config(recording, log_level="warning", **config)
         uvicorn_config.load()
-        state = ServerState()
+        self.state = state = ServerState()
         state.default_headers = [(b"server", b"uvicorn")]  # as uvicorn's server sets them
-        self.protocol = LeanHttpTools(uvicorn_config, state, {})
+        self.protocol = protocol(uvicorn_config, state, {})
         self.transport = _Transport(peer)
         self.protocol.connection_made(self.transport)
 
@@ -344,3 +352,230 @@ async def test_a_body_read_whole_needs_no_timer_and_one_still_coming_has_one() -
 
 async def _no_body() -> Message:
     return {"type": "http.request", "body": b"", "more_body": False}
+
+
+async def _fails(scope: Message, receive: Any, send: Any) -> None:
+    raise ValueError("broken")
+
+
+async def _cancelled(scope: Message, receive: Any, send: Any) -> None:
+    raise asyncio.CancelledError("timeout graceful shutdown exceeded")
+
+
+async def _silent(scope: Message, receive: Any, send: Any) -> None:
+    pass
+
+
+async def _half(scope: Message, receive: Any, send: Any) -> None:
+    headers = [(b"content-length", b"5")]
+    await send({"type": "http.response.start", "status": 200, "headers": headers})
+
+
+async def _started_then_fails(scope: Message, receive: Any, send: Any) -> None:
+    await _half(scope, receive, send)
+    raise ValueError("broken")
+
+
+async def _returns(scope: Message, receive: Any, send: Any) -> Any:
+    await _json(scope, receive, send)
+    return "something"
+
+
+@pytest.mark.parametrize(
+    ("app", "logged"),
+    [
+        (_fails, "Exception in ASGI application"),
+        (_cancelled, "Exception in ASGI application"),
+        (_silent, "returned without starting response"),
+        (_half, "returned without completing response"),
+        (_started_then_fails, "Exception in ASGI application"),
+        (_returns, "should return None, but returned 'something'"),
+    ],
+)
+async def test_an_app_that_fails_is_answered_as_uvicorn_answers_it(
+    app: App, logged: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    answers = []
+    for protocol in (LeanHttpTools, HttpToolsProtocol):
+        served = _Served(app, protocol=protocol)
+        caplog.clear()
+        served.protocol.logger.addHandler(caplog.handler)  # uvicorn's logger does not propagate
+        try:
+            answer = await served.request(POST)
+        finally:
+            served.protocol.logger.removeHandler(caplog.handler)
+        assert [logged in r.getMessage() for r in caplog.records] == [True]
+        answers.append((answer, served.transport.closed, served.state.total_requests))
+        assert not served.state.tasks
+    (lean, *rest), (theirs, *their_rest) = answers
+    assert rest == their_rest
+    # A head with a length is held by the lean cycle until its body, which never came.
+    assert lean == theirs or (lean == b"" and theirs.endswith(b"content-length: 5\r\n\r\n"))
+
+
+async def test_the_app_is_the_tasks_own_coroutine_and_its_scope_lets_go_of_the_cycle() -> None:
+    seen: list[Any] = []
+
+    async def app(scope: Message, receive: Any, send: Any) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        seen.append(task.get_coro().cr_code)  # type: ignore[union-attr]
+        seen.append(scope[CYCLE].task is task)
+        await _json(scope, receive, send)
+
+    served = _Served(app)
+    await served.request(POST)
+    assert seen[0].co_name == "recording" and seen[1]  # no run_asgi frame around the app
+    assert CYCLE not in served.scopes[0]
+    assert served.protocol.cycle.on_response() is None  # no reference back to the protocol
+    assert not served.state.tasks
+
+
+async def test_an_app_that_only_returns_an_awaitable_runs_in_uvicorns_wrapper() -> None:
+    class Router:
+        def __call__(self, scope: Message, receive: Any, send: Any) -> Any:
+            return _json(scope, receive, send)
+
+    uvicorn_config = Config(Router(), log_level="warning", interface="asgi3")
+    uvicorn_config.load()
+    protocol = LeanHttpTools(uvicorn_config, ServerState(), {})
+    transport = _Transport()
+    protocol.connection_made(transport)
+    protocol.data_received(POST)
+    for _ in range(20):
+        await asyncio.sleep(0)
+    assert b"".join(transport.writes).endswith(b'{"a":1}')
+
+
+async def test_a_client_that_leaves_is_told_to_the_watch_at_once() -> None:
+    outcome: list[Any] = []
+    waiting = asyncio.Event()
+    done = asyncio.Event()
+
+    async def app(scope: Message, receive: Any, send: Any) -> None:
+        await receive()
+        watch = DisconnectWatch(receive, scope)
+        outcome.append(watch._timer)  # no timer: the protocol tells the watch
+        try:
+            waiting.set()
+            await asyncio.Future()  # a turn that would never end
+        except asyncio.CancelledError:
+            outcome.append(watch.departed())
+        finally:
+            pending = watch.stop()
+            if pending is not None:
+                await pending
+            done.set()
+
+    served = _Served(app)
+    served.protocol.data_received(POST)
+    async with asyncio.timeout(5):
+        await waiting.wait()
+        served.protocol.connection_lost(None)
+        await done.wait()
+    assert outcome == [None, True]
+
+
+async def test_a_watch_that_ends_before_the_client_leaves_is_not_told() -> None:
+    async def app(scope: Message, receive: Any, send: Any) -> None:
+        watch = DisconnectWatch(receive, scope)
+        assert watch.stop() is None
+        assert scope[CYCLE].departed is None
+        await _json(scope, receive, send)
+
+    served = _Served(app)
+    answer = await served.request(POST)
+    assert answer.endswith(b'{"a":1}')
+    served.protocol.connection_lost(None)  # after the answer: nothing to cancel
+
+
+class _Begins:
+    """An app that begins its requests itself (as the edge does): `begin_request`."""
+
+    def __init__(self, *, begin_fails: bool = False, end_fails: bool = False) -> None:
+        self.begin_fails = begin_fails
+        self.end_fails = end_fails
+        self.ended: list[Any] = []
+        self.var: contextvars.ContextVar[str] = contextvars.ContextVar("request", default="-")
+
+    async def __call__(self, scope: Message, receive: Any, send: Any) -> None:
+        raise AssertionError("called only through begin_request")
+
+    def begin_request(self, scope: Message, receive: Any, send: Any) -> Any:
+        if self.begin_fails:
+            raise ValueError("broken")
+        self.var.set("req-1")  # in the context the task runs in, and the end after it
+        return _json(scope, receive, send), self.end
+
+    def end(self) -> None:
+        self.ended.append(self.var.get())
+        if self.end_fails:
+            raise ValueError("broken end")
+
+
+async def test_an_app_that_begins_its_requests_ends_them_in_their_context() -> None:
+    app = _Begins()
+    uvicorn_config = Config(app, log_level="warning")
+    uvicorn_config.load()
+    state = ServerState()
+    protocol = LeanHttpTools(uvicorn_config, state, {})
+    transport = _Transport()
+    protocol.connection_made(transport)
+    for _ in range(2):
+        protocol.data_received(POST)
+        for _ in range(20):
+            await asyncio.sleep(0)
+    assert b"".join(transport.writes).count(b'{"a":1}') == 2
+    assert app.ended == ["req-1", "req-1"] and not state.tasks
+    assert app.var.get() == "-"  # not the protocol's
+
+
+@pytest.mark.parametrize(
+    ("options", "answer"),
+    [({"begin_fails": True}, b"HTTP/1.1 500 "), ({"end_fails": True}, b"HTTP/1.1 200 ")],
+)
+async def test_a_begin_or_end_that_fails_is_the_apps_exception(
+    options: dict[str, bool], answer: bytes, caplog: pytest.LogCaptureFixture
+) -> None:
+    app = _Begins(**options)
+    uvicorn_config = Config(app, log_level="warning")
+    uvicorn_config.load()
+    protocol = LeanHttpTools(uvicorn_config, ServerState(), {})
+    transport = _Transport()
+    protocol.connection_made(transport)
+    protocol.logger.addHandler(caplog.handler)
+    try:
+        protocol.data_received(POST)
+        for _ in range(20):
+            await asyncio.sleep(0)
+    finally:
+        protocol.logger.removeHandler(caplog.handler)
+    assert b"".join(transport.writes).startswith(answer)
+    assert ["Exception in ASGI application" in r.getMessage() for r in caplog.records] == [True]
+    assert transport.closed  # a 500 closes; a failed end after the answer closes too
+
+
+async def test_a_body_that_came_whole_is_taken_from_the_cycle_within_its_limit() -> None:
+    seen: list[Any] = []
+
+    class Small:
+        max_body_bytes = 6
+        body_timeout_s = 0.01
+
+    limits: list[Any] = [Small(), _Limits()]
+
+    async def app(scope: Message, receive: Any, send: Any) -> None:
+        try:
+            seen.append(await read_body(_no_receive, scope, limits.pop(0)))
+        except Exception as exc:
+            seen.append(type(exc).__name__)
+        await _json(scope, _no_body, send)
+
+    served = _Served(app)
+    await served.request(POST)
+    await served.request(POST)
+    assert seen == ["PayloadTooLargeError", b'{"a":1}']
+
+
+async def _no_receive() -> Message:
+    raise AssertionError("a body that came whole is not received")

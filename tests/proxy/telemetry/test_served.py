@@ -7,9 +7,11 @@ from __future__ import annotations
 import inspect
 from typing import Any
 
+from proxy.server.asgi import CYCLE
 from proxy.server.context import RequestContext, RequestStats
 from proxy.server.routes import CHAT
 from proxy.telemetry import OVERHEAD_HEADER, Served
+from proxy.telemetry.drain import Drain
 from proxy.telemetry.metrics import Metrics, ModelLabels
 
 Message = dict[str, Any]
@@ -39,7 +41,7 @@ def _served(send: Sent, *, turn: bool = True, request_id: str = "req-1") -> Serv
     async def receive() -> Message:
         return {"type": "http.disconnect"}
 
-    return Served(receive, send, context, turn, None)
+    return Served(receive, send, context, turn, None, {"method": "POST", "path": "/v1/x"})
 
 
 def _header(message: Message, name: bytes) -> bytes | None:
@@ -155,3 +157,27 @@ def test_open_streams_are_counted_here_and_set_into_the_gauge_at_each_fold() -> 
     metrics.fold()
     assert metrics.registry.get_sample_value("toolwire_open_streams") == 0.0
     assert _values(metrics)["toolwire_open_streams"] == "0.0"
+
+
+class _Cycle:
+    def __init__(self, disconnected: bool) -> None:
+        self.disconnected = disconnected
+
+
+async def test_a_server_that_tells_of_cycle_is_asked_at_the_end() -> None:
+    for disconnected in (True, False):
+        context = RequestContext("req-2", {}, route=CHAT)
+        scope = {"method": "POST", "path": "/v1/chat/completions"}
+        scope[CYCLE] = _Cycle(disconnected)  # type: ignore[assignment]
+        drain = Drain()
+        waited = drain.admit("POST")
+        served = Served(_never, Sent(), context, True, None, scope, drain if waited else None)
+        assert served.told
+        served.end()
+        assert context.stats.disconnected is disconnected
+        assert context.stats.status == (499 if disconnected else 500)
+        assert drain._running == 0
+
+
+async def _never() -> Message:
+    raise AssertionError("the server's own receive is not wrapped")

@@ -1,0 +1,289 @@
+"""uvicorn's request-response cycle, leaner per request (`LeanCycle`), for the protocol of
+`http_wire.py` (whose docstring says what each request no longer pays, and whose test fails
+when uvicorn changes what these replace): `send` writes at once, a head with a length goes
+out with its body, `run_asgi`'s checks run as the task's done callback (`ended`), and the
+cycle is the scope's `asgi.Cycle`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import Any
+
+from uvicorn.protocols.http.httptools_impl import (
+    HEADER_RE,
+    HEADER_VALUE_RE,
+    STATUS_LINE,
+    RequestResponseCycle,
+)
+from uvicorn.protocols.utils import get_client_addr, get_path_with_query_string
+
+from .asgi import CYCLE
+
+Message = dict[str, Any]
+
+
+class LeanCycle(RequestResponseCycle):
+    """uvicorn's request-response cycle, whose `send` writes at once (see the module); the
+    scope's `asgi.Cycle` (`task`, `disconnected`, `departed`, `whole_body`)."""
+
+    sent: asyncio.Future[None]
+    """An awaitable already done: what `send` returns when it has written."""
+    task: asyncio.Task[None]
+    """The task that serves the request."""
+    tasks: set[asyncio.Task[None]]
+    """The server's running tasks, which `ended` leaves."""
+    _head = b""
+    """A response head not yet written: it goes out with the first body."""
+    departed: Callable[[], None] | None = None
+    """Called once, at once, when the client leaves before the response is complete."""
+    end: Callable[[], None] | None = None
+    """What the app's `begin_request` handed back to call once its task is done."""
+
+    def ended(self, task: asyncio.Task[None]) -> None:
+        """What uvicorn's `run_asgi` does once the app's coroutine ends, as its task's done
+        callback: an exception logged, then a 500 (or, once the response has started, the
+        connection closed); an app that returned something, or without a complete response,
+        logged too. It breaks the references back to the cycle (from its scope, and through
+        `on_response` from the protocol), as `run_asgi` does, so that the request's objects
+        are freed as it ends, not by the garbage collector."""
+        self.tasks.discard(task)
+        self.scope.pop(CYCLE, None)  # type: ignore[misc]
+        self.departed = None
+        exc: BaseException | None
+        try:
+            exc = task.exception()
+        except asyncio.CancelledError as cancelled:
+            exc = cancelled
+        end = self.end
+        if end is not None:  # the app's own end first, as it would be inside run_asgi
+            self.end = None
+            try:
+                end()
+            except Exception as failed:
+                exc = exc or failed
+        if exc is not None:
+            self.logger.error("Exception in ASGI application\n", exc_info=exc)
+            if not self.response_started:
+                self._answer_500()
+                return
+            self.transport.close()
+        elif task.result() is not None:
+            msg = "ASGI callable should return None, but returned '%s'."
+            self.logger.error(msg, task.result())
+            self.transport.close()
+        elif not self.response_started and not self.disconnected:
+            self.logger.error("ASGI callable returned without starting response.")
+            self._answer_500()
+            return
+        elif not self.response_complete and not self.disconnected:
+            self.logger.error("ASGI callable returned without completing response.")
+            self.transport.close()
+        self.on_response = _nothing
+
+    def whole_body(self) -> bytes | None:
+        if self.more_body or self.waiting_for_100_continue or self.disconnected:
+            return None
+        if self.response_complete:
+            return None
+        # What `receive` does when the body is there: the body taken, the event cleared.
+        flow = self.flow
+        if flow.read_paused:
+            flow.resume_reading()
+        self.message_event.clear()
+        body = bytes(self.body)
+        self.body = bytearray()
+        return body
+
+    def _answer_500(self) -> None:
+        task = self.task.get_loop().create_task(self._send_500())
+        self.tasks.add(task)
+        task.add_done_callback(self.tasks.discard)
+
+    async def _send_500(self) -> None:
+        try:
+            await self.send_500_response()
+        finally:
+            self.on_response = _nothing
+
+    def send(self, message: Message) -> Any:  # type: ignore[override]
+        if self.disconnected:
+            return self.sent
+        if self.flow.write_paused:
+            return self._send_when_writable(message)
+        if not self.response_started:
+            self._start(message)
+            return self.sent
+        if self.response_complete or message["type"] != "http.response.body":
+            raise _unexpected(message, self.response_complete)
+        # A body: every event of a stream comes here, in this one frame.
+        body = message.get("body", b"")
+        more_body = message.get("more_body", False)
+        if self.scope["method"] == "HEAD":
+            self.expected_content_length = 0
+        elif self.chunked_encoding:
+            if body:
+                end = b"" if more_body else b"0\r\n\r\n"
+                self.transport.write(b"%x\r\n%b\r\n%b" % (len(body), body, end))
+            elif not more_body:
+                self.transport.write(b"0\r\n\r\n")
+        else:
+            self._write_within_length(body)
+        if not more_body:
+            self._complete()
+        return self.sent
+
+    async def _send_when_writable(self, message: Message) -> None:
+        await self.flow.drain()
+        await self.send(message)
+
+    def _start(self, message: Message) -> None:
+        if message["type"] != "http.response.start":
+            raise RuntimeError(
+                f"Expected ASGI message 'http.response.start', but got '{message['type']}'."
+            )
+        self.response_started = True
+        self.waiting_for_100_continue = False
+        status_code = message["status"]
+        headers = self.default_headers + list(message.get("headers", []))
+        if self.access_log:
+            scope: Any = self.scope
+            self.access_logger.info(
+                '%s - "%s %s HTTP/%s" %d',
+                get_client_addr(scope),
+                scope["method"],
+                get_path_with_query_string(scope),
+                scope["http_version"],
+                status_code,
+            )
+        content = [STATUS_LINE[status_code]]
+        names = []
+        values = []
+        has_connection_close = False
+        for name, value in headers:
+            names.append(name)
+            values.append(value)
+            name = name.lower()
+            if name == b"content-length" and self.chunked_encoding is None:
+                self.expected_content_length = int(value.decode())
+                self.chunked_encoding = False
+            elif name == b"transfer-encoding" and value.lower() == b"chunked":
+                self.expected_content_length = 0
+                self.chunked_encoding = True
+            elif name == b"connection" and _closes(value):
+                self.keep_alive = False
+                has_connection_close = True
+            content += (name, b": ", value, b"\r\n")
+        # Each pattern matches one byte: one search over all the names (values) finds what a
+        # search of each would.
+        if HEADER_RE.search(b"".join(names)):
+            raise RuntimeError("Invalid HTTP header name.")
+        if HEADER_VALUE_RE.search(b"".join(values)):
+            raise RuntimeError("Invalid HTTP header value.")
+        if not self.keep_alive and not has_connection_close:
+            content.append(b"connection: close\r\n")
+        if (
+            self.chunked_encoding is None
+            and self.scope["method"] != "HEAD"
+            and status_code not in (204, 304)
+        ):
+            self.chunked_encoding = True
+            content.append(b"transfer-encoding: chunked\r\n")
+        content.append(b"\r\n")
+        if self.chunked_encoding is False and self.scope["method"] != "HEAD":
+            self._head = b"".join(content)  # its body follows: one write for both
+        else:
+            self.transport.write(b"".join(content))
+
+    def _write_within_length(self, body: bytes) -> None:
+        num_bytes = len(body)
+        if num_bytes > self.expected_content_length:
+            raise RuntimeError("Response content longer than Content-Length")
+        self.expected_content_length -= num_bytes
+        head = self._head
+        if head:
+            self._head = b""
+            self.transport.write(head + body)
+        else:
+            self.transport.write(body)
+
+    def _complete(self) -> None:
+        if self.expected_content_length != 0:
+            raise RuntimeError("Response content shorter than Content-Length")
+        self.response_complete = True
+        self.message_event.set()
+        if not self.keep_alive:
+            self.transport.close()
+        self.on_response()
+
+    async def receive(self) -> Any:
+        if self.waiting_for_100_continue and not self.transport.is_closing():
+            self.transport.write(b"HTTP/1.1 100 Continue\r\n\r\n")
+            self.waiting_for_100_continue = False
+        if not self.disconnected and not self.response_complete:
+            flow = self.flow
+            if flow.read_paused:
+                flow.resume_reading()
+            event = self.message_event
+            if not event.is_set():
+                await event.wait()
+            event.clear()
+        if self.disconnected or self.response_complete:
+            return {"type": "http.disconnect"}
+        message = {"type": "http.request", "body": bytes(self.body), "more_body": self.more_body}
+        self.body = bytearray()
+        return message
+
+
+class Signal:
+    """`asyncio.Event` as the cycle and the protocol use it (`set`, `is_set`, `clear`,
+    `wait`), cheaper to make per request: no lookups of the running loop."""
+
+    __slots__ = ("_loop", "_set", "_waiters")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._loop = loop
+        self._set = False
+        self._waiters: list[asyncio.Future[None]] = []
+
+    def is_set(self) -> bool:
+        return self._set
+
+    def set(self) -> None:
+        if not self._set:
+            self._set = True
+            for waiter in self._waiters:
+                if not waiter.done():
+                    waiter.set_result(None)
+
+    def clear(self) -> None:
+        self._set = False
+
+    async def wait(self) -> bool:
+        if self._set:
+            return True
+        waiter = self._loop.create_future()
+        self._waiters.append(waiter)
+        try:
+            await waiter
+            return True
+        finally:
+            self._waiters.remove(waiter)
+
+
+def _nothing() -> None:
+    pass
+
+
+def _unexpected(message: Message, complete: bool) -> RuntimeError:
+    if complete:
+        return RuntimeError(
+            f"Unexpected ASGI message '{message['type']}' sent, after response already completed."
+        )
+    return RuntimeError(f"Expected ASGI message 'http.response.body', but got '{message['type']}'.")
+
+
+def _closes(connection: bytes) -> bool:
+    """Whether a `Connection` header's value says close."""
+    return b"close" in [token.lower().strip() for token in connection.split(b",")]
