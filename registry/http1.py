@@ -23,8 +23,8 @@ import ssl
 import time
 import zlib
 from collections import deque
-from collections.abc import Awaitable, Callable
-from typing import NamedTuple
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, NamedTuple, NoReturn
 from urllib.parse import urlsplit
 
 import httptools
@@ -328,7 +328,39 @@ class Pool:
                 return
 
 
-def _head(method: bytes, place: Target, headers: dict[str, str], length: int) -> bytes:
+class Headers(dict[str, str]):
+    """Request headers that many requests send as they are (an upstream's, with its key):
+    checked and written as the head's lines once, when made, instead of on every request
+    (`Pool.request` takes them as any headers). Never changed once made: it refuses to be
+    (a copy, `dict(headers)`, is a plain dict).
+
+    Raises:
+        ValueError: a header name or value holds a line break.
+    """
+
+    __slots__ = ("_lines", "_names")
+
+    def __init__(self, headers: Mapping[str, str]) -> None:
+        super().__init__(headers)
+        self._lines, self._names = _lines(self)
+
+    def _refuse(self, *args: object, **kwargs: object) -> NoReturn:
+        raise TypeError("these headers are shared: change a copy, dict(headers)")
+
+    __setitem__ = __delitem__ = __ior__ = _refuse  # type: ignore[assignment]
+    update = pop = popitem = setdefault = clear = _refuse  # type: ignore[assignment]
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return dict, (dict(self),)
+
+
+def _lines(headers: Mapping[str, str]) -> tuple[bytes, set[str] | None]:
+    """The head's lines of `headers` (with an `Accept` when they have none), and their names
+    in lower case when one of them is a header the client writes itself (else None).
+
+    Raises:
+        ValueError: a header name or value holds a line break.
+    """
     lines = "".join([f"{name}: {value}\r\n" for name, value in headers.items()])
     if lines.count("\n") != len(headers) or lines.count("\r") != len(headers):
         raise ValueError("a header name or value holds a line break")
@@ -337,7 +369,17 @@ def _head(method: bytes, place: Target, headers: dict[str, str], length: int) ->
     if not _ORDINARY.issuperset(headers):
         names = {name.lower() for name in headers}
         if not names.isdisjoint(_WRITTEN):
-            return _head_with_own(method, place, names, length, lines)
+            return lines.encode(), names
+    return lines.encode(), None
+
+
+def _head(method: bytes, place: Target, headers: dict[str, str], length: int) -> bytes:
+    if headers.__class__ is Headers:
+        lines, names = headers._lines, headers._names  # type: ignore[attr-defined]
+    else:
+        lines, names = _lines(headers)
+    if names is not None:
+        return _head_with_own(method, place, names, length, lines)
     return b"".join(
         (
             method,
@@ -349,7 +391,7 @@ def _head(method: bytes, place: Target, headers: dict[str, str], length: int) ->
             b"\r\nAccept-Encoding: gzip, deflate\r\nContent-Length: ",
             str(length).encode(),
             b"\r\n",
-            lines.encode(),
+            lines,
             b"\r\n",
         )
     )
@@ -366,7 +408,9 @@ _WRITTEN = frozenset(
 """Header names (lower case) the client writes itself."""
 
 
-def _head_with_own(method: bytes, place: Target, names: set[str], length: int, lines: str) -> bytes:
+def _head_with_own(
+    method: bytes, place: Target, names: set[str], length: int, lines: bytes
+) -> bytes:
     """`_head` for headers (their `names` in lower case) that set one the client writes itself:
     the caller's `Host`, `User-Agent` or `Accept-Encoding` replaces the client's own, in
     whatever spelling; a `Content-Length` or `Transfer-Encoding` is refused (the client
@@ -380,7 +424,7 @@ def _head_with_own(method: bytes, place: Target, names: set[str], length: int, l
         own.append(b"User-Agent: toolwire\r\n")
     if "accept-encoding" not in names:
         own.append(b"Accept-Encoding: gzip, deflate\r\n")
-    own += (b"Content-Length: ", str(length).encode(), b"\r\n", lines.encode(), b"\r\n")
+    own += (b"Content-Length: ", str(length).encode(), b"\r\n", lines, b"\r\n")
     return b"".join(own)
 
 

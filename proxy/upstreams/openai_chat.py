@@ -11,10 +11,12 @@ import functools
 from collections.abc import Mapping
 from typing import Any
 
+from registry import http1
+
 from ..config import UpstreamConfig
 from ..errors import UpstreamError
 from ..turn.events import Usage
-from .base import Chunk, Fault, Relayable, spliced, strip_provider, with_trace
+from .base import TRACE_HEADERS, Chunk, Fault, Relayable, spliced, strip_provider, with_trace
 from .provider import ProviderUpstream, Request
 from .relay import TextScanner
 from .transport import Transport, error_message
@@ -28,6 +30,10 @@ class ChatDialect:
         self._name = config.name
         self._url = f"{config.base_url}/chat/completions"
         self.models_url = f"{config.base_url}/models"
+        usual, self._credential = bearer(config.api_key, None)
+        self._usual = http1.Headers(usual)
+        """The headers of a request that brings none to add (no key of its own to forward,
+        no trace context): made once, their head's lines too."""
 
     def request(self, body: dict[str, Any]) -> Request:
         payload = body
@@ -45,7 +51,13 @@ class ChatDialect:
         )
 
     def headers(self, incoming: Mapping[str, str] | None) -> tuple[dict[str, str], str]:
-        return bearer(self._api_key, incoming)
+        if incoming:
+            if not self._api_key and incoming.get("authorization"):
+                return bearer(self._api_key, incoming)
+            for name in TRACE_HEADERS:
+                if incoming.get(name):
+                    return bearer(self._api_key, incoming)
+        return self._usual, self._credential
 
     def models(self, payload: Any) -> list[str]:
         return model_ids(self._name, payload)

@@ -89,13 +89,26 @@ class Transport:
     ) -> list[Chunk]:
         """An unstreamed completion's Chat chunks (`Upstream.answer`): `exchange`'s request,
         its status checked and its body read, its connection released; one coroutine above
-        the connection's, not an `Exchange` and its layers.
+        the connection's (`_open` spelled out), not an `Exchange` and its layers.
 
         Raises:
             as `exchange`.
         """
-        response = await self._open(url, orjson.dumps(payload), headers, deadline, credential)
+        sent = orjson.dumps(payload)
         try:
+            try:
+                response = await self._post(url, sent, headers, deadline, False)
+            except http1.Disconnected as exc:
+                if exc.answered:
+                    raise
+                response = await self._post(url, sent, headers, deadline, True)
+        except (TimeoutError, http1.HTTPError, ValueError) as exc:
+            raise _unsent(self.name, exc, credential) from exc
+        try:
+            if response.status >= 400:
+                raise await _status_error(
+                    self.name, response, credential, self._client_key(credential)
+                )
             # The body has most often arrived with the head: read without a wait, its end
             # seen by a second read (b"": nothing can arrive in between).
             try:
@@ -182,20 +195,23 @@ class Transport:
             except http1.Disconnected as exc:
                 if exc.answered:
                     raise
+                # Once more on a fresh connection: the first died before any answer.
                 response = await self._post(url, data, headers, deadline, True)
-        except TimeoutError as exc:
-            raise UpstreamTimeoutError(f"upstream {self.name!r} did not answer in time") from exc
-        except (http1.HTTPError, ValueError) as exc:
-            reason = _redact(_reason(exc), credential)
-            raise UpstreamError(f"upstream {self.name!r} is unreachable: {reason}") from exc
+        except (TimeoutError, http1.HTTPError, ValueError) as exc:
+            raise _unsent(self.name, exc, credential) from exc
         if response.status >= 400:
             try:
-                # With none configured, the key is the client's, unless the edge kept it (auth on).
-                client_key = not self._config.api_key and bool(credential.strip())
-                raise await _status_error(self.name, response, credential, client_key)
+                raise await _status_error(
+                    self.name, response, credential, self._client_key(credential)
+                )
             finally:
                 response.close()
         return response
+
+    def _client_key(self, credential: str) -> bool:
+        """Whether `credential` is the client's own key, forwarded: with none configured, the
+        key is the client's, unless the edge kept it (auth on)."""
+        return not self._config.api_key and bool(credential.strip())
 
     def _post(
         self,
@@ -475,6 +491,14 @@ def _chunks(data: bytes, codec: Codec, credential: str) -> list[Chunk]:
         if chunk.__class__ is Relayable:
             chunk.raw = data  # type: ignore[attr-defined]
     return chunks
+
+
+def _unsent(name: str, exc: BaseException, credential: str) -> UpstreamError:
+    """The error of a request that got no answer (`TimeoutError`: none in time)."""
+    if isinstance(exc, TimeoutError):
+        return UpstreamTimeoutError(f"upstream {name!r} did not answer in time")
+    reason = _redact(_reason(exc), credential)
+    return UpstreamError(f"upstream {name!r} is unreachable: {reason}")
 
 
 def _fault(fault: Fault, prefix: str, credential: str) -> UpstreamError:

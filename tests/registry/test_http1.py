@@ -4,8 +4,10 @@ compressed answers, the pool's bound and reuse, deadlines, cancellation and TLS.
 from __future__ import annotations
 
 import asyncio
+import copy
 import datetime
 import gzip
+import pickle
 import ssl
 import zlib
 from collections.abc import AsyncIterator
@@ -136,16 +138,19 @@ async def test_a_callers_host_user_agent_and_encoding_replace_the_clients_own() 
         {"user-agent": "mine/2"},
         {"HOST": "api.example", "Accept-Encoding": "identity", "authorization": "Bearer k"},
     )
-    for headers in sent:
+    for headers in [*sent, *map(http1.Headers, sent)]:
         response = await client.request(b"GET", url, headers)
         await response.read()
         response.close()
     for refused in ({"Content-Length": "3"}, {"transfer-encoding": "chunked"}):
-        with pytest.raises(ValueError, match="the client's to write"):
-            await client.request(b"POST", url, refused, b"abc")
+        for given in (refused, http1.Headers(refused)):
+            with pytest.raises(ValueError, match="the client's to write"):
+                await client.request(b"POST", url, given, b"abc")
     await client.aclose()
     server.close()
     await server.wait_closed()
+    assert heads[4:] == heads[:4], "shared headers make the same heads"
+    heads = heads[:4]
 
     def lines(head: bytes, name: bytes) -> list[bytes]:
         return [line for line in head.split(b"\r\n") if line.lower().startswith(name + b":")]
@@ -167,6 +172,30 @@ async def test_a_callers_host_user_agent_and_encoding_replace_the_clients_own() 
         [b"Accept-Encoding: identity"],
     ]
     assert all(len(lines(head, b"content-length")) == 1 for head in heads)
+
+
+def test_shared_headers_are_never_changed_and_copy_as_plain_dicts() -> None:
+    shared = http1.Headers({"Content-Type": "application/json", "Authorization": "Bearer k"})
+    changes = [
+        lambda h: h.__setitem__("x", "1"),
+        lambda h: h.__delitem__("Authorization"),
+        lambda h: h.update(x="1"),
+        lambda h: h.pop("Authorization"),
+        lambda h: h.popitem(),
+        lambda h: h.setdefault("x", "1"),
+        lambda h: h.clear(),
+        lambda h: h.__ior__({"x": "1"}),
+    ]
+    for change in changes:
+        with pytest.raises(TypeError, match="shared"):
+            change(shared)
+    assert shared == {"Content-Type": "application/json", "Authorization": "Bearer k"}
+    for copied in (dict(shared), copy.copy(shared), copy.deepcopy(shared), {**shared}):
+        assert copied.__class__ is dict and copied == shared
+        copied["x"] = "1"
+    assert pickle.loads(pickle.dumps(shared)).__class__ is dict
+    with pytest.raises(ValueError, match="line break"):
+        http1.Headers({"x-a": "1\r\nx-b: 2"})
 
 
 async def test_a_header_with_a_line_break_is_refused_before_anything_is_sent() -> None:

@@ -12,7 +12,7 @@ import pytest
 from proxy.config import UpstreamConfig
 from proxy.errors import UpstreamError
 from proxy.upstreams import ProviderUpstream
-from proxy.upstreams.openai_chat import ChatCodec
+from proxy.upstreams.openai_chat import ChatCodec, ChatDialect
 from proxy.upstreams.provider import Request
 from proxy.upstreams.transport import Transport
 from testing.upstream import FakeUpstream, Reply
@@ -68,3 +68,20 @@ async def test_a_dialect_decides_the_request_the_headers_and_the_reading(stream:
     assert fake.headers[0]["x-shout-key"] == "k1"
     # The model list is asked without a request's headers.
     assert dialect.asked == [{"x-key": "k1"}, None]
+
+
+@pytest.mark.parametrize("api_key", ["", "sk-configured"])
+def test_the_chat_dialect_adds_what_the_request_brings_to_its_usual_headers(api_key: str) -> None:
+    dialect = ChatDialect(UpstreamConfig(name="u", base_url="http://up/v1", api_key=api_key))
+    keyed = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+    usual = {"Content-Type": "application/json", **keyed}
+    for incoming in (None, {}, {"x-other": "1"}, {"traceparent": ""}):
+        assert dialect.headers(incoming) == (usual, keyed.get("Authorization", ""))
+    client = {"authorization": "Bearer sk-client"}
+    forwarded = {"Authorization": "Bearer sk-client"}
+    assert dialect.headers(client) == (
+        {**usual, **(keyed or forwarded)},
+        (keyed or forwarded)["Authorization"],
+    )
+    traced = {"traceparent": "00-a-b-01", "tracestate": "k=v"}
+    assert dialect.headers(traced) == ({**usual, **traced}, keyed.get("Authorization", ""))
