@@ -101,7 +101,9 @@ class Fault(Exception):
 
 class Relayable(dict[str, Any]):
     """A chunk that is the upstream's whole unstreamed answer, exactly as the Chat front
-    would render it: `raw` holds the upstream's bytes, which can then be sent as they are.
+    would render it: `raw` holds the upstream's bytes, which can then be sent as they are (or,
+    from an adapter that translates another format, the Chat body it made once: the transport
+    fills in the upstream's bytes only where the codec left `raw` None).
 
     A codec returns one only after checking the answer field by field; copying it (`{**c}`,
     as any adapter that rewrites a chunk does) yields a plain dict, so a rewritten answer is

@@ -488,7 +488,7 @@ def _chunks(data: bytes, codec: Codec, credential: str) -> list[Chunk]:
     except Fault as fault:
         raise _fault(fault, "upstream error", credential) from fault
     for chunk in chunks:
-        if chunk.__class__ is Relayable:
+        if chunk.__class__ is Relayable and chunk.raw is None:  # type: ignore[attr-defined]
             chunk.raw = data  # type: ignore[attr-defined]
     return chunks
 
