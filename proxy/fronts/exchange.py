@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from typing import Any, Generic, NamedTuple, TypeVar
 
 from .. import sse
@@ -60,12 +60,22 @@ class Relaying(NamedTuple, Generic[E]):
     renderer: JsonRenderer[E]
 
 
-Reply = Streamed[Any] | Answered[Any] | Relaying[Any]
+class Relay(NamedTuple, Generic[E]):
+    """A turn answered as one JSON body that is most often the upstream's own bytes, sent as
+    they are (`ToolLoop.relay`, for a front that renders nothing of them): `answer` gives
+    them, or the turn's events, which a renderer `renderer()` makes then folds (none is made
+    for the bytes)."""
+
+    answer: Awaitable[bytes | AsyncIterator[E]]
+    renderer: Callable[[], JsonRenderer[E]]
+
+
+Reply = Streamed[Any] | Answered[Any] | Relaying[Any] | Relay[Any]
 """A prepared turn's events and how they reach the client (named tuples: one per request,
 built on the hot path)."""
 
 
-async def serve_turn(
+def serve_turn(
     scope: Scope,
     receive: Receive,
     send: Send,
@@ -73,13 +83,45 @@ async def serve_turn(
     prepare: Callable[[bytes, RequestContext], Awaitable[P]],
     reply: Callable[[P], Reply],
     error_body: ErrorBody,
-) -> None:
+) -> Coroutine[Any, Any, None]:
     """Serve one turn: read and `prepare` the request (a failure is an error response in
     the front's shape), then send the `reply`, cancelled if the client leaves."""
+    return _serve(scope, receive, send, services, prepare, reply, error_body)
+
+
+def serve_reply(
+    scope: Scope,
+    receive: Receive,
+    send: Send,
+    services: Services,
+    reply: Callable[[bytes, RequestContext], Reply],
+    error_body: ErrorBody,
+) -> Coroutine[Any, Any, None]:
+    """`serve_turn` for a front that prepares a request without a wait: `reply` reads the
+    request into its reply at once (what it raises is an error response in the front's
+    shape, as `prepare`'s)."""
+    return _serve(scope, receive, send, services, reply, None, error_body)
+
+
+async def _serve(
+    scope: Scope,
+    receive: Receive,
+    send: Send,
+    services: Services,
+    prepare: Callable[[bytes, RequestContext], Any],
+    reply: Callable[[Any], Reply] | None,
+    error_body: ErrorBody,
+) -> None:
+    """`serve_turn`'s, or `serve_reply`'s (`reply` None: `prepare` gives the reply itself);
+    one coroutine for the request's read and its answer."""
     context = context_of(scope)
-    out = await _read(scope, receive, send, services, prepare, reply, error_body)
-    if out is None:
+    try:
+        raw = await read_body(receive, scope, services.server)
+        prepared = prepare(raw, context) if reply is None else await prepare(raw, context)
+    except Exception as exc:
+        await _refuse(exc, send, context, error_body)
         return
+    out: Reply = prepared if reply is None else reply(prepared)
     # `until_disconnect` and `answer` spelled out: their frames would be two more on every
     # resumption of the task while the turn runs.
     watch = DisconnectWatch(receive, scope)
@@ -90,12 +132,12 @@ async def serve_turn(
                 out.events, out.renderer, send, context, error_body, keepalive_s, watch.loop
             )
             return
-        renderer = out.renderer
         try:
             events = out.events if isinstance(out, Answered) else await out.answer
             if isinstance(events, bytes):
                 body = events
             else:
+                renderer = out.renderer() if isinstance(out, Relay) else out.renderer
                 async for event in events:
                     renderer.feed(event)
                 body = renderer.encoded()
@@ -117,32 +159,18 @@ async def serve_turn(
             await pending
 
 
-async def _read(
-    scope: Scope,
-    receive: Receive,
-    send: Send,
-    services: Services,
-    prepare: Callable[[bytes, RequestContext], Awaitable[P]],
-    reply: Callable[[P], Reply],
-    error_body: ErrorBody,
-) -> Reply | None:
-    """The request read and prepared, as its reply; None when it was answered already (an
-    error in the front's shape) or its client left."""
-    context = context_of(scope)
-    try:
-        raw = await read_body(receive, scope, services.server)
-        prepared = await prepare(raw, context)
-    except ClientDisconnectedError:
-        return None
-    except ProxyError as exc:
-        await send_error(send, exc, context, error_body)
-        return None
-    except Exception:
+async def _refuse(
+    exc: Exception, send: Send, context: RequestContext, error_body: ErrorBody
+) -> None:
+    """Answer a request that could not be read or prepared (`exc`), in the front's shape;
+    nothing when its client left."""
+    if isinstance(exc, ClientDisconnectedError):
+        return
+    if not isinstance(exc, ProxyError):
         # The boundary: whatever slipped past validation is still an error in the front's shape.
-        log.exception("%s request could not be read", context.request_id)
-        await send_error(send, internal_error(), context, error_body)
-        return None
-    return reply(prepared)
+        log.error("%s request could not be read", context.request_id, exc_info=exc)
+        exc = internal_error()
+    await send_error(send, exc, context, error_body)
 
 
 def openai_error_body(exc: ProxyError) -> dict[str, Any]:
