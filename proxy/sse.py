@@ -21,6 +21,12 @@ def encode(payload: Any) -> bytes:
     return b"data: " + orjson.dumps(payload) + b"\n\n"
 
 
+_FINISHES = {
+    reason: orjson.dumps(reason) for reason in ("stop", "length", "tool_calls", "content_filter")
+}
+"""Chat's finish reasons as JSON, made once."""
+
+
 class ChoiceEncoder:
     """Frames of one chat completion stream: a fixed head, then one choice's delta.
 
@@ -45,6 +51,17 @@ class ChoiceEncoder:
         return (
             self._prefix + orjson.dumps(delta) + extra + b',"finish_reason":' + finish + b"}]}\n\n"
         )
+
+    def opening(self) -> bytes:
+        """The frame `frame({"role": "assistant", "content": ""})` makes: a response's first."""
+        return self._prefix + b'{"role":"assistant","content":""},"finish_reason":null}]}\n\n'
+
+    def ending(self, finish_reason: str) -> bytes:
+        """The frame `frame({}, finish_reason)` makes: a response's last choice."""
+        finish = _FINISHES.get(finish_reason)
+        if finish is None:
+            finish = orjson.dumps(finish_reason)
+        return self._prefix + b'{},"finish_reason":' + finish + b"}]}\n\n"
 
     def text(self, body: bytes, *, reasoning: bool = False) -> bytes:
         """The frame `frame({"content": text})` makes (`reasoning`: with the text as

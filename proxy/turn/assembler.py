@@ -23,10 +23,17 @@ from .events import ContentDelta, Usage
 Delta = ContentDelta
 """What `Assembler.feed` returns: text to forward to the client now."""
 
+_PLAIN_DELTA = frozenset({"role", "content"})
+"""A delta with no other field: only its content (and the choice's log-probabilities) count."""
+_NO_DELTA: dict[str, Any] = {}
+_new_delta = tuple.__new__
+"""A `ContentDelta` of all its fields, made without the named tuple's `__new__` frame."""
 
-@dataclass(frozen=True, slots=True)
+
+@dataclass(slots=True)
 class Answer:
-    """One upstream answer, assembled."""
+    """One upstream answer, assembled. Not changed once made, though not frozen: one is made
+    per upstream call, and a frozen dataclass sets each field through `object.__setattr__`."""
 
     content: str
     tool_calls: list[ToolCall]
@@ -85,22 +92,40 @@ class Assembler:
         self._raw: bytes | None = None
 
     def feed(self, chunk: dict[str, Any]) -> ContentDelta | None:
-        """Take one chunk; return the text in it that can go to the client now."""
+        """Take one chunk; return the text in it that can go to the client now.
+
+        A delta of no more than a role and content (a stream's role chunk, its finish, most
+        text a scanner did not relay) is read by two lookups, not one per field it could
+        hold."""
         self._fed += 1
-        if chunk.__class__ is Relayed:
+        kind = chunk.__class__
+        if kind is Relayed:
             return self._relayed(chunk)  # type: ignore[arg-type]
-        if chunk.__class__ is Relayable:
+        if kind is Relayable:
             self._raw = chunk.raw  # type: ignore[attr-defined]
         usage = chunk.get("usage")
-        if isinstance(usage, dict):
+        if usage is not None and isinstance(usage, dict):
             self._usage = Usage.from_chat(usage)
         choices = chunk.get("choices")
         if not choices:
             return None
         choice = choices[0]
-        if choice.get("finish_reason"):
-            self._finish = str(choice["finish_reason"]).lower()
-        delta = choice.get("delta") or {}
+        finish = choice.get("finish_reason")
+        if finish:
+            self._finish = str(finish).lower()
+        delta = choice.get("delta") or _NO_DELTA
+        if delta.keys() <= _PLAIN_DELTA:
+            content = delta.get("content")
+            if content:
+                self._content.append(content)
+            logprobs = choice.get("logprobs")
+            if logprobs:
+                return _rare_delta(content, None, None, logprobs)
+            return ContentDelta(content) if content else None
+        return self._delta(choice, delta)
+
+    def _delta(self, choice: dict[str, Any], delta: dict[str, Any]) -> ContentDelta | None:
+        """`feed` of a delta with more than a role and content: each field it may hold."""
         provider = delta.get(PROVIDER_KEY)
         if isinstance(provider, dict):
             self._provider = {**(self._provider or {}), **provider}
@@ -128,10 +153,11 @@ class Assembler:
 
     def _relayed(self, chunk: Relayed) -> ContentDelta:
         """Text that came unparsed: content kept for the message, its bytes passed on."""
+        text = chunk.text
         if chunk.key == "content":
-            self._content.append(chunk.text)
-            return ContentDelta(chunk.text, None, None, None, chunk.raw, chunk.ending)
-        return ContentDelta(None, chunk.text, None, None, chunk.raw, chunk.ending)
+            self._content.append(text)
+            return _new_delta(ContentDelta, (text, None, None, None, chunk.raw, chunk.ending))
+        return _new_delta(ContentDelta, (None, text, None, None, chunk.raw, chunk.ending))
 
     def _absorb(self, entry: dict[str, Any]) -> None:
         key = self._slot(entry)

@@ -39,6 +39,18 @@ class Usage(NamedTuple):
     def from_chat(cls, raw: dict[str, Any]) -> Usage:
         """Usage from a Chat Completions `usage` object (details included when present)."""
         # `_count` spelled out: one upstream answer or two per request parse this.
+        if raw.keys() == _COUNTS:
+            # The usual usage, three counts: a tuple made at once when they are plain counts.
+            prompt = raw["prompt_tokens"]
+            completion = raw["completion_tokens"]
+            total = raw["total_tokens"]
+            if (
+                prompt.__class__ is completion.__class__ is total.__class__ is int
+                and prompt >= 0
+                and completion >= 0
+                and total > 0
+            ):
+                return _new_usage(cls, (prompt, completion, total, 0, 0))
         prompt = raw.get("prompt_tokens")
         prompt = prompt if isinstance(prompt, int) and prompt > 0 else 0
         completion = raw.get("completion_tokens")
@@ -71,6 +83,10 @@ class Usage(NamedTuple):
         if self.reasoning_tokens:
             usage["completion_tokens_details"] = {"reasoning_tokens": self.reasoning_tokens}
         return usage
+
+
+_COUNTS = frozenset({"prompt_tokens", "completion_tokens", "total_tokens"})
+_new_usage = tuple.__new__
 
 
 def _count(value: Any) -> int:

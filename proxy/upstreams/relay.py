@@ -38,6 +38,9 @@ _TEXT_TOP = frozenset(
         "obfuscation",
     }
 )
+_TEXT_TOP_USAGE = _TEXT_TOP | {"usage"}
+"""The usual fields of a text chunk, `usage` null among them (as OpenAI and vLLM send it)."""
+_TEXT_CHOICE = frozenset({"index", "delta", "logprobs", "finish_reason"})
 _MAX_MISSES = 8
 _OBFUSCATION = b',"obfuscation":"'
 """OpenAI pads each stream event with a random string in its last field, which no reader
@@ -125,14 +128,16 @@ class TextScanner:
         if len(shapes) == 1 and not shapes[0][3]:
             head, tail, key, _ = shapes[0]
             skip, keep = len(head), len(tail)
-            bodies: list[bytes] = []
-            for data in events[start:] if start else events:
+            data = events[start]
+            end = len(data) - keep
+            if end <= skip or data[end:] != tail or data[:skip] != head:
+                return start, b"", key  # not a text event: the usual answer, found at once
+            bodies: list[bytes] = [data[skip:end]]
+            for data in events[start + 1 :]:
                 end = len(data) - keep
                 if end <= skip or data[end:] != tail or data[:skip] != head:
                     break
                 bodies.append(data[skip:end])
-            if not bodies:
-                return start, b"", key
             text = b"".join(bodies)
             if text.find(b'"') >= 0 or text.find(b"\\") >= 0:
                 # Some body holds a quote or an escape: each one checked, up to the first
@@ -195,7 +200,9 @@ class TextScanner:
         body = data[start:end]  # inside its string: it ends at the first unescaped quote
         if orjson.loads(data[start - 1 : end + 1]) != text:
             return None
-        shapes = [shape for shape in self._shapes if shape[2] != key]
+        shapes = self._shapes
+        if shapes:
+            shapes = [shape for shape in shapes if shape[2] != key]
         self._shapes = [(data[:start], data[end:], key, padded), *shapes]
         self.key = key
         return body
@@ -259,12 +266,24 @@ def _text_of(chunk: Chunk) -> tuple[str, str] | None:
         if found is not None or key is None or value.__class__ is not str or not value:
             return None
         found = (key, value)
-    if found is None or choice.get("index") != 0:
+    if found is None or choice.get("index") != 0 or not _nothing_beside(chunk, choice):
         return None
-    for name, value in choice.items():
-        if value is not None and name not in ("index", "delta"):
-            return None
-    for name, value in chunk.items():
-        if value is not None and name not in _TEXT_TOP:
-            return None
     return found
+
+
+def _nothing_beside(chunk: Chunk, choice: dict[str, Any]) -> bool:
+    """Whether the chunk and its one choice hold no field with a value beyond the usual ones
+    (the text's own), looked at by their names at once when they are the usual ones."""
+    if not (
+        choice.keys() <= _TEXT_CHOICE
+        and choice.get("finish_reason") is None
+        and choice.get("logprobs") is None
+    ):
+        for name, value in choice.items():
+            if value is not None and name not in ("index", "delta"):
+                return False
+    if not (chunk.keys() <= _TEXT_TOP_USAGE and chunk.get("usage") is None):
+        for name, value in chunk.items():
+            if value is not None and name not in _TEXT_TOP:
+                return False
+    return True

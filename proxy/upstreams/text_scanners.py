@@ -50,7 +50,9 @@ class FieldTextScanner(TextScanner):
         head, tail = data[:start], data[end:]
         if any(head.find(word) >= 0 or tail.find(word) >= 0 for word in self._refused):
             return None
-        shapes = [shape for shape in self._shapes if shape[2] != key]
+        shapes = self._shapes
+        if shapes:
+            shapes = [shape for shape in shapes if shape[2] != key]
         self._shapes = [(head, tail, key, False), *shapes]
         self.key = key
         return data[start:end]

@@ -178,3 +178,10 @@ def test_plain_data_events_decode_alike_whole_and_split_anywhere() -> None:
 def test_a_multiline_event_read_whole_is_not_split_as_plain_events() -> None:
     assert sse.SSEDecoder().feed(b"data: a\ndata: b\n\n") == ["a\nb"]
     assert sse.SSEDecoder().feed(b"data: a\n\ndata: b\nid: 1\n\n") == ["a", "b"]
+
+
+@pytest.mark.parametrize("reason", ["stop", "length", "tool_calls", "content_filter", "other"])
+def test_a_choice_encoders_first_and_last_frames_are_its_frames(reason: str) -> None:
+    encoder = sse.ChoiceEncoder({"id": "c1", "object": "chat.completion.chunk", "model": 'm"é'})
+    assert encoder.opening() == encoder.frame({"role": "assistant", "content": ""})
+    assert encoder.ending(reason) == encoder.frame({}, reason)

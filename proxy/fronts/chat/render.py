@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import random
-import time
+from random import getrandbits
+from time import time
 from typing import Any, NamedTuple
 
 import orjson
@@ -20,6 +20,8 @@ from ...turn.events import (
     ToolsStarted,
 )
 
+_new_meta = tuple.__new__
+
 
 class ResponseMeta(NamedTuple):
     """What every chunk of one response shares."""
@@ -31,7 +33,8 @@ class ResponseMeta(NamedTuple):
     @classmethod
     def new(cls, model: str) -> ResponseMeta:
         """A fresh id and the time now."""
-        return cls(model, f"chatcmpl-{random.getrandbits(96):024x}", int(time.time()))
+        # `tuple.__new__`: the named tuple's own `__new__` is a Python frame more.
+        return _new_meta(cls, (model, f"chatcmpl-{getrandbits(96):024x}", int(time())))
 
 
 class ChatStreamRenderer:
@@ -52,7 +55,7 @@ class ChatStreamRenderer:
 
     def start(self) -> bytes:
         """The role chunk that opens the response."""
-        return self._encoder.frame({"role": "assistant", "content": ""})
+        return self._encoder.opening()
 
     def frames(self, event: LoopEvent) -> list[bytes]:
         """The SSE frames for one event (possibly none)."""
@@ -88,10 +91,12 @@ class ChatStreamRenderer:
         if event.tool_calls:
             calls = [{"index": i, **wire_call(c)} for i, c in enumerate(event.tool_calls)]
             frames.append(self._encoder.frame({"tool_calls": calls}))
-        last: dict[str, Any] = {}
-        if vendor := event.vendor_fields():
-            last["toolwire"] = vendor
-        frames.append(self._encoder.frame(last, event.finish_reason))
+        if event.approvals or event.questions or event.stopped_by is not None:
+            # Toolwire's own fields (`vendor_fields`, which holds something only then).
+            last = {"toolwire": event.vendor_fields()}
+            frames.append(self._encoder.frame(last, event.finish_reason))
+        else:
+            frames.append(self._encoder.ending(event.finish_reason))
         if self._include_usage:
             frames.append(self._usage(event.usage))
         frames.append(sse.DONE)

@@ -354,3 +354,53 @@ def test_whole_calls_reusing_index_zero_with_new_ids_stay_separate() -> None:
         ToolCall(id="call_a", name="write", arguments='{"path": "a.py"}'),
         ToolCall(id="call_b", name="write", arguments='{"path": "b.py"}'),
     ]
+
+
+@pytest.mark.parametrize("prompt", [0, 1, 10, -1, True, 2.0, None, "3"])
+@pytest.mark.parametrize("completion", [0, 5, -2, False])
+@pytest.mark.parametrize("total", [0, 15, -1, True, None])
+def test_the_usual_three_counts_read_as_every_usage_is_read(
+    prompt: Any, completion: Any, total: Any
+) -> None:
+    raw = {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": total}
+    # The same counts read as they are when the usage has any other field beside them.
+    general = Usage.from_chat({**raw, "prompt_tokens_details": None})
+    usage = Usage.from_chat(raw)
+    assert usage == general and type(usage) is Usage
+    assert [type(count) for count in usage] == [type(count) for count in general]
+
+
+@pytest.mark.parametrize(
+    ("delta", "logprobs", "expected"),
+    [
+        ({"role": "assistant", "content": ""}, None, None),
+        ({"role": "assistant"}, None, None),
+        ({}, None, None),
+        ({"content": "Hi"}, None, Delta("Hi")),
+        ({"role": "assistant", "content": "Hi"}, None, Delta("Hi")),
+        (
+            {"content": "Hi"},
+            {"content": [{"token": "Hi"}]},
+            Delta("Hi", logprobs=({"token": "Hi"},)),
+        ),
+        ({}, {"content": [{"token": "x"}]}, Delta(logprobs=({"token": "x"},))),
+        ({"role": "assistant", "content": None}, {"content": []}, Delta()),
+    ],
+)
+def test_a_delta_of_a_role_and_content_at_most(
+    delta: dict[str, Any], logprobs: Any, expected: Delta | None
+) -> None:
+    assembler = Assembler()
+    got = assembler.feed({"choices": [{"index": 0, "delta": delta, "logprobs": logprobs}]})
+    assert got == expected
+    assert assembler.finish().content == (delta.get("content") or "")
+
+
+def test_a_finish_without_a_delta_is_kept() -> None:
+    assembler = Assembler()
+    assert (
+        assembler.feed({"choices": [{"index": 0, "delta": None, "finish_reason": "length"}]})
+        is None
+    )
+    assert assembler.feed({"choices": [{"index": 0, "finish_reason": "LENGTH"}]}) is None
+    assert assembler.finish().finish_reason == "length"

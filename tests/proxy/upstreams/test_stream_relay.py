@@ -460,3 +460,25 @@ async def test_text_read_with_the_streams_end_is_marked_ending() -> None:
     assert assembler.feed(ended[0]) == ContentDelta(
         "All at once.", raw=b"All at once.", ending=True
     )
+
+
+@pytest.mark.parametrize(
+    ("choice", "top", "learned"),
+    [
+        ({}, {}, True),
+        ({"stop_reason": None, "token_ids": None}, {"system_fingerprint": "fp"}, True),
+        ({}, {"usage": None, "kv_transfer_params": None}, True),
+        ({"stop_reason": "x"}, {}, False),
+        ({}, {"kv_transfer_params": {}}, False),
+        ({}, {"usage": {"prompt_tokens": 1}}, False),
+        ({"logprobs": {"content": []}}, {}, False),
+        ({"finish_reason": "stop"}, {}, False),
+    ],
+)
+def test_fields_beside_the_text_teach_a_shape_only_when_null(
+    choice: dict[str, Any], top: dict[str, Any], learned: bool
+) -> None:
+    first = event({"content": "a"})
+    first["choices"][0].update(choice)
+    first.update(top)
+    assert (TextScanner().learn(data(first), first) is not None) is learned
