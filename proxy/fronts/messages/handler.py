@@ -32,8 +32,11 @@ class NotFoundError(ProxyError):
     type = "not_found_error"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class _Prepared:
+    """A prepared request (not changed once made; a plain dataclass, as one is made per
+    request: a frozen one sets each field through `object.__setattr__`)."""
+
     turn: Turn
     stream: bool
     program_type: str | None
@@ -69,6 +72,15 @@ class Messages:
             raise BadRequestError(f"the request body is not valid JSON: {exc}") from exc
         body = parse_body(document)
         controls = parse_controls(body.get("toolwire"), context.headers)
+        services = self._services
+        caller = context.caller()
+        if document.get("tools") is None and _text_turns(document["messages"]):
+            # No tool and no block: nothing hosted, programmatic, referenced or searched.
+            chat = to_chat_body(document)
+            toolset = services.catalog.toolset(controls.tool_filter, caller)
+            upstream = services.upstreams.for_model(body["model"])
+            turn = Turn(chat, upstream, toolset, frozenset(), controls, context.headers, caller)
+            return _Prepared(turn, body.get("stream") is True, None, None, frozenset())
         program_type = code_execution_type(document)
         if program_type is not None and controls.code_mode is None:
             # The client asked for programmatic tool calling: code mode answers it.
@@ -89,8 +101,6 @@ class Messages:
         mark(chat, marks)
         if forced is not None:
             chat["tool_choice"] = {"type": "function", "function": {"name": forced}}
-        services = self._services
-        caller = context.caller()
         # A deferred tool answering a hosted one is offered from the start: the client asked.
         load = loaded | {one.wire_name for one in declared}
         toolset = services.catalog.toolset(controls.tool_filter, caller, load=load)
@@ -146,6 +156,14 @@ class Messages:
             return Streamed(self._services.loop.run(turn), BuilderStream(builder))
         renderer = BuilderJson(builder)
         return Relaying(answer(self._services.loop, turn, renderer), renderer)
+
+
+def _text_turns(messages: list[dict[str, Any]]) -> bool:
+    """Whether every message of a checked request is a string of text (no block)."""
+    for message in messages:  # noqa: SIM110 (a loop: `all` would make a generator)
+        if message["content"].__class__ is not str:
+            return False
+    return True
 
 
 def _forced(choice: Any, declared: list[Declared]) -> str | None:

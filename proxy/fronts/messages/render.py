@@ -9,7 +9,6 @@ the stream alive while tools run.
 from __future__ import annotations
 
 import random
-from collections import Counter
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -44,6 +43,9 @@ _STOP_REASONS = {
     "content_filter": "refusal",
 }
 
+
+_NONE_HOSTED: dict[str, HostedTool] = {}
+"""A builder's hosted tools when the client declared none (shared: only ever read)."""
 
 _TEXT_DELTA = b'event: content_block_delta\ndata: {"type":"content_block_delta","index":'
 _TEXT_FIELD = b',"delta":{"type":"text_delta","text":'
@@ -88,12 +90,12 @@ class MessageBuilder:
         """The client asked to see tool rounds (`stream_tool_events`): the message names the
         results that were spilled (`toolwire.spilled`)."""
         self._spilled: list[dict[str, Any]] = []
-        self._hosted = {tool.wire_name: tool for tool in hosted}
+        self._hosted = {tool.wire_name: tool for tool in hosted} if hosted else _NONE_HOSTED
         """The hosted tools the client declared, by the wire name of the tool answering
         each: its calls show as the hosted tool's blocks, and the answer's text cites the
         sources searches found."""
         self._sources: list[Source] = []
-        self._used: Counter[str] = Counter()
+        self._used: dict[str, int] = {}
         """Hosted calls run, by kind (the usage's `server_tool_use`)."""
         self.content: list[Block] = []
         self._open: _Open | None = None
@@ -287,7 +289,8 @@ class MessageBuilder:
                 block = _code_execution_result(call, result)
             elif call.name in self._hosted:
                 hosted = self._hosted[call.name]
-                self._used[hosted.hosted] += not result.is_error
+                used = self._used
+                used[hosted.hosted] = used.get(hosted.hosted, 0) + (not result.is_error)
                 if hosted.hosted == WEB_FETCH:
                     block = _web_fetch_result(call, result, hosted.asked(call.arguments))
                 else:
@@ -460,7 +463,7 @@ def _stop_reason(done: Finished) -> str:
     return _STOP_REASONS.get(done.finish_reason, "end_turn")
 
 
-def _usage(usage: Usage, used: Counter[str] | None = None) -> dict[str, Any]:
+def _usage(usage: Usage, used: dict[str, int] | None = None) -> dict[str, Any]:
     summed: dict[str, Any] = {
         "input_tokens": usage.prompt_tokens,
         "output_tokens": usage.completion_tokens,
@@ -469,7 +472,7 @@ def _usage(usage: Usage, used: Counter[str] | None = None) -> dict[str, Any]:
     }
     if used and any(used.values()):
         summed["server_tool_use"] = {
-            "web_search_requests": used[WEB_SEARCH],
-            "web_fetch_requests": used[WEB_FETCH],
+            "web_search_requests": used.get(WEB_SEARCH, 0),
+            "web_fetch_requests": used.get(WEB_FETCH, 0),
         }
     return summed
