@@ -40,6 +40,30 @@ class LeanCycle(RequestResponseCycle):
     """Called once, at once, when the client leaves before the response is complete."""
     end: Callable[[], None] | None = None
     """What the app's `begin_request` handed back to call once its task is done."""
+    # uvicorn's initial state, where it is the same for every request (set when it changes).
+    disconnected = False
+    more_body = True
+    response_started = False
+    response_complete = False
+    chunked_encoding: bool | None = None
+    expected_content_length = 0
+
+    def __init__(self, protocol: Any, scope: Any, keep_alive: bool) -> None:
+        """uvicorn's `__init__` with its arguments read from the `protocol` (no keywords to
+        match per request)."""
+        self.scope = scope
+        self.transport = protocol.transport
+        self.flow = protocol.flow
+        self.logger = protocol.logger
+        self.access_logger = protocol.access_logger
+        self.access_log = protocol.access_log
+        self.default_headers = protocol.server_state.default_headers
+        self.message_event = Signal(protocol.loop)  # type: ignore[assignment]
+        self.on_response = protocol.on_response_complete
+        self.keep_alive = keep_alive
+        self.waiting_for_100_continue = protocol.expect_100_continue
+        self.body = bytearray()
+        self.sent = protocol.sent
 
     def ended(self, task: asyncio.Task[None]) -> None:
         """What uvicorn's `run_asgi` does once the app's coroutine ends, as its task's done

@@ -52,7 +52,7 @@ from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 from uvicorn.server import ServerState
 
 from .asgi import BODY_ARRIVED, CYCLE
-from .http_cycle import LeanCycle, Signal
+from .http_cycle import LeanCycle
 
 
 class LeanHttpTools(HttpToolsProtocol):
@@ -77,7 +77,8 @@ class LeanHttpTools(HttpToolsProtocol):
             self._trusted = app.trusted_hosts
         self._proxied = False
         """Whether the connection's peer is trusted to name the client and scheme."""
-        done = self._sent = self.loop.create_future()
+        done = self.sent = self.loop.create_future()
+        """An awaitable already done: what each cycle's `send` returns when it has written."""
         done.set_result(None)
         self._idle = False
         """Whether the connection waits for a request (its last response complete)."""
@@ -104,6 +105,7 @@ class LeanHttpTools(HttpToolsProtocol):
                 departed()
 
     def data_received(self, data: bytes) -> None:
+        # Spelled out in `http_limits.LimitedHttpTools.data_received` too: change both.
         self._idle = False  # the keep-alive timer, when it fires, leaves the connection open
         try:
             self.parser.feed_data(data)
@@ -154,20 +156,8 @@ class LeanHttpTools(HttpToolsProtocol):
             app = self.app
 
         existing_cycle = self.cycle
-        cycle = self.cycle = LeanCycle(
-            scope=scope,
-            transport=self.transport,
-            flow=self.flow,
-            logger=self.logger,
-            access_logger=self.access_logger,
-            access_log=self.access_log,
-            default_headers=self.server_state.default_headers,
-            message_event=Signal(self.loop),  # type: ignore[arg-type]
-            expect_100_continue=self.expect_100_continue,
-            keep_alive=http_version != "1.0" and parser.should_keep_alive(),
-            on_response=self.on_response_complete,
-        )
-        cycle.sent = self._sent
+        keep_alive = http_version != "1.0" and parser.should_keep_alive()
+        cycle = self.cycle = LeanCycle(self, scope, keep_alive)
         if existing_cycle is None or existing_cycle.response_complete:
             self._start_asgi_task(cycle, app)
         else:  # pipelined: it waits for the answer before it

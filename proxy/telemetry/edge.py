@@ -206,33 +206,30 @@ class Served:
         """The request is over: its status settled, its metrics, span and summary line; the
         drain left, last (its last request may stop the server)."""
         try:
-            self._end()
+            now = time.perf_counter()
+            context = self._context
+            stats = context.stats
+            cycle = self._cycle
+            if cycle is not None and cycle.disconnected:
+                stats.disconnected = True  # the client left before the answer was complete
+            if not stats.status:
+                stats.status = DISCONNECTED if stats.disconnected else 500
+            metrics = self._metrics
+            if metrics is not None:
+                if stats.streamed:
+                    metrics.open_streams.dec()
+                principal = context.principal
+                key = principal.name if principal is not None else NO_REQUEST
+                metrics.count_request(context.route.label, key, stats, now)
+            if self.trace is not None:
+                tracing, span, token, traced = self.trace
+                trace_headers.reset(traced)
+                tracing.end_request(span, token, stats.status, _span_attributes(context))
+            scope = self._scope
+            log_summary(context, scope["method"], scope["path"], now)
         finally:
             if self._drain is not None:
                 self._drain.leave()
-
-    def _end(self) -> None:
-        now = time.perf_counter()
-        context = self._context
-        stats = context.stats
-        cycle = self._cycle
-        if cycle is not None and cycle.disconnected:
-            stats.disconnected = True  # the client left before the answer was complete
-        if not stats.status:
-            stats.status = DISCONNECTED if stats.disconnected else 500
-        metrics = self._metrics
-        if metrics is not None:
-            if stats.streamed:
-                metrics.open_streams.dec()
-            principal = context.principal
-            key = principal.name if principal is not None else NO_REQUEST
-            metrics.count_request(context.route.label, key, stats, now)
-        if self.trace is not None:
-            tracing, span, token, traced = self.trace
-            trace_headers.reset(traced)
-            tracing.end_request(span, token, stats.status, _span_attributes(context))
-        scope = self._scope
-        log_summary(context, scope["method"], scope["path"], now)
 
     def _start(self, message: Message) -> Message:
         """The response start with the request id (unless the route set it) and, on a

@@ -53,12 +53,13 @@ class ModelLabels:
     """Model names as labels: the configured ones as they are, any other as `other`."""
 
     def __init__(self, known: Iterable[str]) -> None:
-        self._known = frozenset(known)
+        self.known = frozenset(known)
+        """The configured names (`Metrics` spells this call out where every request pays it)."""
 
     def __call__(self, model: str) -> str:
         if not model:
             return NONE
-        return model if model in self._known else OTHER
+        return model if model in self.known else OTHER
 
 
 class Metrics:
@@ -221,7 +222,7 @@ class Metrics:
         duration; for a request that ran a turn (its model set), the proxy's overhead, the
         turn's upstream calls, its tokens and the guard that stopped it."""
         model = stats.model
-        label = self.model(model)
+        label = (model if model in self.model.known else OTHER) if model else NONE
         status = stats.status
         tallies = self._requests.get((front, label, key, status))
         if tallies is None:
@@ -261,7 +262,7 @@ class Metrics:
     ) -> None:
         """One upstream call's counters at its end, found by one lookup (`model` as sent;
         `first_token_s`: a streamed call's time to its first chunk)."""
-        label = self.model(model)
+        label = (model if model in self.model.known else OTHER) if model else NONE
         tallies = self._upstream_calls.get((upstream, label, outcome))
         if tallies is None:
             tallies = self._upstream_calls[(upstream, label, outcome)] = (
@@ -270,10 +271,15 @@ class Metrics:
                 self.first_token_seconds(upstream, label),
             )
         calls, duration, first_token = tallies
-        calls.inc()
-        duration.observe(seconds)
+        # The tallies' own inc and observe, spelled out (as in `count_request`).
+        calls.pending += 1
+        duration.counts[bisect_left(duration.bounds, seconds)] += 1
+        duration.total += seconds
         if first_token_s is not None:
-            first_token.observe(first_token_s)
+            first_token.counts[bisect_left(first_token.bounds, first_token_s)] += 1
+            first_token.total += first_token_s
+        if not self._tallies.armed:
+            self._tallies.arm()
 
     def _request_tallies(self, front: str, model: str, key: str, status: int) -> _RequestTallies:
         found = self._requests[(front, model, key, status)] = (

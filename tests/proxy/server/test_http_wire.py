@@ -23,10 +23,12 @@ from proxy.server.http_wire import LeanHttpTools
 Message = dict[str, Any]
 App = Callable[[Message, Any, Any], Awaitable[None]]
 
-# What http_wire.py copies or replaces from uvicorn, by a digest of its source: when uvicorn
-# changes one, read the change against http_wire.py, carry it over, then update the digest.
+# What http_wire.py and http_cycle.py copy or replace from uvicorn (http_limits.py spells
+# out on_message_begin), by a digest of its source: when uvicorn changes one, read the change
+# against them, carry it over, then update the digest.
 REPLACED = {
     HttpToolsProtocol.data_received: "010a7ae59a5d",
+    HttpToolsProtocol.on_message_begin: "96d377fdc7c2",
     HttpToolsProtocol.on_headers_complete: "1ea8589acfad",
     HttpToolsProtocol._start_asgi_task: "9c08c2571ae9",
     HttpToolsProtocol.on_response_complete: "64e254f28e38",
@@ -579,3 +581,17 @@ async def test_a_body_that_came_whole_is_taken_from_the_cycle_within_its_limit()
 
 async def _no_receive() -> Message:
     raise AssertionError("a body that came whole is not received")
+
+
+def test_the_limited_protocol_reads_as_the_lean_one_does() -> None:
+    """`LimitedHttpTools.data_received` spells out the lean protocol's (a frame less per
+    read): every line of the lean one is in it."""
+    from proxy.server.http_limits import LimitedHttpTools
+
+    def lines(function: Any) -> list[str]:
+        source = inspect.getsource(function).splitlines()[1:]
+        stripped = (line.split("#")[0].strip() for line in source)
+        return [line for line in stripped if line]
+
+    limited = lines(LimitedHttpTools.data_received)
+    assert [line for line in lines(LeanHttpTools.data_received) if line not in limited] == []

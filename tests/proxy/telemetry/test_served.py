@@ -135,6 +135,29 @@ def test_a_requests_counters_are_the_tallies_own_updates() -> None:
     )
 
 
+def test_an_upstream_calls_counters_are_the_tallies_own_updates() -> None:
+    """`count_upstream_call` updates the tallies by hand too, its model named as labels are."""
+    folded, spelled = Metrics(ModelLabels(["m"])), Metrics(ModelLabels(["m"]))
+    folded.count_upstream_call("up", "m", "ok", 0.3, 0.02)
+    folded.count_upstream_call("up", "elsewhere", "error", 1.5)
+    folded.count_upstream_call("up", "", "ok", 0.07)
+    folded.count_upstream_call("up", "m", "ok", 0.4)
+    for model, outcome, seconds, first in (
+        ("m", "ok", 0.3, 0.02),
+        ("other", "error", 1.5, None),
+        ("-", "ok", 0.07, None),
+        ("m", "ok", 0.4, None),
+    ):
+        spelled.upstream_calls("up", model, outcome).inc()
+        spelled.upstream_seconds("up", model).observe(seconds)
+        first_token = spelled.first_token_seconds("up", model)
+        if first is not None:
+            first_token.observe(first)
+    assert _values(folded) == _values(spelled)
+    calls = 'toolwire_upstream_calls_total{model="m",outcome="ok",upstream="up"}'
+    assert _values(folded)[calls] == "2.0"
+
+
 def _values(metrics: Metrics) -> dict[str, str]:
     """The exposition's samples but their creation times."""
     lines = metrics.exposition().decode().splitlines()
