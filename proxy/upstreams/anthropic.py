@@ -170,7 +170,7 @@ class _AnthropicCodec:
         mended = fixes.anthropic_usage(usage) if isinstance(usage, dict) else None
         direct = direct_answers.anthropic_whole(payload, mended)
         if direct is not None:
-            return [direct]
+            return [direct_answers.relayable(direct, self._conversion.model)]
         self._thinking.observe_message(payload)
         chunk = as_chunk(self._conversion.answer(payload))
         stop = payload.get("stop_reason")

@@ -60,7 +60,8 @@ class Conversion:
         Raises:
             BadRequestError: rosetta cannot convert the request.
         """
-        self._model = chat.get("model")
+        self.model = chat.get("model")
+        """The model the request asked for."""
         self._target = target
         self._upstream = upstream
         self._pipeline: ConversionPipeline | None = None
@@ -101,7 +102,7 @@ class Conversion:
         """
         if self._pipeline is None:
             try:
-                self._convert({"model": self._model, "messages": []})
+                self._convert({"model": self.model, "messages": []})
             except BadRequestError as exc:
                 raise Fault(exc.message) from exc
         assert self._pipeline is not None

@@ -20,9 +20,14 @@ event scripts. Usage and finish reasons are still mended by the codecs as before
 
 from __future__ import annotations
 
+import random
+import time
 from typing import Any
 
-from .base import Chunk
+import orjson
+
+from ..turn.events import Usage
+from .base import Chunk, Relayable
 
 _ANTHROPIC_STOPS = {"end_turn": "stop", "max_tokens": "length", "stop_sequence": "stop"}
 _GEMINI_STOPS = {"STOP": "stop", "MAX_TOKENS": "length"}
@@ -51,6 +56,37 @@ def _message(text: str | None, finish: str, usage: dict[str, Any]) -> list[dict[
         "annotations": [],
     }
     return [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}]
+
+
+def relayable(chunk: Chunk, model: Any) -> Chunk:
+    """A whole text answer's chunk (`anthropic_whole`'s or `gemini_whole`'s, its usage
+    mended) as `Relayable` for a request of `model`: its `raw` is the body the Chat front
+    renders for a turn of this one answer, with a fresh id and the time now as that front
+    makes them, so the loop ends such a turn with those bytes (`ToolLoop.relay`), without
+    the event stream. The chunk itself is unchanged."""
+    if model.__class__ is not str:
+        return chunk
+    choice = chunk["choices"][0]
+    finish = choice["finish_reason"]
+    usage = Usage.from_chat(chunk["usage"])
+    answer = {
+        "id": f"chatcmpl-{random.getrandbits(96):024x}",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": model,
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": choice["delta"]["content"] or None},
+                "finish_reason": finish,
+                "logprobs": None,
+            }
+        ],
+        "usage": usage.as_dict(),
+    }
+    relayed = Relayable(chunk, finish, usage)
+    relayed.raw = orjson.dumps(answer)
+    return relayed
 
 
 def anthropic_whole(payload: dict[str, Any], usage: Any) -> Chunk | None:

@@ -171,7 +171,7 @@ class _GeminiCodec:
         mended = fixes.gemini_usage(usage) if isinstance(usage, dict) else None
         direct = direct_answers.gemini_whole(payload, mended)
         if direct is not None:
-            return [direct]
+            return [direct_answers.relayable(direct, self._conversion.model)]
         payload = self._calls.observe(payload)
         converted = self._conversion.answer(payload)
         chunk = as_chunk(conversion.without_rosetta_metadata([converted])[0])

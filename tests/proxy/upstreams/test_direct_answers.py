@@ -6,14 +6,20 @@ from __future__ import annotations
 
 import copy
 import random
+import re
+import time
 from typing import Any
 
+import orjson
 import pytest
 
 from proxy.config import UpstreamConfig
+from proxy.fronts.chat.render import ChatJsonRenderer, ResponseMeta
+from proxy.turn.assembler import Assembler
+from proxy.turn.events import Finished, Usage
 from proxy.upstreams import direct_answers, gemini
 from proxy.upstreams.anthropic import AnthropicDialect
-from proxy.upstreams.base import Fault
+from proxy.upstreams.base import Fault, Relayable
 from proxy.upstreams.conversion import DirectText
 from proxy.upstreams.gemini import GeminiDialect
 from proxy.upstreams.openai_responses import ResponsesDialect
@@ -427,3 +433,56 @@ def test_a_plain_responses_answer_needs_no_rosetta(monkeypatch: pytest.MonkeyPat
     assert codec._processor is None and codec._conversion._pipeline is None
     _, codec = _compared("openai-responses", [whole], True, monkeypatch)
     assert codec._conversion._pipeline is None
+
+
+# --- Relayed to the Chat front ---------------------------------------------------------
+
+
+def _slow_path(chunks: list[Any], model: str) -> dict[str, Any]:
+    """The Chat front's body for a turn of this one answer, the way of the event stream: the
+    chunks (as plain dicts) through the loop's assembler, the events through its renderer."""
+    assembler = Assembler()
+    renderer = ChatJsonRenderer(ResponseMeta.new(model))
+    for chunk in chunks:
+        delta = assembler.feed(dict(chunk))
+        if delta is not None:
+            renderer.feed(delta)
+    done = assembler.finish()
+    renderer.feed(Finished(done.finish_reason, Usage() + (done.usage or Usage())))
+    return renderer.body()
+
+
+@pytest.mark.parametrize("kind", ["anthropic", "gemini"])
+def test_a_whole_plain_answer_is_relayed_as_the_chat_front_renders_it(kind: str) -> None:
+    rng = random.Random(29)
+    relayed = 0
+    for _ in range(400):
+        payload = _anthropic_message(rng) if kind == "anthropic" else _gemini_answer(rng)
+        codec = _codec(kind)
+        try:
+            chunks = codec.whole(copy.deepcopy(payload))
+        except Fault:
+            continue
+        slow = _slow_path(chunks, "m")
+        if chunks[0].__class__ is not Relayable:
+            # Only a plain answer read directly is relayed; the rest go the slow way.
+            assert codec._conversion._pipeline is not None or len(chunks) != 1, payload
+            continue
+        relayed += 1
+        (chunk,) = chunks
+        assert chunk == {**chunk}  # the chunk is the one it was
+        sent = orjson.loads(chunk.raw)
+        assert re.fullmatch(r"chatcmpl-[0-9a-f]{24}", sent["id"])
+        assert abs(sent["created"] - time.time()) < 60
+        assert {**sent, "id": 0, "created": 0} == {**slow, "id": 0, "created": 0}, payload
+        assert list(sent) == list(slow)  # the same fields in the same order
+        assert chunk.finish_reason == slow["choices"][0]["finish_reason"]
+        assert chunk.usage.as_dict() == slow["usage"]
+    assert relayed > 60
+
+
+def test_an_answer_for_a_model_not_named_as_a_string_is_not_relayed() -> None:
+    message = anthropic_upstream.message(Reply.answer(TEXT), {"model": "claude-fake"})
+    chunk = direct_answers.anthropic_whole(message, {"prompt_tokens": 1, "total_tokens": 1})
+    assert chunk is not None
+    assert direct_answers.relayable(chunk, None).__class__ is dict

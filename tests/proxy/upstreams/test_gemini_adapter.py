@@ -11,6 +11,7 @@ import pytest
 from proxy.config import UpstreamConfig
 from proxy.errors import UpstreamError, UpstreamStatusError
 from proxy.upstreams import GeminiUpstream
+from proxy.upstreams.base import Relayable, collect
 from testing.gemini_upstream import FakeGemini, Reply, signature
 from tests.proxy.upstreams.helpers import answer_of, chat, history
 
@@ -98,3 +99,25 @@ async def test_unavailable_mid_stream_is_a_503(stream: bool) -> None:
 async def test_list_models(stream: bool) -> None:
     async with served() as (_, upstream):
         assert await upstream.list_models() == ["gemini-fake"]
+
+
+async def test_a_plain_whole_answer_carries_the_chat_body_it_is_relayed_as(stream: bool) -> None:
+    async with served(Reply.answer("Hello there, world", usage=(12, 7))) as (_, upstream):
+        body = chat(stream)
+        chunks = await (collect(upstream, body) if stream else upstream.answer(body))
+    relayed = [chunk for chunk in chunks if chunk.__class__ is Relayable]
+    if stream:
+        assert not relayed  # a stream's chunks go their own way
+        return
+    (chunk,) = relayed
+    sent = json.loads(chunk.raw)  # the codec's, not the upstream's bytes: the transport kept it
+    assert sent["object"] == "chat.completion" and sent["model"] == body["model"]
+    assert sent["choices"] == [
+        {
+            "index": 0,
+            "message": {"role": "assistant", "content": "Hello there, world"},
+            "finish_reason": "stop",
+            "logprobs": None,
+        }
+    ]
+    assert sent["usage"] == {"prompt_tokens": 12, "completion_tokens": 7, "total_tokens": 19}
