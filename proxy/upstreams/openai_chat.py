@@ -87,7 +87,13 @@ class ChatCodec:
         if "error" in payload and "choices" not in payload:
             raise Fault(error_message(payload))
         if not self.finished:
-            self.finished = _finishes(payload)
+            # Only a chunk with a finish_reason (or [DONE]) proves the upstream meant to stop
+            # there. Spelled out here: every parsed event of a stream asks it.
+            choices = payload.get("choices")
+            if isinstance(choices, list):
+                for choice in choices:
+                    if isinstance(choice, dict) and choice.get("finish_reason") is not None:
+                        self.finished = True
         return [payload]
 
     def whole(self, payload: Any) -> list[Chunk]:
@@ -130,16 +136,6 @@ def model_ids(name: str, payload: Any) -> list[str]:
     if not isinstance(data, list):
         raise UpstreamError(f"upstream {name!r} returned an invalid model list")
     return [m["id"] for m in data if isinstance(m, dict) and isinstance(m.get("id"), str)]
-
-
-def _finishes(chunk: Chunk) -> bool:
-    # Only a chunk with a finish_reason (or [DONE]) proves the upstream meant to stop there.
-    choices = chunk.get("choices")
-    if isinstance(choices, list):
-        for choice in choices:
-            if isinstance(choice, dict) and choice.get("finish_reason") is not None:
-                return True
-    return False
 
 
 def as_chunk(payload: Any) -> Chunk:

@@ -69,7 +69,7 @@ class Relayed(dict[str, Any]):
 
     def __init__(self, raw: bytes, key: str = "content") -> None:
         text: str = orjson.loads(b'"' + raw + b'"')
-        super().__init__(choices=[{"index": 0, "delta": {key: text}, "finish_reason": None}])
+        self["choices"] = [{"index": 0, "delta": {key: text}, "finish_reason": None}]
         self.key = key
         self.raw = raw
         self.text = text
@@ -82,11 +82,14 @@ class TextScanner:
     """Recognises the text-only events of one streamed response by their bytes: one learned
     shape per kind of text (content, reasoning)."""
 
-    __slots__ = ("_misses", "_shapes", "key")
+    __slots__ = ("_shapes", "key", "misses")
 
     def __init__(self) -> None:
-        self._misses = 0
-        """Text events whose shape could not be learned (not compact JSON, say)."""
+        self.misses = 0
+        """Chunks that may have been text the scanner did not learn (text whose shape could
+        not be learned, not compact JSON, say; once it stopped looking, every chunk): while
+        this stays the same, each text-only chunk it was shown became relayed text. An
+        attribute, not a property: the transport reads it twice a network read."""
         self._shapes: list[tuple[bytes, bytes, str, bool]] = []
         self.key = "content"
         """The kind of text `text` last found (a name in `TEXT_KEYS`)."""
@@ -160,20 +163,13 @@ class TextScanner:
             at += 1
         return at, b"".join(found_bodies), key
 
-    @property
-    def misses(self) -> int:
-        """Chunks that may have been text the scanner did not learn (text whose shape could
-        not be learned; once it stopped looking, every chunk): while this stays the same,
-        each text-only chunk it was shown became relayed text."""
-        return self._misses
-
     def learn(self, data: bytes, chunk: Chunk) -> bytes | None:
         """Learn the shape of `data` when its parsed `chunk` carries nothing but non-empty
         text of one kind; return that text's JSON string body (else None, learning nothing).
         The kind is then in `key`. A stream whose text events keep failing to teach a
         shape is not looked at any more (each chunk then counts as a miss: see `misses`)."""
-        if self._misses >= _MAX_MISSES:
-            self._misses += 1
+        if self.misses >= _MAX_MISSES:
+            self.misses += 1
             return None
         found = _text_of(chunk)
         if found is None:
@@ -181,7 +177,7 @@ class TextScanner:
         key, text = found
         body = self._learn(data, chunk, key, text)
         if body is None:
-            self._misses += 1
+            self.misses += 1
         return body
 
     def _learn(self, data: bytes, chunk: Chunk, key: str, text: str) -> bytes | None:
