@@ -171,6 +171,9 @@ def _text(content: Any, kind: str, parts: bool) -> str | None:
     return "".join(texts)
 
 
+_NUMBERS = (int, float)  # a tuple: `int | float` would make a union on every call
+
+
 def _sampled(
     chat: dict[str, Any], body: dict[str, Any], max_tokens: Any, stop: list[str] | None
 ) -> dict[str, Any] | None:
@@ -179,7 +182,7 @@ def _sampled(
     for name in ("temperature", "top_p"):
         value = body.get(name)
         if value is not None:
-            if isinstance(value, bool) or not isinstance(value, int | float):
+            if isinstance(value, bool) or not isinstance(value, _NUMBERS):
                 return None
             chat[name] = value
     if stop is not None:
