@@ -115,7 +115,7 @@ class LeanCycle(RequestResponseCycle):
         flow = self.flow
         if flow.read_paused:
             flow.resume_reading()
-        self.message_event.clear()
+        self.message_event.up = False  # type: ignore[attr-defined]  # cleared, without a call
         body = bytes(self.body)
         self.body = bytearray()
         return body
@@ -236,7 +236,11 @@ class LeanCycle(RequestResponseCycle):
         if self.expected_content_length != 0:
             raise RuntimeError("Response content shorter than Content-Length")
         self.response_complete = True
-        self.message_event.set()
+        event: Any = self.message_event
+        if event.waiters:
+            event.set()
+        else:
+            event.up = True  # set, without a call: no one to wake
         if not self.keep_alive:
             self.transport.close()
         self.on_response()
@@ -262,38 +266,41 @@ class LeanCycle(RequestResponseCycle):
 
 class Signal:
     """`asyncio.Event` as the cycle and the protocol use it (`set`, `is_set`, `clear`,
-    `wait`), cheaper to make per request: no lookups of the running loop."""
+    `wait`), cheaper to make per request: no lookups of the running loop. Its state is read
+    and set without a call where every request passes (`up` alone, when no one `waiters`)."""
 
-    __slots__ = ("_loop", "_set", "_waiters")
+    __slots__ = ("_loop", "up", "waiters")
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self._loop = loop
-        self._set = False
-        self._waiters: list[asyncio.Future[None]] = []
+        self.up = False
+        """Whether it is set."""
+        self.waiters: list[asyncio.Future[None]] = []
+        """Those waiting for it to be set."""
 
     def is_set(self) -> bool:
-        return self._set
+        return self.up
 
     def set(self) -> None:
-        if not self._set:
-            self._set = True
-            for waiter in self._waiters:
+        if not self.up:
+            self.up = True
+            for waiter in self.waiters:
                 if not waiter.done():
                     waiter.set_result(None)
 
     def clear(self) -> None:
-        self._set = False
+        self.up = False
 
     async def wait(self) -> bool:
-        if self._set:
+        if self.up:
             return True
         waiter = self._loop.create_future()
-        self._waiters.append(waiter)
+        self.waiters.append(waiter)
         try:
             await waiter
             return True
         finally:
-            self._waiters.remove(waiter)
+            self.waiters.remove(waiter)
 
 
 def _nothing() -> None:

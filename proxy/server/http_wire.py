@@ -48,7 +48,7 @@ import httptools
 from uvicorn.config import Config
 from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 from uvicorn.protocols.http.flow_control import service_unavailable
-from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+from uvicorn.protocols.http.httptools_impl import HIGH_WATER_LIMIT, HttpToolsProtocol
 from uvicorn.server import ServerState
 
 from .asgi import BODY_ARRIVED, CYCLE
@@ -170,7 +170,22 @@ class LeanHttpTools(HttpToolsProtocol):
             return
         cycle.more_body = False
         cycle.scope[BODY_ARRIVED] = True  # type: ignore[literal-required]
-        cycle.message_event.set()
+        event: Any = cycle.message_event
+        if not event.up:  # `on_body` set it, when the request had a body
+            event.set()
+
+    def on_body(self, body: bytes) -> None:
+        cycle = self.cycle
+        if (self.parser.should_upgrade() and self._should_upgrade()) or cycle.response_complete:
+            return
+        cycle.body += body
+        if len(cycle.body) > HIGH_WATER_LIMIT:
+            self.flow.pause_reading()
+        event: Any = cycle.message_event
+        if event.waiters:
+            event.set()
+        else:
+            event.up = True  # set, without a call: no one to wake
 
     def _start_asgi_task(self, cycle: LeanCycle, app: Any) -> None:  # type: ignore[override]
         tasks = cycle.tasks = self.tasks

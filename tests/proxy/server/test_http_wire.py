@@ -29,6 +29,7 @@ App = Callable[[Message, Any, Any], Awaitable[None]]
 REPLACED = {
     HttpToolsProtocol.data_received: "010a7ae59a5d",
     HttpToolsProtocol.on_message_begin: "96d377fdc7c2",
+    HttpToolsProtocol.on_body: "dba9c32aeba3",
     HttpToolsProtocol.on_headers_complete: "1ea8589acfad",
     HttpToolsProtocol._start_asgi_task: "9c08c2571ae9",
     HttpToolsProtocol.on_response_complete: "64e254f28e38",
