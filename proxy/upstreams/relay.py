@@ -49,6 +49,9 @@ TEXT_KEYS = ("content", "reasoning_content", "reasoning")
 """The delta fields whose text is relayed (both reasoning names render as `reasoning_content`)."""
 _KEYS = {key: b'"' + key.encode() + b'":"' for key in TEXT_KEYS}
 _KEY_NAMES = {key: key for key in TEXT_KEYS}  # the parsed name, as the one constant
+_OPENING = {"role": "assistant", "content": ""}
+"""The delta of the chunk most Chat streams open with."""
+_OPENING_BYTES = b'{"role":"assistant","content":""}'
 
 
 class Relayed(dict[str, Any]):
@@ -173,12 +176,38 @@ class TextScanner:
             return None
         found = _text_of(chunk)
         if found is None:
+            if not self._shapes:
+                self._foresee(data, chunk)
             return None
         key, text = found
         body = self._learn(data, chunk, key, text)
         if body is None:
             self.misses += 1
         return body
+
+    def _foresee(self, data: bytes, chunk: Chunk) -> None:
+        """Foresee the content's shape from a stream's opening chunk (vLLM's, SGLang's, ...:
+        `"delta":{"role":"assistant","content":""}` and nothing else with a value), so that
+        the first text event is found by its bytes too instead of parsed to teach it: the same
+        bytes with `{"content":"…"}` for that delta. An event of that shape is a text-only
+        chunk (its other bytes are the opening's, which says nothing else); if the stream's
+        text comes in another shape, none matches it and its first text teaches that one."""
+        choices = chunk.get("choices")
+        if choices.__class__ is not list or len(choices) != 1:
+            return
+        choice = choices[0]
+        if (
+            choice.__class__ is not dict
+            or choice.get("delta") != _OPENING
+            or choice.get("index") != 0
+            or chunk.get("obfuscation") is not None
+            or not _nothing_beside(chunk, choice)
+        ):
+            return
+        at = data.find(_OPENING_BYTES)
+        if at >= 0:  # else not compact JSON
+            tail = data[at + len(_OPENING_BYTES) :]
+            self._shapes = [(data[:at] + b"{" + _KEYS["content"], b'"}' + tail, "content", False)]
 
     def _learn(self, data: bytes, chunk: Chunk, key: str, text: str) -> bytes | None:
         padded = chunk.get("obfuscation") is not None

@@ -38,6 +38,9 @@ class FieldTextScanner(TextScanner):
         self._field = field
         self._refused = refused
 
+    def _foresee(self, data: bytes, chunk: Chunk) -> None:
+        """Nothing: the chunk is converted, not the event's own bytes (as a Chat one is)."""
+
     def _learn(self, data: bytes, chunk: Chunk, key: str, text: str) -> bytes | None:
         if key != "content" or not data.startswith(self._start):
             return None

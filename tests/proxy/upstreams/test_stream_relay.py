@@ -482,3 +482,50 @@ def test_fields_beside_the_text_teach_a_shape_only_when_null(
     first["choices"][0].update(choice)
     first.update(top)
     assert (TextScanner().learn(data(first), first) is not None) is learned
+
+
+OPENING = {"role": "assistant", "content": ""}
+
+
+def test_a_streams_opening_foresees_its_texts_shape() -> None:
+    scanner = TextScanner()
+    opening = event(OPENING)
+    assert scanner.learn(data(opening), opening) is None  # not text: passed on as it is
+    texts = [event({"content": t}) for t in ("The", ' "quick"', " fox")]
+    events = [data(e) for e in [*texts, event({}, "stop")]]
+    assert scanner.run(events, 0) == (3, b'The \\"quick\\" fox', "content")
+    taught = scanner_after(texts[0])
+    assert runs(scanner, events) == runs(taught, events)
+
+
+@pytest.mark.parametrize(
+    "opening",
+    [
+        event({"role": "assistant", "content": "", "refusal": None}),  # OpenAI's
+        event({"content": "", "role": "assistant"}),
+        event({"role": "assistant"}),
+        {**HEAD, "choices": [{"index": 0, "delta": OPENING, "logprobs": {"content": []}}]},
+        {**HEAD, "choices": [{"index": 1, "delta": OPENING}]},
+        {**event(OPENING), "usage": {"prompt_tokens": 1}},
+        {**event(OPENING), "kv_transfer_params": {}},
+        event(OPENING, "stop"),
+        {**event(OPENING), "obfuscation": "abc"},
+    ],
+)
+def test_any_other_opening_foresees_nothing(opening: dict[str, Any]) -> None:
+    scanner = TextScanner()
+    assert scanner.learn(data(opening), opening) is None
+    text = data(event({"content": "The"}))
+    assert scanner.text(text) is None and scanner.run([text], 0)[0] == 0
+    assert scanner.misses == 0
+
+
+def test_text_in_another_shape_than_foreseen_teaches_its_own() -> None:
+    scanner = TextScanner()
+    opening = event(OPENING)
+    scanner.learn(data(opening), opening)
+    other = {**event({"content": "The"}), "system_fingerprint": "fp"}
+    assert scanner.run([data(other)], 0)[0] == 0
+    assert scanner.learn(data(other), other) == b"The"
+    assert scanner.run([data(other), data(other)], 0) == (2, b"TheThe", "content")
+    assert scanner.misses == 0
