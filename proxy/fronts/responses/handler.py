@@ -33,16 +33,18 @@ from ..exchange import Answered, Relaying, Reply, Streamed, serve_turn
 from ..exchange import openai_error_body as error_body
 from ..hosted import is_responses_search, served
 from ..relayed import relayed_events
-from ..renderers import BuilderJson, BuilderStream
+from ..renderers import BuilderJson
 from .background_run import Run
 from .items import Item, for_rosetta, input_items, listed_labels
 from .records import LogStream, ResponseNotFoundError
-from .render import ResponseBuilder, ResponsePlan, Stored
+from .render import ResponseBuilder, ResponsePlan, ResponseStream, Stored
 from .request import ResponsesBody, ToolsPlan, parse_body, plan_tools
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class _Prepared:
+    """A request prepared: made per request, so not frozen (see `ResponsePlan`)."""
+
     turn: Turn
     plan: ResponsePlan
     conversation: list[Item]
@@ -57,6 +59,9 @@ class Responses:
 
     def __init__(self, services: Services) -> None:
         self._services = services
+        self._labelled: tuple[Toolset, dict[str, str]] | None = None
+        """The labels of the last toolset labelled without `mcp` entries (toolsets are cached,
+        so most requests of a key bring the same one)."""
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         await serve_turn(
@@ -93,18 +98,21 @@ class Responses:
         if (tools.programmatic or tools.code_interpreter) and controls.code_mode is None:
             controls = dataclasses.replace(controls, code_mode=True)
         tool_filter = controls.tool_filter
-        if tools.names is not None:
+        entries = tools.entries  # none: no narrowing, nothing to ask or defer (read no further)
+        if entries:
             tool_filter = tool_filter.narrow(ToolFilter(names=tools.names))
-        caller = context.caller(tools.must_ask)
+        caller = context.caller(tools.must_ask if entries else _NONE)
+        load = tools.found if tools.web_search is None else tools.found | tools.hosted_names
         toolset = services.catalog.toolset(
-            tool_filter, caller, defer=tools.deferred, load=tools.found | tools.hosted_names
+            tool_filter, caller, defer=tools.deferred if entries else _NONE, load=load
         )
         web_search = None
         if tools.web_search is not None:
             web_search = served(tools.web_search, toolset)
-        chat = to_chat(_chat_request(body, conversation, tools, toolset), "openai_responses")
+        request = _chat_request(body, conversation, tools, toolset)
+        chat = to_chat(request, "openai_responses")
         mark(chat, tools.marks)
-        choice = _tool_choice(body.get("tool_choice"), tools, toolset)
+        choice = request.get("tool_choice")
         if isinstance(choice, dict) and "tool_choice" not in chat:
             # llm-rosetta drops a choice naming none of the client's tools: a registry tool's.
             chat["tool_choice"] = {"type": "function", "function": {"name": choice["name"]}}
@@ -119,7 +127,7 @@ class Responses:
             context.headers,
             caller,
         )
-        labels = {wire: tools.label(tool) for wire, tool in toolset.by_wire_name.items()}
+        labels = self._labels(tools, toolset)
         plan = ResponsePlan(
             model=body["model"],
             echo=_echo(body),
@@ -133,13 +141,26 @@ class Responses:
             namespaces=tools.namespace_descriptions,
             web_search=web_search,
             code_interpreter=tools.code_interpreter,
-            listings=_listings(tools, toolset, labels, listed_labels(conversation)),
+            listings=_listings(tools, toolset, labels, listed_labels(conversation))
+            if entries
+            else (),
         )
         stream, store = body.get("stream") is True, body.get("store") is not False
         prepared = _Prepared(turn, plan, conversation, stream, store)
         if plan.echo["background"]:
             prepared = await self._launch(prepared)
         return prepared
+
+    def _labels(self, tools: ToolsPlan, toolset: Toolset) -> dict[str, str]:
+        """The server label of each of the toolset's tools, by wire name."""
+        if tools.entries:
+            return {wire: tools.label(tool) for wire, tool in toolset.by_wire_name.items()}
+        labelled = self._labelled
+        if labelled is not None and labelled[0] is toolset:
+            return labelled[1]
+        labels = {wire: tools.label(tool) for wire, tool in toolset.by_wire_name.items()}
+        self._labelled = (toolset, labels)
+        return labels
 
     async def _launch(self, prepared: _Prepared) -> _Prepared:
         """Start the turn in the background, detached from this request.
@@ -174,7 +195,7 @@ class Responses:
         if prepared.stream:
             builder = ResponseBuilder(prepared.plan)
             events = self._kept(self._services.loop.run(prepared.turn), builder, prepared)
-            return Streamed(events, BuilderStream(builder))
+            return Streamed(events, ResponseStream(builder))
         builder = ResponseBuilder(prepared.plan, quiet=True)
         renderer = BuilderJson(builder)
         return Relaying(self._answer(builder, prepared, renderer), renderer)
@@ -218,6 +239,9 @@ class Responses:
         stored = StoredResponse(response, conversation, prepared.turn.owner)
         await self._services.responses.put(prepared.plan.id, stored)
         return Stored(closing)
+
+
+_NONE: frozenset[str] = frozenset()
 
 
 class Fixed:

@@ -108,6 +108,8 @@ def for_rosetta(items: list[Item]) -> list[Item]:
         BadRequestError: an item is malformed, a verdict is not a verdict, or an output
             or approval answers a call the conversation never made.
     """
+    if _messages_only(items):
+        return list(items)  # as the loop below would leave them
     out: list[Item] = []
     called: set[str] = set()
     searched: list[str] = []
@@ -158,6 +160,14 @@ def for_rosetta(items: list[Item]) -> list[Item]:
         else:
             out.append(item)
     return out
+
+
+def _messages_only(items: list[Item]) -> bool:
+    """Whether every item is a message (without a `caller`, which `_plain` would drop)."""
+    for item in items:  # noqa: SIM110 (a loop: `all` would make a generator)
+        if item["type"] != "message" or "caller" in item:
+            return False
+    return True
 
 
 def _plain(item: Item) -> Item:

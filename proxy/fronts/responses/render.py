@@ -17,6 +17,7 @@ import orjson
 
 from registry import ToolCall, ToolResult
 
+from ... import sse
 from ...errors import ProxyError
 from ...turn.catalog import SEARCH_TOOL
 from ...turn.events import (
@@ -31,7 +32,7 @@ from ...turn.events import (
 )
 from ...turn.programs import RUN_CODE
 from ..hosted import HostedTool, Source, cited, sources
-from ..renderers import Event
+from ..renderers import BuilderStream, Event
 from .items import approval_id
 from .questions import question_item
 from .search import SEARCH_FUNCTION
@@ -39,9 +40,12 @@ from .search import SEARCH_FUNCTION
 Item = dict[str, Any]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class ResponsePlan:
-    """What the response echoes of its request, and how tool rounds are shown."""
+    """What the response echoes of its request, and how tool rounds are shown.
+
+    Not changed once made, though not frozen: one is made per request, and a frozen
+    dataclass sets each field through `object.__setattr__` (about four times the cost)."""
 
     model: str
     echo: dict[str, Any]
@@ -77,10 +81,11 @@ class ResponsePlan:
     created_at: int = field(default_factory=lambda: int(time.time()))
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Stored:
     """A turn's `Finished`, already folded and its response stored: in its place the
-    renderer is handed the events that end the response (see `Responses._kept`)."""
+    renderer is handed the events that end the response (see `Responses._kept`). Made per
+    response: not frozen (see `ResponsePlan`)."""
 
     events: list[Event]
 
@@ -167,6 +172,24 @@ class ResponseBuilder:
                 self._event("response.output_item.done", output_index=index, item=listing)
             )
         return events
+
+    def opening(self) -> bytes:
+        """The SSE frames of `start`'s events as `BuilderStream` makes them, with the response
+        object that `response.created` and `response.in_progress` both hold serialized once
+        (unless the output opens with listings)."""
+        if self._quiet or self.plan.listings:
+            return b"".join(sse.event(e["type"], e) for e in self.start())
+        response = orjson.dumps(self.response())
+        number = self._sequence
+        self._sequence += 2
+        return sse.event_json(
+            "response.created",
+            b'{"type":"response.created","sequence_number":%d,"response":%b}' % (number, response),
+        ) + sse.event_json(
+            "response.in_progress",
+            b'{"type":"response.in_progress","sequence_number":%d,"response":%b}'
+            % (number + 1, response),
+        )
 
     def feed(self, event: LoopEvent | Stored) -> list[Event]:
         """The stream events one loop event makes (possibly none); a `Stored` end brings
@@ -599,6 +622,30 @@ class ResponseBuilder:
     def finish(self, done: Finished) -> list[Event]:
         """The events that end the response; its final object is ready after this."""
         events = self._close()
+        if done.tool_calls or (self.plan.programmatic and done.programs):
+            events += self._handed_back(done)
+        self._usage = done.usage
+        if done.stopped_by is not None:
+            self.status = "incomplete"
+            self.incomplete = {"reason": done.stopped_by}
+        elif done.finish_reason == "length":
+            self.status = "incomplete"
+            self.incomplete = {"reason": "max_output_tokens"}
+        elif done.finish_reason == "content_filter":
+            self.status = "incomplete"
+            self.incomplete = {"reason": "content_filter"}
+        else:
+            self.status = "completed"
+        self._final = self.response()
+        if self._quiet:
+            return events
+        terminal = "response.completed" if self.status == "completed" else "response.incomplete"
+        return [*events, self._event(terminal, response=self._final)]
+
+    def _handed_back(self, done: Finished) -> list[Event]:
+        """The items of what the turn hands back to the client: the programs it paused, and
+        the calls for the client to run or approve, or the questions for it to answer."""
+        events: list[Event] = []
         asked = {a.call.id: a for a in done.approvals}
         questions = {q["tool_call_id"] for q in done.questions}
         made_by: dict[str, str] = {}
@@ -619,23 +666,7 @@ class ResponseBuilder:
                 events += self._question(question_item(call))
             else:
                 events += self._function_call(call, made_by.get(call.id))
-        self._usage = done.usage
-        if done.stopped_by is not None:
-            self.status = "incomplete"
-            self.incomplete = {"reason": done.stopped_by}
-        elif done.finish_reason == "length":
-            self.status = "incomplete"
-            self.incomplete = {"reason": "max_output_tokens"}
-        elif done.finish_reason == "content_filter":
-            self.status = "incomplete"
-            self.incomplete = {"reason": "content_filter"}
-        else:
-            self.status = "completed"
-        self._final = self.response()
-        if self._quiet:
-            return events
-        terminal = "response.completed" if self.status == "completed" else "response.incomplete"
-        return [*events, self._event(terminal, response=self._final)]
+        return events
 
     def _program(self, program: ProgramCall) -> list[Event]:
         fingerprint = hashlib.sha256(program.code.encode()).hexdigest()[:32]
@@ -795,3 +826,13 @@ def _usage(usage: Usage) -> dict[str, Any]:
         "output_tokens_details": {"reasoning_tokens": usage.reasoning_tokens},
         "total_tokens": usage.total_tokens,
     }
+
+
+class ResponseStream(BuilderStream[LoopEvent | Stored]):
+    """`BuilderStream` of a response: its opening frames are the builder's `opening`."""
+
+    __slots__ = ()
+
+    def __init__(self, builder: ResponseBuilder) -> None:
+        self._builder = builder
+        self._start = builder.opening()

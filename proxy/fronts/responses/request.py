@@ -96,9 +96,12 @@ class McpEntry:
     """`defer_loading`: its tools wait behind a search instead of being offered."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class ToolsPlan:
-    """How a request's `tools` split: the client's functions, and registry selections."""
+    """How a request's `tools` split: the client's functions, and registry selections.
+
+    Not changed once made, though not frozen: one is made per request, and a frozen
+    dataclass sets each field through `object.__setattr__` (about four times the cost)."""
 
     functions: list[dict[str, Any]] = field(default_factory=list)
     entries: tuple[McpEntry, ...] = ()
@@ -182,6 +185,8 @@ def plan_tools(
             source serves, a remote server, or a malformed filter, or a hosted web search
             this proxy does not answer.
     """
+    if not tools and _unplanned(conversation):
+        return ToolsPlan()
     planner = _Planner(registry, _search_spec(tools or ()), hosted or {})
     for i, spec in enumerate(tools or ()):
         planner.declared(spec, f"tools[{i}]")
@@ -194,6 +199,19 @@ def plan_tools(
         planner.found(found)
     shown = {str(item.get("call_id")) for item in conversation if item.get("type") == "program"}
     return planner.plan(frozenset(found), frozenset(shown))
+
+
+_PLANNED = frozenset({"tool_search_output", "program"})
+"""The conversation's items that add to a plan."""
+
+
+def _unplanned(conversation: Sequence[dict[str, Any]]) -> bool:
+    """Whether no item of the conversation adds to a plan of no declared tools (a search's
+    output, a program shown): it is then the empty plan."""
+    for item in conversation:  # noqa: SIM110 (a loop: `all` would make a generator)
+        if item.get("type") in _PLANNED:
+            return False
+    return True
 
 
 def _name(spec: dict[str, Any], where: str) -> str:

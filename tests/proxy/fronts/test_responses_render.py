@@ -195,3 +195,31 @@ def test_a_stored_end_passes_on_the_events_that_finished_the_response() -> None:
     assert b.feed(Stored(closing)) is closing  # nothing folded twice, nothing renumbered
     assert closing[-1]["type"] == "response.completed"
     assert closing[-1]["response"]["output"] == stored["output"]
+
+
+def _frames(renderer: Any, *events: Any) -> bytes:
+    out = renderer.start()
+    for event in events:
+        out += b"".join(renderer.frames(event))
+    return out
+
+
+def test_the_response_stream_sends_the_frames_the_builder_stream_sends() -> None:
+    # The opening's response object is serialized once for both its events: the same bytes.
+    from proxy.fronts.renderers import BuilderStream
+    from proxy.fronts.responses.render import ResponseStream
+
+    listing = {"type": "mcp_list_tools", "id": "mcpl_1", "server_label": "t", "tools": []}
+    for listings in ((), (listing,)):
+        plan = ResponsePlan(
+            model="m",
+            echo={"store": True, "instructions": 'say "hi" ü'},
+            labels={},
+            show_rounds=False,
+            listings=listings,
+        )
+        turn = (ContentDelta(content="Hi"), ContentDelta(content=" you"), Finished("stop", USAGE))
+        ours = _frames(ResponseStream(ResponseBuilder(plan)), *turn)
+        theirs = _frames(BuilderStream(ResponseBuilder(plan)), *turn)
+        assert ours == theirs
+        assert ours.count(b'"sequence_number":') == len(run(builder(listings=listings), *turn))
