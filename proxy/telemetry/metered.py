@@ -86,7 +86,17 @@ class MeteredUpstream:
         except BaseException as exc:
             self.account(started, model, _outcome(exc)[0])
             raise
-        self.account(started, model, "ok")
+        # `account(started, model, "ok")`, spelled out: a call less per unstreamed call.
+        elapsed = time.perf_counter() - started
+        context = current_request.get()
+        if context is not None:
+            stats = context.stats
+            stats.upstream_calls += 1
+            stats.upstream_s += elapsed
+        metrics = self._metrics
+        if metrics is not None:
+            name = model if isinstance(model, str) else ""
+            metrics.count_upstream_call(self.name, name, "ok", elapsed)
         return chunks
 
     def account(

@@ -8,6 +8,9 @@ import time
 from collections.abc import AsyncIterator
 from typing import Any
 
+import pytest
+
+from proxy.server.context import RequestContext, current_request
 from proxy.telemetry.metered import MeteredUpstream
 
 
@@ -92,3 +95,31 @@ async def test_a_call_without_chunks_notes_no_first_token() -> None:
     async with metered.complete({"model": "m", "stream": True}):
         pass
     assert metrics.calls == [("fake", "m", "ok", None)]
+
+
+class _Answering:
+    name = "fake"
+
+    def __init__(self, fails: bool) -> None:
+        self.fails = fails
+
+    async def answer(self, body: dict[str, Any], **options: Any) -> list[dict[str, Any]]:
+        if self.fails:
+            raise ValueError("refused")
+        return [{"n": 0}]
+
+
+async def test_an_unstreamed_call_is_noted_in_the_request_and_counted() -> None:
+    metrics = _Metrics()
+    context = RequestContext("req-1", {})
+    token = current_request.set(context)
+    try:
+        ok = MeteredUpstream(_Answering(False), metrics, None)  # type: ignore[arg-type]
+        assert await ok.answer({"model": "m"}) == [{"n": 0}]
+        failing = MeteredUpstream(_Answering(True), metrics, None)  # type: ignore[arg-type]
+        with pytest.raises(ValueError, match="refused"):
+            await failing.answer({"model": 7})
+    finally:
+        current_request.reset(token)
+    assert metrics.calls == [("fake", "m", "ok", None), ("fake", "", "error", None)]
+    assert context.stats.upstream_calls == 2 and context.stats.upstream_s > 0
