@@ -142,15 +142,24 @@ class _AnthropicCodec:
             self._usage.update({k: v for k, v in (payload.get("usage") or {}).items() if v})
             self._stop = (payload.get("delta") or {}).get("stop_reason")
         chunks = self._convert(payload)
-        self._direct.learn(chunks)
         if kind == "message_stop":
             self.finished = True
             data = self._thinking.provider_data()
             if data is not None:
                 chunks.append(provider_chunk(data))
-        chunks = conversion.with_finish(chunks, fixes.ANTHROPIC_FINISH, self._stop)
-        if self._usage and any(c.get("usage") for c in chunks):
-            chunks = conversion.with_usage(chunks, fixes.anthropic_usage(self._usage))
+        if not chunks:  # the start of a message or of a block, most often
+            return chunks
+        self._direct.learn(chunks)
+        return self._mended(chunks)
+
+    def _mended(self, chunks: list[Chunk]) -> list[Chunk]:
+        """The chunks with the finish reason and the usage rosetta gets wrong replaced."""
+        if self._stop in fixes.ANTHROPIC_FINISH:
+            chunks = conversion.with_finish(chunks, fixes.ANTHROPIC_FINISH, self._stop)
+        if self._usage:
+            for chunk in chunks:
+                if chunk.get("usage"):
+                    return conversion.with_usage(chunks, fixes.anthropic_usage(self._usage))
         return chunks
 
     def _convert(self, payload: dict[str, Any]) -> list[Chunk]:

@@ -213,7 +213,10 @@ def take_provider_data(
 ) -> tuple[list[Message], dict[str, dict[str, Any]]]:
     """The messages without `PROVIDER_KEY`, and this adapter's entries of it by the first
     tool call id of their assistant message (the one id that survives every conversion)."""
-    if not any(PROVIDER_KEY in m for m in messages):
+    for message in messages:  # a loop, not `any`: no generator for the usual none
+        if PROVIDER_KEY in message:
+            break
+    else:
         return messages, {}
     found: dict[str, dict[str, Any]] = {}
     cleaned = []
@@ -236,15 +239,26 @@ def hoist_system(body: dict[str, Any]) -> dict[str, Any]:
     Rosetta keeps only the system messages before the first turn for Anthropic.
     """
     messages = body.get("messages") or []
-    system = [m for m in messages if m.get("role") in _SYSTEM_ROLES]
-    first_other = next((i for i, m in enumerate(messages) if m.get("role") not in _SYSTEM_ROLES), 0)
-    if len(system) <= first_other and all(
-        m.get("role") == "system" for m in messages[:first_other]
-    ):
+    if _hoisted(messages):
         return body
+    system = [m for m in messages if m.get("role") in _SYSTEM_ROLES]
     text = "\n\n".join(filter(None, (_text_of(m.get("content")) for m in system)))
     rest = [m for m in messages if m.get("role") not in _SYSTEM_ROLES]
     return {**body, "messages": [{"role": "system", "content": text}, *rest] if text else rest}
+
+
+def _hoisted(messages: list[Message]) -> bool:
+    """Whether the system messages are already as `hoist_system` makes them: none, or only
+    `system` ones, all before the first other message (one loop: the usual request)."""
+    leading = True
+    for message in messages:
+        role = message.get("role")
+        if role == "system" or role == "developer":
+            if not leading or role == "developer":
+                return False
+        else:
+            leading = False
+    return not leading or not messages
 
 
 def original_schemas(body: dict[str, Any]) -> dict[str, dict[str, Any]]:

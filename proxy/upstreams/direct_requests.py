@@ -23,6 +23,7 @@ from typing import Any, NamedTuple
 import orjson
 
 from . import anthropic_fixes, gemini_fixes, responses_fixes
+from .base import ChatTool
 from .conversion import Conversion, Message
 
 _PLAIN_KEYS = frozenset(
@@ -63,6 +64,10 @@ class ToolDefinitions:
         self._convert = convert
         self._kept: dict[bytes, tuple[str, list[Any]] | None] = {}
         """By a tool's key: its name and definitions, or None when it is not plain."""
+        self._shared: dict[int, tuple[ChatTool, tuple[str, list[Any]] | None]] = {}
+        """By the id of a `ChatTool` (a registry tool's, shared by every request and never
+        changed): the tool itself (the id is its only while it lives) and what `_kept` holds
+        for it, found without making its key again."""
         self._size = size
 
     def of(self, tools: Any) -> list[Any] | None:
@@ -72,22 +77,41 @@ class ToolDefinitions:
             return None
         definitions: list[Any] = []
         names: set[str] = set()
+        shared = self._shared
         for tool in tools:
-            try:
-                key = orjson.dumps(tool, option=orjson.OPT_SORT_KEYS)
-            except TypeError:  # not JSON: rosetta's way
-                return None
-            found = self._kept.get(key, _MISSING)
-            if found is _MISSING:
-                found = self._made(tool)
-                if len(self._kept) >= self._size:
-                    del self._kept[next(iter(self._kept))]
-                self._kept[key] = found
-            if found is None or found[0] in names:  # type: ignore[index]
+            if tool.__class__ is ChatTool:
+                held = shared.get(id(tool))
+                if held is not None and held[0] is tool:
+                    found = held[1]
+                else:
+                    found = self._found(tool)
+                    if found is _MISSING:
+                        return None
+                    if len(shared) >= self._size:
+                        del shared[next(iter(shared))]
+                    shared[id(tool)] = (tool, found)  # type: ignore[assignment]
+            else:
+                found = self._found(tool)
+            if found is None or found is _MISSING or found[0] in names:  # type: ignore[index]
                 return None
             names.add(found[0])  # type: ignore[index]
             definitions.extend(found[1])  # type: ignore[index]
         return definitions
+
+    def _found(self, tool: Any) -> Any:
+        """A tool's name and definitions, kept by its key (None: not plain); `_MISSING` for a
+        tool that is not JSON (rosetta's to read)."""
+        try:
+            key = orjson.dumps(tool, option=orjson.OPT_SORT_KEYS)
+        except TypeError:  # not JSON: rosetta's way
+            return _MISSING
+        found = self._kept.get(key, _MISSING)
+        if found is _MISSING:
+            found = self._made(tool)
+            if len(self._kept) >= self._size:
+                del self._kept[next(iter(self._kept))]
+            self._kept[key] = found
+        return found
 
     def _made(self, tool: Any) -> tuple[str, list[Any]] | None:
         function = tool.get("function") if isinstance(tool, dict) else None
@@ -196,7 +220,10 @@ def _merged(
 
 
 def _number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
+    return isinstance(value, _NUMBERS) and not isinstance(value, bool)
+
+
+_NUMBERS = (int, float)  # a tuple: `int | float` would make a union on every call
 
 
 def _sampling(chat: dict[str, Any]) -> dict[str, Any] | None:

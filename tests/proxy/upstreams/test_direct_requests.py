@@ -11,13 +11,14 @@ import random
 import warnings
 from typing import Any
 
+import orjson
 import pytest
 
 from proxy.config import UpstreamConfig
 from proxy.errors import BadRequestError
 from proxy.upstreams import direct_requests, gemini
 from proxy.upstreams.anthropic import AnthropicDialect
-from proxy.upstreams.base import Fault
+from proxy.upstreams.base import ChatTool, Fault
 from proxy.upstreams.gemini import GeminiDialect
 from proxy.upstreams.openai_responses import ResponsesDialect
 from testing import anthropic_upstream, gemini_upstream, responses_upstream
@@ -145,7 +146,8 @@ def _payload(dialect: Any, body: dict[str, Any]) -> Any:
             request = dialect.request(copy.deepcopy(body))
         except BadRequestError as exc:
             return ("400", exc.message)
-    return request.url, request.stream, request.payload
+    # As it goes on the wire (kept tool definitions are spliced in as their JSON), read back.
+    return request.url, request.stream, orjson.loads(orjson.dumps(request.payload))
 
 
 DIRECT = {
@@ -172,6 +174,8 @@ def test_direct_bodies_are_rosetta_s(kind: str, monkeypatch: pytest.MonkeyPatch)
         if isinstance(fast, tuple) and fast[0] != "400":
             # The same order on the wire too.
             assert json.dumps(fast[2]) == json.dumps(slow[2]), body
+            fast_bytes = orjson.dumps(fast_dialect.request(copy.deepcopy(body)).payload)
+            assert fast_bytes == orjson.dumps(slow[2]), body
         messages = [m for m in body["messages"]]
         taken += direct({**body, "messages": messages}, fast_dialect._tools) is not None
     assert taken > 40  # enough of the sample was made directly
@@ -208,6 +212,37 @@ def test_the_bench_request_is_made_directly_with_tools_kept(
     assert request.payload is made[-1]
     assert probed == [WEATHER_TOOL, EXAMPLE_TOOL]  # once each, for three requests
     assert len(request.payload["tools"]) == 2
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_registry_tool_is_found_by_its_object_not_its_key_again(
+    kind: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A `ChatTool` (a registry tool, shared by every request, never changed) is found again
+    by the object itself, its sorted key not made again; its definitions are its plain copy's,
+    and another tool of the same content made later is found by its key as before."""
+    from bench.workload import request_body
+
+    dialect = _dialect(kind)
+    shared = ChatTool(WEATHER_TOOL)
+    plain = request_body(False) | {"tools": [copy.deepcopy(WEATHER_TOOL), EXAMPLE_TOOL]}
+    expected = dialect.request(copy.deepcopy(plain)).payload
+    keyed: list[Any] = []
+    found = direct_requests.ToolDefinitions._found
+    monkeypatch.setattr(
+        direct_requests.ToolDefinitions,
+        "_found",
+        lambda self, tool: keyed.append(tool) or found(self, tool),
+    )
+    for _ in range(3):
+        body = request_body(False) | {"tools": [shared, EXAMPLE_TOOL]}
+        assert orjson.dumps(dialect.request(body).payload) == orjson.dumps(expected)
+    assert keyed.count(shared) == 1  # its key made once; the plain tool's every time
+    assert keyed.count(EXAMPLE_TOOL) == 3
+    other = ChatTool(WEATHER_TOOL)
+    tools = dialect.request(request_body(False) | {"tools": [other]}).payload["tools"]
+    assert orjson.dumps(tools) == orjson.dumps(expected["tools"][:1])
+    assert keyed[-1] is other
 
 
 REPLIES = {
