@@ -110,49 +110,41 @@ def test_the_usual_requests_pass_the_hand_check(body: dict[str, Any]) -> None:
     assert parse_body(copy.deepcopy(body)) == body
 
 
+def _changed(base: dict[str, Any], path: tuple[Any, ...], value: Any) -> dict[str, Any]:
+    """A copy of `base` with the field at `path` set to `value` (or removed: `<removed>`)."""
+    body = copy.deepcopy(base)
+    target: Any = body
+    for key in path[:-1]:
+        target = target[key]
+    if value == "<removed>":
+        target.pop(path[-1], None)
+    else:
+        target[path[-1]] = value
+    return body
+
+
+def _paths(base: dict[str, Any]) -> list[tuple[Any, ...]]:
+    """Every field a mutant changes: top-level, in a message, a block or a tool."""
+    paths: list[tuple[Any, ...]] = [(key,) for key in [*base, *_SCALARS, *_OWN]]
+    for index, message in enumerate(base["messages"]):
+        paths += [("messages", index, "role"), ("messages", index, "content")]
+        content = message["content"]
+        for at in range(len(content) if isinstance(content, list) else 0):
+            paths += [("messages", index, "content", at, f) for f in ("type", "id", "tool_use_id")]
+    for at in range(len(base.get("tools", ()))):
+        paths += [("tools", at, "name"), ("tools", at, "input_schema")]
+    return paths
+
+
 def _mutants(rng: random.Random) -> list[dict[str, Any]]:
     """Each usual body with one field (top-level, in a message, a block or a tool) set to an
-    odd value or removed."""
+    odd value or removed, and with one message replaced by an odd value."""
     mutants: list[dict[str, Any]] = []
     for base in USUAL:
-        for key in [*base, *_SCALARS, *_OWN]:
-            for value in ODD_VALUES:
-                mutants.append({**copy.deepcopy(base), key: value})
-            body = copy.deepcopy(base)
-            body.pop(key, None)
-            mutants.append(body)
-        for index, message in enumerate(base["messages"]):
-            for field in ("role", "content"):
-                for value in [*ODD_VALUES, "<removed>"]:
-                    body = copy.deepcopy(base)
-                    if value == "<removed>":
-                        body["messages"][index].pop(field)
-                    else:
-                        body["messages"][index][field] = value
-                    mutants.append(body)
-            body = copy.deepcopy(base)
-            body["messages"][index] = rng.choice(ODD_VALUES)
-            mutants.append(body)
-            content = message["content"]
-            for at in range(len(content) if isinstance(content, list) else 0):
-                for field in ("type", "id", "tool_use_id"):
-                    for value in [*ODD_VALUES, "<removed>"]:
-                        body = copy.deepcopy(base)
-                        block = body["messages"][index]["content"][at]
-                        if value == "<removed>":
-                            block.pop(field, None)
-                        else:
-                            block[field] = value
-                        mutants.append(body)
-        for at in range(len(base.get("tools", ()))):
-            for field in ("name", "input_schema"):
-                for value in [*ODD_VALUES, "<removed>"]:
-                    body = copy.deepcopy(base)
-                    if value == "<removed>":
-                        body["tools"][at].pop(field, None)
-                    else:
-                        body["tools"][at][field] = value
-                    mutants.append(body)
+        for path in _paths(base):
+            mutants += [_changed(base, path, value) for value in [*ODD_VALUES, "<removed>"]]
+        for index in range(len(base["messages"])):
+            mutants.append(_changed(base, ("messages", index), rng.choice(ODD_VALUES)))
     return mutants
 
 
