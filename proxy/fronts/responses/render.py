@@ -217,18 +217,24 @@ class ResponseBuilder:
         """The SSE frame of a delta holding only text for the open message, as `feed` and
         `sse.event` make it (the same fields in the same order), from a template: no event
         dict, no serialization but the text's (none when it came as the upstream's bytes).
-        None for any other delta, which `feed` takes."""
+        The first text of a response (no item open) comes after the frames that open its
+        message. None for any other delta, which `feed` takes."""
         current = self._open
         content = delta.content
         if (
-            current is None
-            or current.kind is not _OUTPUT_TEXT
-            or not content
+            not content
             or delta.reasoning
             or delta.refusal
             or delta.logprobs
+            or (current is not None and current.kind is not _OUTPUT_TEXT)
+            or self._quiet
         ):
             return None
+        opened = b""
+        if current is None:
+            opened = b"".join(sse.event(e["type"], e) for e in self._open_text(_OUTPUT_TEXT))
+            current = self._open
+            assert current is not None  # opened just now
         current.parts.append(content)
         if not current.frame:
             item_id = orjson.dumps(self.output[current.index]["id"])
@@ -238,7 +244,7 @@ class ResponseBuilder:
         text = delta.content_json()
         number = str(self._sequence).encode()
         self._sequence += 1
-        return _TEXT_DELTA + number + current.frame + text + b',"logprobs":[]}\n\n'
+        return opened + _TEXT_DELTA + number + current.frame + text + b',"logprobs":[]}\n\n'
 
     def fail(self, exc: ProxyError) -> list[Event]:
         """The events that end a response that failed after it started."""
