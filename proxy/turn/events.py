@@ -27,12 +27,18 @@ class Usage(NamedTuple):
     """Completion tokens spent on reasoning."""
 
     def __add__(self, other: Usage) -> Usage:  # type: ignore[override]
-        return Usage(
-            self.prompt_tokens + other.prompt_tokens,
-            self.completion_tokens + other.completion_tokens,
-            self.total_tokens + other.total_tokens,
-            self.cached_tokens + other.cached_tokens,
-            self.reasoning_tokens + other.reasoning_tokens,
+        if self == _NONE and other.__class__ is Usage:
+            return other  # a turn's first answer: its usage is the sum (a tuple, unchanged)
+        prompt, completion, total, cached, reasoning = self
+        return _new_usage(
+            Usage,
+            (
+                prompt + other.prompt_tokens,
+                completion + other.completion_tokens,
+                total + other.total_tokens,
+                cached + other.cached_tokens,
+                reasoning + other.reasoning_tokens,
+            ),
         )
 
     @classmethod
@@ -87,6 +93,8 @@ class Usage(NamedTuple):
 
 _COUNTS = frozenset({"prompt_tokens", "completion_tokens", "total_tokens"})
 _new_usage = tuple.__new__
+_NONE = (0, 0, 0, 0, 0)
+"""No tokens (`Usage()` compares equal)."""
 
 
 def _count(value: Any) -> int:

@@ -133,17 +133,16 @@ class TextScanner:
         shapes = self._shapes
         if len(shapes) == 1 and not shapes[0][3]:
             head, tail, key, _ = shapes[0]
-            skip, keep = len(head), len(tail)
+            skip, keep = len(head), -len(tail)  # a tail is never empty: it ends a string
+            least = skip - keep  # the head and the tail, with no text between
             data = events[start]
-            end = len(data) - keep
-            if end <= skip or data[end:] != tail or data[:skip] != head:
+            if len(data) <= least or data[keep:] != tail or data[:skip] != head:
                 return start, b"", key  # not a text event: the usual answer, found at once
-            bodies: list[bytes] = [data[skip:end]]
+            bodies: list[bytes] = [data[skip:keep]]
             for data in events[start + 1 :]:
-                end = len(data) - keep
-                if end <= skip or data[end:] != tail or data[:skip] != head:
+                if len(data) <= least or data[keep:] != tail or data[:skip] != head:
                     break
-                bodies.append(data[skip:end])
+                bodies.append(data[skip:keep])
             text = b"".join(bodies)
             if text.find(b'"') >= 0 or text.find(b"\\") >= 0:
                 # Some body holds a quote or an escape: each one checked, up to the first

@@ -404,3 +404,10 @@ def test_a_finish_without_a_delta_is_kept() -> None:
     )
     assert assembler.feed({"choices": [{"index": 0, "finish_reason": "LENGTH"}]}) is None
     assert assembler.finish().finish_reason == "length"
+
+
+def test_usage_sums_from_none_as_from_any() -> None:
+    some = Usage(10, 5, 15, 2, 1)
+    assert Usage() + some == some and Usage(1, 1, 1, 1, 1) + some == Usage(11, 6, 16, 3, 2)
+    assert type(Usage() + some) is Usage and Usage() + Usage() == Usage()
+    assert (Usage() + Usage(1) + Usage(2)).prompt_tokens == 3
