@@ -208,11 +208,15 @@ class Responses:
         answered = await self._services.loop.relay(prepared.turn)
         if answered.__class__ is not bytes:
             return self._kept(answered, builder, prepared)  # type: ignore[arg-type]
+        # Folded by the builder itself: the renderer's `feed` would only pass them on, and
+        # a quiet builder makes nothing of the `Stored` end.
         for event in relayed_events(answered):  # type: ignore[arg-type]
-            if isinstance(event, Finished) and prepared.store:
-                renderer.feed(await self._store(event, builder, prepared))
+            if event.__class__ is not Finished:
+                builder.feed(event)
+            elif prepared.store:
+                await self._store(event, builder, prepared)
             else:
-                renderer.feed(event)
+                builder.finish(event)
         return renderer.encoded()
 
     async def _kept(
