@@ -71,8 +71,10 @@ class ToolDefinitions:
         self._size = size
 
     def of(self, tools: Any) -> list[Any] | None:
-        """The definitions of a list of Chat tools, in order; None when one is not plain,
-        or when two share a name (the fixes look a tool's own schema up by its name)."""
+        """The definitions of a list of Chat tools, in order, each as its JSON (an
+        `orjson.Fragment`, spliced into the request's body as it is serialized); None when one
+        is not plain, or when two share a name (the fixes look a tool's own schema up by its
+        name)."""
         if not isinstance(tools, list):
             return None
         definitions: list[Any] = []
@@ -119,7 +121,12 @@ class ToolDefinitions:
         if not isinstance(name, str):
             return None
         made = self._convert(tool)
-        return None if made is None else (name, made)
+        if made is None:
+            return None
+        try:  # each definition as its JSON, made once: a request's body splices it in
+            return name, [orjson.Fragment(orjson.dumps(definition)) for definition in made]
+        except TypeError:
+            return None
 
 
 def _probe(tool: dict[str, Any], target: str, mend: Callable[..., dict[str, Any]]) -> Any:

@@ -30,6 +30,9 @@ class GeminiDialect:
         self._config = config
         self.models_url = f"{config.base_url}/v1beta/models"
         self._tools = direct_requests.gemini_tools()
+        self._urls: dict[tuple[str, bool], str] = {}
+        """Each model's URL, streamed and not (made once: quoting costs more than the rest
+        of a plain request's URL)."""
 
     def request(self, body: dict[str, Any]) -> Request:
         messages, kept = conversion.take_provider_data(body.get("messages") or [], "gemini")
@@ -43,14 +46,24 @@ class GeminiDialect:
             payload = fixes.gemini_request(converted.body, chat)
             fixes.restore_signatures(payload["contents"], kept)
         stream = bool(body.get("stream"))
-        model = quote(str(body.get("model", "")).removeprefix("models/"), safe="-._")
-        action = "streamGenerateContent?alt=sse" if stream else "generateContent"
         return Request(
-            f"{self.models_url}/{model}:{action}",
+            self._url(body.get("model", ""), stream),
             payload,
             stream,
             functools.partial(_GeminiCodec, converted, stream),
         )
+
+    def _url(self, model: Any, stream: bool) -> str:
+        """Where a completion of `model` goes."""
+        key = (model, stream) if model.__class__ is str else None
+        url = self._urls.get(key) if key is not None else None  # type: ignore[arg-type]
+        if url is None:
+            quoted = quote(str(model).removeprefix("models/"), safe="-._")
+            action = "streamGenerateContent?alt=sse" if stream else "generateContent"
+            url = f"{self.models_url}/{quoted}:{action}"
+            if key is not None and len(self._urls) < _KEPT_URLS:
+                self._urls[key] = url
+        return url
 
     def headers(self, incoming: Mapping[str, str] | None) -> tuple[dict[str, str], str]:
         headers = {"Content-Type": "application/json"}
@@ -181,6 +194,8 @@ class _GeminiCodec:
         return [chunk, provider_chunk(data)] if data is not None else [chunk]
 
 
+_KEPT_URLS = 256
+"""Models whose URLs a dialect keeps (any more are made per request)."""
 _TEXT_PIECE_KEYS = frozenset(("candidates", "usageMetadata", "modelVersion", "responseId"))
 _TEXT_CANDIDATE_KEYS = frozenset(("content", "index"))
 

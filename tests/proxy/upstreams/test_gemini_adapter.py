@@ -12,6 +12,7 @@ from proxy.config import UpstreamConfig
 from proxy.errors import UpstreamError, UpstreamStatusError
 from proxy.upstreams import GeminiUpstream
 from proxy.upstreams.base import Relayable, collect
+from proxy.upstreams.gemini import GeminiDialect
 from testing.gemini_upstream import FakeGemini, Reply, signature
 from tests.proxy.upstreams.helpers import answer_of, chat, history
 
@@ -121,3 +122,20 @@ async def test_a_plain_whole_answer_carries_the_chat_body_it_is_relayed_as(strea
         }
     ]
     assert sent["usage"] == {"prompt_tokens": 12, "completion_tokens": 7, "total_tokens": 19}
+
+
+async def test_each_model_has_its_url_quoted_and_kept(stream: bool) -> None:
+    dialect = GeminiDialect(UpstreamConfig(name="gem", base_url="http://h", format="gemini"))
+    action = "streamGenerateContent?alt=sse" if stream else "generateContent"
+    for _ in range(2):  # the second time from what the dialect kept
+        for model, path in [
+            ("gemini-2.5-flash", "gemini-2.5-flash"),
+            ("models/gemini-pro", "gemini-pro"),
+            ("odd/model name", "odd%2Fmodel%20name"),
+            (7, "7"),
+        ]:
+            body = chat(stream) | {"model": model}
+            assert dialect.request(body).url == f"http://h/v1beta/models/{path}:{action}"
+    other = "streamGenerateContent?alt=sse" if not stream else "generateContent"
+    body = chat(not stream) | {"model": "gemini-2.5-flash"}
+    assert dialect.request(body).url == f"http://h/v1beta/models/gemini-2.5-flash:{other}"
