@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -11,13 +12,13 @@ import orjson
 from ...errors import BadRequestError, ClientDisconnectedError, ProxyError
 from ...server.asgi import Receive, Scope, Send, read_body, send_json
 from ...server.context import RequestContext, context_of
-from ...server.services import Services
+from ...server.services import Loop, Services
 from ...turn.client_tools import DEFER_LOADING, mark
 from ...turn.controls import parse_controls
+from ...turn.events import LoopEvent
 from ...turn.record import Turn
 from ..exchange import Relaying, Reply, Streamed, send_error, serve_turn
 from ..hosted import Declared, HostedTool, declare, messages_type, served
-from ..relayed import answer
 from ..renderers import BuilderJson, BuilderStream
 from .errors import error_body
 from .programmatic import client_marks, code_execution_type, programs_shown, tool_search_name
@@ -154,8 +155,23 @@ class Messages:
         )
         if stream:
             return Streamed(self._services.loop.run(turn), BuilderStream(builder))
-        renderer = BuilderJson(builder)
-        return Relaying(answer(self._services.loop, turn, renderer), renderer)
+        return Relaying(_relayed(self._services.loop, turn, builder), BuilderJson(builder))
+
+
+async def _relayed(
+    loop: Loop, turn: Turn, builder: MessageBuilder
+) -> bytes | AsyncIterator[LoopEvent]:
+    """An unstreamed turn's answer (as `relayed.answer` gives it): the message made at once
+    from the upstream's relayed answer (`MessageBuilder.relayed`), else the turn's events for
+    the builder to fold.
+
+    Raises:
+        ProxyError: the upstream failed or rejected the request.
+    """
+    answered = await loop.relay(turn)
+    if answered.__class__ is not bytes:
+        return answered  # type: ignore[return-value]
+    return builder.relayed(answered)  # type: ignore[arg-type]
 
 
 def _text_turns(messages: list[dict[str, Any]]) -> bool:

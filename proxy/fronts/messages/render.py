@@ -144,6 +144,24 @@ class MessageBuilder:
         text = delta.content_json()
         return _TEXT_DELTA + str(current.index).encode() + _TEXT_FIELD + text + b"}}\n\n"
 
+    def relayed(self, raw: bytes) -> bytes:
+        """The final message of a turn whose one answer is the relayable `raw` (`ToolLoop.relay`:
+        one choice, no tool call, each text null or a non-empty string), serialised: the
+        message `feed` and `final` make of the events `relayed_events` reads from it (its
+        reasoning, then its text, then `Finished`), made from its fields at once."""
+        answer = orjson.loads(raw)
+        choice = answer["choices"][0]
+        message = choice["message"]
+        reasoning = message.get("reasoning_content")
+        content = message.get("content")
+        if reasoning is not None:
+            self.content.append({"type": "thinking", "thinking": reasoning, "signature": ""})
+        if content is not None:
+            self.content.append({"type": "text", "text": content})
+        done = Finished(choice["finish_reason"], Usage.from_chat(answer["usage"]), relay=raw)
+        self._finished = done
+        return orjson.dumps(self.final())
+
     def fail(self, exc: ProxyError) -> list[Event]:
         return [*self._close(), {**error_body(exc)}]
 
