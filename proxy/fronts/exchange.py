@@ -63,11 +63,12 @@ class Relaying(NamedTuple, Generic[E]):
 class Relay(NamedTuple, Generic[E]):
     """A turn answered as one JSON body that is most often the upstream's own bytes, sent as
     they are (`ToolLoop.relay`, for a front that renders nothing of them): `answer` gives
-    them, or the turn's events, which a renderer `renderer()` makes then folds (none is made
-    for the bytes)."""
+    them, or the turn's events, which the renderer `renderer(meta)` makes then folds (none is
+    made for the bytes)."""
 
     answer: Awaitable[bytes | AsyncIterator[E]]
-    renderer: Callable[[], JsonRenderer[E]]
+    renderer: Callable[[Any], JsonRenderer[E]]
+    meta: Any
 
 
 Reply = Streamed[Any] | Answered[Any] | Relaying[Any] | Relay[Any]
@@ -137,7 +138,7 @@ async def _serve(
             if isinstance(events, bytes):
                 body = events
             else:
-                renderer = out.renderer() if isinstance(out, Relay) else out.renderer
+                renderer = out.renderer(out.meta) if isinstance(out, Relay) else out.renderer
                 async for event in events:
                     renderer.feed(event)
                 body = renderer.encoded()

@@ -113,7 +113,7 @@ class Relayable(dict[str, Any]):
     __slots__ = ("finish_reason", "raw", "usage")
 
     def __init__(self, chunk: Chunk, finish_reason: str, usage: Any) -> None:
-        super().__init__(chunk)
+        dict.update(self, chunk)  # not `super().__init__`: one is made per answer
         self.raw: bytes | None = None
         self.finish_reason = finish_reason
         self.usage = usage

@@ -8,7 +8,7 @@ holds the whole message, so the loop has a single path.
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from registry import http1
@@ -30,6 +30,8 @@ class ChatDialect:
         self._name = config.name
         self._url = f"{config.base_url}/chat/completions"
         self.models_url = f"{config.base_url}/models"
+        self._answers: dict[str, Callable[[], ChatCodec]] = {}
+        """Each model's codec of unstreamed answers (which keep no state), as its factory."""
         usual, self._credential = bearer(config.api_key, None)
         self._usual = http1.Headers(usual)
         """The headers of a request that brings none to add (no key of its own to forward,
@@ -45,10 +47,11 @@ class ChatDialect:
         tools = body.get("tools")
         if tools.__class__ is list:
             payload = {**payload, "tools": spliced(tools)}  # registry tools' JSON as it is
-        stream = bool(body.get("stream"))
-        return Request(
-            self._url, payload, stream, functools.partial(ChatCodec, body.get("model"), stream)
-        )
+        if body.get("stream"):
+            return Request(
+                self._url, payload, True, functools.partial(ChatCodec, body.get("model"))
+            )
+        return Request(self._url, payload, False, self._answer_codec(body.get("model")))
 
     def headers(self, incoming: Mapping[str, str] | None) -> tuple[dict[str, str], str]:
         if incoming:
@@ -61,6 +64,26 @@ class ChatDialect:
 
     def models(self, payload: Any) -> list[str]:
         return model_ids(self._name, payload)
+
+    def _answer_codec(self, model: Any) -> Callable[[], ChatCodec]:
+        """The factory of `model`'s codec of unstreamed answers: one codec per model, made once
+        (`whole` keeps no state), rather than one per answer."""
+        if model.__class__ is not str:
+            return functools.partial(ChatCodec, model, False)
+        found = self._answers.get(model)
+        if found is None:
+            found = _always(ChatCodec(model, False))
+            if len(self._answers) < _REMEMBERED_MODELS:
+                self._answers[model] = found
+        return found
+
+
+_REMEMBERED_MODELS = 1024
+"""Models whose codec of unstreamed answers a dialect keeps."""
+
+
+def _always(codec: ChatCodec) -> Callable[[], ChatCodec]:
+    return lambda: codec
 
 
 class HTTPUpstream(ProviderUpstream):

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Coroutine
 from typing import Any
 
@@ -19,6 +18,9 @@ from .request import parse_body
 
 _NO_TOOLS: frozenset[str] = frozenset()
 """The client's own tool names when it sent no `tools`."""
+_new_reply = tuple.__new__
+"""Makes a reply (a named tuple) from its fields, without the named tuple's own `__new__`
+(a Python frame: about twice the cost)."""
 
 
 class ChatCompletions:
@@ -56,11 +58,11 @@ class ChatCompletions:
         if body.get("stream") is not True:
             # The upstream's own answer when it is what this front renders (`relay`); the
             # renderer made only when it is not.
-            return Relay(services.loop.relay(turn), functools.partial(ChatJsonRenderer, model))
+            return _new_reply(Relay, (services.loop.relay(turn), ChatJsonRenderer, model))
         options = body.get("stream_options") or {}
         renderer = ChatStreamRenderer(
             ResponseMeta.new(model),
             include_usage=options.get("include_usage") is True,
             tool_events=controls.stream_tool_events,
         )
-        return Streamed(services.loop.run(turn), renderer)
+        return _new_reply(Streamed, (services.loop.run(turn), renderer))

@@ -75,11 +75,11 @@ async def test_what_a_reply_raises_is_answered_in_the_fronts_shape(
 
 @pytest.mark.parametrize("relayed", [True, False])
 async def test_a_relay_makes_its_renderer_only_for_events(relayed: bool) -> None:
-    made: list[_Renderer] = []
+    made: list[tuple[_Renderer, str]] = []
 
-    def renderer() -> _Renderer:
-        made.append(_Renderer())
-        return made[-1]
+    def renderer(meta: str) -> _Renderer:
+        made.append((_Renderer(), meta))
+        return made[-1][0]
 
     async def events() -> AsyncIterator[str]:
         yield "one"
@@ -89,11 +89,12 @@ async def test_a_relay_makes_its_renderer_only_for_events(relayed: bool) -> None
         return b'{"upstream":true}' if relayed else events()
 
     def reply(raw: bytes, context: RequestContext) -> Reply:
-        return Relay(answer(), renderer)
+        return Relay(answer(), renderer, "the model")
 
     status, _, body = await served(serve_reply, reply)
     assert status == 200
     if relayed:
         assert (body, made) == (b'{"upstream":true}', [])
     else:
-        assert orjson.loads(body) == {"rendered": ["one", "two"]} and len(made) == 1
+        assert orjson.loads(body) == {"rendered": ["one", "two"]}
+        assert [meta for _, meta in made] == ["the model"]

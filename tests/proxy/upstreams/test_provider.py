@@ -85,3 +85,26 @@ def test_the_chat_dialect_adds_what_the_request_brings_to_its_usual_headers(api_
     )
     traced = {"traceparent": "00-a-b-01", "tracestate": "k=v"}
     assert dialect.headers(traced) == ({**usual, **traced}, keyed.get("Authorization", ""))
+
+
+def test_the_chat_dialect_reads_whole_answers_with_one_codec_per_model() -> None:
+    dialect = ChatDialect(UpstreamConfig(name="u", base_url="http://up/v1"))
+
+    def codec(model: Any, stream: bool = False) -> Any:
+        return dialect.request({"model": model, "messages": [], "stream": stream}).codec()
+
+    assert codec("a") is codec("a") and codec("a") is not codec("b")
+    answer = {
+        "id": "x",
+        "object": "chat.completion",
+        "created": 1,
+        "model": "b",
+        "choices": [
+            {"index": 0, "message": {"role": "assistant", "content": "hi"}, "finish_reason": "stop"}
+        ],
+        "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+    }
+    relayed = [type(c(answer)[0]).__name__ for c in (codec("a").whole, codec("b").whole)]
+    assert relayed == ["dict", "Relayable"], "each codec reads for its own model"
+    assert codec("a", stream=True) is not codec("a", stream=True), "a stream's codec keeps state"
+    assert codec(["odd"]) is not codec(["odd"])  # a model that is no name is not kept
