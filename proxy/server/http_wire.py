@@ -10,8 +10,9 @@ What each request no longer pays, its behaviour kept:
   judged once per connection.
 - The response's `send` as a coroutine: `LeanCycle.send` writes at once and hands back an
   awaitable that is already done (a coroutine only while the transport's buffer is full).
-  Every header is still checked as uvicorn checks it, by one search over the names and one
-  over the values, rather than two searches per header.
+  Every header is still checked by uvicorn's patterns, for all the names at once and all the
+  values, by a translation table made from each (which costs a fraction of a search), rather
+  than by two searches per header.
 - Two writes for a response with a length: its head waits for its first body and both go
   out in one write (an event stream's head goes at once).
 - A keep-alive timer armed after each response and cancelled by the next request: one timer

@@ -8,6 +8,7 @@ import asyncio
 import contextvars
 import hashlib
 import inspect
+import random
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -191,6 +192,66 @@ async def test_an_invalid_header_is_refused_as_uvicorn_refuses_it(
     answer = await served.request(b"GET / HTTP/1.1\r\nhost: x\r\n\r\n")
     assert [str(e) for e in raised] == [f"Invalid HTTP header {problem}."]
     assert answer == b"" and served.transport.closed
+
+
+async def _headed_answers(
+    protocol: type[HttpToolsProtocol], cases: list[list[tuple[bytes, bytes]]]
+) -> list[tuple[list[str], bytes, bool]]:
+    """For each list of response headers, what `protocol` makes of an app that starts its
+    response with them: what the app's `send` raised, the answer, whether it closed."""
+    served: list[tuple[list[str], bytes, bool]] = []
+    for headers in cases:
+        raised: list[str] = []
+
+        async def app(
+            scope: Message, receive: Any, send: Any, headers: Any = headers, raised: Any = raised
+        ) -> None:
+            try:
+                await send({"type": "http.response.start", "status": 200, "headers": headers})
+            except RuntimeError as exc:
+                raised.append(str(exc))
+                raise
+            await send({"type": "http.response.body", "body": b""})
+
+        connection = _Served(app, protocol=protocol)
+        connection.protocol.logger.disabled = True  # the app's exception, logged each time
+        try:
+            answer = await connection.request(b"GET / HTTP/1.1\r\nhost: x\r\n\r\n")
+        finally:
+            connection.protocol.logger.disabled = False
+        served.append((raised, answer, connection.transport.closed))
+    return served
+
+
+async def test_every_byte_of_a_header_is_refused_or_passed_as_uvicorn_does() -> None:
+    """Each of the 256 byte values in a header's name, and in its value, beside valid ones:
+    the lean cycle refuses exactly what uvicorn refuses, with its words."""
+    cases = []
+    for byte in bytes(range(256)):
+        odd = b"a" + bytes([byte]) + b"z"
+        cases += [[(b"x-ok", b"v"), (odd, b"v")], [(b"x-ok", b"v"), (b"x-odd", odd)]]
+    lean = await _headed_answers(LeanHttpTools, cases)
+    theirs = await _headed_answers(HttpToolsProtocol, cases)
+    assert lean == theirs
+    refused = [raised for raised, _, _ in lean if raised]
+    names = ["Invalid HTTP header name."]
+    assert len(refused) == 49 + 32 and refused.count(names) == 49  # what uvicorn's patterns find
+
+
+async def test_generated_headers_are_refused_as_uvicorn_refuses_them() -> None:
+    """Lists of valid and invalid names and values, in every order: uvicorn names the first
+    invalid header's problem (its name before its value), and the lean cycle the same."""
+    rng = random.Random(29)
+    parts = [b"x-a", b"v 1", b"a\tb", b"x(y", b"v\r\n", b"\x7f", b"\xff", b"n:", b"\x00", b""]
+    cases = [
+        [(rng.choice(parts), rng.choice(parts)) for _ in range(rng.randint(1, 4))]
+        for _ in range(300)
+    ]
+    lean = await _headed_answers(LeanHttpTools, cases)
+    theirs = await _headed_answers(HttpToolsProtocol, cases)
+    assert lean == theirs
+    kinds = {tuple(raised) for raised, _, _ in lean}
+    assert kinds == {(), ("Invalid HTTP header name.",), ("Invalid HTTP header value.",)}
 
 
 async def test_a_body_past_its_length_is_refused() -> None:
