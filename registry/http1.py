@@ -220,10 +220,17 @@ class Pool:
         """An idle connection to `key` still fit to carry a request (the others closed)."""
         idle = self._idle.get(key)
         if idle:
-            now = _clock()
+            since = _clock() - self._keepalive_s
             while idle:
                 connection = idle.pop()
-                if connection.usable(now - self._keepalive_s):
+                # Fit: open, and idle since `since` at most (spelled out: every request asks).
+                transport = connection._transport
+                if (
+                    not connection._lost
+                    and transport is not None
+                    and not transport.is_closing()
+                    and connection.idle_since > since
+                ):
                     return connection
                 connection.close()
         return None
@@ -445,16 +452,6 @@ class _Connection(asyncio.Protocol):
         self._complete: bool | None = None
         """The read being parsed ended the answer (whether the server keeps the connection)."""
 
-    def usable(self, since: float) -> bool:
-        """Whether an idle connection may carry a request (open, idle since `since` at most)."""
-        transport = self._transport
-        return (
-            not self._lost
-            and transport is not None
-            and not transport.is_closing()
-            and self.idle_since > since
-        )
-
     def send(self, response: Response, head: bytes, body: bytes) -> None:
         assert self._transport is not None
         self._response = response
@@ -620,18 +617,19 @@ class Response:
             await self._wait()
         return self._taken()
 
-    def read_now(self) -> bytes | None:
-        """`read_any` without a wait: the body bytes that arrived since the last read, b"" at
-        its end, None when there are none yet (`read_any` then waits for some).
-
-        Raises:
-            Disconnected, ProtocolError: the body broke off.
-        """
-        if not self._chunks:
-            if self._error is not None:
-                raise self._error
-            return b"" if self._ended else None
-        return self._taken()
+    def body_now(self) -> bytes | None:
+        """The whole body without a wait, when its end has arrived (most often with the head):
+        what `read` would give, taken. None when it has not all arrived, or broke off: then
+        nothing is taken, and `read_any` reads it (and raises what broke it)."""
+        if not self._ended or self._error is not None:
+            return None
+        chunks = self._chunks
+        if not chunks:
+            return b""
+        # `_taken` spelled out, but for its resumption: `close` resumes a paused connection.
+        self._chunks = []
+        self._buffered = 0
+        return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
     def _taken(self) -> bytes:
         """The body bytes that arrived, handed over (a paused connection reads on)."""
@@ -841,7 +839,8 @@ class Response:
         Raises:
             TimeoutError: the total deadline or `by` has passed.
         """
-        loop = self._pool.loop
+        pool = self._pool
+        loop = pool._loop or pool.loop
         limit = self._idle_s
         deadline = self._deadline
         if by is not None and (deadline is None or by < deadline):

@@ -109,18 +109,12 @@ class Transport:
                 raise await _status_error(
                     self.name, response, credential, self._client_key(credential)
                 )
-            # The body has most often arrived with the head: read without a wait, its end
-            # seen by a second read (b"": nothing can arrive in between).
-            try:
-                data = response.read_now()
-                if data is None:
-                    data = await _rest(self.name, response, [], credential)
-                elif data and response.read_now() is None:
-                    data = await _rest(self.name, response, [data], credential)
-                elif len(data) > _MAX_BODY:
-                    raise UpstreamError("upstream answer is too large")
-            except http1.HTTPError as exc:
-                raise _broke_off(self.name, exc, credential) from exc
+            # The body has most often arrived with the head: taken whole without a wait.
+            data = response.body_now()
+            if data is None:
+                data = await _rest(self.name, response, [], credential)
+            elif len(data) > _MAX_BODY:
+                raise UpstreamError("upstream answer is too large")
         finally:
             response.close()
         return _chunks(data, codec(), credential)

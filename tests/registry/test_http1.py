@@ -281,27 +281,35 @@ async def test_the_first_byte_limit_bounds_the_wait_for_a_connection() -> None:
     assert fake.connections == 1, "the request that timed out took no connection"
 
 
-async def test_read_now_hands_over_what_arrived_without_a_wait() -> None:
-    async def arrived(response: http1.Response) -> bytes:
+async def test_body_now_hands_over_a_whole_body_without_a_wait_and_nothing_before() -> None:
+    async def whole(response: http1.Response) -> bytes:
         seen: list[bytes | None] = []
-        await until(lambda: seen.append(response.read_now()) or seen[-1] is not None)
+        await until(lambda: seen.append(response.body_now()) or seen[-1] is not None)
         data = seen[-1]
         assert data is not None
         return data
 
     reply = raw("HTTP/1.1 200 OK\nContent-Length: 100\n", b"part")
     async with MisbehavingUpstream(
-        Act.answer(json_reply({"n": 1})), Act.answer(reply, then="fin")
+        Act.answer(json_reply({"n": 1})),
+        Act.answer(raw("HTTP/1.1 200 OK\nContent-Length: 0\n", b"")),
+        Act.answer(reply, then="fin"),
     ) as fake:
         client = pool()
-        whole = await client.request(b"POST", fake.base_url, {}, b"")
-        assert await arrived(whole) == b'{"n":1}'
-        assert whole.read_now() == b"", "then its end, at once"
-        whole.close()
+        answered = await client.request(b"POST", fake.base_url, {}, b"")
+        assert await whole(answered) == b'{"n":1}'
+        assert await answered.read_any() == b"", "taken: then its end"
+        answered.close()
+        empty = await client.request(b"POST", fake.base_url, {}, b"")
+        assert await whole(empty) == b""
+        empty.close()
+        assert fake.connections == 1, "read whole, the connection carried the next request"
         cut = await client.request(b"POST", fake.base_url, {}, b"")
-        assert await arrived(cut) == b"part"
+        await until(lambda: cut._error is not None)
+        assert cut.body_now() is None, "a body that broke off is never whole"
+        assert await cut.read_any() == b"part", "nothing was taken"
         with pytest.raises(Disconnected, match="mid-answer"):
-            await arrived(cut)
+            await cut.read_any()
         cut.close()
         await client.aclose()
 
