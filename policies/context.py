@@ -11,9 +11,13 @@ from registry import Caller, without_client_key
 from .principals import Principal
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)
 class CallContext:
-    """What a policy, a guard or the gate knows of the request a call belongs to."""
+    """What a policy, a guard or the gate knows of the request a call belongs to.
+
+    Not changed once made, though not frozen: one is made per request, and a frozen
+    dataclass sets each field through `object.__setattr__` (about four times the cost).
+    It compares and hashes as a frozen one would (its fields but `headers`)."""
 
     principal: Principal | None = None
     """None when authentication is off."""
