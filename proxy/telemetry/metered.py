@@ -15,7 +15,7 @@ from types import TracebackType
 from typing import Any
 
 from ..server.context import current_request
-from ..turn.events import Finished
+from ..turn.events import Usage
 from ..upstreams import Upstream
 from ..upstreams.base import collect
 from .metrics import Metrics
@@ -26,7 +26,7 @@ Chunk = dict[str, Any]
 
 class LoopMeter:
     """Notes each turn of the tool loop in the request's stats (`ToolLoop.meter`): the model
-    asked for as it begins, the tokens and the limit that stopped it at its `Finished`.
+    asked for as it begins, the tokens and the limit that stopped it as it ends.
     Its upstream calls are measured by `MeteredUpstream`, which the router hands out."""
 
     def begin(self, body: Mapping[str, Any]) -> None:
@@ -35,14 +35,14 @@ class LoopMeter:
         if context is not None and isinstance(model, str):
             context.stats.model = model
 
-    def finished(self, event: Finished) -> None:
+    def finished(self, usage: Usage, stopped_by: str | None) -> None:
         context = current_request.get()
         if context is None:
             return
         stats = context.stats
-        stats.input_tokens += event.usage.prompt_tokens
-        stats.output_tokens += event.usage.completion_tokens
-        stats.stopped_by = event.stopped_by
+        stats.input_tokens += usage.prompt_tokens
+        stats.output_tokens += usage.completion_tokens
+        stats.stopped_by = stopped_by
 
 
 class MeteredUpstream:

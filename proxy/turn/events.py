@@ -234,19 +234,20 @@ LoopEvent = ContentDelta | ToolsStarted | ToolsFinished | ToolProgress | Finishe
 
 class TurnMeter(Protocol):
     """What the loop tells the telemetry of each turn (`ToolLoop.meter`): its body as it
-    begins, its `Finished` before that is yielded. Calls, not a wrapping generator: nothing
-    runs per event."""
+    begins, its summed usage and the guard that stopped it (`Finished`'s) as it ends, before
+    its `Finished` is yielded. Calls, not a wrapping generator: nothing runs per event; and
+    the end's fields, not the event: a relayed turn makes none."""
 
     def begin(self, body: Mapping[str, Any]) -> None: ...
 
-    def finished(self, event: Finished) -> None: ...
+    def finished(self, usage: Usage, stopped_by: str | None) -> None: ...
 
 
 class _Unmetered:
     def begin(self, body: Mapping[str, Any]) -> None:
         pass
 
-    def finished(self, event: Finished) -> None:
+    def finished(self, usage: Usage, stopped_by: str | None) -> None:
         pass
 
 

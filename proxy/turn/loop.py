@@ -176,15 +176,15 @@ class ToolLoop:
             return self._run(turn)
         self.meter.begin(client_body)
         messages, tool_rounds = _history(client_body["messages"])
-        limits = self._limits_for(turn.controls)
+        controls = turn.controls
+        limits = self._limits if controls.max_iterations is None else self._limits_for(controls)
         if tool_rounds:
             return self._run(
                 turn, _State(LoopGuard(limits), messages, _upstream_body(client_body), True)
             )
         started = time.monotonic()
-        base = _upstream_body(client_body)
         # The messages a list of their own: the history is the state's if the turn goes on.
-        body = _request(base, [*messages], self._tools_for(turn, ()))
+        body = _first_request(client_body, [*messages], self._tools_for(turn, ()))
         chunks = await turn.upstream.answer(
             body, headers=turn.headers, deadline=started + limits.timeout_s
         )
@@ -193,11 +193,11 @@ class ToolLoop:
             if chunk.__class__ is Relayable:
                 relayable: Relayable = chunk  # type: ignore[assignment]
                 raw = relayable.raw
-                if raw is not None:
-                    finished = Finished(relayable.finish_reason, relayable.usage, relay=raw)
-                    self._finished(finished)
+                if raw is not None:  # the turn's end, told as `_finished` would tell it
+                    self.meter.finished(relayable.usage, None)
                     return raw
         # The turn goes on from that answer, its first iteration counted, as `_run`'s would be.
+        base = _upstream_body(client_body)
         state = _State(LoopGuard(limits, started, iterations=1), messages, base)
         return self._run(turn, state, chunks)
 
@@ -269,7 +269,7 @@ class ToolLoop:
 
     def _finished(self, event: Finished) -> Finished:
         """The turn's `Finished`, its meter told first."""
-        self.meter.finished(event)
+        self.meter.finished(event.usage, event.stopped_by)
         return event
 
     async def _resume_approved(self, turn: Turn, state: _State) -> AsyncIterator[LoopEvent]:
@@ -400,12 +400,20 @@ class ToolLoop:
         """The tools the model is offered: in code mode, `run_code` (its program searches a
         deferred catalog) and the tools outside code mode; `loaded`: the schemas of deferred
         tools the turn's searches found."""
-        if not self._code_mode(turn):
-            return _tools_for(turn, loaded)
-        assert self._programs is not None
-        view = self._programs.tools(turn.toolset)
-        offered = self._programs.offered(turn)
-        return [*view.direct, offered, *loaded, *client_tools.offered(turn)]
+        programs = self._programs
+        # `_code_mode`, spelled out: every upstream call with tools asks it.
+        if programs is not None and RUN_CODE not in turn.client_tools and programs.on(turn):
+            view = programs.tools(turn.toolset)
+            offered = programs.offered(turn)
+            return [*view.direct, offered, *loaded, *client_tools.offered(turn)]
+        toolset = turn.toolset
+        tools = [*toolset.chat_tools, *loaded]
+        own = turn.body.get("tools")  # the client's own tools, if any
+        if toolset.deferred is not None or (own and client_tools.deferred(turn)):
+            tools.append(SEARCH_CHAT_TOOL)
+        if own:
+            tools.extend(client_tools.offered(turn))
+        return tools
 
     def _code_mode(self, turn: Turn) -> bool:
         """Whether the turn's model is offered `run_code` (never beside a client's own)."""
@@ -598,22 +606,34 @@ def _answered(state: _State, answer: Answer) -> Finished:
     return Finished(answer.finish_reason, state.usage, rounds=rounds, relay=relay)
 
 
-def _tools_for(turn: Turn, loaded: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
-    tools = [*turn.toolset.chat_tools, *loaded]
-    own = turn.body.get("tools")  # the client's own tools, if any
-    if turn.toolset.deferred is not None or (own and client_tools.deferred(turn)):
-        tools.append(SEARCH_CHAT_TOOL)
-    if own:
-        tools.extend(client_tools.offered(turn))
-    return tools
-
-
 def _request(
     base: dict[str, Any], messages: list[Message], tools: list[dict[str, Any]]
 ) -> dict[str, Any]:
     """An upstream request's body: `base` (`_upstream_body`'s) with `messages` and `tools`
     (without them, no tool choice either)."""
     body = {**base, "messages": messages}
+    if tools:
+        body["tools"] = tools
+    else:
+        body.pop("tool_choice", None)
+        body.pop("parallel_tool_calls", None)
+    return body
+
+
+def _first_request(
+    client_body: dict[str, Any], messages: list[Message], tools: list[dict[str, Any]]
+) -> dict[str, Any]:
+    """`_request(_upstream_body(client_body), messages, tools)`, the same keys in the same
+    order, with one copy of the body rather than two: the first upstream request of a turn
+    that `relay` asks, whose base is made only if the turn goes on."""
+    body = dict(client_body)
+    body.pop("messages", None)
+    body.pop("tools", None)
+    if body.get("stream"):
+        body["stream_options"] = {**(body.get("stream_options") or {}), "include_usage": True}
+    else:
+        body.pop("stream_options", None)
+    body["messages"] = messages
     if tools:
         body["tools"] = tools
     else:

@@ -195,6 +195,7 @@ _RELAYED_MESSAGE = frozenset({"role", "content", "reasoning_content", "refusal"}
 _TEXT_MESSAGE = frozenset({"role", "content"})
 _COUNTS = frozenset({"prompt_tokens", "completion_tokens", "total_tokens"})
 _ENDS = ("stop", "length")
+_new_usage = tuple.__new__
 
 
 def relayable(payload: dict[str, Any], model: Any) -> Usage | None:
@@ -227,7 +228,9 @@ def relayable(payload: dict[str, Any], model: Any) -> Usage | None:
         total = usage["total_tokens"]
         ints = prompt.__class__ is completion.__class__ is total.__class__ is int
         if ints and prompt >= 0 and completion >= 0 and total > 0:
-            return Usage(prompt, completion, total)
+            # `Usage(prompt, completion, total)`, built as the tuple it is (the named
+            # tuple's own `__new__` is a Python function).
+            return _new_usage(Usage, (prompt, completion, total, 0, 0))
     counted = Usage.from_chat(usage)
     rendered = counted.as_dict()
     if rendered == usage or rendered == {k: v for k, v in usage.items() if v is not None}:

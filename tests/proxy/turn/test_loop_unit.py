@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import itertools
 import json
 import time
 from collections.abc import AsyncIterator, Iterator, Mapping
@@ -21,6 +22,7 @@ from policies import (
 )
 from proxy.approvals.flow import ApprovalFlow
 from proxy.state.memory import MemoryTurnStore
+from proxy.turn import loop as loop_module
 from proxy.turn.catalog import Catalog
 from proxy.turn.controls import Controls
 from proxy.turn.events import Finished, LoopEvent
@@ -215,3 +217,34 @@ async def test_the_last_word_after_a_guard_is_asked_without_tools_or_tool_choice
     last = upstream.bodies[-1]
     assert "tools" not in last and "tool_choice" not in last
     assert finished.finish_reason == "stop" and finished.stopped_by == "max_iterations"
+
+
+def _client_bodies() -> Iterator[dict[str, Any]]:
+    """Chat bodies of every shape the first request's fields take: each of the fields it
+    moves, drops or adds, absent or in each kind of value, before and after `messages`."""
+    streams = [{}, {"stream": True}, {"stream": False}, {"stream": 1}, {"stream": None}]
+    options = [{}, {"stream_options": None}, {"stream_options": {}}]
+    options.append({"stream_options": {"include_usage": False, "x": 1}})
+    tools = [{}, {"tools": []}, {"tools": [{"type": "function", "function": {"name": "t"}}]}]
+    choices = [{}, {"tool_choice": "required", "parallel_tool_calls": False}]
+    for stream, option, tool, choice in itertools.product(streams, options, tools, choices):
+        for first in (True, False):
+            fields = {**stream, **option, **tool, **choice, "temperature": 0.5}
+            messages = {"messages": [{"role": "user", "content": "hi"}]}
+            yield {"model": "m", **messages, **fields} if first else {**fields, **messages}
+
+
+@pytest.mark.parametrize("tools", [[], [{"type": "function", "function": {"name": "x"}}]])
+def test_a_first_request_is_the_base_body_with_its_messages_and_tools(
+    tools: list[dict[str, Any]],
+) -> None:
+    shapes = 0
+    for client_body in _client_bodies():
+        kept = copy.deepcopy(client_body)
+        messages = [*client_body["messages"]]
+        first = loop_module._first_request(client_body, messages, tools)
+        general = loop_module._request(loop_module._upstream_body(client_body), messages, tools)
+        assert list(first.items()) == list(general.items()), client_body
+        assert client_body == kept, "the client's body is left as it came"
+        shapes += 1
+    assert shapes == 5 * 4 * 3 * 2 * 2
