@@ -17,6 +17,7 @@ from ..turn.catalog import Catalog
 from ..turn.events import LoopEvent, TurnMeter
 from ..turn.questions import Questions
 from ..turn.record import Turn
+from ..upstreams.base import Relayable
 from ..upstreams.router import UpstreamRouter
 from .auth import Authenticator
 from .pins import PinKeeper
@@ -35,9 +36,11 @@ class Loop(Protocol):
         """The events of one turn, ending with `Finished`."""
         ...
 
-    async def relay(self, turn: Turn) -> bytes | AsyncIterator[LoopEvent]:
-        """An unstreamed turn's answer as the upstream's own bytes when it can be, else its
-        events."""
+    async def relay(
+        self, turn: Turn, whole: bool = False
+    ) -> bytes | Relayable | AsyncIterator[LoopEvent]:
+        """An unstreamed turn's answer as the upstream's own bytes when it can be (`whole`: the
+        `Relayable` answer itself), else its events."""
         ...
 
 

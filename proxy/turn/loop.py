@@ -154,9 +154,12 @@ class ToolLoop:
         self._take(state, answer)
         yield self._finished(_answered(state, answer))
 
-    async def relay(self, turn: Turn) -> bytes | AsyncIterator[LoopEvent]:
+    async def relay(
+        self, turn: Turn, whole: bool = False
+    ) -> bytes | Relayable | AsyncIterator[LoopEvent]:
         """An unstreamed turn answered by the upstream's own bytes when it can be, else its
-        events (`run`'s).
+        events (`run`'s). `whole`: the `Relayable` answer itself rather than its bytes (for a
+        front that renders its own shape from the answer's fields).
 
         The relay: a turn whose history holds no tool round asks the upstream once, as its
         first round would (the same body, deadline and meter), without the event stream;
@@ -195,7 +198,7 @@ class ToolLoop:
                 raw = relayable.raw
                 if raw is not None:  # the turn's end, told as `_finished` would tell it
                     self.meter.finished(relayable.usage, None)
-                    return raw
+                    return relayable if whole else raw
         # The turn goes on from that answer, its first iteration counted, as `_run`'s would be.
         base = _upstream_body(client_body)
         state = _State(LoopGuard(limits, started, iterations=1), messages, base)
