@@ -80,9 +80,12 @@ class StoredResponse:
         return principal is None or principal.master or principal.name == self.owner
 
 
-def encode(stored: StoredResponse) -> bytes:
-    """`stored` as every store keeps it: `[response, conversation, owner]`."""
-    return orjson.dumps([stored.response, stored.conversation, stored.owner])
+def encode(stored: StoredResponse, response_json: bytes | None = None) -> bytes:
+    """`stored` as every store keeps it: `[response, conversation, owner]`. `response_json`:
+    the response already serialized (the bytes its client received), spliced in as it is
+    rather than serialized again."""
+    response = stored.response if response_json is None else orjson.Fragment(response_json)
+    return orjson.dumps([response, stored.conversation, stored.owner])
 
 
 def decode(data: bytes | str) -> StoredResponse:
@@ -97,8 +100,11 @@ class ResponseStore(Protocol):
     A response is its key's alone: a caller checks `StoredResponse.visible_to`.
     """
 
-    async def put(self, response_id: str, stored: StoredResponse) -> None:
-        """Keep `stored` under `response_id` until it expires or is evicted."""
+    async def put(
+        self, response_id: str, stored: StoredResponse, response_json: bytes | None = None
+    ) -> None:
+        """Keep `stored` under `response_id` until it expires or is evicted; `response_json`:
+        its response as already serialized, if it was (`encode`)."""
         ...
 
     async def get(self, response_id: str) -> StoredResponse | None:

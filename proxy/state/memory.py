@@ -95,8 +95,10 @@ class MemoryResponseStore:
         self._bytes = 0
         self._entries: OrderedDict[str, tuple[float, int, bytes]] = OrderedDict()
 
-    async def put(self, response_id: str, stored: StoredResponse) -> None:
-        data = encode(stored)
+    async def put(
+        self, response_id: str, stored: StoredResponse, response_json: bytes | None = None
+    ) -> None:
+        data = encode(stored, response_json)
         size = len(data)
         if size > self._max_bytes:
             return  # larger than the whole store: keeping it would evict everything else

@@ -183,9 +183,11 @@ class RedisResponseStore:
         self._state = state
         self._ttl_ms = max(1, int(ttl_s * 1000))
 
-    async def put(self, response_id: str, stored: StoredResponse) -> None:
+    async def put(
+        self, response_id: str, stored: StoredResponse, response_json: bytes | None = None
+    ) -> None:
         """Keep `stored` (not when over the byte cap). Raises StateUnavailableError."""
-        data = encode(stored)
+        data = encode(stored, response_json)
         if not self._state.fits(data, self._KIND, response_id):
             return
         with reaching("storing the response"):

@@ -17,6 +17,7 @@ from ...turn.client_tools import DEFER_LOADING, mark
 from ...turn.controls import parse_controls
 from ...turn.events import LoopEvent
 from ...turn.record import Turn
+from ...upstreams.base import Relayable
 from ..exchange import Relaying, Reply, Streamed, send_error, serve_turn
 from ..hosted import Declared, HostedTool, declare, messages_type, served
 from ..renderers import BuilderJson, BuilderStream
@@ -161,15 +162,15 @@ class Messages:
 async def _relayed(
     loop: Loop, turn: Turn, builder: MessageBuilder
 ) -> bytes | AsyncIterator[LoopEvent]:
-    """An unstreamed turn's answer (as `relayed.answer` gives it): the message made at once
+    """An unstreamed turn's answer: the message made at once
     from the upstream's relayed answer (`MessageBuilder.relayed`), else the turn's events for
     the builder to fold.
 
     Raises:
         ProxyError: the upstream failed or rejected the request.
     """
-    answered = await loop.relay(turn)
-    if answered.__class__ is not bytes:
+    answered = await loop.relay(turn, whole=True)
+    if answered.__class__ is not Relayable:
         return answered  # type: ignore[return-value]
     return builder.relayed(answered)  # type: ignore[arg-type]
 

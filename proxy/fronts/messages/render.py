@@ -29,7 +29,9 @@ from ...turn.events import (
     Usage,
 )
 from ...turn.programs import RUN_CODE
+from ...upstreams.base import Relayable
 from ..hosted import WEB_FETCH, WEB_SEARCH, HostedTool, Source, cited, sources
+from ..relayed import relayed_texts
 from ..renderers import Event
 from .errors import error_body
 from .programmatic import CODE_EXECUTION
@@ -144,22 +146,17 @@ class MessageBuilder:
         text = delta.content_json()
         return _TEXT_DELTA + str(current.index).encode() + _TEXT_FIELD + text + b"}}\n\n"
 
-    def relayed(self, raw: bytes) -> bytes:
-        """The final message of a turn whose one answer is the relayable `raw` (`ToolLoop.relay`:
-        one choice, no tool call, each text null or a non-empty string), serialised: the
-        message `feed` and `final` make of the events `relayed_events` reads from it (its
-        reasoning, then its text, then `Finished`), made from its fields at once."""
-        answer = orjson.loads(raw)
-        choice = answer["choices"][0]
-        message = choice["message"]
-        reasoning = message.get("reasoning_content")
-        content = message.get("content")
+    def relayed(self, relayed: Relayable) -> bytes:
+        """The final message of a turn whose one answer is `relayed` (`ToolLoop.relay`: one
+        choice, no tool call, each text null or a non-empty string), serialised: the message
+        `feed` and `final` make of the events `relayed_events` reads from it (its reasoning,
+        then its text, then `Finished`), made from its fields at once."""
+        content, reasoning, _ = relayed_texts(relayed)
         if reasoning is not None:
             self.content.append({"type": "thinking", "thinking": reasoning, "signature": ""})
         if content is not None:
             self.content.append({"type": "text", "text": content})
-        done = Finished(choice["finish_reason"], Usage.from_chat(answer["usage"]), relay=raw)
-        self._finished = done
+        self._finished = Finished(relayed.finish_reason, relayed.usage, relay=relayed.raw)
         return orjson.dumps(self.final())
 
     def fail(self, exc: ProxyError) -> list[Event]:

@@ -28,12 +28,13 @@ from ...turn.client_tools import mark
 from ...turn.controls import parse_controls
 from ...turn.events import Finished, LoopEvent
 from ...turn.record import Turn
+from ...upstreams.base import Relayable
 from ..conversion import round_items, to_chat
 from ..exchange import Answered, Relaying, Reply, Streamed, serve_turn
 from ..exchange import openai_error_body as error_body
 from ..hosted import is_responses_search, served
 from ..relayed import relayed_events
-from ..renderers import BuilderJson
+from ..renderers import BuilderJson, Event
 from .background_run import Run
 from .items import Item, for_rosetta, input_items, listed_labels
 from .records import LogStream, ResponseNotFoundError
@@ -205,16 +206,16 @@ class Responses:
     ) -> bytes | AsyncIterator[LoopEvent | Stored]:
         """An unstreamed response: rendered at once when the upstream answered the turn
         whole (`ToolLoop.relay`), else the turn's events for the renderer to fold."""
-        answered = await self._services.loop.relay(prepared.turn)
-        if answered.__class__ is not bytes:
+        answered = await self._services.loop.relay(prepared.turn, whole=True)
+        if answered.__class__ is not Relayable:
             return self._kept(answered, builder, prepared)  # type: ignore[arg-type]
         # Folded by the builder itself: the renderer's `feed` would only pass them on, and
         # a quiet builder makes nothing of the `Stored` end.
         for event in relayed_events(answered):  # type: ignore[arg-type]
             if event.__class__ is not Finished:
                 builder.feed(event)
-            elif prepared.store:
-                await self._store(event, builder, prepared)
+            elif prepared.store:  # `Finished` comes last: the body is the one stored
+                return (await self._store(event, builder, prepared))[1]
             else:
                 builder.finish(event)
         return renderer.encoded()
@@ -227,22 +228,27 @@ class Responses:
         and passes on as the `Stored` events that end the response."""
         async for event in events:
             if isinstance(event, Finished) and prepared.store:
-                yield await self._store(event, builder, prepared)
+                yield Stored((await self._store(event, builder, prepared))[0])
             else:
                 yield event
 
     async def _store(
         self, event: Finished, builder: ResponseBuilder, prepared: _Prepared
-    ) -> Stored:
-        """The turn's end folded, and the finished response stored: the events that end it."""
+    ) -> tuple[list[Event], bytes]:
+        """The turn's end folded, and the finished response stored: the events that end it,
+        and the response serialized, once for the store and its client (the body of an
+        unstreamed response; the terminal event of a streamed one holds those bytes)."""
         closing = builder.finish(event)
         response = builder.final()
         assert response is not None  # made by `finish`
+        body = orjson.dumps(response)
         hidden = [] if prepared.plan.show_rounds else round_items(event.rounds)
         conversation = [*prepared.conversation, *hidden, *builder.output]
         stored = StoredResponse(response, conversation, prepared.turn.owner)
-        await self._services.responses.put(prepared.plan.id, stored)
-        return Stored(closing)
+        await self._services.responses.put(prepared.plan.id, stored, body)
+        if prepared.stream:  # the last event ends the response, and holds it
+            closing[-1]["response"] = orjson.Fragment(body)
+        return closing, body
 
 
 _NONE: frozenset[str] = frozenset()

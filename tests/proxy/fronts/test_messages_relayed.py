@@ -4,13 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-import orjson
 import pytest
 
 from proxy.fronts.messages.render import MessageBuilder
 from proxy.fronts.relayed import relayed_events
 from proxy.fronts.renderers import BuilderJson
-from tests.proxy.fronts.test_relayed import MODEL, answers
+from tests.proxy.fronts.test_relayed import MODEL, answers, relayed, translated
 
 BUILDERS: dict[str, dict[str, Any]] = {
     "plain": {},
@@ -25,14 +24,13 @@ BUILDERS: dict[str, dict[str, Any]] = {
 
 @pytest.mark.parametrize("options", list(BUILDERS.values()), ids=list(BUILDERS))
 def test_a_relayed_answer_is_the_message_its_events_make(options: dict[str, Any]) -> None:
-    for answer in answers():
-        raw = orjson.dumps(answer)
+    for made in [*map(relayed, answers()), *translated()]:
         folded = MessageBuilder(MODEL, quiet=True, **options)
         renderer = BuilderJson(folded)
-        for event in relayed_events(raw):
+        for event in relayed_events(made):
             renderer.feed(event)
-        made = MessageBuilder(MODEL, quiet=True, **options)
-        made.id = folded.id
-        BuilderJson(made)  # as the front makes it: its start taken
-        assert made.relayed(raw) == renderer.encoded(), answer
-        assert made.final() == folded.final()
+        at_once = MessageBuilder(MODEL, quiet=True, **options)
+        at_once.id = folded.id
+        BuilderJson(at_once)  # as the front makes it: its start taken
+        assert at_once.relayed(made) == renderer.encoded(), made.raw
+        assert at_once.final() == folded.final()

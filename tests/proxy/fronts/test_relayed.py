@@ -1,4 +1,5 @@
-"""A relayed answer read back into events: the very events the loop's assembler makes of it."""
+"""A relayed answer read back into events: the very events the loop's assembler makes of its
+bytes, read from the fields of the `Relayable` the codec made (no second parse)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,9 @@ import pytest
 from proxy.fronts.relayed import relayed_events
 from proxy.turn.assembler import Assembler
 from proxy.turn.events import Finished, LoopEvent
-from proxy.upstreams.openai_chat import as_chunk, relayable
+from proxy.upstreams import direct_answers
+from proxy.upstreams.base import Relayable
+from proxy.upstreams.openai_chat import ChatCodec, as_chunk, relayable
 
 MODEL = "fake-model"
 TEXTS: tuple[Any, ...] = (None, "Hello, \u00e9t\u00e9 \U0001f600", "x")
@@ -69,8 +72,43 @@ def assembled(raw: bytes) -> list[LoopEvent]:
     return events
 
 
+def relayed(answer: dict[str, Any]) -> Relayable:
+    """`answer` as the loop hands it on (`ToolLoop.relay`): the codec's `Relayable`, the
+    upstream's bytes filled in by the transport."""
+    (chunk,) = ChatCodec(MODEL, stream=False).whole(answer)
+    assert chunk.__class__ is Relayable  # only such answers are read back
+    chunk.raw = orjson.dumps(answer)
+    return chunk  # type: ignore[return-value]
+
+
+def translated() -> list[Relayable]:
+    """Whole text answers of a translating upstream (Anthropic, Gemini) as its codec relays
+    them: the chunk it made, and the Chat body it renders as `raw` (an empty text null)."""
+    made = []
+    for text, finish, usage in itertools.product(("", "x", TEXTS[1]), ("stop", "length"), USAGES):
+        chunk = {
+            "id": "msg_0123",
+            "model": MODEL,
+            "choices": direct_answers._message(text, finish, usage),
+            "usage": usage,
+        }
+        relayable = direct_answers.relayable(chunk, MODEL)
+        assert relayable.__class__ is Relayable
+        made.append(relayable)
+    return made  # type: ignore[return-value]
+
+
 @pytest.mark.parametrize("answer", answers())
 def test_a_relayable_answer_reads_back_as_the_assembler_reads_it(answer: dict[str, Any]) -> None:
-    raw = orjson.dumps(answer)
-    assert relayable(answer, MODEL) is not None  # only such answers are read back
-    assert relayed_events(raw) == assembled(raw)
+    assert relayable(answer, MODEL) is not None
+    made = relayed(answer)
+    assert made.raw is not None
+    assert relayed_events(made) == assembled(made.raw)
+
+
+@pytest.mark.parametrize("made", translated())
+def test_a_translated_answer_reads_back_as_the_assembler_reads_its_bytes(
+    made: Relayable,
+) -> None:
+    assert made.raw is not None
+    assert relayed_events(made) == assembled(made.raw)

@@ -8,6 +8,7 @@ import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 
+import orjson
 import pytest
 
 from policies import MemoryRateLimiter, pending
@@ -128,6 +129,16 @@ async def test_responses_round_trip_and_delete(state: RedisState) -> None:
     assert await responses.delete("resp_1") is True
     assert await responses.delete("resp_1") is False
     assert await responses.get("resp_1") is None
+
+
+async def test_a_response_put_with_its_json_is_kept_as_without(state: RedisState) -> None:
+    responses = RedisResponseStore(state, ttl_s=120)
+    stored = StoredResponse({"id": "resp_2", "output": [{"text": "é"}]}, [{"role": "user"}], "a")
+    await responses.put("resp_2", stored, orjson.dumps(stored.response))
+    spliced = await state.client.get(state.key("response", "resp_2"))
+    await responses.put("resp_2", stored)
+    assert spliced == await state.client.get(state.key("response", "resp_2"))
+    assert await responses.get("resp_2") == stored
 
 
 async def test_rate_limiter_matches_the_memory_one(state: RedisState) -> None:

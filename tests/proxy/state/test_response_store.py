@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
+import orjson
 import pytest
 
 from proxy.state import memory
-from proxy.state.base import StoredResponse
+from proxy.state.base import StoredResponse, decode, encode
 from proxy.state.memory import MemoryResponseStore
 
 
@@ -21,6 +22,33 @@ async def test_put_get_delete() -> None:
     assert await store.get("r1") == stored("a")
     assert await store.delete("r1") is True
     assert await store.get("r1") is None and await store.delete("r1") is False
+
+
+SHAPES = [
+    StoredResponse({"id": "r", "output": [], "usage": None}, []),
+    StoredResponse({"id": "r", "output": [{"text": "é\u2028\"x\""}]}, [{"role": "user"}], "a"),
+    StoredResponse({"id": "r", "metadata": {"k": 1.5, "n": None}}, [{"content": [1, True]}], "b"),
+]
+
+
+@pytest.mark.parametrize("kept", SHAPES)
+def test_a_response_serialized_already_is_kept_as_its_own_serialization(
+    kept: StoredResponse,
+) -> None:
+    spliced = encode(kept, orjson.dumps(kept.response))
+    assert spliced == encode(kept)
+    assert decode(spliced) == kept
+
+
+@pytest.mark.parametrize("kept", SHAPES)
+async def test_a_response_put_with_its_json_is_read_back_whole_and_owned(
+    kept: StoredResponse,
+) -> None:
+    store = MemoryResponseStore(ttl_s=60, max_bytes=10_000)
+    await store.put("r1", kept, orjson.dumps(kept.response))
+    read = await store.get("r1")
+    assert read == kept
+    assert read is not None and read.owner == kept.owner
 
 
 async def test_oldest_go_first_past_the_byte_budget() -> None:
