@@ -63,20 +63,46 @@ async def test_no_input_makes_a_server_error(make_proxy) -> None:
 def _fuzz(document: dict[str, Any], base_url: str) -> set[tuple[str, str]]:
     """Run every operation's cases; the operations tried, by method and path."""
     schema = schemathesis.openapi.from_dict(document)
+    # Any character but a lone surrogate, as with the default utf-8 codec, without the
+    # table of every code point's utf-8 encoding that hypothesis would build first (seconds
+    # of CPU in a fresh checkout).
+    schema.config.generation.codec = None
     headers = {"authorization": f"Bearer {ADMIN}"}
     tried: set[tuple[str, str]] = set()
     for result in schema.get_all_operations():
         operation = result.ok()
         if operation.path in ENDLESS:
             continue
-        for mode in (GenerationMode.POSITIVE, GenerationMode.NEGATIVE):
+        modes = [GenerationMode.POSITIVE]
+        if not _nothing_to_break(document, operation.path, operation.method):
+            modes.append(GenerationMode.NEGATIVE)
+        for mode in modes:
             try:
                 _run(operation.as_strategy(generation_mode=mode), base_url, headers)
             except Unsatisfiable:
-                # Nothing to make invalid: an operation without parameters or body.
+                # Nothing that negative generation could make invalid.
                 assert mode is GenerationMode.NEGATIVE, operation.path
         tried.add((operation.method.upper(), operation.path))
     return tried
+
+
+def _nothing_to_break(document: dict[str, Any], path: str, method: str) -> bool:
+    """Whether every request to the operation keeps to the document: no body, and no
+    parameter but path segments that take any string. Negative generation would send nothing
+    there: it gives up as unsatisfiable after some 460 invalid draws (a second of CPU each)."""
+    item = document["paths"][path]
+    operation = item[method.lower()]
+    plain = {"type": "string"}
+    return (
+        "requestBody" not in operation
+        and "parameters" not in item
+        and all(
+            parameter["in"] == "path"
+            and {k: v for k, v in parameter["schema"].items() if k not in ("title", "description")}
+            == plain
+            for parameter in operation.get("parameters", [])
+        )
+    )
 
 
 def _run(strategy: Any, base_url: str, headers: dict[str, str]) -> None:
