@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import random
 import socket
 import ssl
+import sys
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from functools import cache
@@ -21,6 +23,22 @@ from testing.asgi_serving import serve_app
 from testing.upstream import FakeUpstream
 
 REPO = Path(__file__).resolve().parents[1]
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    _write_bytecode()
+
+
+def _write_bytecode() -> None:
+    """Let the run's processes keep the bytecode they compile, even where the environment
+    says not to (PYTHONDONTWRITEBYTECODE): the suite starts hundreds of Python processes
+    (`toolwire` commands, servers, their workers, MCP servers, xdist's workers), and each
+    would otherwise compile Toolwire's modules again (about 0.3 s of CPU a `toolwire`
+    process) and each xdist worker rewrite every test module's asserts again. Run once, in
+    the process that starts the others, before it starts them; `__pycache__` is ignored by
+    git."""
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+    sys.dont_write_bytecode = False
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
