@@ -19,6 +19,7 @@ import aiohttp
 import orjson
 from openai import AsyncOpenAI
 
+from testing.asgi_serving import STARTUP_S
 from testing.upstream import FakeUpstream
 from tests.conftest import REPO, _free_port
 
@@ -180,7 +181,7 @@ async def _serve(name: str, config: Path, folder: Path) -> AsyncIterator[Replica
 async def _ready(replica: Replica, folder: Path) -> None:
     ready = replica.base_url.removesuffix("/v1") + "/readyz"
     headers = {"authorization": f"Bearer {FREE_KEY}"}
-    async with asyncio.timeout(30), aiohttp.ClientSession(headers=headers) as session:
+    async with asyncio.timeout(STARTUP_S), aiohttp.ClientSession(headers=headers) as session:
         while True:
             with contextlib.suppress(aiohttp.ClientError):
                 async with session.get(ready) as response:
