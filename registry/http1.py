@@ -736,7 +736,10 @@ class Response:
         for name, value in self.raw_headers:
             if len(name) == 16 and name.lower() == b"content-encoding":
                 self._decode(value.decode("latin-1").strip().lower())
-        self._wake()
+        # `_wake`, spelled out: every answer's head wakes the request waiting for it.
+        waiter, self._waiter = self._waiter, None
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
 
     def _decode(self, encoding: str) -> None:
         if encoding in ("gzip", "x-gzip"):

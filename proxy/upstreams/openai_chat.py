@@ -51,7 +51,10 @@ class ChatDialect:
             return Request(
                 self._url, payload, True, functools.partial(ChatCodec, body.get("model"))
             )
-        return Request(self._url, payload, False, self._answer_codec(body.get("model")))
+        model = body.get("model")
+        # A model's codec of unstreamed answers found without a call: every request asks.
+        codec = self._answers.get(model) if model.__class__ is str else None
+        return Request(self._url, payload, False, codec or self._answer_codec(model))
 
     def headers(self, incoming: Mapping[str, str] | None) -> tuple[dict[str, str], str]:
         if incoming:
