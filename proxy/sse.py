@@ -25,6 +25,11 @@ _FINISHES = {
     reason: orjson.dumps(reason) for reason in ("stop", "length", "tool_calls", "content_filter")
 }
 """Chat's finish reasons as JSON, made once."""
+_CHUNK_HEAD = (
+    b'data: {"id":%b,"object":"chat.completion.chunk","created":%d,"model":%b,'
+    b'"choices":[{"index":0,"delta":'
+)
+"""`ChoiceEncoder.chunks`' frame head."""
 
 
 class ChoiceEncoder:
@@ -34,8 +39,19 @@ class ChoiceEncoder:
     once, so a frame costs one small JSON dump of the delta.
     """
 
+    __slots__ = ("_prefix",)
+
     def __init__(self, head: dict[str, Any]) -> None:
         self._prefix = b"data: " + orjson.dumps(head)[:-1] + b',"choices":[{"index":0,"delta":'
+
+    @classmethod
+    def chunks(cls, id: str, created: int, model: str) -> ChoiceEncoder:
+        """The encoder of a `chat.completion.chunk` stream: the one of the head `{"id": id,
+        "object": "chat.completion.chunk", "created": created, "model": model}`, its bytes
+        made in one format rather than a dict's dump."""
+        encoder = cls.__new__(cls)
+        encoder._prefix = _CHUNK_HEAD % (orjson.dumps(id), created, orjson.dumps(model))
+        return encoder
 
     def frame(
         self,
@@ -63,7 +79,7 @@ class ChoiceEncoder:
             finish = orjson.dumps(finish_reason)
         return self._prefix + b'{},"finish_reason":' + finish + b"}]}\n\n"
 
-    def text(self, body: bytes, *, reasoning: bool = False) -> bytes:
+    def text(self, body: bytes, reasoning: bool = False) -> bytes:
         """The frame `frame({"content": text})` makes (`reasoning`: with the text as
         `reasoning_content`), from the text's JSON string body (escaped, without its quotes)
         as an upstream sent it."""

@@ -59,10 +59,10 @@ class ChatCompletions:
             # The upstream's own answer when it is what this front renders (`relay`); the
             # renderer made only when it is not.
             return _new_reply(Relay, (services.loop.relay(turn), ChatJsonRenderer, model))
-        options = body.get("stream_options") or {}
+        options = body.get("stream_options")  # an object or null (`parse_body`)
+        include_usage = options is not None and options.get("include_usage") is True
+        # Positional: keywords would cost a call as much again.
         renderer = ChatStreamRenderer(
-            ResponseMeta.new(model),
-            include_usage=options.get("include_usage") is True,
-            tool_events=controls.stream_tool_events,
+            ResponseMeta.new(model), include_usage, controls.stream_tool_events
         )
         return _new_reply(Streamed, (services.loop.run(turn), renderer))

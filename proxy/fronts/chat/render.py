@@ -33,25 +33,23 @@ class ResponseMeta(NamedTuple):
     @classmethod
     def new(cls, model: str) -> ResponseMeta:
         """A fresh id and the time now."""
-        # `tuple.__new__`: the named tuple's own `__new__` is a Python frame more.
-        return _new_meta(cls, (model, f"chatcmpl-{getrandbits(96):024x}", int(time())))
+        # `tuple.__new__`: the named tuple's own `__new__` is a Python frame more; the id's
+        # 24 hex digits as the 12 bytes' hex, at half the cost of a format.
+        return _new_meta(
+            cls, (model, "chatcmpl-" + getrandbits(96).to_bytes(12).hex(), int(time()))
+        )
 
 
 class ChatStreamRenderer:
     """Turns events into `chat.completion.chunk` SSE frames of a single response."""
 
-    def __init__(self, meta: ResponseMeta, *, include_usage: bool, tool_events: bool) -> None:
+    __slots__ = ("_encoder", "_include_usage", "_meta", "_tool_events")
+
+    def __init__(self, meta: ResponseMeta, include_usage: bool, tool_events: bool) -> None:
         self._meta = meta
         self._include_usage = include_usage
         self._tool_events = tool_events
-        self._encoder = sse.ChoiceEncoder(
-            {
-                "id": meta.id,
-                "object": "chat.completion.chunk",
-                "created": meta.created,
-                "model": meta.model,
-            }
-        )
+        self._encoder = sse.ChoiceEncoder.chunks(meta.id, meta.created, meta.model)
 
     def start(self) -> bytes:
         """The role chunk that opens the response."""
@@ -61,7 +59,7 @@ class ChatStreamRenderer:
         """The SSE frames for one event (possibly none)."""
         if isinstance(event, ContentDelta):
             if event.raw is not None:  # the upstream's escaped text, spliced in unparsed
-                return [self._encoder.text(event.raw, reasoning=event.content is None)]
+                return [self._encoder.text(event.raw, event.content is None)]
             delta: dict[str, Any] = {}
             if event.content is not None:
                 delta["content"] = event.content

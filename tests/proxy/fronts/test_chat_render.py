@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import pytest
 
+from proxy import sse
 from proxy.errors import BadRequestError, UpstreamError
 from proxy.fronts.chat.render import ChatJsonRenderer, ChatStreamRenderer, ResponseMeta
 from proxy.turn.assembler import Usage
@@ -215,4 +217,26 @@ def test_json_renderer_without_finished_raises() -> None:
 
 def test_response_ids_are_unique_per_response() -> None:
     assert ResponseMeta.new("m").id != ResponseMeta.new("m").id
-    assert ResponseMeta.new("m").id.startswith("chatcmpl-")
+    ids = [ResponseMeta.new("m").id for _ in range(200)]
+    assert all(re.fullmatch(r"chatcmpl-[0-9a-f]{24}", i) for i in ids), ids
+    assert any(i[9] == "0" for i in ids)  # zero-padded: 24 digits even for a small number
+
+
+@pytest.mark.parametrize("model", ["m", 'm"é\n\\', "☕ </script>"])
+@pytest.mark.parametrize("response_id", ["chatcmpl-test", 'odd"id\t'])
+def test_a_chunk_encoder_frames_as_the_one_of_its_head(model: str, response_id: str) -> None:
+    # `ChoiceEncoder.chunks` formats the head the renderer's frames share; the general encoder
+    # dumps it from a dict: every frame is the same.
+    created = 1700000000
+    head = {"id": response_id, "object": "chat.completion.chunk", "created": created}
+    general = sse.ChoiceEncoder({**head, "model": model})
+    formatted = sse.ChoiceEncoder.chunks(response_id, created, model)
+    assert formatted.opening() == general.opening()
+    assert formatted.ending("stop") == general.ending("stop")
+    assert formatted.frame({"content": "x"}, "length") == general.frame({"content": "x"}, "length")
+    assert formatted.text(b"hi", True) == general.text(b"hi", True)
+    meta = ResponseMeta(model, response_id, created)
+    renderer = ChatStreamRenderer(meta, False, False)
+    assert renderer.frames(ContentDelta("aé", raw=b"a\\u00e9")) == [general.text(b"a\\u00e9")]
+    reasoning = renderer.frames(ContentDelta(None, "aé", raw=b"a\\u00e9"))
+    assert reasoning == [general.text(b"a\\u00e9", reasoning=True)]
