@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import copy
+import json
 import random
 from typing import Any
 
@@ -12,6 +13,7 @@ import pytest
 from pydantic import ValidationError
 
 from proxy.errors import BadRequestError
+from proxy.fronts.chat import request
 from proxy.fronts.chat.request import (
     _BODY,
     _SCALARS,
@@ -160,6 +162,25 @@ def test_the_hand_check_passes_nothing_the_validator_refuses() -> None:
             assert _validator_accepts(body), body
     # Both ways: many of the mutants are still plain (an odd value the field takes).
     assert 100 < passed < len(mutants) - 100
+
+
+def _outcome(raw: bytes) -> Any:
+    """What `parse_body` makes of `raw`: the body, or the 400 it answers (status and body)."""
+    try:
+        return parse_body(raw)
+    except BadRequestError as exc:
+        return (exc.status, exc.body())
+
+
+def test_the_hand_check_changes_no_answer(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Every mutant comes back, or is refused with the same 400 (message and field), whether the
+    # hand check passes it or the validator alone decides.
+    raws = [json.dumps(body).encode() for body in _mutants(random.Random(29))]
+    with_hand_check = [_outcome(raw) for raw in raws]
+    monkeypatch.setattr(request, "plainly_valid", lambda body: False)
+    assert [_outcome(raw) for raw in raws] == with_hand_check
+    assert any(isinstance(o, dict) for o in with_hand_check)
+    assert any(isinstance(o, tuple) for o in with_hand_check)
 
 
 @pytest.mark.parametrize(
