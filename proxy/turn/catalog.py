@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from policies import ANONYMOUS, CallContext, Gate, ToolFilter
+from policies import ANONYMOUS, CallContext, Gate, Principal, ToolFilter
 from registry import Tool, ToolIndex, ToolRegistry, ToolSpec
 
 from ..errors import BadRequestError
@@ -104,9 +104,10 @@ class Catalog:
         self._cache: OrderedDict[_Key, Toolset] = OrderedDict()
         self._cache_size = cache_size
         self._index: tuple[int, ToolIndex] | None = None
-        self._last: tuple[ToolFilter, str | None, int, Toolset] | None = None
-        """The last toolset asked for without `defer` or `load`, by its filter (the same
-        object: most requests share the default one), caller and registry version."""
+        self._last: tuple[ToolFilter, Principal | None, int, Toolset] | None = None
+        """The last toolset asked for without `defer` or `load`, by its filter and caller's
+        principal (the same objects: most requests share the default filter, and a key's
+        principal is made once) and the registry version."""
         self._chat_tools: tuple[int, dict[str, ChatTool]] = (-1, {})
         """The registry's Chat schemas with their JSON (`ChatTool`), by qualified name, for
         one registry version: shared by every toolset of that version."""
@@ -128,7 +129,7 @@ class Catalog:
         if (
             last is not None
             and last[0] is tool_filter
-            and last[1] == caller.caller
+            and last[1] is caller.principal
             and last[2] == version
             and not defer
             and not load
@@ -141,7 +142,7 @@ class Catalog:
         if found is not None:
             self._cache.move_to_end(key)
             if not defer and not load:
-                self._last = (tool_filter, caller.caller, version, found)
+                self._last = (tool_filter, caller.principal, version, found)
             return found
         selected = [t for t in tool_filter.select(self._registry) if self._gate.in_scope(t, caller)]
         visible = [t for t in selected if self._gate.visible(t, caller)]
@@ -168,7 +169,7 @@ class Catalog:
         if len(self._cache) > self._cache_size:
             self._cache.popitem(last=False)
         if not defer and not load:
-            self._last = (tool_filter, caller.caller, version, toolset)
+            self._last = (tool_filter, caller.principal, version, toolset)
         return toolset
 
     def _deferred(self, tools: list[Tool], *, own: bool = False) -> DeferredTools:

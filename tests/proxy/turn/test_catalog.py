@@ -173,6 +173,20 @@ def test_each_caller_gets_the_toolset_of_its_own_key_scope() -> None:
     assert catalog.toolset(NO_FILTER, READER) is scoped
 
 
+def test_each_request_of_a_key_reuses_its_toolset() -> None:
+    # Every request has a context of its own; its key's principal is the same object, or (a
+    # token's) an equal one made anew: either way the key's toolset is the one made first.
+    catalog = Catalog(registry(), GATE)
+    principal = READER.principal
+    first = catalog.toolset(NO_FILTER, CallContext(principal, "req_1"))
+    assert catalog.toolset(NO_FILTER, CallContext(principal, "req_2")) is first
+    anew = Principal("reader", namespaces=frozenset({"other"}))
+    assert catalog.toolset(NO_FILTER, CallContext(anew, "req_3")) is first
+    assert shown(catalog) == ["t_add"]  # no key: its own toolset between the key's requests
+    assert catalog.toolset(NO_FILTER, CallContext(principal, "req_4")) is first
+    assert catalog.toolset(NO_FILTER, CallContext(anew, "req_5")) is first
+
+
 def test_a_client_tool_may_reuse_the_name_of_a_tool_outside_the_callers_scope() -> None:
     catalog = Catalog(registry(), GATE)
     spec = [{"type": "function", "function": {"name": "t_add"}}]
