@@ -53,6 +53,10 @@ _TEXT_DELTA = b'event: content_block_delta\ndata: {"type":"content_block_delta",
 _TEXT_FIELD = b',"delta":{"type":"text_delta","text":'
 
 
+_NO_USAGE = Usage()
+"""A message's usage until its end (made once: a named tuple's `__new__` is Python)."""
+
+
 @dataclass(slots=True)
 class _Open:
     index: int
@@ -178,7 +182,7 @@ class MessageBuilder:
             "content": self.content,
             "stop_reason": _stop_reason(done) if done is not None else None,
             "stop_sequence": None,
-            "usage": _usage(done.usage if done is not None else Usage(), self._used),
+            "usage": _usage(done.usage if done is not None else _NO_USAGE, self._used),
         }
         if done is not None and (vendor := self._vendor(done)):
             message["toolwire"] = vendor

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import secrets
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Coroutine
 from dataclasses import dataclass
 from typing import Any
 
@@ -64,8 +64,10 @@ class Responses:
         """The labels of the last toolset labelled without `mcp` entries (toolsets are cached,
         so most requests of a key bring the same one)."""
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        await serve_turn(
+    def __call__(self, scope: Scope, receive: Receive, send: Send) -> Coroutine[Any, Any, None]:
+        # serve_turn's coroutine, not awaited here: no frame of this one stays on the
+        # request's task (see server/middleware.py).
+        return serve_turn(
             scope, receive, send, self._services, self._prepare, self._reply, error_body
         )
 

@@ -110,6 +110,9 @@ _KINDS = {
 }
 
 
+_NO_USAGE = Usage()
+"""A response's usage until its end (made once: a named tuple's `__new__` is Python)."""
+
 _TEXT_DELTA = (
     b"event: response.output_text.delta\n"
     b'data: {"type":"response.output_text.delta","sequence_number":'
@@ -145,7 +148,7 @@ class ResponseBuilder:
         self._open: _Open | None = None
         self._calls: dict[str, int] = {}
         """Output index of each shown `mcp_call`, by call id."""
-        self._usage = Usage()
+        self._usage = _NO_USAGE
         self._sources: list[Source] = []
         """What this response's web searches found, for the answer's citations."""
         self.status = "in_progress"
