@@ -26,7 +26,7 @@ async def test_put_get_delete() -> None:
 
 SHAPES = [
     StoredResponse({"id": "r", "output": [], "usage": None}, []),
-    StoredResponse({"id": "r", "output": [{"text": "é\u2028\"x\""}]}, [{"role": "user"}], "a"),
+    StoredResponse({"id": "r", "output": [{"text": 'é\u2028"x"'}]}, [{"role": "user"}], "a"),
     StoredResponse({"id": "r", "metadata": {"k": 1.5, "n": None}}, [{"content": [1, True]}], "b"),
 ]
 
