@@ -183,12 +183,8 @@ class LeanCycle(RequestResponseCycle):
                 status_code,
             )
         content = [STATUS_LINE[status_code]]
-        names = []
-        values = []
         has_connection_close = False
         for name, value in headers:
-            names.append(name)
-            values.append(value)
             name = name.lower()
             if name == b"content-length" and self.chunked_encoding is None:
                 self.expected_content_length = int(value.decode())
@@ -202,10 +198,12 @@ class LeanCycle(RequestResponseCycle):
             content += (name, b": ", value, b"\r\n")
         # uvicorn's check of each header, by its patterns, done at once for all the names
         # (values): each pattern finds one byte, which their table changes (`_changes`).
-        joined = b"".join(names)
+        # Each header is four items of `content`: its name (lowered, valid as the name is:
+        # `lower` changes letters only), then its value.
+        joined = b"".join(content[1::4])
         if joined.translate(_NAME_CHANGES) != joined:
             raise _invalid(headers)
-        joined = b"".join(values)
+        joined = b"".join(content[3::4])
         if joined.translate(_VALUE_CHANGES) != joined:
             raise _invalid(headers)
         if not self.keep_alive and not has_connection_close:
