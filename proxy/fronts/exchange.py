@@ -21,7 +21,6 @@ from ..server.asgi import (
     Send,
     read_body,
     send_json,
-    send_json_bytes,
     start_stream,
 )
 from ..server.context import RequestContext, context_of
@@ -87,42 +86,34 @@ def serve_turn(
 ) -> Coroutine[Any, Any, None]:
     """Serve one turn: read and `prepare` the request (a failure is an error response in
     the front's shape), then send the `reply`, cancelled if the client leaves."""
-    return _serve(scope, receive, send, services, prepare, reply, error_body)
+    return serve_reply(scope, receive, send, services, prepare, error_body, reply)
 
 
-def serve_reply(
+async def serve_reply(
     scope: Scope,
     receive: Receive,
     send: Send,
     services: Services,
-    reply: Callable[[bytes, RequestContext], Reply],
+    reply: Callable[[bytes, RequestContext], Any],
     error_body: ErrorBody,
-) -> Coroutine[Any, Any, None]:
-    """`serve_turn` for a front that prepares a request without a wait: `reply` reads the
-    request into its reply at once (what it raises is an error response in the front's
-    shape, as `prepare`'s)."""
-    return _serve(scope, receive, send, services, reply, None, error_body)
-
-
-async def _serve(
-    scope: Scope,
-    receive: Receive,
-    send: Send,
-    services: Services,
-    prepare: Callable[[bytes, RequestContext], Any],
-    reply: Callable[[Any], Reply] | None,
-    error_body: ErrorBody,
+    prepared: Callable[[Any], Reply] | None = None,
 ) -> None:
-    """`serve_turn`'s, or `serve_reply`'s (`reply` None: `prepare` gives the reply itself);
-    one coroutine for the request's read and its answer."""
+    """Serve one turn of a front that prepares a request without a wait: `reply` reads the
+    request into its reply at once (what it raises is an error response in the front's
+    shape), which is sent, cancelled if the client leaves. With `prepared` (`serve_turn`'s),
+    `reply` is awaited, and `prepared` makes the reply of what it gives.
+
+    One coroutine for the request's read and its answer, which a front returns from its own
+    `__call__` (no frame of the front's stays on the request's task)."""
     context = context_of(scope)
     try:
         raw = await read_body(receive, scope, services.server)
-        prepared = prepare(raw, context) if reply is None else await prepare(raw, context)
+        out = reply(raw, context) if prepared is None else await reply(raw, context)
     except Exception as exc:
         await _refuse(exc, send, context, error_body)
         return
-    out: Reply = prepared if reply is None else reply(prepared)
+    if prepared is not None:
+        out = prepared(out)
     # `until_disconnect` and `answer` spelled out: their frames would be two more on every
     # resumption of the task while the turn runs.
     watch = DisconnectWatch(receive, scope)
@@ -149,7 +140,15 @@ async def _serve(
             log.exception("%s turn failed", context.request_id)
             await send_error(send, internal_error(), context, error_body)
             return
-        await send_json_bytes(send, 200, body, {"x-request-id": context.request_id})
+        # `send_json_bytes`'s two messages, sent here: its coroutine and its loop over the
+        # headers would be a layer more on every answer.
+        headers = [
+            (b"content-type", b"application/json"),
+            (b"content-length", b"%d" % len(body)),
+            (b"x-request-id", context.request_id.encode()),
+        ]
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        await send({"type": "http.response.body", "body": body})
     except asyncio.CancelledError:
         if not watch.departed():
             raise

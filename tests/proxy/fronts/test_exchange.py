@@ -14,6 +14,7 @@ import pytest
 
 from proxy.errors import BadRequestError, ProxyError
 from proxy.fronts.exchange import Relay, Reply, serve_reply, serve_turn
+from proxy.server.asgi import send_json_bytes
 from proxy.server.context import RequestContext
 
 SERVICES: Any = SimpleNamespace(
@@ -98,3 +99,31 @@ async def test_a_relay_makes_its_renderer_only_for_events(relayed: bool) -> None
     else:
         assert orjson.loads(body) == {"rendered": ["one", "two"]}
         assert [meta for _, meta in made] == ["the model"]
+
+
+async def test_an_answer_is_sent_as_send_json_bytes_sends_it() -> None:
+    # The whole answer's two messages are written out in `serve_reply`: the same as the
+    # shared helper's, headers and their order included.
+    async def answer() -> bytes:
+        return b'{"answer":"\xc3\xa9"}'
+
+    def reply(raw: bytes, context: RequestContext) -> Reply:
+        context.request_id = "req_1"
+        return Relay(answer(), _Renderer, None)
+
+    sent: list[dict[str, Any]] = []
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    async def receive() -> dict[str, Any]:
+        return {"type": "http.request", "body": b"{}", "more_body": False}
+
+    await serve_reply({"type": "http", "headers": []}, receive, send, SERVICES, reply, shape)
+    helper: list[dict[str, Any]] = []
+
+    async def kept(message: dict[str, Any]) -> None:
+        helper.append(message)
+
+    await send_json_bytes(kept, 200, b'{"answer":"\xc3\xa9"}', {"x-request-id": "req_1"})
+    assert sent == helper
