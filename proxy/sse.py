@@ -5,6 +5,7 @@ The only module that knows SSE framing.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import orjson
@@ -136,23 +137,12 @@ class SSEDecoder:
         # `find`, not `in`: bytes' `in` costs a formatted TypeError per check (see
         # upstreams/relay.py), and this runs once per event.
         buffer = self._buffer + chunk
+        if buffer.find(b"\r") >= 0:
+            buffer = _lf(buffer)
         if not self._data:
-            # The common shape, every complete event one `data: ` line and a blank line: one
-            # split for them all, each event's checks made once on the whole (its lines are
-            # the split's separators, two newlines each, and nothing else).
-            end = buffer.rfind(b"\n\n")
-            if (
-                end > 0
-                and buffer.startswith(b"data: ")
-                and buffer.find(b"\r", 0, end) < 0
-                and buffer.find(b"\n", end + 2) < 0  # what is kept is part of one line
-            ):
-                plain = buffer[6:end].split(b"\n\ndata: ")
-                # No newline but the separators': one search of the events joined (counting
-                # newlines instead reads the bytes one at a time, five times slower).
-                if b"".join(plain).find(b"\n") < 0:
-                    self._buffer = buffer[end + 2 :]
-                    return plain
+            whole = self._whole(buffer)
+            if whole is not None:
+                return whole
         if chunk.find(b"\n") < 0:
             if len(buffer) > self._max_line:
                 raise SSEDecodeError(f"an event line exceeds {self._max_line} bytes")
@@ -173,6 +163,24 @@ class SSEDecoder:
         *lines, self._buffer = buffer.split(b"\n")
         for line in lines:
             self._line(line.rstrip(b"\r"), events)
+        return events
+
+    def _whole(self, buffer: bytes) -> list[bytes] | None:
+        """The data of the complete events in `buffer`, when each is of one of the shapes
+        most streams have (`_plain`, `_headed`) and what follows is part of one line; else
+        None. Called with no event begun."""
+        end = buffer.rfind(b"\n\n")
+        if (
+            end <= 0
+            or buffer.find(b"\r", 0, end) >= 0
+            or buffer.find(b"\n", end + 2) >= 0  # what is kept is part of one line
+        ):
+            return None
+        events = _plain(buffer, end) if buffer.startswith(b"data: ") else None
+        if events is None:
+            events = _headed(buffer, end)
+        if events is not None:
+            self._buffer = buffer[end + 2 :]
         return events
 
     def _block(self, block: bytes, events: list[bytes]) -> None:
@@ -198,3 +206,37 @@ class SSEDecoder:
         elif line.startswith(b"data:"):
             value = line[5:]
             self._data.append(value[1:] if value.startswith(b" ") else value)
+
+
+def _lf(buffer: bytes) -> bytes:
+    """`buffer` with its complete lines' CRLF ends (Gemini's) made LF at once, as `_line`
+    would take the CR off each line (a line's other CRs stay, and keep it off the fast
+    paths); the partial line is kept as it came."""
+    cut = buffer.rfind(b"\n") + 1
+    return buffer[:cut].replace(b"\r\n", b"\n") + buffer[cut:] if cut else buffer
+
+
+def _plain(buffer: bytes, end: int) -> list[bytes] | None:
+    """The data of the events before `end` when each is one `data: ` line and a blank line
+    (OpenAI's, Gemini's): one split for them all, each event's checks made once on the whole
+    (its lines are the split's separators, two newlines each, and nothing else); else None."""
+    plain = buffer[6:end].split(b"\n\ndata: ")
+    # No newline but the separators': one search of the events joined (counting newlines
+    # instead reads the bytes one at a time, five times slower).
+    return plain if b"".join(plain).find(b"\n") < 0 else None
+
+
+_HEADED = re.compile(rb"(?:(?!data:)[^\n]*\ndata: [^\n]*\n\n)*")
+"""Events of one other line (`event:`, `id:`, a comment; not `data:`) and one `data: ` line."""
+_HEADED_DATA = re.compile(rb"\ndata: ([^\n]*)")
+
+
+def _headed(buffer: bytes, end: int) -> list[bytes] | None:
+    """The data of the events up to `end` when each is one line that is not data (Anthropic's
+    `event:` line, an `id:`, a comment), one `data: ` line and a blank line; else None.
+    Two regular expression scans of the bytes, not three lines' steps an event: the whole
+    checked, then the data lines found (the only lines that start a `data:`)."""
+    if _HEADED.fullmatch(buffer, 0, end + 2) is None:
+        return None
+    found: list[bytes] = _HEADED_DATA.findall(buffer, 0, end)
+    return found

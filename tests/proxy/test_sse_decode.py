@@ -185,3 +185,93 @@ def test_a_choice_encoders_first_and_last_frames_are_its_frames(reason: str) -> 
     encoder = sse.ChoiceEncoder({"id": "c1", "object": "chat.completion.chunk", "model": 'm"é'})
     assert encoder.opening() == encoder.frame({"role": "assistant", "content": ""})
     assert encoder.ending(reason) == encoder.frame({}, reason)
+
+
+class LineDecoder:
+    """The reference: SSE taken line by line (split at LF, trailing CRs dropped; a blank
+    line ends an event; `data:` lines joined with newlines, one leading space dropped)."""
+
+    def __init__(self) -> None:
+        self.rest = b""
+        self.data: list[bytes] = []
+
+    def feed(self, chunk: bytes) -> list[bytes]:
+        *lines, self.rest = (self.rest + chunk).split(b"\n")
+        events: list[bytes] = []
+        for line in lines:
+            self.line(line.rstrip(b"\r"), events)
+        return events
+
+    def close(self) -> list[bytes]:
+        events: list[bytes] = []
+        if self.rest:
+            self.line(self.rest.rstrip(b"\r"), events)
+        self.line(b"", events)
+        return events
+
+    def line(self, line: bytes, events: list[bytes]) -> None:
+        if not line:
+            if self.data:
+                events.append(b"\n".join(self.data))
+            self.data = []
+        elif line.startswith(b"data:"):
+            value = line[5:]
+            self.data.append(value[1:] if value.startswith(b" ") else value)
+
+
+HEADS = [b"event: content_block_delta", b"id: 7", b": keep-alive", b"retry: 10", b"", b"event:x"]
+DATA = [b'{"type":"ping"}', b"", b"data: inside", b" spaced", b'{"t":"a\\nb"}', b"x\rq"]
+ODD = [b"data: a\ndata: b", b"data:tight", b"event: e", b"\n", b"event: e\nid: 1\ndata: z"]
+
+
+def generated_streams(count: int, seed: int) -> list[bytes]:
+    """Streams of Anthropic's `event:` + `data:` shape, OpenAI's and Gemini's `data:` one,
+    with LF, CRLF and lone CR line ends, and now and then an event of another shape."""
+    import random
+
+    rng = random.Random(seed)
+    streams = []
+    for _ in range(count):
+        end = rng.choice([b"\n", b"\r\n", b"\n", b"\r"])
+        blocks = []
+        for _ in range(rng.randint(1, 5)):
+            roll = rng.random()
+            if roll < 0.6:
+                blocks.append(rng.choice(HEADS) + b"\ndata: " + rng.choice(DATA))
+            elif roll < 0.85:
+                blocks.append(b"data: " + rng.choice(DATA))
+            else:
+                blocks.append(rng.choice(ODD))
+        stream = b"".join(block.replace(b"\n", end) + end + end for block in blocks)
+        streams.append(stream + rng.choice([b"", b"data: partial", b"event: e\n", b"\r"]))
+    return streams
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_block_paths_give_the_line_decoders_events_split_anywhere(seed: int) -> None:
+    # The block paths (one `data:` line per event, with or without one line before it;
+    # CRLF taken off at once) must give what a line-by-line reading gives, however the
+    # stream is cut into reads.
+    for stream in generated_streams(30, seed):
+        reference = LineDecoder()
+        expected = reference.feed(stream) + reference.close()
+        for cut in range(len(stream) + 1):
+            for rest in ([stream[cut:]], [stream[cut : cut + 3], stream[cut + 3 :]]):
+                decoder = sse.SSEDecoder()
+                events = decoder.feed_bytes(stream[:cut])
+                for part in rest:
+                    events += decoder.feed_bytes(part)
+                assert events + decoder.close_bytes() == expected, (stream, cut)
+
+
+def test_anthropic_and_gemini_shapes_are_read_whole_as_blocks() -> None:
+    anthropic = b'event: message_start\ndata: {"a":1}\n\nevent: ping\ndata: {"b":2}\n\n'
+    gemini = b'data: {"a":1}\r\n\r\ndata: {"b":2}\r\n\r\n'
+    for stream in (anthropic, gemini):
+        decoder = sse.SSEDecoder()
+        assert decoder.feed_bytes(stream) == [b'{"a":1}', b'{"b":2}']
+        assert decoder.close_bytes() == []
+    # A head that is a data line, a second data line, a CR inside a line: not the shape.
+    assert sse.SSEDecoder().feed_bytes(b"data: a\ndata: b\n\n") == [b"a\nb"]
+    assert sse.SSEDecoder().feed_bytes(b"event: e\ndata: a\ndata: b\n\n") == [b"a\nb"]
+    assert sse.SSEDecoder().feed_bytes(b"event: e\ndata: a\r\r\n\r\n") == [b"a"]
