@@ -629,13 +629,7 @@ def _first_request(
     """`_request(_upstream_body(client_body), messages, tools)`, the same keys in the same
     order, with one copy of the body rather than two: the first upstream request of a turn
     that `relay` asks, whose base is made only if the turn goes on."""
-    body = dict(client_body)
-    body.pop("messages", None)
-    body.pop("tools", None)
-    if body.get("stream"):
-        body["stream_options"] = {**(body.get("stream_options") or {}), "include_usage": True}
-    else:
-        body.pop("stream_options", None)
+    body = _upstream_body(client_body)
     body["messages"] = messages
     if tools:
         body["tools"] = tools
