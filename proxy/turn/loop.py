@@ -614,13 +614,7 @@ def _request(
 ) -> dict[str, Any]:
     """An upstream request's body: `base` (`_upstream_body`'s) with `messages` and `tools`
     (without them, no tool choice either)."""
-    body = {**base, "messages": messages}
-    if tools:
-        body["tools"] = tools
-    else:
-        body.pop("tool_choice", None)
-        body.pop("parallel_tool_calls", None)
-    return body
+    return _with_tools({**base, "messages": messages}, tools)
 
 
 def _first_request(
@@ -631,6 +625,11 @@ def _first_request(
     that `relay` asks, whose base is made only if the turn goes on."""
     body = _upstream_body(client_body)
     body["messages"] = messages
+    return _with_tools(body, tools)
+
+
+def _with_tools(body: dict[str, Any], tools: list[dict[str, Any]]) -> dict[str, Any]:
+    """`body` with `tools`, or without them and without a tool choice when there are none."""
     if tools:
         body["tools"] = tools
     else:
