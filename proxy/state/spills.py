@@ -1,5 +1,5 @@
 """Spilled tool results: a result too long to show a model whole, kept for a while so that
-the model reads it in parts (the README's "Long results").
+the model reads it in parts (the README's "Long tool results: spilled, not cut").
 
 Each result belongs to the key whose call produced it: under any other key its handle is
 not found, exactly as an unknown or expired one. In memory the store is bounded in total
