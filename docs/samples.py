@@ -43,7 +43,10 @@ from testing import pinned_server
 REPO = Path(__file__).resolve().parents[1]
 README = REPO / "README.md"
 TOOLWIRE = [sys.executable, "-m", "proxy"]
-DEADLINE_S = 30.0
+DEADLINE_S = 120.0
+"""How long a command, a server's start, an answer or a log line may take: a deadline that
+must not fire, however loaded the machine (a `toolwire serve` takes a few seconds of CPU to
+start, and the samples run three commands and two servers at once)."""
 MARKER = re.compile(r"^<!-- sample: ([a-z0-9-]+) -->\n```(\w*)\n(.*?)^```$", re.M | re.S)
 
 VARIABLE: list[tuple[re.Pattern[str], str]] = [
@@ -350,12 +353,14 @@ class _Server:
     url: str
     lines: list[str]
     more: threading.Condition
+    ended: bool = False
+    """The server closed its stderr (it exited): no line comes any more."""
 
     def wait_for(self, *needles: str) -> str:
         """The first line the server logged that holds every one of `needles`.
 
         Raises:
-            RuntimeError: none within `DEADLINE_S`.
+            RuntimeError: none within `DEADLINE_S`, or the server exited without one.
         """
         deadline = time.monotonic() + DEADLINE_S
         with self.more:
@@ -363,8 +368,12 @@ class _Server:
                 for line in self.lines:
                     if all(needle in line for needle in needles):
                         return line
+                if self.ended:
+                    problem = f"the server exited without a line with {needles}"
+                    raise RuntimeError(f"{problem}:\n" + "\n".join(self.lines))
                 if not self.more.wait(max(0.0, deadline - time.monotonic())):
-                    raise RuntimeError(f"no line with {needles} in:\n" + "\n".join(self.lines))
+                    problem = f"no line with {needles} within {DEADLINE_S:g} s"
+                    raise RuntimeError(f"{problem} in:\n" + "\n".join(self.lines))
 
 
 @contextlib.contextmanager
@@ -439,6 +448,9 @@ def _read_lines(stream: io.TextIOBase, server: _Server) -> None:
         with server.more:
             server.lines.append(line.rstrip("\n"))
             server.more.notify_all()
+    with server.more:
+        server.ended = True
+        server.more.notify_all()
 
 
 def main(argv: list[str] | None = None) -> int:

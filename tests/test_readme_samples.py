@@ -12,6 +12,8 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
+import pytest
+
 REPO = Path(__file__).resolve().parents[1]
 README = (REPO / "README.md").read_text(encoding="utf-8")
 
@@ -67,3 +69,12 @@ def test_what_the_prose_quotes_is_in_a_sample() -> None:
     loop = README.split("## How the loop behaves", 1)[1].split("\n## ", 1)[0]
     assert "`: tools running`" in loop
     assert "\n: tools running\n" in held["quickstart-stream"].text
+
+
+def test_a_server_that_exits_fails_at_once_with_what_it_logged(tmp_path: Path) -> None:
+    # Not after the deadline (minutes, so that a loaded machine never hits it): at its exit.
+    config = {"upstreams": "not a list"}
+    exited = pytest.raises(RuntimeError, match="the server exited without a line")
+    with exited as raised, samples._serving(tmp_path, config):
+        pass
+    assert "invalid configuration" in str(raised.value)
