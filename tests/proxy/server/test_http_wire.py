@@ -415,6 +415,51 @@ async def test_a_body_read_whole_needs_no_timer_and_one_still_coming_has_one() -
     assert not arrived and "did not arrive within 0.01 s" in str(error)
 
 
+async def test_a_body_still_coming_is_timed_on_the_cycles_task_without_a_loop_lookup(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A client that writes its head and its body apart (http.client, httpx): the body's
+    timer is armed on the request's task taken from the cycle, not by `current_task()` (a
+    getpid system call on Python 3.11); the body still arrives, and a late one still times
+    out that task."""
+    looked: list[object] = []
+    current_task = asyncio.current_task
+
+    def spy(loop: Any = None) -> Any:
+        looked.append(loop)
+        return current_task(loop)
+
+    seen: list[bytes | BaseException] = []
+    done = asyncio.Event()
+
+    async def app(scope: Message, receive: Any, send: Any) -> None:
+        monkeypatch.setattr(asyncio, "current_task", spy)
+        try:
+            seen.append(await read_body(receive, scope, _Limits()))
+        except Exception as exc:
+            seen.append(exc)
+        finally:
+            monkeypatch.undo()
+        done.set()
+        await _json(scope, _no_body, send)
+
+    served = _Served(app)
+    served.protocol.data_received(POST[:-3])
+    for _ in range(5):
+        await asyncio.sleep(0)
+    await served.request(POST[-3:])
+    async with asyncio.timeout(5):
+        await done.wait()
+    done.clear()
+    served = _Served(app)
+    served.protocol.data_received(POST[:-3])  # the rest never comes: the body's timer fires
+    async with asyncio.timeout(5):
+        await done.wait()
+    assert seen[0] == b'{"a":1}'
+    assert "did not arrive within 0.01 s" in str(seen[1])
+    assert looked == []
+
+
 async def _no_body() -> Message:
     return {"type": "http.request", "body": b"", "more_body": False}
 
