@@ -38,7 +38,7 @@ from ..renderers import BuilderJson, Event
 from .background_run import Run
 from .items import Item, for_rosetta, input_items, listed_labels
 from .records import LogStream, ResponseNotFoundError
-from .render import ResponseBuilder, ResponsePlan, ResponseStream, Stored
+from .render import ResponseBuilder, ResponsePlan, ResponseStream, Stored, echoed
 from .request import ResponsesBody, ToolsPlan, parse_body, plan_tools
 
 
@@ -133,7 +133,7 @@ class Responses:
         labels = self._labels(tools, toolset)
         plan = ResponsePlan(
             model=body["model"],
-            echo=_echo(body),
+            echo=echoed(body),
             labels=labels,
             show_rounds=bool(tools.entries) or controls.stream_tool_events,
             programmatic=tools.programmatic,
@@ -349,34 +349,4 @@ def _listed(spec: ToolSpec) -> dict[str, Any]:
         "description": spec.description,
         "input_schema": spec.parameters,
         "annotations": None,
-    }
-
-
-def _echo(body: ResponsesBody) -> dict[str, Any]:
-    """The request fields every response object repeats, with OpenAI's defaults."""
-    get = body.get
-    choice, temperature, top_p = get("tool_choice"), get("temperature"), get("top_p")
-    return {
-        "instructions": get("instructions"),
-        "previous_response_id": get("previous_response_id"),
-        "tools": get("tools") or [],
-        "tool_choice": choice if choice is not None else "auto",
-        "parallel_tool_calls": get("parallel_tool_calls") is not False,
-        "max_output_tokens": get("max_output_tokens"),
-        "max_tool_calls": None,
-        "temperature": temperature if temperature is not None else 1.0,
-        "top_p": top_p if top_p is not None else 1.0,
-        "presence_penalty": 0.0,
-        "frequency_penalty": 0.0,
-        "top_logprobs": 0,
-        "text": get("text") or {"format": {"type": "text"}},
-        "reasoning": get("reasoning") or {"effort": None, "summary": None},
-        "truncation": "disabled",
-        "store": get("store") is not False,
-        "background": get("background") is True,
-        "service_tier": "default",
-        "metadata": get("metadata") or {},
-        "user": get("user"),
-        "safety_identifier": None,
-        "prompt_cache_key": None,
     }

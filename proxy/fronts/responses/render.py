@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import random
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -49,7 +50,8 @@ class ResponsePlan:
 
     model: str
     echo: dict[str, Any]
-    """Request fields the response object repeats (instructions, tools, sampling...)."""
+    """The response object's fields in their order, those that repeat the request set
+    (instructions, tools, sampling...: `echoed`); `ResponseBuilder.response` sets the others."""
     labels: dict[str, str]
     """Server label of each registry tool by wire name, for `mcp_*` items."""
     show_rounds: bool
@@ -79,6 +81,79 @@ class ResponsePlan:
     as a `code_interpreter_call` item with what it printed."""
     id: str = field(default_factory=lambda: f"resp_{random.getrandbits(128):032x}")
     created_at: int = field(default_factory=lambda: int(time.time()))
+
+
+RESPONSE_FIELDS: dict[str, Any] = {
+    "id": "",
+    "object": "response",
+    "created_at": 0,
+    "completed_at": None,
+    "status": "in_progress",
+    "incomplete_details": None,
+    "error": None,
+    "model": "",
+    "output": [],
+    "usage": None,
+    "instructions": None,
+    "previous_response_id": None,
+    "tools": [],
+    "tool_choice": "auto",
+    "parallel_tool_calls": True,
+    "max_output_tokens": None,
+    "max_tool_calls": None,
+    "temperature": 1.0,
+    "top_p": 1.0,
+    "presence_penalty": 0.0,
+    "frequency_penalty": 0.0,
+    "top_logprobs": 0,
+    "text": {"format": {"type": "text"}},
+    "reasoning": {"effort": None, "summary": None},
+    "truncation": "disabled",
+    "store": True,
+    "background": False,
+    "service_tier": "default",
+    "metadata": {},
+    "user": None,
+    "safety_identifier": None,
+    "prompt_cache_key": None,
+}
+"""A response object's fields in their order; those that repeat the request with OpenAI's
+defaults (`echoed` sets them; only ever copied)."""
+
+_AS_SENT = frozenset(
+    (
+        "instructions",
+        "previous_response_id",
+        "tool_choice",
+        "max_output_tokens",
+        "temperature",
+        "top_p",
+        "user",
+    )
+)
+"""Echoed fields the response repeats as the request sent them (when not null)."""
+_UNLESS_EMPTY = frozenset(("tools", "text", "reasoning", "metadata"))
+"""Echoed fields the response repeats unless the request sent them empty (or null)."""
+
+
+def echoed(body: Mapping[str, Any]) -> dict[str, Any]:
+    """The response object's fields (`RESPONSE_FIELDS`), those that repeat the request `body`
+    set: `ResponsePlan.echo`."""
+    echo = RESPONSE_FIELDS.copy()
+    # Made per response: a response's objects are its own.
+    echo["tools"], echo["metadata"] = [], {}
+    echo["text"] = {"format": {"type": "text"}}
+    echo["reasoning"] = {"effort": None, "summary": None}
+    for key, value in body.items():  # the body's few fields, not the 22 echoed
+        if value is None:
+            continue
+        if key in _AS_SENT or (value and key in _UNLESS_EMPTY):
+            echo[key] = value
+        elif key == "parallel_tool_calls" or key == "store":
+            echo[key] = value is not False
+        elif key == "background":
+            echo[key] = value is True
+    return echo
 
 
 @dataclass(slots=True)
@@ -268,19 +343,20 @@ class ResponseBuilder:
         """The response object as it stands."""
         plan = self.plan
         finished = self.status != "in_progress"
-        return {
-            "id": plan.id,
-            "object": "response",
-            "created_at": plan.created_at,
-            "completed_at": int(time.time()) if self.status == "completed" else None,
-            "status": self.status,
-            "incomplete_details": self.incomplete,
-            "error": self.error,
-            "model": plan.model,
-            "output": list(self.output) if finished else [],
-            "usage": _usage(self._usage) if finished else None,
-            **plan.echo,
-        }
+        # A copy of the echo, whose keys are the object's in their order: a dict copied is
+        # cloned whole, where a dict built key by key (or merged) inserts each of its 32 keys.
+        response = plan.echo.copy()
+        response["id"] = plan.id
+        response["object"] = "response"
+        response["created_at"] = plan.created_at
+        response["completed_at"] = int(time.time()) if self.status == "completed" else None
+        response["status"] = self.status
+        response["incomplete_details"] = self.incomplete
+        response["error"] = self.error
+        response["model"] = plan.model
+        response["output"] = list(self.output) if finished else []
+        response["usage"] = _usage(self._usage) if finished else None
+        return response
 
     def _event(self, kind: str, **fields: Any) -> Event:
         event = {"type": kind, "sequence_number": self._sequence, **fields}
