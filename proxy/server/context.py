@@ -96,10 +96,11 @@ def new_context(scope: Scope) -> RequestContext:
     HTTP request (a context looked for and not found would cost an exception)."""
     headers = {}
     for name, value in scope["headers"]:  # a loop, not a comprehension: no frame of its own
-        headers[name.decode("latin-1")] = value.decode("latin-1")
+        # A usual name is taken from the table (a lookup costs a fraction of a decode).
+        headers[_name(name) or name.decode("latin-1")] = value.decode("latin-1")
     given = headers.get(REQUEST_ID_HEADER)
     if given is None:  # the usual case, spelled out: `request_id` is a call more
-        context = RequestContext(_NEW_ID % _random_bits(64), headers)
+        context = RequestContext(_NEW_ID + _random_bits(64).to_bytes(8).hex(), headers)
     else:
         context = RequestContext(request_id(given), headers)
     scope[SCOPE_KEY] = context
@@ -111,10 +112,64 @@ def request_id(given: str | None) -> str:
     """`given` when it is a valid request id, else a new one."""
     if given is not None and _VALID_ID.fullmatch(given):
         return given
-    return _NEW_ID % _random_bits(64)
+    return _NEW_ID + _random_bits(64).to_bytes(8).hex()
 
 
-# Ids only need to be unique, not secret: the fast generator keeps them cheap.
+# Ids only need to be unique, not secret: the fast generator keeps them cheap. An id is
+# `req_` and 16 hex digits (64 random bits, big-endian: `req_%016x` of them, formatted for less).
 _random_bits = random.getrandbits
-_NEW_ID = "req_%016x"
+_NEW_ID = "req_"
 _set_current = current_request.set
+_USUAL_NAMES = (
+    "accept",
+    "accept-encoding",
+    "accept-language",
+    "anthropic-beta",
+    "anthropic-version",
+    "authorization",
+    "baggage",
+    "cache-control",
+    "connection",
+    "content-length",
+    "content-type",
+    "cookie",
+    "expect",
+    "forwarded",
+    "host",
+    "last-event-id",
+    "mcp-protocol-version",
+    "mcp-session-id",
+    "openai-beta",
+    "openai-organization",
+    "openai-project",
+    "origin",
+    "referer",
+    "traceparent",
+    "tracestate",
+    "transfer-encoding",
+    "user-agent",
+    "x-api-key",
+    "x-forwarded-for",
+    "x-forwarded-proto",
+    "x-goog-api-key",
+    "x-real-ip",
+    REQUEST_ID_HEADER,
+    "x-stainless-arch",
+    "x-stainless-async",
+    "x-stainless-helper-method",
+    "x-stainless-lang",
+    "x-stainless-os",
+    "x-stainless-package-version",
+    "x-stainless-read-timeout",
+    "x-stainless-retry-count",
+    "x-stainless-runtime",
+    "x-stainless-runtime-version",
+    "x-stainless-timeout",
+    "x-toolwire-exclude-tags",
+    "x-toolwire-namespaces",
+    "x-toolwire-tags",
+)
+"""Header names most requests carry (as the server gives them: lowercase): HTTP's own, the
+OpenAI and Anthropic SDKs', tracing's, Toolwire's."""
+_name = {name.encode("latin-1"): name for name in _USUAL_NAMES}.get
+"""A usual header name's `str`, by its bytes; None for any other (decoded then)."""

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import random
+import re
+
 import pytest
 
+from proxy.server import context as context_module
 from proxy.server.context import context_of, current_request, new_context, request_id
 
 
@@ -38,3 +42,43 @@ def test_the_edge_makes_the_context_and_every_later_lookup_finds_that_one() -> N
     assert made.request_id == "edge-1" and made.headers == {"x-request-id": "edge-1"}
     assert context_of(scope) is made and context_of(scope) is made
     assert current_request.get() is made
+
+
+@pytest.mark.parametrize("bits", [0, 1, 0xABC, 2**63, 2**64 - 1, 0x0123456789ABCDEF])
+def test_a_new_id_is_req_and_its_bits_in_16_hex_digits(
+    bits: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(context_module, "_random_bits", lambda n: bits)
+    made = f"req_{bits:016x}"
+    assert request_id(None) == made
+    assert new_context({"headers": []}).request_id == made
+
+
+def test_new_ids_are_req_and_16_lowercase_hex_digits() -> None:
+    for _ in range(1000):
+        made = request_id(None)
+        assert re.fullmatch("req_[0-9a-f]{16}", made)
+
+
+def test_the_usual_names_table_holds_each_name_as_it_decodes() -> None:
+    for raw in (name.encode("latin-1") for name in context_module._USUAL_NAMES):
+        assert raw.islower() or not raw.isalpha()
+        assert context_module._name(raw) == raw.decode("latin-1")
+    assert context_module._name(b"x-unheard-of") is None
+
+
+def test_the_headers_are_those_a_decode_of_every_name_and_value_gives() -> None:
+    """Over generated header lists (usual names, others, mixed case, every latin-1 byte,
+    repeated names), the context's headers are the plain decode's: the last value of a
+    repeated name, every name and value as latin-1."""
+    generated = random.Random(29)
+    usual = [name.encode("latin-1") for name in context_module._USUAL_NAMES]
+    others = [b"x-other", b"Content-Type", b"HOST", b"", b"x-\xe9t\xe9", b"accept-"]
+    values = [b"", b"v", b"application/json", bytes(range(32, 256)), b"a\tb", b"\xff"]
+    for _ in range(500):
+        raw = [
+            (generated.choice(usual + others), generated.choice(values))
+            for _ in range(generated.randrange(0, 12))
+        ]
+        expected = {name.decode("latin-1"): value.decode("latin-1") for name, value in raw}
+        assert new_context({"headers": raw}).headers == expected
