@@ -60,10 +60,10 @@ class Relaying(NamedTuple, Generic[E]):
 
 
 class Relay(NamedTuple, Generic[E]):
-    """A turn answered as one JSON body that is most often the upstream's own bytes, sent as
-    they are (`ToolLoop.relay`, for a front that renders nothing of them): `answer` gives
-    them, or the turn's events, which the renderer `renderer(meta)` makes then folds (none is
-    made for the bytes)."""
+    """A turn answered as one JSON body that is most often made at once of the upstream's
+    one answer (`ToolLoop.relay`: Chat sends its bytes as they are, Responses renders them
+    without an event): `answer` gives the body, or the turn's events, which the renderer
+    `renderer(meta)` makes then folds (none is made for a body)."""
 
     answer: Awaitable[bytes | AsyncIterator[E]]
     renderer: Callable[[Any], JsonRenderer[E]]

@@ -30,15 +30,13 @@ from ...turn.events import Finished, LoopEvent
 from ...turn.record import Turn
 from ...upstreams.base import Relayable
 from ..conversion import round_items, to_chat
-from ..exchange import Answered, Relaying, Reply, Streamed, serve_turn
+from ..exchange import Answered, Relay, Reply, Streamed, serve_turn
 from ..exchange import openai_error_body as error_body
 from ..hosted import is_responses_search, served
-from ..relayed import relayed_events
-from ..renderers import BuilderJson, Event
 from .background_run import Run
 from .items import Item, for_rosetta, input_items, listed_labels
 from .records import LogStream, ResponseNotFoundError
-from .render import ResponseBuilder, ResponsePlan, ResponseStream, Stored, echoed
+from .render import ResponseBuilder, ResponseJson, ResponsePlan, ResponseStream, Stored, echoed
 from .request import ResponsesBody, ToolsPlan, parse_body, plan_tools
 
 
@@ -200,27 +198,24 @@ class Responses:
             events = self._kept(self._services.loop.run(prepared.turn), builder, prepared)
             return Streamed(events, ResponseStream(builder))
         builder = ResponseBuilder(prepared.plan, quiet=True)
-        renderer = BuilderJson(builder)
-        return Relaying(self._answer(builder, prepared, renderer), renderer)
+        builder.start()  # its listings open the output (a quiet builder makes no event)
+        # The renderer made only for a turn's events: a relayed answer is rendered at once.
+        return _new_reply(Relay, (self._answer(builder, prepared), ResponseJson, builder))
 
     async def _answer(
-        self, builder: ResponseBuilder, prepared: _Prepared, renderer: BuilderJson[Any]
+        self, builder: ResponseBuilder, prepared: _Prepared
     ) -> bytes | AsyncIterator[LoopEvent | Stored]:
         """An unstreamed response: rendered at once when the upstream answered the turn
         whole (`ToolLoop.relay`), else the turn's events for the renderer to fold."""
         answered = await self._services.loop.relay(prepared.turn, whole=True)
         if answered.__class__ is not Relayable:
             return self._kept(answered, builder, prepared)  # type: ignore[arg-type]
-        # Folded by the builder itself: the renderer's `feed` would only pass them on, and
-        # a quiet builder makes nothing of the `Stored` end.
-        for event in relayed_events(answered):  # type: ignore[arg-type]
-            if event.__class__ is not Finished:
-                builder.feed(event)
-            elif prepared.store:  # `Finished` comes last: the body is the one stored
-                return (await self._store(event, builder, prepared))[1]
-            else:
-                builder.finish(event)
-        return renderer.encoded()
+        body = orjson.dumps(builder.relayed(answered))  # type: ignore[arg-type]
+        if prepared.store:  # the body the client receives is the one stored
+            await self._services.responses.put(
+                prepared.plan.id, self._stored(builder, prepared, ()), body
+            )
+        return body
 
     async def _kept(
         self, events: AsyncIterator[LoopEvent], builder: ResponseBuilder, prepared: _Prepared
@@ -230,30 +225,40 @@ class Responses:
         and passes on as the `Stored` events that end the response."""
         async for event in events:
             if isinstance(event, Finished) and prepared.store:
-                yield Stored((await self._store(event, builder, prepared))[0])
+                yield await self._store(event, builder, prepared)
             else:
                 yield event
 
     async def _store(
         self, event: Finished, builder: ResponseBuilder, prepared: _Prepared
-    ) -> tuple[list[Event], bytes]:
+    ) -> Stored:
         """The turn's end folded, and the finished response stored: the events that end it,
         and the response serialized, once for the store and its client (the body of an
         unstreamed response; the terminal event of a streamed one holds those bytes)."""
         closing = builder.finish(event)
-        response = builder.final()
-        assert response is not None  # made by `finish`
-        body = orjson.dumps(response)
-        hidden = [] if prepared.plan.show_rounds else round_items(event.rounds)
-        conversation = [*prepared.conversation, *hidden, *builder.output]
-        stored = StoredResponse(response, conversation, prepared.turn.owner)
+        body = orjson.dumps(builder.final())
+        stored = self._stored(builder, prepared, event.rounds)
         await self._services.responses.put(prepared.plan.id, stored, body)
         if prepared.stream:  # the last event ends the response, and holds it
             closing[-1]["response"] = orjson.Fragment(body)
-        return closing, body
+        return Stored(closing, body)
+
+    @staticmethod
+    def _stored(
+        builder: ResponseBuilder, prepared: _Prepared, rounds: tuple[dict[str, Any], ...]
+    ) -> StoredResponse:
+        """The finished response as it is stored: with the conversation it ends, the turn's
+        hidden tool rounds included, and the key that made it."""
+        response = builder.final()
+        assert response is not None  # made when the turn's end was folded
+        hidden = [] if prepared.plan.show_rounds else round_items(rounds)
+        conversation = [*prepared.conversation, *hidden, *builder.output]
+        return StoredResponse(response, conversation, prepared.turn.owner)
 
 
 _NONE: frozenset[str] = frozenset()
+_new_reply = tuple.__new__
+"""Makes a reply (a named tuple) from its fields, without the named tuple's own `__new__`."""
 
 
 class Fixed:

@@ -32,7 +32,9 @@ from ...turn.events import (
     Usage,
 )
 from ...turn.programs import RUN_CODE
+from ...upstreams.base import Relayable
 from ..hosted import HostedTool, Source, cited, sources
+from ..relayed import relayed_texts
 from ..renderers import BuilderStream, Event
 from .items import approval_id
 from .questions import question_item
@@ -163,6 +165,8 @@ class Stored:
     response: not frozen (see `ResponsePlan`)."""
 
     events: list[Event]
+    body: bytes | None = None
+    """The response serialized, as it was stored: an unstreamed response's body."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -178,11 +182,9 @@ class _PartKind:
 
 
 _OUTPUT_TEXT = _PartKind("message", "output_text", "text", "output_text")
-_KINDS = {
-    "output_text": _OUTPUT_TEXT,
-    "refusal": _PartKind("message", "refusal", "refusal", "refusal"),
-    "reasoning_text": _PartKind("reasoning", "reasoning_text", "text", "reasoning_text"),
-}
+_REFUSAL = _PartKind("message", "refusal", "refusal", "refusal")
+_REASONING_TEXT = _PartKind("reasoning", "reasoning_text", "text", "reasoning_text")
+_KINDS = {"output_text": _OUTPUT_TEXT, "refusal": _REFUSAL, "reasoning_text": _REASONING_TEXT}
 
 
 _NO_USAGE = Usage()
@@ -402,11 +404,7 @@ class ResponseBuilder:
         return events
 
     def _open_text(self, kind: _PartKind) -> list[Event]:
-        item: Item = {"type": kind.item, "id": "", "status": "in_progress"}
-        if kind.item == "message":
-            item.update(id=self._new_id("msg"), role="assistant", content=[])
-        else:
-            item.update(id=self._new_id("rs"), summary=[], content=[])
+        item = self._text_item(kind, "in_progress")
         index = self._add(item)
         self._open = _Open(index, kind)
         if self._quiet:
@@ -416,6 +414,32 @@ class ResponseBuilder:
             self._event("response.output_item.added", output_index=index, item=_copy(item)),
             self._item_event("response.content_part.added", index, content_index=0, part=part),
         ]
+
+    def _text_item(self, kind: _PartKind, status: str) -> Item:
+        """A new item of text of `kind`, without its text."""
+        if kind.item == "message":
+            return {
+                "type": "message",
+                "id": self._new_id("msg"),
+                "status": status,
+                "role": "assistant",
+                "content": [],
+            }
+        return {
+            "type": kind.item,
+            "id": self._new_id("rs"),
+            "status": status,
+            "summary": [],
+            "content": [],
+        }
+
+    def _whole_part(self, kind: _PartKind, text: str, logprobs: list[dict[str, Any]]) -> Item:
+        """The part of a text item that is done: its text, and its citations of the sources
+        this response's web searches found."""
+        part = self._part(kind, text, logprobs)
+        if kind.part == "output_text" and self._sources:
+            part["annotations"] = _citations(text, self._sources)
+        return part
 
     @staticmethod
     def _part(kind: _PartKind, text: str, logprobs: list[dict[str, Any]]) -> Item:
@@ -431,14 +455,12 @@ class ResponseBuilder:
             return []
         kind = current.kind
         text = "".join(current.parts)
-        part = self._part(kind, text, current.logprobs)
+        part = self._whole_part(kind, text, current.logprobs)
         extra: dict[str, Any] = {"logprobs": current.logprobs} if kind.part == "output_text" else {}
         item = self.output[current.index]
         item["content"] = [part]
         item["status"] = status
         noted = []
-        if kind.part == "output_text" and self._sources:
-            part["annotations"] = _citations(text, self._sources)
         if self._quiet:
             return []
         if part.get("annotations"):
@@ -704,28 +726,56 @@ class ResponseBuilder:
             space["tools"].append({**tool, "type": "function", "name": name})
         return tools
 
+    def relayed(self, relayed: Relayable) -> dict[str, Any]:
+        """The final response of a turn whose one answer is `relayed` (`ToolLoop.relay`: one
+        choice, no tool call, each text null or a non-empty string), for a quiet builder: the
+        response `feed` and `finish` make of the events `relayed_events` reads from it (its
+        reasoning, then its text, then its refusal, each an item of its own, then `Finished`),
+        made from its fields at once."""
+        content, reasoning, refusal = relayed_texts(relayed)
+        if reasoning is not None:
+            self._whole_text(_REASONING_TEXT, reasoning)
+        if content is not None:
+            self._whole_text(_OUTPUT_TEXT, content)
+        if refusal is not None:
+            self._whole_text(_REFUSAL, refusal)
+        self._end(relayed.finish_reason, relayed.usage, None)
+        assert self._final is not None  # made by `_end`
+        return self._final
+
+    def _whole_text(self, kind: _PartKind, text: str) -> None:
+        """An item of text of `kind`, done: what `_open_text`, `_text` and `_close` make of
+        it."""
+        item = self._text_item(kind, "completed")
+        item["content"] = [self._whole_part(kind, text, [])]
+        self._add(item)
+
     def finish(self, done: Finished) -> list[Event]:
         """The events that end the response; its final object is ready after this."""
         events = self._close()
         if done.tool_calls or (self.plan.programmatic and done.programs):
             events += self._handed_back(done)
-        self._usage = done.usage
-        if done.stopped_by is not None:
+        self._end(done.finish_reason, done.usage, done.stopped_by)
+        if self._quiet:
+            return events
+        terminal = "response.completed" if self.status == "completed" else "response.incomplete"
+        return [*events, self._event(terminal, response=self._final)]
+
+    def _end(self, finish_reason: str, usage: Usage, stopped_by: str | None) -> None:
+        """The response's end: its status, its usage, and its final object."""
+        self._usage = usage
+        if stopped_by is not None:
             self.status = "incomplete"
-            self.incomplete = {"reason": done.stopped_by}
-        elif done.finish_reason == "length":
+            self.incomplete = {"reason": stopped_by}
+        elif finish_reason == "length":
             self.status = "incomplete"
             self.incomplete = {"reason": "max_output_tokens"}
-        elif done.finish_reason == "content_filter":
+        elif finish_reason == "content_filter":
             self.status = "incomplete"
             self.incomplete = {"reason": "content_filter"}
         else:
             self.status = "completed"
         self._final = self.response()
-        if self._quiet:
-            return events
-        terminal = "response.completed" if self.status == "completed" else "response.incomplete"
-        return [*events, self._event(terminal, response=self._final)]
 
     def _handed_back(self, done: Finished) -> list[Event]:
         """The items of what the turn hands back to the client: the programs it paused, and
@@ -921,3 +971,33 @@ class ResponseStream(BuilderStream[LoopEvent | Stored]):
     def __init__(self, builder: ResponseBuilder) -> None:
         self._builder = builder
         self._start = builder.opening()
+
+
+class ResponseJson:
+    """Folds a turn's events into the final object of a quiet builder whose `start` was
+    taken; a stored response's body is the bytes the store kept (serialized once)."""
+
+    __slots__ = ("_body", "_builder")
+
+    def __init__(self, builder: ResponseBuilder) -> None:
+        self._builder = builder
+        self._body: bytes | None = None
+
+    def feed(self, event: LoopEvent | Stored) -> None:
+        if event.__class__ is Stored:
+            self._body = event.body  # type: ignore[union-attr]
+        else:
+            self._builder.feed(event)
+
+    def encoded(self) -> bytes:
+        """The whole response, serialised.
+
+        Raises:
+            RuntimeError: the turn's end was never fed.
+        """
+        if self._body is not None:
+            return self._body
+        final = self._builder.final()
+        if final is None:
+            raise RuntimeError("the turn ended without a Finished event")
+        return orjson.dumps(final)
