@@ -9,12 +9,8 @@ from __future__ import annotations
 
 import fnmatch
 import ipaddress
-import socket
 
-from aiohttp.abc import AbstractResolver, ResolveResult
-from aiohttp.resolver import ThreadedResolver
-
-__all__ = ["AddressGuard", "BlockedAddressError", "GuardedResolver", "is_forbidden"]
+__all__ = ["AddressGuard", "BlockedAddressError", "is_forbidden"]
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 
@@ -128,36 +124,6 @@ class AddressGuard:
                 raise BlockedAddressError(
                     f"refused: {host} resolves to {address}, a non-public address"
                 )
-
-
-class GuardedResolver(AbstractResolver):
-    """Resolves through `inner` (the system resolver by default) and refuses forbidden
-    results; the connection then uses exactly the addresses that were checked (no second
-    lookup to rebind to)."""
-
-    def __init__(self, guard: AddressGuard, inner: AbstractResolver | None = None) -> None:
-        self._guard = guard
-        self._inner = inner or ThreadedResolver()
-
-    async def resolve(
-        self, host: str, port: int = 0, family: socket.AddressFamily = socket.AF_INET
-    ) -> list[ResolveResult]:
-        """Resolve `host` and check every address.
-
-        Raises:
-            BlockedAddressError: an address is forbidden.
-            OSError: the name does not resolve.
-        """
-        results = await self._inner.resolve(host, port, family)
-        self._guard.check_resolved(host, [str(r["host"]) for r in results])
-        return results
-
-    async def close(self) -> None:
-        """Release the resolver."""
-        await self._inner.close()
-
-    def __repr__(self) -> str:
-        return f"GuardedResolver(allow_private={self._guard.allow_private})"
 
 
 def _literal(host: str) -> IPAddress | None:

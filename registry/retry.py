@@ -6,12 +6,11 @@ import asyncio
 import functools
 import inspect
 import random
+import sys
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
-
-import aiohttp
 
 from registry.tags import Tag
 from registry.tool import Tool
@@ -70,7 +69,10 @@ def is_transient(exc: BaseException) -> bool:
     by the tool itself, an HTTP 429/503, or any exception with `retryable = True`."""
     if isinstance(exc, TransientError) or getattr(exc, "retryable", False) is True:
         return True
-    if isinstance(exc, ConnectionError | TimeoutError | aiohttp.ClientConnectionError):
+    if isinstance(exc, ConnectionError | TimeoutError):
+        return True
+    aiohttp = sys.modules.get("aiohttp")  # none of its errors exists before it is loaded
+    if aiohttp is not None and isinstance(exc, aiohttp.ClientConnectionError):
         return True
     status = getattr(exc, "status", None)
     if status is None:

@@ -12,7 +12,6 @@ from registry.builtins.filesystem import filesystem_tools
 from registry.builtins.json_tools import json_tools
 from registry.builtins.shell import shell_tools
 from registry.builtins.text import text_tools
-from registry.builtins.web import http_tools
 from registry.configured import ConfiguredRegistry, SourceSettings
 from registry.errors import RegistryError, SourceLoadError
 from registry.registry import ToolRegistry
@@ -21,12 +20,19 @@ from registry.tool import Tool
 
 __all__ = ["BuiltinSource", "builtin_tools"]
 
+
+def _http_tools(options: BuiltinOptions) -> list[Tool]:
+    from registry.builtins.web import http_tools  # aiohttp loads with the group that uses it
+
+    return http_tools(options)
+
+
 _GROUPS: dict[str, Callable[[BuiltinOptions], list[Tool]]] = {
     "datetime": lambda _: datetime_tools(),
     "calculator": lambda _: calculator_tools(),
     "json": lambda _: json_tools(),
     "text": text_tools,
-    "http": http_tools,
+    "http": _http_tools,
     "filesystem": filesystem_tools,
     "shell": shell_tools,
 }

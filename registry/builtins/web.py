@@ -8,9 +8,10 @@ from typing import Any, Literal
 import aiohttp
 from yarl import URL
 
-from registry.addresses import AddressGuard, BlockedAddressError, GuardedResolver
+from registry.addresses import AddressGuard, BlockedAddressError
 from registry.builtins.config import BuiltinOptions
 from registry.calls import ToolOutput
+from registry.resolver import GuardedResolver
 from registry.tags import Tag
 from registry.tool import Tool
 

@@ -9,20 +9,25 @@ from __future__ import annotations
 import asyncio
 import socket
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import aiohttp
 import orjson
-from aiohttp.abc import AbstractResolver
 from yarl import URL
 
 from registry import http1
-from registry.addresses import AddressGuard, BlockedAddressError, GuardedResolver
+from registry.addresses import AddressGuard, BlockedAddressError
 from registry.calls import ToolOutput
 from registry.openapi.binding import HttpRequest
 from registry.openapi.document import SpecError
 from registry.openapi.results import response_output
 from registry.propagation import outgoing_trace_headers
 from registry.task_timer import TaskTimer
+
+if TYPE_CHECKING:
+    import aiohttp
+    from aiohttp.abc import AbstractResolver
+
+    from registry.resolver import GuardedResolver
 
 __all__ = ["FetchedSpec", "ServiceClient", "fetch_spec"]
 
@@ -49,6 +54,8 @@ async def fetch_spec(url: str, *, etag: str | None, timeout_s: float) -> Fetched
     Raises:
         SpecError: the server is unreachable, slow, answers an error, or sends too much.
     """
+    import aiohttp  # loaded by the sources that fetch a spec only
+
     headers = {"Accept": "application/json, application/yaml;q=0.9, */*;q=0.5"}
     if etag:
         headers["If-None-Match"] = etag
@@ -111,6 +118,8 @@ class ServiceClient:
 
     async def open(self) -> None:
         """Create the pool (inside the running event loop)."""
+        from registry.resolver import GuardedResolver  # aiohttp's resolver: loads aiohttp
+
         resolver = GuardedResolver(self._guard, self._resolver)
         guard = self._guard
 

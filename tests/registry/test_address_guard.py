@@ -7,7 +7,8 @@ import socket
 
 from aiohttp.abc import AbstractResolver, ResolveResult
 
-from registry.addresses import AddressGuard, GuardedResolver, is_forbidden
+from registry.addresses import AddressGuard, is_forbidden
+from registry.resolver import GuardedResolver
 
 
 def test_a_teredo_address_is_judged_by_the_client_it_carries() -> None:

@@ -18,10 +18,11 @@ from registry import (
     ToolCall,
     ToolRegistry,
 )
-from registry.addresses import AddressGuard, BlockedAddressError, GuardedResolver, is_forbidden
+from registry.addresses import AddressGuard, BlockedAddressError, is_forbidden
 from registry.builtins import BuiltinOptions, builtin_tools
 from registry.openapi.binding import HttpRequest
 from registry.openapi.http import ServiceClient
+from registry.resolver import GuardedResolver
 
 # Each written the way a resolver or a URL could spell it.
 FORBIDDEN = [

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+import aiohttp
 import pytest
 
 from registry import Executor, Tool, ToolCall
@@ -100,6 +101,10 @@ def test_what_counts_as_transient() -> None:
     assert not is_transient(HttpStatusError(500))
     assert is_transient(TimeoutError())
     assert not is_transient(KeyError("x"))
+    # A tool's own aiohttp connection errors too (aiohttp is loaded only where it is used).
+    assert is_transient(aiohttp.ClientConnectionError("reset"))
+    assert is_transient(aiohttp.ServerDisconnectedError())
+    assert not is_transient(aiohttp.ClientPayloadError("bad body"))
 
 
 async def test_retryable_decorator_on_sync_and_async_functions() -> None:

@@ -1,6 +1,7 @@
 """FastAPI and the MCP SDK's server load only for the fronts that need them: `import
 proxy.server.app` stays without them; and `toolwire tools`, `check`, `call` and `admin` load no
-server at all (Starlette, uvicorn, the fronts, the state stores)."""
+server at all (Starlette, uvicorn, the fronts, the state stores), nor aiohttp when no source
+uses it."""
 
 from __future__ import annotations
 
@@ -114,6 +115,8 @@ def test_commands_without_a_server_load_none_of_it(
 ) -> None:
     imported = _imported_by(*command, "--config", config, cwd=tmp_path)
     assert _server_modules(imported) == []
+    # aiohttp loads with the sources that use it (OpenAPI specs, built-in HTTP tools) only.
+    assert "aiohttp" not in imported
 
 
 def test_check_probes_the_upstreams_without_their_adapters(config: str, tmp_path: Path) -> None:
