@@ -130,22 +130,14 @@ class Responses:
         )
         labels = self._labels(tools, toolset)
         plan = ResponsePlan(
-            model=body["model"],
-            echo=echoed(body),
-            labels=labels,
-            show_rounds=bool(tools.entries) or controls.stream_tool_events,
-            programmatic=tools.programmatic,
-            tool_search=tools.tool_search,
-            namespaced=tools.namespaced,
-            client_search=tools.client_search,
-            programs_shown=tools.programs_shown,
-            namespaces=tools.namespace_descriptions,
-            web_search=web_search,
-            code_interpreter=tools.code_interpreter,
-            listings=_listings(tools, toolset, labels, listed_labels(conversation))
-            if entries
-            else (),
-        )
+            body["model"],
+            echoed(body),
+            labels,
+            bool(entries) or controls.stream_tool_events,
+            _listings(tools, toolset, labels, listed_labels(conversation)) if entries else (),
+            tools,
+            web_search,
+        )  # positional: keywords would cost a call as much again
         stream, store = body.get("stream") is True, body.get("store") is not False
         prepared = _Prepared(turn, plan, conversation, stream, store)
         if plan.echo["background"]:

@@ -38,6 +38,7 @@ from ..relayed import relayed_texts
 from ..renderers import BuilderStream, Event
 from .items import approval_id
 from .questions import question_item
+from .request import ToolsPlan
 from .search import SEARCH_FUNCTION
 
 Item = dict[str, Any]
@@ -59,29 +60,14 @@ class ResponsePlan:
     show_rounds: bool
     listings: tuple[Item, ...] = ()
     """`mcp_list_tools` items to open the output with."""
-    programmatic: bool = False
-    """The client asked for programmatic tool calling: a paused program shows as a
-    `program` item, and the calls it made name it as their `caller`."""
-    tool_search: bool = False
-    """The client declared the hosted `tool_search` tool: each search shows as a
-    `tool_search_call` item and its `tool_search_output`."""
-    namespaced: dict[str, tuple[str, str]] = field(default_factory=dict)
-    """The client's `namespace` functions by flat name: their calls name the namespace."""
-    client_search: bool = False
-    """The client runs its own tool search: the model's call of it goes back to the client
-    as a `tool_search_call` item (`execution: "client"`)."""
-    programs_shown: frozenset[str] = frozenset()
-    """Programs an earlier response showed (`program` items of the conversation)."""
-    namespaces: dict[str, str] = field(default_factory=dict)
-    """The client's `namespace` tools' descriptions, by name: a search's output shows the
-    functions it found in their namespace."""
+    tools: ToolsPlan = field(default_factory=ToolsPlan)
+    """The request's tools: what the client declared shows how their calls appear
+    (programmatic tool calling, tool search, namespaces, the hosted code interpreter),
+    and which programs an earlier response showed (`programs_shown`)."""
     web_search: HostedTool | None = None
     """The client declared the hosted web search: each call of the tool answering it shows
     as a `web_search_call` item, and the answer's text cites the sources it names."""
-    code_interpreter: bool = False
-    """The client declared the hosted `code_interpreter`: each program code mode runs shows
-    as a `code_interpreter_call` item with what it printed."""
-    id: str = field(default_factory=lambda: f"resp_{random.getrandbits(128):032x}")
+    id: str = field(default_factory=lambda: "resp_" + random.getrandbits(128).to_bytes(16).hex())
     created_at: int = field(default_factory=lambda: int(time.time()))
 
 
@@ -490,11 +476,13 @@ class ResponseBuilder:
         ]
 
     def _shown(self, call: ToolCall) -> bool:
-        if call.name == SEARCH_TOOL and self.plan.tool_search:
+        if call.name == SEARCH_TOOL and self.plan.tools.tool_search:
             return True
         if self._searches_web(call):
             return True
-        if call.name == RUN_CODE and (self.plan.programmatic or self.plan.code_interpreter):
+        if call.name == RUN_CODE and (
+            self.plan.tools.programmatic or self.plan.tools.code_interpreter
+        ):
             return True
         return self.plan.show_rounds
 
@@ -510,18 +498,18 @@ class ResponseBuilder:
         calls = tuple(call for call in calls if self._shown(call))
         events = self._close() if calls else []
         for call in calls:
-            if call.name == SEARCH_TOOL and self.plan.tool_search:
+            if call.name == SEARCH_TOOL and self.plan.tools.tool_search:
                 events += self._search_started(call)
                 continue
             if self._searches_web(call):
                 events += self._web_search_started(call)
                 continue
-            if call.name == RUN_CODE and self.plan.programmatic:
+            if call.name == RUN_CODE and self.plan.tools.programmatic:
                 arguments = _json_arguments(call)
                 code = arguments.get("code", "") if isinstance(arguments, dict) else ""
                 events += self._program(ProgramCall(call.id, str(code), ()))
                 continue
-            if call.name == RUN_CODE and self.plan.code_interpreter:
+            if call.name == RUN_CODE and self.plan.tools.code_interpreter:
                 events += self._interpreter_started(call)
                 continue
             arguments = _arguments(call)
@@ -554,10 +542,10 @@ class ResponseBuilder:
         for call, result in zip(calls, results, strict=True):
             index = self._calls.pop(call.id, None)
             if index is None:
-                if call.name == RUN_CODE and self.plan.programmatic:
+                if call.name == RUN_CODE and self.plan.tools.programmatic:
                     # A program paused in an earlier response, resumed and finished now.
                     events += self._program_output(call, result)
-                elif call.name == RUN_CODE and self.plan.code_interpreter:
+                elif call.name == RUN_CODE and self.plan.tools.code_interpreter:
                     events += self._interpreter_started(call, resumed=True)
                     events += self._interpreter_finished(self._calls.pop(call.id), result)
                 continue
@@ -711,14 +699,14 @@ class ResponseBuilder:
         tools: list[Item] = []
         spaces: dict[str, Item] = {}
         for tool in found:
-            where = self.plan.namespaced.get(tool["name"])
+            where = self.plan.tools.namespaced.get(tool["name"])
             if where is None:
                 tools.append({"type": "function", **tool})
                 continue
             namespace, name = where
             space = spaces.get(namespace)
             if space is None:
-                description = self.plan.namespaces.get(namespace, "")
+                description = self.plan.tools.namespace_descriptions.get(namespace, "")
                 space = {"type": "namespace", "name": namespace, "description": description}
                 space["tools"] = []
                 spaces[namespace] = space
@@ -753,7 +741,7 @@ class ResponseBuilder:
     def finish(self, done: Finished) -> list[Event]:
         """The events that end the response; its final object is ready after this."""
         events = self._close()
-        if done.tool_calls or (self.plan.programmatic and done.programs):
+        if done.tool_calls or (self.plan.tools.programmatic and done.programs):
             events += self._handed_back(done)
         self._end(done.finish_reason, done.usage, done.stopped_by)
         if self._quiet:
@@ -784,18 +772,19 @@ class ResponseBuilder:
         asked = {a.call.id: a for a in done.approvals}
         questions = {q["tool_call_id"] for q in done.questions}
         made_by: dict[str, str] = {}
-        if self.plan.programmatic:
+        if self.plan.tools.programmatic:
             for program in done.programs:
                 made_by.update(dict.fromkeys(program.waits_on, program.call_id))
                 shown = (
-                    program.call_id in self._calls or program.call_id in self.plan.programs_shown
+                    program.call_id in self._calls
+                    or program.call_id in self.plan.tools.programs_shown
                 )
                 if not shown:  # else shown when it started, here or in an earlier response
                     events += self._program(program)
         for call in done.tool_calls:
             if asked.get(call.id) is not None:
                 events += self._approval(call)
-            elif call.name == SEARCH_FUNCTION and self.plan.client_search:
+            elif call.name == SEARCH_FUNCTION and self.plan.tools.client_search:
                 events += self._client_search(call)
             elif call.id in questions:
                 events += self._question(question_item(call))
@@ -846,8 +835,8 @@ class ResponseBuilder:
         }
         if program is not None:
             item["caller"] = {"type": "program", "caller_id": program}
-        if call.name in self.plan.namespaced:
-            item["namespace"], item["name"] = self.plan.namespaced[call.name]
+        if call.name in self.plan.tools.namespaced:
+            item["namespace"], item["name"] = self.plan.tools.namespaced[call.name]
         index = self._add(item)
         added = {**item, "arguments": "", "status": "in_progress"}
         return [

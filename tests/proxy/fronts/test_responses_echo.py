@@ -4,6 +4,7 @@ field-by-field reading below gives, for every body shape."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from proxy.fronts.responses.render import (
@@ -94,6 +95,7 @@ def test_a_response_lists_its_fields_in_order_with_its_own_values() -> None:
     opened = builder.response()
     assert list(opened) == list(RESPONSE_FIELDS)
     assert opened["id"] == plan.id and opened["created_at"] == plan.created_at
+    assert re.fullmatch("resp_[0-9a-f]{32}", plan.id)
     assert (opened["status"], opened["output"], opened["usage"]) == ("in_progress", [], None)
     assert opened["instructions"] == "Be brief." and opened["temperature"] == 0.3
     builder.feed(ContentDelta("Hi"))
