@@ -287,8 +287,11 @@ class PinKeeper:
         is logged once, and its return once (the pins in memory hold meanwhile)."""
         lost = False
         while True:
+            # asyncio.timeout, not wait_for: on Python 3.11 wait_for returns a wake that comes
+            # with a cancellation and drops the cancellation (the app's stop then waits here).
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), self._refresh_s)
+                async with asyncio.timeout(self._refresh_s):
+                    await self._wake.wait()
             self._wake.clear()
             try:
                 await self.refresh()

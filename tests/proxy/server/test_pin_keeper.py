@@ -4,6 +4,7 @@ gate refuses a held tool whatever its enabled state."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import dataclasses
 from collections.abc import AsyncIterator
@@ -123,3 +124,21 @@ async def test_sources_that_do_not_pin_are_left_alone() -> None:
         await keeper.refresh()
         assert keeper.views() == [] and (await store.load())[1] == {}
         assert registry.resolve("s_plain") is not None
+
+
+async def test_the_follower_stops_when_a_wake_comes_as_the_block_ends() -> None:
+    # A wake (a first sight, a verdict) in the same moment as the end of the block: the
+    # follower still stops. asyncio.wait_for on Python 3.11 returned the wake and dropped
+    # the cancellation, so the app's stop waited for the follower forever.
+    registry, store = ToolRegistry(), MemoryPinStore()
+    keeper = PinKeeper(registry, store, refresh_s=60)
+
+    async def keep_then_end() -> None:
+        async with keeper.keeping():
+            await asyncio.sleep(0)  # one turn of the loop: the follower starts its wait
+            keeper._wake.set()
+
+    ending = asyncio.create_task(keep_then_end())
+    ended, _ = await asyncio.wait({ending}, timeout=60)  # a deadline that must not fire
+    ending.cancel()
+    assert ending in ended, "the pins follower did not stop"
