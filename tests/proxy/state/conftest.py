@@ -15,6 +15,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from testing.asgi_serving import STARTUP_S
 from tests.conftest import _free_port
 
 _REDIS = shutil.which("redis-server")
@@ -39,7 +40,7 @@ class RedisServer:
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )  # fmt: skip
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + STARTUP_S
         while not self._answers():
             if self._process.poll() is not None or time.monotonic() > deadline:
                 raise RuntimeError(f"redis-server did not start on port {self.port}")

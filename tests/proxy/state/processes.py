@@ -103,8 +103,9 @@ class Runs:
     def lines(self) -> list[str]:
         return self.path.read_text().splitlines() if self.path.exists() else []
 
-    async def wait_for(self, line: str, timeout: float = 20) -> None:  # noqa: ASYNC109
-        """Until `line` was recorded (a deadline, not a timed assertion)."""
+    async def wait_for(self, line: str, timeout: float = 60) -> None:  # noqa: ASYNC109
+        """Until `line` was recorded (a deadline that must not fire, however loaded the
+        machine; not a timed assertion)."""
         async with asyncio.timeout(timeout):
             while line not in self.lines():  # noqa: ASYNC110 (another process writes it)
                 await asyncio.sleep(0.01)
