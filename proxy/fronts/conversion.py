@@ -27,6 +27,7 @@ preparation); anything else goes through rosetta.
 from __future__ import annotations
 
 import functools
+from collections.abc import Mapping
 from typing import Any, Literal
 
 from llm_rosetta import AnthropicConverter, OpenAIChatConverter, OpenAIResponsesConverter
@@ -49,14 +50,16 @@ def _converter(source: Source) -> AnthropicConverter | OpenAIResponsesConverter:
 
 
 def to_chat(body: dict[str, Any], source: Source) -> dict[str, Any]:
-    """A Chat Completions body equivalent to a Responses or Anthropic request body.
+    """A Chat Completions body equivalent to a Responses or Anthropic request body (the
+    Responses front takes its plain requests to `direct_responses` first).
 
     Raises:
         BadRequestError: rosetta cannot convert the request.
     """
-    direct = _direct_responses(body) if source == "openai_responses" else _direct_messages(body)
-    if direct is not None:
-        return direct
+    if source == "anthropic":
+        direct = _direct_messages(body)
+        if direct is not None:
+            return direct
     try:
         chat, _ = _CHAT.request_to_provider(_converter(source).request_from_provider(body))
     except Exception as exc:  # rosetta's ConversionError and whatever bad input makes it raise
@@ -72,9 +75,6 @@ def to_chat(body: dict[str, Any], source: Source) -> dict[str, Any]:
     return chat
 
 
-_RESPONSES_DIRECT = frozenset(
-    ("model", "input", "instructions", "temperature", "top_p", "max_output_tokens", "stream")
-)
 _MESSAGES_DIRECT = frozenset(
     (
         "model",
@@ -92,17 +92,22 @@ _BLOCK_KEYS = frozenset(("type", "text"))
 _ROLES = {"user": "user", "assistant": "assistant", "system": "system", "developer": "system"}
 
 
-def _direct_responses(body: dict[str, Any]) -> dict[str, Any] | None:
-    """The Chat body of a Responses request of text messages only, or None."""
-    if not _RESPONSES_DIRECT.issuperset(body) or not isinstance(body.get("model"), str):
-        return None
-    if None in body.values():
-        return None
-    items = body.get("input")
-    if not isinstance(items, list):
+def direct_responses(body: Mapping[str, Any], items: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The Chat body of a Responses request of text messages only (its `items`), made from
+    its fields at once: the body `to_chat` gives of the request the front makes of a body
+    with no tool, tool choice, structured output, reasoning or parallel-calls setting; None
+    for any other body (which the front converts through `to_chat`).
+
+    The front's caller checks that the request declares no function tool."""
+    get = body.get
+    for name in _NOT_DIRECT:
+        if get(name) is not None:
+            return None
+    model = get("model")
+    if not isinstance(model, str):
         return None
     messages: list[dict[str, Any]] = []
-    instructions = body.get("instructions")
+    instructions = get("instructions")
     if instructions is not None:
         if not isinstance(instructions, str):
             return None
@@ -116,8 +121,12 @@ def _direct_responses(body: dict[str, Any]) -> dict[str, Any] | None:
         if role is None or text is None:
             return None
         messages.append({"role": role, "content": text})
-    chat: dict[str, Any] = {"model": body["model"], "messages": messages}
-    return _sampled(chat, body, body.get("max_output_tokens"), None)
+    chat: dict[str, Any] = {"model": model, "messages": messages}
+    return _sampled(chat, body, get("max_output_tokens"), None)
+
+
+_NOT_DIRECT = ("tool_choice", "text", "reasoning", "parallel_tool_calls")
+"""Responses fields a request converted directly leaves out (null or absent)."""
 
 
 def _direct_messages(body: dict[str, Any]) -> dict[str, Any] | None:
@@ -175,7 +184,7 @@ _NUMBERS = (int, float)  # a tuple: `int | float` would make a union on every ca
 
 
 def _sampled(
-    chat: dict[str, Any], body: dict[str, Any], max_tokens: Any, stop: list[str] | None
+    chat: dict[str, Any], body: Mapping[str, Any], max_tokens: Any, stop: list[str] | None
 ) -> dict[str, Any] | None:
     """`chat` with the request's sampling fields, in rosetta's order; None for values of a
     type rosetta would read otherwise."""

@@ -51,26 +51,18 @@ class Answered(NamedTuple, Generic[E]):
     renderer: JsonRenderer[E]
 
 
-class Relaying(NamedTuple, Generic[E]):
-    """A turn answered as one JSON body, which may be the upstream's own (`ToolLoop.relay`):
-    `answer` gives those bytes, or the turn's events for the renderer."""
-
-    answer: Awaitable[bytes | AsyncIterator[E]]
-    renderer: JsonRenderer[E]
-
-
 class Relay(NamedTuple, Generic[E]):
     """A turn answered as one JSON body that is most often made at once of the upstream's
-    one answer (`ToolLoop.relay`: Chat sends its bytes as they are, Responses renders them
-    without an event): `answer` gives the body, or the turn's events, which the renderer
-    `renderer(meta)` makes then folds (none is made for a body)."""
+    one answer (`ToolLoop.relay`: Chat sends its bytes as they are, Responses and Messages
+    render theirs without an event): `answer` gives the body, or the turn's events, which the
+    renderer `renderer(meta)` makes then folds (none is made for a body)."""
 
     answer: Awaitable[bytes | AsyncIterator[E]]
     renderer: Callable[[Any], JsonRenderer[E]]
     meta: Any
 
 
-Reply = Streamed[Any] | Answered[Any] | Relaying[Any] | Relay[Any]
+Reply = Streamed[Any] | Answered[Any] | Relay[Any]
 """A prepared turn's events and how they reach the client (named tuples: one per request,
 built on the hot path)."""
 

@@ -22,6 +22,7 @@ from anthropic import AsyncAnthropic
 from openai import APIError as OpenAIError
 
 from proxy.fronts import conversion as fronts_conversion
+from proxy.fronts.responses import handler as responses_handler
 from proxy.upstreams import direct_answers, direct_requests
 from proxy.upstreams.conversion import DirectText
 from testing.anthropic_upstream import FakeAnthropic
@@ -59,7 +60,7 @@ def slow_paths(monkeypatch: pytest.MonkeyPatch, slow: bool) -> Any:
     with monkeypatch.context() as patch:
         if slow:
             patch.setattr(DirectText, "chunk", lambda self, index, text: None)
-            patch.setattr(fronts_conversion, "_direct_responses", lambda body: None)
+            patch.setattr(responses_handler, "direct_responses", lambda body, items: None)
             patch.setattr(fronts_conversion, "_direct_messages", lambda body: None)
             patch.setattr(direct_requests, "anthropic_request", lambda chat, kept: None)
             patch.setattr(direct_requests, "gemini_request", lambda chat, kept: None)

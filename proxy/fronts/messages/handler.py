@@ -18,7 +18,7 @@ from ...turn.controls import parse_controls
 from ...turn.events import LoopEvent
 from ...turn.record import Turn
 from ...upstreams.base import Relayable
-from ..exchange import Relaying, Reply, Streamed, send_error, serve_turn
+from ..exchange import Relay, Reply, Streamed, send_error, serve_turn
 from ..hosted import Declared, HostedTool, declare, messages_type, served
 from ..renderers import BuilderJson, BuilderStream
 from .errors import error_body
@@ -27,6 +27,9 @@ from .references import load_references
 from .render import MessageBuilder
 from .request import parse_body, to_chat_body
 from .searches import replay_searches
+
+_new_reply = tuple.__new__
+"""Makes a reply (a named tuple) from its fields, without the named tuple's own `__new__`."""
 
 
 class NotFoundError(ProxyError):
@@ -158,7 +161,10 @@ class Messages:
         )
         if stream:
             return Streamed(self._services.loop.run(turn), BuilderStream(builder))
-        return Relaying(_relayed(self._services.loop, turn, builder), BuilderJson(builder))
+        # The renderer made only for a turn's events: a relayed answer is rendered at once
+        # (a quiet builder's `start` makes nothing, so none is missed).
+        answer = _relayed(self._services.loop, turn, builder)
+        return _new_reply(Relay, (answer, BuilderJson, builder))
 
 
 async def _relayed(

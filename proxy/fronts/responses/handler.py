@@ -29,7 +29,7 @@ from ...turn.controls import parse_controls
 from ...turn.events import Finished, LoopEvent
 from ...turn.record import Turn
 from ...upstreams.base import Relayable
-from ..conversion import round_items, to_chat
+from ..conversion import direct_responses, round_items, to_chat
 from ..exchange import Answered, Relay, Reply, Streamed, serve_turn
 from ..exchange import openai_error_body as error_body
 from ..hosted import is_responses_search, served
@@ -110,13 +110,11 @@ class Responses:
         web_search = None
         if tools.web_search is not None:
             web_search = served(tools.web_search, toolset)
-        request = _chat_request(body, conversation, tools, toolset)
-        chat = to_chat(request, "openai_responses")
+        # Text messages and no function tool: made at once, the body `to_chat` would give.
+        chat = None if tools.functions else direct_responses(body, conversation)
+        if chat is None:
+            chat = self._converted(body, conversation, tools, toolset)
         mark(chat, tools.marks)
-        choice = request.get("tool_choice")
-        if isinstance(choice, dict) and "tool_choice" not in chat:
-            # llm-rosetta drops a choice naming none of the client's tools: a registry tool's.
-            chat["tool_choice"] = {"type": "function", "function": {"name": choice["name"]}}
         if not chat.get("messages"):
             raise BadRequestError("'input' holds no message", param="input")
         turn = Turn(
@@ -143,6 +141,24 @@ class Responses:
         if plan.echo["background"]:
             prepared = await self._launch(prepared)
         return prepared
+
+    @staticmethod
+    def _converted(
+        body: ResponsesBody, conversation: list[Item], tools: ToolsPlan, toolset: Toolset
+    ) -> dict[str, Any]:
+        """The request as the loop's Chat body, through llm-rosetta.
+
+        Raises:
+            BadRequestError: an item is malformed, the tool choice names no tool, or rosetta
+                cannot convert the request.
+        """
+        request = _chat_request(body, conversation, tools, toolset)
+        chat = to_chat(request, "openai_responses")
+        choice = request.get("tool_choice")
+        if isinstance(choice, dict) and "tool_choice" not in chat:
+            # llm-rosetta drops a choice naming none of the client's tools: a registry tool's.
+            chat["tool_choice"] = {"type": "function", "function": {"name": choice["name"]}}
+        return chat
 
     def _labels(self, tools: ToolsPlan, toolset: Toolset) -> dict[str, str]:
         """The server label of each of the toolset's tools, by wire name."""

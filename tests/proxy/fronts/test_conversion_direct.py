@@ -15,6 +15,8 @@ from bench.fronts_cost import body
 from proxy.errors import BadRequestError
 from proxy.fronts import conversion
 from proxy.fronts.conversion import to_chat
+from proxy.fronts.responses.handler import _chat_request
+from proxy.fronts.responses.request import ToolsPlan
 
 TEXTS: list[Any] = ["", "Hello", "two words", " spaced ", "ünï", 7, None]
 NUMBERS: list[Any] = [0, 0.3, 1, 2.0, True, "0.5", None]
@@ -71,8 +73,14 @@ def responses_body(rng: random.Random) -> dict[str, Any]:
     if rng.random() < 0.5:
         body["instructions"] = rng.choice(TEXTS)
     _sampling(rng, body, "max_output_tokens")
-    if rng.random() < 0.05:
-        body["parallel_tool_calls"] = False
+    for name, value in (
+        ("parallel_tool_calls", False),
+        ("tool_choice", "none"),
+        ("text", {"format": {"type": "json_object"}}),
+        ("reasoning", {"effort": "low"}),
+    ):
+        if rng.random() < 0.05:
+            body[name] = rng.choice([value, None])
     return body
 
 
@@ -104,33 +112,59 @@ def _converted(body: dict[str, Any], source: conversion.Source) -> Any:
             return ("400", exc.message)
 
 
-@pytest.mark.parametrize(
-    ("source", "make"),
-    [("openai_responses", responses_body), ("anthropic", messages_body)],
-    ids=["responses", "messages"],
-)
-def test_direct_conversion_is_rosetta_s(
-    source: conversion.Source, make: Any, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_direct_messages_conversion_is_rosetta_s(monkeypatch: pytest.MonkeyPatch) -> None:
     rng = random.Random(29)
-    direct_name = "_direct_responses" if source == "openai_responses" else "_direct_messages"
-    direct = getattr(conversion, direct_name)
     taken = 0
     for _ in range(1500):
-        body = make(rng)
-        fast = _converted(body, source)
+        body = messages_body(rng)
+        fast = _converted(body, "anthropic")
         with monkeypatch.context() as patch:
-            patch.setattr(conversion, direct_name, lambda body: None)
-            slow = _converted(body, source)
+            patch.setattr(conversion, "_direct_messages", lambda body: None)
+            slow = _converted(body, "anthropic")
         assert fast == slow, body
         if isinstance(fast, dict):
             assert list(fast) == list(slow), body  # the same order on the wire too
-        taken += direct(body) is not None
+        taken += conversion._direct_messages(body) is not None
     assert taken > 50  # enough of the sample was taken directly
+
+
+def test_direct_responses_conversion_is_rosetta_s() -> None:
+    # The front's request (`_chat_request`) converted by rosetta, against the body made at
+    # once of the Responses body and its items, wherever that is made.
+    rng = random.Random(29)
+    taken = 0
+    for _ in range(3000):
+        body = responses_body(rng)
+        items = body["input"]
+        fast = conversion.direct_responses(body, items)
+        if fast is None:
+            continue
+        taken += 1
+        slow = _converted(_chat_request(body, items, ToolsPlan(), None), "openai_responses")  # type: ignore[arg-type]
+        assert fast == slow, body
+        assert list(fast) == list(slow), body  # the same order on the wire too
+    assert taken > 100  # enough of the sample was taken directly
+
+
+def test_a_responses_body_with_a_choice_or_settings_rosetta_reads_is_not_taken_directly() -> None:
+    items = [{"type": "message", "role": "user", "content": "hi"}]
+    plain = {"model": "m", "input": items}
+    assert conversion.direct_responses(plain, items) == {
+        "model": "m",
+        "messages": [{"role": "user", "content": "hi"}],
+    }
+    for name, value in (
+        ("tool_choice", "auto"),
+        ("text", {"format": {"type": "json_object"}}),
+        ("reasoning", {"effort": "low"}),
+        ("parallel_tool_calls", False),
+    ):
+        assert conversion.direct_responses({**plain, name: value}, items) is None, name
+        assert conversion.direct_responses({**plain, name: None}, items) is not None, name
 
 
 def test_bench_requests_are_taken_directly() -> None:
     assert conversion._direct_messages(orjson.loads(body("messages", True)))
     responses = orjson.loads(body("responses", True))
-    items = [{"type": "message", "role": "user", "content": responses.pop("input")}]
-    assert conversion._direct_responses({**responses, "input": items})
+    items = [{"type": "message", "role": "user", "content": responses["input"]}]
+    assert conversion.direct_responses(responses, items)
