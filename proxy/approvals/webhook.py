@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from typing import Any
-
-import aiohttp
+from typing import TYPE_CHECKING, Any
 
 from policies import CallContext, WebhookConfig
 from registry import Tool
+
+if TYPE_CHECKING:
+    import aiohttp  # loaded with a webhook only (`policy.approval_webhook`)
 
 log = logging.getLogger("toolwire.approvals")
 
@@ -23,6 +24,8 @@ class WebhookApprover:
     """Approves calls by asking a webhook; fails closed."""
 
     def __init__(self, config: WebhookConfig) -> None:
+        import aiohttp
+
         self._url = config.url
         self._timeout = aiohttp.ClientTimeout(total=config.timeout_s)
         self._session: aiohttp.ClientSession | None = None
@@ -30,6 +33,8 @@ class WebhookApprover:
     async def approve(
         self, tool: Tool, arguments: Mapping[str, Any], context: CallContext, reason: str
     ) -> bool:
+        import aiohttp
+
         payload = {
             "tool": tool.qualified_name,
             "arguments": dict(arguments),

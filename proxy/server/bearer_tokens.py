@@ -28,7 +28,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote_plus, urlsplit
 
-import aiohttp
 import orjson
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -39,6 +38,7 @@ from ..errors import ProxyError
 from .oauth_config import TOKEN_PRINCIPAL_PREFIX, OAuthResourceConfig
 
 if TYPE_CHECKING:  # PyJWT (and cryptography's backends, ~9 MB) load only with mcp_server.oauth
+    import aiohttp  # and aiohttp: the issuer's client
     import jwt
 
 log = logging.getLogger("toolwire.auth")
@@ -123,6 +123,8 @@ class BearerTokens:
         resource = urlsplit(config.resource)
         origin = f"{resource.scheme}://{resource.netloc}"
         self.metadata_url = origin + metadata_path + resource.path.rstrip("/")
+        import aiohttp
+
         self._session: aiohttp.ClientSession | None = None
         self._timeout = aiohttp.ClientTimeout(total=config.timeout_s)
         self._issuers = _with_and_without_slash(config.issuer)
@@ -311,6 +313,8 @@ class BearerTokens:
         return grant
 
     async def _introspect(self, token: str) -> dict[str, Any]:
+        import aiohttp
+
         introspection = self.config.introspection
         assert introspection is not None
         form = {"token": token, "token_type_hint": "access_token"}
@@ -389,6 +393,8 @@ class BearerTokens:
 
     async def _get(self, url: str) -> Any:
         """The JSON at `url`, or the issuer's failure (503)."""
+        import aiohttp
+
         failure = f"the issuer's key set at {url} could not be fetched"
         try:
             async with self._client().get(url) as response:
@@ -401,6 +407,8 @@ class BearerTokens:
             raise IssuerUnavailableError(failure, headers={"retry-after": _RETRY_S}) from exc
 
     def _client(self) -> aiohttp.ClientSession:
+        import aiohttp
+
         if self._session is None:
             self._session = aiohttp.ClientSession(timeout=self._timeout)
         return self._session

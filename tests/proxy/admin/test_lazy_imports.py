@@ -23,9 +23,9 @@ print(json.dumps([name for name in {heavy!r} if name in sys.modules]))
 """
 
 
-def _loaded(body: str) -> list[str]:
-    """The heavy modules loaded after running `body` in a fresh interpreter."""
-    code = PROBE.format(body=body, heavy=HEAVY)
+def _loaded(body: str, heavy: tuple[str, ...] = HEAVY) -> list[str]:
+    """The `heavy` modules loaded after running `body` in a fresh interpreter."""
+    code = PROBE.format(body=body, heavy=heavy)
     done = subprocess.run(
         [sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120
     )
@@ -57,6 +57,18 @@ create_app(parse_settings({"upstreams": upstreams}, base_dir=Path("."), environ=
 """
     # PyJWT (with cryptography's backends) loads only when /mcp takes OAuth tokens.
     assert _loaded(body) == ["fastapi", "mcp.server"]
+
+
+def test_the_server_loads_no_aiohttp_without_a_webhook_or_oauth_tokens() -> None:
+    # aiohttp is the client of an approval webhook and of an OAuth issuer; loaded with them.
+    body = """
+from pathlib import Path
+from proxy import create_app, parse_settings
+import proxy.server.serving
+upstreams = [{"name": "demo", "base_url": "demo"}]
+create_app(parse_settings({"upstreams": upstreams}, base_dir=Path("."), environ={}))
+"""
+    assert _loaded(body, ("aiohttp",)) == []
 
 
 # --- what each `toolwire` command imports ---------------------------------------------------
