@@ -59,7 +59,7 @@ class LeanCycle(RequestResponseCycle):
         self.access_logger = protocol.access_logger
         self.access_log = protocol.access_log
         self.default_headers = protocol.server_state.default_headers
-        self.message_event = Signal(protocol.loop)  # type: ignore[assignment]
+        self.message_event = Signal()  # type: ignore[assignment]
         self.on_response = protocol.on_response_complete
         self.keep_alive = keep_alive
         self.waiting_for_100_continue = protocol.expect_100_continue
@@ -254,10 +254,10 @@ class LeanCycle(RequestResponseCycle):
             flow = self.flow
             if flow.read_paused:
                 flow.resume_reading()
-            event = self.message_event
-            if not event.is_set():
-                await event.wait()
-            event.clear()
+            event: Any = self.message_event
+            if not event.up:
+                await event.wait(self.sent.get_loop())
+            event.up = False  # cleared
         if self.disconnected or self.response_complete:
             return {"type": "http.disconnect"}
         message = {"type": "http.request", "body": bytes(self.body), "more_body": self.more_body}
@@ -266,18 +266,15 @@ class LeanCycle(RequestResponseCycle):
 
 
 class Signal:
-    """`asyncio.Event` as the cycle and the protocol use it (`set`, `is_set`, `clear`,
-    `wait`), cheaper to make per request: no lookups of the running loop. Its state is read
-    and set without a call where every request passes (`up` alone, when no one `waiters`)."""
+    """`asyncio.Event` as the cycle and the protocol use it, made per request for next to
+    nothing: no arguments, no `__init__`, no running-loop lookup (`wait` is given the loop),
+    its state in class attributes until it changes. It is read and set without a call where
+    every request passes (`up` alone, when no one `waiters`)."""
 
-    __slots__ = ("_loop", "up", "waiters")
-
-    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
-        self._loop = loop
-        self.up = False
-        """Whether it is set."""
-        self.waiters: list[asyncio.Future[None]] = []
-        """Those waiting for it to be set."""
+    up = False
+    """Whether it is set."""
+    waiters: list[asyncio.Future[None]] | tuple[()] = ()
+    """Those waiting for it to be set (a list of its own once one waits)."""
 
     def is_set(self) -> bool:
         return self.up
@@ -292,16 +289,19 @@ class Signal:
     def clear(self) -> None:
         self.up = False
 
-    async def wait(self) -> bool:
+    async def wait(self, loop: asyncio.AbstractEventLoop) -> bool:
         if self.up:
             return True
-        waiter = self._loop.create_future()
-        self.waiters.append(waiter)
+        waiter = loop.create_future()
+        waiters = self.waiters
+        if isinstance(waiters, tuple):  # the first to wait
+            waiters = self.waiters = []
+        waiters.append(waiter)
         try:
             await waiter
             return True
         finally:
-            self.waiters.remove(waiter)
+            waiters.remove(waiter)
 
 
 def _changes(pattern: re.Pattern[bytes]) -> bytes:

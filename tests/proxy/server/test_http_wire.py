@@ -19,6 +19,7 @@ from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol, RequestResp
 from uvicorn.server import ServerState
 
 from proxy.server.asgi import BODY_ARRIVED, CYCLE, DisconnectWatch, read_body
+from proxy.server.http_cycle import Signal
 from proxy.server.http_wire import LeanHttpTools
 
 Message = dict[str, Any]
@@ -703,3 +704,32 @@ def test_the_limited_protocol_reads_as_the_lean_one_does() -> None:
 
     limited = lines(LimitedHttpTools.data_received)
     assert [line for line in lines(LeanHttpTools.data_received) if line not in limited] == []
+
+
+async def test_a_signal_is_set_cleared_and_waited_for_as_an_event() -> None:
+    """`Signal` (made without arguments, its state in class attributes until it changes)
+    acts as `asyncio.Event` does, and each one's waiters are its own."""
+    loop = asyncio.get_running_loop()
+    signal, other, event = Signal(), Signal(), asyncio.Event()
+    assert not signal.is_set() and not signal.up and signal.waiters == ()
+    assert await asyncio.wait_for(_set_soon(signal, signal.wait(loop)), 5) is True
+    assert await asyncio.wait_for(_set_soon(event, event.wait()), 5) is True
+    assert signal.is_set() and event.is_set() and signal.waiters == []
+    assert other.waiters == () and not other.is_set()  # nothing shared through the class
+    assert await signal.wait(loop) is True  # set: no wait
+    signal.clear()
+    assert not signal.is_set()
+    waiting = [asyncio.ensure_future(signal.wait(loop)) for _ in range(3)]
+    await asyncio.sleep(0)
+    assert len(signal.waiters) == 3 and not any(w.done() for w in waiting)
+    signal.set()
+    assert await asyncio.gather(*waiting) == [True, True, True]
+    assert signal.waiters == [] and Signal.waiters == () and Signal.up is False
+
+
+async def _set_soon(event: Signal | asyncio.Event, waited: Awaitable[bool]) -> bool:
+    waiting = asyncio.ensure_future(waited)
+    await asyncio.sleep(0)
+    assert not waiting.done()
+    event.set()
+    return await waiting
