@@ -79,6 +79,4 @@ def test_an_unstored_response_is_serialized_from_its_final_object() -> None:
     renderer.feed(ContentDelta("Hi"))
     renderer.feed(Finished("length", Usage(1, 2, 3)))
     assert orjson.loads(renderer.encoded()) == builder.final()
-    assert orjson.loads(renderer.encoded())["incomplete_details"] == {
-        "reason": "max_output_tokens"
-    }
+    assert orjson.loads(renderer.encoded())["incomplete_details"] == {"reason": "max_output_tokens"}
