@@ -18,6 +18,8 @@ What each request no longer pays, its behaviour kept:
 - A keep-alive timer armed after each response and cancelled by the next request: one timer
   per connection instead, re-armed when it fires before the connection has been idle for
   `timeout_keep_alive`.
+- `httptools.parse_url` and the path's decoding for a request whose URL is the connection's
+  last one (a client's usual request): the last one's parts are kept.
 - A timer per request on reading its body (`asgi.read_body`): the scope says when the whole
   body has arrived (`BODY_ARRIVED`), and reading it then needs none.
 - An `asyncio.Event` per request for the body's arrival (`Signal`, a lighter one), and the
@@ -61,6 +63,10 @@ class LeanHttpTools(HttpToolsProtocol):
     answering each request."""
 
     cycle: LeanCycle  # type: ignore[assignment]
+    _url: bytes | None = None
+    """The URL of the connection's last request, and what it was parsed into (`_parsed`):
+    its raw path, its path and its query string."""
+    _parsed: tuple[bytes, str, bytes]
 
     def __init__(
         self,
@@ -133,11 +139,17 @@ class LeanHttpTools(HttpToolsProtocol):
             scope["http_version"] = http_version
         if parser.should_upgrade() and self._should_upgrade():
             return
-        parsed_url = httptools.parse_url(self.url)
-        raw_path = parsed_url.path
-        path = raw_path.decode("ascii")
-        if "%" in path:
-            path = urllib.parse.unquote(path)
+        url = self.url
+        if url == self._url:  # the connection's last URL again (a client's usual request)
+            raw_path, path, query = self._parsed
+        else:
+            parsed_url = httptools.parse_url(url)
+            raw_path = parsed_url.path
+            path = raw_path.decode("ascii")
+            if "%" in path:
+                path = urllib.parse.unquote(path)
+            query = parsed_url.query or b""
+            self._url, self._parsed = url, (raw_path, path, query)
         root_path = self.root_path
         if root_path:
             scope["path"] = root_path + path
@@ -145,7 +157,7 @@ class LeanHttpTools(HttpToolsProtocol):
         else:
             scope["path"] = path
             scope["raw_path"] = raw_path
-        scope["query_string"] = parsed_url.query or b""
+        scope["query_string"] = query
         if self._proxied:
             _forwarded(scope, self.headers, self._trusted)
 

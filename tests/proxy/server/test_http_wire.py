@@ -733,3 +733,38 @@ async def _set_soon(event: Signal | asyncio.Event, waited: Awaitable[bool]) -> b
     assert not waiting.done()
     event.set()
     return await waiting
+
+
+@pytest.mark.parametrize("root_path", ["", "/proxy"])
+async def test_a_connections_repeated_url_gets_the_scope_a_fresh_parse_gives(
+    root_path: str,
+) -> None:
+    """The parts of a connection's last URL are kept for its next request to the same URL:
+    every request's path, raw path and query string are what a connection of its own
+    parses (repeats, alternations, queries, escapes, fragments)."""
+    targets = [
+        b"/v1/chat/completions",
+        b"/v1/chat/completions",
+        b"/v1/models?limit=2",
+        b"/v1/models?limit=2",
+        b"/v1/models?limit=3",
+        b"/v1/chat/completions",
+        b"/a%20b/c%2Fd",
+        b"/a%20b/c%2Fd",
+        b"/x?y=1#frag",
+        b"/x",
+        b"/x?",
+        b"/x?",
+        b"/",
+    ]
+    served = _Served(_json, root_path=root_path)
+    for target in targets:
+        await served.request(b"GET " + target + b" HTTP/1.1\r\nhost: x\r\n\r\n")
+    fresh = []
+    for target in targets:
+        alone = _Served(_json, root_path=root_path)
+        await alone.request(b"GET " + target + b" HTTP/1.1\r\nhost: x\r\n\r\n")
+        fresh += alone.scopes
+    parts = ("path", "raw_path", "query_string")
+    assert len(served.scopes) == len(targets)
+    assert [[s[p] for p in parts] for s in served.scopes] == [[s[p] for p in parts] for s in fresh]
