@@ -130,29 +130,38 @@ class ToolLoop:
     async def _streamed(self, turn: Turn) -> AsyncIterator[LoopEvent]:
         """A streamed turn's events. One whose history holds no tool round (the common turn:
         one upstream stream, its text passed on as it comes, then `Finished`) has its first
-        round here, in this one generator rather than `_ask`'s inside `_run`'s; when that
-        answer calls a tool the turn goes on in `_run` from there (the text already yielded
-        stays yielded), as after any streamed round."""
-        state = self._begin(turn)
-        if state.tool_rounds:
+        round here, in this one generator rather than `_ask`'s inside `_run`'s, and without
+        the turn's state (`_State`, its `LoopGuard`), as `relay` asks its first round: the
+        state is made only when that answer calls a tool and the turn goes on in `_run` from
+        there (the text already yielded stays yielded), as after any streamed round."""
+        client_body = turn.body
+        self.meter.begin(client_body)
+        messages, tool_rounds = _history(client_body["messages"])
+        limits = self._limits_for(turn.controls)
+        if tool_rounds:
+            state = _State(LoopGuard(limits), messages, _upstream_body(client_body), True)
             async for event in self._run(turn, state):
                 yield event
             return
-        body = self._body(turn, state, with_tools=True)
+        started = time.monotonic()
+        # The messages a list of their own: the history is the state's if the turn goes on.
+        body = _first_request(client_body, [*messages], self._tools_for(turn, ()))
         assembler = Assembler()
-        upstream, deadline = turn.upstream, state.guard.deadline
-        async with upstream.complete(body, headers=turn.headers, deadline=deadline) as chunks:
+        deadline = started + limits.timeout_s
+        async with turn.upstream.complete(body, headers=turn.headers, deadline=deadline) as chunks:
             async for chunk in chunks:
                 delta = assembler.feed(chunk)
                 if delta is not None:
                     yield delta
         answer = assembler.finish()
         if answer.tool_calls and turn.controls.auto_execute:
+            # The turn goes on from that answer, its first iteration counted, as in `relay`.
+            guard = LoopGuard(limits, started, iterations=1)
+            state = _State(guard, messages, _upstream_body(client_body))
             async for event in self._run(turn, state, answer):
                 yield event
             return
-        self._take(state, answer)
-        yield self._finished(_answered(state, answer))
+        yield self._finished(_answered(answer, answer.usage or _NO_USAGE))
 
     async def relay(
         self, turn: Turn, whole: bool = False
@@ -243,7 +252,7 @@ class ToolLoop:
             answer = state.answer
             assert answer is not None
             if not answer.tool_calls or not turn.controls.auto_execute:
-                yield self._finished(_answered(state, answer))
+                yield self._finished(_answered(answer, state.usage, tuple(state.added)))
                 return
             calls = await self._triage.sort(
                 turn, answer.tool_calls, code_mode=self._code_mode(turn)
@@ -598,15 +607,14 @@ class ToolLoop:
         state.guard.record_calls([(a.tool.qualified_name, a.call.arguments) for a in ran])
 
 
-def _answered(state: _State, answer: Answer) -> Finished:
+def _answered(answer: Answer, usage: Usage, rounds: tuple[Message, ...] = ()) -> Finished:
     """The end of a turn the model answered, or whose calls go to the client as they are
-    (`auto_execute` off). The upstream's own bytes may be relayed when that answer is the
-    whole turn."""
+    (`auto_execute` off); `usage`: the turn's, `rounds`: the messages of its tool rounds. The
+    upstream's own bytes may be relayed when that answer is the whole turn."""
     if answer.tool_calls:
-        return Finished("tool_calls", state.usage, tuple(answer.tool_calls))
-    rounds = tuple(state.added)
+        return Finished("tool_calls", usage, tuple(answer.tool_calls))
     relay = None if rounds else answer.raw
-    return Finished(answer.finish_reason, state.usage, rounds=rounds, relay=relay)
+    return Finished(answer.finish_reason, usage, rounds=rounds, relay=relay)
 
 
 def _request(

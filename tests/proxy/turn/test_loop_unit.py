@@ -248,3 +248,89 @@ def test_a_first_request_is_the_base_body_with_its_messages_and_tools(
         assert client_body == kept, "the client's body is left as it came"
         shapes += 1
     assert shapes == 5 * 4 * 3 * 2 * 2
+
+
+class _Metered(Scripted):
+    """`Scripted`, each answer ending with a usage chunk (its number in the prompt tokens)."""
+
+    async def _chunks(self, number: int) -> AsyncIterator[dict[str, Any]]:
+        async for chunk in super()._chunks(number):
+            yield chunk
+        usage = {"prompt_tokens": number, "completion_tokens": 2, "total_tokens": number + 2}
+        yield {"id": "x", "choices": [], "usage": usage}
+
+
+class _Meter:
+    """A `TurnMeter` that notes what it is told."""
+
+    def __init__(self) -> None:
+        self.told: list[tuple[Any, ...]] = []
+
+    def begin(self, body: Mapping[str, Any]) -> None:
+        self.told.append(("begin", dict(body)))
+
+    def finished(self, usage: Any, stopped_by: str | None) -> None:
+        self.told.append(("finished", usage, stopped_by))
+
+
+@pytest.mark.parametrize("with_usage", [False, True], ids=["no-usage", "usage"])
+@pytest.mark.parametrize(
+    ("calls", "auto_execute", "history"),
+    [(0, True, USER), (1, True, USER), (1, False, USER), (100, True, USER), (0, True, None)],
+    ids=["answer", "tool-round", "handed-back", "guard", "history-with-a-round"],
+)
+async def test_a_streamed_turn_ends_as_the_general_path_ends_it(
+    executor: Executor,
+    calls: int,
+    auto_execute: bool,
+    history: list[dict[str, Any]] | None,
+    with_usage: bool,
+) -> None:
+    """`run` asks a streamed turn's first round without the turn's state; `_run` from the
+    start (the general path) asks the same bodies (their fields in the same order) with the
+    same deadline, yields the same events and tells the meter the same."""
+    if history is None:  # a client's history that holds a tool round: the general path itself
+        called = {"id": "c0", "type": "function", "function": {"name": "t_add", "arguments": "{}"}}
+        history = [
+            *USER,
+            {"role": "assistant", "content": None, "tool_calls": [called]},
+            {"role": "tool", "tool_call_id": "c0", "content": "x"},
+        ]
+    seen = {}
+    for general in (False, True):
+        upstream = (_Metered if with_usage else Scripted)(calls=calls)
+        gate = Gate(RulePolicy(PolicyConfig()), executor)
+        loop = ToolLoop(
+            gate=gate,
+            limits=LoopLimits(max_iterations=2),
+            turns=MemoryTurnStore(),
+            approvals=ApprovalFlow(MemoryApprovalStore(), MemoryTurnStore(), ttl_s=60),
+        )
+        meter = _Meter()
+        loop.meter = meter
+        body = {"model": "m", "messages": history, "stream": True, "tool_choice": "required"}
+        turn = Turn(
+            body=body,
+            upstream=upstream,
+            toolset=Catalog(_registry(), gate).toolset(ToolFilter()),
+            client_tools=frozenset(),
+            controls=Controls(tool_filter=ToolFilter(), auto_execute=auto_execute),
+            headers={},
+        )
+        before = time.monotonic()
+        events = loop._run(turn) if general else loop.run(turn)
+        kinds, ends = [], []
+        async for event in events:
+            kinds.append(type(event).__name__)
+            if isinstance(event, Finished):
+                ends.append(event)
+        deadlines = [d - before if d is not None else None for d in upstream.deadlines]
+        bodies = [list(b.items()) for b in upstream.bodies]
+        seen[general] = (bodies, kinds, ends, meter.told, deadlines)
+    (bodies, kinds, ends, told, deadlines), general_path = seen[False], seen[True]
+    assert (bodies, kinds, ends, told) == general_path[:4]
+    assert len(ends) == 1 and told[-1] == ("finished", ends[0].usage, ends[0].stopped_by)
+    assert (ends[0].usage.prompt_tokens > 0) is with_usage
+    for first, other in zip(deadlines, general_path[4], strict=True):
+        assert (first is None) is (other is None)
+        assert first is None or other is None or abs(first - other) < 1, "the turn's deadline"
