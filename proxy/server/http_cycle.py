@@ -171,7 +171,7 @@ class LeanCycle(RequestResponseCycle):
         self.response_started = True
         self.waiting_for_100_continue = False
         status_code = message["status"]
-        headers = self.default_headers + list(message.get("headers", []))
+        headers = [*self.default_headers, *message.get("headers", ())]  # one list, not two
         if self.access_log:
             scope: Any = self.scope
             self.access_logger.info(

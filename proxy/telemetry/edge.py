@@ -238,7 +238,7 @@ class Served:
         turn's unstreamed answer, the proxy's overhead (the answer is complete by now)."""
         stats = self._context.stats
         stats.status = message["status"]
-        headers = list(message.get("headers") or ())
+        headers = [*(message.get("headers") or ())]  # a copy, without a call
         # The fronts' own headers are found whole, by one comparison each; others by a scan.
         request_id = (_REQUEST_ID, self._context.request_id.encode())
         if request_id not in headers and not any(name == _REQUEST_ID for name, _ in headers):

@@ -768,3 +768,21 @@ async def test_a_connections_repeated_url_gets_the_scope_a_fresh_parse_gives(
     parts = ("path", "raw_path", "query_string")
     assert len(served.scopes) == len(targets)
     assert [[s[p] for p in parts] for s in served.scopes] == [[s[p] for p in parts] for s in fresh]
+
+
+@pytest.mark.parametrize("shape", [list, tuple, iter])
+async def test_response_headers_of_any_iterable_give_the_same_head(shape: Any) -> None:
+    """The response's headers are copied from whatever iterable the app sends: a list, a
+    tuple or an iterator give the head a list gives."""
+
+    def app(headers: Any) -> App:
+        async def answer(scope: Message, receive: Any, send: Any) -> None:
+            await send({"type": "http.response.start", "status": 200, "headers": headers})
+            await send({"type": "http.response.body", "body": b"ok"})
+
+        return answer
+
+    pairs = [(b"content-type", b"text/plain"), (b"content-length", b"2"), (b"x-a", b"b")]
+    expected = await _Served(app(list(pairs))).request(POST)
+    assert expected.startswith(b"HTTP/1.1 200 OK\r\nserver: uvicorn\r\ncontent-type: text/plain")
+    assert await _Served(app(shape(pairs))).request(POST) == expected
