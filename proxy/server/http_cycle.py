@@ -58,7 +58,12 @@ class LeanCycle(RequestResponseCycle):
         self.logger = protocol.logger
         self.access_logger = protocol.access_logger
         self.access_log = protocol.access_log
-        self.default_headers = protocol.server_state.default_headers
+        defaults = protocol.server_state.default_headers
+        if defaults is not protocol.defaults:  # a new list (uvicorn's date changes each second)
+            protocol.defaults, protocol.default_items = defaults, _items(defaults)
+        self.default_headers = defaults
+        self.default_items: list[bytes] | None = protocol.default_items
+        """The server's headers as the head's items (`_items`), or None: judged per response."""
         self.message_event = Signal()  # type: ignore[assignment]
         self.on_response = protocol.on_response_complete
         self.keep_alive = keep_alive
@@ -171,7 +176,7 @@ class LeanCycle(RequestResponseCycle):
         self.response_started = True
         self.waiting_for_100_continue = False
         status_code = message["status"]
-        headers = [*self.default_headers, *message.get("headers", ())]  # one list, not two
+        headers = [*message.get("headers", ())]
         if self.access_log:
             scope: Any = self.scope
             self.access_logger.info(
@@ -182,7 +187,10 @@ class LeanCycle(RequestResponseCycle):
                 scope["http_version"],
                 status_code,
             )
-        content = [STATUS_LINE[status_code]]
+        # The server's headers made once (`_items`) need no judging: the app's alone.
+        items = self.default_items
+        content = [STATUS_LINE[status_code], *(items or ())]
+        headers = headers if items is not None else [*self.default_headers, *headers]
         has_connection_close = False
         for name, value in headers:
             name = name.lower()
@@ -202,10 +210,10 @@ class LeanCycle(RequestResponseCycle):
         # `lower` changes letters only), then its value.
         joined = b"".join(content[1::4])
         if joined.translate(_NAME_CHANGES) != joined:
-            raise _invalid(headers)
+            raise _invalid(headers if items is None else [*self.default_headers, *headers])
         joined = b"".join(content[3::4])
         if joined.translate(_VALUE_CHANGES) != joined:
-            raise _invalid(headers)
+            raise _invalid(headers if items is None else [*self.default_headers, *headers])
         if not self.keep_alive and not has_connection_close:
             content.append(b"connection: close\r\n")
         if (
@@ -322,6 +330,21 @@ def _invalid(headers: list[tuple[bytes, bytes]]) -> RuntimeError:
         if HEADER_VALUE_RE.search(value):
             return RuntimeError("Invalid HTTP header value.")
     return RuntimeError("Invalid HTTP header name.")
+
+
+def _items(headers: list[tuple[bytes, bytes]]) -> list[bytes] | None:
+    """The server's own headers as a head's items, as `_start` makes them of each (lowered
+    name, `: `, value, CRLF), made once for every response while the list lasts; None when
+    one of them sets the length, the transfer encoding or the connection (then `_start`
+    judges them with the app's, as uvicorn does). Their bytes are still checked with the
+    app's in every head."""
+    items: list[bytes] = []
+    for name, value in headers:
+        name = name.lower()
+        if name == b"content-length" or name == b"transfer-encoding" or name == b"connection":
+            return None
+        items += (name, b": ", value, b"\r\n")
+    return items
 
 
 def _nothing() -> None:

@@ -67,6 +67,10 @@ class LeanHttpTools(HttpToolsProtocol):
     """The URL of the connection's last request, and what it was parsed into (`_parsed`):
     its raw path, its path and its query string."""
     _parsed: tuple[bytes, str, bytes]
+    defaults: list[tuple[bytes, bytes]] | None = None
+    """The server's headers the last cycle was made with, and their items (`default_items`),
+    which every cycle takes while the list lasts (`http_cycle._items`)."""
+    default_items: list[bytes] | None = None
 
     def __init__(
         self,

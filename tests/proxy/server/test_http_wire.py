@@ -18,6 +18,7 @@ from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol, RequestResponseCycle
 from uvicorn.server import ServerState
 
+from proxy.server import http_cycle
 from proxy.server.asgi import BODY_ARRIVED, CYCLE, DisconnectWatch, read_body
 from proxy.server.http_cycle import Signal
 from proxy.server.http_wire import LeanHttpTools
@@ -786,3 +787,46 @@ async def test_response_headers_of_any_iterable_give_the_same_head(shape: Any) -
     expected = await _Served(app(list(pairs))).request(POST)
     assert expected.startswith(b"HTTP/1.1 200 OK\r\nserver: uvicorn\r\ncontent-type: text/plain")
     assert await _Served(app(shape(pairs))).request(POST) == expected
+
+
+async def test_the_servers_headers_made_once_give_the_head_judged_per_response(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The server's own headers are made into the head's items once per list (`_items`),
+    unless one sets the length, the encoding or the connection. Over generated server
+    headers (mixed case, those names, bytes uvicorn refuses) and app headers, every head,
+    or refusal, is the one judged per response as uvicorn does."""
+    generated = random.Random(29)
+    names = [b"server", b"Date", b"x-Custom", b"content-length", b"Connection", b"bad name"]
+    names += [b"transfer-encoding"]
+    values = [b"uvicorn", b"Thu, 03 Dec 2026", b"2", b"close", b"chunked", b"bad\x00value"]
+    app_names = [b"content-type", b"content-length", b"connection", b"X-App", b"bad:name"]
+
+    async def outcome(defaults: Any, headers: Any) -> bytes | str:
+        async def app(scope: Message, receive: Any, send: Any) -> None:
+            try:
+                await send({"type": "http.response.start", "status": 200, "headers": headers})
+                await send({"type": "http.response.body", "body": b"ok"})
+            except RuntimeError as exc:
+                refused.append(str(exc))
+                raise
+
+        refused: list[str] = []
+        served = _Served(app)
+        served.state.default_headers = defaults
+        head = await served.request(POST)
+        return refused[0] if refused else head
+
+    for _ in range(150):
+        defaults = [
+            (generated.choice(names), generated.choice(values))
+            for _ in range(generated.randrange(0, 4))
+        ]
+        headers = [
+            (generated.choice(app_names), generated.choice(values))
+            for _ in range(generated.randrange(0, 4))
+        ]
+        made = await outcome(defaults, headers)
+        with monkeypatch.context() as judged:
+            judged.setattr(http_cycle, "_items", lambda headers: None)
+            assert await outcome(defaults, headers) == made
