@@ -49,7 +49,8 @@ class ChatStreamRenderer:
         self._meta = meta
         self._include_usage = include_usage
         self._tool_events = tool_events
-        self._encoder = sse.ChoiceEncoder.chunks(meta.id, meta.created, meta.model)
+        model, response_id, created = meta  # unpacked: each field by name is a lookup
+        self._encoder = sse.ChoiceEncoder.chunks(response_id, created, model)
 
     def start(self) -> bytes:
         """The role chunk that opens the response."""
