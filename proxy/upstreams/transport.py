@@ -366,7 +366,7 @@ class Exchange:
         done = False
         loose = scanner is None
         """A text-only chunk may be among those parsed (`coalesce` then merges a run of them):
-        no scanner, one that did not learn some text, or an event made other than one chunk."""
+        no scanner, one that did not learn some text, or an event made more than one chunk."""
         misses = -1 if scanner is None else scanner.misses
         at, count = 0, len(events)
         while at < count:
@@ -382,6 +382,10 @@ class Exchange:
                     done = True
                     break
                 parsed = self._event(codec, data)
+                if not parsed:
+                    # No chunk (a ping, a block's start or end): nothing to merge, and the
+                    # run of text around it goes on as one, as if it had not come.
+                    continue
                 if len(parsed) != 1:
                     loose = True
                 elif scanner is not None:

@@ -3,10 +3,13 @@ of that shape found by their bytes."""
 
 from __future__ import annotations
 
+import random
 from typing import Any
 
 import orjson
+import pytest
 
+from proxy.upstreams.relay import Relayed
 from proxy.upstreams.text_scanners import anthropic_text, gemini_text
 from testing.anthropic_upstream import events
 from testing.gemini_upstream import answer_pieces
@@ -81,3 +84,60 @@ def test_a_gemini_text_piece_teaches_and_one_with_usage_does_not() -> None:
     end, body, _ = scanner.run(sent, sent.index(texts[0]))
     assert orjson.loads(b'"' + body + b'"') == TEXT
     assert sent[end:] == sent[-1:]  # the finishing piece is not text alone
+
+
+def decoded(events: list[bytes], reads: list[int], scanned: bool) -> list[dict[str, Any]]:
+    """The chunks `Exchange._decode` makes of a Messages stream read in pieces cut at
+    `reads` (its codec's scanner used, or every event parsed and merged as before one was)."""
+    from proxy.config import UpstreamConfig
+    from proxy.upstreams.anthropic import AnthropicDialect
+    from proxy.upstreams.transport import Exchange
+
+    config = UpstreamConfig(name="u", base_url="http://u", format="anthropic", api_key="k")
+    request = AnthropicDialect(config).request(
+        {"model": "m", "stream": True, "messages": [{"role": "user", "content": "hi"}]}
+    )
+    exchange = Exchange("u", None, request.codec, stream=True, credential="")  # type: ignore[arg-type]
+    codec = request.codec()
+    scanner = codec.scanner if scanned else None  # type: ignore[attr-defined]
+    out: list[dict[str, Any]] = []
+    for start, end in zip([0, *reads], [*reads, len(events)], strict=True):
+        chunks, _ = exchange._decode(codec, scanner, events[start:end])
+        out += chunks
+    return out
+
+
+def merged(chunks: list[dict[str, Any]]) -> list[Any]:
+    """The chunks as a client reads them: adjacent text of one kind joined, the rest as is."""
+    out: list[Any] = []
+    for chunk in chunks:
+        delta = chunk["choices"][0]["delta"] if len(chunk.get("choices") or ()) == 1 else None
+        plain = delta is not None and delta.keys() <= {"content", "role"}
+        text = delta.get("content") if plain else None  # type: ignore[union-attr]
+        if text and chunk.keys() <= {"choices", "id", "object", "model", "created"}:
+            if out and out[-1].__class__ is str:
+                out[-1] += text
+                continue
+            out.append(text)
+        else:
+            out.append(chunk)
+    return out
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_events_that_make_no_chunk_leave_the_text_as_every_event_parsed_does(seed: int) -> None:
+    # Pings (and any event that makes no chunk) anywhere, the stream read in pieces cut
+    # anywhere: the text and every other chunk are what parsing each event gives.
+    rng = random.Random(seed)
+    text = "".join(rng.choice(["fox ", "été ", '"q" ', "\\ ", "😀", "\n", "a"]) for _ in range(30))
+    sent = stream(Reply.answer(text))
+    for _ in range(rng.randrange(1, 6)):
+        sent.insert(rng.randrange(1, len(sent)), orjson.dumps({"type": "ping"}))
+    reads = sorted(rng.sample(range(1, len(sent)), rng.randrange(0, 5)))
+    fast = decoded(sent, reads, scanned=True)
+    assert merged(fast) == merged(decoded(sent, reads, scanned=False))
+    assert "".join(t for t in merged(fast) if t.__class__ is str) == text
+    # Within a read, the text around a ping is one chunk of the upstream's own bytes.
+    texts = [c for c in fast if c.get("choices") and c["choices"][0]["delta"].get("content")]
+    assert len(texts) <= len(reads) + 1
+    assert all(chunk.__class__ is Relayed for chunk in texts)
