@@ -106,9 +106,7 @@ class PinKeeper:
             yield self
         finally:
             self._registry.check_holds(None)
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+            await _stopped(task)
 
     def check(self, tool: Tool) -> str | None:
         """Why `tool` is held back as it is registered, or None (also for sources that do
@@ -303,3 +301,16 @@ class PinKeeper:
                 if lost:
                     log.warning("pins: the shared state is back; following it again")
                 lost = False
+
+
+async def _stopped(task: asyncio.Task[None]) -> None:
+    """Cancel `task` and wait until it ends. Its own cancellation ends it quietly; the
+    awaiting task's, requested before or meanwhile, is raised: asyncio passes it on to the
+    awaited task, and it comes back as that task's CancelledError."""
+    task.cancel()
+    try:
+        await task
+    except asyncio.CancelledError:
+        waiter = asyncio.current_task()
+        if waiter is not None and waiter.cancelling():
+            raise

@@ -142,3 +142,37 @@ async def test_the_follower_stops_when_a_wake_comes_as_the_block_ends() -> None:
     ended, _ = await asyncio.wait({ending}, timeout=60)  # a deadline that must not fire
     ending.cancel()
     assert ending in ended, "the pins follower did not stop"
+
+
+def _cancel_after(task: asyncio.Task[None], turns: int) -> None:
+    if turns == 0:
+        task.cancel()
+    else:
+        asyncio.get_running_loop().call_soon(_cancel_after, task, turns - 1)
+
+
+@pytest.mark.parametrize("turns", [None, 0, 1, 2, 3, 4])
+async def test_a_cancellation_as_the_block_ends_is_kept(turns: int | None) -> None:
+    # The task that ends the keeper's block is cancelled while it stops the follower (or
+    # just before or after): it ends cancelled. asyncio passes the cancellation of a task
+    # awaiting another to the awaited one; the keeper took it back as the follower's own
+    # end and the cancelled task went on. No cancellation: the block ends as it would.
+    registry, store = ToolRegistry(), MemoryPinStore()
+    keeper = PinKeeper(registry, store, refresh_s=60)
+    went_on = asyncio.Event()
+
+    async def keep_then_end() -> None:
+        async with keeper.keeping():
+            await asyncio.sleep(0)  # the follower starts its wait
+            if turns is not None:
+                _cancel_after(ending, turns)
+        for _ in range(6):  # a cancellation that lands after the block lands here
+            await asyncio.sleep(0)
+        went_on.set()
+
+    ending = asyncio.create_task(keep_then_end())
+    await asyncio.wait({ending}, timeout=60)  # a deadline that must not fire
+    assert ending.done()
+    assert ending.cancelled() is (turns is not None)
+    assert went_on.is_set() is (turns is None)
+    assert [t for t in asyncio.all_tasks() if t.get_name() == "toolwire-pins"] == []
