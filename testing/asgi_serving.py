@@ -16,6 +16,10 @@ from proxy.server import http_limits
 STARTUP_S = 120
 """How long a server may take to start: a deadline that must not fire, however loaded the
 machine (a proxy starts its sources, MCP servers among them, before it serves)."""
+STOP_S = 120
+"""How long a server may take to stop (its drain, with no `timeout_graceful_shutdown` as
+long as its connections stay open, and its lifespan's shutdown): a deadline that must not
+fire, past which the test fails rather than waits for pytest's hang detector."""
 _TICK_S = 0.1
 """uvicorn's own tick, at which it refreshes its `date` header."""
 _DRAINED_EVERY_S = 0.005
@@ -80,6 +84,7 @@ async def serve_app(
     timeout_graceful_shutdown: int | None = None,
     server: ServerConfig | None = None,
     keep_alive_s: int = 5,
+    stop_s: float = STOP_S,
 ) -> AsyncIterator[str]:
     """Serve `app` on an ephemeral loopback port (bound before uvicorn starts, so no other
     process can take it); yields its root URL, `http://127.0.0.1:PORT`, once it serves.
@@ -88,7 +93,8 @@ async def serve_app(
     (the defaults when not given), keeping idle connections `keep_alive_s` (uvicorn's 5 s).
 
     Raises:
-        TimeoutError: it did not start within `STARTUP_S`.
+        TimeoutError: it did not start within `STARTUP_S`, or stop within `stop_s` (its
+            requests and then the server are cancelled, its connections closed).
     """
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
@@ -115,6 +121,23 @@ async def serve_app(
             raise RuntimeError("the server stopped before it served")
         yield f"http://127.0.0.1:{port}"
     finally:
-        uvicorn_server.stop()
-        await task
-        sock.close()
+        try:
+            await _stop(uvicorn_server, task, stop_s)
+        finally:
+            sock.close()
+
+
+async def _stop(server: _Server, task: asyncio.Task[None], stop_s: float) -> None:
+    server.stop()
+    done, _ = await asyncio.wait({task}, timeout=stop_s)
+    if done:
+        return task.result()
+    state = server.server_state
+    still = f"{len(state.connections)} connections and {len(state.tasks)} requests open"
+    for request in list(state.tasks):
+        request.cancel()
+    for connection in list(state.connections):
+        connection.transport.abort()
+    task.cancel()
+    await asyncio.wait({task}, timeout=stop_s)
+    raise TimeoutError(f"the server did not stop within {stop_s} s ({still})")
