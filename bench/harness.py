@@ -252,7 +252,7 @@ def script(name: str, *args: str) -> list[str]:
 
 
 def upstream_command() -> list[str]:
-    """The fake upstream (its request log capped) answering `TEXT`, streamed in `CHUNKS`."""
+    """The fake upstream (`bench/fake_upstream.py`) answering `TEXT`, streamed in `CHUNKS`."""
     return script("fake_upstream.py", "--chunks", str(CHUNKS), "--text", TEXT)
 
 
