@@ -23,7 +23,8 @@ arrived: `read_body` then arms no timer. Under any other server (or with `Expect
 CYCLE = "toolwire.cycle"
 """A scope key the server's protocol (`http_wire.py`) sets to the request's `Cycle`: a
 `DisconnectWatch` is told by it when the client leaves, and needs no timer; `read_body`
-takes a body that has all arrived from it, without `receive`. Under any other server it is
+takes a body that has all arrived from it, without `receive`, and has it time one still
+coming. Under any other server it is
 absent: the watch polls, the body is received."""
 WATCH_AFTER_S = 0.05
 """How long a request runs before its client is watched for a disconnect (without
@@ -109,19 +110,26 @@ async def _received(
     parts: list[bytes] = []
     size = 0
     task: asyncio.Task[Any] | None = None
-    handle = None
+    timer: TimedRead | Expiry
+    handle: TimedRead | asyncio.TimerHandle | None = None
     if not scope.get(BODY_ARRIVED):
         # A timer that cancels this task, as `asyncio.timeout` would, at a tenth of its cost.
         # The server's protocol says when the whole body is there (most bodies, by now):
         # reading it then cannot wait, and needs none. A body still coming (a client that
-        # writes its head and its body apart, as http.client and httpx do) finds its task in
-        # the cycle: `current_task()` would be a getpid system call on Python 3.11.
-        task = cycle.task if cycle is not None else asyncio.current_task()
-        assert task is not None
-        cancelling = task.cancelling()
-        timer = Expiry(task)
-        # The task's loop: `get_running_loop()` would be a second getpid system call.
-        handle = task.get_loop().call_later(limits.body_timeout_s, timer.expire)
+        # writes its head and its body apart, as http.client and httpx do) is timed by the
+        # cycle, on its task and its connection's one timer: `current_task()` would be a
+        # getpid system call on Python 3.11, and a timer cancelled per read one more poll.
+        if cycle is not None:
+            task = cycle.task
+            cancelling = task.cancelling()
+            timer = handle = cycle.time_body(limits.body_timeout_s)
+        else:
+            task = asyncio.current_task()
+            assert task is not None
+            cancelling = task.cancelling()
+            timer = Expiry(task)
+            # The task's loop: `get_running_loop()` would be a second getpid system call.
+            handle = task.get_loop().call_later(limits.body_timeout_s, timer.expire)
     try:
         while True:
             message = await receive()
@@ -188,6 +196,21 @@ class Cycle(Protocol):
     def whole_body(self) -> bytes | None:
         """The request's body, taken as `receive` would hand it over, when all of it has
         arrived (and nothing else is owed first); else None, and `receive` reads it."""
+        ...
+
+    def time_body(self, timeout_s: float) -> TimedRead:
+        """A read of the body still coming, timed from now: the task is cancelled (and the
+        read `expired`) when `timeout_s` passes before the read is `cancel`led."""
+        ...
+
+
+class TimedRead(Protocol):
+    """A body's read timed by the server (`Cycle.time_body`)."""
+
+    expired: bool
+
+    def cancel(self) -> None:
+        """The read ended: no longer timed."""
         ...
 
 

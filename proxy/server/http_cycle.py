@@ -2,7 +2,8 @@
 `http_wire.py` (whose docstring says what each request no longer pays, and whose test fails
 when uvicorn changes what these replace): `send` writes at once, a head with a length goes
 out with its body, `run_asgi`'s checks run as the task's done callback (`ended`), and the
-cycle is the scope's `asgi.Cycle`.
+cycle is the scope's `asgi.Cycle`, whose body still coming is timed by its connection's one
+timer (`Flow`).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from uvicorn.protocols.http.flow_control import FlowControl
 from uvicorn.protocols.http.httptools_impl import (
     HEADER_RE,
     HEADER_VALUE_RE,
@@ -20,6 +22,7 @@ from uvicorn.protocols.http.httptools_impl import (
 )
 from uvicorn.protocols.utils import get_client_addr, get_path_with_query_string
 
+from ..upstreams.expiry import Expiry
 from .asgi import CYCLE
 
 Message = dict[str, Any]
@@ -31,6 +34,7 @@ class LeanCycle(RequestResponseCycle):
 
     sent: asyncio.Future[None]
     """An awaitable already done: what `send` returns when it has written."""
+    flow: Flow
     task: asyncio.Task[None]
     """The task that serves the request."""
     tasks: set[asyncio.Task[None]]
@@ -125,6 +129,10 @@ class LeanCycle(RequestResponseCycle):
         body = bytes(self.body)
         self.body = bytearray()
         return body
+
+    def time_body(self, timeout_s: float) -> BodyTimer:
+        """A read of the body that is still coming (`asgi.read_body`), timed from now."""
+        return self.flow.time_body(self.task, timeout_s)
 
     def _answer_500(self) -> None:
         task = self.task.get_loop().create_task(self._send_500())
@@ -271,6 +279,73 @@ class LeanCycle(RequestResponseCycle):
         message = {"type": "http.request", "body": bytes(self.body), "more_body": self.more_body}
         self.body = bytearray()
         return message
+
+
+class Flow(FlowControl):
+    """uvicorn's flow control of a connection, which also keeps the connection's one timer
+    on request bodies still coming (`time_body`), as the protocol keeps one for heads and
+    one for keep-alive: armed by the first read that waits for a body, re-armed only when it
+    fires before the body then read is due, not armed and cancelled per read (under uvloop a
+    cancelled timer costs the loop one more poll, a system call, before its next wait)."""
+
+    _timed: BodyTimer | None = None
+    """The read being timed, if any."""
+    _timer: asyncio.TimerHandle | None = None
+    _timer_due = 0.0
+
+    def __init__(self, transport: asyncio.Transport, loop: asyncio.AbstractEventLoop) -> None:
+        super().__init__(transport)
+        self._loop = loop
+
+    def time_body(self, task: asyncio.Task[Any], timeout_s: float) -> BodyTimer:
+        """Time a body's read in `task` from now: the task is cancelled when `timeout_s`
+        passes before the read ends (`BodyTimer.cancel`)."""
+        timer = BodyTimer(task)
+        timer.flow = self
+        due = timer.due = self._loop.time() + timeout_s
+        self._timed = timer
+        if self._timer is None or self._timer_due > due:
+            self._arm(due)
+        return timer
+
+    def close(self) -> None:
+        """The connection is lost: its timer with it."""
+        self._timed = None
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+
+    def _arm(self, due: float) -> None:
+        if self._timer is not None:  # due later than this read: only a shorter timeout
+            self._timer.cancel()
+        self._timer = self._loop.call_at(due, self._due)
+        self._timer_due = due
+
+    def _due(self) -> None:
+        self._timer = None
+        timer = self._timed
+        if timer is None:
+            return  # no read waits: the next one arms the timer again
+        if timer.due > self._loop.time():
+            self._arm(timer.due)  # armed for an earlier read
+            return
+        self._timed = None
+        timer.expire()
+
+
+class BodyTimer(Expiry):
+    """A body's read timed by its connection's `Flow`: it cancels the read's task when the
+    body is due (and is then `expired`), unless the read ends first (`cancel`)."""
+
+    __slots__ = ("due", "flow")
+    due: float
+    flow: Flow
+
+    def cancel(self) -> None:
+        """The read ended: no longer timed."""
+        flow = self.flow
+        if flow._timed is self:
+            flow._timed = None
 
 
 class Signal:

@@ -20,7 +20,7 @@ from uvicorn.server import ServerState
 
 from proxy.server import http_cycle
 from proxy.server.asgi import BODY_ARRIVED, CYCLE, DisconnectWatch, read_body
-from proxy.server.http_cycle import Signal
+from proxy.server.http_cycle import Flow, Signal
 from proxy.server.http_wire import LeanHttpTools
 
 Message = dict[str, Any]
@@ -460,6 +460,107 @@ async def test_a_body_still_coming_is_timed_on_the_cycles_task_without_a_loop_lo
     assert seen[0] == b'{"a":1}'
     assert "did not arrive within 0.01 s" in str(seen[1])
     assert looked == []
+
+
+class _Handle:
+    def __init__(self, when: float, callback: Callable[[], None]) -> None:
+        self.when, self.callback, self.cancelled = when, callback, False
+
+    def cancel(self) -> None:
+        self.cancelled = True
+
+
+class _Clock:
+    """A loop's time and `call_at`, moved by hand."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+        self.armed: list[_Handle] = []
+
+    def time(self) -> float:
+        return self.now
+
+    def call_at(self, when: float, callback: Callable[[], None]) -> _Handle:
+        handle = _Handle(when, callback)
+        self.armed.append(handle)
+        return handle
+
+    def fire(self) -> None:
+        """Move to the next live timer and run it."""
+        handle = min((h for h in self.armed if not h.cancelled), key=lambda h: h.when)
+        self.armed.remove(handle)
+        self.now = max(self.now, handle.when)
+        handle.callback()
+
+
+class _Task:
+    def __init__(self) -> None:
+        self.cancels = 0
+
+    def cancel(self) -> None:
+        self.cancels += 1
+
+
+def test_a_connections_body_reads_share_one_timer_that_cancels_only_an_overdue_read() -> None:
+    clock = _Clock()
+    flow = Flow(_Transport(), clock)  # type: ignore[arg-type]
+    first, second, third, fourth = _Task(), _Task(), _Task(), _Task()
+    read = flow.time_body(first, 10)  # type: ignore[arg-type]
+    assert [h.when for h in clock.armed] == [10]
+    read.cancel()  # the body came: the timer stays armed, nothing is cancelled
+    clock.now = 5
+    later = flow.time_body(second, 10)  # type: ignore[arg-type]
+    read.cancel()  # an earlier read's end does not untime the later one
+    assert [(h.when, h.cancelled) for h in clock.armed] == [(10, False)]
+    clock.fire()  # at 10, early for the read due at 15: armed again for it
+    assert second.cancels == 0 and not later.expired
+    assert [h.when for h in clock.armed] == [15]
+    clock.fire()
+    assert (second.cancels, later.expired, clock.now) == (1, True, 15)
+    assert clock.armed == [] and first.cancels == 0
+    clock.now = 16
+    flow.time_body(third, 10)  # type: ignore[arg-type]
+    clock.now = 17
+    shorter = flow.time_body(fourth, 2)  # type: ignore[arg-type]  # due before the timer
+    assert [(h.when, h.cancelled) for h in clock.armed] == [(26, True), (19, False)]
+    shorter.cancel()
+    clock.fire()  # no read waits: nothing cancelled, nothing armed again
+    assert (third.cancels, fourth.cancels, shorter.expired) == (0, 0, False)
+    assert [h for h in clock.armed if not h.cancelled] == []
+    flow.time_body(first, 10)  # type: ignore[arg-type]
+    flow.close()  # the connection is lost: its timer with it
+    assert [h.cancelled for h in clock.armed] == [True, True]
+
+
+async def test_bodies_still_coming_on_a_connection_arm_its_timer_once_and_cancel_none() -> None:
+    """A client that writes each head and body apart: every read is timed, by the
+    connection's one timer, armed once, not armed and cancelled per read."""
+    seen: list[bytes] = []
+
+    class Limits:
+        max_body_bytes = 1000
+        body_timeout_s = 30.0
+
+    async def app(scope: Message, receive: Any, send: Any) -> None:
+        seen.append(await read_body(receive, scope, Limits()))
+        await _json(scope, _no_body, send)
+
+    served = _Served(app)
+    flow = served.protocol.flow
+    assert isinstance(flow, Flow)
+    handles = []
+    for _ in range(3):
+        served.protocol.data_received(POST[:-3])
+        for _ in range(5):
+            await asyncio.sleep(0)
+        handles.append(flow._timer)
+        answer = await served.request(POST[-3:])
+        assert answer.startswith(b"HTTP/1.1 200")
+    assert seen == [b'{"a":1}'] * 3
+    timer = handles[0]
+    assert timer is not None and handles == [timer] * 3 and not timer.cancelled()
+    served.protocol.connection_lost(None)
+    assert timer.cancelled() and flow._timer is None
 
 
 async def _no_body() -> Message:
