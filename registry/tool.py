@@ -104,6 +104,10 @@ class Tool:
     """The parameter of `fn` that receives a `ToolContext`; it is not in `parameters`."""
     arguments_check: Callable[[dict[str, Any]], None] | None = None
     """For tools with no arguments model: raises InvalidArgumentsError on bad arguments."""
+    qualified_name: str = field(init=False, repr=False, compare=False)
+    """`namespace.name`, or `name` when the tool has no namespace. Worked out when the tool
+    is made (a copy made by `dataclasses.replace` works it out again): a call reads it
+    several times (the gate, the executor, its log, the listeners, the loop's guard)."""
 
     def __post_init__(self) -> None:
         if not self.name:
@@ -112,11 +116,8 @@ class Tool:
             raise RegistryError(f"tool {self.name!r}: namespace must be None or non-empty")
         if self.parameters.get("type", "object") != "object":
             raise RegistryError(f"tool {self.name!r}: parameters must be an object schema")
-
-    @property
-    def qualified_name(self) -> str:
-        """`namespace.name`, or `name` when the tool has no namespace."""
-        return f"{self.namespace}.{self.name}" if self.namespace else self.name
+        qualified = f"{self.namespace}.{self.name}" if self.namespace else self.name
+        object.__setattr__(self, "qualified_name", qualified)
 
     def with_metadata(self, **changes: Any) -> Tool:
         """Return a copy whose metadata has `changes` applied.

@@ -350,3 +350,25 @@ def test_argument_parsing() -> None:
         tool.validate_arguments("[1, 2]")
     assert not_object.value.kind == "invalid_arguments"
     assert "must be a JSON object, got an array" in not_object.value.message
+
+
+@pytest.mark.parametrize("namespace", [None, "ns", "a.b"])
+@pytest.mark.parametrize("name", ["t", "get_user", "x.y"])
+def test_qualified_name_is_worked_out_once_and_again_for_a_copy(
+    namespace: str | None, name: str
+) -> None:
+    import dataclasses
+
+    tool = Tool(name=name, description="", parameters={"type": "object"}, namespace=namespace)
+    expected = f"{namespace}.{name}" if namespace else name
+    assert tool.qualified_name == expected
+    # A copy under another name or namespace has its own; the field is neither shown nor
+    # compared (it follows from the two that are).
+    renamed = dataclasses.replace(tool, name="other", namespace=None)
+    assert renamed.qualified_name == "other"
+    moved = dataclasses.replace(tool, namespace="moved")
+    assert moved.qualified_name == f"moved.{name}"
+    assert "qualified_name" not in repr(tool)
+    assert tool == dataclasses.replace(tool)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        tool.qualified_name = "changed"  # type: ignore[misc]
