@@ -3,7 +3,12 @@ answer's status and text, and prints one result line the bench parses.
 
 wrk is preferred to a Python generator for closed-loop req/s because it is cheap: the load
 generator shares a core with the upstream fake, and a costly one saturates that core first
-and caps the req/s of the fastest targets below what they can do.
+and caps the req/s of the fastest targets below what they can do. So the script's check is
+cheap too: the strings it joins are found by plain searches, not a pattern (which tries every
+position of the body), and an answer of the same bytes as the last one found right is right
+(Lua strings are interned: the same bytes are compared at once). Counted under callgrind
+against the fake upstream at c=64: 37k -> 8k instructions a request unstreamed, 395k -> 20k
+streamed (14k and 69k when every answer differs).
 """
 
 from __future__ import annotations
@@ -27,10 +32,18 @@ local stream = @STREAM@
 local api = "@API@"
 local threads = {}
 
-local function joined(text, pattern)
-  local pieces = {}
-  for piece in text:gmatch(pattern) do
-    pieces[#pieces + 1] = piece
+-- Every string of `key` (say '"content":"'), up to its closing quote, joined: what
+-- gmatch('"content":"([^"]*)"') finds, by plain searches (a pattern tries every position).
+local function joined(text, key)
+  local pieces, n, init, skip = {}, 0, 1, #key
+  while true do
+    local at = text:find(key, init, true)
+    if at == nil then break end
+    local close = text:find('"', at + skip, true)
+    if close == nil then break end
+    n = n + 1
+    pieces[n] = text:sub(at + skip, close - 1)
+    init = close + 1
   end
   return table.concat(pieces)
 end
@@ -41,17 +54,16 @@ end
 local function content_ok(body)
   if api == "chat" then
     if stream and not body:find("data: [DONE]", 1, true) then return false end
-    return joined(body, '"content":"([^"]*)"') == expect
+    return joined(body, '"content":"') == expect
   end
   if not stream then
-    return joined(body, '"text":"([^"]*)"') == expect
+    return joined(body, '"text":"') == expect
   end
   local at = body:find("event: response.completed\\n", 1, true)
   if at == nil or body:find("\\nevent: ", at, true) or body:sub(-2) ~= "\\n\\n" then
     return false
   end
-  return joined(body:sub(at), '"text":"([^"]*)"') == expect
-    and joined(body, '"delta":"([^"]*)"') == expect
+  return joined(body:sub(at), '"text":"') == expect and joined(body, '"delta":"') == expect
 end
 
 function setup(thread)
@@ -62,6 +74,7 @@ function init(args)
   bad_content = 0
   bad_status = 0
   sample = ""
+  good = nil  -- the last answer found right: the same bytes again are right too
 end
 
 function response(status, headers, body)
@@ -70,7 +83,11 @@ function response(status, headers, body)
     if sample == "" then sample = "status " .. status .. ": " .. body:sub(1, 200) end
     return
   end
-  if not content_ok(body) then
+  -- Lua strings are interned: the same bytes are the same string, compared at once.
+  if body == good then return end
+  if content_ok(body) then
+    good = body
+  else
     bad_content = bad_content + 1
     if sample == "" then sample = "content: " .. body:sub(1, 200) end
   end
