@@ -277,6 +277,7 @@ def warning_lines(result: dict[str, Any]) -> list[str]:
     out: list[str] = []
     noisy: list[str] = []
     saturated: list[str] = []
+    shares: list[tuple[float, float]] = []
     runs = 0
     labels = result["labels"]
     for mode in MODES:
@@ -287,15 +288,22 @@ def warning_lines(result: dict[str, Any]) -> list[str]:
                 out += [f"    {sample}" for sample in row["error_samples"]]
             for c, at in row.get("throughput", {}).items():
                 runs += 1
-                saturated += _saturated(at, f"{where} at c={c}")
+                note = _saturated(at, f"{where} at c={c}")
+                if note:
+                    saturated += note
+                    shares.append(_cpu_b_shares(at))
             other = max(row["max_cpu_a_other_pct"], row["max_cpu_b_other_pct"])
             if other > OTHER_LOAD_PCT:
                 noisy.append(f"{where} ({other:.0f}%)")
     if len(saturated) > 2:  # one line for a run where it was the rule, not the exception
+        ours = median([share[0] for share in shares])
+        other = median([share[1] for share in shares])
         saturated = [
             f"NOTE  CPU B was saturated while the server under test was not in "
             f"{len(saturated)} of {runs} req/s runs (medians): those req/s are bounded by "
-            "CPU B, not by the server; CPU per request is the figure to read"
+            "CPU B, not by the server; CPU per request is the figure to read (of CPU B, the "
+            f"load generator and the upstream fake took {ours:.0f}%, other programs "
+            f"{other:.0f}%: the median over those runs)"
         ]
     out += saturated
     if noisy:
@@ -307,12 +315,19 @@ def warning_lines(result: dict[str, Any]) -> list[str]:
     return out
 
 
+def _cpu_b_shares(row: dict[str, Any]) -> tuple[float, float]:
+    """How much of CPU B the bench's own processes (the load generator and the upstream
+    fake) took, and how much other programs did, in %."""
+    ours = row["loadgen_cpu_pct"] + (row["upstream_cpu_pct"] or 0.0)
+    return ours, row["cpu_b_busy_pct"] - ours
+
+
 def _saturated(row: dict[str, Any], where: str) -> list[str]:
     """A note when CPU B, not the server, bounded the req/s."""
     server, cpu_b = row["server_cpu_pct"], row["cpu_b_busy_pct"]
     if cpu_b is None or cpu_b < 90 or (not math.isnan(server) and server >= 90):
         return []
-    ours = row["loadgen_cpu_pct"] + (row["upstream_cpu_pct"] or 0.0)
+    ours = _cpu_b_shares(row)[0]
     return [
         f"NOTE  {where}: CPU B was saturated ({cpu_b:.0f}%: "
         f"load generator {row['loadgen_cpu_pct']:.0f}%, upstream fake "

@@ -200,13 +200,15 @@ def test_a_shared_cpu_saturated_in_most_runs_is_one_note() -> None:
     assert "CPU B was saturated" not in text
     for mode in ("json", "stream"):
         for row in result["summary"][mode]["targets"].values():
-            for at in row["throughput"].values():
+            for index, at in enumerate(row["throughput"].values()):
                 at["server_cpu_pct"], at["cpu_b_busy_pct"] = 20.0, 100.0
+                at["loadgen_cpu_pct"], at["upstream_cpu_pct"] = 30.0, 10.0 + 40 * index
     notes = [x for x in overhead_report.render(result).splitlines() if "saturated" in x]
     assert notes == [
         "NOTE  CPU B was saturated while the server under test was not in 16 of 16 req/s runs "
         "(medians): those req/s are bounded by CPU B, not by the server; CPU per request is "
-        "the figure to read"
+        "the figure to read (of CPU B, the load generator and the upstream fake took 60%, "
+        "other programs 40%: the median over those runs)"
     ]
 
 
