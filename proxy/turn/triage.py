@@ -9,7 +9,7 @@ arguments) are repaired here.
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from policies import Admission, Gate, GateDecision
@@ -46,9 +46,11 @@ _ANSWERED_HERE = (Fate.RUN, Fate.REFUSED, Fate.SEARCH, Fate.PROGRAM, Fate.UNKNOW
 method) for every call of every round."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)
 class Sorted:
-    """One call and its fate."""
+    """One call and its fate. Not changed once made, though not frozen: one is made per call,
+    and a frozen dataclass sets each field through `object.__setattr__` (about four times the
+    cost); it compares and hashes as a frozen one would."""
 
     call: ToolCall
     """Under the id it is answered under (a proxy-issued one when handed back)."""
@@ -57,63 +59,68 @@ class Sorted:
     """The gate's decision, for a registry tool's call (RUN, REFUSED, ASK)."""
 
 
-@dataclass(slots=True)
 class Round:
-    """One upstream answer's calls, sorted by who answers them, in the model's order."""
+    """One upstream answer's calls, sorted by who answers them, in the model's order.
 
-    calls: list[Sorted] = field(default_factory=list)
+    Each group is listed once, when the round is made, in one pass over its calls: the loop
+    reads most of them for every round (a property each would list them again per read).
+    The lists are not to be changed (readers copy what they add to)."""
 
-    @property
-    def ordered(self) -> list[ToolCall]:
-        """Every call (those handed back under their new ids)."""
-        return [each.call for each in self.calls]
+    __slots__ = (
+        "answered_here",
+        "asks",
+        "calls",
+        "client",
+        "handed_back",
+        "ordered",
+        "own",
+        "programs",
+        "searches",
+        "unknown",
+    )
 
-    @property
-    def own(self) -> list[Admission]:
-        """The calls the gate admitted, and those it refused (answered with their error)."""
-        return [
-            each.admission
-            for each in self.calls
-            if each.admission is not None and each.fate in (Fate.RUN, Fate.REFUSED)
-        ]
+    calls: list[Sorted]
+    ordered: list[ToolCall]
+    """Every call (those handed back under their new ids)."""
+    own: list[Admission]
+    """The calls the gate admitted, and those it refused (answered with their error)."""
+    asks: list[tuple[Tool, ToolCall, str]]
+    """The calls awaiting approval: (tool, call under its new id, the reason to ask)."""
+    searches: list[ToolCall]
+    programs: list[ToolCall]
+    unknown: list[ToolCall]
+    client: list[ToolCall]
+    answered_here: list[ToolCall]
+    """The calls the proxy answers now: each gets a tool message."""
+    handed_back: list[ToolCall]
+    """The calls the client must answer: its own tools' and those awaiting approval."""
 
-    @property
-    def asks(self) -> list[tuple[Tool, ToolCall, str]]:
-        """The calls awaiting approval: (tool, call under its new id, the reason to ask)."""
-        return [
-            (each.admission.tool, each.call, each.admission.reason)
-            for each in self.calls
-            if each.admission is not None and each.fate is Fate.ASK
-        ]
-
-    @property
-    def searches(self) -> list[ToolCall]:
-        return self._of(Fate.SEARCH)
-
-    @property
-    def programs(self) -> list[ToolCall]:
-        return self._of(Fate.PROGRAM)
-
-    @property
-    def unknown(self) -> list[ToolCall]:
-        return self._of(Fate.UNKNOWN)
-
-    @property
-    def client(self) -> list[ToolCall]:
-        return self._of(Fate.CLIENT)
-
-    @property
-    def answered_here(self) -> list[ToolCall]:
-        """The calls the proxy answers now: each gets a tool message."""
-        return [each.call for each in self.calls if each.fate in _ANSWERED_HERE]
-
-    @property
-    def handed_back(self) -> list[ToolCall]:
-        """The calls the client must answer: its own tools' and those awaiting approval."""
-        return [each.call for each in self.calls if each.fate not in _ANSWERED_HERE]
-
-    def _of(self, fate: Fate) -> list[ToolCall]:
-        return [each.call for each in self.calls if each.fate is fate]
+    def __init__(self, calls: list[Sorted] | None = None) -> None:
+        self.calls = calls = [] if calls is None else calls
+        self.ordered, self.own, self.asks = [], [], []
+        self.searches, self.programs, self.unknown, self.client = [], [], [], []
+        self.answered_here, self.handed_back = [], []
+        for each in calls:
+            call, fate, admission = each.call, each.fate, each.admission
+            self.ordered.append(call)
+            if fate in _ANSWERED_HERE:
+                self.answered_here.append(call)
+            else:
+                self.handed_back.append(call)
+            if fate is Fate.RUN or fate is Fate.REFUSED:
+                if admission is not None:
+                    self.own.append(admission)
+            elif fate is Fate.ASK:
+                if admission is not None:
+                    self.asks.append((admission.tool, call, admission.reason))
+            elif fate is Fate.SEARCH:
+                self.searches.append(call)
+            elif fate is Fate.PROGRAM:
+                self.programs.append(call)
+            elif fate is Fate.UNKNOWN:
+                self.unknown.append(call)
+            elif fate is Fate.CLIENT:
+                self.client.append(call)
 
 
 class Triage:

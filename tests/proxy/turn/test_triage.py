@@ -342,3 +342,66 @@ async def test_a_tool_outside_the_callers_key_scope_is_unknown_even_if_denied() 
     calls = [call("ops_read"), call("ops_wipe")]
     sorted_calls = await triage().sort(turn(visible, caller=scoped), calls)
     assert sorted_calls.unknown == calls and sorted_calls.own == []
+
+
+def _groups_as_listed_per_read(round_: Round) -> dict[str, list[Any]]:
+    """Each group of a round as the properties it once had listed it on every read."""
+    calls = round_.calls
+    here = (Fate.RUN, Fate.REFUSED, Fate.SEARCH, Fate.PROGRAM, Fate.UNKNOWN)
+    return {
+        "ordered": [each.call for each in calls],
+        "own": [
+            each.admission
+            for each in calls
+            if each.admission is not None and each.fate in (Fate.RUN, Fate.REFUSED)
+        ],
+        "asks": [
+            (each.admission.tool, each.call, each.admission.reason)
+            for each in calls
+            if each.admission is not None and each.fate is Fate.ASK
+        ],
+        "searches": [each.call for each in calls if each.fate is Fate.SEARCH],
+        "programs": [each.call for each in calls if each.fate is Fate.PROGRAM],
+        "unknown": [each.call for each in calls if each.fate is Fate.UNKNOWN],
+        "client": [each.call for each in calls if each.fate is Fate.CLIENT],
+        "answered_here": [each.call for each in calls if each.fate in here],
+        "handed_back": [each.call for each in calls if each.fate not in here],
+    }
+
+
+def test_a_rounds_groups_listed_once_are_those_listed_per_read() -> None:
+    import random
+
+    from policies import Admission
+
+    rng = random.Random(29)
+    tool = Tool(name="t", description="", parameters={"type": "object"})
+    verdicts = {
+        Fate.RUN: GateDecision.RUN,
+        Fate.REFUSED: GateDecision.REFUSED,
+        Fate.ASK: GateDecision.ASK,
+    }
+    for size in [0, 0, *range(1, 9)] * 40:
+        sorted_calls = []
+        for index in range(size):
+            fate = rng.choice(list(Fate))
+            one = call(f"c{index}")
+            admission = None
+            # A gate's decision for its fates (or, as a mutant, missing); others may carry one.
+            if rng.random() < (0.85 if fate in verdicts else 0.1):
+                verdict = verdicts.get(fate, rng.choice(list(GateDecision)))
+                admission = Admission(tool, one, verdict, rng.choice(["", "why"]))
+            sorted_calls.append(Sorted(one, fate, admission))
+        made = Round(sorted_calls)
+        assert made.calls is sorted_calls
+        for name, expected in _groups_as_listed_per_read(made).items():
+            assert getattr(made, name) == expected, (name, sorted_calls)
+    empty = Round()
+    assert empty.calls == [] and all(v == [] for v in _groups_as_listed_per_read(empty).values())
+    assert [getattr(empty, name) for name in _groups_as_listed_per_read(empty)] == [[]] * 9
+
+
+def test_a_sorted_call_compares_and_hashes_by_its_fields() -> None:
+    one, other = Sorted(call("a"), Fate.CLIENT), Sorted(call("a"), Fate.CLIENT)
+    assert one == other and hash(one) == hash(other)
+    assert one != Sorted(call("a"), Fate.UNKNOWN)
