@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import secrets
-from collections.abc import AsyncIterator, Coroutine
+from collections.abc import AsyncIterator, Awaitable, Coroutine
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,12 +21,12 @@ from ...errors import BadRequestError
 from ...server.asgi import Receive, Scope, Send
 from ...server.context import RequestContext
 from ...server.services import Services
-from ...state.base import StoredResponse
+from ...state.base import ResponseStore, StoredResponse
 from ...state.runs import ACTIVE, RunEvent
 from ...turn.catalog import Toolset
 from ...turn.client_tools import mark
 from ...turn.controls import parse_controls
-from ...turn.events import Finished, LoopEvent
+from ...turn.events import LoopEvent
 from ...turn.record import Turn
 from ...upstreams.base import Relayable
 from ..conversion import direct_responses, round_items, to_chat
@@ -36,7 +36,15 @@ from ..hosted import is_responses_search, served
 from .background_run import Run
 from .items import Item, for_rosetta, input_items, listed_labels
 from .records import LogStream, ResponseNotFoundError
-from .render import ResponseBuilder, ResponseJson, ResponsePlan, ResponseStream, Stored, echoed
+from .render import (
+    STORED,
+    ResponseBuilder,
+    ResponseJson,
+    ResponsePlan,
+    ResponseStream,
+    Stored,
+    echoed,
+)
 from .request import ResponsesBody, ToolsPlan, parse_body, plan_tools
 
 
@@ -218,50 +226,70 @@ class Responses:
         answered = await self._services.loop.relay(prepared.turn, whole=True)
         if answered.__class__ is not Relayable:
             return self._kept(answered, builder, prepared)  # type: ignore[arg-type]
-        body = orjson.dumps(builder.relayed(answered))  # type: ignore[arg-type]
+        builder.relayed(answered)  # type: ignore[arg-type]
+        body = builder.body()
         if prepared.store:  # the body the client receives is the one stored
-            await self._services.responses.put(
-                prepared.plan.id, self._stored(builder, prepared, ()), body
-            )
+            await self._services.responses.put(prepared.plan.id, _stored(builder, prepared), body)
         return body
 
-    async def _kept(
+    def _kept(
         self, events: AsyncIterator[LoopEvent], builder: ResponseBuilder, prepared: _Prepared
     ) -> AsyncIterator[LoopEvent | Stored]:
-        """The loop's events; a finished response is stored before the client sees its end,
-        so a follow-up sent the moment it arrives finds it. Its `Finished` is folded here,
-        and passes on as the `Stored` events that end the response."""
-        async for event in events:
-            if isinstance(event, Finished) and prepared.store:
-                yield await self._store(event, builder, prepared)
-            else:
-                yield event
+        """The loop's events, and a response to store stored when its turn ends (`_Kept`)."""
+        if not prepared.store:
+            return events
+        builder.keeps = True
+        return _Kept(events, builder, prepared, self._services.responses)
 
-    async def _store(
-        self, event: Finished, builder: ResponseBuilder, prepared: _Prepared
-    ) -> Stored:
-        """The turn's end folded, and the finished response stored: the events that end it,
-        and the response serialized, once for the store and its client (the body of an
-        unstreamed response; the terminal event of a streamed one holds those bytes)."""
-        closing = builder.finish(event)
-        body = orjson.dumps(builder.final())
-        stored = self._stored(builder, prepared, event.rounds)
-        await self._services.responses.put(prepared.plan.id, stored, body)
-        if prepared.stream:  # the last event ends the response, and holds it
-            closing[-1]["response"] = orjson.Fragment(body)
-        return Stored(closing, body)
 
-    @staticmethod
-    def _stored(
-        builder: ResponseBuilder, prepared: _Prepared, rounds: tuple[dict[str, Any], ...]
-    ) -> StoredResponse:
-        """The finished response as it is stored: with the conversation it ends, the turn's
-        hidden tool rounds included, and the key that made it."""
-        response = builder.final()
-        assert response is not None  # made when the turn's end was folded
-        hidden = [] if prepared.plan.show_rounds else round_items(rounds)
-        conversation = [*prepared.conversation, *hidden, *builder.output]
-        return StoredResponse(response, conversation, prepared.turn.owner)
+class _Kept:
+    """The loop's events for a response that is stored: each passed on as the loop yields it
+    (no frame of this one's stays between the request's task and the loop, as an async
+    generator's would on every resumption); once the renderer's builder folded the turn's
+    `Finished`, the response is stored, then `STORED` hands the renderer the events that end
+    it: a follow-up sent the moment the client sees the end finds it."""
+
+    __slots__ = ("_builder", "_events", "_prepared", "_store")
+
+    def __init__(
+        self,
+        events: AsyncIterator[LoopEvent],
+        builder: ResponseBuilder,
+        prepared: _Prepared,
+        store: ResponseStore,
+    ) -> None:
+        self._events = events
+        self._builder = builder
+        self._prepared: _Prepared | None = prepared
+        """The response to store; None once stored."""
+        self._store = store
+
+    def __aiter__(self) -> _Kept:
+        return self
+
+    def __anext__(self) -> Awaitable[LoopEvent | Stored]:
+        if self._builder.status == "in_progress" or self._prepared is None:
+            return self._events.__anext__()
+        return self._stored(self._prepared)
+
+    async def _stored(self, prepared: _Prepared) -> Stored:
+        self._prepared = None
+        builder = self._builder
+        await self._store.put(prepared.plan.id, _stored(builder, prepared), builder.body())
+        return STORED
+
+    async def aclose(self) -> None:
+        await self._events.aclose()  # type: ignore[attr-defined]
+
+
+def _stored(builder: ResponseBuilder, prepared: _Prepared) -> StoredResponse:
+    """The finished response as it is stored: with the conversation it ends, the turn's
+    hidden tool rounds included, and the key that made it."""
+    response = builder.final()
+    assert response is not None  # made when the turn's end was folded
+    hidden = [] if prepared.plan.show_rounds else round_items(builder.rounds)
+    conversation = [*prepared.conversation, *hidden, *builder.output]
+    return StoredResponse(response, conversation, prepared.turn.owner)
 
 
 _NONE: frozenset[str] = frozenset()

@@ -144,15 +144,15 @@ def echoed(body: Mapping[str, Any]) -> dict[str, Any]:
     return echo
 
 
-@dataclass(slots=True)
 class Stored:
-    """A turn's `Finished`, already folded and its response stored: in its place the
-    renderer is handed the events that end the response (see `Responses._kept`). Made per
-    response: not frozen (see `ResponsePlan`)."""
+    """The finished response stored (`STORED`, after the turn's `Finished`; see
+    `handler._Kept`): a builder that `keeps` its response hands the events that end it on
+    now, not with the `Finished`."""
 
-    events: list[Event]
-    body: bytes | None = None
-    """The response serialized, as it was stored: an unstreamed response's body."""
+    __slots__ = ()
+
+
+STORED = Stored()
 
 
 @dataclass(frozen=True, slots=True)
@@ -217,6 +217,15 @@ class ResponseBuilder:
         self.status = "in_progress"
         self.incomplete: dict[str, Any] | None = None
         self.error: dict[str, Any] | None = None
+        self.keeps = False
+        """The response is stored when its turn ends: the events that end it wait for its
+        `Stored` (a client that sees its end finds it stored), and the last holds it as
+        stored (`body`)."""
+        self.rounds: tuple[dict[str, Any], ...] = ()
+        """The turn's tool rounds (Chat messages), once its end was folded."""
+        self._body: bytes | None = None
+        self._ending: list[Event] = []
+        """The events that end a kept response, until its `Stored`."""
 
     def start(self) -> list[Event]:
         if self._quiet:
@@ -258,8 +267,8 @@ class ResponseBuilder:
         )
 
     def feed(self, event: LoopEvent | Stored) -> list[Event]:
-        """The stream events one loop event makes (possibly none); a `Stored` end brings
-        its own."""
+        """The stream events one loop event makes (possibly none); those of the `Finished`
+        of a response that `keeps` come with its `Stored`."""
         if isinstance(event, ContentDelta):
             events: list[Event] = []
             if event.reasoning:
@@ -275,9 +284,15 @@ class ResponseBuilder:
             return self._calls_finished(event.calls, event.results)
         if isinstance(event, ToolProgress):
             return self._progress(event)
-        if isinstance(event, Stored):
-            return event.events
-        return self.finish(event)
+        if event.__class__ is Stored:
+            ending, self._ending = self._ending, []
+            return ending
+        events = self.finish(event)  # type: ignore[arg-type]
+        if self.keeps and not self._quiet:
+            events[-1]["response"] = orjson.Fragment(self.body())  # serialized once
+            self._ending = events
+            return []
+        return events
 
     def text_frame(self, delta: ContentDelta) -> bytes | None:
         """The SSE frame of a delta holding only text for the open message, as `feed` and
@@ -319,13 +334,21 @@ class ResponseBuilder:
             self.output[index]["status"] = "incomplete"
         self.status = "failed"
         self.error = {"code": exc.code or exc.type, "message": exc.message}
-        self._final = self.response()
+        self._final, self._body = self.response(), None
         return [*events, self._event("response.failed", response=self._final)]
 
     def final(self) -> dict[str, Any] | None:
         """The finished response object (its end event's, made once); None while the turn
         runs."""
         return self._final
+
+    def body(self) -> bytes:
+        """The finished response object serialized, once: the bytes a kept response's store,
+        end event and body all hold."""
+        body = self._body
+        if body is None:
+            body = self._body = orjson.dumps(self._final)
+        return body
 
     def response(self) -> dict[str, Any]:
         """The response object as it stands."""
@@ -743,6 +766,7 @@ class ResponseBuilder:
         events = self._close()
         if done.tool_calls or (self.plan.tools.programmatic and done.programs):
             events += self._handed_back(done)
+        self.rounds = done.rounds
         self._end(done.finish_reason, done.usage, done.stopped_by)
         if self._quiet:
             return events
@@ -964,19 +988,15 @@ class ResponseStream(BuilderStream[LoopEvent | Stored]):
 
 class ResponseJson:
     """Folds a turn's events into the final object of a quiet builder whose `start` was
-    taken; a stored response's body is the bytes the store kept (serialized once)."""
+    taken; its body is the builder's (serialized once, for the store too)."""
 
-    __slots__ = ("_body", "_builder")
+    __slots__ = ("_builder",)
 
     def __init__(self, builder: ResponseBuilder) -> None:
         self._builder = builder
-        self._body: bytes | None = None
 
     def feed(self, event: LoopEvent | Stored) -> None:
-        if event.__class__ is Stored:
-            self._body = event.body  # type: ignore[union-attr]
-        else:
-            self._builder.feed(event)
+        self._builder.feed(event)
 
     def encoded(self) -> bytes:
         """The whole response, serialised.
@@ -984,9 +1004,6 @@ class ResponseJson:
         Raises:
             RuntimeError: the turn's end was never fed.
         """
-        if self._body is not None:
-            return self._body
-        final = self._builder.final()
-        if final is None:
+        if self._builder.final() is None:
             raise RuntimeError("the turn ended without a Finished event")
-        return orjson.dumps(final)
+        return self._builder.body()

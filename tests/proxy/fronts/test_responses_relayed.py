@@ -10,10 +10,10 @@ import pytest
 
 from proxy.fronts.relayed import relayed_events
 from proxy.fronts.responses.render import (
+    STORED,
     ResponseBuilder,
     ResponseJson,
     ResponsePlan,
-    Stored,
     echoed,
 )
 from proxy.turn.events import ContentDelta, Finished, Usage
@@ -61,13 +61,15 @@ def test_a_relayed_answer_is_the_response_its_events_make(options: dict[str, Any
 
 def test_a_stored_response_is_sent_as_the_bytes_kept() -> None:
     builder = ResponseBuilder(plan({}), quiet=True)
+    builder.keeps = True
     builder.start()
     renderer = ResponseJson(builder)
     renderer.feed(ContentDelta("Hi"))
-    closing = builder.finish(Finished("stop", Usage(1, 2, 3)))
-    body = orjson.dumps(builder.final())
-    renderer.feed(Stored(closing, body))
+    renderer.feed(Finished("stop", Usage(1, 2, 3)))
+    body = builder.body()  # what the store keeps
+    renderer.feed(STORED)
     assert renderer.encoded() is body
+    assert orjson.loads(body) == builder.final()
 
 
 def test_an_unstored_response_is_serialized_from_its_final_object() -> None:

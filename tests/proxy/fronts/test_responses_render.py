@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+import orjson
+
 from proxy.errors import UpstreamError
-from proxy.fronts.responses.render import ResponseBuilder, ResponsePlan, Stored
+from proxy.fronts.responses.render import STORED, ResponseBuilder, ResponsePlan
 from proxy.turn.events import (
     ApprovalRequest,
     ContentDelta,
@@ -187,14 +189,16 @@ def test_listings_open_the_output() -> None:
 
 def test_a_stored_end_passes_on_the_events_that_finished_the_response() -> None:
     b = builder()
-    run(b, ContentDelta(content="Hi"))
+    b.keeps = True
+    last = run(b, ContentDelta(content="Hi"))[-1]["sequence_number"]
     assert b.final() is None
-    closing = b.finish(Finished("stop", USAGE))
+    assert b.feed(Finished("stop", USAGE)) == []  # its end waits for the response stored
     stored = b.final()
     assert stored is not None and stored["status"] == "completed"
-    assert b.feed(Stored(closing)) is closing  # nothing folded twice, nothing renumbered
+    closing = b.feed(STORED)  # nothing folded twice, nothing renumbered
+    assert [e["sequence_number"] for e in closing] == list(range(last + 1, last + 5))
     assert closing[-1]["type"] == "response.completed"
-    assert closing[-1]["response"]["output"] == stored["output"]
+    assert orjson.loads(orjson.dumps(closing[-1]["response"]))["output"] == stored["output"]
 
 
 def _frames(renderer: Any, *events: Any) -> bytes:
