@@ -68,7 +68,10 @@ class ToolRegistry:
         self._entries: dict[str, _Entry] = {}
         self._wire_names = WireNames()
         self._callbacks: list[ChangeCallback] = []
-        self._version = 0
+        self.version = 0
+        """A counter that increases on every change to the registry (read it, never set it).
+        A plain attribute, not a property: every request's toolset lookup reads it, and a
+        property is a Python call on each read."""
         self._hold_check: HoldCheck | None = None
 
     @overload
@@ -308,11 +311,6 @@ class ToolRegistry:
         """
         return self._entry(_qualified(tool)).schema
 
-    @property
-    def version(self) -> int:
-        """A counter that increases on every change to the registry."""
-        return self._version
-
     def on_change(self, callback: ChangeCallback) -> Callable[[], None]:
         """Call `callback(registry)` after every change; returns a function that unsubscribes.
 
@@ -350,7 +348,7 @@ class ToolRegistry:
         self._changed()
 
     def _changed(self) -> None:
-        self._version += 1
+        self.version += 1
         for callback in list(self._callbacks):
             callback(self)
 
