@@ -275,3 +275,24 @@ def test_anthropic_and_gemini_shapes_are_read_whole_as_blocks() -> None:
     assert sse.SSEDecoder().feed_bytes(b"data: a\ndata: b\n\n") == [b"a\nb"]
     assert sse.SSEDecoder().feed_bytes(b"event: e\ndata: a\ndata: b\n\n") == [b"a\nb"]
     assert sse.SSEDecoder().feed_bytes(b"event: e\ndata: a\r\r\n\r\n") == [b"a"]
+
+
+@pytest.mark.parametrize(
+    "odd",
+    [
+        b"event: e\n\n",  # a block without data between two events
+        b"data: a\ndata: b\n\n",  # two data lines
+        b"event: e\nid: 1\ndata: z\n\n",  # two lines before the data
+        b"data:x\ndata: y\n\n",  # a head that is a data line without its space
+        b"event: e\ndata: a\nid: 2\n\n",  # a line after the data
+    ],
+)
+def test_an_odd_event_among_headed_ones_read_whole_is_read_line_by_line(odd: bytes) -> None:
+    # The headed shape's split leaves an odd event between its matches (or matches part of
+    # it): the read is then taken line by line, with the same events.
+    head = b'event: a\ndata: {"a":1}\n\n'
+    for stream in (head + odd + head, odd + head, head + odd):
+        reference = LineDecoder()
+        expected = reference.feed(stream) + reference.close()
+        decoder = sse.SSEDecoder()
+        assert decoder.feed_bytes(stream) + decoder.close_bytes() == expected, stream
