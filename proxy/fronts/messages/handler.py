@@ -155,10 +155,10 @@ class Messages:
             prepared.program_type,
             prepared.search_name,
             prepared.programs_shown,
-            tool_events=turn.controls.stream_tool_events,
-            hosted=prepared.hosted,
-            quiet=not stream,
-        )
+            turn.controls.stream_tool_events,
+            prepared.hosted,
+            not stream,
+        )  # positional: keywords would cost a call as much again
         if stream:
             return Streamed(self._services.loop.run(turn), BuilderStream(builder))
         # The renderer made only for a turn's events: a relayed answer is rendered at once

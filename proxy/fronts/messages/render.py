@@ -77,7 +77,6 @@ class MessageBuilder:
         program_type: str | None = None,
         search_name: str | None = None,
         programs_shown: frozenset[str] = frozenset(),
-        *,
         tool_events: bool = False,
         hosted: tuple[HostedTool, ...] = (),
         quiet: bool = False,

@@ -234,7 +234,7 @@ def plan_tools(
             this proxy does not answer.
     """
     if not tools and _unplanned(conversation):
-        return ToolsPlan()
+        return _NO_TOOLS
     planner = _Planner(registry, _search_spec(tools or ()), hosted or {})
     for i, spec in enumerate(tools or ()):
         planner.declared(spec, f"tools[{i}]")
@@ -249,6 +249,8 @@ def plan_tools(
     return planner.plan(frozenset(found), frozenset(shown))
 
 
+_NO_TOOLS = ToolsPlan()
+"""The plan of a request that declares no tool (shared: a plan is only ever read)."""
 _PLANNED = frozenset({"tool_search_output", "program"})
 """The conversation's items that add to a plan."""
 

@@ -28,8 +28,11 @@ def test_a_message_with_a_caller_loses_it_as_any_item_does() -> None:
 
 
 def test_no_tools_and_messages_alone_make_the_empty_plan() -> None:
-    assert plan_tools(None, ToolRegistry(), MESSAGES) == ToolsPlan()
-    assert plan_tools([], ToolRegistry(), MESSAGES) == ToolsPlan()
+    # One plan, shared by every such request (a plan is only ever read): still empty here,
+    # after the requests of the tests before this one in the process.
+    shared = plan_tools(None, ToolRegistry(), MESSAGES)
+    assert shared == ToolsPlan()
+    assert plan_tools([], ToolRegistry(), MESSAGES) is shared
 
 
 def test_without_tools_a_conversation_still_brings_its_searches_and_programs() -> None:
