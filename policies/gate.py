@@ -69,9 +69,13 @@ class GateDecision(enum.Enum):
     """Needs the client's approval first; the call ends the turn."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)
 class Admission:
-    """The gate's decision about one call; only the gate that made it can run it."""
+    """The gate's decision about one call; only the gate that made it can run it.
+
+    Not changed once made, though not frozen: one is made per call, with seven fields,
+    and a frozen dataclass sets each field through `object.__setattr__` (about four times
+    the cost); it compares and hashes as a frozen one would."""
 
     tool: Tool
     call: ToolCall

@@ -30,21 +30,29 @@ class ErrorKind(StrEnum):
     """The tool itself reported failure (an MCP result with isError, an HTTP error status)."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)
 class ToolCall:
-    """One tool call as the model made it; `name` is the wire name the model used."""
+    """One tool call as the model made it; `name` is the wire name the model used.
+
+    Not changed once made, though not frozen: one is made per call, and a frozen dataclass sets
+    each field through `object.__setattr__` (about four times the cost); it compares and
+    hashes as a frozen one would."""
 
     id: str
     name: str
     arguments: str | dict[str, Any]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)
 class ToolOutput:
     """What a tool returns when plain text is not enough (remote tools return this).
 
     `attachments` are OpenAI content parts (`image_url` with a data URL, `input_audio`,
     `file`) that the loop shows the model next to the text.
+
+    Not changed once made, though not frozen: one is made per call, and a frozen dataclass sets
+    each field through `object.__setattr__` (about four times the cost); it compares and
+    hashes as a frozen one would.
     """
 
     text: str
@@ -54,9 +62,13 @@ class ToolOutput:
     """Structured content as the tool gave it, kept for callers that want it."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)
 class ToolResult:
-    """The text a call returns to the model, and whether it reports a failure."""
+    """The text a call returns to the model, and whether it reports a failure.
+
+    Not changed once made, though not frozen: one is made per call, and a frozen dataclass sets
+    each field through `object.__setattr__` (about four times the cost); it compares and
+    hashes as a frozen one would."""
 
     call_id: str
     content: str

@@ -50,9 +50,13 @@ _STRING_CHARS = 500
 _KEY_CHARS = 100
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)
 class ExecutionRecord:
-    """One finished call as the log keeps it."""
+    """One finished call as the log keeps it.
+
+    Not changed once made, though not frozen: one is made per call, with twelve fields,
+    and a frozen dataclass sets each field through `object.__setattr__` (about four times
+    the cost); it compares and hashes as a frozen one would."""
 
     tool: str
     call_id: str

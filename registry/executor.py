@@ -166,7 +166,7 @@ class Executor:
         """
         started, wall = time.monotonic(), time.time()
         event = CallEvent(tool, call, request_id)
-        if self.listeners:
+        if self.listeners.any:
             await self.listeners.before(event)
         # Unparsable text may hold a secret in any shape, so only its size is logged.
         logged: Any = {"_unparsed": f"{len(call.arguments)} characters"}
@@ -195,14 +195,15 @@ class Executor:
                 cancelled = ToolResult.error(call.id, ErrorKind.CANCELLED, "the caller went away")
                 self._record(tool, call, request_id, logged, _Run(cancelled), started, wall, note)
                 raise
-            run.repairs = tuple(str(r) for r in repairs)
+            if repairs:
+                run.repairs = tuple(str(r) for r in repairs)
         limit = tool.metadata.max_result_size or self._max_result_size
         if limit is not None and len(run.result.content) > limit:
             run.result = dataclasses.replace(
                 run.result, content=truncate(run.result.content, limit)
             )
         self._record(tool, call, request_id, logged, run, started, wall, note)
-        if self.listeners:
+        if self.listeners.any:
             await self.listeners.after(event, run.result)
         return run.result
 
@@ -226,7 +227,7 @@ class Executor:
                     started_at=time.time(),
                 )
             )
-        if self.listeners:
+        if self.listeners.any:
             await self.listeners.permission(CallEvent(tool, call, request_id), outcome, reason)
 
     async def execute_many(
@@ -347,20 +348,22 @@ class Executor:
         wall: float,
         note: str | None = None,
     ) -> None:
+        result = run.result
+        # Positional: twelve keywords cost the call as much again.
         self.log.record(
             ExecutionRecord(
-                tool=tool.qualified_name,
-                call_id=call.id,
-                arguments=arguments,
-                result=summarize(run.result.content),
-                duration_s=time.monotonic() - started,
-                error=run.result.error_kind,
-                request_id=request_id,
-                attempts=run.attempts,
-                mode=run.mode,
-                repairs=run.repairs,
-                started_at=wall,
-                note=note,
+                tool.qualified_name,
+                call.id,
+                arguments,
+                summarize(result.content),
+                time.monotonic() - started,
+                result.error_kind,
+                request_id,
+                run.attempts,
+                run.mode,
+                run.repairs,
+                wall,
+                note,
             )
         )
 

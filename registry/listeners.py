@@ -24,9 +24,13 @@ __all__ = ["CallEvent", "CallListener", "Listeners"]
 log = logging.getLogger("toolwire.execution")
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)
 class CallEvent:
-    """The call a listener is told about."""
+    """The call a listener is told about.
+
+    Not changed once made, though not frozen: one is made per call, and a frozen dataclass sets
+    each field through `object.__setattr__` (about four times the cost); it compares and
+    hashes as a frozen one would."""
 
     tool: Tool
     call: ToolCall
@@ -97,13 +101,16 @@ class Listeners:
                 await _awaited(hook, pending)
 
     def __bool__(self) -> bool:
-        return bool(self._listeners)
+        return self.any
 
     def _index(self) -> None:
         def hooks(method: str, listeners: list[object]) -> tuple[Callable[..., Any], ...]:
             found = (getattr(listener, method, None) for listener in listeners)
             return tuple(hook for hook in found if hook is not None)
 
+        self.any = bool(self._listeners)
+        """Whether there is a listener (read as an attribute on every call: `bool()` of
+        the listeners is a Python call)."""
         first, last = self._listeners, self._listeners[::-1]
         self._hooks = {
             "before_call": hooks("before_call", first),

@@ -55,9 +55,13 @@ class RetrySettings:
     max_backoff_s: float = 2.0
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)
 class RetryOutcome:
-    """What a call came to after its attempts: a value or the last error, and the count."""
+    """What a call came to after its attempts: a value or the last error, and the count.
+
+    Not changed once made, though not frozen: one is made per call, and a frozen dataclass sets
+    each field through `object.__setattr__` (about four times the cost); it compares and
+    hashes as a frozen one would."""
 
     value: Any
     error: BaseException | None

@@ -23,9 +23,13 @@ class ArgumentError(ValueError):
     """The arguments cannot make a request; the message is for the model."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)
 class HttpRequest:
-    """A request ready to send: `url` is fully percent-encoded."""
+    """A request ready to send: `url` is fully percent-encoded.
+
+    Not changed once made, though not frozen: one is made per call, and a frozen dataclass sets
+    each field through `object.__setattr__` (about four times the cost); it compares and
+    hashes as a frozen one would."""
 
     method: str
     url: str

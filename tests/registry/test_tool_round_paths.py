@@ -217,3 +217,21 @@ def test_withheld_gives_both_reasons_in_one_lookup() -> None:
     tools.hold(name, "definition changed")
     assert tools.withheld(name) == ("definition changed", "maintenance")
     assert tools.withheld("absent") is None
+
+
+def test_listeners_say_whether_there_is_one_as_they_change() -> None:
+    class Hook:
+        def after_call(self, event: CallEvent, result: ToolResult) -> None: ...
+
+    first, second = Hook(), Hook()
+    listeners = Listeners()
+    assert not listeners.any and not listeners
+    listeners.add(first)
+    listeners.add(second)
+    assert listeners.any and listeners
+    listeners.remove(first)
+    assert listeners.any
+    listeners.remove(second)
+    listeners.remove(second)  # absent: nothing changes
+    assert not listeners.any and not listeners
+    assert Listeners([first]).any
