@@ -116,7 +116,6 @@ class Catalog:
         self,
         tool_filter: ToolFilter,
         caller: CallContext = ANONYMOUS,
-        *,
         defer: frozenset[str] = frozenset(),
         load: frozenset[str] = frozenset(),
     ) -> Toolset:
@@ -124,6 +123,8 @@ class Catalog:
         excluded; tools outside the caller's key scope do not exist for it); `defer` names
         more tools (qualified names) the request defers behind the search, `load` deferred
         tools (wire names) its conversation's searches already found, offered from the start."""
+        # `defer` and `load` are not keyword-only: Python 3.11 specializes no call to a
+        # function with keyword-only parameters, and every request calls this one.
         version = self._registry.version
         last = self._last
         if (
