@@ -23,6 +23,9 @@ from testing.asgi_serving import serve_app
 from testing.upstream import FakeUpstream
 
 REPO = Path(__file__).resolve().parents[1]
+ANSWER_S = 60
+"""How long a test client waits for an answer: a deadline that must not fire, however loaded
+the machine (at load 20, 30 s fired on a turn whose process tool's pool started anew)."""
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -105,7 +108,7 @@ async def serve_proxy(
             base_url=base_url,
             api_key="test-key",
             max_retries=0,
-            timeout=30,
+            timeout=ANSWER_S,
             http_client=DefaultAsyncHttpxClient(verify=client_tls()),
         )
         try:

@@ -27,6 +27,7 @@ from mcp.shared.exceptions import MCPError
 
 from proxy.server.cli import main
 from testing import pinned_server
+from testing.asgi_serving import STARTUP_S
 from testing.upstream import FakeUpstream, Reply
 from testing.waiting import until
 from tests.conftest import REPO, Proxy, serve_proxy
@@ -113,7 +114,7 @@ def change(path: Path, name: str, spec: dict[str, Any] | None) -> None:
 
 
 async def admin(served: Served, proxy: Proxy, method: str, path: str, **kwargs: Any) -> Any:
-    async with httpx2.AsyncClient(base_url=f"{served.root(proxy)}/admin/api", timeout=30) as http:
+    async with httpx2.AsyncClient(base_url=f"{served.root(proxy)}/admin/api", timeout=60) as http:
         response = await http.request(method, path, **kwargs)
     return response
 
@@ -138,7 +139,8 @@ async def status_on(served: Served, proxy: Proxy, name: str, status: str, held: 
         seen = await pin(served, proxy, name)
         return seen["status"] == status and seen["held"] is held
 
-    await until(there, every_s=0.05)  # over HTTP: no event to wait on
+    # Over HTTP: no event to wait on. A deadline beyond the answers' own (60 s).
+    await until(there, deadline_s=STARTUP_S, every_s=0.05)
 
 
 async def run_in_loop(served: Served, proxy: Proxy, wire: str) -> tuple[str, list[str]]:
@@ -176,7 +178,7 @@ def toolwire(*args: str) -> subprocess.CompletedProcess[str]:
         cwd=REPO,
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=STARTUP_S,  # it starts the source's server, as a server starts
         env={**os.environ, "PYTHONPATH": str(REPO)},
         check=False,
     )
