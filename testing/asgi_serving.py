@@ -129,7 +129,11 @@ async def serve_app(
 
 async def _stop(server: _Server, task: asyncio.Task[None], stop_s: float) -> None:
     server.stop()
-    done, _ = await asyncio.wait({task}, timeout=stop_s)
+    try:
+        done, _ = await asyncio.wait({task}, timeout=stop_s)
+    except asyncio.CancelledError:
+        task.cancel()  # the test is cancelled: so is its server, as when it awaited it
+        raise
     if done:
         return task.result()
     state = server.server_state
