@@ -138,6 +138,10 @@ class SSEDecoder:
         # upstreams/relay.py), and this runs once per event.
         buffer = self._buffer + chunk
         if buffer.find(b"\r") >= 0:
+            whole = None if self._data else _crlf_plain(buffer)
+            if whole is not None:
+                self._buffer = b""
+                return whole
             buffer = _lf(buffer)
         if not self._data:
             whole = self._whole(buffer)
@@ -214,6 +218,18 @@ def _lf(buffer: bytes) -> bytes:
     paths); the partial line is kept as it came."""
     cut = buffer.rfind(b"\n") + 1
     return buffer[:cut].replace(b"\r\n", b"\n") + buffer[cut:] if cut else buffer
+
+
+def _crlf_plain(buffer: bytes) -> list[bytes] | None:
+    """The data of the events in `buffer` when it is whole events of one `data: ` line each
+    with CRLF line ends (Gemini's usual read); else None. One split at the separators, the
+    bytes left holding no CR or LF, rather than the CRLFs made LF first (another copy and
+    scan of the read) and the LF shape's steps."""
+    if not buffer.endswith(b"\r\n\r\n") or not buffer.startswith(b"data: "):
+        return None
+    events = buffer[6:-4].split(b"\r\n\r\ndata: ")
+    joined = b"".join(events)
+    return events if joined.find(b"\r") < 0 and joined.find(b"\n") < 0 else None
 
 
 def _plain(buffer: bytes, end: int) -> list[bytes] | None:

@@ -296,3 +296,26 @@ def test_an_odd_event_among_headed_ones_read_whole_is_read_line_by_line(odd: byt
         expected = reference.feed(stream) + reference.close()
         decoder = sse.SSEDecoder()
         assert decoder.feed_bytes(stream) + decoder.close_bytes() == expected, stream
+
+
+@pytest.mark.parametrize(
+    "odd",
+    [
+        b"data: a\rb\r\n\r\n",  # a CR inside the data
+        b"data: a\r\ndata: b\r\n\r\n",  # two data lines
+        b"data: a\r\n\r\n\r\n",  # a blank line more
+        b"data: a\nb\r\n\r\n",  # an LF inside
+        b"data: \r\n\r\n",  # empty data
+    ],
+)
+def test_an_odd_piece_among_crlf_data_events_read_whole_gives_the_line_readers_events(
+    odd: bytes,
+) -> None:
+    # Gemini's whole reads are split at once on their CRLF separators; anything else in the
+    # read (a CR or LF in a line, another line) is taken line by line, with the same events.
+    piece = b'data: {"a":1}\r\n\r\n'
+    for stream in (piece + odd + piece, odd + piece, piece + odd, odd):
+        reference = LineDecoder()
+        expected = reference.feed(stream) + reference.close()
+        decoder = sse.SSEDecoder()
+        assert decoder.feed_bytes(stream) + decoder.close_bytes() == expected, stream
