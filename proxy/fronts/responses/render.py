@@ -180,6 +180,17 @@ _TEXT_DELTA = (
     b"event: response.output_text.delta\n"
     b'data: {"type":"response.output_text.delta","sequence_number":'
 )
+_MESSAGE_OPENED = (
+    b"event: response.output_item.added\n"
+    b'data: {"type":"response.output_item.added","sequence_number":%d,"output_index":%d,'
+    b'"item":{"type":"message","id":%b,"status":"in_progress","role":"assistant",'
+    b'"content":[]}}\n\n'
+    b"event: response.content_part.added\n"
+    b'data: {"type":"response.content_part.added","sequence_number":%d,"item_id":%b,'
+    b'"output_index":%d,"content_index":0,"part":{"type":"output_text","text":"",'
+    b'"annotations":[],"logprobs":[]}}\n\n'
+)
+"""The frames of `_open_text(_OUTPUT_TEXT)`'s two events, as `sse.event` makes them."""
 
 
 @dataclass(slots=True)
@@ -312,10 +323,14 @@ class ResponseBuilder:
         ):
             return None
         opened = b""
-        if current is None:
-            opened = b"".join(sse.event(e["type"], e) for e in self._open_text(_OUTPUT_TEXT))
-            current = self._open
-            assert current is not None  # opened just now
+        if current is None:  # the frames `_open_text` makes of its events, from a template
+            item = self._text_item(_OUTPUT_TEXT, "in_progress")
+            index = self._add(item)
+            current = self._open = _Open(index, _OUTPUT_TEXT)
+            item_id = orjson.dumps(item["id"])
+            number = self._sequence
+            self._sequence += 2
+            opened = _MESSAGE_OPENED % (number, index, item_id, number + 1, item_id, index)
         current.parts.append(content)
         if not current.frame:
             item_id = orjson.dumps(self.output[current.index]["id"])

@@ -4,6 +4,7 @@ are the frames its events make."""
 
 from __future__ import annotations
 
+import random
 from collections.abc import Callable
 from typing import Any
 
@@ -13,8 +14,16 @@ import pytest
 from proxy.fronts.messages.render import MessageBuilder
 from proxy.fronts.renderers import BuilderStream
 from proxy.fronts.responses.render import ResponseBuilder, ResponsePlan
-from proxy.turn.events import ApprovalRequest, ContentDelta, Finished, LoopEvent, Usage
-from registry import ToolCall
+from proxy.turn.events import (
+    ApprovalRequest,
+    ContentDelta,
+    Finished,
+    LoopEvent,
+    ToolsFinished,
+    ToolsStarted,
+    Usage,
+)
+from registry import ToolCall, ToolResult
 
 USAGE = Usage(7, 3, 10, cached_tokens=2, reasoning_tokens=1)
 CALL = ToolCall(id="call_1", name="lookup", arguments='{"q": "x"}')
@@ -143,3 +152,33 @@ def test_a_message_streams_the_same_events_with_the_text_template() -> None:
     assert {k: v for k, v in one.items() if k != "id"} == {
         k: v for k, v in other.items() if k != "id"
     }
+
+
+def test_a_response_opens_its_message_with_the_frames_its_events_make() -> None:
+    # Byte for byte: a message opened by the template (at any point of the output, after
+    # listings, reasoning or a shown tool round, with any sequence number) is the one its
+    # events make.
+    shown = ToolCall(id="call_9", name="t_add", arguments={"a": 1})
+    pool: list[LoopEvent] = [
+        ContentDelta("Hello"),
+        ContentDelta(' "quoted" \\ été 😀\n'),
+        ContentDelta(reasoning="think"),
+        ContentDelta(refusal="no"),
+        ContentDelta("more", logprobs=({"token": "more", "logprob": -0.2},)),
+        ToolsStarted((shown,)),
+        ToolsFinished((shown,), (ToolResult("call_9", "3"),)),
+    ]
+    listing = {"type": "mcp_list_tools", "id": "mcpl_1", "server_label": "t", "tools": []}
+    rng = random.Random(29)
+    opened = 0
+    for i in range(300):
+        plan = ResponsePlan("m", {}, {"t_add": "t"}, True, (listing,) if i % 3 == 0 else ())
+        events = [rng.choice(pool) for _ in range(rng.randrange(1, 12))]
+        templated, fed = ResponseBuilder(plan), ResponseBuilder(plan)
+        fed.text_frame = lambda delta: None  # type: ignore[method-assign]
+        streams = BuilderStream(templated), BuilderStream(fed)
+        for event in [*events, Finished("stop", USAGE)]:
+            made = [b"".join(stream.frames(event)) for stream in streams]  # type: ignore[arg-type]
+            opened += b"output_item.added" in made[0] and event.__class__ is ContentDelta
+            assert made[0] == made[1]
+    assert opened > 100
