@@ -328,9 +328,9 @@ class ResponseBuilder:
             index = self._add(item)
             current = self._open = _Open(index, _OUTPUT_TEXT)
             item_id = orjson.dumps(item["id"])
-            number = self._sequence
+            first = self._sequence
             self._sequence += 2
-            opened = _MESSAGE_OPENED % (number, index, item_id, number + 1, item_id, index)
+            opened = _MESSAGE_OPENED % (first, index, item_id, first + 1, item_id, index)
         current.parts.append(content)
         if not current.frame:
             item_id = orjson.dumps(self.output[current.index]["id"])
