@@ -12,7 +12,7 @@ import pytest
 from pydantic import BaseModel
 
 from proxy.config import ConfigError, Settings, parse_settings
-from tests.proxy.server.test_cli import assert_clean_failure, toolwire, write_config
+from tests.proxy.server.test_cli import assert_clean_failure, toolwire_here, write_config
 
 REPO = Path(__file__).resolve().parents[2]
 UPSTREAM = {"name": "local", "base_url": "http://127.0.0.1:8001/v1"}
@@ -125,7 +125,7 @@ def test_check_refuses_inf_and_nan_with_the_key_path(tmp_path: Path) -> None:
         "tools: [{python: examples/tools.py, overrides: {get_weather: {timeout_s: .inf}}}]\n",
     )
     assert_clean_failure(
-        toolwire("check", "--config", config),
+        toolwire_here("check", "--config", config),
         "upstreams[0].timeout_s: Input should be a finite number",
         "loop.timeout_s: Input should be a finite number",
         "tools[0].overrides.get_weather.timeout_s: Input should be a finite number",

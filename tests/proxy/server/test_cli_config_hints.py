@@ -3,40 +3,25 @@ the file, and the key that was probably meant."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from tests.proxy.server.test_cli import REPO, _environ, assert_clean_failure, write_config
+from tests.proxy.server.test_cli import assert_clean_failure, toolwire_here, write_config
 
 MISSING = "proxy.yaml: cannot read: No such file or directory"
 HINT = "(run from the folder that holds it, or pass --config PATH)"
 
 
-def toolwire_in(folder: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    """`toolwire ARGS` run from `folder`, on this checkout."""
-    return subprocess.run(
-        [sys.executable, "-m", "proxy", *args],
-        cwd=folder,
-        env={**_environ(), "PYTHONPATH": str(REPO)},
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-
-
 @pytest.mark.parametrize("command", ["serve", "tools", "check"])
 def test_no_proxy_yaml_in_the_folder_says_how_to_name_one(command: str, tmp_path: Path) -> None:
-    result = toolwire_in(tmp_path, command)
+    result = toolwire_here(command, cwd=tmp_path)
     assert_clean_failure(result)
     assert result.stderr == f"{MISSING} {HINT}\n"
 
 
 def test_a_missing_file_given_with_config_is_named_without_the_hint(tmp_path: Path) -> None:
-    result = toolwire_in(tmp_path, "check", "--config", "proxy.yaml")
+    result = toolwire_here("check", "--config", "proxy.yaml", cwd=tmp_path)
     assert_clean_failure(result)
     assert result.stderr == f"{MISSING}\n"
 
@@ -65,5 +50,5 @@ def test_a_missing_file_given_with_config_is_named_without_the_hint(tmp_path: Pa
 )
 def test_a_misspelt_key_gets_a_suggestion(text: str, expected: str, tmp_path: Path) -> None:
     config = write_config(tmp_path, text)
-    result = toolwire_in(tmp_path, "check", "--config", config)
+    result = toolwire_here("check", "--config", config, cwd=tmp_path)
     assert_clean_failure(result, f"{config}: invalid configuration\n", expected)
