@@ -11,22 +11,20 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import agents
-import pydantic_ai
 import pytest
-from agents.items import ToolCallItem, ToolCallOutputItem
-from agents.models import _openai_shared
-from agents.models.multi_provider import MultiProvider
-from agents.models.openai_responses import OpenAIResponsesModel as AgentsResponsesModel
 from openai import AsyncOpenAI
-from pydantic_ai.messages import ModelResponse, ToolCallPart, ToolReturnPart
-from pydantic_ai.models.openai import OpenAIResponsesModel as PydanticResponsesModel
 
 from testing.upstream import FakeUpstream, Reply
 from tests.conftest import Proxy, serve_proxy
 from tests.e2e.tools import registry_with
+
+# The frameworks are imported by the helpers and tests that use them: only the xdist worker
+# that runs this file loads them (~1.8 s of CPU), not every worker as it collects.
+if TYPE_CHECKING:
+    import agents
+    import pydantic_ai
 
 STREAMED = pytest.mark.parametrize("stream", [False, True], ids=["run", "streamed"])
 
@@ -92,6 +90,11 @@ async def assert_stored(proxy: Proxy, response_ids: list[str | None], last_text:
 @asynccontextmanager
 async def agents_sdk_at(proxy: Proxy, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[None]:
     """The SDK's documented default set-up, pointed at the proxy; the old default comes back."""
+    import agents
+    from agents.models import _openai_shared
+    from agents.models.multi_provider import MultiProvider
+    from agents.models.openai_responses import OpenAIResponsesModel
+
     monkeypatch.setattr(
         _openai_shared, "_default_openai_client", _openai_shared.get_default_openai_client()
     )
@@ -99,7 +102,7 @@ async def agents_sdk_at(proxy: Proxy, monkeypatch: pytest.MonkeyPatch) -> AsyncI
         agents.set_default_openai_client(client, use_for_tracing=False)
         agents.set_tracing_disabled(True)
         # What `Runner` does with a model name string: the Responses API, not Chat Completions.
-        assert isinstance(MultiProvider().get_model(MODEL), AgentsResponsesModel)
+        assert isinstance(MultiProvider().get_model(MODEL), OpenAIResponsesModel)
         yield
 
 
@@ -107,6 +110,8 @@ async def run_openai_agent(
     agent: agents.Agent[Any], prompt: str | list[Any], *, stream: bool
 ) -> tuple[agents.RunResultBase, str | None]:
     """Run the agent; streamed, also the text its `output_text` deltas added up to."""
+    import agents
+
     if not stream:
         return await agents.Runner.run(agent, prompt), None
     result = agents.Runner.run_streamed(agent, prompt)
@@ -120,6 +125,8 @@ async def run_openai_agent(
 
 
 def openai_agent(*tools: agents.Tool) -> agents.Agent[Any]:
+    import agents
+
     return agents.Agent(name="assistant", instructions=INSTRUCTIONS, model=MODEL, tools=list(tools))
 
 
@@ -127,6 +134,8 @@ def openai_agent(*tools: agents.Tool) -> agents.Agent[Any]:
 async def test_agents_sdk_proxy_tool(
     make_proxy, upstream: FakeUpstream, monkeypatch: pytest.MonkeyPatch, stream: bool
 ) -> None:
+    from agents.items import ToolCallItem
+
     upstream.script(*PROXY_TOOL_SCRIPT)
     async with make_proxy(registry_with()) as proxy, agents_sdk_at(proxy, monkeypatch):
         result, streamed = await run_openai_agent(openai_agent(), "Weather in Oslo?", stream=stream)
@@ -147,6 +156,9 @@ async def test_agents_sdk_proxy_tool(
 async def test_agents_sdk_own_tool(
     make_proxy, upstream: FakeUpstream, monkeypatch: pytest.MonkeyPatch, stream: bool
 ) -> None:
+    import agents
+    from agents.items import ToolCallItem, ToolCallOutputItem
+
     upstream.script(*OWN_TOOL_SCRIPT)
     agent = openai_agent(agents.function_tool(read_clock))
     async with make_proxy(registry_with()) as proxy, agents_sdk_at(proxy, monkeypatch):
@@ -170,6 +182,9 @@ async def test_agents_sdk_own_tool(
 async def test_agents_sdk_mixed_turn_then_follow_up(
     make_proxy, upstream: FakeUpstream, monkeypatch: pytest.MonkeyPatch, stream: bool
 ) -> None:
+    import agents
+    from agents.items import ToolCallItem
+
     upstream.script(*MIXED_SCRIPT)
     agent = openai_agent(agents.function_tool(read_clock))
     async with make_proxy(registry_with()) as proxy, agents_sdk_at(proxy, monkeypatch):
@@ -189,6 +204,8 @@ async def test_agents_sdk_mixed_turn_then_follow_up(
 async def test_agents_sdk_against_the_demo_model(
     monkeypatch: pytest.MonkeyPatch, stream: bool
 ) -> None:
+    import agents
+
     async with serve_proxy(DEMO_CONFIG) as proxy, agents_sdk_at(proxy, monkeypatch):
         agent = agents.Agent(name="assistant", instructions=INSTRUCTIONS, model="toolwire-demo")
         result, streamed = await run_openai_agent(
@@ -215,6 +232,9 @@ CALCULATED: list[str] = []
 async def test_agents_sdk_own_tool_against_the_demo_model(
     monkeypatch: pytest.MonkeyPatch, stream: bool
 ) -> None:
+    import agents
+    from agents.items import ToolCallItem
+
     # The README's mixed turn on defaults: the proxy runs its weather tool, the agent's own
     # `calculate` comes back to the agent and runs there.
     CALCULATED.clear()
@@ -244,10 +264,13 @@ async def pydantic_agent_at(
     proxy: Proxy, monkeypatch: pytest.MonkeyPatch, model: str = f"openai:{MODEL}"
 ) -> AsyncIterator[pydantic_ai.Agent[None, str]]:
     """`Agent("openai:<model>")` configured by the environment, as pydantic-ai documents."""
+    import pydantic_ai
+    from pydantic_ai.models.openai import OpenAIResponsesModel
+
     monkeypatch.setenv("OPENAI_BASE_URL", proxy.base_url)
     monkeypatch.setenv("OPENAI_API_KEY", "test-key")
     agent = pydantic_ai.Agent(model, instructions=INSTRUCTIONS)
-    assert isinstance(agent.model, PydanticResponsesModel)
+    assert isinstance(agent.model, OpenAIResponsesModel)
     # Entering the agent closes the provider's HTTP client on the way out.
     async with agent:
         yield agent
@@ -271,6 +294,8 @@ async def run_pydantic_agent(
 
 
 def response_ids(messages: list[Any]) -> list[str | None]:
+    from pydantic_ai.messages import ModelResponse
+
     return [m.provider_response_id for m in messages if isinstance(m, ModelResponse)]
 
 
@@ -282,6 +307,8 @@ def parts(messages: list[Any], kind: type) -> list[Any]:
 async def test_pydantic_ai_proxy_tool(
     make_proxy, upstream: FakeUpstream, monkeypatch: pytest.MonkeyPatch, stream: bool
 ) -> None:
+    from pydantic_ai.messages import ToolCallPart
+
     upstream.script(*PROXY_TOOL_SCRIPT)
     async with (
         make_proxy(registry_with()) as proxy,
@@ -305,6 +332,8 @@ async def test_pydantic_ai_proxy_tool(
 async def test_pydantic_ai_own_tool(
     make_proxy, upstream: FakeUpstream, monkeypatch: pytest.MonkeyPatch, stream: bool
 ) -> None:
+    from pydantic_ai.messages import ToolCallPart, ToolReturnPart
+
     upstream.script(*OWN_TOOL_SCRIPT)
     async with (
         make_proxy(registry_with()) as proxy,
@@ -331,6 +360,8 @@ async def test_pydantic_ai_own_tool(
 async def test_pydantic_ai_mixed_turn_then_follow_up(
     make_proxy, upstream: FakeUpstream, monkeypatch: pytest.MonkeyPatch, stream: bool
 ) -> None:
+    from pydantic_ai.messages import ToolCallPart
+
     upstream.script(*MIXED_SCRIPT)
     async with (
         make_proxy(registry_with()) as proxy,

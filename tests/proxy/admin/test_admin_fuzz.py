@@ -7,12 +7,6 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-import schemathesis
-from hypothesis import HealthCheck, given, settings
-from hypothesis.errors import Unsatisfiable
-from schemathesis import GenerationMode
-from schemathesis.checks import not_a_server_error
-
 from testing.waiting import DEADLINE_S
 from tests.proxy.admin.test_admin_api import ADMIN, _no_proxy_env, admin_proxy
 
@@ -63,6 +57,12 @@ async def test_no_input_makes_a_server_error(make_proxy) -> None:
 
 def _fuzz(document: dict[str, Any], base_url: str) -> set[tuple[str, str]]:
     """Run every operation's cases; the operations tried, by method and path."""
+    # Imported here, and their pytest plugins off (pyproject.toml): only the worker that runs
+    # this test loads them, not every xdist worker as it collects (~0.7 s of CPU each).
+    import schemathesis
+    from hypothesis.errors import Unsatisfiable
+    from schemathesis import GenerationMode
+
     schema = schemathesis.openapi.from_dict(document)
     # Any character but a lone surrogate, as with the default utf-8 codec, without the
     # table of every code point's utf-8 encoding that hypothesis would build first (seconds
@@ -107,6 +107,9 @@ def _nothing_to_break(document: dict[str, Any], path: str, method: str) -> bool:
 
 
 def _run(strategy: Any, base_url: str, headers: dict[str, str]) -> None:
+    from hypothesis import HealthCheck, given, settings
+    from schemathesis.checks import not_a_server_error
+
     @settings(
         max_examples=EXAMPLES,
         deadline=None,
