@@ -519,9 +519,9 @@ def parse(fixture: Fixture, chunks: list[str], *, strict: bool = False) -> Outco
 
 
 def chunkings(text: str, *, seed: int = 0, max_splits: int = 48) -> Iterator[tuple[str, list[str]]]:
-    """Whole, per character, three seeded random groupings of 1-8 characters, and two-chunk
-    splits: every split point, or `max_splits` sampled ones for longer texts."""
-    yield "whole", [text]
+    """Per character, three seeded random groupings of 1-8 characters, and two-chunk splits:
+    every split point, or `max_splits` sampled ones for longer texts (whole: the reading the
+    caller compares these with)."""
     yield "chars", list(text)
     rng = random.Random(f"{seed}:{len(text)}")
     for n in range(3):
