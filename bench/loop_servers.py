@@ -19,7 +19,15 @@ from pathlib import Path
 from typing import Any
 
 from bench.cpu import Cpus
-from bench.harness import BENCH, Processes, Server, script, toolwire_serve, write_config
+from bench.harness import (
+    BENCH,
+    Processes,
+    Server,
+    script,
+    toolwire_serve,
+    tree_label,
+    write_config,
+)
 
 LITELLM = BENCH / ".venv-litellm" / "bin" / "litellm"
 LITELLM_KEY = "sk-bench"
@@ -38,6 +46,8 @@ class Servers:
     rest: str
     toolwire: dict[str, tuple[str, int]]
     """kind -> (chat completions URL, pid)"""
+    trees: dict[str, dict[str, tuple[str, int]]]
+    """`@<commit>` of another source tree (`--toolwire-tree`) -> its `toolwire` per kind"""
     litellm: tuple[str, int] | None
     litellm_note: str
     shared: list[int]
@@ -111,7 +121,8 @@ def litellm_version() -> str | None:
 
 def start_servers(args: argparse.Namespace, procs: Processes, cpus: Cpus, work: Path) -> Servers:
     """The model, the MCP HTTP server and the REST service on the shared CPU, a toolwire per
-    tool kind on the CPU under test, and LiteLLM (when installed and not left out)."""
+    tool kind (and per `--toolwire-tree`) on the CPU under test, and LiteLLM (when installed
+    and not left out)."""
     a, b = cpus.server, cpus.other
     upstream = procs.serve("upstream", script("loop_upstream.py"), b)
     mcp = procs.serve("mcp", script("loop_mcp_server.py"), b, port_option="--http")
@@ -120,7 +131,7 @@ def start_servers(args: argparse.Namespace, procs: Processes, cpus: Cpus, work: 
     procs.wait_ready(rest, "/openapi.json", timeout=60)
     procs.wait_port(mcp)
     mcp_url = f"{mcp.base}/mcp"
-    started: list[tuple[str, Server]] = []
+    started: list[tuple[str, str, Server]] = []
     for kind in args.kinds:
         config = {
             "server": {"host": "127.0.0.1"},
@@ -128,14 +139,25 @@ def start_servers(args: argparse.Namespace, procs: Processes, cpus: Cpus, work: 
             "tools": [toolwire_source(kind, mcp_url, rest.base)],
         }
         path = write_config(work / f"toolwire-{kind}.yaml", config)
-        started.append((kind, procs.serve(f"toolwire-{kind}", toolwire_serve(path), a)))
+        for tree in [None, *args.toolwire_tree]:
+            label = "" if tree is None else tree_label(tree)
+            name = f"toolwire{label}-{kind}"
+            serve = toolwire_serve(path, tree=tree)
+            started.append((label, kind, procs.serve(name, serve, a, tree=tree)))
     toolwire: dict[str, tuple[str, int]] = {}
-    for kind, server in started:
+    trees: dict[str, dict[str, tuple[str, int]]] = {}
+    for label, kind, server in started:
         procs.wait_ready(server, "/readyz", timeout=60)
-        toolwire[kind] = (f"{server.base}/v1/chat/completions", server.pid)
+        found = (f"{server.base}/v1/chat/completions", server.pid)
+        if label:
+            trees.setdefault(label, {})[kind] = found
+        else:
+            toolwire[kind] = found
     litellm, note = _start_litellm(args, procs, a, work, f"{upstream.base}/v1", mcp_url, rest.base)
     shared = [upstream.pid, mcp.pid, rest.pid]
-    return Servers(f"{upstream.base}/v1", mcp_url, rest.base, toolwire, litellm, note, shared)
+    return Servers(
+        f"{upstream.base}/v1", mcp_url, rest.base, toolwire, trees, litellm, note, shared
+    )
 
 
 def _start_litellm(

@@ -3,6 +3,7 @@
     sh bench/setup_litellm.sh                        # once: LiteLLM's proxy in its own venv
     .venv/bin/python bench/tool_loop.py              # table + PASS/MISS goal lines
     .venv/bin/python bench/tool_loop.py --json out.json --rounds 1 --duration 3
+    .venv/bin/python bench/tool_loop.py --no-litellm --kinds python-thread --toolwire-tree ../before
 
 What is measured
 ----------------
@@ -81,7 +82,16 @@ from bench import goals, loop_thread_tools
 from bench import loop_clients as clients
 from bench.cpu import Cpus, cpu_seconds, tree_cpu_seconds
 from bench.goals import Goal, load_average
-from bench.harness import Processes, add_json, add_no_pin, bench_main, median, progress
+from bench.harness import (
+    Processes,
+    add_json,
+    add_no_pin,
+    add_toolwire_tree,
+    bench_main,
+    check_trees,
+    median,
+    progress,
+)
 from bench.loop_load import run_load, run_sequence
 from bench.loop_servers import LITELLM_KEY, LITELLM_SERVERS, Servers, start_servers, stop_marked
 
@@ -147,6 +157,9 @@ def _calls(
     }
     url, pid = servers.toolwire[kind]
     out["toolwire"] = (clients.ProxyClient(http, url, {}), pid)
+    for label, by_kind in servers.trees.items():
+        url, pid = by_kind[kind]
+        out[f"toolwire{label}"] = (clients.ProxyClient(http, url, {}), pid)
     if servers.litellm is not None and kind in LITELLM_SERVERS:
         url, pid = servers.litellm
         mcp_tool = {
@@ -204,7 +217,7 @@ def summarise(rounds: list[dict[str, Any]], kinds: list[str]) -> dict[str, Any]:
     """Medians over rounds per tool kind and target, and the added latency per iteration."""
     out: dict[str, Any] = {}
     for kind in kinds:
-        targets = [t for t in TARGETS if t in rounds[0][kind]]
+        targets = sorted(rounds[0][kind], key=_target_order)
         rows: dict[str, Any] = {}
         for target in targets:
             runs = [r[kind][target] for r in rounds]
@@ -227,6 +240,11 @@ def summarise(rounds: list[dict[str, Any]], kinds: list[str]) -> dict[str, Any]:
         rows["direct"]["added_rounds"] = [0.0] * len(rounds)
         out[kind] = rows
     return out
+
+
+def _target_order(target: str) -> tuple[int, str]:
+    """direct, toolwire, the toolwire of each other tree (`toolwire@<commit>`), LiteLLM."""
+    return TARGETS.index(target.split("@")[0]), target
 
 
 # --------------------------------------------------------------------------- report
@@ -303,6 +321,7 @@ def _ratio(a: float, b: float) -> float:
 def render(result: dict[str, Any]) -> str:
     meta = result["meta"]
     c = meta["concurrency"]
+    width = max(9, *(len(t) + 1 for rows in result["summary"].values() for t in rows))
     lines = [
         f"Tool loop (model -> tool -> model per request): median of {meta['rounds']} rounds; "
         f"c=1: {meta['requests']} requests; c={c}: {meta['duration']:g} s after "
@@ -311,7 +330,7 @@ def render(result: dict[str, Any]) -> str:
         "times in ms; +iter = p50 minus the direct loop's p50 (model + tool time), same round; "
         "us/rq = the proxy process's CPU per request at c=" + str(c),
         "",
-        f"  {'tool':<14}{'target':<9}{'p50':>9}{'p99':>9}{'+iter':>9} |"
+        f"  {'tool':<14}{'target':<{width}}{'p50':>9}{'p99':>9}{'+iter':>9} |"
         f"{f'c={c} req/s':>12}{'p50':>9}{'us/rq':>9}{'errors':>7}",
     ]
     for kind, rows in result["summary"].items():
@@ -320,7 +339,7 @@ def render(result: dict[str, Any]) -> str:
             added = f"{'-':>9}" if target == "direct" else _f(row["added_ms"])
             rps = row["rps"]
             lines.append(
-                f"{mark} {kind:<14}{target:<9}{_f(row['p50_ms'])}{_f(row['p99_ms'])}{added} |"
+                f"{mark} {kind:<14}{target:<{width}}{_f(row['p50_ms'])}{_f(row['p99_ms'])}{added} |"
                 f"{_f(rps, 1 if rps == rps and rps < 10 else 0, 12)}{_f(row['load_p50_ms'])}"
                 f"{_f(row['cpu_us_per_req'], 0)}{row['errors']:>7}"
             )
@@ -368,9 +387,16 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="tool kinds: " + ", ".join(KINDS),
     )
     parser.add_argument("--no-litellm", action="store_true", help="leave LiteLLM out")
+    add_toolwire_tree(
+        parser,
+        "also measure the toolwire of another source tree (a git checkout): a row "
+        "toolwire@<commit> per kind, in the same rounds (repeatable)",
+    )
     add_no_pin(parser)
     add_json(parser)
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    args.toolwire_tree = check_trees(parser, args.toolwire_tree)
+    return args
 
 
 def _kinds(value: str) -> list[str]:
@@ -409,6 +435,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "duration": args.duration,
         "warmup": args.warmup,
         "kinds": args.kinds,
+        "toolwire_trees": [str(tree) for tree in args.toolwire_tree],
         "pinning": cpus.describe(),
         "litellm": servers.litellm_note,
         "python": platform.python_version(),

@@ -16,6 +16,7 @@ from bench import (
     harness,
     instructions,
     loop_clients,
+    loop_handoff,
     loop_load,
     loop_upstream,
     passthrough,
@@ -88,6 +89,35 @@ def test_tool_loop_summary_and_goals() -> None:
     assert found["litellm_mcp-stdio"]["value"] == pytest.approx(4996.0)
     assert "NOTE  mcp-stdio litellm: no request ended within the c=32 window" not in text
     assert "ERRORS mcp-stdio litellm: 1" in text
+
+
+def test_tool_loop_measures_another_tree_beside_this_one(tmp_path: Path) -> None:
+    tree = tmp_path / "before"
+    (tree / "proxy").mkdir(parents=True)
+    (tree / "proxy" / "__main__.py").write_text("")
+    args = tool_loop.parse_args(["--kinds", "python", "--toolwire-tree", str(tree)])
+    assert args.toolwire_tree == [tree.resolve()]
+    with pytest.raises(SystemExit):  # no toolwire there
+        tool_loop.parse_args(["--toolwire-tree", str(tmp_path)])
+    rounds = [
+        {
+            "python": {
+                "toolwire@abc1234": _run(1.25, 900),
+                "direct": _run(1.0, 1000),
+                "toolwire": _run(1.5, 800),
+            }
+        }
+    ]
+    result = _tool_loop_result()
+    result["summary"] = tool_loop.summarise(rounds, ["python"])
+    rows = result["summary"]["python"]
+    assert list(rows) == ["direct", "toolwire", "toolwire@abc1234"]
+    assert rows["toolwire@abc1234"]["added_ms"] == pytest.approx(0.25)
+    lines = tool_loop.render(result).splitlines()
+    assert any(line.split()[:4] == ["python", "toolwire@abc1234", "1.25", "2.50"] for line in lines)
+    # The goal is this tree's alone.
+    found = [g["key"] for g in tool_loop.goal_summary(result)["goals"]]
+    assert found == ["iteration_python"]
 
 
 def test_tool_loop_misses_a_slow_iteration() -> None:
@@ -284,3 +314,11 @@ async def test_the_injecting_floor_adds_the_tools_and_relays_the_answer(client_n
     events.inspect(b"data: " + orjson.dumps(chunk)[:10])
     events.inspect(orjson.dumps(chunk)[10:] + b"\n\ndata: [DONE]\n\n")
     assert events.calls == 1
+
+
+def test_the_hand_off_bench_times_both_backends(capsys: pytest.CaptureFixture[str]) -> None:
+    assert loop_handoff.main(["--calls", "40", "--cpu", "-1"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("40 calls per backend, not pinned")
+    assert [line.split()[0] for line in lines[1:]] == ["inline", "thread"]
+    assert all("context switches per call" in line for line in lines[1:])
