@@ -3,6 +3,7 @@ errors, shutdown."""
 
 from __future__ import annotations
 
+import os
 import threading
 
 import pytest
@@ -119,3 +120,16 @@ def test_shutdown_cancels_queued_jobs_and_reports_them() -> None:
     with pytest.raises(RuntimeError, match="after shutdown"):
         pool.start(Job(lambda: None, lambda job: None))
     release.set()
+
+
+@pytest.mark.skipif(not hasattr(os, "SCHED_BATCH"), reason="Linux scheduling policies")
+def test_pool_threads_do_not_preempt_the_thread_that_hands_them_a_job() -> None:
+    """A woken pool thread that preempted the event loop's thread would find the GIL held and
+    sleep again: its threads are SCHED_BATCH, and the caller's thread keeps its policy."""
+    before = os.sched_getscheduler(0)
+    pool = DaemonThreadPool(1)
+    try:
+        assert pool.submit(os.sched_getscheduler, 0).result(timeout=10) == os.SCHED_BATCH
+    finally:
+        pool.shutdown()
+    assert os.sched_getscheduler(0) == before
