@@ -225,9 +225,12 @@ class _Sampler:
     def __init__(self, grammar: Grammar, rng: random.Random) -> None:
         self._rules, self._rng = grammar.rules, rng
         self._active: dict[str, int] = {}
+        self._at_depth = 0
+        """How many rules are active DEPTH times or more (counted as they get there: cheaper
+        than reading every rule's count on each of the millions of calls)."""
 
     def sample(self, node: Node, depth: int) -> str:
-        deep = depth > 40 or any(n >= DEPTH for n in self._active.values())
+        deep = depth > 40 or self._at_depth > 0
         if isinstance(node, Lit):
             return node.text
         if isinstance(node, Chars):
@@ -247,11 +250,13 @@ class _Sampler:
                 body = body[1:]
             return body + node.text
         assert isinstance(node, Ref)
-        self._active[node.name] = self._active.get(node.name, 0) + 1
+        active = self._active[node.name] = self._active.get(node.name, 0) + 1
+        self._at_depth += active == DEPTH
         try:
             return self.sample(self._rules[node.name], depth + 1)
         finally:
             self._active[node.name] -= 1
+            self._at_depth -= active == DEPTH
 
     def _char(self, node: Chars) -> str:
         return self._rng.choice(self._options(node))
