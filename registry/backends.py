@@ -210,9 +210,12 @@ def _settle_job_soon(
     future: asyncio.Future[Any],
     held: list[Callable[[], None]],
 ) -> None:
-    # As `_settle_soon`, for a `Job`.
-    with contextlib.suppress(RuntimeError):
+    # As `_settle_soon`, for a `Job`; a try, not `contextlib.suppress`: three Python calls
+    # fewer on the worker while the owner's thread may be waiting for the GIL.
+    try:
         loop.call_soon_threadsafe(_settle_job, job, future, held)
+    except RuntimeError:
+        return  # the loop is closed: nobody is left waiting
 
 
 def _settle_job(job: Job, future: asyncio.Future[Any], held: list[Callable[[], None]]) -> None:

@@ -52,16 +52,22 @@ class Job:
 
     def run(self) -> None:
         """Run the function, unless cancelled first, and report how it ended."""
+        if self._execute():
+            self._settled(self)
+
+    def _execute(self) -> bool:
+        """Run the function unless cancelled first; whether it ran (its outcome is then set,
+        not yet reported)."""
         with self._lock:
             if self._state != _PENDING:
-                return
+                return False
             self._state = _RUNNING
         try:
             self.value = self._call()
         except BaseException as exc:  # the owner gets it, as a Future's would
             self.error = exc
         self._state = _FINISHED
-        self._settled(self)
+        return True
 
 
 class DaemonThreadPool(Executor):
@@ -85,9 +91,11 @@ class DaemonThreadPool(Executor):
         self._jobs: queue.SimpleQueue[_Job | Job | None] = queue.SimpleQueue()
         self._threads: list[threading.Thread] = []
         self._numbers = itertools.count()
-        # Released by a thread each time it finishes a job: an idle thread takes the next
-        # job, so a new thread starts only when none is idle.
-        self._idle = threading.Semaphore(0)
+        # One token per idle thread, put by a thread as it finishes a job and taken by the
+        # job handed over next: an idle thread takes the next job, so a new thread starts only
+        # when none is idle. A queue of tokens, not a threading.Semaphore: its put and take are
+        # C calls, where the semaphore's condition runs a dozen Python calls per job.
+        self._idle: queue.SimpleQueue[None] = queue.SimpleQueue()
         self._lock = threading.Lock()
         self._closed = False
 
@@ -114,8 +122,11 @@ class DaemonThreadPool(Executor):
             if self._closed:
                 raise RuntimeError("cannot schedule new futures after shutdown")
             self._jobs.put(job)
-            if not self._idle.acquire(blocking=False) and len(self._threads) < self._max_workers:
-                self._start_thread()
+            try:
+                self._idle.get_nowait()
+            except queue.Empty:
+                if len(self._threads) < self._max_workers:
+                    self._start_thread()
 
     def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
         """Take no more jobs; threads end once the jobs queued before have run (`cancel_futures`:
@@ -152,11 +163,17 @@ class DaemonThreadPool(Executor):
             if job is None:
                 return
             if isinstance(job, Job):
-                job.run()
+                ran = job._execute()
+                # Idle before the owner hears of the outcome: the job it hands over next
+                # finds this thread, and once the owner's thread wakes, this one only has to
+                # reach `get` (where it lets go of the GIL).
+                self._idle.put(None)
+                if ran:
+                    job._settled(job)
             else:
                 _run(*job)
+                self._idle.put(None)
             del job  # an idle thread holds nothing of the last job
-            self._idle.release()
 
 
 def _wait_to_be_scheduled() -> None:
