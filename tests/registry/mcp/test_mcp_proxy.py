@@ -3,14 +3,20 @@
 from __future__ import annotations
 
 import json
+from collections.abc import AsyncIterator
 
 import pytest
+import pytest_asyncio
 
 from testing.mcp_servers import stdio_command
 from testing.upstream import FakeUpstream, Reply
+from tests.conftest import Proxy, serve_proxy
 from tests.e2e.answers import ask, tool_messages, tool_names
 
-pytestmark = pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])
+pytestmark = [
+    pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"]),
+    pytest.mark.asyncio(loop_scope="module"),
+]
 
 TOOLS = [
     {"mcp": {"command": ["python", "-m", "mcp_server_time"]}, "namespace": "time"},
@@ -18,13 +24,34 @@ TOOLS = [
 ]
 
 
-async def test_the_model_calls_an_mcp_tool(make_proxy, upstream: FakeUpstream, stream: bool):
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def served() -> AsyncIterator[tuple[Proxy, FakeUpstream]]:
+    """One proxy and its two stdio servers for the file's tests (their tools keep no state):
+    each server process costs ~0.7 s of CPU to start."""
+    async with FakeUpstream() as upstream:
+        upstream_config = {"name": "fake", "base_url": upstream.base_url, "models": ["*"]}
+        async with serve_proxy({"upstreams": [upstream_config], "tools": TOOLS}) as proxy:
+            yield proxy, upstream
+
+
+@pytest.fixture
+def proxy(served: tuple[Proxy, FakeUpstream]) -> Proxy:
+    return served[0]
+
+
+@pytest.fixture
+def upstream(served: tuple[Proxy, FakeUpstream]) -> FakeUpstream:
+    """The shared upstream, with no requests yet from this test."""
+    served[1].requests.clear()
+    return served[1]
+
+
+async def test_the_model_calls_an_mcp_tool(proxy: Proxy, upstream: FakeUpstream, stream: bool):
     upstream.script(
         Reply.tool_calls([("time_get_current_time", {"timezone": "Asia/Tokyo"})]),
         Reply.text("It is late in Tokyo."),
     )
-    async with make_proxy(tools=TOOLS) as proxy:
-        out = await ask(proxy.client, stream=stream, messages=[{"role": "user", "content": "t?"}])
+    out = await ask(proxy.client, stream=stream, messages=[{"role": "user", "content": "t?"}])
 
     assert out.content == "It is late in Tokyo."
     assert {"time_get_current_time", "demo_echo"} <= set(tool_names(upstream.requests[0]))
@@ -33,11 +60,10 @@ async def test_the_model_calls_an_mcp_tool(make_proxy, upstream: FakeUpstream, s
 
 
 async def test_an_image_result_reaches_the_upstream(
-    make_proxy, upstream: FakeUpstream, stream: bool
+    proxy: Proxy, upstream: FakeUpstream, stream: bool
 ):
     upstream.script(Reply.tool_calls([("demo_picture", {})]), Reply.text("A tiny picture."))
-    async with make_proxy(tools=TOOLS) as proxy:
-        out = await ask(proxy.client, stream=stream, messages=[{"role": "user", "content": "p"}])
+    out = await ask(proxy.client, stream=stream, messages=[{"role": "user", "content": "p"}])
 
     assert out.content == "A tiny picture."
     messages = upstream.requests[1]["messages"]
