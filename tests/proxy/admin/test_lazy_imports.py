@@ -5,10 +5,12 @@ uses it."""
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -48,27 +50,38 @@ create_app(parse_settings(config, base_dir=Path("."), environ={}))
     assert _loaded(body) == []
 
 
-def test_each_front_loads_its_own_when_on() -> None:
-    body = """
+@functools.cache
+def _default_app_loads() -> tuple[list[str], list[str]]:
+    """What an app on the default fronts loads (of HEAVY), then the server too (aiohttp): one
+    interpreter for the two tests below (a process is ~1.7 s of CPU)."""
+    app = """
 from pathlib import Path
 from proxy import create_app, parse_settings
 upstreams = [{"name": "demo", "base_url": "demo"}]
 create_app(parse_settings({"upstreams": upstreams}, base_dir=Path("."), environ={}))
 """
+    snapshot = f"print(json.dumps([name for name in {HEAVY!r} if name in sys.modules]))\n"
+    body = app + snapshot + "import proxy.server.serving\n"
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE.format(body=body, heavy=("aiohttp",))],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    app, server = done.stdout.strip().splitlines()[-2:]
+    return json.loads(app), json.loads(server)
+
+
+def test_each_front_loads_its_own_when_on() -> None:
     # PyJWT (with cryptography's backends) loads only when /mcp takes OAuth tokens.
-    assert _loaded(body) == ["fastapi", "mcp.server"]
+    assert _default_app_loads()[0] == ["fastapi", "mcp.server"]
 
 
 def test_the_server_loads_no_aiohttp_without_a_webhook_or_oauth_tokens() -> None:
     # aiohttp is the client of an approval webhook and of an OAuth issuer; loaded with them.
-    body = """
-from pathlib import Path
-from proxy import create_app, parse_settings
-import proxy.server.serving
-upstreams = [{"name": "demo", "base_url": "demo"}]
-create_app(parse_settings({"upstreams": upstreams}, base_dir=Path("."), environ={}))
-"""
-    assert _loaded(body, ("aiohttp",)) == []
+    assert _default_app_loads()[1] == []
 
 
 # --- what each `toolwire` command imports ---------------------------------------------------
@@ -106,15 +119,23 @@ def _server_modules(imported: set[str]) -> list[str]:
     return sorted(n for n in imported if any(n == s or n.startswith(f"{s}.") for s in SERVER))
 
 
-@pytest.fixture
-def config(tmp_path: Path) -> str:
+@pytest.fixture(scope="module")
+def imported(tmp_path_factory: pytest.TempPathFactory) -> Callable[..., set[str]]:
+    """What `toolwire COMMAND --config CONFIG` loads, run once a command for this file's tests,
+    from a folder with CONFIG."""
+    folder = tmp_path_factory.mktemp("commands")
     examples = (REPO / "examples" / "tools.py").as_posix()
-    path = tmp_path / "proxy.yaml"
-    path.write_text(
+    config = folder / "proxy.yaml"
+    config.write_text(
         f"upstreams: [{{name: d, base_url: demo}}]\ntools: [{{python: {examples}}}]\n",
         encoding="utf-8",
     )
-    return str(path)
+
+    @functools.cache
+    def run(*command: str) -> set[str]:
+        return _imported_by(*command, "--config", str(config), cwd=folder)
+
+    return run
 
 
 @pytest.mark.parametrize(
@@ -123,18 +144,20 @@ def config(tmp_path: Path) -> str:
     ids=["tools", "check", "call"],
 )
 def test_commands_without_a_server_load_none_of_it(
-    command: list[str], config: str, tmp_path: Path
+    command: list[str], imported: Callable[..., set[str]]
 ) -> None:
-    imported = _imported_by(*command, "--config", config, cwd=tmp_path)
-    assert _server_modules(imported) == []
+    loaded = imported(*command)
+    assert _server_modules(loaded) == []
     # aiohttp loads with the sources that use it (OpenAPI specs, built-in HTTP tools) only.
-    assert "aiohttp" not in imported
+    assert "aiohttp" not in loaded
 
 
-def test_check_probes_the_upstreams_without_their_adapters(config: str, tmp_path: Path) -> None:
-    imported = _imported_by("check", "--config", config, cwd=tmp_path)
-    assert "proxy.upstreams.probe" in imported
-    assert [name for name in imported if name.split(".")[0] == "llm_rosetta"] == []
+def test_check_probes_the_upstreams_without_their_adapters(
+    imported: Callable[..., set[str]],
+) -> None:
+    loaded = imported("check")
+    assert "proxy.upstreams.probe" in loaded
+    assert [name for name in loaded if name.split(".")[0] == "llm_rosetta"] == []
 
 
 def test_admin_loads_no_configuration_and_no_server(tmp_path: Path) -> None:
