@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import contextvars
 import functools
@@ -76,7 +77,7 @@ class ThreadBackend:
 
     def __init__(self, pool: PoolExecutor, *, workers: int | None = None) -> None:
         self._pool = pool
-        self._free = None if workers is None else asyncio.Semaphore(workers)
+        self._free = None if workers is None else _Slots(workers)
         self._idle: dict[str, asyncio.Lock] = {}
 
     async def run(
@@ -95,7 +96,11 @@ class ThreadBackend:
             fn = functools.partial(_run_coroutine, fn)
         call = functools.partial(contextvars.copy_context().run, fn, **arguments)
         loop = asyncio.get_running_loop()
-        held = await self._hold(tool)
+        free = self._free
+        if free is not None and tool.metadata.is_concurrency_safe and free.take_now():
+            held = [free.give]  # the usual call: a thread free at once, no waiting to do
+        else:
+            held = await self._hold(tool)
         if isinstance(self._pool, DaemonThreadPool):
             return await _start(self._pool, loop, call, held, on_start)
         try:
@@ -127,8 +132,8 @@ class ThreadBackend:
                 await idle.acquire()
                 held.append(idle.release)
             if self._free is not None:
-                await self._free.acquire()
-                held.append(self._free.release)
+                await self._free.take()
+                held.append(self._free.give)
         except BaseException:
             _release(held)
             raise
@@ -184,12 +189,10 @@ async def _start(
     held: list[Callable[[], None]],
     on_start: OnStart | None,
 ) -> Any:
-    """`run` on the proxy's own pool: the same steps with a `Job` for a Future."""
+    """`run` on the proxy's own pool: the same steps with a `Job` for a Future (its
+    SystemExit or KeyboardInterrupt is mapped on the loop, by `_settle_job`)."""
     future: asyncio.Future[Any] = loop.create_future()
-    job = Job(
-        functools.partial(_guarded, call),
-        lambda done: _settle_job_soon(loop, done, future, held),
-    )
+    job = Job(call, functools.partial(_settle_job_soon, loop, future, held))
     try:
         if on_start is not None:
             on_start()
@@ -206,9 +209,9 @@ async def _start(
 
 def _settle_job_soon(
     loop: asyncio.AbstractEventLoop,
-    job: Job,
     future: asyncio.Future[Any],
     held: list[Callable[[], None]],
+    job: Job,
 ) -> None:
     # As `_settle_soon`, for a `Job`; a try, not `contextlib.suppress`: three Python calls
     # fewer on the worker while the owner's thread may be waiting for the GIL.
@@ -223,12 +226,65 @@ def _settle_job(job: Job, future: asyncio.Future[Any], held: list[Callable[[], N
     _release(held)
     if future.done():
         return
+    error = job.error
     if job.cancelled:
         future.cancel()
-    elif job.error is not None:
-        future.set_exception(job.error)
-    else:
+    elif error is None:
         future.set_result(job.value)
+    elif isinstance(error, SystemExit | KeyboardInterrupt):
+        exited = exit_error(error)
+        exited.__cause__ = error  # as `raise ... from` in `_guarded`
+        future.set_exception(exited)
+    else:
+        future.set_exception(error)
+
+
+class _Slots:
+    """The pool's threads, counted on the event loop: at most `count` held at once, waiters
+    served in turn. `asyncio.Semaphore` with a synchronous `take_now` for the usual call,
+    which finds one free (its `acquire` is a coroutine, a lock check and a generator)."""
+
+    __slots__ = ("_free", "_waiters")
+
+    def __init__(self, count: int) -> None:
+        self._free = count
+        self._waiters: collections.deque[asyncio.Future[None]] = collections.deque()
+
+    def take_now(self) -> bool:
+        """Take one if one is free and nobody waits before; whether it was taken."""
+        if self._free > 0 and not self._waiters:
+            self._free -= 1
+            return True
+        return False
+
+    async def take(self) -> None:
+        """Take one, waiting in turn for it.
+
+        Raises:
+            asyncio.CancelledError: cancelled while waiting; nothing is held then.
+        """
+        if self.take_now():
+            return
+        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._waiters.append(waiter)
+        try:
+            await waiter
+        except asyncio.CancelledError:
+            if waiter.done() and not waiter.cancelled():
+                self.give()  # handed one just as the waiting was cancelled: pass it on
+            else:
+                with contextlib.suppress(ValueError):  # `give` may have dropped it already
+                    self._waiters.remove(waiter)
+            raise
+
+    def give(self) -> None:
+        """Give one back: to the first waiter still waiting, else to the free ones."""
+        while self._waiters:
+            waiter = self._waiters.popleft()
+            if not waiter.done():
+                waiter.set_result(None)
+                return
+        self._free += 1
 
 
 def _guarded(call: Callable[[], Any]) -> Any:

@@ -3,12 +3,14 @@ errors, shutdown."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import threading
 
 import pytest
 
-from registry import CachedTool, Executor, Tool, ToolCall
+from registry import CachedTool, Executor, ThreadBackend, Tool, ToolCall
+from registry.backends import _Slots
 from registry.thread_pool import DaemonThreadPool, Job
 
 
@@ -133,3 +135,64 @@ def test_pool_threads_do_not_preempt_the_thread_that_hands_them_a_job() -> None:
     finally:
         pool.shutdown()
     assert os.sched_getscheduler(0) == before
+
+
+async def test_thread_slots_are_taken_in_turn_and_a_cancelled_waiter_holds_none() -> None:
+    slots = _Slots(1)
+    assert slots.take_now() and not slots.take_now()
+    first = asyncio.create_task(slots.take())
+    second = asyncio.create_task(slots.take())
+    await asyncio.sleep(0)
+    first.cancel()  # waiting, holds nothing
+    await asyncio.sleep(0)
+    slots.give()  # to the next waiter in turn
+    await asyncio.wait_for(second, 10)
+    assert first.cancelled() and not slots.take_now()
+    slots.give()
+    assert slots.take_now()  # one slot in all, free again
+
+
+async def test_a_waiter_cancelled_just_before_a_slot_is_given_back_is_skipped() -> None:
+    slots = _Slots(1)
+    assert slots.take_now()
+    first = asyncio.create_task(slots.take())
+    second = asyncio.create_task(slots.take())
+    await asyncio.sleep(0)
+    first.cancel()
+    slots.give()  # before the first woke to its cancellation: to the second
+    with pytest.raises(asyncio.CancelledError):
+        await first
+    await asyncio.wait_for(second, 10)
+    assert not slots.take_now()
+    slots.give()
+    assert slots.take_now() and not slots.take_now()
+
+
+async def test_a_thread_slot_handed_to_a_cancelled_waiter_is_passed_on() -> None:
+    slots = _Slots(1)
+    assert slots.take_now()
+    first = asyncio.create_task(slots.take())
+    second = asyncio.create_task(slots.take())
+    await asyncio.sleep(0)
+    slots.give()  # handed to the first waiter...
+    first.cancel()  # ...cancelled before it woke to take it
+    await asyncio.wait_for(second, 10)
+    with pytest.raises(asyncio.CancelledError):
+        await first
+    assert not slots.take_now()  # the second holds the one slot
+    slots.give()
+    assert slots.take_now() and not slots.take_now()
+
+
+async def test_a_sync_tool_s_exit_is_an_ordinary_error_on_the_pool() -> None:
+    def leave() -> None:
+        raise SystemExit(3)
+
+    pool = DaemonThreadPool(1)
+    try:
+        backend = ThreadBackend(pool, workers=1)
+        with pytest.raises(RuntimeError, match="the tool exited: SystemExit") as caught:
+            await backend.run(Tool.from_function(leave), {})
+        assert isinstance(caught.value.__cause__, SystemExit)
+    finally:
+        pool.shutdown()
