@@ -32,13 +32,19 @@ from .app import create_app
 from .listener import BindError, listen
 from .sources import started
 
-__all__ = ["app_from_env", "serve", "started"]
+__all__ = ["app_from_env", "serve", "started", "tune_collector"]
 
 _BOUND_ENV = "TOOLWIRE_BOUND"
 """`HOST PORT` that `toolwire serve --workers` passes to its workers."""
 _CANCEL_AFTER_DRAIN_S = 1
 """After the drain, how long uvicorn waits for what still runs (GETs' event streams, work
 the drain gave up on) before cancelling it."""
+_YOUNG_GC_THRESHOLD = 10_000
+"""Container objects allocated (net of those freed) between two young-generation passes of
+the cyclic collector; CPython's default is 700. Its count never drops below 0, so the
+objects of many requests in flight (frames, dicts, tasks) cross 700 again and again, and
+each pass walks them all: at c=64, 27k instructions a request unstreamed and 43k streamed
+(none at c=1), 5k and 9k at 10,000. Cyclic garbage waits at most 10,000 allocations."""
 log = logging.getLogger("toolwire")
 
 
@@ -128,6 +134,7 @@ async def _serve_one(settings: Settings, sock: socket.socket, args: argparse.Nam
             )
             # What start-up built lives as long as the process: keep the collector off it.
             gc.freeze()
+            tune_collector()
             # On SIGTERM the drain lets running requests finish while new ones get 503, then
             # uvicorn stops listening and returns; then the sources close.
             await server.serve(sockets=[sock])
@@ -224,4 +231,12 @@ def app_from_env() -> object:
         settings = _bound_to(settings, host, int(port))
     app = create_app(settings)
     _drain_worker(app.telemetry.drain, settings.server.drain_s)
+    tune_collector()
     return app
+
+
+def tune_collector() -> None:
+    """Collect the young generation every `_YOUNG_GC_THRESHOLD` net allocations, the older
+    ones as CPython does."""
+    _, middle, old = gc.get_threshold()
+    gc.set_threshold(_YOUNG_GC_THRESHOLD, middle, old)
