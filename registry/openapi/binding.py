@@ -53,6 +53,26 @@ def bind_request(
             cannot be placed (an empty path segment, a header with CR/LF).
     """
     _check_names(operation, arguments)
+    if not operation.params and "{" not in operation.path:
+        # The usual JSON operation: nothing to place in the path, query or headers.
+        headers = dict(static_headers)
+        url = base_url.rstrip("/") + operation.path
+    else:
+        url, headers = _placed(operation, base_url, arguments, static_headers)
+    has_body, body = _body(operation, arguments)
+    if has_body and operation.body is not None:
+        media_type = operation.body.media_type
+        headers["Content-Type"] = "application/json" if "*" in media_type else media_type
+    return HttpRequest(operation.method, url, headers, body, has_body)
+
+
+def _placed(
+    operation: Operation,
+    base_url: str,
+    arguments: Mapping[str, Any],
+    static_headers: Mapping[str, str],
+) -> tuple[str, dict[str, str]]:
+    """The URL and headers with the operation's path, query, header and cookie parameters."""
     by_name = {p.name: p for p in operation.params if p.location == "path"}
     path = _TEMPLATE.sub(lambda m: _path_value(by_name, m.group(1), arguments), operation.path)
     query: list[tuple[str, str]] = []
@@ -76,22 +96,22 @@ def bind_request(
     url = base_url.rstrip("/") + path
     if query:
         url += "?" + urlencode(query, quote_via=quote)
-    has_body, body = _body(operation, arguments)
-    if has_body and operation.body is not None:
-        media_type = operation.body.media_type
-        headers["Content-Type"] = "application/json" if "*" in media_type else media_type
-    return HttpRequest(operation.method, url, headers, body, has_body)
+    return url, headers
 
 
 def _check_names(operation: Operation, arguments: Mapping[str, Any]) -> None:
     expected = operation.parameters["properties"]
-    unknown = sorted(set(arguments) - set(expected))
-    if unknown:
-        listed = ", ".join(expected) or "no arguments"
-        raise ArgumentError(f"unexpected arguments {', '.join(unknown)} (expected: {listed})")
-    missing = [name for name in operation.parameters["required"] if arguments.get(name) is None]
-    if missing:
-        raise ArgumentError(f"missing required arguments: {', '.join(missing)}")
+    required = operation.parameters["required"]
+    # Loops that make nothing when the names are right (the usual call); the lists only then.
+    for name in arguments:
+        if name not in expected:
+            unknown = sorted(set(arguments) - set(expected))
+            listed = ", ".join(expected) or "no arguments"
+            raise ArgumentError(f"unexpected arguments {', '.join(unknown)} (expected: {listed})")
+    for name in required:
+        if arguments.get(name) is None:
+            missing = [name for name in required if arguments.get(name) is None]
+            raise ArgumentError(f"missing required arguments: {', '.join(missing)}")
 
 
 def _path_value(params: dict[str, Param], name: str, arguments: Mapping[str, Any]) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from typing import Any
 from urllib.parse import unquote
@@ -245,3 +246,25 @@ def test_arguments_that_cannot_make_a_request(arguments: dict[str, Any], message
     op = operations(PATH_OP)["read"]
     with pytest.raises(ArgumentError, match=message):
         bind_request(op, "http://svc", arguments, {})
+
+
+def test_a_body_only_operation_keeps_the_configured_headers_and_checks_every_name() -> None:
+    body = {
+        "required": True,
+        "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Pet"}}},
+    }
+    op = operations({"/pets/": {"post": {"operationId": "add", "requestBody": body}}})["add"]
+    assert not op.params
+    static = {"Authorization": "Bearer k"}
+    request = bind_request(op, "http://svc/v1/", {"name": "Rex"}, static)
+    assert request.url == "http://svc/v1/pets/" and request.json == {"name": "Rex"}
+    assert request.headers == {"Authorization": "Bearer k", "Content-Type": "application/json"}
+    assert static == {"Authorization": "Bearer k"}  # the configured headers are not changed
+    with pytest.raises(ArgumentError, match=r"unexpected arguments a, b \(expected: name, age\)"):
+        bind_request(op, "http://svc", {"b": 1, "name": "Rex", "a": 2}, {})
+    with pytest.raises(ArgumentError, match=r"missing required arguments: name$"):
+        bind_request(op, "http://svc", {"age": 3, "name": None}, {})
+    # A path template with no parameter for it is still refused, not sent as it is.
+    templated = dataclasses.replace(op, path="/pets/{id}")
+    with pytest.raises(ArgumentError, match=r"names \{id\}, which has no parameter"):
+        bind_request(templated, "http://svc", {"name": "Rex"}, {})
