@@ -92,6 +92,10 @@ class LeanCalls:
         stamps them (stdio has no headers, so nothing is stamped for it)."""
         self._waiting: dict[int, asyncio.Future[_Outcome]] = {}
         self._closed = False
+        self._loop: asyncio.AbstractEventLoop | None = None
+        """The loop of the first call: the connection's streams are bound to the loop that
+        runs it, so every call is made there (a `get_running_loop()` per call costs a
+        `getpid` system call on Python 3.11)."""
         self._checks: dict[str, tuple[dict[str, Any], SchemaArguments | None]] = {}
         """Each tool's output schema (the SDK's listing's object) and its check, if valid."""
 
@@ -134,7 +138,10 @@ class LeanCalls:
         )
         stamp = ClientMessageMetadata(headers=_headers(session, message)) if self._stamped else None
         sent = SessionMessage(message, stamp)
-        answered: asyncio.Future[_Outcome] = asyncio.get_running_loop().create_future()
+        loop = self._loop
+        if loop is None:
+            loop = self._loop = asyncio.get_running_loop()
+        answered: asyncio.Future[_Outcome] = loop.create_future()
         self._waiting[request_id] = answered
         try:
             try:
