@@ -198,6 +198,8 @@ _RELAYED_MESSAGE = frozenset({"role", "content", "reasoning_content", "refusal"}
 _TEXT_MESSAGE = frozenset({"role", "content"})
 _COUNTS = frozenset({"prompt_tokens", "completion_tokens", "total_tokens"})
 _ENDS = ("stop", "length")
+_TOP_FIELDS, _CHOICE_FIELDS, _TEXT_FIELDS, _COUNT_FIELDS = 6, 4, 2, 3
+"""How many fields each of those sets has (a field more is checked by `_silent_beyond`)."""
 _new_usage = tuple.__new__
 
 
@@ -210,30 +212,41 @@ def relayable(payload: dict[str, Any], model: Any) -> Usage | None:
     Anything else (a tool call, a vendor value, a model other than the one asked for, usage
     that renders differently) goes the slow way, which rebuilds the answer: None.
     """
-    keys = payload.keys()
-    if keys != _RELAYED_TOP and not (keys > _RELAYED_TOP and _silent_beyond(payload, _RELAYED_TOP)):
+    # Each field by subscript, and their number: what comparing the keys with a set would
+    # tell, at a fraction of its cost (every unstreamed answer is checked).
+    try:
+        kind = payload["object"]
+        answered = payload["model"]
+        answer_id = payload["id"]
+        created = payload["created"]
+        choices = payload["choices"]
+        usage = payload["usage"]
+    except KeyError:
         return None
-    # Every field of _RELAYED_TOP is there from here on.
-    if payload["object"] != "chat.completion" or payload["model"] != model:
+    if len(payload) != _TOP_FIELDS and not _silent_beyond(payload, _RELAYED_TOP):
         return None
-    if payload["id"].__class__ is not str or payload["created"].__class__ is not int:
+    if kind != "chat.completion" or answered != model:
         return None
-    choices = payload["choices"]
+    if answer_id.__class__ is not str or created.__class__ is not int:
+        return None
     if choices.__class__ is not list or len(choices) != 1 or not _relayable_choice(choices[0]):
         return None
-    usage = payload["usage"]
     if usage.__class__ is not dict:
         return None
-    if usage.keys() == _COUNTS:
+    if len(usage) == _COUNT_FIELDS:
         # The usual usage, three counts: the same when `Usage` renders them.
-        prompt = usage["prompt_tokens"]
-        completion = usage["completion_tokens"]
-        total = usage["total_tokens"]
-        ints = prompt.__class__ is completion.__class__ is total.__class__ is int
-        if ints and prompt >= 0 and completion >= 0 and total > 0:
-            # `Usage(prompt, completion, total)`, built as the tuple it is (the named
-            # tuple's own `__new__` is a Python function).
-            return _new_usage(Usage, (prompt, completion, total, 0, 0))
+        try:
+            prompt = usage["prompt_tokens"]
+            completion = usage["completion_tokens"]
+            total = usage["total_tokens"]
+        except KeyError:
+            pass  # three fields, not those: counted below
+        else:
+            ints = prompt.__class__ is completion.__class__ is total.__class__ is int
+            if ints and prompt >= 0 and completion >= 0 and total > 0:
+                # `Usage(prompt, completion, total)`, built as the tuple it is (the named
+                # tuple's own `__new__` is a Python function).
+                return _new_usage(Usage, (prompt, completion, total, 0, 0))
     counted = Usage.from_chat(usage)
     rendered = counted.as_dict()
     if rendered == usage or rendered == {k: v for k, v in usage.items() if v is not None}:
@@ -244,23 +257,39 @@ def relayable(payload: dict[str, Any], model: Any) -> Usage | None:
 def _relayable_choice(choice: Any) -> bool:
     if choice.__class__ is not dict:
         return False
-    if choice.keys() != _RELAYED_CHOICE and not _silent_beyond(choice, _RELAYED_CHOICE):
+    try:  # each field by subscript, as in `relayable` (a missing one: never relayed)
+        index = choice["index"]
+        finish = choice["finish_reason"]
+        message = choice["message"]
+    except KeyError:
         return False
-    if choice.get("index") != 0 or choice.get("logprobs") is not None:
+    if len(choice) == _CHOICE_FIELDS and "logprobs" in choice:  # its four fields alone
+        logprobs = choice["logprobs"]
+    elif _silent_beyond(choice, _RELAYED_CHOICE):
+        logprobs = choice.get("logprobs")
+    else:
         return False
-    if choice.get("finish_reason") not in _ENDS:
+    if index != 0 or logprobs is not None or finish not in _ENDS:
         return False
-    message = choice.get("message")
-    if message.__class__ is not dict or message.get("role") != "assistant":
+    if message.__class__ is not dict:
         return False
-    if message.keys() == _TEXT_MESSAGE:  # the usual message
+    try:
+        role = message["role"]
         content = message["content"]
+    except KeyError:
+        return False
+    if role != "assistant":
+        return False
+    if len(message) == _TEXT_FIELDS:  # role and content alone: the usual message
         return content is None or (content.__class__ is str and content != "")
+    return _relayable_message(message, content)
+
+
+def _relayable_message(message: dict[str, Any], content: Any) -> bool:
+    """Whether a message of more fields than its role and `content` is relayed as it is."""
     if not message.keys() <= _RELAYED_MESSAGE and not _silent_beyond(message, _RELAYED_MESSAGE):
         return False
-    if "content" not in message:
-        return False
-    for value in (message["content"], message.get("reasoning_content"), message.get("refusal")):
+    for value in (content, message.get("reasoning_content"), message.get("refusal")):
         if not (value is None or (value.__class__ is str and value)):
             return False
     return True

@@ -128,6 +128,8 @@ RELAYED = {
     "vLLM's null fields": vllm_answer(),
     "a vendor field in the choice, null": changed(_with(("choices", 0, "stop_reason"), None)),
     "an empty tool_calls list": changed(_with(("choices", 0, "message", "tool_calls"), [])),
+    "no logprobs key": changed(lambda p: p["choices"][0].pop("logprobs")),
+    "a null content": answer(content=None),
 }
 
 
@@ -157,6 +159,18 @@ SLOW = {
     "usage without total": _drop("total_tokens"),
     "two choices": lambda p: p["choices"].append(copy.deepcopy(p["choices"][0])),
     "chunk object": _with(("object",), "chat.completion.chunk"),
+    "no id": lambda p: p.pop("id"),
+    "no index": lambda p: p["choices"][0].pop("index"),
+    "no finish_reason": lambda p: p["choices"][0].pop("finish_reason"),
+    "no role": lambda p: p["choices"][0]["message"].pop("role"),
+    "no content key beside a refusal": lambda p: (
+        p["choices"][0]["message"].update(content=None, refusal="No.")
+        or p["choices"][0]["message"].pop("content")
+    ),
+    "usage of three other fields": _with(
+        ("usage",), {"prompt_tokens": 9, "completion_tokens": 2, "total": 11}
+    ),
+    "a vendor field beside six": lambda p: p.pop("created") and p.update(created_at=1),
 }
 
 
