@@ -154,7 +154,6 @@ class Pool:
         url: str,
         headers: dict[str, str],
         body: bytes = b"",
-        *,
         idle_s: float | None = None,
         total_s: float | None = None,
         first_byte_s: float | None = None,
@@ -166,6 +165,9 @@ class Pool:
 
         One coroutine from the request to the head, with an idle connection (the usual
         request) taken without a wait: each layer would cost its frames at every resumption.
+
+        The deadlines are not keyword-only: Python 3.11 specializes no call to a function with
+        keyword-only parameters, and every upstream call makes one.
 
         Raises:
             ValueError: a bad URL, or a header that would break the head (a line break).

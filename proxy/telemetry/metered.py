@@ -71,7 +71,6 @@ class MeteredUpstream:
     async def answer(
         self,
         body: dict[str, Any],
-        *,
         headers: Mapping[str, str] | None = None,
         deadline: float | None = None,
     ) -> list[Chunk]:
@@ -82,7 +81,7 @@ class MeteredUpstream:
         started = time.perf_counter()
         model = body.get("model")
         try:
-            chunks = await self.inner.answer(body, headers=headers, deadline=deadline)
+            chunks = await self.inner.answer(body, headers, deadline)  # positional: see `Upstream`
         except BaseException as exc:
             self.account(started, model, _outcome(exc)[0])
             raise

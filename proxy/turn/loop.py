@@ -197,9 +197,7 @@ class ToolLoop:
         started = time.monotonic()
         # The messages a list of their own: the history is the state's if the turn goes on.
         body = _first_request(client_body, [*messages], self._tools_for(turn, ()))
-        chunks = await turn.upstream.answer(
-            body, headers=turn.headers, deadline=started + limits.timeout_s
-        )
+        chunks = await turn.upstream.answer(body, turn.headers, started + limits.timeout_s)
         if len(chunks) == 1:
             (chunk,) = chunks
             if chunk.__class__ is Relayable:
@@ -493,7 +491,7 @@ class ToolLoop:
                     if delta is not None:
                         yield delta
         else:
-            for chunk in await upstream.answer(body, headers=turn.headers, deadline=deadline):
+            for chunk in await upstream.answer(body, turn.headers, deadline):
                 delta = assembler.feed(chunk)
                 if delta is not None:
                     yield delta

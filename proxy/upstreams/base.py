@@ -38,7 +38,6 @@ class Upstream(Protocol):
     async def answer(
         self,
         body: dict[str, Any],
-        *,
         headers: Mapping[str, str] | None = None,
         deadline: float | None = None,
     ) -> list[Chunk]:
@@ -48,6 +47,10 @@ class Upstream(Protocol):
         loop can only use an unstreamed answer whole, and every layer between it and the
         transport (the meter, the router, the adapter) would otherwise add its own context
         and generator. An upstream that only streams its answers answers by `collect`.
+
+        `headers` and `deadline` are not keyword-only, and the hot path passes them by
+        position: Python 3.11 specializes no call with keywords or to a function with
+        keyword-only parameters.
         """
         ...
 

@@ -140,7 +140,6 @@ class DemoUpstream:
     async def answer(
         self,
         body: dict[str, Any],
-        *,
         headers: Mapping[str, str] | None = None,
         deadline: float | None = None,
     ) -> list[dict[str, Any]]:

@@ -95,7 +95,6 @@ class ProviderUpstream:
     def answer(
         self,
         body: dict[str, Any],
-        *,
         headers: Mapping[str, str] | None = None,
         deadline: float | None = None,
     ) -> Coroutine[Any, Any, list[Chunk]]:
@@ -108,13 +107,9 @@ class ProviderUpstream:
         """
         request = self._dialect.request(body)
         sent, credential = self._dialect.headers(headers)
+        # By position: a call with keywords is not specialized (Python 3.11).
         return self._transport.answer(
-            request.url,
-            request.payload,
-            sent,
-            codec=request.codec,
-            credential=credential,
-            deadline=deadline,
+            request.url, request.payload, sent, request.codec, credential, deadline
         )
 
     async def list_models(self) -> list[str]:

@@ -82,7 +82,6 @@ class Transport:
         url: str,
         payload: dict[str, Any],
         headers: dict[str, str],
-        *,
         codec: Callable[[], Codec],
         credential: str,
         deadline: float | None = None,
@@ -231,15 +230,8 @@ class Transport:
             left = max(0.001, deadline - time.monotonic())
             first_byte = min(first_byte, left)
             total = min(total, left)
-        return pool.request(
-            b"POST",
-            url,
-            headers,
-            data,
-            idle_s=config.idle_timeout_s,
-            total_s=total,
-            first_byte_s=first_byte,
-        )
+        # By position: a call with keywords is not specialized (Python 3.11).
+        return pool.request(b"POST", url, headers, data, config.idle_timeout_s, total, first_byte)
 
 
 class Exchange:

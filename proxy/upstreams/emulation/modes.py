@@ -106,7 +106,6 @@ class AutoUpstream:
     async def answer(
         self,
         body: dict[str, Any],
-        *,
         headers: Mapping[str, str] | None = None,
         deadline: float | None = None,
     ) -> list[Chunk]:
@@ -156,12 +155,11 @@ class PerModelUpstream:
     async def answer(
         self,
         body: dict[str, Any],
-        *,
         headers: Mapping[str, str] | None = None,
         deadline: float | None = None,
     ) -> list[Chunk]:
         """An unstreamed completion through the route whose glob matches the body's model."""
-        return await self._route(body).answer(body, headers=headers, deadline=deadline)
+        return await self._route(body).answer(body, headers, deadline)
 
     def _route(self, body: dict[str, Any]) -> Upstream:
         model = str(body.get("model") or "")

@@ -192,7 +192,6 @@ class EmulatedUpstream:
     async def answer(
         self,
         body: dict[str, Any],
-        *,
         headers: Mapping[str, str] | None = None,
         deadline: float | None = None,
     ) -> list[Chunk]:

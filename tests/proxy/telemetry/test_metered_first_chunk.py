@@ -103,7 +103,7 @@ class _Answering:
     def __init__(self, fails: bool) -> None:
         self.fails = fails
 
-    async def answer(self, body: dict[str, Any], **options: Any) -> list[dict[str, Any]]:
+    async def answer(self, body: dict[str, Any], *options: Any) -> list[dict[str, Any]]:
         if self.fails:
             raise ValueError("refused")
         return [{"n": 0}]

@@ -65,7 +65,6 @@ class Scripted:
     async def answer(
         self,
         body: dict[str, Any],
-        *,
         headers: Mapping[str, str] | None = None,
         deadline: float | None = None,
     ) -> list[dict[str, Any]]:
