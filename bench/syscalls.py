@@ -17,6 +17,15 @@ streamed, twice after a warm-up:
   counts are those of a slower server (fewer calls per request where they batch), alike for
   every target. Compare targets within one run, not across runs.
 
+With `--callgrind SECONDS` each target is also started under valgrind's callgrind, a fresh
+process per mode, and its instructions are counted over SECONDS of the same c=64 load (after
+a warm-up): instructions per answered request, and how many of them the cyclic garbage
+collector ran (gcmodule.c and the types' traverse and visit functions). One request at a time
+(`bench/instructions.py`) the collector hardly runs; with 64 in flight it walks all their
+objects. Requests still in flight when counting stops are counted but not answered, and
+wrk gives up on some (10 s) under valgrind, so the totals are within a few %; the
+collector's share is the figure to compare.
+
 Needs wrk and strace (`apt-get install -y wrk strace`) and ptrace permission on the servers.
 """
 
@@ -25,6 +34,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -77,6 +87,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         default="perf",
         help="what counts the system calls: perf (in-kernel counters, the server at full "
         "speed) or strace -c (stops the server at every call: a slower server's counts)",
+    )
+    add(
+        "--callgrind",
+        type=float,
+        default=0,
+        metavar="SECONDS",
+        help="also count instructions per request under callgrind over SECONDS of load "
+        "(valgrind; minutes)",
     )
     add_toolwire_tree(parser, "also measure the toolwire of another source tree (chat)")
     add_no_pin(parser)
@@ -151,6 +169,29 @@ def _traced(pid: int) -> bool:
                 if line.startswith("TracerPid:") and int(line.split()[1]) == 0:
                     return False
     return True
+
+
+_GC_FUNCTIONS = re.compile(
+    r"gcmodule\.c|_traverse|visit_decref|visit_reachable|_PyTuple_MaybeUntrack"
+    r"|VisitInstanceAttributes"
+)
+
+
+def gc_instructions(dump: Path) -> tuple[int, int]:
+    """(all instructions, the collector's) in a callgrind dump, by callgrind_annotate."""
+    cmd = ["callgrind_annotate", "--inclusive=no", "--threshold=100", str(dump)]
+    out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
+    total = collector = 0
+    for line in out.splitlines():
+        found = re.match(r"\s*([\d,]+) \([ \d.]+%\)\s+(.*)", line)
+        if found is None:
+            continue
+        count = int(found.group(1).replace(",", ""))
+        if "PROGRAM TOTALS" in found.group(2):
+            total = count
+        elif _GC_FUNCTIONS.search(found.group(2)):
+            collector += count
+    return total, collector
 
 
 class Runner:
@@ -237,6 +278,43 @@ class Runner:
         parse = parse_perf if tool == "perf" else parse_strace
         return parse(out.read_text()), wrk.answered(raw)
 
+    def count(self, key: str, cmd: list[str], tree: Path | None, mode: str) -> dict[str, float]:
+        """Instructions per answered request under callgrind, and the collector's."""
+        dump = self.procs.workdir / f"callgrind.{key}.{mode}"
+        valgrind = ["valgrind", "--tool=callgrind", "--instr-atstart=no"]
+        valgrind += [f"--callgrind-out-file={dump}.%p", *cmd]
+        server = self.procs.serve(f"{key}-callgrind", valgrind, self.cpus.server, tree=tree)
+        try:
+            self.procs.wait_ready(server, timeout=600, probe=2)
+            url = server.base + API_PATHS["chat"]
+            c, lua = self.args.concurrency, self.scripts[mode]
+            self.procs.run("wrk", wrk.command(self.wrk, c, 5, lua, url), self.cpus.other, 300)
+            _control(server.pid, "-i", "on")
+            seconds = self.args.callgrind
+            cmd = wrk.command(self.wrk, c, seconds, lua, url)
+            out, _ = self.procs.run("wrk", cmd, self.cpus.other, timeout=seconds + 300)
+            _control(server.pid, "-i", "off")
+            _control(server.pid, "-d")
+            requests = wrk.answered(wrk.result(out))
+            deadline = time.monotonic() + 30
+            while not (
+                dumps := [p for p in dump.parent.glob(f"{dump.name}.*") if p.stat().st_size]
+            ):
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"no callgrind dump from {key}")
+                time.sleep(0.1)
+            total = collector = 0
+            for path in dumps:
+                counted = gc_instructions(path)
+                total, collector = total + counted[0], collector + counted[1]
+        finally:
+            self.procs.end(server.proc, signal.SIGKILL)
+        return {"instructions": total / requests, "collector": collector / requests}
+
+
+def _control(pid: int, *options: str) -> None:
+    subprocess.run(["callgrind_control", *options, str(pid)], check=True, capture_output=True)
+
 
 # --------------------------------------------------------------------------- running
 
@@ -256,10 +334,12 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             procs.wait_ready(upstream)
             servers: dict[str, Server] = {}
             labels: dict[str, str] = {}
+            commands: dict[str, tuple[list[str], Path | None]] = {}
             for key, label, cmd, tree in specs(args, workdir, f"{upstream.base}/v1"):
                 if key in TARGETS or key.startswith("toolwire_tree"):
                     servers[key] = procs.serve(key, cmd, cpus.server, tree=tree)
                     labels[key] = label
+                    commands[key] = (cmd, tree)
             for server in servers.values():
                 procs.wait_ready(server)
             runner = Runner(args, procs, cpus)
@@ -269,6 +349,13 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 for key, server in servers.items():
                     progress(f"{mode:<6} {labels[key]}")
                     measured[mode][key] = runner.measure(server, mode)
+            if args.callgrind:
+                for server in servers.values():
+                    procs.end(server.proc)  # the counted ones run alone
+                for mode in args.modes:
+                    for key in servers:
+                        progress(f"{mode:<6} {labels[key]} under callgrind")
+                        measured[mode][key].update(runner.count(key, *commands[key], mode))
         finally:
             procs.close()
     meta = {
@@ -313,6 +400,12 @@ def render(result: dict[str, Any]) -> str:
             ("rps", "req/s (untraced)"),
         ):
             lines.append(_row(label, [measured[k][field] for k in keys], 1 if "us" in field else 2))
+        if all("instructions" in measured[k] for k in keys):
+            for field, label in (
+                ("instructions", "instructions k"),
+                ("collector", "  collector's k"),
+            ):
+                lines.append(_row(label, [measured[k][field] / 1000 for k in keys], 1))
     return "\n".join(lines)
 
 

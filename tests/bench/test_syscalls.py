@@ -75,6 +75,16 @@ def test_the_table_has_a_row_per_call_and_counter_and_a_column_per_target() -> N
         assert rows["system calls"] == ["3.00", "3.50", "4.00"]
         assert "epoll_pwait" not in rows  # below 0.005 a request
         assert rows["user us (untraced)"] == ["80.0"] * 3
+        assert "instructions k" not in rows  # no --callgrind
+
+
+def test_callgrind_counts_get_their_rows() -> None:
+    meta = {"concurrency": 64, "duration": 3.0, "pinning": "-", "load_average_start": None}
+    counted = {"instructions": 390_000.0, "collector": 5_300.0}
+    modes = {"json": {"floor": _measured(2.0) | counted, "toolwire": _measured(2.0) | counted}}
+    rows = _rows(syscalls.render({"meta": meta, "labels": {}, "modes": modes}), "json")
+    assert rows["instructions k"] == ["390.0", "390.0"]
+    assert rows["collector's k"] == ["5.3", "5.3"]
 
 
 def _strace_works() -> bool:
