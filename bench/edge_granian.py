@@ -58,7 +58,7 @@ from proxy.server.http_limits import HeadLimits, HeadTooLargeError
 from proxy.server.listener import listen
 from proxy.server.routes import route_of
 from proxy.server.routing import App
-from proxy.server.serving import _bound_to, warn_unreachable
+from proxy.server.serving import _bound_to, tune_collector, warn_unreachable
 from proxy.server.sources import started
 from proxy.state import check_state
 from proxy.telemetry import Drain, log_config
@@ -204,6 +204,7 @@ async def _serve_toolwire(
             server.workers_kill_timeout = 10
             _drain_on_signals(app.telemetry.drain, edge, server, settings.server.drain_s)
             gc.freeze()
+            tune_collector()
             try:
                 await server.serve()
             except TimeoutError:  # granian's embedded server raises it when the time is up
