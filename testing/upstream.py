@@ -169,6 +169,15 @@ class FakeUpstream:
         self.closed.clear()
         self.closed_at = None
 
+    def forget(self) -> None:
+        """Forget the requests, the replies still scripted and the disconnects: a fake shared
+        by several tests, as each of them finds it."""
+        self.requests.clear()
+        self.headers.clear()
+        self._queue.clear()
+        self.disconnects = 0
+        self.reset_closed()
+
     async def start(self) -> None:
         """Listen on the configured host and port (0: an ephemeral port)."""
         self._stopping = asyncio.Event()

@@ -9,13 +9,16 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import uuid
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import httpx2 as httpx
 import openai
 import pytest
+import pytest_asyncio
 from redis import asyncio as aioredis
 
 from testing.upstream import FakeUpstream, Reply
@@ -27,6 +30,39 @@ from tests.proxy.state.processes import LIMITED_KEY, Replica, Runs, replica_proc
 
 USER = [{"role": "user", "content": "Where is order 7, and what is 1 + 1?"}]
 MIXED = Reply.tool_calls([("t_add", {"a": 1, "b": 1}), ("lookup_order", {"order_id": "7"})])
+
+
+@dataclass
+class Shared:
+    """Replicas A and B, their upstream and their tools' runs, for the tests that neither kill
+    a replica nor stop Redis: their calls, approvals, responses and keys are their own."""
+
+    pair: tuple[Replica, Replica]
+    upstream: FakeUpstream
+    runs: Runs
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def shared_pair(
+    tmp_path_factory: pytest.TempPathFactory, redis_server: RedisServer
+) -> AsyncIterator[Shared]:
+    folder = tmp_path_factory.mktemp("replicas")
+    runs = Runs(folder)
+    prefix = f"test-{uuid.uuid4().hex[:8]}:"
+    async with (
+        FakeUpstream() as upstream,
+        replica_processes(folder, upstream, redis_server.url, prefix, runs) as pair,
+    ):
+        yield Shared(pair, upstream, runs)
+
+
+@pytest.fixture
+def shared(shared_pair: Shared) -> Shared:
+    """The module's replicas, with no upstream requests or scripted replies and no tool runs
+    left from another test."""
+    shared_pair.upstream.forget()
+    shared_pair.runs.path.unlink(missing_ok=True)
+    return shared_pair
 
 
 @pytest.fixture
@@ -82,10 +118,9 @@ async def pause(replica: Replica, upstream: FakeUpstream, tool: str, city: str) 
 APPROVE = json.dumps({"approve": True})
 
 
-async def test_a_mixed_turn_begun_on_a_is_continued_on_b(
-    pair: tuple[Replica, Replica], upstream: FakeUpstream
-) -> None:
-    a, b = pair
+@pytest.mark.asyncio(loop_scope="module")
+async def test_a_mixed_turn_begun_on_a_is_continued_on_b(shared: Shared) -> None:
+    (a, b), upstream = shared.pair, shared.upstream
     call = await begin_mixed(a, upstream)
     upstream.script(Reply.text("Order 7 ships today; 1 + 1 = 2."))
     second = await ask(b.client, stream=True, messages=answered(call, "ships today"))
@@ -95,10 +130,9 @@ async def test_a_mixed_turn_begun_on_a_is_continued_on_b(
     assert sorted(assert_complete(upstream.requests[1]).values()) == ["2", "ships today"]
 
 
-async def test_an_approval_issued_by_a_is_honoured_once_by_b(
-    pair: tuple[Replica, Replica], upstream: FakeUpstream, runs: Runs
-) -> None:
-    a, b = pair
+@pytest.mark.asyncio(loop_scope="module")
+async def test_an_approval_issued_by_a_is_honoured_once_by_b(shared: Shared) -> None:
+    (a, b), upstream, runs = shared.pair, shared.upstream, shared.runs
     call = await pause(a, upstream, "t_get_weather", "Oslo")
     upstream.script(Reply.text("Oslo is sunny."), Reply.text("again"), Reply.text("again"))
     answer = await ask(b.client, stream=False, messages=answered(call, APPROVE))
@@ -113,10 +147,9 @@ async def test_an_approval_issued_by_a_is_honoured_once_by_b(
     assert runs.lines() == ["get_weather Oslo"]
 
 
-async def test_a_response_stored_by_a_is_continued_on_b(
-    pair: tuple[Replica, Replica], upstream: FakeUpstream
-) -> None:
-    a, b = pair
+@pytest.mark.asyncio(loop_scope="module")
+async def test_a_response_stored_by_a_is_continued_on_b(shared: Shared) -> None:
+    (a, b), upstream = shared.pair, shared.upstream
     clock = {
         "type": "function",
         "name": "read_clock",
@@ -138,10 +171,9 @@ async def test_a_response_stored_by_a_is_continued_on_b(
     assert (await a.client.responses.retrieve(second.id)).output_text == "1 + 1 = 2 at noon."
 
 
-async def test_a_keys_rate_limit_holds_across_both(
-    pair: tuple[Replica, Replica], upstream: FakeUpstream
-) -> None:
-    a, b = pair
+@pytest.mark.asyncio(loop_scope="module")
+async def test_a_keys_rate_limit_holds_across_both(shared: Shared) -> None:
+    (a, b), upstream = shared.pair, shared.upstream
     limited = [a.client_with(LIMITED_KEY), b.client_with(LIMITED_KEY)]
     try:
         for client in (limited[0], limited[1], limited[0]):
