@@ -239,14 +239,16 @@ class Served:
         stats = self._context.stats
         stats.status = message["status"]
         headers = [*(message.get("headers") or ())]  # a copy, without a call
-        # The fronts' own headers are found whole, by one comparison each; others by a scan.
-        request_id = (_REQUEST_ID, self._context.request_id.encode())
-        if request_id not in headers and not any(name == _REQUEST_ID for name, _ in headers):
-            headers.append(request_id)
+        # The fronts' own headers are found where they put them (the request id last) or
+        # whole, by one comparison each; others by a scan.
+        if not (headers and headers[-1][0] == _REQUEST_ID) and not any(
+            name == _REQUEST_ID for name, _ in headers
+        ):
+            headers.append((_REQUEST_ID, self._context.request_id.encode()))
         if self._turn:
-            if _EVENT_STREAM in headers or (
-                _JSON not in headers
-                and any(
+            if _JSON not in headers and (
+                _EVENT_STREAM in headers
+                or any(
                     name == b"content-type" and value.startswith(b"text/event-stream")
                     for name, value in headers
                 )

@@ -238,12 +238,16 @@ class Metrics:
         if not model:
             return
         overhead_s = stats.overhead_s(now)
-        overhead.counts[bisect_left(overhead.bounds, overhead_s)] += 1
+        # The usual overhead (under half a millisecond) and the usual turn (one upstream call)
+        # fall in the first bucket: found by one comparison, without bisect's call.
+        bounds = overhead.bounds
+        overhead.counts[0 if overhead_s <= bounds[0] else bisect_left(bounds, overhead_s)] += 1
         overhead.total += overhead_s
         calls = stats.upstream_calls
         if calls:
             iterations = self.iterations
-            iterations.counts[bisect_left(iterations.bounds, calls)] += 1
+            bounds = iterations.bounds
+            iterations.counts[0 if calls <= bounds[0] else bisect_left(bounds, calls)] += 1
             iterations.total += calls
         if stats.input_tokens:
             tokens_in.pending += stats.input_tokens
