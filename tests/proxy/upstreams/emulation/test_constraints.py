@@ -10,6 +10,7 @@ import functools
 import json
 import random
 import re
+from collections.abc import Callable
 from typing import Any
 
 import jsonschema
@@ -76,6 +77,8 @@ TWO = (
 )
 FAMILIES = sorted(SHAPES)
 DEPTH = 2
+Ends = Callable[[int], frozenset[int]]
+"""A GBNF node read from a start: the end positions it reaches."""
 """How deep sampled replies nest a rule inside itself (a JSON value within another)."""
 
 
@@ -291,11 +294,16 @@ class _GbnfMatcher:
             self.rules[name] = node
         for name in self._names(self.rules.values()):
             assert name in self.rules, f"rule {name} used, not defined"
+        self._text = ""
+        self._memo: dict[tuple[str, int], frozenset[int]] = {}
+        # Each rule as a function of its start: no dispatch on the node's kind at each step.
+        self._matchers = {name: self._ends(node) for name, node in self.rules.items()}
+        self._root = self._ends(("ref", "root"))
 
     def accepts(self, text: str) -> bool:
         self._text = text
-        self._memo: dict[tuple[str, int], frozenset[int]] = {}
-        return len(text) in self._ends(("ref", "root"), 0)
+        self._memo = {}
+        return len(text) in self._root(0)
 
     def _tokens(self, body: str) -> list[str]:
         tokens, i = [], 0
@@ -348,34 +356,85 @@ class _GbnfMatcher:
                 names |= self._names([node[1]])
         return names
 
-    def _ends(self, node: Any, start: int) -> frozenset[int]:
-        kind = node[0]
-        if kind == "lit":
-            hit = self._text.startswith(node[1], start)
-            return frozenset([start + len(node[1])] if hit else [])
-        if kind == "class":
-            hit = start < len(self._text) and node[1].fullmatch(self._text[start])
-            return frozenset([start + 1] if hit else [])
-        if kind == "ref":
-            key = (node[1], start)
-            if key not in self._memo:
-                self._memo[key] = frozenset()
-                self._memo[key] = self._ends(self.rules[node[1]], start)
-            return self._memo[key]
-        if kind == "alt":
-            return frozenset().union(*(self._ends(o, start) for o in node[1]))
-        if kind == "seq":
-            ends = frozenset([start])
-            for item in node[1]:
-                ends = frozenset().union(*(self._ends(item, e) for e in ends))
+    def _ends(self, node: Any) -> Ends:
+        """The function giving the end positions `node` reaches from a start."""
+        build: Callable[[Any], Ends] = getattr(self, f"_match_{node[0]}")
+        return build(node)
+
+    def _match_lit(self, node: Any) -> Ends:
+        literal, size = node[1], len(node[1])
+
+        def lit(start: int) -> frozenset[int]:
+            hit = self._text.startswith(literal, start)
+            return frozenset((start + size,)) if hit else _NOWHERE
+
+        return lit
+
+    def _match_class(self, node: Any) -> Ends:
+        fullmatch = node[1].fullmatch
+
+        def char(start: int) -> frozenset[int]:
+            text = self._text
+            hit = start < len(text) and fullmatch(text[start])
+            return frozenset((start + 1,)) if hit else _NOWHERE
+
+        return char
+
+    def _match_ref(self, node: Any) -> Ends:
+        name = node[1]
+
+        def ref(start: int) -> frozenset[int]:
+            key, memo = (name, start), self._memo
+            if key not in memo:
+                memo[key] = _NOWHERE
+                memo[key] = self._matchers[name](start)
+            return memo[key]
+
+        return ref
+
+    def _match_alt(self, node: Any) -> Ends:
+        options = [self._ends(option) for option in node[1]]
+
+        def alt(start: int) -> frozenset[int]:
+            return frozenset().union(*(option(start) for option in options))
+
+        return alt
+
+    def _match_seq(self, node: Any) -> Ends:
+        items = [self._ends(item) for item in node[1]]
+
+        def seq(start: int) -> frozenset[int]:
+            ends = frozenset((start,))
+            for item in items:
+                ends = _after(item, ends)
             return ends
-        _, item, low, high = node
-        current, count = frozenset([start]), 0
-        reached = set(current) if low == 0 else set()
-        while current and (high is None or count < high):
-            current = frozenset().union(*(self._ends(item, e) for e in current))
-            count += 1
-            if count >= low:
-                current -= reached  # a position seen again adds nothing (and ends the loop)
-                reached |= current
-        return frozenset(reached)
+
+        return seq
+
+    def _match_rep(self, node: Any) -> Ends:
+        _, inner, low, high = node
+        item = self._ends(inner)
+
+        def rep(start: int) -> frozenset[int]:
+            current, count = frozenset((start,)), 0
+            reached = set(current) if low == 0 else set()
+            while current and (high is None or count < high):
+                current = _after(item, current)
+                count += 1
+                if count >= low:
+                    current -= reached  # a position seen again adds nothing (and ends the loop)
+                    reached |= current
+            return frozenset(reached)
+
+        return rep
+
+
+_NOWHERE: frozenset[int] = frozenset()
+
+
+def _after(item: Ends, starts: frozenset[int]) -> frozenset[int]:
+    """The end positions `item` reaches from any of `starts`."""
+    if len(starts) == 1:
+        (start,) = starts
+        return item(start)
+    return frozenset().union(*(item(start) for start in starts))
