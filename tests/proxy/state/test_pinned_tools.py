@@ -8,9 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
-import subprocess
-import sys
 import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -30,7 +27,7 @@ from testing import pinned_server
 from testing.asgi_serving import STARTUP_S
 from testing.upstream import FakeUpstream, Reply
 from testing.waiting import until
-from tests.conftest import REPO, Proxy, serve_proxy
+from tests.conftest import Proxy, serve_proxy
 from tests.e2e.answers import ask
 from tests.proxy.state.conftest import RedisServer
 
@@ -163,25 +160,18 @@ async def mcp_session(served: Served, proxy: Proxy) -> AsyncIterator[ClientSessi
         yield session
 
 
-async def admin_cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    """`toolwire admin ...` run here (it only speaks HTTP): its status, stdout and stderr."""
+async def toolwire(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    """`toolwire ARGV` run here, through `main` (what a process would run; `toolwire call`
+    starts its own copy of the source's server): its status, stdout and stderr."""
     capsys.readouterr()
-    status = await asyncio.to_thread(main, ["admin", *argv])
+    status = await asyncio.to_thread(main, list(argv))
     out, err = capsys.readouterr()
     return status, out, err
 
 
-def toolwire(*args: str) -> subprocess.CompletedProcess[str]:
-    """A `toolwire` command in its own process, as an operator runs it."""
-    return subprocess.run(
-        [sys.executable, "-m", "proxy", *args],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=STARTUP_S,  # it starts the source's server, as a server starts
-        env={**os.environ, "PYTHONPATH": str(REPO)},
-        check=False,
-    )
+async def admin_cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    """`toolwire admin ...` run here (it only speaks HTTP): its status, stdout and stderr."""
+    return await toolwire(capsys, "admin", *argv)
 
 
 async def test_a_changed_definition_is_held_everywhere_until_accepted(
@@ -206,10 +196,10 @@ async def test_a_changed_definition_is_held_everywhere_until_accepted(
         with pytest.raises(MCPError, match="Unknown tool: 'blocked_fetch'"):
             await session.call_tool("blocked_fetch", {"url": "x"})
     assert "blocked_fetch" not in listed and "warned_look" in listed
-    cli = await asyncio.to_thread(
-        toolwire, "call", "--config", str(served.config), "blocked.fetch", "--args", '{"url": "x"}'
+    status, _, err = await toolwire(
+        capsys, "call", "--config", str(served.config), "blocked.fetch", "--args", '{"url": "x"}'
     )
-    assert cli.returncode == 1 and "held back" in cli.stderr, cli.stderr
+    assert status == 1 and "held back" in err, err
 
     # Rejected on A (from the command line): still held, and B knows.
     status, out, err = await admin_cli(
