@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import random
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from functools import cache
 from pathlib import Path
@@ -119,7 +119,7 @@ def fixtures(fmt: str) -> list[Fixture]:
         clean = render(fmt, calls)
         out.append(Fixture(case["id"], fmt, "clean", "clean", case["tools"], clean, calls, ""))
         for tag in PERTURBATIONS:
-            text = perturb(fmt, tag, calls)
+            text = perturb(fmt, tag, calls, clean)
             if text is not None:
                 content = LEAD if tag == "lead_prose" else TRAIL if tag == "trail_prose" else ""
                 fixture = Fixture(
@@ -221,9 +221,10 @@ def _hermes_like(fmt: str, objects: list[str]) -> str:
     return "\n".join(f"<tool_call>\n{o}\n</tool_call>" for o in objects)
 
 
-def perturb(fmt: str, tag: str, calls: CallList) -> str | None:
-    """A perturbed rendering with the same expected calls; None where it does not apply."""
-    clean = render(fmt, calls)
+def perturb(fmt: str, tag: str, calls: CallList, clean: str | None = None) -> str | None:
+    """A perturbed rendering with the same expected calls; None where it does not apply
+    (`clean`: the calls' clean rendering, when the caller has it)."""
+    clean = render(fmt, calls) if clean is None else clean
     if fmt in ("gpt-oss", "gemma"):
         # Their reasoning has its own markers: the whole set is theirs.
         own = _harmony_perturbation if fmt == "gpt-oss" else _gemma_perturbation
@@ -346,22 +347,26 @@ def _gemma_perturbation(tag: str, calls: CallList, clean: str) -> str | None:
             return "[ " + ", ".join(spaced(v) for v in value) + " ]"
         return f"{quote}{value}{quote}" if isinstance(value, str) else json.dumps(value)
 
-    texts = {
-        "reasoning": f"<|channel>thought\n{THOUGHT}<channel|>{clean}",
-        "lead_prose": LEAD + clean,
-        "trail_prose": clean + TRAIL,
-        "leaked_token": clean + "<turn|>",
-        "key_order": render("gemma", [(n, dict(reversed(list(a.items())))) for n, a in calls]),
-        "whitespace": "\n".join(f"<|tool_call>call:{n}{spaced(a)}<tool_call|>" for n, a in calls),
-        "legacy_array": "".join(
+    texts: dict[str, Callable[[], str]] = {
+        "reasoning": lambda: f"<|channel>thought\n{THOUGHT}<channel|>{clean}",
+        "lead_prose": lambda: LEAD + clean,
+        "trail_prose": lambda: clean + TRAIL,
+        "leaked_token": lambda: clean + "<turn|>",
+        "key_order": lambda: render(
+            "gemma", [(n, dict(reversed(list(a.items())))) for n, a in calls]
+        ),
+        "whitespace": lambda: "\n".join(
+            f"<|tool_call>call:{n}{spaced(a)}<tool_call|>" for n, a in calls
+        ),
+        "legacy_array": lambda: "".join(
             f"<start_function_call>call:{n}{_escaped(a)}<end_function_call>" for n, a in calls
         ),
-        "fence": "```\n" + clean + "\n```",
-        "single_quotes": "".join(
+        "fence": lambda: "```\n" + clean + "\n```",
+        "single_quotes": lambda: "".join(
             f"<|tool_call>call:{n}{json_strings(a)}<tool_call|>" for n, a in calls
         ),
     }
-    return texts.get(tag)
+    return texts[tag]() if tag in texts else None
 
 
 def _escaped(value: Any) -> str:
@@ -408,23 +413,26 @@ def _harmony_perturbation(tag: str, calls: CallList, clean: str) -> str | None:
 
 
 def _llama_perturbation(tag: str, calls: CallList) -> str | None:
-    objects: dict[str, list[str]] = {
-        "whitespace": [json.dumps({"name": n, "parameters": a}, indent=2) for n, a in calls],
-        "single_quotes": [repr({"name": n, "parameters": a}) for n, a in calls],
-        "alias_key": [json.dumps({"name": n, "arguments": a}) for n, a in calls],
-        "stringified_args": [
+    forms: dict[str, Callable[[], list[str]]] = {
+        "whitespace": lambda: [
+            json.dumps({"name": n, "parameters": a}, indent=2) for n, a in calls
+        ],
+        "single_quotes": lambda: [repr({"name": n, "parameters": a}) for n, a in calls],
+        "alias_key": lambda: [json.dumps({"name": n, "arguments": a}) for n, a in calls],
+        "stringified_args": lambda: [
             json.dumps({"name": n, "parameters": json.dumps(a)}) for n, a in calls
         ],
-        "unicode_escapes": [json.dumps({"name": n, "parameters": a}) for n, a in calls],
-        "python_tag": [json.dumps({"name": n, "parameters": a}) for n, a in calls],
+        "unicode_escapes": lambda: [json.dumps({"name": n, "parameters": a}) for n, a in calls],
+        "python_tag": lambda: [json.dumps({"name": n, "parameters": a}) for n, a in calls],
     }
-    if tag not in objects:
+    if tag not in forms:
         return None
+    objects = forms[tag]()
     if tag == "whitespace":
-        return "\n\n" + " ;\n".join(objects[tag]) + "\n  "
+        return "\n\n" + " ;\n".join(objects) + "\n  "
     if tag == "python_tag":
-        return "<|python_tag|>" + "; ".join(objects[tag])
-    return "; ".join(objects[tag])
+        return "<|python_tag|>" + "; ".join(objects)
+    return "; ".join(objects)
 
 
 def _text_perturbation(fmt: str, tag: str, calls: CallList, clean: str) -> str | None:
@@ -440,21 +448,23 @@ def _text_perturbation(fmt: str, tag: str, calls: CallList, clean: str) -> str |
 
 
 def _json_perturbation(fmt: str, tag: str, calls: CallList) -> str | None:
-    objects: dict[str, list[str]] = {
-        "whitespace": [json.dumps({"name": n, "arguments": a}, indent=2) for n, a in calls],
-        "key_order": [
+    forms: dict[str, Callable[[], list[str]]] = {
+        "whitespace": lambda: [json.dumps({"name": n, "arguments": a}, indent=2) for n, a in calls],
+        "key_order": lambda: [
             json.dumps({"arguments": dict(reversed(list(a.items()))), "name": n}) for n, a in calls
         ],
-        "single_quotes": [repr({"name": n, "arguments": a}) for n, a in calls],
-        "alias_key": [json.dumps({"name": n, "parameters": a}) for n, a in calls],
-        "stringified_args": [json.dumps({"name": n, "arguments": json.dumps(a)}) for n, a in calls],
-        "unicode_escapes": [
+        "single_quotes": lambda: [repr({"name": n, "arguments": a}) for n, a in calls],
+        "alias_key": lambda: [json.dumps({"name": n, "parameters": a}) for n, a in calls],
+        "stringified_args": lambda: [
+            json.dumps({"name": n, "arguments": json.dumps(a)}) for n, a in calls
+        ],
+        "unicode_escapes": lambda: [
             json.dumps({"name": n, "arguments": a}, ensure_ascii=True) for n, a in calls
         ],
     }
-    if tag not in objects:
+    if tag not in forms:
         return None
-    text = _hermes_like(fmt, objects[tag])
+    text = _hermes_like(fmt, forms[tag]())
     if tag == "whitespace":
         return "\n\n" + text.replace("\n</tool_call>", "  \n\n</tool_call>") + "\n  "
     return text
