@@ -126,17 +126,20 @@ class ChatCodec:
         usage = relayable(payload, self._model) if payload.__class__ is dict else None
         if usage is None:
             return [as_chunk(payload)]
-        # `as_chunk`'s chunk, of the fields `relayable` checked.
+        # `as_chunk`'s chunk, of the fields `relayable` checked: `Relayable(chunk, finish,
+        # usage)`, filled in place (no chunk to copy, no `__init__` frame: one per answer).
         choice = payload["choices"][0]
         finish = choice["finish_reason"]
         delta = {"index": 0, "delta": choice["message"], "logprobs": None, "finish_reason": finish}
-        chunk = {
-            "id": payload["id"],
-            "model": self._model,
-            "choices": [delta],
-            "usage": payload["usage"],
-        }
-        return [Relayable(chunk, finish, usage)]
+        relayed: Relayable = _new_dict(Relayable)
+        relayed["id"] = payload["id"]
+        relayed["model"] = self._model
+        relayed["choices"] = [delta]
+        relayed["usage"] = payload["usage"]
+        relayed.raw = None
+        relayed.finish_reason = finish
+        relayed.usage = usage
+        return [relayed]
 
 
 def bearer(api_key: str, incoming: Mapping[str, str] | None) -> tuple[dict[str, str], str]:
@@ -201,6 +204,7 @@ _ENDS = ("stop", "length")
 _TOP_FIELDS, _CHOICE_FIELDS, _TEXT_FIELDS, _COUNT_FIELDS = 6, 4, 2, 3
 """How many fields each of those sets has (a field more is checked by `_silent_beyond`)."""
 _new_usage = tuple.__new__
+_new_dict = dict.__new__
 
 
 def relayable(payload: dict[str, Any], model: Any) -> Usage | None:

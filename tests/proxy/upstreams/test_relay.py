@@ -15,7 +15,7 @@ from proxy.fronts.chat.render import ChatJsonRenderer, ResponseMeta
 from proxy.turn.assembler import Assembler
 from proxy.turn.events import Finished, Usage
 from proxy.upstreams.base import Relayable
-from proxy.upstreams.openai_chat import ChatCodec, relayable
+from proxy.upstreams.openai_chat import ChatCodec, as_chunk, relayable
 
 MODEL = "served-model"
 
@@ -201,3 +201,14 @@ def test_a_copied_chunk_loses_its_bytes() -> None:
     (chunk,) = ChatCodec(MODEL).whole(answer())
     assert chunk.__class__ is Relayable
     assert {**chunk}.__class__ is dict
+
+
+@pytest.mark.parametrize("payload", RELAYED.values(), ids=RELAYED.keys())
+def test_a_relayable_chunk_is_the_chunk_the_slow_path_reads(payload: dict[str, Any]) -> None:
+    (chunk,) = ChatCodec(MODEL).whole(copy.deepcopy(payload))
+    assert chunk.__class__ is Relayable
+    expected = as_chunk(payload)
+    expected["choices"][0]["logprobs"] = None  # a relayed answer's, always null
+    assert dict(chunk) == expected
+    assert (chunk.raw, chunk.finish_reason) == (None, payload["choices"][0]["finish_reason"])
+    assert chunk.usage == relayable(payload, MODEL)
