@@ -1,8 +1,8 @@
 """Pinned tool definitions on two replicas sharing one real redis-server, in front of real
-MCP servers (stdio, testing/pinned_server.py) whose tools change between runs: a changed
-definition is held back (`block`) or served flagged (`warn`); held, it is neither injected nor
-run on any path (the loop, `/mcp`, `toolwire call`); an operator's verdict, given on either
-replica through the admin API or `toolwire admin pins`, holds on both without a restart."""
+MCP servers (stdio, the SDK's) whose tools change between runs: a changed definition is held
+back (`block`) or served flagged (`warn`); held, it is neither injected nor run on any path
+(the loop, `/mcp`, `toolwire call`); an operator's verdict, given on either replica through
+the admin API or `toolwire admin pins`, holds on both without a restart."""
 
 from __future__ import annotations
 
