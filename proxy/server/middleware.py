@@ -56,6 +56,7 @@ class Edge:
         self._running = running
         self._telemetry = telemetry
         self._drain = telemetry.drain
+        self._ids = telemetry.ids
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         run, end = self.begin_request(scope, receive, send)
@@ -74,7 +75,7 @@ class Edge:
         first as the request's task: `http_wire.Begins`)."""
         if scope["type"] != "http":
             return self._route(scope, receive, send), None
-        context = new_context(scope)
+        context = new_context(scope, self._ids)
         route = context.route = route_of(scope["path"])
         drain = self._drain
         if drain.draining and route.draining != "served":

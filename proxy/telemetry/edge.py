@@ -16,7 +16,13 @@ from registry import trace_headers
 
 from ..config import Settings
 from ..server.asgi import CYCLE, Receive, Scope, Send
-from ..server.context import REQUEST_ID_HEADER, RequestContext, RequestStats, context_of
+from ..server.context import (
+    REQUEST_ID_HEADER,
+    RequestContext,
+    RequestIds,
+    RequestStats,
+    context_of,
+)
 from .drain import Drain
 from .logs import NO_REQUEST, log_summary, requests_log
 from .metered import LoopMeter, MeteredUpstream
@@ -56,6 +62,8 @@ class Telemetry:
         """The executor's listener for tool calls and permission decisions."""
         self.drain = Drain()
         """Shutdown's first phase: running work goes on, new requests get 503."""
+        self.ids = RequestIds()
+        """New request ids, for the edge's contexts."""
 
     @classmethod
     def from_settings(cls, settings: Settings, *, tracing: Tracing | None = None) -> Telemetry:

@@ -6,6 +6,7 @@ import io
 import logging
 import subprocess
 import sys
+from typing import Any
 
 import orjson
 
@@ -113,11 +114,11 @@ def test_the_summary_line_spells_each_extra_as_key_value_in_order() -> None:
             (False, "tool_budget", False, "m"),
             (True, None, True, "m"),
         ]:
-            stats = RequestStats(started=10.0, model=model, status=200, upstream_calls=2)
+            stats = _stats(10.0, model=model, status=200, upstream_calls=2)
             stats.tool_calls, stats.input_tokens, stats.output_tokens = 1, 30, 4
             stats.upstream_s, stats.streamed, stats.disconnected = 0.25, streamed, disconnected
             stats.stopped_by = stopped_by
-            context = RequestContext("req-1", {}, principal=None, route=CHAT, stats=stats)
+            context = _context("req-1", stats)
             log_summary(context, "POST", "/v1/chat/completions x", 10.5)
             record = records.records[-1]
             extras = {key: getattr(record, key) for key in _SUMMARY_FIELDS if hasattr(record, key)}
@@ -152,13 +153,13 @@ _SUMMARY_FIELDS = (
 
 
 def _summary_context(**changes: object) -> RequestContext:
-    stats = RequestStats(started=10.0, model="gpt 4", status=200, upstream_calls=2)
+    stats = _stats(10.0, model="gpt 4", status=200, upstream_calls=2)
     stats.tool_calls, stats.input_tokens, stats.output_tokens = 1, 30, 4
     stats.upstream_s, stats.streamed, stats.disconnected = 0.25, True, True
     stats.stopped_by = "max_iterations"
     for name, value in changes.items():
         setattr(stats, name, value)
-    return RequestContext("req-9", {}, principal=None, route=CHAT, stats=stats)
+    return _context("req-9", stats)
 
 
 def _summary_lines(formatter: logging.Formatter, srcfile: str | None) -> list[str]:
@@ -244,9 +245,23 @@ def test_nothing_of_the_summary_is_built_when_its_level_is_off() -> None:
 
     requests_log.makeRecord = refuse  # type: ignore[method-assign]
     try:
-        stats = RequestStats(started=10.0, model="m", status=200)
-        context = RequestContext("req-3", {}, principal=None, route=CHAT, stats=stats)
+        stats = _stats(10.0, model="m", status=200)
+        context = _context("req-3", stats)
         log_summary(context, "POST", "/v1/chat/completions", 10.5)
     finally:
         del requests_log.makeRecord
         requests_log.setLevel(level)
+
+
+def _stats(started: float, **fields: Any) -> RequestStats:
+    stats = RequestStats()
+    stats.started = started
+    for name, value in fields.items():
+        setattr(stats, name, value)
+    return stats
+
+
+def _context(request_id: str, stats: RequestStats) -> RequestContext:
+    context = RequestContext(request_id, {})
+    context.route, context.stats = CHAT, stats
+    return context

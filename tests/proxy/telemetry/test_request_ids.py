@@ -8,7 +8,13 @@ import re
 import pytest
 
 from proxy.server import context as context_module
-from proxy.server.context import context_of, current_request, new_context, request_id
+from proxy.server.context import (
+    RequestIds,
+    context_of,
+    current_request,
+    new_context,
+    request_id,
+)
 
 
 @pytest.mark.parametrize("given", ["a", "job-7.a:b_c", "X" * 128, "0123456789"])
@@ -82,3 +88,29 @@ def test_the_headers_are_those_a_decode_of_every_name_and_value_gives() -> None:
         ]
         expected = {name.decode("latin-1"): value.decode("latin-1") for name, value in raw}
         assert new_context({"headers": raw}).headers == expected
+
+
+def test_the_edge_ids_are_req_and_16_hex_digits_and_differ_across_batches() -> None:
+    ids = RequestIds()
+    made = [new_context({"headers": []}, ids).request_id for _ in range(3 * RequestIds.BATCH + 5)]
+    assert all(re.fullmatch("req_[0-9a-f]{16}", one) for one in made)
+    assert len(set(made)) == len(made)
+
+
+def test_a_batch_is_the_bits_of_one_number_64_at_a_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    chunks = [(i * 0x0123456789ABCDEF) % 2**64 for i in range(RequestIds.BATCH)]
+    bits = 0
+    for chunk in chunks:
+        bits = bits << 64 | chunk
+    monkeypatch.setattr(context_module, "_random_bits", lambda n: bits)
+    ids = RequestIds()
+    taken = [new_context({"headers": []}, ids).request_id for _ in range(RequestIds.BATCH)]
+    assert sorted(taken) == sorted(f"req_{chunk:016x}" for chunk in chunks)
+
+
+def test_the_edge_keeps_a_valid_client_id_and_takes_none_from_its_ids() -> None:
+    ids = RequestIds()
+    first = new_context({"headers": []}, ids).request_id
+    assert new_context({"headers": [(b"x-request-id", b"mine-1")]}, ids).request_id == "mine-1"
+    replaced = new_context({"headers": [(b"x-request-id", b"bad id")]}, ids).request_id
+    assert re.fullmatch("req_[0-9a-f]{16}", replaced) and replaced != first

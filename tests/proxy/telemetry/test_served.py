@@ -36,7 +36,8 @@ async def _done() -> None:
 
 
 def _served(send: Sent, *, turn: bool = True, request_id: str = "req-1") -> Served:
-    context = RequestContext(request_id, {}, route=CHAT)
+    context = RequestContext(request_id, {})
+    context.route = CHAT
 
     async def receive() -> Message:
         return {"type": "http.disconnect"}
@@ -111,9 +112,17 @@ def test_a_requests_counters_are_the_tallies_own_updates() -> None:
     """`count_request` updates the tallies by hand (every request pays it): the same values
     as their own `inc` and `observe`, for a request with a turn and one without."""
     folded, spelled = Metrics(ModelLabels(["m"])), Metrics(ModelLabels(["m"]))
-    turn = RequestStats(started=100.0, model="m", status=200, upstream_calls=3, upstream_s=0.5)
+    turn = RequestStats()
+    turn.started, turn.model, turn.status, turn.upstream_calls, turn.upstream_s = (
+        100.0,
+        "m",
+        200,
+        3,
+        0.5,
+    )
     turn.input_tokens, turn.output_tokens, turn.stopped_by = 12, 7, "max_iterations"
-    plain = RequestStats(started=100.0, status=404)
+    plain = RequestStats()
+    plain.started, plain.status = 100.0, 404
     for stats in (turn, plain, turn):
         folded.count_request("chat", "team", stats, 100.75)
     for _ in range(2):
@@ -189,7 +198,8 @@ class _Cycle:
 
 async def test_a_server_that_tells_of_cycle_is_asked_at_the_end() -> None:
     for disconnected in (True, False):
-        context = RequestContext("req-2", {}, route=CHAT)
+        context = RequestContext("req-2", {})
+        context.route = CHAT
         scope = {"method": "POST", "path": "/v1/chat/completions"}
         scope[CYCLE] = _Cycle(disconnected)  # type: ignore[assignment]
         drain = Drain()
