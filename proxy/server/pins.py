@@ -26,6 +26,7 @@ from typing import Literal
 from registry import Tool, ToolDefinition, ToolNotFoundError, ToolRegistry
 
 from ..errors import StateUnavailableError
+from ..state.cancels import end_if_cancelled
 from ..state.pins import PinRecord, PinStore
 
 log = logging.getLogger("toolwire.pins")
@@ -285,6 +286,7 @@ class PinKeeper:
         is logged once, and its return once (the pins in memory hold meanwhile)."""
         lost = False
         while True:
+            end_if_cancelled()
             # asyncio.timeout, not wait_for: on Python 3.11 wait_for returns a wake that comes
             # with a cancellation and drops the cancellation (the app's stop then waits here).
             with contextlib.suppress(TimeoutError):

@@ -10,6 +10,7 @@ reconnects by itself: a connection found dead is replaced and the command retrie
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 import secrets
@@ -26,6 +27,7 @@ from redis.exceptions import RedisError
 
 from ..errors import StateUnavailableError
 from .base import Message, StoredResponse, decode, encode
+from .cancels import cancel_requested
 
 log = logging.getLogger("toolwire.state")
 
@@ -56,6 +58,8 @@ def reaching(what: str) -> Iterator[None]:
     try:
         yield
     except RedisError as exc:
+        if cancel_requested():  # the error came with a cancellation redis-py dropped
+            raise asyncio.CancelledError from exc
         message = f"the shared state (Redis) is unavailable, so {what} failed: {exc}"
         raise StateUnavailableError(message) from exc
 

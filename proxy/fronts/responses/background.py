@@ -28,6 +28,7 @@ import orjson
 from ...config import BackgroundConfig
 from ...errors import BadRequestError, ProxyError
 from ...state.base import ResponseStore, StoredResponse
+from ...state.cancels import end_if_cancelled
 from ...state.runs import ACTIVE, RunEvent, RunStore, Tail
 from ...turn.events import LoopEvent
 from .background_run import Run, RunStoppedError
@@ -170,6 +171,7 @@ class BackgroundRuns:
     async def _beat(self) -> None:
         """Renew this replica's leases; stop the runs that ended elsewhere (cancelled)."""
         while True:
+            end_if_cancelled()  # a cancellation a Redis call dropped ends the beat too
             await asyncio.sleep(self.beat_s)
             ids = list(self._runs)
             try:

@@ -13,6 +13,7 @@ import pytest
 
 from policies import CallContext, Gate, RulePolicy
 from policies.rules import PolicyConfig
+from proxy.errors import StateUnavailableError
 from proxy.server.pins import PinConflictError, PinKeeper
 from proxy.state.pins import MemoryPinStore, PinRecord
 from registry import Executor, Tool, ToolCall, ToolMetadata, ToolRegistry
@@ -175,4 +176,44 @@ async def test_a_cancellation_as_the_block_ends_is_kept(turns: int | None) -> No
     assert ending.done()
     assert ending.cancelled() is (turns is not None)
     assert went_on.is_set() is (turns is None)
+    assert [t for t in asyncio.all_tasks() if t.get_name() == "toolwire-pins"] == []
+
+
+class DroppingStore(MemoryPinStore):
+    """A store whose read of the revision drops a cancellation that comes during it, as
+    redis-py's socket writes under Python 3.11's `asyncio.wait_for` can: it then answers,
+    or fails as a lost store does."""
+
+    def __init__(self, *, fails: bool) -> None:
+        super().__init__()
+        self.fails = fails
+        self.reading = asyncio.Event()
+
+    async def revision(self) -> int:
+        self.reading.set()
+        with contextlib.suppress(asyncio.CancelledError):
+            await asyncio.Event().wait()
+        if self.fails:
+            raise StateUnavailableError("the shared state (Redis) is unavailable")
+        return await super().revision()
+
+
+@pytest.mark.parametrize("fails", [False, True], ids=["answers", "fails"])
+async def test_the_follower_stops_when_the_store_drops_its_cancellation(fails: bool) -> None:
+    # The app stops while the follower reads the store, and the store's client drops the
+    # cancellation: the follower still ends (it went on following, and the replica's stop
+    # waited for it until the test's server gave up).
+    registry, store = ToolRegistry(), DroppingStore(fails=fails)
+    keeper = PinKeeper(registry, store, refresh_s=60)
+
+    async def keep_then_end() -> None:
+        async with keeper.keeping():
+            keeper._wake.set()
+            await store.reading.wait()
+
+    ending = asyncio.create_task(keep_then_end())
+    ended, _ = await asyncio.wait({ending}, timeout=60)  # a deadline that must not fire
+    ending.cancel()
+    assert ending in ended, "the pins follower did not stop"
+    assert ending.exception() is None
     assert [t for t in asyncio.all_tasks() if t.get_name() == "toolwire-pins"] == []
