@@ -19,6 +19,7 @@ import orjson
 
 from ...errors import ProxyError
 from ...state.base import StoredResponse
+from ...state.cancels import end_if_cancelled
 from ...state.runs import RunEvent, RunStore
 from ...turn.events import Finished, LoopEvent
 from ...turn.record import Turn
@@ -179,6 +180,9 @@ class _Log:
         """The writer, a task of the run: each batch in one call, in order, until a write
         fails (`add` and `flush` raise its error from then on)."""
         while True:
+            # A cancellation a Redis write dropped ends it too: else it waits for the next
+            # batch, and the run for it, for ever.
+            end_if_cancelled()
             await self._wake.wait()
             self._wake.clear()
             batch, self._pending = self._pending, []

@@ -4,6 +4,7 @@ a write is under way together in the next, and a failed write is the run's error
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Sequence
 
 import pytest
@@ -65,3 +66,33 @@ async def test_a_failed_write_is_raised_by_the_next_add_and_flush() -> None:
     with pytest.raises(StateUnavailableError):
         log.add(events(1))
     await writer  # the writer stopped on its own
+
+
+class DroppingStore:
+    """A run store whose append drops a cancellation that comes during it, as redis-py's
+    socket writes under Python 3.11's `asyncio.wait_for` can: the append then ends as if
+    nothing came."""
+
+    def __init__(self) -> None:
+        self.entered = asyncio.Event()
+
+    async def append(self, response_id: str, events: Sequence[RunEvent]) -> None:
+        self.entered.set()
+        with contextlib.suppress(asyncio.CancelledError):
+            await asyncio.Event().wait()
+
+
+async def test_the_writer_stops_when_the_store_drops_its_cancellation() -> None:
+    # The run ends (stopped, cancelled elsewhere) while a write is under way, and the store's
+    # client drops the cancellation: the writer still ends (it waited for a next batch that
+    # never came, and the run, its replica's drain and stop with it).
+    store = DroppingStore()
+    log = _Log(store, "resp_1")  # type: ignore[arg-type]
+    writer = asyncio.ensure_future(log.write())
+    log.add(events(0))
+    await store.entered.wait()
+    writer.cancel()
+    ended, _ = await asyncio.wait({writer}, timeout=60)  # a deadline that must not fire
+    writer.cancel()
+    assert writer in ended, "the log's writer did not stop"
+    assert writer.cancelled()
