@@ -22,6 +22,7 @@ from registry import (
     ExecutionLog,
     Executor,
     RegistryError,
+    TaskTimer,
     Tool,
     ToolCall,
     ToolRegistry,
@@ -245,8 +246,15 @@ class Gate:
             return self._refused(tool, call, ErrorKind.RATE_LIMIT, limited)
         return Admission(tool, call, GateDecision.RUN, gate=self)
 
-    async def run(self, admissions: Sequence[Admission], context: CallContext) -> list[ToolResult]:
+    async def run(
+        self,
+        admissions: Sequence[Admission],
+        context: CallContext,
+        *,
+        timer: TaskTimer | None = None,
+    ) -> list[ToolResult]:
         """Run the admitted calls concurrently; every admission gets its result, in order.
+        `timer`: one of the calling task's own, if it has one (see `Executor.execute_many`).
 
         Raises:
             ValueError: an admission this gate did not make.
@@ -262,7 +270,7 @@ class Gate:
             # Sources acting for the caller send its credential, not their own.
             with acting_for(context):
                 executed = await self._executor.execute_many(
-                    runnable, request_id=context.request_id or None, notes=notes
+                    runnable, request_id=context.request_id or None, notes=notes, timer=timer
                 )
             ran = iter(executed)
         results = []

@@ -155,11 +155,19 @@ class Executor:
         return self._inline if mode == "inline" else self._threads
 
     async def execute(
-        self, tool: Tool, call: ToolCall, *, request_id: str | None = None, note: str | None = None
+        self,
+        tool: Tool,
+        call: ToolCall,
+        *,
+        request_id: str | None = None,
+        note: str | None = None,
+        timer: TaskTimer | None = None,
     ) -> ToolResult:
         """Run one call; failures come back as error results, never as exceptions.
 
-        `note` is kept with the call's log record (e.g. the reason the model gave).
+        `note` is kept with the call's log record (e.g. the reason the model gave). `timer`:
+        one of the calling task's own, if it has one: the call's timeout gets its timer
+        beside it (`TaskTimer.beside`) rather than looked up.
 
         Raises:
             asyncio.CancelledError: the caller was cancelled; the call is abandoned.
@@ -190,7 +198,7 @@ class Executor:
             run = _Run(ToolResult.error(call.id, ErrorKind.INVALID_ARGUMENTS, message))
         else:
             try:
-                run = await self._run(tool, call, bound, request_id)
+                run = await self._run(tool, call, bound, request_id, timer)
             except asyncio.CancelledError:
                 cancelled = ToolResult.error(call.id, ErrorKind.CANCELLED, "the caller went away")
                 self._record(tool, call, request_id, logged, _Run(cancelled), started, wall, note)
@@ -236,9 +244,11 @@ class Executor:
         *,
         request_id: str | None = None,
         notes: Mapping[str, str] | None = None,
+        timer: TaskTimer | None = None,
     ) -> list[ToolResult]:
         """Run calls concurrently (unsafe tools one at a time); results in input order.
-        `notes` are kept with the log records of the calls whose ids they name.
+        `notes` are kept with the log records of the calls whose ids they name. `timer`: one
+        of the calling task's own, for a lone call, which runs in that task (`execute`).
 
         Raises:
             asyncio.CancelledError: the caller was cancelled; every running call is cancelled.
@@ -246,7 +256,8 @@ class Executor:
         notes = notes or {}
         if len(items) == 1:
             ((tool, call),) = items
-            return [await self.execute(tool, call, request_id=request_id, note=notes.get(call.id))]
+            note = notes.get(call.id)
+            return [await self.execute(tool, call, request_id=request_id, note=note, timer=timer)]
         results: list[ToolResult | None] = [None] * len(items)
 
         async def run_one(index: int, tool: Tool, call: ToolCall) -> None:
@@ -275,11 +286,16 @@ class Executor:
         self.close()
 
     async def _run(
-        self, tool: Tool, call: ToolCall, arguments: dict[str, Any], request_id: str | None
+        self,
+        tool: Tool,
+        call: ToolCall,
+        arguments: dict[str, Any],
+        request_id: str | None,
+        timer: TaskTimer | None,
     ) -> _Run:
         mode = self.mode_for(tool)
         backend = self._backend(mode)
-        clock = _Clock(tool.metadata.timeout_s or self._default_timeout_s)
+        clock = _Clock(tool.metadata.timeout_s or self._default_timeout_s, timer)
         contexts = clock.contexts
 
         async def attempt(number: int) -> Any:
@@ -380,15 +396,16 @@ class _Clock:
     """A call's timeout, started when the call starts running (`start`, called by the
     backend): waiting for the tool (one call at a time) or for a free worker is bounded
     only by the caller's own budget. Its timer cancels the task that made it (a
-    `TaskTimer`: an `asyncio.timeout` scope costs three more `getpid` system calls)."""
+    `TaskTimer`: an `asyncio.timeout` scope costs three more `getpid` system calls), made
+    beside `beside` (another timer of that task) when there is one."""
 
-    def __init__(self, timeout_s: float) -> None:
+    def __init__(self, timeout_s: float, beside: TaskTimer | None = None) -> None:
         self.timeout_s = timeout_s
         self.deadline: float | None = None
         """`time.monotonic()` value when the call times out; None until it starts."""
         self.contexts: list[ToolContext] = []
         """One per attempt, for tools that take a context: each learns the deadline."""
-        self.timer = TaskTimer.current()
+        self.timer = TaskTimer.current() if beside is None else beside.beside()
         self._stopped = False
 
     @property

@@ -585,9 +585,10 @@ class ToolLoop:
         if self._questions is None or not any(reports_progress(a.tool) for a in admitted):
             # Only tools whose servers talk back (MCP's, which all report progress) read
             # what `Questions` offers; a round of others runs in place, with nothing to offer.
-            done = await _within(
-                self._gate.run(admitted, turn.caller), admitted, state.guard.remaining()
-            )
+            # The turn's budget and the lone call's timeout: two timers of this task, one lookup.
+            timer = TaskTimer.current()
+            work = self._gate.run(admitted, turn.caller, timer=timer)
+            done = await _within(work, timer, admitted, state.guard.remaining())
         else:
             # Only such calls are held. Calls run for an approval the client just gave (no
             # upstream answer yet in this request) are not held either: their servers'
@@ -656,11 +657,11 @@ def _upstream_body(client_body: dict[str, Any]) -> dict[str, Any]:
 
 
 async def _within(
-    work: Awaitable[list[ToolResult]], admitted: list[Admission], seconds: float
+    work: Awaitable[list[ToolResult]], timer: TaskTimer, admitted: list[Admission], seconds: float
 ) -> list[ToolResult]:
-    """The calls' results, or timeout errors for all when the turn's budget runs out."""
-    # A TaskTimer, not asyncio.timeout: two getpid system calls fewer per round.
-    timer = TaskTimer.current()
+    """The calls' results, or timeout errors for all when the turn's budget runs out (`timer`,
+    one of this task's, unset: a TaskTimer, not asyncio.timeout, two getpid system calls
+    fewer per round)."""
     timer.set(seconds)
     try:
         return await work

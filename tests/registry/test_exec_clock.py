@@ -9,7 +9,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from registry import Executor, Tool, ToolCall
+from registry import Executor, TaskTimer, Tool, ToolCall
 from registry.clock import call_clock
 from testing.waiting import until
 
@@ -41,6 +41,32 @@ async def test_a_call_past_its_timeout_is_a_timeout_and_its_caller_is_not_cancel
 
     assert result.error_kind == "timeout"
     assert result.content.endswith(f"the tool did not finish within {TIMEOUT_S:g} seconds")
+
+
+async def test_a_call_timed_beside_its_callers_timer_times_out_alone(executor: Executor) -> None:
+    # The caller's timer (the turn's budget in the loop) lends the call's clock its task.
+    caller = TaskTimer.current()
+    caller.set(30)
+    try:
+        result = await executor.execute(Tool.from_function(hang), _call(), timer=caller)
+        assert caller.running and not caller.expired
+    finally:
+        caller.clear()
+    task = asyncio.current_task()
+    assert task is not None and task.cancelling() == 0
+    assert result.error_kind == "timeout"
+
+
+async def test_a_callers_timer_firing_first_is_the_callers_not_a_timeout_result() -> None:
+    with Executor(default_timeout_s=30) as executor:
+        caller = TaskTimer.current()
+        caller.set(TIMEOUT_S)
+        try:
+            with pytest.raises(asyncio.CancelledError):
+                await executor.execute(Tool.from_function(hang), _call(), timer=caller)
+            assert caller.cancelled_it()
+        finally:
+            caller.clear()
 
 
 async def test_a_callers_shorter_deadline_is_the_callers_not_a_timeout_result() -> None:

@@ -81,6 +81,22 @@ async def test_set_again_moves_the_time_and_clear_stops_it() -> None:
     assert not timer.expired
 
 
+async def test_a_timer_beside_another_times_the_same_task_on_its_own() -> None:
+    async def run() -> tuple[str, bool]:
+        outer = TaskTimer.current()
+        outer.set(30)
+        inner = outer.beside()
+        inner.set(0.01)
+        told = await _bounded(inner, asyncio.get_running_loop().create_future())
+        running = outer.running and not outer.expired
+        outer.clear()
+        return told, running
+
+    task = asyncio.create_task(run())
+    assert await task == ("timed out", True)
+    assert task.cancelling() == 0
+
+
 def test_a_timer_needs_a_running_task() -> None:
     with pytest.raises(RuntimeError):
         TaskTimer.current()

@@ -10,7 +10,7 @@ from typing import Any, cast
 import pytest
 
 from proxy.turn import loop
-from registry import ToolResult
+from registry import TaskTimer, ToolResult
 
 
 def _admitted(*ids: str) -> list[Any]:
@@ -21,13 +21,15 @@ async def test_a_round_done_in_time_gives_its_results() -> None:
     async def work() -> list[ToolResult]:
         return [ToolResult(call_id="a", content="ok")]
 
-    results = await loop._within(work(), cast(Any, _admitted("a")), 30)
+    results = await loop._within(work(), TaskTimer.current(), cast(Any, _admitted("a")), 30)
 
     assert [r.content for r in results] == ["ok"]
 
 
 async def test_a_round_past_the_budget_is_a_timeout_for_each_call() -> None:
-    results = await loop._within(asyncio.Event().wait(), cast(Any, _admitted("a", "b")), 0.05)
+    results = await loop._within(
+        asyncio.Event().wait(), TaskTimer.current(), cast(Any, _admitted("a", "b")), 0.05
+    )
 
     assert [(r.call_id, r.error_kind) for r in results] == [("a", "timeout"), ("b", "timeout")]
     task = asyncio.current_task()
@@ -35,9 +37,11 @@ async def test_a_round_past_the_budget_is_a_timeout_for_each_call() -> None:
 
 
 async def test_the_callers_cancellation_is_not_the_budgets() -> None:
-    waiting = asyncio.create_task(
-        loop._within(asyncio.Event().wait(), cast(Any, _admitted("a")), 30)
-    )
+    async def within() -> list[ToolResult]:
+        timer = TaskTimer.current()
+        return await loop._within(asyncio.Event().wait(), timer, cast(Any, _admitted("a")), 30)
+
+    waiting = asyncio.create_task(within())
     await asyncio.sleep(0)
     waiting.cancel()
 
