@@ -262,6 +262,7 @@ class BackgroundRuns:
         cursor = store.cursor_after(after)
         looked = 0.0  # when the lease was last looked at: at once on the first silence
         while True:
+            end_if_cancelled()  # a cancellation a Redis read dropped ends the stream too
             events, cursor, ended = await store.read(response_id, cursor, _WAIT_S)
             for event in events:
                 if after is None or event.sequence > after:
