@@ -125,6 +125,9 @@ class Questions:
         self._sampler = sampler
         self._observe = observe
         self._group: asyncio.TaskGroup | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        """The loop `holding` runs in (its calls are held there): a running-loop lookup per
+        round would cost a `getpid` system call on Python 3.11."""
         self._running: set[_Batch] = set()
         """Every held batch whose calls still run."""
         self._held: dict[str, _Batch] = {}
@@ -135,6 +138,7 @@ class Questions:
         """Hold calls past their requests until the block ends (then they are cancelled)."""
         async with asyncio.TaskGroup() as group:
             self._group = group
+            self._loop = asyncio.get_running_loop()
             try:
                 yield
             finally:
@@ -158,15 +162,15 @@ class Questions:
         """Run `work` (the round's admitted calls) held on this replica; its results, or the
         first question one of them asks within `seconds` (timeouts for all past it). Unless
         `may_ask`, the calls run in place and their servers' questions are declined."""
-        group = self._group
-        if group is None or not may_ask:
+        group, loop = self._group, self._loop
+        if group is None or loop is None or not may_ask:
             with offering(self.hooks(turn)):
                 try:
                     async with asyncio.timeout(seconds):
                         return Ran(results=await work())
                 except TimeoutError:
                     return Ran(results=_timeouts(call_ids))
-        batch = _Batch(self)
+        batch = _Batch(self, loop)
         hooks = ClientHooks(
             asker=batch, sampler=self._sampler, who=turn.owner, observe=self._observe
         )
@@ -174,7 +178,7 @@ class Questions:
             batch.task = group.create_task(self._hold(batch, work, list(call_ids)))
         self._running.add(batch)
         try:
-            return await self._what_first(batch, list(call_ids), seconds)
+            return await self._what_first(loop, batch, list(call_ids), seconds)
         except asyncio.CancelledError:
             # The turn went away (its client left) before the calls ended or asked: they
             # go with it, as calls not held do (an MCP task is cancelled on its server).
@@ -310,14 +314,16 @@ class Questions:
             if batch.named is not None:
                 self._held.pop(batch.named, None)
 
-    async def _what_first(self, batch: _Batch, call_ids: list[str], seconds: float) -> Ran:
+    async def _what_first(
+        self, loop: asyncio.AbstractEventLoop, batch: _Batch, call_ids: list[str], seconds: float
+    ) -> Ran:
         """What the held calls of `batch` do first, within `seconds`: the request that runs
         them waits on this replica, so they tell it directly (later events, for an answer
         that may come to any replica, go through the relay)."""
         first = batch.first
         assert first is not None
         # The deadline ends the wait by ending the future (no cancellation of this task).
-        expiry = asyncio.get_running_loop().call_later(seconds, _expire, first)
+        expiry = loop.call_later(seconds, _expire, first)
         try:
             event = await first
         finally:
@@ -379,9 +385,9 @@ class _Batch:
 
     __slots__ = ("_questions", "first", "named", "task")
 
-    def __init__(self, questions: Questions) -> None:
+    def __init__(self, questions: Questions, loop: asyncio.AbstractEventLoop) -> None:
         self._questions = questions
-        self.first: asyncio.Future[Message] | None = asyncio.get_running_loop().create_future()
+        self.first: asyncio.Future[Message] | None = loop.create_future()
         self.task: asyncio.Task[None] | None = None
         self.named: str | None = None
 
