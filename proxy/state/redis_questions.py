@@ -7,6 +7,7 @@ import time
 
 import orjson
 
+from .cancels import end_if_cancelled
 from .questions import Item
 from .redis import RedisState, reaching
 
@@ -35,6 +36,7 @@ class RedisRelay:
         key = self._state.key("relay", channel)
         deadline = time.monotonic() + timeout_s
         while True:
+            end_if_cancelled()  # a cancellation a BLPOP dropped ends the wait too
             left = deadline - time.monotonic()
             if left <= 0:
                 return None
