@@ -8,6 +8,7 @@ import copy
 import datetime
 import gzip
 import pickle
+import socket
 import ssl
 import zlib
 from collections.abc import AsyncIterator
@@ -348,14 +349,15 @@ async def test_an_answer_that_is_not_http_is_a_protocol_error() -> None:
 
 
 async def test_nothing_listening_is_a_connect_error() -> None:
-    probe = await asyncio.start_server(lambda r, w: None, "127.0.0.1", 0)
-    port = probe.sockets[0].getsockname()[1]
-    probe.close()
-    await probe.wait_closed()
-    client = pool()
-    with pytest.raises(ConnectError) as caught:
-        await client.request(b"GET", f"http://127.0.0.1:{port}/", {})
-    await client.aclose()
+    # Bound, not listening, while the test runs: a port closed first could meanwhile be
+    # taken (another worker's server, the client's own end of the connection).
+    with socket.socket() as bound:
+        bound.bind(("127.0.0.1", 0))
+        port = bound.getsockname()[1]
+        client = pool()
+        with pytest.raises(ConnectError) as caught:
+            await client.request(b"GET", f"http://127.0.0.1:{port}/", {})
+        await client.aclose()
     assert caught.value.port == port
 
 

@@ -6,7 +6,7 @@ import contextlib
 import copy
 import pickle
 import socket
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import pytest
@@ -67,10 +67,14 @@ async def tiny_server(handler: Any) -> AsyncIterator[str]:
         await runner.cleanup()
 
 
-def closed_port() -> int:
+@contextlib.contextmanager
+def refused_port() -> Iterator[int]:
+    """A loopback port bound but not listening while the block runs: connections to it are
+    refused (a port closed before the test connects could meanwhile be taken, by another
+    worker's server or by the client's own end of the connection)."""
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+        yield int(sock.getsockname()[1])
 
 
 @pytest.mark.parametrize("stream", [True, False])
@@ -303,10 +307,11 @@ async def test_stalled_stream_is_a_504() -> None:
 
 
 async def test_connection_refused_is_an_upstream_error() -> None:
-    base_url = f"http://127.0.0.1:{closed_port()}/v1"
-    async with http_upstream(base_url, api_key=SECRET) as upstream:
-        with pytest.raises(UpstreamError, match="unreachable") as caught:
-            await collect(upstream, ask(True))
+    with refused_port() as port:
+        base_url = f"http://127.0.0.1:{port}/v1"
+        async with http_upstream(base_url, api_key=SECRET) as upstream:
+            with pytest.raises(UpstreamError, match="unreachable") as caught:
+                await collect(upstream, ask(True))
     assert caught.value.status == 502
     assert SECRET not in str(caught.value)
 
@@ -317,10 +322,11 @@ async def test_list_models() -> None:
 
 
 async def test_list_models_of_unreachable_server_says_why() -> None:
-    port = closed_port()
-    async with http_upstream(f"http://127.0.0.1:{port}/v1") as upstream:
-        with pytest.raises(UpstreamError, match=f"127.0.0.1:{port} \\(connection refused\\)"):
-            await upstream.list_models()
+    with refused_port() as port:
+        async with http_upstream(f"http://127.0.0.1:{port}/v1") as upstream:
+            refused = f"127.0.0.1:{port} \\(connection refused\\)"
+            with pytest.raises(UpstreamError, match=refused):
+                await upstream.list_models()
 
 
 async def test_list_models_rejects_a_non_list() -> None:
