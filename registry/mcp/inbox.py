@@ -25,7 +25,7 @@ class Inbox(TransportReader):
     def __init__(self) -> None:
         self._items: deque[Item] = deque()
         self._waiter: asyncio.Future[None] | None = None
-        self._end: type[anyio.BrokenResourceError] | None = None
+        self._end: type[anyio.BrokenResourceError | anyio.EndOfStream] | None = None
         self._closed = False
         self._handled = False
         """The last message read was one the session handles in a task of its own."""
@@ -45,9 +45,13 @@ class Inbox(TransportReader):
         claim = self.claim
         return claim is not None and not self._items and claim(request_id, result)
 
-    def end(self) -> None:
-        """The transport broke: the session reads what was queued, then the end."""
-        self._end = anyio.BrokenResourceError
+    def end(
+        self, kind: type[anyio.BrokenResourceError | anyio.EndOfStream] = anyio.BrokenResourceError
+    ) -> None:
+        """The transport broke (or ended: `kind`): the session reads what was queued, then
+        the end."""
+        if self._end is None:
+            self._end = kind
         self._wake()
 
     def _wake(self) -> None:

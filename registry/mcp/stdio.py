@@ -6,15 +6,17 @@ and two unbuffered memory streams: each message sent is handed to a writer task,
 line read is parsed by a reader task and handed on to the session's receive loop, so every
 `tools/call` costs four task switches and anyio's stream bookkeeping on top of the pipe
 I/O, and each answer is validated as a JSON-RPC message before the session validates its
-result again. Here `send` writes to the server's stdin in the sending task, and `receive`
-reads the next line from its stdout in the session's receive loop; an answer to a request
-(`{"jsonrpc": "2.0", "id": ..., "result": {...}}`, what nearly every line is) is taken as it
-is, its result left to the session, which validates it against the method's result type;
-any other line is validated as the SDK validates it. The wire format is the SDK's (one JSON
-message per line, its serialisation), and so is the life cycle: the server runs in a session
-of its own, and on exit its stdin is closed, it gets `PROCESS_EXIT_S` to end, then its whole
-process group is terminated (SIGTERM, SIGKILL after `KILL_AFTER_S`), shielded from
-cancellation.
+result again. Here `send` writes to the server's stdin in the sending task, and the lines of
+its stdout are parsed as the pipe delivers them (the subprocess protocol feeds them to
+`_Lines` in place of its stream reader) and queued for the session's receive loop; an answer
+to a request (`{"jsonrpc": "2.0", "id": ..., "result": {...}}`, what nearly every line is) is
+taken as it is, its result left to the session (or the lean call, `lean_calls.py`, which
+takes it at once when nothing is queued before it), which validates it against the method's
+result type; any other line is validated as the SDK validates it. The wire format is the
+SDK's (one JSON message per line, its serialisation), and so is the life cycle: the server
+runs in a session of its own, and on exit its stdin is closed, it gets `PROCESS_EXIT_S` to
+end, then its whole process group is terminated (SIGTERM, SIGKILL after `KILL_AFTER_S`),
+shielded from cancellation.
 """
 
 from __future__ import annotations
@@ -34,7 +36,8 @@ from mcp.client.stdio import StdioServerParameters, get_default_environment
 from mcp.os.posix.utilities import terminate_posix_process_tree
 from mcp.shared.message import SessionMessage
 
-from registry.mcp.transport_streams import Item, TransportReader, TransportWriter
+from registry.mcp.inbox import Inbox
+from registry.mcp.transport_streams import Item, TransportWriter
 
 __all__ = ["MAX_LINE_BYTES", "stdio_transport"]
 
@@ -47,6 +50,9 @@ PROCESS_EXIT_S = 2.0
 KILL_AFTER_S = 2.0
 """SIGTERM to SIGKILL, for a server (process group) that did not exit."""
 _READ_SIZE = 65536
+_QUEUED = 256
+"""Messages read and not yet taken by the session past which the server's stdout is not read
+(until half of them are taken)."""
 
 
 @contextlib.asynccontextmanager
@@ -65,7 +71,8 @@ async def stdio_transport(
         cwd=server.cwd,
         start_new_session=True,
     )
-    reader = _Lines(process, server.encoding, server.encoding_error_handler)
+    reader = _Lines(server.encoding, server.encoding_error_handler)
+    reader.hook(process)
     writer = _Writer(process, server.encoding, server.encoding_error_handler)
     try:
         yield reader, writer
@@ -74,73 +81,134 @@ async def stdio_transport(
             await _stop(process)
 
 
-class _Lines(TransportReader):
-    """The server's stdout as the session reads it: one message per line, read on demand."""
+class _Lines(Inbox):
+    """The server's stdout as the session reads it: one message per line, parsed as the pipe
+    delivers it (`feed_data`: the subprocess protocol feeds this in place of its stream
+    reader, `hook`), so that a plain answer goes straight to the lean call waiting for it
+    (`Inbox.claimed`) in the loop turn its bytes arrive in, not in a turn of the session's
+    receive loop first, then one of the call. Everything else is queued for the session, in
+    order (an answer behind a queued message is queued too). When the protocol cannot be
+    reached, `receive` reads the pipe itself (`pull`)."""
 
-    def __init__(self, process: Process, encoding: str, errors: str) -> None:
-        assert process.stdout is not None
-        self._stdout = process.stdout
+    def __init__(self, encoding: str, errors: str) -> None:
+        super().__init__()
         self._utf8 = encoding.lower().replace("-", "") == "utf8" and errors == "strict"
         self._encoding = encoding
         self._errors = errors
         self._buffer = b""
-        self._closed = False
+        self._pipe: asyncio.ReadTransport | None = None
+        self._paused = False
+        self._pull: Any = None
+        """The process's stdout stream, read by `receive` when nothing feeds this."""
+
+    def hook(self, process: Process) -> None:
+        """Be fed by `process`'s subprocess protocol instead of its stdout stream reader (or
+        read that stream, `pull`, if the protocol is not the asyncio one)."""
+        protocol = getattr(getattr(process, "_process", None), "_protocol", None)
+        reader = getattr(protocol, "stdout", None)
+        if not isinstance(reader, asyncio.StreamReader):
+            self._pull = process.stdout
+            return
+        protocol.stdout = self  # type: ignore[union-attr]
+        self._pipe = getattr(reader, "_transport", None)
+        early = bytes(getattr(reader, "_buffer", b""))
+        if early:
+            self.feed_data(early)
+
+    # What the subprocess protocol calls on its stdout reader.
+    def set_transport(self, transport: asyncio.ReadTransport) -> None:
+        self._pipe = transport
+
+    def feed_data(self, data: bytes) -> None:
+        if self._closed or self._end is not None:
+            return
+        buffer = self._buffer + data if self._buffer else data
+        start = 0
+        while (end := buffer.find(b"\n", start)) >= 0:
+            line = buffer[start:end]
+            start = end + 1
+            if line.strip():
+                self._take(line)
+        self._buffer = buffer[start:] if start else buffer
+        if len(self._buffer) > MAX_LINE_BYTES:
+            log.warning("MCP stdio server sent a line longer than %d bytes", MAX_LINE_BYTES)
+            self._buffer = b""
+            self.end()
+        elif len(self._items) > _QUEUED and not self._paused and self._pipe is not None:
+            self._paused = True  # the session reads slower than the server writes
+            self._pipe.pause_reading()
+
+    def feed_eof(self) -> None:
+        # An unfinished last line (no newline before the end) is dropped, as the SDK does.
+        self.end(anyio.EndOfStream)
+
+    def set_exception(self, exc: BaseException) -> None:
+        self.end()
 
     async def receive(self) -> Item:
-        if self._closed:
-            raise anyio.ClosedResourceError
-        while True:
-            end = self._buffer.find(b"\n")
-            if end >= 0:
-                line = self._buffer[:end]
-                self._buffer = self._buffer[end + 1 :]
-                if line.strip():
-                    return self._parse(line)
-                continue
-            if len(self._buffer) > MAX_LINE_BYTES:
-                log.warning("MCP stdio server sent a line longer than %d bytes", MAX_LINE_BYTES)
-                raise anyio.BrokenResourceError
+        pull = self._pull
+        while pull is not None and not self._items and self._end is None and not self._closed:
             try:
-                chunk = await self._stdout.receive(_READ_SIZE)
-            except (anyio.ClosedResourceError, ConnectionError, OSError) as exc:
-                raise anyio.BrokenResourceError from exc
-            # An unfinished last line (no newline before the end) is dropped, as the SDK does.
-            self._buffer += chunk
+                chunk = await pull.receive(_READ_SIZE)
+            except anyio.EndOfStream:
+                self.feed_eof()
+            except (anyio.ClosedResourceError, ConnectionError, OSError):
+                self.end()
+            else:
+                self.feed_data(chunk)
+        item = await super().receive()
+        if self._paused and len(self._items) <= _QUEUED // 2:
+            self._resume()
+        return item
 
-    def _parse(self, line: bytes) -> Item:
-        """One line as a message, or the error the session is told about (as the SDK does)."""
+    async def aclose(self) -> None:
+        await super().aclose()
+        self._items.clear()
+        self._resume()  # the server may write as it ends: its pipe is read (and dropped)
+
+    def _resume(self) -> None:
+        if self._paused and self._pipe is not None:
+            self._paused = False
+            self._pipe.resume_reading()
+
+    def _take(self, line: bytes) -> None:
+        """One line: a plain answer to its waiting call, else a message (or the error the
+        session is told about, as the SDK does) queued."""
         try:
             text = line if self._utf8 else line.decode(self._encoding, self._errors)
             data = orjson.loads(text)
         except (UnicodeDecodeError, orjson.JSONDecodeError) as exc:
             log.warning("MCP stdio server sent a line that is not JSON: %s", exc)
-            return exc
+            self.put(exc)
+            return
         answer = _answer(data)
         if answer is not None:
-            return SessionMessage(answer)
+            request_id, result = answer
+            if not self.claimed(request_id, result):
+                # Built by its validator: for these three plain fields, half the cost of
+                # `model_construct` (pure Python); the result's contents are not looked into.
+                response = types.JSONRPCResponse(jsonrpc="2.0", id=request_id, result=result)
+                self.put(SessionMessage(response))
+            return
         try:
             message = types.jsonrpc_message_adapter.validate_python(data, by_name=False)
         except ValueError as exc:
             log.warning("MCP stdio server sent an invalid JSON-RPC message: %s", exc)
-            return exc
-        return SessionMessage(message)
-
-    async def aclose(self) -> None:
-        self._closed = True
+            self.put(exc)
+            return
+        self.put(SessionMessage(message))
 
 
-def _answer(data: Any) -> types.JSONRPCResponse | None:
-    """A well-formed answer to a request as its model, unvalidated beyond its envelope (the
-    session validates the result), or None for anything else."""
+def _answer(data: Any) -> tuple[int | str, dict[str, Any]] | None:
+    """A well-formed answer to a request: its id and result, unvalidated beyond its envelope
+    (the session, or the lean call, validates the result); None for anything else."""
     if type(data) is not dict or len(data) != 3 or data.get("jsonrpc") != "2.0":
         return None
     result = data.get("result")
     request_id = data.get("id")
     if type(result) is not dict or type(request_id) not in (int, str):
         return None
-    # Built by its validator: for these three plain fields, half the cost of `model_construct`
-    # (pure Python); the result's contents are not looked into.
-    return types.JSONRPCResponse(jsonrpc="2.0", id=cast("int | str", request_id), result=result)
+    return cast("int | str", request_id), result
 
 
 class _Writer(TransportWriter):

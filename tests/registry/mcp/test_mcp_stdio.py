@@ -7,14 +7,17 @@ import os
 import sys
 import textwrap
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any, cast
 
 import anyio
 import mcp_types as types
+import orjson
 import pytest
 from mcp.client.stdio import StdioServerParameters
 from mcp.shared.message import SessionMessage
 
-from registry.mcp.stdio import stdio_transport
+from registry.mcp.stdio import _Lines, stdio_transport
 from testing.waiting import until
 
 # A server that answers each line it reads as the test scripts it: odd framing included.
@@ -125,3 +128,97 @@ async def test_a_server_that_cannot_start_raises_os_error(tmp_path: Path) -> Non
     with (tmp_path / "stderr").open("w") as errlog, pytest.raises(OSError):
         async with stdio_transport(server, errlog):
             pass
+
+
+class _Pipe:
+    """A read transport's flow control, as `_Lines` drives it."""
+
+    def __init__(self) -> None:
+        self.paused = False
+
+    def pause_reading(self) -> None:
+        self.paused = True
+
+    def resume_reading(self) -> None:
+        self.paused = False
+
+
+def _answer_line(rid: int, result: dict[str, object]) -> bytes:
+    return orjson.dumps({"jsonrpc": "2.0", "id": rid, "result": result}) + b"\n"
+
+
+def _fed(claims: dict[int, dict[str, object]] | None = None) -> _Lines:
+    lines = _Lines("utf-8", "strict")
+    if claims is not None:
+
+        def claim(rid: types.RequestId, result: dict[str, object]) -> bool:
+            if rid != 1:
+                return False
+            claims[rid] = result
+            return True
+
+        lines.claim = claim
+    return lines
+
+
+async def test_an_answer_goes_to_its_waiting_call_as_its_bytes_arrive() -> None:
+    claims: dict[int, dict[str, object]] = {}
+    lines = _fed(claims)
+    line = _answer_line(1, {"content": []})
+    lines.feed_data(line[:7])
+    assert claims == {}
+    lines.feed_data(line[7:])  # the line's end: handed over here, no task has run meanwhile
+    assert claims == {1: {"content": []}}
+    lines.feed_data(_answer_line(2, {"x": 1}))  # no call waits for it: the session reads it
+    lines.feed_eof()
+    with anyio.fail_after(30):
+        item = await lines.receive()
+        with pytest.raises(anyio.EndOfStream):
+            await lines.receive()
+    assert isinstance(item, SessionMessage)
+    assert item.message == types.JSONRPCResponse(jsonrpc="2.0", id=2, result={"x": 1})
+
+
+async def test_an_answer_behind_a_queued_message_waits_its_turn() -> None:
+    claims: dict[int, dict[str, object]] = {}
+    lines = _fed(claims)
+    note = {"jsonrpc": "2.0", "method": "notifications/message", "params": {"x": 1}}
+    lines.feed_data(orjson.dumps(note) + b"\n" + _answer_line(1, {"a": 1}))
+    assert claims == {}
+    with anyio.fail_after(30):
+        first, second = await lines.receive(), await lines.receive()
+    assert isinstance(first, SessionMessage) and isinstance(second, SessionMessage)
+    assert isinstance(first.message, types.JSONRPCNotification)
+    assert second.message == types.JSONRPCResponse(jsonrpc="2.0", id=1, result={"a": 1})
+
+
+async def test_a_session_reading_slowly_stops_the_pipe_until_it_catches_up() -> None:
+    lines = _fed()
+    pipe = _Pipe()
+    lines.set_transport(cast(Any, pipe))
+    lines.feed_data(b"".join(_answer_line(i, {}) for i in range(300)))
+    assert pipe.paused
+    with anyio.fail_after(30):
+        for _ in range(200):
+            await lines.receive()
+    assert not pipe.paused
+
+
+async def test_a_stream_no_protocol_feeds_is_read_by_the_session() -> None:
+    class Stdout:
+        def __init__(self) -> None:
+            self.chunks = [_answer_line(4, {"b": 2})[:5], _answer_line(4, {"b": 2})[5:]]
+
+        async def receive(self, max_bytes: int) -> bytes:
+            if not self.chunks:
+                raise anyio.EndOfStream
+            return self.chunks.pop(0)
+
+    lines = _fed()
+    lines.hook(cast(Any, SimpleNamespace(stdout=Stdout())))
+    with anyio.fail_after(30):
+        item = await lines.receive()
+        with pytest.raises(anyio.EndOfStream):
+            await lines.receive()
+    assert isinstance(item, SessionMessage)
+    assert item.message == types.JSONRPCResponse(jsonrpc="2.0", id=4, result={"b": 2})
