@@ -111,9 +111,15 @@ class _Lines(Inbox):
             return
         protocol.stdout = self  # type: ignore[union-attr]
         self._pipe = getattr(reader, "_transport", None)
+        # What the reader got before this took its place (a server that wrote, or ended, at
+        # once) is taken over.
         early = bytes(getattr(reader, "_buffer", b""))
         if early:
             self.feed_data(early)
+        if reader.exception() is not None:
+            self.end()
+        elif getattr(reader, "_eof", False):
+            self.feed_eof()
 
     # What the subprocess protocol calls on its stdout reader.
     def set_transport(self, transport: asyncio.ReadTransport) -> None:

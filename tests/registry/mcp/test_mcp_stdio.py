@@ -3,6 +3,7 @@ written by the session's own tasks."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import sys
 import textwrap
@@ -222,3 +223,19 @@ async def test_a_stream_no_protocol_feeds_is_read_by_the_session() -> None:
             await lines.receive()
     assert isinstance(item, SessionMessage)
     assert item.message == types.JSONRPCResponse(jsonrpc="2.0", id=4, result={"b": 2})
+
+
+async def test_what_the_stream_reader_got_first_is_taken_over() -> None:
+    reader = asyncio.StreamReader()
+    reader.feed_data(_answer_line(5, {"c": 3}))
+    reader.feed_eof()
+    protocol = SimpleNamespace(stdout=reader)
+    lines = _fed()
+    lines.hook(cast(Any, SimpleNamespace(_process=SimpleNamespace(_protocol=protocol))))
+    assert protocol.stdout is lines
+    with anyio.fail_after(30):
+        item = await lines.receive()
+        with pytest.raises(anyio.EndOfStream):
+            await lines.receive()
+    assert isinstance(item, SessionMessage)
+    assert item.message == types.JSONRPCResponse(jsonrpc="2.0", id=5, result={"c": 3})
