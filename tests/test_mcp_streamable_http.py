@@ -11,7 +11,7 @@ import contextlib
 import json
 import socket
 import warnings
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -326,10 +326,14 @@ def _first(error: BaseException) -> BaseException:
     return error
 
 
-def _free_port() -> int:
+@contextlib.contextmanager
+def _refused_port() -> Iterator[int]:
+    """A loopback port bound but not listening while the block runs: connections to it are
+    refused (a port closed first could meanwhile be taken, by another worker's server or by
+    a client's own end of its connection)."""
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+        yield int(sock.getsockname()[1])
 
 
 def _left_behind(before: set[asyncio.Task[Any]]) -> set[asyncio.Task[Any]]:
@@ -344,11 +348,12 @@ def _left_behind(before: set[asyncio.Task[Any]]) -> set[asyncio.Task[Any]]:
 
 async def test_a_server_that_is_down_fails_at_once_with_the_reason():
     before = asyncio.all_tasks()
-    url = f"http://127.0.0.1:{_free_port()}/mcp"
-    transport = _transports()["http1"](url)
-    with pytest.raises(BaseExceptionGroup) as caught:  # the session's task groups, as the SDK's
-        async with asyncio.timeout(30), _session(transport):
-            pass
+    with _refused_port() as port:
+        transport = _transports()["http1"](f"http://127.0.0.1:{port}/mcp")
+        # The session's task groups, as the SDK's.
+        with pytest.raises(BaseExceptionGroup) as caught:
+            async with asyncio.timeout(30), _session(transport):
+                pass
 
     error = _first(caught.value)
     assert isinstance(error, MCPError) and error.code == types.CONNECTION_CLOSED
@@ -541,9 +546,10 @@ async def test_a_source_whose_session_expired_reconnects():
 
 
 async def test_a_source_whose_server_is_down_says_why():
-    url = f"http://127.0.0.1:{_free_port()}/mcp"
-    async with asyncio.timeout(30), _source(url, optional=True) as (source, _):
-        status = source.status()
+    with _refused_port() as port:
+        url = f"http://127.0.0.1:{port}/mcp"
+        async with asyncio.timeout(30), _source(url, optional=True) as (source, _):
+            status = source.status()
 
     assert not status.reachable
     assert "cannot connect to 127.0.0.1" in (status.error or "")
