@@ -38,6 +38,12 @@ Needs `valgrind` (Debian package); servers run many times slower under it, so a 
 minutes. Verdict: Toolwire within 1.3x the injecting floor's instructions (issue 29's CPU
 goal, counted; without the floor, issue 16's 1.15x the pass-through's).
 
+`--valgrind-option=OPT` (repeatable) passes OPT to valgrind: `--valgrind-option=--cache-sim=yes`
+(and `--valgrind-option=--branch-sim=yes`) has callgrind simulate the caches (and the branch
+predictor), so that the dumps `--keep DIR` keeps hold each function's D1 and LL misses (and
+mispredictions) beside its instructions, for `callgrind_annotate --show=Ir,D1mr,D1mw,DLmr,DLmw`;
+the counts printed stay the instructions.
+
 A server of another tree (`--toolwire-tree DIR`) is started by its command, `python -m proxy
 serve`, in DIR and importing from it, so a tree of an older layout runs as it was.
 """
@@ -145,6 +151,16 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         metavar="DIR",
         help="keep each server's callgrind dumps in DIR (KEY.MODE.PID[.N].callgrind) for "
         "callgrind_annotate: where the instructions go, by C function",
+    )
+    parser.add_argument(
+        "--valgrind-option",
+        action="append",
+        default=[],
+        metavar="OPT",
+        help="pass OPT to valgrind (repeatable; spelled with `=`), e.g. "
+        "--valgrind-option=--cache-sim=yes: the "
+        "dumps --keep keeps then hold D1/LL misses (and branch mispredictions with "
+        "--branch-sim=yes) for callgrind_annotate --show",
     )
     parser.add_argument("--json", metavar="PATH", help="write the figures as JSON to PATH")
     args = parser.parse_args(argv)
@@ -258,7 +274,7 @@ def _count_all(
         counts[one.key] = {}
         for mode in modes:
             # A fresh process per mode: the counts of one never include the other's.
-            _start(procs, one, mode, args.start_timeout)
+            _start(procs, one, mode, args.start_timeout, args.valgrind_option)
             try:
                 counts[one.key][mode] = _count(one, bodies[mode], args)
             finally:
@@ -282,10 +298,13 @@ def _body(flow: str, stream: bool) -> bytes:
     return orjson.dumps(request_body(stream))
 
 
-def _start(procs: Processes, one: Counted, mode: str, timeout: float) -> None:
-    """The server under callgrind, counting off until the warm-up is done."""
+def _start(
+    procs: Processes, one: Counted, mode: str, timeout: float, options: list[str] | None = None
+) -> None:
+    """The server under callgrind, counting off until the warm-up is done; `options`: more
+    of valgrind's."""
     one.out = procs.workdir / f"callgrind.{one.key}.{mode}"
-    cmd = ["valgrind", "--tool=callgrind", "--instr-atstart=no"]
+    cmd = ["valgrind", "--tool=callgrind", "--instr-atstart=no", *(options or ())]
     cmd += [f"--callgrind-out-file={one.out}.%p", *one.cmd]
     one.server = procs.serve(one.key, cmd, None, tree=one.tree)
     procs.wait_ready(one.server, timeout=timeout, probe=2)

@@ -322,3 +322,36 @@ def test_the_hand_off_bench_times_both_backends(capsys: pytest.CaptureFixture[st
     assert lines[0].startswith("40 calls per backend, not pinned")
     assert [line.split()[0] for line in lines[1:]] == ["inline", "thread"]
     assert all("context switches per call" in line for line in lines[1:])
+
+
+def test_instructions_pass_valgrind_options_to_every_server() -> None:
+    # In its `=` spelling: argparse takes a separate "--..." for an option of its own.
+    args = instructions.parse_args(
+        ["--valgrind-option=--cache-sim=yes", "--valgrind-option=--branch-sim=yes"]
+    )
+    assert args.valgrind_option == ["--cache-sim=yes", "--branch-sim=yes"]
+    assert instructions.parse_args([]).valgrind_option == []
+
+    class Procs:
+        workdir = Path("/nonexistent")
+        started: list[list[str]] = []
+
+        def serve(self, key: str, cmd: list[str], cpus: Any, tree: Any = None) -> Any:
+            self.started.append(cmd)
+            return None
+
+        def wait_ready(self, server: Any, **options: Any) -> None:
+            pass
+
+    procs = Procs()
+    one = instructions.Counted("toolwire", "toolwire", ["toolwire", "serve"])
+    instructions._start(procs, one, "json", 1.0, args.valgrind_option)  # type: ignore[arg-type]
+    (cmd,) = procs.started
+    assert cmd[:5] == [
+        "valgrind",
+        "--tool=callgrind",
+        "--instr-atstart=no",
+        "--cache-sim=yes",
+        "--branch-sim=yes",
+    ]
+    assert cmd[-2:] == ["toolwire", "serve"]
