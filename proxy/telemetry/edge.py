@@ -203,13 +203,40 @@ class Served:
         return message
 
     def send(self, message: Message) -> Awaitable[None]:
-        if message["type"] == "http.response.start":
-            message = self._start(message)
-        elif not message.get("more_body", False):
-            self._complete = True
-            if self._context.stats.streamed:
-                message = self._last(message)
-        return self._send(message)
+        if message["type"] != "http.response.start":
+            if not message.get("more_body", False):
+                self._complete = True
+                if self._context.stats.streamed:
+                    message = self._last(message)
+            return self._send(message)
+        # The response start, with the request id (unless the route set it) and, on a turn's
+        # unstreamed answer, the proxy's overhead (the answer is complete by now): here, not
+        # in a method of its own, a call less per answer.
+        context = self._context
+        stats = context.stats
+        stats.status = message["status"]
+        headers = [*(message.get("headers") or ())]  # a copy, without a call
+        # The fronts' own headers are found where they put them (the request id last) or
+        # whole, by one comparison each; others by a scan.
+        if not (headers and headers[-1][0] == _REQUEST_ID) and not any(
+            name == _REQUEST_ID for name, _ in headers
+        ):
+            headers.append((_REQUEST_ID, context.request_id.encode()))
+        if self._turn:
+            if _JSON not in headers and (
+                _EVENT_STREAM in headers
+                or any(
+                    name == b"content-type" and value.startswith(b"text/event-stream")
+                    for name, value in headers
+                )
+            ):
+                stats.streamed = True
+                if self._metrics is not None:
+                    self._metrics.open_streams.inc()
+            else:  # (`_overhead_ms`, spelled out: a call less per answer)
+                overhead = stats.overhead_s(time.perf_counter()) * 1000
+                headers.append((_OVERHEAD, b"%.2f" % overhead))
+        return self._send({**message, "headers": headers})
 
     def end(self) -> None:
         """The request is over: its status settled, its metrics, span and summary line; the
@@ -240,34 +267,6 @@ class Served:
         finally:
             if self._drain is not None:
                 self._drain.leave()
-
-    def _start(self, message: Message) -> Message:
-        """The response start with the request id (unless the route set it) and, on a
-        turn's unstreamed answer, the proxy's overhead (the answer is complete by now)."""
-        stats = self._context.stats
-        stats.status = message["status"]
-        headers = [*(message.get("headers") or ())]  # a copy, without a call
-        # The fronts' own headers are found where they put them (the request id last) or
-        # whole, by one comparison each; others by a scan.
-        if not (headers and headers[-1][0] == _REQUEST_ID) and not any(
-            name == _REQUEST_ID for name, _ in headers
-        ):
-            headers.append((_REQUEST_ID, self._context.request_id.encode()))
-        if self._turn:
-            if _JSON not in headers and (
-                _EVENT_STREAM in headers
-                or any(
-                    name == b"content-type" and value.startswith(b"text/event-stream")
-                    for name, value in headers
-                )
-            ):
-                stats.streamed = True
-                if self._metrics is not None:
-                    self._metrics.open_streams.inc()
-            else:  # (`_overhead_ms`, spelled out: a call less per answer)
-                overhead = stats.overhead_s(time.perf_counter()) * 1000
-                headers.append((_OVERHEAD, b"%.2f" % overhead))
-        return {**message, "headers": headers}
 
     def _last(self, message: Message) -> Message:
         """A stream's last body with the overhead as an SSE comment (which every client's
