@@ -191,6 +191,23 @@ _MESSAGE_OPENED = (
     b'"annotations":[],"logprobs":[]}}\n\n'
 )
 """The frames of `_open_text(_OUTPUT_TEXT)`'s two events, as `sse.event` makes them."""
+_TEXT_CLOSED = (
+    b"event: response.output_text.done\n"
+    b'data: {"type":"response.output_text.done","sequence_number":%d,"item_id":%b,'
+    b'"output_index":%d,"content_index":0,"text":%b,"logprobs":[]}\n\n'
+    b"event: response.content_part.done\n"
+    b'data: {"type":"response.content_part.done","sequence_number":%d,"item_id":%b,'
+    b'"output_index":%d,"content_index":0,"part":%b}\n\n'
+    b"event: response.output_item.done\n"
+    b'data: {"type":"response.output_item.done","sequence_number":%d,"output_index":%d,'
+    b'"item":{"type":"message","id":%b,"status":"completed","role":"assistant",'
+    b'"content":[%b]}}\n\n'
+    b"event: %b\n"
+    b'data: {"type":"%b","sequence_number":%d,"response":%b}\n\n'
+)
+"""The frames of `finish`'s events for an output text closed without log-probabilities or
+citations (`_close`'s three, then the terminal one), as `sse.event` makes them."""
+_TEXT_PART = b'{"type":"output_text","text":%b,"annotations":[],"logprobs":[]}'
 
 
 @dataclass(slots=True)
@@ -237,6 +254,8 @@ class ResponseBuilder:
         self._body: bytes | None = None
         self._ending: list[Event] = []
         """The events that end a kept response, until its `Stored`."""
+        self._ending_frames = b""
+        """The frames that end a kept response (`finish_frames`), until its `Stored`."""
 
     def start(self) -> list[Event]:
         if self._quiet:
@@ -341,6 +360,67 @@ class ResponseBuilder:
         number = str(self._sequence).encode()
         self._sequence += 1
         return opened + _TEXT_DELTA + number + current.frame + text + b',"logprobs":[]}\n\n'
+
+    def finish_frames(self, done: Finished) -> bytes | None:
+        """The SSE frames `feed` and `sse.event` make of the turn's end when it closes an
+        output text with no log-probabilities or citations and hands nothing back, from a
+        template: the text and the item's id serialized once, the response as `body`, no
+        event dict. A response that `keeps` holds them for its `Stored` (`stored_frames`),
+        and this is empty. None for any other end, which `feed` takes."""
+        current = self._open
+        if (
+            current is None
+            or current.kind is not _OUTPUT_TEXT
+            or current.logprobs
+            or self._sources
+            or self._quiet
+            or done.tool_calls
+            or (done.programs and self.plan.tools.programmatic)
+        ):
+            return None
+        self._open = None
+        text = "".join(current.parts)
+        index = current.index
+        item = self.output[index]
+        item["content"] = [
+            {"type": "output_text", "text": text, "annotations": [], "logprobs": current.logprobs}
+        ]
+        item["status"] = "completed"
+        self.rounds = done.rounds
+        self._end(done.finish_reason, done.usage, done.stopped_by)
+        number = self._sequence
+        self._sequence = number + 4
+        text_json, item_id = orjson.dumps(text), orjson.dumps(item["id"])
+        part = _TEXT_PART % text_json
+        terminal = b"response.completed" if self.status == "completed" else b"response.incomplete"
+        frames = _TEXT_CLOSED % (
+            number,
+            item_id,
+            index,
+            text_json,
+            number + 1,
+            item_id,
+            index,
+            part,
+            number + 2,
+            index,
+            item_id,
+            part,
+            terminal,
+            terminal,
+            number + 3,
+            self.body(),
+        )
+        if self.keeps:
+            self._ending_frames = frames
+            return b""
+        return frames
+
+    def stored_frames(self) -> bytes | None:
+        """The frames `finish_frames` held for the response's `Stored`; None when its end
+        was `feed`'s (whose events it held)."""
+        frames, self._ending_frames = self._ending_frames, b""
+        return frames or None
 
     def fail(self, exc: ProxyError) -> list[Event]:
         """The events that end a response that failed after it started."""
@@ -999,6 +1079,17 @@ class ResponseStream(BuilderStream[LoopEvent | Stored]):
     def __init__(self, builder: ResponseBuilder) -> None:
         self._builder = builder
         self._start = builder.opening()
+
+    def frames(self, event: LoopEvent | Stored) -> list[bytes]:
+        if event.__class__ is Finished:  # a plain text's end: its frames from a template
+            frames = self._builder.finish_frames(event)  # type: ignore[attr-defined, arg-type]
+            if frames is not None:
+                return [frames] if frames else []
+        elif event.__class__ is Stored:
+            frames = self._builder.stored_frames()  # type: ignore[attr-defined]
+            if frames is not None:
+                return [frames]
+        return BuilderStream.frames(self, event)
 
 
 class ResponseJson:

@@ -13,7 +13,13 @@ import pytest
 
 from proxy.fronts.messages.render import MessageBuilder
 from proxy.fronts.renderers import BuilderStream
-from proxy.fronts.responses.render import ResponseBuilder, ResponsePlan
+from proxy.fronts.responses.render import (
+    STORED,
+    ResponseBuilder,
+    ResponsePlan,
+    ResponseStream,
+    Stored,
+)
 from proxy.turn.events import (
     ApprovalRequest,
     ContentDelta,
@@ -182,3 +188,54 @@ def test_a_response_opens_its_message_with_the_frames_its_events_make() -> None:
             opened += b"output_item.added" in made[0] and event.__class__ is ContentDelta
             assert made[0] == made[1]
     assert opened > 100
+
+
+def test_a_response_ends_its_text_with_the_frames_its_events_make() -> None:
+    # Byte for byte: the end of a response made from the template (its text closed, the
+    # terminal event, held for the store when the response is kept) is the one its events
+    # make, for every end (finishes, guards, calls handed back, programs) after any output.
+    shown = ToolCall(id="call_9", name="t_add", arguments={"a": 1})
+    pool: list[LoopEvent] = [
+        ContentDelta("Hello"),
+        ContentDelta(' "quoted" \\ été 😀\n'),
+        ContentDelta("raw", raw=b"r\\u0061w"),
+        ContentDelta(reasoning="think"),
+        ContentDelta(refusal="no"),
+        ContentDelta("more", logprobs=({"token": "more", "logprob": -0.2},)),
+        ToolsStarted((shown,)),
+        ToolsFinished((shown,), (ToolResult("call_9", "3"),)),
+    ]
+    ends = [
+        Finished("stop", USAGE),
+        Finished("length", USAGE),
+        Finished("content_filter", Usage()),
+        Finished("stop", USAGE, stopped_by="time"),
+        Finished("tool_calls", USAGE, tool_calls=(CALL,)),
+    ]
+    rng = random.Random(44)
+    made_by_template: list[bool] = []
+
+    def counted(finish: Callable[[Finished], bytes | None]) -> Callable[[Finished], bytes | None]:
+        def frames(done: Finished) -> bytes | None:
+            made = finish(done)
+            made_by_template.append(made is not None)
+            return made
+
+        return frames
+
+    for i in range(400):
+        plan = ResponsePlan("m", {}, {"t_add": "t"}, i % 2 == 0)
+        events = [rng.choice(pool) for _ in range(rng.randrange(0, 8))]
+        keeps = i % 4 < 2
+        templated, fed = ResponseBuilder(plan), ResponseBuilder(plan)
+        fed.finish_frames = lambda done: None  # type: ignore[method-assign]
+        templated.finish_frames = counted(templated.finish_frames)  # type: ignore[method-assign]
+        templated.keeps = fed.keeps = keeps
+        streams = ResponseStream(templated), ResponseStream(fed)
+        end: list[LoopEvent | Stored] = [rng.choice(ends), STORED] if keeps else [rng.choice(ends)]
+        for event in [*events, *end]:
+            made = [b"".join(stream.frames(event)) for stream in streams]  # type: ignore[arg-type]
+            assert made[0] == made[1]
+        assert templated.final() == fed.final()
+        assert templated.body() == fed.body()
+    assert sum(made_by_template) > 100
