@@ -20,11 +20,11 @@ from ...turn.record import Turn
 from ...upstreams.base import Relayable
 from ..exchange import Relay, Reply, Streamed, send_error, serve_turn
 from ..hosted import Declared, HostedTool, declare, messages_type, served
-from ..renderers import BuilderJson, BuilderStream
+from ..renderers import BuilderJson
 from .errors import error_body
 from .programmatic import client_marks, code_execution_type, programs_shown, tool_search_name
 from .references import load_references
-from .render import MessageBuilder
+from .render import MessageBuilder, MessageStream
 from .request import parse_body, to_chat_body
 from .searches import replay_searches
 
@@ -160,7 +160,7 @@ class Messages:
             not stream,
         )  # positional: keywords would cost a call as much again
         if stream:
-            return Streamed(self._services.loop.run(turn), BuilderStream(builder))
+            return Streamed(self._services.loop.run(turn), MessageStream(builder))
         # The renderer made only for a turn's events: a relayed answer is rendered at once
         # (a quiet builder's `start` makes nothing, so none is missed).
         answer = _relayed(self._services.loop, turn, builder)

@@ -32,7 +32,7 @@ from ...turn.programs import RUN_CODE
 from ...upstreams.base import Relayable
 from ..hosted import WEB_FETCH, WEB_SEARCH, HostedTool, Source, cited, sources
 from ..relayed import relayed_texts
-from ..renderers import Event
+from ..renderers import BuilderStream, Event
 from .errors import error_body
 from .programmatic import CODE_EXECUTION
 
@@ -51,6 +51,28 @@ _NONE_HOSTED: dict[str, HostedTool] = {}
 
 _TEXT_DELTA = b'event: content_block_delta\ndata: {"type":"content_block_delta","index":'
 _TEXT_FIELD = b',"delta":{"type":"text_delta","text":'
+_TEXT_OPENED = (
+    b"event: content_block_start\n"
+    b'data: {"type":"content_block_start","index":%d,"content_block":{"type":"text","text":""}}'
+    b"\n\n"
+)
+"""The frame of a text block's `content_block_start`, as `_text` and `sse.event` make it."""
+_MESSAGE_STARTED = (
+    b"event: message_start\n"
+    b'data: {"type":"message_start","message":{"id":%b,"type":"message","role":"assistant",'
+    b'"model":%b,"content":[],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":0,'
+    b'"output_tokens":0,"cache_creation_input_tokens":0,"cache_read_input_tokens":0}}}\n\n'
+)
+"""The frame of `start`'s event, as `sse.event` makes it."""
+_BLOCK_STOPPED = b'event: content_block_stop\ndata: {"type":"content_block_stop","index":%d}\n\n'
+_MESSAGE_ENDED = (
+    b"event: message_delta\n"
+    b'data: {"type":"message_delta","delta":{"stop_reason":"%b","stop_sequence":null},'
+    b'"usage":%b}\n\n'
+    b'event: message_stop\ndata: {"type":"message_stop"}\n\n'
+)
+"""The frames of `_finish`'s last two events (no `toolwire` fields), as `sse.event` makes
+them."""
 
 
 _NO_USAGE = Usage()
@@ -136,18 +158,61 @@ class MessageBuilder:
             return [{"type": "toolwire_progress", "progress": event.as_dict()}]
         return []
 
+    def opening(self) -> bytes:
+        """The SSE frames of `start`'s events as `BuilderStream` makes them, the one event's
+        from a template."""
+        if self._quiet:
+            return b""
+        return _MESSAGE_STARTED % (orjson.dumps(self.id), orjson.dumps(self.model))
+
     def text_frame(self, delta: ContentDelta) -> bytes | None:
         """The SSE frame of a delta holding only text for the open text block, as `feed` and
         `sse.event` make it (the same fields in the same order), from a template: no event
         dict, no serialization but the text's (none when it came as the upstream's bytes).
-        None for any other delta, which `feed` takes."""
+        The first text of a message (no block open) comes after the frame that opens its
+        block. None for any other delta, which `feed` takes."""
         current = self._open
         content = delta.content
-        if current is None or current.kind != "text" or not content or delta.reasoning:
+        if not content or delta.reasoning or self._quiet:
+            return None
+        opened = b""
+        if current is None:  # the block `_text` opens, its event's frame from a template
+            block: Block = {"type": "text", "text": ""}
+            self.content.append(block)
+            current = self._open = _Open(len(self.content) - 1, "text")
+            opened = _TEXT_OPENED % current.index
+        elif current.kind != "text":
             return None
         current.parts.append(content)
         text = delta.content_json()
-        return _TEXT_DELTA + str(current.index).encode() + _TEXT_FIELD + text + b"}}\n\n"
+        index = str(current.index).encode()
+        return opened + _TEXT_DELTA + index + _TEXT_FIELD + text + b"}}\n\n"
+
+    def finish_frames(self, done: Finished) -> bytes | None:
+        """The SSE frames `feed` and `sse.event` make of the turn's end when it closes a text
+        block (or none) without citations, hands nothing back and has no `toolwire` fields,
+        from a template: no event dict, the usage the one thing serialized. None for any
+        other end, which `feed` takes."""
+        current = self._open
+        if (
+            (current is not None and (current.kind != "text" or self._sources))
+            or done.tool_calls
+            or (done.programs and self._program_type is not None)
+            or done.approvals
+            or done.questions
+            or done.stopped_by is not None
+            or self._spilled
+            or self._quiet
+        ):
+            return None
+        closed = b""
+        if current is not None:
+            self._open = None
+            self.content[current.index] = {"type": "text", "text": "".join(current.parts)}
+            closed = _BLOCK_STOPPED % current.index
+        self._finished = done
+        usage = orjson.dumps(_usage(done.usage, self._used))
+        return closed + _MESSAGE_ENDED % (_stop_reason(done).encode(), usage)
 
     def relayed(self, relayed: Relayable) -> bytes:
         """The final message of a turn whose one answer is `relayed` (`ToolLoop.relay`: one
@@ -494,3 +559,21 @@ def _usage(usage: Usage, used: dict[str, int] | None = None) -> dict[str, Any]:
             "web_fetch_requests": used.get(WEB_FETCH, 0),
         }
     return summed
+
+
+class MessageStream(BuilderStream[LoopEvent]):
+    """`BuilderStream` of a message: its opening frame is the builder's `opening`, and a
+    plain end's frames its `finish_frames`."""
+
+    __slots__ = ()
+
+    def __init__(self, builder: MessageBuilder) -> None:
+        self._builder = builder
+        self._start = builder.opening()
+
+    def frames(self, event: LoopEvent) -> list[bytes]:
+        if event.__class__ is Finished:  # a plain end: its frames from a template
+            frames = self._builder.finish_frames(event)  # type: ignore[attr-defined, arg-type]
+            if frames is not None:
+                return [frames]
+        return BuilderStream.frames(self, event)

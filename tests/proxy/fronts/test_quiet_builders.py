@@ -11,7 +11,7 @@ from typing import Any
 import orjson
 import pytest
 
-from proxy.fronts.messages.render import MessageBuilder
+from proxy.fronts.messages.render import MessageBuilder, MessageStream
 from proxy.fronts.renderers import BuilderStream
 from proxy.fronts.responses.render import (
     STORED,
@@ -238,4 +238,51 @@ def test_a_response_ends_its_text_with_the_frames_its_events_make() -> None:
             assert made[0] == made[1]
         assert templated.final() == fed.final()
         assert templated.body() == fed.body()
+    assert sum(made_by_template) > 100
+
+
+def test_a_message_opens_and_ends_with_the_frames_its_events_make() -> None:
+    # Byte for byte: a message's start, its first text block opened, and its end, made from
+    # templates, are the frames its events make, after any output and for every end. (No
+    # text as the upstream's bytes: the feed alone serializes it, with other escapes.)
+    shown = ToolCall(id="call_9", name="t_add", arguments={"a": 1})
+    pool: list[LoopEvent] = [
+        ContentDelta("Hello"),
+        ContentDelta(' "quoted" \\ été 😀\n'),
+        ContentDelta(reasoning="think"),
+        ContentDelta("x", reasoning="y"),
+        ToolsStarted((shown,)),
+        ToolsFinished((shown,), (ToolResult("call_9", "3"),)),
+    ]
+    ends = [
+        Finished("stop", USAGE),
+        Finished("length", USAGE),
+        Finished("content_filter", Usage()),
+        Finished("stop", USAGE, stopped_by="time"),
+        Finished("tool_calls", USAGE, tool_calls=(CALL,)),
+    ]
+    rng = random.Random(44)
+    made_by_template: list[bool] = []
+
+    def counted(finish: Callable[[Finished], bytes | None]) -> Callable[[Finished], bytes | None]:
+        def frames(done: Finished) -> bytes | None:
+            made = finish(done)
+            made_by_template.append(made is not None)
+            return made
+
+        return frames
+
+    for _ in range(400):
+        templated, fed = MessageBuilder("m é"), MessageBuilder("m é")
+        fed.id = templated.id
+        fed.text_frame = lambda delta: None  # type: ignore[method-assign]
+        fed.finish_frames = lambda done: None  # type: ignore[method-assign]
+        templated.finish_frames = counted(templated.finish_frames)  # type: ignore[method-assign]
+        streams = MessageStream(templated), BuilderStream(fed)
+        assert streams[0].start() == streams[1].start()
+        events = [rng.choice(pool) for _ in range(rng.randrange(0, 8))]
+        for event in [*events, rng.choice(ends)]:
+            made = [b"".join(stream.frames(event)) for stream in streams]
+            assert made[0] == made[1]
+        assert templated.final() == fed.final()
     assert sum(made_by_template) > 100
