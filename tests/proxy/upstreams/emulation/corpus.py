@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import random
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, is_dataclass, replace
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -546,6 +546,78 @@ def chunkings(text: str, *, seed: int = 0, max_splits: int = 48) -> Iterator[tup
         points = sorted(rng.sample(points, max_splits))
     for p in points:
         yield f"split{p}", [text[:p], text[p:]]
+
+
+BOUNDARY = 3
+"""Characters each side of a split point that make its place (`split_points`)."""
+MARKERS_BEFORE = 3
+"""Markers started before a split point that its place tells apart (`split_points`)."""
+
+
+@cache
+def markers(fmt: str) -> tuple[str, ...]:
+    """The format's markers: every string with a character other than a letter, digit or space
+    that a fresh parser of the format holds (its tags, stops and sections), longest first."""
+    found: set[str] = set()
+    _collect(get_format(fmt).parser(ToolSpecs.from_tools([]), strict=False), found, set())
+    return tuple(sorted(found, key=lambda m: (-len(m), m)))
+
+
+def _collect(obj: object, found: set[str], seen: set[int]) -> None:
+    if id(obj) in seen or isinstance(obj, ToolSpecs):
+        return
+    seen.add(id(obj))
+    if type(obj) is str:
+        if len(obj) > 1 and any(not (c.isalnum() or c.isspace()) for c in obj):
+            found.add(obj)
+    elif isinstance(obj, dict):
+        for key, value in obj.items():
+            _collect(key, found, seen)
+            _collect(value, found, seen)
+    elif isinstance(obj, list | tuple | set | frozenset):
+        for value in obj:
+            _collect(value, found, seen)
+    elif type(obj).__module__.startswith("proxy."):
+        if is_dataclass(obj):
+            for f in fields(obj):
+                _collect(getattr(obj, f.name), found, seen)
+        for value in getattr(obj, "__dict__", {}).values():
+            _collect(value, found, seen)
+
+
+def shape(fmt: str, text: str) -> tuple[str, list[int]]:
+    """The text as a parser's states tell it apart: letters as `a`, digits as `0`, the format's
+    markers, punctuation and spaces as written, padded with NULs so every split point has
+    `BOUNDARY` characters each side; and where the markers in it start."""
+    out = ["a" if c.isalpha() else "0" if c.isdigit() else c for c in text]
+    starts = []
+    for marker in markers(fmt):
+        at = text.find(marker)
+        while at >= 0:
+            out[at : at + len(marker)] = marker
+            starts.append(at)
+            at = text.find(marker, at + 1)
+    pad = "\0" * BOUNDARY
+    return pad + "".join(out) + pad, sorted(starts)
+
+
+def split_points(fmt: str, text: str, seen: set[tuple[int, str]]) -> list[int]:
+    """The two-chunk split points of `text` whose place is not in `seen` yet; adds them. A
+    place: how many markers start before the point (up to `MARKERS_BEFORE`) and `BOUNDARY`
+    characters each side as `shape` writes them. Replayed over a set of fixtures, every
+    distinct boundary in them is split once after each number of markers: inside each marker
+    at each offset, between each pair of punctuation, at the text's ends, in a run of letters
+    or digits."""
+    outline, starts = shape(fmt, text)
+    points, before = [], 0
+    for p in range(1, len(text)):
+        while before < len(starts) and starts[before] < p:
+            before += 1
+        key = (min(before, MARKERS_BEFORE), outline[p : p + 2 * BOUNDARY])
+        if key not in seen:
+            seen.add(key)
+            points.append(p)
+    return points
 
 
 def same_value(a: Any, b: Any) -> bool:

@@ -1,8 +1,10 @@
 """Every corpus fixture parses as expected, whole, per character, in random chunks and at
-two-chunk splits (all split points for clean and hand-written fixtures up to 48 characters
-long, 48 sampled points beyond; 8 sampled points for perturbed, irrelevance and truncation
-fixtures, to keep the suite fast), and strict mode refuses what it should. The default run
-takes a fifth of the BFCL cases (`corpus.sample`); `pytest --full-corpus` takes them all."""
+two-chunk splits, and strict mode refuses what it should. The split points are chosen by place
+(`corpus.split_points`): over a format's fixtures of one kind, every distinct boundary (three
+characters each side, letters and digits by class, the format's markers and punctuation as
+written) after each number of markers up to three is split once, rather than every point of short fixtures and sampled ones of the
+rest, most of which repeat a boundary another fixture already splits. The default run takes a
+fifth of the BFCL cases (`corpus.sample`); `pytest --full-corpus` takes them all."""
 
 from __future__ import annotations
 
@@ -20,6 +22,7 @@ from tests.proxy.upstreams.emulation.corpus import (
     parse,
     same_calls,
     sample,
+    split_points,
 )
 
 pytestmark = pytest.mark.usefixtures("quiet_refusals")
@@ -28,8 +31,6 @@ KINDS = ("clean", "perturbed", "irrelevance", "truncation", "handwritten")
 # The json envelope is decided at the reply's first character: prose first means plain text.
 UNSUPPORTED = {("json", "lead_prose")}
 Of = Callable[[str, str], list[Fixture]]
-SPLITS = 48
-"""Two-chunk split points tried at most on a clean or hand-written fixture (8 on the others)."""
 
 
 @pytest.fixture
@@ -47,29 +48,27 @@ def _fixtures(fmt: str, full: bool) -> list[Fixture]:
     return fixtures(fmt) if full else sample(_fixtures(fmt, True))
 
 
-def _clean_replays(text: str) -> set[str]:
-    """The replays the clean test puts this text through."""
-    return {label for label, _ in chunkings(text, max_splits=SPLITS)}
-
-
 @pytest.mark.parametrize("kind", KINDS)
 @pytest.mark.parametrize("fmt", FORMATS)
 def test_fixtures_parse_the_same_however_chunked(of: Of, fmt: str, kind: str) -> None:
-    splits = SPLITS if kind in ("clean", "handwritten") else 8
     wrong, unstable = [], []
     cases = of(fmt, kind)
     assert cases
     # A perturbation that leaves the clean text as it was (407 of the sample's) is the same
-    # parse as its clean fixture: its replays are the clean test's, less the split points
-    # that test does not try.
+    # parse as its clean fixture: the clean test replays that text per character and in
+    # random chunks, and splits every place it has.
     clean = {(f.id, f.text) for f in of(fmt, "clean")} if kind == "perturbed" else set()
+    places: set[tuple[int, str]] = set()
     for fixture in cases:
-        whole = parse(fixture, [fixture.text])
+        text = fixture.text
+        whole = parse(fixture, [text])
         if (fmt, fixture.tag) not in UNSUPPORTED and not exact(whole, fixture):
             wrong.append((fixture.id, fixture.tag, whole.calls, whole.content[:80]))
-        replayed = _clean_replays(fixture.text) if (fixture.id, fixture.text) in clean else ()
-        for label, chunks in chunkings(fixture.text, max_splits=splits):
-            if label in replayed or (kind == "truncation" and label == "chars"):
+        if (fixture.id, text) in clean:
+            continue
+        splits = [(f"split{p}", [text[:p], text[p:]]) for p in split_points(fmt, text, places)]
+        for label, chunks in [*chunkings(text, max_splits=0), *splits]:
+            if kind == "truncation" and label == "chars":
                 continue  # a cut-off text per character: test_truncated_calls_are_never_emitted
             got = parse(fixture, chunks)
             if (got.content, got.reasoning, got.calls) != (
