@@ -2,9 +2,10 @@
 two-chunk splits, and strict mode refuses what it should. The split points are chosen by place
 (`corpus.split_points`): over a format's fixtures of one kind, every distinct boundary (three
 characters each side, letters and digits by class, the format's markers and punctuation as
-written) after each number of markers up to three is split once, rather than every point of short fixtures and sampled ones of the
-rest, most of which repeat a boundary another fixture already splits. The default run takes a
-fifth of the BFCL cases (`corpus.sample`); `pytest --full-corpus` takes them all."""
+written) after each number of markers up to three is split once, rather than every point of
+short fixtures and sampled ones of the rest, most of which repeat a boundary another fixture
+already splits. The default run takes a fifth of the BFCL cases (`corpus.sample`);
+`pytest --full-corpus` takes them all."""
 
 from __future__ import annotations
 
