@@ -393,9 +393,21 @@ class _GbnfMatcher:
         return ref
 
     def _match_alt(self, node: Any) -> Ends:
-        options = [self._ends(option) for option in node[1]]
+        # An option that opens with a literal can only match where the text has its first
+        # character: only those options, and the ones that open otherwise, are tried.
+        anywhere: list[Ends] = []
+        by_first: dict[str, list[Ends]] = {}
+        for option in node[1]:
+            first = _first_literal(option)
+            if first:
+                by_first.setdefault(first[0], []).append(self._ends(option))
+            else:
+                anywhere.append(self._ends(option))
+        tried = {c: [*found, *anywhere] for c, found in by_first.items()}
 
         def alt(start: int) -> frozenset[int]:
+            text = self._text
+            options = tried.get(text[start], anywhere) if start < len(text) else anywhere
             return frozenset().union(*(option(start) for option in options))
 
         return alt
@@ -407,6 +419,8 @@ class _GbnfMatcher:
             ends = frozenset((start,))
             for item in items:
                 ends = _after(item, ends)
+                if not ends:
+                    return _NOWHERE  # the rest of the sequence cannot start anywhere
             return ends
 
         return seq
@@ -430,6 +444,13 @@ class _GbnfMatcher:
 
 
 _NOWHERE: frozenset[int] = frozenset()
+
+
+def _first_literal(node: Any) -> str:
+    """The literal a GBNF node opens with ("" when it opens with anything else)."""
+    while node[0] == "seq" and node[1]:
+        node = node[1][0]
+    return str(node[1]) if node[0] == "lit" else ""
 
 
 def _after(item: Ends, starts: frozenset[int]) -> frozenset[int]:
