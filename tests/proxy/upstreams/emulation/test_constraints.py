@@ -408,6 +408,8 @@ class _GbnfMatcher:
         def alt(start: int) -> frozenset[int]:
             text = self._text
             options = tried.get(text[start], anywhere) if start < len(text) else anywhere
+            if len(options) == 1:
+                return options[0](start)
             return frozenset().union(*(option(start) for option in options))
 
         return alt
