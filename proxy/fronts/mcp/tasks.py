@@ -247,16 +247,20 @@ class McpTasks:
                 error={"code": types.INTERNAL_ERROR, "message": str(exc)},
             )
         finally:
-            with anyio.CancelScope(shield=True), anyio.move_on_after(SETTLE_TIMEOUT_S):
-                try:
-                    await self._store.settle(outcome)
-                except StateUnavailableError as exc:
-                    log.warning("the MCP task %s's outcome was not kept: %s", record.task_id, exc)
-            del self._running[record.task_id]
-            self._per_key[record.owner] -= 1
-            if not self._per_key[record.owner]:
-                del self._per_key[record.owner]
-            done.set()
+            try:
+                with anyio.CancelScope(shield=True), anyio.move_on_after(SETTLE_TIMEOUT_S):
+                    try:
+                        await self._store.settle(outcome)
+                    except StateUnavailableError as exc:
+                        log.warning(
+                            "the MCP task %s's outcome was not kept: %s", record.task_id, exc
+                        )
+            finally:  # also when the settle ends as the stop's cancellation (state.cancels)
+                del self._running[record.task_id]
+                self._per_key[record.owner] -= 1
+                if not self._per_key[record.owner]:
+                    del self._per_key[record.owner]
+                done.set()
 
     async def _keep_lease(self, record: McpTaskRecord, scope: anyio.CancelScope) -> None:
         """Renew the lease while the call runs; stop the call once its record is terminal
