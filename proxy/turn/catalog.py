@@ -16,7 +16,7 @@ from policies import ANONYMOUS, CallContext, Gate, Principal, ToolFilter
 from registry import Tool, ToolIndex, ToolRegistry, ToolSpec
 
 from ..errors import BadRequestError
-from ..upstreams.base import ChatTool
+from ..upstreams.base import ChatTool, ChatTools
 
 SEARCH_TOOL = "tool_search"
 """The tool injected when deferred tools are visible (the README's "How the loop behaves",
@@ -89,6 +89,13 @@ class Toolset:
     denied: Mapping[str, Tool] = field(default_factory=dict)
     """Tools the request's filters select but the policy denies, by wire name: never shown
     or run, but a call to one is answered with the denial's reason, not "unknown tool"."""
+    offered: ChatTools = field(init=False, repr=False, compare=False)
+    """`chat_tools` as the loop offers them when it adds none, with their JSON made once
+    (`ChatTools`): made with the toolset, so whatever makes another toolset (a registry
+    change, another filter, caller or deferral, a tool added) makes it again."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "offered", ChatTools(self.chat_tools))
 
 
 _Key = tuple[int, ToolFilter, str | None, frozenset[str], frozenset[str]]

@@ -417,8 +417,10 @@ class ToolLoop:
             offered = programs.offered(turn)
             return [*view.direct, offered, *loaded, *client_tools.offered(turn)]
         toolset = turn.toolset
-        tools = [*toolset.chat_tools, *loaded]
         own = turn.body.get("tools")  # the client's own tools, if any
+        if not own and toolset.deferred is None and not loaded:
+            return toolset.offered  # the toolset's own, shared: its JSON made once
+        tools = [*toolset.chat_tools, *loaded]
         if toolset.deferred is not None or (own and client_tools.deferred(turn)):
             tools.append(SEARCH_CHAT_TOOL)
         if own:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Iterable, Mapping
 from typing import Any, Protocol
 
 import orjson
@@ -141,6 +141,27 @@ class ChatTool(dict[str, Any]):
 
     def __reduce__(self) -> tuple[Any, ...]:
         return dict, (dict(self),)
+
+
+class ChatTools(list[Any]):
+    """A toolset's Chat tools as the loop offers them when it adds none (no search, no
+    client tools, no deferred tool found): `json`, the array they serialise to, made once
+    with the list, which an upstream that sends Chat as it is splices whole instead of
+    splicing the tools one by one on every request.
+
+    Made once per toolset and shared by every request offered it: never changed (any
+    adapter that rewrites the tools makes a list of its own). A copy (`[*t]`, `list(t)`,
+    `copy.deepcopy`, pickle) is a plain list, spliced as usual.
+    """
+
+    __slots__ = ("json",)
+
+    def __init__(self, tools: Iterable[Any]) -> None:
+        super().__init__(tools)
+        self.json = orjson.Fragment(orjson.dumps(spliced(self)))
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return list, (list(self),)
 
 
 def spliced(tools: list[Any]) -> list[Any]:

@@ -16,7 +16,16 @@ from registry import http1
 from ..config import UpstreamConfig
 from ..errors import UpstreamError
 from ..turn.events import Usage
-from .base import TRACE_HEADERS, Chunk, Fault, Relayable, spliced, strip_provider, with_trace
+from .base import (
+    TRACE_HEADERS,
+    ChatTools,
+    Chunk,
+    Fault,
+    Relayable,
+    spliced,
+    strip_provider,
+    with_trace,
+)
 from .provider import ProviderUpstream, Request
 from .relay import TextScanner
 from .transport import Transport, error_message
@@ -45,7 +54,9 @@ class ChatDialect:
             if stripped is not messages:
                 payload = {**body, "messages": stripped}
         tools = body.get("tools")
-        if tools.__class__ is list:
+        if tools.__class__ is ChatTools:
+            payload = {**payload, "tools": tools.json}  # a toolset's JSON, made once
+        elif tools.__class__ is list:
             payload = {**payload, "tools": spliced(tools)}  # registry tools' JSON as it is
         if body.get("stream"):
             return Request(

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import orjson
 import pytest
 
@@ -16,7 +18,7 @@ from policies import (
 )
 from proxy.errors import BadRequestError
 from proxy.turn.catalog import SEARCH_CHAT_TOOL, SEARCH_SPEC, SEARCH_TOOL, Catalog
-from proxy.upstreams.base import ChatTool
+from proxy.upstreams.base import ChatTool, ChatTools
 from registry import Executor, ToolRegistry
 
 POLICY = RulePolicy(
@@ -233,3 +235,28 @@ def test_registry_tools_carry_their_json_shared_by_every_toolset_of_a_version() 
     tools.register(add, namespace="t", tags=["read_only"])
     (renewed,) = catalog.toolset(ToolFilter()).chat_tools
     assert b"exactly" in orjson.dumps(renewed.json) and renewed == tools.openai_schema("t.add")
+
+
+def test_a_toolsets_offered_list_and_its_json_follow_the_toolset() -> None:
+    tools = registry()
+    catalog = Catalog(tools, GATE)
+    every = catalog.toolset(ToolFilter())
+    offered = every.offered
+    assert offered.__class__ is ChatTools and offered == list(every.chat_tools)
+    assert orjson.dumps(offered.json) == orjson.dumps(list(every.chat_tools))
+    assert catalog.toolset(ToolFilter()).offered is offered, "made once per toolset"
+    assert catalog.toolset(ToolFilter(tags=frozenset({"none"}))).offered == []
+    loaded = catalog.toolset(ToolFilter(), load=frozenset({"t_archive"})).offered
+    assert [t["function"]["name"] for t in loaded] == ["t_add", "t_archive"]
+    assert b"t_archive" in orjson.dumps(loaded.json)
+    added = dataclasses.replace(every, chat_tools=(*every.chat_tools, SEARCH_CHAT_TOOL))
+    assert orjson.loads(orjson.dumps(added.offered.json))[-1] == SEARCH_CHAT_TOOL
+
+    def add(a: int, b: int) -> int:  # the same name, described anew
+        """Add two integers, exactly."""
+        return a + b
+
+    tools.unregister("t.add")
+    tools.register(add, namespace="t", tags=["read_only"])
+    renewed = catalog.toolset(ToolFilter()).offered
+    assert b"exactly" in orjson.dumps(renewed.json) and b"exactly" not in orjson.dumps(offered.json)

@@ -28,7 +28,7 @@ from proxy.turn.controls import Controls
 from proxy.turn.events import Finished, LoopEvent
 from proxy.turn.loop import ToolLoop
 from proxy.turn.record import Turn
-from proxy.upstreams.base import collect
+from proxy.upstreams.base import ChatTools, collect
 from registry import Executor, ToolRegistry
 
 USER = [{"role": "user", "content": "add 1 and 2"}]
@@ -216,6 +216,40 @@ async def test_the_last_word_after_a_guard_is_asked_without_tools_or_tool_choice
     last = upstream.bodies[-1]
     assert "tools" not in last and "tool_choice" not in last
     assert finished.finish_reason == "stop" and finished.stopped_by == "max_iterations"
+
+
+class _Given(Scripted):
+    """`Scripted`, noting each body's tools as the loop gave them (not copies)."""
+
+    def __init__(self, calls: int) -> None:
+        super().__init__(calls)
+        self.given: list[Any] = []
+
+    def complete(
+        self,
+        body: dict[str, Any],
+        *,
+        headers: Mapping[str, str] | None = None,
+        deadline: float | None = None,
+    ) -> contextlib.AbstractAsyncContextManager[AsyncIterator[dict[str, Any]]]:
+        self.given.append(body.get("tools"))
+        return super().complete(body, headers=headers, deadline=deadline)
+
+
+@pytest.mark.parametrize("relayed", [False, True])
+async def test_a_toolset_offered_as_it_is_goes_out_as_its_own_list(
+    executor: Executor, relayed: bool
+) -> None:
+    upstream = _Given(calls=1)
+    await run(executor, upstream, relayed=relayed)
+    first, second = upstream.given
+    assert first.__class__ is ChatTools and first is second, "the toolset's one list"
+    assert [t["function"]["name"] for t in first] == ["t_add"]
+    client = {"type": "function", "function": {"name": "mine", "parameters": {}}}
+    upstream = _Given(calls=0)
+    await run(executor, upstream, relayed=relayed, tools=[client])
+    (own,) = upstream.given
+    assert own.__class__ is list and own[-1] == client, "a list of the request's own"
 
 
 def _client_bodies() -> Iterator[dict[str, Any]]:

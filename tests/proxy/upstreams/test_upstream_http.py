@@ -9,6 +9,7 @@ import socket
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
+import orjson
 import pytest
 from aiohttp import web
 
@@ -16,7 +17,7 @@ from proxy.config import UpstreamConfig
 from proxy.errors import UpstreamError, UpstreamStatusError, UpstreamTimeoutError
 from proxy.turn.assembler import Assembler, Usage
 from proxy.upstreams import HTTPUpstream
-from proxy.upstreams.base import ChatTool
+from proxy.upstreams.base import ChatTool, ChatTools
 from testing.upstream import FakeUpstream, Reply
 
 SECRET = "sk-proxy-secret-0123456789"
@@ -137,6 +138,29 @@ async def test_tools_go_out_as_their_json_and_a_rewritten_copy_as_it_is(stream: 
             await upstream.answer(body)
     assert fake.requests[0]["tools"] == [schema, rewritten, client]
     assert body["tools"] == [tool, rewritten, client]  # the caller's body is left as it was
+
+
+@pytest.mark.parametrize("stream", [True, False])
+async def test_a_toolsets_list_goes_out_as_its_json(stream: bool) -> None:
+    function = {"name": "f", "description": "d", "parameters": {"type": "object"}}
+    schema = {"type": "function", "function": function}
+    tools = ChatTools([ChatTool(schema), {"type": "function", "function": {"name": "g"}}])
+    async with served(Reply.text("ok")) as (fake, upstream):
+        body = ask(stream, tools=tools)
+        if stream:
+            await collect(upstream, body)
+        else:
+            await upstream.answer(body)
+    assert fake.requests[0]["tools"] == [schema, {"type": "function", "function": {"name": "g"}}]
+    assert body["tools"] is tools
+
+
+def test_a_copy_of_a_toolsets_list_is_a_plain_list() -> None:
+    schema = {"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}
+    tools = ChatTools([ChatTool(schema)])
+    assert orjson.loads(orjson.dumps(tools.json)) == [schema]
+    for copied in (copy.copy(tools), copy.deepcopy(tools), pickle.loads(pickle.dumps(tools))):
+        assert copied.__class__ is list and copied == [schema]
 
 
 async def test_client_authorization_forwarded_when_api_key_empty() -> None:
