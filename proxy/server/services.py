@@ -32,15 +32,16 @@ class Loop(Protocol):
     meter: TurnMeter
     """Told of each turn's start and end (the telemetry's `LoopMeter`)."""
 
-    def run(self, turn: Turn) -> AsyncIterator[LoopEvent]:
-        """The events of one turn, ending with `Finished`."""
+    def run(self, turn: Turn, bare: bool = False) -> AsyncIterator[LoopEvent]:
+        """The events of one turn, ending with `Finished` (`bare`: the front found the
+        client's messages hold no tool round and no `toolwire` field)."""
         ...
 
     async def relay(
-        self, turn: Turn, whole: bool = False
+        self, turn: Turn, whole: bool = False, bare: bool = False
     ) -> bytes | Relayable | AsyncIterator[LoopEvent]:
         """An unstreamed turn's answer as the upstream's own bytes when it can be (`whole`: the
-        `Relayable` answer itself), else its events."""
+        `Relayable` answer itself), else its events (`bare`: as `run`'s)."""
         ...
 
 

@@ -119,15 +119,19 @@ class ToolLoop:
         self.meter: TurnMeter = UNMETERED
         """Told of each turn's start and `Finished` (the telemetry's, when it is on)."""
 
-    def run(self, turn: Turn) -> AsyncIterator[LoopEvent]:
-        """Yield the events of one turn, ending with `Finished`.
+    def run(self, turn: Turn, bare: bool = False) -> AsyncIterator[LoopEvent]:
+        """Yield the events of one turn, ending with `Finished`. `bare`: the front found the
+        client's messages hold no tool round and no `toolwire` field (`_history` then has
+        nothing to find).
 
         Raises:
             ProxyError: the upstream failed or rejected the request.
         """
-        return self._streamed(turn) if turn.body.get("stream") is True else self._run(turn)
+        if turn.body.get("stream") is True:
+            return self._streamed(turn, bare)
+        return self._run(turn)
 
-    async def _streamed(self, turn: Turn) -> AsyncIterator[LoopEvent]:
+    async def _streamed(self, turn: Turn, bare: bool = False) -> AsyncIterator[LoopEvent]:
         """A streamed turn's events. One whose history holds no tool round (the common turn:
         one upstream stream, its text passed on as it comes, then `Finished`) has its first
         round here, in this one generator rather than `_ask`'s inside `_run`'s, and without
@@ -136,7 +140,10 @@ class ToolLoop:
         there (the text already yielded stays yielded), as after any streamed round."""
         client_body = turn.body
         self.meter.begin(client_body)
-        messages, tool_rounds = _history(client_body["messages"])
+        if bare:
+            messages, tool_rounds = client_body["messages"], False
+        else:
+            messages, tool_rounds = _history(client_body["messages"])
         limits = self._limits_for(turn.controls)
         if tool_rounds:
             state = _State(LoopGuard(limits), messages, _upstream_body(client_body), True)
@@ -164,11 +171,11 @@ class ToolLoop:
         yield self._finished(_answered(answer, answer.usage or _NO_USAGE))
 
     async def relay(
-        self, turn: Turn, whole: bool = False
+        self, turn: Turn, whole: bool = False, bare: bool = False
     ) -> bytes | Relayable | AsyncIterator[LoopEvent]:
         """An unstreamed turn answered by the upstream's own bytes when it can be, else its
         events (`run`'s). `whole`: the `Relayable` answer itself rather than its bytes (for a
-        front that renders its own shape from the answer's fields).
+        front that renders its own shape from the answer's fields); `bare`: as `run`'s.
 
         The relay: a turn whose history holds no tool round asks the upstream once, as its
         first round would (the same body, deadline and meter), without the event stream;
@@ -187,13 +194,16 @@ class ToolLoop:
         if client_body.get("stream") is True:
             return self._run(turn)
         self.meter.begin(client_body)
-        messages, tool_rounds = _history(client_body["messages"])
         controls = turn.controls
         limits = self._limits if controls.max_iterations is None else self._limits_for(controls)
-        if tool_rounds:
-            return self._run(
-                turn, _State(LoopGuard(limits), messages, _upstream_body(client_body), True)
-            )
+        if bare:  # what `_history` would find, as the front found it
+            messages = client_body["messages"]
+        else:
+            messages, tool_rounds = _history(client_body["messages"])
+            if tool_rounds:
+                return self._run(
+                    turn, _State(LoopGuard(limits), messages, _upstream_body(client_body), True)
+                )
         started = time.monotonic()
         # The messages a list of their own: the history is the state's if the turn goes on.
         body = _first_request(client_body, [*messages], self._tools_for(turn, ()))

@@ -42,7 +42,7 @@ class ChatCompletions:
             BadRequestError: the body, its controls or its tools are not valid.
             ModelNotFoundError: no upstream serves the model.
         """
-        body = parse_body(raw)
+        body, bare = parse_body(raw)
         controls = parse_controls(body.pop("toolwire", None), context.headers)
         services = self._services
         model = body["model"]
@@ -58,11 +58,13 @@ class ChatCompletions:
         if body.get("stream") is not True:
             # The upstream's own answer when it is what this front renders (`relay`); the
             # renderer made only when it is not.
-            return _new_reply(Relay, (services.loop.relay(turn), ChatJsonRenderer, model))
+            return _new_reply(
+                Relay, (services.loop.relay(turn, False, bare), ChatJsonRenderer, model)
+            )
         options = body.get("stream_options")  # an object or null (`parse_body`)
         include_usage = options is not None and options.get("include_usage") is True
         # Positional: keywords would cost a call as much again.
         renderer = ChatStreamRenderer(
             ResponseMeta.new(model), include_usage, controls.stream_tool_events
         )
-        return _new_reply(Streamed, (services.loop.run(turn), renderer))
+        return _new_reply(Streamed, (services.loop.run(turn, bare), renderer))

@@ -111,8 +111,10 @@ class ChatBody(TypedDict):
 _BODY = TypeAdapter(ChatBody)
 
 
-def parse_body(raw: bytes) -> dict[str, Any]:
-    """The request body, checked; returned as sent (unknown fields kept).
+def parse_body(raw: bytes) -> tuple[dict[str, Any], bool]:
+    """The request body, checked; returned as sent (unknown fields kept); and whether its
+    messages are known to be bare (`BARE`: the loop's `relay` and `run` need not look at them
+    again).
 
     Raises:
         BadRequestError: not JSON, a field of the wrong type or shape (its path in
@@ -124,14 +126,15 @@ def parse_body(raw: bytes) -> dict[str, Any]:
         raise BadRequestError(f"the request body is not valid JSON: {exc}") from exc
     if not isinstance(body, dict):
         raise BadRequestError("the request body must be a JSON object")
-    if plainly_valid(body):
-        return body
+    plain = plainly_valid(body)
+    if plain:
+        return body, plain == BARE
     try:
         _BODY.validate_python(body)
     except ValidationError as exc:
         raise _bad_request(exc) from exc
     _check_pairing(body["messages"])
-    return body
+    return body, False
 
 
 _CHOICES = frozenset({"none", "auto", "required"})
@@ -162,45 +165,60 @@ _SCALARS: dict[str, tuple[tuple[type, ...], Any, Any]] = {
 for a number) and bounds, or `_OWN`."""
 
 
-def plainly_valid(body: dict[str, Any]) -> bool:
+PLAIN = 1
+"""`plainly_valid`'s answer for a body it passes."""
+BARE = 2
+"""`plainly_valid`'s answer for a body it passes whose messages also have no `tool_calls`
+and no `toolwire` field (so no tool message either: each answers an earlier call): the
+loop's `_history` would find no tool round and nothing to remove, as this scan found."""
+
+
+def plainly_valid(body: dict[str, Any]) -> int:
     """Whether `body` is of the usual shape, passes `ChatBody` and answers only tool calls
     made earlier (`_check_pairing`), for sure: a check by hand, at about a third of the
-    validator's cost. False says nothing (the validator and `_check_pairing` then decide, and
-    word the error): only fields of the usual kinds are looked at, and anything else (a
-    message without `content`, a content part that is not an object, a named tool choice, a
-    list of stops) is left to them."""
+    validator's cost. `PLAIN` or `BARE` when it is; 0 says nothing (the validator and
+    `_check_pairing` then decide, and word the error): only fields of the usual kinds are
+    looked at, and anything else (a message without `content`, a content part that is not an
+    object, a named tool choice, a list of stops) is left to them."""
     model = body.get("model")
-    if model.__class__ is not str or not model or not _plain_messages(body.get("messages")):
-        return False
+    if model.__class__ is not str or not model:
+        return 0
+    plain = _plain_messages(body.get("messages"))
+    if not plain:
+        return 0
     for key, value in body.items():
         rule = _SCALARS.get(key)
         if rule is None or value is None:
             continue
         if rule is _OWN:
             if not _own_field(key, value):
-                return False
+                return 0
             continue
         kinds, low, high = rule
         if value.__class__ not in kinds:
-            return False
+            return 0
         if low is not None and not low <= value:  # not `<`: a NaN passes neither way
-            return False
+            return 0
         if high is not None and not value <= high:
-            return False
-    return True
+            return 0
+    return plain
 
 
-def _plain_messages(messages: Any) -> bool:
-    """Whether `messages` pass `list[Message]` (not empty) and `_check_pairing` for sure."""
+def _plain_messages(messages: Any) -> int:
+    """Whether `messages` pass `list[Message]` (not empty) and `_check_pairing` for sure:
+    `PLAIN`, or `BARE` when none has `tool_calls` or a `toolwire` field; else 0."""
     if messages.__class__ is not list or not messages:
-        return False
+        return 0
     called: set[Any] | None = None
+    odd = False
     try:
         for message in messages:
             # A message that is no object, or lacks a field, raises here: the validator's.
             content = message["content"]
             if content.__class__ is not str and content is not None and not _parts(content):
-                return False
+                return 0
+            # No branch (the function has enough): a field `_history` would look at.
+            odd |= "tool_calls" in message or "toolwire" in message
             role = message["role"]
             if role == "user" or role == "system" or role == "developer":
                 continue
@@ -209,15 +227,15 @@ def _plain_messages(messages: Any) -> bool:
                 if calls is not None:
                     called = called if called is not None else set()
                     if not _plain_calls(calls, called):
-                        return False
+                        return 0
             elif role == "tool":
                 if called is None or message["tool_call_id"] not in called:  # str ids
-                    return False
+                    return 0
             elif role != "function" or message["name"].__class__ is not str:
-                return False
+                return 0
     except (KeyError, TypeError):
-        return False
-    return True
+        return 0
+    return PLAIN if odd else BARE
 
 
 def _own_field(key: str, value: Any) -> bool:

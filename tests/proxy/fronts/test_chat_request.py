@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import json
 import random
@@ -17,11 +18,14 @@ from proxy.fronts.chat import request
 from proxy.fronts.chat.request import (
     _BODY,
     _SCALARS,
+    BARE,
+    PLAIN,
     ChatBody,
     _check_pairing,
     parse_body,
     plainly_valid,
 )
+from proxy.turn import loop
 
 CALL = {"id": "call_1", "type": "function", "function": {"name": "f", "arguments": "{}"}}
 USUAL: list[dict[str, Any]] = [
@@ -115,7 +119,7 @@ def _validator_accepts(body: dict[str, Any]) -> bool:
 def test_the_usual_requests_pass_the_hand_check(body: dict[str, Any]) -> None:
     assert plainly_valid(body)
     assert _validator_accepts(body)
-    assert parse_body(orjson.dumps(body)) == body
+    assert parse_body(orjson.dumps(body))[0] == body
 
 
 def _mutants(rng: random.Random) -> list[dict[str, Any]]:
@@ -167,7 +171,7 @@ def test_the_hand_check_passes_nothing_the_validator_refuses() -> None:
 def _outcome(raw: bytes) -> Any:
     """What `parse_body` makes of `raw`: the body, or the 400 it answers (status and body)."""
     try:
-        return parse_body(raw)
+        return parse_body(raw)[0]
     except BadRequestError as exc:
         return (exc.status, exc.body())
 
@@ -221,3 +225,31 @@ def test_the_hand_check_knows_every_field_the_validator_checks() -> None:
             body = {**copy.deepcopy(base), key: value}
             if plainly_valid(body):
                 assert _validator_accepts(body), body
+
+
+def test_bare_messages_are_those_the_loops_history_leaves_as_they_are() -> None:
+    # `BARE` lets the loop skip `_history`: it must hold only where `_history` would give the
+    # messages back as they are and find no tool round.
+    user = {"role": "user", "content": "hi"}
+    kinds = [
+        *USUAL,
+        *_mutants(random.Random(29)),
+        {"model": "m", "messages": [{**user, "toolwire": {"x": 1}}]},
+        {"model": "m", "messages": [user, {"role": "assistant", "content": "a", "tool_calls": []}]},
+        {"model": "m", "messages": [user, {"role": "assistant", "content": "a", "toolwire": {}}]},
+        {"model": "m", "messages": [{**user, "tool_calls": [CALL]}]},
+    ]
+    found = {0: 0, PLAIN: 0, BARE: 0}
+    for body in kinds:
+        plain = plainly_valid(body)
+        found[plain] += 1
+        if not plain:
+            continue
+        messages, tool_rounds = loop._history(body["messages"])
+        if plain == BARE:
+            assert messages is body["messages"] and not tool_rounds, body
+        with contextlib.suppress(TypeError):  # a number JSON cannot hold, as orjson writes it
+            assert parse_body(orjson.dumps(body)) == (body, plain == BARE)
+    assert plainly_valid(USUAL[0]) == BARE and plainly_valid(USUAL[3]) == PLAIN
+    assert [plainly_valid(body) for body in kinds[-4:]] == [PLAIN] * 4
+    assert all(found.values()), found
