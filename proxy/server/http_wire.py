@@ -44,6 +44,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import inspect
+import sys
 import urllib.parse
 from collections.abc import Awaitable, Callable
 from types import CoroutineType
@@ -74,6 +75,11 @@ class LeanHttpTools(HttpToolsProtocol):
     """The server's headers the last cycle was made with, and their items (`default_items`),
     which every cycle takes while the list lasts (`http_cycle._items`)."""
     default_items: list[bytes] | None = None
+    _head_most = 0
+    """The head's size, at least (the bytes of the reads it came in), as `LimitedHttpTools`
+    counts it; with `_max_bytes` and `_max_fields` (no limit here) what `on_headers_complete`
+    compares before it calls `head_over` (`LimitedHttpTools`'s refusal)."""
+    _max_bytes = _max_fields = sys.maxsize
 
     def __init__(
         self,
@@ -140,6 +146,11 @@ class LeanHttpTools(HttpToolsProtocol):
         self.send_400_response(msg)
 
     def on_headers_complete(self) -> None:
+        # The head's limits (`LimitedHttpTools`'s) looked at here, not in an override that
+        # calls this: a call less per request.
+        self._head_open = self._head_begun = False
+        if self._head_most > self._max_bytes or len(self.headers) > self._max_fields:
+            self.head_over()
         parser = self.parser
         scope: Any = self.scope
         http_version = parser.get_http_version()
@@ -185,6 +196,10 @@ class LeanHttpTools(HttpToolsProtocol):
         else:  # pipelined: it waits for the answer before it
             self.flow.pause_reading()
             self.pipeline.appendleft((cycle, app))
+
+    def head_over(self) -> None:
+        """The head may be past the limits (its reads or fields are): raise if it is. No
+        limits here; `LimitedHttpTools` has them."""
 
     def on_message_complete(self) -> None:
         cycle = self.cycle
