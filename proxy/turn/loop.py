@@ -17,7 +17,7 @@ from policies import Admission, Gate, GateDecision, LoopGuard, LoopLimits
 from registry import TaskTimer, ToolCall, ToolResult, reports_progress
 
 from ..approvals.flow import USED_APPROVAL, ApprovalFlow, apply_answers
-from ..upstreams.base import Chunk, Relayable
+from ..upstreams.base import Chunk, Relayable, filled
 from . import client_tools, pauses, progress
 from .assembler import Answer, Assembler, Usage, assistant_message
 from .catalog import SEARCH_CHAT_TOOL
@@ -215,11 +215,11 @@ class ToolLoop:
                 raw = relayable.raw
                 if raw is not None:  # the turn's end, told as `_finished` would tell it
                     self.meter.finished(relayable.usage, None)
-                    return relayable if whole else raw
+                    return relayable.fields() if whole else raw
         # The turn goes on from that answer, its first iteration counted, as `_run`'s would be.
         base = _upstream_body(client_body)
         state = _State(LoopGuard(limits, started, iterations=1), messages, base)
-        return self._run(turn, state, chunks)
+        return self._run(turn, state, filled(chunks))
 
     def _begin(self, turn: Turn) -> _State:
         """A turn's state before its first round (the client's history, not yet what a pending
@@ -503,7 +503,7 @@ class ToolLoop:
                     if delta is not None:
                         yield delta
         else:
-            for chunk in await upstream.answer(body, turn.headers, deadline):
+            for chunk in filled(await upstream.answer(body, turn.headers, deadline)):
                 delta = assembler.feed(chunk)
                 if delta is not None:
                     yield delta

@@ -41,7 +41,8 @@ class Upstream(Protocol):
         headers: Mapping[str, str] | None = None,
         deadline: float | None = None,
     ) -> list[Chunk]:
-        """An unstreamed completion (`body` without `stream: true`): all its chunks at once.
+        """An unstreamed completion (`body` without `stream: true`): all its chunks at once
+        (a `Relayable` one's fields may wait for `Relayable.fields()`; `complete`'s never do).
 
         What `complete` gives, as one coroutine instead of a context and an iterator: the
         loop can only use an unstreamed answer whole, and every layer between it and the
@@ -111,9 +112,13 @@ class Relayable(dict[str, Any]):
     A codec returns one only after checking the answer field by field; copying it (`{**c}`,
     as any adapter that rewrites a chunk does) yields a plain dict, so a rewritten answer is
     never relayed.
+
+    One that `Upstream.answer` returns may hold its fields only once `fields()` is called
+    (`pending`): the Chat front sends its `raw` bytes and reads no field, so they are made
+    only for a reader that does (the loop, when the turn goes on; a front of its own shape).
     """
 
-    __slots__ = ("finish_reason", "raw", "usage")
+    __slots__ = ("finish_reason", "pending", "raw", "usage")
 
     def __init__(self, chunk: Chunk, finish_reason: str, usage: Any) -> None:
         dict.update(self, chunk)  # not `super().__init__`: one is made per answer
@@ -121,6 +126,34 @@ class Relayable(dict[str, Any]):
         self.finish_reason = finish_reason
         self.usage = usage
         """The answer's `Usage`, read once by the check."""
+        self.pending: tuple[dict[str, Any], Any] | None = None
+        """An unstreamed Chat answer the codec checked and the model asked for, while the
+        chunk's fields are yet to be made from them (`fields`)."""
+
+    def fields(self) -> Relayable:
+        """This chunk, its fields made if they were `pending`: `as_chunk`'s chunk of the
+        answer (the model the one asked for, which the check found the answer names)."""
+        pending = self.pending
+        if pending is not None:
+            self.pending = None
+            payload, model = pending
+            message = payload["choices"][0]["message"]
+            finish = self.finish_reason
+            self["id"] = payload["id"]
+            self["model"] = model
+            self["choices"] = [
+                {"index": 0, "delta": message, "logprobs": None, "finish_reason": finish}
+            ]
+            self["usage"] = payload["usage"]
+        return self
+
+
+def filled(chunks: list[Chunk]) -> list[Chunk]:
+    """`chunks` with every `Relayable` one's fields made (`Relayable.fields`)."""
+    for chunk in chunks:
+        if chunk.__class__ is Relayable:
+            chunk.fields()  # type: ignore[attr-defined]
+    return chunks
 
 
 class ChatTool(dict[str, Any]):

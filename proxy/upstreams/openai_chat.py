@@ -137,19 +137,13 @@ class ChatCodec:
         usage = relayable(payload, self._model) if payload.__class__ is dict else None
         if usage is None:
             return [as_chunk(payload)]
-        # `as_chunk`'s chunk, of the fields `relayable` checked: `Relayable(chunk, finish,
-        # usage)`, filled in place (no chunk to copy, no `__init__` frame: one per answer).
-        choice = payload["choices"][0]
-        finish = choice["finish_reason"]
-        delta = {"index": 0, "delta": choice["message"], "logprobs": None, "finish_reason": finish}
+        # `as_chunk`'s chunk, of the fields `relayable` checked, its fields `pending` (the
+        # Chat front reads none): made without `__init__`'s frame (one per answer).
         relayed: Relayable = _new_dict(Relayable)
-        relayed["id"] = payload["id"]
-        relayed["model"] = self._model
-        relayed["choices"] = [delta]
-        relayed["usage"] = payload["usage"]
         relayed.raw = None
-        relayed.finish_reason = finish
+        relayed.finish_reason = payload["choices"][0]["finish_reason"]
         relayed.usage = usage
+        relayed.pending = (payload, self._model)
         return [relayed]
 
 

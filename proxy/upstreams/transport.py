@@ -22,7 +22,7 @@ from registry import http1
 from .. import sse
 from ..config import UpstreamConfig
 from ..errors import UpstreamError, UpstreamStatusError, UpstreamTimeoutError
-from .base import Chunk, Codec, Fault, Relayable
+from .base import Chunk, Codec, Fault, Relayable, filled
 from .coalescing import coalesce
 from .probe import connect_failure
 from .relay import Relayed, TextScanner
@@ -421,7 +421,7 @@ class Exchange:
             UpstreamTimeoutError: the body stalled.
         """
         data = await _rest(self.name, response, [], self._credential)
-        return _chunks(data, self._codec(), self._credential)
+        return filled(_chunks(data, self._codec(), self._credential))  # fields for every reader
 
     def _event(self, codec: Codec, data: bytes) -> list[Chunk]:
         try:

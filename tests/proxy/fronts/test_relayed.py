@@ -13,7 +13,7 @@ from proxy.fronts.relayed import relayed_events
 from proxy.turn.assembler import Assembler
 from proxy.turn.events import Finished, LoopEvent
 from proxy.upstreams import direct_answers
-from proxy.upstreams.base import Relayable
+from proxy.upstreams.base import Relayable, filled
 from proxy.upstreams.openai_chat import ChatCodec, as_chunk, relayable
 
 MODEL = "fake-model"
@@ -74,8 +74,8 @@ def assembled(raw: bytes) -> list[LoopEvent]:
 
 def relayed(answer: dict[str, Any]) -> Relayable:
     """`answer` as the loop hands it on (`ToolLoop.relay`): the codec's `Relayable`, the
-    upstream's bytes filled in by the transport."""
-    (chunk,) = ChatCodec(MODEL, stream=False).whole(answer)
+    upstream's bytes filled in by the transport, its fields made (`whole=True`)."""
+    (chunk,) = filled(ChatCodec(MODEL, stream=False).whole(answer))
     assert chunk.__class__ is Relayable  # only such answers are read back
     chunk.raw = orjson.dumps(answer)
     return chunk  # type: ignore[return-value]

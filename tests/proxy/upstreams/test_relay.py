@@ -14,7 +14,7 @@ import pytest
 from proxy.fronts.chat.render import ChatJsonRenderer, ResponseMeta
 from proxy.turn.assembler import Assembler
 from proxy.turn.events import Finished, Usage
-from proxy.upstreams.base import Relayable
+from proxy.upstreams.base import Relayable, filled
 from proxy.upstreams.openai_chat import ChatCodec, as_chunk, relayable
 
 MODEL = "served-model"
@@ -40,7 +40,7 @@ def answer(**message: Any) -> dict[str, Any]:
 
 def rendered(payload: dict[str, Any]) -> tuple[bytes, dict[str, Any]]:
     """What the Chat front sends for this upstream answer, and what the slow path renders."""
-    chunks = ChatCodec(MODEL).whole(copy.deepcopy(payload))
+    chunks = filled(ChatCodec(MODEL).whole(copy.deepcopy(payload)))  # as the loop reads them
     for chunk in chunks:
         if chunk.__class__ is Relayable:
             chunk.raw = orjson.dumps(payload)  # as the transport does
@@ -198,7 +198,7 @@ def test_tool_calls_are_never_relayed() -> None:
 
 def test_a_copied_chunk_loses_its_bytes() -> None:
     # Adapters that rewrite a chunk copy it; the copy is a plain dict and is never relayed.
-    (chunk,) = ChatCodec(MODEL).whole(answer())
+    (chunk,) = filled(ChatCodec(MODEL).whole(answer()))
     assert chunk.__class__ is Relayable
     assert {**chunk}.__class__ is dict
 
@@ -207,8 +207,11 @@ def test_a_copied_chunk_loses_its_bytes() -> None:
 def test_a_relayable_chunk_is_the_chunk_the_slow_path_reads(payload: dict[str, Any]) -> None:
     (chunk,) = ChatCodec(MODEL).whole(copy.deepcopy(payload))
     assert chunk.__class__ is Relayable
+    assert dict(chunk) == {}, "its fields wait for a reader (the Chat front reads none)"
     expected = as_chunk(payload)
     expected["choices"][0]["logprobs"] = None  # a relayed answer's, always null
-    assert dict(chunk) == expected
+    assert chunk.fields() is chunk and dict(chunk) == expected
+    assert list(chunk) == list(expected), "in the same order"
+    assert chunk.fields() is chunk and dict(chunk) == expected, "made once"
     assert (chunk.raw, chunk.finish_reason) == (None, payload["choices"][0]["finish_reason"])
     assert chunk.usage == relayable(payload, MODEL)

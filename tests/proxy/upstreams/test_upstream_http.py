@@ -17,7 +17,7 @@ from proxy.config import UpstreamConfig
 from proxy.errors import UpstreamError, UpstreamStatusError, UpstreamTimeoutError
 from proxy.turn.assembler import Assembler, Usage
 from proxy.upstreams import HTTPUpstream
-from proxy.upstreams.base import ChatTool, ChatTools
+from proxy.upstreams.base import ChatTool, ChatTools, Relayable
 from testing.upstream import FakeUpstream, Reply
 
 SECRET = "sk-proxy-secret-0123456789"
@@ -161,6 +161,20 @@ def test_a_copy_of_a_toolsets_list_is_a_plain_list() -> None:
     assert orjson.loads(orjson.dumps(tools.json)) == [schema]
     for copied in (copy.copy(tools), copy.deepcopy(tools), pickle.loads(pickle.dumps(tools))):
         assert copied.__class__ is list and copied == [schema]
+
+
+async def test_an_answers_relayable_chunk_has_its_fields_made_when_read() -> None:
+    # `answer`'s chunk holds its fields for a reader that asks (`fields`); `complete`'s,
+    # which any adapter may read, has them made.
+    async with served(Reply.text("whole answer")) as (_fake, upstream):
+        (answered,) = await upstream.answer(ask(False))
+        (completed,) = await collect(upstream, ask(False))
+    assert answered.__class__ is completed.__class__ is Relayable
+    assert answered.raw is not None and dict(answered) == {}
+    assert completed["choices"][0]["delta"]["content"] == "whole answer"
+    made = answered.fields()  # type: ignore[attr-defined]
+    assert made["choices"][0]["delta"]["content"] == "whole answer"
+    assert {**made, "id": None} == {**completed, "id": None}
 
 
 async def test_client_authorization_forwarded_when_api_key_empty() -> None:
