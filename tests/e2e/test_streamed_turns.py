@@ -139,7 +139,7 @@ async def test_the_client_reads_what_the_full_loop_shows(
     async with proxy(upstream.base_url) as client:
         for fast in (True, False):
             if not fast:  # every streamed turn through the full loop, as before `_streamed`
-                monkeypatch.setattr(ToolLoop, "run", lambda self, turn: self._run(turn))
+                monkeypatch.setattr(ToolLoop, "run", lambda self, turn, bare=False: self._run(turn))
             upstream.script(*scripts()[script]())
             tools = {"tools": [CLIENT_TOOL]} if script == "client's own tool" else {}
             try:
