@@ -19,7 +19,7 @@ from testing.mcp_servers import process_state, stdio_command
 from testing.upstream import FakeUpstream, Reply
 from testing.waiting import until
 from tests.conftest import REPO
-from tests.e2e.served import descendants, log_lines, toolwire_serve
+from tests.e2e.served import child_pids, descendants, log_lines, toolwire_serve
 
 USER = [{"role": "user", "content": "hi"}]
 WAIT_S = 60
@@ -57,6 +57,29 @@ async def _until_draining(tmp_path: Path, processes: int) -> None:
         return len(lines) >= processes
 
     await until(draining, deadline_s=WAIT_S, every_s=0.05)
+
+
+async def _until_one_worker(pid: int, workers: int) -> None:
+    """With several workers, until only one is left: the one running the turn. A worker with
+    nothing to drain stops at once, and a connection it took in the moment it stopped is
+    closed unanswered (as any server's stop closes one that has sent nothing yet), so a new
+    request is sure of the draining worker's 503 only once the other is gone."""
+    if workers == 1:
+        return
+
+    def one_left() -> bool:  # uvicorn's workers, not multiprocessing's resource tracker
+        return sum(_is_worker(p) for p in child_pids(pid)) == 1
+
+    await until(one_left, deadline_s=WAIT_S, every_s=0.05)
+
+
+def _is_worker(pid: int) -> bool:
+    """Whether `pid` is a live worker process of uvicorn's supervisor (spawned)."""
+    if process_state(pid) in (None, "Z"):
+        return False
+    with contextlib.suppress(OSError):
+        return b"spawn_main" in Path(f"/proc/{pid}/cmdline").read_bytes()
+    return False
 
 
 async def _until_exists(path: Path) -> None:
@@ -109,6 +132,7 @@ async def test_sigterm_drains_a_turn_running_an_mcp_stdio_tool(
             assert len(started) >= expected
             process.send_signal(signal.SIGTERM)
             await _until_draining(tmp_path, workers)
+            await _until_one_worker(process.pid, workers)
             assert await _refused(base) == 503
             async with session.get(f"{base}/readyz") as ready:
                 assert ready.status == 503
