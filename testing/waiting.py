@@ -6,8 +6,9 @@ from __future__ import annotations
 import asyncio
 import inspect
 from collections.abc import Awaitable, Callable
+from typing import Any
 
-__all__ = ["DEADLINE_S", "until"]
+__all__ = ["DEADLINE_S", "cancelled_within", "until"]
 
 
 DEADLINE_S = 60.0
@@ -31,3 +32,17 @@ async def until(
             if await seen if inspect.isawaitable(seen) else seen:
                 return
             await asyncio.sleep(every_s)
+
+
+async def cancelled_within(task: asyncio.Future[Any], what: str) -> None:
+    """Cancel `task` and check that it ends, cancelled, within `DEADLINE_S` (one that must
+    not fire): a task whose cancellation a library dropped would go on instead.
+
+    Raises:
+        AssertionError: it did not end, or ended otherwise.
+    """
+    task.cancel()
+    ended, _ = await asyncio.wait({task}, timeout=DEADLINE_S)
+    task.cancel()
+    assert task in ended, f"{what} did not stop"
+    assert task.cancelled()

@@ -4,6 +4,7 @@ are the frames its events make."""
 
 from __future__ import annotations
 
+import functools
 import random
 from collections.abc import Callable
 from typing import Any
@@ -33,6 +34,29 @@ from registry import ToolCall, ToolResult
 
 USAGE = Usage(7, 3, 10, cached_tokens=2, reasoning_tokens=1)
 CALL = ToolCall(id="call_1", name="lookup", arguments='{"q": "x"}')
+ENDS = [
+    Finished("stop", USAGE),
+    Finished("length", USAGE),
+    Finished("content_filter", Usage()),
+    Finished("stop", USAGE, stopped_by="time"),
+    Finished("tool_calls", USAGE, tool_calls=(CALL,)),
+]
+"""Every way a turn ends that a templated end must render as the events do."""
+
+
+def _counted(
+    made_by_template: list[bool], finish: Callable[[Finished], bytes | None]
+) -> Callable[[Finished], bytes | None]:
+    """`finish`, noting in `made_by_template` whether each end came from the template."""
+
+    def frames(done: Finished) -> bytes | None:
+        made = finish(done)
+        made_by_template.append(made is not None)
+        return made
+
+    return frames
+
+
 PAUSED = ToolCall(id="call_tw0123", name="t_add", arguments={"a": 1})
 
 SCRIPTS: dict[str, list[LoopEvent]] = {
@@ -205,23 +229,10 @@ def test_a_response_ends_its_text_with_the_frames_its_events_make() -> None:
         ToolsStarted((shown,)),
         ToolsFinished((shown,), (ToolResult("call_9", "3"),)),
     ]
-    ends = [
-        Finished("stop", USAGE),
-        Finished("length", USAGE),
-        Finished("content_filter", Usage()),
-        Finished("stop", USAGE, stopped_by="time"),
-        Finished("tool_calls", USAGE, tool_calls=(CALL,)),
-    ]
+    ends = ENDS
     rng = random.Random(44)
     made_by_template: list[bool] = []
-
-    def counted(finish: Callable[[Finished], bytes | None]) -> Callable[[Finished], bytes | None]:
-        def frames(done: Finished) -> bytes | None:
-            made = finish(done)
-            made_by_template.append(made is not None)
-            return made
-
-        return frames
+    counted = functools.partial(_counted, made_by_template)
 
     for i in range(400):
         plan = ResponsePlan("m", {}, {"t_add": "t"}, i % 2 == 0)
@@ -254,23 +265,10 @@ def test_a_message_opens_and_ends_with_the_frames_its_events_make() -> None:
         ToolsStarted((shown,)),
         ToolsFinished((shown,), (ToolResult("call_9", "3"),)),
     ]
-    ends = [
-        Finished("stop", USAGE),
-        Finished("length", USAGE),
-        Finished("content_filter", Usage()),
-        Finished("stop", USAGE, stopped_by="time"),
-        Finished("tool_calls", USAGE, tool_calls=(CALL,)),
-    ]
+    ends = ENDS
     rng = random.Random(44)
     made_by_template: list[bool] = []
-
-    def counted(finish: Callable[[Finished], bytes | None]) -> Callable[[Finished], bytes | None]:
-        def frames(done: Finished) -> bytes | None:
-            made = finish(done)
-            made_by_template.append(made is not None)
-            return made
-
-        return frames
+    counted = functools.partial(_counted, made_by_template)
 
     for _ in range(400):
         templated, fed = MessageBuilder("m é"), MessageBuilder("m é")
