@@ -162,6 +162,21 @@ def _fed(claims: dict[int, dict[str, object]] | None = None) -> _Lines:
     return lines
 
 
+def _response(rid: int, result: dict[str, object]) -> types.JSONRPCResponse:
+    return types.JSONRPCResponse(jsonrpc="2.0", id=rid, result=result)
+
+
+async def _last(lines: _Lines) -> object:
+    """The one message the session reads from `lines`, before their end (within a deadline
+    that must not fire)."""
+    with anyio.fail_after(30):
+        item = await lines.receive()
+        with pytest.raises(anyio.EndOfStream):
+            await lines.receive()
+    assert isinstance(item, SessionMessage)
+    return item.message
+
+
 async def test_an_answer_goes_to_its_waiting_call_as_its_bytes_arrive() -> None:
     claims: dict[int, dict[str, object]] = {}
     lines = _fed(claims)
@@ -172,12 +187,7 @@ async def test_an_answer_goes_to_its_waiting_call_as_its_bytes_arrive() -> None:
     assert claims == {1: {"content": []}}
     lines.feed_data(_answer_line(2, {"x": 1}))  # no call waits for it: the session reads it
     lines.feed_eof()
-    with anyio.fail_after(30):
-        item = await lines.receive()
-        with pytest.raises(anyio.EndOfStream):
-            await lines.receive()
-    assert isinstance(item, SessionMessage)
-    assert item.message == types.JSONRPCResponse(jsonrpc="2.0", id=2, result={"x": 1})
+    assert await _last(lines) == _response(2, {"x": 1})
 
 
 async def test_an_answer_behind_a_queued_message_waits_its_turn() -> None:
@@ -190,7 +200,7 @@ async def test_an_answer_behind_a_queued_message_waits_its_turn() -> None:
         first, second = await lines.receive(), await lines.receive()
     assert isinstance(first, SessionMessage) and isinstance(second, SessionMessage)
     assert isinstance(first.message, types.JSONRPCNotification)
-    assert second.message == types.JSONRPCResponse(jsonrpc="2.0", id=1, result={"a": 1})
+    assert second.message == _response(1, {"a": 1})
 
 
 async def test_a_session_reading_slowly_stops_the_pipe_until_it_catches_up() -> None:
@@ -217,12 +227,7 @@ async def test_a_stream_no_protocol_feeds_is_read_by_the_session() -> None:
 
     lines = _fed()
     lines.hook(cast(Any, SimpleNamespace(stdout=Stdout())))
-    with anyio.fail_after(30):
-        item = await lines.receive()
-        with pytest.raises(anyio.EndOfStream):
-            await lines.receive()
-    assert isinstance(item, SessionMessage)
-    assert item.message == types.JSONRPCResponse(jsonrpc="2.0", id=4, result={"b": 2})
+    assert await _last(lines) == _response(4, {"b": 2})
 
 
 async def test_what_the_stream_reader_got_first_is_taken_over() -> None:
@@ -233,9 +238,4 @@ async def test_what_the_stream_reader_got_first_is_taken_over() -> None:
     lines = _fed()
     lines.hook(cast(Any, SimpleNamespace(_process=SimpleNamespace(_protocol=protocol))))
     assert protocol.stdout is lines
-    with anyio.fail_after(30):
-        item = await lines.receive()
-        with pytest.raises(anyio.EndOfStream):
-            await lines.receive()
-    assert isinstance(item, SessionMessage)
-    assert item.message == types.JSONRPCResponse(jsonrpc="2.0", id=5, result={"c": 3})
+    assert await _last(lines) == _response(5, {"c": 3})
