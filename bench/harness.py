@@ -33,6 +33,7 @@ import orjson
 
 from bench.cpu import pinner
 from bench.workload import CHUNKS, TEXT
+from testing.ports import free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 BENCH = ROOT / "bench"
@@ -238,12 +239,6 @@ class Processes:
 def _children_cpu() -> float:
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
     return usage.ru_utime + usage.ru_stime
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def script(name: str, *args: str) -> list[str]:

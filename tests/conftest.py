@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import random
-import socket
 import ssl
 import sys
 from collections.abc import AsyncIterator, Callable
@@ -65,25 +63,6 @@ class Proxy:
 async def upstream() -> AsyncIterator[FakeUpstream]:
     async with FakeUpstream() as fake:
         yield fake
-
-
-def _free_port() -> int:
-    """A free loopback port for a server that another process binds later (redis-server,
-    `toolwire serve`). Drawn at random below the kernel's ephemeral range: a port the kernel
-    handed out would be free again until then, and the kernel hands ports out to every
-    process's port-0 binds and outgoing connections, other test workers' too."""
-    ephemeral = Path("/proc/sys/net/ipv4/ip_local_port_range")
-    low = int(ephemeral.read_text().split()[0]) if ephemeral.exists() else 32768
-    draw = random.SystemRandom()
-    for _ in range(100):
-        port = draw.randrange(10_000, low)
-        with socket.socket() as sock:
-            try:
-                sock.bind(("127.0.0.1", port))
-            except OSError:
-                continue  # taken
-            return port
-    raise RuntimeError(f"no free port found between 10000 and {low}")
 
 
 @cache

@@ -17,9 +17,10 @@ import orjson
 
 from testing.asgi_serving import STARTUP_S
 from testing.mcp_servers import child_pids
+from testing.ports import free_port
 from testing.upstream import FakeUpstream
 from testing.waiting import until
-from tests.conftest import REPO, _free_port
+from tests.conftest import REPO
 
 TOOLS = '''
 import os
@@ -90,7 +91,7 @@ async def toolwire_serve(
         **sections,
     }
     (tmp_path / "proxy.yaml").write_bytes(orjson.dumps(config))
-    port = _free_port()
+    port = free_port()
     command = [sys.executable, "-m", "proxy", "serve", "--config", str(tmp_path / "proxy.yaml")]
     command += ["--port", str(port), "--log-format", "json", "--workers", str(workers)]
     stderr = open(tmp_path / "stderr.log", "wb")  # noqa: SIM115, ASYNC230 (closed below)

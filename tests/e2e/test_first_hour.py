@@ -23,8 +23,9 @@ import openai
 import pytest
 import yaml
 
+from testing.ports import free_port
 from testing.upstream import FakeUpstream, Reply
-from tests.conftest import REPO, _free_port, serve_proxy
+from tests.conftest import REPO, serve_proxy
 
 TOOLWIRE = [sys.executable, "-m", "proxy"]
 USER: Any = [{"role": "user", "content": "What is the weather in Paris?"}]
@@ -57,7 +58,7 @@ def _http(url: str, method: str = "GET") -> tuple[int, Any]:
 def toolwire_serve(config: Path, log: Path) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
     """`toolwire serve --config CONFIG` on a free port, its stderr in `log`; yields its root
     URL once `/healthz` answers."""
-    port = _free_port()
+    port = free_port()
     with log.open("wb") as stderr:
         process = subprocess.Popen(
             [*TOOLWIRE, "serve", "--config", str(config), "--port", str(port)],

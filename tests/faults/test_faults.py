@@ -7,6 +7,7 @@ import asyncio
 import os
 import socket
 import time
+from pathlib import Path
 from typing import Any
 
 import aiohttp
@@ -15,6 +16,7 @@ import orjson
 import pytest
 
 from registry import ToolRegistry
+from testing.ports import free_port
 from testing.upstream import FakeUpstream, Reply
 from tests.conftest import serve_proxy
 from tests.e2e.answers import ask, tool_messages
@@ -191,7 +193,12 @@ async def test_a_faulty_workload_leaks_nothing(upstream: FakeUpstream) -> None:
     assert grown == [], grown
 
 
-def test_free_port_helper_is_loopback_only() -> None:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        assert sock.getsockname()[0] == "127.0.0.1"
+def test_free_port_is_below_the_ephemeral_range_and_bindable() -> None:
+    """Servers started in another process (redis-server, `toolwire serve`, the benches'
+    fakes) get ports the kernel never hands to port-0 binds or outgoing connections."""
+    low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    for _ in range(20):
+        port = free_port()
+        assert 10_000 <= port < low
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", port))

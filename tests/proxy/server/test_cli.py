@@ -27,7 +27,7 @@ import pytest
 from examples.tools import get_weather
 from proxy import load_settings
 from proxy.server.cli import main
-from tests.conftest import _free_port
+from testing.ports import free_port
 
 REPO = Path(__file__).resolve().parents[3]
 TOOLWIRE = [sys.executable, "-m", "proxy"]
@@ -426,7 +426,7 @@ def _wait_for_line(process: subprocess.Popen[str], needle: str, deadline: float)
 
 @pytest.fixture
 def server() -> Iterator[tuple[subprocess.Popen[str], str]]:
-    port = _free_port()
+    port = free_port()
     process = subprocess.Popen(
         [*TOOLWIRE, "serve", "--port", str(port)],
         cwd=REPO,
@@ -591,7 +591,7 @@ def test_check_says_why_a_stdio_mcp_server_did_not_start(tmp_path: Path) -> None
 
 def test_serve_says_why_a_stdio_mcp_server_did_not_start(tmp_path: Path) -> None:
     config = write_config(tmp_path, BROKEN_MCP.split("  - {mcp: {command: [no-such")[0])
-    result = toolwire("serve", "--config", config, "--port", str(_free_port()))
+    result = toolwire("serve", "--config", config, "--port", str(free_port()))
 
     assert_clean_failure(result, "error: MCP server time: python -m no_such_module_xyz exited")
     last = result.stderr.strip().splitlines()[-1]

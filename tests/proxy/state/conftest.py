@@ -16,7 +16,7 @@ from collections.abc import Iterator
 import pytest
 
 from testing.asgi_serving import STARTUP_S
-from tests.conftest import _free_port
+from testing.ports import free_port
 
 _REDIS = shutil.which("redis-server")
 
@@ -26,7 +26,7 @@ class RedisServer:
     persistence: only an explicit SAVE writes its folder's dump, which a restart loads."""
 
     def __init__(self, folder: str) -> None:
-        self.port = _free_port()
+        self.port = free_port()
         self.url = f"redis://127.0.0.1:{self.port}/0"
         self._folder = folder
         self._process: subprocess.Popen[bytes] | None = None

@@ -20,8 +20,9 @@ import orjson
 from openai import AsyncOpenAI
 
 from testing.asgi_serving import STARTUP_S
+from testing.ports import free_port
 from testing.upstream import FakeUpstream
-from tests.conftest import REPO, _free_port
+from tests.conftest import REPO
 
 FREE_KEY = "free-key-0001"
 LIMITED_KEY = "limited-key-0001"
@@ -157,7 +158,7 @@ async def replica_processes(
 
 @contextlib.asynccontextmanager
 async def _serve(name: str, config: Path, folder: Path) -> AsyncIterator[Replica]:
-    port = _free_port()
+    port = free_port()
     log = folder / f"{name}.log"
     with log.open("wb") as stderr:
         process = subprocess.Popen(  # noqa: ASYNC220 (a Popen, for its pid and signals)
