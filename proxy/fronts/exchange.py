@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, Generic, NamedTuple, TypeVar
 
 from .. import sse
@@ -34,7 +34,6 @@ ErrorBody = Callable[[ProxyError], dict[str, Any]]
 """A front's error shape."""
 
 E = TypeVar("E")
-P = TypeVar("P")
 
 
 class Streamed(NamedTuple, Generic[E]):
@@ -67,45 +66,31 @@ Reply = Streamed[Any] | Answered[Any] | Relay[Any]
 built on the hot path)."""
 
 
-def serve_turn(
-    scope: Scope,
-    receive: Receive,
-    send: Send,
-    services: Services,
-    prepare: Callable[[bytes, RequestContext], Awaitable[P]],
-    reply: Callable[[P], Reply],
-    error_body: ErrorBody,
-) -> Coroutine[Any, Any, None]:
-    """Serve one turn: read and `prepare` the request (a failure is an error response in
-    the front's shape), then send the `reply`, cancelled if the client leaves."""
-    return serve_reply(scope, receive, send, services, prepare, error_body, reply)
-
-
 async def serve_reply(
     scope: Scope,
     receive: Receive,
     send: Send,
     services: Services,
-    reply: Callable[[bytes, RequestContext], Any],
+    reply: Callable[[bytes, RequestContext], Reply | Awaitable[Reply]],
     error_body: ErrorBody,
-    prepared: Callable[[Any], Reply] | None = None,
 ) -> None:
-    """Serve one turn of a front that prepares a request without a wait: `reply` reads the
-    request into its reply at once (what it raises is an error response in the front's
-    shape), which is sent, cancelled if the client leaves. With `prepared` (`serve_turn`'s),
-    `reply` is awaited, and `prepared` makes the reply of what it gives.
+    """Serve one turn: `reply` reads the request into its reply (what it raises is an error
+    response in the front's shape), which is sent, cancelled if the client leaves. A reply
+    prepared without a wait is given at once (a plain function: no coroutine to make and
+    run); one that must wait first (a stored response to read, a run to launch) as an
+    awaitable of it.
 
     One coroutine for the request's read and its answer, which a front returns from its own
     `__call__` (no frame of the front's stays on the request's task)."""
     context = context_of(scope)
     try:
         raw = await read_body(receive, scope, services.server)
-        out = reply(raw, context) if prepared is None else await reply(raw, context)
+        out = reply(raw, context)
+        if not isinstance(out, tuple):  # not a reply (a named tuple): one to wait for
+            out = await out
     except Exception as exc:
         await _refuse(exc, send, context, error_body)
         return
-    if prepared is not None:
-        out = prepared(out)
     # `until_disconnect` and `answer` spelled out: their frames would be two more on every
     # resumption of the task while the turn runs.
     watch = DisconnectWatch(receive, scope)

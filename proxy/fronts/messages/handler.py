@@ -18,7 +18,7 @@ from ...turn.controls import parse_controls
 from ...turn.events import LoopEvent
 from ...turn.record import Turn
 from ...upstreams.base import Relayable
-from ..exchange import Relay, Reply, Streamed, send_error, serve_turn
+from ..exchange import Relay, Reply, Streamed, send_error, serve_reply
 from ..hosted import Declared, HostedTool, declare, messages_type, served
 from ..renderers import BuilderJson
 from .errors import error_body
@@ -28,6 +28,7 @@ from .render import MessageBuilder, MessageStream
 from .request import parse_body, to_chat_body
 from .searches import replay_searches
 
+_NO_TOOLS: frozenset[str] = frozenset()
 _new_reply = tuple.__new__
 """Makes a reply (a named tuple) from its fields, without the named tuple's own `__new__`."""
 
@@ -53,6 +54,9 @@ class _Prepared:
     hosted: tuple[HostedTool, ...] = ()
     """The hosted tools the client declared (web search, web fetch), as this request serves
     them."""
+    bare: bool = False
+    """The loop's body holds text turns alone (no tool round, no `toolwire` field): the loop
+    need not look at its messages again (`ToolLoop.run`'s `bare`)."""
 
 
 class Messages:
@@ -66,13 +70,21 @@ class Messages:
         self._services = services
 
     def __call__(self, scope: Scope, receive: Receive, send: Send) -> Coroutine[Any, Any, None]:
-        # serve_turn's coroutine, not awaited here: no frame of this one stays on the
+        # serve_reply's coroutine, not awaited here: no frame of this one stays on the
         # request's task (see server/middleware.py).
-        return serve_turn(
-            scope, receive, send, self._services, self._prepare, self._reply, error_body
-        )
+        return serve_reply(scope, receive, send, self._services, self._reply, error_body)
 
-    async def _prepare(self, raw: bytes, context: RequestContext) -> _Prepared:
+    def _reply(self, raw: bytes, context: RequestContext) -> Reply:
+        """The request as its turn, and how the turn reaches the client (prepared without a
+        wait: a plain function, not a coroutine).
+
+        Raises:
+            BadRequestError: the body, its controls or its tools are not valid.
+            ModelNotFoundError: no upstream serves the model.
+        """
+        return self._replied(self._prepare(raw, context))
+
+    def _prepare(self, raw: bytes, context: RequestContext) -> _Prepared:
         try:
             document = orjson.loads(raw)
         except orjson.JSONDecodeError as exc:
@@ -82,12 +94,14 @@ class Messages:
         services = self._services
         caller = context.caller()
         if document.get("tools") is None and _text_turns(document["messages"]):
-            # No tool and no block: nothing hosted, programmatic, referenced or searched.
+            # No tool and no block: nothing hosted, programmatic, referenced or searched; the
+            # Chat body's messages are text turns (rosetta keeps no field but role and content).
             chat = to_chat_body(document)
             toolset = services.catalog.toolset(controls.tool_filter, caller)
             upstream = services.upstreams.for_model(body["model"])
-            turn = Turn(chat, upstream, toolset, frozenset(), controls, context.headers, caller)
-            return _Prepared(turn, body.get("stream") is True, None, None, frozenset())
+            turn = Turn(chat, upstream, toolset, _NO_TOOLS, controls, context.headers, caller)
+            stream = body.get("stream") is True
+            return _Prepared(turn, stream, None, None, _NO_TOOLS, (), True)
         program_type = code_execution_type(document)
         if program_type is not None and controls.code_mode is None:
             # The client asked for programmatic tool calling: code mode answers it.
@@ -148,7 +162,7 @@ class Messages:
             )
         return list(declared.values())
 
-    def _reply(self, prepared: _Prepared) -> Reply:
+    def _replied(self, prepared: _Prepared) -> Reply:
         turn, stream = prepared.turn, prepared.stream
         builder = MessageBuilder(
             turn.body["model"],
@@ -160,15 +174,16 @@ class Messages:
             not stream,
         )  # positional: keywords would cost a call as much again
         if stream:
-            return Streamed(self._services.loop.run(turn), MessageStream(builder))
+            events = self._services.loop.run(turn, prepared.bare)
+            return _new_reply(Streamed, (events, MessageStream(builder)))
         # The renderer made only for a turn's events: a relayed answer is rendered at once
         # (a quiet builder's `start` makes nothing, so none is missed).
-        answer = _relayed(self._services.loop, turn, builder)
+        answer = _relayed(self._services.loop, turn, builder, prepared.bare)
         return _new_reply(Relay, (answer, BuilderJson, builder))
 
 
 async def _relayed(
-    loop: Loop, turn: Turn, builder: MessageBuilder
+    loop: Loop, turn: Turn, builder: MessageBuilder, bare: bool
 ) -> bytes | AsyncIterator[LoopEvent]:
     """An unstreamed turn's answer: the message made at once
     from the upstream's relayed answer (`MessageBuilder.relayed`), else the turn's events for
@@ -177,7 +192,7 @@ async def _relayed(
     Raises:
         ProxyError: the upstream failed or rejected the request.
     """
-    answered = await loop.relay(turn, whole=True)
+    answered = await loop.relay(turn, True, bare)
     if answered.__class__ is not Relayable:
         return answered  # type: ignore[return-value]
     return builder.relayed(answered)  # type: ignore[arg-type]

@@ -30,7 +30,7 @@ from ...turn.events import LoopEvent
 from ...turn.record import Turn
 from ...upstreams.base import Relayable
 from ..conversion import direct_responses, round_items, to_chat
-from ..exchange import Answered, Relay, Reply, Streamed, serve_turn
+from ..exchange import Answered, Relay, Reply, Streamed, serve_reply
 from ..exchange import openai_error_body as error_body
 from ..hosted import is_responses_search, served
 from .background_run import Run
@@ -57,6 +57,9 @@ class _Prepared:
     conversation: list[Item]
     stream: bool
     store: bool
+    bare: bool = False
+    """The loop's body holds text messages alone (converted directly: no tool round, no
+    `toolwire` field), so the loop need not look at them again (`ToolLoop.run`'s `bare`)."""
     background: Run | None = None
     """Run in the background (`background: true`): launched, and answered at once."""
 
@@ -71,24 +74,44 @@ class Responses:
         so most requests of a key bring the same one)."""
 
     def __call__(self, scope: Scope, receive: Receive, send: Send) -> Coroutine[Any, Any, None]:
-        # serve_turn's coroutine, not awaited here: no frame of this one stays on the
+        # serve_reply's coroutine, not awaited here: no frame of this one stays on the
         # request's task (see server/middleware.py).
-        return serve_turn(
-            scope, receive, send, self._services, self._prepare, self._reply, error_body
-        )
+        return serve_reply(scope, receive, send, self._services, self._reply, error_body)
 
-    async def _prepare(self, raw: bytes, context: RequestContext) -> _Prepared:
+    def _reply(self, raw: bytes, context: RequestContext) -> Reply | Awaitable[Reply]:
+        """The request as its turn, and how the turn reaches the client: prepared without a
+        wait (a plain function, not a coroutine) unless it continues a stored response or
+        runs in the background (`_waited`).
+
+        Raises:
+            BadRequestError: the body, its controls or its tools are not valid.
+            ModelNotFoundError: no upstream serves the model.
+        """
         try:
             body = parse_body(orjson.loads(raw))
         except orjson.JSONDecodeError as exc:
             raise BadRequestError(f"the request body is not valid JSON: {exc}") from exc
-        if not isinstance(body.get("background"), bool | None):
+        background = body.get("background")
+        if not isinstance(background, bool | None):
             raise BadRequestError("background: must be a boolean", param="background")
-        services = self._services
+        if background or body.get("previous_response_id") is not None:
+            return self._waited(body, context)
+        return self._replied(self._prepare(body, context, []))
+
+    async def _waited(self, body: ResponsesBody, context: RequestContext) -> Reply:
+        """The reply to a request that continues a stored response (read first), or runs in
+        the background (launched first).
+
+        Raises:
+            ResponseNotFoundError: the previous response is unknown, or another key's.
+            BadRequestError: the previous response still runs, or the background run cannot
+                be launched (and what `_prepare` raises).
+            TooManyRunsError: this replica runs its most background responses.
+        """
         prior: list[Item] = []
         previous = body.get("previous_response_id")
         if previous is not None:
-            stored = await services.responses.get(previous)
+            stored = await self._services.responses.get(previous)
             if stored is None or not stored.visible_to(context.principal):
                 raise ResponseNotFoundError(
                     f"previous response {previous!r} not found", param="previous_response_id"
@@ -100,6 +123,23 @@ class Responses:
                     param="previous_response_id",
                 )
             prior = stored.conversation
+        prepared = self._prepare(body, context, prior)
+        if prepared.plan.echo["background"]:
+            prepared = await self._launch(prepared)
+        return self._replied(prepared)
+
+    def _prepare(
+        self, body: ResponsesBody, context: RequestContext, prior: list[Item]
+    ) -> _Prepared:
+        """The checked request as the loop's turn and the response's plan, after `prior`
+        (the conversation of the response it continues).
+
+        Raises:
+            BadRequestError: an input item, a tool, a tool choice or a control is not valid,
+                or the input holds no message.
+            ModelNotFoundError: no upstream serves the model.
+        """
+        services = self._services
         conversation = [*prior, *input_items(body["input"])]
         controls = parse_controls(body.get("toolwire"), context.headers)
         hosted = services.hosted_tools
@@ -120,9 +160,10 @@ class Responses:
             web_search = served(tools.web_search, toolset)
         # Text messages and no function tool: made at once, the body `to_chat` would give.
         chat = None if tools.functions else direct_responses(body, conversation)
+        bare = chat is not None
         if chat is None:
             chat = self._converted(body, conversation, tools, toolset)
-        mark(chat, tools.marks)
+            mark(chat, tools.marks)
         if not chat.get("messages"):
             raise BadRequestError("'input' holds no message", param="input")
         turn = Turn(
@@ -145,10 +186,7 @@ class Responses:
             web_search,
         )  # positional: keywords would cost a call as much again
         stream, store = body.get("stream") is True, body.get("store") is not False
-        prepared = _Prepared(turn, plan, conversation, stream, store)
-        if plan.echo["background"]:
-            prepared = await self._launch(prepared)
-        return prepared
+        return _Prepared(turn, plan, conversation, stream, store, bare)
 
     @staticmethod
     def _converted(
@@ -199,10 +237,10 @@ class Responses:
         # come as they are made, for any client that follows them.
         turn.body["stream"] = True
         run = Run(ResponseBuilder(prepared.plan), turn, prepared.conversation, runs.store)
-        await runs.launch(run, lambda: self._services.loop.run(turn))
+        await runs.launch(run, lambda: self._services.loop.run(turn, prepared.bare))
         return dataclasses.replace(prepared, background=run)
 
-    def _reply(self, prepared: _Prepared) -> Reply:
+    def _replied(self, prepared: _Prepared) -> Reply:
         run = prepared.background
         if run is not None:
             if prepared.stream:
@@ -211,7 +249,8 @@ class Responses:
             return Answered(_nothing(), Fixed(run.queued))
         if prepared.stream:
             builder = ResponseBuilder(prepared.plan)
-            events = self._kept(self._services.loop.run(prepared.turn), builder, prepared)
+            events = self._services.loop.run(prepared.turn, prepared.bare)
+            events = self._kept(events, builder, prepared)
             return Streamed(events, ResponseStream(builder))
         builder = ResponseBuilder(prepared.plan, quiet=True)
         builder.start()  # its listings open the output (a quiet builder makes no event)
@@ -223,7 +262,7 @@ class Responses:
     ) -> bytes | AsyncIterator[LoopEvent | Stored]:
         """An unstreamed response: rendered at once when the upstream answered the turn
         whole (`ToolLoop.relay`), else the turn's events for the renderer to fold."""
-        answered = await self._services.loop.relay(prepared.turn, whole=True)
+        answered = await self._services.loop.relay(prepared.turn, True, prepared.bare)
         if answered.__class__ is not Relayable:
             return self._kept(answered, builder, prepared)  # type: ignore[arg-type]
         builder.relayed(answered)  # type: ignore[arg-type]

@@ -1,6 +1,6 @@
-"""One turn served over HTTP (`serve_turn`, `serve_reply`): a request that cannot be read or
-prepared is answered in the front's shape, whatever it raised; an answer relayed as the
-upstream's bytes makes no renderer, and one that is not is rendered."""
+"""One turn served over HTTP (`serve_reply`): a request that cannot be read or prepared (at
+once, or after a wait) is answered in the front's shape, whatever it raised; an answer relayed
+as the upstream's bytes makes no renderer, and one that is not is rendered."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import orjson
 import pytest
 
 from proxy.errors import BadRequestError, ProxyError
-from proxy.fronts.exchange import Relay, Reply, serve_reply, serve_turn
+from proxy.fronts.exchange import Relay, Reply, serve_reply
 from proxy.server.asgi import send_json_bytes
 from proxy.server.context import RequestContext
 
@@ -60,12 +60,12 @@ async def test_what_a_reply_raises_is_answered_in_the_fronts_shape(
     def reply(raw: bytes, context: RequestContext) -> Reply:
         raise raised
 
-    async def prepare(raw: bytes, context: RequestContext) -> None:
+    async def waited(raw: bytes, context: RequestContext) -> Reply:
         raise raised
 
-    for serve, args in ((serve_reply, (reply,)), (serve_turn, (prepare, lambda p: p))):
+    for made in (reply, waited):
         with caplog.at_level(logging.ERROR, logger="toolwire"):
-            status, headers, body = await served(serve, *args)
+            status, headers, body = await served(serve_reply, made)
         internal = isinstance(raised, RuntimeError)
         message = "internal error in the proxy" if internal else "bad field"
         assert (status, orjson.loads(body)) == (500 if internal else 400, {"front": message})
@@ -99,6 +99,16 @@ async def test_a_relay_makes_its_renderer_only_for_events(relayed: bool) -> None
     else:
         assert orjson.loads(body) == {"rendered": ["one", "two"]}
         assert [meta for _, meta in made] == ["the model"]
+
+
+async def test_a_reply_given_after_a_wait_is_served() -> None:
+    async def answer() -> bytes:
+        return b'{"after":"a wait"}'
+
+    async def waited(raw: bytes, context: RequestContext) -> Reply:
+        return Relay(answer(), _Renderer, None)
+
+    assert (await served(serve_reply, waited))[::2] == (200, b'{"after":"a wait"}')
 
 
 async def test_an_answer_is_sent_as_send_json_bytes_sends_it() -> None:
