@@ -277,6 +277,15 @@ class LeanHttpTools(HttpToolsProtocol):
                 self.timeout_keep_alive, self.timeout_keep_alive_handler
             )
 
+    def awaits_request(self) -> bool:
+        """Whether the connection waits for a request it was taken for: its first, or a next
+        one begun (not one idle after an answer, nor one closing). A stop lets it come
+        (`stopping.answering_first`)."""
+        cycle = self.cycle
+        if self.transport.is_closing():
+            return False
+        return cycle is None or (cycle.response_complete and not self._idle)
+
     def timeout_keep_alive_handler(self) -> None:
         """Close the connection once it has waited `timeout_keep_alive` for a request."""
         self.timeout_keep_alive_task = None

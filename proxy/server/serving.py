@@ -23,7 +23,7 @@ from typing import Any
 
 import uvicorn
 
-from ..config import Settings, UpstreamConfig, load_settings
+from ..config import ServerConfig, Settings, UpstreamConfig, load_settings
 from ..state import NOT_SHARED, check_state
 from ..telemetry import MULTIPROC_ENV, Drain, Stop, log_config
 from ..upstreams import probe_all
@@ -31,6 +31,7 @@ from . import http_limits
 from .app import create_app
 from .listener import BindError, listen
 from .sources import started
+from .stopping import Supervisor, answering_first
 
 __all__ = ["app_from_env", "serve", "started", "tune_collector"]
 
@@ -76,8 +77,6 @@ def _serve_workers(
     settings: Settings, sock: socket.socket, args: argparse.Namespace, logs: dict[str, Any]
 ) -> None:
     """uvicorn's supervisor and `--workers` processes, each serving on `sock`."""
-    from uvicorn.supervisors import Multiprocess
-
     if settings.state.backend == "memory":
         print(
             f"toolwire: {args.workers} workers with state.backend: memory: each worker keeps "
@@ -104,7 +103,7 @@ def _serve_workers(
         timeout_worker_healthcheck=settings.server.worker_healthcheck_s,
     )
     with _metrics_shared_by_workers(), contextlib.suppress(KeyboardInterrupt):
-        Multiprocess(config, sockets=[sock]).run()
+        Supervisor(config, sockets=[sock]).run()
     _stop_resource_tracker()
 
 
@@ -132,6 +131,7 @@ async def _serve_one(settings: Settings, sock: socket.socket, args: argparse.Nam
             server.handle_exit = drain.signal_handler(  # type: ignore[method-assign,assignment]
                 _stopper(server), settings.server.drain_s
             )
+            answering_first(server, drain, settings.server.header_timeout_s)
             # What start-up built lives as long as the process: keep the collector off it.
             gc.freeze()
             tune_collector()
@@ -177,16 +177,18 @@ def _stopper(server: uvicorn.Server) -> Stop:
     return stop
 
 
-def _drain_worker(drain: Drain, limit_s: float) -> None:
+def _drain_worker(drain: Drain, server: ServerConfig) -> None:
     """In a `--workers` process: put the drain before uvicorn's signal handlers, which are
-    installed by the time the app is built."""
+    installed by the time the app is built, and make uvicorn's stop answer what it took."""
     for sig in (signal.SIGTERM, signal.SIGINT):
         handler = signal.getsignal(sig)
-        server = getattr(handler, "__self__", None)
-        if isinstance(server, uvicorn.Server):
-            signal.signal(sig, drain.signal_handler(_stopper(server), limit_s))
+        serving = getattr(handler, "__self__", None)
+        if isinstance(serving, uvicorn.Server):
+            signal.signal(sig, drain.signal_handler(_stopper(serving), server.drain_s))
         elif callable(handler):  # uvicorn's handler wrapped by another library
-            signal.signal(sig, drain.signal_handler(_calling(handler), limit_s))
+            signal.signal(sig, drain.signal_handler(_calling(handler), server.drain_s))
+    if isinstance(serving, uvicorn.Server):
+        answering_first(serving, drain, server.header_timeout_s)
 
 
 def _calling(handler: Callable[[int, Any], Any]) -> Stop:
@@ -230,7 +232,7 @@ def app_from_env() -> object:
         host, _, port = os.environ[_BOUND_ENV].rpartition(" ")
         settings = _bound_to(settings, host, int(port))
     app = create_app(settings)
-    _drain_worker(app.telemetry.drain, settings.server.drain_s)
+    _drain_worker(app.telemetry.drain, settings.server)
     tune_collector()
     return app
 

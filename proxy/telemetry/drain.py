@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import signal
 from collections.abc import Callable
 from types import FrameType
@@ -40,6 +41,8 @@ class Drain:
         self._signal: int | None = None
         self._stop: Stop | None = None
         self._timer: asyncio.TimerHandle | None = None
+        self._ends = math.inf
+        """When the drain's time is up (the event loop's clock), once a signal began it."""
 
     def admit(self, method: str) -> bool:
         """A request with this method has begun: True when the drain waits for it to end
@@ -62,6 +65,11 @@ class Drain:
     def begin(self) -> None:
         """Refuse new requests from now on (without a server to stop: tests, embedding)."""
         self.draining = True
+
+    def left_s(self) -> float:
+        """How long the drain's time lasts still (0 once up; infinite before a signal): what
+        the server's stop may still wait for (`stopping.answering_first`)."""
+        return max(0.0, self._ends - asyncio.get_running_loop().time())
 
     async def refuse(self, scope: Scope, send: Send) -> None:
         """A refused request's 503, in its route's error shape (readiness says `draining`,
@@ -99,6 +107,7 @@ class Drain:
                 stop(sig)
             return
         self._signal, self._stop = sig, stop
+        self._ends = loop.time() + limit_s
         self.draining = True
         log.info(
             "%s: draining %d running request(s) for up to %gs; new requests get 503",

@@ -78,13 +78,15 @@ async def toolwire_serve(
     environ: dict[str, str] | None = None,
     **sections: Any,
 ) -> AsyncIterator[tuple[str, subprocess.Popen[bytes]]]:
-    """`toolwire serve --log-format json` on a config with `tools.py` as `demo` (and `tools`);
-    yields its root URL once /readyz answers 200, and the process (killed if still running
-    at the end). Its log is `tmp_path / "stderr.log"`."""
+    """`toolwire serve --log-format json` on a config with `tools.py` as `demo` (and `tools`,
+    and the `sections` given; `server`'s settings go over the defaults below); yields its root
+    URL once /readyz answers 200, and the process (killed if still running at the end). Its
+    log is `tmp_path / "stderr.log"`."""
     (tmp_path / "tools.py").write_text(TOOLS)
+    # Long enough for a test to look at a drain, however loaded the machine.
+    server = {"drain_s": STARTUP_S, "worker_healthcheck_s": STARTUP_S}
     config = {
-        # Long enough for a test to look at a drain, however loaded the machine.
-        "server": {"drain_s": STARTUP_S, "worker_healthcheck_s": STARTUP_S},
+        "server": {**server, **sections.pop("server", {})},
         "upstreams": [{"name": "fake", "base_url": upstream.base_url, "models": ["*"]}],
         "tools": [{"python": "tools.py", "namespace": "demo"}, *tools],
         "loop": {"keepalive_s": 0.1},

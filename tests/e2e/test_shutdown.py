@@ -19,7 +19,7 @@ from testing.mcp_servers import process_state, stdio_command
 from testing.upstream import FakeUpstream, Reply
 from testing.waiting import until
 from tests.conftest import REPO
-from tests.e2e.served import child_pids, descendants, log_lines, toolwire_serve
+from tests.e2e.served import descendants, log_lines, toolwire_serve
 
 USER = [{"role": "user", "content": "hi"}]
 WAIT_S = 60
@@ -57,29 +57,6 @@ async def _until_draining(tmp_path: Path, processes: int) -> None:
         return len(lines) >= processes
 
     await until(draining, deadline_s=WAIT_S, every_s=0.05)
-
-
-async def _until_one_worker(pid: int, workers: int) -> None:
-    """With several workers, until only one is left: the one running the turn. A worker with
-    nothing to drain stops at once, and a connection it took in the moment it stopped is
-    closed unanswered (as any server's stop closes one that has sent nothing yet), so a new
-    request is sure of the draining worker's 503 only once the other is gone."""
-    if workers == 1:
-        return
-
-    def one_left() -> bool:  # uvicorn's workers, not multiprocessing's resource tracker
-        return sum(_is_worker(p) for p in child_pids(pid)) == 1
-
-    await until(one_left, deadline_s=WAIT_S, every_s=0.05)
-
-
-def _is_worker(pid: int) -> bool:
-    """Whether `pid` is a live worker process of uvicorn's supervisor (spawned)."""
-    if process_state(pid) in (None, "Z"):
-        return False
-    with contextlib.suppress(OSError):
-        return b"spawn_main" in Path(f"/proc/{pid}/cmdline").read_bytes()
-    return False
 
 
 async def _until_exists(path: Path) -> None:
@@ -132,7 +109,6 @@ async def test_sigterm_drains_a_turn_running_an_mcp_stdio_tool(
             assert len(started) >= expected
             process.send_signal(signal.SIGTERM)
             await _until_draining(tmp_path, workers)
-            await _until_one_worker(process.pid, workers)
             assert await _refused(base) == 503
             async with session.get(f"{base}/readyz") as ready:
                 assert ready.status == 503
@@ -147,6 +123,75 @@ async def test_sigterm_drains_a_turn_running_an_mcp_stdio_tool(
     assert rest.endswith(b"data: [DONE]\n\n")
     assert _alive(started) == {}
     assert len(upstream.requests) == 2  # the refused turn never went upstream
+
+
+@pytest.mark.parametrize("workers", [1, 2], ids=["one-process", "two-workers"])
+async def test_a_connection_taken_as_the_server_stops_is_answered(
+    tmp_path: Path, upstream: FakeUpstream, workers: int
+) -> None:
+    """A connection the server took before SIGTERM, whose request comes only once no process
+    listens any more (with nothing to drain, the server stops at once), gets the drain's 503
+    with `Connection: close`, not a reset; and the server then exits 0."""
+    # The request comes within its head's deadline, however loaded the machine.
+    served = toolwire_serve(
+        tmp_path, upstream, workers=workers, server={"header_timeout_s": WAIT_S}
+    )
+    async with served as (base, process):
+        port = int(base.rpartition(":")[2])
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        own = writer.get_extra_info("sockname")[1]
+        await until(lambda: _accepted(port, own), deadline_s=WAIT_S)
+        process.send_signal(signal.SIGTERM)
+        await until(lambda: not _listening(port), deadline_s=WAIT_S)
+        body = orjson.dumps({"model": "m", "messages": USER})
+        head = f"POST /v1/chat/completions HTTP/1.1\r\nhost: 127.0.0.1:{port}\r\n"
+        head += f"content-type: application/json\r\ncontent-length: {len(body)}\r\n\r\n"
+        writer.write(head.encode() + body)
+        answer = await asyncio.wait_for(reader.read(), WAIT_S)  # until the server closes
+        writer.close()
+        assert await asyncio.to_thread(process.wait, WAIT_S) == 0
+    status, _, rest = answer.partition(b"\r\n")
+    fields, _, error = rest.partition(b"\r\n\r\n")
+    assert status == b"HTTP/1.1 503 Service Unavailable"
+    assert b"connection: close" in fields.lower().split(b"\r\n")
+    assert orjson.loads(error)["error"]["code"] == "shutting_down"
+    assert upstream.requests == []
+
+
+async def test_a_silent_connection_holds_the_stop_until_its_head_deadline(
+    tmp_path: Path, upstream: FakeUpstream
+) -> None:
+    """A connection taken before SIGTERM that never sends a request is closed at its head's
+    deadline (`server.header_timeout_s`), as it would be while serving, and the server exits."""
+    served = toolwire_serve(tmp_path, upstream, server={"header_timeout_s": 0.5})
+    async with served as (base, process):
+        port = int(base.rpartition(":")[2])
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        own = writer.get_extra_info("sockname")[1]
+        await until(lambda: _accepted(port, own), deadline_s=WAIT_S)
+        process.send_signal(signal.SIGTERM)
+        assert await asyncio.to_thread(process.wait, WAIT_S) == 0
+        assert await asyncio.wait_for(reader.read(), WAIT_S) == b""
+        writer.close()
+
+
+def _sockets(port: int) -> list[list[str]]:
+    """The loopback TCP sockets of `port`, as `/proc/net/tcp` lists them: each one's fields
+    (its local and remote address, its state, ..., its inode: 0 while it waits to be
+    accepted)."""
+    local = f":{port:04X}"
+    lines = Path("/proc/net/tcp").read_text().splitlines()[1:]
+    return [fields for line in lines if (fields := line.split())[1].endswith(local)]
+
+
+def _accepted(port: int, client_port: int) -> bool:
+    """Whether a process serving `port` has accepted the connection from `client_port`."""
+    remote = f":{client_port:04X}"
+    return any(fields[2].endswith(remote) and fields[9] != "0" for fields in _sockets(port))
+
+
+def _listening(port: int) -> bool:
+    return any(fields[3] == "0A" for fields in _sockets(port))
 
 
 async def test_the_drain_gives_up_after_drain_s(tmp_path: Path, upstream: FakeUpstream) -> None:

@@ -78,6 +78,19 @@ async def test_the_drain_gives_up_after_its_limit() -> None:
     assert stops.signals == [signal.SIGTERM]
 
 
+async def test_the_time_left_runs_from_the_signal() -> None:
+    """What the server's stop may still wait for: all the time before a signal, the limit's
+    rest after it, nothing once it is up."""
+    drain, later = Drain(), Drain()
+    assert drain.left_s() == later.left_s() == float("inf")
+    drain.enter()
+    drain.signal_handler(Stops(), 3600)(signal.SIGTERM, None)
+    later.signal_handler(Stops(), 0)(signal.SIGTERM, None)
+    await _settle()
+    assert 0 < drain.left_s() <= 3600
+    assert later.left_s() == 0
+
+
 async def test_a_second_sigint_stops_at_once_and_a_second_sigterm_does_not() -> None:
     drain, stops = Drain(), Stops()
     drain.enter()
