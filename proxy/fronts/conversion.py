@@ -88,6 +88,7 @@ _MESSAGES_DIRECT = frozenset(
     )
 )
 _ITEM_KEYS = frozenset(("type", "role", "content"))
+_TURN_KEYS = frozenset(("role", "content"))
 _BLOCK_KEYS = frozenset(("type", "text"))
 _ROLES = {"user": "user", "assistant": "assistant", "system": "system", "developer": "system"}
 
@@ -147,7 +148,7 @@ def _direct_messages(body: dict[str, Any]) -> dict[str, Any] | None:
         if text:
             messages.append({"role": "system", "content": text})
     for turn in turns:
-        if not isinstance(turn, dict) or turn.keys() != {"role", "content"}:
+        if not isinstance(turn, dict) or turn.keys() != _TURN_KEYS:
             return None
         role = turn["role"]
         text = _text(turn["content"], "text", role == "user")

@@ -57,10 +57,13 @@ class TurnStore(Protocol):
         ...
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class StoredResponse:
     """One Responses API response and the conversation it ends: what `previous_response_id`
-    and `GET /v1/responses/{id}` read."""
+    and `GET /v1/responses/{id}` read.
+
+    Not changed once made, though not frozen: one is made per stored response, and a frozen
+    dataclass sets each field through `object.__setattr__` (about four times the cost)."""
 
     response: dict[str, Any]
     """The response object as the client received it."""

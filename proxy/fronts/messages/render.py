@@ -103,7 +103,7 @@ class MessageBuilder:
         hosted: tuple[HostedTool, ...] = (),
         quiet: bool = False,
     ) -> None:
-        self.id = f"msg_{random.getrandbits(96):024x}"
+        self.id = "msg_" + random.getrandbits(96).to_bytes(12).hex()
         self._quiet = quiet
         self.model = model
         self._program_type = program_type
@@ -224,8 +224,22 @@ class MessageBuilder:
             self.content.append({"type": "thinking", "thinking": reasoning, "signature": ""})
         if content is not None:
             self.content.append({"type": "text", "text": content})
-        self._finished = Finished(relayed.finish_reason, relayed.usage, relay=relayed.raw)
-        return orjson.dumps(self.final())
+        done = self._finished = Finished(relayed.finish_reason, relayed.usage, relay=relayed.raw)
+        # `final`'s message, spelled out: a relayed turn ran no tool, so the message has no
+        # `toolwire` field and its usage no hosted use; serialised at once, its content is
+        # not copied.
+        return orjson.dumps(
+            {
+                "id": self.id,
+                "type": "message",
+                "role": "assistant",
+                "model": self.model,
+                "content": self.content,
+                "stop_reason": _STOP_REASONS.get(done.finish_reason, "end_turn"),
+                "stop_sequence": None,
+                "usage": _usage(done.usage),
+            }
+        )
 
     def fail(self, exc: ProxyError) -> list[Event]:
         return [*self._close(), {**error_body(exc)}]

@@ -196,7 +196,9 @@ def _answered(content: list[dict[str, Any]], previous: set[str] | None) -> bool:
 
 def to_chat_body(raw: dict[str, Any]) -> dict[str, Any]:
     """The loop's Chat body for a checked Messages request (the `toolwire` field apart)."""
-    request = {k: v for k, v in raw.items() if k not in ("toolwire", "metadata")}
+    request = raw
+    if "toolwire" in raw or "metadata" in raw:
+        request = {k: v for k, v in raw.items() if k not in ("toolwire", "metadata")}
     chat = to_chat(request, "anthropic")
     if not chat.get("messages"):
         raise BadRequestError("messages: no message to send")

@@ -326,8 +326,11 @@ def _stored(builder: ResponseBuilder, prepared: _Prepared) -> StoredResponse:
     hidden tool rounds included, and the key that made it."""
     response = builder.final()
     assert response is not None  # made when the turn's end was folded
-    hidden = [] if prepared.plan.show_rounds else round_items(builder.rounds)
-    conversation = [*prepared.conversation, *hidden, *builder.output]
+    rounds = builder.rounds
+    if rounds and not prepared.plan.show_rounds:
+        conversation = [*prepared.conversation, *round_items(rounds), *builder.output]
+    else:
+        conversation = [*prepared.conversation, *builder.output]
     return StoredResponse(response, conversation, prepared.turn.owner)
 
 

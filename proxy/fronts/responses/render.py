@@ -842,7 +842,19 @@ class ResponseBuilder:
         if reasoning is not None:
             self._whole_text(_REASONING_TEXT, reasoning)
         if content is not None:
-            self._whole_text(_OUTPUT_TEXT, content)
+            # `_whole_text(_OUTPUT_TEXT, content)`'s item, spelled out (the usual answer: its
+            # three calls cost more than the item): no search ran, so it cites nothing.
+            part = {"type": "output_text", "text": content, "annotations": [], "logprobs": []}
+            item_id = self._new_id("msg")
+            self.output.append(
+                {
+                    "type": "message",
+                    "id": item_id,
+                    "status": "completed",
+                    "role": "assistant",
+                    "content": [part],
+                }
+            )
         if refusal is not None:
             self._whole_text(_REFUSAL, refusal)
         self._end(relayed.finish_reason, relayed.usage, None)
