@@ -6,6 +6,8 @@ import functools
 from collections.abc import Mapping
 from typing import Any
 
+import orjson
+
 from ..config import UpstreamConfig
 from ..errors import UpstreamError
 from . import anthropic_fixes as fixes
@@ -16,6 +18,9 @@ from .provider import ProviderUpstream, Request
 from .text_scanners import anthropic_text
 from .transport import Transport, error_message, overloaded
 
+_TEXT_HEAD = b'{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"'
+_TEXT_TAIL = b'"}}'
+"""The bytes around the text of a delta of block 0 (compact, as the Messages API sends it)."""
 _CLIENT_READING = ("anthropic-version", "anthropic-beta")
 """Headers saying how to read a request body the client wrote (passed on with it)."""
 
@@ -134,14 +139,26 @@ class _AnthropicCodec:
         if kind == "ping" or kind == "content_block_stop":
             # Rosetta makes no chunk of a block's end, and keeps no state for it.
             return []
-        self._thinking.observe(payload)
         if kind == "message_start":
             self._direct.forget()
             self._usage.update((payload.get("message") or {}).get("usage") or {})
         elif kind == "message_delta":
             self._usage.update({k: v for k, v in (payload.get("usage") or {}).items() if v})
             self._stop = (payload.get("delta") or {}).get("stop_reason")
-        chunks = self._convert(payload)
+        elif kind == "content_block_start" or kind == "content_block_delta":
+            self._thinking.observe(payload)  # it reads nothing else
+        plain = self._plain
+        if plain is not None:
+            chunks = self._plainly(plain, kind, payload)
+            if chunks is not None:
+                return chunks
+            self._plain = None
+            self._processor = self._conversion.stream(plain.seen)
+        return self._converted(kind, payload)
+
+    def _converted(self, kind: Any, payload: dict[str, Any]) -> list[Chunk]:
+        """Rosetta's chunks of an event, mended, and the thinking after the answer's end."""
+        chunks = self._conversion.chunks(self._processor, payload)
         if kind == "message_stop":
             self.finished = True
             data = self._thinking.provider_data()
@@ -152,6 +169,29 @@ class _AnthropicCodec:
         self._direct.learn(chunks)
         return self._mended(chunks)
 
+    def _plainly(
+        self, plain: direct_answers.AnthropicStream, kind: Any, payload: dict[str, Any]
+    ) -> list[Chunk] | None:
+        """The chunks of an event of a plain text answer (None: the answer is not one, and
+        rosetta reads it). Such an answer has no thinking, a plain stop reason and the
+        usage of its start: only its end's usage is the codec's to mend."""
+        scanner = self.scanner
+        if scanner is not None and scanner.first is not None and plain.texting:
+            plain.heard(_text(scanner.first))  # its text went out unparsed
+        chunks = plain.event(payload)
+        if chunks is None:
+            return None
+        if kind == "content_block_delta":
+            self._direct.learn(chunks)
+        elif kind == "content_block_start":
+            if scanner is not None:  # the text block began: its deltas' shape is known
+                scanner.expect(_TEXT_HEAD, _TEXT_TAIL)
+        elif kind == "message_stop":
+            self.finished = True
+            for chunk in chunks:  # the usage chunk, in the reader's stand-in's place
+                chunk["usage"] = fixes.anthropic_usage(self._usage)
+        return chunks
+
     def _mended(self, chunks: list[Chunk]) -> list[Chunk]:
         """The chunks with the finish reason and the usage rosetta gets wrong replaced."""
         if self._stop in fixes.ANTHROPIC_FINISH:
@@ -161,16 +201,6 @@ class _AnthropicCodec:
                 if chunk.get("usage"):
                     return conversion.with_usage(chunks, fixes.anthropic_usage(self._usage))
         return chunks
-
-    def _convert(self, payload: dict[str, Any]) -> list[Chunk]:
-        plain = self._plain
-        if plain is not None:
-            chunks = plain.event(payload)
-            if chunks is not None:
-                return chunks
-            self._plain = None
-            self._processor = self._conversion.stream(plain.seen)
-        return self._conversion.chunks(self._processor, payload)
 
     def whole(self, payload: Any) -> list[Chunk]:
         if not isinstance(payload, dict) or payload.get("type") == "error":
@@ -202,6 +232,19 @@ class _CountCodec:
         if not isinstance(payload, dict) or not isinstance(payload.get("input_tokens"), int):
             raise _fault(payload)
         return [payload]
+
+
+def _text(body: bytes) -> str:
+    """The text of a JSON string body.
+
+    Raises:
+        Fault: it is not one (the run of text it began fails alike, if not yet).
+    """
+    try:
+        text: str = orjson.loads(b'"' + body + b'"')
+    except orjson.JSONDecodeError as exc:
+        raise Fault("upstream sent an event that is not JSON") from exc
+    return text
 
 
 def _fault(payload: Any) -> Fault:

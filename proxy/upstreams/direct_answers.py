@@ -225,6 +225,19 @@ class AnthropicStream(_PlainStream):
             self.seen.append(event)
         return chunks
 
+    @property
+    def texting(self) -> bool:
+        """In the answer's one text block, before any text of it was read here."""
+        return self._state == "text" and not self._spoke
+
+    def heard(self, text: str) -> None:
+        """Read the text delta (of block 0) that stands for text found by its bytes and never
+        shown here, as if it had come: what is said next (the role, with the first text, went
+        out) and what rosetta reads, should the answer leave the plain shape, are as then."""
+        delta = {"type": "text_delta", "text": text}
+        self.seen.append({"type": "content_block_delta", "index": 0, "delta": delta})
+        self._spoke = True  # as `_text` notes it
+
     def _read(self, event: dict[str, Any]) -> list[Chunk] | None:
         kind = event.get("type")
         if kind == "message_start" and self._state == "new":

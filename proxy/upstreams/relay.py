@@ -85,7 +85,7 @@ class TextScanner:
     """Recognises the text-only events of one streamed response by their bytes: one learned
     shape per kind of text (content, reasoning)."""
 
-    __slots__ = ("_shapes", "key", "misses")
+    __slots__ = ("_shapes", "first", "key", "misses")
 
     def __init__(self) -> None:
         self.misses = 0
@@ -96,6 +96,9 @@ class TextScanner:
         self._shapes: list[tuple[bytes, bytes, str, bool]] = []
         self.key = "content"
         """The kind of text `text` last found (a name in `TEXT_KEYS`)."""
+        self.first: bytes | None = None
+        """The JSON string body of the first event `run` found: text its codec was never shown
+        (a codec that foretold the shape, `FieldTextScanner.expect`, reads it from here)."""
 
     def text(self, data: bytes) -> bytes | None:
         """The JSON string body of the event's text, when the event is, byte for byte, a
@@ -151,6 +154,8 @@ class TextScanner:
                 text = b"".join(bodies)
             if bodies:
                 self.key = key
+                if self.first is None:
+                    self.first = bodies[0]
             return start + len(bodies), text, key
         at, count = start, len(events)
         found_bodies: list[bytes] = []
@@ -163,6 +168,8 @@ class TextScanner:
             key = self.key
             found_bodies.append(found)
             at += 1
+        if found_bodies and self.first is None:
+            self.first = found_bodies[0]
         return at, b"".join(found_bodies), key
 
     def learn(self, data: bytes, chunk: Chunk) -> bytes | None:

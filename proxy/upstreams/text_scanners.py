@@ -38,6 +38,15 @@ class FieldTextScanner(TextScanner):
         self._field = field
         self._refused = refused
 
+    def expect(self, head: bytes, tail: bytes) -> None:
+        """Take the bytes around the text of the events to come as the content's shape, told
+        by the codec before any came (an Anthropic text block's start says its deltas'), when
+        none was learned: those events are found by their bytes from the first on, and their
+        text is never shown to the codec (the first one's body is kept in `first`). If they
+        come in another shape, none matches it and the first teaches its own."""
+        if not self._shapes:
+            self._shapes = [(head, tail, "content", False)]
+
     def _foresee(self, data: bytes, chunk: Chunk) -> None:
         """Nothing: the chunk is converted, not the event's own bytes (as a Chat one is)."""
 
