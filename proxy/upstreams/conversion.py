@@ -192,6 +192,11 @@ class DirectText:
                 self._envelope = {k: chunk[k] for k in ("id", "object", "model", "created")}
                 return
 
+    @property
+    def learned(self) -> bool:
+        """Whether an envelope was learnt: `chunk` makes chunks."""
+        return self._envelope is not None
+
     def chunk(self, index: Any, text: str) -> Chunk | None:
         """The Chat chunk of a text delta of choice `index`; None until one was learnt."""
         envelope = self._envelope

@@ -151,32 +151,30 @@ def gemini_whole(payload: dict[str, Any], usage: Any) -> Chunk | None:
 
 
 def _gemini_candidate(payload: dict[str, Any]) -> tuple[list[str], Any] | None:
-    """The texts and finish reason of a piece's one candidate (index 0) of text parts."""
+    """The texts and finish reason of a piece's one candidate (index 0) of text parts.
+    (Pieces are parsed JSON, or dicts made of them: exact dicts, lists and strs.)"""
     candidates = payload.get("candidates")
-    if not isinstance(candidates, list) or len(candidates) != 1:
+    if candidates.__class__ is not list or len(candidates) != 1:
         return None
     candidate = candidates[0]
-    if not isinstance(candidate, dict) or not _CANDIDATE_KEYS.issuperset(candidate):
+    if candidate.__class__ is not dict or not _CANDIDATE_KEYS.issuperset(candidate):
         return None
     if candidate.get("index", 0) != 0:
         return None
     content = candidate.get("content")
-    if not isinstance(content, dict) or not _CONTENT_KEYS.issuperset(content):
+    if content.__class__ is not dict or not _CONTENT_KEYS.issuperset(content):
         return None
     if content.get("role", "model") != "model":
         return None
     parts = content.get("parts")
-    if not isinstance(parts, list):
+    if parts.__class__ is not list:
         return None
     texts = []
-    for part in parts:
-        if (
-            not isinstance(part, dict)
-            or part.keys() != {"text"}
-            or not isinstance(part["text"], str)
-        ):
+    for part in parts:  # each exactly {"text": str}
+        text = part.get("text") if part.__class__ is dict and len(part) == 1 else None
+        if text.__class__ is not str:
             return None
-        texts.append(part["text"])
+        texts.append(text)
     return texts, candidate.get("finishReason")
 
 
@@ -293,7 +291,10 @@ class GeminiStream(_PlainStream):
 
     def __init__(self) -> None:
         super().__init__()
-        self._ended = False
+        self.ended = False
+        """The finishing piece was read (its last chunk is the usage stand-in)."""
+        self._answer: tuple[str, str] | None = None
+        """The first piece's response id and model version, which every piece must share."""
 
     def event(self, piece: dict[str, Any]) -> list[Chunk] | None:
         """The chunks of one piece, or None when it is not a plain answer's: rosetta
@@ -304,29 +305,32 @@ class GeminiStream(_PlainStream):
         return chunks
 
     def _read(self, piece: dict[str, Any]) -> list[Chunk] | None:
-        if self._ended or not _PIECE_KEYS.issuperset(piece):
+        if self.ended or not _PIECE_KEYS.issuperset(piece):
             return None
-        answer_id, model = piece.get("responseId"), piece.get("modelVersion")
         if "candidates" not in piece:
             # Usage alone (the codec split it off a text piece): rosetta keeps it.
-            return [] if self._envelope is not None and "usageMetadata" in piece else None
-        if not isinstance(answer_id, str) or not isinstance(model, str):
+            return [] if self._answer is not None and "usageMetadata" in piece else None
+        answer_id, model = piece.get("responseId"), piece.get("modelVersion")
+        if answer_id.__class__ is not str or model.__class__ is not str:
             return None
-        envelope = _envelope(answer_id, model)
         found = _gemini_candidate(piece)
-        if found is None or self._envelope not in (None, envelope):
+        if found is None:
             return None
-        self._envelope = envelope  # the pieces after the first must share it
+        if self._answer is None:
+            self._answer = answer_id, model
+            self._envelope = _envelope(answer_id, model)
+        elif answer_id != self._answer[0] or model != self._answer[1]:
+            return None
         texts, reason = found
         if reason is None:
             return [self._text(text) for text in texts if text] or None
-        finish = _GEMINI_STOPS.get(reason) if isinstance(reason, str) else None
+        finish = _GEMINI_STOPS.get(reason) if reason.__class__ is str else None
         usage = piece.get("usageMetadata")
-        if finish is None or not self._spoke or not isinstance(usage, dict) or not usage:
+        if finish is None or not self._spoke or usage.__class__ is not dict or not usage:
             return None
         if any(texts):  # text with the finish reason: rosetta's to read (it drops that text)
             return None
-        self._ended = True
+        self.ended = True
         return [self._finish(finish), self._usage()]
 
 

@@ -23,7 +23,7 @@ from typing import Any, NamedTuple
 import orjson
 
 from . import anthropic_fixes, gemini_fixes, responses_fixes
-from .base import ChatTool
+from .base import ChatTool, ChatTools
 from .conversion import Conversion, Message
 
 _PLAIN_KEYS = frozenset(
@@ -68,6 +68,9 @@ class ToolDefinitions:
         """By the id of a `ChatTool` (a registry tool's, shared by every request and never
         changed): the tool itself (the id is its only while it lives) and what `_kept` holds
         for it, found without making its key again."""
+        self._offered: dict[int, tuple[ChatTools, tuple[Any, ...] | None]] = {}
+        """By the id of a `ChatTools` (a toolset's offer, shared by every request and never
+        changed): the list itself and its definitions, found with one look-up."""
         self._size = size
 
     def of(self, tools: Any) -> list[Any] | None:
@@ -75,6 +78,18 @@ class ToolDefinitions:
         `orjson.Fragment`, spliced into the request's body as it is serialized); None when one
         is not plain, or when two share a name (the fixes look a tool's own schema up by its
         name)."""
+        if tools.__class__ is not ChatTools:
+            return self._of(tools)
+        offered = self._offered
+        held = offered.get(id(tools))
+        if held is None or held[0] is not tools:
+            definitions = self._of(tools)
+            if len(offered) >= self._size:
+                del offered[next(iter(offered))]
+            held = offered[id(tools)] = (tools, None if definitions is None else (*definitions,))
+        return None if held[1] is None else [*held[1]]  # each request's body owns its list
+
+    def _of(self, tools: Any) -> list[Any] | None:
         if not isinstance(tools, list):
             return None
         definitions: list[Any] = []

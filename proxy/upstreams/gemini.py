@@ -113,6 +113,11 @@ class _GeminiCodec:
         direct = self._text(payload)
         if direct is not None:
             return direct
+        plain = self._plain
+        if plain is not None:
+            chunks = plain.event(payload)
+            if chunks is not None:
+                return self._plain_piece(payload, plain, chunks)
         split = fixes.final_text(payload)
         if split is None:
             return self._piece(payload)
@@ -135,12 +140,26 @@ class _GeminiCodec:
                 chunks.insert(0, provider_chunk(data))
         return conversion.with_usage(chunks, fixes.gemini_usage(usage) if usage else None)
 
+    def _plain_piece(
+        self, payload: dict[str, Any], plain: direct_answers.GeminiStream, chunks: list[Chunk]
+    ) -> list[Chunk]:
+        """The chunks a plain answer's piece made, as `_piece` would leave them: such a piece
+        holds no function call and no error (no call was seen before it either: the first
+        ends the plain answer), so only its usage is mended, on the usage chunk its finish
+        ends with."""
+        if not plain.ended:
+            self._direct.learn(chunks)
+            return chunks
+        self.finished = True
+        chunks[-1]["usage"] = fixes.gemini_usage(payload["usageMetadata"])
+        return chunks
+
     def _text(self, payload: dict[str, Any]) -> list[Chunk] | None:
         """The chunks of a piece holding one unfinished candidate of text parts only, or
         None. Its usage, if any, still goes to rosetta alone: rosetta keeps a sum of every
         piece's usage for the stream's last chunk. (Pieces are parsed JSON: exact dicts,
         lists and strs.)"""
-        if not _TEXT_PIECE_KEYS.issuperset(payload):
+        if not self._direct.learned or not _TEXT_PIECE_KEYS.issuperset(payload):
             return None
         candidates = payload.get("candidates")
         if candidates.__class__ is not list or len(candidates) != 1:

@@ -60,12 +60,10 @@ class FieldTextScanner(TextScanner):
         start = at + len(self._field)
         end = start + len(quoted) - 2
         head, tail = data[:start], data[end:]
-        if any(head.find(word) >= 0 or tail.find(word) >= 0 for word in self._refused):
-            return None
-        shapes = self._shapes
-        if shapes:
-            shapes = [shape for shape in shapes if shape[2] != key]
-        self._shapes = [(head, tail, key, False), *shapes]
+        for word in self._refused:
+            if head.find(word) >= 0 or tail.find(word) >= 0:
+                return None
+        self._shapes = [(head, tail, key, False)]  # it learns content alone: no other shape
         self.key = key
         return data[start:end]
 

@@ -18,7 +18,7 @@ from proxy.config import UpstreamConfig
 from proxy.errors import BadRequestError
 from proxy.upstreams import direct_requests, gemini
 from proxy.upstreams.anthropic import AnthropicDialect
-from proxy.upstreams.base import ChatTool, Fault
+from proxy.upstreams.base import ChatTool, ChatTools, Fault
 from proxy.upstreams.gemini import GeminiDialect
 from proxy.upstreams.openai_responses import ResponsesDialect
 from testing import anthropic_upstream, gemini_upstream, responses_upstream
@@ -243,6 +243,40 @@ def test_a_registry_tool_is_found_by_its_object_not_its_key_again(
     tools = dialect.request(request_body(False) | {"tools": [other]}).payload["tools"]
     assert orjson.dumps(tools) == orjson.dumps(expected["tools"][:1])
     assert keyed[-1] is other
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_toolset_s_offer_is_found_by_its_list(kind: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A `ChatTools` (a toolset's offer, shared by every request, never changed) has its
+    definitions found by the list itself, no tool looked at again; each body gets a list of
+    its own, the same as a plain list's; another offer of the same tools is read anew; an
+    offer that is not plain (two tools of one name) stays rosetta's."""
+    from bench.workload import request_body
+
+    dialect = _dialect(kind)
+    tools = [ChatTool(WEATHER_TOOL), EXAMPLE_TOOL]
+    offer = ChatTools(tools)
+    expected = dialect.request(request_body(False) | {"tools": list(tools)}).payload["tools"]
+    read: list[Any] = []
+    found = direct_requests.ToolDefinitions._found
+    monkeypatch.setattr(
+        direct_requests.ToolDefinitions,
+        "_found",
+        lambda self, tool: read.append(tool) or found(self, tool),
+    )
+    made = [dialect.request(request_body(False) | {"tools": offer}).payload for _ in range(3)]
+    assert read == [EXAMPLE_TOOL]  # the registry tool is found by its object; then the list
+    assert all(orjson.dumps(m["tools"]) == orjson.dumps(expected) for m in made)
+    assert made[0]["tools"] is not made[1]["tools"]
+    made[0]["tools"].clear()  # a body's list is its own: the next ones are whole
+    assert len(dialect.request(request_body(False) | {"tools": offer}).payload["tools"]) == 2
+    again = ChatTools(tools)
+    dialect.request(request_body(False) | {"tools": again})
+    assert read == [EXAMPLE_TOOL, EXAMPLE_TOOL]
+    twice = ChatTools([WEATHER_TOOL, {**WEATHER_TOOL}])
+    body = {"model": "m", "messages": [{"role": "user", "content": "hi"}], "tools": twice}
+    for _ in range(2):
+        assert getattr(direct_requests, DIRECT[kind])(body, dialect._tools) is None
 
 
 REPLIES = {
