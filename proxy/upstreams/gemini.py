@@ -107,7 +107,8 @@ class _GeminiCodec:
         """Rosetta's stream processor, made by the first piece a plain answer has not."""
         self._plain: direct_answers.GeminiStream | None = direct_answers.GeminiStream()
         self._direct = conversion.DirectText()
-        self._calls = fixes.GeminiCalls(lambda: f"call_{secrets.token_hex(12)}")
+        self._noted: fixes.GeminiCalls | None = None
+        """The function calls seen (made by the first piece or answer that is not plain)."""
 
     def event(self, payload: dict[str, Any]) -> list[Chunk]:
         direct = self._text(payload)
@@ -182,9 +183,17 @@ class _GeminiCodec:
         usage = payload.get("usageMetadata")
         if usage is None:
             return chunks
-        rest = {k: v for k, v in payload.items() if k != "candidates"}
-        chunks += self._convert(rest)  # none: rosetta keeps it
-        return conversion.with_usage(chunks, fixes.gemini_usage(usage) if usage else None)
+        kept = self._convert({k: v for k, v in payload.items() if k != "candidates"})
+        if not kept:  # rosetta (or the plain reader) keeps the usage: nothing to mend
+            return chunks
+        return conversion.with_usage(chunks + kept, fixes.gemini_usage(usage) if usage else None)
+
+    @property
+    def _calls(self) -> fixes.GeminiCalls:
+        noted = self._noted
+        if noted is None:
+            noted = self._noted = fixes.GeminiCalls(_call_id)
+        return noted
 
     def _convert(self, payload: dict[str, Any]) -> list[Chunk]:
         plain = self._plain
@@ -217,6 +226,11 @@ _KEPT_URLS = 256
 """Models whose URLs a dialect keeps (any more are made per request)."""
 _TEXT_PIECE_KEYS = frozenset(("candidates", "usageMetadata", "modelVersion", "responseId"))
 _TEXT_CANDIDATE_KEYS = frozenset(("content", "index"))
+
+
+def _call_id() -> str:
+    """An id for a function call Gemini sent without one."""
+    return f"call_{secrets.token_hex(12)}"
 
 
 def _ends(payload: dict[str, Any]) -> bool:
