@@ -9,10 +9,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import uvicorn.supervisors
+import uvicorn
 import yaml
 
 import proxy.server.cli
+import proxy.server.serving
 from proxy import ConfigError, parse_settings
 from proxy.state import build_stores
 from tests.proxy.state.conftest import RedisServer
@@ -34,8 +35,9 @@ def _config(tmp_path: Path, **state: Any) -> str:
 
 
 def _supervised(monkeypatch: pytest.MonkeyPatch) -> list[uvicorn.Config]:
-    """uvicorn's `--workers` supervisor replaced by one that starts nothing; the configs it
-    was given."""
+    """`toolwire serve`'s `--workers` supervisor replaced by one that starts nothing; the
+    configs it was given. (Replaced where serve looks it up: should that name go, setattr
+    fails at once rather than the test starting real workers that never stop.)"""
     ran: list[uvicorn.Config] = []
 
     class Supervisor:
@@ -45,7 +47,7 @@ def _supervised(monkeypatch: pytest.MonkeyPatch) -> list[uvicorn.Config]:
         def run(self) -> None:
             pass
 
-    monkeypatch.setattr(uvicorn.supervisors, "Multiprocess", Supervisor)
+    monkeypatch.setattr(proxy.server.serving, "Supervisor", Supervisor)
     for name in ("TOOLWIRE_CONFIG", "TOOLWIRE_BOUND"):  # set by serve: restored after the test
         monkeypatch.setenv(name, "")
         monkeypatch.delenv(name)
