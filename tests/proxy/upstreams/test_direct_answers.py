@@ -325,6 +325,32 @@ def test_a_plain_gemini_answer_needs_no_rosetta(monkeypatch: pytest.MonkeyPatch)
     assert codec._conversion._pipeline is None
 
 
+@pytest.mark.parametrize("usage", ["last", "every"])
+def test_a_plain_gemini_stream_is_read_by_the_plain_reader_alone(
+    usage: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each piece of a plain answer (text, then the finish with its usage; usage on every
+    piece, as the real service sends it) is read once, by the plain reader or DirectText:
+    never by the codec's general path (the finishing text split off, calls looked for, the
+    usage mended on chunks that have none). The chunks are rosetta's, checked above."""
+    pieces = gemini_upstream.answer_pieces(Reply.answer(TEXT, usage=(31, 12)), "gemini-fake")
+    if usage == "every":
+        _usage_everywhere(random.Random(0), pieces)
+    general: list[str] = []
+    for name in ("final_text", "with_usage"):
+        module = gemini.fixes if name == "final_text" else gemini.conversion
+        real = getattr(module, name)
+        monkeypatch.setattr(module, name, lambda *a, n=name, f=real: general.append(n) or f(*a))
+    monkeypatch.setattr(gemini._GeminiCodec, "_piece", lambda self, piece: general.append("_piece"))
+    codec = _codec("gemini")
+    chunks = [chunk for piece in copy.deepcopy(pieces) for chunk in codec.event(piece)]
+    assert general == []
+    assert codec.finished and codec._processor is None
+    assert "".join(c["choices"][0]["delta"].get("content", "") for c in chunks[:-1]) == TEXT
+    assert chunks[-2]["choices"][0]["finish_reason"] == "stop"
+    assert chunks[-1]["usage"] == {"prompt_tokens": 31, "completion_tokens": 12, "total_tokens": 43}
+
+
 # --- Responses -------------------------------------------------------------------------
 
 
