@@ -135,6 +135,8 @@ def _ready_lines(tmp_path: Path) -> int:
 
 
 def log_lines(tmp_path: Path) -> list[dict[str, Any]]:
-    """The JSON lines `toolwire serve` logged so far (not its plain warnings on stderr)."""
-    lines = (tmp_path / "stderr.log").read_bytes().splitlines()
+    """The JSON lines `toolwire serve` logged so far (not its plain warnings on stderr), but
+    for a last line still being written: read while the server runs, the file may end in one
+    half written."""
+    lines = (tmp_path / "stderr.log").read_bytes().split(b"\n")[:-1]
     return [orjson.loads(line) for line in lines if line.startswith(b"{")]
