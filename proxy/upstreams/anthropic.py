@@ -8,11 +8,13 @@ from typing import Any
 
 import orjson
 
+from registry import http1
+
 from ..config import UpstreamConfig
 from ..errors import UpstreamError
 from . import anthropic_fixes as fixes
 from . import conversion, direct_answers, direct_requests
-from .base import Chunk, Fault, provider_chunk, with_trace
+from .base import TRACE_HEADERS, Chunk, Fault, provider_chunk, with_trace
 from .openai_chat import as_chunk, model_ids
 from .provider import ProviderUpstream, Request
 from .text_scanners import anthropic_text
@@ -33,11 +35,21 @@ class AnthropicDialect:
         self._url = f"{config.base_url}/v1/messages"
         self.models_url = f"{config.base_url}/v1/models"
         self._tools = direct_requests.anthropic_tools()
+        usual, self._credential = self._headers(None)
+        self._usual = http1.Headers(usual)
+        """The headers of a request that brings none to add (no key of its own to forward,
+        no trace context): made once, their head's lines too."""
 
     def request(self, body: dict[str, Any]) -> Request:
-        messages, kept = conversion.take_provider_data(body.get("messages") or [], "anthropic")
-        chat = conversion.hoist_system({**body, "messages": messages})
-        direct = direct_requests.anthropic_request(chat, self._tools)
+        # The loop's body as it is first: a plain one (no provider key, its one system
+        # message first) is what taking provider data and hoisting would give back.
+        chat: dict[str, Any] = body
+        kept: dict[str, dict[str, Any]] = {}
+        direct = direct_requests.anthropic_request(body, self._tools)
+        if direct is None:
+            messages, kept = conversion.take_provider_data(body.get("messages") or [], "anthropic")
+            chat = conversion.hoist_system({**body, "messages": messages})
+            direct = direct_requests.anthropic_request(chat, self._tools)
         if direct is not None:  # a plain request: no thinking to restore
             converted = conversion.Conversion(chat, "anthropic", self._config.name, direct)
             payload = direct
@@ -45,14 +57,23 @@ class AnthropicDialect:
             converted = conversion.Conversion(chat, "anthropic", self._config.name)
             payload = fixes.anthropic_request(converted.body, chat)
             fixes.restore_thinking(payload["messages"], kept)
+        stream = bool(payload.get("stream"))
         return Request(
-            self._url,
-            payload,
-            bool(payload.get("stream")),
-            functools.partial(_AnthropicCodec, converted, bool(payload.get("stream"))),
+            self._url, payload, stream, functools.partial(_AnthropicCodec, converted, stream)
         )
 
     def headers(self, incoming: Mapping[str, str] | None) -> tuple[dict[str, str], str]:
+        if incoming:
+            if not self._config.api_key and (
+                incoming.get("x-api-key") or incoming.get("authorization")
+            ):
+                return self._headers(incoming)
+            for name in TRACE_HEADERS:
+                if incoming.get(name):
+                    return self._headers(incoming)
+        return self._usual, self._credential
+
+    def _headers(self, incoming: Mapping[str, str] | None) -> tuple[dict[str, str], str]:
         headers = {
             "Content-Type": "application/json",
             "anthropic-version": self._config.anthropic_version,
@@ -86,7 +107,8 @@ class AnthropicUpstream(ProviderUpstream):
         Raises:
             UpstreamError, UpstreamTimeoutError, UpstreamStatusError: as `Transport.exchange`.
         """
-        sent, credential = self._dialect.headers(headers)
+        shared, credential = self._dialect.headers(headers)
+        sent = dict(shared)  # the usual headers are shared: this request adds its own
         for name in _CLIENT_READING:
             if headers and headers.get(name):
                 sent[name] = headers[name]

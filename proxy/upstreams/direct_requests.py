@@ -308,30 +308,113 @@ def _parts(chat: dict[str, Any], kept: ToolDefinitions) -> _Parts | None:
 
 
 def anthropic_request(chat: dict[str, Any], kept: ToolDefinitions) -> dict[str, Any] | None:
-    """The Anthropic body of a plain Chat body (its system messages hoisted), or None."""
-    parts = _parts(chat, kept)
-    if parts is None:
+    """The Anthropic body of a plain Chat body (its system messages hoisted), or None.
+
+    `_parts`' checks with the body written as they pass, one pass over each part (the same
+    body, key order included): every request to an Anthropic upstream is asked here first
+    as the loop made it. One whose system messages are not hoisted (a system message after
+    the first, a developer one) or that holds a provider key is not plain: None."""
+    if not _PLAIN_KEYS.issuperset(chat) or None in chat.values():
         return None
-    system, turns, sampling, tools = parts
-    body: dict[str, Any] = {"model": chat["model"]}
+    model = chat.get("model")
+    found = _anthropic_turns(chat.get("messages")) if isinstance(model, str) else None
+    if found is None:
+        return None
+    system, messages = found
+    body: dict[str, Any] = {"model": model}
     if system is not None:
         body["system"] = [{"type": "text", "text": system}]
-    body["messages"] = [
-        {"role": role, "content": [{"type": "text", "text": t} for t in texts]}
-        for role, texts in _merged(turns, {"user": "user", "assistant": "assistant"})
-    ]
-    body["max_tokens"] = sampling.get("max_tokens", anthropic_fixes.ANTHROPIC_MAX_TOKENS)
-    if "temperature" in sampling:
-        body["temperature"] = min(float(sampling["temperature"]), 1.0)  # rosetta clamps it
-    if "top_p" in sampling:
-        body["top_p"] = sampling["top_p"]
-    if "stop" in sampling:
-        body["stop_sequences"] = sampling["stop"]
-    if tools:
-        body["tools"] = tools
+    body["messages"] = messages
+    if not _anthropic_sampling(chat, body):
+        return None
+    if "tools" in chat:
+        tools = kept.of(chat["tools"])
+        if tools is None:
+            return None
+        if tools:
+            body["tools"] = tools
     if "stream" in chat:
         body["stream"] = chat["stream"]
     return body
+
+
+def _anthropic_sampling(chat: dict[str, Any], body: dict[str, Any]) -> bool:
+    """Write a plain body's sampling fields (none is None) into the Anthropic `body`, as
+    `_sampling` checks them and `anthropic_request` names them; False for a value rosetta
+    reads otherwise (`stream`'s too, which the caller writes after the tools)."""
+    tokens = chat.get("max_tokens", anthropic_fixes.ANTHROPIC_MAX_TOKENS)
+    if tokens.__class__ is not int and (isinstance(tokens, bool) or not isinstance(tokens, int)):
+        return False
+    if tokens < 1:
+        return False
+    body["max_tokens"] = tokens
+    if "temperature" in chat:
+        temperature = chat["temperature"]
+        if not _number(temperature):
+            return False
+        body["temperature"] = min(float(temperature), 1.0)  # rosetta clamps it
+    if "top_p" in chat:
+        top_p = chat["top_p"]
+        if not _number(top_p):
+            return False
+        body["top_p"] = top_p
+    if "stop" in chat:
+        stop = _stop(chat["stop"])
+        if stop is None:
+            return False
+        body["stop_sequences"] = stop
+    return "stream" not in chat or isinstance(chat["stream"], bool)
+
+
+def _stop(stop: Any) -> list[Any] | None:
+    """A plain body's stop sequences (not None), as a list; None for a value rosetta reads
+    otherwise."""
+    if isinstance(stop, str) and stop:
+        return [stop]
+    if isinstance(stop, list) and stop and all(isinstance(s, str) and s for s in stop):
+        return stop
+    return None
+
+
+def _anthropic_turns(messages: Any) -> tuple[str | None, list[Message]] | None:
+    """`_turns` and `_merged` of plain Chat messages in one pass: the system text and the
+    Anthropic turns (empty texts dropped, empty turns too, adjacent ones of a role merged),
+    or None."""
+    if not isinstance(messages, list):
+        return None
+    system: str | None = None
+    turns: list[Message] = []
+    last: Message | None = None
+    first = True
+    for message in messages:
+        if not isinstance(message, dict) or len(message) != 2:
+            return None
+        if "role" not in message or "content" not in message:
+            return None
+        role = message["role"]
+        content = message["content"]
+        if content.__class__ is str:
+            texts = [content]
+        else:
+            texts = _texts(content)  # type: ignore[assignment]
+            if texts is None:
+                return None
+        if role == "user" or role == "assistant":
+            blocks = [{"type": "text", "text": t} for t in texts if t]
+            if blocks:
+                if last is not None and last["role"] == role:
+                    last["content"].extend(blocks)
+                else:
+                    last = {"role": role, "content": blocks}
+                    turns.append(last)
+        elif role == "system" and first and len(texts) == 1:
+            system = texts[0]
+        else:
+            return None
+        first = False
+    if system == "" and len(messages) == 1:
+        return None  # a lone empty system message: hoisting drops it
+    return system, turns
 
 
 def gemini_request(chat: dict[str, Any], kept: ToolDefinitions) -> dict[str, Any] | None:

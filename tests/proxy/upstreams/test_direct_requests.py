@@ -16,9 +16,9 @@ import pytest
 
 from proxy.config import UpstreamConfig
 from proxy.errors import BadRequestError
-from proxy.upstreams import direct_requests, gemini
+from proxy.upstreams import conversion, direct_requests, gemini
 from proxy.upstreams.anthropic import AnthropicDialect
-from proxy.upstreams.base import ChatTool, ChatTools, Fault
+from proxy.upstreams.base import PROVIDER_KEY, ChatTool, ChatTools, Fault
 from proxy.upstreams.gemini import GeminiDialect
 from proxy.upstreams.openai_responses import ResponsesDialect
 from testing import anthropic_upstream, gemini_upstream, responses_upstream
@@ -179,6 +179,45 @@ def test_direct_bodies_are_rosetta_s(kind: str, monkeypatch: pytest.MonkeyPatch)
         messages = [m for m in body["messages"]]
         taken += direct({**body, "messages": messages}, fast_dialect._tools) is not None
     assert taken > 40  # enough of the sample was made directly
+
+
+def _as_the_loop_may_make_it(rng: random.Random) -> dict[str, Any]:
+    """A generated body with, now and then, a provider key on a message, a system or
+    developer message anywhere, or a lone system message of no text."""
+    body = chat_body(rng)
+    messages = body["messages"]
+    roll = rng.random()
+    if roll < 0.15 and messages:
+        at = rng.randrange(len(messages))
+        messages[at] = {**messages[at], PROVIDER_KEY: {"anthropic": {"thinking": []}}}
+    elif roll < 0.35:
+        role = rng.choice(["system", "developer"])
+        text = rng.choice(["", "Be brief.", [{"type": "text", "text": "Be kind."}]])
+        messages.insert(rng.randint(0, len(messages)), {"role": role, "content": text})
+    elif roll < 0.45:
+        body["messages"] = [{"role": "system", "content": rng.choice(["", [], "x"])}]
+    return body
+
+
+def test_an_anthropic_request_is_asked_of_the_loop_s_body_as_it_is() -> None:
+    """The dialect asks for the direct body of the loop's body before taking its provider
+    data and hoisting its system messages: whenever that gives one, it is the body made of
+    the taken and hoisted body (a body those steps would change gives none)."""
+    kept = _dialect("anthropic")._tools
+    rng = random.Random(45)
+    as_it_is = hoisted_only = 0
+    for _ in range(3000):
+        body = _as_the_loop_may_make_it(rng)
+        messages, _ = conversion.take_provider_data(body["messages"], "anthropic")
+        hoisted = conversion.hoist_system({**body, "messages": messages})
+        expected = direct_requests.anthropic_request(copy.deepcopy(hoisted), kept)
+        made = direct_requests.anthropic_request(copy.deepcopy(body), kept)
+        if made is not None:
+            assert orjson.dumps(made) == orjson.dumps(expected), body
+            as_it_is += 1
+        elif expected is not None:
+            hoisted_only += 1
+    assert as_it_is > 60 and hoisted_only > 80
 
 
 @pytest.mark.parametrize("kind", KINDS)

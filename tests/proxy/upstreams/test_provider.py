@@ -12,6 +12,7 @@ import pytest
 from proxy.config import UpstreamConfig
 from proxy.errors import UpstreamError
 from proxy.upstreams import ProviderUpstream
+from proxy.upstreams.anthropic import AnthropicDialect
 from proxy.upstreams.openai_chat import ChatCodec, ChatDialect
 from proxy.upstreams.provider import Request
 from proxy.upstreams.transport import Transport
@@ -85,6 +86,29 @@ def test_the_chat_dialect_adds_what_the_request_brings_to_its_usual_headers(api_
     )
     traced = {"traceparent": "00-a-b-01", "tracestate": "k=v"}
     assert dialect.headers(traced) == ({**usual, **traced}, keyed.get("Authorization", ""))
+
+
+@pytest.mark.parametrize("api_key", ["", "sk-ant-configured"])
+def test_the_anthropic_dialect_adds_what_the_request_brings_to_its_usual_headers(
+    api_key: str,
+) -> None:
+    config = UpstreamConfig(name="u", base_url="http://up", api_key=api_key, format="anthropic")
+    dialect = AnthropicDialect(config)
+    keyed = {"x-api-key": api_key} if api_key else {}
+    usual = {"Content-Type": "application/json", "anthropic-version": "2023-06-01", **keyed}
+    for incoming in (None, {}, {"x-other": "1"}, {"traceparent": ""}):
+        headers, secret = dialect.headers(incoming)
+        assert (headers, secret) == (usual, api_key)
+        assert headers is dialect.headers(None)[0]  # made once, shared
+    for client, forwarded in (
+        ({"x-api-key": "sk-client"}, {"x-api-key": "sk-client"}),
+        ({"authorization": "Bearer sk-c"}, {"Authorization": "Bearer sk-c"}),
+    ):
+        made = {**usual, **(keyed or forwarded)}
+        assert dialect.headers(client) == (made, api_key or next(iter(forwarded.values())))
+    traced = {"traceparent": "00-a-b-01", "tracestate": "k=v"}
+    assert dialect.headers(traced) == ({**usual, **traced}, api_key)
+    assert dialect.headers(traced)[0] is not dialect.headers(traced)[0]
 
 
 def test_the_chat_dialect_reads_whole_answers_with_one_codec_per_model() -> None:
