@@ -23,6 +23,7 @@ import openai
 import pytest
 import yaml
 
+from testing.asgi_serving import STARTUP_S
 from testing.ports import free_port
 from testing.upstream import FakeUpstream, Reply
 from tests.conftest import REPO, serve_proxy
@@ -69,7 +70,7 @@ def toolwire_serve(config: Path, log: Path) -> Iterator[tuple[str, subprocess.Po
         )
     root = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + STARTUP_S
         while True:
             assert process.poll() is None, log.read_text()
             assert time.monotonic() < deadline, log.read_text()
