@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 import re
+from collections.abc import Iterator
 
 import pytest
 
@@ -15,6 +16,16 @@ from proxy.server.context import (
     new_context,
     request_id,
 )
+
+
+@pytest.fixture(autouse=True)
+def _no_request_left_current() -> Iterator[None]:
+    """`new_context` makes its request current, as the edge does in each request's own task;
+    here that is the test's thread, where it would stay current for every later test of the
+    process (test_logs.py's lines outside any request would carry its id)."""
+    token = current_request.set(None)
+    yield
+    current_request.reset(token)
 
 
 @pytest.mark.parametrize("given", ["a", "job-7.a:b_c", "X" * 128, "0123456789"])
