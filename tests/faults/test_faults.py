@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import os
 import socket
-import time
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +17,7 @@ import pytest
 from registry import ToolRegistry
 from testing.ports import free_port
 from testing.upstream import FakeUpstream, Reply
-from tests.conftest import serve_proxy
+from tests.conftest import ANSWER_S, serve_proxy
 from tests.e2e.answers import ask, tool_messages
 from tests.e2e.responses_client import respond
 from tests.e2e.tools import registry_with
@@ -85,20 +84,20 @@ async def test_upstream_faults_are_clear_errors_on_every_front(
     upstream: FakeUpstream, front: str, stream: bool, reply: Reply, status: int
 ) -> None:
     upstream.script(reply)
-    # Only a stall waits for the timeouts; a loaded machine's answers get the default ones.
-    timeout_s = 0.5 if status == 504 else 30
+    # Only a stall waits for the timeouts. The others' are past the client's own deadline:
+    # a fault not answered at once would show as the client's timeout, not as a late error.
+    timeout_s = 0.5 if status == 504 else 2 * ANSWER_S
     config = _config(
         upstream, upstream={"first_byte_timeout_s": timeout_s, "idle_timeout_s": timeout_s}
     )
     async with serve_proxy(config) as proxy:
-        started = time.monotonic()
         with pytest.raises(openai.APIError) as caught:
             if front == "chat":
                 await ask(proxy.client, stream=stream, messages=USER)
             else:
                 await respond(proxy.client, stream=stream, model="m", input="go")
-        assert time.monotonic() - started < 10
     error = caught.value
+    assert not isinstance(error, openai.APITimeoutError), "the proxy never answered"
     if isinstance(error, openai.APIStatusError):
         assert error.status_code == status
         assert error.body["type"]  # type: ignore[index]
