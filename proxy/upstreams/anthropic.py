@@ -57,10 +57,9 @@ class AnthropicDialect:
             converted = conversion.Conversion(chat, "anthropic", self._config.name)
             payload = fixes.anthropic_request(converted.body, chat)
             fixes.restore_thinking(payload["messages"], kept)
-        stream = bool(payload.get("stream"))
-        return Request(
-            self._url, payload, stream, functools.partial(_AnthropicCodec, converted, stream)
-        )
+        if payload.get("stream"):
+            return Request(self._url, payload, True, functools.partial(_AnthropicCodec, converted))
+        return Request(self._url, payload, False, functools.partial(_AnthropicAnswer, converted))
 
     def headers(self, incoming: Mapping[str, str] | None) -> tuple[dict[str, str], str]:
         if incoming:
@@ -132,9 +131,9 @@ class _AnthropicCodec:
     once one has been, found by their bytes by the `scanner`, unparsed), the rest through
     rosetta."""
 
-    def __init__(self, converted: conversion.Conversion, stream: bool = False) -> None:
+    def __init__(self, converted: conversion.Conversion) -> None:
         self.finished = False
-        self.scanner = anthropic_text() if stream else None
+        self.scanner = anthropic_text()
         self._conversion = converted
         self._processor: Any = None
         """Rosetta's stream processor, made by the first event a plain answer has not."""
@@ -225,21 +224,47 @@ class _AnthropicCodec:
         return chunks
 
     def whole(self, payload: Any) -> list[Chunk]:
-        if not isinstance(payload, dict) or payload.get("type") == "error":
-            raise _fault(payload)
-        usage = payload.get("usage")
-        mended = fixes.anthropic_usage(usage) if isinstance(usage, dict) else None
-        direct = direct_answers.anthropic_whole(payload, mended)
-        if direct is not None:
-            return [direct_answers.relayable(direct, self._conversion.model)]
-        self._thinking.observe_message(payload)
-        chunk = as_chunk(self._conversion.answer(payload))
-        stop = payload.get("stop_reason")
-        (chunk,) = conversion.with_finish([chunk], fixes.ANTHROPIC_FINISH, stop)
-        if mended is not None:
-            chunk["usage"] = mended
-        data = self._thinking.provider_data()
-        return [chunk, provider_chunk(data)] if data is not None else [chunk]
+        return _whole(self._conversion, payload)
+
+
+class _AnthropicAnswer:
+    """An unstreamed request's codec: its answer is read whole (`whole`), with none of a
+    stream's state to make."""
+
+    finished = True
+
+    def __init__(self, converted: conversion.Conversion) -> None:
+        self._conversion = converted
+
+    def event(self, payload: dict[str, Any]) -> list[Chunk]:
+        raise Fault("upstream streamed an answer asked for whole")
+
+    def whole(self, payload: Any) -> list[Chunk]:
+        return _whole(self._conversion, payload)
+
+
+def _whole(converted: conversion.Conversion, payload: Any) -> list[Chunk]:
+    """The chunks of a whole Messages answer (the thinking after the answer's own)."""
+    if payload.__class__ is dict:  # parsed JSON: one text block's answer made at once
+        relayed = direct_answers.anthropic_relayable(payload, converted.model)
+        if relayed is not None:
+            return [relayed]
+    if not isinstance(payload, dict) or payload.get("type") == "error":
+        raise _fault(payload)
+    usage = payload.get("usage")
+    mended = fixes.anthropic_usage(usage) if isinstance(usage, dict) else None
+    direct = direct_answers.anthropic_whole(payload, mended)
+    if direct is not None:
+        return [direct_answers.relayable(direct, converted.model)]
+    thinking = fixes.AnthropicThinking()
+    thinking.observe_message(payload)
+    chunk = as_chunk(converted.answer(payload))
+    stop = payload.get("stop_reason")
+    (chunk,) = conversion.with_finish([chunk], fixes.ANTHROPIC_FINISH, stop)
+    if mended is not None:
+        chunk["usage"] = mended
+    data = thinking.provider_data()
+    return [chunk, provider_chunk(data)] if data is not None else [chunk]
 
 
 class _CountCodec:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator, Iterable, Mapping
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from typing import Any, Protocol
 
 import orjson
@@ -126,25 +126,19 @@ class Relayable(dict[str, Any]):
         self.finish_reason = finish_reason
         self.usage = usage
         """The answer's `Usage`, read once by the check."""
-        self.pending: tuple[dict[str, Any], Any] | None = None
-        """An unstreamed Chat answer the codec checked and the model asked for, while the
-        chunk's fields are yet to be made from them (`fields`)."""
+        self.pending: tuple[Callable[[Relayable, Any, Any], None], Any, Any] | None = None
+        """The chunk's fields while they are yet to be made (`fields`): the codec's function
+        that writes them into the chunk, and the two values it reads (the answer the codec
+        checked, and the model asked or the answer's usage)."""
 
     def fields(self) -> Relayable:
-        """This chunk, its fields made if they were `pending`: `as_chunk`'s chunk of the
-        answer (the model the one asked for, which the check found the answer names)."""
+        """This chunk, its fields made if they were `pending` (the chunk its codec would
+        have made at once)."""
         pending = self.pending
         if pending is not None:
             self.pending = None
-            payload, model = pending
-            message = payload["choices"][0]["message"]
-            finish = self.finish_reason
-            self["id"] = payload["id"]
-            self["model"] = model
-            self["choices"] = [
-                {"index": 0, "delta": message, "logprobs": None, "finish_reason": finish}
-            ]
-            self["usage"] = payload["usage"]
+            make, answer, model = pending
+            make(self, answer, model)
         return self
 
 

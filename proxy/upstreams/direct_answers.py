@@ -40,6 +40,8 @@ _CANDIDATE_KEYS = frozenset(("content", "index", "finishReason"))
 _CONTENT_KEYS = frozenset(("role", "parts"))
 _EMPTY_TEXT_BLOCK = {"type": "text", "text": ""}
 _TEXT_DELTA = frozenset(("type", "text"))
+_new_dict = dict.__new__
+_new_usage = tuple.__new__
 
 
 def _envelope(answer_id: str, model: str) -> dict[str, Any]:
@@ -87,6 +89,89 @@ def relayable(chunk: Chunk, model: Any) -> Chunk:
     relayed = Relayable(chunk, finish, usage)
     relayed.raw = orjson.dumps(answer)
     return relayed
+
+
+def anthropic_relayable(payload: dict[str, Any], model: Any) -> Relayable | None:
+    """What `relayable` makes of `anthropic_whole`'s chunk (its usage mended as the codec
+    mends it, `anthropic_usage`), made at once for a whole Messages answer of one text
+    block asked for a model by name; None for any other (the codec's general steps read
+    it). Its bytes and usage are made; its fields are `pending` (`Relayable.fields`), as
+    the Chat front, which sends the bytes, reads none."""
+    if model.__class__ is not str or not _MESSAGE_KEYS.issuperset(payload):
+        return None
+    try:
+        content = payload["content"]
+        stop = payload["stop_reason"]
+        raw = payload["usage"]
+        if payload["role"] != "assistant" or payload["type"] != "message":
+            return None
+        if payload["id"].__class__ is not str or payload["model"].__class__ is not str:
+            return None
+    except KeyError:
+        return None
+    finish = _ANTHROPIC_STOPS.get(stop) if stop.__class__ is str else None
+    if finish is None or payload.get("stop_sequence") is not None or raw.__class__ is not dict:
+        return None
+    if content.__class__ is not list or len(content) != 1:
+        return None
+    block = content[0]
+    if block.__class__ is not dict or len(block) != 2 or block.get("type") != "text":
+        return None
+    text = block.get("text")
+    if text.__class__ is not str:
+        return None
+    usage, counted = _anthropic_usage(raw)
+    answer = {
+        "id": f"chatcmpl-{random.getrandbits(96):024x}",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": model,
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": text or None},
+                "finish_reason": finish,
+                "logprobs": None,
+            }
+        ],
+        "usage": usage,
+    }
+    relayed: Relayable = _new_dict(Relayable)
+    relayed.raw = orjson.dumps(answer)
+    relayed.finish_reason = finish
+    relayed.usage = counted
+    relayed.pending = (_anthropic_fields, payload, usage)
+    return relayed
+
+
+def _anthropic_usage(raw: dict[str, Any]) -> tuple[dict[str, Any], Usage]:
+    """`anthropic_usage`'s Chat usage of an Anthropic usage object, and its `Usage` (what
+    `Usage.from_chat` reads of it)."""
+    read = raw.get("cache_read_input_tokens")
+    read = read if isinstance(read, int) and read > 0 else 0
+    prompt = raw.get("input_tokens")
+    written = raw.get("cache_creation_input_tokens")
+    prompt = (prompt if isinstance(prompt, int) and prompt > 0 else 0) + read
+    prompt += written if isinstance(written, int) and written > 0 else 0
+    completion = raw.get("output_tokens")
+    completion = completion if isinstance(completion, int) and completion > 0 else 0
+    total = prompt + completion
+    usage: dict[str, Any] = {
+        "prompt_tokens": prompt,
+        "completion_tokens": completion,
+        "total_tokens": total,
+    }
+    if read:
+        usage["prompt_tokens_details"] = {"cached_tokens": read}
+    return usage, _new_usage(Usage, (prompt, completion, total, read, 0))
+
+
+def _anthropic_fields(chunk: Relayable, payload: dict[str, Any], usage: dict[str, Any]) -> None:
+    """`anthropic_whole`'s fields of the answer `anthropic_relayable` checked, in `chunk`."""
+    chunk["id"] = payload["id"].removeprefix("msg_")
+    chunk["model"] = payload["model"]
+    chunk["choices"] = _message(payload["content"][0]["text"], chunk.finish_reason, usage)
+    chunk["usage"] = usage
 
 
 def anthropic_whole(payload: dict[str, Any], usage: Any) -> Chunk | None:

@@ -143,8 +143,20 @@ class ChatCodec:
         relayed.raw = None
         relayed.finish_reason = payload["choices"][0]["finish_reason"]
         relayed.usage = usage
-        relayed.pending = (payload, self._model)
+        relayed.pending = (_chat_fields, payload, self._model)
         return [relayed]
+
+
+def _chat_fields(chunk: Relayable, payload: dict[str, Any], model: Any) -> None:
+    """`as_chunk`'s fields of a relayable answer (`Relayable.pending`), in `chunk`: the model
+    the one asked for, which the check found the answer names."""
+    message = payload["choices"][0]["message"]
+    chunk["id"] = payload["id"]
+    chunk["model"] = model
+    chunk["choices"] = [
+        {"index": 0, "delta": message, "logprobs": None, "finish_reason": chunk.finish_reason}
+    ]
+    chunk["usage"] = payload["usage"]
 
 
 def bearer(api_key: str, incoming: Mapping[str, str] | None) -> tuple[dict[str, str], str]:

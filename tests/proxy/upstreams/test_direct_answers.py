@@ -17,9 +17,9 @@ from proxy.config import UpstreamConfig
 from proxy.fronts.chat.render import ChatJsonRenderer, ResponseMeta
 from proxy.turn.assembler import Assembler
 from proxy.turn.events import Finished, Usage
-from proxy.upstreams import direct_answers, gemini
+from proxy.upstreams import anthropic_fixes, direct_answers, gemini
 from proxy.upstreams.anthropic import AnthropicDialect
-from proxy.upstreams.base import Fault, Relayable
+from proxy.upstreams.base import Fault, Relayable, filled
 from proxy.upstreams.conversion import DirectText
 from proxy.upstreams.gemini import GeminiDialect
 from proxy.upstreams.openai_responses import ResponsesDialect
@@ -57,7 +57,7 @@ def _read(kind: str, script: list[Any], whole: bool) -> tuple[list[Any], Any]:
     out: list[Any] = []
     try:
         if whole:
-            out.append(codec.whole(copy.deepcopy(script[0])))
+            out.append(filled(codec.whole(copy.deepcopy(script[0]))))  # as every reader
         else:
             for event in copy.deepcopy(script):
                 out.append(codec.event(event))
@@ -80,6 +80,7 @@ def _compared(
                     stream = getattr(direct_answers, name)
                     patch.setattr(stream, "event", lambda self, event: None)
                 patch.setattr(direct_answers, "anthropic_whole", lambda payload, usage: None)
+                patch.setattr(direct_answers, "anthropic_relayable", lambda payload, model: None)
                 patch.setattr(direct_answers, "gemini_whole", lambda payload, usage: None)
                 patch.setattr(direct_answers, "responses_whole", lambda payload: None)
             if not text:
@@ -486,7 +487,7 @@ def test_a_whole_plain_answer_is_relayed_as_the_chat_front_renders_it(kind: str)
         payload = _anthropic_message(rng) if kind == "anthropic" else _gemini_answer(rng)
         codec = _codec(kind)
         try:
-            chunks = codec.whole(copy.deepcopy(payload))
+            chunks = filled(codec.whole(copy.deepcopy(payload)))
         except Fault:
             continue
         slow = _slow_path(chunks, "m")
@@ -505,6 +506,50 @@ def test_a_whole_plain_answer_is_relayed_as_the_chat_front_renders_it(kind: str)
         assert chunk.finish_reason == slow["choices"][0]["finish_reason"]
         assert chunk.usage.as_dict() == slow["usage"]
     assert relayed > 60
+
+
+def test_a_plain_anthropic_answer_is_made_at_once_with_its_fields_pending() -> None:
+    """`anthropic_relayable` gives what the general steps (`anthropic_usage`,
+    `anthropic_whole`, `relayable`) give for every generated whole answer, or None where
+    they make no `Relayable`: the same bytes (id and time aside), usage and finish reason,
+    and fields that are made, once, only when read (the Chat front reads none)."""
+    rng = random.Random(45)
+    made = 0
+    for _ in range(1500):
+        payload = _anthropic_message(rng)
+        if rng.random() < 0.2:
+            payload["usage"] = rng.choice(USAGES)
+        usage = payload.get("usage")
+        mended = anthropic_fixes.anthropic_usage(usage) if isinstance(usage, dict) else None
+        whole = direct_answers.anthropic_whole(copy.deepcopy(payload), mended)
+        general = direct_answers.relayable(whole, "m") if whole is not None else None
+        relayed = direct_answers.anthropic_relayable(payload, "m")
+        if general.__class__ is not Relayable:
+            assert relayed is None, payload
+            continue
+        assert relayed is not None and general is not None
+        made += 1
+        assert dict(relayed) == {}  # pending
+        sent, expected = orjson.loads(relayed.raw or b""), orjson.loads(general.raw)
+        assert list(sent) == list(expected)
+        assert {**sent, "id": 0, "created": 0} == {**expected, "id": 0, "created": 0}
+        assert relayed.usage == general.usage and relayed.finish_reason == general.finish_reason
+        assert [relayed.usage.__class__, relayed.raw.__class__] == [Usage, bytes]
+        assert relayed.fields() is relayed and relayed.pending is None
+        assert orjson.dumps(relayed) == orjson.dumps(general), payload
+        relayed["usage"] = "read"
+        assert relayed.fields()["usage"] == "read", "made once"
+    assert made > 400
+    assert direct_answers.anthropic_relayable(payload, None) is None  # no model by name
+
+
+USAGES: list[Any] = [
+    {"input_tokens": 0, "output_tokens": 0},
+    {"input_tokens": 7, "output_tokens": 2, "cache_read_input_tokens": 0},
+    {"input_tokens": 1, "cache_creation_input_tokens": 3, "cache_read_input_tokens": 4},
+    {"input_tokens": -1, "output_tokens": True, "cache_read_input_tokens": "9"},
+    {"input_tokens": 2.5, "output_tokens": 1, "service_tier": "standard"},
+]
 
 
 def test_an_answer_for_a_model_not_named_as_a_string_is_not_relayed() -> None:
