@@ -85,9 +85,12 @@ class TextScanner:
     """Recognises the text-only events of one streamed response by their bytes: one learned
     shape per kind of text (content, reasoning)."""
 
-    __slots__ = ("_shapes", "first", "key", "misses")
+    __slots__ = ("_shapes", "first", "key", "misses", "silent")
 
     def __init__(self) -> None:
+        self.silent: frozenset[bytes] = frozenset()
+        """Events that make no chunk and change nothing of their codec's, byte for byte (an
+        Anthropic ping): the transport skips them unparsed."""
         self.misses = 0
         """Chunks that may have been text the scanner did not learn (text whose shape could
         not be learned, not compact JSON, say; once it stopped looking, every chunk): while

@@ -68,9 +68,24 @@ class FieldTextScanner(TextScanner):
         return data[start:end]
 
 
+_ANTHROPIC_SILENT = frozenset(
+    (
+        b'{"type":"ping"}',
+        b'{"type": "ping"}',
+        *(b'{"type":"content_block_stop","index":%d}' % index for index in range(16)),
+    )
+)
+"""A Messages stream's events that make no chunk and that its codec keeps nothing of (it
+returns none for a ping or a block's end, before reading anything else), as the service
+writes them."""
+
+
 def anthropic_text() -> FieldTextScanner:
-    """The scanner of a Messages stream: text deltas (`text_delta`) only."""
-    return FieldTextScanner(b'{"type":"content_block_delta",', b'"type":"text_delta","text":"')
+    """The scanner of a Messages stream: text deltas (`text_delta`) only; pings and block
+    ends skipped unparsed."""
+    scanner = FieldTextScanner(b'{"type":"content_block_delta",', b'"type":"text_delta","text":"')
+    scanner.silent = _ANTHROPIC_SILENT
+    return scanner
 
 
 def gemini_text() -> FieldTextScanner:

@@ -360,6 +360,7 @@ class Exchange:
         """A text-only chunk may be among those parsed (`coalesce` then merges a run of them):
         no scanner, one that did not learn some text, or an event made more than one chunk."""
         misses = -1 if scanner is None else scanner.misses
+        silent = None if scanner is None else scanner.silent
         at, count = 0, len(events)
         while at < count:
             body: bytes | None = None
@@ -373,7 +374,8 @@ class Exchange:
                 if data == b"[DONE]":
                     done = True
                     break
-                parsed = self._event(codec, data)
+                # An event the scanner knows makes no chunk is not parsed (an Anthropic ping).
+                parsed = [] if silent and data in silent else self._event(codec, data)
                 if not parsed:
                     # No chunk (a ping, a block's start or end): nothing to merge, and the
                     # run of text around it goes on as one, as if it had not come.

@@ -27,10 +27,12 @@ def stream(reply: Reply) -> list[bytes]:
 
 
 class Seen:
-    """The text of every text delta the codec was shown (parsed and passed to it)."""
+    """The text of every text delta the codec was shown (parsed and passed to it), and the
+    type of every event."""
 
     def __init__(self) -> None:
         self.texts: list[str] = []
+        self.kinds: list[str] = []
 
 
 def decoded(
@@ -48,6 +50,7 @@ def decoded(
         shown = codec.event
 
         def event(payload: dict[str, Any]) -> list[dict[str, Any]]:
+            seen.kinds.append(payload["type"])
             delta = payload.get("delta") or {}
             if delta.get("type") == "text_delta":
                 seen.texts.append(delta["text"])
@@ -163,6 +166,23 @@ def test_a_foretold_delta_with_a_control_character_is_an_error() -> None:
     sent[at] = sent[at].replace(b'"text":"fine"', b'"text":"a\tb"')
     with pytest.raises(UpstreamError, match="not JSON"):
         decoded(sent, [], scanned=True)
+
+
+def test_pings_and_block_ends_are_skipped_unparsed() -> None:
+    # Thinking, text and two tool calls: block ends of indexes 0 to 3, and pings in the
+    # service's two spellings; a ping or a block end written otherwise is parsed.
+    reply = Reply.answer("Let me look.", calls=[("clock", {}), ("add", {"a": 1})], thinking="Hm.")
+    sent = stream(reply)
+    sent[3:3] = [b'{"type":"ping"}', b'{"type": "ping"}']
+    seen = Seen()
+    fast = decoded(sent, [2, 9], scanned=True, seen=seen)
+    assert sent.count(b'{"type":"content_block_stop","index":3}') == 1
+    assert "ping" not in seen.kinds and "content_block_stop" not in seen.kinds
+    assert merged(fast) == merged(decoded(sent, [2, 9], scanned=False))
+    odd = [b'{"type":"ping","at":1}', b'{"type":"content_block_stop","index":0,"x":1}']
+    seen = Seen()
+    decoded([*sent[:3], *odd, *sent[3:]], [], scanned=True, seen=seen)
+    assert seen.kinds.count("ping") == 1 and seen.kinds.count("content_block_stop") == 1
 
 
 @pytest.mark.parametrize("seed", range(80))
