@@ -20,6 +20,12 @@ STOP_S = 120
 """How long a server may take to stop (its drain, with no `timeout_graceful_shutdown` as
 long as its connections stay open, and its lifespan's shutdown): a deadline that must not
 fire, past which the test fails rather than waits for pytest's hang detector."""
+KEEP_ALIVE_S = 60
+"""How long a test server keeps an idle connection: longer than its clients keep one (httpx,
+under the OpenAI and Anthropic SDKs, 5 s; aiohttp 15 s), so the client always gives an idle
+connection up first. At uvicorn's 5 s a server could close one just as a client sent its next
+request on it, which failed (the SDKs here do not retry): a module's proxies, kept between
+tests, met it once under load (test_native_formats.py, httpx ReadError)."""
 _TICK_S = 0.1
 """uvicorn's own tick, at which it refreshes its `date` header."""
 _DRAINED_EVERY_S = 0.005
@@ -83,14 +89,14 @@ async def serve_app(
     lifespan: Literal["on", "off", "auto"] = "on",
     timeout_graceful_shutdown: int | None = None,
     server: ServerConfig | None = None,
-    keep_alive_s: int = 5,
+    keep_alive_s: int = KEEP_ALIVE_S,
     stop_s: float = STOP_S,
 ) -> AsyncIterator[str]:
     """Serve `app` on an ephemeral loopback port (bound before uvicorn starts, so no other
     process can take it); yields its root URL, `http://127.0.0.1:PORT`, once it serves.
 
     It is served as `toolwire serve` serves: httptools with the head limits of `server`
-    (the defaults when not given), keeping idle connections `keep_alive_s` (uvicorn's 5 s).
+    (the defaults when not given), keeping idle connections `keep_alive_s`.
 
     Raises:
         TimeoutError: it did not start within `STARTUP_S`, or stop within `stop_s` (its
