@@ -7,7 +7,9 @@ sequential requests after a warm-up, so the figure hardly moves with the machine
 - `responses`: the Responses front (`POST /v1/responses`) over an OpenAI-Chat upstream;
 - `messages`: the Messages front (`POST /v1/messages`) over an OpenAI-Chat upstream;
 - `anthropic`: the Chat front over an Anthropic Messages upstream (testing's fake);
-- `gemini`: the Chat front over a Gemini generateContent upstream (testing's fake);
+- `gemini`: the Chat front over a Gemini generateContent upstream (testing's fake, writing
+  what the hosted service writes: spaced JSON, usage on every piece; `--gemini-wire compact`
+  for compact JSON with usage on the finish alone);
 
 each unstreamed and streamed. Every upstream answers the bench's text (bench/workload.py),
 streamed in about 20 pieces, and every answer is checked for it.
@@ -107,6 +109,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--profile-out", metavar="PATH", help="keep the pstats file here")
     parser.add_argument("--top", type=int, default=30, help="functions the profile lists")
     parser.add_argument("--text-deltas", type=int, metavar="N", help="time N text deltas' frames")
+    parser.add_argument(
+        "--gemini-wire",
+        choices=("hosted", "compact"),
+        default="hosted",
+        help="the Gemini fake's shape: the hosted service's, or compact (usage on the finish)",
+    )
     parser.add_argument("--serve-fake", choices=("anthropic", "gemini"), help=argparse.SUPPRESS)
     parser.add_argument("--profiled", metavar="PATH", help=argparse.SUPPRESS)
     parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
@@ -123,7 +131,7 @@ def main(argv: list[str] | None = None) -> int:
         return _profiled(Path(argv[1]), argv[2:])
     args = parse_args(argv)
     if args.serve_fake:
-        _serve_fake(args.serve_fake, args.port)
+        _serve_fake(args.serve_fake, args.port, args.gemini_wire)
         return 0
     if args.profile:
         return _profile(args)
@@ -141,7 +149,7 @@ def main(argv: list[str] | None = None) -> int:
         procs = Processes(Path(tmp))
         try:
             for case in args.case:
-                config = _config(procs, case)
+                config = _config(procs, case, args.gemini_wire)
                 for target in targets:
                     for mode in args.mode:
                         n = _count(procs, args, target, config, case, mode)
@@ -163,14 +171,14 @@ def main(argv: list[str] | None = None) -> int:
 # --------------------------------------------------------------------------- upstreams
 
 
-def _config(procs: Processes, case: str) -> Path:
+def _config(procs: Processes, case: str, gemini_wire: str) -> Path:
     """The upstream of `case` started, and a toolwire config pointing at it."""
     kind = UPSTREAM_FORMATS[case]
     if kind == "openai-chat":
         upstream = procs.serve(f"upstream-{case}", upstream_command(), None)
         url = f"{upstream.base}/v1"
     else:
-        cmd = script("fronts_cost.py", "--serve-fake", kind)
+        cmd = script("fronts_cost.py", "--serve-fake", kind, "--gemini-wire", gemini_wire)
         upstream = procs.serve(f"upstream-{case}", cmd, None)
         url = upstream.base
     procs.wait_port(upstream, timeout=30)
@@ -181,8 +189,9 @@ def _config(procs: Processes, case: str) -> Path:
     return write_config(procs.workdir / f"toolwire-{case}.yaml", config)
 
 
-def _serve_fake(kind: str, port: int) -> None:
-    """Run testing's Anthropic or Gemini fake on `port`, answering the bench's text."""
+def _serve_fake(kind: str, port: int, gemini_wire: Any = "hosted") -> None:
+    """Run testing's Anthropic or Gemini fake (the latter in `gemini_wire`'s shape) on
+    `port`, answering the bench's text."""
     import uvloop
 
     from testing.anthropic_upstream import FakeAnthropic
@@ -190,7 +199,8 @@ def _serve_fake(kind: str, port: int) -> None:
     from testing.provider_server import Reply
 
     async def serve() -> None:
-        fake = (FakeAnthropic if kind == "anthropic" else FakeGemini)(Reply.answer(TEXT))
+        reply = Reply.answer(TEXT)
+        fake = FakeAnthropic(reply) if kind == "anthropic" else FakeGemini(reply, wire=gemini_wire)
         fake.requests = deque(maxlen=8)  # type: ignore[assignment]
         fake.paths = deque(maxlen=8)  # type: ignore[assignment]
         fake.headers = deque(maxlen=8)  # type: ignore[assignment]
@@ -367,7 +377,7 @@ def _profile(args: argparse.Namespace) -> int:
         procs = Processes(Path(tmp))
         out = Path(args.profile_out or Path(tmp) / "profile.pstats").resolve()
         try:
-            config = _config(procs, case)
+            config = _config(procs, case, args.gemini_wire)
             serve = toolwire_serve(config)[len(toolwire_command()) :]
             server = procs.serve(
                 "toolwire", script("fronts_cost.py", "--profiled", str(out), *serve), None

@@ -4,7 +4,15 @@
 `:streamGenerateContent?alt=sse` answers with data-only events separated by CRLF, several
 function calls in one part list
 (ids present or absent, arguments as objects, a thoughtSignature on the first) and
-`finishReason: "STOP"` even for calls. `GET /v1beta/models` lists the models. Requests
+`finishReason: "STOP"` even for calls.
+
+By default it writes what the hosted service (generativelanguage.googleapis.com) writes
+(`wire="hosted"`): each piece as one line of JSON with a space after each colon and none
+after a comma, `<`, `>` and `&` escaped as `\u003c`, `\u003e` and `\u0026`; usage (cumulative),
+`modelVersion` and `responseId` on every piece; the last text or the calls in the piece
+that finishes; an unstreamed answer indented by two spaces. `wire="compact"` writes compact
+JSON with usage on the finishing piece alone, which follows the last text as a piece of its
+own. `GET /v1beta/models` lists the models. Requests
 breaking the service's rules get its 400: roles other than user/model, empty text parts,
 unknown part fields, a function-call turn not followed by as many responses with the same
 names, a non-object `functionResponse.response`, schema keywords outside its subset.
@@ -13,8 +21,9 @@ names, a non-object `functionResponse.response`, schema keywords outside its sub
 from __future__ import annotations
 
 import base64
+import json
 import uuid
-from typing import Any
+from typing import Any, Literal
 
 import orjson
 from aiohttp import web
@@ -33,13 +42,18 @@ _PART_KEYS = {
 }
 _NOT_IN_SUBSET = ("additionalProperties", "$ref", "$defs", "$schema")
 _STATUS = {400: "INVALID_ARGUMENT", 429: "RESOURCE_EXHAUSTED", 503: "UNAVAILABLE"}
+Wire = Literal["hosted", "compact"]
+_ESCAPED = {ord("<"): "\\u003c", ord(">"): "\\u003e", ord("&"): "\\u0026"}
+"""The characters the hosted service writes escaped (only ever inside JSON strings)."""
 
 
 class FakeGemini(ProviderFake):
-    """Scripted generateContent API; `base_url` is the service root (`http://host:port`)."""
+    """Scripted generateContent API; `base_url` is the service root (`http://host:port`).
+    `wire` is the shape of its answers: the hosted service's, or compact (see above)."""
 
-    def __init__(self, default: Reply | None = None) -> None:
+    def __init__(self, default: Reply | None = None, *, wire: Wire = "hosted") -> None:
         super().__init__(default, models=[MODEL])
+        self.wire: Wire = wire
 
     async def route(self, request: web.BaseRequest, body: Any) -> web.StreamResponse:
         version, _, path = request.path.removeprefix("/").partition("/")
@@ -62,16 +76,19 @@ class FakeGemini(ProviderFake):
             return self.error_response(reply.status, reply.text, "", reply.retry_after)
         if reply.kind == "hang":
             await self.until_stopped()
-        pieces = answer_pieces(reply, model)
+        pieces = answer_pieces(reply, model, self.wire)
         if action == "generateContent":
             if reply.kind == "stream_error":
                 return self.error_response(503, reply.text, "UNAVAILABLE")
-            return json_response(200, whole(pieces))
+            if self.wire == "compact":
+                return json_response(200, whole(pieces))
+            body = encoded(whole(pieces), self.wire, indent=True)
+            return web.Response(body=body, content_type="application/json")
         require(request.query.get("alt") == "sse", "streaming needs alt=sse here")
         response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
         await response.prepare(request)
         for piece in pieces:
-            await response.write(b"data: " + orjson.dumps(piece) + b"\r\n\r\n")
+            await response.write(b"data: " + encoded(piece, self.wire) + b"\r\n\r\n")
         await response.write_eof()
         return response
 
@@ -121,34 +138,74 @@ def check_request(body: Any) -> None:
                 require(f'"{keyword}"' not in schema, f"parameters: unknown field {keyword}")
 
 
-def answer_pieces(reply: Reply, model: str) -> list[dict[str, Any]]:
-    """The streamed pieces of `reply`; merged, they make the unstreamed answer."""
+def encoded(piece: dict[str, Any], wire: Wire = "hosted", *, indent: bool = False) -> bytes:
+    """A piece (or whole answer) as `wire` writes it: compact, or as the hosted service writes
+    it (one line, or indented by two spaces when `indent`)."""
+    if wire == "compact":
+        return orjson.dumps(piece)
+    spaced = json.dumps(piece, ensure_ascii=False, indent=2 if indent else None,
+                        separators=(",", ": "))  # fmt: skip
+    return spaced.translate(_ESCAPED).encode()
+
+
+def answer_pieces(reply: Reply, model: str, wire: Wire = "hosted") -> list[dict[str, Any]]:
+    """The streamed pieces of `reply` as `wire` sends them; merged, they make the unstreamed
+    answer."""
     meta = {"modelVersion": model, "responseId": uuid.uuid4().hex[:16]}
-    usage = {
-        "promptTokenCount": reply.usage[0],
-        "candidatesTokenCount": reply.usage[1],
-        "totalTokenCount": sum(reply.usage),
-    }
     if reply.kind == "blocked":
         candidate = {"finishReason": "SAFETY", "index": 0, "safetyRatings": []}
-        return [{"candidates": [candidate], "usageMetadata": usage, **meta}]
+        return [{"candidates": [candidate], "usageMetadata": _usage(reply, 1, 1, wire), **meta}]
     parts_list: list[list[dict[str, Any]]] = []
     if reply.thinking is not None:
         parts_list.append([{"text": reply.thinking, "thought": True}])
     parts_list += [[{"text": piece}] for piece in split(reply.text, 6)]
     if reply.calls:
         parts_list.append([_call_part(reply, i, call) for i, call in enumerate(reply.calls)])
-    pieces = [_piece(parts, meta) for parts in parts_list]
-    if reply.kind == "stream_error":
-        error = {"code": 503, "message": reply.text, "status": "UNAVAILABLE"}
-        return [*pieces, {"error": error}]
-    last = {"candidates": [{"content": {"role": "model", "parts": [{"text": ""}]}}]}
-    last["candidates"][0].update(finishReason="STOP", index=0)
-    return [*pieces, {**last, "usageMetadata": usage, **meta}]
+    hosted = wire == "hosted"
+    failing = reply.kind == "stream_error"
+    if hosted and not failing:  # the last parts finish, with the call's usage
+        parts_list = parts_list or [[{"text": ""}]]
+    elif not failing:  # a finishing piece of its own follows, with the call's usage
+        parts_list.append([{"text": ""}])
+    count = len(parts_list)
+    pieces = []
+    for n, parts in enumerate(parts_list, 1):
+        content = {"parts": parts, "role": "model"} if hosted else {"role": "model", "parts": parts}
+        candidate: dict[str, Any] = {"content": content, "index": 0}
+        piece: dict[str, Any] = {"candidates": [candidate]}
+        if n == count and not failing:
+            candidate.pop("index")
+            candidate.update(finishReason="STOP", index=0)
+            if reply.calls and hosted:
+                candidate["finishMessage"] = "Model generated function call(s)."
+        if hosted or (n == count and not failing):
+            piece["usageMetadata"] = _usage(reply, n, count, wire)
+        pieces.append({**piece, **meta})
+    if failing:
+        return [*pieces, {"error": {"code": 503, "message": reply.text, "status": "UNAVAILABLE"}}]
+    return pieces
 
 
-def _piece(parts: list[dict[str, Any]], meta: dict[str, Any]) -> dict[str, Any]:
-    return {"candidates": [{"content": {"role": "model", "parts": parts}, "index": 0}], **meta}
+def _usage(reply: Reply, n: int, count: int, wire: Wire) -> dict[str, Any]:
+    """The usage of the `n`th of `count` pieces: the hosted service's counts what came so far
+    (the last piece's is the call's) and details the prompt's modalities, and counts the
+    thoughts apart."""
+    prompt, completion = reply.usage
+    if wire == "compact":
+        return {"promptTokenCount": prompt, "candidatesTokenCount": completion,
+                "totalTokenCount": prompt + completion}  # fmt: skip
+    so_far = completion * n // count
+    usage: dict[str, Any] = {
+        "promptTokenCount": prompt,
+        "candidatesTokenCount": so_far,
+        "totalTokenCount": prompt + so_far,
+        "promptTokensDetails": [{"modality": "TEXT", "tokenCount": prompt}],
+    }
+    if reply.thinking is not None:
+        thoughts = len(reply.thinking.split()) or 1
+        usage["totalTokenCount"] += thoughts
+        usage["thoughtsTokenCount"] = thoughts
+    return usage
 
 
 def _call_part(reply: Reply, index: int, call: Call) -> dict[str, Any]:
@@ -183,10 +240,11 @@ def whole(pieces: list[dict[str, Any]]) -> dict[str, Any]:
         else:
             merged.append(dict(part))
     last = pieces[-1]
-    candidate = {**last["candidates"][0], "content": {"role": "model", "parts": merged}}
+    candidate = last["candidates"][0]
+    candidate = {**candidate, "content": {**candidate.get("content", {}), "parts": merged}}
     if not merged:
         candidate.pop("content")
     return {**last, "candidates": [candidate]}
 
 
-__all__ = ["MODEL", "Call", "FakeGemini", "Reply", "signature"]
+__all__ = ["MODEL", "Call", "FakeGemini", "Reply", "Wire", "answer_pieces", "encoded", "signature"]

@@ -205,6 +205,9 @@ def test_a_plain_anthropic_answer_needs_no_rosetta(monkeypatch: pytest.MonkeyPat
 # --- Gemini ----------------------------------------------------------------------------
 
 
+WIRES: list[gemini_upstream.Wire] = ["hosted", "compact"]
+
+
 def _candidates(pieces: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [c for p in pieces for c in p.get("candidates") or ()] or [{}]
 
@@ -269,7 +272,8 @@ GEMINI_CHANGES = [
 
 
 def _gemini_script(rng: random.Random) -> list[dict[str, Any]]:
-    pieces = gemini_upstream.answer_pieces(rng.choice(REPLIES), "gemini-fake")
+    wire = rng.choice(WIRES)
+    pieces = gemini_upstream.answer_pieces(rng.choice(REPLIES), "gemini-fake", wire)
     for _ in range(rng.choice([0, 0, 1, 2])):
         rng.choice(GEMINI_CHANGES)(rng, pieces)
     return pieces
@@ -277,7 +281,9 @@ def _gemini_script(rng: random.Random) -> list[dict[str, Any]]:
 
 def _gemini_answer(rng: random.Random) -> dict[str, Any]:
     reply = rng.choice([r for r in REPLIES if r.kind != "stream_error"])
-    whole = gemini_upstream.whole(gemini_upstream.answer_pieces(reply, "gemini-fake"))
+    whole = gemini_upstream.whole(
+        gemini_upstream.answer_pieces(reply, "gemini-fake", rng.choice(WIRES))
+    )
     candidates = whole.get("candidates") or [{}]
     roll = rng.random()
     if roll < 0.15:
@@ -334,7 +340,8 @@ def test_a_plain_gemini_stream_is_read_by_the_plain_reader_alone(
     piece, as the real service sends it) is read once, by the plain reader or DirectText:
     never by the codec's general path (the finishing text split off, calls looked for, the
     usage mended on chunks that have none). The chunks are rosetta's, checked above."""
-    pieces = gemini_upstream.answer_pieces(Reply.answer(TEXT, usage=(31, 12)), "gemini-fake")
+    reply = Reply.answer(TEXT, usage=(31, 12))
+    pieces = gemini_upstream.answer_pieces(reply, "gemini-fake", "compact")
     if usage == "every":
         _usage_everywhere(random.Random(0), pieces)
     general: list[str] = []

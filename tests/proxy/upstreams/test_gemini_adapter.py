@@ -39,7 +39,10 @@ async def test_text_usage_and_url(stream: bool) -> None:
     assert answer.content == "Hello there, world"
     assert answer.finish_reason == "stop"
     assert answer.usage is not None
-    assert (answer.usage.prompt_tokens, answer.usage.total_tokens) == (12, 19)
+    # The service counts the thought ("hmm", one token) apart; completion tokens include it.
+    usage = answer.usage
+    assert (usage.prompt_tokens, usage.completion_tokens, usage.total_tokens) == (12, 8, 20)
+    assert usage.reasoning_tokens == 1
     action = "streamGenerateContent?alt=sse" if stream else "generateContent"
     assert fake.paths[0] == f"/v1beta/models/m:{action}"
     assert fake.headers[0]["x-goog-api-key"] == SECRET

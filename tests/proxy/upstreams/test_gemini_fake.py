@@ -6,9 +6,10 @@ import contextlib
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING
 
+import orjson
 import pytest
 
-from testing.gemini_upstream import MODEL, FakeGemini, Reply
+from testing.gemini_upstream import MODEL, FakeGemini, Reply, Wire
 
 # The SDK is imported by the tests that use it: only the xdist worker that runs them loads
 # it (~0.4 s of CPU), not every worker as it collects.
@@ -107,3 +108,52 @@ async def test_models_list() -> None:
     async with sdk(Reply.answer("x")) as client:
         names = [m.name async for m in await client.models.list()]
     assert names == [f"models/{MODEL}"]
+
+
+async def _raw(wire: Wire, stream: bool) -> bytes:
+    """The fake's answer to a plain request, as its bytes."""
+    import aiohttp
+
+    action = "streamGenerateContent?alt=sse" if stream else "generateContent"
+    body = {"contents": [{"role": "user", "parts": [{"text": "hi"}]}]}
+    reply = Reply.answer("a <b> & c été, then more", usage=(4, 9))
+    async with FakeGemini(reply, wire=wire) as fake, aiohttp.ClientSession() as session:
+        url = f"{fake.base_url}/v1beta/models/{MODEL}:{action}"
+        async with session.post(url, json=body, headers={"x-goog-api-key": "k"}) as response:
+            return await response.read()
+
+
+async def test_the_hosted_wire_is_the_services() -> None:
+    # As a recording of generativelanguage.googleapis.com: spaced JSON, `<>&` escaped, usage
+    # (cumulative), model and response id on every piece, the last text with the finish.
+    sent = (await _raw("hosted", True)).split(b"\r\n\r\n")
+    assert sent.pop() == b""
+    pieces = [orjson.loads(event.removeprefix(b"data: ")) for event in sent]
+    assert sent[0].startswith(
+        b'data: {"candidates": [{"content": {"parts": [{"text": "a \\u003cb\\u003e'
+    )
+    assert b'"role": "model"},"index": 0}],"usageMetadata": {"promptTokenCount": 4,' in sent[0]
+    counts = [p["usageMetadata"]["candidatesTokenCount"] for p in pieces]
+    assert counts == sorted(counts) and counts[-1] == 9 and len(pieces) > 2
+    assert {(p["modelVersion"], p["responseId"]) for p in pieces} == {
+        (MODEL, pieces[0]["responseId"])
+    }
+    last = pieces[-1]["candidates"][0]
+    assert (
+        list(last) == ["content", "finishReason", "index"] and last["content"]["parts"][0]["text"]
+    )
+    whole = await _raw("hosted", False)
+    assert whole.startswith(b'{\n  "candidates": [\n    {\n      "content": {\n        "parts"')
+    assert orjson.loads(whole)["candidates"][0]["content"]["parts"] == [
+        {"text": "a <b> & c été, then more"}
+    ]
+
+
+async def test_the_compact_wire_has_usage_on_its_finish_alone() -> None:
+    sent = (await _raw("compact", True)).split(b"\r\n\r\n")[:-1]
+    assert sent[0].startswith(
+        b'data: {"candidates":[{"content":{"role":"model","parts":[{"text":"a <b>'
+    )
+    assert [b'"usageMetadata"' in event for event in sent] == [False] * (len(sent) - 1) + [True]
+    assert b'"finishReason":"STOP"' in sent[-1] and b'"parts":[{"text":""}]' in sent[-1]
+    assert (await _raw("compact", False)).startswith(b'{"candidates":[{')

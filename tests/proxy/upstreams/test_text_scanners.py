@@ -71,7 +71,8 @@ def test_a_delta_escaped_otherwise_teaches_nothing() -> None:
 
 
 def test_a_gemini_text_piece_teaches_and_one_with_usage_does_not() -> None:
-    sent = [orjson.dumps(p) for p in answer_pieces(Reply.answer(TEXT, thinking="Hm."), "m")]
+    pieces = answer_pieces(Reply.answer(TEXT, thinking="Hm."), "m", "compact")
+    sent = [orjson.dumps(p) for p in pieces]
     texts = [p for p in sent if b'"thought"' not in p and b'"finishReason"' not in p]
     scanner = gemini_text()
     first = orjson.loads(texts[0])["candidates"][0]["content"]["parts"][0]["text"]
