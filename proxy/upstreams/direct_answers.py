@@ -393,7 +393,7 @@ class GeminiStream(_PlainStream):
         if self.ended or not _PIECE_KEYS.issuperset(piece):
             return None
         if "candidates" not in piece:
-            # Usage alone (the codec split it off a text piece): rosetta keeps it.
+            # Usage alone: rosetta keeps it.
             return [] if self._answer is not None and "usageMetadata" in piece else None
         answer_id, model = piece.get("responseId"), piece.get("modelVersion")
         if answer_id.__class__ is not str or model.__class__ is not str:
@@ -411,12 +411,19 @@ class GeminiStream(_PlainStream):
             return [self._text(text) for text in texts if text] or None
         finish = _GEMINI_STOPS.get(reason) if reason.__class__ is str else None
         usage = piece.get("usageMetadata")
-        if finish is None or not self._spoke or usage.__class__ is not dict or not usage:
+        if finish is None or usage.__class__ is not dict or not usage:
             return None
-        if any(texts):  # text with the finish reason: rosetta's to read (it drops that text)
-            return None
+        if not any(texts):
+            if not self._spoke:
+                return None
+            self.ended = True
+            return [self._finish(finish), self._usage()]
+        # Text with the finish reason (the hosted service's last piece): its text first, as the
+        # codec splits such a piece for rosetta (which drops that text; kept whole, rosetta
+        # reads it as the two pieces should a piece after it need rosetta).
+        said = [self._text(text) for text in texts if text]
         self.ended = True
-        return [self._finish(finish), self._usage()]
+        return [*said, self._finish(finish), self._usage()]
 
 
 def _responses_usage(raw: Any) -> dict[str, Any] | None:

@@ -12,6 +12,8 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import quote
 
+import orjson
+
 from ..config import UpstreamConfig
 from ..errors import UpstreamError
 from . import conversion, direct_answers, direct_requests
@@ -97,7 +99,11 @@ class GeminiUpstream(ProviderUpstream):
 class _GeminiCodec:
     """generateContent answers (streamed pieces, or the whole) to Chat chunks: pieces of
     plain text directly (and, once one has been, found by their bytes by the `scanner`,
-    unparsed), the rest through rosetta."""
+    unparsed), the rest through rosetta.
+
+    A piece's usage counts what came so far (the hosted service sends one on every piece):
+    the last one is kept here, and a finishing piece without one is read with it.
+    """
 
     def __init__(self, converted: conversion.Conversion, stream: bool = False) -> None:
         self.finished = False
@@ -109,8 +115,16 @@ class _GeminiCodec:
         self._direct = conversion.DirectText()
         self._noted: fixes.GeminiCalls | None = None
         """The function calls seen (made by the first piece or answer that is not plain)."""
+        self._usage: Any = None
+        """The last usage of a piece read here (the scanner keeps that of a piece it found)."""
 
     def event(self, payload: dict[str, Any]) -> list[Chunk]:
+        if "usageMetadata" in payload:
+            self._usage = payload["usageMetadata"]
+            if self.scanner is not None:
+                self.scanner.usage = None  # older than this one
+        elif (self._usage is not None or self._found_usage()) and _ends(payload):
+            payload["usageMetadata"] = self._last_usage()
         direct = self._text(payload)
         if direct is not None:
             return direct
@@ -157,9 +171,8 @@ class _GeminiCodec:
 
     def _text(self, payload: dict[str, Any]) -> list[Chunk] | None:
         """The chunks of a piece holding one unfinished candidate of text parts only, or
-        None. Its usage, if any, still goes to rosetta alone: rosetta keeps a sum of every
-        piece's usage for the stream's last chunk. (Pieces are parsed JSON: exact dicts,
-        lists and strs.)"""
+        None. Its usage, if any, is kept by `event`, not read: a finishing piece has the
+        call's. (Pieces are parsed JSON: exact dicts, lists and strs.)"""
         if not self._direct.learned or not _TEXT_PIECE_KEYS.issuperset(payload):
             return None
         candidates = payload.get("candidates")
@@ -180,13 +193,26 @@ class _GeminiCodec:
             if chunk is None:
                 return None
             chunks.append(chunk)
-        usage = payload.get("usageMetadata")
-        if usage is None:
-            return chunks
-        kept = self._convert({k: v for k, v in payload.items() if k != "candidates"})
-        if not kept:  # rosetta (or the plain reader) keeps the usage: nothing to mend
-            return chunks
-        return conversion.with_usage(chunks + kept, fixes.gemini_usage(usage) if usage else None)
+        return chunks
+
+    def _found_usage(self) -> bool:
+        """The scanner found a piece with usage after the last piece read here."""
+        return self.scanner is not None and self.scanner.usage is not None
+
+    def _last_usage(self) -> Any:
+        """The last piece's usage: that of the last piece the scanner found (parsed now), or
+        of the last one read here.
+
+        Raises:
+            Fault: the usage the scanner kept is not JSON.
+        """
+        found = self.scanner.usage if self.scanner is not None else None
+        if found is None:
+            return self._usage
+        try:
+            return orjson.loads(found)
+        except orjson.JSONDecodeError as exc:
+            raise Fault("upstream sent a piece that is not JSON") from exc
 
     @property
     def _calls(self) -> fixes.GeminiCalls:

@@ -228,7 +228,7 @@ class TextScanner:
         if start < 0:
             return None  # not compact JSON: no shape to match
         start += len(_KEYS[key])
-        end = _closing_quote(data, start)
+        end = closing_quote(data, start)
         if end < 0:
             return None
         body = data[start:end]  # inside its string: it ends at the first unescaped quote
@@ -263,7 +263,7 @@ def string_body(body: bytes) -> bool:
     return rest.find(b'"') < 0 and not rest.endswith(b"\\")
 
 
-def _closing_quote(data: bytes, start: int) -> int:
+def closing_quote(data: bytes, start: int) -> int:
     """Where the JSON string whose body starts at `start` ends (its closing quote), or -1."""
     at = data.find(b'"', start)
     while at >= 0:

@@ -332,16 +332,18 @@ def test_a_plain_gemini_answer_needs_no_rosetta(monkeypatch: pytest.MonkeyPatch)
     assert codec._conversion._pipeline is None
 
 
-@pytest.mark.parametrize("usage", ["last", "every"])
+@pytest.mark.parametrize("usage", ["last", "every", "hosted"])
 def test_a_plain_gemini_stream_is_read_by_the_plain_reader_alone(
     usage: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Each piece of a plain answer (text, then the finish with its usage; usage on every
-    piece, as the real service sends it) is read once, by the plain reader or DirectText:
-    never by the codec's general path (the finishing text split off, calls looked for, the
-    usage mended on chunks that have none). The chunks are rosetta's, checked above."""
+    piece; or as the hosted service sends it, usage on every piece and the last text with the
+    finish) is read once, by the plain reader or DirectText: never by the codec's general
+    path (the finishing text split off, calls looked for, the usage mended on chunks that have
+    none). The chunks are rosetta's, checked above."""
     reply = Reply.answer(TEXT, usage=(31, 12))
-    pieces = gemini_upstream.answer_pieces(reply, "gemini-fake", "compact")
+    wire: gemini_upstream.Wire = "hosted" if usage == "hosted" else "compact"
+    pieces = gemini_upstream.answer_pieces(reply, "gemini-fake", wire)
     if usage == "every":
         _usage_everywhere(random.Random(0), pieces)
     general: list[str] = []
@@ -564,3 +566,23 @@ def test_an_answer_for_a_model_not_named_as_a_string_is_not_relayed() -> None:
     chunk = direct_answers.anthropic_whole(message, {"prompt_tokens": 1, "total_tokens": 1})
     assert chunk is not None
     assert direct_answers.relayable(chunk, None).__class__ is dict
+
+
+@pytest.mark.parametrize(
+    "after",
+    [
+        {"promptFeedback": {"blockReason": "SAFETY"}},
+        {"candidates": [{"content": {"parts": [{"functionCall": {"name": "f", "args": {}}}]}}]},
+        {"candidates": [{"content": {"parts": [{"text": "more", "thought": True}]}}]},
+    ],
+)
+def test_a_piece_after_a_hosted_finish_is_read_as_rosetta_reads_it(
+    after: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The hosted service's last text comes with the finish, which the plain reader reads; a
+    piece after it needs rosetta, which reads the kept pieces, that finish among them."""
+    pieces = gemini_upstream.answer_pieces(Reply.answer(TEXT), "gemini-fake")
+    assert pieces[-1]["candidates"][0]["content"]["parts"][0]["text"]
+    pieces.append({**after, "modelVersion": "gemini-fake", "responseId": pieces[0]["responseId"]})
+    _, codec = _compared("gemini", pieces, False, monkeypatch)
+    assert codec._processor is not None and codec._plain is None
