@@ -17,6 +17,7 @@ import os
 from collections.abc import AsyncGenerator
 from dataclasses import dataclass
 
+import anyio
 import httpx2
 from mcp.client.auth import OAuthClientProvider, OAuthFlowError
 from mcp.client.auth.extensions.client_credentials import ClientCredentialsOAuthProvider
@@ -36,6 +37,10 @@ __all__ = [
 ]
 
 log = logging.getLogger("toolwire.mcp")
+
+LOGIN_POLL_S = 1.0
+"""How often a source awaiting its operator's login reads its grant from the store between
+reconnects: a login kept by another replica is used within this, not after the backoff."""
 
 
 class _SdkFlowErrors(logging.Filter):
@@ -107,6 +112,10 @@ class _Login(OAuthClientProvider):
     async def _perform_authorization(self) -> httpx2.Request:
         raise OAuthFlowError(self._hint)
 
+    async def kept(self) -> bytes:
+        """The grant record as the store keeps it, b"" when there is none."""
+        return await self._tokens.store.load(self._tokens.key) or b""
+
     async def refresh_next(self) -> bool:
         """Read the grant from the store again and refresh its access token first on the next
         request; False when there is no refresh token to do it with."""
@@ -130,6 +139,8 @@ class SourceAuth(httpx2.Auth):
         self._label = label
         self._broken = broken
         self.failure: str | None = None
+        self._failed_with: bytes | None = None
+        """The grant record as kept when the login last failed (None: not read)."""
 
     async def async_auth_flow(
         self, request: httpx2.Request
@@ -165,6 +176,7 @@ class SourceAuth(httpx2.Auth):
             if attempt == 1 and login is not None and await login.refresh_next():
                 continue  # refused or failed with a refresh token at hand: refresh, once
             self.failure = f"OAuth: {reason}"
+            self._failed_with = None if login is None else await _kept_or_none(login)
             log.warning("MCP server %s: %s", self._label, self.failure)
             request.headers.pop("Authorization", None)
             yield request  # answered 401: the call fails with `failure`
@@ -174,6 +186,31 @@ class SourceAuth(httpx2.Auth):
         """Read the tokens from the store again on the next request (after a login)."""
         if self._provider is not None:
             self._provider._initialized = False
+
+    async def until_login(self, limit_s: float) -> None:
+        """Wait `limit_s`, or less: when the last request failed for want of a usable login,
+        until the grant kept in the store changes (a login on any replica), read every
+        `LOGIN_POLL_S`. A store that cannot be read is read again at the next poll."""
+        login = self._provider if isinstance(self._provider, _Login) else None
+        if login is None or self.failure is None:
+            await anyio.sleep(limit_s)
+            return
+        kept = self._failed_with
+        with anyio.move_on_after(limit_s):
+            while True:
+                await anyio.sleep(LOGIN_POLL_S)
+                now = await _kept_or_none(login)
+                if now is not None and kept is not None and now != kept:
+                    return
+                kept = now if kept is None else kept
+
+
+async def _kept_or_none(login: _Login) -> bytes | None:
+    """The grant record as kept (b"" when there is none), or None when the store is away."""
+    try:
+        return await login.kept()
+    except Exception:  # the store's boundary: Redis away reads as unknown, tried again
+        return None
 
 
 @dataclass(frozen=True, slots=True)

@@ -279,7 +279,10 @@ class McpSession:
                 delay = min(MAX_BACKOFF_S, INITIAL_BACKOFF_S * 2 ** max(failures - 1, 0))
                 log.info("MCP server %s: reconnecting in %.2fs", self._label, delay)
                 self._state = "backoff"
-                await anyio.sleep(delay)
+                if self._auth is None:
+                    await anyio.sleep(delay)
+                else:  # awaiting a login: connect as soon as any replica keeps one
+                    await self._auth.until_login(delay)
         self._state = "closed"
 
     async def _connect_and_serve(self) -> float:

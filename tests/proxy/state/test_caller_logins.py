@@ -2,19 +2,23 @@
 two replicas sharing one real redis-server: an operator logs in for each client key (the
 authorization server's user differs per login), each key's calls present its own tokens on
 either replica, a key without a login gets a clear tool error, and the grants are kept per
-key in Redis."""
+key in Redis; the source's own login, taken by one replica, connects the other within a
+second, whatever its backoff."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import uuid
 from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx2
+import pytest
 import redis.asyncio as aioredis
 from openai import AsyncOpenAI, DefaultAsyncHttpxClient
 
+from registry.mcp import session
 from testing.oauth_servers import OAuthProtected, serve_oauth_protected
 from testing.upstream import FakeUpstream, Reply
 from tests.conftest import Proxy, serve_proxy
@@ -78,6 +82,21 @@ async def log_in(proxy: Proxy, protected: OAuthProtected, subject: str, **body: 
     return back.text
 
 
+async def until_reachable(proxy: Proxy, source: str = "mcp:o") -> None:
+    """Wait until the replica's source is connected (its tools listed), by its admin API."""
+    root = proxy.base_url.removesuffix("/v1")
+    headers = {"authorization": f"Bearer {ADMIN}"}
+    async with (
+        asyncio.timeout(30),
+        httpx2.AsyncClient(timeout=30, base_url=f"{root}/admin/api", headers=headers) as admin,
+    ):
+        while True:
+            listed = (await admin.get("/sources")).json()
+            if any(s["name"] == source and s["reachable"] for s in listed):
+                return
+            await asyncio.sleep(0.05)
+
+
 async def whoami(proxy: Proxy, name: str) -> str:
     client = AsyncOpenAI(
         base_url=proxy.base_url,
@@ -107,6 +126,7 @@ async def test_each_key_presents_its_own_login_on_every_replica(
         page = await log_in(one, protected, "alice", for_key="team-a")
         assert "Logged in to mcp:o for the key team-a" in page
         await log_in(two, protected, "bob", for_key="team-b")
+        await until_reachable(two)  # the operator's login, read from the store
 
         for proxy in (one, two, one):
             assert await whoami(proxy, "team-a") == "toolwire/alice"
@@ -122,6 +142,25 @@ async def test_each_key_presents_its_own_login_on_every_replica(
             await redis.aclose()
         assert {f"{prefix}oauth:mcp:o:key:team-a", f"{prefix}oauth:mcp:o:key:team-b"} <= kept
         assert not any("team-c" in key for key in kept)
+
+
+async def test_a_login_kept_on_one_replica_connects_the_source_on_the_other(
+    redis_server: RedisServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The replica that takes the callback reconnects at once; the other one reads the grant
+    # from the store every second while it awaits a login, not after its backoff, made an
+    # hour here so that only that read can connect it within the deadline.
+    monkeypatch.setattr(session, "INITIAL_BACKOFF_S", 3600.0)
+    monkeypatch.setattr(session, "MAX_BACKOFF_S", 3600.0)
+    prefix = f"callers-{uuid.uuid4().hex[:8]}:"
+    async with (
+        serve_oauth_protected() as protected,
+        replicas(protected, redis_server.url, prefix) as (one, two),
+    ):
+        assert "Logged in to mcp:o" in await log_in(one, protected, "operator")
+        await until_reachable(two)
+        await log_in(two, protected, "bob", for_key="team-b")
+        assert await whoami(two, "team-b") == "toolwire/bob"
 
 
 async def test_a_login_for_an_unknown_key_or_a_source_not_acting_for_callers_is_refused(
