@@ -40,6 +40,11 @@ class ServerConfig(BaseModel):
     (on a kept-alive connection, of the next request's first byte); else it gets a 408 and
     is closed (a connection that sent nothing is just closed), so slow clients cannot hold
     connections open."""
+    keep_alive_s: float = Field(default=75.0, gt=0)
+    """How long a connection may stay idle between requests before the server closes it.
+    Longer than the clients' and load balancers' own idle limits (httpx and the OpenAI and
+    Anthropic SDKs: 5 s; AWS's load balancers: 60 s), so that the client, not the server,
+    closes an idle connection: a request sent as the server closes it would be lost."""
     allowed_hosts: list[str] = Field(default_factory=lambda: ["localhost", "127.0.0.1", "::1"])
     """The names this server answers to on the admin and `/mcp`, beside loopback and `host`:
     a request whose `Host` or browser `Origin` names anything else gets a 403 (a web page

@@ -100,6 +100,8 @@ def _serve_workers(
         log_config=logs,
         access_log=args.access_log,
         timeout_graceful_shutdown=_CANCEL_AFTER_DRAIN_S,
+        # uvicorn's annotation says int; its keep-alive timer takes any number of seconds.
+        timeout_keep_alive=settings.server.keep_alive_s,  # type: ignore[arg-type]
         timeout_worker_healthcheck=settings.server.worker_healthcheck_s,
     )
     with _metrics_shared_by_workers(), contextlib.suppress(KeyboardInterrupt):
@@ -124,6 +126,7 @@ async def _serve_one(settings: Settings, sock: socket.socket, args: argparse.Nam
                 log_config=log_config(args.log_format, args.log_level),
                 access_log=args.access_log,
                 timeout_graceful_shutdown=_CANCEL_AFTER_DRAIN_S,
+                timeout_keep_alive=settings.server.keep_alive_s,  # type: ignore[arg-type]
             )
             server = uvicorn.Server(config)
             # uvicorn installs `server.handle_exit` for SIGTERM and SIGINT when it starts.

@@ -56,6 +56,7 @@ def _at(path: str, value: float) -> dict[str, Any]:
 CASES = [
     ("server.body_timeout_s", "server.body_timeout_s"),
     ("server.header_timeout_s", "server.header_timeout_s"),
+    ("server.keep_alive_s", "server.keep_alive_s"),
     ("loop.timeout_s", "loop.timeout_s"),
     ("loop.keepalive_s", "loop.keepalive_s"),
     ("execution.timeout_s", "execution.timeout_s"),
