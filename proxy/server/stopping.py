@@ -7,7 +7,9 @@ the two: once nothing is accepted any more, each connection that has not sent it
 yet may still send it (the drain answers it 503, `Connection: close`) until its head's
 deadline (`server.header_timeout_s`), within the drain's time (`server.drain_s` from the
 signal); only connections idle after an answer are closed at once, as any server's stop
-closes them.
+closes them. Connections the kernel had queued on the listening socket, which the server had
+not accepted yet, are accepted at its close and answered the same way: closing a listening
+socket resets what is queued on it.
 
 With `--workers` the workers share one listening socket, and uvicorn's supervisor keeps its
 own copy open until it exits: once its workers have stopped accepting, connections would
@@ -20,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import socket
 from collections.abc import Collection
 
@@ -42,14 +45,49 @@ def answering_first(server: uvicorn.Server, drain: Drain, within_s: float) -> No
     stop = server.shutdown
 
     async def shutdown(sockets: list[socket.socket] | None = None) -> None:
+        # The queue's own copies, closed once it is empty: closing the last descriptor of a
+        # listening socket resets every connection still queued on it.
+        queues = [_queue_of(s) for listening in server.servers for s in listening.sockets]
         for listening in server.servers:
             listening.close()
         for sock in sockets or ():
             sock.close()
+        await _take_queued(server, queues)
         await _requests_come(server, min(within_s, drain.left_s()))
         await stop(sockets)
 
     server.shutdown = shutdown  # type: ignore[method-assign]
+
+
+def _queue_of(listening: object) -> socket.socket:
+    """A descriptor of its own on a listening socket (asyncio's, uvloop's pseudo-socket)."""
+    fileno = listening.fileno()  # type: ignore[attr-defined]
+    return socket.socket(fileno=os.dup(fileno))
+
+
+async def _take_queued(server: uvicorn.Server, queues: list[socket.socket]) -> None:
+    """Accept the connections the kernel queued on the listening sockets that the server had
+    not taken yet, as the server would have, then close the sockets for good."""
+    loop = asyncio.get_running_loop()
+    config, state = server.config, server.server_state
+
+    def protocol() -> asyncio.Protocol:
+        return config.http_protocol_class(  # type: ignore[call-arg]
+            config=config, server_state=state, app_state=server.lifespan.state, _loop=loop
+        )
+
+    for queue in queues:
+        with queue:
+            queue.setblocking(False)
+            for _ in range(config.backlog):  # what the queue held; later ones are refused
+                try:
+                    taken, _ = queue.accept()
+                except OSError:  # none left (BlockingIOError), or the socket is gone
+                    break
+                try:
+                    await loop.connect_accepted_socket(protocol, taken, ssl=config.ssl)
+                except OSError:  # reset by its client meanwhile
+                    taken.close()
 
 
 async def _requests_come(server: uvicorn.Server, within_s: float) -> None:
