@@ -83,6 +83,13 @@ def cpu_seconds(pid: int) -> float | None:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def kernel_seconds(pid: int) -> float | None:
+    """stime alone: the CPU a process spent in the kernel on its behalf (system calls, its
+    sockets' work), which callgrind does not count; None once it is gone."""
+    fields = _stat_fields(pid)
+    return None if fields is None else int(fields[12]) / os.sysconf("SC_CLK_TCK")
+
+
 def tree_cpu_seconds(pid: int) -> float:
     """CPU seconds of a process and its children (a proxy's spawned stdio servers)."""
     return sum(cpu_seconds(p) or 0.0 for p in [pid, *child_pids(pid)])

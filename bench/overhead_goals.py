@@ -11,6 +11,7 @@ MISS; one not measured in this run prints `-` and how to measure it.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from bench import goals
@@ -165,6 +166,9 @@ def info_lines(result: dict[str, Any]) -> list[str]:
         if mode == "stream" and pt:
             text += f"; first byte {pt['ttfb_p50_ms_diff']:+.2f} ms beyond the pass-through's"
         out.append(text)
+        kernel = _kernel_line(result, mode)
+        if kernel:
+            out.append(f"INFO  {name}: {kernel}")
     counted = result.get("instructions")
     if counted and "instructions" in counted and "passthrough" in counted["instructions"]:
         counts = counted["instructions"]
@@ -174,3 +178,18 @@ def info_lines(result: dict[str, Any]) -> list[str]:
         )
         out.append(f"INFO  instructions per request, toolwire / the pass-through: {ratios}")
     return out
+
+
+def _kernel_line(result: dict[str, Any], mode: str) -> str | None:
+    """Each server's kernel time per request at the largest connection count (stime: system
+    calls and its sockets' work, which callgrind does not count), and its share of the CPU."""
+    parts = []
+    for key, row in result["summary"][mode]["targets"].items():
+        share = row.get("server_kernel_share")
+        if key == "direct" or share is None or math.isnan(share):
+            continue
+        label = result["labels"].get(key, key)
+        parts.append(f"{label} {share * row['cpu_us_per_req']:.0f} us ({share:.0%})")
+    if not parts:
+        return None
+    return "kernel time per request at the largest c (its share of the CPU): " + ", ".join(parts)

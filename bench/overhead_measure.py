@@ -19,7 +19,7 @@ from typing import Any
 import orjson
 
 from bench import wrk
-from bench.cpu import Cpus, core_jiffies, cpu_seconds
+from bench.cpu import Cpus, core_jiffies, cpu_seconds, kernel_seconds
 from bench.harness import Processes, Server, percentile, script
 from bench.overhead_targets import Target
 from bench.workload import APIS, MODES, TEXT, request_body
@@ -43,10 +43,14 @@ class Snapshot:
     cores: dict[int, tuple[int, int]]
     procs: dict[int, float | None]
     runs: float
+    kernel: dict[int, float | None] = field(default_factory=dict)
+    """Each watched process's kernel time (stime), a part of `procs`."""
 
     @classmethod
     def take(cls, procs: Processes, pids: list[int]) -> Snapshot:
-        return cls(core_jiffies(), {pid: cpu_seconds(pid) for pid in pids}, procs.run_cpu_seconds)
+        kernel = {pid: kernel_seconds(pid) for pid in pids}
+        used = {pid: cpu_seconds(pid) for pid in pids}
+        return cls(core_jiffies(), used, procs.run_cpu_seconds, kernel)
 
 
 @dataclass
@@ -109,6 +113,7 @@ class Measure:
             None if server is None or not result["rps"] else server * 1e4 / result["rps"]
         )
         result["cpu_b_pct"] = (upstream or 0.0) + result["loadgen_cpu_pct"]
+        result["server_kernel_share"] = _kernel_share(before, after, target.pid)
         return result
 
     def _python(self, mode: str, target: Target, watch: list[int], c: int) -> dict[str, Any]:
@@ -208,3 +213,10 @@ def _wall(before: Snapshot, after: Snapshot, cpu: int | None) -> float:
 def _used(before: Snapshot, after: Snapshot, pid: int) -> float:
     b, a = before.procs.get(pid), after.procs.get(pid)
     return 0.0 if a is None or b is None else a - b
+
+
+def _kernel_share(before: Snapshot, after: Snapshot, pid: int) -> float | None:
+    """The part of a process's CPU between two snapshots spent in the kernel (None: unread)."""
+    used = _used(before, after, pid)
+    b, a = before.kernel.get(pid), after.kernel.get(pid)
+    return None if a is None or b is None or used <= 0 else (a - b) / used

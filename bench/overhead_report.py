@@ -79,6 +79,7 @@ def _throughput(runs: list[dict[str, Any]]) -> dict[str, Any]:
     """The medians over rounds of one target's req/s runs at one connection count."""
     row: dict[str, Any] = {"rps": median([x["rps"] for x in runs])}
     row["cpu_us_per_req"] = median([x["cpu_us_per_req"] for x in runs])
+    row["server_kernel_share"] = median([x.get("server_kernel_share") for x in runs])
     row["rps_rounds"] = [x["rps"] for x in runs]
     row["cpu_us_per_req_rounds"] = [x["cpu_us_per_req"] for x in runs]
     # The latency under load (named apart from the c=1 figures of the row it joins).

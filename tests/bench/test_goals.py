@@ -176,6 +176,20 @@ def test_the_spread_over_rounds_is_shown_and_a_split_is_named() -> None:
     assert "the median over 3 rounds" in text
 
 
+def test_each_server_s_kernel_time_per_request_is_shown() -> None:
+    rounds = [_round((900.0, 800.0), 0.2, 520.0) for _ in range(3)]
+    for share, one in zip((0.2, 0.3, 0.25), rounds, strict=True):
+        for mode in ("json", "stream"):
+            for key, kernel in (("passthrough", 0.5), ("toolwire", share)):
+                for run in one[mode][key]["throughput"].values():
+                    run["server_kernel_share"] = kernel
+    lines = overhead_report.render(_result(rounds)).splitlines()
+    kernel = [line for line in lines if "kernel time per request" in line]
+    assert len(kernel) == 2  # one a mode; the floor had no reading, the direct line is not shown
+    assert kernel[0].startswith("INFO  Non-streamed: kernel time per request at the largest c")
+    assert kernel[0].endswith(f": {LABELS['passthrough']} 200 us (50%), toolwire 130 us (25%)")
+
+
 def test_errors_make_every_goal_of_the_target_a_miss() -> None:
     found = _by_key(_result([_round((1000.0, 1000.0), 0.0, 400.0, errors=2)]))
     for key in GOAL_KEYS[:8]:
@@ -374,6 +388,8 @@ def test_a_tiny_overhead_run_prints_the_goal_table_and_writes_it(tmp_path: Path)
     assert result["meta"]["concurrency"] == [32]
     assert len(result["meta"]["load_average_start"]) == 3
     assert result["goals"]["reliable"] == (result["meta"]["load_average_start"][0] <= 1)
+    for run in result["rounds"][0]["json"]["toolwire"]["throughput"].values():
+        assert run["server_kernel_share"] is None or 0 <= run["server_kernel_share"] <= 1
 
 
 @pytest.mark.timeout(300)
