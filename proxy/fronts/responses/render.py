@@ -108,20 +108,26 @@ RESPONSE_FIELDS: dict[str, Any] = {
 """A response object's fields in their order; those that repeat the request with OpenAI's
 defaults (`echoed` sets them; only ever copied)."""
 
-_AS_SENT = frozenset(
-    (
-        "instructions",
-        "previous_response_id",
-        "tool_choice",
-        "max_output_tokens",
-        "temperature",
-        "top_p",
-        "user",
-    )
-)
-"""Echoed fields the response repeats as the request sent them (when not null)."""
-_UNLESS_EMPTY = frozenset(("tools", "text", "reasoning", "metadata"))
-"""Echoed fields the response repeats unless the request sent them empty (or null)."""
+_AS_SENT, _UNLESS_EMPTY, _NOT_FALSE, _IF_TRUE = 0, 1, 2, 3
+_ECHOES: dict[str, int] = {
+    "instructions": _AS_SENT,
+    "previous_response_id": _AS_SENT,
+    "tool_choice": _AS_SENT,
+    "max_output_tokens": _AS_SENT,
+    "temperature": _AS_SENT,
+    "top_p": _AS_SENT,
+    "user": _AS_SENT,
+    "tools": _UNLESS_EMPTY,
+    "text": _UNLESS_EMPTY,
+    "reasoning": _UNLESS_EMPTY,
+    "metadata": _UNLESS_EMPTY,
+    "parallel_tool_calls": _NOT_FALSE,
+    "store": _NOT_FALSE,
+    "background": _IF_TRUE,
+}
+"""How the response repeats each request field it echoes (when not null): as sent, unless
+sent empty, true unless sent false, or true only when sent true (one lookup per body field:
+most of a body's fields are echoed by none)."""
 
 
 def echoed(body: Mapping[str, Any]) -> dict[str, Any]:
@@ -132,14 +138,19 @@ def echoed(body: Mapping[str, Any]) -> dict[str, Any]:
     echo["tools"], echo["metadata"] = [], {}
     echo["text"] = {"format": {"type": "text"}}
     echo["reasoning"] = {"effort": None, "summary": None}
+    echoes = _ECHOES
     for key, value in body.items():  # the body's few fields, not the 22 echoed
-        if value is None:
+        how = echoes.get(key)
+        if how is None or value is None:
             continue
-        if key in _AS_SENT or (value and key in _UNLESS_EMPTY):
+        if how == _AS_SENT:
             echo[key] = value
-        elif key == "parallel_tool_calls" or key == "store":
+        elif how == _UNLESS_EMPTY:
+            if value:
+                echo[key] = value
+        elif how == _NOT_FALSE:
             echo[key] = value is not False
-        elif key == "background":
+        else:
             echo[key] = value is True
     return echo
 
