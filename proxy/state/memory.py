@@ -103,9 +103,9 @@ class MemoryResponseStore:
         if size > self._max_bytes:
             return  # larger than the whole store: keeping it would evict everything else
         self._drop(response_id)
-        self._entries[response_id] = (time.monotonic() + self._ttl, size, data)
+        now = time.monotonic()  # one reading: no await between the entry and the evictions
+        self._entries[response_id] = (now + self._ttl, size, data)
         self._bytes += size
-        now = time.monotonic()
         while self._entries and (
             self._bytes > self._max_bytes or next(iter(self._entries.values()))[0] < now
         ):
