@@ -148,7 +148,8 @@ class SSEDecoder:
             if whole is not None:
                 return whole
         if chunk.find(b"\n") < 0:
-            if len(buffer) > self._max_line:
+            # The last line's length: a whole line of an event begun may be kept before it.
+            if len(buffer) - 1 - buffer.rfind(b"\n") > self._max_line:
                 raise SSEDecodeError(f"an event line exceeds {self._max_line} bytes")
             self._buffer = buffer
             return []
@@ -171,15 +172,26 @@ class SSEDecoder:
 
     def _whole(self, buffer: bytes) -> list[bytes] | None:
         """The data of the complete events in `buffer`, when each is of one of the shapes
-        most streams have (`_plain`, `_headed`) and what follows is part of one line; else
+        most streams have (`_plain`, `_headed`) and what follows is the start of an event of
+        at most two whole lines (kept unread: a read that cuts an event leaves the next to
+        begin with it, so that both are read whole), its last line within the limit; else
         None. Called with no event begun."""
         end = buffer.rfind(b"\n\n")
-        if (
-            end <= 0
-            or buffer.find(b"\r", 0, end) >= 0
-            or buffer.find(b"\n", end + 2) >= 0  # what is kept is part of one line
-        ):
+        kept = end + 2
+        if end < 0:
+            kept = 0
+        elif end == 0 or buffer.find(b"\r", 0, end) >= 0:
             return None
+        line = buffer.find(b"\n", kept)
+        if line >= 0:
+            line = buffer.find(b"\n", line + 1)
+            if line >= 0 and buffer.find(b"\n", line + 1) >= 0:
+                return None
+        if not kept:  # no event ends here: the line read last is the one that may grow
+            if len(buffer) - 1 - buffer.rfind(b"\n") > self._max_line:
+                return None
+            self._buffer = buffer
+            return []
         events = _plain(buffer, end) if buffer.startswith(b"data: ") else None
         if events is None:
             events = _headed(buffer, end)
@@ -197,7 +209,8 @@ class SSEDecoder:
         """`close`, the data left as bytes."""
         events: list[bytes] = []
         if self._buffer:
-            self._line(self._buffer.rstrip(b"\r"), events)
+            for line in self._buffer.split(b"\n"):  # an event's line may be kept whole
+                self._line(line.rstrip(b"\r"), events)
             self._buffer = b""
         self._line(b"", events)
         return events

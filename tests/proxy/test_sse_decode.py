@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 from collections.abc import Iterable
 
 import orjson
@@ -319,3 +320,64 @@ def test_an_odd_piece_among_crlf_data_events_read_whole_gives_the_line_readers_e
         expected = reference.feed(stream) + reference.close()
         decoder = sse.SSEDecoder()
         assert decoder.feed_bytes(stream) + decoder.close_bytes() == expected, stream
+
+
+def anthropic_stream(rng: random.Random) -> bytes:
+    """A Messages stream's bytes as the service writes them, of random text deltas."""
+    events = [b'event: message_start\ndata: {"type":"message_start","message":{}}']
+    events.append(b'event: ping\ndata: {"type": "ping"}')
+    for _ in range(rng.randint(0, 12)):
+        text = rng.choice([b"fox ", b"", b"\\n", b'\\"', b"\xc3\xa9t\xc3\xa9", b"data: x"])
+        events.append(b'event: content_block_delta\ndata: {"text":"' + text + b'"}')
+    events.append(b'event: message_stop\ndata: {"type":"message_stop"}')
+    return b"".join(event + b"\n\n" for event in events)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_headed_streams_cut_anywhere_take_the_block_paths_with_the_line_decoders_events(
+    seed: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A read that ends inside an event keeps that event's first line unread, so that the
+    # next read begins with the event and is split whole too; no line goes the slow way.
+    lines: list[bytes] = []
+    slow = sse.SSEDecoder._line
+    monkeypatch.setattr(sse.SSEDecoder, "_line", lambda self, line, out: lines.append(line))
+    rng = random.Random(seed)
+    for _ in range(20):
+        stream = anthropic_stream(rng)
+        reference = LineDecoder()
+        expected = reference.feed(stream) + reference.close()
+        cuts = sorted(rng.sample(range(1, len(stream)), 3))
+        for first in range(1, len(stream)):
+            for points in ([first], sorted({first, *cuts})):
+                decoder = sse.SSEDecoder()
+                events = []
+                for start, end in zip([0, *points], [*points, len(stream)], strict=True):
+                    events += decoder.feed_bytes(stream[start:end])
+                with monkeypatch.context() as patched:
+                    patched.setattr(sse.SSEDecoder, "_line", slow)
+                    events += decoder.close_bytes()
+                assert events == expected, (stream, points)
+    # Every cut fell inside a line or right after an event's first one: no line was read
+    # one at a time.
+    assert lines == []
+
+
+@pytest.mark.parametrize(
+    "cut",
+    [b"event: e\n", b"event: e\ndata: {", b"event: e\ndata: {}\n", b": c\n", b"data: a\n"],
+)
+def test_an_event_kept_at_a_reads_end_is_read_alike_when_the_stream_ends(cut: bytes) -> None:
+    stream = b'event: a\ndata: {"a":1}\n\n' + cut
+    reference = LineDecoder()
+    expected = reference.feed(stream) + reference.close()
+    decoder = sse.SSEDecoder()
+    assert decoder.feed_bytes(stream) + decoder.close_bytes() == expected
+
+
+def test_a_line_past_the_limit_after_a_kept_line_raises() -> None:
+    decoder = sse.SSEDecoder(max_line=10)
+    assert decoder.feed_bytes(b"data: a\n\nevent: e\ndata: 12") == [b"a"]
+    assert decoder.feed_bytes(b"34") == []  # the data line, 10 bytes: within the limit
+    with pytest.raises(sse.SSEDecodeError):
+        decoder.feed_bytes(b"5")
