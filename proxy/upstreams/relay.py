@@ -160,6 +160,8 @@ class TextScanner:
                 if self.first is None:
                     self.first = bodies[0]
             return start + len(bodies), text, key
+        if not shapes:  # none learned yet (a stream's first events): nothing to find
+            return start, b"", self.key
         at, count = start, len(events)
         found_bodies: list[bytes] = []
         key = self.key

@@ -363,26 +363,29 @@ class Exchange:
         silent = None if scanner is None else scanner.silent
         at, count = 0, len(events)
         while at < count:
+            data = events[at]
+            if silent and data in silent:
+                # An event the scanner knows makes no chunk (an Anthropic ping) is neither
+                # scanned nor parsed: the run of text around it goes on as one.
+                at += 1
+                continue
             body: bytes | None = None
             if scanner is not None:
-                end, body, found = scanner.run(events, at)
-                at = end
+                at, body, found = scanner.run(events, at)  # `at` as it was when none is found
             if not body:
                 body = None
-                data = events[at]
                 at += 1
                 if data == b"[DONE]":
                     done = True
                     break
-                # An event the scanner knows makes no chunk is not parsed (an Anthropic ping).
-                parsed = [] if silent and data in silent else self._event(codec, data)
+                parsed = self._event(codec, data)
                 if not parsed:
-                    # No chunk (a ping, a block's start or end): nothing to merge, and the
-                    # run of text around it goes on as one, as if it had not come.
+                    # No chunk (a block's start, say): nothing to merge, and the run of text
+                    # around it goes on as one, as if it had not come.
                     continue
-                if len(parsed) != 1:
-                    loose = True
-                elif scanner is not None:
+                single = len(parsed) == 1
+                loose = loose or not single
+                if single and scanner is not None:
                     body, found = scanner.learn(data, parsed[0]), scanner.key
                 if body is None:
                     if texts:

@@ -128,6 +128,17 @@ def test_a_run_ends_before_a_middle_that_leaves_the_string(crafted: bytes) -> No
     assert scanner.run(events, 2)[1] == b""
 
 
+def test_a_scanner_that_learned_nothing_finds_no_run() -> None:
+    # Its answer at once, as the event-by-event search would give it: nothing found, the
+    # kind and the first text left as they were.
+    scanner = TextScanner()
+    scanner.key = "reasoning_content"
+    events = [b'{"choices":[{"delta":{"content":"a"}}]}', b"[DONE]"]
+    assert scanner.run(events, 0) == (0, b"", "reasoning_content")
+    assert scanner.run(events, 1) == (1, b"", "reasoning_content")
+    assert scanner.key == "reasoning_content" and scanner.first is None
+
+
 def test_string_body_agrees_with_a_json_parser() -> None:
     rng = random.Random(29)
     for _ in range(5000):
