@@ -381,3 +381,68 @@ def test_a_line_past_the_limit_after_a_kept_line_raises() -> None:
     assert decoder.feed_bytes(b"34") == []  # the data line, 10 bytes: within the limit
     with pytest.raises(sse.SSEDecodeError):
         decoder.feed_bytes(b"5")
+
+
+DELTA = b"event: content_block_delta\ndata: "
+ODD_DELTAS = [
+    b"event: content_block_delta\ndata: a\ndata: b",  # two data lines
+    b"event: content_block_delta\nid: 1\ndata: c",  # a line more
+    b"event: content_block_delta\ndata:tight",  # no space
+    b"event: content_block_delta",  # no data
+    b"event: content_block_delta\ndata: x\r",  # a CR
+    b"\nevent: content_block_delta\ndata: y",  # a blank line more
+    b"data: plain",  # no head
+    b"event: ping\ndata: {}",  # another kind
+]
+
+
+def delta_runs(rng: random.Random) -> bytes:
+    """A headed stream of long runs of deltas, now and then an odd event among them."""
+    events = [b'event: message_start\ndata: {"type":"message_start"}']
+    for _ in range(rng.randint(6, 30)):
+        if rng.random() < 0.08:
+            events.append(rng.choice(ODD_DELTAS))
+        else:
+            events.append(DELTA + rng.choice([b'{"t":"a"}', b"", b" x", b"data: y", b"\xc3\xa9"]))
+    if rng.random() < 0.7:
+        events.append(b'event: message_stop\ndata: {"type":"message_stop"}')
+    return b"".join(event + b"\n\n" for event in events)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_runs_of_deltas_split_at_their_separator_give_the_line_decoders_events(
+    seed: int,
+) -> None:
+    # A run of deltas is split at the bytes between them; the events around it, and the
+    # run itself, must come out as a line-by-line reading gives them, whole or cut anywhere.
+    rng = random.Random(seed)
+    for _ in range(40):
+        stream = delta_runs(rng)
+        reference = LineDecoder()
+        expected = reference.feed(stream) + reference.close()
+        end = stream.rfind(b"\n\n")
+        found = sse._headed(stream, end) if stream.find(b"\r") < 0 else None  # as `_whole`
+        assert found is None or found == expected, stream
+        if found is not None:
+            assert found == sse._headed_split(stream)  # the fast path, the regex's events
+        for cut in range(0, len(stream), 7):
+            decoder = sse.SSEDecoder()
+            events = decoder.feed_bytes(stream[:cut]) + decoder.feed_bytes(stream[cut:])
+            assert events + decoder.close_bytes() == expected, (stream, cut)
+
+
+def test_a_clean_run_of_deltas_is_split_at_its_separator() -> None:
+    stream = b"".join(e + b"\n\n" for e in [DELTA + b"%d" % i for i in range(12)])
+    stream = b'event: message_start\ndata: {"a":1}\n\n' + stream + b"event: e\ndata: z\n\n"
+    assert sse._headed(stream, len(stream) - 2) == [
+        b'{"a":1}',
+        *(b"%d" % i for i in range(12)),
+        b"z",
+    ]
+    odd = stream.replace(b"data: 5\n\n", b"data: 5\nid: 1\n\n")
+    assert sse._headed(odd, len(odd) - 2) is None  # a line more in the run: not the shape
+    # A line more after the run's last data, then a data line of the same event.
+    odd = stream.replace(b"data: 11\n\n", b"data: 11\nZ\ndata: q\n\n")
+    reference = LineDecoder()
+    assert b"11\nq" in reference.feed(odd)
+    assert sse._headed(odd, len(odd) - 2) is None
