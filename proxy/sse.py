@@ -271,6 +271,8 @@ def _headed(buffer: bytes, end: int) -> list[bytes] | None:
     (no newline in them but the one that ends the last); the events before and after the run
     are split by `_headed_split`. (One regular expression over the whole read costs about
     5 instructions a byte, most of its bytes the deltas'; a search for the separator, 2.)"""
+    if end < 900:  # too short for eight deltas: the split would cost more than it saves
+        return _headed_split(buffer[: end + 2])
     pieces = buffer[: end + 2].split(_DELTAS)
     if len(pieces) < 8:  # a short run saves less than the second split costs
         return _headed_split(buffer[: end + 2])

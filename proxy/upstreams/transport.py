@@ -364,11 +364,6 @@ class Exchange:
         at, count = 0, len(events)
         while at < count:
             data = events[at]
-            if silent and data in silent:
-                # An event the scanner knows makes no chunk (an Anthropic ping) is neither
-                # scanned nor parsed: the run of text around it goes on as one.
-                at += 1
-                continue
             body: bytes | None = None
             if scanner is not None:
                 at, body, found = scanner.run(events, at)  # `at` as it was when none is found
@@ -378,10 +373,11 @@ class Exchange:
                 if data == b"[DONE]":
                     done = True
                     break
-                parsed = self._event(codec, data)
+                # An event the scanner knows makes no chunk is not parsed (an Anthropic ping).
+                parsed = [] if silent and data in silent else self._event(codec, data)
                 if not parsed:
-                    # No chunk (a block's start, say): nothing to merge, and the run of text
-                    # around it goes on as one, as if it had not come.
+                    # No chunk (a ping, a block's start or end): nothing to merge, and the
+                    # run of text around it goes on as one, as if it had not come.
                     continue
                 single = len(parsed) == 1
                 loose = loose or not single

@@ -403,7 +403,8 @@ def delta_runs(rng: random.Random) -> bytes:
         if rng.random() < 0.08:
             events.append(rng.choice(ODD_DELTAS))
         else:
-            events.append(DELTA + rng.choice([b'{"t":"a"}', b"", b" x", b"data: y", b"\xc3\xa9"]))
+            data = rng.choice([b'{"t":"a"}', b"", b" x", b"data: y", b"\xc3\xa9"])
+            events.append(DELTA + data + b"." * rng.choice([0, 90]))  # long reads split so
     if rng.random() < 0.7:
         events.append(b'event: message_stop\ndata: {"type":"message_stop"}')
     return b"".join(event + b"\n\n" for event in events)
@@ -432,17 +433,14 @@ def test_runs_of_deltas_split_at_their_separator_give_the_line_decoders_events(
 
 
 def test_a_clean_run_of_deltas_is_split_at_its_separator() -> None:
-    stream = b"".join(e + b"\n\n" for e in [DELTA + b"%d" % i for i in range(12)])
+    stream = b"".join(e + b"\n\n" for e in [DELTA + b"%d" % i + b"." * 90 for i in range(12)])
     stream = b'event: message_start\ndata: {"a":1}\n\n' + stream + b"event: e\ndata: z\n\n"
-    assert sse._headed(stream, len(stream) - 2) == [
-        b'{"a":1}',
-        *(b"%d" % i for i in range(12)),
-        b"z",
-    ]
-    odd = stream.replace(b"data: 5\n\n", b"data: 5\nid: 1\n\n")
+    deltas = [b"%d" % i + b"." * 90 for i in range(12)]
+    assert sse._headed(stream, len(stream) - 2) == [b'{"a":1}', *deltas, b"z"]
+    odd = stream.replace(b"data: 5" + b"." * 90, b"data: 5\nid: 1")
     assert sse._headed(odd, len(odd) - 2) is None  # a line more in the run: not the shape
     # A line more after the run's last data, then a data line of the same event.
-    odd = stream.replace(b"data: 11\n\n", b"data: 11\nZ\ndata: q\n\n")
+    odd = stream.replace(b"." * 90 + b"\n\nevent: e", b"\nZ\ndata: q\n\nevent: e")
     reference = LineDecoder()
-    assert b"11\nq" in reference.feed(odd)
+    assert b"11\nq" in reference.feed(odd)  # the last delta's data: two lines
     assert sse._headed(odd, len(odd) - 2) is None
