@@ -71,24 +71,30 @@ def relayable(chunk: Chunk, model: Any) -> Chunk:
     choice = chunk["choices"][0]
     finish = choice["finish_reason"]
     usage = Usage.from_chat(chunk["usage"])
-    answer = {
-        "id": f"chatcmpl-{random.getrandbits(96):024x}",
-        "object": "chat.completion",
-        "created": int(time.time()),
-        "model": model,
-        "choices": [
-            {
-                "index": 0,
-                "message": {"role": "assistant", "content": choice["delta"]["content"] or None},
-                "finish_reason": finish,
-                "logprobs": None,
-            }
-        ],
-        "usage": usage.as_dict(),
-    }
     relayed = Relayable(chunk, finish, usage)
-    relayed.raw = orjson.dumps(answer)
+    relayed.raw = _chat_answer(model, choice["delta"]["content"], finish, usage.as_dict())
     return relayed
+
+
+def _chat_answer(model: str, text: str | None, finish: str, usage: dict[str, Any]) -> bytes:
+    """The Chat front's body for a turn of one text answer: a fresh id, the time now."""
+    return orjson.dumps(
+        {
+            "id": f"chatcmpl-{random.getrandbits(96):024x}",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": model,
+            "choices": [
+                {
+                    "index": 0,
+                    "message": {"role": "assistant", "content": text or None},
+                    "finish_reason": finish,
+                    "logprobs": None,
+                }
+            ],
+            "usage": usage,
+        }
+    )
 
 
 def anthropic_relayable(payload: dict[str, Any], model: Any) -> Relayable | None:
@@ -121,23 +127,8 @@ def anthropic_relayable(payload: dict[str, Any], model: Any) -> Relayable | None
     if text.__class__ is not str:
         return None
     usage, counted = _anthropic_usage(raw)
-    answer = {
-        "id": f"chatcmpl-{random.getrandbits(96):024x}",
-        "object": "chat.completion",
-        "created": int(time.time()),
-        "model": model,
-        "choices": [
-            {
-                "index": 0,
-                "message": {"role": "assistant", "content": text or None},
-                "finish_reason": finish,
-                "logprobs": None,
-            }
-        ],
-        "usage": usage,
-    }
     relayed: Relayable = _new_dict(Relayable)
-    relayed.raw = orjson.dumps(answer)
+    relayed.raw = _chat_answer(model, text, finish, usage)
     relayed.finish_reason = finish
     relayed.usage = counted
     relayed.pending = (_anthropic_fields, payload, usage)
