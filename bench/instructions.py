@@ -11,6 +11,10 @@ ratio to the pass-through; use overhead.py for the absolute figures.
     .venv/bin/python bench/instructions.py --toolwire-tree ../old   # also an older tree
     .venv/bin/python bench/instructions.py --flow tool-loop         # one tool round per request
     .venv/bin/python bench/instructions.py --goal-tree ../at-134e72f  # PASS/MISS against it
+    .venv/bin/python bench/instructions.py --requests 640 --concurrency 64  # 64 in flight
+
+`--concurrency N` keeps N requests in flight (one connection each) instead of one at a time:
+what a request costs with N others alive in the server, as under bench/overhead.py's load.
 
 `--goal-tree DIR` counts DIR's toolwire too and prints PASS or MISS for this tree's count at
 or below DIR's (issue 29's goal: DIR a worktree of 134e72f, `git worktree add DIR 134e72f`).
@@ -58,6 +62,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -116,6 +121,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument("--requests", type=int, default=200, help="counted requests per mode")
     parser.add_argument("--warmup", type=int, default=30, help="uncounted requests per mode")
+    parser.add_argument(
+        "--concurrency",
+        type=int,
+        default=1,
+        metavar="N",
+        help="requests kept in flight, each on its own connection (N > 1: what a request "
+        "costs with N others alive, as under load, which one at a time does not show)",
+    )
     add_toolwire_tree(parser, "also count toolwire from another source tree (e.g. a git worktree)")
     parser.add_argument(
         "--goal-tree", type=Path, metavar="DIR", help="the goal: at or below DIR's count"
@@ -284,6 +297,7 @@ def _count_all(
         "flow": args.flow,
         **({"kind": args.kind} if args.flow == "tool-loop" else {}),
         "requests": args.requests,
+        "concurrency": args.concurrency,
         "labels": {one.key: one.label for one in counted},
         "instructions": counts,
         "goal": GOAL,
@@ -314,9 +328,9 @@ def _count(one: Counted, body: bytes, args: argparse.Namespace) -> float:
     """Instructions per request over `args.requests` sequential requests."""
     assert one.server is not None and one.out is not None
     port = int(one.server.base.rsplit(":", 1)[1])
-    _post(port, body, args.warmup)
+    _post_all(port, body, args.warmup, args.concurrency)
     _control(one.server.pid, "-i", "on")
-    _post(port, body, args.requests)
+    _post_all(port, body, args.requests, args.concurrency)
     _control(one.server.pid, "-d")
     total = 0
     for _ in range(100):
@@ -347,6 +361,17 @@ def _totals(path: Path) -> int:
     return 0
 
 
+def _post_all(port: int, body: bytes, count: int, concurrency: int) -> None:
+    """`count` requests, `concurrency` of them in flight at a time (one connection each)."""
+    if concurrency <= 1:
+        _post(port, body, count)
+        return
+    shares = [count // concurrency + (i < count % concurrency) for i in range(concurrency)]
+    with ThreadPoolExecutor(concurrency) as pool:
+        for done in [pool.submit(_post, port, body, share) for share in shares if share]:
+            done.result()
+
+
 def _post(port: int, body: bytes, count: int) -> None:
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
     try:
@@ -365,6 +390,14 @@ def _expected(data: bytes) -> bool:
     return TEXT.split()[0].encode() in data or check_answer(200, data) is None
 
 
+def _how_many(result: dict[str, Any]) -> str:
+    """`200 sequential requests`, or `200 requests, 64 in flight`."""
+    concurrency = result.get("concurrency", 1)
+    if concurrency <= 1:
+        return f"{result['requests']} sequential requests"
+    return f"{result['requests']} requests, {concurrency} in flight"
+
+
 def render(result: dict[str, Any]) -> str:
     counts = result["instructions"]
     labels = result["labels"]
@@ -372,15 +405,14 @@ def render(result: dict[str, Any]) -> str:
         first = counts["toolwire"]["json"]
         kind = result.get("kind", "python")
         lines = [
-            f"instructions per tool-loop request, {kind} tool "
-            f"({result['requests']} sequential, callgrind)"
+            f"instructions per tool-loop request, {kind} tool ({_how_many(result)}, callgrind)"
         ]
         for key, modes in counts.items():
             n = modes["json"]
             lines.append(f"{labels[key]:<28}{n / 1000:>13.0f}k{n / first:>7.2f}x")
         return "\n".join(lines + _goal_tree_lines(result, ("json",)))
     base = counts["passthrough"]
-    lines = [f"instructions per request ({result['requests']} sequential requests, callgrind)"]
+    lines = [f"instructions per request ({_how_many(result)}, callgrind)"]
     lines.append(f"{'server':<28}{'unstreamed':>14}{'ratio':>8}{'streamed':>14}{'ratio':>8}")
     for key, modes in counts.items():
         row = f"{labels[key]:<28}"

@@ -262,8 +262,12 @@ def test_instructions_render_and_goals() -> None:
     assert "PASS  json: toolwire 1.05x the injecting floor (goal <= 1.30x)" in text
     assert "MISS  stream: toolwire 1.60x the injecting floor (goal <= 1.30x)" in text
     assert "2.00x the pass-through; the floor 1.25x" in text
+    assert "(10 sequential requests, callgrind)" in text
+    result["concurrency"] = 4
+    assert "(10 requests, 4 in flight, callgrind)" in instructions.render(result)
     args = instructions.parse_args(["--requests", "5", "--toolwire-tree", "."])
     assert args.requests == 5 and args.toolwire_tree and args.flow == "plain"
+    assert args.concurrency == 1
     loop = {
         "flow": "tool-loop",
         "requests": 10,
@@ -278,6 +282,26 @@ def test_instructions_render_and_goals() -> None:
     assert "tool-loop" in lines[0] and "pass-through" not in instructions.render(loop)
     assert lines[1].split()[-2:] == ["2400k", "1.00x"]
     assert lines[2].split()[-2:] == ["2640k", "1.10x"]
+
+
+def test_instructions_keeps_requests_in_flight(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`--concurrency N`: the requests split over N connections posting at once."""
+    import threading
+
+    shares: list[int] = []
+    arrived = threading.Barrier(3, timeout=30)
+
+    def post(port: int, body: bytes, count: int) -> None:
+        shares.append(count)
+        arrived.wait()  # every connection posts at once: none waits for another to end
+
+    monkeypatch.setattr(instructions, "_post", post)
+    instructions._post_all(1, b"{}", 10, 3)
+    assert sorted(shares) == [3, 3, 4]
+    shares.clear()
+    monkeypatch.setattr(instructions, "_post", lambda port, body, count: shares.append(count))
+    instructions._post_all(1, b"{}", 10, 1)
+    assert shares == [10]
 
 
 @pytest.mark.parametrize("client_name", ["aiohttp", "http1"])
