@@ -66,6 +66,30 @@ Reply = Streamed[Any] | Answered[Any] | Relay[Any]
 built on the hot path)."""
 
 
+class TurnFront:
+    """A front that serves each request as one turn, as a raw ASGI app (so a disconnect
+    cancels the work): its `_reply` reads the body into the turn's reply, `serve_reply`
+    serves it, and an error comes in the front's shape (`error_body`)."""
+
+    def __init__(self, services: Services, error_body: ErrorBody) -> None:
+        self._services = services
+        self._error_body = error_body
+
+    def __call__(self, scope: Scope, receive: Receive, send: Send) -> Awaitable[None]:
+        # serve_reply's coroutine, not awaited here: no frame of this one stays on the
+        # request's task (see server/middleware.py).
+        return serve_reply(scope, receive, send, self._services, self._reply, self._error_body)
+
+    def _reply(self, raw: bytes, context: RequestContext) -> Reply | Awaitable[Reply]:
+        """The request as its turn, and how the turn reaches the client: prepared at once
+        (a plain function) or, when it must wait first, an awaitable of it.
+
+        Raises:
+            ProxyError: the request is not valid (an error response in the front's shape).
+        """
+        raise NotImplementedError
+
+
 async def serve_reply(
     scope: Scope,
     receive: Receive,

@@ -2,16 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Coroutine
-from typing import Any
-
 from ...errors import BadRequestError
-from ...server.asgi import Receive, Scope, Send
 from ...server.context import RequestContext
 from ...server.services import Services
 from ...turn.controls import parse_controls
 from ...turn.record import Turn
-from ..exchange import Relay, Reply, Streamed, serve_reply
+from ..exchange import Relay, Reply, Streamed, TurnFront
 from ..exchange import openai_error_body as error_body
 from .render import ChatJsonRenderer, ChatStreamRenderer, ResponseMeta
 from .request import parse_body
@@ -23,16 +19,11 @@ _new_reply = tuple.__new__
 (a Python frame: about twice the cost)."""
 
 
-class ChatCompletions:
-    """The Chat Completions front as a raw ASGI app (so disconnects cancel the work)."""
+class ChatCompletions(TurnFront):
+    """The Chat Completions front."""
 
     def __init__(self, services: Services) -> None:
-        self._services = services
-
-    def __call__(self, scope: Scope, receive: Receive, send: Send) -> Coroutine[Any, Any, None]:
-        # serve_reply's coroutine, not awaited here: no frame of this one stays on the
-        # request's task (see server/middleware.py).
-        return serve_reply(scope, receive, send, self._services, self._reply, error_body)
+        super().__init__(services, error_body)
 
     def _reply(self, raw: bytes, context: RequestContext) -> Reply:
         """The request as its turn, and how the turn reaches the client (prepared without a

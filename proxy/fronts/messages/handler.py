@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import AsyncIterator, Coroutine
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,7 +18,7 @@ from ...turn.controls import parse_controls
 from ...turn.events import LoopEvent
 from ...turn.record import Turn
 from ...upstreams.base import Relayable
-from ..exchange import Relay, Reply, Streamed, send_error, serve_reply
+from ..exchange import Relay, Reply, Streamed, TurnFront, send_error
 from ..hosted import Declared, HostedTool, declare, messages_type, served
 from ..renderers import BuilderJson
 from .errors import error_body
@@ -59,20 +59,15 @@ class _Prepared:
     need not look at its messages again (`ToolLoop.run`'s `bare`)."""
 
 
-class Messages:
-    """The Anthropic Messages front as a raw ASGI app, on the same loop as the others.
+class Messages(TurnFront):
+    """The Anthropic Messages front, on the same loop as the others.
 
     Client tools (`tools` with `input_schema`) come back as `tool_use` blocks with
     `stop_reason: "tool_use"`; the proxy's own rounds are hidden.
     """
 
     def __init__(self, services: Services) -> None:
-        self._services = services
-
-    def __call__(self, scope: Scope, receive: Receive, send: Send) -> Coroutine[Any, Any, None]:
-        # serve_reply's coroutine, not awaited here: no frame of this one stays on the
-        # request's task (see server/middleware.py).
-        return serve_reply(scope, receive, send, self._services, self._reply, error_body)
+        super().__init__(services, error_body)
 
     def _reply(self, raw: bytes, context: RequestContext) -> Reply:
         """The request as its turn, and how the turn reaches the client (prepared without a

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import secrets
-from collections.abc import AsyncIterator, Awaitable, Coroutine
+from collections.abc import AsyncIterator, Awaitable
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,7 +18,6 @@ from policies import ToolFilter
 from registry import ToolSpec
 
 from ...errors import BadRequestError
-from ...server.asgi import Receive, Scope, Send
 from ...server.context import RequestContext
 from ...server.services import Services
 from ...state.base import ResponseStore, StoredResponse
@@ -30,7 +29,7 @@ from ...turn.events import LoopEvent
 from ...turn.record import Turn
 from ...upstreams.base import Relayable
 from ..conversion import direct_responses, round_items, to_chat
-from ..exchange import Answered, Relay, Reply, Streamed, serve_reply
+from ..exchange import Answered, Relay, Reply, Streamed, TurnFront
 from ..exchange import openai_error_body as error_body
 from ..hosted import is_responses_search, served
 from .background_run import Run
@@ -64,19 +63,14 @@ class _Prepared:
     """Run in the background (`background: true`): launched, and answered at once."""
 
 
-class Responses:
-    """`POST /v1/responses` as a raw ASGI app, on the same loop as Chat Completions."""
+class Responses(TurnFront):
+    """`POST /v1/responses`, on the same loop as Chat Completions."""
 
     def __init__(self, services: Services) -> None:
-        self._services = services
+        super().__init__(services, error_body)
         self._labelled: tuple[Toolset, dict[str, str]] | None = None
         """The labels of the last toolset labelled without `mcp` entries (toolsets are cached,
         so most requests of a key bring the same one)."""
-
-    def __call__(self, scope: Scope, receive: Receive, send: Send) -> Coroutine[Any, Any, None]:
-        # serve_reply's coroutine, not awaited here: no frame of this one stays on the
-        # request's task (see server/middleware.py).
-        return serve_reply(scope, receive, send, self._services, self._reply, error_body)
 
     def _reply(self, raw: bytes, context: RequestContext) -> Reply | Awaitable[Reply]:
         """The request as its turn, and how the turn reaches the client: prepared without a
