@@ -118,7 +118,9 @@ def direct_responses(body: Mapping[str, Any], items: list[dict[str, Any]]) -> di
         if not isinstance(item, dict) or item.keys() != _ITEM_KEYS or item["type"] != "message":
             return None
         role = _ROLES.get(item["role"]) if isinstance(item["role"], str) else None
-        text = _text(item["content"], "input_text", role == "user")
+        text = item["content"]
+        if not isinstance(text, str):  # a text (a string input's) is taken without a call
+            text = _text(text, "input_text", role == "user")
         if role is None or text is None:
             return None
         messages.append({"role": role, "content": text})

@@ -1085,12 +1085,13 @@ def _copy(item: Item) -> Item:
 
 
 def _usage(usage: Usage) -> dict[str, Any]:
+    prompt, completion, total, cached, reasoning = usage  # unpacked: no attribute read
     return {
-        "input_tokens": usage.prompt_tokens,
-        "input_tokens_details": {"cached_tokens": usage.cached_tokens},
-        "output_tokens": usage.completion_tokens,
-        "output_tokens_details": {"reasoning_tokens": usage.reasoning_tokens},
-        "total_tokens": usage.total_tokens,
+        "input_tokens": prompt,
+        "input_tokens_details": {"cached_tokens": cached},
+        "output_tokens": completion,
+        "output_tokens_details": {"reasoning_tokens": reasoning},
+        "total_tokens": total,
     }
 
 
