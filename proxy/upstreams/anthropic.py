@@ -137,9 +137,12 @@ class _AnthropicCodec:
         self._conversion = converted
         self._processor: Any = None
         """Rosetta's stream processor, made by the first event a plain answer has not."""
+        self._thinking: fixes.AnthropicThinking | None = None
+        """The thinking blocks rosetta drops, kept from that same event on (a plain answer
+        has none)."""
         self._plain: direct_answers.AnthropicStream | None = direct_answers.AnthropicStream()
-        self._direct = conversion.DirectText()
-        self._thinking = fixes.AnthropicThinking()
+        self._direct: conversion.DirectText | None = None
+        """Made by the first text chunk to learn from (most streams' text comes unparsed)."""
         self._usage: dict[str, Any] = {}
         self._stop: str | None = None
 
@@ -149,25 +152,24 @@ class _AnthropicCodec:
             # A text delta touches no thinking, usage or stop state: made directly once
             # DirectText knows the envelope. (Events are parsed JSON: exact dicts and strs.)
             delta = payload.get("delta")
-            if delta.__class__ is dict and delta.get("type") == "text_delta":
+            direct = self._direct
+            if direct is not None and delta.__class__ is dict and delta.get("type") == "text_delta":
                 text = delta.get("text")
                 if text.__class__ is str:
-                    direct = self._direct.chunk(0, text)
-                    if direct is not None:
-                        return [direct]
+                    chunk = direct.chunk(0, text)
+                    if chunk is not None:
+                        return [chunk]
         if kind == "error":
             raise _fault(payload)
         if kind == "ping" or kind == "content_block_stop":
             # Rosetta makes no chunk of a block's end, and keeps no state for it.
             return []
         if kind == "message_start":
-            self._direct.forget()
+            self._direct = None  # its first text has the role: the envelope is learned again
             self._usage.update((payload.get("message") or {}).get("usage") or {})
         elif kind == "message_delta":
             self._usage.update({k: v for k, v in (payload.get("usage") or {}).items() if v})
             self._stop = (payload.get("delta") or {}).get("stop_reason")
-        elif kind == "content_block_start" or kind == "content_block_delta":
-            self._thinking.observe(payload)  # it reads nothing else
         plain = self._plain
         if plain is not None:
             chunks = self._plainly(plain, kind, payload)
@@ -175,20 +177,32 @@ class _AnthropicCodec:
                 return chunks
             self._plain = None
             self._processor = self._conversion.stream(plain.seen)
+            self._thinking = fixes.AnthropicThinking()
         return self._converted(kind, payload)
 
     def _converted(self, kind: Any, payload: dict[str, Any]) -> list[Chunk]:
         """Rosetta's chunks of an event, mended, and the thinking after the answer's end."""
+        thinking = self._thinking
+        assert thinking is not None  # made with the processor
+        if kind == "content_block_start" or kind == "content_block_delta":
+            thinking.observe(payload)  # it reads nothing else
         chunks = self._conversion.chunks(self._processor, payload)
         if kind == "message_stop":
             self.finished = True
-            data = self._thinking.provider_data()
+            data = thinking.provider_data()
             if data is not None:
                 chunks.append(provider_chunk(data))
         if not chunks:  # the start of a message or of a block, most often
             return chunks
-        self._direct.learn(chunks)
+        self._learn(chunks)
         return self._mended(chunks)
+
+    def _learn(self, chunks: list[Chunk]) -> None:
+        """Let `DirectText` learn the envelope of a text chunk among these, made if none is."""
+        direct = self._direct
+        if direct is None:
+            direct = self._direct = conversion.DirectText()
+        direct.learn(chunks)
 
     def _plainly(
         self, plain: direct_answers.AnthropicStream, kind: Any, payload: dict[str, Any]
@@ -203,7 +217,7 @@ class _AnthropicCodec:
         if chunks is None:
             return None
         if kind == "content_block_delta":
-            self._direct.learn(chunks)
+            self._learn(chunks)
         elif kind == "content_block_start":
             if scanner is not None:  # the text block began: its deltas' shape is known
                 scanner.expect(_TEXT_HEAD, _TEXT_TAIL)

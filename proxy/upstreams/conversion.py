@@ -205,10 +205,6 @@ class DirectText:
         choice = {"index": index, "delta": {"content": text}, "finish_reason": None}
         return {"choices": [choice], **envelope}
 
-    def forget(self) -> None:
-        """A new message starts: learn its envelope again (its first text has the role)."""
-        self._envelope = None
-
 
 # --- Chat side, before conversion -------------------------------------------------------
 

@@ -12,6 +12,7 @@ import pytest
 
 from proxy.config import UpstreamConfig
 from proxy.errors import UpstreamError
+from proxy.upstreams import PROVIDER_KEY
 from proxy.upstreams.anthropic import AnthropicDialect
 from proxy.upstreams.relay import Relayed
 from proxy.upstreams.transport import Exchange
@@ -158,6 +159,45 @@ def test_a_text_delta_of_another_block_is_parsed() -> None:
     fast = decoded(sent, [], scanned=True, seen=seen)
     assert seen.texts == ["Plai"]
     assert merged(fast) == merged(decoded(sent, [], scanned=False))
+
+
+THOUGHT = {"type": "thinking", "thinking": "Hm.", "signature": "sig-1"}
+
+
+def kept_thinking(chunks: list[dict[str, Any]]) -> Any:
+    """The thinking blocks the last chunk carries for the next request."""
+    return chunks[-1]["choices"][0]["delta"][PROVIDER_KEY]["anthropic"]["thinking"]
+
+
+@pytest.mark.parametrize("each", [False, True])
+def test_thinking_text_and_a_tool_call_are_read_whole(each: bool) -> None:
+    # The codec's thinking state is made by the thinking block that ends the plain reading.
+    calls = [("clock", {"zone": "UTC"})]
+    sent = stream(Reply.answer("Let me look.", calls=calls, thinking="Hm.", signature="sig-1"))
+    reads = list(range(1, len(sent))) if each else []
+    fast = decoded(sent, reads, scanned=True)
+    assert merged(fast) == merged(decoded(sent, reads, scanned=False))
+    assert text_of(fast) == "Let me look."
+    deltas = [c["choices"][0]["delta"] for c in fast if c["choices"]]
+    called = [d["tool_calls"][0]["function"] for d in deltas if d.get("tool_calls")]
+    assert called[0]["name"] == "clock"
+    assert orjson.loads("".join(f["arguments"] for f in called)) == {"zone": "UTC"}
+    assert kept_thinking(fast) == [THOUGHT]
+
+
+@pytest.mark.parametrize("each", [False, True])
+def test_thinking_after_plain_text_is_kept(each: bool) -> None:
+    # The answer is plain until a thinking block begins after its text: that very event is
+    # the first the thinking state reads.
+    sent = stream(Reply.answer("Hi there."))
+    end = next(i for i, e in enumerate(sent) if e.startswith(b'{"type":"message_delta"'))
+    thought = stream(Reply.answer("x", thinking="Hm.", signature="sig-1"))
+    sent[end:end] = [e.replace(b'"index":0', b'"index":1') for e in thought if b'"index":0' in e]
+    reads = list(range(1, len(sent))) if each else []
+    fast = decoded(sent, reads, scanned=True)
+    assert merged(fast) == merged(decoded(sent, reads, scanned=False))
+    assert text_of(fast) == "Hi there."
+    assert kept_thinking(fast) == [THOUGHT]
 
 
 def test_a_foretold_delta_with_a_control_character_is_an_error() -> None:
