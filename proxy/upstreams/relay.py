@@ -52,6 +52,7 @@ _KEY_NAMES = {key: key for key in TEXT_KEYS}  # the parsed name, as the one cons
 _OPENING = {"role": "assistant", "content": ""}
 """The delta of the chunk most Chat streams open with."""
 _OPENING_BYTES = b'{"role":"assistant","content":""}'
+_NO_EVENTS: frozenset[bytes] = frozenset()
 
 
 class Relayed(dict[str, Any]):
@@ -83,12 +84,15 @@ class Relayed(dict[str, Any]):
 
 class TextScanner:
     """Recognises the text-only events of one streamed response by their bytes: one learned
-    shape per kind of text (content, reasoning)."""
+    shape per kind of text (content, reasoning).
+
+    A subclass's `__init__` calls this one by name: a `super()` object costs about 1k
+    instructions, and a scanner is made for every stream."""
 
     __slots__ = ("_shapes", "first", "key", "misses", "silent")
 
-    def __init__(self) -> None:
-        self.silent: frozenset[bytes] = frozenset()
+    def __init__(self, silent: frozenset[bytes] = _NO_EVENTS) -> None:
+        self.silent = silent
         """Events that make no chunk and change nothing of their codec's, byte for byte (an
         Anthropic ping): the transport skips them unparsed."""
         self.misses = 0

@@ -28,12 +28,19 @@ from .relay import TextScanner, closing_quote, string_body
 class FieldTextScanner(TextScanner):
     """`TextScanner` for a provider's stream events: a shape is learned only from an event
     that starts with `start` and holds its text right after `field` (a JSON string's opening
-    quote ends it), and whose bytes around the text hold none of `refused`."""
+    quote ends it), and whose bytes around the text hold none of `refused`; `silent` as
+    `TextScanner`'s."""
 
     __slots__ = ("_field", "_refused", "_start")
 
-    def __init__(self, start: bytes, field: bytes, refused: tuple[bytes, ...] = ()) -> None:
-        super().__init__()
+    def __init__(
+        self,
+        start: bytes,
+        field: bytes,
+        silent: frozenset[bytes],
+        refused: tuple[bytes, ...] = (),
+    ) -> None:
+        TextScanner.__init__(self, silent)
         self._start = start
         self._field = field
         self._refused = refused
@@ -83,9 +90,9 @@ writes them."""
 def anthropic_text() -> FieldTextScanner:
     """The scanner of a Messages stream: text deltas (`text_delta`) only; pings and block
     ends skipped unparsed."""
-    scanner = FieldTextScanner(b'{"type":"content_block_delta",', b'"type":"text_delta","text":"')
-    scanner.silent = _ANTHROPIC_SILENT
-    return scanner
+    return FieldTextScanner(
+        b'{"type":"content_block_delta",', b'"type":"text_delta","text":"', _ANTHROPIC_SILENT
+    )
 
 
 class GeminiTextScanner(TextScanner):
@@ -106,7 +113,7 @@ class GeminiTextScanner(TextScanner):
     __slots__ = ("_hole", "usage")
 
     def __init__(self) -> None:
-        super().__init__()
+        TextScanner.__init__(self)
         self._hole: tuple[bytes, bytes, bytes, bytes] | None = None
         """The learned piece with usage: its bytes before the text, after it up to the usage
         object, the usage object's bytes but digits, and the bytes after it."""
