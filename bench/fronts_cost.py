@@ -339,7 +339,8 @@ def text_deltas(count: int, rounds: int = 30) -> str:
     with the builders' text template and without it (every frame from its event)."""
     from proxy.fronts.messages.render import MessageBuilder
     from proxy.fronts.renderers import BuilderStream
-    from proxy.fronts.responses.render import ResponseBuilder, ResponsePlan
+    from proxy.fronts.responses.builder import ResponseBuilder
+    from proxy.fronts.responses.plan import ResponsePlan
     from proxy.turn.events import ContentDelta
 
     deltas = [ContentDelta("tok ", raw=b"tok ") for _ in range(count)]

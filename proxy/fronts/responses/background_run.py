@@ -25,7 +25,7 @@ from ...turn.events import Finished, LoopEvent
 from ...turn.record import Turn
 from ..conversion import round_items
 from ..renderers import Event
-from .render import ResponseBuilder
+from .builder import ResponseBuilder
 
 log = logging.getLogger("toolwire.background")
 

@@ -33,17 +33,11 @@ from ..exchange import Answered, Relay, Reply, Streamed, TurnFront
 from ..exchange import openai_error_body as error_body
 from ..hosted import is_responses_search, served
 from .background_run import Run
+from .builder import STORED, ResponseBuilder, Stored
 from .items import Item, for_rosetta, input_items, listed_labels
+from .plan import ResponsePlan, echoed
 from .records import LogStream, ResponseNotFoundError
-from .render import (
-    STORED,
-    ResponseBuilder,
-    ResponseJson,
-    ResponsePlan,
-    ResponseStream,
-    Stored,
-    echoed,
-)
+from .render import ResponseJson, ResponseStream
 from .request import ResponsesBody, ToolsPlan, parse_body, plan_tools
 
 

@@ -14,13 +14,9 @@ import pytest
 
 from proxy.fronts.messages.render import MessageBuilder, MessageStream
 from proxy.fronts.renderers import BuilderStream
-from proxy.fronts.responses.render import (
-    STORED,
-    ResponseBuilder,
-    ResponsePlan,
-    ResponseStream,
-    Stored,
-)
+from proxy.fronts.responses.builder import STORED, ResponseBuilder, Stored
+from proxy.fronts.responses.plan import ResponsePlan
+from proxy.fronts.responses.render import ResponseStream
 from proxy.turn.events import (
     ApprovalRequest,
     ContentDelta,

@@ -11,7 +11,8 @@ import pytest
 from proxy.errors import UpstreamError
 from proxy.fronts.messages.render import MessageBuilder
 from proxy.fronts.renderers import Builder, BuilderJson, BuilderStream
-from proxy.fronts.responses.render import ResponseBuilder, ResponsePlan
+from proxy.fronts.responses.builder import ResponseBuilder
+from proxy.fronts.responses.plan import ResponsePlan
 from proxy.turn.events import ContentDelta, Finished, ToolsFinished, ToolsStarted, Usage
 from registry import ToolCall, ToolResult
 

@@ -7,12 +7,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from proxy.fronts.responses.render import (
-    RESPONSE_FIELDS,
-    ResponseBuilder,
-    ResponsePlan,
-    echoed,
-)
+from proxy.fronts.responses.builder import ResponseBuilder
+from proxy.fronts.responses.plan import RESPONSE_FIELDS, ResponsePlan, echoed
 from proxy.turn.events import ContentDelta, Finished, Usage
 from tests.proxy.fronts.test_responses_request import bodies
 

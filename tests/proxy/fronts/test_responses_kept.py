@@ -14,14 +14,10 @@ import pytest
 
 from proxy.errors import ProxyError
 from proxy.fronts.exchange import stream
+from proxy.fronts.responses.builder import STORED, ResponseBuilder
 from proxy.fronts.responses.handler import _Kept, _Prepared
-from proxy.fronts.responses.render import (
-    STORED,
-    ResponseBuilder,
-    ResponsePlan,
-    ResponseStream,
-    echoed,
-)
+from proxy.fronts.responses.plan import ResponsePlan, echoed
+from proxy.fronts.responses.render import ResponseStream
 from proxy.state.base import StoredResponse
 from proxy.turn.events import (
     ApprovalRequest,

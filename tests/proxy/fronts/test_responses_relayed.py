@@ -9,13 +9,9 @@ import orjson
 import pytest
 
 from proxy.fronts.relayed import relayed_events
-from proxy.fronts.responses.render import (
-    STORED,
-    ResponseBuilder,
-    ResponseJson,
-    ResponsePlan,
-    echoed,
-)
+from proxy.fronts.responses.builder import STORED, ResponseBuilder
+from proxy.fronts.responses.plan import ResponsePlan, echoed
+from proxy.fronts.responses.render import ResponseJson
 from proxy.turn.events import ContentDelta, Finished, Usage
 from tests.proxy.fronts.test_relayed import MODEL, answers, relayed, translated
 

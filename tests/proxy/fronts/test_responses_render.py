@@ -7,7 +7,8 @@ from typing import Any
 import orjson
 
 from proxy.errors import UpstreamError
-from proxy.fronts.responses.render import STORED, ResponseBuilder, ResponsePlan
+from proxy.fronts.responses.builder import STORED, ResponseBuilder
+from proxy.fronts.responses.plan import ResponsePlan
 from proxy.turn.events import (
     ApprovalRequest,
     ContentDelta,

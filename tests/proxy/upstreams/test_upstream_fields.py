@@ -5,7 +5,8 @@ from __future__ import annotations
 import orjson
 
 from proxy.fronts.chat.render import ChatJsonRenderer, ChatStreamRenderer, ResponseMeta
-from proxy.fronts.responses.render import ResponseBuilder, ResponsePlan
+from proxy.fronts.responses.builder import ResponseBuilder
+from proxy.fronts.responses.plan import ResponsePlan
 from proxy.turn.assembler import Assembler
 from proxy.turn.events import ContentDelta, Finished, Usage
 from proxy.upstreams import as_chunk
