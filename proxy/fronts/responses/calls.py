@@ -169,14 +169,7 @@ def _web_search_finished(builder: ResponseBuilder, index: int, result: ToolResul
         **item["action"],
         "sources": [{"type": "url", "url": s.url} for s in found],
     }
-    item["status"] = "failed" if result.is_error else "completed"
-    events = []
-    if not result.is_error:
-        events.append(builder.item_event("response.web_search_call.completed", index))
-    events.append(
-        builder.event("response.output_item.done", output_index=index, item=snapshot(item))
-    )
-    return events
+    return _hosted_done(builder, index, result, "response.web_search_call.completed")
 
 
 def _interpreter_started(
@@ -215,25 +208,40 @@ def _interpreter_finished(builder: ResponseBuilder, index: int, result: ToolResu
     """The program done: what it printed (or the error that stopped it) as its logs."""
     item = builder.output[index]
     item["outputs"] = [{"type": "logs", "logs": result.content}]
+    return _hosted_done(builder, index, result, "response.code_interpreter_call.completed")
+
+
+def _hosted_done(
+    builder: ResponseBuilder, index: int, result: ToolResult, completed: str
+) -> list[Event]:
+    """A hosted tool's call at its end: its status, its `completed` event (a failed one has
+    none), and its item done."""
+    item = builder.output[index]
     item["status"] = "failed" if result.is_error else "completed"
     events = []
     if not result.is_error:
-        events.append(builder.item_event("response.code_interpreter_call.completed", index))
+        events.append(builder.item_event(completed, index))
     events.append(
         builder.event("response.output_item.done", output_index=index, item=snapshot(item))
     )
     return events
 
 
-def _search_started(builder: ResponseBuilder, call: ToolCall) -> list[Event]:
-    item: Item = {
+def search_item(builder: ResponseBuilder, call: ToolCall, execution: str, status: str) -> Item:
+    """The `tool_search_call` item of a search the proxy runs (`server`) or the client
+    does (`client`)."""
+    return {
         "type": "tool_search_call",
         "id": builder.new_id("tsc"),
         "call_id": call.id,
         "arguments": arguments_json(call),
-        "execution": "server",
-        "status": "in_progress",
+        "execution": execution,
+        "status": status,
     }
+
+
+def _search_started(builder: ResponseBuilder, call: ToolCall) -> list[Event]:
+    item = search_item(builder, call, "server", "in_progress")
     index = builder.add(item)
     builder.call_items[call.id] = index
     return [builder.event("response.output_item.added", output_index=index, item=snapshot(item))]

@@ -13,7 +13,7 @@ from registry import ToolCall
 
 from ...turn.events import Finished
 from ..renderers import Event
-from .calls import arguments_json, arguments_text, show_program, snapshot
+from .calls import arguments_text, search_item, show_program, snapshot
 from .items import Item, approval_id
 from .questions import question_item
 from .search import SEARCH_FUNCTION
@@ -83,14 +83,7 @@ def _function_call(
 
 def _client_search(builder: ResponseBuilder, call: ToolCall) -> list[Event]:
     """The model's call of the client's own search, for the client to run."""
-    item: Item = {
-        "type": "tool_search_call",
-        "id": builder.new_id("tsc"),
-        "call_id": call.id,
-        "arguments": arguments_json(call),
-        "execution": "client",
-        "status": "completed",
-    }
+    item = search_item(builder, call, "client", "completed")
     index = builder.add(item)
     return [
         builder.event("response.output_item.added", output_index=index, item=snapshot(item)),
