@@ -38,7 +38,8 @@ from .items import Item, for_rosetta, input_items, listed_labels
 from .plan import ResponsePlan, echoed
 from .records import LogStream, ResponseNotFoundError
 from .render import ResponseJson, ResponseStream
-from .request import ResponsesBody, ToolsPlan, parse_body, plan_tools
+from .request import ResponsesBody, parse_body
+from .tools_plan import ToolsPlan, plan_tools
 
 
 @dataclass(slots=True)

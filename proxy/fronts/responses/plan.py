@@ -12,7 +12,7 @@ from typing import Any
 from ...turn.events import Usage
 from ..hosted import HostedTool
 from .items import Item
-from .request import ToolsPlan
+from .tools_plan import ToolsPlan
 
 
 @dataclass(slots=True)

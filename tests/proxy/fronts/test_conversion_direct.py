@@ -16,7 +16,7 @@ from proxy.errors import BadRequestError
 from proxy.fronts import conversion
 from proxy.fronts.conversion import to_chat
 from proxy.fronts.responses.handler import _chat_request
-from proxy.fronts.responses.request import ToolsPlan
+from proxy.fronts.responses.tools_plan import ToolsPlan
 
 TEXTS: list[Any] = ["", "Hello", "two words", " spaced ", "ünï", 7, None]
 NUMBERS: list[Any] = [0, 0.3, 1, 2.0, True, "0.5", None]

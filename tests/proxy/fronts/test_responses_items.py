@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from proxy.fronts.responses.items import for_rosetta
-from proxy.fronts.responses.request import ToolsPlan, plan_tools
+from proxy.fronts.responses.tools_plan import ToolsPlan, plan_tools
 from registry import ToolRegistry
 
 MESSAGES: list[dict[str, Any]] = [

@@ -10,7 +10,7 @@ import orjson
 from policies import NO_FILTER, Gate, PolicyConfig, RulePolicy, ThinkAugment
 from proxy.fronts.mcp.content import mcp_tool
 from proxy.fronts.responses.handler import _listings
-from proxy.fronts.responses.request import McpEntry, ToolsPlan
+from proxy.fronts.responses.tools_plan import McpEntry, ToolsPlan
 from proxy.turn.catalog import SEARCH_CHAT_TOOL, Catalog, Toolset, chat_tool
 from proxy.upstreams.base import ChatTool
 from registry import Executor, Tool, ToolRegistry
