@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any
 
 import orjson
@@ -30,11 +29,18 @@ from ...turn.events import (
 )
 from ...turn.programs import RUN_CODE
 from ...upstreams.base import Relayable
-from ..hosted import WEB_FETCH, WEB_SEARCH, HostedTool, Source, cited, sources
+from ..hosted import WEB_FETCH, WEB_SEARCH, HostedTool, Source, sources
 from ..relayed import relayed_texts
 from ..renderers import BuilderStream, Event
 from .errors import error_body
 from .programmatic import CODE_EXECUTION
+from .result_blocks import (
+    code_execution_result,
+    search_result,
+    web_citations,
+    web_fetch_result,
+    web_search_result,
+)
 
 Block = dict[str, Any]
 
@@ -308,7 +314,7 @@ class MessageBuilder:
         block = {**self.content[current.index], key: text}
         events: list[Event] = []
         if current.kind == "text" and self._sources:
-            citations = _citations(text, self._sources)
+            citations = web_citations(text, self._sources)
             if citations:
                 block["citations"] = citations
             events = [
@@ -380,20 +386,20 @@ class MessageBuilder:
         events: list[Event] = []
         for call, result in zip(calls, results, strict=True):
             if call.name == SEARCH_TOOL and self._search_name is not None:
-                block = _search_result(call, result)
+                block = search_result(call, result)
             elif call.name == RUN_CODE and self._program_type is not None:
                 # Its block opened this message, or the one it paused in (it resumed now).
-                block = _code_execution_result(call, result)
+                block = code_execution_result(call, result)
             elif call.name in self._hosted:
                 hosted = self._hosted[call.name]
                 used = self._used
                 used[hosted.hosted] = used.get(hosted.hosted, 0) + (not result.is_error)
                 if hosted.hosted == WEB_FETCH:
-                    block = _web_fetch_result(call, result, hosted.asked(call.arguments))
+                    block = web_fetch_result(call, result, hosted.asked(call.arguments))
                 else:
                     found = sources(result)
                     self._sources += found
-                    block = _web_search_result(call, result, found)
+                    block = web_search_result(call, result, found)
             else:
                 continue
             self.content.append(block)
@@ -442,118 +448,6 @@ def _input(call: ToolCall) -> dict[str, Any]:
         except orjson.JSONDecodeError:
             arguments = {}
     return arguments if isinstance(arguments, dict) else {}
-
-
-def _search_result(call: ToolCall, result: ToolResult) -> Block:
-    """A search's result as the hosted tool search's block: the tools it found, or the
-    error that stopped it (bad input, or no catalog to search)."""
-    content: dict[str, Any]
-    if result.is_error:
-        code = "invalid_tool_input" if result.error_kind == "invalid_arguments" else "unavailable"
-        content = {
-            "type": "tool_search_tool_result_error",
-            "error_code": code,
-            "error_message": result.content,
-        }
-    else:
-        references = [{"type": "tool_reference", "tool_name": name} for name in _found(result)]
-        content = {"type": "tool_search_tool_search_result", "tool_references": references}
-    return {"type": "tool_search_tool_result", "tool_use_id": call.id, "content": content}
-
-
-_SEARCH_ERRORS = {
-    "limit": "max_uses_exceeded",
-    "invalid_arguments": "invalid_tool_input",
-    "invalid_json": "invalid_tool_input",
-    "rate_limit": "too_many_requests",
-}
-
-
-def _web_search_result(call: ToolCall, result: ToolResult, found: list[Source]) -> Block:
-    """A web search as the hosted one's result: what it found, or why it found nothing."""
-    content: Any
-    if result.is_error:
-        code = _SEARCH_ERRORS.get(result.error_kind or "", "unavailable")
-        content = {"type": "web_search_tool_result_error", "error_code": code}
-    else:
-        content = [
-            {
-                "type": "web_search_result",
-                "url": source.url,
-                "title": source.title,
-                # Opaque to the client: what the model was given of the page.
-                "encrypted_content": source.snippet,
-                "page_age": source.page_age,
-            }
-            for source in found
-        ]
-    return {"type": "web_search_tool_result", "tool_use_id": call.id, "content": content}
-
-
-_FETCH_ERRORS = {**_SEARCH_ERRORS, "timeout": "url_not_accessible"}
-
-
-def _web_fetch_result(call: ToolCall, result: ToolResult, url: str) -> Block:
-    """A fetch as the hosted one's result: the page as a text document, or why not."""
-    content: dict[str, Any]
-    if result.is_error:
-        code = _FETCH_ERRORS.get(result.error_kind or "", "unavailable")
-        content = {"type": "web_fetch_tool_result_error", "error_code": code}
-    else:
-        document = {
-            "type": "document",
-            "source": {"type": "text", "media_type": "text/plain", "data": result.content},
-            "title": None,
-        }
-        retrieved = datetime.now(UTC).isoformat(timespec="seconds")
-        content = {
-            "type": "web_fetch_result",
-            "url": url,
-            "content": document,
-            "retrieved_at": retrieved,
-        }
-    return {"type": "web_fetch_tool_result", "tool_use_id": call.id, "content": content}
-
-
-def _citations(text: str, found: list[Source]) -> list[dict[str, Any]]:
-    """`web_search_result_location` citations for the spans of the text naming a source."""
-    index = {source.url: i for i, source in enumerate(found)}
-    return [
-        {
-            "type": "web_search_result_location",
-            "url": span.source.url,
-            "title": span.source.title,
-            "encrypted_index": str(index[span.source.url]),
-            "cited_text": span.source.snippet[:150],
-        }
-        for span in cited(text, found)
-    ]
-
-
-def _code_execution_result(call: ToolCall, result: ToolResult) -> Block:
-    """A finished program as the hosted code execution's result: what it printed, or the
-    error that stopped it."""
-    content: dict[str, Any] = {
-        "type": "code_execution_result",
-        "stdout": "" if result.is_error else result.content,
-        "stderr": result.content if result.is_error else "",
-        "return_code": 1 if result.is_error else 0,
-        "content": [],
-    }
-    return {"type": "code_execution_tool_result", "tool_use_id": call.id, "content": content}
-
-
-def _found(result: ToolResult) -> list[str]:
-    """The names of the tools a `tool_search` result found."""
-    if result.is_error:
-        return []
-    try:
-        tools = orjson.loads(result.content).get("tools")
-    except (orjson.JSONDecodeError, AttributeError):
-        return []
-    return [
-        t["name"] for t in tools or () if isinstance(t, dict) and isinstance(t.get("name"), str)
-    ]
 
 
 def _stop_reason(done: Finished) -> str:
