@@ -109,6 +109,3 @@ def plainly_valid(raw: dict[str, Any]) -> bool:
         elif key in _NESTED and not (key == "tool_choice" and value in _CHOICE_VALUES):
             return False
     return True
-
-
-Status = Literal["completed", "incomplete", "failed", "in_progress"]
