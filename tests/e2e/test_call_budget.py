@@ -24,8 +24,12 @@ from typing import Any
 import pytest
 from anthropic import AsyncAnthropic
 
+from testing.anthropic_upstream import FakeAnthropic
+from testing.gemini_upstream import FakeGemini
+from testing.provider_server import ProviderFake
+from testing.provider_server import Reply as ProviderReply
 from testing.upstream import FakeUpstream, Reply
-from tests.conftest import REPO, ProxyFactory
+from tests.conftest import REPO, ProxyFactory, serve_proxy
 from tests.e2e.tools import registry_with
 
 _OWN = (str(REPO / "proxy") + "/", str(REPO / "registry") + "/")
@@ -41,6 +45,8 @@ BUDGETS = {
     "chat-tool-round": 322,
     "responses": 124,
     "messages": 115,
+    "chat-over-anthropic": 107,
+    "chat-over-gemini": 129,
 }
 """Calls per request, at most: each case's count at the commit that set it, plus two or
 three (a change that adds a call to every request fits once, not twice)."""
@@ -82,7 +88,6 @@ async def _fewest(request: Callable[[], Awaitable[object]]) -> Counter[str]:
 
 def _check(case: str, calls: Counter[str]) -> None:
     total = calls.total()
-    print(f"BUDGET {case} {total}")
     busiest = "\n".join(f"{n:5d}  {name}" for name, n in calls.most_common(30))
     budget = BUDGETS[case]
     assert total <= budget, (
@@ -167,3 +172,23 @@ async def test_responses_and_messages_requests_stay_within_their_calls(
             _check("messages", await _fewest(message))
         finally:
             await anthropic.close()
+
+
+@pytest.mark.parametrize("kind", ["anthropic", "gemini"])
+async def test_a_chat_request_over_a_translating_upstream_stays_within_its_calls(
+    kind: str,
+) -> None:
+    """The Chat front over an Anthropic and a Gemini upstream: the request and the answer
+    translated, each way."""
+    fake: ProviderFake = FakeAnthropic() if kind == "anthropic" else FakeGemini()
+    fake.default = ProviderReply.answer("The answer is four.")
+    async with fake:
+        upstream = {"name": "up", "base_url": fake.base_url, "format": kind, "models": ["*"]}
+        async with serve_proxy({"upstreams": [upstream]}, registry_with()) as proxy:
+            messages = [{"role": "user", "content": "What is two and two?"}]
+
+            async def ask() -> None:
+                answer = await proxy.client.chat.completions.create(model="m", messages=messages)
+                assert answer.choices[0].message.content == "The answer is four."
+
+            _check(f"chat-over-{kind}", await _fewest(ask))
