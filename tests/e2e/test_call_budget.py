@@ -56,7 +56,8 @@ it: a budget far above the count would let the work come back unnoticed."""
 
 
 class _Calls:
-    """Counts the product's frames entered on this thread between `start` and `stop`."""
+    """Counts the product's frames entered (or resumed) on this thread while `count` awaits
+    one request."""
 
     def __init__(self) -> None:
         self.calls: Counter[str] = Counter()
