@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import functools
 import random
+import types
 from collections.abc import Callable
 from typing import Any
 
@@ -14,6 +15,7 @@ import pytest
 
 from proxy.fronts.messages.render import MessageBuilder, MessageStream
 from proxy.fronts.renderers import BuilderStream
+from proxy.fronts.responses import builder as response_builder
 from proxy.fronts.responses.builder import STORED, ResponseBuilder, Stored
 from proxy.fronts.responses.plan import ResponsePlan
 from proxy.fronts.responses.render import ResponseStream
@@ -210,10 +212,17 @@ def test_a_response_opens_its_message_with_the_frames_its_events_make() -> None:
     assert opened > 100
 
 
-def test_a_response_ends_its_text_with_the_frames_its_events_make() -> None:
+def test_a_response_ends_its_text_with_the_frames_its_events_make(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     # Byte for byte: the end of a response made from the template (its text closed, the
     # terminal event, held for the store when the response is kept) is the one its events
     # make, for every end (finishes, guards, calls handed back, programs) after any output.
+    # The clock stands still: each builder reads it for `completed_at`, and two reads on
+    # either side of a second's turn would differ (once under load in CI).
+    monkeypatch.setattr(
+        response_builder, "time", types.SimpleNamespace(time=lambda: 1_790_000_000.5)
+    )
     shown = ToolCall(id="call_9", name="t_add", arguments={"a": 1})
     pool: list[LoopEvent] = [
         ContentDelta("Hello"),
