@@ -161,6 +161,17 @@ def frames_both_ways(make: Callable[[], Any]) -> tuple[list[Any], list[Any], Any
     return made[0], made[1], templated.final(), fed.final()
 
 
+@pytest.fixture
+def still_clock(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The clock a response builder reads for `completed_at`, standing still: two builders
+    compared byte for byte read it apart, and reads on either side of a second's turn
+    differ (it happened once under load in CI)."""
+    monkeypatch.setattr(
+        response_builder, "time", types.SimpleNamespace(time=lambda: 1_790_000_000.5)
+    )
+
+
+@pytest.mark.usefixtures("still_clock")
 def test_a_response_streams_the_same_events_with_the_text_template() -> None:
     plan = ResponsePlan(model="m", echo={"store": True}, labels={}, show_rounds=False)
     templated, fed, one, other = frames_both_ways(lambda: ResponseBuilder(plan))
@@ -182,6 +193,7 @@ def test_a_message_streams_the_same_events_with_the_text_template() -> None:
     }
 
 
+@pytest.mark.usefixtures("still_clock")
 def test_a_response_opens_its_message_with_the_frames_its_events_make() -> None:
     # Byte for byte: a message opened by the template (at any point of the output, after
     # listings, reasoning or a shown tool round, with any sequence number) is the one its
@@ -212,17 +224,11 @@ def test_a_response_opens_its_message_with_the_frames_its_events_make() -> None:
     assert opened > 100
 
 
-def test_a_response_ends_its_text_with_the_frames_its_events_make(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+@pytest.mark.usefixtures("still_clock")
+def test_a_response_ends_its_text_with_the_frames_its_events_make() -> None:
     # Byte for byte: the end of a response made from the template (its text closed, the
     # terminal event, held for the store when the response is kept) is the one its events
     # make, for every end (finishes, guards, calls handed back, programs) after any output.
-    # The clock stands still: each builder reads it for `completed_at`, and two reads on
-    # either side of a second's turn would differ (once under load in CI).
-    monkeypatch.setattr(
-        response_builder, "time", types.SimpleNamespace(time=lambda: 1_790_000_000.5)
-    )
     shown = ToolCall(id="call_9", name="t_add", arguments={"a": 1})
     pool: list[LoopEvent] = [
         ContentDelta("Hello"),
