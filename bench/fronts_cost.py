@@ -4,6 +4,8 @@ bench/instructions.py counts the Chat front over an OpenAI-Chat upstream; this c
 rest of the data plane the same way (callgrind, counting on only around a fixed number of
 sequential requests after a warm-up, so the figure hardly moves with the machine's load):
 
+- `chat`: the Chat front over an OpenAI-Chat upstream, what bench/instructions.py counts,
+  here as the others' reference in the same run (and for `--profile chat-json`);
 - `responses`: the Responses front (`POST /v1/responses`) over an OpenAI-Chat upstream;
 - `messages`: the Messages front (`POST /v1/messages`) over an OpenAI-Chat upstream;
 - `anthropic`: the Chat front over an Anthropic Messages upstream (testing's fake);
@@ -69,14 +71,16 @@ from bench.harness import (
 from bench.workload import SYSTEM_PROMPT, TEXT, USER_PROMPT, request_body
 
 MODES = ("json", "stream")
-CASES = ("responses", "messages", "anthropic", "gemini")
+CASES = ("chat", "responses", "messages", "anthropic", "gemini")
 PATHS = {
+    "chat": "/v1/chat/completions",
     "responses": "/v1/responses",
     "messages": "/v1/messages",
     "anthropic": "/v1/chat/completions",
     "gemini": "/v1/chat/completions",
 }
 UPSTREAM_FORMATS = {
+    "chat": "openai-chat",
     "responses": "openai-chat",
     "messages": "openai-chat",
     "anthropic": "anthropic",
