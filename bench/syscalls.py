@@ -12,6 +12,10 @@ streamed, twice after a warm-up:
 
 * untraced: the server's voluntary and involuntary context switches (every thread's, from
   /proc/PID/task/*/status) and its user and system CPU (/proc/PID/stat) per answered request;
+  with the server pinned, the wake-up IPIs (/proc/interrupts' function-call and reschedule
+  interrupts) its CPU got and the other CPUs got: a write that wakes a task sleeping on an
+  idle CPU costs the writer an IPI, which in a VM is an exit, so a server whose peers sleep
+  more often between its writes pays more system time for the same system calls;
 * under `strace -c -f -p PID`: every system call by name per answered request. strace stops
   the server at every call, so the server is slower and each read finds more waiting: the
   counts are those of a slower server (fewer calls per request where they batch), alike for
@@ -113,6 +117,30 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 
 # --------------------------------------------------------------------------- readings
+
+
+_WAKE_UPS = ("CAL", "RES")
+"""The IPIs a wake-up sends to another CPU (/proc/interrupts): a function call (the woken
+task queued on an idle CPU's list) or a reschedule (on a busy one)."""
+
+
+def wake_up_ipis(text: str) -> list[int]:
+    """The wake-up IPIs each CPU has received, from /proc/interrupts' `text`."""
+    found: list[int] = []
+    for line in text.splitlines():
+        name, _, rest = line.strip().partition(":")
+        if name in _WAKE_UPS:
+            counts = [int(f) for f in rest.split() if f.isdigit()]
+            found = [a + b for a, b in zip(counts, found, strict=False)] if found else counts
+    return found
+
+
+def _ipis() -> list[int]:
+    try:
+        with open("/proc/interrupts") as f:
+            return wake_up_ipis(f.read())
+    except OSError:
+        return []
 
 
 def process_counters(pid: int) -> dict[str, float]:
@@ -228,11 +256,20 @@ class Runner:
         """Counters per answered request untraced, then system calls per request traced."""
         if self.args.warmup > 0:
             self.load(server, mode, self.args.warmup)
-        before = process_counters(server.pid)
+        ipis, before = _ipis(), process_counters(server.pid)
         raw = self.load(server, mode, self.args.duration)
-        after = process_counters(server.pid)
+        after, ipis = (
+            process_counters(server.pid),
+            [b - a for a, b in zip(ipis, _ipis(), strict=False)],
+        )
         requests = wrk.answered(raw)
         counters = {k: (after[k] - before[k]) / requests for k in before}
+        # With the server on a CPU of its own: the IPIs its CPU got (others waking it) and
+        # the ones the other CPUs got (mostly the server waking the load and the upstream).
+        mine = self.cpus.server
+        if mine is not None and mine < len(ipis):
+            counters["ipis_in"] = ipis[mine] / requests
+            counters["ipis_out"] = (sum(ipis) - ipis[mine]) / requests
         result: dict[str, Any] = {
             "requests": requests,
             "rps": requests / (raw["duration_us"] / 1e6),
@@ -241,6 +278,8 @@ class Runner:
             "minor_faults": counters["minor_faults"],
             "user_us": counters["user_s"] * 1e6,
             "system_us": counters["system_s"] * 1e6,
+            "ipis_in": counters.get("ipis_in"),
+            "ipis_out": counters.get("ipis_out"),
         }
         calls, traced = self.trace(server, mode)
         result["traced_requests"] = traced
@@ -398,8 +437,13 @@ def render(result: dict[str, Any]) -> str:
             ("user_us", "user us (untraced)"),
             ("system_us", "system us (untraced)"),
             ("rps", "req/s (untraced)"),
+            ("ipis_in", "IPIs to its CPU"),
+            ("ipis_out", "IPIs to the others"),
         ):
-            lines.append(_row(label, [measured[k][field] for k in keys], 1 if "us" in field else 2))
+            values = [measured[k].get(field) for k in keys]
+            if None in values:
+                continue  # not pinned (or no /proc/interrupts): no CPU of its own to tell
+            lines.append(_row(label, values, 1 if "us" in field else 2))
         if all("instructions" in measured[k] for k in keys):
             for field, label in (
                 ("instructions", "instructions k"),

@@ -36,6 +36,20 @@ def test_perf_counts_are_read_by_name_without_the_zeros() -> None:
     assert syscalls.parse_perf(PERF) == {"read": 412, "writev": 200}
 
 
+INTERRUPTS = """           CPU0       CPU1
+  0:         21          0   IO-APIC   2-edge      timer
+LOC:    2188555    2264572   Local timer interrupts
+RES:     583569    3026509   Rescheduling interrupts
+CAL:    1177010    7708229   Function call interrupts
+TLB:      25322      23948   TLB shootdowns
+"""
+
+
+def test_wake_up_ipis_are_the_function_call_and_reschedule_interrupts_per_cpu() -> None:
+    assert syscalls.wake_up_ipis(INTERRUPTS) == [583569 + 1177010, 3026509 + 7708229]
+    assert syscalls.wake_up_ipis("LOC: 1 2 Local timer interrupts\n") == []
+
+
 def _measured(reads: float) -> dict[str, object]:
     return {
         "requests": 100,
@@ -45,6 +59,8 @@ def _measured(reads: float) -> dict[str, object]:
         "minor_faults": 0.0,
         "user_us": 80.0,
         "system_us": 30.0,
+        "ipis_in": 0.02,
+        "ipis_out": reads / 4,
         "traced_requests": 100,
         "syscalls": {"read": reads, "writev": 1.0, "epoll_pwait": 0.001},
     }
@@ -75,6 +91,7 @@ def test_the_table_has_a_row_per_call_and_counter_and_a_column_per_target() -> N
         assert rows["system calls"] == ["3.00", "3.50", "4.00"]
         assert "epoll_pwait" not in rows  # below 0.005 a request
         assert rows["user us (untraced)"] == ["80.0"] * 3
+        assert rows["IPIs to the others"] == ["0.50", "0.62", "0.75"]
         assert "instructions k" not in rows  # no --callgrind
 
 
@@ -106,4 +123,5 @@ def test_a_tiny_run_counts_every_target(capsys: pytest.CaptureFixture[str]) -> N
     assert all(float(v) >= 1 for v in rows["system calls"])
     for counter in ("voluntary switches", "user us (untraced)", "req/s (untraced)"):
         assert len(rows[counter]) == 3
+    assert "IPIs to the others" not in rows  # unpinned: no CPU of its own to tell them by
     assert all(float(v) > 0 for v in rows["req/s (untraced)"])
