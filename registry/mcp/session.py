@@ -1,6 +1,6 @@
 """One persistent MCP client session per server: connect, list, call, follow changes, reconnect.
 
-This is the one module that calls the `mcp` client SDK; its exceptions are mapped here.
+This is the one module that drives the `mcp` client SDK's session; its exceptions are mapped here.
 """
 
 from __future__ import annotations
@@ -16,35 +16,28 @@ from pathlib import Path
 from typing import Any, Literal, cast
 
 import anyio
-import httpx2
 import mcp_types as types
-import orjson
 from mcp import ClientSession, MCPError, StdioServerParameters
-from mcp.client._transport import ReadStream, TransportStreams, WriteStream
+from mcp.client._transport import TransportStreams, WriteStream
 from mcp.client.session import MessageHandlerFnT
 from mcp.client.sse import sse_client
-from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.message import SessionMessage
 from pydantic import ValidationError
 
 from registry.mcp.config import McpServerConfig
 from registry.mcp.elicitation import ClientRequests
 from registry.mcp.errors import McpCallError, McpConnectionLostError, McpUnavailableError
-from registry.mcp.http_requests import proxied
-from registry.mcp.inbox import Inbox
-from registry.mcp.keepalive import read_to_end
+from registry.mcp.http_transports import own_http, streamable_http_streams, traced_http_client
 from registry.mcp.lean_calls import LeanCalls
+from registry.mcp.listing import list_all
 from registry.mcp.oauth import SourceAuth, source_auth
-from registry.mcp.origins import Origins
-from registry.mcp.pool import pooled_client
 from registry.mcp.progress import CallReporter, ProgressRoutes
 from registry.mcp.stderr import ServerStderr
 from registry.mcp.stdio import stdio_transport
-from registry.mcp.streamable_http import streamable_http_transport
 from registry.mcp.task_handles import TaskHandles
 from registry.mcp.tasks import TaskCalls
-from registry.mcp.transport_streams import Item, TransportReader
-from registry.propagation import TRACE_HEADER_NAMES, outgoing_trace_headers
+from registry.mcp.watched_reader import WatchedReader
+from registry.propagation import outgoing_trace_headers
 
 __all__ = ["McpSession"]
 
@@ -57,11 +50,6 @@ INITIAL_BACKOFF_S = 0.25
 MAX_BACKOFF_S = 30.0
 STABLE_AFTER_S = 30.0
 """A connection that stayed up this long resets the backoff to its initial delay."""
-LIST_TIMEOUT_S = 30.0
-MAX_LIST_PAGES = 1000
-MAX_MESSAGE_BYTES = 64 * 1024 * 1024
-"""The longest message a server may send over Streamable HTTP (the SDK's default, 1 MiB, would
-lose a long tool result with the connection; the executor cuts results to its own limit)."""
 _PYTHON_NAMES = ("python", "python3")
 _CLIENT_INFO = types.Implementation(name="toolwire", version="0.1.0")
 # A terminated Streamable HTTP session answers with this code and message: reconnect.
@@ -333,7 +321,7 @@ class McpSession:
             connecting.deadline = anyio.current_time() + self._server.connect_timeout_s
             async with transport as (read, write):
                 lean = self._lean_calls(write)
-                watched = _Watched(read, self._mark_lost, lean)
+                watched = WatchedReader(read, self._mark_lost, lean)
                 requests = self._requests
                 async with ClientSession(
                     watched,
@@ -351,7 +339,7 @@ class McpSession:
                     else:
                         await session.initialize()
                     self._tasks.learn_server(session.server_capabilities)
-                    tools = await _list_all(session)
+                    tools = await list_all(session)
                     connecting.deadline = math.inf
                     up_since = anyio.current_time()
                     self._on_tools(tools)
@@ -379,7 +367,7 @@ class McpSession:
         kind = self._server.kind
         if kind == "stdio":
             return LeanCalls(write)
-        if kind == "streamable-http" and _own_http(self._server.url, self._auth):
+        if kind == "streamable-http" and own_http(self._server.url, self._auth):
             return LeanCalls(write, stamped=True)
         return None
 
@@ -400,7 +388,7 @@ class McpSession:
             await changes.wait()
             changes.clear()
             try:
-                tools = await _list_all(session)
+                tools = await list_all(session)
             except (MCPError, TimeoutError, ValidationError) as exc:
                 log.warning("MCP server %s: re-listing tools failed: %s", self._label, exc)
                 continue
@@ -435,10 +423,12 @@ class McpSession:
                 headers=headers,
                 timeout=server.connect_timeout_s,
                 auth=self._auth,
-                httpx_client_factory=_traced_http_client,
+                httpx_client_factory=traced_http_client,
             )
         origins = self._requests.origins if self._requests is not None else None
-        return _streamable_http(server.url, headers, server.connect_timeout_s, origins, self._auth)
+        return streamable_http_streams(
+            server.url, headers, server.connect_timeout_s, origins, self._auth
+        )
 
     def _stdio_parameters(self) -> StdioServerParameters:
         command, *args = self._server.argv
@@ -452,137 +442,6 @@ class McpSession:
         return StdioServerParameters(
             command=command, args=args, env=dict(self._server.env) or None, cwd=str(cwd)
         )
-
-
-@contextlib.asynccontextmanager
-async def _streamable_http(
-    url: str,
-    headers: dict[str, str],
-    timeout_s: float,
-    origins: Origins | None = None,
-    auth: httpx2.Auth | None = None,
-) -> AsyncIterator[TransportStreams]:
-    if _own_http(url, auth):
-        transport = streamable_http_transport(
-            url, headers, timeout_s, origins, max_event_bytes=MAX_MESSAGE_BYTES
-        )
-        async with transport as streams:
-            yield streams
-        return
-    # A long read timeout: the server may hold a response stream open while a tool runs.
-    timeout = httpx2.Timeout(timeout_s, read=max(300.0, timeout_s))
-    # Each call's event stream tells which call its server's questions belong to.
-    responses = [read_to_end] if origins is None else [read_to_end, origins.watch]
-    async with (
-        pooled_client(
-            headers=headers,
-            timeout=timeout,
-            auth=auth,
-            event_hooks={"request": [_trace_headers_from_meta], "response": responses},
-        ) as client,
-        streamable_http_client(
-            url, http_client=client, max_sse_event_size=MAX_MESSAGE_BYTES
-        ) as streams,
-    ):
-        yield streams
-
-
-def _own_http(url: str | None, auth: httpx2.Auth | None) -> bool:
-    """Whether a Streamable HTTP source takes Toolwire's transport (`http1`, the message sent
-    by its caller): not with OAuth, whose provider is an httpx `Auth` flow, nor through a
-    proxy the environment names, which `http1` does not know; those keep the SDK's client."""
-    return auth is None and url is not None and not proxied(url)
-
-
-def _traced_http_client(
-    headers: dict[str, str] | None = None,
-    timeout: httpx2.Timeout | None = None,
-    auth: httpx2.Auth | None = None,
-) -> httpx2.AsyncClient:
-    """The SSE transport's client (the SDK's default timeouts), with a call's trace context
-    as headers."""
-    return pooled_client(
-        headers=headers,
-        timeout=timeout if timeout is not None else httpx2.Timeout(30.0, read=300.0),
-        auth=auth,
-        event_hooks={"request": [_trace_headers_from_meta]},
-    )
-
-
-async def _trace_headers_from_meta(request: httpx2.Request) -> None:
-    """A `tools/call` sent with trace context in its `_meta` carries it as HTTP headers too
-    (the transport sends from its own task, where the caller's context is not current)."""
-    if request.method != "POST":
-        return
-    try:
-        body = request.content
-    except httpx2.RequestNotRead:
-        return  # a streamed body: not a JSON-RPC message the session sent
-    if b'"traceparent"' not in body:
-        return
-    try:
-        meta = orjson.loads(body)["params"]["_meta"]
-    except (orjson.JSONDecodeError, KeyError, TypeError):
-        return
-    for name in TRACE_HEADER_NAMES:
-        value = meta.get(name) if isinstance(meta, dict) else None
-        if isinstance(value, str):
-            request.headers[name] = value
-
-
-class _Watched(TransportReader):
-    """The transport's read stream as the session reads it, calling `on_end` when it ends.
-
-    The SDK gives no public signal that a transport ended, and a dead stdio server or a
-    dropped HTTP stream must be noticed even when no call is in flight: the session's
-    receive loop always reads, so its reads see the end. (Not a relay task: that cost a
-    memory-stream hop and a task switch per message.) A broken or closed transport stream
-    ends like an exhausted one, and the sender's context is not passed on. The answers to
-    `lean`'s calls are handed to it here, and never reach the session.
-    """
-
-    def __init__(
-        self, read: ReadStream[Item], on_end: Callable[[], None], lean: LeanCalls | None = None
-    ) -> None:
-        self._read = read
-        self._on_end = on_end
-        self._lean = lean
-        if lean is not None and isinstance(read, Inbox):
-            read.claim = lean.take  # the transport hands a lean call its result itself
-
-    async def receive(self) -> Item:
-        try:
-            item = await self._read.receive()
-            while self._lean is not None and self._lean.answer(item):
-                item = await self._read.receive()
-            return item
-        except (anyio.EndOfStream, anyio.BrokenResourceError, anyio.ClosedResourceError):
-            self._ended()
-            raise anyio.EndOfStream from None
-
-    def _ended(self) -> None:
-        self._on_end()
-        if self._lean is not None:
-            self._lean.close()
-
-    async def aclose(self) -> None:
-        self._ended()
-        await self._read.aclose()
-
-
-async def _list_all(session: ClientSession) -> list[types.Tool]:
-    """Every page of `tools/list`."""
-    tools: list[types.Tool] = []
-    cursor: str | None = None
-    with anyio.fail_after(LIST_TIMEOUT_S):
-        for _ in range(MAX_LIST_PAGES):
-            params = types.PaginatedRequestParams(cursor=cursor) if cursor else None
-            page = await session.list_tools(params=params)
-            tools.extend(page.tools)
-            cursor = page.next_cursor
-            if not cursor:
-                return tools
-    raise McpCallError(f"tools/list returned more than {MAX_LIST_PAGES} pages")
 
 
 def _describe(exc: BaseException) -> str:

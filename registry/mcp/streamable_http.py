@@ -36,14 +36,15 @@ connection died before any answer is sent once more (a POST is not: it may have 
 
 Beyond the SDK: a `tools/call`'s trace context goes in headers too (it is in its `_meta`),
 and each server request on a call's stream is noted in `Origins` with the call's progress
-token (the httpx hooks `registry.mcp.session` gives the SDK's client do the same). The rest of
-an answer's stream, after its response (its end comes a moment later), is read before the
-request returns (`Response.finish`, at most `DRAIN_S`), so its connection is back in the pool
-for the next call, as `registry.mcp.keepalive` does for httpx; a close waits at most
-`TERMINATE_S` for the DELETE.
+token (the httpx hooks `registry.mcp.http_transports` gives the SDK's client do the same).
+The rest of an answer's stream, after its response (its end comes a moment later), is read
+before the request returns (`Response.finish`, at most `DRAIN_S`), so its connection is back
+in the pool for the next call, as `registry.mcp.keepalive` does for httpx; a close waits at
+most `TERMINATE_S` for the DELETE.
 
 Not here: OAuth (its provider is an httpx `Auth` flow) and proxies (`http1` knows none): a
-source with `oauth:`, or one the environment proxies, keeps the SDK's client (`session.py`).
+source with `oauth:`, or one the environment proxies, keeps the SDK's client
+(`http_transports.py`).
 """
 
 from __future__ import annotations
