@@ -36,6 +36,13 @@ from policies import KeyRing, Principal
 
 from ..errors import ProxyError
 from .oauth_config import TOKEN_PRINCIPAL_PREFIX, OAuthResourceConfig
+from .signing_keys import SigningKeys
+from .token_errors import (
+    CallerRefusedError,
+    IssuerUnavailableError,
+    ScopeMissingError,
+    TokenRefusedError,
+)
 
 if TYPE_CHECKING:  # PyJWT (and cryptography's backends, ~9 MB) load only with mcp_server.oauth
     import aiohttp  # and aiohttp: the issuer's client
@@ -51,38 +58,6 @@ _RETRY_S = "5"
 VERIFIED_JWTS = 10_000
 """How many verified JWTs are kept (each a digest and its claims); the least recently used
 go first."""
-
-
-class TokenRefusedError(ProxyError):
-    """The bearer token is no key and no valid access token for this resource."""
-
-    status = 401
-    type = "invalid_request_error"
-    code = "invalid_token"
-
-
-class ScopeMissingError(ProxyError):
-    """A valid token lacks a scope this resource requires."""
-
-    status = 403
-    type = "invalid_request_error"
-    code = "insufficient_scope"
-
-
-class CallerRefusedError(ProxyError):
-    """A valid token for a caller the configuration does not admit."""
-
-    status = 403
-    type = "invalid_request_error"
-    code = "caller_not_admitted"
-
-
-class IssuerUnavailableError(ProxyError):
-    """The issuer could not be asked (its key set or introspection endpoint failed)."""
-
-    status = 503
-    type = "api_error"
-    code = "issuer_unavailable"
 
 
 @dataclass(frozen=True, slots=True)
@@ -412,102 +387,6 @@ class BearerTokens:
         if self._session is None:
             self._session = aiohttp.ClientSession(timeout=self._timeout)
         return self._session
-
-
-class SigningKeys:
-    """The issuer's public keys by `kid`: fetched when first needed, and again when a token
-    names a key not held (a rotation), at most once per `keys_refetch_s`."""
-
-    def __init__(self, config: OAuthResourceConfig, get: Any) -> None:
-        assert config.jwks_url is not None
-        self._url = config.jwks_url
-        self._algorithms = frozenset(config.algorithms)
-        self._floor_s = config.keys_refetch_s
-        self._get = get
-        self._keys: dict[str, jwt.PyJWK] = {}
-        self._published: dict[str, Any] = {}
-        """Each held key's entry in the key set as published, by its name in `_keys`."""
-        self.fetches = 0
-        """Key sets fetched and read so far."""
-        self._fetched_at: float | None = None
-        self._failure: IssuerUnavailableError | None = None
-        self._lock = asyncio.Lock()
-
-    async def key(self, kid: str | None) -> jwt.PyJWK:
-        """The key a token names (`kid`; without one, the only key held).
-
-        Raises:
-            TokenRefusedError: the issuer publishes no such key.
-            IssuerUnavailableError: the key set could not be fetched.
-        """
-        found = self.held(kid)
-        if found is not None:
-            return found
-        async with self._lock:
-            found = self.held(kid)  # fetched by another request meanwhile
-            if found is None:
-                if self._fetched_at is None or self._due():
-                    await self._fetch()
-                elif self._failure is not None:
-                    raise self._failure
-                found = self.held(kid)
-        if found is None:
-            named = f"key {kid!r}" if kid is not None else "no key (kid)"
-            raise TokenRefusedError(f"the access token names {named}, not one the issuer holds")
-        return found
-
-    def held(self, kid: str | None) -> jwt.PyJWK | None:
-        """The key held for `kid` (without one, the only key held), or None. A key published
-        again unchanged by a later fetch is the same object."""
-        if kid is not None:
-            return self._keys.get(kid)
-        only = list(self._keys.values())
-        return only[0] if len(only) == 1 else None
-
-    def _due(self) -> bool:
-        assert self._fetched_at is not None
-        return time.monotonic() - self._fetched_at >= self._floor_s
-
-    async def _fetch(self) -> None:
-        self._fetched_at = time.monotonic()
-        try:
-            document = await self._get(self._url)
-        except IssuerUnavailableError as exc:
-            self._failure = exc
-            raise
-        self._failure = None
-        entries = document.get("keys") if isinstance(document, dict) else None
-        if not isinstance(entries, list):
-            log.warning("the issuer's key set at %s lists no keys", self._url)
-            return
-        keys: dict[str, jwt.PyJWK] = {}
-        published: dict[str, Any] = {}
-        for number, entry in enumerate(entries):
-            kid = entry.get("kid") if isinstance(entry, dict) else None
-            name = kid if isinstance(kid, str) else f"#{number}"
-            key = self._keys.get(name) if self._published.get(name) == entry else None
-            key = key or self._usable(entry)
-            if key is not None:
-                keys[name] = key
-                published[name] = entry
-        self._keys = keys
-        self._published = published
-        self.fetches += 1
-
-    def _usable(self, entry: Any) -> jwt.PyJWK | None:
-        """A signing key of an accepted algorithm, else None (encryption and shared-secret
-        keys are never used)."""
-        if not isinstance(entry, dict) or entry.get("use", "sig") != "sig":
-            return None
-        if entry.get("kty") == "oct":
-            return None
-        import jwt
-
-        try:
-            key = jwt.PyJWK(entry)
-        except jwt.PyJWTError:
-            return None
-        return key if key.algorithm_name in self._algorithms else None
 
 
 async def protected_resource(request: Request) -> Response:

@@ -14,14 +14,10 @@ import jwt
 import pytest
 
 from policies import AuthConfig, KeyRing
-from proxy.server.bearer_tokens import (
-    BearerTokens,
-    CallerRefusedError,
-    ScopeMissingError,
-    TokenRefusedError,
-)
+from proxy.server.bearer_tokens import BearerTokens
 from proxy.server.oauth_config import OAuthResourceConfig
 from proxy.server.routes import OAUTH_METADATA
+from proxy.server.token_errors import CallerRefusedError, ScopeMissingError, TokenRefusedError
 from testing.token_issuer import INTROSPECTOR, TokenIssuer, serve_token_issuer
 from testing.waiting import until
 
