@@ -12,8 +12,8 @@ from registry import http1
 
 from ..config import UpstreamConfig
 from ..errors import UpstreamError
+from . import anthropic_answers, conversion, direct_answers, direct_requests
 from . import anthropic_fixes as fixes
-from . import conversion, direct_answers, direct_requests
 from .base import TRACE_HEADERS, Chunk, Fault, provider_chunk, with_trace
 from .openai_chat import as_chunk, model_ids
 from .provider import ProviderUpstream, Request
@@ -140,7 +140,7 @@ class _AnthropicCodec:
         self._thinking: fixes.AnthropicThinking | None = None
         """The thinking blocks rosetta drops, kept from that same event on (a plain answer
         has none)."""
-        self._plain: direct_answers.AnthropicStream | None = direct_answers.AnthropicStream()
+        self._plain: anthropic_answers.AnthropicStream | None = anthropic_answers.AnthropicStream()
         self._direct: conversion.DirectText | None = None
         """Made by the first text chunk to learn from (most streams' text comes unparsed)."""
         self._usage: dict[str, Any] = {}
@@ -205,7 +205,7 @@ class _AnthropicCodec:
         direct.learn(chunks)
 
     def _plainly(
-        self, plain: direct_answers.AnthropicStream, kind: Any, payload: dict[str, Any]
+        self, plain: anthropic_answers.AnthropicStream, kind: Any, payload: dict[str, Any]
     ) -> list[Chunk] | None:
         """The chunks of an event of a plain text answer (None: the answer is not one, and
         rosetta reads it). Such an answer has no thinking, a plain stop reason and the
@@ -260,14 +260,14 @@ class _AnthropicAnswer:
 def _whole(converted: conversion.Conversion, payload: Any) -> list[Chunk]:
     """The chunks of a whole Messages answer (the thinking after the answer's own)."""
     if payload.__class__ is dict:  # parsed JSON: one text block's answer made at once
-        relayed = direct_answers.anthropic_relayable(payload, converted.model)
+        relayed = anthropic_answers.anthropic_relayable(payload, converted.model)
         if relayed is not None:
             return [relayed]
     if not isinstance(payload, dict) or payload.get("type") == "error":
         raise _fault(payload)
     usage = payload.get("usage")
     mended = fixes.anthropic_usage(usage) if isinstance(usage, dict) else None
-    direct = direct_answers.anthropic_whole(payload, mended)
+    direct = anthropic_answers.anthropic_whole(payload, mended)
     if direct is not None:
         return [direct_answers.relayable(direct, converted.model)]
     thinking = fixes.AnthropicThinking()

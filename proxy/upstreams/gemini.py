@@ -16,7 +16,7 @@ import orjson
 
 from ..config import UpstreamConfig
 from ..errors import UpstreamError
-from . import conversion, direct_answers, direct_requests
+from . import conversion, direct_answers, direct_requests, gemini_answers
 from . import gemini_fixes as fixes
 from .base import Chunk, Fault, provider_chunk, with_trace
 from .openai_chat import as_chunk
@@ -111,7 +111,7 @@ class _GeminiCodec:
         self._conversion = converted
         self._processor: Any = None
         """Rosetta's stream processor, made by the first piece a plain answer has not."""
-        self._plain: direct_answers.GeminiStream | None = direct_answers.GeminiStream()
+        self._plain: gemini_answers.GeminiStream | None = gemini_answers.GeminiStream()
         self._direct = conversion.DirectText()
         self._noted: fixes.GeminiCalls | None = None
         """The function calls seen (made by the first piece or answer that is not plain)."""
@@ -156,7 +156,7 @@ class _GeminiCodec:
         return conversion.with_usage(chunks, fixes.gemini_usage(usage) if usage else None)
 
     def _plain_piece(
-        self, payload: dict[str, Any], plain: direct_answers.GeminiStream, chunks: list[Chunk]
+        self, payload: dict[str, Any], plain: gemini_answers.GeminiStream, chunks: list[Chunk]
     ) -> list[Chunk]:
         """The chunks a plain answer's piece made, as `_piece` would leave them: such a piece
         holds no function call and no error (no call was seen before it either: the first
@@ -236,7 +236,7 @@ class _GeminiCodec:
             raise _fault(payload)
         usage = payload.get("usageMetadata")
         mended = fixes.gemini_usage(usage) if isinstance(usage, dict) else None
-        direct = direct_answers.gemini_whole(payload, mended)
+        direct = gemini_answers.gemini_whole(payload, mended)
         if direct is not None:
             return [direct_answers.relayable(direct, self._conversion.model)]
         payload = self._calls.observe(payload)

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..config import UpstreamConfig
-from . import conversion, direct_answers, direct_requests
+from . import conversion, direct_requests, responses_answers
 from . import responses_fixes as fixes
 from .base import Chunk, Fault, provider_chunk
 from .openai_chat import as_chunk, bearer, model_ids
@@ -70,7 +70,7 @@ class _ResponsesCodec:
         self._conversion = converted
         self._processor: Any = None
         """Rosetta's stream processor, made by the first event a plain answer has not."""
-        self._plain: direct_answers.ResponsesStream | None = direct_answers.ResponsesStream()
+        self._plain: responses_answers.ResponsesStream | None = responses_answers.ResponsesStream()
         self._direct = conversion.DirectText()
         self._reasoning: list[dict[str, Any]] = []
         self._item_ids: dict[str, str] = {}
@@ -124,7 +124,7 @@ class _ResponsesCodec:
             or (payload.get("error") and "output" not in payload)
         ):
             raise _fault(payload)
-        direct = direct_answers.responses_whole(payload)
+        direct = responses_answers.responses_whole(payload)
         if direct is not None:  # one message of text: no reasoning or call to keep
             return [direct]
         for item in payload.get("output") or ():

@@ -23,7 +23,7 @@ from openai import APIError as OpenAIError
 
 from proxy.fronts import conversion as fronts_conversion
 from proxy.fronts.responses import handler as responses_handler
-from proxy.upstreams import direct_answers, direct_requests
+from proxy.upstreams import anthropic_answers, direct_requests, gemini_answers
 from proxy.upstreams.conversion import DirectText
 from testing.anthropic_upstream import FakeAnthropic
 from testing.gemini_upstream import FakeGemini
@@ -64,9 +64,9 @@ def slow_paths(monkeypatch: pytest.MonkeyPatch, slow: bool) -> Any:
             patch.setattr(fronts_conversion, "_direct_messages", lambda body: None)
             patch.setattr(direct_requests, "anthropic_request", lambda chat, kept: None)
             patch.setattr(direct_requests, "gemini_request", lambda chat, kept: None)
-            patch.setattr(direct_answers, "anthropic_whole", lambda payload, usage: None)
-            patch.setattr(direct_answers, "gemini_whole", lambda payload, usage: None)
-            for stream in (direct_answers.AnthropicStream, direct_answers.GeminiStream):
+            patch.setattr(anthropic_answers, "anthropic_whole", lambda payload, usage: None)
+            patch.setattr(gemini_answers, "gemini_whole", lambda payload, usage: None)
+            for stream in (anthropic_answers.AnthropicStream, gemini_answers.GeminiStream):
                 patch.setattr(stream, "event", lambda self, event: None)
         yield
 

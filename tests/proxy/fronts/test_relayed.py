@@ -89,7 +89,7 @@ def translated() -> list[Relayable]:
         chunk = {
             "id": "msg_0123",
             "model": MODEL,
-            "choices": direct_answers._message(text, finish, usage),
+            "choices": direct_answers.text_choices(text, finish, usage),
             "usage": usage,
         }
         relayable = direct_answers.relayable(chunk, MODEL)

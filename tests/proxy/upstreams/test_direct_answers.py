@@ -17,7 +17,14 @@ from proxy.config import UpstreamConfig
 from proxy.fronts.chat.render import ChatJsonRenderer, ResponseMeta
 from proxy.turn.assembler import Assembler
 from proxy.turn.events import Finished, Usage
-from proxy.upstreams import anthropic_fixes, direct_answers, gemini
+from proxy.upstreams import (
+    anthropic_answers,
+    anthropic_fixes,
+    direct_answers,
+    gemini,
+    gemini_answers,
+    responses_answers,
+)
 from proxy.upstreams.anthropic import AnthropicDialect
 from proxy.upstreams.base import Fault, Relayable, filled
 from proxy.upstreams.conversion import DirectText
@@ -76,13 +83,16 @@ def _compared(
         with monkeypatch.context() as patch:
             patch.setattr(gemini.secrets, "token_hex", lambda n: f"{next(made_up):024x}")
             if not plain:
-                for name in ("AnthropicStream", "GeminiStream", "ResponsesStream"):
-                    stream = getattr(direct_answers, name)
+                for stream in (
+                    anthropic_answers.AnthropicStream,
+                    gemini_answers.GeminiStream,
+                    responses_answers.ResponsesStream,
+                ):
                     patch.setattr(stream, "event", lambda self, event: None)
-                patch.setattr(direct_answers, "anthropic_whole", lambda payload, usage: None)
-                patch.setattr(direct_answers, "anthropic_relayable", lambda payload, model: None)
-                patch.setattr(direct_answers, "gemini_whole", lambda payload, usage: None)
-                patch.setattr(direct_answers, "responses_whole", lambda payload: None)
+                patch.setattr(anthropic_answers, "anthropic_whole", lambda payload, usage: None)
+                patch.setattr(anthropic_answers, "anthropic_relayable", lambda payload, model: None)
+                patch.setattr(gemini_answers, "gemini_whole", lambda payload, usage: None)
+                patch.setattr(responses_answers, "responses_whole", lambda payload: None)
             if not text:
                 patch.setattr(DirectText, "chunk", lambda self, index, text: None)
             return _read(kind, script, whole)
@@ -530,9 +540,9 @@ def test_a_plain_anthropic_answer_is_made_at_once_with_its_fields_pending() -> N
             payload["usage"] = rng.choice(USAGES)
         usage = payload.get("usage")
         mended = anthropic_fixes.anthropic_usage(usage) if isinstance(usage, dict) else None
-        whole = direct_answers.anthropic_whole(copy.deepcopy(payload), mended)
+        whole = anthropic_answers.anthropic_whole(copy.deepcopy(payload), mended)
         general = direct_answers.relayable(whole, "m") if whole is not None else None
-        relayed = direct_answers.anthropic_relayable(payload, "m")
+        relayed = anthropic_answers.anthropic_relayable(payload, "m")
         if general.__class__ is not Relayable:
             assert relayed is None, payload
             continue
@@ -549,7 +559,7 @@ def test_a_plain_anthropic_answer_is_made_at_once_with_its_fields_pending() -> N
         relayed["usage"] = "read"
         assert relayed.fields()["usage"] == "read", "made once"
     assert made > 400
-    assert direct_answers.anthropic_relayable(payload, None) is None  # no model by name
+    assert anthropic_answers.anthropic_relayable(payload, None) is None  # no model by name
 
 
 USAGES: list[Any] = [
@@ -563,7 +573,7 @@ USAGES: list[Any] = [
 
 def test_an_answer_for_a_model_not_named_as_a_string_is_not_relayed() -> None:
     message = anthropic_upstream.message(Reply.answer(TEXT), {"model": "claude-fake"})
-    chunk = direct_answers.anthropic_whole(message, {"prompt_tokens": 1, "total_tokens": 1})
+    chunk = anthropic_answers.anthropic_whole(message, {"prompt_tokens": 1, "total_tokens": 1})
     assert chunk is not None
     assert direct_answers.relayable(chunk, None).__class__ is dict
 
