@@ -54,7 +54,6 @@ def _responses_text(item: Any, status: str) -> str | None:
 
 _ITEM_KEYS = frozenset(("type", "id", "role", "status", "content"))
 _PART_KEYS = frozenset(("type", "text", "annotations", "logprobs"))
-_RESPONSE_READ = ("id", "model", "created_at", "status", "output", "usage")
 
 
 def _response(payload: Any, status: str) -> tuple[str, str, int] | None:
