@@ -33,7 +33,7 @@ request's summary line (and whatever else is logged at info) to their counts.
 The plain flow also counts the injecting floor (`bench/passthrough.py --inject-tools`, see
 bench/overhead.py): the pass-through plus the least work a tool-injecting proxy must do.
 Both run on `toolwire serve`'s stack (its HTTP protocol, `proxy/server/http_wire.py`, and its
-upstream client, `registry/http1.py`), so what separates them from Toolwire is Toolwire's own
+upstream client, `registry/http1/`), so what separates them from Toolwire is Toolwire's own
 work. `--reference-client aiohttp` counts them on the earlier stack instead (aiohttp on
 uvicorn's own protocol), the reference of the counts taken before Toolwire had a client and
 a protocol of its own; `--reference-client both` counts them on both.

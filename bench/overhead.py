@@ -208,7 +208,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         choices=("http1", "aiohttp"),
         default="http1",
         help="the upstream client of the pass-through and the injecting floor: Toolwire's own "
-        "(registry/http1.py, the goals' reference: the same stack), or aiohttp (the "
+        "(registry/http1/, the goals' reference: the same stack), or aiohttp (the "
         "reference of the runs before Toolwire had a client of its own)",
     )
     add("--with-no-tools", action="store_true", help="also measure toolwire with no tools")

@@ -3,7 +3,7 @@
 Same stack as `toolwire serve`: a raw ASGI app under uvicorn (`loop="uvloop"`, one worker)
 with the same HTTP protocol (uvicorn's httptools protocol as `proxy/server/http_wire.py`
 makes it leaner; `--http httptools`: uvicorn's own), the same upstream client (Toolwire's
-own HTTP/1.1 client, `registry/http1.py`: one `Pool` with the same keep-alive and
+own HTTP/1.1 client, `registry/http1/`: one `Pool` with the same keep-alive and
 deadlines), orjson. Per request it reads the body, parses it with orjson (any real proxy
 looks at `model`/`stream`), forwards the original bytes to the upstream and relays the
 answer: an SSE response chunk by chunk as the upstream's reads arrive, anything else as one

@@ -22,6 +22,7 @@ from cryptography.x509.oid import NameOID
 
 from registry import http1
 from registry.http1 import ConnectError, Disconnected, Pool, ProtocolError
+from registry.http1 import pool as pool_module
 from testing.misbehaving_upstream import Act, MisbehavingUpstream, json_reply
 from testing.waiting import until
 
@@ -395,7 +396,7 @@ async def test_a_large_body_read_slowly_arrives_whole() -> None:
 
 async def test_idle_connections_age_out(monkeypatch: pytest.MonkeyPatch) -> None:
     now = [100.0]
-    monkeypatch.setattr(http1, "_clock", lambda: now[0])
+    monkeypatch.setattr(pool_module, "_clock", lambda: now[0])
     async with MisbehavingUpstream(default=Act.answer(json_reply({}))) as fake:
         client = pool()
         await fetch(client, fake.base_url)

@@ -16,7 +16,7 @@ import pytest
 from proxy.config import UpstreamConfig
 from proxy.errors import UpstreamError
 from proxy.upstreams import HTTPUpstream
-from registry import http1
+from registry.http1 import pool
 from testing.misbehaving_upstream import (
     Act,
     MisbehavingUpstream,
@@ -226,7 +226,7 @@ async def test_idle_connections_are_dropped_before_uvicorns_keepalive_ends(
 ) -> None:
     # uvicorn closes a connection idle for 5 s; ours must be gone before, not raced at 5 s.
     now = [1000.0]
-    monkeypatch.setattr(http1, "_clock", lambda: now[0])
+    monkeypatch.setattr(pool, "_clock", lambda: now[0])
     async with MisbehavingUpstream(default=answer("ok")) as fake, pointed_at(fake) as upstream:
         await drain(upstream, ask(False), [])
         now[0] += 3.0
