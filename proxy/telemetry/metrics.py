@@ -7,15 +7,17 @@ from a client's free text: a model name the configuration does not list is `othe
 With several worker processes (`toolwire serve --workers N`) prometheus-client keeps the
 values in files under `PROMETHEUS_MULTIPROC_DIR` and a scrape of any worker reads them
 all; `toolwire serve` sets that up.
+
+What every request counts goes into tallies (`tallies.py`) and reaches these metrics when they
+are folded: at a scrape, and with several workers soon after the first count.
 """
 
 from __future__ import annotations
 
-import asyncio
 import os
 from bisect import bisect_left
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
@@ -31,6 +33,8 @@ from prometheus_client.registry import Collector
 
 from registry import SourceStatus
 
+from .tallies import Children, CounterTally, GaugeTally, HistogramTally, Tallied, Tallies
+
 if TYPE_CHECKING:
     from ..server.context import RequestStats
 
@@ -44,9 +48,6 @@ _FIRST_TOKEN = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
 _TOOL = (0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
 _OVERHEAD = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0)
 _ITERATIONS = (1, 2, 3, 4, 5, 6, 8, 10, 16, 32)
-FOLD_S = 1.0
-"""With several workers, how long a worker's counts may wait before the files every worker's
-scrape reads get them."""
 
 
 class ModelLabels:
@@ -69,17 +70,17 @@ class Metrics:
         self.model = models
         self.registry = CollectorRegistry(auto_describe=True)
         self._multiprocess = bool(os.environ.get(MULTIPROC_ENV))
-        tallies = self._tallies = _Tallies(self._multiprocess)
+        tallies = self._tallies = Tallies(self._multiprocess)
         self._requests: dict[tuple[str, str, str, int], _RequestTallies] = {}
         """Each (front, model, key, status)'s tallies (`count_request`)."""
         self._upstream_calls: dict[
-            tuple[str, str, str], tuple[_CounterTally, _HistogramTally, _HistogramTally]
+            tuple[str, str, str], tuple[CounterTally, HistogramTally, HistogramTally]
         ] = {}
         """Each (upstream, model, outcome)'s tallies (`count_upstream_call`)."""
         self._sources: Callable[[], Sequence[SourceStatus]] | None = None
         self._pins: Callable[[], Iterable[tuple[str, str]]] | None = None
         r = self.registry
-        self.requests = _Tallied(
+        self.requests = Tallied(
             Counter(
                 "toolwire_requests",
                 "HTTP requests answered, by front, model, client key and status.",
@@ -88,7 +89,7 @@ class Metrics:
             ),
             tallies,
         )
-        self.request_seconds = _Tallied(
+        self.request_seconds = Tallied(
             Histogram(
                 "toolwire_request_duration_seconds",
                 "Whole requests, first byte in to last byte out.",
@@ -98,7 +99,7 @@ class Metrics:
             ),
             tallies,
         )
-        self.overhead_seconds = _Tallied(
+        self.overhead_seconds = Tallied(
             Histogram(
                 "toolwire_overhead_seconds",
                 "The proxy's own time per request: its duration less upstream and tool time.",
@@ -108,7 +109,7 @@ class Metrics:
             ),
             tallies,
         )
-        self.upstream_calls = _Tallied(
+        self.upstream_calls = Tallied(
             Counter(
                 "toolwire_upstream_calls",
                 "Calls to upstream model servers, by outcome (ok, error, cancelled).",
@@ -117,7 +118,7 @@ class Metrics:
             ),
             tallies,
         )
-        self.upstream_seconds = _Tallied(
+        self.upstream_seconds = Tallied(
             Histogram(
                 "toolwire_upstream_duration_seconds",
                 "Upstream calls, from sending the request to the answer's end.",
@@ -127,7 +128,7 @@ class Metrics:
             ),
             tallies,
         )
-        self.first_token_seconds = _Tallied(
+        self.first_token_seconds = Tallied(
             Histogram(
                 "toolwire_upstream_time_to_first_token_seconds",
                 "Streamed upstream calls: from sending the request to the first chunk.",
@@ -137,7 +138,7 @@ class Metrics:
             ),
             tallies,
         )
-        self.tokens = _Tallied(
+        self.tokens = Tallied(
             Counter(
                 "toolwire_tokens",
                 "Tokens the upstreams reported, summed per turn: input (prompt) and output.",
@@ -146,7 +147,7 @@ class Metrics:
             ),
             tallies,
         )
-        self.tool_calls = _Children(
+        self.tool_calls = Children(
             Counter(
                 "toolwire_tool_calls",
                 "Tool calls by outcome: ok, an error kind (tool_error, timeout, "
@@ -155,7 +156,7 @@ class Metrics:
                 registry=r,
             )
         )
-        self.tool_seconds = _Children(
+        self.tool_seconds = Children(
             Histogram(
                 "toolwire_tool_duration_seconds",
                 "Tool calls that ran, arguments checked to result.",
@@ -164,7 +165,7 @@ class Metrics:
                 registry=r,
             )
         )
-        self.iterations = _HistogramTally(
+        self.iterations = HistogramTally(
             Histogram(
                 "toolwire_loop_iterations",
                 "Upstream calls per turn.",
@@ -173,7 +174,7 @@ class Metrics:
             ),
             tallies,
         )
-        self.guard_stops = _Tallied(
+        self.guard_stops = Tallied(
             Counter(
                 "toolwire_guard_stops",
                 "Turns a loop guard ended, by the limit that did.",
@@ -182,7 +183,7 @@ class Metrics:
             ),
             tallies,
         )
-        self.approvals = _Children(
+        self.approvals = Children(
             Counter(
                 "toolwire_approvals",
                 "Calls the policy asked approval for (asked) and approved calls run (approved).",
@@ -190,7 +191,7 @@ class Metrics:
                 registry=r,
             )
         )
-        self.mcp_requests = _Children(
+        self.mcp_requests = Children(
             Counter(
                 "toolwire_mcp_client_requests",
                 "Requests MCP servers made of Toolwire during calls, by source, kind "
@@ -199,7 +200,7 @@ class Metrics:
                 registry=r,
             )
         )
-        self.open_streams = _GaugeTally(
+        self.open_streams = GaugeTally(
             Gauge(
                 "toolwire_open_streams",
                 "Event streams being sent now.",
@@ -322,168 +323,10 @@ class Metrics:
         return text
 
 
-class _Children:
-    """A labelled metric's children by label values, found without prometheus-client's
-    lock and checks after the first time (label values are bounded, so is this)."""
-
-    __slots__ = ("_cache", "_metric")
-
-    def __init__(self, metric: Any) -> None:
-        self._metric = metric
-        self._cache: dict[tuple[str, ...], Any] = {}
-
-    def __call__(self, *values: str) -> Any:
-        child = self._cache.get(values)
-        if child is None:
-            child = self._cache[values] = self._metric.labels(*values)
-        return child
-
-
-class _Tallies:
-    """The per-request metrics' counts since they were last folded into prometheus-client's
-    own: a request adds to a number (and, for a histogram, finds its bucket by bisection),
-    with no lock, no checks and no loop over buckets; a fold adds each sum once.
-
-    Alone, a process folds when it is scraped. With several workers (`toolwire serve
-    --workers N`) another worker's scrape reads this one's files, so the first count after a
-    fold arms a timer that folds `FOLD_S` later. Counts are only made on the event loop's
-    thread (the edge and the upstream calls); tool calls, which may be counted from a
-    worker thread, keep prometheus-client's locked values.
-    """
-
-    __slots__ = ("_children", "_multiprocess", "armed")
-
-    def __init__(self, multiprocess: bool) -> None:
-        self._children: list[_CounterTally | _HistogramTally | _GaugeTally] = []
-        self._multiprocess = multiprocess
-        self.armed = not multiprocess
-        """True while no timer needs arming: alone, or a fold is already due."""
-
-    def add(self, child: _CounterTally | _HistogramTally | _GaugeTally) -> None:
-        self._children.append(child)
-
-    def arm(self) -> None:
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:
-            return  # outside the loop: folded at the next scrape or at the end
-        self.armed = True
-        loop.call_later(FOLD_S, self.fold)
-
-    def fold(self) -> None:
-        for child in self._children:
-            child.fold()
-        if self._multiprocess:
-            self.armed = False
-
-
-class _CounterTally:
-    """A counter's child, its increments summed until the next fold."""
-
-    __slots__ = ("_child", "_tallies", "pending")
-
-    def __init__(self, child: Any, tallies: _Tallies) -> None:
-        self._child = child
-        self._tallies = tallies
-        self.pending = 0.0
-        tallies.add(self)
-
-    def inc(self, amount: float = 1) -> None:
-        self.pending += amount
-        if not self._tallies.armed:
-            self._tallies.arm()
-
-    def fold(self) -> None:
-        if self.pending:
-            pending, self.pending = self.pending, 0.0
-            self._child.inc(pending)
-
-
-class _HistogramTally:
-    """A histogram's child, its observations counted per bucket until the next fold (into
-    prometheus-client's own buckets and sum, as its `observe` would have put them)."""
-
-    __slots__ = ("_child", "_tallies", "bounds", "counts", "total")
-
-    def __init__(self, child: Any, tallies: _Tallies) -> None:
-        self._child = child
-        self._tallies = tallies
-        self.bounds: list[float] = list(child._upper_bounds)
-        self.counts = [0] * len(self.bounds)
-        self.total = 0.0
-        tallies.add(self)
-
-    def observe(self, amount: float) -> None:
-        # The first bucket whose bound is at or above the amount (the last is +Inf).
-        self.counts[bisect_left(self.bounds, amount)] += 1
-        self.total += amount
-        if not self._tallies.armed:
-            self._tallies.arm()
-
-    def fold(self) -> None:
-        counts = self.counts
-        if not any(counts):
-            return
-        self.counts = [0] * len(counts)
-        total, self.total = self.total, 0.0
-        child = self._child
-        child._sum.inc(total)
-        for bucket, count in zip(child._buckets, counts, strict=True):
-            if count:
-                bucket.inc(count)
-
-
-class _GaugeTally:
-    """A gauge counted up and down per request (`open_streams`): a number here, set into the
-    gauge at each fold, as the tallies' counts are (no lock and no checks per change)."""
-
-    __slots__ = ("_folded", "_gauge", "_tallies", "value")
-
-    def __init__(self, gauge: Gauge, tallies: _Tallies) -> None:
-        self._gauge = gauge
-        self._tallies = tallies
-        self._folded = 0
-        self.value = 0
-        tallies.add(self)
-
-    def inc(self) -> None:
-        self.value += 1
-        if not self._tallies.armed:
-            self._tallies.arm()
-
-    def dec(self) -> None:
-        self.value -= 1
-        if not self._tallies.armed:
-            self._tallies.arm()
-
-    def fold(self) -> None:
-        if self.value != self._folded:
-            self._folded = self.value
-            self._gauge.set(self.value)
-
-
 _RequestTallies = tuple[
-    "_CounterTally", "_HistogramTally", "_HistogramTally", "_CounterTally", "_CounterTally"
+    "CounterTally", "HistogramTally", "HistogramTally", "CounterTally", "CounterTally"
 ]
 """A request's counter, duration, overhead, input and output tokens (`count_request`)."""
-
-
-class _Tallied:
-    """A labelled metric counted per request (`_Tallies`): its children by label values."""
-
-    __slots__ = ("_cache", "_kind", "_metric", "_tallies")
-
-    def __init__(self, metric: Any, tallies: _Tallies) -> None:
-        self._metric = metric
-        self._tallies = tallies
-        self._kind = _HistogramTally if isinstance(metric, Histogram) else _CounterTally
-        self._cache: dict[tuple[str, ...], Any] = {}
-
-    def __call__(self, *values: str) -> Any:
-        child = self._cache.get(values)
-        if child is None:
-            child = self._cache[values] = self._kind(self._metric.labels(*values), self._tallies)
-        return child
 
 
 class _PinnedTools(Collector):
