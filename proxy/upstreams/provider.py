@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from .base import Chunk, Codec
-from .transport import Exchange, Transport
+from .exchange import Exchange
+from .transport import Transport
 
 
 @dataclass(slots=True)

@@ -15,7 +15,7 @@ import openai
 import orjson
 import pytest
 
-from proxy.upstreams import openai_chat, transport
+from proxy.upstreams import exchange, openai_chat
 from testing.misbehaving_upstream import Act, MisbehavingUpstream, sse_reply
 from testing.upstream import FakeUpstream, Reply
 from tests.conftest import serve_proxy
@@ -37,13 +37,13 @@ class Relay:
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self._monkeypatch = monkeypatch
         self.runs = 0
-        relayed = transport._relayed
+        relayed = exchange._relayed
 
         def counted(texts: list[bytes], key: str) -> Any:
             self.runs += 1
             return relayed(texts, key)
 
-        monkeypatch.setattr(transport, "_relayed", counted)
+        monkeypatch.setattr(exchange, "_relayed", counted)
 
     def off(self) -> None:
         self._monkeypatch.setattr(openai_chat, "TextScanner", lambda: None)

@@ -14,8 +14,8 @@ from proxy.config import UpstreamConfig
 from proxy.errors import UpstreamError
 from proxy.upstreams import PROVIDER_KEY
 from proxy.upstreams.anthropic import AnthropicDialect
+from proxy.upstreams.exchange import Exchange
 from proxy.upstreams.relay import Relayed
-from proxy.upstreams.transport import Exchange
 from testing.anthropic_upstream import events
 from testing.provider_server import Reply
 

@@ -152,8 +152,8 @@ def decoded(
     from proxy.config import UpstreamConfig
     from proxy.errors import UpstreamError
     from proxy.upstreams.anthropic import AnthropicDialect
+    from proxy.upstreams.exchange import Exchange
     from proxy.upstreams.gemini import GeminiDialect
-    from proxy.upstreams.transport import Exchange
 
     dialect = AnthropicDialect if kind == "anthropic" else GeminiDialect
     config = UpstreamConfig(name="u", base_url="http://u", format=kind, api_key="k")
