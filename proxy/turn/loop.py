@@ -2,33 +2,46 @@
 
 It yields `LoopEvent`s and knows nothing of HTTP rendering. Request-fatal failures raise
 `ProxyError`; tool failures become tool messages the model reads.
+
+Here: the turn's state, its rounds and the upstream calls. A round's calls the proxy answers
+are answered in `tool_round.py`; the calls handed back to the client, and the turn's return
+when it answers them, in `handed_back.py`; the upstream requests' bodies are made in
+`bodies.py`.
 """
 
 from __future__ import annotations
 
-import asyncio
 import itertools
 import time
-from collections.abc import AsyncIterator, Awaitable, Iterable, Mapping
+from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from policies import Admission, Gate, GateDecision, LoopGuard, LoopLimits
-from registry import TaskTimer, ToolCall, ToolResult, reports_progress
+from policies import Gate, LoopGuard, LoopLimits
+from registry import ToolResult
 
-from ..approvals.flow import USED_APPROVAL, ApprovalFlow, apply_answers
+from ..approvals.flow import ApprovalFlow
 from ..upstreams.base import Chunk, Relayable, filled
-from . import client_tools, pauses, progress
+from . import client_tools
 from .assembler import Answer, Assembler, Usage, assistant_message
+from .bodies import (
+    client_history,
+    first_request,
+    relax_tool_choice,
+    tool_messages,
+    upstream_body,
+    upstream_request,
+)
 from .catalog import SEARCH_CHAT_TOOL
-from .continuations import AFTER_RESULTS, TurnStore, owned, restore
+from .continuations import AFTER_RESULTS, TurnStore, restore
 from .controls import Controls
-from .events import UNMETERED, Finished, LoopEvent, Spilled, ToolsFinished, ToolsStarted, TurnMeter
-from .programs import RUN_CODE, ProgramPause, Programs, Ran
+from .events import UNMETERED, Finished, LoopEvent, TurnMeter
+from .handed_back import hand_back, resume
+from .programs import RUN_CODE, ProgramPause, Programs
 from .questions import Asked, Questions
 from .record import Turn
-from .search import run_search
 from .spill import Spills
+from .tool_round import answer_calls
 from .triage import Round, Triage
 
 Message = dict[str, Any]
@@ -38,7 +51,7 @@ _NO_USAGE = Usage()
 
 
 @dataclass(slots=True, init=False)
-class _State:
+class TurnState:
     """What one turn has accumulated so far.
 
     Its `__init__` by hand: one is made per turn, and the containers as literals cost less
@@ -121,7 +134,7 @@ class ToolLoop:
 
     def run(self, turn: Turn, bare: bool = False) -> AsyncIterator[LoopEvent]:
         """Yield the events of one turn, ending with `Finished`. `bare`: the front found the
-        client's messages hold no tool round and no `toolwire` field (`_history` then has
+        client's messages hold no tool round and no `toolwire` field (`client_history` then has
         nothing to find).
 
         Raises:
@@ -135,7 +148,7 @@ class ToolLoop:
         """A streamed turn's events. One whose history holds no tool round (the common turn:
         one upstream stream, its text passed on as it comes, then `Finished`) has its first
         round here, in this one generator rather than `_ask`'s inside `_run`'s, and without
-        the turn's state (`_State`, its `LoopGuard`), as `relay` asks its first round: the
+        the turn's state (`TurnState`, its `LoopGuard`), as `relay` asks its first round: the
         state is made only when that answer calls a tool and the turn goes on in `_run` from
         there (the text already yielded stays yielded), as after any streamed round."""
         client_body = turn.body
@@ -143,16 +156,16 @@ class ToolLoop:
         if bare:
             messages, tool_rounds = client_body["messages"], False
         else:
-            messages, tool_rounds = _history(client_body["messages"])
+            messages, tool_rounds = client_history(client_body["messages"])
         limits = self._limits_for(turn.controls)
         if tool_rounds:
-            state = _State(LoopGuard(limits), messages, _upstream_body(client_body), True)
+            state = TurnState(LoopGuard(limits), messages, upstream_body(client_body), True)
             async for event in self._run(turn, state):
                 yield event
             return
         started = time.monotonic()
         # The messages a list of their own: the history is the state's if the turn goes on.
-        body = _first_request(client_body, [*messages], self._tools_for(turn, ()))
+        body = first_request(client_body, [*messages], self._tools_for(turn, ()))
         assembler = Assembler()
         deadline = started + limits.timeout_s
         async with turn.upstream.complete(body, headers=turn.headers, deadline=deadline) as chunks:
@@ -164,7 +177,7 @@ class ToolLoop:
         if answer.tool_calls and turn.controls.auto_execute:
             # The turn goes on from that answer, its first iteration counted, as in `relay`.
             guard = LoopGuard(limits, started, iterations=1)
-            state = _State(guard, messages, _upstream_body(client_body))
+            state = TurnState(guard, messages, upstream_body(client_body))
             async for event in self._run(turn, state, answer):
                 yield event
             return
@@ -184,7 +197,7 @@ class ToolLoop:
         Anything else continues as `run` would from that answer, which is not asked again.
         Only a front whose renderer takes the upstream's bytes as they are (Chat) asks this.
 
-        The first round is asked without the turn's state (`_State`, its `LoopGuard`), which
+        The first round is asked without the turn's state (`TurnState`, its `LoopGuard`), which
         is made only when the turn goes on: most unstreamed turns end with that answer.
 
         Raises:
@@ -196,17 +209,17 @@ class ToolLoop:
         self.meter.begin(client_body)
         controls = turn.controls
         limits = self._limits if controls.max_iterations is None else self._limits_for(controls)
-        if bare:  # what `_history` would find, as the front found it
+        if bare:  # what `client_history` would find, as the front found it
             messages = client_body["messages"]
         else:
-            messages, tool_rounds = _history(client_body["messages"])
+            messages, tool_rounds = client_history(client_body["messages"])
             if tool_rounds:
                 return self._run(
-                    turn, _State(LoopGuard(limits), messages, _upstream_body(client_body), True)
+                    turn, TurnState(LoopGuard(limits), messages, upstream_body(client_body), True)
                 )
         started = time.monotonic()
         # The messages a list of their own: the history is the state's if the turn goes on.
-        body = _first_request(client_body, [*messages], self._tools_for(turn, ()))
+        body = first_request(client_body, [*messages], self._tools_for(turn, ()))
         chunks = await turn.upstream.answer(body, turn.headers, started + limits.timeout_s)
         if len(chunks) == 1:
             (chunk,) = chunks
@@ -217,26 +230,26 @@ class ToolLoop:
                     self.meter.finished(relayable.usage, None)
                     return relayable.fields() if whole else raw
         # The turn goes on from that answer, its first iteration counted, as `_run`'s would be.
-        base = _upstream_body(client_body)
-        state = _State(LoopGuard(limits, started, iterations=1), messages, base)
+        base = upstream_body(client_body)
+        state = TurnState(LoopGuard(limits, started, iterations=1), messages, base)
         return self._run(turn, state, filled(chunks))
 
-    def _begin(self, turn: Turn) -> _State:
+    def _begin(self, turn: Turn) -> TurnState:
         """A turn's state before its first round (the client's history, not yet what a pending
         turn kept: `_run` restores that); its meter told it began."""
         self.meter.begin(turn.body)
-        messages, tool_rounds = _history(turn.body["messages"])
-        return _State(
+        messages, tool_rounds = client_history(turn.body["messages"])
+        return TurnState(
             guard=LoopGuard(self._limits_for(turn.controls)),
             history=messages,
-            body=_upstream_body(turn.body),
+            body=upstream_body(turn.body),
             tool_rounds=tool_rounds,
         )
 
     async def _run(
         self,
         turn: Turn,
-        state: _State | None = None,
+        state: TurnState | None = None,
         first: list[Chunk] | Answer | None = None,
     ) -> AsyncIterator[LoopEvent]:
         """The turn's events; `state` and the first round's answer (`first`: its chunks when
@@ -247,7 +260,7 @@ class ToolLoop:
         await self._restore(turn, state)
         turn = self._offer(turn, state)
         if state.tool_rounds:  # a plain request answers nothing a turn left paused
-            async for event in self._resume(turn, state):
+            async for event in resume(self, turn, state):
                 if isinstance(event, Finished):
                     yield self._finished(event)
                     return
@@ -266,14 +279,14 @@ class ToolLoop:
                 turn, answer.tool_calls, code_mode=self._code_mode(turn)
             )
             results: dict[str, ToolResult] = {}
-            async for event in self._answer_calls(turn, state, calls, results):
+            async for event in answer_calls(self, turn, state, calls, results):
                 yield event
             ordered = [results[c.id] for c in calls.answered_here if c.id in results]
             handed_back = await self._settle(turn, state, answer.content, calls, ordered)
             if handed_back is not None:
                 yield self._finished(handed_back)
                 return
-            state.body = _relax_tool_choice(state.body)
+            state.body = relax_tool_choice(state.body)
             stopped_by = state.guard.check()
             if stopped_by is not None:
                 async for event in self._ask(turn, state, with_tools=False):
@@ -281,7 +294,7 @@ class ToolLoop:
                 yield self._finished(self._last_word(state, stopped_by))
                 return
 
-    async def _restore(self, turn: Turn, state: _State) -> None:
+    async def _restore(self, turn: Turn, state: TurnState) -> None:
         """Put back in the history what a pending turn kept of its rounds (`continuations`)."""
         if state.tool_rounds:
             # A pending turn is found by its assistant message's tool calls: none, none to find.
@@ -292,124 +305,22 @@ class ToolLoop:
         self.meter.finished(event.usage, event.stopped_by)
         return event
 
-    async def _resume_approved(self, turn: Turn, state: _State) -> AsyncIterator[LoopEvent]:
-        """Run or refuse the calls the client answered with a verdict; put in the outcomes."""
-        approvals, owner = self._approvals, turn.owner
-        resolution = await approvals.resolve(turn.body["messages"], turn.toolset, owner=owner)
-        if resolution.to_run:
-            results: dict[str, ToolResult] = {}
-            approved = tuple(call for _, call in resolution.to_run)
-            admitted = []
-            for tool, call in resolution.to_run:
-                if await approvals.claim(call.id, owner=owner):
-                    admitted.append(await self._gate.admit(tool, call, turn.caller, approved=True))
-                else:
-                    results[call.id] = ToolResult.error(call.id, "denied", USED_APPROVAL)
-            yield ToolsStarted(approved)
-            async for event in self._execute_showing(turn, state, admitted, results):
-                yield event
-            spilled = await self._spill(turn, admitted, results)
-            ran = [results[call.id] for call in approved]
-            yield ToolsFinished(approved, tuple(ran), spilled)
-            await approvals.remember([results[a.call.id] for a in admitted], owner=owner)
-            state.failed.update(r.call_id for r in ran if r.is_error)
-            refused = set(resolution.answers)
-            resolution.answers.update((r.call_id, r.content) for r in ran)
-            state.failed.update(refused)
-        else:
-            state.failed.update(resolution.answers)
-        state.history = apply_answers(state.history, resolution.answers)
-
-    async def _resume(self, turn: Turn, state: _State) -> AsyncIterator[LoopEvent]:
-        """What the client's tool messages answer: approvals, then MCP servers' questions,
-        then paused programs; a `Finished` (a new question, a program paused again) ends the
-        turn."""
-        async for event in self._resume_approved(turn, state):
-            yield event
-        asked_again = await self._resume_questions(turn, state)
-        if asked_again is not None:
-            yield asked_again
-            return
-        async for event in self._resume_programs(turn, state):
-            yield event
-
-    async def _resume_questions(self, turn: Turn, state: _State) -> Finished | None:
-        """Relay the client's answers to MCP servers' questions; put in what the asking calls
-        did. Calls that ask again hand their new question back at once."""
-        if self._questions is None:
-            return None
-        resumed = await self._questions.resume(turn, state.history, state.guard.remaining())
-        state.history, state.asked = resumed.history, resumed.asked
-        state.failed |= resumed.failed
-        if state.asked is None:
-            return None
-        return await self._hand_back(turn, state, Round(), [])
-
-    async def _resume_programs(self, turn: Turn, state: _State) -> AsyncIterator[LoopEvent]:
-        """Give paused programs the client's answers (whether or not code mode is still on:
-        see `pauses`): those that finish show as finished calls; the calls of those that
-        pause again go back to the client at once (a `Finished`). A history with no
-        unanswered `run_code` call costs no lookup."""
-        if self._programs is None or RUN_CODE in turn.client_tools:
-            return  # no programs here: a client's own run_code is the client's
-        if not pauses.waiting_programs(state.history):
-            return
-        resumed = await pauses.resume(
-            self._turns, self._programs, turn, state.history, state.failed
-        )
-        state.history = resumed.history
-        if resumed.finished:
-            calls, results = zip(*resumed.finished, strict=True)
-            yield ToolsFinished(tuple(calls), tuple(results))
-        if resumed.pauses:
-            state.pauses = resumed.pauses
-            yield await self._hand_back(turn, state, Round(), [])
-
     async def _settle(
-        self, turn: Turn, state: _State, content: str, calls: Round, results: list[ToolResult]
+        self, turn: Turn, state: TurnState, content: str, calls: Round, results: list[ToolResult]
     ) -> Finished | None:
         """Add the round to the turn's history, or end the turn if the client has calls."""
-        replies, attached = _tool_messages(results)
+        replies, attached = tool_messages(results)
         provider = state.answer.provider if state.answer is not None else None
         messages = [assistant_message(content, calls.ordered, provider), *replies]
         if calls.handed_back or state.pauses or state.asked:
             kept = [*state.added, *messages]
             if attached is not None:
                 kept.append({**attached, AFTER_RESULTS: True})
-            return await self._hand_back(turn, state, calls, kept)
+            return await hand_back(self, turn, state, calls, kept)
         state.added += [*messages, attached] if attached is not None else messages
         return None
 
-    async def _hand_back(
-        self, turn: Turn, state: _State, calls: Round, hidden: list[Message]
-    ) -> Finished:
-        """End the turn with the calls the client must answer (paused programs' included);
-        keep the rest for its return."""
-        returned = [*calls.handed_back, *(c for p in state.pauses for c in p.handed_back)]
-        if state.asked is not None and self._questions is not None:
-            returned.append(state.asked.call())
-            await self._questions.keep(turn, state.asked, hidden)
-        asks = [*calls.asks, *(ask for p in state.pauses for ask in p.asks)]
-        for call in returned:
-            await self._turns.put(owned(turn.owner, call.id), hidden)
-        for pause in state.pauses:
-            await pauses.keep(self._turns, turn.owner, pause)
-        approvals = (
-            await self._approvals.request(asks, turn.body["messages"], owner=turn.owner)
-            if asks
-            else ()
-        )
-        programs = tuple(pause.program() for pause in state.pauses)
-        return Finished(
-            "tool_calls",
-            state.usage,
-            tuple(returned),
-            approvals=tuple(approvals),
-            programs=programs,
-            questions=(state.asked.as_dict(),) if state.asked is not None else (),
-        )
-
-    def _last_word(self, state: _State, stopped_by: str) -> Finished:
+    def _last_word(self, state: TurnState, stopped_by: str) -> Finished:
         """The end of a turn a guard stopped, after its last upstream call without tools."""
         answer = state.answer
         assert answer is not None
@@ -442,19 +353,11 @@ class ToolLoop:
         programs = self._programs
         return programs is not None and RUN_CODE not in turn.client_tools and programs.on(turn)
 
-    def _offer(self, turn: Turn, state: _State) -> Turn:
+    def _offer(self, turn: Turn, state: TurnState) -> Turn:
         """`turn`, offering `read_result` once its conversation holds a spilled result."""
         if self._spills is None or not (state.tool_rounds or state.added):
             return turn  # a spilled result's preview is a tool message
         return self._spills.offer(turn, itertools.chain(state.history, state.added))
-
-    async def _spill(
-        self, turn: Turn, admitted: list[Admission], results: dict[str, ToolResult]
-    ) -> Mapping[str, Spilled]:
-        """Keep the round's long results whole; the model gets their previews."""
-        if self._spills is None:
-            return {}
-        return await self._spills.keep(turn, admitted, results)
 
     def _limits_for(self, controls: Controls) -> LoopLimits:
         if controls.max_iterations is None:
@@ -462,19 +365,19 @@ class ToolLoop:
         lowered = min(controls.max_iterations, self._limits.max_iterations)
         return self._limits.model_copy(update={"max_iterations": lowered})
 
-    def _body(self, turn: Turn, state: _State, *, with_tools: bool) -> dict[str, Any]:
+    def _body(self, turn: Turn, state: TurnState, *, with_tools: bool) -> dict[str, Any]:
         """The next upstream request's body; one with tools begins an iteration (the last
         word after a guard stopped the turn is not one)."""
         if not with_tools:
-            return _request(state.body, state.history + state.added, [])
+            return upstream_request(state.body, state.history + state.added, [])
         state.guard.begin_iteration()
         tools = self._tools_for(turn, state.loaded.values())
-        return _request(state.body, state.history + state.added, tools)
+        return upstream_request(state.body, state.history + state.added, tools)
 
     async def _ask(
         self,
         turn: Turn,
-        state: _State,
+        state: TurnState,
         *,
         with_tools: bool,
         answered: list[Chunk] | Answer | None = None,
@@ -510,112 +413,10 @@ class ToolLoop:
         self._take(state, assembler.finish())
 
     @staticmethod
-    def _take(state: _State, answer: Answer) -> None:
+    def _take(state: TurnState, answer: Answer) -> None:
         """The round's answer into the turn's state, its usage added."""
         state.usage = state.usage + (answer.usage or _NO_USAGE)
         state.answer = answer
-
-    async def _answer_calls(
-        self, turn: Turn, state: _State, calls: Round, results: dict[str, ToolResult]
-    ) -> AsyncIterator[LoopEvent]:
-        """Answer the calls the proxy owns; their results land in `results` by call id."""
-        for call in calls.unknown:
-            message = f"there is no tool named {call.name!r}"
-            results[call.id] = ToolResult.error(call.id, "unknown_tool", message)
-        for call in calls.searches:
-            client = client_tools.deferred(turn)
-            results[call.id] = run_search(turn.toolset, call, state.loaded, client)
-        programs = calls.programs
-        budget = max(0, state.guard.limits.max_tool_calls - state.guard.tool_calls)
-        caps = dict(turn.controls.max_uses)
-        admitted: list[Admission] = []
-        for admission in calls.own:
-            if admission.verdict is GateDecision.RUN and budget == 0:
-                message = "the turn's tool-call limit is reached"
-                results[admission.call.id] = ToolResult.error(admission.call.id, "limit", message)
-                continue
-            name = admission.call.name
-            if admission.verdict is GateDecision.RUN and name in caps:
-                if state.uses.get(name, 0) >= caps[name]:
-                    message = f"{name} reached its max_uses ({caps[name]}) for this request"
-                    results[admission.call.id] = ToolResult.error(
-                        admission.call.id, "limit", message
-                    )
-                    continue
-                state.uses[name] = state.uses.get(name, 0) + 1
-            budget -= admission.verdict is GateDecision.RUN
-            admitted.append(admission)
-        answered = tuple(calls.answered_here)
-        if not answered:
-            return
-        yield ToolsStarted(answered)
-        for call in programs:
-            ran = await self._run_program(turn, state, call)
-            if isinstance(ran, ProgramPause):
-                state.pauses.append(ran)  # not finished: its calls go to the client
-            else:
-                results[call.id] = ran
-        async for event in self._execute_showing(turn, state, admitted, results):
-            yield event
-        spilled = await self._spill(turn, admitted, results)
-        finished = tuple(c for c in answered if c.id in results)
-        yield ToolsFinished(finished, tuple(results[c.id] for c in finished), spilled)
-
-    async def _run_program(self, turn: Turn, state: _State, call: ToolCall) -> Ran:
-        """One `run_code` call, within the turn's time budget."""
-        assert self._programs is not None
-        try:
-            async with asyncio.timeout(state.guard.remaining()):
-                return await self._programs.run(turn, call)
-        except TimeoutError:
-            message = "the turn's time budget ran out while the program ran"
-            return ToolResult.error(call.id, "timeout", message)
-
-    async def _execute_showing(
-        self, turn: Turn, state: _State, admitted: list[Admission], results: dict[str, ToolResult]
-    ) -> AsyncIterator[LoopEvent]:
-        """`_execute`, the calls' progress reported as it comes when the client can see it."""
-        work = self._execute(turn, state, admitted, results)
-        if not progress.shows_progress(turn, admitted):
-            await work
-            return
-        async for report in progress.reported(work, admitted):
-            yield report
-
-    async def _execute(
-        self,
-        turn: Turn,
-        state: _State,
-        admitted: list[Admission],
-        results: dict[str, ToolResult],
-    ) -> None:
-        """Run what the gate admitted within the turn's deadline; every admission's result
-        (refusals included) lands in `results`. (A stream silent meanwhile gets its
-        keep-alives from the front's ticker.)"""
-        if not admitted:
-            return
-        if self._questions is None or not any(reports_progress(a.tool) for a in admitted):
-            # Only tools whose servers talk back (MCP's, which all report progress) read
-            # what `Questions` offers; a round of others runs in place, with nothing to offer.
-            # The turn's budget and the lone call's timeout: two timers of this task, one lookup.
-            timer = TaskTimer.current()
-            work = self._gate.run(admitted, turn.caller, timer=timer)
-            done = await _within(work, timer, admitted, state.guard.remaining())
-        else:
-            # Only such calls are held. Calls run for an approval the client just gave (no
-            # upstream answer yet in this request) are not held either: their servers'
-            # questions are declined.
-            held = await self._questions.run(
-                turn,
-                lambda: self._gate.run(admitted, turn.caller),
-                [a.call.id for a in admitted],
-                state.guard.remaining(),
-                may_ask=state.answer is not None and turn.controls.elicitation,
-            )
-            state.asked, done = held.asked, held.results or []
-        results.update((r.call_id, r) for r in done)
-        ran = [a for a in admitted if a.verdict is GateDecision.RUN]
-        state.guard.record_calls([(a.tool.qualified_name, a.call.arguments) for a in ran])
 
 
 def _answered(answer: Answer, usage: Usage, rounds: tuple[Message, ...] = ()) -> Finished:
@@ -626,106 +427,3 @@ def _answered(answer: Answer, usage: Usage, rounds: tuple[Message, ...] = ()) ->
         return Finished("tool_calls", usage, tuple(answer.tool_calls))
     relay = None if rounds else answer.raw
     return Finished(answer.finish_reason, usage, rounds=rounds, relay=relay)
-
-
-def _request(
-    base: dict[str, Any], messages: list[Message], tools: list[dict[str, Any]]
-) -> dict[str, Any]:
-    """An upstream request's body: `base` (`_upstream_body`'s) with `messages` and `tools`
-    (without them, no tool choice either)."""
-    return _with_tools({**base, "messages": messages}, tools)
-
-
-def _first_request(
-    client_body: dict[str, Any], messages: list[Message], tools: list[dict[str, Any]]
-) -> dict[str, Any]:
-    """`_request(_upstream_body(client_body), messages, tools)`, the same keys in the same
-    order, with one copy of the body rather than two: the first upstream request of a turn
-    that `relay` asks, whose base is made only if the turn goes on."""
-    body = _upstream_body(client_body)
-    body["messages"] = messages
-    return _with_tools(body, tools)
-
-
-def _with_tools(body: dict[str, Any], tools: list[dict[str, Any]]) -> dict[str, Any]:
-    """`body` with `tools`, or without them and without a tool choice when there are none."""
-    if tools:
-        body["tools"] = tools
-    else:
-        body.pop("tool_choice", None)
-        body.pop("parallel_tool_calls", None)
-    return body
-
-
-def _upstream_body(client_body: dict[str, Any]) -> dict[str, Any]:
-    body = dict(client_body)  # a copy and two removals: no comprehension over every field
-    body.pop("messages", None)
-    body.pop("tools", None)
-    if body.get("stream"):
-        body["stream_options"] = {**(body.get("stream_options") or {}), "include_usage": True}
-    else:
-        body.pop("stream_options", None)
-    return body
-
-
-async def _within(
-    work: Awaitable[list[ToolResult]], timer: TaskTimer, admitted: list[Admission], seconds: float
-) -> list[ToolResult]:
-    """The calls' results, or timeout errors for all when the turn's budget runs out (`timer`,
-    one of this task's, unset: a TaskTimer, not asyncio.timeout, two getpid system calls
-    fewer per round)."""
-    timer.set(seconds)
-    try:
-        return await work
-    except asyncio.CancelledError:
-        if not timer.cancelled_it():
-            raise
-    except TimeoutError:
-        pass
-    finally:
-        timer.clear()
-    message = "the turn's time budget ran out while the tool ran"
-    return [a.result or ToolResult.error(a.call.id, "timeout", message) for a in admitted]
-
-
-def _tool_messages(results: list[ToolResult]) -> tuple[list[Message], Message | None]:
-    """One tool message per result, and one user message with their attachments, if any.
-
-    Tool messages carry text only on most servers, so images and audio a tool returned
-    travel as content parts of a user message placed right after the results.
-    """
-    messages: list[Message] = [
-        {"role": "tool", "tool_call_id": r.call_id, "content": r.content} for r in results
-    ]
-    parts: list[dict[str, Any]] = []
-    for result in results:
-        if result.attachments:
-            parts.append({"type": "text", "text": f"Attachments of tool call {result.call_id}:"})
-            parts.extend(result.attachments)
-    return messages, ({"role": "user", "content": parts} if parts else None)
-
-
-def _relax_tool_choice(body: dict[str, Any]) -> dict[str, Any]:
-    """After a forced round, let the model answer instead of calling the tool forever."""
-    choice = body.get("tool_choice")
-    if choice == "required" or isinstance(choice, dict):
-        return {**body, "tool_choice": "auto"}
-    return body
-
-
-def _history(messages: list[Message]) -> tuple[list[Message], bool]:
-    """The client's messages without Toolwire's vendor fields (a copy only when one has
-    them), and whether they hold a tool round (calls, or their results)."""
-    tool_rounds = False
-    vendor = False
-    for message in messages:
-        if message.get("role") == "tool" or message.get("tool_calls"):
-            tool_rounds = True
-        if "toolwire" in message:
-            vendor = True
-    if vendor:
-        messages = [
-            {k: v for k, v in m.items() if k != "toolwire"} if "toolwire" in m else m
-            for m in messages
-        ]
-    return messages, tool_rounds

@@ -25,7 +25,7 @@ from proxy.fronts.chat.request import (
     parse_body,
     plainly_valid,
 )
-from proxy.turn import loop
+from proxy.turn.bodies import client_history
 
 CALL = {"id": "call_1", "type": "function", "function": {"name": "f", "arguments": "{}"}}
 USUAL: list[dict[str, Any]] = [
@@ -228,7 +228,7 @@ def test_the_hand_check_knows_every_field_the_validator_checks() -> None:
 
 
 def test_bare_messages_are_those_the_loops_history_leaves_as_they_are() -> None:
-    # `BARE` lets the loop skip `_history`: it must hold only where `_history` would give the
+    # `BARE` lets the loop skip `client_history`: it must hold only where it would give the
     # messages back as they are and find no tool round.
     user = {"role": "user", "content": "hi"}
     kinds = [
@@ -245,7 +245,7 @@ def test_bare_messages_are_those_the_loops_history_leaves_as_they_are() -> None:
         found[plain] += 1
         if not plain:
             continue
-        messages, tool_rounds = loop._history(body["messages"])
+        messages, tool_rounds = client_history(body["messages"])
         if plain == BARE:
             assert messages is body["messages"] and not tool_rounds, body
         with contextlib.suppress(TypeError):  # a number JSON cannot hold, as orjson writes it

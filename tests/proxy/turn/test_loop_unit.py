@@ -22,7 +22,7 @@ from policies import (
 )
 from proxy.approvals.flow import ApprovalFlow
 from proxy.state.memory import MemoryTurnStore
-from proxy.turn import loop as loop_module
+from proxy.turn.bodies import first_request, upstream_body, upstream_request
 from proxy.turn.catalog import Catalog
 from proxy.turn.controls import Controls
 from proxy.turn.events import Finished, LoopEvent
@@ -275,8 +275,8 @@ def test_a_first_request_is_the_base_body_with_its_messages_and_tools(
     for client_body in _client_bodies():
         kept = copy.deepcopy(client_body)
         messages = [*client_body["messages"]]
-        first = loop_module._first_request(client_body, messages, tools)
-        general = loop_module._request(loop_module._upstream_body(client_body), messages, tools)
+        first = first_request(client_body, messages, tools)
+        general = upstream_request(upstream_body(client_body), messages, tools)
         assert list(first.items()) == list(general.items()), client_body
         assert client_body == kept, "the client's body is left as it came"
         shapes += 1

@@ -1,4 +1,4 @@
-"""A tool round within the turn's remaining budget (`loop._within`): its calls' results, or a
+"""A tool round within the turn's remaining budget (`tool_round._within`): its calls' results, or a
 timeout for each when the budget runs out; the caller's own cancellation stays its own."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from typing import Any, cast
 
 import pytest
 
-from proxy.turn import loop
+from proxy.turn import tool_round
 from registry import TaskTimer, ToolResult
 
 
@@ -21,13 +21,13 @@ async def test_a_round_done_in_time_gives_its_results() -> None:
     async def work() -> list[ToolResult]:
         return [ToolResult(call_id="a", content="ok")]
 
-    results = await loop._within(work(), TaskTimer.current(), cast(Any, _admitted("a")), 30)
+    results = await tool_round._within(work(), TaskTimer.current(), cast(Any, _admitted("a")), 30)
 
     assert [r.content for r in results] == ["ok"]
 
 
 async def test_a_round_past_the_budget_is_a_timeout_for_each_call() -> None:
-    results = await loop._within(
+    results = await tool_round._within(
         asyncio.Event().wait(), TaskTimer.current(), cast(Any, _admitted("a", "b")), 0.05
     )
 
@@ -39,7 +39,9 @@ async def test_a_round_past_the_budget_is_a_timeout_for_each_call() -> None:
 async def test_the_callers_cancellation_is_not_the_budgets() -> None:
     async def within() -> list[ToolResult]:
         timer = TaskTimer.current()
-        return await loop._within(asyncio.Event().wait(), timer, cast(Any, _admitted("a")), 30)
+        return await tool_round._within(
+            asyncio.Event().wait(), timer, cast(Any, _admitted("a")), 30
+        )
 
     waiting = asyncio.create_task(within())
     await asyncio.sleep(0)
