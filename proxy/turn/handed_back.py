@@ -46,7 +46,7 @@ async def _resume_approved(
     loop: ToolLoop, turn: Turn, state: TurnState
 ) -> AsyncIterator[LoopEvent]:
     """Run or refuse the calls the client answered with a verdict; put in the outcomes."""
-    approvals, owner = loop._approvals, turn.owner
+    approvals, owner = loop.approvals, turn.owner
     resolution = await approvals.resolve(turn.body["messages"], turn.toolset, owner=owner)
     if resolution.to_run:
         results: dict[str, ToolResult] = {}
@@ -54,7 +54,7 @@ async def _resume_approved(
         admitted = []
         for tool, call in resolution.to_run:
             if await approvals.claim(call.id, owner=owner):
-                admitted.append(await loop._gate.admit(tool, call, turn.caller, approved=True))
+                admitted.append(await loop.gate.admit(tool, call, turn.caller, approved=True))
             else:
                 results[call.id] = ToolResult.error(call.id, "denied", USED_APPROVAL)
         yield ToolsStarted(approved)
@@ -76,9 +76,9 @@ async def _resume_approved(
 async def _resume_questions(loop: ToolLoop, turn: Turn, state: TurnState) -> Finished | None:
     """Relay the client's answers to MCP servers' questions; put in what the asking calls
     did. Calls that ask again hand their new question back at once."""
-    if loop._questions is None:
+    if loop.questions is None:
         return None
-    resumed = await loop._questions.resume(turn, state.history, state.guard.remaining())
+    resumed = await loop.questions.resume(turn, state.history, state.guard.remaining())
     state.history, state.asked = resumed.history, resumed.asked
     state.failed |= resumed.failed
     if state.asked is None:
@@ -93,11 +93,11 @@ async def _resume_programs(
     see `pauses`): those that finish show as finished calls; the calls of those that
     pause again go back to the client at once (a `Finished`). A history with no
     unanswered `run_code` call costs no lookup."""
-    if loop._programs is None or RUN_CODE in turn.client_tools:
+    if loop.programs is None or RUN_CODE in turn.client_tools:
         return  # no programs here: a client's own run_code is the client's
     if not pauses.waiting_programs(state.history):
         return
-    resumed = await pauses.resume(loop._turns, loop._programs, turn, state.history, state.failed)
+    resumed = await pauses.resume(loop.turns, loop.programs, turn, state.history, state.failed)
     state.history = resumed.history
     if resumed.finished:
         calls, results = zip(*resumed.finished, strict=True)
@@ -113,16 +113,16 @@ async def hand_back(
     """End the turn with the calls the client must answer (paused programs' included);
     keep the rest for its return."""
     returned = [*calls.handed_back, *(c for p in state.pauses for c in p.handed_back)]
-    if state.asked is not None and loop._questions is not None:
+    if state.asked is not None and loop.questions is not None:
         returned.append(state.asked.call())
-        await loop._questions.keep(turn, state.asked, hidden)
+        await loop.questions.keep(turn, state.asked, hidden)
     asks = [*calls.asks, *(ask for p in state.pauses for ask in p.asks)]
     for call in returned:
-        await loop._turns.put(owned(turn.owner, call.id), hidden)
+        await loop.turns.put(owned(turn.owner, call.id), hidden)
     for pause in state.pauses:
-        await pauses.keep(loop._turns, turn.owner, pause)
+        await pauses.keep(loop.turns, turn.owner, pause)
     approvals = (
-        await loop._approvals.request(asks, turn.body["messages"], owner=turn.owner) if asks else ()
+        await loop.approvals.request(asks, turn.body["messages"], owner=turn.owner) if asks else ()
     )
     programs = tuple(pause.program() for pause in state.pauses)
     return Finished(

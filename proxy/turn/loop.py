@@ -122,13 +122,15 @@ class ToolLoop:
             strict=strict_arguments,
             repair_client_calls=limits.repair_client_calls,
         )
-        self._gate = gate
+        # The loop's collaborators, which its parts in other modules (`tool_round`,
+        # `handed_back`) use as it does.
+        self.gate = gate
         self._limits = limits
-        self._turns = turns
-        self._approvals = approvals
-        self._programs = programs
-        self._spills = spills
-        self._questions = questions
+        self.turns = turns
+        self.approvals = approvals
+        self.programs = programs
+        self.spills = spills
+        self.questions = questions
         self.meter: TurnMeter = UNMETERED
         """Told of each turn's start and `Finished` (the telemetry's, when it is on)."""
 
@@ -298,7 +300,7 @@ class ToolLoop:
         """Put back in the history what a pending turn kept of its rounds (`continuations`)."""
         if state.tool_rounds:
             # A pending turn is found by its assistant message's tool calls: none, none to find.
-            state.history = await restore(self._turns, state.history, turn.owner)
+            state.history = await restore(self.turns, state.history, turn.owner)
 
     def _finished(self, event: Finished) -> Finished:
         """The turn's `Finished`, its meter told first."""
@@ -331,7 +333,7 @@ class ToolLoop:
         """The tools the model is offered: in code mode, `run_code` (its program searches a
         deferred catalog) and the tools outside code mode; `loaded`: the schemas of deferred
         tools the turn's searches found."""
-        programs = self._programs
+        programs = self.programs
         # `_code_mode`, spelled out: every upstream call with tools asks it.
         if programs is not None and RUN_CODE not in turn.client_tools and programs.on(turn):
             view = programs.tools(turn.toolset)
@@ -350,14 +352,14 @@ class ToolLoop:
 
     def _code_mode(self, turn: Turn) -> bool:
         """Whether the turn's model is offered `run_code` (never beside a client's own)."""
-        programs = self._programs
+        programs = self.programs
         return programs is not None and RUN_CODE not in turn.client_tools and programs.on(turn)
 
     def _offer(self, turn: Turn, state: TurnState) -> Turn:
         """`turn`, offering `read_result` once its conversation holds a spilled result."""
-        if self._spills is None or not (state.tool_rounds or state.added):
+        if self.spills is None or not (state.tool_rounds or state.added):
             return turn  # a spilled result's preview is a tool message
-        return self._spills.offer(turn, itertools.chain(state.history, state.added))
+        return self.spills.offer(turn, itertools.chain(state.history, state.added))
 
     def _limits_for(self, controls: Controls) -> LoopLimits:
         if controls.max_iterations is None:

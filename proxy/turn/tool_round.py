@@ -71,10 +71,10 @@ async def answer_calls(
 
 async def _run_program(loop: ToolLoop, turn: Turn, state: TurnState, call: ToolCall) -> Ran:
     """One `run_code` call, within the turn's time budget."""
-    assert loop._programs is not None
+    assert loop.programs is not None
     try:
         async with asyncio.timeout(state.guard.remaining()):
-            return await loop._programs.run(turn, call)
+            return await loop.programs.run(turn, call)
     except TimeoutError:
         message = "the turn's time budget ran out while the program ran"
         return ToolResult.error(call.id, "timeout", message)
@@ -108,20 +108,20 @@ async def _execute(
     keep-alives from the front's ticker.)"""
     if not admitted:
         return
-    if loop._questions is None or not any(reports_progress(a.tool) for a in admitted):
+    if loop.questions is None or not any(reports_progress(a.tool) for a in admitted):
         # Only tools whose servers talk back (MCP's, which all report progress) read
         # what `Questions` offers; a round of others runs in place, with nothing to offer.
         # The turn's budget and the lone call's timeout: two timers of this task, one lookup.
         timer = TaskTimer.current()
-        work = loop._gate.run(admitted, turn.caller, timer=timer)
+        work = loop.gate.run(admitted, turn.caller, timer=timer)
         done = await _within(work, timer, admitted, state.guard.remaining())
     else:
         # Only such calls are held. Calls run for an approval the client just gave (no
         # upstream answer yet in this request) are not held either: their servers'
         # questions are declined.
-        held = await loop._questions.run(
+        held = await loop.questions.run(
             turn,
-            lambda: loop._gate.run(admitted, turn.caller),
+            lambda: loop.gate.run(admitted, turn.caller),
             [a.call.id for a in admitted],
             state.guard.remaining(),
             may_ask=state.answer is not None and turn.controls.elicitation,
@@ -136,9 +136,9 @@ async def spill(
     loop: ToolLoop, turn: Turn, admitted: list[Admission], results: dict[str, ToolResult]
 ) -> Mapping[str, Spilled]:
     """Keep the round's long results whole; the model gets their previews."""
-    if loop._spills is None:
+    if loop.spills is None:
         return {}
-    return await loop._spills.keep(turn, admitted, results)
+    return await loop.spills.keep(turn, admitted, results)
 
 
 async def _within(
