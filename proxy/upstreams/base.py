@@ -76,6 +76,41 @@ async def collect(
         return [chunk async for chunk in chunks]
 
 
+class Wrapper:
+    """An upstream made around another (`_inner`), which answers by its own `complete`:
+    its unstreamed answers gathered from that (`collect`), its models and its close the
+    inner upstream's. A subclass sets `name` and `_inner` and defines `complete`."""
+
+    name: str
+    _inner: Upstream
+
+    def complete(
+        self,
+        body: dict[str, Any],
+        *,
+        headers: Mapping[str, str] | None = None,
+        deadline: float | None = None,
+    ) -> contextlib.AbstractAsyncContextManager[AsyncIterator[Chunk]]:
+        raise NotImplementedError  # the subclass's own
+
+    async def answer(
+        self,
+        body: dict[str, Any],
+        headers: Mapping[str, str] | None = None,
+        deadline: float | None = None,
+    ) -> list[Chunk]:
+        """An unstreamed completion: `complete`'s chunks gathered."""
+        return await collect(self, body, headers=headers, deadline=deadline)
+
+    async def list_models(self) -> list[str]:
+        """The inner upstream's models."""
+        return await self._inner.list_models()
+
+    async def aclose(self) -> None:
+        """Close the inner upstream."""
+        await self._inner.aclose()
+
+
 class Codec(Protocol):
     """Turns one provider answer (its stream events, or its whole body) into Chat chunks.
 

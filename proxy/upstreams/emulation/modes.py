@@ -21,7 +21,7 @@ from ...errors import UpstreamStatusError
 from ...state.base import ModeStore
 from ...state.memory import MemoryModeStore
 from .. import Chunk, Upstream
-from ..base import collect
+from ..base import Wrapper
 from .constraints import Mechanism
 from .dropped_tools import DroppedTools, ToolsProbe
 from .formats import get_format
@@ -41,9 +41,9 @@ _REJECTS_TOOLS = re.compile(
 )
 
 
-class AutoUpstream:
+class AutoUpstream(Wrapper):
     """Native tool calling until a model rejects `tools`, or is found to drop them; then
-    emulation, remembered."""
+    emulation, remembered (its unstreamed answers gathered from `complete`)."""
 
     def __init__(
         self,
@@ -103,22 +103,9 @@ class AutoUpstream:
                 await self._store.mark_emulated(model)
             yield chunks
 
-    async def answer(
-        self,
-        body: dict[str, Any],
-        headers: Mapping[str, str] | None = None,
-        deadline: float | None = None,
-    ) -> list[Chunk]:
-        """An unstreamed completion, natively or emulated as `complete` chooses."""
-        return await collect(self, body, headers=headers, deadline=deadline)
-
-    async def list_models(self) -> list[str]:
-        """The inner upstream's models."""
-        return await self._inner.list_models()
-
     async def aclose(self) -> None:
         """Close the inner upstream (and the probe's connections)."""
-        await self._inner.aclose()
+        await super().aclose()
         if self._dropped is not None:
             await self._dropped.aclose()
 

@@ -20,7 +20,7 @@ from typing import Any
 
 from ...errors import UpstreamError, UpstreamStatusError
 from .. import Chunk, Upstream
-from ..base import collect
+from ..base import Wrapper
 from .call_ids import NumberedIds, calls_in
 from .constraints import CLIENT_FIELDS, Mechanism, request_fields
 from .formats import EmulationFormat
@@ -35,8 +35,9 @@ log = logging.getLogger("toolwire.emulation")
 _COUNTS = ("prompt_tokens", "completion_tokens", "total_tokens")
 
 
-class EmulatedUpstream:
-    """Tool calling through the prompt, for a model or server that has none."""
+class EmulatedUpstream(Wrapper):
+    """Tool calling through the prompt, for a model or server that has none (its unstreamed
+    answers gathered from `complete`)."""
 
     def __init__(
         self,
@@ -188,23 +189,6 @@ class EmulatedUpstream:
                 (c["usage"] for c in reversed(held) if isinstance(c.get("usage"), dict)), None
             )
             return _Miss(_content(held), tuple(parser.refusals), usage)
-
-    async def answer(
-        self,
-        body: dict[str, Any],
-        headers: Mapping[str, str] | None = None,
-        deadline: float | None = None,
-    ) -> list[Chunk]:
-        """An unstreamed completion with tools in the prompt (see `complete`)."""
-        return await collect(self, body, headers=headers, deadline=deadline)
-
-    async def list_models(self) -> list[str]:
-        """The inner upstream's models."""
-        return await self._inner.list_models()
-
-    async def aclose(self) -> None:
-        """Close the inner upstream."""
-        await self._inner.aclose()
 
 
 def forced(body: dict[str, Any], specs: ToolSpecs) -> bool:
