@@ -12,11 +12,19 @@ import pytest
 from registry import Executor, ToolCall, ToolRegistry, ToolResult
 from registry.mcp import McpSource, McpSourceConfig
 
+from .lean_cases import Taken, spying
+
 REPO = Path(__file__).resolve().parents[3]
 
 StartSource = Callable[..., Awaitable[McpSource]]
 CallTool = Callable[..., Awaitable[ToolResult]]
 WaitFor = Callable[[Callable[[], bool], float], Awaitable[None]]
+
+
+@pytest.fixture
+def taken() -> Iterator[Taken]:
+    """How many calls took the lean `tools/call` path during the test."""
+    yield from spying()
 
 
 @pytest.fixture

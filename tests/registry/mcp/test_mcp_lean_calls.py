@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -23,39 +23,19 @@ from registry.mcp import McpSource, McpSourceConfig
 from registry.mcp.config import McpServerConfig, SamplingConfig
 from registry.mcp.elicitation import ClientRequests
 from registry.mcp.errors import McpCallError
-from registry.mcp.hooks import ClientHooks, Question, Reply, Sample, SampleRequest, offering
 from registry.mcp.lean_calls import LATER_FIELDS, LeanCalls
 from registry.mcp.session import McpSession
 from registry.progress import ToolProgress, reporting_to
 from testing.waiting import until
 
+from . import lean_cases
 from .conftest import REPO
+from .lean_cases import Taken
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 CALLS = ["python", "-m", "testing.call_servers", "calls"]
 WRONG = ["python", "-m", "testing.call_servers", "wrong"]
-
-
-class Taken:
-    """How many calls took the lean path (a spy on `LeanCalls.call`)."""
-
-    def __init__(self) -> None:
-        self.count = 0
-
-
-@pytest.fixture
-def taken() -> Iterator[Taken]:
-    seen = Taken()
-    real = LeanCalls.call
-
-    async def spy(self: LeanCalls, *args: Any, **kwargs: Any) -> types.CallToolResult:
-        seen.count += 1
-        return await real(self, *args, **kwargs)
-
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(LeanCalls, "call", spy)
-        yield seen
 
 
 def _session(command: list[str], label: str) -> McpSession:
@@ -221,53 +201,19 @@ async def test_progress_reaches_the_listener(tools: Any, taken: Taken) -> None:
 
 
 async def test_a_question_during_the_call_reaches_the_asker(tools: Any, taken: Taken) -> None:
-    asked: list[Question] = []
-
-    class Asker:
-        async def ask(self, question: Question) -> Reply:
-            asked.append(question)
-            return Reply("accept", {"date": "2026-12-24", "guests": 2})
-
-    with offering(ClientHooks(asker=Asker(), who="team-a")):
-        result = await tools("ask.book_table", city="Lyon")
-    assert taken.count == 1
-    assert json.loads(result.content)["content"] == {"date": "2026-12-24", "guests": 2}
-    (question,) = asked
-    assert question.tool == "book_table" and "Lyon" in question.message
+    await lean_cases.a_question_reaches_the_asker(tools, taken)
 
 
 async def test_a_completion_request_during_the_call_reaches_the_sampler(
     tools: Any, taken: Taken
 ) -> None:
-    asked: list[SampleRequest] = []
-
-    class Sampler:
-        async def sample(self, request: SampleRequest) -> Sample:
-            asked.append(request)
-            return Sample(f"summary by {request.model}", request.model, "stop")
-
-    with offering(ClientHooks(sampler=Sampler(), who="team-a")):
-        result = await tools("ask.summarize", text="a long text")
-    assert taken.count == 1
-    assert json.loads(result.content) == {"model": "small-model", "text": "summary by small-model"}
-    (request,) = asked
-    assert request.max_tokens == 64 and request.messages[-1]["content"] == "a long text"
+    await lean_cases.a_completion_request_reaches_the_sampler(tools, taken)
 
 
 async def test_an_abandoned_call_is_cancelled_on_the_server(
     tools: Any, taken: Taken, tmp_path: Path
 ) -> None:
-    started, cancelled = tmp_path / "started", tmp_path / "cancelled"
-    files = {"started_file": str(started), "cancelled_file": str(cancelled)}
-    calling = asyncio.ensure_future(tools("calls.wait", **files))
-    await until(started.exists)
-    calling.cancel()
-    with pytest.raises(asyncio.CancelledError):
-        await calling
-    await until(cancelled.exists)
-    assert taken.count == 1
-    # The connection is still in use afterwards.
-    assert (await tools("calls.text", words="on")).content == "ON"
+    await lean_cases.an_abandoned_call_is_cancelled_on_the_server(tools, taken, tmp_path)
 
 
 async def test_a_timed_out_call_is_an_error_and_cancelled_on_the_server(
