@@ -1,7 +1,9 @@
 """Mutated requests on the three fronts (Chat Completions, Responses, Messages), streamed and
-not, through the real server over loopback, the built-in demo model and its tools answering:
-whatever the body, no answer is a server error, an error is JSON in the front's own shape, an
-answer is its front's object, and a stream ends as its format ends, every event JSON.
+not, through the real server over loopback, answered by the built-in demo model and its tools,
+and by an Anthropic and a Gemini upstream (testing's fakes, which check what they are sent as
+the hosted APIs do), so that every request and answer is translated: whatever the body, no
+answer is a server error, an error is JSON in the front's own shape, an answer is its front's
+object, and a stream ends as its format ends, every event JSON.
 
 The cases are seeded: the same bodies on every run. Each starts from a valid request that
 uses the front's features (tools, a tool choice, stream options, a system prompt, reasoning)
@@ -20,16 +22,16 @@ from typing import Any
 import aiohttp
 import pytest
 
+from testing.anthropic_upstream import FakeAnthropic
+from testing.gemini_upstream import FakeGemini
+from testing.provider_server import ProviderFake, Reply
 from tests.conftest import serve_proxy
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 CASES = 120
 """Mutated bodies per front."""
-CONFIG = {
-    "upstreams": [{"name": "demo", "base_url": "demo"}],
-    "tools": [{"python": "examples/tools.py", "namespace": "demo"}],
-}
+TOOLS = [{"python": "examples/tools.py", "namespace": "demo"}]
 TOOL = {"type": "object", "properties": {"city": {"type": "string"}}}
 BODIES: dict[str, dict[str, Any]] = {
     "/v1/chat/completions": {
@@ -161,9 +163,24 @@ def _check_stream(path: str, text: str) -> None:
                 json.loads(line.removeprefix("data: "))
 
 
-async def test_mutated_requests_get_answers_or_errors_in_their_fronts_shape() -> None:
+@pytest.mark.parametrize("upstream", ["demo", "anthropic", "gemini"])
+async def test_mutated_requests_get_answers_or_errors_in_their_fronts_shape(
+    upstream: str,
+) -> None:
+    if upstream == "demo":
+        await _fuzz({"name": "demo", "base_url": "demo"})
+        return
+    fake: ProviderFake = FakeAnthropic() if upstream == "anthropic" else FakeGemini()
+    fake.default = Reply.answer("The weather in Paris is mild.")
+    async with fake:
+        await _fuzz(
+            {"name": "up", "base_url": fake.base_url, "format": upstream, "api_key": fake.api_key}
+        )
+
+
+async def _fuzz(upstream: dict[str, Any]) -> None:
     async with (
-        serve_proxy(CONFIG) as proxy,
+        serve_proxy({"upstreams": [upstream], "tools": TOOLS}) as proxy,
         aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=60)) as session,
     ):
         root = proxy.base_url.removesuffix("/v1")
