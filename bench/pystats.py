@@ -12,6 +12,7 @@ shutdown cancelling out. The figures are exact: two runs agree to the bytecode.
 
     .venv-pystats/bin/python bench/pystats.py               # the table
     .venv-pystats/bin/python bench/pystats.py --json out.json --top 30
+    .venv-pystats/bin/python bench/pystats.py --stream       # streamed requests instead
 
 It must run under that interpreter (every process it starts does). Python 3.11's pystats
 build, from Debian's source of the interpreter this machine's image has, into a venv beside
@@ -75,6 +76,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     add("--requests", type=int, default=2000, help="counted requests per server")
     add("--warmup", type=int, default=300, help="requests before counting")
     add("--top", type=int, default=25, help="opcodes listed, by toolwire's excess")
+    add("--stream", action="store_true", help="streamed requests (20 chunks) instead")
     add("--start-timeout", type=float, default=120, help="seconds a server may take to start")
     add_json(parser)
     return parser.parse_args(argv)
@@ -114,20 +116,23 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 if key not in TARGETS:
                     continue
                 progress(label)
-                short = _stats_of(procs, key, cmd, args.warmup, args.start_timeout)
-                long = _stats_of(procs, key, cmd, args.warmup + args.requests, args.start_timeout)
+                counts = (args.warmup, args.warmup + args.requests)
+                short, long = (_stats_of(procs, key, cmd, n, args) for n in counts)
                 found[key] = per_request(short, long, args.requests)
         finally:
             procs.close()
-    return {"requests": args.requests, "warmup": args.warmup, "targets": found}
+    mode = "streamed" if args.stream else "unstreamed"
+    return {"requests": args.requests, "warmup": args.warmup, "mode": mode, "targets": found}
 
 
-def _stats_of(procs: Processes, key: str, cmd: list[str], requests: int, timeout: float) -> str:
+def _stats_of(
+    procs: Processes, key: str, cmd: list[str], requests: int, args: argparse.Namespace
+) -> str:
     """The stats a fresh server of `cmd` writes when stopped after `requests` requests."""
     before = set(glob.glob(f"{STATS_DIR}/*.txt"))
     server = procs.serve(f"{key}-{requests}", cmd, None)
-    procs.wait_ready(server, timeout=timeout)
-    _post(int(server.base.rsplit(":", 1)[1]), requests)
+    procs.wait_ready(server, timeout=args.start_timeout)
+    _post(int(server.base.rsplit(":", 1)[1]), requests, args.stream)
     server.proc.send_signal(signal.SIGINT)
     server.proc.wait(timeout=60)
     deadline = time.monotonic() + 10
@@ -140,8 +145,9 @@ def _stats_of(procs: Processes, key: str, cmd: list[str], requests: int, timeout
     raise RuntimeError(f"{key} wrote no stats to {STATS_DIR}")
 
 
-def _post(port: int, count: int) -> None:
-    body = orjson.dumps(request_body(False))
+def _post(port: int, count: int, stream: bool) -> None:
+    """`count` requests, one after another, each answer read whole (a stream to its end)."""
+    body = orjson.dumps(request_body(stream))
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
     try:
         for _ in range(count):
@@ -201,7 +207,8 @@ def render(result: dict[str, Any], top: int) -> str:
     targets: dict[str, dict[str, float]] = result["targets"]
     keys = list(targets)
     lines = [
-        f"per plain request ({result['requests']} counted after {result['warmup']}; "
+        f"per {result.get('mode', 'unstreamed')} plain request ({result['requests']} counted after "
+        f"{result['warmup']}; "
         "the whole process's interpreter)",
         f"{'':<38}" + "".join(f"{TARGETS.get(k, k):>10}" for k in keys),
     ]
