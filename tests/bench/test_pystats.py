@@ -52,11 +52,17 @@ def test_the_specialized_opcodes_get_their_names() -> None:
 def test_the_table_has_the_totals_and_the_opcodes_toolwire_runs_beyond_the_floor() -> None:
     floor = {"bytecodes": 2300.0, "op LOAD_FAST": 376.0, "op NOP": 14.0, "hit": 736.0}
     toolwire = {"bytecodes": 3880.0, "op LOAD_FAST": 618.0, "op NOP": 34.0, "hit": 1310.0}
-    result = {"requests": 10, "warmup": 2, "targets": {"floor": floor, "toolwire": toolwire}}
+    targets = {"floor": floor, "toolwire": toolwire}
+    result = {"requests": 10, "warmup": 2, "mode": "streamed", "targets": targets}
     lines = pystats.render(result, top=1).splitlines()
+    assert lines[0].startswith("per streamed plain request (10 counted after 2;")
     assert lines[1].split() == ["floor", "tw"]
     assert lines[2].split() == ["bytecodes", "executed", "2300.0", "3880.0"]
     assert lines[-1].split() == ["LOAD_FAST", "376.0", "618.0"]  # the top one only
+
+
+def test_stream_asks_for_streamed_requests() -> None:
+    assert pystats.parse_args(["--stream"]).stream and not pystats.parse_args([]).stream
 
 
 def test_a_plain_interpreter_is_turned_away(
