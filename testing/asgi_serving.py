@@ -109,6 +109,7 @@ async def serve_app(
         app,
         http=http_limits.protocol(server or ServerConfig()),
         log_level="warning",
+        access_log=False,  # toolwire serve's default
         lifespan=lifespan,
         timeout_graceful_shutdown=timeout_graceful_shutdown,
         timeout_keep_alive=keep_alive_s,

@@ -31,6 +31,8 @@ WATCH_AFTER_S = 0.05
 `CYCLE`)."""
 
 Scope = dict[str, Any]
+Answer = Callable[[int, bytes], Awaitable[None]]
+"""A JSON response sent whole: its status and body (`RequestContext.answer`)."""
 Receive = Callable[[], Awaitable[dict[str, Any]]]
 Send = Callable[[dict[str, Any]], Awaitable[None]]
 
@@ -201,6 +203,12 @@ class Cycle(Protocol):
     def time_body(self, timeout_s: float) -> TimedRead:
         """A read of the body still coming, timed from now: the task is cancelled (and the
         read `expired`) when `timeout_s` passes before the read is `cancel`led."""
+        ...
+
+    def answer(self, status: int, fields: bytes, body: bytes) -> Awaitable[None]:
+        """The whole response at once, as the two ASGI messages of a body with its length
+        would send it: `fields` are its header lines (`name: value` and CRLF each, names in
+        lowercase, `content-length` among them), the caller's own and valid as made."""
         ...
 
 

@@ -172,6 +172,40 @@ class LeanCycle(RequestResponseCycle):
             self._complete()
         return self.sent
 
+    def answer(self, status: int, fields: bytes, body: bytes) -> Any:
+        """`asgi.Cycle.answer`: the head and the body in one write, with no message to read
+        and no header to judge (the server's own were judged once, `_items`). Where `send`
+        would do more than that (a write to wait for, the server's own headers to judge with
+        the app's, a HEAD request, a response already begun), the two messages go through
+        `send`."""
+        if self.disconnected:
+            return self.sent
+        items = self.default_items
+        if (
+            items is None
+            or self.response_started
+            or self.flow.write_paused
+            or self.scope["method"] == "HEAD"
+        ):
+            return self._answer_by_messages(status, fields, body)
+        self.response_started = True
+        self.waiting_for_100_continue = False
+        if self.access_log:
+            self._log_access(status)
+        if self.keep_alive:
+            self.transport.write(b"".join((STATUS_LINE[status], *items, fields, b"\r\n", body)))
+        else:
+            close = b"connection: close\r\n\r\n"
+            self.transport.write(b"".join((STATUS_LINE[status], *items, fields, close, body)))
+        self.expected_content_length = 0
+        self._complete()
+        return self.sent
+
+    async def _answer_by_messages(self, status: int, fields: bytes, body: bytes) -> None:
+        headers = [tuple(line.split(b": ", 1)) for line in fields.split(b"\r\n")[:-1]]
+        await self.send({"type": "http.response.start", "status": status, "headers": headers})
+        await self.send({"type": "http.response.body", "body": body})
+
     async def _send_when_writable(self, message: Message) -> None:
         await self.flow.drain()
         await self.send(message)
@@ -186,15 +220,7 @@ class LeanCycle(RequestResponseCycle):
         status_code = message["status"]
         headers = [*message.get("headers", ())]
         if self.access_log:
-            scope: Any = self.scope
-            self.access_logger.info(
-                '%s - "%s %s HTTP/%s" %d',
-                get_client_addr(scope),
-                scope["method"],
-                get_path_with_query_string(scope),
-                scope["http_version"],
-                status_code,
-            )
+            self._log_access(status_code)
         # The server's headers made once (`_items`) need no judging: the app's alone.
         items = self.default_items
         content = [STATUS_LINE[status_code], *(items or ())]
@@ -236,6 +262,17 @@ class LeanCycle(RequestResponseCycle):
             self._head = b"".join(content)  # its body follows: one write for both
         else:
             self.transport.write(b"".join(content))
+
+    def _log_access(self, status_code: int) -> None:
+        scope: Any = self.scope
+        self.access_logger.info(
+            '%s - "%s %s HTTP/%s" %d',
+            get_client_addr(scope),
+            scope["method"],
+            get_path_with_query_string(scope),
+            scope["http_version"],
+            status_code,
+        )
 
     def _write_within_length(self, body: bytes) -> None:
         num_bytes = len(body)
@@ -410,13 +447,15 @@ def _invalid(headers: list[tuple[bytes, bytes]]) -> RuntimeError:
 def _items(headers: list[tuple[bytes, bytes]]) -> list[bytes] | None:
     """The server's own headers as a head's items, as `_start` makes them of each (lowered
     name, `: `, value, CRLF), made once for every response while the list lasts; None when
-    one of them sets the length, the transfer encoding or the connection (then `_start`
-    judges them with the app's, as uvicorn does). Their bytes are still checked with the
-    app's in every head."""
+    one of them sets the length, the transfer encoding or the connection, or is not valid
+    (then `_start` judges them with the app's, as uvicorn does, and `answer` sends by
+    `send`). `_start` checks their bytes again with the app's in every head."""
     items: list[bytes] = []
     for name, value in headers:
         name = name.lower()
         if name == b"content-length" or name == b"transfer-encoding" or name == b"connection":
+            return None
+        if name.translate(_NAME_CHANGES) != name or value.translate(_VALUE_CHANGES) != value:
             return None
         items += (name, b": ", value, b"\r\n")
     return items

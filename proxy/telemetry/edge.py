@@ -42,6 +42,8 @@ _REQUEST_ID = REQUEST_ID_HEADER.encode()
 _EVENT_STREAM = (b"content-type", b"text/event-stream; charset=utf-8")
 _JSON = (b"content-type", b"application/json")
 """The content types the fronts answer turns with (`server/asgi.py`)."""
+_JSON_FIELDS = b"content-type: application/json\r\ncontent-length: %d\r\nx-request-id: %b\r\n"
+_OVERHEAD_FIELD = _OVERHEAD + b": %.2f\r\n"
 DISCONNECTED = 499
 """The status counted for a request whose client left before any answer (as nginx does)."""
 
@@ -136,6 +138,7 @@ class Telemetry:
         method: str = scope["method"]
         turn = route.turn and method == "POST"
         served = Served(receive, send, context, turn, self.metrics, scope, drain)
+        context.answer = served.answer
         tracing = self.tracing
         if tracing is not None:
             span, token = tracing.start_request(
@@ -237,6 +240,27 @@ class Served:
                 overhead = stats.overhead_s(time.perf_counter()) * 1000
                 headers.append((_OVERHEAD, b"%.2f" % overhead))
         return self._send({**message, "headers": headers})
+
+    def answer(self, status: int, body: bytes) -> Awaitable[None]:
+        """A JSON response sent whole (`RequestContext.answer`): what `send` makes of its two
+        messages, the request id and (on a turn) the overhead with them, written by the
+        server's protocol at once when it can (`Cycle.answer`), else sent as those messages."""
+        context = self._context
+        stats = context.stats
+        stats.status = status
+        self._complete = True
+        fields = _JSON_FIELDS % (len(body), context.request_id.encode())
+        if self._turn:  # (`_overhead_ms`, spelled out: a call less per answer)
+            fields += _OVERHEAD_FIELD % (stats.overhead_s(time.perf_counter()) * 1000)
+        cycle = self._cycle
+        if cycle is not None:
+            return cycle.answer(status, fields, body)
+        return self._answer_by_messages(status, fields, body)
+
+    async def _answer_by_messages(self, status: int, fields: bytes, body: bytes) -> None:
+        headers = [tuple(line.split(b": ", 1)) for line in fields.split(b"\r\n")[:-1]]
+        await self._send({"type": "http.response.start", "status": status, "headers": headers})
+        await self._send({"type": "http.response.body", "body": body})
 
     def end(self) -> None:
         """The request is over: its status settled, its metrics, span and summary line; the

@@ -931,3 +931,102 @@ async def test_the_servers_headers_made_once_give_the_head_judged_per_response(
         with monkeypatch.context() as judged:
             judged.setattr(http_cycle, "_items", lambda headers: None)
             assert await outcome(defaults, headers) == made
+
+
+_QUIET = {"access_log": False}
+"""No access log, as `toolwire serve` runs (uvicorn's own default logs each request)."""
+_FIELDS = b"content-type: application/json\r\ncontent-length: 7\r\nx-request-id: r1\r\n"
+
+
+async def _answered(scope: Message, receive: Any, send: Any) -> None:
+    await scope[CYCLE].answer(200, _FIELDS, b'{"a":1}')
+
+
+async def _by_messages(scope: Message, receive: Any, send: Any) -> None:
+    headers = [tuple(line.split(b": ", 1)) for line in _FIELDS.split(b"\r\n")[:-1]]
+    await send({"type": "http.response.start", "status": 200, "headers": headers})
+    await send({"type": "http.response.body", "body": b'{"a":1}'})
+
+
+@pytest.mark.parametrize(
+    ("request_line", "config", "defaults"),
+    [
+        (b"POST /v1/chat/completions HTTP/1.1", _QUIET, [(b"server", b"uvicorn")]),
+        (b"POST /v1/chat/completions HTTP/1.0", _QUIET, [(b"server", b"uvicorn")]),
+        (b"POST /v1/chat/completions HTTP/1.1", {"access_log": True}, []),
+        (b"POST /v1/chat/completions HTTP/1.1", _QUIET, [(b"Connection", b"close")]),
+        (b"POST /v1/chat/completions HTTP/1.1", _QUIET, [(b"x-a", b"bad\x00value")]),
+        (b"HEAD /v1/chat/completions HTTP/1.1", _QUIET, [(b"server", b"uvicorn")]),
+    ],
+)
+async def test_an_answer_written_at_once_is_what_its_two_messages_write(
+    request_line: bytes,
+    config: dict[str, Any],
+    defaults: list[tuple[bytes, bytes]],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """`Cycle.answer` writes the head and body the two ASGI messages of the same headers
+    write, or refuses as they are refused (a server header uvicorn refuses), and closes
+    the connection when they do; in one write when nothing else is owed."""
+    raw = POST.replace(POST.split(b"\r\n")[0], request_line)
+
+    async def outcome(app: App) -> tuple[bytes | str, bool, int]:
+        refused: list[str] = []
+
+        async def failing(scope: Message, receive: Any, send: Any) -> None:
+            try:
+                await app(scope, receive, send)
+            except RuntimeError as exc:
+                refused.append(str(exc))
+                raise
+
+        served = _Served(failing, **config)
+        served.state.default_headers = defaults
+        answer = await served.request(raw)
+        writes = len(served.transport.writes)
+        return (refused[0] if refused else answer), served.transport.closed, writes
+
+    by_messages: list[int] = []
+    sent_by_messages = http_cycle.LeanCycle._answer_by_messages
+
+    def counted(cycle: Any, status: int, fields: bytes, body: bytes) -> Any:
+        by_messages.append(status)
+        return sent_by_messages(cycle, status, fields, body)
+
+    monkeypatch.setattr(http_cycle.LeanCycle, "_answer_by_messages", counted)
+    logged: list[list[int]] = []
+    monkeypatch.setattr(
+        http_cycle.LeanCycle, "_log_access", lambda cycle, status: logged[-1].append(status)
+    )
+    logged.append([])
+    made, closed, writes = await outcome(_answered)
+    logged.append([])
+    assert (made, closed) == (await outcome(_by_messages))[:2]
+    assert logged[0] == logged[1] == ([200] if config.get("access_log") else [])
+    if isinstance(made, bytes) and request_line.startswith(b"POST"):
+        assert made.endswith(b'{"a":1}') and writes == 1
+    # Nothing owed (the server's headers valid, a body to send): written at once.
+    direct = defaults in ([(b"server", b"uvicorn")], []) and b"POST" in raw[:4]
+    assert by_messages == ([] if direct else [200])
+
+
+async def test_an_answer_waits_for_a_full_write_buffer_and_not_after_the_client_left() -> None:
+    served = _Served(_answered, **_QUIET)
+    served.protocol.pause_writing()
+
+    async def resume() -> None:
+        await asyncio.sleep(0)
+        assert served.transport.writes == []  # held while the buffer is full
+        served.protocol.resume_writing()
+
+    resuming = asyncio.ensure_future(resume())
+    answer = await served.request(POST)
+    await resuming
+    assert answer.startswith(b"HTTP/1.1 200 OK") and answer.endswith(b'{"a":1}')
+
+    gone = _Served(_answered, **_QUIET)
+    gone.protocol.data_received(POST)
+    gone.protocol.connection_lost(None)
+    for _ in range(20):
+        await asyncio.sleep(0)
+    assert gone.transport.writes == []

@@ -108,6 +108,60 @@ async def test_a_disconnect_is_noted_only_before_the_answer_is_complete() -> Non
     assert not served._context.stats.disconnected
 
 
+class _Answering:
+    """A server's `Cycle` that records the whole answers it is given."""
+
+    disconnected = False
+
+    def __init__(self) -> None:
+        self.answers: list[tuple[int, bytes, bytes]] = []
+
+    def answer(self, status: int, fields: bytes, body: bytes) -> Any:
+        self.answers.append((status, fields, body))
+        return _done()
+
+
+async def test_an_answer_sent_whole_is_what_send_makes_of_its_two_messages() -> None:
+    """`answer` gives the server's protocol the head's fields and the body at once (`Cycle`),
+    or without one sends the two messages: either way the headers `send` would add to a JSON
+    answer's own (the request id; on a turn, the overhead), the status noted."""
+    for turn in (True, False):
+        by_send, by_answer = Sent(), Sent()
+        served = _served(by_send, turn=turn)
+        headers = [(b"content-type", b"application/json"), (b"content-length", b"2")]
+        await served.send({"type": "http.response.start", "status": 201, "headers": headers})
+        await served.send({"type": "http.response.body", "body": b"{}"})
+        answering = _served(by_answer, turn=turn)
+        await answering.answer(201, b"{}")
+        assert answering._context.stats.status == 201
+        sent, answered = by_send.messages[0]["headers"], by_answer.messages[0]["headers"]
+        assert [n for n, _ in sent] == [n for n, _ in answered]
+        assert sent[:-1] == answered[:-1] if turn else sent == answered  # the overhead's time
+        assert by_answer.messages[1] == {"type": "http.response.body", "body": b"{}"}
+
+        cycle = _Answering()
+        context = RequestContext("req-2", {})
+        context.route = CHAT
+        scope = {"method": "POST", "path": "/v1/x", CYCLE: cycle}
+        told = Served(_no_receive, Sent(), context, turn, None, scope)
+        await told.answer(200, b"[1]")
+        [(status, fields, body)] = cycle.answers
+        assert (status, body) == (200, b"[1]")
+        lines = fields.split(b"\r\n")
+        assert lines[:3] == [
+            b"content-type: application/json",
+            b"content-length: 3",
+            b"x-request-id: req-2",
+        ]
+        assert lines[-1] == b"" and len(lines) == (5 if turn else 4)
+        if turn:
+            assert lines[3].startswith(OVERHEAD_HEADER.encode() + b": ")
+
+
+async def _no_receive() -> Message:
+    return {"type": "http.disconnect"}
+
+
 def test_a_requests_counters_are_the_tallies_own_updates() -> None:
     """`count_request` updates the tallies by hand (every request pays it): the same values
     as their own `inc` and `observe`, for a request with a turn and one without."""
