@@ -268,6 +268,9 @@ class Served:
         try:
             now = time.perf_counter()
             context = self._context
+            # Its `answer` (this `Served`'s, which holds it): the reference cycle broken, so
+            # the request's objects are freed now, not by the cyclic collector.
+            context.answer = None
             stats = context.stats
             cycle = self._cycle
             if cycle is not None and cycle.disconnected:
