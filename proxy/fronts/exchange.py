@@ -17,6 +17,7 @@ from ..errors import ClientDisconnectedError, ProxyError
 from ..server.asgi import (
     DisconnectWatch,
     Receive,
+    Replies,
     Scope,
     Send,
     read_body,
@@ -141,9 +142,9 @@ async def serve_reply(
             log.exception("%s turn failed", context.request_id)
             await send_error(send, internal_error(), context, error_body)
             return
-        answer = context.answer
-        if answer is not None:  # the edge's: the head made and written with the body at once
-            await answer(200, body)
+        edge = context.reply
+        if edge is not None:  # the edge's: the head made and written with the body at once
+            await edge.answer(200, body)
         else:
             # `send_json_bytes`'s two messages, sent here: its coroutine and its loop over
             # the headers would be a layer more on every answer.
@@ -218,7 +219,7 @@ async def stream(
     the last read's text, finish and usage go out in one write.
     """
     loop = loop if loop is not None else asyncio.get_running_loop()
-    wire = _Wire(send, renderer, context.request_id, keepalive_s, loop)
+    wire = _Wire(send, renderer, context.request_id, keepalive_s, loop, context.reply)
     try:
         try:
             async for event in events:
@@ -275,6 +276,7 @@ class _Wire:
         "_loop",
         "_pending",
         "_renderer",
+        "_reply",
         "_request_id",
         "_send",
         "active",
@@ -289,8 +291,11 @@ class _Wire:
         request_id: str,
         interval: float,
         loop: asyncio.AbstractEventLoop,
+        reply: Replies | None = None,
     ) -> None:
         self._send = send
+        self._reply = reply
+        """The edge's way to write the stream (without messages), if there is one."""
         self._renderer = renderer
         self._request_id = request_id
         self._interval = interval
@@ -317,10 +322,17 @@ class _Wire:
         self.active = True
         if self.held:
             frames, self.held = self.held + frames, []
+        reply = self._reply
         if not self.started:
             self.started = True
-            await start_stream(self._send, self._request_id)
             frames.insert(0, self._renderer.start())
+            if reply is not None:  # the head written with the first frames
+                await reply.open_stream(b"".join(frames), more)
+                return
+            await start_stream(self._send, self._request_id)
+        if reply is not None:
+            await reply.chunk(b"".join(frames), more)
+            return
         await self._send(
             {"type": "http.response.body", "body": b"".join(frames), "more_body": more}
         )
@@ -347,9 +359,16 @@ class _Wire:
     async def _keep_alive(self, *, opens: bool) -> None:
         try:
             body = sse.comment()
+            reply = self._reply
             if opens:
-                await start_stream(self._send, self._request_id)
                 body = self._renderer.start() + body
+                if reply is not None:
+                    await reply.open_stream(body)
+                    return
+                await start_stream(self._send, self._request_id)
+            if reply is not None:
+                await reply.chunk(body)
+                return
             await self._send({"type": "http.response.body", "body": body, "more_body": True})
         finally:
             self._pending = None

@@ -31,8 +31,6 @@ WATCH_AFTER_S = 0.05
 `CYCLE`)."""
 
 Scope = dict[str, Any]
-Answer = Callable[[int, bytes], Awaitable[None]]
-"""A JSON response sent whole: its status and body (`RequestContext.answer`)."""
 Receive = Callable[[], Awaitable[dict[str, Any]]]
 Send = Callable[[dict[str, Any]], Awaitable[None]]
 
@@ -209,6 +207,45 @@ class Cycle(Protocol):
         """The whole response at once, as the two ASGI messages of a body with its length
         would send it: `fields` are its header lines (`name: value` and CRLF each, names in
         lowercase, `content-length` among them), the caller's own and valid as made."""
+        ...
+
+    def open_stream(self, status: int, fields: bytes, body: bytes, more: bool) -> Awaitable[None]:
+        """A response of unknown length begun, as its start and first body messages would
+        begin it: its head (`fields` as `answer`'s, without a length: the body goes chunked)
+        and `body`, in one write; `more=False` ends it there."""
+        ...
+
+    def chunk(self, body: bytes, more: bool) -> Awaitable[None]:
+        """The next body of a response `open_stream` began, as its body message would send
+        it; `more=False` ends the response."""
+        ...
+
+
+def header_pairs(fields: bytes) -> list[tuple[bytes, bytes]]:
+    """Header lines (`Cycle.answer`'s fields: `name: value` and CRLF each) as an ASGI
+    message's headers."""
+    pairs = []
+    for line in fields.split(b"\r\n")[:-1]:
+        name, _, value = line.partition(b": ")
+        pairs.append((name, value))
+    return pairs
+
+
+class Replies(Protocol):
+    """How a front's own responses go out with what the edge adds to them (the request id;
+    on a turn, the overhead), written by the server's protocol at once when it can
+    (`RequestContext.reply`: the edge's telemetry, `Served`)."""
+
+    def answer(self, status: int, body: bytes) -> Awaitable[None]:
+        """A JSON response, whole."""
+        ...
+
+    def open_stream(self, body: bytes, more: bool = True) -> Awaitable[None]:
+        """An event stream (status 200) begun with its first frames; `more=False` ends it."""
+        ...
+
+    def chunk(self, body: bytes, more: bool = True) -> Awaitable[None]:
+        """The stream's next frames; `more=False` ends it."""
         ...
 
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from policies import CallContext, Principal
 
-from .asgi import Answer, Scope
+from .asgi import Replies, Scope
 from .routing import UNROUTED, Route
 
 REQUEST_ID_HEADER = "x-request-id"
@@ -86,9 +86,10 @@ class RequestContext:
     route: Route
     """The route table's row for its path (`server/routes.py`), found at the edge."""
     stats: RequestStats
-    answer: Answer | None
-    """How a JSON response is sent whole, with what the edge adds to it (its telemetry's
-    `Served.answer`); None without the edge (then as ASGI messages)."""
+    reply: Replies | None
+    """How the front's own responses go out, with what the edge adds to them (its
+    telemetry's `Served`, until the request ends); None without the edge (then as ASGI
+    messages)."""
 
     def __init__(self, request_id: str, headers: Mapping[str, str]) -> None:
         self.request_id = request_id
@@ -97,7 +98,7 @@ class RequestContext:
         self.deadline = None
         self.route = UNROUTED
         self.stats = RequestStats()
-        self.answer = None
+        self.reply = None
 
     def caller(self, must_ask: frozenset[str] = frozenset()) -> CallContext:
         """What the gate knows of this request."""

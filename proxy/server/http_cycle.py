@@ -23,7 +23,7 @@ from uvicorn.protocols.http.httptools_impl import (
 from uvicorn.protocols.utils import get_client_addr, get_path_with_query_string
 
 from ..upstreams.expiry import Expiry
-from .asgi import CYCLE
+from .asgi import CYCLE, header_pairs
 
 Message = dict[str, Any]
 
@@ -201,10 +201,64 @@ class LeanCycle(RequestResponseCycle):
         self._complete()
         return self.sent
 
+    def open_stream(self, status: int, fields: bytes, body: bytes, more: bool) -> Any:
+        """`asgi.Cycle.open_stream`: the head, chunked, and the first body in one write, as
+        `answer` writes a whole response (and through `send` where it would)."""
+        if self.disconnected:
+            return self.sent
+        items = self.default_items
+        if (
+            items is None
+            or self.response_started
+            or self.flow.write_paused
+            or self.scope["method"] == "HEAD"
+        ):
+            return self._stream_by_messages(status, fields, body, more)
+        self.response_started = True
+        self.waiting_for_100_continue = False
+        if self.access_log:
+            self._log_access(status)
+        self.chunked_encoding = True
+        head = [STATUS_LINE[status], *items, fields]
+        if not self.keep_alive:
+            head.append(b"connection: close\r\n")
+        head.append(b"transfer-encoding: chunked\r\n\r\n")
+        if body:
+            head.append(b"%x\r\n%b\r\n" % (len(body), body))
+        if not more:
+            head.append(b"0\r\n\r\n")
+        self.transport.write(b"".join(head))
+        if not more:
+            self._complete()
+        return self.sent
+
+    def chunk(self, body: bytes, more: bool) -> Any:
+        """`asgi.Cycle.chunk`: what `send` does with a body of a chunked response, without
+        its message (the rest through `send`)."""
+        if self.disconnected:
+            return self.sent
+        if self.flow.write_paused or self.response_complete or not self.chunked_encoding:
+            return self.send({"type": "http.response.body", "body": body, "more_body": more})
+        if body:
+            end = b"" if more else b"0\r\n\r\n"
+            self.transport.write(b"%x\r\n%b\r\n%b" % (len(body), body, end))
+        elif not more:
+            self.transport.write(b"0\r\n\r\n")
+        if not more:
+            self._complete()
+        return self.sent
+
     async def _answer_by_messages(self, status: int, fields: bytes, body: bytes) -> None:
-        headers = [tuple(line.split(b": ", 1)) for line in fields.split(b"\r\n")[:-1]]
+        headers = header_pairs(fields)
         await self.send({"type": "http.response.start", "status": status, "headers": headers})
         await self.send({"type": "http.response.body", "body": body})
+
+    async def _stream_by_messages(
+        self, status: int, fields: bytes, body: bytes, more: bool
+    ) -> None:
+        headers = header_pairs(fields)
+        await self.send({"type": "http.response.start", "status": status, "headers": headers})
+        await self.send({"type": "http.response.body", "body": body, "more_body": more})
 
     async def _send_when_writable(self, message: Message) -> None:
         await self.flow.drain()

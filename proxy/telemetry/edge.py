@@ -15,7 +15,7 @@ from starlette.responses import JSONResponse, Response
 from registry import trace_headers
 
 from ..config import Settings
-from ..server.asgi import CYCLE, Receive, Scope, Send
+from ..server.asgi import CYCLE, Receive, Scope, Send, header_pairs
 from ..server.context import (
     REQUEST_ID_HEADER,
     RequestContext,
@@ -44,6 +44,11 @@ _JSON = (b"content-type", b"application/json")
 """The content types the fronts answer turns with (`server/asgi.py`)."""
 _JSON_FIELDS = b"content-type: application/json\r\ncontent-length: %d\r\nx-request-id: %b\r\n"
 _OVERHEAD_FIELD = _OVERHEAD + b": %.2f\r\n"
+_STREAM_FIELDS = (
+    b"content-type: text/event-stream; charset=utf-8\r\ncache-control: no-cache\r\n"
+    b"x-accel-buffering: no\r\nx-request-id: %b\r\n"
+)
+"""An event stream's own header lines (`asgi.start_stream`'s), before the request id's."""
 DISCONNECTED = 499
 """The status counted for a request whose client left before any answer (as nginx does)."""
 
@@ -138,7 +143,7 @@ class Telemetry:
         method: str = scope["method"]
         turn = route.turn and method == "POST"
         served = Served(receive, send, context, turn, self.metrics, scope, drain)
-        context.answer = served.answer
+        context.reply = served
         tracing = self.tracing
         if tracing is not None:
             span, token = tracing.start_request(
@@ -242,9 +247,9 @@ class Served:
         return self._send({**message, "headers": headers})
 
     def answer(self, status: int, body: bytes) -> Awaitable[None]:
-        """A JSON response sent whole (`RequestContext.answer`): what `send` makes of its two
-        messages, the request id and (on a turn) the overhead with them, written by the
-        server's protocol at once when it can (`Cycle.answer`), else sent as those messages."""
+        """A JSON response sent whole (`asgi.Replies`): what `send` makes of its two messages,
+        the request id and (on a turn) the overhead with them, written by the server's
+        protocol at once when it can (`Cycle.answer`), else sent as those messages."""
         context = self._context
         stats = context.stats
         stats.status = status
@@ -257,10 +262,48 @@ class Served:
             return cycle.answer(status, fields, body)
         return self._answer_by_messages(status, fields, body)
 
+    def open_stream(self, body: bytes, more: bool = True) -> Awaitable[None]:
+        """An event stream begun with its first frames (`asgi.Replies`): what `send` makes of
+        its start and first body (the request id; on a turn, the stream noted and counted
+        open, and the overhead in its last body), written at once when the server's protocol
+        can (`Cycle.open_stream`), else sent as those messages."""
+        context = self._context
+        stats = context.stats
+        stats.status = 200
+        if self._turn:
+            stats.streamed = True
+            if self._metrics is not None:
+                self._metrics.open_streams.inc()
+        if not more:
+            self._complete = True
+            if stats.streamed:
+                body = self._last_body(body)
+        fields = _STREAM_FIELDS % context.request_id.encode()
+        cycle = self._cycle
+        if cycle is not None:
+            return cycle.open_stream(200, fields, body, more)
+        return self._stream_by_messages(fields, body, more)
+
+    def chunk(self, body: bytes, more: bool = True) -> Awaitable[None]:
+        """The stream's next frames (`asgi.Replies`), as `send` sends a body."""
+        if not more:
+            self._complete = True
+            if self._context.stats.streamed:
+                body = self._last_body(body)
+        cycle = self._cycle
+        if cycle is not None:
+            return cycle.chunk(body, more)
+        return self._send({"type": "http.response.body", "body": body, "more_body": more})
+
     async def _answer_by_messages(self, status: int, fields: bytes, body: bytes) -> None:
-        headers = [tuple(line.split(b": ", 1)) for line in fields.split(b"\r\n")[:-1]]
+        headers = header_pairs(fields)
         await self._send({"type": "http.response.start", "status": status, "headers": headers})
         await self._send({"type": "http.response.body", "body": body})
+
+    async def _stream_by_messages(self, fields: bytes, body: bytes, more: bool) -> None:
+        headers = header_pairs(fields)
+        await self._send({"type": "http.response.start", "status": 200, "headers": headers})
+        await self._send({"type": "http.response.body", "body": body, "more_body": more})
 
     def end(self) -> None:
         """The request is over: its status settled, its metrics, span and summary line; the
@@ -268,9 +311,9 @@ class Served:
         try:
             now = time.perf_counter()
             context = self._context
-            # Its `answer` (this `Served`'s, which holds it): the reference cycle broken, so
-            # the request's objects are freed now, not by the cyclic collector.
-            context.answer = None
+            # Its `reply` (this `Served`, which holds it): the reference cycle broken, so the
+            # request's objects are freed now, not by the cyclic collector.
+            context.reply = None
             stats = context.stats
             cycle = self._cycle
             if cycle is not None and cycle.disconnected:
@@ -296,15 +339,16 @@ class Served:
                 self._drain.leave()
 
     def _last(self, message: Message) -> Message:
+        """A stream's last body message with the overhead (`_last_body`)."""
+        return {**message, "body": self._last_body(message.get("body", b""))}
+
+    def _last_body(self, body: bytes) -> bytes:
         """A stream's last body with the overhead as an SSE comment (which every client's
         parser skips): before Chat's closing `[DONE]`, else after the last event."""
         comment = b": " + _OVERHEAD + b"=" + _overhead_ms(self._context.stats)
-        body: bytes = message.get("body", b"")
         if body.endswith(_DONE):
-            body = body[: -len(_DONE)] + comment + b"\n\n" + _DONE
-        else:
-            body += comment + b"\n\n"
-        return {**message, "body": body}
+            return body[: -len(_DONE)] + comment + b"\n\n" + _DONE
+        return body + comment + b"\n\n"
 
 
 def _overhead_ms(stats: RequestStats) -> bytes:

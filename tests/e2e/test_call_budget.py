@@ -41,7 +41,7 @@ _COUNTED = 12
 
 BUDGETS = {
     "chat": 94,
-    "chat-stream": 190,
+    "chat-stream": 183,
     "chat-tool-round": 314,
     "responses": 119,
     "messages": 111,

@@ -127,7 +127,7 @@ async def served(
     if kept:
         builder.keeps = True
         source = _Kept(source, builder, prepared, store)  # type: ignore[arg-type]
-    context: Any = SimpleNamespace(request_id="req_1")
+    context: Any = SimpleNamespace(request_id="req_1", reply=None)
     await stream(source, ResponseStream(builder), send, context, lambda exc: exc.body())
     writes = [m["body"] for m in sent if m["type"] == "http.response.body"]
     return writes, store, builder

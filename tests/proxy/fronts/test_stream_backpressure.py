@@ -29,7 +29,7 @@ class _Renderer:
         return [b"error\n"]
 
 
-CONTEXT: Any = SimpleNamespace(request_id="req-1")
+CONTEXT: Any = SimpleNamespace(request_id="req-1", reply=None)
 
 
 async def test_a_client_that_does_not_read_holds_the_turn_back() -> None:

@@ -1010,6 +1010,72 @@ async def test_an_answer_written_at_once_is_what_its_two_messages_write(
     assert by_messages == ([] if direct else [200])
 
 
+_STREAM_FIELDS = b"content-type: text/event-stream\r\nx-request-id: r1\r\n"
+
+
+def _streamed(bodies: list[tuple[bytes, bool]]) -> tuple[App, App]:
+    """An app that sends `bodies` (each with its `more`) by `open_stream` and `chunk`, and one
+    that sends them as ASGI messages."""
+
+    async def direct(scope: Message, receive: Any, send: Any) -> None:
+        cycle = scope[CYCLE]
+        (first, more), *rest = bodies
+        await cycle.open_stream(200, _STREAM_FIELDS, first, more)
+        for body, more in rest:
+            await cycle.chunk(body, more)
+
+    async def by_messages(scope: Message, receive: Any, send: Any) -> None:
+        headers = [tuple(line.split(b": ", 1)) for line in _STREAM_FIELDS.split(b"\r\n")[:-1]]
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        for body, more in bodies:
+            await send({"type": "http.response.body", "body": body, "more_body": more})
+
+    return direct, by_messages
+
+
+@pytest.mark.parametrize(
+    "bodies",
+    [
+        [(b"data: 1\n\n", True), (b"data: 2\n\n", True), (b"", False)],
+        [(b"data: 1\n\n", True), (b"data: 2\n\n", False)],
+        [(b"data: 1\n\n", False)],
+        [(b"", True), (b"data: 1\n\n", False)],
+    ],
+)
+@pytest.mark.parametrize(
+    ("request_line", "defaults"),
+    [
+        (b"POST /v1/chat/completions HTTP/1.1", [(b"server", b"uvicorn")]),
+        (b"POST /v1/chat/completions HTTP/1.0", [(b"server", b"uvicorn")]),
+        (b"POST /v1/chat/completions HTTP/1.1", [(b"Connection", b"close")]),
+        (b"HEAD /v1/chat/completions HTTP/1.1", []),
+    ],
+)
+async def test_a_stream_written_at_once_is_what_its_messages_write(
+    bodies: list[tuple[bytes, bool]], request_line: bytes, defaults: list[tuple[bytes, bytes]]
+) -> None:
+    """`Cycle.open_stream` writes the head (chunked) with the first body and `chunk` each
+    next one, as the ASGI messages of the same headers and bodies would, the connection
+    closed when they would close it; the head and the first body in one write."""
+    raw = POST.replace(POST.split(b"\r\n")[0], request_line)
+    direct, by_messages = _streamed(bodies)
+
+    async def outcome(app: App) -> tuple[bytes, bool, int]:
+        served = _Served(app, **_QUIET)
+        served.state.default_headers = defaults
+        answer = await served.request(raw)
+        return answer, served.transport.closed, len(served.transport.writes)
+
+    made, closed, writes = await outcome(direct)
+    sent, sent_closed, sent_writes = await outcome(by_messages)
+    assert (made, closed) == (sent, sent_closed)
+    if request_line.startswith(b"POST"):
+        assert b"transfer-encoding: chunked" in made and made.endswith(b"0\r\n\r\n")
+        if bodies[0][0] and defaults != [(b"Connection", b"close")]:  # (that one: by `send`)
+            # The head went out with the first body: a write less.
+            assert writes == sent_writes - 1
+
+
 async def test_an_answer_waits_for_a_full_write_buffer_and_not_after_the_client_left() -> None:
     served = _Served(_answered, **_QUIET)
     served.protocol.pause_writing()

@@ -109,7 +109,7 @@ async def test_a_disconnect_is_noted_only_before_the_answer_is_complete() -> Non
 
 
 class _Answering:
-    """A server's `Cycle` that records the whole answers it is given."""
+    """A server's `Cycle` that records the whole answers and the streams it is given."""
 
     disconnected = False
 
@@ -118,6 +118,14 @@ class _Answering:
 
     def answer(self, status: int, fields: bytes, body: bytes) -> Any:
         self.answers.append((status, fields, body))
+        return _done()
+
+    def open_stream(self, status: int, fields: bytes, body: bytes, more: bool) -> Any:
+        self.streamed: list[tuple[Any, ...]] = [(status, fields, body, more)]
+        return _done()
+
+    def chunk(self, body: bytes, more: bool) -> Any:
+        self.streamed.append((body, more))
         return _done()
 
 
@@ -156,6 +164,50 @@ async def test_an_answer_sent_whole_is_what_send_makes_of_its_two_messages() -> 
         assert lines[-1] == b"" and len(lines) == (5 if turn else 4)
         if turn:
             assert lines[3].startswith(OVERHEAD_HEADER.encode() + b": ")
+
+
+async def test_a_stream_opened_and_chunked_is_what_send_makes_of_its_messages() -> None:
+    """`open_stream` and `chunk` send what `send` makes of an event stream's start and
+    bodies (the request id; on a turn, the stream counted and the overhead in its last body),
+    as messages without a server's `Cycle`, or given to it at once."""
+    event_stream = (b"content-type", b"text/event-stream; charset=utf-8")
+    start_headers = [
+        event_stream,
+        (b"cache-control", b"no-cache"),
+        (b"x-accel-buffering", b"no"),
+        (b"x-request-id", b"req-1"),
+    ]
+    for bodies in ([b"data: 1\n\n", b"data: [DONE]\n\n"], [b"data: [DONE]\n\n"]):
+        by_send, by_replies = Sent(), Sent()
+        served = _served(by_send)
+        await served.send({"type": "http.response.start", "status": 200, "headers": start_headers})
+        for at, body in enumerate(bodies):
+            more = at < len(bodies) - 1
+            await served.send({"type": "http.response.body", "body": body, "more_body": more})
+        replying = _served(by_replies)
+        await replying.open_stream(bodies[0], len(bodies) > 1)
+        for at, body in enumerate(bodies[1:], 2):
+            await replying.chunk(body, at < len(bodies))
+        assert replying._context.stats.streamed and replying._context.stats.status == 200
+        sent, replied = by_send.messages, by_replies.messages
+        assert sent[0] == replied[0]
+        assert [m["body"].split(b": x-toolwire")[0] for m in sent[1:]] == [
+            m["body"].split(b": x-toolwire")[0] for m in replied[1:]
+        ]
+        assert replied[-1]["body"].endswith(b"\n\ndata: [DONE]\n\n")
+        assert b": " + OVERHEAD_HEADER.encode() + b"=" in replied[-1]["body"]
+
+    cycle = _Answering()
+    scope = {"method": "POST", "path": "/v1/x", CYCLE: cycle}
+    context = RequestContext("req-3", {})
+    context.route = CHAT
+    told = Served(_no_receive, Sent(), context, True, None, scope)
+    await told.open_stream(b"data: 1\n\n")
+    await told.chunk(b"data: [DONE]\n\n", False)
+    (status, fields, first, more), (last, last_more) = cycle.streamed
+    assert (status, first, more, last_more) == (200, b"data: 1\n\n", True, False)
+    assert fields.endswith(b"x-request-id: req-3\r\n") and b"text/event-stream" in fields
+    assert last.startswith(b": " + OVERHEAD_HEADER.encode() + b"=")
 
 
 async def _no_receive() -> Message:
