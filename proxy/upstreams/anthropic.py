@@ -15,6 +15,7 @@ from ..errors import UpstreamError
 from . import anthropic_answers, conversion, direct_answers, direct_requests
 from . import anthropic_fixes as fixes
 from .base import TRACE_HEADERS, Chunk, Fault, provider_chunk, with_trace
+from .forwarded import ForwardedHeaders
 from .openai_chat import as_chunk, model_ids
 from .provider import ProviderUpstream, Request
 from .text_scanners import anthropic_text
@@ -39,6 +40,8 @@ class AnthropicDialect:
         self._usual = http1.Headers(usual)
         """The headers of a request that brings none to add (no key of its own to forward,
         no trace context): made once, their head's lines too."""
+        self._forwarded = ForwardedHeaders(self._headers, ("x-api-key", "authorization"))
+        """The headers with each client key forwarded (no key of the upstream's own)."""
 
     def request(self, body: dict[str, Any]) -> Request:
         # The loop's body as it is first: a plain one (no provider key, its one system
@@ -66,7 +69,7 @@ class AnthropicDialect:
             if not self._config.api_key and (
                 incoming.get("x-api-key") or incoming.get("authorization")
             ):
-                return self._headers(incoming)
+                return self._forwarded(incoming)
             for name in TRACE_HEADERS:
                 if incoming.get(name):
                     return self._headers(incoming)

@@ -19,6 +19,7 @@ from ..errors import UpstreamError
 from . import conversion, direct_answers, direct_requests, gemini_answers
 from . import gemini_fixes as fixes
 from .base import Chunk, Fault, provider_chunk, with_trace
+from .forwarded import ForwardedHeaders
 from .openai_chat import as_chunk
 from .provider import ProviderUpstream, Request
 from .text_scanners import gemini_text
@@ -35,6 +36,8 @@ class GeminiDialect:
         self._urls: dict[tuple[str, bool], str] = {}
         """Each model's URL, streamed and not (made once: quoting costs more than the rest
         of a plain request's URL)."""
+        self._forwarded = ForwardedHeaders(self._headers, ("x-goog-api-key", "authorization"))
+        """The headers for each client key (the upstream's own key, if it has one, instead)."""
 
     def request(self, body: dict[str, Any]) -> Request:
         messages, kept = conversion.take_provider_data(body.get("messages") or [], "gemini")
@@ -68,6 +71,11 @@ class GeminiDialect:
         return url
 
     def headers(self, incoming: Mapping[str, str] | None) -> tuple[dict[str, str], str]:
+        if incoming:
+            return self._forwarded(incoming)
+        return self._headers(incoming)
+
+    def _headers(self, incoming: Mapping[str, str] | None) -> tuple[dict[str, str], str]:
         headers = {"Content-Type": "application/json"}
         key = self._config.api_key
         if not key and incoming:

@@ -26,6 +26,7 @@ from .base import (
     strip_provider,
     with_trace,
 )
+from .forwarded import ForwardedHeaders
 from .provider import ProviderUpstream, Request
 from .relay import TextScanner
 from .transport import Transport, error_message
@@ -45,6 +46,8 @@ class ChatDialect:
         self._usual = http1.Headers(usual)
         """The headers of a request that brings none to add (no key of its own to forward,
         no trace context): made once, their head's lines too."""
+        self._forwarded = ForwardedHeaders(functools.partial(bearer, ""), ("authorization",))
+        """The headers with each client key forwarded (no key of the upstream's own)."""
 
     def request(self, body: dict[str, Any]) -> Request:
         payload = body
@@ -70,7 +73,7 @@ class ChatDialect:
     def headers(self, incoming: Mapping[str, str] | None) -> tuple[dict[str, str], str]:
         if incoming:
             if not self._api_key and incoming.get("authorization"):
-                return bearer(self._api_key, incoming)
+                return self._forwarded(incoming)
             for name in TRACE_HEADERS:
                 if incoming.get(name):
                     return bearer(self._api_key, incoming)

@@ -11,6 +11,7 @@ from ..config import UpstreamConfig
 from . import conversion, direct_requests, responses_answers
 from . import responses_fixes as fixes
 from .base import Chunk, Fault, provider_chunk
+from .forwarded import ForwardedHeaders
 from .openai_chat import as_chunk, bearer, model_ids
 from .provider import ProviderUpstream, Request
 from .transport import Transport, error_message
@@ -28,6 +29,10 @@ class ResponsesDialect:
         self._url = f"{config.base_url}/responses"
         self.models_url = f"{config.base_url}/models"
         self._tools = direct_requests.responses_tools()
+        self._forwarded = ForwardedHeaders(
+            functools.partial(bearer, config.api_key), ("authorization",)
+        )
+        """The headers for each client key (the upstream's own key, if it has one, instead)."""
 
     def request(self, body: dict[str, Any]) -> Request:
         messages, kept = conversion.take_provider_data(body.get("messages") or [], _KEY)
@@ -48,6 +53,8 @@ class ResponsesDialect:
         )
 
     def headers(self, incoming: Mapping[str, str] | None) -> tuple[dict[str, str], str]:
+        if incoming:
+            return self._forwarded(incoming)
         return bearer(self._api_key, incoming)
 
     def models(self, payload: Any) -> list[str]:
