@@ -161,11 +161,8 @@ class LeanCycle(RequestResponseCycle):
         if self.scope["method"] == "HEAD":
             self.expected_content_length = 0
         elif self.chunked_encoding:
-            if body:
-                end = b"" if more_body else b"0\r\n\r\n"
-                self.transport.write(b"%x\r\n%b\r\n%b" % (len(body), body, end))
-            elif not more_body:
-                self.transport.write(b"0\r\n\r\n")
+            self._write_chunk(b"", body, more_body)
+            return self.sent
         else:
             self._write_within_length(body)
         if not more_body:
@@ -174,30 +171,15 @@ class LeanCycle(RequestResponseCycle):
 
     def answer(self, status: int, fields: bytes, body: bytes) -> Any:
         """`asgi.Cycle.answer`: the head and the body in one write, with no message to read
-        and no header to judge (the server's own were judged once, `_items`). Where `send`
-        would do more than that (a write to wait for, the server's own headers to judge with
-        the app's, a HEAD request, a response already begun), the two messages go through
-        `send`."""
+        and no header to judge (the server's own were judged once, `_items`); through `send`
+        where it would do more (`_begun_at_once`)."""
         if self.disconnected:
             return self.sent
-        items = self.default_items
-        if (
-            items is None
-            or self.response_started
-            or self.flow.write_paused
-            or self.scope["method"] == "HEAD"
-        ):
+        items = self._begun_at_once(status)
+        if items is None:
             return self._answer_by_messages(status, fields, body)
-        self.response_started = True
-        self.waiting_for_100_continue = False
-        if self.access_log:
-            self._log_access(status)
-        if self.keep_alive:
-            self.transport.write(b"".join((STATUS_LINE[status], *items, fields, b"\r\n", body)))
-        else:
-            close = b"connection: close\r\n\r\n"
-            self.transport.write(b"".join((STATUS_LINE[status], *items, fields, close, body)))
-        self.expected_content_length = 0
+        end = b"\r\n" if self.keep_alive else b"connection: close\r\n\r\n"
+        self.transport.write(b"".join((STATUS_LINE[status], *items, fields, end, body)))
         self._complete()
         return self.sent
 
@@ -206,30 +188,13 @@ class LeanCycle(RequestResponseCycle):
         `answer` writes a whole response (and through `send` where it would)."""
         if self.disconnected:
             return self.sent
-        items = self.default_items
-        if (
-            items is None
-            or self.response_started
-            or self.flow.write_paused
-            or self.scope["method"] == "HEAD"
-        ):
+        items = self._begun_at_once(status)
+        if items is None:
             return self._stream_by_messages(status, fields, body, more)
-        self.response_started = True
-        self.waiting_for_100_continue = False
-        if self.access_log:
-            self._log_access(status)
         self.chunked_encoding = True
-        head = [STATUS_LINE[status], *items, fields]
-        if not self.keep_alive:
-            head.append(b"connection: close\r\n")
-        head.append(b"transfer-encoding: chunked\r\n\r\n")
-        if body:
-            head.append(b"%x\r\n%b\r\n" % (len(body), body))
-        if not more:
-            head.append(b"0\r\n\r\n")
-        self.transport.write(b"".join(head))
-        if not more:
-            self._complete()
+        close = b"" if self.keep_alive else b"connection: close\r\n"
+        head = (STATUS_LINE[status], *items, fields, close, b"transfer-encoding: chunked\r\n\r\n")
+        self._write_chunk(b"".join(head), body, more)
         return self.sent
 
     def chunk(self, body: bytes, more: bool) -> Any:
@@ -239,14 +204,39 @@ class LeanCycle(RequestResponseCycle):
             return self.sent
         if self.flow.write_paused or self.response_complete or not self.chunked_encoding:
             return self.send({"type": "http.response.body", "body": body, "more_body": more})
+        self._write_chunk(b"", body, more)
+        return self.sent
+
+    def _begun_at_once(self, status: int) -> list[bytes] | None:
+        """The response begun, to be written without its messages: the server's headers as
+        the head's items. None when `send` must do it: a write to wait for, the server's
+        headers to judge with the app's (`_items`), a HEAD request, a response begun."""
+        items = self.default_items
+        if (
+            items is None
+            or self.response_started
+            or self.flow.write_paused
+            or self.scope["method"] == "HEAD"
+        ):
+            return None
+        self.response_started = True
+        self.waiting_for_100_continue = False
+        if self.access_log:
+            self._log_access(status)
+        return items
+
+    def _write_chunk(self, head: bytes, body: bytes, more: bool) -> None:
+        """`body` as a chunk after `head` (empty, or the response's head), in one write; with
+        the last chunk's mark, and the response complete, unless `more`."""
         if body:
             end = b"" if more else b"0\r\n\r\n"
-            self.transport.write(b"%x\r\n%b\r\n%b" % (len(body), body, end))
+            self.transport.write(b"%b%x\r\n%b\r\n%b" % (head, len(body), body, end))
         elif not more:
-            self.transport.write(b"0\r\n\r\n")
+            self.transport.write(head + b"0\r\n\r\n")
+        elif head:
+            self.transport.write(head)
         if not more:
             self._complete()
-        return self.sent
 
     async def _answer_by_messages(self, status: int, fields: bytes, body: bytes) -> None:
         headers = header_pairs(fields)
