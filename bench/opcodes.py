@@ -22,7 +22,6 @@ pystats'; compare counts of one bench.
 from __future__ import annotations
 
 import argparse
-import http.client
 import signal
 import sys
 import tempfile
@@ -44,8 +43,8 @@ from bench.harness import (
     upstream_command,
     write_json,
 )
-from bench.overhead_targets import specs
-from bench.workload import request_body
+from bench.overhead_targets import plain_chat_options, specs
+from bench.workload import post_plain
 
 TARGETS = {"passthrough": "pt", "floor": "floor", "toolwire": "tw"}
 TRACER = BENCH / "opcode_tracer.py"
@@ -84,15 +83,7 @@ def main(argv: list[str] | None = None) -> int:
 def run(args: argparse.Namespace) -> dict[str, Any]:
     """Each target's bytecodes and calls per request, function by function."""
     found: dict[str, dict[str, list[float]]] = {}
-    options = argparse.Namespace(
-        apis=("chat",),
-        response_store_mib=0,
-        with_no_tools=False,
-        with_metrics_off=False,
-        reference_client="http1",
-        log_level="warning",
-        toolwire_tree=[],
-    )
+    options = plain_chat_options()
     with tempfile.TemporaryDirectory(prefix="toolwire-opcodes-") as tmp:
         workdir = Path(tmp)
         procs = Processes(workdir)
@@ -125,9 +116,9 @@ def _counted(
     server = procs.serve(key, [part.replace("{out}", str(out)) for part in cmd], None)
     procs.wait_ready(server, timeout=args.start_timeout)
     port = int(server.base.rsplit(":", 1)[1])
-    _post(port, args.warmup, args.stream)
+    post_plain(port, args.warmup, args.stream)
     first = _written(server.proc, out, 1)
-    _post(port, args.requests, args.stream)
+    post_plain(port, args.requests, args.stream)
     second = _written(server.proc, out, 2)
     procs.stop(server.proc)
     return per_request(first, second, args.requests)
@@ -147,21 +138,6 @@ def _written(proc: Any, out: Path, number: int) -> dict[str, list[int]]:
                 pass  # still being written
         time.sleep(0.05)
     raise RuntimeError(f"the traced server wrote no counts to {path}")
-
-
-def _post(port: int, count: int, stream: bool) -> None:
-    """`count` requests, one after another, each answer read whole (a stream to its end)."""
-    body = orjson.dumps(request_body(stream))
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
-    try:
-        for _ in range(count):
-            conn.request("POST", "/v1/chat/completions", body, {"content-type": "application/json"})
-            response = conn.getresponse()
-            answer = response.read()
-            if response.status != 200:
-                raise RuntimeError(f"bad answer {response.status}: {answer[:300]!r}")
-    finally:
-        conn.close()
 
 
 def per_request(

@@ -69,6 +69,20 @@ def start_targets(
     return upstream, targets
 
 
+def plain_chat_options() -> argparse.Namespace:
+    """`specs`'s options for the pass-through, the floor and toolwire answering plain Chat
+    requests (the per-request counting benches': no variants, no other tree)."""
+    return argparse.Namespace(
+        apis=("chat",),
+        response_store_mib=0,
+        with_no_tools=False,
+        with_metrics_off=False,
+        reference_client="http1",
+        log_level="warning",
+        toolwire_tree=[],
+    )
+
+
 def specs(args: argparse.Namespace, workdir: Path, upstream_url: str) -> list[Spec]:
     """Every target of this run, in the order they are measured in the first round."""
     passthrough = script("passthrough.py", "--upstream", upstream_url)

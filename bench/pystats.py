@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import argparse
 import glob
-import http.client
 import opcode
 import signal
 import sys
@@ -42,14 +41,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-import orjson
-
 if __name__ == "__main__":  # run by path, bench/ is sys.path[0]: import `bench` from the root
     sys.path[0] = str(Path(__file__).resolve().parent.parent)
 
 from bench.harness import Processes, add_json, progress, upstream_command, write_json
-from bench.overhead_targets import specs
-from bench.workload import request_body
+from bench.overhead_targets import plain_chat_options, specs
+from bench.workload import post_plain
 
 STATS_DIR = "/tmp/py_stats"
 TARGETS = {"passthrough": "pt", "floor": "floor", "toolwire": "tw"}
@@ -98,15 +95,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     """Each target's stats per request: the difference of a short and a long run."""
     Path(STATS_DIR).mkdir(exist_ok=True)
     found: dict[str, dict[str, float]] = {}
-    options = argparse.Namespace(
-        apis=("chat",),
-        response_store_mib=0,
-        with_no_tools=False,
-        with_metrics_off=False,
-        reference_client="http1",
-        log_level="warning",
-        toolwire_tree=[],
-    )
+    options = plain_chat_options()
     with tempfile.TemporaryDirectory(prefix="toolwire-pystats-") as tmp:
         procs = Processes(Path(tmp))
         try:
@@ -132,7 +121,7 @@ def _stats_of(
     before = set(glob.glob(f"{STATS_DIR}/*.txt"))
     server = procs.serve(f"{key}-{requests}", cmd, None)
     procs.wait_ready(server, timeout=args.start_timeout)
-    _post(int(server.base.rsplit(":", 1)[1]), requests, args.stream)
+    post_plain(int(server.base.rsplit(":", 1)[1]), requests, args.stream)
     server.proc.send_signal(signal.SIGINT)
     server.proc.wait(timeout=60)
     deadline = time.monotonic() + 10
@@ -143,21 +132,6 @@ def _stats_of(
             return Path(path).read_text()
         time.sleep(0.05)
     raise RuntimeError(f"{key} wrote no stats to {STATS_DIR}")
-
-
-def _post(port: int, count: int, stream: bool) -> None:
-    """`count` requests, one after another, each answer read whole (a stream to its end)."""
-    body = orjson.dumps(request_body(stream))
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
-    try:
-        for _ in range(count):
-            conn.request("POST", "/v1/chat/completions", body, {"content-type": "application/json"})
-            response = conn.getresponse()
-            answer = response.read()
-            if response.status != 200:
-                raise RuntimeError(f"bad answer {response.status}: {answer[:300]!r}")
-    finally:
-        conn.close()
 
 
 def parse(text: str) -> dict[str, int]:

@@ -7,7 +7,10 @@ text, which every load generator checks in every answer.
 
 from __future__ import annotations
 
+import http.client
 from typing import Any
+
+import orjson
 
 TEXT = "The quick brown fox jumps over the lazy dog while the proxy keeps up."
 """What the fake upstream answers (in `CHUNKS` content chunks when streamed)."""
@@ -58,3 +61,23 @@ def request_body(stream: bool, api: str = "chat") -> dict[str, Any]:
     if stream:
         body["stream"] = True
     return body
+
+
+def post_plain(port: int, count: int, stream: bool) -> None:
+    """`count` plain Chat requests to the server on `port`, one after another on one
+    connection, each answer read whole (a stream to its end).
+
+    Raises:
+        RuntimeError: an answer that is not a 200.
+    """
+    body = orjson.dumps(request_body(stream))
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+    try:
+        for _ in range(count):
+            conn.request("POST", "/v1/chat/completions", body, {"content-type": "application/json"})
+            response = conn.getresponse()
+            answer = response.read()
+            if response.status != 200:
+                raise RuntimeError(f"bad answer {response.status}: {answer[:300]!r}")
+    finally:
+        conn.close()
