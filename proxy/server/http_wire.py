@@ -22,7 +22,7 @@ What each request no longer pays, its behaviour kept:
   last one (a client's usual request): the last one's parts are kept.
 - A timer per request on reading its body (`asgi.read_body`): the scope says when the whole
   body has arrived (`BODY_ARRIVED`), and reading it then needs none; a body still coming is
-  timed by the connection's one timer (`http_cycle.Flow`), not one armed and cancelled per
+  timed by the connection's one timer (`http_flow.Flow`), not one armed and cancelled per
   read, which under uvloop costs the loop one more poll.
 - An `asyncio.Event` per request for the body's arrival (`Signal`, a lighter one), and the
   small frames of uvicorn's callbacks (the task start, the flow control's resume) inline.
@@ -58,7 +58,8 @@ from uvicorn.protocols.http.httptools_impl import HIGH_WATER_LIMIT, HttpToolsPro
 from uvicorn.server import ServerState
 
 from .asgi import BODY_ARRIVED, CYCLE
-from .http_cycle import Flow, LeanCycle
+from .http_cycle import LeanCycle
+from .http_flow import Flow
 
 
 class LeanHttpTools(HttpToolsProtocol):

@@ -20,7 +20,7 @@ from uvicorn.server import ServerState
 
 from proxy.server import http_cycle
 from proxy.server.asgi import BODY_ARRIVED, CYCLE, DisconnectWatch, read_body
-from proxy.server.http_cycle import Flow, Signal
+from proxy.server.http_flow import Flow, Signal
 from proxy.server.http_wire import LeanHttpTools
 
 Message = dict[str, Any]
