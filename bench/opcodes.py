@@ -12,6 +12,7 @@ bytecode, but for the event loop's own timers.
 
     .venv/bin/python bench/opcodes.py                       # totals, and toolwire's busiest
     .venv/bin/python bench/opcodes.py --stream --top 40     # streamed requests
+    .venv/bin/python bench/opcodes.py --sdk-headers         # as the OpenAI SDK sends them
     .venv/bin/python bench/opcodes.py --targets toolwire --json out.json
 
 The trace counts a bytecode as the interpreter dispatches it (3.11's specialized and
@@ -60,6 +61,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     add("--warmup", type=int, default=300, help="requests before counting")
     add("--top", type=int, default=30, help="toolwire's functions listed, busiest first")
     add("--stream", action="store_true", help="streamed requests (20 chunks) instead")
+    add(
+        "--sdk-headers",
+        action="store_true",
+        help="with the 17 headers the OpenAI SDK sends (its key among them), not 4",
+    )
     add("--targets", default=",".join(TARGETS), help="servers counted, comma-separated")
     add("--start-timeout", type=float, default=120, help="seconds a server may take to start")
     add_json(parser)
@@ -97,6 +103,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         finally:
             procs.close()
     mode = "streamed" if args.stream else "unstreamed"
+    if args.sdk_headers:
+        mode += ", the SDK's headers"
     return {"requests": args.requests, "warmup": args.warmup, "mode": mode, "targets": found}
 
 
@@ -116,9 +124,9 @@ def _counted(
     server = procs.serve(key, [part.replace("{out}", str(out)) for part in cmd], None)
     procs.wait_ready(server, timeout=args.start_timeout)
     port = int(server.base.rsplit(":", 1)[1])
-    post_plain(port, args.warmup, args.stream)
+    post_plain(port, args.warmup, args.stream, args.sdk_headers)
     first = _written(server.proc, out, 1)
-    post_plain(port, args.requests, args.stream)
+    post_plain(port, args.requests, args.stream, args.sdk_headers)
     second = _written(server.proc, out, 2)
     procs.stop(server.proc)
     return per_request(first, second, args.requests)

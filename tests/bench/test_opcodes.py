@@ -5,6 +5,7 @@ run under the tracer, and the table."""
 from __future__ import annotations
 
 import sys
+from typing import Any
 
 from bench import opcodes
 from bench.harness import script
@@ -33,9 +34,18 @@ def test_each_target_runs_under_the_tracer_by_its_module_or_script() -> None:
 
 
 def test_a_traced_toolwire_counts_its_requests_functions() -> None:
-    """The real thing, briefly: toolwire under the tracer, its plain request's functions."""
-    args = opcodes.parse_args(["--targets", "toolwire", "--requests", "20", "--warmup", "10"])
-    result = opcodes.run(args)
+    """The real thing, briefly: toolwire under the tracer, its plain request's functions;
+    with the SDK's 17 headers, its context reads more of them."""
+    options = ["--targets", "toolwire", "--requests", "20", "--warmup", "10"]
+    result = opcodes.run(opcodes.parse_args(options))
+    sdk = opcodes.run(opcodes.parse_args([*options, "--sdk-headers"]))
+    assert sdk["mode"] == "unstreamed, the SDK's headers"
+
+    def context_read(found: dict[str, Any]) -> float:
+        functions = found["targets"]["toolwire"].items()
+        return next(counts[0] for name, counts in functions if name.endswith(":new_context"))
+
+    assert context_read(sdk) > 2 * context_read(result)
     functions = result["targets"]["toolwire"]
     bytecodes, calls = opcodes.totals(functions)
     assert 1000 < bytecodes < 20000 and 20 < calls < 400
