@@ -35,7 +35,8 @@ from .changes import ToolChanges
 from .elicitation import Approvals
 from .events import RETRY_MS, StreamEvents
 from .sessions import SessionManager
-from .tasks import EXTENSION, McpTasks
+from .task_wire import EXTENSION
+from .tasks import McpTasks
 from .tools import McpTools
 
 SERVER_NAME = "toolwire"

@@ -20,44 +20,45 @@ to the key that started it: any other key is told it does not exist.
 from __future__ import annotations
 
 import contextlib
-import datetime
 import logging
 import secrets
 import time
 from collections import Counter
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping
+from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
 import anyio
 import mcp_types as types
-from mcp.server.connection import Connection
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.shared.exceptions import MCPError
-from mcp.shared.inbound import MCP_NAME_HEADER, decode_header_value
+from mcp.shared.inbound import MCP_NAME_HEADER
 from mcp_types.jsonrpc import HEADER_MISMATCH
-from mcp_types.version import MODERN_PROTOCOL_VERSIONS
-from pydantic import Field, ValidationError
 
 from policies import GateDecision
 from registry import Tool
 
 from ...config import McpTasksConfig
 from ...errors import StateUnavailableError
-from ...server.context import context_of
 from ...state.mcp_tasks import McpTaskRecord, McpTaskStore
 from .content import runs_as_task
+from .task_wire import (
+    EXTENSION,
+    UpdateTaskParams,
+    declares_extension,
+    is_modern,
+    name_header,
+    owner_of,
+    result_wire,
+    task_json,
+    task_request,
+)
 from .tools import Admitted, McpTools
 
 log = logging.getLogger("toolwire.mcp")
 
-EXTENSION = "io.modelcontextprotocol/tasks"
-"""The 2026-07-28 tasks extension."""
 RELATED_TASK = "io.modelcontextprotocol/related-task"
 SERVER_INFO = "io.modelcontextprotocol/serverInfo"
-CLIENT_CAPABILITIES = "io.modelcontextprotocol/clientCapabilities"
 MISSING_CAPABILITY = -32021
-POLL_INTERVAL_MS = 500
-"""How often clients are told to poll."""
 LEASE_S = 15.0
 """How long the running replica vouches for a task; past it, the task was lost."""
 RENEW_S = 1.0
@@ -125,22 +126,22 @@ class McpTasks:
     async def __call__(
         self, ctx: ServerRequestContext[Any, Any], call_next: CallNext
     ) -> HandlerResult:
-        params = _task_request(ctx)
+        params = task_request(ctx)
         if params is None or not self._runs_as_task(ctx, params):
             return await call_next(ctx)
-        modern = _modern(ctx)
+        modern = is_modern(ctx)
         admitted = await self._tools.admit(ctx, params)
         if not isinstance(admitted, Admitted):
-            return admitted if modern else _legacy(admitted)
+            return admitted if modern else result_wire(admitted)
         if admitted.admission.verdict is not GateDecision.RUN:
             refusal = await self._tools.run(admitted)  # the gate answers with its reason
-            return refusal if modern else _legacy(refusal)
+            return refusal if modern else result_wire(refusal)
         ttl_ms = params.task.ttl if params.task is not None else None
-        record = await self.start(admitted, _owner(ctx), ttl_ms)
+        record = await self.start(admitted, owner_of(ctx), ttl_ms)
         if modern:
             meta = {SERVER_INFO: self._identity()}
-            return {"resultType": "task", **_task(record, modern=True), "_meta": meta}
-        return {"task": _task(record, modern=False)}
+            return {"resultType": "task", **task_json(record, modern=True), "_meta": meta}
+        return {"task": task_json(record, modern=False)}
 
     def _runs_as_task(
         self, ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
@@ -153,14 +154,14 @@ class McpTasks:
                 `max_running` tasks run, or the key's `max_running_per_key` (before the
                 gate: nobody approves a call that then finds no room).
         """
-        modern = _modern(ctx)
+        modern = is_modern(ctx)
         tool = self._tools.find(ctx, params.name)
         if tool is not None and not self.supports(tool):
             if modern:
                 return False
             message = f"tool {params.name!r} does not run as a task (its taskSupport is forbidden)"
             raise MCPError(types.METHOD_NOT_FOUND, message)
-        full = self._full(_owner(ctx))
+        full = self._full(owner_of(ctx))
         if full is not None:
             if modern:
                 return False
@@ -237,7 +238,7 @@ class McpTasks:
                 outcome = record.replace(
                     status="completed",
                     status_message="failed" if result.is_error else "done",
-                    result=_wire(result),
+                    result=result_wire(result),
                 )
         except Exception as exc:
             log.exception("the MCP task %s failed", record.task_id)
@@ -282,13 +283,13 @@ class McpTasks:
         self, ctx: ServerRequestContext[Any, Any], params: types.GetTaskRequestParams
     ) -> dict[str, Any]:
         record = await self._owned(ctx, params.task_id)
-        return _task(record, modern=_modern(ctx), detailed=True)
+        return task_json(record, modern=is_modern(ctx), detailed=True)
 
     async def result(
         self, ctx: ServerRequestContext[Any, Any], params: types.GetTaskPayloadRequestParams
     ) -> dict[str, Any]:
         """The call's result once the task ends (2025-11-25; waits until then)."""
-        if _modern(ctx):
+        if is_modern(ctx):
             raise MCPError(types.METHOD_NOT_FOUND, "Method not found", data="tasks/result")
         record = await self._owned(ctx, params.task_id)
         while not record.terminal:
@@ -311,20 +312,20 @@ class McpTasks:
         self, ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams
     ) -> dict[str, Any]:
         """The caller's tasks still kept, newest first (2025-11-25)."""
-        if _modern(ctx):
+        if is_modern(ctx):
             raise MCPError(types.METHOD_NOT_FOUND, "Method not found", data="tasks/list")
         if params.cursor is not None:
             raise MCPError(types.INVALID_PARAMS, f"invalid cursor: {params.cursor!r}")
         with _storing():
-            records = await self._store.owned(_owner(ctx))
-        return {"tasks": [_task(self._checked(r), modern=False) for r in records]}
+            records = await self._store.owned(owner_of(ctx))
+        return {"tasks": [task_json(self._checked(r), modern=False) for r in records]}
 
     async def cancel(
         self, ctx: ServerRequestContext[Any, Any], params: types.CancelTaskRequestParams
     ) -> dict[str, Any]:
         """Cancel a running task; a task that already ended is an error (2025-11-25) or
         acknowledged as it is (2026-07-28)."""
-        modern = _modern(ctx)
+        modern = is_modern(ctx)
         record = await self._owned(ctx, params.task_id)
         if record.terminal and not modern:
             message = f"task {record.task_id} already ended ({record.status})"
@@ -335,7 +336,7 @@ class McpTasks:
         local = self._running.get(record.task_id)
         if local is not None and kept.status == "cancelled":
             local[0].cancel()
-        return {} if modern else _task(kept, modern=False)
+        return {} if modern else task_json(kept, modern=False)
 
     async def update(
         self, ctx: ServerRequestContext[Any, Any], params: UpdateTaskParams
@@ -352,13 +353,13 @@ class McpTasks:
             MCPError: no such task for this caller (another key's is not found either),
                 or a 2026-07-28 client that did not declare the extension.
         """
-        if _modern(ctx) and not _declares_extension(ctx.params or {}):
+        if is_modern(ctx) and not declares_extension(ctx.params or {}):
             raise MCPError(
                 MISSING_CAPABILITY,
                 "Missing required client capability",
                 data={"requiredCapabilities": {"extensions": {EXTENSION: {}}}},
             )
-        named = _name_header(ctx)
+        named = name_header(ctx)
         if named is not None and named != task_id:
             # The header routes the request (to the replica holding the task, say): one
             # that names another task than the body does is refused, as the SDK refuses a
@@ -366,7 +367,7 @@ class McpTasks:
             raise MCPError(HEADER_MISMATCH, f"{MCP_NAME_HEADER} header does not match taskId")
         with _storing():
             record = await self._store.get(task_id)
-        if record is None or record.owner != _owner(ctx):
+        if record is None or record.owner != owner_of(ctx):
             raise MCPError(types.INVALID_PARAMS, f"Failed to retrieve task: {task_id!r} not found")
         checked = self._checked(record)
         if checked is record:
@@ -385,109 +386,6 @@ class McpTasks:
             status_message="the replica running the call stopped",
             error={"code": types.INTERNAL_ERROR, "message": "the replica running it stopped"},
         )
-
-
-class UpdateTaskParams(types.RequestParams):
-    """`tasks/update`'s parameters (2026-07-28)."""
-
-    task_id: str = Field(alias="taskId")
-    input_responses: dict[str, Any] = Field(default_factory=dict, alias="inputResponses")
-
-
-def _task(record: McpTaskRecord, *, modern: bool, detailed: bool = False) -> dict[str, Any]:
-    """`record` as a protocol `Task`; `detailed` (2026-07-28 `tasks/get`): with its result
-    or error inline."""
-    task: dict[str, Any] = {
-        "taskId": record.task_id,
-        "status": record.status,
-        "createdAt": _iso(record.created_at),
-        "lastUpdatedAt": _iso(record.updated_at),
-    }
-    if record.status_message is not None:
-        task["statusMessage"] = record.status_message
-    ttl_ms = int(record.ttl_s * 1000)
-    if modern:
-        task.update(ttlMs=ttl_ms, pollIntervalMs=POLL_INTERVAL_MS)
-        if detailed and record.status == "completed" and record.result is not None:
-            task["result"] = record.result
-        elif detailed and record.status == "failed":
-            task["error"] = record.error or {"code": types.INTERNAL_ERROR, "message": "failed"}
-    else:
-        task.update(ttl=ttl_ms, pollInterval=POLL_INTERVAL_MS)
-    return task
-
-
-def _wire(result: types.CallToolResult) -> dict[str, Any]:
-    """A result as every dialect carries it inside a task (no `resultType`)."""
-    wire = result.model_dump(by_alias=True, mode="json", exclude_none=True)
-    wire.pop("resultType", None)
-    return wire
-
-
-def _legacy(result: types.CallToolResult | types.InputRequiredResult) -> dict[str, Any]:
-    """A refusal as a 2025-11-25 client reads it."""
-    wire = result.model_dump(by_alias=True, mode="json", exclude_none=True)
-    wire.pop("resultType", None)
-    return wire
-
-
-def _iso(seconds: float) -> str:
-    moment = datetime.datetime.fromtimestamp(seconds, tz=datetime.UTC)
-    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
-def _modern(ctx: ServerRequestContext[Any, Any]) -> bool:
-    return ctx.protocol_version in MODERN_PROTOCOL_VERSIONS
-
-
-def _declares_extension(params: Mapping[str, Any]) -> bool:
-    """Whether a 2026-07-28 request declares the tasks extension in its capabilities."""
-    meta = params.get("_meta")
-    capabilities = meta.get(CLIENT_CAPABILITIES) if isinstance(meta, Mapping) else None
-    extensions = capabilities.get("extensions") if isinstance(capabilities, Mapping) else None
-    return isinstance(extensions, Mapping) and EXTENSION in extensions
-
-
-def _name_header(ctx: ServerRequestContext[Any, Any]) -> str | None:
-    """A 2026-07-28 request's `Mcp-Name` header (decoded), if it has one."""
-    if not _modern(ctx) or ctx.request is None:
-        return None
-    raw = ctx.request.headers.get(MCP_NAME_HEADER)
-    return None if raw is None else (decode_header_value(raw) or "")
-
-
-def _task_request(ctx: ServerRequestContext[Any, Any]) -> types.CallToolRequestParams | None:
-    """The parameters of a `tools/call` that asks for a task (2025-11-25: `task` is set)
-    or allows one (2026-07-28: the request declares the extension); None for any other.
-
-    Raises:
-        MCPError: the parameters are malformed.
-    """
-    if ctx.method != "tools/call" or not isinstance(ctx.params, Mapping):
-        return None
-    if _modern(ctx):
-        if not _declares_extension(ctx.params):
-            return None
-    elif ctx.params.get("task") is None or not _initialized(ctx):
-        return None  # a session mid-handshake gets the SDK's answer
-    try:
-        return types.CallToolRequestParams.model_validate(ctx.params, by_name=False)
-    except ValidationError:
-        raise MCPError(types.INVALID_PARAMS, "Invalid request parameters") from None
-
-
-def _initialized(ctx: ServerRequestContext[Any, Any]) -> bool:
-    """Whether a handshake session finished its handshake (else the SDK answers)."""
-    connection = getattr(ctx.session, "_connection", None)
-    return isinstance(connection, Connection) and connection.initialize_accepted
-
-
-def _owner(ctx: ServerRequestContext[Any, Any]) -> str:
-    """The name of the key that made the request; empty when authentication is off."""
-    if ctx.request is None:
-        return ""
-    principal = context_of(ctx.request.scope).principal
-    return principal.name if principal is not None else ""
 
 
 @contextlib.contextmanager
