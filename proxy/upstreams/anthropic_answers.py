@@ -134,14 +134,6 @@ class AnthropicStream(PlainStream):
         PlainStream.__init__(self)
         self._state = "new"
 
-    def event(self, event: dict[str, Any]) -> list[Chunk] | None:
-        """The chunks of one event (ping and content_block_stop are the codec's), or None
-        when it is not a plain answer's: rosetta reads it, after the kept events."""
-        chunks = self._read(event)
-        if chunks is not None:
-            self.seen.append(event)
-        return chunks
-
     @property
     def texting(self) -> bool:
         """In the answer's one text block, before any text of it was read here."""
@@ -156,6 +148,7 @@ class AnthropicStream(PlainStream):
         self._spoke = True  # as `_text` notes it
 
     def _read(self, event: dict[str, Any]) -> list[Chunk] | None:
+        # (ping and content_block_stop are the codec's: they never come here)
         kind = event.get("type")
         if kind == "message_start" and self._state == "new":
             return self._start(event)

@@ -101,6 +101,18 @@ class PlainStream:
         self._spoke = False
         """The role went out (with the first text)."""
 
+    def event(self, event: dict[str, Any]) -> list[Chunk] | None:
+        """The chunks of one event, or None when it is not a plain answer's: rosetta reads
+        it, after the events kept (`seen`)."""
+        chunks = self._read(event)
+        if chunks is not None:
+            self.seen.append(event)
+        return chunks
+
+    def _read(self, event: dict[str, Any]) -> list[Chunk] | None:
+        """One event's chunks, or None: each reader's own."""
+        raise NotImplementedError
+
     def _chunk(self, choice: dict[str, Any]) -> Chunk:
         assert self._envelope is not None
         return {"choices": [choice], **self._envelope}

@@ -76,14 +76,6 @@ class GeminiStream(PlainStream):
         self._answer: tuple[str, str] | None = None
         """The first piece's response id and model version, which every piece must share."""
 
-    def event(self, piece: dict[str, Any]) -> list[Chunk] | None:
-        """The chunks of one piece, or None when it is not a plain answer's: rosetta
-        reads it, after the kept pieces."""
-        chunks = self._read(piece)
-        if chunks is not None:
-            self.seen.append(piece)
-        return chunks
-
     def _read(self, piece: dict[str, Any]) -> list[Chunk] | None:
         if self.ended or not _PIECE_KEYS.issuperset(piece):
             return None

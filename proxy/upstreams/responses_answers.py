@@ -104,14 +104,6 @@ class ResponsesStream(PlainStream):
         PlainStream.__init__(self)
         self._state = "new"
 
-    def event(self, event: dict[str, Any]) -> list[Chunk] | None:
-        """The chunks of one event, or None when it is not a plain answer's: rosetta
-        reads it, after the kept events."""
-        chunks = self._read(event)
-        if chunks is not None:
-            self.seen.append(event)
-        return chunks
-
     def _read(self, event: dict[str, Any]) -> list[Chunk] | None:
         kind, state = event.get("type"), self._state
         step = self._STEPS.get(kind)  # type: ignore[arg-type]
