@@ -221,14 +221,21 @@ class Cycle(Protocol):
         ...
 
 
-def header_pairs(fields: bytes) -> list[tuple[bytes, bytes]]:
-    """Header lines (`Cycle.answer`'s fields: `name: value` and CRLF each) as an ASGI
-    message's headers."""
-    pairs = []
+async def send_fields(
+    send: Send, status: int, fields: bytes, body: bytes, more: bool = False
+) -> None:
+    """A response begun as the ASGI messages of its start and first body: `fields` are its
+    header lines (`Cycle.answer`'s: `name: value` and CRLF each); `more`: its body goes on.
+    What a response written at once (`Cycle.answer`, `open_stream`) is where it cannot be."""
+    headers = []
     for line in fields.split(b"\r\n")[:-1]:
         name, _, value = line.partition(b": ")
-        pairs.append((name, value))
-    return pairs
+        headers.append((name, value))
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    message: dict[str, Any] = {"type": "http.response.body", "body": body}
+    if more:
+        message["more_body"] = True
+    await send(message)
 
 
 class Replies(Protocol):

@@ -22,7 +22,7 @@ from uvicorn.protocols.http.httptools_impl import (
 )
 from uvicorn.protocols.utils import get_client_addr, get_path_with_query_string
 
-from .asgi import CYCLE, header_pairs
+from .asgi import CYCLE, send_fields
 from .http_flow import BodyTimer, Flow, Signal
 
 Message = dict[str, Any]
@@ -177,7 +177,7 @@ class LeanCycle(RequestResponseCycle):
             return self.sent
         items = self._begun_at_once(status)
         if items is None:
-            return self._answer_by_messages(status, fields, body)
+            return send_fields(self.send, status, fields, body)
         end = b"\r\n" if self.keep_alive else b"connection: close\r\n\r\n"
         self.transport.write(b"".join((STATUS_LINE[status], *items, fields, end, body)))
         self._complete()
@@ -190,7 +190,7 @@ class LeanCycle(RequestResponseCycle):
             return self.sent
         items = self._begun_at_once(status)
         if items is None:
-            return self._stream_by_messages(status, fields, body, more)
+            return send_fields(self.send, status, fields, body, more)
         self.chunked_encoding = True
         close = b"" if self.keep_alive else b"connection: close\r\n"
         head = (STATUS_LINE[status], *items, fields, close, b"transfer-encoding: chunked\r\n\r\n")
@@ -237,18 +237,6 @@ class LeanCycle(RequestResponseCycle):
             self.transport.write(head)
         if not more:
             self._complete()
-
-    async def _answer_by_messages(self, status: int, fields: bytes, body: bytes) -> None:
-        headers = header_pairs(fields)
-        await self.send({"type": "http.response.start", "status": status, "headers": headers})
-        await self.send({"type": "http.response.body", "body": body})
-
-    async def _stream_by_messages(
-        self, status: int, fields: bytes, body: bytes, more: bool
-    ) -> None:
-        headers = header_pairs(fields)
-        await self.send({"type": "http.response.start", "status": status, "headers": headers})
-        await self.send({"type": "http.response.body", "body": body, "more_body": more})
 
     async def _send_when_writable(self, message: Message) -> None:
         await self.flow.drain()

@@ -15,7 +15,7 @@ from starlette.responses import JSONResponse, Response
 from registry import trace_headers
 
 from ..config import Settings
-from ..server.asgi import CYCLE, Receive, Scope, Send, header_pairs
+from ..server.asgi import CYCLE, Receive, Scope, Send, send_fields
 from ..server.context import (
     REQUEST_ID_HEADER,
     RequestContext,
@@ -260,7 +260,7 @@ class Served:
         cycle = self._cycle
         if cycle is not None:
             return cycle.answer(status, fields, body)
-        return self._answer_by_messages(status, fields, body)
+        return send_fields(self._send, status, fields, body)
 
     def open_stream(self, body: bytes, more: bool = True) -> Awaitable[None]:
         """An event stream begun with its first frames (`asgi.Replies`): what `send` makes of
@@ -282,7 +282,7 @@ class Served:
         cycle = self._cycle
         if cycle is not None:
             return cycle.open_stream(200, fields, body, more)
-        return self._stream_by_messages(fields, body, more)
+        return send_fields(self._send, 200, fields, body, more)
 
     def chunk(self, body: bytes, more: bool = True) -> Awaitable[None]:
         """The stream's next frames (`asgi.Replies`), as `send` sends a body."""
@@ -294,16 +294,6 @@ class Served:
         if cycle is not None:
             return cycle.chunk(body, more)
         return self._send({"type": "http.response.body", "body": body, "more_body": more})
-
-    async def _answer_by_messages(self, status: int, fields: bytes, body: bytes) -> None:
-        headers = header_pairs(fields)
-        await self._send({"type": "http.response.start", "status": status, "headers": headers})
-        await self._send({"type": "http.response.body", "body": body})
-
-    async def _stream_by_messages(self, fields: bytes, body: bytes, more: bool) -> None:
-        headers = header_pairs(fields)
-        await self._send({"type": "http.response.start", "status": 200, "headers": headers})
-        await self._send({"type": "http.response.body", "body": body, "more_body": more})
 
     def end(self) -> None:
         """The request is over: its status settled, its metrics, span and summary line; the

@@ -988,13 +988,13 @@ async def test_an_answer_written_at_once_is_what_its_two_messages_write(
         return (refused[0] if refused else answer), served.transport.closed, writes
 
     by_messages: list[int] = []
-    sent_by_messages = http_cycle.LeanCycle._answer_by_messages
+    sent_by_messages = http_cycle.send_fields
 
-    def counted(cycle: Any, status: int, fields: bytes, body: bytes) -> Any:
+    def counted(send: Any, status: int, fields: bytes, body: bytes, more: bool = False) -> Any:
         by_messages.append(status)
-        return sent_by_messages(cycle, status, fields, body)
+        return sent_by_messages(send, status, fields, body, more)
 
-    monkeypatch.setattr(http_cycle.LeanCycle, "_answer_by_messages", counted)
+    monkeypatch.setattr(http_cycle, "send_fields", counted)
     logged: list[list[int]] = []
     monkeypatch.setattr(
         http_cycle.LeanCycle, "_log_access", lambda cycle, status: logged[-1].append(status)
