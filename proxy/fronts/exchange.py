@@ -15,12 +15,14 @@ from typing import Any, Generic, NamedTuple, TypeVar
 from .. import sse
 from ..errors import ClientDisconnectedError, ProxyError
 from ..server.asgi import (
+    JSON_FIELDS,
     DisconnectWatch,
     Receive,
     Replies,
     Scope,
     Send,
     read_body,
+    send_fields,
     send_json,
     start_stream,
 )
@@ -146,15 +148,8 @@ async def serve_reply(
         if edge is not None:  # the edge's: the head made and written with the body at once
             await edge.answer(200, body)
         else:
-            # `send_json_bytes`'s two messages, sent here: its coroutine and its loop over
-            # the headers would be a layer more on every answer.
-            headers = [
-                (b"content-type", b"application/json"),
-                (b"content-length", b"%d" % len(body)),
-                (b"x-request-id", context.request_id.encode()),
-            ]
-            await send({"type": "http.response.start", "status": 200, "headers": headers})
-            await send({"type": "http.response.body", "body": body})
+            fields = JSON_FIELDS % (len(body), context.request_id.encode())
+            await send_fields(send, 200, fields, body)
     except asyncio.CancelledError:
         if not watch.departed():
             raise

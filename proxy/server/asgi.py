@@ -221,6 +221,11 @@ class Cycle(Protocol):
         ...
 
 
+JSON_FIELDS = b"content-type: application/json\r\ncontent-length: %d\r\nx-request-id: %b\r\n"
+"""A JSON answer's header lines (`%` its length and its request id), as `Cycle.answer` takes
+them."""
+
+
 async def send_fields(
     send: Send, status: int, fields: bytes, body: bytes, more: bool = False
 ) -> None:

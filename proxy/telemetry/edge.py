@@ -15,7 +15,7 @@ from starlette.responses import JSONResponse, Response
 from registry import trace_headers
 
 from ..config import Settings
-from ..server.asgi import CYCLE, Receive, Scope, Send, send_fields
+from ..server.asgi import CYCLE, JSON_FIELDS, Receive, Scope, Send, send_fields
 from ..server.context import (
     REQUEST_ID_HEADER,
     RequestContext,
@@ -42,7 +42,6 @@ _REQUEST_ID = REQUEST_ID_HEADER.encode()
 _EVENT_STREAM = (b"content-type", b"text/event-stream; charset=utf-8")
 _JSON = (b"content-type", b"application/json")
 """The content types the fronts answer turns with (`server/asgi.py`)."""
-_JSON_FIELDS = b"content-type: application/json\r\ncontent-length: %d\r\nx-request-id: %b\r\n"
 _OVERHEAD_FIELD = _OVERHEAD + b": %.2f\r\n"
 _STREAM_FIELDS = (
     b"content-type: text/event-stream; charset=utf-8\r\ncache-control: no-cache\r\n"
@@ -254,7 +253,7 @@ class Served:
         stats = context.stats
         stats.status = status
         self._complete = True
-        fields = _JSON_FIELDS % (len(body), context.request_id.encode())
+        fields = JSON_FIELDS % (len(body), context.request_id.encode())
         if self._turn:  # (`_overhead_ms`, spelled out: a call less per answer)
             fields += _OVERHEAD_FIELD % (stats.overhead_s(time.perf_counter()) * 1000)
         cycle = self._cycle
